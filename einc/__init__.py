@@ -1,0 +1,1 @@
+from einc.errors import EincError

@@ -1,0 +1,25 @@
+"""The xDSL context einc works in: every upstream dialect plus einc's own."""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
+
+
+def einc_dialects() -> dict[str, object]:
+    """einc's own dialects, by name, loaded lazily like xDSL's registry."""
+
+    def ein():
+        from einc.dialects.ein import Ein
+
+        return Ein
+
+    return {"ein": ein}
+
+
+def make_context() -> Context:
+    """A fresh context that can parse and verify any IR einc produces."""
+    ctx = Context(allow_unregistered=False)
+    for name, factory in {**get_all_dialects(), **einc_dialects()}.items():
+        ctx.register_dialect(name, factory)  # type: ignore[arg-type]
+    return ctx
