@@ -1,1 +1,15 @@
+"""einc: a multi-level tensor-kernel compiler for Antares IR, built on xDSL.
+
+    import einc
+    kernel = einc.compile("output0[N, M] +=! input0[N, K] * input1[K, M]",
+                          {"input0": {"dtype": "float32", "shape": [64, 32]},
+                           "input1": {"dtype": "float32", "shape": [32, 16]}})
+    outputs = kernel(input0=a, input1=b)   # {"output0": ndarray}
+    kernel.source                          # the generated C
+"""
+
+from einc.driver import Kernel, compile
 from einc.errors import EincError
+
+__all__ = ["EincError", "Kernel", "compile"]
+__version__ = "0.1.0"

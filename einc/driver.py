@@ -1,0 +1,287 @@
+"""The compiler driver: an ordered table of named stages, each one printable on its own.
+
+    parse      .ein / Antares text -> checked program (frontend)
+    ein        -> `ein` dialect module (einsum meaning)
+    loops      -> affine/scf loops on memrefs (`convert-ein-to-affine`)
+    scheduled  -> the loops with a schedule applied (identity without a schedule)
+    target     -> the target's legalized IR (its own pass pipeline)
+    source     -> the target's source text (its printer)
+
+`einc compile --dump-after=STAGE` prints the program after a stage; `lower_to_stage` returns it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from einc.context import make_context
+from einc.errors import EincError, ScheduleError, SourceLocation, TargetError
+
+STAGES = ("ein", "loops", "scheduled", "target", "source")
+
+LOOPS_PIPELINE = "convert-ein-to-affine"
+
+
+def resolve_target(name: str, loc: SourceLocation | None = None) -> Any:
+    """The target object registered under `name`, or a TargetError listing the known ones."""
+    from einc.targets import get_all_targets
+
+    targets = get_all_targets()
+    if name not in targets:
+        raise TargetError(
+            f"unknown target '{name}' (available: {', '.join(sorted(targets))})",
+            loc or SourceLocation("<command line>", 1, 1),
+        )
+    return targets[name]()
+
+
+@dataclass
+class Compilation:
+    """One program on its way through the stages; each stage's result is kept."""
+
+    source: str
+    filename: str = "<string>"
+    input_dict: Mapping[str, Any] | None = None
+    extra_outputs: Sequence[str] | None = None
+    target: str = "c"
+    schedule: Any = None
+    results: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ctx = make_context()
+        self.target_obj = resolve_target(self.target)
+        if self.schedule is not None:
+            raise ScheduleError(
+                "schedules are not supported yet: compile without one",
+                SourceLocation(self.filename, 1, 1),
+            )
+        self._table: list[tuple[str, Callable[[Any], Any]]] = [
+            ("ein", self._ein),
+            ("loops", self._loops),
+            ("scheduled", self._scheduled),
+            ("target", self._target),
+            ("source", self._source),
+        ]
+
+    # ---- stages ------------------------------------------------------------------------------
+    def _ein(self, _: Any) -> ModuleOp:
+        from einc.frontend import build_module, parse_program
+
+        self.program = parse_program(
+            self.source,
+            filename=self.filename,
+            input_dict=dict(self.input_dict) if self.input_dict is not None else None,
+            extra_outputs=list(self.extra_outputs) if self.extra_outputs is not None else None,
+        )
+        return build_module(self.program)
+
+    def _loops(self, module: ModuleOp) -> ModuleOp:
+        from einc.passes import run_pipeline
+
+        module = module.clone()
+        run_pipeline(self.ctx, module, LOOPS_PIPELINE)
+        return module
+
+    def _scheduled(self, module: ModuleOp) -> ModuleOp:
+        return module
+
+    def _target(self, module: ModuleOp) -> ModuleOp:
+        from einc.passes import run_pipeline
+
+        module = module.clone()
+        run_pipeline(self.ctx, module, self.target_obj.pipeline)
+        return module
+
+    def _source(self, module: ModuleOp) -> str:
+        return self.target_obj.emit(module)
+
+    # ---- running -----------------------------------------------------------------------------
+    def run_until(self, stage: str) -> Any:
+        """Run the stages up to and including `stage` (those already run are reused)."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+        value: Any = None
+        for name, fn in self._table:
+            if name in self.results:
+                value = self.results[name]
+            else:
+                start = time.perf_counter()
+                value = fn(value)
+                self.seconds[name] = time.perf_counter() - start
+                self.results[name] = value
+            if name == stage:
+                return value
+        raise AssertionError(stage)
+
+    def kernel(self) -> Kernel:
+        source = self.run_until("source")
+        start = time.perf_counter()
+        runner = self.target_obj.build(source, self.results["target"])
+        self.seconds["build"] = time.perf_counter() - start
+        return Kernel(source=source, program=self.program, runner=runner, target=self.target)
+
+
+class Kernel:
+    """A compiled program: call it with the inputs as keyword arguments; it returns a dict of
+    freshly allocated outputs (poisoned before the run, so stale data cannot pass a check)."""
+
+    def __init__(self, source: str, program: Any, runner: Any, target: str):
+        self.source = source
+        self.program = program
+        self.target = target
+        self._runner = runner
+
+    @property
+    def inputs(self) -> list[Any]:
+        return list(self.program.inputs)
+
+    @property
+    def outputs(self) -> list[Any]:
+        return list(self.program.outputs)
+
+    def __call__(self, **arrays: np.ndarray) -> dict[str, np.ndarray]:
+        outputs = {o.name: poisoned(o.shape, o.dtype) for o in self.program.outputs}
+        self._runner(arrays, outputs)
+        return outputs
+
+    def run(self, arrays: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
+        """Run into caller-provided output arrays (no allocation; for benchmarks)."""
+        self._runner(dict(arrays), dict(outputs))
+
+
+def poisoned(shape: Sequence[int], dtype: str) -> np.ndarray:
+    """An array filled with a value no correct kernel leaves behind: NaN, or 0x5A bytes."""
+    out = np.empty(tuple(shape), dtype=np.dtype(dtype))
+    if out.dtype.kind == "f":
+        out.fill(np.nan)
+    else:
+        out.view(np.uint8).fill(0x5A)
+    return out
+
+
+def compile(
+    ir: str,
+    input_dict: Mapping[str, Any] | None = None,
+    target: str = "c",
+    extra_outputs: Sequence[str] | None = None,
+    schedule: Any = None,
+    filename: str = "<string>",
+) -> Kernel:
+    """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text."""
+    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).kernel()
+
+
+def lower_to_stage(
+    ir: str,
+    input_dict: Mapping[str, Any] | None = None,
+    extra_outputs: Sequence[str] | None = None,
+    stage: str = "loops",
+    target: str = "c",
+    filename: str = "<string>",
+) -> Any:
+    """The program after `stage`: an xDSL module, or the source text for `source`."""
+    return Compilation(ir, filename, input_dict, extra_outputs, target).run_until(stage)
+
+
+# ---- the command-line jobs -----------------------------------------------------------------------
+def read_program(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise EincError(f"cannot read program: {err}", SourceLocation(path, 1, 1)) from None
+
+
+def compile_file_command(
+    path: str, target: str, schedule: str | None = None, dump_after: str | None = None
+) -> str:
+    comp = Compilation(read_program(path), path, target=target, schedule=schedule)
+    result = comp.run_until(dump_after or "source")
+    text = str(result)
+    return text if text.endswith("\n") else text + "\n"
+
+
+@dataclass
+class RunReport:
+    name: str
+    target: str
+    errors: dict[str, float]
+    tolerances: dict[str, float]
+    median_s: float
+    compile_s: float
+    seed: int
+
+    @property
+    def ok(self) -> bool:
+        return all(self.errors[k] <= self.tolerances[k] for k in self.errors)
+
+    def render(self) -> str:
+        lines = [f"{self.name}: target {self.target}, inputs seeded with {self.seed}"]
+        for out, err in self.errors.items():
+            verdict = "ok" if err <= self.tolerances[out] else "MISMATCH"
+            lines.append(
+                f"  {out}: max error {err:.3e} vs the NumPy float64 reference "
+                f"(tolerance {self.tolerances[out]:.1e}) {verdict}"
+            )
+        lines.append(f"  compile {self.compile_s * 1e3:.1f} ms, run {self.median_s * 1e3:.3f} ms (median)")
+        return "\n".join(lines)
+
+
+def random_inputs(program: Any, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Non-zero random data: floats in ±[0.5, 2), ints in [1, 7] (small: safe as gather
+    indices into any dimension of 8 or more, and for shifts)."""
+    arrays = {}
+    for t in program.inputs:
+        if np.dtype(t.dtype).kind == "f":
+            mag = rng.uniform(0.5, 2.0, t.shape)
+            arrays[t.name] = (mag * rng.choice([-1.0, 1.0], t.shape)).astype(t.dtype)
+        else:
+            arrays[t.name] = rng.integers(1, 8, t.shape).astype(t.dtype)
+    return arrays
+
+
+def tolerance(dtype: str) -> float:
+    return {"float64": 1e-9, "float32": 1e-4, "float16": 2e-2}.get(dtype, 0.0)
+
+
+def max_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Largest error, relative to the reference's magnitude for floats; exact for ints."""
+    if got.size == 0:
+        return 0.0
+    if got.dtype.kind != "f":
+        return float(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64))))
+    scale = max(1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)))
+    diff = np.abs(got.astype(np.float64) - want)
+    same_inf = np.isinf(want) & (got.astype(np.float64) == want)
+    diff = np.where(same_inf | (np.isnan(want) & np.isnan(got)), 0.0, diff)
+    return float(np.max(diff)) / scale
+
+
+def run_file_command(
+    path: str, target: str, schedule: str | None = None, repeat: int = 5, seed: int | None = None
+) -> RunReport:
+    from einc.reference import run_reference
+
+    comp = Compilation(read_program(path), path, target=target, schedule=schedule)
+    start = time.perf_counter()
+    kernel = comp.kernel()
+    compile_s = time.perf_counter() - start
+    seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (1 << 32))  # type: ignore[operator]
+    arrays = random_inputs(comp.program, np.random.default_rng(seed))
+    outputs = kernel(**arrays)
+    reference = run_reference(comp.results["ein"], arrays)
+    errors = {k: max_error(v, reference[k]) for k, v in outputs.items()}
+    tols = {o.name: tolerance(o.dtype) for o in comp.program.outputs}
+    times = []
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        kernel(**arrays)
+        times.append(time.perf_counter() - t0)
+    return RunReport(Path(path).stem, target, errors, tols, float(np.median(times)), compile_s, seed)
