@@ -1,0 +1,68 @@
+"""einc's passes, one ModulePass per file, and the registry the drivers use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Pass name -> a function returning the pass class (imported on demand): einc's own
+    passes and the xDSL passes einc pipelines use."""
+
+    def convert_ein_to_affine():
+        from einc.passes.convert_ein_to_affine import ConvertEinToAffinePass
+
+        return ConvertEinToAffinePass
+
+    def legalize_f16_for_c():
+        from einc.passes.legalize_f16_for_c import LegalizeF16ForCPass
+
+        return LegalizeF16ForCPass
+
+    def canonicalize():
+        from xdsl.transforms.canonicalize import CanonicalizePass
+
+        return CanonicalizePass
+
+    def cse():
+        from xdsl.transforms.common_subexpression_elimination import (
+            CommonSubexpressionElimination,
+        )
+
+        return CommonSubexpressionElimination
+
+    def dce():
+        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+        return DeadCodeElimination
+
+    def licm():
+        from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotionPass
+
+        return LoopInvariantCodeMotionPass
+
+    def lower_affine():
+        from xdsl.transforms.lower_affine import LowerAffinePass
+
+        return LowerAffinePass
+
+    return {
+        "convert-ein-to-affine": convert_ein_to_affine,
+        "legalize-f16-for-c": legalize_f16_for_c,
+        "canonicalize": canonicalize,
+        "cse": cse,
+        "dce": dce,
+        "licm": licm,
+        "lower-affine": lower_affine,
+    }
+
+
+def run_pipeline(ctx: Context, module: ModuleOp, pipeline: str) -> None:
+    """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place."""
+    if not pipeline:
+        return
+    PassPipeline.parse_spec(get_all_passes(), pipeline).apply(ctx, module)

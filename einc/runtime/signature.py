@@ -1,0 +1,191 @@
+"""The calling convention of a lowered kernel, and checking NumPy arrays against it.
+
+After `convert-ein-to-affine` a kernel is `func.func @kernel(inputs..., outputs...)` whose
+arguments are identity-layout memrefs carrying `{ein.name = "..."}`, outputs also
+`ein.output`. Every runtime (the interpreter, the C runtime, later GPU runtimes) binds
+arrays to it through `KernelSignature`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute
+
+from einc.errors import RuntimeInputError
+from einc.passes.convert_ein_to_affine import NAME_ATTR, OUTPUT_ATTR
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The NumPy dtype of a scalar type (`i1` is `bool`, `index` is `int64`)."""
+    match element_type:
+        case Float64Type():
+            return np.dtype(np.float64)
+        case Float32Type():
+            return np.dtype(np.float32)
+        case Float16Type():
+            return np.dtype(np.float16)
+        case IndexType():
+            return np.dtype(np.int64)
+        case IntegerType(width=width):
+            if width.data == 1:
+                return np.dtype(np.bool_)
+            if width.data in (8, 16, 32, 64):
+                return np.dtype(f"int{width.data}")
+    raise ValueError(f"no NumPy dtype for {element_type}")
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """One kernel argument: a row-major, C-contiguous array."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    is_output: bool
+
+    def describe(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        return f"{self.dtype}[{dims}]"
+
+
+def kernel_function(module: ModuleOp) -> func.FuncOp:
+    """The module's kernel: its only defined `func.func`, else the one named `kernel`."""
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    if len(funcs) == 1:
+        return funcs[0]
+    for f in funcs:
+        if f.sym_name.data == "kernel":
+            return f
+    raise ValueError(f"expected one kernel function in the module, found {len(funcs)}")
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    name: str
+    buffers: tuple[BufferSpec, ...]
+
+    @classmethod
+    def from_function(cls, f: func.FuncOp) -> KernelSignature:
+        attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
+        specs: list[BufferSpec] = []
+        for k, t in enumerate(f.function_type.inputs):
+            if not isinstance(t, MemRefType):
+                raise ValueError(f"kernel argument {k} is {t}, not a memref (lower it first)")
+            arg = attrs[k].data if k < len(attrs) else {}
+            name = arg.get(NAME_ATTR)
+            specs.append(
+                BufferSpec(
+                    name.data if isinstance(name, StringAttr) else f"arg{k}",
+                    numpy_dtype(t.get_element_type()),
+                    tuple(t.get_shape()),
+                    OUTPUT_ATTR in arg,
+                )
+            )
+        return cls(f.sym_name.data, tuple(specs))
+
+    @classmethod
+    def from_module(cls, module: ModuleOp) -> KernelSignature:
+        return cls.from_function(kernel_function(module))
+
+    @property
+    def inputs(self) -> tuple[BufferSpec, ...]:
+        return tuple(b for b in self.buffers if not b.is_output)
+
+    @property
+    def outputs(self) -> tuple[BufferSpec, ...]:
+        return tuple(b for b in self.buffers if b.is_output)
+
+    def bind(
+        self,
+        inputs: Mapping[str, np.ndarray],
+        outputs: Mapping[str, np.ndarray] | None = None,
+        allocate: Callable[[BufferSpec], np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
+        """The arrays in argument order, each checked against its spec. Missing outputs
+        are made by `allocate` (default `np.empty`). Raises RuntimeInputError for a missing
+        or unknown name, a wrong dtype or shape, a non-contiguous array, a read-only
+        output, or an output overlapping another argument."""
+        outputs = outputs or {}
+        known_in = {b.name for b in self.inputs}
+        known_out = {b.name for b in self.outputs}
+        for name in inputs:
+            if name not in known_in:
+                raise RuntimeInputError(
+                    f"unknown input '{name}' (the kernel takes {_names(self.inputs)})"
+                )
+        for name in outputs:
+            if name not in known_out:
+                raise RuntimeInputError(
+                    f"unknown output '{name}' (the kernel produces {_names(self.outputs)})"
+                )
+        make = allocate or (lambda b: np.empty(b.shape, b.dtype))
+        arrays: list[np.ndarray] = []
+        for spec in self.buffers:
+            source = outputs if spec.is_output else inputs
+            if spec.name in source:
+                array = source[spec.name]
+                check_array(spec, array)
+            elif spec.is_output:
+                array = make(spec)
+            else:
+                raise RuntimeInputError(
+                    f"missing input '{spec.name}' ({spec.describe()}); the kernel takes "
+                    f"{_names(self.inputs)}"
+                )
+            arrays.append(array)
+        check_no_overlap(self.buffers, arrays)
+        return arrays
+
+
+def check_array(spec: BufferSpec, array: object) -> None:
+    """Raise RuntimeInputError unless `array` can be passed as `spec` without a copy."""
+    role = "output" if spec.is_output else "input"
+    if not isinstance(array, np.ndarray):
+        raise RuntimeInputError(
+            f"{role} '{spec.name}' must be a numpy.ndarray of {spec.describe()}, "
+            f"got {type(array).__name__} (use numpy.asarray)"
+        )
+    if array.dtype != spec.dtype:
+        raise RuntimeInputError(
+            f"{role} '{spec.name}' has dtype {array.dtype}, expected {spec.dtype}"
+        )
+    if tuple(array.shape) != spec.shape:
+        raise RuntimeInputError(
+            f"{role} '{spec.name}' has shape {list(array.shape)}, expected {list(spec.shape)}"
+        )
+    if not array.flags.c_contiguous:
+        raise RuntimeInputError(
+            f"{role} '{spec.name}' is not C-contiguous (use numpy.ascontiguousarray)"
+        )
+    if spec.is_output and not array.flags.writeable:
+        raise RuntimeInputError(f"output '{spec.name}' is read-only")
+
+
+def check_no_overlap(specs: Sequence[BufferSpec], arrays: Sequence[np.ndarray]) -> None:
+    """Outputs may not share memory with any other argument (inputs may alias each other)."""
+    for i, (spec, array) in enumerate(zip(specs, arrays)):
+        if not spec.is_output:
+            continue
+        for j, other in enumerate(arrays):
+            if j != i and array.size and other.size and np.may_share_memory(array, other):
+                raise RuntimeInputError(
+                    f"output '{spec.name}' overlaps argument '{specs[j].name}'"
+                )
+
+
+def _names(specs: Sequence[BufferSpec]) -> str:
+    return ", ".join(f"{b.name}: {b.describe()}" for b in specs) or "nothing"

@@ -1,0 +1,268 @@
+"""`convert-ein-to-affine`: ein tensors and einsums to memrefs and `affine.for` nests.
+
+    func.func @kernel(%A: tensor<4x3xf32> {ein.name = "A"}, ...) -> tensor<4x5xf32>
+
+becomes
+
+    func.func @kernel(%A: memref<4x3xf32> {ein.name = "A"}, ...,
+                      %C: memref<4x5xf32> {ein.name = "C", ein.output})
+
+Inputs keep their position; outputs are appended in result order and marked `ein.output`;
+the function returns nothing. A returned einsum writes straight into its output argument,
+any other into a `memref.alloc` freed before the return. A reduction first fills its
+output with the combiner's identity in a nest of its own, then runs the nest over all axes
+(output axes outermost) with the body inlined: `ein.load` becomes `affine.load` when its
+indices are affine in the loop variables, `memref.load` otherwise, and the yielded value is
+combined into the output element (or stored, for `assign`).
+
+Stage 1 converts the signature, bridging each buffer to the tensor uses with
+`bufferization.to_tensor` and each returned tensor to its output argument with
+`bufferization.materialize_in_destination`; stage 2 lowers einsums, loads and the remaining
+materializations (copies: an input or a result returned twice) and drops the bridges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import affine, bufferization, func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
+
+from einc.dialects import ein
+from einc.passes.utils.affine_index import affine_access
+from einc.passes.utils.combiner import build_combine, identity_constant
+from einc.passes.utils.loops import build_elementwise_nest, build_loop_nest, enclosing_loops
+
+NAME_ATTR = "ein.name"
+OUTPUT_ATTR = "ein.output"
+
+
+def buffer_type(t: TensorType) -> MemRefType:
+    """The identity-layout (row-major) memref holding a tensor of type `t`."""
+    return MemRefType(t.get_element_type(), t.get_shape())
+
+
+def tensor_name(value: SSAValue, fallback: str) -> str:
+    """The `ein.name` of an input argument or the name of an einsum's output."""
+    owner = value.owner
+    if isinstance(owner, ein.EinsumOp):
+        return owner.output_name.data
+    if isinstance(value, BlockArgument) and isinstance(owner.parent_op(), func.FuncOp):
+        attrs = owner.parent_op().arg_attrs  # type: ignore[union-attr]
+        if attrs is not None and isinstance(
+            name := attrs.data[value.index].data.get(NAME_ATTR), StringAttr
+        ):
+            return name.data
+    return fallback
+
+
+def copy_nest(builder: Builder, source: SSAValue, dest: SSAValue) -> None:
+    """Insert an element-by-element copy between two buffers of the same type."""
+    assert isinstance(dest.type, MemRefType)
+
+    def body(b: Builder, ivs: tuple[SSAValue, ...]) -> None:
+        value = b.insert(affine.LoadOp(source, ivs)).result
+        b.insert(affine.StoreOp(value, dest, ivs))
+
+    build_elementwise_nest(builder, dest.type, body)
+
+
+class BufferizeSignature(RewritePattern):
+    """Tensor arguments become memrefs, returned tensors become output arguments."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter) -> None:
+        func_type = op.function_type
+        if not any(isinstance(t, TensorType) for t in (*func_type.inputs, *func_type.outputs)):
+            return
+        block = op.body.block
+        old_attrs = (
+            list(op.arg_attrs.data)
+            if op.arg_attrs is not None
+            else [DictionaryAttr({})] * len(block.args)
+        )
+        for arg in tuple(block.args):
+            if not isinstance(arg.type, TensorType):
+                continue
+            tensor_type = arg.type
+            buffer = rewriter.replace_value_with_new_type(arg, buffer_type(tensor_type))
+            bridge = bufferization.ToTensorOp(buffer, restrict=True)
+            rewriter.insert_op(bridge, InsertPoint.at_start(block))
+            buffer.replace_uses_with_if(bridge.tensor, lambda use: use.operation is not bridge)
+
+        ret = block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        new_attrs: list[DictionaryAttr] = []
+        for k, value in enumerate(ret.arguments):
+            assert isinstance(value.type, TensorType), "einsum kernels return tensors"
+            out = rewriter.insert_block_argument(block, len(block.args), buffer_type(value.type))
+            name = tensor_name(value, f"out{k}")
+            out.name_hint = name
+            new_attrs.append(
+                DictionaryAttr({NAME_ATTR: StringAttr(name), OUTPUT_ATTR: UnitAttr()})
+            )
+            rewriter.insert_op(
+                bufferization.MaterializeInDestinationOp.build(
+                    operands=[value, out],
+                    properties={"restrict": UnitAttr(), "writable": UnitAttr()},
+                    result_types=[[]],
+                ),
+                InsertPoint.before(ret),
+            )
+        rewriter.replace_op(ret, func.ReturnOp())
+        op.function_type = FunctionType.from_lists(block.arg_types, [])
+        op.arg_attrs = ArrayAttr([*old_attrs, *new_attrs])
+        rewriter.notify_op_modified(op)
+
+
+class LowerEinsum(RewritePattern):
+    """An einsum becomes its loop nests writing into its destination buffer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ein.EinsumOp, rewriter: PatternRewriter) -> None:
+        builder = Builder(InsertPoint.before(op))
+        dest = self._destination(op, rewriter)
+        element_type = op.result_type.get_element_type()
+        combiner = op.combiner.data
+        rank = op.num_parallel
+        if op.is_reduction:
+            init = identity_constant(combiner, element_type)
+            builder.insert(init)
+
+            def fill(b: Builder, ivs: tuple[SSAValue, ...]) -> None:
+                b.insert(affine.StoreOp(init.result, dest, ivs))
+
+            build_elementwise_nest(builder, buffer_type(op.result_type), fill, op.axis_names)
+
+        nest = build_loop_nest(builder, op.axis_extents, op.axis_names)
+        yield_op = op.yield_op
+        rewriter.inline_block(op.block, nest.body, nest.ivs)
+        out_ivs = nest.ivs[:rank]
+        body = Builder(InsertPoint.before(yield_op))
+        value = yield_op.value
+        if op.is_reduction:
+            acc = body.insert(affine.LoadOp(dest, out_ivs)).result
+            value = build_combine(body, combiner, acc, value)
+        body.insert(affine.StoreOp(value, dest, out_ivs))
+        rewriter.erase_op(yield_op)
+        rewriter.replace_op(op, bufferization.ToTensorOp(dest, restrict=True))
+
+    @staticmethod
+    def _destination(op: ein.EinsumOp, rewriter: PatternRewriter) -> SSAValue:
+        """The output argument the result is materialized in, else a fresh allocation."""
+        for use in op.result.uses:
+            user = use.operation
+            if isinstance(user, bufferization.MaterializeInDestinationOp):
+                rewriter.erase_op(user)
+                return user.dest
+        alloc = memref.AllocOp.get(
+            op.result_type.get_element_type(), shape=op.result_type.get_shape()
+        )
+        alloc.memref.name_hint = op.output_name.data
+        rewriter.insert_op(alloc, InsertPoint.before(op))
+        terminator = op.parent_block().last_op  # type: ignore[union-attr]
+        rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(terminator))
+        return alloc.memref
+
+
+class LowerLoad(RewritePattern):
+    """`ein.load` of a bufferized tensor, once its einsum body is inlined into loops."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ein.LoadOp, rewriter: PatternRewriter) -> None:
+        if _inside_einsum(op):
+            return
+        bridge = op.tensor.owner
+        if not isinstance(bridge, bufferization.ToTensorOp):
+            return
+        buffer = bridge.memref
+        ivs = [loop.body.block.args[0] for loop in enclosing_loops(op)]
+        access = affine_access(op.indices, ivs)
+        new_op: Operation
+        if access is None:
+            new_op = memref.LoadOp.get(buffer, op.indices)
+        else:
+            access_map, operands = access
+            new_op = affine.LoadOp(buffer, operands, affine.AffineMapAttr(access_map))
+        rewriter.replace_op(op, new_op)
+
+
+class LowerMaterialize(RewritePattern):
+    """A returned tensor that is not computed in place: copy its buffer to the output."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: bufferization.MaterializeInDestinationOp, rewriter: PatternRewriter
+    ) -> None:
+        bridge = op.source.owner
+        if not isinstance(bridge, bufferization.ToTensorOp):
+            return
+        copy_nest(Builder(InsertPoint.before(op)), bridge.memref, op.dest)
+        rewriter.erase_op(op)
+
+
+class EraseDeadBridge(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: bufferization.ToTensorOp, rewriter: PatternRewriter) -> None:
+        if not op.tensor.uses:
+            rewriter.erase_op(op)
+
+
+def _inside_einsum(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, ein.EinsumOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+@dataclass(frozen=True)
+class ConvertEinToAffinePass(ModulePass):
+    name = "convert-ein-to-affine"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(BufferizeSignature(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(
+                [LowerEinsum(), LowerLoad(), LowerMaterialize(), EraseDeadBridge()]
+            )
+        ).rewrite_module(op)
+        for leftover in op.walk():
+            if isinstance(leftover, _LEFTOVERS):
+                raise PassFailedException(
+                    f"convert-ein-to-affine: could not lower {leftover.name} "
+                    "(its tensor operand is not an argument or an einsum result)"
+                )
+
+
+_LEFTOVERS: tuple[type[Operation], ...] = (
+    ein.EinsumOp,
+    ein.LoadOp,
+    bufferization.ToTensorOp,
+    bufferization.MaterializeInDestinationOp,
+)
+
+__all__ = ["ConvertEinToAffinePass", "NAME_ATTR", "OUTPUT_ATTR", "buffer_type"]

@@ -1,0 +1,19 @@
+"""The C target: C11 for gcc/clang, one exported `void kernel(...)` per module.
+
+Buffers are `restrict` pointers (the runtime refuses overlapping outputs), read-only ones
+`const`; f16 is `_Float16` (storage only: `legalize-f16-for-c` computes it in f32).
+Integer wrap-around relies on `-fwrapv` (see einc.runtime.c).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from einc.targets.clike import CLikeTarget
+
+
+class CTarget(CLikeTarget):
+    name: ClassVar[str] = "c"
+    pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
+    includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
+    buffer_suffix: ClassVar[str] = " restrict"

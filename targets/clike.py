@@ -1,0 +1,781 @@
+"""The shared printer of C-like targets (C, OpenCL, CUDA, HIP, HLSL, SYCL, Poplar).
+
+As tinygrad's `CStyleLanguage`: a target is a set of tables (type names, kernel prefix,
+buffer qualifiers, op spellings, math function names, helper functions, barrier and
+work-item index spellings) and `CLikeTarget.emit` walks func/affine/scf/memref/arith/math IR
+and prints it with them. Subclasses change tables (`{**CLikeTarget.types, ...}`), not code.
+
+Printers only print: anything a language lacks (f16 arithmetic, ...) is legalized by a pass
+in the target's `pipeline` before `emit`. An op without a spelling raises TargetError naming
+it; nothing is guessed.
+
+Printing rules:
+- every loop is `for (int64_t N = 0; N < 1024; N++)`, named after the IR's name hints;
+- memrefs are flat row-major pointers, accesses print their flattened index expression;
+- a pure value used once in its own block is inlined into its user; a load is inlined only
+  when no write lies between it and its user; constants are always inlined;
+- affine floordiv/mod/ceildiv print as C `/` and `%` when the dividend is provably
+  non-negative (from loop bounds), else through helpers with floor semantics;
+- float literals are the shortest text that round-trips in their type (`0.1f`), infinities
+  and NaN are INFINITY / NAN; f16 constants are cast from exact f32 literals.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects import affine, arith, func, memref, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    f16,
+    f32,
+    f64,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+
+from einc.errors import TargetError
+from einc.passes.utils.affine_index import Range, dims_to_operands, expr_range
+from einc.passes.utils.loops import constant_trip_range
+
+# ---- spellings --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How an op prints as an expression. `fmt` fields: `{0}`.. operands, `{t}` the result's
+    C type, `{s}` its type suffix (`f32`, `i64`: helper names), `{f}` its math-function
+    suffix (`f` for float), `{ut}` the unsigned C type of operand 0. `compound` expressions
+    are parenthesised when nested; `helper` names a helper function the expression calls."""
+
+    fmt: str
+    compound: bool = True
+    helper: str | None = None
+
+
+def infix(symbol: str) -> Spelling:
+    return Spelling(f"{{0}} {symbol} {{1}}")
+
+
+def call(name: str, arity: int = 1) -> Spelling:
+    args = ", ".join(f"{{{k}}}" for k in range(arity))
+    return Spelling(f"{name}{{f}}({args})", compound=False)
+
+
+def helper(name: str, arity: int = 2) -> Spelling:
+    args = ", ".join(f"{{{k}}}" for k in range(arity))
+    return Spelling(f"einc_{name}_{{s}}({args})", compound=False, helper=name)
+
+
+CAST = Spelling("({t}){0}", compound=False)
+
+
+@dataclass(frozen=True)
+class Expr:
+    text: str
+    compound: bool = False
+
+    def operand(self) -> str:
+        return f"({self.text})" if self.compound else self.text
+
+
+# ---- the target base ------------------------------------------------------------------------
+
+
+class CLikeTarget:
+    """A C-like language: tables, and `emit` to print a lowered module with them."""
+
+    name: ClassVar[str] = "clike"
+    pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
+
+    includes: ClassVar[tuple[str, ...]] = ()
+    kernel_prefix: ClassVar[str] = ""
+    """Before the kernel's return type (`__kernel `, `extern "C" __global__ `)."""
+    buffer_prefix: ClassVar[str] = ""
+    """Before a buffer argument's element type (`__global `)."""
+    buffer_suffix: ClassVar[str] = ""
+    """After the `*` of a buffer argument (` restrict`, ` __restrict__`)."""
+    readonly_prefix: ClassVar[str] = "const "
+    index_type: ClassVar[str] = "int64_t"
+    barrier: ClassVar[str] = ""
+    """The work-group barrier statement (GPU targets)."""
+    work_item_index: ClassVar[Mapping[str, str]] = {}
+    """Work-item index spellings by name (`"global_id.x": "get_global_id(0)"`)."""
+
+    types: ClassVar[Mapping[Attribute, str]] = {
+        f64: "double", f32: "float", f16: "_Float16",
+        i64: "int64_t", i32: "int32_t", i16: "int16_t", i8: "int8_t", i1: "bool",
+        IndexType(): "int64_t",
+    }  # fmt: skip
+    unsigned_types: ClassVar[Mapping[Attribute, str]] = {
+        i64: "uint64_t", i32: "uint32_t", i16: "uint16_t", i8: "uint8_t", i1: "bool",
+        IndexType(): "uint64_t",
+    }  # fmt: skip
+    math_suffix: ClassVar[Mapping[Attribute, str]] = {f64: "", f32: "f"}
+    """Suffix of C math functions and float literals by type; a float type missing here has
+    no math library (f16: legalize it to f32 first)."""
+    literal_cast: ClassVar[Mapping[Attribute, str]] = {f16: "(_Float16)"}
+    promoted_types: ClassVar[frozenset[Attribute]] = frozenset({i8, i16})
+    """Integer types C computes in `int`: an expression of one is cast back to it."""
+    """Float types written as a cast of an exact f32 literal."""
+
+    ops: ClassVar[Mapping[type[Operation], Spelling]] = {
+        arith.AddfOp: infix("+"), arith.SubfOp: infix("-"), arith.MulfOp: infix("*"),
+        arith.DivfOp: infix("/"), arith.NegfOp: Spelling("-{0}", compound=False),
+        arith.AddiOp: infix("+"), arith.SubiOp: infix("-"), arith.MuliOp: infix("*"),
+        arith.DivSIOp: infix("/"), arith.RemSIOp: infix("%"),
+        arith.AndIOp: infix("&"), arith.OrIOp: infix("|"), arith.XOrIOp: infix("^"),
+        arith.ShLIOp: infix("<<"), arith.ShRSIOp: infix(">>"),
+        arith.ShRUIOp: Spelling("({t})(({ut}){0} >> {1})", compound=False),
+        arith.DivUIOp: Spelling("({t})(({ut}){0} / ({ut}){1})", compound=False),
+        arith.RemUIOp: Spelling("({t})(({ut}){0} % ({ut}){1})", compound=False),
+        arith.FloorDivSIOp: helper("floordiv"), arith.CeilDivSIOp: helper("ceildiv"),
+        arith.MaxSIOp: helper("maxsi"), arith.MinSIOp: helper("minsi"),
+        arith.MaximumfOp: helper("maximumf"), arith.MinimumfOp: helper("minimumf"),
+        arith.MaxnumfOp: call("fmax", 2), arith.MinnumfOp: call("fmin", 2),
+        arith.SelectOp: Spelling("{0} ? {1} : {2}"),
+        arith.ExtFOp: CAST, arith.TruncFOp: CAST, arith.SIToFPOp: CAST, arith.FPToSIOp: CAST,
+        arith.ExtSIOp: CAST, arith.TruncIOp: CAST, arith.IndexCastOp: CAST,
+        arith.ExtUIOp: Spelling("({t})({ut}){0}", compound=False),
+        arith.UIToFPOp: Spelling("({t})({ut}){0}", compound=False),
+        mathd.AbsFOp: call("fabs"), mathd.AbsIOp: helper("absi", 1),
+        mathd.AcosOp: call("acos"), mathd.AcoshOp: call("acosh"),
+        mathd.AsinOp: call("asin"), mathd.AsinhOp: call("asinh"),
+        mathd.AtanOp: call("atan"), mathd.AtanhOp: call("atanh"),
+        mathd.Atan2Op: call("atan2", 2), mathd.CbrtOp: call("cbrt"),
+        mathd.CeilOp: call("ceil"), mathd.CopySignOp: call("copysign", 2),
+        mathd.CosOp: call("cos"), mathd.CoshOp: call("cosh"), mathd.ErfOp: call("erf"),
+        mathd.ExpOp: call("exp"), mathd.Exp2Op: call("exp2"), mathd.ExpM1Op: call("expm1"),
+        mathd.FloorOp: call("floor"), mathd.FmaOp: call("fma", 3),
+        mathd.LogOp: call("log"), mathd.Log10Op: call("log10"), mathd.Log1pOp: call("log1p"),
+        mathd.Log2Op: call("log2"), mathd.PowFOp: call("pow", 2),
+        mathd.FPowIOp: Spelling("pow{f}({0}, ({t}){1})", compound=False),
+        mathd.RoundOp: call("round"), mathd.RoundEvenOp: call("rint"),
+        mathd.RsqrtOp: Spelling("1 / sqrt{f}({0})"),
+        mathd.SinOp: call("sin"), mathd.SinhOp: call("sinh"), mathd.SqrtOp: call("sqrt"),
+        mathd.TanOp: call("tan"), mathd.TanhOp: call("tanh"), mathd.TruncOp: call("trunc"),
+    }  # fmt: skip
+    cmpi: ClassVar[Sequence[str]] = (
+        "{0} == {1}", "{0} != {1}", "{0} < {1}", "{0} <= {1}", "{0} > {1}", "{0} >= {1}",
+        "({ut}){0} < ({ut}){1}", "({ut}){0} <= ({ut}){1}",
+        "({ut}){0} > ({ut}){1}", "({ut}){0} >= ({ut}){1}",
+    )  # fmt: skip
+    """By predicate number: eq ne slt sle sgt sge ult ule ugt uge."""
+    cmpf: ClassVar[Sequence[str]] = (
+        "0", "{0} == {1}", "{0} > {1}", "{0} >= {1}", "{0} < {1}", "{0} <= {1}",
+        "{0} < {1} || {0} > {1}", "{0} == {0} && {1} == {1}",
+        "!({0} < {1} || {0} > {1})", "!({0} <= {1})", "!({0} < {1})", "!({0} >= {1})",
+        "!({0} > {1})", "{0} != {1}", "{0} != {0} || {1} != {1}", "1",
+    )  # fmt: skip
+    """By predicate number: false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno
+    true (C's relational operators are ordered, `!=` is unordered)."""
+
+    helpers: ClassVar[Mapping[str, str]] = {
+        "floordiv": "{t} q = a / b; return (q * b != a && (a < 0) != (b < 0)) ? q - 1 : q;",
+        "ceildiv": "{t} q = a / b; return (q * b != a && (a < 0) == (b < 0)) ? q + 1 : q;",
+        "mod": "{t} r = a % b; return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;",
+        "maxsi": "return a > b ? a : b;",
+        "minsi": "return a < b ? a : b;",
+        "maximumf": "return (a > b || a != a) ? a : b;",
+        "minimumf": "return (a < b || a != a) ? a : b;",
+        "absi": "return a < 0 ? -a : a;",
+    }
+    """Bodies of the helper functions `static inline {t} einc_<name>_<s>({t} a, {t} b)`,
+    printed once per type used. maximumf/minimumf propagate NaN (C's fmax does not)."""
+    helper_prefix: ClassVar[str] = "static inline"
+
+    def alloc(self, element: str, count: int, name: str) -> str:
+        """The statement allocating a temporary buffer (C: aligned heap memory)."""
+        size = -(-count * self.sizeof(element) // 64) * 64
+        return f"{element}* {name} = ({element}*)aligned_alloc(64, {size});"
+
+    def free(self, name: str) -> str:
+        return f"free({name});"
+
+    @staticmethod
+    def sizeof(element: str) -> int:
+        return {"double": 8, "int64_t": 8, "float": 4, "int32_t": 4, "_Float16": 2,
+                "int16_t": 2, "int8_t": 1, "bool": 1}[element]  # fmt: skip
+
+    def emit(self, module: ModuleOp) -> str:
+        """The source text of every function of a lowered module."""
+        return _Writer(self).module(module)
+
+
+# ---- the walk -----------------------------------------------------------------------------------
+
+C_RESERVED = frozenset(
+    """auto break case char const continue default do double else enum extern float for goto
+    if inline int long register restrict return short signed sizeof static struct switch
+    typedef union unsigned void volatile while bool true false main kernel malloc free
+    aligned_alloc abs NAN INFINITY""".split()
+)
+
+class _Writer:
+    """One emission: names, inlining decisions, helpers used, output lines."""
+
+    def __init__(self, target: CLikeTarget):
+        self.t = target
+        self.lines: list[str] = []
+        self.depth = 0
+        self.scopes: list[set[str]] = [set()]
+        self.names: dict[SSAValue, str] = {}
+        self.helpers_used: dict[tuple[str, str], str] = {}
+        functions = {m.group(1) for s in target.ops.values() if (m := _CALLEE.match(s.fmt))}
+        self.reserved = C_RESERVED | functions | {f + "f" for f in functions}
+
+    # -- output -------------------------------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+    def open(self, header: str) -> None:
+        self.line(header + " {")
+        self.depth += 1
+        self.scopes.append(set())
+
+    def close(self, trailer: str = "}") -> None:
+        self.depth -= 1
+        self.scopes.pop()
+        self.line(trailer)
+
+    # -- names ----------------------------------------------------------------------------------
+    def declare(self, value: SSAValue, hint: str | None = None) -> str:
+        base = re.sub(r"\W", "_", hint or value.name_hint or "v")
+        if not base or base[0].isdigit():
+            base = "v" + base
+        name, k = base, 1
+        while (
+            name in self.reserved
+            or name.startswith("einc_")
+            or any(name in s for s in self.scopes)
+        ):
+            name, k = f"{base}_{k}", k + 1
+        self.scopes[-1].add(name)
+        self.names[value] = name
+        return name
+
+    # -- types ----------------------------------------------------------------------------------
+    def ctype(self, t: Attribute) -> str:
+        if t not in self.t.types:
+            raise TargetError(f"{self.t.name} target: no type for {t}")
+        return self.t.types[t]
+
+    def suffix(self, t: Attribute) -> str:
+        if isinstance(t, IndexType):
+            return "i64"
+        if isinstance(t, IntegerType):
+            return f"i{t.width.data}"
+        return f"f{t.bitwidth}" if isinstance(t, AnyFloat) else "x"
+
+    def use_helper(self, name: str, t: Attribute) -> None:
+        key = (name, self.suffix(t))
+        if key not in self.helpers_used:
+            ct = self.ctype(t)
+            args = f"{ct} a" if name == "absi" else f"{ct} a, {ct} b"
+            body = self.t.helpers[name].format(t=ct)
+            self.helpers_used[key] = (
+                f"{self.t.helper_prefix} {ct} einc_{name}_{key[1]}({args}) {{ {body} }}"
+            )
+
+    # -- module and functions -------------------------------------------------------------------
+    def module(self, module: ModuleOp) -> str:
+        for op in module.ops:
+            if not isinstance(op, func.FuncOp):
+                raise TargetError(f"{self.t.name} target: cannot print top-level {op.name}")
+            if op.body.blocks:
+                self.function(op)
+        head = [f"#include <{h}>" for h in self.t.includes]
+        helpers = list(self.helpers_used.values())
+        parts = ["\n".join(head), "\n".join(helpers), "\n".join(self.lines)]
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    def function(self, f: func.FuncOp) -> None:
+        if f.function_type.outputs:
+            raise TargetError(f"{self.t.name} target: @{f.sym_name.data} returns values")
+        attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
+        params: list[str] = []
+        for k, arg in enumerate(f.body.block.args):
+            if not isinstance(arg.type, MemRefType):
+                raise TargetError(f"{self.t.name} target: argument {k} is not a memref")
+            hint = attrs[k].data.get("ein.name") if k < len(attrs) else None
+            name = self.declare(arg, getattr(hint, "data", None))
+            element = self.ctype(arg.type.get_element_type())
+            const = "" if _is_written(arg) else self.t.readonly_prefix
+            params.append(f"{self.t.buffer_prefix}{const}{element}*{self.t.buffer_suffix} {name}")
+        prefix = "static " if f.sym_visibility and f.sym_visibility.data == "private" else ""
+        signature = f"{self.t.kernel_prefix}{prefix}void {f.sym_name.data}({', '.join(params)})"
+        self.open(signature)
+        self.block(f.body.block)
+        self.close()
+
+    def block(self, block: Block) -> None:
+        for op in block.ops:
+            self.statement(op)
+
+    # -- statements -----------------------------------------------------------------------------
+    def statement(self, op: Operation) -> None:
+        if op.results and all(self.inlined(r) for r in op.results):
+            return
+        handler = _STATEMENTS.get(type(op))
+        if handler is not None:
+            handler(self, op)
+            return
+        if len(op.results) == 1:
+            value = op.results[0]
+            expr = self.expression(op)
+            name = self.declare(value)
+            self.line(f"{self.ctype(value.type)} {name} = {expr.text};")
+            return
+        self.unsupported(op)
+
+    def unsupported(self, op: Operation) -> None:
+        raise TargetError(
+            f"internal error: the {self.t.name} target cannot print '{op.name}' "
+            "(it must be lowered or legalized before printing)"
+        )
+
+    def for_loop(self, iv: SSAValue, lower: Expr, upper: Expr, step: int, body: Block) -> None:
+        self.scopes.append(set())  # the loop variable is local to the loop
+        name = self.declare(iv)
+        increment = f"{name}++" if step == 1 else f"{name} += {step}"
+        self.line(
+            f"for ({self.t.index_type} {name} = {lower.text}; {name} < {upper.operand()}; "
+            f"{increment}) {{"
+        )
+        self.depth += 1
+        self.block(body)
+        self.close()
+
+    def carried(self, results: Sequence[SSAValue], inits: Sequence[SSAValue]) -> list[str]:
+        """Declare the variables holding loop-carried values or scf.if results."""
+        names = []
+        for result, init in zip(results, inits) if inits else ((r, None) for r in results):
+            name = self.declare(result)
+            value = f" = {self.value(init).text}" if init is not None else ""
+            self.line(f"{self.ctype(result.type)} {name}{value};")
+            names.append(name)
+        return names
+
+    def assign_yield(self, targets: Sequence[SSAValue], values: Sequence[SSAValue]) -> None:
+        for target, value in zip(targets, values):
+            self.line(f"{self.names[target]} = {self.value(value).text};")
+
+    # -- expressions ----------------------------------------------------------------------------
+    def value(self, v: SSAValue) -> Expr:
+        if v in self.names:
+            return Expr(self.names[v])
+        if isinstance(v, BlockArgument):
+            raise TargetError(f"{self.t.name} target: unnamed block argument {v}")
+        if self.inlined(v):
+            return self.expression(v.owner)
+        raise TargetError(f"{self.t.name} target: value used before its definition: {v}")
+
+    def expression(self, op: Operation) -> Expr:
+        if isinstance(op, arith.ConstantOp):
+            return self.constant(op)
+        handler = _EXPRESSIONS.get(type(op))
+        if handler is not None:
+            return handler(self, op)
+        spelling = self.t.ops.get(type(op))
+        if isinstance(op, arith.CmpiOp):
+            spelling = Spelling(self.t.cmpi[op.predicate.value.data])
+        elif isinstance(op, arith.CmpfOp):
+            spelling = Spelling(self.t.cmpf[op.predicate.value.data])
+        if spelling is None or len(op.results) != 1:
+            self.unsupported(op)
+            raise AssertionError
+        return self.spell(op, spelling)
+
+    def spell(self, op: Operation, spelling: Spelling) -> Expr:
+        result_type = op.results[0].type
+        operand_type = op.operands[0].type if op.operands else result_type
+        fields = {
+            "t": self.ctype(result_type),
+            "s": self.suffix(result_type),
+            "ut": self.t.unsigned_types.get(operand_type, "?"),
+        }
+        if "{f}" in spelling.fmt:
+            float_type = result_type if isinstance(result_type, AnyFloat) else operand_type
+            if float_type not in self.t.math_suffix:
+                raise TargetError(
+                    f"internal error: the {self.t.name} target has no {float_type} math "
+                    f"for '{op.name}' (legalize it first, e.g. legalize-f16-for-c)"
+                )
+            fields["f"] = self.t.math_suffix[float_type]
+        if spelling.helper is not None:
+            self.use_helper(spelling.helper, result_type)
+        operands = [self.value(o).operand() for o in op.operands]
+        text = spelling.fmt.format(*operands, **fields)
+        if spelling.compound and result_type in self.t.promoted_types:
+            # C computes narrow integers in int: wrap back to the type as arith does
+            return Expr(f"({fields['t']})({text})")
+        return Expr(text, spelling.compound)
+
+    def constant(self, op: arith.ConstantOp) -> Expr:
+        value, t = op.value, op.result.type
+        if isinstance(value, FloatAttr):
+            return Expr(self.float_literal(value.value.data, t))
+        if isinstance(value, IntegerAttr):
+            return Expr(int_literal(value.value.data, t))
+        self.unsupported(op)
+        raise AssertionError
+
+    def float_literal(self, value: float, t: Attribute) -> str:
+        if t in self.t.literal_cast:
+            return self.t.literal_cast[t] + self.float_literal(value, f32)
+        if t not in self.t.math_suffix:
+            raise TargetError(f"{self.t.name} target: no literal of type {t}")
+        if math.isnan(value):
+            return "NAN"
+        if math.isinf(value):
+            return "INFINITY" if value > 0 else "-INFINITY"
+        text = repr(float(value)) if t == f64 else str(np.float32(value))
+        return text + self.t.math_suffix[t]
+
+    # -- memory ---------------------------------------------------------------------------------
+    def access(self, buffer: SSAValue, index: Expr) -> str:
+        return f"{self.value(buffer).text}[{index.text}]"
+
+    def flat_affine(self, buffer: SSAValue, m: AffineMap, operands: Sequence[SSAValue]) -> Expr:
+        """The row-major flat index of `buffer[m(operands)]`."""
+        assert isinstance(buffer.type, MemRefType)
+        m = dims_to_operands(m)
+        strides = _strides(buffer.type.get_shape())
+        flat: AffineExpr = AffineExpr.constant(0)
+        for result, stride in zip(m.results, strides):
+            flat = flat + result * stride  # folds the 0 + and * 1, keeps the index order
+        return self.affine_expr(flat, operands)
+
+    def flat_values(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> Expr:
+        assert isinstance(buffer.type, MemRefType)
+        terms = []
+        for index, stride in zip(indices, _strides(buffer.type.get_shape())):
+            expr = self.value(index)
+            terms.append(expr.operand() + (f" * {stride}" if stride != 1 else ""))
+        if not terms:
+            return Expr("0")
+        return Expr(" + ".join(terms), compound=len(terms) > 1 or "*" in terms[0])
+
+    def affine_expr(self, expr: AffineExpr, operands: Sequence[SSAValue]) -> Expr:
+        ranges = [value_range(o) for o in operands]
+        text, prec = self._affine(expr, operands, ranges)
+        return Expr(text, compound=prec < _ATOM)
+
+    def _affine(
+        self, e: AffineExpr, operands: Sequence[SSAValue], ranges: Sequence[Range]
+    ) -> tuple[str, int]:
+        match e:
+            case AffineConstantExpr(value=v):
+                return str(v), (_ATOM if v >= 0 else _UNARY)
+            case AffineDimExpr(position=p) | AffineSymExpr(position=p):
+                expr = self.value(operands[p])
+                return expr.text, (_ADD if expr.compound else _ATOM)
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+                left = self._paren(self._affine(lhs, operands, ranges), _ADD)
+                negated = _negated(rhs)
+                if negated is not None:
+                    right = self._paren(self._affine(negated, operands, ranges), _MUL)
+                    return f"{left} - {right}", _ADD
+                return f"{left} + {self._paren(self._affine(rhs, operands, ranges), _ADD)}", _ADD
+            case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=rhs):
+                left = self._paren(self._affine(lhs, operands, ranges), _MUL)
+                right = self._paren(self._affine(rhs, operands, ranges), _MUL + 1)
+                return f"{left} * {right}", _MUL
+            case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
+                lo, _ = expr_range(lhs, ranges)
+                c = self._affine(rhs, operands, ranges)[0]
+                if lo is not None and lo >= 0:
+                    left = self._paren(self._affine(lhs, operands, ranges), _MUL)
+                    if kind == AffineBinaryOpKind.FloorDiv:
+                        return f"{left} / {c}", _MUL
+                    if kind == AffineBinaryOpKind.Mod:
+                        return f"{left} % {c}", _MUL
+                    inner = self._paren(self._affine(lhs, operands, ranges), _ADD)
+                    return f"({inner} + {int(c) - 1}) / {c}", _MUL
+                name = {
+                    AffineBinaryOpKind.FloorDiv: "floordiv",
+                    AffineBinaryOpKind.Mod: "mod",
+                    AffineBinaryOpKind.CeilDiv: "ceildiv",
+                }[kind]
+                self.use_helper(name, IndexType())
+                inner = self._affine(lhs, operands, ranges)[0]
+                return f"einc_{name}_i64({inner}, {c})", _ATOM
+            case _:
+                raise TargetError(f"{self.t.name} target: cannot print affine expr {e}")
+
+    @staticmethod
+    def _paren(part: tuple[str, int], at_least: int) -> str:
+        text, prec = part
+        return f"({text})" if prec < at_least else text
+
+    def bound(self, m: AffineMap, operands: Sequence[SSAValue], helper_name: str) -> Expr:
+        """A loop bound: the max (lower) or min (upper) of the map's results."""
+        m = dims_to_operands(m)
+        exprs = [self.affine_expr(r, operands) for r in m.results]
+        result = exprs[0]
+        for e in exprs[1:]:
+            self.use_helper(helper_name, IndexType())
+            result = Expr(f"einc_{helper_name}_i64({result.text}, {e.text})")
+        return result
+
+    # -- inlining -----------------------------------------------------------------------------
+    def inlined(self, v: SSAValue) -> bool:
+        """Whether `v` is printed inside its user's expression instead of being declared."""
+        op = v.owner
+        if not isinstance(op, Operation) or len(op.results) != 1:
+            return False
+        if isinstance(op, arith.ConstantOp):
+            return True
+        user_op = v.get_user_of_unique_use()
+        if user_op is None or op.regions:
+            return False
+        if user_op.parent_block() is not op.parent_block():
+            return False
+        if type(user_op) in _STATEMENTS and not isinstance(
+            user_op, _INLINE_INTO_STATEMENTS
+        ):
+            return False
+        if type(op) in _LOADS:
+            return not _writes_between(op, user_op)
+        if type(op) in self.t.ops or isinstance(op, (arith.CmpiOp, arith.CmpfOp)):
+            return _uses_once(self.t, user_op, v)
+        return type(op) in _EXPRESSIONS and _uses_once(self.t, user_op, v)
+
+
+_ATOM, _UNARY, _MUL, _ADD = 4, 3, 2, 1
+
+
+def _negated(e: AffineExpr) -> AffineExpr | None:
+    """`x` when `e` is `x * -c` or `-c` (printed as a subtraction), else None."""
+    if isinstance(e, AffineConstantExpr) and e.value < 0:
+        return AffineExpr.constant(-e.value)
+    if (
+        isinstance(e, AffineBinaryOpExpr)
+        and e.kind == AffineBinaryOpKind.Mul
+        and isinstance(e.rhs, AffineConstantExpr)
+        and e.rhs.value < 0
+    ):
+        return e.lhs if e.rhs.value == -1 else e.lhs * (-e.rhs.value)
+    return None
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    strides, running = [], 1
+    for dim in reversed(shape):
+        strides.append(running)
+        running *= dim
+    return strides[::-1]
+
+
+def int_literal(value: int, t: Attribute) -> str:
+    if t == i1:
+        return "1" if value & 1 else "0"
+    bits = 64 if isinstance(t, IndexType) else t.width.data  # type: ignore[union-attr]
+    value = value - (1 << bits) if value >= 1 << (bits - 1) else value
+    if value == -(1 << (bits - 1)):
+        return f"INT{bits}_MIN"
+    if value == (1 << (bits - 1)) - 1 and bits > 8:
+        return f"INT{bits}_MAX"
+    return str(value)
+
+
+def value_range(v: SSAValue) -> Range:
+    """Inclusive bounds of an index value: loop variables with constant bounds and
+    constants; unbounded otherwise."""
+    if isinstance(v, BlockArgument):
+        parent = v.block.parent_op()
+        if isinstance(parent, affine.ForOp) and v.index == 0:
+            bounds = constant_trip_range(parent)
+            if bounds is not None and bounds[1] > bounds[0]:
+                return bounds[0], bounds[1] - 1
+        if isinstance(parent, scf.ForOp) and v.index == 0:
+            lb, ub = parent.lb.owner, parent.ub.owner
+            if isinstance(lb, arith.ConstantOp) and isinstance(ub, arith.ConstantOp):
+                lo, hi = lb.value.value.data, ub.value.value.data  # type: ignore[union-attr]
+                if hi > lo:
+                    return lo, hi - 1
+        return None, None
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data, owner.value.value.data
+    if isinstance(owner, affine.ApplyOp):
+        m = dims_to_operands(owner.map.data)
+        return expr_range(m.results[0], [value_range(o) for o in owner.mapOperands])
+    return None, None
+
+
+_CALLEE = re.compile(r"([A-Za-z_]\w*)\{f\}\(")
+_LOADS = frozenset({affine.LoadOp, memref.LoadOp})
+_WRITES = (affine.StoreOp, memref.StoreOp, memref.DeallocOp, func.CallOp)
+
+
+def _writes_between(first: Operation, last: Operation) -> bool:
+    op = first.next_op
+    while op is not None and op is not last:
+        if isinstance(op, _WRITES) or op.regions:
+            return True
+        op = op.next_op
+    return False
+
+
+def _uses_once(target: CLikeTarget, user: Operation, v: SSAValue) -> bool:
+    """An operand spelled twice (`a > b ? a : b`) must be a name, not a repeated expression."""
+    index = [k for k, o in enumerate(user.operands) if o is v]
+    if len(index) != 1:
+        return False
+    if isinstance(user, arith.CmpiOp):
+        fmt = target.cmpi[user.predicate.value.data]
+    elif isinstance(user, arith.CmpfOp):
+        fmt = target.cmpf[user.predicate.value.data]
+    elif type(user) in target.ops:
+        fmt = target.ops[type(user)].fmt
+    else:
+        return True
+    return fmt.count(f"{{{index[0]}}}") <= 1
+
+
+def _is_written(buffer: SSAValue) -> bool:
+    return any(
+        isinstance(u.operation, (affine.StoreOp, memref.StoreOp)) and u.index == 1
+        or not isinstance(u.operation, (affine.LoadOp, memref.LoadOp))
+        for u in buffer.uses
+    )
+
+
+# -- per-op statement and expression printers (the walk's op table) ----------------------------
+
+
+def _affine_for(w: _Writer, op: affine.ForOp) -> None:
+    n_lb, n_ub = len(op.lowerBoundOperands), len(op.upperBoundOperands)
+    lower = w.bound(op.lowerBoundMap.data, op.operands[:n_lb], "maxsi")
+    upper = w.bound(op.upperBoundMap.data, op.operands[n_lb : n_lb + n_ub], "minsi")
+    names = w.carried(op.results, op.inits)
+    for arg, name in zip(op.body.block.args[1:], names):
+        w.names[arg] = name  # carried values live in the results' variables
+    w.for_loop(op.body.block.args[0], lower, upper, op.step.value.data, op.body.block)
+
+
+def _yield(w: _Writer, op: affine.YieldOp | scf.YieldOp) -> None:
+    parent = op.parent_op()
+    assert parent is not None
+    w.assign_yield(parent.results, op.operands)
+
+
+def _scf_for(w: _Writer, op: scf.ForOp) -> None:
+    step = op.step.owner
+    if not (isinstance(step, arith.ConstantOp) and isinstance(step.value, IntegerAttr)):
+        raise TargetError(f"{w.t.name} target: scf.for with a non-constant step")
+    names = w.carried(op.results, op.iter_args)
+    for arg, name in zip(op.body.block.args[1:], names):
+        w.names[arg] = name
+    w.for_loop(
+        op.body.block.args[0], w.value(op.lb), w.value(op.ub), step.value.value.data,
+        op.body.block,
+    )
+
+
+def _scf_if(w: _Writer, op: scf.IfOp) -> None:
+    w.carried(op.results, ())
+    w.open(f"if ({w.value(op.cond).text})")
+    w.block(op.true_region.block)
+    if op.false_region.blocks and (
+        op.results or len(op.false_region.block.ops) > 1
+    ):
+        w.close("} else {")
+        w.depth += 1
+        w.scopes.append(set())
+        w.block(op.false_region.block)
+    w.close()
+
+
+def _store(w: _Writer, op: affine.StoreOp | memref.StoreOp) -> None:
+    if isinstance(op, affine.StoreOp):
+        index = w.flat_affine(op.memref, op.map.data, op.indices)
+    else:
+        index = w.flat_values(op.memref, op.indices)
+    w.line(f"{w.access(op.memref, index)} = {w.value(op.value).text};")
+
+
+def _alloc(w: _Writer, op: memref.AllocOp) -> None:
+    t = op.memref.type
+    element = w.ctype(t.get_element_type())
+    name = w.declare(op.memref)
+    w.line(w.t.alloc(element, math.prod(t.get_shape()), name))
+
+
+def _dealloc(w: _Writer, op: memref.DeallocOp) -> None:
+    w.line(w.t.free(w.value(op.memref).text))
+
+
+def _return(w: _Writer, op: func.ReturnOp) -> None:
+    """Kernels return nothing; the return ending the function body is implicit in C."""
+    if op.operands:
+        raise TargetError(f"{w.t.name} target: a kernel returns no values")
+
+
+def _affine_load(w: _Writer, op: affine.LoadOp) -> Expr:
+    return Expr(w.access(op.memref, w.flat_affine(op.memref, op.map.data, op.indices)))
+
+
+def _memref_load(w: _Writer, op: memref.LoadOp) -> Expr:
+    return Expr(w.access(op.memref, w.flat_values(op.memref, op.indices)))
+
+
+def _affine_apply(w: _Writer, op: affine.ApplyOp) -> Expr:
+    m = dims_to_operands(op.map.data)
+    return w.affine_expr(m.results[0], op.mapOperands)
+
+
+def _affine_min(w: _Writer, op: affine.MinOp) -> Expr:
+    return w.bound(op.map.data, op.operands, "minsi")
+
+
+_STATEMENTS: dict[type[Operation], Callable[[_Writer, Operation], None]] = {
+    affine.ForOp: _affine_for,  # type: ignore[dict-item]
+    affine.YieldOp: _yield,  # type: ignore[dict-item]
+    affine.StoreOp: _store,  # type: ignore[dict-item]
+    scf.ForOp: _scf_for,  # type: ignore[dict-item]
+    scf.IfOp: _scf_if,  # type: ignore[dict-item]
+    scf.YieldOp: _yield,  # type: ignore[dict-item]
+    memref.StoreOp: _store,  # type: ignore[dict-item]
+    memref.AllocOp: _alloc,  # type: ignore[dict-item]
+    memref.DeallocOp: _dealloc,  # type: ignore[dict-item]
+    func.ReturnOp: _return,  # type: ignore[dict-item]
+}
+_INLINE_INTO_STATEMENTS = (affine.StoreOp, memref.StoreOp, affine.YieldOp, scf.YieldOp, scf.IfOp)
+"""Statements whose operands may be inlined expressions (not loop bounds or carried inits:
+those are printed before the loop and must not move past other statements)."""
+
+_EXPRESSIONS: dict[type[Operation], Callable[[_Writer, Operation], Expr]] = {
+    affine.LoadOp: _affine_load,  # type: ignore[dict-item]
+    memref.LoadOp: _memref_load,  # type: ignore[dict-item]
+    affine.ApplyOp: _affine_apply,  # type: ignore[dict-item]
+    affine.MinOp: _affine_min,  # type: ignore[dict-item]
+}
+
+__all__ = ["CLikeTarget", "Expr", "Spelling", "call", "helper", "infix"]
