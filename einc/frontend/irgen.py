@@ -1,0 +1,375 @@
+"""IR generation: the checked program to an `ein`-level xDSL module.
+
+    func.func @kernel(%input0 : tensor<...> {ein.name = "input0"}, ...) -> (outputs...) {
+      %temp0 = ein.einsum "temp0" ... { ^bb0(%N : index, ...): ... ein.yield %v : f32 }
+      ...
+      func.return %output0 : tensor<...>
+    }
+
+Conventions the lowering relies on:
+- an index that is a plain axis is the body's block argument; one that is affine in the axes is
+  a single `affine.apply` over the axes it uses (dims in axis order, no symbols); a constant
+  index is `arith.constant : index`; any other index is `arith` on `index` (`floordivsi`, floor
+  modulo as `remsi, addi, remsi`), with loaded integers brought in by `arith.index_cast`;
+- an axis used as a value is `arith.index_cast` of its block argument, or of the
+  `affine.apply` computing an affine expression of axes, to the expression's integer type;
+- `.when` is an `scf.if` whose branches compute their values inside their own regions; its
+  conditions are folded with `andi`/`ori`, except that a later condition reading a tensor is
+  evaluated under an `scf.if` of the earlier ones (C's short-circuit `&&`/`||`);
+- bool is `i1`; the einsum yields the output's element type (a bool result is `extui` to i8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from xdsl.dialects import affine, arith, func, math, scf
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f16,
+    f32,
+    f64,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+from einc.dialects.ein import EinsumOp, LoadOp, YieldOp
+from einc.frontend import checked as c
+from einc.frontend.checked import TensorInfo, is_float, is_int
+from einc.frontend.sema import const_value, is_affine
+
+ELEMENT_TYPES: dict[str, Attribute] = {
+    "float64": f64, "float32": f32, "float16": f16,
+    "int64": i64, "int32": i32, "int16": i16, "int8": i8, "bool": i1,
+}  # fmt: skip
+NUMPY_FLOATS = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+
+FLOAT_BINARY: dict[str, type[Operation]] = {
+    "add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp,
+}  # fmt: skip
+INT_BINARY: dict[str, type[Operation]] = {
+    "add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp,
+    "floordiv": arith.FloorDivSIOp, "shl": arith.ShLIOp, "shr": arith.ShRSIOp,
+    "and": arith.AndIOp, "or": arith.OrIOp,
+}  # fmt: skip
+FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+MATH_FUNCTIONS: dict[str, type[Operation]] = {
+    "exp": math.ExpOp, "log": math.LogOp, "log2": math.Log2Op, "log10": math.Log10Op,
+    "sqrt": math.SqrtOp, "rsqrt": math.RsqrtOp, "tanh": math.TanhOp, "erf": math.ErfOp,
+    "floor": math.FloorOp, "ceil": math.CeilOp, "round": math.RoundOp, "sin": math.SinOp,
+    "cos": math.CosOp, "tan": math.TanOp, "exp2": math.Exp2Op,
+}  # fmt: skip
+
+
+def element_type(dtype: str) -> Attribute:
+    return ELEMENT_TYPES[dtype]
+
+
+def tensor_type(info: TensorInfo) -> TensorType[Attribute]:
+    return TensorType(element_type(info.dtype), info.shape)
+
+
+def float_attr(value: float, dtype: str) -> FloatAttr:
+    """A float attribute holding `value` rounded to `dtype` (overflow gives infinity)."""
+    with np.errstate(over="ignore"):
+        rounded = float(NUMPY_FLOATS[dtype](value))
+    return FloatAttr(rounded, element_type(dtype))  # type: ignore[arg-type]
+
+
+class BodyBuilder:
+    """Emits the scalar body of one einsum into a block (and nested `scf.if` regions)."""
+
+    def __init__(self, block: Block, tensors: dict[str, SSAValue]):
+        self.block = block
+        self.axes = block.args
+        self.tensors = tensors
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def terminate(self, terminator: Callable[[SSAValue], Operation], expr: c.Expr) -> None:
+        """Ends the current block with `terminator` of the value of `expr`."""
+        self.block.add_op(terminator(self.value(expr)))
+
+    def in_block(self, block: Block, build: Callable[[], None]) -> None:
+        saved, self.block = self.block, block
+        try:
+            build()
+        finally:
+            self.block = saved
+
+    def constant(self, value: int | float | bool, dtype: str) -> SSAValue:
+        if is_float(dtype):
+            return self.emit(arith.ConstantOp(float_attr(float(value), dtype)))
+        return self.emit(arith.ConstantOp(IntegerAttr(int(value), element_type(dtype))))
+
+    def index_constant(self, value: int) -> SSAValue:
+        return self.emit(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+    # ---- indices -----------------------------------------------------------------------------
+    def index(self, expr: c.Expr) -> SSAValue:
+        """`expr` (an integer expression) as an `index` value."""
+        if isinstance(expr, c.Axis):
+            return self.axes[expr.index]
+        value = const_value(expr)
+        if value is not None:
+            return self.index_constant(value)
+        if is_affine(expr):
+            return self.affine_apply(expr)
+        match expr:
+            case c.Binary(op="add" | "sub" | "mul" | "floordiv" | "mod" as op, lhs=lhs, rhs=rhs):
+                a, b = self.index(lhs), self.index(rhs)
+                return self.int_binary(op, a, b)
+            case c.Unary(op="neg", operand=operand):
+                return self.emit(arith.SubiOp(self.index_constant(0), self.index(operand)))
+            case c.Convert(operand=operand) if is_int(operand.dtype) and (
+                c.BITS[expr.dtype] >= c.BITS[operand.dtype]
+            ):
+                return self.index(operand)
+        return self.emit(arith.IndexCastOp(self.value(expr), IndexType()))
+
+    def affine_apply(self, expr: c.Expr) -> SSAValue:
+        used = sorted(axes_in(expr))
+        dims = {axis: pos for pos, axis in enumerate(used)}
+        result = affine_expr(expr, dims)
+        amap = AffineMap(len(used), 0, (result,))
+        return self.emit(affine.ApplyOp([self.axes[a] for a in used], AffineMapAttr(amap)))
+
+    def int_binary(self, op: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        if op != "mod":
+            return self.emit(INT_BINARY[op](a, b))
+        # Floor modulo: ((a rem b) + b) rem b.
+        rem = self.emit(arith.RemSIOp(a, b))
+        return self.emit(arith.RemSIOp(self.emit(arith.AddiOp(rem, b)), b))
+
+    # ---- values ------------------------------------------------------------------------------
+    def value(self, expr: c.Expr) -> SSAValue:
+        """`expr` as a scalar of its dtype."""
+        if not isinstance(expr, c.Axis) and is_affine(expr) and axes_in(expr):
+            index = self.affine_apply(expr)
+            return self.emit(arith.IndexCastOp(index, element_type(expr.dtype)))
+        match expr:
+            case c.Axis(index=index):
+                return self.emit(arith.IndexCastOp(self.axes[index], element_type(expr.dtype)))
+            case c.Constant(value=value, dtype=dtype):
+                return self.constant(value, dtype)
+            case c.Load(tensor=tensor, indices=indices):
+                index_values = [self.index(i) for i in indices]
+                return self.emit(LoadOp(self.tensors[tensor], index_values))
+            case c.Unary(op="not", operand=operand):
+                return self.emit(arith.XOrIOp(self.value(operand), self.constant(True, "bool")))
+            case c.Unary(op="neg", operand=operand):
+                if is_float(expr.dtype):
+                    return self.emit(arith.NegfOp(self.value(operand)))
+                zero = self.constant(0, expr.dtype)
+                return self.emit(arith.SubiOp(zero, self.value(operand)))
+            case c.Binary():
+                return self.binary(expr)
+            case c.Compare(op=op, lhs=lhs, rhs=rhs):
+                a, b = self.value(lhs), self.value(rhs)
+                if is_float(lhs.dtype):
+                    return self.emit(arith.CmpfOp(a, b, FLOAT_PREDICATES[op]))
+                return self.emit(arith.CmpiOp(a, b, INT_PREDICATES[op]))
+            case c.Convert(operand=operand, dtype=dtype):
+                return self.convert(self.value(operand), operand.dtype, dtype)
+            case c.Call():
+                return self.call(expr)
+            case c.When():
+                return self.when(expr)
+        raise AssertionError(f"unhandled checked node {expr}")
+
+    def binary(self, expr: c.Binary) -> SSAValue:
+        a, b = self.value(expr.lhs), self.value(expr.rhs)
+        if not is_float(expr.dtype):
+            return self.int_binary(expr.op, a, b)
+        if expr.op in FLOAT_BINARY:
+            return self.emit(FLOAT_BINARY[expr.op](a, b))
+        quotient = self.emit(math.FloorOp(self.emit(arith.DivfOp(a, b))))
+        if expr.op == "floordiv":
+            return quotient
+        # Floor modulo (the sign of the divisor): a - floor(a / b) * b.
+        return self.emit(arith.SubfOp(a, self.emit(arith.MulfOp(quotient, b))))
+
+    def convert(self, value: SSAValue, src: str, dst: str) -> SSAValue:
+        if src == dst:
+            return value
+        dst_type = element_type(dst)
+        if dst == "bool":
+            zero = self.constant(0, src)
+            if is_float(src):
+                return self.emit(arith.CmpfOp(value, zero, "une"))
+            return self.emit(arith.CmpiOp(value, zero, "ne"))
+        if src == "bool":
+            if is_float(dst):
+                return self.emit(arith.UIToFPOp(value, dst_type))
+            return self.emit(arith.ExtUIOp(value, dst_type))  # type: ignore[arg-type]
+        if is_float(src) and is_float(dst):
+            wider = c.BITS[dst] > c.BITS[src]
+            return self.emit((arith.ExtFOp if wider else arith.TruncFOp)(value, dst_type))
+        if is_float(src):
+            return self.emit(arith.FPToSIOp(value, dst_type))
+        if is_float(dst):
+            return self.emit(arith.SIToFPOp(value, dst_type))
+        if c.BITS[dst] > c.BITS[src]:
+            return self.emit(arith.ExtSIOp(value, dst_type))  # type: ignore[arg-type]
+        return self.emit(arith.TruncIOp(value, dst_type))  # type: ignore[arg-type]
+
+    def call(self, expr: c.Call) -> SSAValue:
+        args = [self.value(a) for a in expr.args]
+        floats = is_float(expr.dtype)
+        match expr.function:
+            case "sigmoid":
+                one = self.constant(1.0, expr.dtype)
+                exp = self.emit(math.ExpOp(self.emit(arith.NegfOp(args[0]))))
+                return self.emit(arith.DivfOp(one, self.emit(arith.AddfOp(one, exp))))
+            case "abs":
+                return self.emit(math.AbsFOp(args[0]) if floats else math.AbsIOp(args[0]))
+            case "pow":
+                op = math.PowFOp if floats else math.IPowIOp
+                return self.emit(op(args[0], args[1]))
+            case "max" | "min":
+                if floats:
+                    op = arith.MaximumfOp if expr.function == "max" else arith.MinimumfOp
+                else:
+                    op = arith.MaxSIOp if expr.function == "max" else arith.MinSIOp
+                result = args[0]
+                for arg in args[1:]:
+                    result = self.emit(op(result, arg))
+                return result
+        return self.emit(MATH_FUNCTIONS[expr.function](args[0]))
+
+    def when(self, expr: c.When) -> SSAValue:
+        if not expr.conditions:
+            return self.value(expr.then)
+        condition = self.condition(expr.conditions, expr.merge_any)
+        then_block, else_block = Block(), Block()
+        self.in_block(then_block, lambda: self.terminate(scf.YieldOp, expr.then))
+        self.in_block(else_block, lambda: self.terminate(scf.YieldOp, expr.otherwise))
+        return self.emit(scf.IfOp(condition, [element_type(expr.dtype)], [then_block], [else_block]))
+
+    def condition(self, conditions: Sequence[c.Expr], merge_any: bool) -> SSAValue:
+        """The conditions folded with `andi` (`ori` for `any`) into one i1. Like C's `&&`/`||`,
+        a later condition that reads a tensor is evaluated only when the earlier ones do not
+        decide: it goes in an `scf.if` on them."""
+        result = self.value(conditions[0])
+        for cond in conditions[1:]:
+            if not has_load(cond):
+                merge = arith.OrIOp if merge_any else arith.AndIOp
+                result = self.emit(merge(result, self.value(cond)))
+                continue
+            decided = Block()
+            decided.add_op(known := arith.ConstantOp(IntegerAttr(int(merge_any), i1)))
+            decided.add_op(scf.YieldOp(known))
+            evaluate = Block()
+            self.in_block(evaluate, lambda: self.terminate(scf.YieldOp, cond))
+            then_block, else_block = (decided, evaluate) if merge_any else (evaluate, decided)
+            result = self.emit(scf.IfOp(result, [i1], [then_block], [else_block]))
+        return result
+
+
+def has_load(expr: c.Expr) -> bool:
+    return isinstance(expr, c.Load) or any(has_load(e) for e in checked_children(expr))
+
+
+def axes_in(expr: c.Expr) -> set[int]:
+    """The axes an expression uses (by axis number)."""
+    if isinstance(expr, c.Axis):
+        return {expr.index}
+    found: set[int] = set()
+    for child in checked_children(expr):
+        found |= axes_in(child)
+    return found
+
+
+def checked_children(expr: c.Expr) -> Sequence[c.Expr]:
+    match expr:
+        case c.Axis() | c.Constant():
+            return ()
+        case c.Load(indices=indices):
+            return indices
+        case c.Unary(operand=operand) | c.Convert(operand=operand):
+            return (operand,)
+        case c.Binary(lhs=lhs, rhs=rhs) | c.Compare(lhs=lhs, rhs=rhs):
+            return (lhs, rhs)
+        case c.Call(args=args):
+            return args
+        case c.When(conditions=conditions, then=then, otherwise=otherwise):
+            return (*conditions, then, otherwise)
+    raise AssertionError(f"unhandled checked node {expr}")
+
+
+def affine_expr(expr: c.Expr, dims: dict[int, int]) -> AffineExpr:
+    """An affine expression (see `sema.is_affine`) as an xDSL AffineExpr over `dims`."""
+    value = const_value(expr)
+    if value is not None:
+        return AffineExpr.constant(value)
+    match expr:
+        case c.Axis(index=index):
+            return AffineExpr.dimension(dims[index])
+        case c.Unary(op="neg", operand=operand):
+            return -affine_expr(operand, dims)
+        case c.Binary(op=op, lhs=lhs, rhs=rhs):
+            a, b = affine_expr(lhs, dims), affine_expr(rhs, dims)
+            match op:
+                case "add":
+                    return a + b
+                case "sub":
+                    return a - b
+                case "mul":
+                    return a * b
+                case "floordiv":
+                    return a // b
+                case "mod":
+                    return a % b
+    raise AssertionError(f"not an affine expression: {expr}")
+
+
+def build_statement(stmt: c.Statement, tensors: dict[str, SSAValue]) -> EinsumOp:
+    result_type = TensorType(element_type(stmt.output.dtype), stmt.output.shape)
+    op = EinsumOp(stmt.output.name, stmt.combiner, stmt.axes, result_type)
+    body = BodyBuilder(op.body.block, tensors)
+    body.terminate(YieldOp, stmt.expr)
+    op.result.name_hint = stmt.output.name
+    return op
+
+
+def build(
+    inputs: Sequence[TensorInfo], outputs: Sequence[TensorInfo], statements: Sequence[c.Statement]
+) -> ModuleOp:
+    """The `func.func @kernel` module of a checked program."""
+    arg_attrs = ArrayAttr([DictionaryAttr({"ein.name": StringAttr(t.name)}) for t in inputs])
+    kernel = func.FuncOp(
+        "kernel",
+        ([tensor_type(t) for t in inputs], [tensor_type(t) for t in outputs]),
+        arg_attrs=arg_attrs,
+    )
+    block = kernel.body.block
+    tensors: dict[str, SSAValue] = {}
+    for arg, info in zip(block.args, inputs):
+        arg.name_hint = info.name
+        tensors[info.name] = arg
+    for stmt in statements:
+        op = build_statement(stmt, tensors)
+        block.add_op(op)
+        tensors[stmt.output.name] = op.result
+    block.add_op(func.ReturnOp(*[tensors[t.name] for t in outputs]))
+    module = ModuleOp([kernel])
+    module.verify()
+    return module
