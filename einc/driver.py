@@ -57,7 +57,7 @@ class Compilation:
 
     def __post_init__(self) -> None:
         self.ctx = make_context()
-        self.target_obj = resolve_target(self.target)
+        self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
         if self.schedule is not None:
             raise ScheduleError(
                 "schedules are not supported yet: compile without one",
