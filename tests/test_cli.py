@@ -1,0 +1,103 @@
+"""`einc` and `einc-opt` as a user runs them: exit codes, diagnostics, no tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / tool), *args], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+
+
+def write(tmp_path: Path, text: str, name: str = "prog.ein") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_compile_prints_c(tmp_path: Path) -> None:
+    res = run("einc", "compile", "examples/matmul.ein", "--target", "c")
+    assert res.returncode == 0, res.stderr
+    assert "void kernel(" in res.stdout
+
+
+def test_compile_writes_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "k.c"
+    res = run("einc", "compile", "examples/softmax.ein", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "expf" in out.read_text() or "exp(" in out.read_text()
+
+
+@pytest.mark.parametrize("stage", ["ein", "loops", "scheduled", "target"])
+def test_dump_after_stage(stage: str) -> None:
+    res = run("einc", "compile", "examples/matmul.ein", "--dump-after", stage)
+    assert res.returncode == 0, res.stderr
+    assert "func.func @kernel" in res.stdout
+    assert ("ein.einsum" in res.stdout) == (stage == "ein")
+
+
+def test_run_checks_against_numpy() -> None:
+    res = run("einc", "run", "examples/softmax.ein", "--repeat", "2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "max error" in res.stdout and " ok" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("input a: float32[4]\nout[N] = a[N] + b[N]\n", "prog.ein:2:17: error: unknown tensor 'b'"),
+        ("input a: float32[4]\nout[N] = a[N] +\n", "prog.ein:2:"),
+        ("input a: float32[4, 4]\nout[N] = a[N]\n", "prog.ein:2:"),
+        ("input a: float33[4]\nout[N] = a[N]\n", "prog.ein:1:"),
+        ("input a: float32[4]\nout[N] = a[N].call(`nope`)\n", "prog.ein:2:"),
+    ],
+)
+def test_bad_programs_get_located_diagnostics(tmp_path: Path, text: str, expected: str) -> None:
+    res = run("einc", "compile", write(tmp_path, text))
+    assert res.returncode == 1
+    assert expected in res.stderr
+    assert "error:" in res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert "^" in res.stderr
+
+
+def test_unknown_target_and_missing_file() -> None:
+    res = run("einc", "compile", "examples/matmul.ein", "-t", "fortran")
+    assert res.returncode == 1 and "examples/matmul.ein:1:1: error: unknown target 'fortran'" in res.stderr
+    res = run("einc", "compile", "examples/nope.ein")
+    assert res.returncode == 1 and "examples/nope.ein:1:1: error: cannot read program" in res.stderr
+
+
+def test_opt_runs_passes_on_ein_files() -> None:
+    res = run("einc-opt", "examples/matmul.ein", "--pass-pipeline=convert-ein-to-affine")
+    assert res.returncode == 0, res.stderr
+    assert "affine.for" in res.stdout and "ein.einsum" not in res.stdout
+
+
+def test_opt_print_ir_after_all_and_c_target() -> None:
+    res = run(
+        "einc-opt", "examples/matmul.ein", "--pass-pipeline=convert-ein-to-affine,canonicalize",
+        "--print-ir-after-all", "-t", "c",
+    )
+    assert res.returncode == 0, res.stderr
+    assert "IR Dump After convert-ein-to-affine" in res.stdout
+    assert "IR Dump After canonicalize" in res.stdout
+    assert "void kernel(" in res.stdout
+
+
+def test_opt_reports_errors_without_traceback(tmp_path: Path) -> None:
+    res = run("einc-opt", write(tmp_path, "out[N] = a[N]\n"))
+    assert res.returncode == 1
+    assert "prog.ein:1:10: error: unknown tensor 'a'" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = run("einc-opt", "examples/matmul.ein", "--pass-pipeline=no-such-pass")
+    assert res.returncode == 1 and "Traceback" not in res.stderr
