@@ -502,11 +502,7 @@ def run_interpreted(
     interp = make_interpreter(module)
     with np.errstate(all="ignore"):
         interp.call_op(kernel_function(module), tuple(args))
-    return {
-        spec.name: array
-        for spec, array in zip(signature.buffers, arrays)
-        if spec.is_output
-    }
+    return signature.outputs_by_name(arrays)
 
 
 __all__ = ["make_interpreter", "run_interpreted"]

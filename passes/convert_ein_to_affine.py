@@ -9,7 +9,7 @@ becomes
 
 Inputs keep their position; outputs are appended in result order and marked `ein.output`;
 the function returns nothing. A returned einsum writes straight into its output argument,
-any other into a `memref.alloc` freed before the return. A reduction first fills its
+any other into a `memref.alloc {ein.name = ...}` freed before the return. A reduction first fills its
 output with the combiner's identity in a nest of its own, then runs the nest over all axes
 (output axes outermost) with the body inlined: `ein.load` becomes `affine.load` when its
 indices are affine in the loop variables, `memref.load` otherwise, and the yielded value is
@@ -18,7 +18,8 @@ combined into the output element (or stored, for `assign`).
 Stage 1 converts the signature, bridging each buffer to the tensor uses with
 `bufferization.to_tensor` and each returned tensor to its output argument with
 `bufferization.materialize_in_destination`; stage 2 lowers einsums, loads and the remaining
-materializations (copies: an input or a result returned twice) and drops the bridges.
+materializations (copies: an input or a result returned twice) and drops the bridges; the
+index computations folded into `affine.load` maps are then removed as dead code.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import PassFailedException
 
 from einc.dialects import ein
@@ -67,6 +69,8 @@ def buffer_type(t: TensorType) -> MemRefType:
 def tensor_name(value: SSAValue, fallback: str) -> str:
     """The `ein.name` of an input argument or the name of an einsum's output."""
     owner = value.owner
+    if isinstance(owner, bufferization.ToTensorOp):
+        value, owner = owner.memref, owner.memref.owner
     if isinstance(owner, ein.EinsumOp):
         return owner.output_name.data
     if isinstance(value, BlockArgument) and isinstance(owner.parent_op(), func.FuncOp):
@@ -86,7 +90,8 @@ def copy_nest(builder: Builder, source: SSAValue, dest: SSAValue) -> None:
         value = b.insert(affine.LoadOp(source, ivs)).result
         b.insert(affine.StoreOp(value, dest, ivs))
 
-    build_elementwise_nest(builder, dest.type, body)
+    names = [f"i{k}" for k in range(dest.type.get_num_dims())]
+    build_elementwise_nest(builder, dest.type, body, names)
 
 
 class BufferizeSignature(RewritePattern):
@@ -109,7 +114,7 @@ class BufferizeSignature(RewritePattern):
             tensor_type = arg.type
             buffer = rewriter.replace_value_with_new_type(arg, buffer_type(tensor_type))
             bridge = bufferization.ToTensorOp(buffer, restrict=True)
-            rewriter.insert_op(bridge, InsertPoint.at_start(block))
+            rewriter.insert(bridge, InsertPoint.at_start(block))
             buffer.replace_uses_with_if(bridge.tensor, lambda use: use.operation is not bridge)
 
         ret = block.last_op
@@ -123,7 +128,7 @@ class BufferizeSignature(RewritePattern):
             new_attrs.append(
                 DictionaryAttr({NAME_ATTR: StringAttr(name), OUTPUT_ATTR: UnitAttr()})
             )
-            rewriter.insert_op(
+            rewriter.insert(
                 bufferization.MaterializeInDestinationOp.build(
                     operands=[value, out],
                     properties={"restrict": UnitAttr(), "writable": UnitAttr()},
@@ -131,7 +136,7 @@ class BufferizeSignature(RewritePattern):
                 ),
                 InsertPoint.before(ret),
             )
-        rewriter.replace_op(ret, func.ReturnOp())
+        rewriter.replace(ret, func.ReturnOp())
         op.function_type = FunctionType.from_lists(block.arg_types, [])
         op.arg_attrs = ArrayAttr([*old_attrs, *new_attrs])
         rewriter.notify_op_modified(op)
@@ -166,24 +171,32 @@ class LowerEinsum(RewritePattern):
             acc = body.insert(affine.LoadOp(dest, out_ivs)).result
             value = build_combine(body, combiner, acc, value)
         body.insert(affine.StoreOp(value, dest, out_ivs))
-        rewriter.erase_op(yield_op)
-        rewriter.replace_op(op, bufferization.ToTensorOp(dest, restrict=True))
+        rewriter.erase(yield_op)
+        rewriter.replace(op, bufferization.ToTensorOp(dest, restrict=True))
 
     @staticmethod
     def _destination(op: ein.EinsumOp, rewriter: PatternRewriter) -> SSAValue:
-        """The output argument the result is materialized in, else a fresh allocation."""
-        for use in op.result.uses:
-            user = use.operation
-            if isinstance(user, bufferization.MaterializeInDestinationOp):
-                rewriter.erase_op(user)
-                return user.dest
+        """The output argument the result is first materialized in, else a fresh allocation
+        (later materializations of the same result become copies)."""
+        materializations = [
+            use.operation
+            for use in op.result.uses
+            if isinstance(use.operation, bufferization.MaterializeInDestinationOp)
+        ]
+        if materializations:
+            block = op.parent_block()
+            assert block is not None
+            first = min(materializations, key=block.get_operation_index)
+            rewriter.erase(first)
+            return first.dest
         alloc = memref.AllocOp.get(
             op.result_type.get_element_type(), shape=op.result_type.get_shape()
         )
         alloc.memref.name_hint = op.output_name.data
-        rewriter.insert_op(alloc, InsertPoint.before(op))
+        alloc.attributes[NAME_ATTR] = op.output_name  # name hints drop `_<digits>` suffixes
+        rewriter.insert(alloc, InsertPoint.before(op))
         terminator = op.parent_block().last_op  # type: ignore[union-attr]
-        rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(terminator))
+        rewriter.insert(memref.DeallocOp.get(alloc), InsertPoint.before(terminator))
         return alloc.memref
 
 
@@ -206,7 +219,7 @@ class LowerLoad(RewritePattern):
         else:
             access_map, operands = access
             new_op = affine.LoadOp(buffer, operands, affine.AffineMapAttr(access_map))
-        rewriter.replace_op(op, new_op)
+        rewriter.replace(op, new_op)
 
 
 class LowerMaterialize(RewritePattern):
@@ -220,14 +233,14 @@ class LowerMaterialize(RewritePattern):
         if not isinstance(bridge, bufferization.ToTensorOp):
             return
         copy_nest(Builder(InsertPoint.before(op)), bridge.memref, op.dest)
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 class EraseDeadBridge(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: bufferization.ToTensorOp, rewriter: PatternRewriter) -> None:
         if not op.tensor.uses:
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 def _inside_einsum(op: Operation) -> bool:
@@ -256,6 +269,8 @@ class ConvertEinToAffinePass(ModulePass):
                     f"convert-ein-to-affine: could not lower {leftover.name} "
                     "(its tensor operand is not an argument or an einsum result)"
                 )
+        # index computations folded into affine.load maps are now unused
+        region_dce(op.body)
 
 
 _LEFTOVERS: tuple[type[Operation], ...] = (

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float16Type, ModuleOp, f32
+from xdsl.dialects.builtin import Float16Type, FloatAttr, ModuleOp, f32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -56,11 +56,16 @@ class ComputeF16InF32(RewritePattern):
         new_ops: list[Operation] = []
         operands: list[SSAValue] = []
         for operand in op.operands:
-            if isinstance(operand.type, Float16Type):
+            if not isinstance(operand.type, Float16Type):
+                operands.append(operand)
+            elif isinstance(c := operand.owner, arith.ConstantOp) and isinstance(
+                c.value, FloatAttr
+            ):  # an f16 constant is exact in f32
+                new_ops.append(wide_constant := arith.ConstantOp(FloatAttr(c.value.value.data, f32)))
+                operands.append(wide_constant.result)
+            else:
                 new_ops.append(ext := arith.ExtFOp(operand, f32))
                 operands.append(ext.result)
-            else:
-                operands.append(operand)
         wide = type(op).create(
             operands=operands,
             result_types=[_widen(t) for t in op.result_types],
@@ -75,7 +80,7 @@ class ComputeF16InF32(RewritePattern):
                 results.append(trunc.result)
             else:
                 results.append(new)
-        rewriter.replace_op(op, new_ops, results)
+        rewriter.replace(op, new_ops, results)
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
 
 from einc.targets.clike import CLikeTarget
 
 
 def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
     """Target name -> a function returning the target class (imported on demand). A target
-    object has `pipeline` (the passes reaching its input level) and `emit(module) -> str`."""
+    object has `pipeline` (the passes reaching its input level), `emit(module) -> str` and
+    `build(source, module) -> runner`."""
 
     def c():
         from einc.targets.c import CTarget
@@ -17,3 +21,16 @@ def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
         return CTarget
 
     return {"c": c}
+
+
+def get_all_xdsl_targets() -> dict[str, Callable[[ModuleOp, IO[str]], None]]:
+    """The same targets as xDSL opt-driver printers (`einc-opt -t c`): they print the module
+    as it is, without running the target's pipeline."""
+
+    def printer(factory: Callable[[], type[CLikeTarget]]) -> Callable[[ModuleOp, IO[str]], None]:
+        def emit(module: ModuleOp, stream: IO[str]) -> None:
+            stream.write(factory()().emit(module))
+
+        return emit
+
+    return {name: printer(factory) for name, factory in get_all_targets().items()}

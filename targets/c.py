@@ -7,7 +7,11 @@ Integer wrap-around relies on `-fwrapv` (see einc.runtime.c).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 
 from einc.targets.clike import CLikeTarget
 
@@ -17,3 +21,12 @@ class CTarget(CLikeTarget):
     pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
     buffer_suffix: ClassVar[str] = " restrict"
+
+    @classmethod
+    def build(
+        cls, source: str, module: ModuleOp
+    ) -> Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]:
+        from einc.runtime.c import load_c_kernel
+        from einc.runtime.signature import KernelSignature
+
+        return load_c_kernel(source, KernelSignature.from_module(module)).run

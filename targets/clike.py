@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    StringAttr,
     f16,
     f32,
     f64,
@@ -65,43 +66,73 @@ from einc.passes.utils.loops import constant_trip_range
 
 # ---- spellings --------------------------------------------------------------------------------
 
+# C operator precedence, loosest to tightest (parenthesise an operand looser than required)
+TERNARY, LOR, LAND, BOR, BXOR, BAND, EQUALITY, RELATIONAL, SHIFT, ADD, MUL, UNARY, ATOM = range(
+    1, 14
+)
+
 
 @dataclass(frozen=True)
 class Spelling:
     """How an op prints as an expression. `fmt` fields: `{0}`.. operands, `{t}` the result's
     C type, `{s}` its type suffix (`f32`, `i64`: helper names), `{f}` its math-function
-    suffix (`f` for float), `{ut}` the unsigned C type of operand 0. `compound` expressions
-    are parenthesised when nested; `helper` names a helper function the expression calls."""
+    suffix (`f` for float), `{ut}` the unsigned C type of operand 0. `prec` is the result's
+    precedence; operand k is parenthesised when looser than `operands[k]` (the last entry
+    repeats); `helper` names a helper function the expression calls."""
 
     fmt: str
-    compound: bool = True
+    prec: int = ATOM
+    operands: tuple[int, ...] = (UNARY,)
     helper: str | None = None
+    may_overflow: bool = False
+    """An integer result C may compute wider than its type (`int8_t + int8_t` is an int)."""
+
+    def required(self, k: int) -> int:
+        return self.operands[min(k, len(self.operands) - 1)]
 
 
-def infix(symbol: str) -> Spelling:
-    return Spelling(f"{{0}} {symbol} {{1}}")
+def infix(symbol: str, prec: int) -> Spelling:
+    """A left-associative binary operator. Operands of bitwise operators are always
+    parenthesised unless simple: C's precedences there surprise readers."""
+    may_overflow = symbol in ("+", "-", "*", "/", "<<")
+    if prec in (SHIFT, BAND, BXOR, BOR):
+        return Spelling(f"{{0}} {symbol} {{1}}", prec, (UNARY,), may_overflow=may_overflow)
+    return Spelling(f"{{0}} {symbol} {{1}}", prec, (prec, prec + 1), may_overflow=may_overflow)
 
 
 def call(name: str, arity: int = 1) -> Spelling:
     args = ", ".join(f"{{{k}}}" for k in range(arity))
-    return Spelling(f"{name}{{f}}({args})", compound=False)
+    return Spelling(f"{name}{{f}}({args})", ATOM, (0,))
 
 
 def helper(name: str, arity: int = 2) -> Spelling:
     args = ", ".join(f"{{{k}}}" for k in range(arity))
-    return Spelling(f"einc_{name}_{{s}}({args})", compound=False, helper=name)
+    return Spelling(f"einc_{name}_{{s}}({args})", ATOM, (0,), helper=name)
 
 
-CAST = Spelling("({t}){0}", compound=False)
+def compare(fmt: str) -> Spelling:
+    """A comparison template: a plain relational/equality operator, or a compound form whose
+    operands must be simple (they may be repeated)."""
+    for symbol, prec in (("==", EQUALITY), ("!=", EQUALITY), ("<=", RELATIONAL),
+                         (">=", RELATIONAL), ("<", RELATIONAL), (">", RELATIONAL)):  # fmt: skip
+        if fmt == f"{{0}} {symbol} {{1}}":
+            return Spelling(fmt, prec, (SHIFT, SHIFT + 1))
+    prec = LOR if "||" in fmt else LAND if "&&" in fmt else UNARY if fmt[0] == "!" else (
+        RELATIONAL if fmt[0] == "(" else ATOM
+    )
+    return Spelling(fmt, prec, (UNARY,))
+
+
+CAST = Spelling("({t}){0}", UNARY, (UNARY,))
 
 
 @dataclass(frozen=True)
 class Expr:
     text: str
-    compound: bool = False
+    prec: int = ATOM
 
-    def operand(self) -> str:
-        return f"({self.text})" if self.compound else self.text
+    def operand(self, required: int) -> str:
+        return f"({self.text})" if self.prec < required else self.text
 
 
 # ---- the target base ------------------------------------------------------------------------
@@ -141,28 +172,31 @@ class CLikeTarget:
     no math library (f16: legalize it to f32 first)."""
     literal_cast: ClassVar[Mapping[Attribute, str]] = {f16: "(_Float16)"}
     promoted_types: ClassVar[frozenset[Attribute]] = frozenset({i8, i16})
-    """Integer types C computes in `int`: an expression of one is cast back to it."""
+    """Integer types C computes in `int`: arithmetic on one is cast back to it (wraps)."""
     """Float types written as a cast of an exact f32 literal."""
 
     ops: ClassVar[Mapping[type[Operation], Spelling]] = {
-        arith.AddfOp: infix("+"), arith.SubfOp: infix("-"), arith.MulfOp: infix("*"),
-        arith.DivfOp: infix("/"), arith.NegfOp: Spelling("-{0}", compound=False),
-        arith.AddiOp: infix("+"), arith.SubiOp: infix("-"), arith.MuliOp: infix("*"),
-        arith.DivSIOp: infix("/"), arith.RemSIOp: infix("%"),
-        arith.AndIOp: infix("&"), arith.OrIOp: infix("|"), arith.XOrIOp: infix("^"),
-        arith.ShLIOp: infix("<<"), arith.ShRSIOp: infix(">>"),
-        arith.ShRUIOp: Spelling("({t})(({ut}){0} >> {1})", compound=False),
-        arith.DivUIOp: Spelling("({t})(({ut}){0} / ({ut}){1})", compound=False),
-        arith.RemUIOp: Spelling("({t})(({ut}){0} % ({ut}){1})", compound=False),
+        arith.AddfOp: infix("+", ADD), arith.SubfOp: infix("-", ADD),
+        arith.MulfOp: infix("*", MUL), arith.DivfOp: infix("/", MUL),
+        arith.NegfOp: Spelling("-{0}", UNARY, (ATOM,)),  # never `--x`
+        arith.AddiOp: infix("+", ADD), arith.SubiOp: infix("-", ADD),
+        arith.MuliOp: infix("*", MUL), arith.DivSIOp: infix("/", MUL),
+        arith.RemSIOp: infix("%", MUL),
+        arith.AndIOp: infix("&", BAND), arith.OrIOp: infix("|", BOR),
+        arith.XOrIOp: infix("^", BXOR),
+        arith.ShLIOp: infix("<<", SHIFT), arith.ShRSIOp: infix(">>", SHIFT),
+        arith.ShRUIOp: Spelling("({t})(({ut}){0} >> {1})", UNARY),
+        arith.DivUIOp: Spelling("({t})(({ut}){0} / ({ut}){1})", UNARY),
+        arith.RemUIOp: Spelling("({t})(({ut}){0} % ({ut}){1})", UNARY),
         arith.FloorDivSIOp: helper("floordiv"), arith.CeilDivSIOp: helper("ceildiv"),
         arith.MaxSIOp: helper("maxsi"), arith.MinSIOp: helper("minsi"),
         arith.MaximumfOp: helper("maximumf"), arith.MinimumfOp: helper("minimumf"),
         arith.MaxnumfOp: call("fmax", 2), arith.MinnumfOp: call("fmin", 2),
-        arith.SelectOp: Spelling("{0} ? {1} : {2}"),
+        arith.SelectOp: Spelling("{0} ? {1} : {2}", TERNARY, (EQUALITY, LOR, TERNARY)),
         arith.ExtFOp: CAST, arith.TruncFOp: CAST, arith.SIToFPOp: CAST, arith.FPToSIOp: CAST,
         arith.ExtSIOp: CAST, arith.TruncIOp: CAST, arith.IndexCastOp: CAST,
-        arith.ExtUIOp: Spelling("({t})({ut}){0}", compound=False),
-        arith.UIToFPOp: Spelling("({t})({ut}){0}", compound=False),
+        arith.ExtUIOp: Spelling("({t})({ut}){0}", UNARY),
+        arith.UIToFPOp: Spelling("({t})({ut}){0}", UNARY),
         mathd.AbsFOp: call("fabs"), mathd.AbsIOp: helper("absi", 1),
         mathd.AcosOp: call("acos"), mathd.AcoshOp: call("acosh"),
         mathd.AsinOp: call("asin"), mathd.AsinhOp: call("asinh"),
@@ -174,9 +208,9 @@ class CLikeTarget:
         mathd.FloorOp: call("floor"), mathd.FmaOp: call("fma", 3),
         mathd.LogOp: call("log"), mathd.Log10Op: call("log10"), mathd.Log1pOp: call("log1p"),
         mathd.Log2Op: call("log2"), mathd.PowFOp: call("pow", 2),
-        mathd.FPowIOp: Spelling("pow{f}({0}, ({t}){1})", compound=False),
+        mathd.FPowIOp: Spelling("pow{f}({0}, ({t}){1})", ATOM, (0, UNARY)),
         mathd.RoundOp: call("round"), mathd.RoundEvenOp: call("rint"),
-        mathd.RsqrtOp: Spelling("1 / sqrt{f}({0})"),
+        mathd.RsqrtOp: Spelling("1 / sqrt{f}({0})", MUL, (0,)),
         mathd.SinOp: call("sin"), mathd.SinhOp: call("sinh"), mathd.SqrtOp: call("sqrt"),
         mathd.TanOp: call("tan"), mathd.TanhOp: call("tanh"), mathd.TruncOp: call("trunc"),
     }  # fmt: skip
@@ -209,12 +243,14 @@ class CLikeTarget:
     printed once per type used. maximumf/minimumf propagate NaN (C's fmax does not)."""
     helper_prefix: ClassVar[str] = "static inline"
 
-    def alloc(self, element: str, count: int, name: str) -> str:
+    @classmethod
+    def alloc(cls, element: str, count: int, name: str) -> str:
         """The statement allocating a temporary buffer (C: aligned heap memory)."""
-        size = -(-count * self.sizeof(element) // 64) * 64
+        size = -(-count * cls.sizeof(element) // 64) * 64
         return f"{element}* {name} = ({element}*)aligned_alloc(64, {size});"
 
-    def free(self, name: str) -> str:
+    @classmethod
+    def free(cls, name: str) -> str:
         return f"free({name});"
 
     @staticmethod
@@ -222,9 +258,19 @@ class CLikeTarget:
         return {"double": 8, "int64_t": 8, "float": 4, "int32_t": 4, "_Float16": 2,
                 "int16_t": 2, "int8_t": 1, "bool": 1}[element]  # fmt: skip
 
-    def emit(self, module: ModuleOp) -> str:
+    # A target is its tables: these work on the class and on an instance alike.
+    @classmethod
+    def emit(cls, module: ModuleOp) -> str:
         """The source text of every function of a lowered module."""
-        return _Writer(self).module(module)
+        return _Writer(cls).module(module)
+
+    @classmethod
+    def build(
+        cls, source: str, module: ModuleOp
+    ) -> Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]:
+        """Compile `source` (emitted from the lowered `module`) into a runner called as
+        `runner(inputs, outputs)` with arrays by name, writing the outputs in place."""
+        raise TargetError(f"the {cls.name} target has no runtime on this machine")
 
 
 # ---- the walk -----------------------------------------------------------------------------------
@@ -239,11 +285,13 @@ C_RESERVED = frozenset(
 class _Writer:
     """One emission: names, inlining decisions, helpers used, output lines."""
 
-    def __init__(self, target: CLikeTarget):
+    def __init__(self, target: type[CLikeTarget]):
         self.t = target
         self.lines: list[str] = []
         self.depth = 0
         self.scopes: list[set[str]] = [set()]
+        self.buffer_names: set[str] = set()
+        """Names of the function's buffers: other values never take them."""
         self.names: dict[SSAValue, str] = {}
         self.helpers_used: dict[tuple[str, str], str] = {}
         functions = {m.group(1) for s in target.ops.values() if (m := _CALLEE.match(s.fmt))}
@@ -264,15 +312,15 @@ class _Writer:
         self.line(trailer)
 
     # -- names ----------------------------------------------------------------------------------
-    def declare(self, value: SSAValue, hint: str | None = None) -> str:
-        base = re.sub(r"\W", "_", hint or value.name_hint or "v")
-        if not base or base[0].isdigit():
-            base = "v" + base
+    def declare(self, value: SSAValue, hint: str | None = None, buffer: bool = False) -> str:
+        """A fresh C name for `value`, after its hint, unique among the visible names."""
+        base = c_identifier(hint or value.name_hint or "v")
         name, k = base, 1
         while (
             name in self.reserved
             or name.startswith("einc_")
             or any(name in s for s in self.scopes)
+            or (not buffer and name in self.buffer_names)
         ):
             name, k = f"{base}_{k}", k + 1
         self.scopes[-1].add(name)
@@ -318,12 +366,22 @@ class _Writer:
         if f.function_type.outputs:
             raise TargetError(f"{self.t.name} target: @{f.sym_name.data} returns values")
         attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
+        self.buffer_names = {
+            c_identifier(name.data)
+            for arg_attrs in attrs
+            if isinstance(name := arg_attrs.data.get("ein.name"), StringAttr)
+        } | {
+            c_identifier(name.data)
+            for op in f.walk()
+            if isinstance(op, memref.AllocOp)
+            and isinstance(name := op.attributes.get("ein.name"), StringAttr)
+        }
         params: list[str] = []
         for k, arg in enumerate(f.body.block.args):
             if not isinstance(arg.type, MemRefType):
                 raise TargetError(f"{self.t.name} target: argument {k} is not a memref")
             hint = attrs[k].data.get("ein.name") if k < len(attrs) else None
-            name = self.declare(arg, getattr(hint, "data", None))
+            name = self.declare(arg, getattr(hint, "data", None), buffer=True)
             element = self.ctype(arg.type.get_element_type())
             const = "" if _is_written(arg) else self.t.readonly_prefix
             params.append(f"{self.t.buffer_prefix}{const}{element}*{self.t.buffer_suffix} {name}")
@@ -364,7 +422,8 @@ class _Writer:
         name = self.declare(iv)
         increment = f"{name}++" if step == 1 else f"{name} += {step}"
         self.line(
-            f"for ({self.t.index_type} {name} = {lower.text}; {name} < {upper.operand()}; "
+            f"for ({self.t.index_type} {name} = {lower.text}; "
+            f"{name} < {upper.operand(RELATIONAL + 1)}; "
             f"{increment}) {{"
         )
         self.depth += 1
@@ -403,9 +462,11 @@ class _Writer:
             return handler(self, op)
         spelling = self.t.ops.get(type(op))
         if isinstance(op, arith.CmpiOp):
-            spelling = Spelling(self.t.cmpi[op.predicate.value.data])
+            spelling = compare(self.t.cmpi[op.predicate.value.data])
         elif isinstance(op, arith.CmpfOp):
-            spelling = Spelling(self.t.cmpf[op.predicate.value.data])
+            spelling = compare(self.t.cmpf[op.predicate.value.data])
+        elif isinstance(op, arith.ExtUIOp | arith.UIToFPOp) and op.operands[0].type == i1:
+            spelling = CAST  # a bool is already 0 or 1
         if spelling is None or len(op.results) != 1:
             self.unsupported(op)
             raise AssertionError
@@ -429,12 +490,14 @@ class _Writer:
             fields["f"] = self.t.math_suffix[float_type]
         if spelling.helper is not None:
             self.use_helper(spelling.helper, result_type)
-        operands = [self.value(o).operand() for o in op.operands]
+        operands = [
+            self.value(o).operand(spelling.required(k)) for k, o in enumerate(op.operands)
+        ]
         text = spelling.fmt.format(*operands, **fields)
-        if spelling.compound and result_type in self.t.promoted_types:
+        if spelling.may_overflow and result_type in self.t.promoted_types:
             # C computes narrow integers in int: wrap back to the type as arith does
-            return Expr(f"({fields['t']})({text})")
-        return Expr(text, spelling.compound)
+            return Expr(f"({fields['t']})({text})", UNARY)
+        return Expr(text, spelling.prec)
 
     def constant(self, op: arith.ConstantOp) -> Expr:
         value, t = op.value, op.result.type
@@ -473,50 +536,54 @@ class _Writer:
 
     def flat_values(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> Expr:
         assert isinstance(buffer.type, MemRefType)
-        terms = []
+        terms: list[Expr] = []
         for index, stride in zip(indices, _strides(buffer.type.get_shape())):
             expr = self.value(index)
-            terms.append(expr.operand() + (f" * {stride}" if stride != 1 else ""))
+            if stride != 1:
+                expr = Expr(f"{expr.operand(MUL)} * {stride}", MUL)
+            terms.append(expr)
         if not terms:
             return Expr("0")
-        return Expr(" + ".join(terms), compound=len(terms) > 1 or "*" in terms[0])
+        if len(terms) == 1:
+            return terms[0]
+        return Expr(" + ".join(t.operand(ADD + 1) for t in terms), ADD)
 
     def affine_expr(self, expr: AffineExpr, operands: Sequence[SSAValue]) -> Expr:
         ranges = [value_range(o) for o in operands]
         text, prec = self._affine(expr, operands, ranges)
-        return Expr(text, compound=prec < _ATOM)
+        return Expr(text, prec)
 
     def _affine(
         self, e: AffineExpr, operands: Sequence[SSAValue], ranges: Sequence[Range]
     ) -> tuple[str, int]:
         match e:
             case AffineConstantExpr(value=v):
-                return str(v), (_ATOM if v >= 0 else _UNARY)
+                return str(v), (ATOM if v >= 0 else UNARY)
             case AffineDimExpr(position=p) | AffineSymExpr(position=p):
                 expr = self.value(operands[p])
-                return expr.text, (_ADD if expr.compound else _ATOM)
+                return expr.text, expr.prec
             case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-                left = self._paren(self._affine(lhs, operands, ranges), _ADD)
+                left = self._paren(self._affine(lhs, operands, ranges), ADD)
                 negated = _negated(rhs)
                 if negated is not None:
-                    right = self._paren(self._affine(negated, operands, ranges), _MUL)
-                    return f"{left} - {right}", _ADD
-                return f"{left} + {self._paren(self._affine(rhs, operands, ranges), _ADD)}", _ADD
+                    right = self._paren(self._affine(negated, operands, ranges), MUL)
+                    return f"{left} - {right}", ADD
+                return f"{left} + {self._paren(self._affine(rhs, operands, ranges), ADD)}", ADD
             case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=rhs):
-                left = self._paren(self._affine(lhs, operands, ranges), _MUL)
-                right = self._paren(self._affine(rhs, operands, ranges), _MUL + 1)
-                return f"{left} * {right}", _MUL
+                left = self._paren(self._affine(lhs, operands, ranges), MUL)
+                right = self._paren(self._affine(rhs, operands, ranges), MUL + 1)
+                return f"{left} * {right}", MUL
             case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
                 lo, _ = expr_range(lhs, ranges)
                 c = self._affine(rhs, operands, ranges)[0]
                 if lo is not None and lo >= 0:
-                    left = self._paren(self._affine(lhs, operands, ranges), _MUL)
+                    left = self._paren(self._affine(lhs, operands, ranges), MUL)
                     if kind == AffineBinaryOpKind.FloorDiv:
-                        return f"{left} / {c}", _MUL
+                        return f"{left} / {c}", MUL
                     if kind == AffineBinaryOpKind.Mod:
-                        return f"{left} % {c}", _MUL
-                    inner = self._paren(self._affine(lhs, operands, ranges), _ADD)
-                    return f"({inner} + {int(c) - 1}) / {c}", _MUL
+                        return f"{left} % {c}", MUL
+                    inner = self._paren(self._affine(lhs, operands, ranges), ADD)
+                    return f"({inner} + {int(c) - 1}) / {c}", MUL
                 name = {
                     AffineBinaryOpKind.FloorDiv: "floordiv",
                     AffineBinaryOpKind.Mod: "mod",
@@ -524,7 +591,7 @@ class _Writer:
                 }[kind]
                 self.use_helper(name, IndexType())
                 inner = self._affine(lhs, operands, ranges)[0]
-                return f"einc_{name}_i64({inner}, {c})", _ATOM
+                return f"einc_{name}_i64({inner}, {c})", ATOM
             case _:
                 raise TargetError(f"{self.t.name} target: cannot print affine expr {e}")
 
@@ -567,9 +634,6 @@ class _Writer:
         return type(op) in _EXPRESSIONS and _uses_once(self.t, user_op, v)
 
 
-_ATOM, _UNARY, _MUL, _ADD = 4, 3, 2, 1
-
-
 def _negated(e: AffineExpr) -> AffineExpr | None:
     """`x` when `e` is `x * -c` or `-c` (printed as a subtraction), else None."""
     if isinstance(e, AffineConstantExpr) and e.value < 0:
@@ -590,6 +654,11 @@ def _strides(shape: Sequence[int]) -> list[int]:
         strides.append(running)
         running *= dim
     return strides[::-1]
+
+
+def c_identifier(text: str) -> str:
+    name = re.sub(r"\W", "_", text)
+    return name if name and not name[0].isdigit() else "v" + name
 
 
 def int_literal(value: int, t: Attribute) -> str:
@@ -643,7 +712,7 @@ def _writes_between(first: Operation, last: Operation) -> bool:
     return False
 
 
-def _uses_once(target: CLikeTarget, user: Operation, v: SSAValue) -> bool:
+def _uses_once(target: type[CLikeTarget], user: Operation, v: SSAValue) -> bool:
     """An operand spelled twice (`a > b ? a : b`) must be a name, not a repeated expression."""
     index = [k for k, o in enumerate(user.operands) if o is v]
     if len(index) != 1:
@@ -724,7 +793,8 @@ def _store(w: _Writer, op: affine.StoreOp | memref.StoreOp) -> None:
 def _alloc(w: _Writer, op: memref.AllocOp) -> None:
     t = op.memref.type
     element = w.ctype(t.get_element_type())
-    name = w.declare(op.memref)
+    hint = op.attributes.get("ein.name")
+    name = w.declare(op.memref, hint.data if isinstance(hint, StringAttr) else None, buffer=True)
     w.line(w.t.alloc(element, math.prod(t.get_shape()), name))
 
 

@@ -146,11 +146,7 @@ class CKernel:
         returned by name."""
         arrays = self.signature.bind(inputs, outputs)
         self._function(*(a.ctypes.data for a in arrays))
-        return {
-            spec.name: array
-            for spec, array in zip(self.signature.buffers, arrays)
-            if spec.is_output
-        }
+        return self.signature.outputs_by_name(arrays)
 
 
 def load_c_kernel(

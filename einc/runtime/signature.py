@@ -116,7 +116,8 @@ class KernelSignature:
         allocate: Callable[[BufferSpec], np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         """The arrays in argument order, each checked against its spec. Missing outputs
-        are made by `allocate` (default `np.empty`). Raises RuntimeInputError for a missing
+        are made by `allocate` (default `np.empty`), as is the second array of an output
+        returned twice. Raises RuntimeInputError for a missing
         or unknown name, a wrong dtype or shape, a non-contiguous array, a read-only
         output, or an output overlapping another argument."""
         outputs = outputs or {}
@@ -134,9 +135,13 @@ class KernelSignature:
                 )
         make = allocate or (lambda b: np.empty(b.shape, b.dtype))
         arrays: list[np.ndarray] = []
+        bound_outputs: set[str] = set()
         for spec in self.buffers:
             source = outputs if spec.is_output else inputs
-            if spec.name in source:
+            if spec.is_output and spec.name in bound_outputs:
+                # the same result returned twice: a scratch copy, `restrict` forbids aliasing
+                array = make(spec)
+            elif spec.name in source:
                 array = source[spec.name]
                 check_array(spec, array)
             elif spec.is_output:
@@ -147,8 +152,18 @@ class KernelSignature:
                     f"{_names(self.inputs)}"
                 )
             arrays.append(array)
+            if spec.is_output:
+                bound_outputs.add(spec.name)
         check_no_overlap(self.buffers, arrays)
         return arrays
+
+    def outputs_by_name(self, arrays: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+        """The output arrays of a bound argument list, by name (the first of repeats)."""
+        named: dict[str, np.ndarray] = {}
+        for spec, array in zip(self.buffers, arrays):
+            if spec.is_output:
+                named.setdefault(spec.name, array)
+        return named
 
 
 def check_array(spec: BufferSpec, array: object) -> None:
