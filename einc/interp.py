@@ -372,6 +372,15 @@ FLOAT_BINARY_MATH: dict[type[Operation], Callable[[Any, Any], Any]] = {
 }
 
 
+def _ipow(base: int, exponent: int) -> int:
+    """Integer power; a negative exponent gives 0 unless |base| is 1 (as the C helper)."""
+    if exponent >= 0:
+        return base**exponent
+    if base == 0:
+        raise InterpretationError("math.ipowi: zero to a negative power")
+    return 1 if base == 1 else (-1) ** (-exponent) if base == -1 else 0
+
+
 class _MathSpecialFunctions(InterpreterFunctions):
     @impl(mathd.FmaOp)
     def run_fma(self, interp: Interpreter, op: mathd.FmaOp, args: PythonValues):
@@ -381,6 +390,12 @@ class _MathSpecialFunctions(InterpreterFunctions):
     @impl(mathd.AbsIOp)
     def run_absi(self, interp: Interpreter, op: mathd.AbsIOp, args: PythonValues):
         return (wrap(abs(signed(args[0], op.result.type)), op.result.type),)
+
+    @impl(mathd.IPowIOp)
+    def run_ipowi(self, interp: Interpreter, op: mathd.IPowIOp, args: PythonValues):
+        t = op.result.type
+        base, exponent = signed(args[0], t), signed(args[1], t)
+        return (wrap(_ipow(base, exponent), t),)
 
     @impl(mathd.FPowIOp)
     def run_fpowi(self, interp: Interpreter, op: mathd.FPowIOp, args: PythonValues):

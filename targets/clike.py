@@ -198,6 +198,7 @@ class CLikeTarget:
         arith.ExtUIOp: Spelling("({t})({ut}){0}", UNARY),
         arith.UIToFPOp: Spelling("({t})({ut}){0}", UNARY),
         mathd.AbsFOp: call("fabs"), mathd.AbsIOp: helper("absi", 1),
+        mathd.IPowIOp: helper("ipowi"),
         mathd.AcosOp: call("acos"), mathd.AcoshOp: call("acosh"),
         mathd.AsinOp: call("asin"), mathd.AsinhOp: call("asinh"),
         mathd.AtanOp: call("atan"), mathd.AtanhOp: call("atanh"),
@@ -238,6 +239,8 @@ class CLikeTarget:
         "maximumf": "return (a > b || a != a) ? a : b;",
         "minimumf": "return (a < b || a != a) ? a : b;",
         "absi": "return a < 0 ? -a : a;",
+        "ipowi": "if (b < 0) return a == 1 ? 1 : a == -1 ? (b & 1 ? -1 : 1) : 0; "
+        "{t} r = 1; for (; b; b >>= 1, a *= a) if (b & 1) r *= a; return r;",
     }
     """Bodies of the helper functions `static inline {t} einc_<name>_<s>({t} a, {t} b)`,
     printed once per type used. maximumf/minimumf propagate NaN (C's fmax does not)."""

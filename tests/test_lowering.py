@@ -405,6 +405,52 @@ func.func @kernel(%X: tensor<6xf64> {ein.name = "X"}, %W: tensor<6xf64> {ein.nam
 }
 """
 
+# Y[N] = exp2(X) + log2(|X|) + log10(|X|) + ceil(X) + sin(X) * cos(X) - tan(X) (f64);
+# P[N] = ipowi(I[N], E[N]) (i32, negative exponents included)
+MATH_F64_AND_IPOW = """
+func.func @kernel(%X: tensor<6xf64> {ein.name = "X"}, %I: tensor<6xi32> {ein.name = "I"},
+                  %E: tensor<6xi32> {ein.name = "E"}) -> (tensor<6xf64>, tensor<6xi32>) {
+  %y = ein.einsum "Y" assign parallel [N = 6] : tensor<6xf64> {
+  ^bb0(%N : index):
+    %x = ein.load %X[%N] : tensor<6xf64>
+    %a = math.absf %x : f64
+    %e = math.exp2 %x : f64
+    %l2 = math.log2 %a : f64
+    %l10 = math.log10 %a : f64
+    %c = math.ceil %x : f64
+    %s = math.sin %x : f64
+    %co = math.cos %x : f64
+    %t = math.tan %x : f64
+    %sc = arith.mulf %s, %co : f64
+    %r1 = arith.addf %e, %l2 : f64
+    %r2 = arith.addf %r1, %l10 : f64
+    %r3 = arith.addf %r2, %c : f64
+    %r4 = arith.addf %r3, %sc : f64
+    %r5 = arith.subf %r4, %t : f64
+    ein.yield %r5 : f64
+  }
+  %p = ein.einsum "P" assign parallel [N = 6] : tensor<6xi32> {
+  ^bb0(%N : index):
+    %i = ein.load %I[%N] : tensor<6xi32>
+    %e = ein.load %E[%N] : tensor<6xi32>
+    %r = math.ipowi %i, %e : i32
+    ein.yield %r : i32
+  }
+  func.return %y, %p : tensor<6xf64>, tensor<6xi32>
+}
+"""
+
+
+def _math_f64_reference(a: Arrays) -> Arrays:
+    x = a["X"]
+    y = np.exp2(x) + np.log2(np.abs(x)) + np.log10(np.abs(x)) + np.ceil(x)
+    powers = [
+        int(b) ** int(e) if e >= 0 else (1 if b == 1 else (-1) ** -int(e) if b == -1 else 0)
+        for b, e in zip(a["I"], a["E"])
+    ]
+    return {"Y": y + np.sin(x) * np.cos(x) - np.tan(x), "P": np.array(powers)}
+
+
 RETURNED_TWICE = """
 func.func @kernel(%X: tensor<4xi32> {ein.name = "X"}) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {
   %y = ein.einsum "Y" assign parallel [N = 4] : tensor<4xi32> {
@@ -600,6 +646,17 @@ CASES = [
         lambda rng: {"X": nonzero(rng, (8,), "float32")},
         _math_reference,
         rtol={"Y": 1e-5},
+    ),
+    Case(
+        "math_f64_ipowi",
+        MATH_F64_AND_IPOW,
+        lambda rng: {
+            "X": nonzero(rng, (6,), "float64"),
+            "I": np.array([2, -3, 1, -1, 5, 7], np.int32),
+            "E": np.array([10, 3, -4, -3, 0, -1], np.int32),
+        },
+        _math_f64_reference,
+        rtol={"Y": 1e-13},
     ),
     Case("select_nan", SELECT_NAN, _select_nan_inputs, _select_nan_reference),
     Case(
