@@ -8,11 +8,12 @@ unresolved: a bare name may be an axis or a misused tensor, `.cast(...)` may hol
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Span:
-    """A source range: `start`/`end` are character offsets, `line`/`col` 1-based of `start`."""
+class Span(NamedTuple):
+    """A source range: `start`/`end` are character offsets, `line`/`col` 1-based of `start`.
+    (A named tuple rather than a dataclass: the lexer makes one per token.)"""
 
     start: int
     end: int

@@ -10,8 +10,9 @@ comment only where an operator cannot stand: as the first token of a line, or ri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
 from enum import Enum, auto
+from typing import NamedTuple, NoReturn
 
 from einc.frontend.ast import Span
 from einc.frontend.diagnostics import SourceText
@@ -27,8 +28,7 @@ class Kind(Enum):
     EOF = auto()
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: Kind
     text: str
     span: Span
@@ -52,31 +52,42 @@ class Token:
                 return f"'{self.text}'"
 
 
-# Longest first, so that `+=!` wins over `+=` and `+`.
+# Matched longest first, so that `+=!` wins over `+=` and `+`.
 OPERATORS = (
     "+=!", ">=!", "<=!", "*=!", "&=!", "|=!",
     "+=", "*=", "&=", "|=", "==", "!=", "<=", ">=", "<<", ">>", "//",
     "+", "-", "*", "/", "%", "<", ">", "=", "&", "|", "~",
     "(", ")", "[", "]", ",", ";", ".", ":",
 )  # fmt: skip
-
 QUOTES = "`\"'"
 MAX_INT_DIGITS = 40
 
+# One pattern for every token; the lexer loop only tracks lines, bracket depth and comments.
+TOKEN_PATTERN = re.compile(
+    r"(?P<space>[ \t\r\f\v]+)"
+    r"|(?P<newline>\n)"
+    r"|(?P<comment>\#[^\n]*)"
+    r"|(?P<number>(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?P<exponent>[eE][+-]?[0-9]*)?)"
+    r"|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<string>`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]*')"
+    r"|(?P<op>" + "|".join(re.escape(op) for op in OPERATORS) + ")"
+)
+IDENT_START = re.compile(r"[A-Za-z_]")
+IDENT_CHARS = re.compile(r"[A-Za-z0-9_]*")
+
 
 def _is_ident_start(ch: str) -> bool:
-    return ch == "_" or ("a" <= ch <= "z") or ("A" <= ch <= "Z")
+    return IDENT_START.fullmatch(ch) is not None
 
 
 def _is_ident_char(ch: str) -> bool:
-    return _is_ident_start(ch) or ("0" <= ch <= "9")
-
-
-def _is_digit(ch: str) -> bool:
-    return "0" <= ch <= "9"
+    return len(ch) == 1 and IDENT_CHARS.fullmatch(ch) is not None
 
 
 class Lexer:
+    """Lexes on demand: `token(i)` lexes just far enough to return the i-th token, so an error
+    early in a large input is found without lexing the rest."""
+
     def __init__(self, source: SourceText):
         self.source = source
         self.text = source.text
@@ -86,140 +97,110 @@ class Lexer:
         self.depth = 0
         self.tokens: list[Token] = []
         self.line_has_token = False
+        self.done = False
+
+    def token(self, index: int) -> Token:
+        """The token at `index`; the EOF token for any index past the end."""
+        while len(self.tokens) <= index and not self.done:
+            self.step()
+        return self.tokens[min(index, len(self.tokens) - 1)]
 
     def span(self, start: int, end: int) -> Span:
         return Span(start, end, self.line, start - self.line_start + 1)
 
-    def emit(self, kind: Kind, start: int, value: int | float | str | None = None) -> None:
-        text = self.text[start : self.pos]
+    def emit(self, kind: Kind, start: int, end: int, value: int | float | str | None) -> None:
         first = not self.line_has_token
-        self.tokens.append(Token(kind, text, self.span(start, self.pos), value, first))
+        self.tokens.append(Token(kind, self.text[start:end], self.span(start, end), value, first))
         self.line_has_token = True
 
-    def at_comment(self) -> bool:
-        if self.text.startswith("#", self.pos):
-            return True
-        if not self.text.startswith("//", self.pos) or self.depth > 0:
+    def slashes_start_comment(self) -> bool:
+        """Whether a `//` here is a comment: outside brackets, first on its line or after `;`."""
+        if self.depth > 0:
             return False
         if not self.line_has_token:
             return True
         last = self.tokens[-1]
         return last.kind == Kind.OP and last.text == ";"
 
-    def tokenize(self) -> list[Token]:
+    def step(self) -> None:
+        """Lexes until at least one more token (possibly EOF) is produced."""
         text = self.text
-        while self.pos < len(text):
-            ch = text[self.pos]
-            if ch == "\n":
-                if self.depth == 0:
-                    self.tokens.append(
-                        Token(Kind.NEWLINE, "\n", self.span(self.pos, self.pos + 1))
-                    )
-                self.pos += 1
-                self.line += 1
-                self.line_start = self.pos
-                self.line_has_token = False
-            elif ch in " \t\r\f\v":
-                self.pos += 1
-            elif self.at_comment():
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            elif _is_digit(ch) or (
-                ch == "." and self.pos + 1 < len(text) and _is_digit(text[self.pos + 1])
-            ):
-                self.number()
-            elif _is_ident_start(ch):
-                start = self.pos
-                while self.pos < len(text) and _is_ident_char(text[self.pos]):
-                    self.pos += 1
-                self.emit(Kind.IDENT, start, text[start : self.pos])
-            elif ch in QUOTES:
-                self.string(ch)
-            else:
-                self.operator()
-        self.tokens.append(Token(Kind.EOF, "", self.span(self.pos, self.pos)))
-        return self.tokens
+        count = len(self.tokens)
+        while len(self.tokens) == count:
+            pos = self.pos
+            if pos >= len(text):
+                self.tokens.append(Token(Kind.EOF, "", self.span(len(text), len(text))))
+                self.done = True
+                return
+            m = TOKEN_PATTERN.match(text, pos)
+            if m is None:
+                self.bad_character(pos)
+            kind, end = m.lastgroup, m.end()
+            match kind:
+                case "space" | "comment":
+                    pass
+                case "newline":
+                    if self.depth == 0:
+                        self.tokens.append(Token(Kind.NEWLINE, "\n", self.span(pos, end)))
+                    self.line += 1
+                    self.line_start = end
+                    self.line_has_token = False
+                case "number" | "exponent":
+                    self.number(m)
+                case "ident":
+                    self.emit(Kind.IDENT, pos, end, m.group())
+                case "string":
+                    self.emit(Kind.STRING, pos, end, m.group()[1:-1])
+                case _:
+                    op = m.group()
+                    if op == "//" and self.slashes_start_comment():
+                        newline = text.find("\n", pos)
+                        end = len(text) if newline < 0 else newline
+                    else:
+                        if op in ("(", "["):
+                            self.depth += 1
+                        elif op in (")", "]"):
+                            self.depth = max(0, self.depth - 1)
+                        self.emit(Kind.OP, pos, end, op)
+            self.pos = end
 
-    def number(self) -> None:
-        text = self.text
-        start = self.pos
-        while self.pos < len(text) and _is_digit(text[self.pos]):
-            self.pos += 1
-        is_float = False
-        # `1.5` is a float; `1.cast(...)` is the integer 1 followed by a method call.
-        if (
-            self.pos < len(text)
-            and text[self.pos] == "."
-            and self.pos + 1 < len(text)
-            and _is_digit(text[self.pos + 1])
-        ):
-            is_float = True
-            self.pos += 1
-            while self.pos < len(text) and _is_digit(text[self.pos]):
-                self.pos += 1
-        if self.pos < len(text) and text[self.pos] in "eE":
-            exp = self.pos + 1
-            if exp < len(text) and text[exp] in "+-":
-                exp += 1
-            if exp < len(text) and _is_digit(text[exp]):
-                is_float = True
-                self.pos = exp
-                while self.pos < len(text) and _is_digit(text[self.pos]):
-                    self.pos += 1
-            else:
-                self.pos = exp
-                self.source.parse_error(
-                    f"malformed number '{text[start:self.pos]}': the exponent has no digits",
-                    self.span(start, self.pos),
-                )
-        if self.pos < len(text) and _is_ident_start(text[self.pos]):
-            end = self.pos
-            while end < len(text) and _is_ident_char(text[end]):
-                end += 1
+    def bad_character(self, pos: int) -> NoReturn:
+        ch = self.text[pos]
+        if ch in QUOTES:
+            end = self.text.find("\n", pos)
+            end = len(self.text) if end < 0 else end
             self.source.parse_error(
-                f"malformed number '{text[start:end]}'", self.span(start, end)
+                f"unterminated string: missing the closing {ch}", self.span(pos, end)
             )
-        literal = text[start : self.pos]
-        if is_float:
-            self.emit(Kind.FLOAT, start, float(literal))
+        self.source.parse_error(f"unexpected character {ch!r}", self.span(pos, pos + 1))
+
+    def number(self, m: re.Match[str]) -> None:
+        start, end = m.span()
+        literal = m.group("number")
+        exponent = m.group("exponent") or ""
+        if exponent and not exponent[-1].isdigit():
+            self.source.parse_error(
+                f"malformed number '{literal}': the exponent has no digits",
+                self.span(start, end),
+            )
+        glued = IDENT_CHARS.match(self.text, end).end()
+        if glued > end:
+            self.source.parse_error(
+                f"malformed number '{self.text[start:glued]}'", self.span(start, glued)
+            )
+        if "." in literal or exponent:
+            self.emit(Kind.FLOAT, start, end, float(literal))
             return
         if len(literal.lstrip("0")) > MAX_INT_DIGITS:
             self.source.parse_error(
-                f"integer literal with {len(literal)} digits is too large",
-                self.span(start, self.pos),
+                f"integer literal with {len(literal)} digits is too large", self.span(start, end)
             )
-        self.emit(Kind.INT, start, int(literal))
-
-    def string(self, quote: str) -> None:
-        text = self.text
-        start = self.pos
-        end = self.pos + 1
-        while end < len(text) and text[end] != quote and text[end] != "\n":
-            end += 1
-        if end >= len(text) or text[end] != quote:
-            self.source.parse_error(
-                f"unterminated string: missing the closing {quote}", self.span(start, end)
-            )
-        self.pos = end + 1
-        self.emit(Kind.STRING, start, text[start + 1 : end])
-
-    def operator(self) -> None:
-        start = self.pos
-        for op in OPERATORS:
-            if self.text.startswith(op, start):
-                self.pos += len(op)
-                if op in ("(", "["):
-                    self.depth += 1
-                elif op in (")", "]"):
-                    self.depth = max(0, self.depth - 1)
-                self.emit(Kind.OP, start, op)
-                return
-        ch = self.text[start]
-        self.source.parse_error(
-            f"unexpected character {ch!r}", self.span(start, start + 1)
-        )
+        self.emit(Kind.INT, start, end, int(literal))
 
 
 def tokenize(source: SourceText) -> list[Token]:
-    """The tokens of `source`, ending with an EOF token."""
-    return Lexer(source).tokenize()
+    """All the tokens of `source`, ending with an EOF token."""
+    lexer = Lexer(source)
+    while not lexer.done:
+        lexer.step()
+    return lexer.tokens

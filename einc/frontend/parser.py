@@ -16,11 +16,11 @@ from typing import NoReturn
 from einc.frontend import ast
 from einc.frontend.ast import Span
 from einc.frontend.diagnostics import SourceText
-from einc.frontend.lexer import Kind, Token, tokenize
+from einc.frontend.lexer import Kind, Lexer, Token
 
 # Bounds that keep every recursive walk of the tree (parser, sema, IR generation, xDSL's
 # printer and verifier) well inside Python's recursion limit.
-MAX_NESTING = 64
+MAX_NESTING = 48
 MAX_HEIGHT = 192
 
 STATEMENT_OPS = ("=", "+=!", "+=", ">=!", "<=!", "*=!", "&=!", "|=!")
@@ -39,7 +39,7 @@ METHODS = ("cast", "call", "when", "dtype", "val")
 class Parser:
     def __init__(self, source: SourceText):
         self.source = source
-        self.tokens = tokenize(source)
+        self.lexer = Lexer(source)
         self.pos = 0
         self.nesting = 0
         self.heights: dict[int, int] = {}
@@ -47,13 +47,13 @@ class Parser:
     # ---- token helpers -----------------------------------------------------------------------
     @property
     def tok(self) -> Token:
-        return self.tokens[self.pos]
+        return self.lexer.token(self.pos)
 
     def peek(self, ahead: int = 1) -> Token:
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+        return self.lexer.token(self.pos + ahead)
 
     def advance(self) -> Token:
-        tok = self.tokens[self.pos]
+        tok = self.lexer.token(self.pos)
         if tok.kind != Kind.EOF:
             self.pos += 1
         return tok
@@ -87,10 +87,11 @@ class Parser:
         return self.advance()
 
     # ---- depth guards ------------------------------------------------------------------------
-    def enter(self) -> None:
+    def enter(self, opener: Token) -> None:
+        """Enters a nested construct opened by `opener`, within the nesting bound."""
         self.nesting += 1
         if self.nesting > MAX_NESTING:
-            self.error(f"expression nested too deeply (more than {MAX_NESTING} levels)")
+            self.error(f"expression nested too deeply (more than {MAX_NESTING} levels)", opener)
 
     def leave(self) -> None:
         self.nesting -= 1
@@ -186,7 +187,7 @@ class Parser:
             while self.is_op(","):
                 self.advance()
                 where.append(self.parse_where_range())
-        last = self.tokens[self.pos - 1]
+        last = self.lexer.token(self.pos - 1)
         return ast.Statement(
             name.text, name.span, indices, op.text, op.span, expr, tuple(where),
             name.span.to(last.span),
@@ -203,7 +204,7 @@ class Parser:
         """Comma-separated expressions up to `closer` (left unconsumed); a trailing comma is
         allowed."""
         items: list[ast.Expr] = []
-        self.enter()
+        self.enter(opener)
         while not self.is_op(closer):
             items.append(self.parse_expr())
             if self.is_op(","):
@@ -240,7 +241,7 @@ class Parser:
         if not self.is_op("-", "~"):
             return self.parse_postfix()
         op = self.advance()
-        self.enter()
+        self.enter(op)
         operand = self.parse_unary()
         self.leave()
         return self.node(ast.Unary(op.text, operand, op.span.to(operand.span)))
@@ -257,7 +258,7 @@ class Parser:
                     method,
                 )
             opener = self.expect_op("(", f"after '.{method.text}'")
-            self.enter()
+            self.enter(opener)
             expr = self.node(getattr(self, f"parse_{method.text}")(expr, opener))
             self.leave()
         return expr
@@ -332,7 +333,7 @@ class Parser:
             return self.node(ast.String(str(tok.value), tok.span))
         if self.is_op("("):
             self.advance()
-            self.enter()
+            self.enter(tok)
             inner = self.parse_expr()
             self.leave()
             self.expect_close(")", tok)
@@ -360,8 +361,7 @@ class Parser:
         value = ast.Number(-num.value if minus else num.value, num.kind == Kind.FLOAT, span)
         dtype: ast.Expr | None = None
         if self.is_op(","):
-            self.advance()
-            self.enter()
+            self.enter(self.advance())
             dtype = self.parse_expr()
             self.leave()
         close = self.expect_close(")", opener)
