@@ -97,7 +97,7 @@ def poison(spec_or_type: BufferSpec | MemRefType) -> np.ndarray:
     if isinstance(spec_or_type, BufferSpec):
         shape, dtype = spec_or_type.shape, spec_or_type.dtype
     else:
-        shape = tuple(spec_or_type.get_shape())
+        shape = tuple(int(d) for d in spec_or_type.get_shape())
         dtype = numpy_dtype(spec_or_type.get_element_type())
     if dtype.kind == "f":
         return np.full(shape, np.nan, dtype)

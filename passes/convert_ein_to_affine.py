@@ -9,11 +9,11 @@ becomes
 
 Inputs keep their position; outputs are appended in result order and marked `ein.output`;
 the function returns nothing. A returned einsum writes straight into its output argument,
-any other into a `memref.alloc {ein.name = ...}` freed before the return. A reduction first fills its
-output with the combiner's identity in a nest of its own, then runs the nest over all axes
-(output axes outermost) with the body inlined: `ein.load` becomes `affine.load` when its
-indices are affine in the loop variables, `memref.load` otherwise, and the yielded value is
-combined into the output element (or stored, for `assign`).
+any other into a `memref.alloc {ein.name = ...}` freed before the return. A reduction first
+fills its output with the combiner's identity in a nest of its own, then runs the nest over
+all axes (output axes outermost) with the body inlined: `ein.load` becomes `affine.load`
+when its indices are affine in the loop variables, `memref.load` otherwise, and the yielded
+value is combined into the output element (or stored, for `assign`).
 
 Stage 1 converts the signature, bridging each buffer to the tensor uses with
 `bufferization.to_tensor` and each returned tensor to its output argument with
@@ -24,12 +24,14 @@ index computations folded into `affine.load` maps are then removed as dead code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import affine, bufferization, func, memref
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
@@ -68,15 +70,13 @@ def buffer_type(t: TensorType) -> MemRefType:
 
 def tensor_name(value: SSAValue, fallback: str) -> str:
     """The `ein.name` of an input argument or the name of an einsum's output."""
-    owner = value.owner
-    if isinstance(owner, bufferization.ToTensorOp):
-        value, owner = owner.memref, owner.memref.owner
-    if isinstance(owner, ein.EinsumOp):
-        return owner.output_name.data
-    if isinstance(value, BlockArgument) and isinstance(owner.parent_op(), func.FuncOp):
-        attrs = owner.parent_op().arg_attrs  # type: ignore[union-attr]
-        if attrs is not None and isinstance(
-            name := attrs.data[value.index].data.get(NAME_ATTR), StringAttr
+    if isinstance(bridge := value.owner, bufferization.ToTensorOp):
+        value = bridge.memref
+    if isinstance(einsum := value.owner, ein.EinsumOp):
+        return einsum.output_name.data
+    if isinstance(value, BlockArgument) and isinstance(f := value.block.parent_op(), func.FuncOp):
+        if f.arg_attrs is not None and isinstance(
+            name := f.arg_attrs.data[value.index].data.get(NAME_ATTR), StringAttr
         ):
             return name.data
     return fallback
@@ -86,7 +86,7 @@ def copy_nest(builder: Builder, source: SSAValue, dest: SSAValue) -> None:
     """Insert an element-by-element copy between two buffers of the same type."""
     assert isinstance(dest.type, MemRefType)
 
-    def body(b: Builder, ivs: tuple[SSAValue, ...]) -> None:
+    def body(b: Builder, ivs: Sequence[SSAValue]) -> None:
         value = b.insert(affine.LoadOp(source, ivs)).result
         b.insert(affine.StoreOp(value, dest, ivs))
 
@@ -156,7 +156,7 @@ class LowerEinsum(RewritePattern):
             init = identity_constant(combiner, element_type)
             builder.insert(init)
 
-            def fill(b: Builder, ivs: tuple[SSAValue, ...]) -> None:
+            def fill(b: Builder, ivs: Sequence[SSAValue]) -> None:
                 b.insert(affine.StoreOp(init.result, dest, ivs))
 
             build_elementwise_nest(builder, buffer_type(op.result_type), fill, op.axis_names)
@@ -195,8 +195,9 @@ class LowerEinsum(RewritePattern):
         alloc.memref.name_hint = op.output_name.data
         alloc.attributes[NAME_ATTR] = op.output_name  # name hints drop `_<digits>` suffixes
         rewriter.insert(alloc, InsertPoint.before(op))
-        terminator = op.parent_block().last_op  # type: ignore[union-attr]
-        rewriter.insert(memref.DeallocOp.get(alloc), InsertPoint.before(terminator))
+        block = op.parent_block()
+        assert block is not None and block.last_op is not None
+        rewriter.insert(memref.DeallocOp.get(alloc), InsertPoint.before(block.last_op))
         return alloc.memref
 
 
@@ -218,7 +219,7 @@ class LowerLoad(RewritePattern):
             new_op = memref.LoadOp.get(buffer, op.indices)
         else:
             access_map, operands = access
-            new_op = affine.LoadOp(buffer, operands, affine.AffineMapAttr(access_map))
+            new_op = affine.LoadOp(buffer, operands, AffineMapAttr(access_map))
         rewriter.replace(op, new_op)
 
 

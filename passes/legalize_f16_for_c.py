@@ -61,8 +61,9 @@ class ComputeF16InF32(RewritePattern):
             elif isinstance(c := operand.owner, arith.ConstantOp) and isinstance(
                 c.value, FloatAttr
             ):  # an f16 constant is exact in f32
-                new_ops.append(wide_constant := arith.ConstantOp(FloatAttr(c.value.value.data, f32)))
-                operands.append(wide_constant.result)
+                constant_f32 = arith.ConstantOp(FloatAttr(c.value.value.data, f32))
+                new_ops.append(constant_f32)
+                operands.append(constant_f32.result)
             else:
                 new_ops.append(ext := arith.ExtFOp(operand, f32))
                 operands.append(ext.result)

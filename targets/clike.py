@@ -453,7 +453,7 @@ class _Writer:
             return Expr(self.names[v])
         if isinstance(v, BlockArgument):
             raise TargetError(f"{self.t.name} target: unnamed block argument {v}")
-        if self.inlined(v):
+        if self.inlined(v) and isinstance(v.owner, Operation):
             return self.expression(v.owner)
         raise TargetError(f"{self.t.name} target: value used before its definition: {v}")
 
@@ -686,11 +686,9 @@ def value_range(v: SSAValue) -> Range:
             if bounds is not None and bounds[1] > bounds[0]:
                 return bounds[0], bounds[1] - 1
         if isinstance(parent, scf.ForOp) and v.index == 0:
-            lb, ub = parent.lb.owner, parent.ub.owner
-            if isinstance(lb, arith.ConstantOp) and isinstance(ub, arith.ConstantOp):
-                lo, hi = lb.value.value.data, ub.value.value.data  # type: ignore[union-attr]
-                if hi > lo:
-                    return lo, hi - 1
+            lo, hi = value_range(parent.lb)[0], value_range(parent.ub)[1]
+            if lo is not None and hi is not None and hi > lo:
+                return lo, hi - 1
         return None, None
     owner = v.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):

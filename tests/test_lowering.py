@@ -452,7 +452,8 @@ def _math_f64_reference(a: Arrays) -> Arrays:
 
 
 RETURNED_TWICE = """
-func.func @kernel(%X: tensor<4xi32> {ein.name = "X"}) -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {
+func.func @kernel(%X: tensor<4xi32> {ein.name = "X"})
+    -> (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) {
   %y = ein.einsum "Y" assign parallel [N = 4] : tensor<4xi32> {
   ^bb0(%N : index):
     %x = ein.load %X[%N] : tensor<4xi32>
