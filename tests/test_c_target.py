@@ -195,3 +195,23 @@ func.func @kernel(%X: tensor<4xf16> {ein.name = "X"}) -> tensor<4xf16> {
     )
     with pytest.raises(TargetError, match="legalize-f16-for-c"):
         CTarget.emit(module)
+
+
+def test_reparsed_lowered_module_prints_the_same_c() -> None:
+    """Affine maps parsed from text carry symbols; the printer reads them as dims."""
+    for text in (MATMUL, PAD):
+        lowered = lower(text, CTarget.pipeline)
+        assert CTarget.emit(parse(str(lowered))) == CTarget.emit(lowered)
+
+
+def test_concurrent_builds_of_one_source_agree() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    source, _ = to_c(MATMUL)
+    source += "// concurrent\n"
+    with ThreadPoolExecutor(4) as pool:
+        libraries = list(pool.map(lambda _: compile_c(source), range(4)))
+    assert len({lib.path for lib in libraries}) == 1
+    assert libraries[0].path.exists()
+    leftovers = [p for p in libraries[0].path.parent.iterdir() if p.name.startswith(".")]
+    assert not leftovers
