@@ -15,6 +15,10 @@ all axes (output axes outermost) with the body inlined: `ein.load` becomes `affi
 when its indices are affine in the loop variables, `memref.load` otherwise, and the yielded
 value is combined into the output element (or stored, for `assign`).
 
+Every `affine.for` is tagged with the statement it computes and the axis it iterates
+(`{einc.stmt = "C", einc.axis = "K"}`), the fill nest also with `einc.init`, a copy nest with
+`einc.copy`: schedules match loops by these tags (dialects/einc_transform.py).
+
 Stage 1 converts the signature, bridging each buffer to the tensor uses with
 `bufferization.to_tensor` and each returned tensor to its output argument with
 `bufferization.materialize_in_destination`; stage 2 lowers einsums, loads and the remaining
@@ -24,6 +28,7 @@ index computations folded into `affine.load` maps are then removed as dead code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -61,6 +66,21 @@ from einc.passes.utils.loops import build_elementwise_nest, build_loop_nest, enc
 
 NAME_ATTR = "ein.name"
 OUTPUT_ATTR = "ein.output"
+STMT_ATTR = "einc.stmt"
+AXIS_ATTR = "einc.axis"
+INIT_ATTR = "einc.init"
+COPY_ATTR = "einc.copy"
+
+
+def tag_loops(
+    loops: tuple[affine.ForOp, ...], stmt: str, axes: Sequence[str], role: str | None = None
+) -> None:
+    """Mark each loop of a nest with its statement and axis (and `role`, a unit attribute)."""
+    for loop, axis in zip(loops, axes, strict=True):
+        loop.attributes[STMT_ATTR] = StringAttr(stmt)
+        loop.attributes[AXIS_ATTR] = StringAttr(axis)
+        if role is not None:
+            loop.attributes[role] = UnitAttr()
 
 
 def buffer_type(t: TensorType) -> MemRefType:
@@ -91,7 +111,8 @@ def copy_nest(builder: Builder, source: SSAValue, dest: SSAValue) -> None:
         b.insert(affine.StoreOp(value, dest, ivs))
 
     names = [f"i{k}" for k in range(dest.type.get_num_dims())]
-    build_elementwise_nest(builder, dest.type, body, names)
+    nest = build_elementwise_nest(builder, dest.type, body, names)
+    tag_loops(nest.loops, tensor_name(dest, "out"), names, COPY_ATTR)
 
 
 class BufferizeSignature(RewritePattern):
@@ -152,6 +173,7 @@ class LowerEinsum(RewritePattern):
         element_type = op.result_type.get_element_type()
         combiner = op.combiner.data
         rank = op.num_parallel
+        stmt = op.output_name.data
         if op.is_reduction:
             init = identity_constant(combiner, element_type)
             builder.insert(init)
@@ -159,9 +181,13 @@ class LowerEinsum(RewritePattern):
             def fill(b: Builder, ivs: Sequence[SSAValue]) -> None:
                 b.insert(affine.StoreOp(init.result, dest, ivs))
 
-            build_elementwise_nest(builder, buffer_type(op.result_type), fill, op.axis_names)
+            fill_nest = build_elementwise_nest(
+                builder, buffer_type(op.result_type), fill, op.axis_names
+            )
+            tag_loops(fill_nest.loops, stmt, op.axis_names[:rank], INIT_ATTR)
 
         nest = build_loop_nest(builder, op.axis_extents, op.axis_names)
+        tag_loops(nest.loops, stmt, op.axis_names)
         yield_op = op.yield_op
         rewriter.inline_block(op.block, nest.body, nest.ivs)
         out_ivs = nest.ivs[:rank]
@@ -281,4 +307,7 @@ _LEFTOVERS: tuple[type[Operation], ...] = (
     bufferization.MaterializeInDestinationOp,
 )
 
-__all__ = ["ConvertEinToAffinePass", "NAME_ATTR", "OUTPUT_ATTR", "buffer_type"]
+__all__ = [
+    "AXIS_ATTR", "ConvertEinToAffinePass", "INIT_ATTR", "NAME_ATTR", "OUTPUT_ATTR",
+    "STMT_ATTR", "buffer_type", "tag_loops",
+]
