@@ -29,7 +29,6 @@ index computations folded into `affine.load` maps are then removed as dead code.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
