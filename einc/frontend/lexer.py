@@ -72,16 +72,13 @@ TOKEN_PATTERN = re.compile(
     r"|(?P<string>`[^`\n]*`|\"[^\"\n]*\"|'[^'\n]*')"
     r"|(?P<op>" + "|".join(re.escape(op) for op in OPERATORS) + ")"
 )
-IDENT_START = re.compile(r"[A-Za-z_]")
 IDENT_CHARS = re.compile(r"[A-Za-z0-9_]*")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _is_ident_start(ch: str) -> bool:
-    return IDENT_START.fullmatch(ch) is not None
-
-
-def _is_ident_char(ch: str) -> bool:
-    return len(ch) == 1 and IDENT_CHARS.fullmatch(ch) is not None
+def is_identifier(name: str) -> bool:
+    """Whether `name` is an identifier of the language (ASCII letters, digits, `_`)."""
+    return IDENTIFIER.fullmatch(name) is not None
 
 
 class Lexer:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Any
+from typing import Any, NoReturn
 
 from einc.dialects.ein import Combiner
 from einc.frontend import ast
@@ -20,7 +20,7 @@ from einc.frontend import checked as c
 from einc.frontend.ast import Span
 from einc.frontend.checked import DTYPES, TensorInfo, is_float, is_int
 from einc.frontend.diagnostics import SourceText
-from einc.frontend.lexer import _is_ident_char, _is_ident_start
+from einc.frontend.lexer import is_identifier
 
 MAX_EXTENT = (1 << 31) - 1  # axes are int32 values
 
@@ -50,10 +50,6 @@ class Weak:
 
 
 Value = c.Expr | Weak
-
-
-def is_identifier(name: str) -> bool:
-    return bool(name) and _is_ident_start(name[0]) and all(_is_ident_char(ch) for ch in name)
 
 
 def identity(combiner: Combiner, dtype: str) -> int | float | bool:
@@ -245,7 +241,7 @@ class Checker:
     defined_at: dict[str, Span] = field(default_factory=dict)
     later_outputs: dict[str, Span] = field(default_factory=dict)
 
-    def error(self, message: str, span: Span | None) -> Any:
+    def error(self, message: str, span: Span | None) -> NoReturn:
         self.source.semantic_error(message, span)
 
     # ---- program level ---------------------------------------------------------------------
@@ -420,7 +416,7 @@ class Checker:
                 self.error(f"axis '{idx.name}' appears twice in the output indices", idx.span)
             output_axes.append(idx.name)
 
-        first_use: dict[str, Span] = {i.name: i.span for i in stmt.indices}  # type: ignore[union-attr]
+        first_use: dict[str, Span] = {name: idx.span for name, idx in zip(output_axes, stmt.indices)}
         plain: dict[str, tuple[int, str, Span]] = {}
         explicit: dict[str, int] = {}
         for rng in stmt.where:
@@ -556,7 +552,7 @@ class ExprChecker:
         self.extents = [a.extent for a in axes.values()]
         self.combiner = combiner
 
-    def error(self, message: str, span: Span | None) -> Any:
+    def error(self, message: str, span: Span | None) -> NoReturn:
         self.checker.error(message, span)
 
     # ---- weak literals ---------------------------------------------------------------------
