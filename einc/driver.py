@@ -163,7 +163,7 @@ def poisoned(shape: Sequence[int], dtype: str) -> np.ndarray:
     if out.dtype.kind == "f":
         out.fill(np.nan)
     else:
-        out.view(np.uint8).fill(0x5A)
+        out.reshape(-1).view(np.uint8).fill(0x5A)
     return out
 
 
