@@ -148,6 +148,23 @@ class When:
 Expr = Axis | Constant | Load | Unary | Binary | Compare | Convert | Call | When
 
 
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The direct subexpressions of `expr`."""
+    match expr:
+        case Axis() | Constant():
+            return ()
+        case Load(indices=indices):
+            return indices
+        case Unary(operand=operand) | Convert(operand=operand):
+            return (operand,)
+        case Binary(lhs=lhs, rhs=rhs) | Compare(lhs=lhs, rhs=rhs):
+            return (lhs, rhs)
+        case Call(args=args):
+            return args
+        case When(conditions=conditions, then=then, otherwise=otherwise):
+            return (*conditions, then, otherwise)
+
+
 # ---- statements ------------------------------------------------------------------------------
 
 

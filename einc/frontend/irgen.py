@@ -27,6 +27,7 @@ import numpy as np
 from xdsl.dialects import affine, arith, func, math, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    AnyFloat,
     ArrayAttr,
     DictionaryAttr,
     FloatAttr,
@@ -53,23 +54,25 @@ from einc.frontend import checked as c
 from einc.frontend.checked import TensorInfo, is_float, is_int
 from einc.frontend.sema import const_value, is_affine
 
-ELEMENT_TYPES: dict[str, Attribute] = {
-    "float64": f64, "float32": f32, "float16": f16,
-    "int64": i64, "int32": i32, "int16": i16, "int8": i8, "bool": i1,
-}  # fmt: skip
+FLOAT_TYPES: dict[str, AnyFloat] = {"float64": f64, "float32": f32, "float16": f16}
+INT_TYPES: dict[str, IntegerType] = {"int64": i64, "int32": i32, "int16": i16, "int8": i8,
+                                     "bool": i1}  # fmt: skip
 NUMPY_FLOATS = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 
-FLOAT_BINARY: dict[str, type[Operation]] = {
+BinaryBuilder = Callable[[SSAValue, SSAValue], Operation]
+FLOAT_BINARY: dict[str, BinaryBuilder] = {
     "add": arith.AddfOp, "sub": arith.SubfOp, "mul": arith.MulfOp, "div": arith.DivfOp,
+    "max": arith.MaximumfOp, "min": arith.MinimumfOp, "pow": math.PowFOp,
 }  # fmt: skip
-INT_BINARY: dict[str, type[Operation]] = {
+INT_BINARY: dict[str, BinaryBuilder] = {
     "add": arith.AddiOp, "sub": arith.SubiOp, "mul": arith.MuliOp,
     "floordiv": arith.FloorDivSIOp, "shl": arith.ShLIOp, "shr": arith.ShRSIOp,
-    "and": arith.AndIOp, "or": arith.OrIOp,
+    "and": arith.AndIOp, "or": arith.OrIOp, "max": arith.MaxSIOp, "min": arith.MinSIOp,
+    "pow": math.IPowIOp,
 }  # fmt: skip
 FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
-MATH_FUNCTIONS: dict[str, type[Operation]] = {
+MATH_FUNCTIONS: dict[str, Callable[[SSAValue], Operation]] = {
     "exp": math.ExpOp, "log": math.LogOp, "log2": math.Log2Op, "log10": math.Log10Op,
     "sqrt": math.SqrtOp, "rsqrt": math.RsqrtOp, "tanh": math.TanhOp, "erf": math.ErfOp,
     "floor": math.FloorOp, "ceil": math.CeilOp, "round": math.RoundOp, "sin": math.SinOp,
@@ -78,7 +81,7 @@ MATH_FUNCTIONS: dict[str, type[Operation]] = {
 
 
 def element_type(dtype: str) -> Attribute:
-    return ELEMENT_TYPES[dtype]
+    return FLOAT_TYPES[dtype] if is_float(dtype) else INT_TYPES[dtype]
 
 
 def tensor_type(info: TensorInfo) -> TensorType[Attribute]:
@@ -88,8 +91,8 @@ def tensor_type(info: TensorInfo) -> TensorType[Attribute]:
 def float_attr(value: float, dtype: str) -> FloatAttr:
     """A float attribute holding `value` rounded to `dtype` (overflow gives infinity)."""
     with np.errstate(over="ignore"):
-        rounded = float(NUMPY_FLOATS[dtype](value))
-    return FloatAttr(rounded, element_type(dtype))  # type: ignore[arg-type]
+        rounded = float(NUMPY_FLOATS[dtype](value))  # type: ignore[arg-type]
+    return FloatAttr(rounded, FLOAT_TYPES[dtype])
 
 
 class BodyBuilder:
@@ -118,7 +121,7 @@ class BodyBuilder:
     def constant(self, value: int | float | bool, dtype: str) -> SSAValue:
         if is_float(dtype):
             return self.emit(arith.ConstantOp(float_attr(float(value), dtype)))
-        return self.emit(arith.ConstantOp(IntegerAttr(int(value), element_type(dtype))))
+        return self.emit(arith.ConstantOp(IntegerAttr(int(value), INT_TYPES[dtype])))
 
     def index_constant(self, value: int) -> SSAValue:
         return self.emit(arith.ConstantOp(IntegerAttr(value, IndexType())))
@@ -163,11 +166,11 @@ class BodyBuilder:
     def value(self, expr: c.Expr) -> SSAValue:
         """`expr` as a scalar of its dtype."""
         if not isinstance(expr, c.Axis) and is_affine(expr) and axes_in(expr):
-            index = self.affine_apply(expr)
-            return self.emit(arith.IndexCastOp(index, element_type(expr.dtype)))
+            applied = self.affine_apply(expr)
+            return self.emit(arith.IndexCastOp(applied, element_type(expr.dtype)))
         match expr:
-            case c.Axis(index=index):
-                return self.emit(arith.IndexCastOp(self.axes[index], element_type(expr.dtype)))
+            case c.Axis(index=axis):
+                return self.emit(arith.IndexCastOp(self.axes[axis], element_type(expr.dtype)))
             case c.Constant(value=value, dtype=dtype):
                 return self.constant(value, dtype)
             case c.Load(tensor=tensor, indices=indices):
@@ -210,26 +213,27 @@ class BodyBuilder:
     def convert(self, value: SSAValue, src: str, dst: str) -> SSAValue:
         if src == dst:
             return value
-        dst_type = element_type(dst)
         if dst == "bool":
             zero = self.constant(0, src)
             if is_float(src):
                 return self.emit(arith.CmpfOp(value, zero, "une"))
             return self.emit(arith.CmpiOp(value, zero, "ne"))
-        if src == "bool":
-            if is_float(dst):
-                return self.emit(arith.UIToFPOp(value, dst_type))
-            return self.emit(arith.ExtUIOp(value, dst_type))  # type: ignore[arg-type]
-        if is_float(src) and is_float(dst):
-            wider = c.BITS[dst] > c.BITS[src]
-            return self.emit((arith.ExtFOp if wider else arith.TruncFOp)(value, dst_type))
-        if is_float(src):
-            return self.emit(arith.FPToSIOp(value, dst_type))
         if is_float(dst):
-            return self.emit(arith.SIToFPOp(value, dst_type))
+            to_float = FLOAT_TYPES[dst]
+            if src == "bool":
+                return self.emit(arith.UIToFPOp(value, to_float))
+            if is_int(src):
+                return self.emit(arith.SIToFPOp(value, to_float))
+            wider = c.BITS[dst] > c.BITS[src]
+            return self.emit((arith.ExtFOp if wider else arith.TruncFOp)(value, to_float))
+        to_int = INT_TYPES[dst]
+        if src == "bool":
+            return self.emit(arith.ExtUIOp(value, to_int))
+        if is_float(src):
+            return self.emit(arith.FPToSIOp(value, to_int))
         if c.BITS[dst] > c.BITS[src]:
-            return self.emit(arith.ExtSIOp(value, dst_type))  # type: ignore[arg-type]
-        return self.emit(arith.TruncIOp(value, dst_type))  # type: ignore[arg-type]
+            return self.emit(arith.ExtSIOp(value, to_int))
+        return self.emit(arith.TruncIOp(value, to_int))
 
     def call(self, expr: c.Call) -> SSAValue:
         args = [self.value(a) for a in expr.args]
@@ -241,17 +245,11 @@ class BodyBuilder:
                 return self.emit(arith.DivfOp(one, self.emit(arith.AddfOp(one, exp))))
             case "abs":
                 return self.emit(math.AbsFOp(args[0]) if floats else math.AbsIOp(args[0]))
-            case "pow":
-                op = math.PowFOp if floats else math.IPowIOp
-                return self.emit(op(args[0], args[1]))
-            case "max" | "min":
-                if floats:
-                    op = arith.MaximumfOp if expr.function == "max" else arith.MinimumfOp
-                else:
-                    op = arith.MaxSIOp if expr.function == "max" else arith.MinSIOp
+            case "max" | "min" | "pow":
+                combine = (FLOAT_BINARY if floats else INT_BINARY)[expr.function]
                 result = args[0]
                 for arg in args[1:]:
-                    result = self.emit(op(result, arg))
+                    result = self.emit(combine(result, arg))
                 return result
         return self.emit(MATH_FUNCTIONS[expr.function](args[0]))
 
@@ -285,7 +283,7 @@ class BodyBuilder:
 
 
 def has_load(expr: c.Expr) -> bool:
-    return isinstance(expr, c.Load) or any(has_load(e) for e in checked_children(expr))
+    return isinstance(expr, c.Load) or any(has_load(e) for e in c.children(expr))
 
 
 def axes_in(expr: c.Expr) -> set[int]:
@@ -293,26 +291,9 @@ def axes_in(expr: c.Expr) -> set[int]:
     if isinstance(expr, c.Axis):
         return {expr.index}
     found: set[int] = set()
-    for child in checked_children(expr):
+    for child in c.children(expr):
         found |= axes_in(child)
     return found
-
-
-def checked_children(expr: c.Expr) -> Sequence[c.Expr]:
-    match expr:
-        case c.Axis() | c.Constant():
-            return ()
-        case c.Load(indices=indices):
-            return indices
-        case c.Unary(operand=operand) | c.Convert(operand=operand):
-            return (operand,)
-        case c.Binary(lhs=lhs, rhs=rhs) | c.Compare(lhs=lhs, rhs=rhs):
-            return (lhs, rhs)
-        case c.Call(args=args):
-            return args
-        case c.When(conditions=conditions, then=then, otherwise=otherwise):
-            return (*conditions, then, otherwise)
-    raise AssertionError(f"unhandled checked node {expr}")
 
 
 def affine_expr(expr: c.Expr, dims: dict[int, int]) -> AffineExpr:

@@ -180,7 +180,8 @@ class Lexer:
                 f"malformed number '{literal}': the exponent has no digits",
                 self.span(start, end),
             )
-        glued = IDENT_CHARS.match(self.text, end).end()
+        tail = IDENT_CHARS.match(self.text, end)
+        glued = tail.end() if tail else end
         if glued > end:
             self.source.parse_error(
                 f"malformed number '{self.text[start:glued]}'", self.span(start, glued)

@@ -367,16 +367,16 @@ class Checker:
     def constant_int(self, expr: ast.Expr, what: str) -> int:
         """Evaluates a constant integer expression (dimensions, `where` extents)."""
         match expr:
-            case ast.Number(value=value, is_float=False):
-                return int(value)
+            case ast.Number(value=int(value), is_float=False):
+                return value
             case ast.Unary(op="-", operand=operand):
                 return -self.constant_int(operand, what)
             case ast.Binary(op="+" | "-" | "*" | "/" | "//" | "%" as op, lhs=lhs, rhs=rhs):
                 a, b = self.constant_int(lhs, what), self.constant_int(rhs, what)
                 if op in ("/", "//", "%") and b == 0:
                     self.error(f"division by zero in {what}", expr.span)
-                value = {"+": a + b, "-": a - b, "*": a * b}.get(op)
-                if value is None:
+                value = {"+": a + b, "-": a - b, "*": a * b}.get(op, 0)
+                if op in ("/", "//", "%"):
                     value = a % b if op == "%" else a // b
                 if not INT64_MIN <= value <= INT64_MAX:
                     self.error(f"{what} overflows int64", expr.span)
@@ -587,12 +587,17 @@ class ExprChecker:
         if op in LOGICAL_OPS:
             result = (x != 0) and (y != 0) if op == "&" else (x != 0) or (y != 0)
             return c.Constant(result, "bool", span)
+        value: int | float | None
         if op in SHIFT_OPS:
             if floats:
                 self.error(f"type error: '{op}' needs integer operands, found float literals", span)
-            if y < 0:
-                self.error(f"negative shift count {y}", span)
-            value = x >> min(y, 64) if op == ">>" else (x << y if y < 64 or x == 0 else None)
+            num, count = int(x), int(y)
+            if count < 0:
+                self.error(f"negative shift count {count}", span)
+            if op == ">>":
+                value = num >> min(count, 64)
+            else:
+                value = num << count if count < 64 or num == 0 else None
         else:
             try:
                 value = {
