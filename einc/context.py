@@ -14,7 +14,12 @@ def einc_dialects() -> dict[str, object]:
 
         return Ein
 
-    return {"ein": ein}
+    def egpu():
+        from einc.dialects.egpu import EGPU
+
+        return EGPU
+
+    return {"ein": ein, "egpu": egpu}
 
 
 def make_context() -> Context:
@@ -22,4 +27,13 @@ def make_context() -> Context:
     ctx = Context(allow_unregistered=False)
     for name, factory in {**get_all_dialects(), **einc_dialects()}.items():
         ctx.register_dialect(name, factory)  # type: ignore[arg-type]
+    load_einc_transform_ops(ctx)
     return ctx
+
+
+def load_einc_transform_ops(ctx: Context) -> None:
+    """einc's `transform.einc.*` schedule ops live inside the upstream transform dialect's
+    namespace, so they are loaded op by op rather than as a dialect."""
+    from einc.dialects.einc_transform import load_ops
+
+    load_ops(ctx)

@@ -23,6 +23,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeF16ForCPass
 
+    def convert_affine_to_egpu():
+        from einc.passes.convert_affine_to_egpu import ConvertAffineToEgpuPass
+
+        return ConvertAffineToEgpuPass
+
+    def legalize_f16_storage():
+        from einc.passes.legalize_f16_storage import LegalizeF16StoragePass
+
+        return LegalizeF16StoragePass
+
     def canonicalize():
         from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -53,6 +63,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "convert-ein-to-affine": convert_ein_to_affine,
         "legalize-f16-for-c": legalize_f16_for_c,
+        "convert-affine-to-egpu": convert_affine_to_egpu,
+        "legalize-f16-storage": legalize_f16_storage,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,

@@ -20,7 +20,12 @@ def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
 
         return CTarget
 
-    return {"c": c}
+    def opencl():
+        from einc.targets.opencl import OpenCLTarget
+
+        return OpenCLTarget
+
+    return {"c": c, "opencl": opencl}
 
 
 def get_all_xdsl_targets() -> dict[str, Callable[[ModuleOp, IO[str]], None]]:

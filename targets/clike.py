@@ -60,6 +60,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
+from einc.dialects import egpu
 from einc.errors import TargetError
 from einc.passes.utils.affine_index import Range, dims_to_operands, expr_range
 from einc.passes.utils.loops import constant_trip_range
@@ -145,6 +146,8 @@ class CLikeTarget:
     pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
 
     includes: ClassVar[tuple[str, ...]] = ()
+    preamble: ClassVar[tuple[str, ...]] = ()
+    """Lines printed after the includes (type aliases or macros a language lacks)."""
     kernel_prefix: ClassVar[str] = ""
     """Before the kernel's return type (`__kernel `, `extern "C" __global__ `)."""
     buffer_prefix: ClassVar[str] = ""
@@ -171,6 +174,11 @@ class CLikeTarget:
     """Suffix of C math functions and float literals by type; a float type missing here has
     no math library (f16: legalize it to f32 first)."""
     literal_cast: ClassVar[Mapping[Attribute, str]] = {f16: "(_Float16)"}
+    literal_suffix: ClassVar[Mapping[Attribute, str]] = {f64: "", f32: "f"}
+    """Suffix of float literals by type (languages with overloaded math have no math
+    suffix but still a float literal suffix)."""
+    literal_names: ClassVar[Mapping[str, str]] = {}
+    """Respellings of named literals (`INT32_MAX`, `INFINITY`, `NAN`) a language lacks."""
     promoted_types: ClassVar[frozenset[Attribute]] = frozenset({i8, i16})
     """Integer types C computes in `int`: arithmetic on one is cast back to it (wraps)."""
     """Float types written as a cast of an exact f32 literal."""
@@ -245,6 +253,34 @@ class CLikeTarget:
     """Bodies of the helper functions `static inline {t} einc_<name>_<s>({t} a, {t} b)`,
     printed once per type used. maximumf/minimumf propagate NaN (C's fmax does not)."""
     helper_prefix: ClassVar[str] = "static inline"
+
+    loop_pragmas: ClassVar[Mapping[str, str]] = {
+        "einc.parallel": "#pragma omp parallel for",
+        "einc.vectorize": "#pragma omp simd",
+    }
+    """Lines printed before an `affine.for` carrying the schedule mark (a unit attribute) they
+    are keyed by; a mark missing here is not printed (the loop stays sequential)."""
+
+    statement_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], None]]] = {}
+    expression_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], Expr]]] = {}
+    """Printers of a target family's own ops (GPU coordinates, barriers, ...), beside the
+    shared ones."""
+    memory_ops: ClassVar[tuple[type[Operation], ...]] = ()
+    """Ops besides stores that an inlined load must not move past (barriers, ...)."""
+
+    @classmethod
+    def top_level(cls, w: _Writer, op: Operation) -> None:
+        """Print one top-level op of the module: C prints every function."""
+        if not isinstance(op, func.FuncOp):
+            raise TargetError(f"{cls.name} target: cannot print top-level {op.name}")
+        if op.body.blocks:
+            w.function(op)
+
+    @classmethod
+    def signature(cls, w: _Writer, f: func.FuncOp, params: Sequence[str]) -> str:
+        """The function's header line (before ` {`), given its printed parameters."""
+        prefix = "static " if f.sym_visibility and f.sym_visibility.data == "private" else ""
+        return f"{cls.kernel_prefix}{prefix}void {f.sym_name.data}({', '.join(params)})"
 
     @classmethod
     def alloc(cls, element: str, count: int, name: str) -> str:
@@ -356,11 +392,8 @@ class _Writer:
     # -- module and functions -------------------------------------------------------------------
     def module(self, module: ModuleOp) -> str:
         for op in module.ops:
-            if not isinstance(op, func.FuncOp):
-                raise TargetError(f"{self.t.name} target: cannot print top-level {op.name}")
-            if op.body.blocks:
-                self.function(op)
-        head = [f"#include <{h}>" for h in self.t.includes]
+            self.t.top_level(self, op)
+        head = [f"#include <{h}>" for h in self.t.includes] + list(self.t.preamble)
         helpers = list(self.helpers_used.values())
         parts = ["\n".join(head), "\n".join(helpers), "\n".join(self.lines)]
         return "\n\n".join(p for p in parts if p) + "\n"
@@ -379,6 +412,9 @@ class _Writer:
             if isinstance(op, memref.AllocOp)
             and isinstance(name := op.attributes.get("ein.name"), StringAttr)
         }
+        if self.lines:
+            self.line("")  # a blank line between functions
+        self.scopes.append(set())  # parameter names are the function's own
         params: list[str] = []
         for k, arg in enumerate(f.body.block.args):
             if not isinstance(arg.type, MemRefType):
@@ -388,11 +424,10 @@ class _Writer:
             element = self.ctype(arg.type.get_element_type())
             const = "" if _is_written(arg) else self.t.readonly_prefix
             params.append(f"{self.t.buffer_prefix}{const}{element}*{self.t.buffer_suffix} {name}")
-        prefix = "static " if f.sym_visibility and f.sym_visibility.data == "private" else ""
-        signature = f"{self.t.kernel_prefix}{prefix}void {f.sym_name.data}({', '.join(params)})"
-        self.open(signature)
+        self.open(self.t.signature(self, f, params))
         self.block(f.body.block)
         self.close()
+        self.scopes.pop()
 
     def block(self, block: Block) -> None:
         for op in block.ops:
@@ -402,7 +437,7 @@ class _Writer:
     def statement(self, op: Operation) -> None:
         if op.results and all(self.inlined(r) for r in op.results):
             return
-        handler = _STATEMENTS.get(type(op))
+        handler = _STATEMENTS.get(type(op)) or self.t.statement_printers.get(type(op))
         if handler is not None:
             handler(self, op)
             return
@@ -460,7 +495,7 @@ class _Writer:
     def expression(self, op: Operation) -> Expr:
         if isinstance(op, arith.ConstantOp):
             return self.constant(op)
-        handler = _EXPRESSIONS.get(type(op))
+        handler = _EXPRESSIONS.get(type(op)) or self.t.expression_printers.get(type(op))
         if handler is not None:
             return handler(self, op)
         spelling = self.t.ops.get(type(op))
@@ -507,7 +542,8 @@ class _Writer:
         if isinstance(value, FloatAttr):
             return Expr(self.float_literal(value.value.data, t))
         if isinstance(value, IntegerAttr):
-            return Expr(int_literal(value.value.data, t))
+            text = int_literal(value.value.data, t)
+            return Expr(self.t.literal_names.get(text, text))
         self.unsupported(op)
         raise AssertionError
 
@@ -517,11 +553,12 @@ class _Writer:
         if t not in self.t.math_suffix:
             raise TargetError(f"{self.t.name} target: no literal of type {t}")
         if math.isnan(value):
-            return "NAN"
+            return self.t.literal_names.get("NAN", "NAN")
         if math.isinf(value):
-            return "INFINITY" if value > 0 else "-INFINITY"
+            name = self.t.literal_names.get("INFINITY", "INFINITY")
+            return name if value > 0 else f"-{name}"
         text = repr(float(value)) if t == f64 else str(np.float32(value))
-        return text + self.t.math_suffix[t]
+        return text + self.t.literal_suffix.get(t, self.t.math_suffix[t])
 
     # -- memory ---------------------------------------------------------------------------------
     def access(self, buffer: SSAValue, index: Expr) -> str:
@@ -631,7 +668,7 @@ class _Writer:
         ):
             return False
         if type(op) in _LOADS:
-            return not _writes_between(op, user_op)
+            return not _writes_between(op, user_op, self.t.memory_ops)
         if type(op) in self.t.ops or isinstance(op, (arith.CmpiOp, arith.CmpfOp)):
             return _uses_once(self.t, user_op, v)
         return type(op) in _EXPRESSIONS and _uses_once(self.t, user_op, v)
@@ -691,6 +728,8 @@ def value_range(v: SSAValue) -> Range:
                 return lo, hi - 1
         return None, None
     owner = v.owner
+    if isinstance(owner, egpu.IndexOp):
+        return owner.index_range()
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
         return owner.value.value.data, owner.value.value.data
     if isinstance(owner, affine.ApplyOp):
@@ -702,12 +741,15 @@ def value_range(v: SSAValue) -> Range:
 _CALLEE = re.compile(r"([A-Za-z_]\w*)\{f\}\(")
 _LOADS = frozenset({affine.LoadOp, memref.LoadOp})
 _WRITES = (affine.StoreOp, memref.StoreOp, memref.DeallocOp, func.CallOp)
+_READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
 
 
-def _writes_between(first: Operation, last: Operation) -> bool:
+def _writes_between(
+    first: Operation, last: Operation, memory_ops: tuple[type[Operation], ...] = ()
+) -> bool:
     op = first.next_op
     while op is not None and op is not last:
-        if isinstance(op, _WRITES) or op.regions:
+        if isinstance(op, _WRITES) or isinstance(op, memory_ops) or op.regions:
             return True
         op = op.next_op
     return False
@@ -732,7 +774,7 @@ def _uses_once(target: type[CLikeTarget], user: Operation, v: SSAValue) -> bool:
 def _is_written(buffer: SSAValue) -> bool:
     return any(
         isinstance(u.operation, (affine.StoreOp, memref.StoreOp)) and u.index == 1
-        or not isinstance(u.operation, (affine.LoadOp, memref.LoadOp))
+        or not isinstance(u.operation, _READS)
         for u in buffer.uses
     )
 
@@ -747,6 +789,9 @@ def _affine_for(w: _Writer, op: affine.ForOp) -> None:
     names = w.carried(op.results, op.inits)
     for arg, name in zip(op.body.block.args[1:], names):
         w.names[arg] = name  # carried values live in the results' variables
+    for mark, pragma in w.t.loop_pragmas.items():
+        if mark in op.attributes:
+            w.line(pragma)
     w.for_loop(op.body.block.args[0], lower, upper, op.step.value.data, op.body.block)
 
 

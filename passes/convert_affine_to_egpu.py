@@ -1,0 +1,94 @@
+"""`convert-affine-to-egpu{target=T}`: every statement of a loop-level program becomes one
+device kernel (`egpu.func`), launched in order by the host function (`egpu.launch`).
+
+    affine.for %N = 0 to 64 {            // parallel: each N writes its own temp0[N]
+      affine.for %C = 0 to 1024 { ... affine.store %v, %temp0[%N] }
+    }
+becomes
+    egpu.launch @kernel_temp0(%input0, %temp0) : ...
+    egpu.func @kernel_temp0(%input0: ..., %temp0: ...) grid [1, 1, 1] block [64, 1, 1] {
+      %N = egpu.global_id x
+      affine.for %C = 0 to 1024 { ... affine.store %v, %temp0[%N] }
+      egpu.return
+    }
+
+Without a schedule, the outer parallel (output) loops are flattened onto the global thread
+index x in blocks of the target's default size (`block=` overrides it), with a bounds check
+when the last block overshoots and a grid-stride loop when the target's grid is too small;
+reduction loops stay sequential in each thread, and a reduction's identity fill joins its
+kernel. Loops a schedule bound to work-item coordinates (`egpu.bind = "block.x"`, ...) map
+directly onto `egpu.block_id` / `egpu.thread_id`. Intermediates stay host allocations (temp
+buffers of the launch manifest). See `einc.passes.utils.kernels` for the mechanism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.transforms.dead_code_elimination import region_dce
+
+from einc.dialects import egpu
+from einc.passes.utils import kernels
+from einc.targets.descriptions import description
+
+
+def _written_name(stmt: kernels.Statement) -> str:
+    from xdsl.dialects import affine, memref
+
+    for op in stmt.main.walk():
+        if isinstance(op, affine.StoreOp | memref.StoreOp):
+            name = kernels._buffer_name(op.memref)  # pyright: ignore[reportPrivateUsage]
+            if name:
+                return name
+    return "stmt"
+
+
+@dataclass(frozen=True)
+class ConvertAffineToEgpuPass(ModulePass):
+    name = "convert-affine-to-egpu"
+
+    target: str = "opencl"
+    """Whose description gives the default block size and grid limit."""
+    block: int = 0
+    """Work-items per work-group of the flattened mapping (0: the target's default)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        desc = description(self.target)
+        block = self.block or desc.default_block
+        for host in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
+            body = host.body.block
+            names: set[str] = set()
+            for stmt in kernels.statements(body):
+                bound = kernels.bound_loops(stmt.main)
+                if bound:
+                    mapping = kernels.bound_mapping(bound)
+                else:
+                    prefix = kernels.parallel_prefix(stmt.main)
+                    mapping = kernels.flat_mapping(prefix, block, desc.max_grid[0])
+                name = f"{host.sym_name.data}_{_written_name(stmt)}"
+                base, k = name, 1
+                while name in names:
+                    name, k = f"{base}_{k}", k + 1
+                names.add(name)
+                kernel, buffers = kernels.outline(stmt, mapping, name, body)
+                Rewriter.insert_op(kernel, InsertPoint.after(host))
+                Rewriter.insert_op(egpu.LaunchOp(name, buffers), InsertPoint.before(stmt.main))
+                kernels.erase_statement(stmt)
+            region_dce(host.body)
+        # kernels follow their host function in launch order
+        _order_kernels(op)
+
+
+def _order_kernels(module: ModuleOp) -> None:
+    launches = [l.callee.string_value() for l in module.walk() if isinstance(l, egpu.LaunchOp)]
+    kernels_by_name = {k.sym_name.data: k for k in module.ops if isinstance(k, egpu.FuncOp)}
+    for name in launches:
+        kernel = kernels_by_name.get(name)
+        if kernel is not None:
+            kernel.detach()
+            module.body.block.add_op(kernel)

@@ -1,0 +1,419 @@
+"""Outlining a loop-level program into device kernels: the mechanism of
+`convert-affine-to-egpu` (the pass decides the launch shapes; this builds the IR).
+
+A host function after `convert-ein-to-affine` is a sequence of *statements* at its top
+level: `affine.for` nests and bare stores (rank-0 statements), with constants and other
+side-effect-free ops floating between them, plus `memref.alloc` / `memref.dealloc` of
+intermediates. Each statement becomes one kernel; an identity fill directly followed by the
+reduction accumulating into the same elements becomes one kernel (each thread fills its
+element, then reduces into it).
+
+Mapping rules (`Mapping`):
+- *bound* loops (attribute `egpu.bind = "block.x"`, `"thread.y"`, ... set by a schedule)
+  must be the outermost loops of the nest, have constant bounds, and become the work-item
+  coordinate `lb + id * step`; the launch shape along that dimension is the trip count;
+- otherwise the *parallel prefix* of the nest (the outermost loops whose iterations write
+  distinct elements and read none written by another iteration) is flattened onto the
+  global thread index x, with a bounds check when the grid overshoots and a grid-stride loop
+  when the target's grid is too small; the remaining loops stay sequential in each thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.builder import Builder
+from xdsl.dialects import affine, arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from einc.dialects import egpu
+from einc.passes.utils.loops import constant_trip_range, induction_var
+
+BIND_ATTR = "egpu.bind"
+"""On an `affine.for`: the work-item coordinate its iterations run on (`"block.x"`,
+`"thread.y"`, ...)."""
+NAME_ATTR = "ein.name"
+
+
+@dataclass
+class Statement:
+    """Top-level ops that form one kernel: an optional fill, then the main op."""
+
+    main: Operation
+    fill: Operation | None = None
+
+    @property
+    def ops(self) -> list[Operation]:
+        return [op for op in (self.fill, self.main) if op is not None]
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+
+
+@dataclass
+class Mapping:
+    """How a statement's iterations map onto work-items."""
+
+    launch: Launch
+    loops: tuple[affine.ForOp, ...]
+    """The loops replaced by work-item coordinates, outermost first."""
+    bound: dict[affine.ForOp, tuple[str, egpu.Dim]] = field(default_factory=dict)
+    """For bound loops: ("block" | "thread", dimension)."""
+    stride: int | None = None
+    """Flattened mapping: work-items in the launch (grid x block), if fewer than points."""
+
+
+# ---- analysis ---------------------------------------------------------------------------------
+
+
+def statements(body: Block) -> list[Statement]:
+    """The statements of a host function body, in order; fills are paired with the
+    reduction they initialise."""
+    found: list[Statement] = []
+    for op in body.ops:
+        if isinstance(op, affine.ForOp | affine.StoreOp | memref.StoreOp):
+            found.append(Statement(op))
+    merged: list[Statement] = []
+    for stmt in found:
+        if merged and merged[-1].fill is None and _fills_for(merged[-1].main, stmt.main):
+            merged[-1] = Statement(stmt.main, fill=merged[-1].main)
+        else:
+            merged.append(stmt)
+    return merged
+
+
+def perfect_chain(root: Operation) -> list[affine.ForOp]:
+    """The loops of a perfect nest from `root` down (each body holds only the next loop)."""
+    chain: list[affine.ForOp] = []
+    op: Operation | None = root
+    while isinstance(op, affine.ForOp):
+        chain.append(op)
+        ops = list(op.body.block.ops)
+        op = ops[0] if len(ops) == 2 and isinstance(ops[0], affine.ForOp) else None
+    return chain
+
+
+def _access_key(op: Operation) -> tuple[AffineMap, tuple[SSAValue, ...]] | None:
+    if isinstance(op, affine.StoreOp | affine.LoadOp):
+        return op.map.data, tuple(op.indices)
+    return None
+
+
+def _bare_dims(key: tuple[AffineMap, tuple[SSAValue, ...]]) -> list[SSAValue]:
+    m, operands = key
+    return [
+        operands[r.position] for r in m.results if isinstance(r, AffineDimExpr)
+    ]
+
+
+def parallel_prefix(root: Operation) -> list[affine.ForOp]:
+    """The outermost loops of the nest at `root` whose iterations are independent: every
+    access to a buffer written in the nest is one and the same affine access, holding each
+    of these loops' variables as a whole index. Loops must count 0..n by 1."""
+    stores = [op for op in root.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
+    written = {s.memref for s in stores}
+    keys = set()
+    for op in root.walk():
+        if isinstance(op, affine.StoreOp | memref.StoreOp | affine.LoadOp | memref.LoadOp):
+            if op.memref in written:
+                key = _access_key(op)
+                if key is None:
+                    return []
+                keys.add((op.memref, key))
+    by_buffer: dict[SSAValue, set] = {}
+    for buffer, key in keys:
+        by_buffer.setdefault(buffer, set()).add(key)
+    if any(len(k) != 1 for k in by_buffer.values()):
+        return []
+    prefix: list[affine.ForOp] = []
+    for loop in perfect_chain(root):
+        bounds = constant_trip_range(loop)
+        if bounds is None or bounds[0] != 0 or loop.step.value.data != 1 or loop.results:
+            break
+        iv = induction_var(loop)
+        if not all(iv in _bare_dims(key) for _, key in keys):
+            break
+        prefix.append(loop)
+    return prefix
+
+
+def _fills_for(fill: Operation, main: Operation) -> bool:
+    """`fill` stores one outside value to every element of a buffer that `main` then only
+    accumulates into, one element per iteration of its parallel prefix (same extents)."""
+    chain = perfect_chain(fill)
+    store = chain[-1].body.block.first_op if chain else fill
+    if not isinstance(store, affine.StoreOp) or (chain and len(chain[-1].body.block.ops) != 2):
+        return False
+    if any(constant_trip_range(loop) is None for loop in chain):
+        return False
+    ivs = [induction_var(loop) for loop in chain]
+    if _bare_dims(_access_key(store)) != ivs or len(store.map.data.results) != len(ivs):  # type: ignore[arg-type]
+        return False
+    if store.value.owner is not None and _defined_inside(store.value, fill):
+        return False
+    main_stores = [op for op in main.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
+    if not main_stores or any(s.memref is not store.memref for s in main_stores):
+        return False
+    prefix = parallel_prefix(main)
+    if [constant_trip_range(loop) for loop in prefix] != [constant_trip_range(l) for l in chain]:
+        return False
+    key = _access_key(main_stores[0])
+    return key is not None and _bare_dims(key) == [induction_var(loop) for loop in prefix]
+
+
+def _defined_inside(value: SSAValue, op: Operation) -> bool:
+    owner = value.owner
+    block = owner if isinstance(owner, Block) else owner.parent_block()
+    while block is not None:
+        parent = block.parent_op()
+        if parent is op:
+            return True
+        block = parent.parent_block() if parent is not None else None
+    return False
+
+
+def bound_loops(root: Operation) -> list[tuple[affine.ForOp, str, egpu.Dim]]:
+    """The loops of the nest a schedule bound to work-item coordinates, outermost first.
+    Raises PassFailedException unless they are the outermost loops of a perfect nest."""
+    bound = []
+    chain = perfect_chain(root)
+    for loop in (op for op in root.walk() if isinstance(op, affine.ForOp)):
+        attr = loop.attributes.get(BIND_ATTR)
+        if attr is None:
+            continue
+        if not isinstance(attr, StringAttr) or attr.data.split(".")[0] not in ("block", "thread") or (
+            attr.data.split(".")[-1] not in ("x", "y", "z")
+        ):
+            raise PassFailedException(f"{BIND_ATTR} = {attr}: expected \"block.x\" ... \"thread.z\"")
+        if loop not in chain[: len(bound) + 1]:
+            raise PassFailedException(
+                f"a loop bound to {attr.data} must be one of the outermost loops of a "
+                "perfect nest, outside every sequential loop"
+            )
+        if constant_trip_range(loop) is None:
+            raise PassFailedException(f"the loop bound to {attr.data} needs constant bounds")
+        level, dim = attr.data.split(".")
+        bound.append((loop, level, egpu.Dim(dim)))
+    seen = [(level, dim) for _, level, dim in bound]
+    if len(set(seen)) != len(seen):
+        raise PassFailedException("two loops of one nest are bound to the same coordinate")
+    return bound
+
+
+def trip_count(loop: affine.ForOp) -> int:
+    bounds = constant_trip_range(loop)
+    assert bounds is not None
+    step = loop.step.value.data
+    return max(0, -(-(bounds[1] - bounds[0]) // step))
+
+
+def flat_mapping(
+    prefix: Sequence[affine.ForOp], block: int, max_grid: int
+) -> Mapping:
+    """The parallel prefix flattened onto x: `block` work-items per group (fewer if there are
+    fewer points), at most `max_grid` groups (a grid-stride loop covers the rest)."""
+    points = math.prod(trip_count(loop) for loop in prefix)
+    block = max(1, min(block, points))
+    grid = max(1, min(-(-points // block), max_grid))
+    stride = grid * block if grid * block < points else None
+    return Mapping(Launch((grid, 1, 1), (block, 1, 1)), tuple(prefix), stride=stride)
+
+
+def bound_mapping(bound: Sequence[tuple[affine.ForOp, str, egpu.Dim]]) -> Mapping:
+    grid, block = [1, 1, 1], [1, 1, 1]
+    for loop, level, dim in bound:
+        (grid if level == "block" else block)[dim.index] = trip_count(loop)
+    return Mapping(
+        Launch(tuple(grid), tuple(block)),  # type: ignore[arg-type]
+        tuple(loop for loop, _, _ in bound),
+        bound={loop: (level, dim) for loop, level, dim in bound},
+    )
+
+
+# ---- building ---------------------------------------------------------------------------------
+
+
+def _buffer_name(value: SSAValue) -> str | None:
+    owner = value.owner
+    if isinstance(owner, memref.AllocOp):
+        name = owner.attributes.get(NAME_ATTR)
+        return name.data if isinstance(name, StringAttr) else None
+    if isinstance(owner, Block) and isinstance(f := owner.parent_op(), func.FuncOp):
+        if f.arg_attrs is not None:
+            name = f.arg_attrs.data[value.index].data.get(NAME_ATTR)  # type: ignore[attr-defined]
+            return name.data if isinstance(name, StringAttr) else None
+    return value.name_hint
+
+
+def _host_values(stmt: Statement, host: Block) -> tuple[list[SSAValue], list[Operation]]:
+    """The buffers the statement uses (host block arguments and allocations, in order) and
+    the floating host ops it needs, in program order."""
+    needed: set[Operation] = set()
+    buffers: set[SSAValue] = set()
+
+    def visit(value: SSAValue) -> None:
+        owner = value.owner
+        if isinstance(owner, Block):
+            if owner is host:
+                buffers.add(value)
+            return
+        if owner.parent_block() is not host:
+            return
+        if isinstance(owner, memref.AllocOp):
+            buffers.add(value)
+            return
+        if owner in needed:
+            return
+        needed.add(owner)
+        for o in owner.operands:
+            visit(o)
+        for inner in owner.walk():
+            for o in inner.operands:
+                visit(o)
+
+    for op in stmt.ops:
+        for inner in op.walk():
+            for o in inner.operands:
+                visit(o)
+    order = {op: k for k, op in enumerate(host.ops)}
+    args = [a for a in host.args if a in buffers]
+    allocs = sorted((b for b in buffers if b not in host.args), key=lambda b: order[b.owner])  # type: ignore[index]
+    floating = sorted(needed, key=order.__getitem__)
+    return args + allocs, floating
+
+
+def _delinearize(
+    b: Builder, flat: SSAValue, loops: Sequence[affine.ForOp]
+) -> list[SSAValue]:
+    """Row-major coordinates of `flat` in the loops' iteration space."""
+    extents = [trip_count(loop) for loop in loops]
+    if len(extents) == 1:
+        return [flat]
+    ivs = []
+    inner = math.prod(extents)
+    for k, extent in enumerate(extents):
+        inner //= extent
+        e: AffineExpr = AffineExpr.dimension(0)
+        if inner > 1:
+            e = e // inner
+        if k > 0:
+            e = e % extent
+        apply = b.insert(affine.ApplyOp([flat], affine.AffineMapAttr(AffineMap(1, 0, (e,)))))
+        apply.result.name_hint = induction_var(loops[k]).name_hint
+        ivs.append(apply.result)
+    return ivs
+
+
+def _index_constant(b: Builder, value: int) -> SSAValue:
+    return b.insert(arith.ConstantOp(IntegerAttr(value, IndexType()))).result
+
+
+def outline(
+    stmt: Statement, mapping: Mapping, name: str, host: Block
+) -> tuple[egpu.FuncOp, list[SSAValue]]:
+    """Build the kernel `name` computing `stmt` with `mapping`; returns it and the host
+    buffers to launch it with. The statement's ops are left in place (the caller erases
+    them)."""
+    buffers, floating = _host_values(stmt, host)
+    arg_attrs = [
+        DictionaryAttr({NAME_ATTR: StringAttr(n)} if (n := _buffer_name(v)) else {})
+        for v in buffers
+    ]
+    kernel = egpu.FuncOp(name, [v.type for v in buffers], mapping.launch.grid,
+                         mapping.launch.block, arg_attrs=arg_attrs)  # fmt: skip
+    block = kernel.body.block
+    mapper: dict[SSAValue, SSAValue] = {}
+    for value, arg in zip(buffers, block.args):
+        arg.name_hint = _buffer_name(value)
+        mapper[value] = arg
+    b = Builder(InsertPoint.at_end(block))
+    for op in floating:
+        b.insert(op.clone(mapper))
+
+    # the work-item's point, and the ops that run there
+    body: Builder = b
+    if mapping.bound:
+        for loop in mapping.loops:
+            level, dim = mapping.bound[loop]
+            index_op = egpu.BlockIdOp(dim) if level == "block" else egpu.ThreadIdOp(dim)
+            coordinate = b.insert(index_op).result
+            lower, _ = constant_trip_range(loop)  # type: ignore[misc]
+            step = loop.step.value.data
+            if lower or step != 1:
+                m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
+                coordinate = b.insert(affine.ApplyOp([coordinate], affine.AffineMapAttr(m))).result
+            coordinate.name_hint = induction_var(loop).name_hint
+            mapper[induction_var(loop)] = coordinate
+    elif mapping.loops:
+        points = math.prod(trip_count(loop) for loop in mapping.loops)
+        gid = b.insert(egpu.GlobalIdOp(egpu.Dim.X)).result
+        single = len(mapping.loops) == 1 and mapping.stride is None
+        gid.name_hint = induction_var(mapping.loops[0]).name_hint if single else "gid"
+        launched = math.prod(mapping.launch.grid) * math.prod(mapping.launch.block)
+        flat = gid
+        if mapping.stride is not None:
+            step_block = Block(arg_types=[IndexType()])
+            step_block.args[0].name_hint = "point"
+            step_block.add_op(scf.YieldOp())
+            b.insert(scf.ForOp(gid, _index_constant(b, points), _index_constant(b, mapping.stride), [],
+                               Region(step_block)))  # fmt: skip
+            flat = step_block.args[0]
+            body = Builder(InsertPoint.before(step_block.last_op))  # type: ignore[arg-type]
+        elif launched > points:
+            cond = b.insert(arith.CmpiOp(gid, _index_constant(b, points), "slt")).result
+            guard = b.insert(scf.IfOp(cond, [], [scf.YieldOp()]))
+            body = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
+        for loop, iv in zip(mapping.loops, _delinearize(body, flat, mapping.loops)):
+            mapper[induction_var(loop)] = iv
+
+    if stmt.fill is not None:
+        chain = perfect_chain(stmt.fill)
+        store = chain[-1].body.block.first_op if chain else stmt.fill
+        assert store is not None
+        for fill_loop, loop in zip(chain, mapping.loops):
+            mapper[induction_var(fill_loop)] = mapper[induction_var(loop)]
+        body.insert(store.clone(mapper))
+
+    inner = mapping.loops[-1].body.block.ops if mapping.loops else [stmt.main]
+    for op in inner:
+        if isinstance(op, affine.YieldOp):
+            continue
+        body.insert(op.clone(mapper))
+    b.insert(egpu.ReturnOp())
+    return kernel, buffers
+
+
+def erase_statement(stmt: Statement) -> None:
+    for op in reversed(stmt.ops):
+        Rewriter.erase_op(op)
+
+
+__all__ = [
+    "BIND_ATTR",
+    "Launch",
+    "Mapping",
+    "Statement",
+    "bound_loops",
+    "bound_mapping",
+    "erase_statement",
+    "flat_mapping",
+    "outline",
+    "parallel_prefix",
+    "perfect_chain",
+    "statements",
+]

@@ -1,0 +1,125 @@
+"""What each device target can launch and compute: limits and supported dtypes.
+
+The mapping pass (`convert-affine-to-egpu{target=T}`) picks its default work-group size from
+here, and `check_launch` refuses, with a TargetError and before any code is generated, a
+kernel whose launch shape or work-group memory breaks a limit. The legalization passes read
+`storage_dtypes` / `arith_dtypes` to decide what to widen.
+
+The numbers are those of the device each target is checked on (PoCL on the CPU, lavapipe,
+Intel's OpenCL CPU device) or of the architectures it is compile-checked for (CUDA sm_80 /
+sm_90, HIP gfx90a / gfx1030), taking the smaller where two differ; the Poplar numbers are
+the Mk2 IPU's (one vertex per worker thread, six worker contexts per tile).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from einc.errors import SourceLocation, TargetError
+
+ALL_DTYPES = frozenset(
+    {"float64", "float32", "float16", "int64", "int32", "int16", "int8", "bool"}
+)
+
+
+@dataclass(frozen=True)
+class TargetDescription:
+    name: str
+    max_threads_per_block: int
+    max_block: tuple[int, int, int]
+    """Largest work-group size per dimension (x, y, z)."""
+    max_grid: tuple[int, int, int]
+    """Largest number of work-groups per dimension."""
+    shared_bytes_per_block: int
+    subgroup_size: int
+    """Threads of a warp / subgroup / wave (the smallest the target may pick)."""
+    vector_width: int
+    """float32 lanes of the widest native vector the printers use."""
+    default_block: int
+    """Work-items per work-group of the default (unscheduled) mapping."""
+    storage_dtypes: frozenset[str]
+    """Element types a device buffer may have."""
+    arith_dtypes: frozenset[str]
+    """Types the device computes in (others are computed in a wider type)."""
+
+    def check_launch(
+        self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0
+    ) -> None:
+        """Raise TargetError if the launch of `kernel` breaks a limit of this target."""
+        problems = []
+        threads = math.prod(block)
+        if threads > self.max_threads_per_block:
+            problems.append(
+                f"{threads} threads per block (at most {self.max_threads_per_block})"
+            )
+        for axis, size, limit in zip("xyz", block, self.max_block):
+            if size > limit:
+                problems.append(f"block size {size} in {axis} (at most {limit})")
+        for axis, size, limit in zip("xyz", grid, self.max_grid):
+            if size > limit:
+                problems.append(f"grid size {size} in {axis} (at most {limit})")
+        if shared_bytes > self.shared_bytes_per_block:
+            problems.append(
+                f"{shared_bytes} bytes of shared memory (at most {self.shared_bytes_per_block})"
+            )
+        if problems:
+            raise TargetError(
+                f"{self.name} target: kernel {kernel} cannot be launched: " + "; ".join(problems),
+                SourceLocation("<target>", 1, 1),
+            )
+
+
+_NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
+
+DESCRIPTIONS: dict[str, TargetDescription] = {
+    d.name: d
+    for d in (
+        TargetDescription(
+            "opencl", max_threads_per_block=4096, max_block=(4096, 4096, 4096),
+            max_grid=(2**31 - 1,) * 3, shared_bytes_per_block=2 * 1024 * 1024,
+            subgroup_size=1, vector_width=16, default_block=64,
+            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        ),
+        TargetDescription(
+            "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),
+            max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=48 * 1024,
+            subgroup_size=32, vector_width=4, default_block=256,
+            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        ),
+        TargetDescription(
+            "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),
+            max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=64 * 1024,
+            subgroup_size=32, vector_width=4, default_block=256,
+            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        ),
+        TargetDescription(
+            "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),
+            max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
+            subgroup_size=4, vector_width=4, default_block=64,
+            storage_dtypes=_NO_NARROW, arith_dtypes=_NO_NARROW | {"bool"},
+        ),
+        TargetDescription(
+            "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
+            max_grid=(2**31 - 1,) * 3, shared_bytes_per_block=256 * 1024,
+            subgroup_size=8, vector_width=16, default_block=64,
+            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        ),
+        TargetDescription(
+            "poplar", max_threads_per_block=6, max_block=(6, 1, 1),
+            max_grid=(1472, 1, 1), shared_bytes_per_block=0,
+            subgroup_size=1, vector_width=2, default_block=6,
+            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        ),
+    )
+}  # fmt: skip
+
+
+def description(target: str) -> TargetDescription:
+    if target not in DESCRIPTIONS:
+        raise TargetError(
+            f"no device description for target '{target}' "
+            f"(known: {', '.join(sorted(DESCRIPTIONS))})",
+            SourceLocation("<target>", 1, 1),
+        )
+    return DESCRIPTIONS[target]

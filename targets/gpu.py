@@ -1,0 +1,217 @@
+"""The shared base of device targets: `CLikeTarget` tables plus the printing of `egpu` ops
+and the launch manifest.
+
+A device target's `pipeline` outlines kernels (`convert-affine-to-egpu`) and legalizes
+types; `emit` checks every launch against the target's description (TargetError before any
+code is printed) and prints the kernels (`egpu.func`) only: the host function is described
+by `manifest(module)`, which the runtimes launch from. Subclasses set tables: the work-item
+index spellings (`work_item_index`, keyed `"block_id.x"`, `"thread_id.x"`,
+`"global_id.x"`, `"block_dim.x"`, `"grid_dim.x"`), the barrier, the shared-memory
+declaration, the subgroup reductions and the narrow-float load/store spellings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    f16,
+    f32,
+)
+from xdsl.ir import Attribute, Operation
+
+from einc.dialects import egpu
+from einc.errors import TargetError
+from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
+from einc.targets.clike import CLikeTarget, Expr, _Writer  # pyright: ignore[reportPrivateUsage]
+from einc.targets.descriptions import TargetDescription, description
+
+NAME_ATTR = "ein.name"
+OUTPUT_ATTR = "ein.output"
+STORAGE_ATTR = "egpu.storage_dtype"
+"""On a host buffer whose device storage was widened: the dtype the device holds it in."""
+
+Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
+
+
+def numpy_dtype(t: Attribute) -> str:
+    if isinstance(t, AnyFloat):
+        return f"float{t.bitwidth}"
+    if isinstance(t, IntegerType):
+        return "bool" if t.width.data == 1 else f"int{t.width.data}"
+    raise TargetError(f"no NumPy dtype for element type {t}")
+
+
+def _name(attrs: Mapping[str, Attribute], fallback: str) -> str:
+    name = attrs.get(NAME_ATTR)
+    return name.data if isinstance(name, StringAttr) else fallback
+
+
+def host_function(module: ModuleOp) -> func.FuncOp:
+    hosts = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    if len(hosts) != 1:
+        raise TargetError(f"expected one host function, found {len(hosts)}")
+    return hosts[0]
+
+
+def host_buffers(module: ModuleOp) -> list[tuple[Any, Buffer]]:
+    """(host value, manifest buffer) of the host function's arguments then allocations."""
+    host = host_function(module)
+    attrs = [a.data for a in host.arg_attrs.data] if host.arg_attrs is not None else []
+    found: list[tuple[Any, Buffer]] = []
+    values = [(a, attrs[k] if k < len(attrs) else {}) for k, a in enumerate(host.body.block.args)]
+    values += [(op.memref, op.attributes) for op in host.walk() if isinstance(op, memref.AllocOp)]
+    for k, (value, a) in enumerate(values):
+        t = value.type
+        assert isinstance(t, MemRefType)
+        stored = numpy_dtype(t.get_element_type())
+        declared = a.get(STORAGE_ATTR)
+        dtype = declared.data if isinstance(declared, StringAttr) else stored
+        role = "temp" if isinstance(value.owner, memref.AllocOp) else (
+            "output" if isinstance(a.get(OUTPUT_ATTR), UnitAttr) else "input"
+        )
+        found.append((value, Buffer(
+            _name(a, f"buf{k}"), dtype, tuple(t.get_shape()), role,  # type: ignore[arg-type]
+            storage_dtype=stored if stored != dtype else None,
+        )))  # fmt: skip
+    return found
+
+
+# ---- printers of egpu ops --------------------------------------------------------------------
+
+
+def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
+    key = f"{op.name.removeprefix('egpu.')}.{op.dimension.value}"
+    spelling = w.t.work_item_index.get(key)
+    if spelling is None:
+        raise TargetError(f"{w.t.name} target: no spelling of {key}")
+    return Expr(spelling)
+
+
+def _return(w: _Writer, op: egpu.ReturnOp) -> None:
+    """The end of a kernel's body: implicit."""
+
+
+def _barrier(w: _Writer, op: egpu.BarrierOp) -> None:
+    w.line(w.t.barrier)
+
+
+def _alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
+    t = op.memref.type
+    assert isinstance(t, MemRefType)
+    name = w.declare(op.memref, op.memref.name_hint or "shared", buffer=True)
+    count = math.prod(t.get_shape())
+    w.line(w.t.shared_decl.format(t=w.ctype(t.get_element_type()), name=name, n=count))  # type: ignore[attr-defined]
+
+
+def _load_extf(w: _Writer, op: egpu.LoadExtfOp) -> Expr:
+    index = w.flat_values(op.memref, op.indices)
+    fmt: str = w.t.load_extf  # type: ignore[attr-defined]
+    return Expr(fmt.format(buf=w.value(op.memref).text, i=index.text))
+
+
+def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
+    index = w.flat_values(op.memref, op.indices)
+    fmt: str = w.t.store_truncf  # type: ignore[attr-defined]
+    w.line(fmt.format(v=w.value(op.value).text, buf=w.value(op.memref).text, i=index.text) + ";")
+
+
+def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
+    if op.as_type != f16 or op.result.type != f32:
+        raise TargetError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
+    body: str = w.t.round_f16  # type: ignore[attr-defined]
+    key = ("round", "f16")
+    if key not in w.helpers_used:
+        w.helpers_used[key] = f"{w.t.helper_prefix} float einc_round_f16(float a) {{ {body} }}"
+    return Expr(f"einc_round_f16({w.value(op.value).text})")
+
+
+def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
+    fmt = w.t.subgroup_reduce.get(op.kind.data)  # type: ignore[attr-defined]
+    if fmt is None:
+        raise TargetError(f"{w.t.name} target: no subgroup {op.kind.data} reduction")
+    return Expr(fmt.format(w.value(op.value).text, t=w.ctype(op.result.type)))
+
+
+class DeviceTarget(CLikeTarget):
+    """A C-like device language: kernels, work-item indices, a launch manifest."""
+
+    kernel_prefix: ClassVar[str] = "__kernel "
+    index_type: ClassVar[str] = "long"
+    shared_decl: ClassVar[str] = "__local {t} {name}[{n}];"
+    load_extf: ClassVar[str] = "vload_half({i}, {buf})"
+    store_truncf: ClassVar[str] = "vstore_half({v}, {i}, {buf})"
+    round_f16: ClassVar[str] = "return a;"
+    """Body of `float einc_round_f16(float a)`: `a` rounded to the nearest half."""
+    subgroup_reduce: ClassVar[Mapping[egpu.ReduceKind, str]] = {}
+    """Subgroup reductions by kind: `{0}` the value, `{t}` its type."""
+
+    statement_printers = {
+        egpu.ReturnOp: _return,  # type: ignore[dict-item]
+        egpu.BarrierOp: _barrier,  # type: ignore[dict-item]
+        egpu.AllocSharedOp: _alloc_shared,  # type: ignore[dict-item]
+        egpu.StoreTruncfOp: _store_truncf,  # type: ignore[dict-item]
+    }
+    expression_printers = {
+        **{op: _index for op in (egpu.BlockIdOp, egpu.ThreadIdOp, egpu.GlobalIdOp,
+                                 egpu.BlockDimOp, egpu.GridDimOp)},  # fmt: skip
+        egpu.LoadExtfOp: _load_extf,  # type: ignore[dict-item]
+        egpu.RoundOp: _round,  # type: ignore[dict-item]
+        egpu.SubgroupReduceOp: _subgroup_reduce,  # type: ignore[dict-item]
+    }  # type: ignore[assignment]
+    memory_ops = (egpu.BarrierOp, egpu.StoreTruncfOp, egpu.VStoreOp, egpu.SubgroupReduceOp)
+
+    @classmethod
+    def description(cls) -> TargetDescription:
+        return description(cls.name)
+
+    @classmethod
+    def top_level(cls, w: _Writer, op: Operation) -> None:
+        if isinstance(op, egpu.FuncOp):
+            w.function(op)  # type: ignore[arg-type]
+        elif isinstance(op, func.FuncOp):
+            cls.host(w, op)
+        else:
+            raise TargetError(f"{cls.name} target: cannot print top-level {op.name}")
+
+    @classmethod
+    def host(cls, w: _Writer, op: func.FuncOp) -> None:
+        """The host function prints nothing (the manifest describes it)."""
+
+    @classmethod
+    def manifest(cls, module: ModuleOp) -> LaunchManifest:
+        """The launches of a module after `pipeline`; TargetError if one breaks a limit."""
+        buffers = host_buffers(module)
+        names = {id(value): b.name for value, b in buffers}
+        kernels_by_name = {k.sym_name.data: k for k in module.ops if isinstance(k, egpu.FuncOp)}
+        desc = cls.description()
+        launches = []
+        for launch in host_function(module).walk():
+            if not isinstance(launch, egpu.LaunchOp):
+                continue
+            kernel = kernels_by_name[launch.callee.string_value()]
+            shared = kernel.shared_bytes()
+            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared)
+            launches.append(KernelLaunch(
+                kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
+                kernel.grid_size, kernel.block_size, shared,
+            ))  # fmt: skip
+        return LaunchManifest(cls.name, tuple(b for _, b in buffers), tuple(launches))
+
+    @classmethod
+    def emit(cls, module: ModuleOp) -> str:
+        cls.manifest(module)  # refuse impossible launches before printing anything
+        return super().emit(module)
+
+
+__all__ = ["DeviceTarget", "host_buffers", "host_function", "numpy_dtype"]

@@ -1,0 +1,57 @@
+"""The OpenCL C target: one `__kernel` per statement, run through pyopencl (PoCL on the CPU).
+
+OpenCL C math is overloaded (`exp`, not `expf`); `half` is storage only (PoCL has no
+`cl_khr_fp16`): `legalize-f16-storage` computes in float and reads/writes halves with
+`vload_half` / `vstore_half`, rounding intermediate halves through them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
+
+from einc.targets.gpu import DeviceTarget, Runner
+
+
+class OpenCLTarget(DeviceTarget):
+    name: ClassVar[str] = "opencl"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=opencl},"
+        "legalize-f16-storage,canonicalize,cse"
+    )
+    buffer_prefix: ClassVar[str] = "__global "
+    buffer_suffix: ClassVar[str] = " restrict"
+    barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE);"
+    work_item_index = {
+        **{f"block_id.{d}": f"get_group_id({k})" for k, d in enumerate("xyz")},
+        **{f"thread_id.{d}": f"get_local_id({k})" for k, d in enumerate("xyz")},
+        **{f"global_id.{d}": f"get_global_id({k})" for k, d in enumerate("xyz")},
+        **{f"block_dim.{d}": f"get_local_size({k})" for k, d in enumerate("xyz")},
+        **{f"grid_dim.{d}": f"get_num_groups({k})" for k, d in enumerate("xyz")},
+    }
+    types = {
+        f64: "double", f32: "float", f16: "half",
+        i64: "long", i32: "int", i16: "short", i8: "char", i1: "bool", IndexType(): "long",
+    }  # fmt: skip
+    unsigned_types = {
+        i64: "ulong", i32: "uint", i16: "ushort", i8: "uchar", i1: "bool", IndexType(): "ulong",
+    }  # fmt: skip
+    math_suffix = {f64: "", f32: ""}
+    literal_suffix = {f64: "", f32: "f"}
+    literal_names = {
+        "INT64_MIN": "LONG_MIN", "INT64_MAX": "LONG_MAX", "INT32_MIN": "INT_MIN",
+        "INT32_MAX": "INT_MAX", "INT16_MIN": "SHRT_MIN", "INT16_MAX": "SHRT_MAX",
+        "INT8_MIN": "CHAR_MIN",
+    }  # fmt: skip
+    preamble = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable",)
+    helper_prefix: ClassVar[str] = "inline"
+    round_f16: ClassVar[str] = (
+        "ushort h; vstore_half(a, 0, (half*)&h); return vload_half(0, (const half*)&h);"
+    )
+
+    @classmethod
+    def build(cls, source: str, module: ModuleOp) -> Runner:
+        from einc.runtime.opencl import load_opencl_kernel
+
+        return load_opencl_kernel(source, cls.manifest(module))
