@@ -20,7 +20,12 @@ def _parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="compile a .ein program to target source code")
     comp.add_argument("file", help="the .ein program")
     comp.add_argument("-t", "--target", default="c", help="target language (default: c)")
-    comp.add_argument("-o", "--output", help="write the source here (default: stdout)")
+    comp.add_argument(
+        "-o",
+        "--output",
+        help="write the source here (default: stdout); device targets also write the launch "
+        "manifest to OUTPUT.json",
+    )
     comp.add_argument("--schedule", help="a transform-dialect schedule script (.mlir)")
     comp.add_argument(
         "--dump-after",
@@ -46,7 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "compile":
             text = driver.compile_file_command(
-                args.file, target=args.target, schedule=args.schedule, dump_after=args.dump_after
+                args.file,
+                target=args.target,
+                schedule=args.schedule,
+                dump_after=args.dump_after,
+                manifest_path=f"{args.output}.json" if args.output else None,
             )
             if args.output:
                 with open(args.output, "w") as f:

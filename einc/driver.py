@@ -200,12 +200,26 @@ def read_program(path: str) -> str:
 
 
 def compile_file_command(
-    path: str, target: str, schedule: str | None = None, dump_after: str | None = None
+    path: str,
+    target: str,
+    schedule: str | None = None,
+    dump_after: str | None = None,
+    manifest_path: str | None = None,
 ) -> str:
     comp = Compilation(read_program(path), path, target=target, schedule=schedule)
     result = comp.run_until(dump_after or "source")
+    if manifest_path is not None and dump_after is None:
+        write_manifest(comp, manifest_path)
     text = str(result)
     return text if text.endswith("\n") else text + "\n"
+
+
+def write_manifest(comp: Compilation, path: str) -> None:
+    """A device target's launch manifest (JSON), for hosts that launch the source's
+    kernels; targets without one (C) write nothing."""
+    manifest = getattr(comp.target_obj, "manifest", None)
+    if manifest is not None:
+        Path(path).write_text(manifest(comp.run_until("target")).to_json() + "\n")
 
 
 @dataclass
