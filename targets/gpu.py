@@ -202,9 +202,9 @@ class DeviceTarget(CLikeTarget):
             kernel = kernels_by_name[launch.callee.string_value()]
             shared = kernel.shared_bytes()
             desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared)
-            launches.append(KernelLaunch(
+            launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
-                kernel.grid_size, kernel.block_size, shared,
+                kernel.grid_size, kernel.block_size,
             ))  # fmt: skip
         return LaunchManifest(cls.name, tuple(b for _, b in buffers), tuple(launches))
 

@@ -9,9 +9,11 @@ reduction accumulating into the same elements becomes one kernel (each thread fi
 element, then reduces into it).
 
 Mapping rules (`Mapping`):
-- *bound* loops (attribute `egpu.bind = "block.x"`, `"thread.y"`, ... set by a schedule)
-  must be the outermost loops of the nest, have constant bounds, and become the work-item
-  coordinate `lb + id * step`; the launch shape along that dimension is the trip count;
+- *bound* loops (attribute `einc.bind = "block.x"`, `"thread.y"`, ... set by a schedule)
+  must be the outermost loops of the nest, have a constant lower bound and an upper bound
+  with a constant term, and become the work-item coordinate `lb + id * step`; the launch
+  shape along that dimension is the largest trip count; a bound whose trip count varies (a
+  partial tile: `min(64, N - i_o)`) is checked in the kernel;
 - otherwise the *parallel prefix* of the nest (the outermost loops whose iterations write
   distinct elements and read none written by another iteration) is flattened onto the
   global thread index x, with a bounds check when the grid overshoots and a grid-stride loop
@@ -34,16 +36,16 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from einc.dialects import egpu
 from einc.passes.utils.loops import constant_trip_range, induction_var
 
-BIND_ATTR = "egpu.bind"
+BIND_ATTR = "einc.bind"
 """On an `affine.for`: the work-item coordinate its iterations run on (`"block.x"`,
-`"thread.y"`, ...)."""
+`"thread.y"`, ...), as the schedule transform `transform.einc.bind` sets it."""
 NAME_ATTR = "ein.name"
 
 
@@ -205,14 +207,30 @@ def bound_loops(root: Operation) -> list[tuple[affine.ForOp, str, egpu.Dim]]:
                 f"a loop bound to {attr.data} must be one of the outermost loops of a "
                 "perfect nest, outside every sequential loop"
             )
-        if constant_trip_range(loop) is None:
-            raise PassFailedException(f"the loop bound to {attr.data} needs constant bounds")
+        if max_trip_count(loop) is None:
+            raise PassFailedException(
+                f"the loop bound to {attr.data} needs a constant lower bound and an upper "
+                "bound with a constant term"
+            )
         level, dim = attr.data.split(".")
         bound.append((loop, level, egpu.Dim(dim)))
     seen = [(level, dim) for _, level, dim in bound]
     if len(set(seen)) != len(seen):
         raise PassFailedException("two loops of one nest are bound to the same coordinate")
     return bound
+
+
+def max_trip_count(loop: affine.ForOp) -> int | None:
+    """The trip count of a loop with a constant lower bound, the largest one when its upper
+    bound is a min with a constant term; None otherwise."""
+    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
+    if lb.num_dims or lb.num_symbols or len(lb.results) != 1:
+        return None
+    lower = lb.eval([], [])[0]
+    constants = [r.value for r in ub.results if isinstance(r, AffineConstantExpr)]
+    if not constants:
+        return None
+    return max(0, -(-(min(constants) - lower) // loop.step.value.data))
 
 
 def trip_count(loop: affine.ForOp) -> int:
@@ -237,7 +255,7 @@ def flat_mapping(
 def bound_mapping(bound: Sequence[tuple[affine.ForOp, str, egpu.Dim]]) -> Mapping:
     grid, block = [1, 1, 1], [1, 1, 1]
     for loop, level, dim in bound:
-        (grid if level == "block" else block)[dim.index] = trip_count(loop)
+        (grid if level == "block" else block)[dim.index] = max_trip_count(loop)  # type: ignore[assignment]
     return Mapping(
         Launch(tuple(grid), tuple(block)),  # type: ignore[arg-type]
         tuple(loop for loop, _, _ in bound),
@@ -352,13 +370,21 @@ def outline(
             level, dim = mapping.bound[loop]
             index_op = egpu.BlockIdOp(dim) if level == "block" else egpu.ThreadIdOp(dim)
             coordinate = b.insert(index_op).result
-            lower, _ = constant_trip_range(loop)  # type: ignore[misc]
+            coordinate.name_hint = f"{level}_{dim.value}"
+            lower = loop.lowerBoundMap.data.eval([], [])[0]
             step = loop.step.value.data
             if lower or step != 1:
                 m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
                 coordinate = b.insert(affine.ApplyOp([coordinate], affine.AffineMapAttr(m))).result
-            coordinate.name_hint = induction_var(loop).name_hint
+                coordinate.name_hint = induction_var(loop).name_hint
             mapper[induction_var(loop)] = coordinate
+            if constant_trip_range(loop) is None:  # a partial tile: check the upper bound
+                n_lb = len(loop.lowerBoundOperands)
+                operands = [mapper.get(o, o) for o in loop.operands[n_lb:]]
+                upper = body.insert(affine.MinOp(operands, loop.upperBoundMap)).result
+                cond = body.insert(arith.CmpiOp(coordinate, upper, "slt")).result
+                guard = body.insert(scf.IfOp(cond, [], [scf.YieldOp()]))
+                body = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
     elif mapping.loops:
         points = math.prod(trip_count(loop) for loop in mapping.loops)
         gid = b.insert(egpu.GlobalIdOp(egpu.Dim.X)).result
