@@ -26,7 +26,11 @@ def _parser() -> argparse.ArgumentParser:
         help="write the source here (default: stdout); device targets also write the launch "
         "manifest to OUTPUT.json",
     )
-    comp.add_argument("--schedule", help="a transform-dialect schedule script (.mlir)")
+    comp.add_argument(
+        "--schedule",
+        help="a transform-dialect schedule script (.mlir); `none` keeps the loops untouched "
+        "(default: the target's default schedule)",
+    )
     comp.add_argument(
         "--dump-after",
         choices=STAGES,
@@ -38,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("file", help="the .ein program")
     run.add_argument("-t", "--target", default="c", help="target to execute on (default: c)")
-    run.add_argument("--schedule", help="a transform-dialect schedule script (.mlir)")
+    run.add_argument(
+        "--schedule", help="a schedule script (.mlir), or `none` (default: the target's)"
+    )
     run.add_argument("--repeat", type=int, default=5, help="timed runs (median is reported)")
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
     return parser

@@ -58,11 +58,6 @@ class Compilation:
     def __post_init__(self) -> None:
         self.ctx = make_context()
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
-        if self.schedule is not None:
-            raise ScheduleError(
-                "schedules are not supported yet: compile without one",
-                SourceLocation(self.filename, 1, 1),
-            )
         self._table: list[tuple[str, Callable[[Any], Any]]] = [
             ("ein", self._ein),
             ("loops", self._loops),
@@ -91,7 +86,12 @@ class Compilation:
         return module
 
     def _scheduled(self, module: ModuleOp) -> ModuleOp:
-        return module
+        """The schedule given (a Schedule, its text, or "none"), else the target's default
+        schedule, applied to a clone of the loops."""
+        from einc.schedule import resolve_schedule
+
+        schedule = resolve_schedule(self.schedule, self.target, module)
+        return module if schedule is None else schedule.apply(module)
 
     def _target(self, module: ModuleOp) -> ModuleOp:
         from einc.passes import run_pipeline
@@ -186,9 +186,10 @@ def lower_to_stage(
     stage: str = "loops",
     target: str = "c",
     filename: str = "<string>",
+    schedule: Any = None,
 ) -> Any:
     """The program after `stage`: an xDSL module, or the source text for `source`."""
-    return Compilation(ir, filename, input_dict, extra_outputs, target).run_until(stage)
+    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).run_until(stage)
 
 
 # ---- the command-line jobs -----------------------------------------------------------------------
@@ -199,6 +200,20 @@ def read_program(path: str) -> str:
         raise EincError(f"cannot read program: {err}", SourceLocation(path, 1, 1)) from None
 
 
+def read_schedule(path: str | None) -> Any:
+    """`--schedule FILE` parsed (with locations), `none` (untouched loops), or None (the
+    target's default schedule)."""
+    if path is None or path == "none":
+        return path
+    from einc.schedule import Schedule
+
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(path, 1, 1)) from None
+    return Schedule.parse(text, path)
+
+
 def compile_file_command(
     path: str,
     target: str,
@@ -206,7 +221,7 @@ def compile_file_command(
     dump_after: str | None = None,
     manifest_path: str | None = None,
 ) -> str:
-    comp = Compilation(read_program(path), path, target=target, schedule=schedule)
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule))
     result = comp.run_until(dump_after or "source")
     if manifest_path is not None and dump_after is None:
         write_manifest(comp, manifest_path)
@@ -283,7 +298,7 @@ def run_file_command(
 ) -> RunReport:
     from einc.reference import run_reference
 
-    comp = Compilation(read_program(path), path, target=target, schedule=schedule)
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule))
     start = time.perf_counter()
     kernel = comp.kernel()
     compile_s = time.perf_counter() - start

@@ -1,0 +1,413 @@
+"""einc's extension of the transform dialect: loop-schedule ops on `affine.for` nests.
+
+    transform.named_sequence @__transform_main(%root: !transform.any_op) {
+      %k = transform.einc.knob "tile_n" = 32 from [8, 16, 32, 64]
+      %n = transform.einc.match stmt "output0" axis "N" in %root
+      %no, %ni = transform.einc.tile %n by %k
+      transform.einc.parallelize %no
+      transform.yield
+    }
+
+Ops are named `transform.einc.*` and loaded into the context one by one (`load_ops`): the
+upstream `transform` dialect keeps its name. Handles are `!transform.any_op`, knobs
+`!transform.param<i64>`; einc's ops print without types (they are implied). Each op's
+semantics is a utility of einc.passes.utils.loop_transforms; the interpreter implementation
+is einc.schedule.EincTransformFunctions.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, IntegerType, StringAttr, UnitAttr, i64
+from xdsl.dialects.transform import AnyOpType, ParamType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    opt_operand_def,
+    opt_prop_def,
+    operand_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+HANDLE = AnyOpType()
+PARAM = ParamType(i64)
+
+
+def _operand(parser: Parser, t: Attribute) -> SSAValue:
+    return parser.resolve_operand(parser.parse_unresolved_operand(), t)
+
+
+def _size(parser: Parser) -> tuple[SSAValue | None, IntegerAttr | None]:
+    """`%param` or an integer literal."""
+    unresolved = parser.parse_optional_unresolved_operand()
+    if isinstance(unresolved, UnresolvedOperand):
+        return parser.resolve_operand(unresolved, PARAM), None
+    return None, IntegerAttr(parser.parse_integer(), i64)
+
+
+def _print_size(printer: Printer, value: SSAValue | None, static: IntegerAttr | None) -> None:
+    if value is not None:
+        printer.print_ssa_value(value)
+    else:
+        assert static is not None
+        printer.print_string(str(static.value.data))
+
+
+class SizedLoopOp(IRDLOperation):
+    """`transform.einc.<op> %loop by (%param | INT)`: tile, unroll, rfactor."""
+
+    target = operand_def(AnyOpType)
+    size = opt_operand_def(ParamType)
+    static_size = opt_prop_def(IntegerAttr)
+    NUM_RESULTS: ClassVar[int] = 1
+
+    def __init__(self, target: SSAValue, size: SSAValue | int):
+        dynamic = size if isinstance(size, SSAValue) else None
+        static = IntegerAttr(size, i64) if isinstance(size, int) else None
+        super().__init__(
+            operands=[target, [dynamic] if dynamic is not None else []],
+            properties={"static_size": static} if static is not None else {},
+            result_types=[HANDLE] * self.NUM_RESULTS,
+        )
+
+    def verify_(self) -> None:
+        if (self.size is None) == (self.static_size is None):
+            raise VerifyException(f"{self.name} needs exactly one size: a param or an integer")
+
+    @classmethod
+    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+        target = _operand(parser, HANDLE)
+        parser.parse_keyword("by")
+        dynamic, static = _size(parser)
+        op = cls(target, dynamic if dynamic is not None else static.value.data)  # type: ignore[union-attr]
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.target)
+        printer.print_string(" by ")
+        _print_size(printer, self.size, self.static_size)
+
+
+@irdl_op_definition
+class TileOp(SizedLoopOp):
+    """Strip-mine a loop (`A` -> `A.o`, `A.i`); a size that does not divide the trip count
+    gives the inner loop a `min` bound. Results: the outer and inner loops."""
+
+    name = "transform.einc.tile"
+    outer = result_def(AnyOpType)
+    inner = result_def(AnyOpType)
+    NUM_RESULTS: ClassVar[int] = 2
+
+
+@irdl_op_definition
+class UnrollOp(SizedLoopOp):
+    """Unroll a constant-bound loop by a factor, with a tail loop for the rest. Result: the
+    loops left (none when fully unrolled)."""
+
+    name = "transform.einc.unroll"
+    loops = result_def(AnyOpType)
+
+
+@irdl_op_definition
+class RfactorOp(SizedLoopOp):
+    """Split a reduction loop into `size` independent partial reductions (a partial buffer,
+    then a combine nest). Results: the loop over the partials (parallel) and the combine
+    nest."""
+
+    name = "transform.einc.rfactor"
+    partials = result_def(AnyOpType)
+    combine = result_def(AnyOpType)
+    NUM_RESULTS: ClassVar[int] = 2
+
+
+class MarkLoopOp(IRDLOperation):
+    """`transform.einc.<op> %loop`: mark loops (no results)."""
+
+    target = operand_def(AnyOpType)
+
+    def __init__(self, target: SSAValue):
+        super().__init__(operands=[target])
+
+    @classmethod
+    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+        return cls(_operand(parser, HANDLE))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.target)
+
+
+@irdl_op_definition
+class ParallelizeOp(MarkLoopOp):
+    """Run a loop's iterations in parallel (C: `#pragma omp parallel for`). Refused for a
+    loop carrying a dependence (a reduction: rfactor first)."""
+
+    name = "transform.einc.parallelize"
+
+
+@irdl_op_definition
+class VectorizeOp(MarkLoopOp):
+    """Vectorize an innermost loop without carried dependences (C: `#pragma omp simd`; a
+    GPU/SIMD dialect will lower it to vector ops later)."""
+
+    name = "transform.einc.vectorize"
+
+
+@irdl_op_definition
+class BindOp(IRDLOperation):
+    """`transform.einc.bind %loop to "thread.x" (max_threads 1024)?`: map a loop onto a
+    GPU block/thread index (`einc.bind`); thread-bound trip counts in a nest multiply to at
+    most `max_threads` (the target's limit when absent)."""
+
+    name = "transform.einc.bind"
+    target = operand_def(AnyOpType)
+    axis = prop_def(StringAttr)
+    max_threads = opt_prop_def(IntegerAttr)
+
+    def __init__(self, target: SSAValue, axis: str, max_threads: int | None = None):
+        props: dict[str, Attribute] = {"axis": StringAttr(axis)}
+        if max_threads is not None:
+            props["max_threads"] = IntegerAttr(max_threads, i64)
+        super().__init__(operands=[target], properties=props)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BindOp:
+        target = _operand(parser, HANDLE)
+        parser.parse_keyword("to")
+        axis = parser.parse_str_literal()
+        limit = parser.parse_integer() if parser.parse_optional_keyword("max_threads") else None
+        return cls(target, axis, limit)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.target)
+        printer.print_string(f' to "{self.axis.data}"')
+        if self.max_threads is not None:
+            printer.print_string(f" max_threads {self.max_threads.value.data}")
+
+
+@irdl_op_definition
+class MatchOp(IRDLOperation):
+    """`transform.einc.match (ops "NAME")? (stmt "OUT")? (axis "A")? (init)? in %root`: the
+    ops nested in the payload (default `affine.for`) with those tags, in program order.
+    Fill loops (`einc.init`) only match with `init`."""
+
+    name = "transform.einc.match"
+    root = operand_def(AnyOpType)
+    op_name = opt_prop_def(StringAttr)
+    stmt = opt_prop_def(StringAttr)
+    axis = opt_prop_def(StringAttr)
+    init = opt_prop_def(UnitAttr)
+    result = result_def(AnyOpType)
+
+    def __init__(
+        self, root: SSAValue, op_name: str | None = None, stmt: str | None = None,
+        axis: str | None = None, init: bool = False,
+    ):
+        props: dict[str, Attribute] = {}
+        for key, value in (("op_name", op_name), ("stmt", stmt), ("axis", axis)):
+            if value is not None:
+                props[key] = StringAttr(value)
+        if init:
+            props["init"] = UnitAttr()
+        super().__init__(operands=[root], properties=props, result_types=[HANDLE])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MatchOp:
+        found: dict[str, str | None] = {"ops": None, "stmt": None, "axis": None}
+        init = False
+        while True:
+            key = parser.parse_optional_keyword_in(("ops", "stmt", "axis", "init"))
+            if key is None:
+                break
+            if key == "init":
+                init = True
+            else:
+                found[key] = parser.parse_str_literal()
+        parser.parse_keyword("in")
+        root = _operand(parser, HANDLE)
+        return cls(root, found["ops"], found["stmt"], found["axis"], init)
+
+    def print(self, printer: Printer) -> None:
+        for key, attr in (("ops", self.op_name), ("stmt", self.stmt), ("axis", self.axis)):
+            if attr is not None:
+                printer.print_string(f' {key} "{attr.data}"')
+        if self.init is not None:
+            printer.print_string(" init")
+        printer.print_string(" in ")
+        printer.print_ssa_value(self.root)
+
+
+@irdl_op_definition
+class ReorderOp(IRDLOperation):
+    """`transform.einc.reorder %a, %b, ...`: permute the loops of a perfect nest into the
+    listed order (outermost first); interchange is the two-loop case. Results: the new loops,
+    in the listed order."""
+
+    name = "transform.einc.reorder"
+    targets = var_operand_def(AnyOpType)
+    loops = var_result_def(AnyOpType)
+
+    def __init__(self, targets: list[SSAValue]):
+        super().__init__(operands=[targets], result_types=[[HANDLE] * len(targets)])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReorderOp:
+        targets = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, lambda: _operand(parser, HANDLE)
+        )
+        return cls(targets)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.targets, printer.print_ssa_value)
+
+
+@irdl_op_definition
+class FuseOp(IRDLOperation):
+    """`transform.einc.fuse %first into %second`: fuse two sibling loops with the same bounds
+    (producer into consumer, or an elementwise epilogue into a reduction's loop). Result:
+    the fused loop."""
+
+    name = "transform.einc.fuse"
+    first = operand_def(AnyOpType)
+    second = operand_def(AnyOpType)
+    fused = result_def(AnyOpType)
+
+    def __init__(self, first: SSAValue, second: SSAValue):
+        super().__init__(operands=[first, second], result_types=[HANDLE])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuseOp:
+        first = _operand(parser, HANDLE)
+        parser.parse_keyword("into")
+        return cls(first, _operand(parser, HANDLE))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.first)
+        printer.print_string(" into ")
+        printer.print_ssa_value(self.second)
+
+
+class CacheOp(IRDLOperation):
+    """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")?`: stage the
+    tile of a tensor the loop body touches in a buffer allocated in the body
+    (`memref.alloca`): copied in at the start (and out at the end, for writes); the body's
+    accesses are redirected to it. Result: the staging buffer's allocation."""
+
+    target = operand_def(AnyOpType)
+    tensor = prop_def(StringAttr)
+    memory = prop_def(StringAttr)
+    buffer = result_def(AnyOpType)
+
+    def __init__(self, target: SSAValue, tensor: str, memory: str = "local"):
+        super().__init__(
+            operands=[target],
+            properties={"tensor": StringAttr(tensor), "memory": StringAttr(memory)},
+            result_types=[HANDLE],
+        )
+
+    def verify_(self) -> None:
+        if self.memory.data not in ("local", "shared"):
+            raise VerifyException(f"{self.name}: memory must be \"local\" or \"shared\"")
+
+    @classmethod
+    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+        tensor = parser.parse_str_literal()
+        parser.parse_keyword("at")
+        target = _operand(parser, HANDLE)
+        memory = parser.parse_str_literal() if parser.parse_optional_keyword("in") else "local"
+        return cls(target, tensor, memory)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f' "{self.tensor.data}" at ')
+        printer.print_ssa_value(self.target)
+        printer.print_string(f' in "{self.memory.data}"')
+
+
+@irdl_op_definition
+class CacheReadOp(CacheOp):
+    name = "transform.einc.cache_read"
+
+
+@irdl_op_definition
+class CacheWriteOp(CacheOp):
+    name = "transform.einc.cache_write"
+
+
+@irdl_op_definition
+class KnobOp(IRDLOperation):
+    """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
+    allowed values and the selected one (as MLIR's `transform.tune.knob`). A search sets
+    `selected` in memory (einc.schedule.Schedule.with_values), never in the text."""
+
+    name = "transform.einc.knob"
+    knob_name = prop_def(StringAttr)
+    options = prop_def(ArrayAttr[IntegerAttr])
+    selected = prop_def(IntegerAttr)
+    result = result_def(ParamType)
+
+    def __init__(self, knob_name: str, options: list[int], selected: int):
+        super().__init__(
+            properties={
+                "knob_name": StringAttr(knob_name),
+                "options": ArrayAttr([IntegerAttr(v, i64) for v in options]),
+                "selected": IntegerAttr(selected, i64),
+            },
+            result_types=[PARAM],
+        )
+
+    @property
+    def values(self) -> list[int]:
+        return [a.value.data for a in self.options.data]
+
+    def verify_(self) -> None:
+        if self.selected.value.data not in self.values:
+            raise VerifyException(
+                f"knob '{self.knob_name.data}': {self.selected.value.data} is not one of "
+                f"{self.values}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KnobOp:
+        name = parser.parse_str_literal()
+        parser.parse_punctuation("=")
+        selected = parser.parse_integer()
+        parser.parse_keyword("from")
+        options = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        return cls(name, options, selected)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(
+            f' "{self.knob_name.data}" = {self.selected.value.data} from '
+            f"[{', '.join(str(v) for v in self.values)}]"
+        )
+
+
+EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
+    MatchOp, KnobOp, TileOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
+    FuseOp, CacheReadOp, CacheWriteOp, RfactorOp,
+)
+
+
+def load_ops(ctx: Context) -> None:
+    """Make `transform.einc.*` parseable in `ctx` (ops named inside the upstream `transform`
+    dialect are loaded one by one; loading twice is harmless)."""
+    for op in EINC_TRANSFORM_OPS:
+        if ctx.get_optional_op(op.name) is None:
+            ctx.load_op(op)
+
+
+__all__ = [op.__name__ for op in EINC_TRANSFORM_OPS] + ["EINC_TRANSFORM_OPS", "load_ops"]
+_ = IntegerType

@@ -1,0 +1,221 @@
+"""Default schedules: what einc does to the loops when the user gives no schedule.
+
+The policy decides, per loop nest, from the nest's tags and the dependence tests; it tries
+each step on a scratch clone with the same utilities the interpreter calls, and writes only
+the steps that succeeded into a transform script. The script (with its knobs) is an ordinary
+Schedule: `einc compile --dump-after=scheduled` shows its effect, `default_schedule_text`
+the script itself, and a search can tune its knobs like any other.
+
+C (CPU) policy, per statement nest:
+- a matmul-like reduction (the innermost output axis is also the innermost axis of an input)
+  is reordered to `outer parallel axes, reduction axes, innermost output axis` (i-k-j) and,
+  when big enough, register-blocked: the innermost axis tiled by a vector-friendly knob, the
+  one above it unrolled by a knob, the reduction tiled for the cache;
+- the outermost loop runs in parallel (OpenMP) when the nest does enough work and the loop
+  carries no dependence;
+- the innermost loop is vectorized (`omp simd`) when it is unit-stride in the output and
+  carries no dependence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects import affine, func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+from einc.passes.utils import loop_transforms as lt
+from einc.passes.utils.loop_analysis import (
+    determined_loops,
+    induction_var,
+    linear_form,
+    perfect_band,
+    trip_count,
+    written_groups,
+)
+
+PARALLEL_MIN_WORK = 1 << 15
+"""Nests doing fewer iterations than this stay sequential (OpenMP's fork costs ~µs)."""
+
+
+@dataclass
+class _Script:
+    lines: list[str] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)
+    count: int = 0
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"%h{self.count}"
+
+    def handle(self, loop: affine.ForOp) -> str:
+        """A handle for `loop`, matched by its tags (once)."""
+        if id(loop) not in self.names:
+            name = self.fresh()
+            stmt = loop.attributes[lt.STMT_ATTR]
+            axis = loop.attributes[lt.AXIS_ATTR]
+            assert isinstance(stmt, StringAttr) and isinstance(axis, StringAttr)
+            init = " init" if "einc.init" in loop.attributes else ""
+            self.lines.append(f'{name} = transform.einc.match stmt "{stmt.data}" axis "{axis.data}"{init} in %root')
+            self.names[id(loop)] = name
+        return self.names[id(loop)]
+
+    def text(self) -> str:
+        body = "\n".join("    " + line for line in [*self.lines, "transform.yield"])
+        return (
+            "builtin.module {\n"
+            "  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+            f"{body}\n  }}\n}}\n"
+        )
+
+
+def _band(top: affine.ForOp) -> list[affine.ForOp]:
+    band = [top]
+    while True:
+        ops = list(band[-1].body.block.ops)
+        if len(ops) == 2 and isinstance(ops[0], affine.ForOp):
+            band.append(ops[0])
+        else:
+            return band
+
+
+def _unit_stride(access_map, operands, iv) -> bool:  # type: ignore[no-untyped-def]
+    if access_map is None or not access_map.results:
+        return False
+    form = linear_form(access_map.results[-1], operands)
+    return form is not None and form[0].get(iv) == 1
+
+
+def _tagged(loop: affine.ForOp) -> bool:
+    return lt.STMT_ATTR in loop.attributes and lt.AXIS_ATTR in loop.attributes and "einc.copy" not in loop.attributes
+
+
+def _schedule_nest(top: affine.ForOp, s: _Script) -> None:
+    band = _band(top)
+    if not all(_tagged(loop) for loop in band) or not perfect_band(band):
+        return
+    groups = written_groups(top)
+    work = math.prod(trip_count(loop) or 1 for loop in band)
+    if len(groups) == 1:
+        (buffer, group), = groups.items()
+        ivs = [induction_var(loop) for loop in band]
+        fixed = determined_loops(group, ivs)
+        parallel = [loop for loop in band if induction_var(loop) in fixed]
+        reduction = [loop for loop in band if induction_var(loop) not in fixed]
+        stores = [a for a in group if a.write]
+        if parallel and reduction and band[-1] in reduction and stores:
+            p = parallel[-1]
+            iv = induction_var(p)
+            reads = [a for a in _loads(top) if a.buffer is not buffer]
+            if _unit_stride(stores[0].map, stores[0].operands, iv) and any(
+                _unit_stride(a.map, a.operands, iv) for a in reads
+            ):
+                order = [*parallel[:-1], *reduction, p]
+                handles = [s.handle(loop) for loop in order]
+                new = lt.reorder_loops(order)
+                if not isinstance(new, lt.Failure):
+                    names = [s.fresh() for _ in new]
+                    s.lines.append(f"{', '.join(names)} = transform.einc.reorder {', '.join(handles)}")
+                    for loop, name in zip(new, names):
+                        s.names[id(loop)] = name
+                    band = _band(_block_matmul(new, len(parallel) - 1, s))
+    outer = band[0]
+    if work >= PARALLEL_MIN_WORK and (trip_count(outer) or 0) > 1:
+        if not isinstance(lt.parallelize_loop(outer), lt.Failure):
+            s.lines.append(f"transform.einc.parallelize {s.handle(outer)}")
+    inner = _band(band[0])[-1]
+    stores = [a for a in written_groups(inner).get(next(iter(written_groups(inner)), None), []) if a.write]  # type: ignore[arg-type]
+    if stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
+        if _tagged(inner) and not isinstance(lt.vectorize_loop(inner), lt.Failure):
+            s.lines.append(f"transform.einc.vectorize {s.handle(inner)}")
+
+
+def _loads(root: affine.ForOp):  # type: ignore[no-untyped-def]
+    from einc.passes.utils.loop_analysis import accesses
+
+    return [a for a in accesses(root) if not a.write]
+
+
+def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.ForOp:
+    """Register-block an i-k-j band `[outer parallel..., reductions..., j]` of a big
+    matmul-like nest: j tiled by a vector-width multiple, i (the last outer parallel loop)
+    tiled and its tile moved inside the reduction and unrolled, the reduction tiled for L2.
+    Sizes are knobs; only dividing sizes are chosen (fixed trip counts keep gcc's
+    registers). Returns the band's new outermost loop."""
+    if n_outer < 1:
+        return band[0]
+    i, j = band[n_outer - 1], band[-1]
+    reductions = band[n_outer:-1]
+    if len(reductions) != 1:
+        return band[0]
+    k = reductions[0]
+    ni, nj, nk = trip_count(i), trip_count(j), trip_count(k)
+    if ni is None or nj is None or nk is None or ni < 64 or nj < 64 or nk < 64:
+        return band[0]
+    tj = next((t for t in (64, 32, 16) if nj % t == 0), None)
+    ti = next((t for t in (8, 4, 2) if ni % t == 0), None)
+    tk = next((t for t in (256, 128, 64) if nk % t == 0), None)
+    if tj is None or ti is None or tk is None:
+        return band[0]
+    knobs = []
+    for name, value, options in (("tile_j", tj, (16, 32, 64, 128)), ("tile_i", ti, (1, 2, 4, 8)), ("tile_k", tk, (64, 128, 256, 512))):
+        knob = s.fresh()
+        stmt = i.attributes[lt.STMT_ATTR].data  # type: ignore[union-attr]
+        opts = sorted(set(options) | {value})
+        s.lines.append(f'{knob} = transform.einc.knob "{stmt}.{name}" = {value} from [{", ".join(map(str, opts))}]')
+        knobs.append(knob)
+    hi, hk, hj = s.handle(i), s.handle(k), s.handle(j)
+    # scratch: i -> io, ii ; k -> ko, ki ; j -> jo, ji ; order io, jo, ko, ki, ii, ji
+    steps = []
+    res_i = lt.tile_loop(i, ti)
+    res_k = lt.tile_loop(k, tk) if not isinstance(res_i, lt.Failure) else res_i
+    res_j = lt.tile_loop(j, tj) if not isinstance(res_k, lt.Failure) else res_k
+    if isinstance(res_j, lt.Failure):
+        raise AssertionError(res_j.message)
+    (io, ii), (ko, ki), (jo, ji) = res_i, res_k, res_j  # type: ignore[misc]
+    names = {}
+    for loop, handle, knob in ((i, hi, knobs[1]), (k, hk, knobs[2]), (j, hj, knobs[0])):
+        o, n = s.fresh(), s.fresh()
+        steps.append(f"{o}, {n} = transform.einc.tile {handle} by {knob}")
+        names[id(loop)] = (o, n)
+    s.lines += steps
+    band_now = _band(band[0] if n_outer > 1 else io)
+    wanted = [*band_now[: n_outer - 1], io, jo, ko, ki, ii, ji]
+    handles = {id(io): names[id(i)][0], id(ii): names[id(i)][1], id(ko): names[id(k)][0],
+               id(ki): names[id(k)][1], id(jo): names[id(j)][0], id(ji): names[id(j)][1]}
+    for loop in band_now[: n_outer - 1]:
+        handles[id(loop)] = s.handle(loop)
+    new = lt.reorder_loops(wanted)
+    if isinstance(new, lt.Failure):
+        raise AssertionError(new.message)
+    results = [s.fresh() for _ in new]
+    s.lines.append(f"{', '.join(results)} = transform.einc.reorder {', '.join(handles[id(x)] for x in wanted)}")
+    for loop, name in zip(new, results):
+        s.names[id(loop)] = name
+    ii_new, ji_new = new[-2], new[-1]
+    if isinstance(lt.vectorize_loop(ji_new), lt.Failure):
+        return new[0]
+    unrolled = lt.unroll_loop(ii_new, ti)
+    if isinstance(unrolled, lt.Failure):
+        return new[0]
+    s.lines.append(f"{s.fresh()} = transform.einc.unroll {s.names[id(ii_new)]} by {knobs[1]}")
+    stmt, axis = ji_new.attributes[lt.STMT_ATTR], ji_new.attributes[lt.AXIS_ATTR]
+    copies = s.fresh()
+    s.lines.append(f'{copies} = transform.einc.match stmt "{stmt.data}" axis "{axis.data}" in %root')  # type: ignore[union-attr]
+    s.lines.append(f"transform.einc.vectorize {copies}")
+    return new[0]
+
+
+def default_schedule_text(target: str, module: ModuleOp) -> str | None:
+    """The default schedule for `target` of a loop-level module, as a transform script (None
+    when the target has no default policy, or nothing to do)."""
+    if target != "c":
+        return None
+    scratch = module.clone()
+    s = _Script()
+    for f in scratch.walk():
+        if isinstance(f, func.FuncOp) and f.body.blocks:
+            for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
+                _schedule_nest(top, s)
+    return s.text() if s.lines else None

@@ -1,0 +1,332 @@
+"""Schedules: transform-dialect scripts applied to the loop module by einc's interpreter.
+
+    sched = Schedule.parse(text, "s.mlir")     # ops keep their file:line:col
+    sched.knobs()                              # {"tile_n": Knob("tile_n", [8, 16, 32], 32)}
+    faster = sched.with_values({"tile_n": 16}) # a clone with the knob set in memory
+    scheduled = faster.apply(loops)            # a transformed clone of `loops`
+
+The entry point is `transform.named_sequence @__transform_main(%root: !transform.any_op)`;
+`%root` is the payload module. einc's `transform.einc.*` ops (dialects/einc_transform.py) are
+interpreted by `EincTransformFunctions`, an extension of xDSL's `TransformFunctions` (which
+keeps `transform.structured.match` and `apply_registered_pass`). An illegal transform raises
+ScheduleError at the op's location; the payload clone is then discarded, so no caller ever
+sees half-rewritten IR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from xdsl.dialects import affine, transform
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreters.transform import OperationHandle, TransformFunctions
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError as XdslParseError
+
+from einc.context import make_context
+from einc.dialects import einc_transform as et
+from einc.errors import ScheduleError, SourceLocation
+from einc.passes.utils import loop_transforms as lt
+
+ENTRY = "__transform_main"
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    options: tuple[int, ...]
+    selected: int
+
+
+class _LocatingParser(Parser):
+    """xDSL's parser, remembering where each operation starts (ops carry no location)."""
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.offsets: dict[Operation, int] = {}
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        self.offsets[op] = start
+        return op
+
+
+def _location(source: str, filename: str, offset: int, length: int = 1) -> SourceLocation:
+    line = source.count("\n", 0, offset) + 1
+    col = offset - (source.rfind("\n", 0, offset) + 1) + 1
+    return SourceLocation(filename, line, col, length, source)
+
+
+class Schedule:
+    """A parsed schedule: its module (holding `@__transform_main`) and each op's location."""
+
+    def __init__(
+        self, module: ModuleOp, filename: str = "<schedule>", source: str | None = None,
+        locations: Mapping[Operation, SourceLocation] | None = None,
+    ):
+        self.module = module
+        self.filename = filename
+        self.source = source
+        self.locations = dict(locations or {})
+
+    @classmethod
+    def parse(cls, text: str, filename: str = "<schedule>") -> Schedule:
+        ctx = make_context()
+        parser = _LocatingParser(ctx, text, filename)
+        try:
+            module = parser.parse_module()
+        except XdslParseError as err:
+            raise ScheduleError(f"malformed schedule: {err}", SourceLocation(filename, 1, 1)) from None
+        locations = {
+            op: _location(text, filename, offset, len(op.name)) for op, offset in parser.offsets.items()
+        }
+        schedule = cls(module, filename, text, locations)
+        schedule.entry()  # fail early without an entry point
+        return schedule
+
+    def entry(self) -> transform.NamedSequenceOp:
+        for op in self.module.walk():
+            if isinstance(op, transform.NamedSequenceOp) and op.sym_name.data == ENTRY:
+                return op
+        raise ScheduleError(
+            f"the schedule has no 'transform.named_sequence @{ENTRY}'",
+            SourceLocation(self.filename, 1, 1, source=self.source),
+        )
+
+    def knobs(self) -> dict[str, Knob]:
+        return {
+            op.knob_name.data: Knob(op.knob_name.data, tuple(op.values), op.selected.value.data)
+            for op in self.module.walk()
+            if isinstance(op, et.KnobOp)
+        }
+
+    def with_values(self, values: Mapping[str, int]) -> Schedule:
+        """A clone with the named knobs set (each to one of its options)."""
+        clone = self.module.clone()
+        mapping = dict(zip(self.module.walk(), clone.walk()))
+        knobs = {op.knob_name.data: op for op in clone.walk() if isinstance(op, et.KnobOp)}
+        for name, value in values.items():
+            if name not in knobs:
+                raise ScheduleError(f"the schedule has no knob '{name}' (knobs: {', '.join(sorted(knobs))})")
+            op = knobs[name]
+            if value not in op.values:
+                loc = self.locations.get(next(o for o, c in mapping.items() if c is op))
+                raise ScheduleError(f"knob '{name}': {value} is not one of {op.values}", loc)
+            op.selected = IntegerAttr(value, op.selected.type)
+        locations = {mapping[o]: loc for o, loc in self.locations.items() if o in mapping}
+        return Schedule(clone, self.filename, self.source, locations)
+
+    def apply(self, payload: ModuleOp) -> ModuleOp:
+        """A clone of `payload` with the schedule applied (the argument is not modified)."""
+        module = payload.clone()
+        self.apply_in_place(module)
+        return module
+
+    def apply_in_place(self, module: ModuleOp) -> None:
+        """Apply to `module` itself: on ScheduleError it may be partly transformed, so callers
+        that keep the module on failure should use `apply` (a clone)."""
+        ctx = make_context()
+        from einc.passes import get_all_passes
+
+        interpreter = Interpreter(self.module)
+        interpreter.register_implementations(TransformFunctions(ctx, get_all_passes()))
+        interpreter.register_implementations(EincTransformFunctions(self, module))
+        interpreter.call_op(self.entry(), (OperationHandle(module),))
+
+    def __str__(self) -> str:
+        return str(self.module)
+
+
+def resolve_schedule(schedule: object, target: str, module: ModuleOp) -> Schedule | None:
+    """The schedule to apply to `module`: a Schedule as is, schedule text parsed, None for
+    the target's default schedule, "none" for no schedule at all."""
+    if isinstance(schedule, Schedule):
+        return schedule
+    if schedule is None:
+        from einc.default_schedule import default_schedule_text
+
+        text = default_schedule_text(target, module)
+        return None if text is None else Schedule.parse(text, f"<default {target} schedule>")
+    if isinstance(schedule, str):
+        if schedule.strip() == "none":
+            return None
+        return Schedule.parse(schedule, "<schedule>")
+    raise ScheduleError(f"a schedule is a Schedule, its text or 'none', not {type(schedule).__name__}")
+
+
+# ---- the interpreter ---------------------------------------------------------------------------
+
+
+@register_impls
+class EincTransformFunctions(InterpreterFunctions):
+    """Implementations of `transform.einc.*`: each resolves its handles and params, calls the
+    loop_transforms utility, and turns a Failure into ScheduleError at the op."""
+
+    def __init__(self, schedule: Schedule, payload: ModuleOp):
+        self.schedule = schedule
+        self.payload = payload
+
+    # -- helpers --
+    def fail(self, op: Operation, message: str) -> ScheduleError:
+        loc = self.schedule.locations.get(op)
+        if loc is None:
+            message = f"{op.name}: {message}"
+        return ScheduleError(message, loc)
+
+    def loops(self, op: Operation, handle: object, what: str = "loop") -> list[affine.ForOp]:
+        assert isinstance(handle, OperationHandle)
+        result = []
+        for payload_op in handle.ops:
+            if not self._attached(payload_op):
+                raise self.fail(op, f"the {what} handle refers to an op a previous transform replaced (match it again)")
+            if not isinstance(payload_op, affine.ForOp):
+                raise self.fail(op, f"expected affine.for ops, got '{payload_op.name}'")
+            result.append(payload_op)
+        return result
+
+    def _attached(self, payload_op: Operation) -> bool:
+        parent: Operation | None = payload_op
+        while parent is not None:
+            if parent is self.payload:
+                return True
+            parent = parent.parent_op()
+        return False
+
+    def size(self, op: et.SizedLoopOp, args: PythonValues) -> int:
+        if op.static_size is not None:
+            return op.static_size.value.data
+        value = args[1]
+        if isinstance(value, list | tuple):
+            value = value[0] if len(value) == 1 else None
+        if isinstance(value, IntegerAttr):
+            value = value.value.data
+        if not isinstance(value, int):
+            raise self.fail(op, "the size param holds no single integer")
+        return value
+
+    def check(self, op: Operation, result: object) -> object:
+        if isinstance(result, lt.Failure):
+            raise self.fail(op, result.message)
+        return result
+
+    # -- ops --
+    @impl(et.MatchOp)
+    def run_match(self, interpreter: Interpreter, op: et.MatchOp, args: PythonValues) -> PythonValues:
+        (roots,) = args
+        assert isinstance(roots, OperationHandle)
+        name = op.op_name.data if op.op_name is not None else affine.ForOp.name
+        found = []
+        for root in roots.ops:
+            for candidate in root.walk():
+                if candidate is root or candidate.name != name:
+                    continue
+                attrs = candidate.attributes
+                if op.stmt is not None and attrs.get(lt.STMT_ATTR) != op.stmt:
+                    continue
+                if op.axis is not None and attrs.get(lt.AXIS_ATTR) != op.axis:
+                    continue
+                if name == affine.ForOp.name and (("einc.init" in attrs) != (op.init is not None)):
+                    continue
+                found.append(candidate)
+        if not found:
+            raise self.fail(op, "matched no operation")
+        return (OperationHandle(*found),)
+
+    @impl(et.KnobOp)
+    def run_knob(self, interpreter: Interpreter, op: et.KnobOp, args: PythonValues) -> PythonValues:
+        return (op.selected.value.data,)
+
+    @impl(transform.ParamConstantOp)
+    def run_param_constant(self, interpreter: Interpreter, op: transform.ParamConstantOp, args: PythonValues) -> PythonValues:
+        value = op.value
+        if not isinstance(value, IntegerAttr):
+            raise self.fail(op, "only integer params are supported")
+        return (value.value.data,)
+
+    @impl(et.TileOp)
+    def run_tile(self, interpreter: Interpreter, op: et.TileOp, args: PythonValues) -> PythonValues:
+        size = self.size(op, args)
+        outers, inners = [], []
+        for loop in self.loops(op, args[0]):
+            outer, inner = self.check(op, lt.tile_loop(loop, size))  # type: ignore[misc]
+            outers.append(outer)
+            inners.append(inner)
+        return OperationHandle(*outers), OperationHandle(*inners)
+
+    @impl(et.UnrollOp)
+    def run_unroll(self, interpreter: Interpreter, op: et.UnrollOp, args: PythonValues) -> PythonValues:
+        factor = self.size(op, args)
+        left: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            left += self.check(op, lt.unroll_loop(loop, factor))  # type: ignore[operator]
+        return (OperationHandle(*left),)
+
+    @impl(et.RfactorOp)
+    def run_rfactor(self, interpreter: Interpreter, op: et.RfactorOp, args: PythonValues) -> PythonValues:
+        factor = self.size(op, args)
+        parts, combines = [], []
+        for loop in self.loops(op, args[0]):
+            part, combine = self.check(op, lt.rfactor_loop(loop, factor))  # type: ignore[misc]
+            parts.append(part)
+            combines.append(combine)
+        return OperationHandle(*parts), OperationHandle(*combines)
+
+    @impl(et.ReorderOp)
+    def run_reorder(self, interpreter: Interpreter, op: et.ReorderOp, args: PythonValues) -> PythonValues:
+        loops = []
+        for handle in args:
+            found = self.loops(op, handle)
+            if len(found) != 1:
+                raise self.fail(op, f"each reorder handle must hold one loop, got {len(found)}")
+            loops.append(found[0])
+        new = self.check(op, lt.reorder_loops(loops))
+        return tuple(OperationHandle(loop) for loop in new)  # type: ignore[union-attr]
+
+    @impl(et.ParallelizeOp)
+    def run_parallelize(self, interpreter: Interpreter, op: et.ParallelizeOp, args: PythonValues) -> PythonValues:
+        for loop in self.loops(op, args[0]):
+            self.check(op, lt.parallelize_loop(loop))
+        return ()
+
+    @impl(et.VectorizeOp)
+    def run_vectorize(self, interpreter: Interpreter, op: et.VectorizeOp, args: PythonValues) -> PythonValues:
+        for loop in self.loops(op, args[0]):
+            self.check(op, lt.vectorize_loop(loop))
+        return ()
+
+    @impl(et.BindOp)
+    def run_bind(self, interpreter: Interpreter, op: et.BindOp, args: PythonValues) -> PythonValues:
+        limit = op.max_threads.value.data if op.max_threads is not None else None
+        for loop in self.loops(op, args[0]):
+            self.check(op, lt.bind_loop(loop, op.axis.data, limit))
+        return ()
+
+    @impl(et.FuseOp)
+    def run_fuse(self, interpreter: Interpreter, op: et.FuseOp, args: PythonValues) -> PythonValues:
+        firsts, seconds = self.loops(op, args[0]), self.loops(op, args[1])
+        if len(firsts) != 1 or len(seconds) != 1:
+            raise self.fail(op, "fuse handles must hold one loop each")
+        return (OperationHandle(self.check(op, lt.fuse_loops(firsts[0], seconds[0]))),)  # type: ignore[arg-type]
+
+    @impl(et.CacheReadOp)
+    def run_cache_read(self, interpreter: Interpreter, op: et.CacheReadOp, args: PythonValues) -> PythonValues:
+        return self._cache(op, args, write=False)
+
+    @impl(et.CacheWriteOp)
+    def run_cache_write(self, interpreter: Interpreter, op: et.CacheWriteOp, args: PythonValues) -> PythonValues:
+        return self._cache(op, args, write=True)
+
+    def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
+        from einc.passes.utils.cache import cache_tensor
+
+        allocs = []
+        for loop in self.loops(op, args[0]):
+            allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data)))
+        return (OperationHandle(*allocs),)  # type: ignore[arg-type]
+
+
+_ = (StringAttr, UnitAttr)

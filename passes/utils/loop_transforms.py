@@ -1,0 +1,585 @@
+"""Loop transformations on `affine.for` nests: the mechanism behind einc's schedule ops
+(dialects/einc_transform.py) and the standalone passes (passes/tile_loops.py, ...).
+
+Every function checks legality first and returns a `Failure` (a value, with the reason)
+without touching the IR when the rewrite is illegal or unsupported; when it succeeds the
+rewrite keeps every result identical (the same operations in the same per-element order;
+only `rfactor` reassociates a reduction). Loops keep their `einc.stmt`/`einc.axis` tags;
+tiling axis `A` gives loops `A.o` and `A.i`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import affine, arith, memref
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from einc.passes.utils.affine_index import dims_to_operands
+from einc.passes.utils.loop_analysis import (
+    band_permutation_breaks,
+    bound_operands,
+    bounds_dominate,
+    buffer_name,
+    carried_dependence,
+    constant_bounds,
+    accesses,
+    conflicts,
+    induction_var,
+    perfect_band,
+    separates_all,
+    step_of,
+    trip_count,
+    written_groups,
+)
+
+STMT_ATTR, AXIS_ATTR = "einc.stmt", "einc.axis"
+PARALLEL_ATTR, VECTORIZE_ATTR, BIND_ATTR = "einc.parallel", "einc.vectorize", "einc.bind"
+UNROLL_ATTR, TAIL_ATTR = "einc.unroll", "einc.tail"
+BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a transform was refused; the IR is unchanged."""
+
+    message: str
+
+
+def describe(loop: affine.ForOp) -> str:
+    """`loop K of output0` from the loop's tags (or `loop %name`)."""
+    axis, stmt = loop.attributes.get(AXIS_ATTR), loop.attributes.get(STMT_ATTR)
+    if isinstance(axis, StringAttr) and isinstance(stmt, StringAttr):
+        return f"loop {axis.data} of {stmt.data}"
+    return f"loop %{induction_var(loop).name_hint or '?'}"
+
+
+def _retag(loop: affine.ForOp, attributes: dict, suffix: str) -> None:
+    for k, v in attributes.items():
+        loop.attributes[k] = v
+    if isinstance(axis := attributes.get(AXIS_ATTR), StringAttr):
+        loop.attributes[AXIS_ATTR] = StringAttr(axis.data + suffix)
+
+
+def _new_loop(
+    lb_ops: Sequence[SSAValue], ub_ops: Sequence[SSAValue], lb: AffineMap | int,
+    ub: AffineMap | int, step: int, hint: str | None,
+) -> affine.ForOp:
+    block = Block(arg_types=[IndexType()])
+    block.args[0].name_hint = hint
+    block.add_op(affine.YieldOp.get())
+    return affine.ForOp.from_region(
+        lb_ops, ub_ops, (), (),
+        AffineMapAttr(lb) if isinstance(lb, AffineMap) else lb,
+        AffineMapAttr(ub) if isinstance(ub, AffineMap) else ub,
+        Region(block), step,
+    )
+
+
+# ---- affine.apply folding -------------------------------------------------------------------
+
+
+def _compose(m: AffineMap, operands: Sequence[SSAValue]) -> tuple[AffineMap, list[SSAValue]] | None:
+    """Fold the first operand defined by a single-result `affine.apply` into `m`."""
+    m = dims_to_operands(m)
+    for p, operand in enumerate(operands):
+        apply = operand.owner
+        if not isinstance(apply, affine.ApplyOp):
+            continue
+        am = dims_to_operands(apply.map.data)
+        rest = [o for k, o in enumerate(operands) if k != p]
+        n = len(rest)
+        dims = [AffineExpr.dimension(k if k < p else k - 1) for k in range(len(operands))]
+        dims[p] = am.results[0].replace_dims_and_symbols(
+            [AffineExpr.dimension(n + k) for k in range(am.num_dims)], []
+        )
+        results = tuple(r.replace_dims_and_symbols(dims, []) for r in m.results)
+        return AffineMap(n + am.num_dims, 0, results), [*rest, *apply.mapOperands]
+    return None
+
+
+def fold_applies(root: Operation) -> None:
+    """Fold `affine.apply` results into the maps of the affine loads, stores and applies
+    nested in `root`, then erase applies left unused. Never fails."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(root.walk()):
+            if isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
+                indices = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
+                folded = _compose(op.map.data, indices)
+                if folded is None:
+                    continue
+                m, new = folded
+                if isinstance(op, affine.LoadOp):
+                    repl: Operation = affine.LoadOp(op.memref, new, AffineMapAttr(m), op.result.type)
+                elif isinstance(op, affine.StoreOp):
+                    repl = affine.StoreOp(op.value, op.memref, new, AffineMapAttr(m))
+                else:
+                    repl = affine.ApplyOp(new, AffineMapAttr(m))
+                for k, v in op.attributes.items():
+                    repl.attributes[k] = v
+                Rewriter.replace_op(op, repl)
+                changed = True
+    for op in list(root.walk()):
+        if isinstance(op, affine.ApplyOp) and not op.result.uses:
+            Rewriter.erase_op(op)
+
+
+def _offset_iv(block: Block, base: SSAValue, scale_step: int = 0) -> None:
+    """Uses of `block`'s iv become `base + iv` (or `iv + scale_step` with no base)."""
+    iv = block.args[0]
+    if base is not None:
+        apply = affine.ApplyOp([base, iv], AffineMapAttr(AffineMap(2, 0, (AffineExpr.dimension(0) + AffineExpr.dimension(1),))))
+    else:
+        apply = affine.ApplyOp([iv], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + scale_step,))))
+    block.insert_op_before(apply, block.first_op)  # type: ignore[arg-type]
+    iv.replace_uses_with_if(apply.result, lambda use: use.operation is not apply)
+
+
+# ---- tile -------------------------------------------------------------------------------------
+
+
+def tile_loop(loop: affine.ForOp, size: int) -> tuple[affine.ForOp, affine.ForOp] | Failure:
+    """Strip-mine `loop` into `outer` (step `size * step`) and `inner` (`0` to
+    `min(size * step, ub - outer)`, the min only when `size` does not divide the trip
+    count): the iterations run in the same order. Always legal for a positive size."""
+    if size <= 0:
+        return Failure(f"tile size must be positive, got {size}")
+    if len(loop.lowerBoundMap.data.results) != 1 or loop.results:
+        return Failure(f"cannot tile {describe(loop)}: its lower bound is a max")
+    step = step_of(loop)
+    lb_ops, ub_ops = bound_operands(loop)
+    ub_map = dims_to_operands(loop.upperBoundMap.data)
+    width = size * step
+    bounds = constant_bounds(loop)
+    hint = induction_var(loop).name_hint or "i"
+    outer = _new_loop(lb_ops, ub_ops, loop.lowerBoundMap.data, loop.upperBoundMap.data, width, hint + "_o")
+    io = induction_var(outer)
+    n = ub_map.num_dims
+    if bounds is not None and (bounds[1] - bounds[0]) % width == 0:
+        inner_ub: AffineMap = AffineMap(0, 0, (AffineExpr.constant(width),))
+        inner_ops: list[SSAValue] = []
+    else:
+        results = [AffineExpr.constant(width)] + [r - AffineExpr.dimension(n) for r in ub_map.results]
+        inner_ub, inner_ops = AffineMap(n + 1, 0, tuple(results)), [*ub_ops, io]
+    attributes = dict(loop.attributes)
+    region = loop.detach_region(loop.body)
+    region.block.args[0].name_hint = hint + "_i"
+    inner = affine.ForOp.from_region((), inner_ops, (), (), 0, AffineMapAttr(inner_ub), region, step)
+    outer.body.block.insert_op_before(inner, outer.body.block.first_op)  # type: ignore[arg-type]
+    Rewriter.replace_op(loop, outer)
+    _offset_iv(region.block, io)
+    fold_applies(inner)
+    _retag(outer, attributes, ".o")
+    _retag(inner, attributes, ".i")
+    return outer, inner
+
+
+# ---- reorder ------------------------------------------------------------------------------------
+
+
+def _depth(op: Operation) -> int:
+    d, parent = 0, op.parent_op()
+    while parent is not None:
+        d, parent = d + 1, parent.parent_op()
+    return d
+
+
+def reorder_loops(loops: Sequence[affine.ForOp]) -> list[affine.ForOp] | Failure:
+    """Permute a perfect band so that `loops` (given in the wanted order, outermost first)
+    run in that order. Legal when the loops form a perfect band, bounds stay dominated, and
+    for every written buffer the loops that do not separate it keep their relative order.
+    Returns the new loops in the given order."""
+    if len({id(x) for x in loops}) != len(loops):
+        return Failure("reorder lists a loop twice")
+    band = sorted(loops, key=_depth)
+    if not perfect_band(band) or any(
+        band[k + 1].parent_op() is not band[k] for k in range(len(band) - 1)
+    ):
+        return Failure("reorder needs loops of one perfect nest (each body holds only the next loop)")
+    order = [band.index(x) for x in loops]
+    if not bounds_dominate(band, order):
+        return Failure("reorder would move a loop outside the loop its bounds depend on")
+    broken = band_permutation_breaks(band, order)
+    if broken is not None:
+        return Failure(
+            f"reorder would reverse a dependence through '{buffer_name(broken)}' "
+            "(the order of its reduction or non-separable loops must stay)"
+        )
+    return _rebuild_band(band, order)
+
+
+def _rebuild_band(band: list[affine.ForOp], order: list[int]) -> list[affine.ForOp]:
+    headers = []
+    for loop in band:
+        lb_ops, ub_ops = bound_operands(loop)
+        headers.append((lb_ops, ub_ops, loop.lowerBoundMap.data, loop.upperBoundMap.data,
+                        step_of(loop), dict(loop.attributes), induction_var(loop).name_hint))
+    new: list[affine.ForOp] = []
+    point = InsertPoint.before(band[0])
+    for k in order:
+        lb_ops, ub_ops, lb, ub, step, attrs, hint = headers[k]
+        loop = _new_loop(lb_ops, ub_ops, lb, ub, step, hint)
+        for name, value in attrs.items():
+            loop.attributes[name] = value
+        Rewriter.insert_op(loop, point)
+        point = InsertPoint.before(loop.body.block.last_op)  # type: ignore[arg-type]
+        new.append(loop)
+    innermost = band[-1].body.block
+    for op in list(innermost.ops)[:-1]:
+        op.detach()
+        Rewriter.insert_op(op, point)
+    for k, loop in zip(order, new):
+        induction_var(band[k]).replace_all_uses_with(induction_var(loop))
+    band[0].detach()
+    band[0].erase()
+    return new
+
+
+# ---- unroll -----------------------------------------------------------------------------------
+
+
+def _clone_body(loop: affine.ForOp, point: InsertPoint, iv: SSAValue) -> None:
+    mapper: dict[SSAValue, SSAValue] = {induction_var(loop): iv}
+    for op in list(loop.body.block.ops)[:-1]:
+        Rewriter.insert_op(op.clone(value_mapper=mapper), point)
+
+
+def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure:
+    """Unroll by `factor`: the body repeated `factor` times per iteration, a tail loop
+    (`einc.tail`) for the remaining iterations. A factor of at least the trip count unrolls
+    completely (no loop left). Needs constant bounds. Returns the loops left."""
+    if factor <= 0:
+        return Failure(f"unroll factor must be positive, got {factor}")
+    bounds, n = constant_bounds(loop), trip_count(loop)
+    if bounds is None or n is None:
+        return Failure(f"cannot unroll {describe(loop)}: its bounds are not constant")
+    if loop.results:
+        return Failure(f"cannot unroll {describe(loop)}: it carries values")
+    if factor == 1 or n == 0:
+        return [loop]
+    factor = min(factor, n)
+    step, lb = step_of(loop), bounds[0]
+    main_trips, rem = divmod(n, factor)
+    split = lb + main_trips * factor * step
+    left: list[affine.ForOp] = []
+    if rem:
+        tail = loop.clone()
+        tail.properties["lowerBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(split),)))
+        tail.attributes[TAIL_ATTR] = UnitAttr()
+        Rewriter.insert_op(tail, InsertPoint.after(loop))
+    if main_trips == 1:
+        point = InsertPoint.before(loop)
+        for k in range(factor):
+            const = arith.ConstantOp(IntegerAttr(lb + k * step, IndexType()))
+            Rewriter.insert_op(const, point)
+            _clone_body(loop, point, const.result)
+        Rewriter.erase_op(loop)
+    else:
+        main = _new_loop((), (), lb, split, step * factor, induction_var(loop).name_hint)
+        for name, value in loop.attributes.items():
+            main.attributes[name] = value
+        main.attributes[UNROLL_ATTR] = IntegerAttr(factor, 64)
+        Rewriter.insert_op(main, InsertPoint.before(loop))
+        body_end = InsertPoint.before(main.body.block.last_op)  # type: ignore[arg-type]
+        iv = induction_var(main)
+        for k in range(factor):
+            if k == 0:
+                _clone_body(loop, body_end, iv)
+                continue
+            shifted = affine.ApplyOp([iv], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + k * step,))))
+            Rewriter.insert_op(shifted, body_end)
+            _clone_body(loop, body_end, shifted.result)
+        Rewriter.erase_op(loop)
+        fold_applies(main)
+        left.append(main)
+    if rem:
+        left.append(tail)
+    return left
+
+
+# ---- marks: parallel, vectorize, bind --------------------------------------------------------------
+
+
+def _dependence_failure(what: str, loop: affine.ForOp) -> Failure | None:
+    buffer = carried_dependence(loop)
+    if buffer is None:
+        return None
+    return Failure(
+        f"cannot {what} {describe(loop)}: its iterations both access '{buffer_name(buffer)}' "
+        "(a carried dependence; split a reduction with rfactor first)"
+    )
+
+
+def parallelize_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
+    """Mark `loop` `einc.parallel` (C: `#pragma omp parallel for`) when its iterations are
+    independent."""
+    failure = _dependence_failure("parallelize", loop)
+    if failure is not None:
+        return failure
+    loop.attributes[PARALLEL_ATTR] = UnitAttr()
+    return loop
+
+
+def vectorize_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
+    """Mark an innermost loop without carried dependences `einc.vectorize` (C:
+    `#pragma omp simd`; a GPU/SIMD dialect lowers it properly later)."""
+    if any(isinstance(op, affine.ForOp) for op in loop.body.walk()):
+        return Failure(f"cannot vectorize {describe(loop)}: it is not an innermost loop")
+    failure = _dependence_failure("vectorize", loop)
+    if failure is not None:
+        return failure
+    loop.attributes[VECTORIZE_ATTR] = UnitAttr()
+    return loop
+
+
+def bind_loop(loop: affine.ForOp, axis: str, max_threads: int | None) -> affine.ForOp | Failure:
+    """Mark `loop` `einc.bind = axis` (a GPU block or thread index). Legal when its iterations
+    are independent and, for thread axes, the threads bound in the nest multiply to at most
+    `max_threads`."""
+    if axis not in BIND_AXES:
+        return Failure(f"unknown bind axis '{axis}' (one of {', '.join(BIND_AXES)})")
+    failure = _dependence_failure("bind", loop)
+    if failure is not None:
+        return failure
+    if axis.startswith("thread.") and max_threads is not None:
+        threads = 1
+        nest: list[affine.ForOp] = [loop]
+        parent = loop.parent_op()
+        while parent is not None:
+            if isinstance(parent, affine.ForOp):
+                nest.append(parent)
+            parent = parent.parent_op()
+        nest += [op for op in loop.body.walk() if isinstance(op, affine.ForOp)]
+        for other in nest:
+            bound = other.attributes.get(BIND_ATTR)
+            if other is loop or (isinstance(bound, StringAttr) and bound.data.startswith("thread.")):
+                n = trip_count(other)
+                if n is None:
+                    return Failure(f"cannot bind {describe(other)} to threads: its trip count is not constant")
+                threads *= n
+        if threads > max_threads:
+            return Failure(
+                f"binding {describe(loop)} to {axis} needs {threads} threads per block, "
+                f"more than the limit {max_threads}"
+            )
+    loop.attributes[BIND_ATTR] = StringAttr(axis)
+    return loop
+
+
+# ---- fuse -------------------------------------------------------------------------------------
+
+
+def fuse_loops(first: affine.ForOp, second: affine.ForOp) -> affine.ForOp | Failure:
+    """Fuse two sibling loops with the same bounds: `first`'s body runs at the start of
+    `second`'s body, in `second`'s place. Producer into consumer (compute-at) and an
+    elementwise consumer into a reduction's loop (epilogue) are both this. Legal when the
+    ops between them do not touch what `first` touches, and the fused loop separates every
+    buffer the two share with a write."""
+    if first is second or first.parent_block() is not second.parent_block():
+        return Failure("fuse needs two different loops in the same block")
+    block = first.parent_block()
+    assert block is not None
+    if block.get_operation_index(first) > block.get_operation_index(second):
+        return Failure(f"fuse: {describe(first)} must come before {describe(second)}")
+    same = (
+        first.lowerBoundMap == second.lowerBoundMap
+        and first.upperBoundMap == second.upperBoundMap
+        and first.step == second.step
+        and bound_operands(first) == bound_operands(second)
+    )
+    if not same or first.results or second.results:
+        return Failure(f"cannot fuse {describe(first)} and {describe(second)}: different bounds")
+    op = first.next_op
+    while op is not None and op is not second:
+        if (buffer := conflicts(first, op)) is not None:
+            return Failure(
+                f"cannot fuse {describe(first)} into {describe(second)}: an operation between "
+                f"them also accesses '{buffer_name(buffer)}'"
+            )
+        op = op.next_op
+    groups_1, groups_2 = written_groups(first), written_groups(second)
+    all_1, all_2 = accesses(first), accesses(second)
+    shared = {a.buffer for a in all_1} & {a.buffer for a in all_2}
+    for buffer in shared:
+        if buffer not in groups_1 and buffer not in groups_2:
+            continue
+        items = [(induction_var(first), first, a) for a in all_1 if a.buffer is buffer]
+        items += [(induction_var(second), second, a) for a in all_2 if a.buffer is buffer]
+        if not separates_all(items, step_of(first)):
+            return Failure(
+                f"cannot fuse {describe(first)} into {describe(second)}: iterations would "
+                f"read '{buffer_name(buffer)}' before it is written"
+            )
+    target = second.body.block
+    anchor = target.first_op
+    for inner in list(first.body.block.ops)[:-1]:
+        inner.detach()
+        target.insert_op_before(inner, anchor)  # type: ignore[arg-type]
+    induction_var(first).replace_all_uses_with(induction_var(second))
+    Rewriter.erase_op(first)
+    return second
+
+
+# ---- rfactor ----------------------------------------------------------------------------------
+
+
+def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.ForOp] | Failure:
+    """Split a reduction over `loop` into `factor` independent partial reductions: a buffer
+    `partial[factor, ...out]` filled with the combiner's identity, the nest accumulating into
+    `partial[k mod factor chunk, ...]` with the chunk loop outermost of the reduction (now
+    parallel), then a nest combining the partials into the output. Reassociates the sum
+    (results equal up to rounding). Returns (the chunk loop, the combine loop)."""
+    from einc.passes.utils.combiner import build_combine, identity_constant
+    from einc.dialects.ein import Combiner
+
+    if factor <= 1:
+        return Failure(f"rfactor factor must be at least 2, got {factor}")
+    n = trip_count(loop)
+    if n is None or constant_bounds(loop) != (0, n) or step_of(loop) != 1:
+        return Failure(f"cannot rfactor {describe(loop)}: it needs bounds 0 to a constant, step 1")
+    if n % factor:
+        return Failure(f"cannot rfactor {describe(loop)}: factor {factor} does not divide {n}")
+    groups = written_groups(loop)
+    if len(groups) != 1:
+        return Failure(f"cannot rfactor {describe(loop)}: it must write exactly one buffer")
+    (buffer, group), = groups.items()
+    stores = [a for a in group if a.write]
+    loads = [a for a in group if not a.write]
+    if len(stores) != 1 or len(loads) != 1 or stores[0].map is None or loads[0].map is None:
+        return Failure(f"cannot rfactor {describe(loop)}: not a single load-combine-store reduction")
+    store, load = stores[0].op, loads[0].op
+    assert isinstance(store, affine.StoreOp) and isinstance(load, affine.LoadOp)
+    if load.map != store.map or tuple(load.indices) != tuple(store.indices):
+        return Failure(f"cannot rfactor {describe(loop)}: the load and store differ")
+    combine = store.value.owner
+    combiner = _combiner_of(combine, load.result)
+    if combiner is None:
+        return Failure(f"cannot rfactor {describe(loop)}: no add/mul/max/min combine found")
+    if any(o is induction_var(loop) for o in store.indices) or any(
+        _depends_on_loop(o, loop) for o in store.indices
+    ):
+        return Failure(f"cannot rfactor {describe(loop)}: it is not a reduction loop")
+    # the enclosing loops defining the store's indices must enclose `loop`
+    out_type = buffer.type
+    assert isinstance(out_type, MemRefType)
+    element = out_type.get_element_type()
+    # partial buffer [factor, *out_shape]
+    alloc = memref.AllocOp.get(element, shape=[factor, *out_type.get_shape()])
+    alloc.attributes["ein.name"] = StringAttr(buffer_name(buffer) + "_rf")
+    alloc.memref.name_hint = buffer_name(buffer) + "_rf"
+    func_block = _function_block(loop)
+    Rewriter.insert_op(alloc, InsertPoint.at_start(func_block))
+    Rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(func_block.last_op))  # type: ignore[arg-type]
+    top = _outermost(loop)
+    init = identity_constant(combiner, element)
+    Rewriter.insert_op(init, InsertPoint.before(top))
+    shape = [factor, *out_type.get_shape()]
+    fill_point = InsertPoint.before(top)
+    fill_loops = []
+    for k, extent in enumerate(shape):
+        f = _new_loop((), (), 0, extent, 1, f"r{k}")
+        Rewriter.insert_op(f, fill_point)
+        fill_loops.append(f)
+        fill_point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
+    Rewriter.insert_op(affine.StoreOp(init.result, alloc.memref, [induction_var(f) for f in fill_loops]), fill_point)
+    # split the reduction loop: `chunk` (0 to factor, over the partials) and `inner`
+    width = n // factor
+    hint = induction_var(loop).name_hint or "k"
+    outer = _new_loop((), (), 0, factor, 1, hint + "_rf")
+    attributes = dict(loop.attributes)
+    region = loop.detach_region(loop.body)
+    region.block.args[0].name_hint = hint + "_i"
+    inner = affine.ForOp.from_region((), (), (), (), 0, width, region, 1)
+    outer.body.block.insert_op_before(inner, outer.body.block.first_op)  # type: ignore[arg-type]
+    Rewriter.replace_op(loop, outer)
+    chunk = induction_var(outer)
+    scaled = affine.ApplyOp([chunk, region.block.args[0]], AffineMapAttr(AffineMap(2, 0, (AffineExpr.dimension(0) * width + AffineExpr.dimension(1),))))
+    region.block.insert_op_before(scaled, region.block.first_op)  # type: ignore[arg-type]
+    region.block.args[0].replace_uses_with_if(scaled.result, lambda use: use.operation is not scaled)
+    _retag(outer, attributes, ".rf")
+    _retag(inner, attributes, ".i")
+    for old in (load, store):
+        m = dims_to_operands(old.map.data)
+        nd = m.num_dims
+        new_map = AffineMap(nd + 1, 0, (AffineExpr.dimension(nd), *m.results))
+        operands = [*old.indices, chunk]
+        if isinstance(old, affine.LoadOp):
+            Rewriter.replace_op(old, affine.LoadOp(alloc.memref, operands, AffineMapAttr(new_map), element))
+        else:
+            Rewriter.replace_op(old, affine.StoreOp(old.value, alloc.memref, operands, AffineMapAttr(new_map)))
+    fold_applies(outer)
+    outer.attributes["einc.rfactor"] = UnitAttr()
+    # combine the partials into the output, after the whole nest
+    point = InsertPoint.after(top)
+    comb_loops = []
+    for k, extent in enumerate([*out_type.get_shape(), factor]):
+        f = _new_loop((), (), 0, extent, 1, f"c{k}")
+        Rewriter.insert_op(f, point)
+        comb_loops.append(f)
+        point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
+    ivs = [induction_var(f) for f in comb_loops]
+    b = Builder(point)
+    acc = b.insert(affine.LoadOp(buffer, ivs[:-1])).result
+    part = b.insert(affine.LoadOp(alloc.memref, [ivs[-1], *ivs[:-1]])).result
+    merged = build_combine(b, combiner, acc, part)
+    b.insert(affine.StoreOp(merged, buffer, ivs[:-1]))
+    stmt = loop.attributes.get(STMT_ATTR)
+    for f, role in ((fill_loops, "einc.init"), (comb_loops, "einc.combine")):
+        for k, x in enumerate(f):
+            if stmt is not None:
+                x.attributes[STMT_ATTR] = stmt
+            x.attributes[AXIS_ATTR] = StringAttr(f"rf{k}")
+            x.attributes[role] = UnitAttr()
+    del Combiner
+    return outer, comb_loops[0]
+
+
+def _combiner_of(op: Operation | None, acc: SSAValue):  # type: ignore[no-untyped-def]
+    from einc.dialects.ein import Combiner
+
+    table = {
+        arith.AddfOp: Combiner.ADD, arith.AddiOp: Combiner.ADD, arith.MulfOp: Combiner.MUL,
+        arith.MuliOp: Combiner.MUL, arith.MaximumfOp: Combiner.MAX, arith.MinimumfOp: Combiner.MIN,
+        arith.MaxSIOp: Combiner.MAX, arith.MinSIOp: Combiner.MIN,
+    }
+    if op is None or type(op) not in table or op.operands[0] is not acc:
+        return None
+    return table[type(op)]
+
+
+def _depends_on_loop(v: SSAValue, loop: affine.ForOp) -> bool:
+    owner = v.owner
+    if isinstance(owner, Block):
+        return owner.parent_op() is loop or (owner.parent_op() is not None and loop.is_ancestor(owner.parent_op()))  # type: ignore[arg-type]
+    return loop.is_ancestor(owner)
+
+
+def _outermost(loop: affine.ForOp) -> affine.ForOp:
+    top, parent = loop, loop.parent_op()
+    while isinstance(parent, affine.ForOp):
+        top, parent = parent, parent.parent_op()
+    return top
+
+
+def _function_block(op: Operation) -> Block:
+    from xdsl.dialects import func
+
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        parent = parent.parent_op()
+    assert parent is not None
+    return parent.body.block
