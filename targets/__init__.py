@@ -25,7 +25,17 @@ def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
 
         return OpenCLTarget
 
-    return {"c": c, "opencl": opencl}
+    def cuda():
+        from einc.targets.cuda import CUDATarget
+
+        return CUDATarget
+
+    def hip():
+        from einc.targets.hip import HIPTarget
+
+        return HIPTarget
+
+    return {"c": c, "opencl": opencl, "cuda": cuda, "hip": hip}
 
 
 def get_all_xdsl_targets() -> dict[str, Callable[[ModuleOp, IO[str]], None]]:

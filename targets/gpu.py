@@ -114,13 +114,25 @@ def _alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
     w.line(w.t.shared_decl.format(t=w.ctype(t.get_element_type()), name=name, n=count))  # type: ignore[attr-defined]
 
 
+def use_text(w: _Writer, key: str, text: str) -> None:
+    """Print `text` (helper functions) once, before the kernels."""
+    if text and (key, "") not in w.helpers_used:
+        w.helpers_used[(key, "")] = text
+
+
+def _half_support(w: _Writer) -> None:
+    use_text(w, "half", w.t.half_support.format(p=w.t.helper_prefix))  # type: ignore[attr-defined]
+
+
 def _load_extf(w: _Writer, op: egpu.LoadExtfOp) -> Expr:
+    _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt: str = w.t.load_extf  # type: ignore[attr-defined]
     return Expr(fmt.format(buf=w.value(op.memref).text, i=index.text))
 
 
 def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
+    _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt: str = w.t.store_truncf  # type: ignore[attr-defined]
     w.line(fmt.format(v=w.value(op.value).text, buf=w.value(op.memref).text, i=index.text) + ";")
@@ -129,18 +141,25 @@ def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
 def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
     if op.as_type != f16 or op.result.type != f32:
         raise TargetError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
+    _half_support(w)
     body: str = w.t.round_f16  # type: ignore[attr-defined]
-    key = ("round", "f16")
-    if key not in w.helpers_used:
-        w.helpers_used[key] = f"{w.t.helper_prefix} float einc_round_f16(float a) {{ {body} }}"
+    use_text(w, "round_f16", f"{w.t.helper_prefix} float einc_round_f16(float a) {{ {body} }}")
     return Expr(f"einc_round_f16({w.value(op.value).text})")
 
 
 def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
-    fmt = w.t.subgroup_reduce.get(op.kind.data)  # type: ignore[attr-defined]
+    t = w.ctype(op.result.type)
+    kind = op.kind.data
+    fmt = w.t.subgroup_reduce.get(kind)  # type: ignore[attr-defined]
     if fmt is None:
-        raise TargetError(f"{w.t.name} target: no subgroup {op.kind.data} reduction")
-    return Expr(fmt.format(w.value(op.value).text, t=w.ctype(op.result.type)))
+        raise TargetError(f"{w.t.name} target: no subgroup {kind} reduction")
+    combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
+               egpu.ReduceKind.MAX: "a > b ? a : b", egpu.ReduceKind.MIN: "a < b ? a : b"}[kind]  # fmt: skip
+    suffix = w.suffix(op.result.type)
+    helper: str = w.t.subgroup_helper  # type: ignore[attr-defined]
+    use_text(w, f"subgroup_{kind}_{suffix}", helper.format(
+        p=w.t.helper_prefix, t=t, kind=kind, s=suffix, combine=combine))  # fmt: skip
+    return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix))
 
 
 class DeviceTarget(CLikeTarget):
@@ -153,8 +172,14 @@ class DeviceTarget(CLikeTarget):
     store_truncf: ClassVar[str] = "vstore_half({v}, {i}, {buf})"
     round_f16: ClassVar[str] = "return a;"
     """Body of `float einc_round_f16(float a)`: `a` rounded to the nearest half."""
+    half_support: ClassVar[str] = ""
+    """Helpers the half loads, stores and rounding use (`{p}`: the helper prefix)."""
     subgroup_reduce: ClassVar[Mapping[egpu.ReduceKind, str]] = {}
-    """Subgroup reductions by kind: `{0}` the value, `{t}` its type."""
+    """Subgroup reductions by kind: `{0}` the value, `{t}` its type, `{kind}`, `{s}` the
+    type suffix (`f32`) of a helper from `subgroup_helper`."""
+    subgroup_helper: ClassVar[str] = ""
+    """A helper function per kind and type the reductions call (`{p}` prefix, `{t}` type,
+    `{kind}`, `{s}`, `{combine}` an expression of `a` and `b`)."""
 
     statement_printers = {
         egpu.ReturnOp: _return,  # type: ignore[dict-item]

@@ -1,0 +1,79 @@
+"""The CUDA target: `extern "C" __global__` kernels for NVRTC (no headers needed).
+
+NVRTC sees no C library headers: types are spelled as built-ins (`long long`), limits and
+infinities as literals, and halves are `unsigned short` storage converted with PTX `cvt`
+(`legalize-f16-storage` computes them in float). Compile-checked for sm_80 / sm_90; it runs
+where a GPU and driver are present.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
+
+from einc.dialects import egpu
+from einc.errors import TargetError
+from einc.targets.gpu import DeviceTarget, Runner
+
+_AXES = "xyz"
+
+
+class CUDATarget(DeviceTarget):
+    name: ClassVar[str] = "cuda"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=cuda},"
+        "legalize-f16-storage,canonicalize,cse"
+    )
+    kernel_prefix: ClassVar[str] = 'extern "C" __global__ '
+    buffer_prefix: ClassVar[str] = ""
+    buffer_suffix: ClassVar[str] = " __restrict__"
+    index_type: ClassVar[str] = "long long"
+    barrier: ClassVar[str] = "__syncthreads();"
+    shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}];"
+    helper_prefix: ClassVar[str] = "static __device__ inline"
+    work_item_index = {
+        **{f"block_id.{d}": f"(long long)blockIdx.{d}" for d in _AXES},
+        **{f"thread_id.{d}": f"(long long)threadIdx.{d}" for d in _AXES},
+        **{f"global_id.{d}": f"((long long)blockIdx.{d} * blockDim.{d} + threadIdx.{d})"
+           for d in _AXES},
+        **{f"block_dim.{d}": f"(long long)blockDim.{d}" for d in _AXES},
+        **{f"grid_dim.{d}": f"(long long)gridDim.{d}" for d in _AXES},
+    }  # fmt: skip
+    types = {
+        f64: "double", f32: "float", f16: "unsigned short",
+        i64: "long long", i32: "int", i16: "short", i8: "signed char", i1: "bool",
+        IndexType(): "long long",
+    }  # fmt: skip
+    unsigned_types = {
+        i64: "unsigned long long", i32: "unsigned int", i16: "unsigned short",
+        i8: "unsigned char", i1: "bool", IndexType(): "unsigned long long",
+    }  # fmt: skip
+    literal_names = {
+        "INT64_MIN": "(-9223372036854775807LL - 1)", "INT64_MAX": "9223372036854775807LL",
+        "INT32_MIN": "(-2147483647 - 1)", "INT32_MAX": "2147483647",
+        "INT16_MIN": "(-32767 - 1)", "INT16_MAX": "32767", "INT8_MIN": "(-127 - 1)",
+        "INFINITY": "__int_as_float(0x7f800000)", "NAN": "__int_as_float(0x7fc00000)",
+    }  # fmt: skip
+    half_support: ClassVar[str] = (
+        "{p} float einc_half_to_float(unsigned short h) "
+        '{{ float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }}\n'
+        "{p} unsigned short einc_float_to_half(float f) "
+        '{{ unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }}'
+    )
+    load_extf: ClassVar[str] = "einc_half_to_float({buf}[{i}])"
+    store_truncf: ClassVar[str] = "{buf}[{i}] = einc_float_to_half({v})"
+    round_f16: ClassVar[str] = "return einc_half_to_float(einc_float_to_half(a));"
+    subgroup_reduce = {k: "einc_warp_{kind}_{s}({0})" for k in egpu.ReduceKind}
+    subgroup_helper: ClassVar[str] = (
+        "{p} {t} einc_warp_{kind}_{s}({t} a) {{ for (int o = warpSize / 2; o > 0; o >>= 1) "
+        "{{ {t} b = __shfl_xor_sync(0xffffffffu, a, o); a = {combine}; }} return a; }}"
+    )
+    archs: ClassVar[tuple[str, ...]] = ("sm_80", "sm_90")
+
+    @classmethod
+    def build(cls, source: str, module: ModuleOp) -> Runner:
+        raise TargetError(
+            "the cuda target is compile-checked only here (no GPU driver): use "
+            "einc.runtime.cuda.compile_check_cuda(source, manifest, arch)"
+        )

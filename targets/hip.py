@@ -1,0 +1,56 @@
+"""The HIP target: CUDA's kernel shape for AMD GPUs (`hipcc --genco`), with the C library.
+
+`hip_runtime.h` brings `<stdint.h>` and `<math.h>`, so C's type and literal spellings stand;
+`_Float16` is a native storage type (its arithmetic is computed in float, as in C). Waves
+are 64 lanes on CDNA (gfx90a) and 32 on RDNA (gfx1030): warp reductions use `warpSize`.
+Compile-checked for gfx90a and gfx1030.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ModuleOp
+
+from einc.errors import TargetError
+from einc.targets.cuda import CUDATarget
+from einc.targets.gpu import DeviceTarget, Runner
+
+_AXES = "xyz"
+
+
+class HIPTarget(DeviceTarget):
+    name: ClassVar[str] = "hip"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=hip},"
+        "canonicalize,cse"
+    )
+    includes: ClassVar[tuple[str, ...]] = ("hip/hip_runtime.h",)
+    kernel_prefix: ClassVar[str] = CUDATarget.kernel_prefix
+    buffer_prefix: ClassVar[str] = ""
+    buffer_suffix: ClassVar[str] = " __restrict__"
+    index_type: ClassVar[str] = "int64_t"
+    barrier: ClassVar[str] = CUDATarget.barrier
+    shared_decl: ClassVar[str] = CUDATarget.shared_decl
+    helper_prefix: ClassVar[str] = CUDATarget.helper_prefix
+    work_item_index = {
+        **{f"block_id.{d}": f"(int64_t)blockIdx.{d}" for d in _AXES},
+        **{f"thread_id.{d}": f"(int64_t)threadIdx.{d}" for d in _AXES},
+        **{f"global_id.{d}": f"((int64_t)blockIdx.{d} * blockDim.{d} + threadIdx.{d})"
+           for d in _AXES},
+        **{f"block_dim.{d}": f"(int64_t)blockDim.{d}" for d in _AXES},
+        **{f"grid_dim.{d}": f"(int64_t)gridDim.{d}" for d in _AXES},
+    }  # fmt: skip
+    subgroup_reduce = CUDATarget.subgroup_reduce
+    subgroup_helper: ClassVar[str] = (
+        "{p} {t} einc_warp_{kind}_{s}({t} a) {{ for (int o = warpSize / 2; o > 0; o >>= 1) "
+        "{{ {t} b = __shfl_xor(a, o); a = {combine}; }} return a; }}"
+    )
+    archs: ClassVar[tuple[str, ...]] = ("gfx90a", "gfx1030")
+
+    @classmethod
+    def build(cls, source: str, module: ModuleOp) -> Runner:
+        raise TargetError(
+            "the hip target is compile-checked only (no AMD GPU): use "
+            "einc.runtime.hip.compile_check_hip(source, manifest, arch)"
+        )
