@@ -17,6 +17,8 @@ import pytest
 
 import einc
 from tests.oracle.compare import check_reference
+from tests.oracle.genprog import ODD_AXIS_NAMES, ODD_TENSOR_NAMES
+from tests.oracle.isolate import run_isolated
 from tests.oracle.references import REFERENCES, Reference, ein_file_inputs, make_inputs
 from tests.programs import EIN_FILES, PROGRAMS
 
@@ -115,3 +117,33 @@ def test_every_output_element_is_written(prog: Program) -> None:
     buffers = kernel(**inputs_a)
     kernel.run(inputs_b, buffers)
     check_against_reference(prog, buffers, inputs_b, seed_b)
+
+
+ODD_NAMES = sorted(set(ODD_TENSOR_NAMES) | set(ODD_AXIS_NAMES))
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_any_identifier_names_a_tensor_or_an_axis(name: str) -> None:
+    """LANGUAGE.md reserves no identifier but its keywords: a name that is a C keyword, a
+    libm function, a header macro or a typedef must still work as an input, a result and an
+    axis. (The kernel runs in a child process: a miscompiled name may crash it.)"""
+    x = np.array([1.5, -2.0, 3.25], dtype=np.float32)
+    f32 = {"dtype": "float32", "shape": [3]}
+    other = "input0" if name != "input0" else "input1"
+    cases = [
+        (f"output0[N] = {name}[N] * 2.0", {name: f32}, {name: x}, {"output0": x * 2}),
+        (f"{name}[N] = {other}[N] * 2.0", {other: f32}, {other: x}, {name: x * 2}),
+        (f"output0[{name}] = {other}[{name}] + {name}.cast(`float32`)", {other: f32}, {other: x},
+         {"output0": x + np.arange(3)}),
+    ]  # fmt: skip
+    failures = []
+    for ir, input_dict, inputs, want in cases:
+        try:
+            kernel = einc.compile(ir, input_dict, target="c")
+            got = run_isolated(lambda: kernel(**inputs))
+            assert sorted(got) == sorted(want), f"results {sorted(got)}"
+            for key, value in want.items():
+                np.testing.assert_allclose(got[key], value, rtol=1e-6)
+        except Exception as err:  # noqa: BLE001 - collect every form's failure
+            failures.append(f"{ir!r}: {type(err).__name__}: {str(err).splitlines()[0][:160]}")
+    assert not failures, "\n".join(failures)

@@ -23,6 +23,7 @@ from einc.interp import run_interpreted
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
+from tests.oracle.isolate import run_isolated
 
 Runner = Callable[[GenProgram, dict[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -34,10 +35,11 @@ def run_interpreter(prog: GenProgram, inputs: dict[str, np.ndarray]) -> dict[str
 
 
 def run_c(prog: GenProgram, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Compiles here; runs the kernel in a forked child (a crash fails only this example)."""
     text, input_dict, extra = prog.compile_args()
     kernel = einc.compile(text, input_dict, target="c", extra_outputs=extra)
     note(f"C source:\n{kernel.source}")
-    return kernel(**inputs)
+    return run_isolated(lambda: kernel(**inputs))
 
 
 def check_program(prog: GenProgram, seed: int, run: Runner) -> None:

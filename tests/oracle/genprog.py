@@ -843,8 +843,9 @@ def _identity(combiner: str, dt: DType) -> float:
 
 @dataclass
 class InputSpec:
-    """How to make a valid random input: floats `signed` (sign * U(0.1, 2)) or `positive`
-    (U(0.5, 2)); ints uniform in [lo, hi] without 0 (`int`) or with it (`index`)."""
+    """How to make a valid random input: floats `signed` (sign * U(0.1, 2)), `positive`
+    (U(0.5, 2)) or `wide` (sign * 10^U(-3, 3)); ints uniform in [lo, hi] without 0 (`int`) or
+    with it (`index`)."""
 
     dtype: DType
     shape: tuple[int, ...]
@@ -853,8 +854,10 @@ class InputSpec:
     hi: float
 
     def make(self, rng: np.random.Generator) -> np.ndarray:
-        if self.kind == "signed":
+        if self.kind in ("signed", "wide"):
             mag = rng.uniform(0.1, 2.0, self.shape)
+            if self.kind == "wide":
+                mag = 10.0 ** rng.uniform(-3.0, 3.0, self.shape)
             arr = np.where(rng.integers(0, 2, self.shape) == 1, mag, -mag)
         elif self.kind == "positive":
             arr = rng.uniform(0.5, 2.0, self.shape)
@@ -943,6 +946,17 @@ class GenProgram:
 AXIS_NAMES = ("N", "M", "K", "C", "H", "W", "F", "B", "R", "S", "P", "Q")
 FLOAT_LITS = (1.0, 0.5, 2.0, 1.5, 0.25, 3.0, 0.125)
 INT_LITS = (1, 2, 3, 0, 5, 4, 7)
+# Identifiers a user may well choose that collide with C/CUDA/OpenCL keywords, libm
+# functions, macros of the standard headers, typedefs, or names a code generator likes to use
+# itself. Programs drawn with `odd_names` use them (tensors and axes get disjoint sets).
+ODD_TENSOR_NAMES = ("x", "out", "data", "v", "acc", "tmp", "kernel", "int", "float", "double",
+                    "char", "if", "for", "return", "restrict", "exp", "expf", "sqrt", "fabsf",
+                    "max", "min", "main", "bool", "true", "NAN", "INFINITY", "M_PI", "HUGE_VAL",
+                    "INT32_MAX", "NULL", "int64_t", "size_t", "linux", "errno", "_Bool",
+                    "__LINE__", "input", "output", "half", "float4", "threadIdx", "Output0")
+ODD_AXIS_NAMES = ("i", "j", "n", "k0", "idx", "while", "long", "signed", "pow", "floorf", "M_E",
+                  "EOF", "INT8_MIN", "unix", "uint8_t", "_Float16", "__STDC__", "blockIdx",
+                  "get_global_id", "a_b", "Z9")
 MAX_INPUTS = 6
 MAX_POINTS = 240  # iteration-space points per statement (the interpreter is slow)
 INT_RANGES = {8: 100, 16: 1000, 32: 100_000, 64: 10**9}
@@ -958,6 +972,17 @@ class _Builder:
         self.inputs: dict[str, InputSpec] = {}
         self.stmt_axes: dict[str, int] = {}
         self.fdt, self.idt = F32, I32
+        self.odd_names = False
+        self.names: set[str] = set()
+
+    def fresh_name(self, plain: str) -> str:
+        """A tensor name: `plain`, or with `odd_names` maybe an awkward identifier."""
+        name = plain
+        if self.odd_names and self.coin(0.6):
+            odd = self.pick(ODD_TENSOR_NAMES)
+            name = odd if odd not in self.names else plain
+        self.names.add(name)
+        return name
 
     # -- choices --
     def int_(self, lo: int, hi: int) -> int:
@@ -978,10 +1003,10 @@ class _Builder:
     # -- tensors --
     def new_input(self, dt: DType, shape: tuple[int, ...], kind: str | None = None,
                   rng: tuple[int, int] | None = None) -> TensorRef:  # fmt: skip
-        name = f"input{len(self.inputs)}"
+        name = self.fresh_name(f"input{len(self.inputs)}")
         if dt.kind == "f":
-            kind = kind or self.pick(["signed", "positive"], [4, 1])
-            lo, hi = (-2.0, 2.0) if kind == "signed" else (0.5, 2.0)
+            kind = kind or self.pick(["signed", "positive", "wide"], [8, 2, 1])
+            lo, hi = {"signed": (-2.0, 2.0), "positive": (0.5, 2.0), "wide": (-1000.0, 1000.0)}[kind]
         elif rng is not None:
             kind, (lo, hi) = kind or "int", rng
         else:
@@ -1377,7 +1402,8 @@ class _Builder:
                 shape[big] -= 1
             else:
                 red[big - len(shape)] -= 1
-        names = list(self.draw(st.permutations(AXIS_NAMES)))[: len(shape) + len(red)]
+        pool = ODD_AXIS_NAMES if self.odd_names and self.coin(0.5) else AXIS_NAMES
+        names = list(self.draw(st.permutations(pool)))[: len(shape) + len(red)]
         out_axes = list(zip(names[: len(shape)], shape))
         red_axes = list(zip(names[len(shape):], red))
         self.stmt_axes = dict(out_axes + red_axes)
@@ -1389,7 +1415,7 @@ class _Builder:
             kind = self.pick(["f", "i", "b"], [6, 3, 1])
         else:
             kind = self.pick(["f", "i"], [7, 3])
-        depth = self.int_(0, 3)
+        depth = self.pick([0, 1, 2, 3, 4, 5], [1, 2, 3, 3, 2, 1])
         body = self.expr(kind, depth)
         if self.coin(0.15):
             conds = [self.expr("b", self.int_(0, 1)) for _ in range(self.pick([1, 2], [3, 1]))]
@@ -1439,8 +1465,10 @@ class _Builder:
         return stmt
 
     def program(self) -> GenProgram:
-        n = self.pick([1, 2, 3], [5, 3, 2])
-        stmts = [self.statement("output0" if i == n - 1 else f"temp{i}") for i in range(n)]
+        n = self.pick([1, 2, 3, 4], [5, 3, 2, 1])
+        self.odd_names = self.coin(0.1)
+        stmts = [self.statement(self.fresh_name("output0" if i == n - 1 else f"temp{i}"))
+                 for i in range(n)]  # fmt: skip
         extra: list[str] | None = None
         if n > 1 and self.coin(0.5):
             extra = [s.name for s in stmts[:-1] if self.coin(0.5)]
