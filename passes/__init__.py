@@ -33,6 +33,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeF16StoragePass
 
+    def legalize_storage_dtypes():
+        from einc.passes.legalize_storage_dtypes import LegalizeStorageDtypesPass
+
+        return LegalizeStorageDtypesPass
+
+    def legalize_narrow_ints():
+        from einc.passes.legalize_narrow_ints import LegalizeNarrowIntsPass
+
+        return LegalizeNarrowIntsPass
+
     def canonicalize():
         from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -65,6 +75,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "legalize-f16-for-c": legalize_f16_for_c,
         "convert-affine-to-egpu": convert_affine_to_egpu,
         "legalize-f16-storage": legalize_f16_storage,
+        "legalize-storage-dtypes": legalize_storage_dtypes,
+        "legalize-narrow-ints": legalize_narrow_ints,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,

@@ -35,7 +35,12 @@ def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
 
         return HIPTarget
 
-    return {"c": c, "opencl": opencl, "cuda": cuda, "hip": hip}
+    def hlsl():
+        from einc.targets.hlsl import HLSLTarget
+
+        return HLSLTarget
+
+    return {"c": c, "opencl": opencl, "cuda": cuda, "hip": hip, "hlsl": hlsl}
 
 
 def get_all_xdsl_targets() -> dict[str, Callable[[ModuleOp, IO[str]], None]]:

@@ -253,6 +253,8 @@ class CLikeTarget:
     """Bodies of the helper functions `static inline {t} einc_<name>_<s>({t} a, {t} b)`,
     printed once per type used. maximumf/minimumf propagate NaN (C's fmax does not)."""
     helper_prefix: ClassVar[str] = "static inline"
+    unary_helpers: ClassVar[frozenset[str]] = frozenset({"absi"})
+    """Helpers taking one argument `a` (the others take `a, b`)."""
 
     loop_pragmas: ClassVar[Mapping[str, str]] = {
         "einc.parallel": "#pragma omp parallel for",
@@ -267,6 +269,8 @@ class CLikeTarget:
     shared ones."""
     memory_ops: ClassVar[tuple[type[Operation], ...]] = ()
     """Ops besides stores that an inlined load must not move past (barriers, ...)."""
+    reserved_words: ClassVar[frozenset[str]] = frozenset()
+    """Names no value may take besides C's keywords (the language's own, intrinsics)."""
 
     @classmethod
     def top_level(cls, w: _Writer, op: Operation) -> None:
@@ -334,7 +338,9 @@ class _Writer:
         self.names: dict[SSAValue, str] = {}
         self.helpers_used: dict[tuple[str, str], str] = {}
         functions = {m.group(1) for s in target.ops.values() if (m := _CALLEE.match(s.fmt))}
-        self.reserved = C_RESERVED | functions | {f + "f" for f in functions}
+        self.reserved = (
+            C_RESERVED | functions | {f + "f" for f in functions} | target.reserved_words
+        )
 
     # -- output -------------------------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -383,7 +389,7 @@ class _Writer:
         key = (name, self.suffix(t))
         if key not in self.helpers_used:
             ct = self.ctype(t)
-            args = f"{ct} a" if name == "absi" else f"{ct} a, {ct} b"
+            args = f"{ct} a" if name in self.t.unary_helpers else f"{ct} a, {ct} b"
             body = self.t.helpers[name].format(t=ct)
             self.helpers_used[key] = (
                 f"{self.t.helper_prefix} {ct} einc_{name}_{key[1]}({args}) {{ {body} }}"
@@ -420,7 +426,9 @@ class _Writer:
             if not isinstance(arg.type, MemRefType):
                 raise TargetError(f"{self.t.name} target: argument {k} is not a memref")
             hint = attrs[k].data.get("ein.name") if k < len(attrs) else None
-            name = self.declare(arg, getattr(hint, "data", None), buffer=True)
+            name = self.names.get(arg)  # named already where buffers are globals (HLSL)
+            if name is None:
+                name = self.declare(arg, getattr(hint, "data", None), buffer=True)
             element = self.ctype(arg.type.get_element_type())
             const = "" if _is_written(arg) else self.t.readonly_prefix
             params.append(f"{self.t.buffer_prefix}{const}{element}*{self.t.buffer_suffix} {name}")
@@ -550,7 +558,7 @@ class _Writer:
     def float_literal(self, value: float, t: Attribute) -> str:
         if t in self.t.literal_cast:
             return self.t.literal_cast[t] + self.float_literal(value, f32)
-        if t not in self.t.math_suffix:
+        if t not in self.t.math_suffix and t not in self.t.literal_suffix:
             raise TargetError(f"{self.t.name} target: no literal of type {t}")
         if math.isnan(value):
             return self.t.literal_names.get("NAN", "NAN")
@@ -558,7 +566,8 @@ class _Writer:
             name = self.t.literal_names.get("INFINITY", "INFINITY")
             return name if value > 0 else f"-{name}"
         text = repr(float(value)) if t == f64 else str(np.float32(value))
-        return text + self.t.literal_suffix.get(t, self.t.math_suffix[t])
+        suffixes = self.t.literal_suffix if t in self.t.literal_suffix else self.t.math_suffix
+        return text + suffixes[t]
 
     # -- memory ---------------------------------------------------------------------------------
     def access(self, buffer: SSAValue, index: Expr) -> str:

@@ -71,6 +71,7 @@ class TargetDescription:
 
 
 _NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
+_GLSLANG_HLSL = frozenset({"float64", "float32", "int32"})  # no int64_t in glslang's HLSL
 
 DESCRIPTIONS: dict[str, TargetDescription] = {
     d.name: d
@@ -97,7 +98,7 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),
             max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
             subgroup_size=4, vector_width=4, default_block=64,
-            storage_dtypes=_NO_NARROW, arith_dtypes=_NO_NARROW | {"bool"},
+            storage_dtypes=_GLSLANG_HLSL, arith_dtypes=_GLSLANG_HLSL | {"bool"},
         ),
         TargetDescription(
             "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),

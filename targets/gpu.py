@@ -38,8 +38,9 @@ from einc.targets.descriptions import TargetDescription, description
 
 NAME_ATTR = "ein.name"
 OUTPUT_ATTR = "ein.output"
-STORAGE_ATTR = "egpu.storage_dtype"
-"""On a host buffer whose device storage was widened: the dtype the device holds it in."""
+DTYPE_ATTR = "egpu.dtype"
+"""On a host buffer whose device storage was widened (`legalize-storage-dtypes`): the
+program's dtype; the memref's element type is then the device's storage dtype."""
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
@@ -75,7 +76,7 @@ def host_buffers(module: ModuleOp) -> list[tuple[Any, Buffer]]:
         t = value.type
         assert isinstance(t, MemRefType)
         stored = numpy_dtype(t.get_element_type())
-        declared = a.get(STORAGE_ATTR)
+        declared = a.get(DTYPE_ATTR)
         dtype = declared.data if isinstance(declared, StringAttr) else stored
         role = "temp" if isinstance(value.owner, memref.AllocOp) else (
             "output" if isinstance(a.get(OUTPUT_ATTR), UnitAttr) else "input"
@@ -93,9 +94,12 @@ def host_buffers(module: ModuleOp) -> list[tuple[Any, Buffer]]:
 def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
     key = f"{op.name.removeprefix('egpu.')}.{op.dimension.value}"
     spelling = w.t.work_item_index.get(key)
-    if spelling is None:
+    if spelling is not None:
+        return Expr(spelling)
+    lo, hi = op.index_range()
+    if lo != hi:
         raise TargetError(f"{w.t.name} target: no spelling of {key}")
-    return Expr(spelling)
+    return Expr(str(lo))  # a launch constant (block or grid size)
 
 
 def _return(w: _Writer, op: egpu.ReturnOp) -> None:
