@@ -1,0 +1,150 @@
+"""Run generated OpenCL C on NumPy arrays, with pyopencl on a CPU device (PoCL).
+
+Contract with the OpenCL printer:
+- one source text, OpenCL C 1.2, with one `__kernel void <name>(...)` per manifest kernel,
+  `<name>` = `KernelLaunch.name`;
+- parameters: `__global T *` for each buffer of `KernelLaunch.args`, in that order, `T` the
+  buffer's storage dtype (`storage_dtype` or `dtype`); if `KernelLaunch.shared_bytes` > 0,
+  one more parameter, `__local uchar *` of that many bytes (dynamic local memory);
+- launched with local size = `block` and global size = `grid * block` per dimension
+  (x is OpenCL dimension 0), kernels in manifest order, each finishing before the next;
+- PoCL has no `cl_khr_fp16` arithmetic: half data must be legalized (storage_dtype
+  float32, or `vload_half`/`vstore_half`); `cl_khr_fp64` works.
+
+The device: PoCL's CPU device, chosen by platform name; else any CPU device; created on
+first use (PoCL's worker threads spin after a launch, so nothing is started at import).
+Built programs are cached per process by source and options; PoCL keeps its own on-disk
+cache of compiled kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from einc.errors import TargetError, ToolchainError
+from einc.runtime.device import check_manifest, nbytes, stage
+from einc.runtime.manifest import LaunchManifest
+
+BUILD_OPTIONS: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Device:
+    context: Any  # pyopencl.Context
+    queue: Any  # pyopencl.CommandQueue
+    device: Any  # pyopencl.Device
+
+
+def _pyopencl() -> Any:
+    try:
+        import pyopencl
+    except ImportError as error:
+        raise TargetError(
+            f"the OpenCL runtime needs pyopencl ({error}); install it with "
+            "scripts/install_toolchains.sh or `pip install pyopencl` plus an OpenCL CPU "
+            "driver (apt pocl-opencl-icd)"
+        ) from error
+    return pyopencl
+
+
+@functools.cache
+def _device() -> _Device:
+    cl = _pyopencl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as error:
+        raise TargetError(f"no OpenCL platform ({error}); install apt pocl-opencl-icd") from error
+    cpus = [
+        (platform, device)
+        for platform in platforms
+        for device in platform.get_devices()
+        if device.type & cl.device_type.CPU
+    ]
+    if not cpus:
+        seen = ", ".join(p.name for p in platforms) or "none"
+        raise TargetError(f"no OpenCL CPU device (platforms: {seen}); install apt pocl-opencl-icd")
+    pocl = [d for p, d in cpus if "Portable Computing Language" in p.name or "pocl" in p.vendor.lower()]
+    device = (pocl or [d for _, d in cpus])[0]
+    context = cl.Context([device])
+    return _Device(context, cl.CommandQueue(context, device), device)
+
+
+def device_description() -> str:
+    device = _device().device
+    return f"OpenCL: {device.name} ({device.platform.name}, {device.platform.version})"
+
+
+@functools.cache
+def _program(source: str, options: tuple[str, ...]) -> Any:
+    cl = _pyopencl()
+    try:
+        return cl.Program(_device().context, source).build(options=list(options))
+    except cl.Error as error:
+        raise ToolchainError(
+            f"the OpenCL compiler rejected the generated kernel\n{error}\n"
+            f"--- source ---\n{source}"
+        ) from error
+
+
+class OpenCLKernel:
+    """A built OpenCL program and its manifest; call it as `kernel(inputs, outputs)`."""
+
+    def __init__(self, source: str, manifest: LaunchManifest, options: Sequence[str] = BUILD_OPTIONS):
+        check_manifest(manifest)
+        self.source = source
+        self.manifest = manifest
+        cl = _pyopencl()
+        self._program = _program(source, tuple(options))
+        self._kernels = []
+        for launch in manifest.kernels:
+            try:
+                self._kernels.append(cl.Kernel(self._program, launch.name))
+            except cl.Error as error:
+                names = self._program.get_info(cl.program_info.KERNEL_NAMES)
+                raise ToolchainError(
+                    f"the generated OpenCL source has no kernel '{launch.name}' "
+                    f"(it defines: {names or 'none'})"
+                ) from error
+
+    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
+        cl = _pyopencl()
+        staged = stage(self.manifest, inputs, outputs)
+        dev = _device()
+        mf = cl.mem_flags
+        buffers = {}
+        for buffer in self.manifest.buffers:
+            if buffer.role == "input" and nbytes(buffer) > 0:
+                buffers[buffer.name] = cl.Buffer(
+                    dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=staged.host[buffer.name]
+                )
+            else:
+                buffers[buffer.name] = cl.Buffer(dev.context, mf.READ_WRITE, max(nbytes(buffer), 1))
+        for launch, kernel in zip(self.manifest.kernels, self._kernels):
+            args: list[Any] = [buffers[name] for name in launch.args]
+            if launch.shared_bytes > 0:
+                args.append(cl.LocalMemory(launch.shared_bytes))
+            try:
+                kernel.set_args(*args)
+                cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.global_size, launch.block)
+            except cl.Error as error:
+                raise ToolchainError(
+                    f"launching OpenCL kernel '{launch.name}' (grid {launch.grid}, block "
+                    f"{launch.block}, {len(args)} arguments) failed: {error}"
+                ) from error
+        for buffer in self.manifest.buffers:
+            if buffer.role == "output" and nbytes(buffer) > 0:
+                cl.enqueue_copy(dev.queue, staged.host[buffer.name], buffers[buffer.name])
+        dev.queue.finish()
+        staged.finish()
+
+
+def load_opencl_kernel(
+    source: str, manifest: LaunchManifest, *, options: Sequence[str] = BUILD_OPTIONS
+) -> OpenCLKernel:
+    """Build (or reuse) the OpenCL program and return its runner."""
+    return OpenCLKernel(source, manifest, options)
