@@ -1,0 +1,266 @@
+"""Run generated SYCL source on NumPy arrays: runtime compilation on Intel's OpenCL CPU device.
+
+Contract with the SYCL printer (checked with intel-sycl-rt 2026.2, libsycl 9):
+- one source text, C++17, starting with `#include <sycl/sycl.hpp>`; each manifest kernel is
+  a free-function nd-range kernel with C linkage, named `KernelLaunch.name`:
+
+      namespace syclext = sycl::ext::oneapi;
+      namespace syclexp = sycl::ext::oneapi::experimental;
+      extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<3>))
+      void vadd(const float *a, const float *b, float *c) {
+        sycl::nd_item<3> it = syclext::this_work_item::get_nd_item<3>();
+        size_t x = it.get_global_id(2);  // manifest x is SYCL dimension 2
+        ...
+      }
+
+- parameters: one USM pointer `T *` per buffer of `KernelLaunch.args`, in that order, `T`
+  the buffer's storage dtype; no other parameters;
+- the launch is `nd_range<3>(global, local)` with local = (block.z, block.y, block.x)
+  and global = grid * block in the same reversed order: manifest x is SYCL dimension 2,
+  the fastest-varying one (as SYCLomatic maps CUDA's x), so `get_global_id(2)`,
+  `get_local_id(2)` and `get_group(2)` are x;
+- work-group memory is static: `syclexp::work_group_static<float[256]> tile;` declared in
+  the kernel body, `sycl::group_barrier(it.get_group())` between phases;
+  `KernelLaunch.shared_bytes` must be 0 (`get_work_group_scratch_memory()` crashes this
+  runtime's compiler);
+- kernels run in manifest order on an in-order queue.
+
+The host side: `einc/runtime/sycl_shim.cpp`, a C ABI over the SYCL runtime, built once with
+g++ against the pip wheels' headers (cached by hash under the einc cache dir) and loaded
+with ctypes. Intel's CPU driver is named in `OCL_ICD_FILENAMES` before the runtime loads
+(the wheel's .icd file holds a placeholder path); the system's ICDs stay listed, so
+pyopencl in the same process still sees PoCL. Built bundles are cached per process; the
+SYCL runtime's persistent cache (`SYCL_CACHE_PERSISTENT=1`, under the einc cache dir) makes
+a rebuild in a new process take about 1 s instead of 3-9 s.
+
+SYCL is an optional extra (`pip install -e '.[sycl]'`): without it `load_sycl_kernel` raises
+TargetError saying how to install.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from einc.errors import TargetError, ToolchainError
+from einc.runtime.cache import cache_dir, cached_artifact, content_key
+from einc.runtime.device import check_manifest, nbytes, stage
+from einc.runtime.manifest import LaunchManifest
+from einc.runtime.toolchains import cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
+
+SHIM_SOURCE = Path(__file__).with_name("sycl_shim.cpp")
+SHIM_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-shared", "-fPIC")
+INSTALL = "pip install -e '.[sycl]' (the intel-sycl-rt and intel-opencl-rt wheels, ~1.6 GB)"
+
+_void_p = ctypes.c_void_p
+_error_p = ctypes.POINTER(ctypes.c_void_p)
+_size3 = ctypes.c_size_t * 3
+
+
+def _prefix() -> Path:
+    prefix = sycl_prefix()
+    if prefix is None:
+        raise TargetError(f"the SYCL target needs the SYCL runtime: {INSTALL}")
+    return prefix
+
+
+def build_shim() -> Path:
+    """The shim's shared library, built with g++ against the SYCL headers (cached)."""
+    prefix = _prefix()
+    cxx = cxx_compiler()
+    if cxx is None:
+        raise TargetError("building einc's SYCL shim needs a C++ compiler (g++)")
+    source = SHIM_SOURCE.read_text()
+    version = (prefix / "include" / "sycl" / "version.hpp").read_text()
+    libs = sorted(p.name for p in (prefix / "lib").glob("libsycl.so*"))
+    key = content_key(source, cxx, tool_version(cxx), "\0".join(SHIM_FLAGS), str(prefix), version, *libs)
+
+    def build(path: Path) -> None:
+        command = [
+            cxx, *SHIM_FLAGS, f"-I{prefix / 'include'}", str(SHIM_SOURCE), "-o", str(path),
+            f"-L{prefix / 'lib'}", "-lsycl", f"-Wl,-rpath,{prefix / 'lib'}",
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ToolchainError(f"building einc's SYCL shim failed\n$ {' '.join(command)}\n{done.stderr.strip()}")
+
+    return cached_artifact("sycl-shim", key, ".so", build).path
+
+
+def _set_environment(prefix: Path) -> None:
+    """Make Intel's OpenCL CPU driver visible and turn on SYCL's persistent cache. Only
+    takes effect before the OpenCL ICD loader and the SYCL runtime initialise."""
+    intel = intel_opencl_cpu_library(prefix)
+    if intel is None:
+        raise TargetError(f"no Intel OpenCL CPU driver (libintelocl.so) in {prefix / 'lib'}: {INSTALL}")
+    listed = [p for p in os.environ.get("OCL_ICD_FILENAMES", "").split(":") if p]
+    if str(intel) not in listed:
+        # ocl-icd reads only this list when it is set: keep the system's drivers (PoCL)
+        system = [
+            line.strip()
+            for icd in sorted(Path("/etc/OpenCL/vendors").glob("*.icd"))
+            for line in icd.read_text().splitlines()[:1]
+            if line.strip()
+        ]
+        os.environ["OCL_ICD_FILENAMES"] = ":".join([str(intel), *listed, *system])
+    os.environ.setdefault("SYCL_CACHE_PERSISTENT", "1")
+    os.environ.setdefault("SYCL_CACHE_DIR", str(cache_dir() / "sycl-rt"))
+
+
+class _Shim:
+    """The loaded shim and one queue on Intel's OpenCL CPU device."""
+
+    def __init__(self) -> None:
+        prefix = _prefix()
+        path = build_shim()
+        _set_environment(prefix)
+        lib = ctypes.CDLL(str(path))
+        lib.einc_sycl_string_free.argtypes = [_void_p]
+        lib.einc_sycl_queue_create.argtypes = [_error_p]
+        lib.einc_sycl_queue_create.restype = _void_p
+        lib.einc_sycl_device_name.argtypes = [_void_p]
+        lib.einc_sycl_device_name.restype = _void_p
+        lib.einc_sycl_bundle_build.argtypes = [
+            _void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, _error_p, _error_p,
+        ]  # fmt: skip
+        lib.einc_sycl_bundle_build.restype = _void_p
+        lib.einc_sycl_kernel_get.argtypes = [_void_p, ctypes.c_char_p, _error_p]
+        lib.einc_sycl_kernel_get.restype = _void_p
+        lib.einc_sycl_malloc_device.argtypes = [_void_p, ctypes.c_size_t, _error_p]
+        lib.einc_sycl_malloc_device.restype = _void_p
+        lib.einc_sycl_free.argtypes = [_void_p, _void_p]
+        lib.einc_sycl_memcpy.argtypes = [_void_p, _void_p, _void_p, ctypes.c_size_t, _error_p]
+        lib.einc_sycl_launch.argtypes = [
+            _void_p, _void_p, ctypes.c_int, ctypes.POINTER(_void_p), ctypes.POINTER(ctypes.c_size_t),
+            ctypes.POINTER(ctypes.c_size_t), _error_p,
+        ]  # fmt: skip
+        lib.einc_sycl_wait.argtypes = [_void_p, _error_p]
+        self.lib = lib
+        error = _void_p()
+        self.queue = lib.einc_sycl_queue_create(ctypes.byref(error))
+        if not self.queue:
+            raise TargetError(f"no SYCL queue on Intel's OpenCL CPU device: {self.take(error)}")
+
+    def take(self, text: _void_p) -> str:
+        """The shim's malloc'd string, freed."""
+        if not text.value:
+            return ""
+        value = ctypes.string_at(text.value).decode(errors="replace")
+        self.lib.einc_sycl_string_free(text)
+        return value
+
+    def check(self, status: int, error: _void_p, what: str) -> None:
+        if status != 0:
+            raise ToolchainError(f"SYCL {what} failed: {self.take(error)}")
+
+    def device_name(self) -> str:
+        return self.take(_void_p(self.lib.einc_sycl_device_name(self.queue)))
+
+
+@functools.cache
+def _shim() -> _Shim:
+    return _Shim()
+
+
+def device_description() -> str:
+    return f"SYCL: {_shim().device_name()}"
+
+
+class _Bundle:
+    """An executable kernel bundle built from source and its kernels, kept for the process."""
+
+    def __init__(self, shim: _Shim, source: str, options: tuple[str, ...]):
+        self.shim = shim
+        log, error = _void_p(), _void_p()
+        flags = (ctypes.c_char_p * max(len(options), 1))(*(o.encode() for o in options))
+        self.handle = shim.lib.einc_sycl_bundle_build(
+            shim.queue, source.encode(), flags, len(options), ctypes.byref(log), ctypes.byref(error)
+        )
+        self.log = shim.take(log)
+        if not self.handle:
+            raise ToolchainError(
+                f"the SYCL runtime compiler rejected the generated kernel\n{shim.take(error).strip()}\n"
+                f"--- source ---\n{source}"
+            )
+        self._kernels: dict[str, int] = {}
+
+    def kernel(self, name: str) -> int:
+        if name not in self._kernels:
+            error = _void_p()
+            handle = self.shim.lib.einc_sycl_kernel_get(self.handle, name.encode(), ctypes.byref(error))
+            if not handle:
+                raise ToolchainError(
+                    f"{self.shim.take(error)} (kernels must be `extern \"C\"` free functions "
+                    "with SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<3>)))"
+                )
+            self._kernels[name] = handle
+        return self._kernels[name]
+
+
+@functools.cache
+def _bundle(source: str, options: tuple[str, ...]) -> _Bundle:
+    return _Bundle(_shim(), source, options)
+
+
+class SyclKernel:
+    """A SYCL source built for Intel's OpenCL CPU device; call it as `kernel(inputs, outputs)`."""
+
+    def __init__(self, source: str, manifest: LaunchManifest, options: tuple[str, ...] = ()):
+        check_manifest(manifest)
+        for launch in manifest.kernels:
+            if launch.shared_bytes:
+                raise TargetError(
+                    f"SYCL kernel '{launch.name}' asks for {launch.shared_bytes} bytes of dynamic "
+                    "work-group memory; use syclexp::work_group_static in the kernel instead"
+                )
+        self.source = source
+        self.manifest = manifest
+        self._bundle = _bundle(source, options)
+        self._kernels = [self._bundle.kernel(launch.name) for launch in manifest.kernels]
+
+    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
+        shim = self._bundle.shim
+        lib, queue = shim.lib, shim.queue
+        staged = stage(self.manifest, inputs, outputs)
+        pointers: dict[str, int] = {}
+        error = _void_p()
+        try:
+            for buffer in self.manifest.buffers:
+                pointer = lib.einc_sycl_malloc_device(queue, nbytes(buffer), ctypes.byref(error))
+                if not pointer:
+                    raise ToolchainError(f"SYCL allocation of '{buffer.name}' failed: {shim.take(error)}")
+                pointers[buffer.name] = pointer
+                if buffer.role == "input":
+                    host = staged.host[buffer.name]
+                    status = lib.einc_sycl_memcpy(queue, pointer, host.ctypes.data, nbytes(buffer), ctypes.byref(error))
+                    shim.check(status, error, f"copy of '{buffer.name}' to the device")
+            for launch, kernel in zip(self.manifest.kernels, self._kernels):
+                args = (_void_p * max(len(launch.args), 1))(*(pointers[name] for name in launch.args))
+                status = lib.einc_sycl_launch(
+                    queue, kernel, len(launch.args), args, _size3(*launch.grid), _size3(*launch.block),
+                    ctypes.byref(error),
+                )  # fmt: skip
+                shim.check(status, error, f"launch of kernel '{launch.name}'")
+            shim.check(lib.einc_sycl_wait(queue, ctypes.byref(error)), error, "kernel execution")
+            for buffer in self.manifest.buffers:
+                if buffer.role == "output":
+                    host = staged.host[buffer.name]
+                    status = lib.einc_sycl_memcpy(
+                        queue, host.ctypes.data, pointers[buffer.name], nbytes(buffer), ctypes.byref(error)
+                    )
+                    shim.check(status, error, f"copy of '{buffer.name}' to the host")
+        finally:
+            for pointer in pointers.values():
+                lib.einc_sycl_free(queue, pointer)
+        staged.finish()
+
+
+def load_sycl_kernel(source: str, manifest: LaunchManifest, *, options: tuple[str, ...] = ()) -> SyclKernel:
+    """Build (or reuse) the SYCL source on Intel's OpenCL CPU device and return its runner."""
+    return SyclKernel(source, manifest, options)
