@@ -1,0 +1,279 @@
+"""Run generated Graphcore Poplar programs on NumPy arrays, on a CPU mirror of the Poplar API.
+
+No Graphcore SDK can be installed here, so `einc/runtime/poplar_sdk/include/poplar/` holds a
+small header-only mirror of the parts of the API a codelet and a host program use (Vertex,
+MultiVertex, Input/Output/InOut, Vector, Graph, Tensor views, program::Sequence/Execute/
+Copy/Repeat, Engine, IPUModel). The harness compiles the printer's source, together with a
+generated host `main`, into a shared library with g++ (cached on disk by content hash) and
+calls it with ctypes.
+
+Contract with the Poplar printer: one source text with two parts.
+
+1. Codelets (device code, what `popc` compiles): `#include <poplar/Vertex.hpp>`, then one
+   class per vertex type, at global scope, not a template, public fields only:
+
+       class EincAdd : public poplar::Vertex {       // or poplar::MultiVertex
+       public:
+         poplar::Input<poplar::Vector<float>> a;     // 1-D edges, any layout arguments
+         poplar::Input<poplar::Vector<float>> b;
+         poplar::Output<poplar::Vector<float>> c;
+         unsigned n;                                 // plain field: setInitialValue
+         bool compute() {                            // MultiVertex: compute(unsigned workerId)
+           for (unsigned i = 0; i < n; ++i) c[i] = a[i] + b[i];
+           return true;
+         }
+       };
+
+   Edges may also be scalar (`Input<float>`) or lists of edges
+   (`Vector<Input<Vector<float>>>`, connected to a 2-D tensor's rows or a vector of
+   tensors). Types: float, half, int, unsigned, short, unsigned short, (signed/unsigned)
+   char, bool, long long; no double (the IPU has no float64: legalize with storage_dtype).
+
+2. The host part, inside `#ifdef EINC_POPLAR_HOST ... #endif`: includes of
+   `<poplar/Graph.hpp>` and `<poplar/Program.hpp>`; one registration per vertex class,
+   naming every field,
+
+       EINC_POPLAR_VERTEX(EincAdd, a, b, c, n)
+
+   (the mirror has no codelet compiler to read field names from; with Graphcore's SDK the
+   harness defines the macro empty); and the graph description
+
+       void einc_build_graph(poplar::Graph &graph,
+                             const std::vector<poplar::Tensor> &buffers,
+                             poplar::program::Sequence &prog);
+
+   `buffers` holds one variable per manifest buffer, in `LaunchManifest.buffers` order
+   (inputs, outputs and temps alike), of the buffer's storage type and shape, named by the
+   buffer, not yet mapped to tiles. The function maps every tensor it is given or adds to
+   tiles (`graph.setTileMapping`), adds compute sets (one per manifest kernel, named by
+   `KernelLaunch.name`; grid and block are unused) with vertices mapped to tiles and every
+   listed field connected or set, and appends the programs to `prog` in order
+   (`prog.add(poplar::program::Execute(cs))`). It must not add host streams; the harness
+   writes the inputs, runs `prog` once and reads the outputs.
+
+The mirror's Engine rejects what Poplar would (unmapped tensors or vertices, unconnected
+fields, type mismatches) and what would race on the IPU (two vertices of one compute set
+writing one element, or one reading what another writes); it runs vertices one after
+another, the workers of a MultiVertex too. When `popc` is on PATH, the codelet part is also
+compiled with it (`popc -O2`, EINC_POPLAR_HOST undefined) as a check; that path is untested
+here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from einc.errors import TargetError, ToolchainError
+from einc.runtime.cache import cached_artifact, content_key
+from einc.runtime.device import check_manifest, stage, storage_dtype
+from einc.runtime.manifest import LaunchManifest
+from einc.runtime.toolchains import cxx_compiler, tool_version
+
+SDK_INCLUDE = Path(__file__).with_name("poplar_sdk") / "include"
+# -O0: the harness runs small test problems; compile time dominates (about 2 s with the
+# precompiled mirror headers, 4 s without). -Wno-init-list-lifetime: ArrayRef views braced
+# lists, as Poplar's does.
+CXXFLAGS: tuple[str, ...] = (
+    "-std=c++17", "-O0", "-fPIC", "-Wno-attributes", "-Wno-init-list-lifetime", "-DEINC_POPLAR_HOST",
+)  # fmt: skip
+PCH_HEADERS: tuple[str, ...] = (
+    "poplar/Engine.hpp", "poplar/Graph.hpp", "poplar/IPUModel.hpp", "poplar/Program.hpp", "poplar/Vertex.hpp",
+)  # fmt: skip
+POPC_FLAGS: tuple[str, ...] = ("-O2",)
+
+POPLAR_TYPES: dict[str, str] = {
+    "float32": "FLOAT",
+    "float16": "HALF",
+    "int32": "INT",
+    "uint32": "UNSIGNED_INT",
+    "int16": "SHORT",
+    "uint16": "UNSIGNED_SHORT",
+    "int8": "SIGNED_CHAR",
+    "uint8": "UNSIGNED_CHAR",
+    "bool": "BOOL",
+    "int64": "LONGLONG",
+    "uint64": "UNSIGNED_LONGLONG",
+}
+
+ERROR_BYTES = 8192
+
+
+def harness_source(manifest: LaunchManifest) -> str:
+    """The generated host program: variables for the buffers, the printer's graph, host
+    streams, one run, exported as `int einc_poplar_run(void *const *host, char *error,
+    size_t error_size)` (host pointers in manifest buffer order, null for temps)."""
+    lines = [
+        "// generated by einc/runtime/poplar.py",
+        "#include <cstddef>",
+        "#include <cstdio>",
+        "#include <exception>",
+        "#include <vector>",
+        '#include "kernel.cpp"',
+        "#include <poplar/Engine.hpp>",
+        "#include <poplar/Graph.hpp>",
+        "#include <poplar/IPUModel.hpp>",
+        "#include <poplar/Program.hpp>",
+        "",
+        'extern "C" int einc_poplar_run(void *const *host, char *error, std::size_t error_size) {',
+        "  try {",
+        '    poplar::IPUModel model("ipu2");',
+        "    poplar::Device device = model.createDevice();",
+        "    poplar::Graph graph(device.getTarget());",
+        '    graph.addCodelets("kernel.cpp");',
+        "    std::vector<poplar::Tensor> buffers;",
+    ]
+    for buffer in manifest.buffers:
+        dims = ", ".join(str(d) for d in buffer.shape)
+        lines.append(
+            f"    buffers.push_back(graph.addVariable(poplar::{_poplar_type(buffer.name, storage_dtype(buffer))}, "
+            f'{{{dims}}}, "{buffer.name}"));'
+        )
+    lines += ["    poplar::program::Sequence prog;", "    einc_build_graph(graph, buffers, prog);"]
+    for k, buffer in enumerate(manifest.buffers):
+        if buffer.role == "input":
+            lines.append(f'    graph.createHostWrite("{buffer.name}", buffers[{k}]);')
+        elif buffer.role == "output":
+            lines.append(f'    graph.createHostRead("{buffer.name}", buffers[{k}]);')
+    lines += ["    poplar::Engine engine(graph, prog);", "    engine.load(device);"]
+    for k, buffer in enumerate(manifest.buffers):
+        size = int(np.prod(buffer.shape, dtype=np.int64)) * storage_dtype(buffer).itemsize
+        if buffer.role == "input":
+            lines.append(
+                f'    engine.writeTensor("{buffer.name}", host[{k}], static_cast<const char *>(host[{k}]) + {size});'
+            )
+    lines.append("    engine.run(0);")
+    for k, buffer in enumerate(manifest.buffers):
+        size = int(np.prod(buffer.shape, dtype=np.int64)) * storage_dtype(buffer).itemsize
+        if buffer.role == "output":
+            lines.append(f'    engine.readTensor("{buffer.name}", host[{k}], static_cast<char *>(host[{k}]) + {size});')
+    lines += [
+        "  } catch (const std::exception &e) {",
+        '    std::snprintf(error, error_size, "%s", e.what());',
+        "    return 1;",
+        "  }",
+        "  return 0;",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _poplar_type(name: str, dtype: np.dtype) -> str:
+    if dtype.name not in POPLAR_TYPES:
+        raise TargetError(
+            f"Poplar buffer '{name}' is {dtype.name}, which the IPU has no type for "
+            "(legalize it with a storage_dtype, e.g. float32 for float64)"
+        )
+    return POPLAR_TYPES[dtype.name]
+
+
+@functools.cache
+def _sdk_identity() -> str:
+    """The mirror headers' content, part of the cache key (editing them rebuilds)."""
+    parts = [f"{p.relative_to(SDK_INCLUDE)}\0{p.read_text()}" for p in sorted(SDK_INCLUDE.rglob("*.hpp"))]
+    return content_key(*parts)
+
+
+def _check_with_popc(source: str) -> None:
+    popc = shutil.which("popc")
+    if popc is None:
+        return
+    with tempfile.TemporaryDirectory(prefix="einc-popc-") as tmp:
+        path = Path(tmp) / "kernel.cpp"
+        path.write_text(source)
+        command = [popc, *POPC_FLAGS, str(path), "-o", str(Path(tmp) / "kernel.gp")]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ToolchainError(
+                f"popc rejected the generated codelets\n$ {' '.join(command)}\n{done.stderr.strip()}"
+            )
+
+
+def _precompiled_header(cxx: str) -> Path:
+    """A header including the whole mirror, precompiled beside it (`<header>.gch`), cached.
+    g++ uses it for `-include <header>` when the flags match, and silently parses the
+    headers instead when they do not."""
+    text = "".join(f"#include <{h}>\n" for h in PCH_HEADERS)
+    key = content_key(text, _sdk_identity(), cxx, tool_version(cxx), "\0".join(CXXFLAGS))
+
+    def write_header(path: Path) -> None:
+        path.write_text(text)
+
+    header = cached_artifact("poplar-pch", key, ".hpp", write_header).path
+
+    def build(path: Path) -> None:
+        command = [cxx, *CXXFLAGS, f"-I{SDK_INCLUDE}", "-x", "c++-header", str(header), "-o", str(path)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ToolchainError(f"precompiling einc's Poplar mirror failed\n$ {' '.join(command)}\n{done.stderr}")
+
+    cached_artifact("poplar-pch", key, ".hpp.gch", build)
+    return header
+
+
+def build_poplar(source: str, manifest: LaunchManifest) -> Path:
+    """The harness library for `source` and `manifest`, built with g++ or taken from the cache."""
+    cxx = cxx_compiler()
+    if cxx is None:
+        raise TargetError("the Poplar harness needs a C++ compiler (g++)")
+    harness = harness_source(manifest)
+    key = content_key(source, harness, _sdk_identity(), cxx, tool_version(cxx), "\0".join(CXXFLAGS))
+
+    def build(path: Path) -> None:
+        _check_with_popc(source)
+        with tempfile.TemporaryDirectory(prefix="einc-poplar-") as tmp:
+            (Path(tmp) / "kernel.cpp").write_text(source)
+            (Path(tmp) / "harness.cpp").write_text(harness)
+            command = [
+                cxx, *CXXFLAGS, "-shared", f"-I{SDK_INCLUDE}", f"-I{tmp}", "-include", str(_precompiled_header(cxx)),
+                str(Path(tmp) / "harness.cpp"), "-o", str(path),
+            ]  # fmt: skip
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise ToolchainError(
+                    "g++ rejected the generated Poplar program (codelets and graph, built "
+                    f"against einc's Poplar mirror)\n$ {' '.join(command)}\n{done.stderr.strip()}\n"
+                    f"--- source ---\n{source}"
+                )
+
+    return cached_artifact("poplar", key, ".so", build).path
+
+
+class PoplarKernel:
+    """A Poplar program built against the mirror; call it as `kernel(inputs, outputs)`."""
+
+    def __init__(self, source: str, manifest: LaunchManifest):
+        check_manifest(manifest)
+        self.source = source
+        self.manifest = manifest
+        self.library_path = build_poplar(source, manifest)
+        self._dll = ctypes.CDLL(str(self.library_path))
+        self._run = self._dll.einc_poplar_run
+        self._run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]
+        self._run.restype = ctypes.c_int
+
+    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
+        staged = stage(self.manifest, inputs, outputs)
+        pointers = (ctypes.c_void_p * max(len(self.manifest.buffers), 1))(
+            *(staged.host[b.name].ctypes.data if b.role != "temp" else None for b in self.manifest.buffers)
+        )
+        error = ctypes.create_string_buffer(ERROR_BYTES)
+        if self._run(pointers, error, ERROR_BYTES) != 0:
+            raise ToolchainError(
+                "the Poplar program failed on einc's Poplar mirror: "
+                f"{error.value.decode(errors='replace')}"
+            )
+        staged.finish()
+
+
+def load_poplar_kernel(source: str, manifest: LaunchManifest) -> PoplarKernel:
+    """Build (or reuse) the Poplar program with the harness and return its runner."""
+    return PoplarKernel(source, manifest)

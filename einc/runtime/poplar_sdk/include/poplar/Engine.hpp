@@ -1,0 +1,167 @@
+// einc's CPU mirror of the Poplar API (see einc/runtime/poplar.py). Not Graphcore's code.
+//
+// The Engine checks what Poplar's graph compiler would reject (unmapped tensors and
+// vertices, unconnected fields) and what would race on the IPU (two vertices of one
+// compute set writing one element, or one reading what another writes), then runs the
+// program on the CPU: for Execute(cs), every vertex's fields are filled, every vertex
+// computes (workers of a MultiVertex one after another), and outputs are written back.
+#pragma once
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <poplar/Device.hpp>
+#include <poplar/Graph.hpp>
+#include <poplar/OptionFlags.hpp>
+#include <poplar/Program.hpp>
+#include <poplar/exceptions.hpp>
+
+namespace poplar {
+
+class Engine {
+ public:
+  Engine(const Graph &graph, const program::Program &prog, const OptionFlags & = {})
+      : Engine(graph, std::vector<program::Program>{prog}) {}
+
+  Engine(const Graph &graph, const std::vector<program::Program> &progs, const OptionFlags & = {})
+      : state_(graph.einc_state()), programs_(progs) {
+    check_graph();
+  }
+
+  void load(const Device &) {}
+
+  void run(unsigned prog = 0, const std::string & = "") {
+    if (prog >= programs_.size()) throw poplar_error("Engine::run: no program " + std::to_string(prog));
+    run_node(*programs_[prog].einc_node());
+  }
+
+  void writeTensor(StringRef handle, const void *begin, const void *end) {
+    const Tensor &t = stream(handle, true);
+    check_bytes(handle, t, begin, end);
+    auto &s = *t.einc_storage();
+    std::size_t w = s.type.einc_size();
+    for (std::size_t i = 0; i < t.numElements(); ++i)
+      std::memcpy(s.element(t.einc_elements()[i]), static_cast<const unsigned char *>(begin) + i * w, w);
+  }
+
+  void readTensor(StringRef handle, void *begin, void *end) {
+    const Tensor &t = stream(handle, false);
+    check_bytes(handle, t, begin, end);
+    auto &s = *t.einc_storage();
+    std::size_t w = s.type.einc_size();
+    for (std::size_t i = 0; i < t.numElements(); ++i)
+      std::memcpy(static_cast<unsigned char *>(begin) + i * w, s.element(t.einc_elements()[i]), w);
+  }
+
+ private:
+  using Node = program::einc_detail::Node;
+
+  void check_graph() const {
+    for (const auto &s : state_->variables)
+      for (std::size_t i = 0; i < s->numElements(); ++i)
+        if (s->tiles[i] < 0)
+          throw poplar_error("element " + std::to_string(i) + " of tensor '" + s->name +
+                             "' is not mapped to a tile (Graph::setTileMapping)");
+    std::map<unsigned, std::vector<const einc::VertexInstance *>> by_set;
+    for (const auto &v : state_->vertices) {
+      if (v->tile < 0) throw poplar_error("a vertex of type '" + v->type + "' is not mapped to a tile");
+      for (const auto &[name, field] : v->fields)
+        if (!field->ready())
+          throw poplar_error("field '" + name + "' of a vertex of type '" + v->type +
+                             "' is not connected or set");
+      by_set[v->computeSet].push_back(v.get());
+    }
+    for (const auto &[cs, vertices] : by_set) check_races(cs, vertices);
+  }
+
+  void check_races(unsigned cs, const std::vector<const einc::VertexInstance *> &vertices) const {
+    std::map<std::pair<const einc::Storage *, std::size_t>, std::size_t> writer;
+    std::vector<std::vector<einc::Access>> accesses(vertices.size());
+    for (std::size_t k = 0; k < vertices.size(); ++k) {
+      for (const auto &[name, field] : vertices[k]->fields) field->accesses(accesses[k]);
+      for (const einc::Access &a : accesses[k]) {
+        if (!a.writes) continue;
+        auto [it, fresh] = writer.emplace(std::make_pair(a.storage, a.element), k);
+        if (!fresh && it->second != k)
+          throw poplar_error(race(cs, "both write", vertices[it->second], vertices[k], a));
+      }
+    }
+    for (std::size_t k = 0; k < vertices.size(); ++k)
+      for (const einc::Access &a : accesses[k]) {
+        auto it = writer.find({a.storage, a.element});
+        if (!a.writes && it != writer.end() && it->second != k)
+          throw poplar_error(race(cs, "one reads what the other writes", vertices[k], vertices[it->second], a));
+      }
+  }
+
+  std::string race(unsigned cs, const char *what, const einc::VertexInstance *a, const einc::VertexInstance *b,
+                   const einc::Access &at) const {
+    return "vertices of types '" + a->type + "' and '" + b->type + "' in compute set '" +
+           state_->computeSets[cs] + "' race: " + what + " element " + std::to_string(at.element) +
+           " of tensor '" + at.storage->name + "'";
+  }
+
+  void run_node(const Node &node) {
+    switch (node.kind) {
+      case Node::Kind::Sequence:
+        for (const auto &child : node.children) run_node(*child);
+        break;
+      case Node::Kind::Repeat:
+        for (unsigned i = 0; i < node.count; ++i) run_node(*node.children.at(0));
+        break;
+      case Node::Kind::Copy: {
+        std::size_t w = node.src.elementType().einc_size();
+        std::vector<unsigned char> staged(node.src.numElements() * w);
+        auto &s = *node.src.einc_storage();
+        auto &d = *node.dst.einc_storage();
+        for (std::size_t i = 0; i < node.src.numElements(); ++i)
+          std::memcpy(staged.data() + i * w, s.element(node.src.einc_elements()[i]), w);
+        for (std::size_t i = 0; i < node.dst.numElements(); ++i)
+          std::memcpy(d.element(node.dst.einc_elements()[i]), staged.data() + i * w, w);
+        break;
+      }
+      case Node::Kind::Execute:
+        execute(node.computeSet);
+        break;
+    }
+  }
+
+  void execute(unsigned cs) {
+    std::vector<einc::VertexInstance *> vertices;
+    for (const auto &v : state_->vertices)
+      if (v->computeSet == cs) vertices.push_back(v.get());
+    for (auto *v : vertices)
+      for (auto &[name, field] : v->fields) field->gather();
+    for (auto *v : vertices)
+      if (!v->run())
+        throw poplar_error("a vertex of type '" + v->type + "' in compute set '" + state_->computeSets[cs] +
+                           "' returned false");
+    for (auto *v : vertices)
+      for (auto &[name, field] : v->fields) field->scatter();
+  }
+
+  const Tensor &stream(const std::string &handle, bool write) const {
+    auto it = state_->streams.find(handle);
+    if (it == state_->streams.end() || it->second.second != write)
+      throw poplar_error(std::string("no host ") + (write ? "write" : "read") + " stream named '" + handle + "'");
+    return it->second.first;
+  }
+
+  static void check_bytes(const std::string &handle, const Tensor &t, const void *begin, const void *end) {
+    std::size_t bytes = static_cast<std::size_t>(static_cast<const unsigned char *>(end) -
+                                                 static_cast<const unsigned char *>(begin));
+    if (bytes != t.numElements() * t.elementType().einc_size())
+      throw poplar_error("stream '" + handle + "': " + std::to_string(bytes) + " bytes for a tensor of " +
+                         std::to_string(t.numElements() * t.elementType().einc_size()));
+  }
+
+  std::shared_ptr<einc::GraphState> state_;
+  std::vector<program::Program> programs_;
+};
+
+}  // namespace poplar

@@ -1,0 +1,23 @@
+// einc's CPU mirror of the Poplar API (see einc/runtime/poplar.py). Not Graphcore's code.
+#pragma once
+
+#include <string>
+
+#include <poplar/Device.hpp>
+
+namespace poplar {
+
+class IPUModel {
+ public:
+  explicit IPUModel(const char *ipuVersion = "ipu2") : version(ipuVersion) {}
+  Device createDevice() const {
+    Target t = Target::createIPUTarget(numIPUs, version);
+    if (tilesPerIPU != 0) t = Target(numIPUs, tilesPerIPU, version);
+    return Device(t);
+  }
+  std::string version;
+  unsigned numIPUs = 1;
+  unsigned tilesPerIPU = 0;  // 0: the architecture's count
+};
+
+}  // namespace poplar
