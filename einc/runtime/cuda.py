@@ -1,0 +1,286 @@
+"""Compile-check generated CUDA with NVRTC (resource usage per kernel); run it where a GPU is.
+
+Contract with the CUDA printer:
+- one source text, compilable by NVRTC (no host code, no `#include` of host headers;
+  `cuda_fp16.h` resolves where a CUDA toolkit's include directory is found);
+- one `extern "C" __global__ void <name>(...)` per manifest kernel, `<name>` =
+  `KernelLaunch.name` (C linkage: the cubin symbol is the name);
+- parameters: `T *__restrict__` per buffer of `KernelLaunch.args`, in that order, `T` the
+  buffer's storage dtype;
+- launched with `gridDim = grid`, `blockDim = block` and `KernelLaunch.shared_bytes` of
+  dynamic shared memory (`extern __shared__`), kernels in manifest order on one stream.
+
+`compile_check_cuda(source, manifest, arch)` compiles to a cubin for `arch` (`sm_80`,
+`sm_90`, ...) with `-Xptxas=-v` and reports, per kernel, registers, spill bytes and static
+shared memory from ptxas's log. Reports are cached on disk by hash of the source, arch,
+options and NVRTC version.
+
+`load_cuda_kernel` runs through cuda-python's driver API and needs an NVIDIA GPU and its
+driver (`libcuda`); without one it raises TargetError. Nothing is loaded at import.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from einc.errors import TargetError, ToolchainError
+from einc.runtime.cache import cached_artifact, content_key
+from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels, nbytes, stage
+from einc.runtime.manifest import LaunchManifest
+
+ARCHS: tuple[str, ...] = ("sm_80", "sm_90")
+NVRTC_OPTIONS: tuple[str, ...] = ("-Xptxas=-v", "--std=c++17")
+
+
+def _nvrtc() -> Any:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as error:
+        raise TargetError(
+            f"CUDA compile checks need NVRTC through cuda-python ({error}); "
+            "pip install cuda-python nvidia-cuda-nvrtc, or scripts/install_toolchains.sh"
+        ) from error
+    return nvrtc
+
+
+def nvrtc_version() -> str:
+    err, major, minor = _nvrtc().nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+@functools.cache
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Directories holding the toolkit's device headers (cuda_fp16.h and friends)."""
+    candidates: list[Path] = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append(Path(os.environ[var]) / "include")
+    nvcc = shutil.which("nvcc")
+    if nvcc is not None:
+        candidates.append(Path(nvcc).resolve().parent.parent / "include")
+    candidates += sorted(Path("/usr/local").glob("cuda*/include"), reverse=True)
+    for site in sys.path:
+        candidates += sorted(Path(site).glob("nvidia/*/include"))
+    found = [str(c) for c in candidates if (c / "cuda_fp16.h").is_file()]
+    return tuple(dict.fromkeys(found[:1]))
+
+
+def _log(nvrtc: Any, program: Any) -> str:
+    err, size = nvrtc.nvrtcGetProgramLogSize(program)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(program, log)
+    return log.rstrip(b"\0 ").decode(errors="replace")
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    ok: bool
+    log: str
+    cubin: bytes
+
+
+def _compile(source: str, arch: str, options: Sequence[str]) -> _Compiled:
+    nvrtc = _nvrtc()
+    flags = [f"--gpu-architecture={arch}", *options, *(f"--include-path={d}" for d in cuda_include_dirs())]
+    err, program = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise ToolchainError(f"nvrtcCreateProgram failed: {err}")
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(flags), [f.encode() for f in flags])
+        log = _log(nvrtc, program)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return _Compiled(False, f"NVRTC ({' '.join(flags)}): {err.name}\n{log}", b"")
+        err, size = nvrtc.nvrtcGetCUBINSize(program)
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(program, cubin)
+        return _Compiled(True, log, cubin)
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
+_NUMBERS = {
+    "registers": re.compile(r"Used (\d+) registers"),
+    "barriers": re.compile(r"used (\d+) barriers"),
+    "shared_bytes": re.compile(r"(\d+) bytes smem"),
+    "stack_bytes": re.compile(r"(\d+) bytes stack frame"),
+    "spill_stores": re.compile(r"(\d+) bytes spill stores"),
+    "spill_loads": re.compile(r"(\d+) bytes spill loads"),
+    "constant_bytes": re.compile(r"(\d+) bytes cmem\[0\]"),
+}
+
+
+def parse_ptxas_log(log: str) -> tuple[KernelResources, ...]:
+    """Per-kernel resources from ptxas's verbose output."""
+    found: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        entry = _ENTRY.search(line)
+        if entry is not None:
+            current = entry.group(1)
+            found[current] = {}
+            continue
+        if current is None:
+            continue
+        for name, pattern in _NUMBERS.items():
+            match = pattern.search(line)
+            if match is not None:
+                found[current][name] = int(match.group(1))
+    return tuple(
+        KernelResources(
+            name,
+            registers=values.get("registers", 0),
+            spills=values.get("spill_stores", 0),
+            shared_bytes=values.get("shared_bytes", 0),
+            details={k: v for k, v in values.items() if k not in ("registers", "shared_bytes")},
+        )
+        for name, values in found.items()
+    )
+
+
+def compile_check_cuda(
+    source: str, manifest: LaunchManifest, arch: str = "sm_90", *, options: Sequence[str] = NVRTC_OPTIONS
+) -> CompileReport:
+    """Compile `source` to a cubin for `arch` with NVRTC and report resources per kernel.
+
+    A report with `ok=False` carries NVRTC's diagnostics (`report.check()` raises them as a
+    ToolchainError); a kernel of the manifest missing from the cubin also fails the check.
+    """
+    check_manifest(manifest)
+    names = ",".join(k.name for k in manifest.kernels)
+    key = content_key(source, arch, "\0".join(options), nvrtc_version(), names, *cuda_include_dirs())
+
+    def build(path: Path) -> None:
+        compiled = _compile(source, arch, options)
+        kernels = parse_ptxas_log(compiled.log) if compiled.ok else ()
+        ok, log = compiled.ok, compiled.log
+        missing = missing_kernels(manifest, {k.name for k in kernels}) if ok else []
+        if missing:
+            ok = False
+            log += f"\nno kernel named {', '.join(missing)} in the cubin (kernels must be extern \"C\" __global__)"
+        report = CompileReport("cuda", arch, ok, log, kernels, len(compiled.cubin))
+        path.write_text(json.dumps(report.to_json_dict()))
+
+    path = cached_artifact("cuda-report", key, ".json", build).path
+    return CompileReport.from_json_dict(json.loads(path.read_text()))
+
+
+# --- execution (a GPU machine only) ---------------------------------------------------
+
+
+def _check(result: Any, what: str) -> Any:
+    """cuda-python returns (error, values...): raise on an error, return the values."""
+    from cuda.bindings import driver
+
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, text = driver.cuGetErrorString(err)
+        raise ToolchainError(f"CUDA {what} failed: {err.name} ({text.decode() if text else ''})")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+@dataclass(frozen=True)
+class _Gpu:
+    device: Any
+    context: Any
+    arch: str
+    name: str
+
+
+@functools.cache
+def _gpu() -> _Gpu:
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+    except Exception as error:  # noqa: BLE001 - no libcuda: the driver is not installed
+        raise TargetError(f"no NVIDIA driver ({error.__class__.__name__}: {error})") from error
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise TargetError(f"no usable NVIDIA GPU (cuInit: {err.name})")
+    count = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+    if count == 0:
+        raise TargetError("no NVIDIA GPU (cuDeviceGetCount = 0)")
+    device = _check(driver.cuDeviceGet(0), "cuDeviceGet")
+    attribute = driver.CUdevice_attribute
+    major = _check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "query")
+    minor = _check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "query")
+    name = _check(driver.cuDeviceGetName(128, device), "cuDeviceGetName")
+    context = _check(driver.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+    return _Gpu(device, context, f"sm_{major}{minor}", name.split(b"\0", 1)[0].decode())
+
+
+def device_description() -> str:
+    gpu = _gpu()
+    return f"CUDA: {gpu.name} ({gpu.arch})"
+
+
+class CudaKernel:
+    """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)`."""
+
+    def __init__(self, source: str, manifest: LaunchManifest, options: Sequence[str] = NVRTC_OPTIONS):
+        from cuda.bindings import driver
+
+        check_manifest(manifest)
+        gpu = _gpu()
+        compiled = _compile(source, gpu.arch, options)
+        if not compiled.ok:
+            raise ToolchainError(f"NVRTC rejected the generated CUDA kernel\n{compiled.log}\n--- source ---\n{source}")
+        _check(driver.cuCtxSetCurrent(gpu.context), "cuCtxSetCurrent")
+        self.source = source
+        self.manifest = manifest
+        self.resources = parse_ptxas_log(compiled.log)
+        self._module = _check(driver.cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
+        self._functions = []
+        for launch in manifest.kernels:
+            function = _check(driver.cuModuleGetFunction(self._module, launch.name.encode()), f"lookup of '{launch.name}'")
+            if launch.shared_bytes > 48 * 1024:
+                attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                _check(driver.cuFuncSetAttribute(function, attribute, launch.shared_bytes), "cuFuncSetAttribute")
+            self._functions.append(function)
+
+    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
+        from cuda.bindings import driver
+
+        _check(driver.cuCtxSetCurrent(_gpu().context), "cuCtxSetCurrent")
+        staged = stage(self.manifest, inputs, outputs)
+        pointers: dict[str, Any] = {}
+        try:
+            for buffer in self.manifest.buffers:
+                pointers[buffer.name] = _check(driver.cuMemAlloc(max(nbytes(buffer), 1)), "cuMemAlloc")
+                if buffer.role == "input" and nbytes(buffer):
+                    host = staged.host[buffer.name]
+                    _check(driver.cuMemcpyHtoD(pointers[buffer.name], host.ctypes.data, nbytes(buffer)), "copy to GPU")
+            for launch, function in zip(self.manifest.kernels, self._functions):
+                values = [np.array([int(pointers[name])], dtype=np.uint64) for name in launch.args]
+                params = np.array([v.ctypes.data for v in values], dtype=np.uint64)
+                _check(
+                    driver.cuLaunchKernel(
+                        function, *launch.grid, *launch.block, launch.shared_bytes, 0, params.ctypes.data, 0
+                    ),
+                    f"launch of '{launch.name}'",
+                )
+            _check(driver.cuCtxSynchronize(), "kernel execution")
+            for buffer in self.manifest.buffers:
+                if buffer.role == "output" and nbytes(buffer):
+                    host = staged.host[buffer.name]
+                    _check(driver.cuMemcpyDtoH(host.ctypes.data, pointers[buffer.name], nbytes(buffer)), "copy to host")
+        finally:
+            for pointer in pointers.values():
+                driver.cuMemFree(pointer)
+        staged.finish()
+
+
+def load_cuda_kernel(source: str, manifest: LaunchManifest, *, options: Sequence[str] = NVRTC_OPTIONS) -> CudaKernel:
+    """Compile for the local GPU and return the runner; TargetError when there is no GPU."""
+    return CudaKernel(source, manifest, options)
