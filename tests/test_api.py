@@ -89,7 +89,16 @@ def test_semantic_error_carries_location() -> None:
     assert info.value.render().startswith("<string>:1:")
 
 
-def test_schedule_argument_is_refused_until_supported() -> None:
+def test_schedule_argument_applies_or_refuses_with_a_location() -> None:
+    schedule = (
+        "builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        '    %m = transform.einc.match stmt "output0" axis "M" in %root\n'
+        "    %o, %i = transform.einc.tile %m by 3\n    transform.yield\n  }\n}\n"
+    )
+    assert "M_o" in einc.compile(MATMUL, MATMUL_INPUTS, schedule=schedule).source
+    with pytest.raises(ScheduleError) as info:
+        einc.compile(MATMUL, MATMUL_INPUTS, schedule=schedule.replace("by 3", "by 0"))
+    assert info.value.loc is not None and (info.value.loc.line, info.value.loc.col) == (4, 5)
     with pytest.raises(ScheduleError):
         einc.compile(MATMUL, MATMUL_INPUTS, schedule="transform.sequence")
 

@@ -67,8 +67,12 @@ def describe(loop: affine.ForOp) -> str:
 
 
 def _retag(loop: affine.ForOp, attributes: dict, suffix: str) -> None:
+    """Copy the tags of a split loop, renaming its axis; schedule marks stay on one side:
+    the outer loop keeps parallel/bind, the inner loop keeps vectorize."""
+    dropped = (VECTORIZE_ATTR,) if suffix == ".o" else (PARALLEL_ATTR, BIND_ATTR)
     for k, v in attributes.items():
-        loop.attributes[k] = v
+        if k not in dropped:
+            loop.attributes[k] = v
     if isinstance(axis := attributes.get(AXIS_ATTR), StringAttr):
         loop.attributes[AXIS_ATTR] = StringAttr(axis.data + suffix)
 
@@ -244,6 +248,8 @@ def _rebuild_band(band: list[affine.ForOp], order: list[int]) -> list[affine.For
         Rewriter.insert_op(op, point)
     for k, loop in zip(order, new):
         induction_var(band[k]).replace_all_uses_with(induction_var(loop))
+    for loop in new[:-1]:  # only an innermost loop stays vectorized
+        loop.attributes.pop(VECTORIZE_ATTR, None)
     band[0].detach()
     band[0].erase()
     return new

@@ -1,0 +1,48 @@
+"""`einc-apply-schedule`: apply a transform-dialect schedule to the loop module.
+
+    einc-opt prog.ein -p 'convert-ein-to-affine,einc-apply-schedule{file=s.mlir}'
+    einc-opt loops_with_schedule.mlir -p einc-apply-schedule
+
+With `file`, the schedule is read from there (errors point at its ops, file:line:col);
+without, the module's own `transform.named_sequence @__transform_main` is taken out of it and
+applied to the rest (errors name the op). The interpreter is einc.schedule's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects import transform
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from einc.errors import ScheduleError, SourceLocation
+from einc.schedule import ENTRY, Schedule
+
+
+@dataclass(frozen=True)
+class ApplySchedulePass(ModulePass):
+    name = "einc-apply-schedule"
+
+    file: str | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.file is not None:
+            try:
+                text = Path(self.file).read_text()
+            except OSError as err:
+                raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(self.file, 1, 1)) from None
+            Schedule.parse(text, self.file).apply_in_place(op)
+            return
+        entries = [
+            s for s in op.walk() if isinstance(s, transform.NamedSequenceOp) and s.sym_name.data == ENTRY
+        ]
+        if not entries:
+            raise ScheduleError(f"einc-apply-schedule: no file given and no @{ENTRY} in the module")
+        holder = ModuleOp([])
+        for entry in entries:
+            entry.detach()
+        holder.body.block.add_op(entries[0])
+        Schedule(holder, "<embedded schedule>").apply_in_place(op)
