@@ -33,6 +33,16 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeF16StoragePass
 
+    def einc_apply_schedule():
+        from einc.passes.apply_schedule import ApplySchedulePass
+
+        return ApplySchedulePass
+
+    def einc_tile():
+        from einc.passes.tile_loops import TileLoopsPass
+
+        return TileLoopsPass
+
     def legalize_storage_dtypes():
         from einc.passes.legalize_storage_dtypes import LegalizeStorageDtypesPass
 
@@ -77,6 +87,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "legalize-f16-storage": legalize_f16_storage,
         "legalize-storage-dtypes": legalize_storage_dtypes,
         "legalize-narrow-ints": legalize_narrow_ints,
+        "einc-apply-schedule": einc_apply_schedule,
+        "einc-tile": einc_tile,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,

@@ -256,12 +256,14 @@ class CLikeTarget:
     unary_helpers: ClassVar[frozenset[str]] = frozenset({"absi"})
     """Helpers taking one argument `a` (the others take `a, b`)."""
 
-    loop_pragmas: ClassVar[Mapping[str, str]] = {
-        "einc.parallel": "#pragma omp parallel for",
-        "einc.vectorize": "#pragma omp simd",
+    loop_pragmas: ClassVar[Mapping[tuple[str, ...], str]] = {
+        ("einc.parallel", "einc.vectorize"): "#pragma omp parallel for simd",
+        ("einc.parallel",): "#pragma omp parallel for",
+        ("einc.vectorize",): "#pragma omp simd",
     }
-    """Lines printed before an `affine.for` carrying the schedule mark (a unit attribute) they
-    are keyed by; a mark missing here is not printed (the loop stays sequential)."""
+    """The line printed before an `affine.for`: the first entry whose schedule marks (unit
+    attributes) the loop all carries; marks missing here are not printed (the loop stays
+    sequential)."""
 
     statement_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], None]]] = {}
     expression_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], Expr]]] = {}
@@ -798,9 +800,10 @@ def _affine_for(w: _Writer, op: affine.ForOp) -> None:
     names = w.carried(op.results, op.inits)
     for arg, name in zip(op.body.block.args[1:], names):
         w.names[arg] = name  # carried values live in the results' variables
-    for mark, pragma in w.t.loop_pragmas.items():
-        if mark in op.attributes:
+    for marks, pragma in w.t.loop_pragmas.items():
+        if all(mark in op.attributes for mark in marks):
             w.line(pragma)
+            break
     w.for_loop(op.body.block.args[0], lower, upper, op.step.value.data, op.body.block)
 
 
