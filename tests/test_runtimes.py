@@ -280,6 +280,32 @@ class TestHLSL:
         module = reflect_spirv(compile_hlsl(HLSL_MATMUL, "add_bias"))
         assert {b.binding: b.read_only for b in module.bindings} == {2: False, 3: True, 4: False}
 
+    def test_subgroup_sums(self) -> None:
+        # wave intrinsics need SPIR-V 1.3 (glslang --target-env vulkan1.1) and wgpu's
+        # subgroup feature; lavapipe's waves are 8 lanes wide on AVX2, 16 on AVX-512
+        from einc.runtime.vulkan import load_hlsl_kernel
+
+        source = f"""
+RWStructuredBuffer<float> a : register(u0);
+RWStructuredBuffer<float> b : register(u1);
+RWStructuredBuffer<float> c : register(u2);
+[numthreads({BLOCK}, 1, 1)]
+void vadd(uint3 id : SV_DispatchThreadID) {{
+  float lanes = WaveActiveSum(1.0f);
+  if (id.x < {LEN}) c[id.x] = a[id.x] + b[id.x] + (lanes - WaveGetLaneCount());
+}}
+"""
+        check_vadd(load_hlsl_kernel(source, vadd_manifest("hlsl")), vadd_manifest("hlsl"))
+
+    def test_spirv_naga_refuses(self) -> None:
+        # WaveIsFirstLane is OpGroupNonUniformElect, which spirv-val accepts and naga (in
+        # wgpu 0.32) does not: printers use WaveGetLaneIndex() == 0 instead
+        from einc.runtime.vulkan import load_hlsl_kernel
+
+        source = HLSL_VADD.replace("if (id.x <", "if (WaveIsFirstLane() && id.x <")
+        assert source != HLSL_VADD
+        check_rejects(lambda: load_hlsl_kernel(source, vadd_manifest("hlsl")), "naga", "GroupNonUniformElect")
+
     def test_broken_source(self) -> None:
         from einc.runtime.vulkan import load_hlsl_kernel
 
@@ -354,11 +380,13 @@ class TestSYCL:
         broken = SYCL.replace("a[i] + b[i]", "a[i] + undefined_b[i]")
         check_rejects(lambda: load_sycl_kernel(broken, vadd_manifest("sycl")), "undefined_b")
 
-    def test_kernel_without_c_linkage(self) -> None:
+    def test_missing_kernel(self) -> None:
+        # what a kernel without C linkage looks like: its mangled name is not found
         from einc.runtime.sycl import load_sycl_kernel
 
-        renamed = SYCL.replace("void vadd(", "void vadd2(")
-        check_rejects(lambda: load_sycl_kernel(renamed, vadd_manifest("sycl")), "no kernel 'vadd'")
+        launch = KernelLaunch("vadd_cxx", ("a", "b", "c"), (1, 1, 1), (BLOCK, 1, 1))
+        manifest = LaunchManifest("sycl", vadd_manifest("sycl").buffers, (launch,))
+        check_rejects(lambda: load_sycl_kernel(SYCL, manifest), "no kernel 'vadd_cxx'", 'extern "C"')
 
 
 @pytest.mark.sycl

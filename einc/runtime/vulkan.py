@@ -16,12 +16,15 @@ Contract with the HLSL printer:
 - HLSL has no 8-bit buffers: such buffers need `storage_dtype` (e.g. `int32`), which this
   runtime converts at the boundary, as it does for any buffer with a storage dtype.
 
-Compilation: `glslangValidator -D -V -e <name> -S comp` per entry, then `spirv-val
---target-env vulkan1.1`; the SPIR-V is cached on disk by hash of the source, entry and
-glslang version. Execution: `wgpu` on a Vulkan CPU adapter (Mesa lavapipe), with a
+Compilation: `glslangValidator -D -V -S comp --target-env vulkan1.1 -e <name>` per entry
+(SPIR-V 1.3: wave intrinsics need it; glslang keeps only the globals the entry uses), then
+`spirv-val --target-env vulkan1.1`; the SPIR-V is cached on disk by hash of the source,
+entry and glslang version. Execution: `wgpu` on a Vulkan CPU adapter (Mesa lavapipe), with a
 bind-group layout built from the SPIR-V's own declarations (read-only buffers need a
-read-only binding). wgpu translates SPIR-V through naga, which can refuse SPIR-V that
-spirv-val accepts; that is reported as a ToolchainError naming naga.
+read-only binding), and wgpu's subgroup feature requested where the adapter has it
+(`WaveActiveSum` and friends work). wgpu translates SPIR-V through naga, which can refuse
+SPIR-V that spirv-val accepts (e.g. `WaveIsFirstLane`, OpGroupNonUniformElect: use
+`WaveGetLaneIndex() == 0`); that is reported as a ToolchainError naming naga.
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ from einc.runtime.device import check_manifest, nbytes, stage, storage_dtype
 from einc.runtime.manifest import Buffer, LaunchManifest
 from einc.runtime.toolchains import tool_version
 
-GLSLANG_FLAGS: tuple[str, ...] = ("-D", "-V", "-S", "comp")
+GLSLANG_FLAGS: tuple[str, ...] = ("-D", "-V", "-S", "comp", "--target-env", "vulkan1.1")
 SPIRV_ENV = "vulkan1.1"
-WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "shader-i16")
+WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "shader-i16", "subgroup", "subgroup-barrier")
 
 
 def _tool(name: str) -> str:
