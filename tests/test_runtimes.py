@@ -395,7 +395,7 @@ def test_sycl_not_installed_says_how_to_install(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(sycl, "sycl_prefix", lambda: None)
     with pytest.raises(TargetError, match=r"pip install -e '\.\[sycl\]'"):
-        sycl.build_shim()
+        sycl.load_sycl_kernel(SYCL, vadd_manifest("sycl"))
 
 
 # --- Poplar ----------------------------------------------------------------------------
@@ -665,8 +665,11 @@ class TestHIP:
 
 def test_missing_toolchains_fail_only_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("EINC_OPTIONAL_TOOLCHAINS", raising=False)
     assert toolchains.required("sycl")
     assert not toolchains.required("cuda-gpu")  # hardware: never in CI
+    monkeypatch.setenv("EINC_OPTIONAL_TOOLCHAINS", "sycl,poplar")
+    assert not toolchains.required("sycl") and toolchains.required("hip")
     monkeypatch.delenv("CI")
     assert not toolchains.required("sycl")
     with pytest.raises(ValueError, match="unknown target"):

@@ -212,6 +212,7 @@ class SyclKernel:
     """A SYCL source built for Intel's OpenCL CPU device; call it as `kernel(inputs, outputs)`."""
 
     def __init__(self, source: str, manifest: LaunchManifest, options: tuple[str, ...] = ()):
+        _prefix()  # TargetError with the install command when the SYCL runtime is absent
         check_manifest(manifest)
         for launch in manifest.kernels:
             if launch.shared_bytes:
