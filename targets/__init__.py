@@ -40,7 +40,12 @@ def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
 
         return HLSLTarget
 
-    return {"c": c, "opencl": opencl, "cuda": cuda, "hip": hip, "hlsl": hlsl}
+    def sycl():
+        from einc.targets.sycl import SYCLTarget
+
+        return SYCLTarget
+
+    return {"c": c, "opencl": opencl, "cuda": cuda, "hip": hip, "hlsl": hlsl, "sycl": sycl}
 
 
 def get_all_xdsl_targets() -> dict[str, Callable[[ModuleOp, IO[str]], None]]:

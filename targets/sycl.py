@@ -1,0 +1,77 @@
+"""The SYCL target: free-function nd-range kernels for the oneAPI kernel_compiler extension.
+
+    extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<3>))
+    void kernel_y(const float* x, float* y) {
+      int64_t N = syclext::this_work_item::get_nd_item<3>().get_global_id(2);
+      ...
+
+Manifest x is SYCL dimension 2 (the fastest), as the runtime launches `nd_range<3>` with
+reversed extents. Math is SYCL's overloaded built-ins (`sycl::exp`); halves are
+`sycl::half` in memory and computed in float (`legalize-f16-for-c`). Work-group memory is
+`syclexp::work_group_static<T[N]>`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import ModuleOp, f16, f32, f64
+
+from einc.targets.clike import _CALLEE, CLikeTarget, call  # pyright: ignore[reportPrivateUsage]
+from einc.targets.cuda import CUDATarget
+from einc.targets.gpu import DeviceTarget, Runner
+
+_ITEM = "syclext::this_work_item::get_nd_item<3>()"
+_DIMS = {"x": 2, "y": 1, "z": 0}
+
+
+class SYCLTarget(DeviceTarget):
+    name: ClassVar[str] = "sycl"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=sycl},"
+        "canonicalize,cse"
+    )
+    includes: ClassVar[tuple[str, ...]] = ("sycl/sycl.hpp",)
+    preamble: ClassVar[tuple[str, ...]] = (
+        "namespace syclext = sycl::ext::oneapi;",
+        "namespace syclexp = sycl::ext::oneapi::experimental;",
+    )
+    kernel_prefix: ClassVar[str] = (
+        'extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<3>))\n'
+    )
+    buffer_prefix: ClassVar[str] = ""
+    buffer_suffix: ClassVar[str] = ""
+    index_type: ClassVar[str] = "int64_t"
+    barrier: ClassVar[str] = "sycl::group_barrier(syclext::this_work_item::get_work_group<3>());"
+    shared_decl: ClassVar[str] = "syclexp::work_group_static<{t}[{n}]> {name};"
+    work_item_index = {
+        **{f"block_id.{d}": f"(int64_t){_ITEM}.get_group({k})" for d, k in _DIMS.items()},
+        **{f"thread_id.{d}": f"(int64_t){_ITEM}.get_local_id({k})" for d, k in _DIMS.items()},
+        **{f"global_id.{d}": f"(int64_t){_ITEM}.get_global_id({k})" for d, k in _DIMS.items()},
+        **{f"block_dim.{d}": f"(int64_t){_ITEM}.get_local_range({k})" for d, k in _DIMS.items()},
+        **{f"grid_dim.{d}": f"(int64_t){_ITEM}.get_group_range({k})" for d, k in _DIMS.items()},
+    }
+    types = {**CLikeTarget.types, f16: "sycl::half"}
+    literal_names = {
+        **{k: v for k, v in CUDATarget.literal_names.items() if k.startswith("INT")},
+        "INFINITY": "std::numeric_limits<float>::infinity()",
+        "NAN": "std::numeric_limits<float>::quiet_NaN()",
+    }
+    """The runtime compiler's preprocessor sees no C headers' macros."""
+    literal_cast = {f16: "(sycl::half)"}
+    math_suffix = {f64: "", f32: ""}
+    literal_suffix = {f64: "", f32: "f"}
+    ops = {
+        **{op: dataclasses.replace(s, fmt="sycl::" + s.fmt) if _CALLEE.match(s.fmt) else s
+           for op, s in CLikeTarget.ops.items()},
+        mathd.RsqrtOp: call("sycl::rsqrt"),
+    }  # fmt: skip
+    """C's math functions as SYCL's overloaded built-ins (`sycl::exp`, `sycl::fmax`)."""
+
+    @classmethod
+    def build(cls, source: str, module: ModuleOp) -> Runner:
+        from einc.runtime.sycl import load_sycl_kernel
+
+        return load_sycl_kernel(source, cls.manifest(module))
