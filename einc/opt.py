@@ -18,7 +18,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from einc.context import einc_dialects
+from einc.context import einc_dialects, load_einc_transform_ops
 from einc.errors import EincError
 
 
@@ -27,6 +27,7 @@ class EincOptMain(xDSLOptMain):
         super().register_all_dialects()
         for name, factory in einc_dialects().items():
             self.ctx.register_dialect(name, factory)  # type: ignore[arg-type]
+        load_einc_transform_ops(self.ctx)
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
