@@ -481,6 +481,7 @@ void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &b
   graph.setTileMapping(B, 0);
   graph.setTileMapping(bias, 0);
   poplar::ComputeSet dots = graph.addComputeSet("matmul_reduce");
+  const poplar::Tensor columns = B.transpose();
   for (unsigned m = 0; m < {M}; ++m) {{
     graph.setTileMapping(A[m], m);
     graph.setTileMapping(T[m], m);
@@ -488,7 +489,7 @@ void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &b
     for (unsigned n = 0; n < {N}; ++n) {{
       poplar::VertexRef v = graph.addVertex(dots, "EincDot");
       graph.connect(v["row"], A[m]);
-      graph.connect(v["column"], B.transpose()[n]);
+      graph.connect(v["column"], columns[n]);
       graph.connect(v["out"], T[m][n]);
       graph.setTileMapping(v, m);
     }}

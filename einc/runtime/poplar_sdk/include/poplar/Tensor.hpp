@@ -124,10 +124,10 @@ class Tensor {
       shape[d] = shape_[permutation[d]];
     }
     std::vector<unsigned> perm = permutation.vec();
+    std::vector<std::size_t> scratch(perm.size());
     return remap(shape, [&](std::vector<std::size_t> &index) {
-      std::vector<std::size_t> old(index.size());
-      for (std::size_t d = 0; d < perm.size(); ++d) old[perm[d]] = index[d];
-      index = old;
+      for (std::size_t d = 0; d < perm.size(); ++d) scratch[perm[d]] = index[d];
+      index = scratch;  // same size: no allocation
     });
   }
 
@@ -191,9 +191,9 @@ class Tensor {
   template <class F> Tensor remap(const std::vector<std::size_t> &shape, F f) const {
     std::size_t n = einc::product(shape);
     std::vector<std::size_t> elements(n);
-    std::vector<std::size_t> index(shape.size(), 0);
+    std::vector<std::size_t> index(shape.size(), 0), old(shape.size());
     for (std::size_t k = 0; k < n; ++k) {
-      std::vector<std::size_t> old = index;
+      old = index;  // same size: no allocation
       f(old);
       std::size_t flat = 0;
       for (std::size_t d = 0; d < shape_.size(); ++d) flat = flat * shape_[d] + old[d];
