@@ -240,7 +240,8 @@ class CudaKernel:
         self.source = source
         self.manifest = manifest
         self.resources = parse_ptxas_log(compiled.log)
-        self._module = _check(driver.cuModuleLoadData(compiled.cubin), "cuModuleLoadData")
+        image = np.frombuffer(compiled.cubin, np.uint8)  # passed by address, as in cuda-python's examples
+        self._module = _check(driver.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
         self._functions = []
         for launch in manifest.kernels:
             function = _check(driver.cuModuleGetFunction(self._module, launch.name.encode()), f"lookup of '{launch.name}'")
