@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from einc.errors import TargetError
+
 TOOLCHAIN_TARGETS: tuple[str, ...] = ("opencl", "hlsl", "sycl", "poplar", "cuda", "hip")
 HARDWARE_TARGETS: tuple[str, ...] = ("cuda-gpu",)
 
@@ -128,6 +130,8 @@ def _opencl() -> tuple[bool, str]:
         from einc.runtime import opencl
 
         return True, opencl.device_description()
+    except TargetError as error:  # says how to install
+        return False, f"OpenCL: {error.message}"
     except Exception as error:  # noqa: BLE001 - any failure is the reason
         return False, (
             f"OpenCL: {_reason(error)} (install: apt pocl-opencl-icd ocl-icd-opencl-dev; "
@@ -147,6 +151,8 @@ def _hlsl() -> tuple[bool, str]:
         from einc.runtime import vulkan
 
         return True, vulkan.device_description()
+    except TargetError as error:  # says how to install
+        return False, f"HLSL: {error.message}"
     except Exception as error:  # noqa: BLE001
         return False, (
             f"HLSL: no Vulkan executor: {_reason(error)} (install: apt mesa-vulkan-drivers "
