@@ -51,7 +51,7 @@ def compiled(name: str) -> einc.Kernel:
 
 def reference_of(prog: Program) -> Reference:
     if prog.name not in REFERENCES:
-        pytest.fail(f"no reference for program {prog.name!r}: add one to tests/oracle/references.py")
+        pytest.fail(f"no reference for {prog.name!r}: add one to tests/oracle/references.py")
     return REFERENCES[prog.name]
 
 
@@ -102,8 +102,8 @@ def test_outputs_are_fresh_on_every_call(prog: Program) -> None:
         assert not np.shares_memory(out_a[name], out_b[name]), (
             f"{prog.name}: {name} of two calls share memory"
         )
-        np.testing.assert_array_equal(out_a[name], snapshot[name],
-                                      err_msg=f"{prog.name}: a later call changed {name}")  # fmt: skip
+        changed = f"{prog.name}: a later call changed {name}"
+        np.testing.assert_array_equal(out_a[name], snapshot[name], err_msg=changed)
     check_against_reference(prog, out_a, inputs_a, seed_a)
 
 

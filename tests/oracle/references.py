@@ -299,7 +299,8 @@ def ref_batch_norm_inference(input0, mean, variance, scale, bias):
     return bias[c] + scale[c] * (input0 - mean[c]) / np.sqrt(1e-5 + variance[c])
 
 
-@ref("logical_bool", "int8", inputs={"input0": Draw("int", 0, 2, True), "input1": Draw("int", 0, 2, True)})
+@ref("logical_bool", "int8", inputs={"input0": Draw("int", 0, 2, True),
+                                     "input1": Draw("int", 0, 2, True)})  # fmt: skip
 def ref_logical_bool(input0, input1):
     return ((input0 != 0) & (input1 == 0)).astype(np.int64)
 

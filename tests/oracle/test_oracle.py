@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
-from tests.oracle.genprog import (
-    F16, F32, F64, I8, I16, I32, I64, BOOL, Bin, Call, Cast, Env, Lit, Val, convert, programs,
-    promote,
+from tests.oracle.genprog import programs
+from tests.oracle.semantics import (
+    BOOL, F16, F32, F64, I8, I16, I32, I64, Bin, Call, Cast, Env, Lit, Val, convert, promote,
 )  # fmt: skip
 from tests.oracle.references import REFERENCES, ein_file_inputs, make_inputs
 from tests.programs import EIN_FILES, PROGRAMS
