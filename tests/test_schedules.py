@@ -304,3 +304,12 @@ def test_random_legal_schedules_match_oracle(prog: GenProgram, seed: int) -> Non
     outputs = kernel(**{k: v.copy() for k, v in inputs.items()})
     for name, exp in expected.items():
         check_output(name, outputs[name], exp, f"seed {seed}")
+
+
+def test_cache_ops_parse_and_are_refused_until_implemented() -> None:
+    text = script(
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%c = transform.einc.cache_read "input1" at %n in "local"',
+    )
+    with pytest.raises(ScheduleError, match="not implemented"):
+        einc.compile(MATMUL, MM, schedule=text)
