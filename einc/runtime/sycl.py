@@ -14,7 +14,8 @@ Contract with the SYCL printer (checked with intel-sycl-rt 2026.2, libsycl 9):
       }
 
 - parameters: one USM pointer `T *` per buffer of `KernelLaunch.args`, in that order, `T`
-  the buffer's storage dtype; no other parameters;
+  the buffer's storage dtype (`double` and `sycl::half` work on this device); no other
+  parameters;
 - the launch is `nd_range<3>(global, local)` with local = (block.z, block.y, block.x)
   and global = grid * block in the same reversed order: manifest x is SYCL dimension 2,
   the fastest-varying one (as SYCLomatic maps CUDA's x), so `get_global_id(2)`,
