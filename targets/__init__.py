@@ -45,7 +45,15 @@ def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
 
         return SYCLTarget
 
-    return {"c": c, "opencl": opencl, "cuda": cuda, "hip": hip, "hlsl": hlsl, "sycl": sycl}
+    def poplar():
+        from einc.targets.poplar import PoplarTarget
+
+        return PoplarTarget
+
+    return {
+        "c": c, "opencl": opencl, "cuda": cuda, "hip": hip, "hlsl": hlsl, "sycl": sycl,
+        "poplar": poplar,
+    }  # fmt: skip
 
 
 def get_all_xdsl_targets() -> dict[str, Callable[[ModuleOp, IO[str]], None]]:

@@ -108,9 +108,10 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
         ),
         TargetDescription(
             "poplar", max_threads_per_block=6, max_block=(6, 1, 1),
-            max_grid=(1472, 1, 1), shared_bytes_per_block=0,
+            max_grid=(1, 1, 1), shared_bytes_per_block=0,
             subgroup_size=1, vector_width=2, default_block=6,
-            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+            storage_dtypes=ALL_DTYPES - {"float64"},
+            arith_dtypes=ALL_DTYPES - {"float64", "float16"},
         ),
     )
 }  # fmt: skip

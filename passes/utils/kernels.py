@@ -394,7 +394,9 @@ def outline(
         flat = gid
         if mapping.stride is not None:
             step_block = Block(arg_types=[IndexType()])
-            step_block.args[0].name_hint = "point"
+            step_block.args[0].name_hint = (
+                induction_var(mapping.loops[0]).name_hint if len(mapping.loops) == 1 else "point"
+            )
             step_block.add_op(scf.YieldOp())
             b.insert(scf.ForOp(gid, _index_constant(b, points), _index_constant(b, mapping.stride), [],
                                Region(step_block)))  # fmt: skip
