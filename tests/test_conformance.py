@@ -18,7 +18,7 @@ import pytest
 import einc
 from tests.oracle.compare import check_reference
 from tests.oracle.genprog import ODD_AXIS_NAMES, ODD_TENSOR_NAMES
-from tests.oracle.isolate import run_isolated
+from tests.oracle.isolate import run_kernel_isolated
 from tests.oracle.references import REFERENCES, Reference, ein_file_inputs, make_inputs
 from tests.programs import EIN_FILES, PROGRAMS
 
@@ -126,7 +126,7 @@ ODD_NAMES = sorted(set(ODD_TENSOR_NAMES) | set(ODD_AXIS_NAMES))
 def test_any_identifier_names_a_tensor_or_an_axis(name: str) -> None:
     """LANGUAGE.md reserves no identifier but its keywords: a name that is a C keyword, a
     libm function, a header macro or a typedef must still work as an input, a result and an
-    axis. (The kernel runs in a child process: a miscompiled name may crash it.)"""
+    axis. (The kernel runs in a worker process: a miscompiled name may crash it.)"""
     x = np.array([1.5, -2.0, 3.25], dtype=np.float32)
     f32 = {"dtype": "float32", "shape": [3]}
     other = "input0" if name != "input0" else "input1"
@@ -139,8 +139,7 @@ def test_any_identifier_names_a_tensor_or_an_axis(name: str) -> None:
     failures = []
     for ir, input_dict, inputs, want in cases:
         try:
-            kernel = einc.compile(ir, input_dict, target="c")
-            got = run_isolated(lambda: kernel(**inputs))
+            got = run_kernel_isolated(ir, input_dict, None, inputs)
             assert sorted(got) == sorted(want), f"results {sorted(got)}"
             for key, value in want.items():
                 np.testing.assert_allclose(got[key], value, rtol=1e-6)

@@ -2,7 +2,8 @@
 against their NumPy float64 meaning.
 
 (a) the loop-level module (`lower_to_stage(..., stage="loops")`) on xDSL's interpreter;
-(b) the C target (`einc.compile(..., target="c")`).
+(b) the C target (`einc.compile(..., target="c")`), with tiny shapes and with shapes large
+    enough for the default schedule to tile, vectorize and parallelize.
 
 Each example draws a program and an input seed; a failure prints the program text, its
 `input_dict`, `extra_outputs` and the seed (Hypothesis shrinks the program first). Example
@@ -23,7 +24,7 @@ from einc.interp import run_interpreted
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
-from tests.oracle.isolate import run_isolated
+from tests.oracle.isolate import run_kernel_isolated
 
 Runner = Callable[[GenProgram, dict[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -35,11 +36,12 @@ def run_interpreter(prog: GenProgram, inputs: dict[str, np.ndarray]) -> dict[str
 
 
 def run_c(prog: GenProgram, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Compiles here; runs the kernel in a forked child (a crash fails only this example)."""
+    """Compiles here (for the source in the report); runs in a worker process, so a crashing
+    kernel fails only this example."""
     text, input_dict, extra = prog.compile_args()
     kernel = einc.compile(text, input_dict, target="c", extra_outputs=extra)
     note(f"C source:\n{kernel.source}")
-    return run_isolated(lambda: kernel(**inputs))
+    return run_kernel_isolated(text, input_dict, extra, inputs)
 
 
 def check_program(prog: GenProgram, seed: int, run: Runner) -> None:
@@ -65,4 +67,12 @@ def test_interpreter_matches_oracle(prog: GenProgram, seed: int) -> None:
 @settings(max_examples=examples(40))
 @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
 def test_c_matches_oracle(prog: GenProgram, seed: int) -> None:
+    check_program(prog, seed, run_c)
+
+
+@settings(max_examples=examples(20))
+@given(prog=programs(large=True), seed=st.integers(0, 2**32 - 1))
+def test_c_matches_oracle_on_larger_shapes(prog: GenProgram, seed: int) -> None:
+    """Extents past vector widths, tiles and unroll factors, nests big enough to run in
+    parallel: the default C schedule's transformations at work."""
     check_program(prog, seed, run_c)

@@ -45,6 +45,12 @@ ODD_AXIS_NAMES = ("i", "j", "n", "k0", "idx", "while", "long", "signed", "pow", 
 FLOAT_RANGES = {"signed": (-2.0, 2.0), "positive": (0.5, 2.0), "wide": (-1000.0, 1000.0)}
 MAX_INPUTS = 6
 MAX_POINTS = 240  # iteration-space points per statement (the interpreter is slow)
+# `large` programs (C only): extents that exceed vector widths, tiles and unroll factors, and
+# nests big enough for the default schedule's parallel loops (2^15 iterations).
+LARGE_EXTENTS = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 128, 257)
+LARGE_WEIGHTS = (2, 2, 2, 2, 1, 1, 2, 1, 1, 2, 2, 1, 2, 2, 1, 2, 2, 1, 1, 1)
+LARGE_MAX_POINTS = 1 << 20
+MATMUL_EXTENTS = (64, 128, 96, 65, 63)  # register blocking needs >= 64 and divisibility
 INT_RANGES = {8: 100, 16: 1000, 32: 100_000, 64: 10**9}
 
 
@@ -52,7 +58,8 @@ class _Builder:
     """Draws one program. Every choice goes through `draw`, so Hypothesis can shrink it;
     the first option of each choice is the simplest."""
 
-    def __init__(self, draw: Callable):
+    def __init__(self, draw: Callable, large: bool = False):
+        self.large = large
         self.draw = draw
         self.tensors: list[TensorRef] = []
         self.inputs: dict[str, InputSpec] = {}
@@ -85,6 +92,9 @@ class _Builder:
                 return opt
             r -= w
         raise AssertionError
+
+    def extent(self) -> int:
+        return self.pick(LARGE_EXTENTS, LARGE_WEIGHTS) if self.large else self.int_(1, 5)
 
     # -- tensors --
     def new_input(self, dt: DType, shape: tuple[int, ...], kind: str | None = None,
@@ -490,13 +500,19 @@ class _Builder:
                              [8, 6, 2, 2, 1, 1, 1])  # fmt: skip
         earlier = [t for t in self.tensors if not t.is_input]
         rank = self.pick([1, 2, 0, 3, 4], [5, 4, 2, 2, 1])
-        if earlier and self.coin(0.5):
+        matmul = self.large and self.coin(0.3)
+        if matmul:
+            combiner = "add"
+            shape = [self.pick(MATMUL_EXTENTS) for _ in range(2)]
+        elif earlier and self.coin(0.5):
             shape = list(self.pick(earlier).shape)[:4]
         else:
-            shape = [self.int_(1, 5) for _ in range(rank)]
+            shape = [self.extent() for _ in range(rank)]
         nred = 0 if combiner == "assign" else self.pick([1, 2, 0], [6, 3, 1])
-        red = [self.int_(1, 5) for _ in range(nred)]
-        while math.prod(shape) * math.prod(red) > MAX_POINTS:
+        red = [self.extent() for _ in range(nred)]
+        if matmul:
+            red = [self.pick(MATMUL_EXTENTS)]
+        while math.prod(shape) * math.prod(red) > (LARGE_MAX_POINTS if self.large else MAX_POINTS):
             big = max(range(len(shape + red)), key=lambda i: (shape + red)[i])
             if big < len(shape):
                 shape[big] -= 1
@@ -516,7 +532,7 @@ class _Builder:
         else:
             kind = self.pick(["f", "i"], [7, 3])
         depth = self.pick([0, 1, 2, 3, 4, 5], [1, 2, 3, 3, 2, 1])
-        body = self.expr(kind, depth)
+        body = self.contraction(out_axes, red_axes[0]) if matmul else self.expr(kind, depth)
         if self.coin(0.15):
             conds = [self.expr("b", self.int_(0, 1)) for _ in range(self.pick([1, 2], [3, 1]))]
             body = When(body, conds, None, self.coin(0.3), len(conds) > 1 or self.coin(0.5))
@@ -536,6 +552,21 @@ class _Builder:
         lo, hi = stmt.interval()
         self.tensors.append(TensorRef(name, stmt.dtype, stmt.shape, lo, hi, False))
         return stmt
+
+    def contraction(self, out_axes: list[tuple[str, int]], red: tuple[str, int]) -> Node:
+        """`A[N, K] * B[K, M]` (maybe with an elementwise term): a matmul-like body the
+        default C schedule reorders and register-blocks."""
+        (n, en), (m, em) = out_axes
+        k, ek = red
+        dt = self.dtype_for("f")
+        a = Load(self.new_input(dt, (en, ek), "signed"), [AxisV(n, en), AxisV(k, ek)])
+        b = Load(self.new_input(dt, (ek, em), "signed"), [AxisV(k, ek), AxisV(m, em)])
+        body: Node = Bin("*", a, b)
+        if self.coin(0.3):
+            extra = self.expr("f", 1)
+            candidate = Bin(self.pick(["+", "*"]), body, extra)
+            body = candidate if candidate.valid() else body
+        return body
 
     def fix_range(self, stmt: Statement) -> Statement:
         """Keeps a sum's or product's result inside its dtype: widen or squash the body, else
@@ -603,6 +634,7 @@ def plain_uses(body: Node) -> dict[str, list[int]]:
 
 
 @st.composite
-def programs(draw: Callable) -> GenProgram:
-    """A random valid Antares program with its NumPy meaning."""
-    return _Builder(draw).program()
+def programs(draw: Callable, large: bool = False) -> GenProgram:
+    """A random valid Antares program with its NumPy meaning; `large`: extents up to a few
+    hundred (for compiled targets; too slow for the interpreter)."""
+    return _Builder(draw, large).program()
