@@ -1,0 +1,210 @@
+"""Device targets: every program of tests/programs.py compiled for each of them, executed and
+compared with its NumPy reference on OpenCL (PoCL), HLSL (glslang -> SPIR-V -> lavapipe),
+SYCL (Intel's OpenCL CPU device) and Poplar (einc's CPU mirror), compile-checked for CUDA
+(sm_80, sm_90, NVRTC) and HIP (gfx90a, gfx1030).
+
+A missing toolchain skips its tests with the reason (einc.runtime.toolchains), and fails
+them when CI=true. Programs a target cannot express are checked to be refused with a
+TargetError saying why (HLSL: no int64 in glslang's HLSL, no float64 math; Poplar: no
+float64), never miscompiled.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from einc.driver import Compilation, poisoned
+from einc.errors import EincError, TargetError
+from einc.runtime.manifest import LaunchManifest
+from tests.test_conformance import ALL, Program, check_against_reference, fresh_seed, random_inputs
+
+EXECUTED = ("opencl", "hlsl", "sycl", "poplar")
+COMPILED = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
+
+_INT64 = "cannot store int64"
+UNSUPPORTED: dict[str, dict[str, str]] = {
+    "hlsl": {
+        "int_shifts": _INT64,
+        "float16_casts": _INT64,
+        "gather_2d_with_int64_index": _INT64,
+        "int_sum_to_int64": _INT64,
+        "float64_math": "no f64 math",
+    },
+    "poplar": {
+        name: "cannot store float64"
+        for name in ("float64_math", "axis_val_and_dtype", "scalar_file")
+    },
+}
+"""Programs a target refuses, and a phrase of the TargetError it raises."""
+
+
+def require(target: str) -> None:
+    """Skip (or, in CI, fail) when the target's toolchain is missing here."""
+    from einc.runtime.toolchains import available, required
+
+    ok, reason = available(target)
+    if ok:
+        return
+    if required(target):
+        pytest.fail(f"toolchain for {target} missing in CI: {reason}")
+    pytest.skip(f"{target}: {reason}")
+
+
+@functools.cache
+def compilation(target: str, name: str) -> Compilation:
+    prog = next(p for p in ALL if p.name == name)
+    comp = Compilation(prog.ir, f"<{name}>", prog.input_dict, prog.extra_outputs, target)
+    comp.run_until("source")
+    return comp
+
+
+def compiled(target: str, name: str) -> tuple[str, ModuleOp, LaunchManifest, Any]:
+    comp = compilation(target, name)
+    module = comp.results["target"]
+    return comp.results["source"], module, comp.target_obj.manifest(module), comp.target_obj
+
+
+def supported(target: str) -> list[Program]:
+    return [p for p in ALL if p.name not in UNSUPPORTED.get(target, {})]
+
+
+def cases(targets: tuple[str, ...]) -> list[Any]:
+    return [
+        pytest.param(t, p, id=f"{t}-{p.name}") for t in targets for p in supported(t)
+    ]
+
+
+# ---- executed ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("target", "prog"), cases(EXECUTED))
+def test_program_runs_and_matches_reference(target: str, prog: Program) -> None:
+    require(target)
+    source, module, _, target_obj = compiled(target, prog.name)
+    runner = target_obj.build(source, module)
+    seed = fresh_seed()
+    inputs = random_inputs(prog, seed)
+    program = compilation(target, prog.name).program
+    outputs = {o.name: poisoned(o.shape, o.dtype) for o in program.outputs}
+    runner({k: v.copy() for k, v in inputs.items()}, outputs)
+    check_against_reference(prog, outputs, inputs, seed)
+
+
+# ---- compile-checked -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("target", "prog"), cases(tuple(COMPILED)))
+def test_program_compiles(target: str, prog: Program) -> None:
+    require(target)
+    source, _, manifest, _ = compiled(target, prog.name)
+    if target == "cuda":
+        from einc.runtime.cuda import compile_check_cuda as check
+    else:
+        from einc.runtime.hip import compile_check_hip as check
+    for arch in COMPILED[target]:
+        report = check(source, manifest, arch).check()
+        assert {k.name for k in report.kernels} == {k.name for k in manifest.kernels}, arch
+
+
+# ---- refusals, manifests, limits ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "phrase"),
+    [(t, n, why) for t, names in UNSUPPORTED.items() for n, why in names.items()],
+)
+def test_unsupported_program_is_refused(target: str, name: str, phrase: str) -> None:
+    with pytest.raises(EincError, match=phrase):
+        compiled(target, name)
+
+
+@pytest.mark.parametrize("target", [*EXECUTED, *COMPILED])
+def test_manifest_describes_every_buffer_and_launch(target: str) -> None:
+    source, _, manifest, _ = compiled(target, "softmax")
+    assert manifest.target == target
+    roles = {b.name: b.role for b in manifest.buffers}
+    assert roles == {"input0": "input", "output0": "output", "temp0": "temp", "temp1": "temp"}
+    assert [k.name for k in manifest.kernels] == ["kernel_temp0", "kernel_temp1", "kernel_output0"]
+    for k in manifest.kernels:
+        assert k.name in source
+        assert set(k.args) <= set(roles)
+        assert np.prod(k.global_size) >= 1
+    assert LaunchManifest.from_json(manifest.to_json()) == manifest
+
+
+def test_hlsl_manifest_records_widened_storage_and_bindings() -> None:
+    _, _, manifest, _ = compiled("hlsl", "mixed_promotion")
+    storage = {b.name: (b.dtype, b.storage_dtype) for b in manifest.buffers}
+    assert storage == {
+        "input0": ("int8", "int32"), "input1": ("int16", "int32"),
+        "input2": ("float16", "float32"), "output0": ("float16", "float32"),
+    }  # fmt: skip
+    assert [b.binding for b in manifest.buffers] == [0, 1, 2, 3]
+
+
+def test_cli_writes_the_manifest_beside_the_source(tmp_path: Path) -> None:
+    from einc.cli import main
+
+    out = tmp_path / "softmax.cl"
+    assert main(["compile", "examples/softmax.ein", "-t", "opencl", "-o", str(out)]) == 0
+    manifest = LaunchManifest.from_json((tmp_path / "softmax.cl.json").read_text())
+    assert "__kernel void kernel_output0(" in out.read_text()
+    assert manifest.kernels[-1].grid == (1024, 1, 1)
+    assert json.loads((tmp_path / "softmax.cl.json").read_text())["target"] == "opencl"
+
+
+def test_c_target_writes_no_manifest(tmp_path: Path) -> None:
+    from einc.cli import main
+
+    out = tmp_path / "softmax.c"
+    assert main(["compile", "examples/softmax.ein", "-t", "c", "-o", str(out)]) == 0
+    assert not (tmp_path / "softmax.c.json").exists()
+
+
+BOUND = """
+func.func @kernel(%A: memref<4096xf32> {ein.name = "A"}, %B: memref<4096xf32> {ein.name = "B", ein.output}) {
+  affine.for %i = 0 to 4096 {
+    %a = affine.load %A[%i] : memref<4096xf32>
+    affine.store %a, %B[%i] : memref<4096xf32>
+  } {einc.bind = "thread.x"}
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip", "hlsl", "poplar"])
+def test_launch_over_the_thread_limit_is_refused_before_printing(target: str) -> None:
+    from xdsl.parser import Parser
+
+    from einc.context import make_context
+    from einc.driver import resolve_target
+    from einc.passes import run_pipeline
+
+    ctx = make_context()
+    module = Parser(ctx, BOUND).parse_module()
+    target_obj = resolve_target(target)
+    run_pipeline(ctx, module, target_obj.pipeline)
+    with pytest.raises(TargetError, match="4096 threads per block"):
+        target_obj.emit(module)
+
+
+def test_large_flat_launch_strides_over_a_capped_grid() -> None:
+    """HLSL dispatches at most 65535 groups per dimension: more points stride."""
+    source, _, manifest, _ = compiled_text("hlsl", "output0[N] = input0[N] * 2.0",
+                                           {"input0": {"dtype": "float32", "shape": [65535 * 64 + 5]}})  # fmt: skip
+    assert manifest.kernels[0].grid == (65535, 1, 1)
+    assert "N += 4194240" in source
+
+
+def compiled_text(target: str, ir: str, input_dict: dict[str, Any]) -> tuple[str, ModuleOp, LaunchManifest, Any]:
+    comp = Compilation(ir, "<t>", input_dict, None, target)
+    source = comp.run_until("source")
+    module = comp.results["target"]
+    return source, module, comp.target_obj.manifest(module), comp.target_obj
