@@ -35,6 +35,12 @@ def test_native_evaluation_lies_within_the_error_bound(prog, seed) -> None:
         check_output(name, native[name].value.astype(exp.dtype), exp, prog.ir)
 
 
+@settings(max_examples=examples(20))
+@given(prog=programs(large=True), seed=st.integers(0, 2**32 - 1))
+def test_native_evaluation_of_large_programs_lies_within_the_error_bound(prog, seed) -> None:
+    test_native_evaluation_lies_within_the_error_bound.hypothesis.inner_test(prog, seed)
+
+
 @settings(max_examples=examples(100))
 @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
 def test_inputs_are_valid(prog, seed) -> None:
