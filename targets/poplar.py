@@ -1,7 +1,7 @@
 """The Poplar target: one `poplar::MultiVertex` codelet class per kernel, and the host-side
 graph description (`einc_build_graph`) that connects and launches them.
 
-    class kernel_y : public poplar::MultiVertex {
+    class kernel_y_1f3a9c2e : public poplar::MultiVertex {   // vertex type: name + IR digest
     public:
       poplar::Input<poplar::Vector<float>> x;
       poplar::InOut<poplar::Vector<float>> y;
@@ -11,7 +11,7 @@ graph description (`einc_build_graph`) that connects and launches them.
       }
     };
     #ifdef EINC_POPLAR_HOST
-    EINC_POPLAR_VERTEX(kernel_y, x, y)
+    EINC_POPLAR_VERTEX(kernel_y_1f3a9c2e, x, y)
     void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers,
                           poplar::program::Sequence &prog) { ... one compute set per kernel ... }
     #endif
@@ -25,6 +25,7 @@ workers never write one element twice. The IPU has no float64: such programs are
 
 from __future__ import annotations
 
+import hashlib
 from typing import ClassVar
 
 from xdsl.dialects import affine, func, memref
@@ -37,6 +38,14 @@ from einc.targets.gpu import DeviceTarget, Runner, host_buffers
 
 _READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
 _WRITES = (affine.StoreOp, memref.StoreOp, egpu.StoreTruncfOp, egpu.VStoreOp)
+
+
+def vertex_type(kernel: egpu.FuncOp) -> str:
+    """The codelet class of a kernel: its name and a digest of its IR. Vertex types are
+    global in a Poplar graph (and in the process running einc's mirror), so two programs'
+    `kernel_output0` must not share one."""
+    digest = hashlib.sha1(str(kernel).encode()).hexdigest()[:8]
+    return f"{kernel.sym_name.data}_{digest}"
 
 
 def _field_kind(arg: SSAValue) -> str:
@@ -106,7 +115,7 @@ class PoplarTarget(DeviceTarget):
             name = w.declare(arg, getattr(hint, "data", None), buffer=True)
             element = w.ctype(arg.type.get_element_type())  # type: ignore[union-attr]
             fields.append(f"poplar::{_field_kind(arg)}<poplar::Vector<{element}>> {name};")
-        w.line(f"class {kernel.sym_name.data} : public poplar::MultiVertex {{")
+        w.line(f"class {vertex_type(kernel)} : public poplar::MultiVertex {{")
         w.line("public:")
         w.depth += 1
         for field in fields:
@@ -133,9 +142,9 @@ class PoplarTarget(DeviceTarget):
         w.line("#include <poplar/Graph.hpp>")
         w.line("#include <poplar/Program.hpp>")
         w.line("")
-        for name, kernel in kernels.items():
+        for kernel in kernels.values():
             fields = ", ".join(w.names[a] for a in kernel.body.block.args)
-            w.line(f"EINC_POPLAR_VERTEX({name}, {fields})")
+            w.line(f"EINC_POPLAR_VERTEX({vertex_type(kernel)}, {fields})")
         w.line("")
         w.open(
             "void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> "
@@ -150,7 +159,8 @@ class PoplarTarget(DeviceTarget):
                 for arg, buffer in zip(kernel.body.block.args, launch.buffers)
             )
             w.line(f'poplar::ComputeSet cs{k} = graph.addComputeSet("{name}");')
-            w.line(f'poplar::VertexRef v{k} = graph.addVertex(cs{k}, "{name}", {{{edges}}});')
+            vertex = vertex_type(kernel)
+            w.line(f'poplar::VertexRef v{k} = graph.addVertex(cs{k}, "{vertex}", {{{edges}}});')
             w.line(f"graph.setTileMapping(v{k}, 0);")
             w.line(f"prog.add(poplar::program::Execute(cs{k}));")
         w.close()
