@@ -531,7 +531,13 @@ class VReduceOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _check_vector(self, self.vector.type, self.result.type)
+        _check_vector(self, self.vector.type)
+        element = self.vector.type.get_element_type()  # type: ignore[union-attr]
+        if self.result.type != element:
+            raise VerifyException(
+                f"egpu.vreduce: result type {self.result.type} differs from the vector's "
+                f"element type {element}"
+            )
 
 
 # ---- subgroups --------------------------------------------------------------------------------
