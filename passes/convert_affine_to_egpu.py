@@ -26,11 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.transforms.dead_code_elimination import region_dce
 
 from einc.dialects import egpu
 from einc.passes.utils import kernels
@@ -79,9 +79,21 @@ class ConvertAffineToEgpuPass(ModulePass):
                 Rewriter.insert_op(kernel, InsertPoint.after(host))
                 Rewriter.insert_op(egpu.LaunchOp(name, buffers), InsertPoint.before(stmt.main))
                 kernels.erase_statement(stmt)
-            region_dce(host.body)
+            _erase_host_leftovers(body)
         # kernels follow their host function in launch order
         _order_kernels(op)
+
+
+def _erase_host_leftovers(body: Block) -> None:
+    """The values statements used (constants, loads of scalars, ...) were cloned into their
+    kernels: the host keeps only allocations, launches, deallocations and the return."""
+    for op in reversed(list(body.ops)):
+        if isinstance(op, _HOST_OPS) or any(r.uses for r in op.results):
+            continue
+        Rewriter.erase_op(op)
+
+
+_HOST_OPS = (memref.AllocOp, memref.DeallocOp, egpu.LaunchOp, func.ReturnOp)
 
 
 def _order_kernels(module: ModuleOp) -> None:

@@ -41,6 +41,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from einc.dialects import egpu
+from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.loops import constant_trip_range, induction_var
 
 BIND_ATTR = "einc.bind"
@@ -111,8 +112,9 @@ def perfect_chain(root: Operation) -> list[affine.ForOp]:
 
 
 def _access_key(op: Operation) -> tuple[AffineMap, tuple[SSAValue, ...]] | None:
+    """An affine access as (map over dims only, operands); None for a memref access."""
     if isinstance(op, affine.StoreOp | affine.LoadOp):
-        return op.map.data, tuple(op.indices)
+        return dims_to_operands(op.map.data), tuple(op.indices)
     return None
 
 
@@ -164,7 +166,8 @@ def _fills_for(fill: Operation, main: Operation) -> bool:
     if any(constant_trip_range(loop) is None for loop in chain):
         return False
     ivs = [induction_var(loop) for loop in chain]
-    if _bare_dims(_access_key(store)) != ivs or len(store.map.data.results) != len(ivs):  # type: ignore[arg-type]
+    key = _access_key(store)
+    if key is None or _bare_dims(key) != ivs or len(key[0].results) != len(ivs):
         return False
     if store.value.owner is not None and _defined_inside(store.value, fill):
         return False
