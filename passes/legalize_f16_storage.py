@@ -36,6 +36,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import Rewriter
 
 from einc.dialects import egpu
+from einc.passes.utils.affine_index import dims_to_operands
 
 
 def _is_f16_buffer(value: SSAValue) -> bool:
@@ -49,7 +50,7 @@ def _indices(op: affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp
     """The access's indices as values (an affine map's results become `affine.apply`)."""
     if isinstance(op, memref.LoadOp | memref.StoreOp):
         return list(op.indices)
-    m = op.map.data
+    m = dims_to_operands(op.map.data)
     values: list[SSAValue] = []
     for result in m.results:
         if isinstance(result, AffineDimExpr):
