@@ -373,10 +373,11 @@ def outline(
             level, dim = mapping.bound[loop]
             index_op = egpu.BlockIdOp(dim) if level == "block" else egpu.ThreadIdOp(dim)
             coordinate = b.insert(index_op).result
-            coordinate.name_hint = f"{level}_{dim.value}"
             lower = loop.lowerBoundMap.data.eval([], [])[0]
             step = loop.step.value.data
+            coordinate.name_hint = induction_var(loop).name_hint
             if lower or step != 1:
+                coordinate.name_hint = f"{level}_{dim.value}"
                 m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
                 coordinate = b.insert(affine.ApplyOp([coordinate], affine.AffineMapAttr(m))).result
                 coordinate.name_hint = induction_var(loop).name_hint
