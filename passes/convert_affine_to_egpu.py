@@ -16,7 +16,9 @@ Without a schedule, the outer parallel (output) loops are flattened onto the glo
 index x in blocks of the target's default size (`block=` overrides it), with a bounds check
 when the last block overshoots and a grid-stride loop when the target's grid is too small;
 reduction loops stay sequential in each thread, and a reduction's identity fill joins its
-kernel. Loops a schedule bound to work-item coordinates (`egpu.bind = "block.x"`, ...) map
+kernel. Where the target writes memory in granules wider than an output element (the IPU's
+32-bit words), the statement runs in one thread per block, so that no two threads write
+neighbouring halves or bytes at once. Loops a schedule bound to work-item coordinates (`egpu.bind = "block.x"`, ...) map
 directly onto `egpu.block_id` / `egpu.thread_id`. Intermediates stay host allocations (temp
 buffers of the launch manifest). See `einc.passes.utils.kernels` for the mechanism.
 """
@@ -69,7 +71,9 @@ class ConvertAffineToEgpuPass(ModulePass):
                     mapping = kernels.bound_mapping(bound)
                 else:
                     prefix = kernels.parallel_prefix(stmt.main)
-                    mapping = kernels.flat_mapping(prefix, block, desc.max_grid[0])
+                    width = kernels.narrowest_store_bytes(stmt)
+                    threads = block if width >= desc.write_granule else 1
+                    mapping = kernels.flat_mapping(prefix, threads, desc.max_grid[0])
                 name = f"{host.sym_name.data}_{_written_name(stmt)}"
                 base, k = name, 1
                 while name in names:

@@ -42,6 +42,9 @@ class TargetDescription:
     """Element types a device buffer may have."""
     arith_dtypes: frozenset[str]
     """Types the device computes in (others are computed in a wider type)."""
+    write_granule: int = 1
+    """Bytes a store writes at least (the IPU writes 32-bit words): threads of one block must
+    not write narrower neighbouring elements concurrently."""
 
     def check_launch(
         self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0
@@ -111,7 +114,7 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             max_grid=(1, 1, 1), shared_bytes_per_block=0,
             subgroup_size=1, vector_width=2, default_block=6,
             storage_dtypes=ALL_DTYPES - {"float64"},
-            arith_dtypes=ALL_DTYPES - {"float64", "float16"},
+            arith_dtypes=ALL_DTYPES - {"float64", "float16"}, write_granule=4,
         ),
     )
 }  # fmt: skip

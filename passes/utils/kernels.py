@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from xdsl.builder import Builder
 from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DictionaryAttr,
     IndexType,
     IntegerAttr,
@@ -234,6 +235,18 @@ def max_trip_count(loop: affine.ForOp) -> int | None:
     if not constants:
         return None
     return max(0, -(-(min(constants) - lower) // loop.step.value.data))
+
+
+def narrowest_store_bytes(stmt: Statement) -> int:
+    """Bytes of the narrowest element the statement stores."""
+    widths = [8]
+    for op in stmt.ops:
+        for inner in op.walk():
+            if isinstance(inner, affine.StoreOp | memref.StoreOp):
+                element = inner.memref.type.get_element_type()  # type: ignore[union-attr]
+                bits = element.bitwidth if isinstance(element, AnyFloat) else element.width.data
+                widths.append(max(1, bits // 8))
+    return min(widths)
 
 
 def trip_count(loop: affine.ForOp) -> int:

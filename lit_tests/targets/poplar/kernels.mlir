@@ -150,8 +150,9 @@ func.func @halves_and_bytes(%H: tensor<8xf16> {ein.name = "H"}, %Q: tensor<8xi8>
 // CHECK-NEXT:   poplar::Input<poplar::Vector<signed char>> Q;
 // CHECK-NEXT:   poplar::Output<poplar::Vector<half>> Y;
 // CHECK-NEXT:   bool compute(unsigned workerId) {
+// CHECK-NEXT:     if (workerId >= 1) return true;
 // CHECK-NEXT:     int gid = (int)workerId;
-// CHECK-NEXT:     for (int N = gid; N < 8; N += 6) {
+// CHECK-NEXT:     for (int N = gid; N < 8; N++) {
 // CHECK-NEXT:       signed char i = Q[N];
 // CHECK-NEXT:       Y[N] = (half)((float)H[N] * (float)(half)(signed char)(i + i));
 // CHECK-NEXT:     }
