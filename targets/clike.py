@@ -707,9 +707,37 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return strides[::-1]
 
 
+# Lower-case names the C headers or the compiler predefine as macros (the upper-case ones are
+# caught by shape in `_may_be_macro`).
+PLATFORM_MACROS = frozenset(
+    """linux unix i386 errno assert isnan isinf isfinite isnormal signbit fpclassify isgreater
+    isgreaterequal isless islessequal islessgreater isunordered math_errhandling complex
+    imaginary alignas alignof noreturn static_assert thread_local offsetof stdin stdout stderr
+    NAN EOF I""".split()
+)
+
+
+def _may_be_macro(name: str) -> bool:
+    """Names a header, the compiler or the implementation may define: reserved spellings
+    (`_X`, `__`), `*_t` types, upper-case constants like `M_PI` or `NULL`, known macros."""
+    return (
+        name.startswith("_")
+        or "__" in name
+        or name.endswith("_t")
+        or (name.isupper() and (len(name) >= 4 or "_" in name))
+        or name in PLATFORM_MACROS
+    )
+
+
 def c_identifier(text: str) -> str:
+    """A C identifier for a user's tensor or axis name that no header macro can capture:
+    the name itself where that is safe, else the name behind an `x_` prefix."""
     name = re.sub(r"\W", "_", text)
-    return name if name and not name[0].isdigit() else "v" + name
+    if not name or name[0].isdigit():
+        return "v" + name
+    if _may_be_macro(name):
+        return "x_" + (re.sub(r"_+", "_", name).strip("_") or "v")
+    return name
 
 
 def int_literal(value: int, t: Attribute) -> str:
