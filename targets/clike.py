@@ -713,7 +713,7 @@ PLATFORM_MACROS = frozenset(
     """linux unix i386 errno assert isnan isinf isfinite isnormal signbit fpclassify isgreater
     isgreaterequal isless islessequal islessgreater isunordered math_errhandling complex
     imaginary alignas alignof noreturn static_assert thread_local offsetof stdin stdout stderr
-    NAN EOF I""".split()
+    NAN EOF""".split()
 )
 
 
