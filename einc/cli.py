@@ -8,7 +8,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from einc.errors import EincError
+from einc.errors import EincError, SourceLocation
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--repeat", type=int, default=5, help="timed runs (median is reported)")
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
+    check = sub.add_parser(
+        "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory"
+    )
+    check.add_argument("file", help="the .ein program")
+    check.add_argument("-t", "--target", default="cuda", help="cuda or hip (default: cuda)")
+    check.add_argument("--arch", action="append", help="architecture (repeatable; default: sm_80, sm_90 / gfx90a, gfx1030)")
     return parser
 
 
@@ -69,12 +75,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 sys.stdout.write(text)
             return 0
+        if args.command == "check":
+            checked = driver.check_file_command(args.file, target=args.target, archs=args.arch)
+            print(checked.render())
+            return 0 if checked.ok else 1
         report = driver.run_file_command(
             args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed
         )
         print(report.render())
         return 0 if report.ok else 1
     except EincError as err:
+        if err.loc is None:  # a runtime or toolchain error: point at the program itself
+            err.loc = SourceLocation(args.file, 1, 1)
         print(err.render(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -314,3 +314,71 @@ def run_file_command(
         kernel(**arrays)
         times.append(time.perf_counter() - t0)
     return RunReport(Path(path).stem, target, errors, tols, float(np.median(times)), compile_s, seed)
+
+
+# ---- compile checks for targets without an executor here ------------------------------------------
+CHECK_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
+REGISTER_FILE = {"cuda": 65536, "hip": 65536}  # 32-bit registers per SM / VGPR lanes per CU budget
+
+
+@dataclass
+class CheckReport:
+    name: str
+    target: str
+    reports: list[Any]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.reports) and not self.problems
+
+    def render(self) -> str:
+        lines = [f"{self.name}: target {self.target}, compile-checked with the real toolchain"]
+        for report in self.reports:
+            lines.append(f"  {report.arch}: {'compiled' if report.ok else 'FAILED'}, {report.binary_bytes} B binary")
+            for k in report.kernels:
+                lines.append(
+                    f"    {k.name}: {k.registers} registers, {k.spills} B spills, "
+                    f"{k.shared_bytes} B shared"
+                )
+        lines += [f"  problem: {p}" for p in self.problems] or ["  resources within the launch's limits"]
+        return "\n".join(lines)
+
+
+def check_file_command(path: str, target: str, archs: Sequence[str] | None = None) -> CheckReport:
+    """Compile a program's device code with the target's real compiler for each architecture
+    and check the reported resources against the launch: no register spills, static shared
+    memory within the target's limit, registers x threads per block within the register file."""
+    if target not in CHECK_ARCHS:
+        raise TargetError(
+            f"'einc check' compile-checks {', '.join(CHECK_ARCHS)}; run the {target} target with 'einc run'",
+            SourceLocation(path, 1, 1),
+        )
+    from einc.targets.descriptions import description
+
+    comp = Compilation(read_program(path), path, target=target)
+    source = comp.run_until("source")
+    manifest = comp.target_obj.manifest(comp.results["target"])
+    limits = description(target)
+    module = __import__(f"einc.runtime.{target}", fromlist=["x"])
+    check = getattr(module, f"compile_check_{target}")
+    reports, problems = [], []
+    for arch in archs or CHECK_ARCHS[target]:
+        report = check(source, manifest, arch).check()
+        reports.append(report)
+        for launch in manifest.kernels:
+            res = report.kernel(launch.name)
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            if res.spills:
+                problems.append(f"{arch} {launch.name}: {res.spills} bytes of register spills")
+            if res.shared_bytes > limits.shared_bytes_per_block:
+                problems.append(
+                    f"{arch} {launch.name}: {res.shared_bytes} B shared memory "
+                    f"(limit {limits.shared_bytes_per_block})"
+                )
+            if res.registers * threads > REGISTER_FILE[target]:
+                problems.append(
+                    f"{arch} {launch.name}: {res.registers} registers x {threads} threads "
+                    f"exceeds the register file ({REGISTER_FILE[target]})"
+                )
+    return CheckReport(Path(path).stem, target, reports, problems)

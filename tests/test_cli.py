@@ -101,3 +101,23 @@ def test_opt_reports_errors_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr
     res = run("einc-opt", "examples/matmul.ein", "--pass-pipeline=no-such-pass")
     assert res.returncode == 1 and "Traceback" not in res.stderr
+
+
+@pytest.mark.cuda
+def test_check_reports_cuda_resources() -> None:
+    res = run("einc", "check", "examples/softmax.ein", "-t", "cuda", "--arch", "sm_90")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "sm_90: compiled" in res.stdout
+    assert "kernel_output0:" in res.stdout and "registers" in res.stdout and "B spills" in res.stdout
+
+
+def test_check_refuses_executable_targets() -> None:
+    res = run("einc", "check", "examples/softmax.ein", "-t", "opencl")
+    assert res.returncode == 1
+    assert "examples/softmax.ein:1:1: error: 'einc check' compile-checks cuda, hip" in res.stderr
+
+
+def test_runtime_errors_point_at_the_program() -> None:
+    res = run("einc", "run", "examples/matmul.ein", "-t", "hip")
+    assert res.returncode == 1
+    assert res.stderr.startswith("examples/matmul.ein:1:1: error: HIP kernels cannot run here")
