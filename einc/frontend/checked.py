@@ -8,11 +8,23 @@ logical operators.
 
 from __future__ import annotations
 
+import operator
+
 from dataclasses import dataclass
 
 from einc.dialects.ein import Combiner
 from einc.frontend import ast
 from einc.frontend.ast import Span
+
+# The integer operators an index expression (and an affine map) is built from, by name:
+# Python's `//` and `%` are floor division and floor modulo, as in Antares and affine maps.
+INDEX_BINARY_OPS = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+}
 
 FLOAT_DTYPES = ("float64", "float32", "float16")
 INT_DTYPES = ("int64", "int32", "int16", "int8")

@@ -306,19 +306,8 @@ def affine_expr(expr: c.Expr, dims: dict[int, int]) -> AffineExpr:
             return AffineExpr.dimension(dims[index])
         case c.Unary(op="neg", operand=operand):
             return -affine_expr(operand, dims)
-        case c.Binary(op=op, lhs=lhs, rhs=rhs):
-            a, b = affine_expr(lhs, dims), affine_expr(rhs, dims)
-            match op:
-                case "add":
-                    return a + b
-                case "sub":
-                    return a - b
-                case "mul":
-                    return a * b
-                case "floordiv":
-                    return a // b
-                case "mod":
-                    return a % b
+        case c.Binary(op=op, lhs=lhs, rhs=rhs) if op in c.INDEX_BINARY_OPS:
+            return c.INDEX_BINARY_OPS[op](affine_expr(lhs, dims), affine_expr(rhs, dims))
     raise AssertionError(f"not an affine expression: {expr}")
 
 

@@ -106,19 +106,9 @@ def const_value(expr: c.Expr) -> int | None:
             a, b = const_value(lhs), const_value(rhs)
             if a is None or b is None:
                 return None
-            if op in ("floordiv", "mod") and b == 0:
+            if op not in c.INDEX_BINARY_OPS or (op in ("floordiv", "mod") and b == 0):
                 return None
-            match op:
-                case "add":
-                    return a + b
-                case "sub":
-                    return a - b
-                case "mul":
-                    return a * b
-                case "floordiv":
-                    return a // b
-                case "mod":
-                    return a % b
+            return c.INDEX_BINARY_OPS[op](a, b)
     return None
 
 
