@@ -10,7 +10,9 @@ C (CPU) policy, per statement nest:
 - a matmul-like reduction (the innermost output axis is also the innermost axis of an input)
   is reordered to `outer parallel axes, reduction axes, innermost output axis` (i-k-j) and,
   when big enough, register-blocked: the innermost axis tiled by a vector-friendly knob, the
-  one above it unrolled by a knob, the reduction tiled for the cache;
+  one above it unrolled by a knob, the reduction tiled for the cache, and the output tile
+  staged in a local array across the reduction (cache_write) so the accumulators stay in
+  registers instead of a load and store of the output per k step;
 - the outermost loop runs in parallel (OpenMP) when the nest does enough work and the loop
   carries no dependence;
 - the innermost loop is vectorized (`omp simd`) when it is unit-stride in the output and
@@ -205,6 +207,15 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     copies = s.fresh()
     s.lines.append(f'{copies} = transform.einc.match stmt "{stmt.data}" axis "{axis.data}" in %root')  # type: ignore[union-attr]
     s.lines.append(f"transform.einc.vectorize {copies}")
+    # stage the output tile in a local array across the reduction: fixed-shape accumulators
+    # the C compiler keeps in registers instead of a load and store per k step
+    from einc.passes.utils.cache import cache_tensor
+    from einc.passes.utils.loop_analysis import buffer_name
+
+    jo_new = new[-5]
+    (out,) = written_groups(jo_new)
+    if not isinstance(cache_tensor(jo_new, buffer_name(out), True, "local"), lt.Failure):
+        s.lines.append(f'{s.fresh()} = transform.einc.cache_write "{buffer_name(out)}" at {s.names[id(jo_new)]}')
     return new[0]
 
 

@@ -23,6 +23,10 @@ class CTarget(CLikeTarget):
     buffer_suffix: ClassVar[str] = " restrict"
 
     @classmethod
+    def local_array(cls, element: str, count: int, name: str) -> str:
+        return f"{element} {name}[{count}] __attribute__((aligned(64)));"
+
+    @classmethod
     def build(
         cls, source: str, module: ModuleOp
     ) -> Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]:

@@ -295,6 +295,12 @@ class CLikeTarget:
         return f"{element}* {name} = ({element}*)aligned_alloc(64, {size});"
 
     @classmethod
+    def local_array(cls, element: str, count: int, name: str) -> str:
+        """The statement declaring a local array (`memref.alloca`); targets that have one
+        override this."""
+        raise TargetError(f"{cls.name} target: local arrays (memref.alloca, from cache_read/cache_write) are not supported yet")
+
+    @classmethod
     def free(cls, name: str) -> str:
         return f"free({name});"
 
@@ -417,7 +423,7 @@ class _Writer:
         } | {
             c_identifier(name.data)
             for op in f.walk()
-            if isinstance(op, memref.AllocOp)
+            if isinstance(op, memref.AllocOp | memref.AllocaOp)
             and isinstance(name := op.attributes.get("ein.name"), StringAttr)
         }
         if self.lines:
@@ -884,6 +890,14 @@ def _alloc(w: _Writer, op: memref.AllocOp) -> None:
     w.line(w.t.alloc(element, math.prod(t.get_shape()), name))
 
 
+def _alloca(w: _Writer, op: memref.AllocaOp) -> None:
+    """A local array of the loop body (a staged tile: small, fixed shape)."""
+    t = op.memref.type
+    hint = op.attributes.get("ein.name")
+    name = w.declare(op.memref, hint.data if isinstance(hint, StringAttr) else None, buffer=True)
+    w.line(w.t.local_array(w.ctype(t.get_element_type()), math.prod(t.get_shape()), name))
+
+
 def _dealloc(w: _Writer, op: memref.DeallocOp) -> None:
     w.line(w.t.free(w.value(op.memref).text))
 
@@ -920,6 +934,7 @@ _STATEMENTS: dict[type[Operation], Callable[[_Writer, Operation], None]] = {
     scf.YieldOp: _yield,  # type: ignore[dict-item]
     memref.StoreOp: _store,  # type: ignore[dict-item]
     memref.AllocOp: _alloc,  # type: ignore[dict-item]
+    memref.AllocaOp: _alloca,  # type: ignore[dict-item]
     memref.DeallocOp: _dealloc,  # type: ignore[dict-item]
     func.ReturnOp: _return,  # type: ignore[dict-item]
 }

@@ -260,7 +260,7 @@ def random_schedule(module, rng: random.Random) -> list[str]:  # type: ignore[no
         if not loops:
             break
         loop = rng.choice(loops)
-        kind = rng.choice(["tile", "tile", "unroll", "reorder", "fuse", "parallel", "vectorize"])
+        kind = rng.choice(["tile", "tile", "unroll", "reorder", "fuse", "parallel", "vectorize", "cache"])
         before = str(module)
         if kind == "tile":
             result = lt.tile_loop(loop, rng.choice([1, 2, 3, 4, 5, 7, 16]))
@@ -274,6 +274,16 @@ def random_schedule(module, rng: random.Random) -> list[str]:  # type: ignore[no
             while nxt is not None and not isinstance(nxt, affine.ForOp):
                 nxt = nxt.next_op
             result = lt.fuse_loops(loop, nxt) if nxt is not None else lt.Failure("no sibling")
+        elif kind == "cache":
+            from einc.passes.utils.cache import cache_tensor
+            from einc.passes.utils.loop_analysis import accesses, buffer_name
+
+            access = rng.choice(accesses(loop) or [None])
+            if access is None:
+                result = lt.Failure("no access")
+            else:
+                name = buffer_name(access.buffer)
+                result = cache_tensor(loop, name, name in {buffer_name(b) for b in lt.written_groups(loop)}, "local")
         elif kind == "parallel":
             result = lt.parallelize_loop(loop)
         else:
@@ -303,10 +313,79 @@ def test_random_legal_schedules_match_oracle(prog: GenProgram, seed: int) -> Non
         check_output(name, outputs[name], exp, f"seed {seed}")
 
 
-def test_cache_ops_parse_and_are_refused_until_implemented() -> None:
-    text = script(
-        '%n = transform.einc.match stmt "output0" axis "N" in %root',
-        '%c = transform.einc.cache_read "input1" at %n in "local"',
-    )
-    with pytest.raises(ScheduleError, match="not implemented"):
-        einc.compile(MATMUL, MM, schedule=text)
+# ---- cache_read / cache_write ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+         '%c = transform.einc.cache_write "output0" at %n'],
+        ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+         '%c = transform.einc.cache_read "input1" at %n'],
+        ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+         "%o, %i = transform.einc.tile %n by 4",
+         '%c = transform.einc.cache_write "output0" at %o',
+         '%d = transform.einc.cache_read "input0" at %o'],
+        ['%m = transform.einc.match stmt "output0" axis "M" in %root',
+         "%o, %i = transform.einc.tile %m by 8",
+         '%k = transform.einc.match stmt "output0" axis "K" in %root',
+         "%a, %b, %c = transform.einc.reorder %o, %k, %i",
+         '%w = transform.einc.cache_write "output0" at %a',
+         '%r = transform.einc.cache_read "input1" at %b'],
+    ],
+    ids=["write-row", "read-all", "write-and-read-tile", "tile-inside-reduction"],
+)
+def test_cache_read_and_write_keep_results(lines: list[str]) -> None:
+    src = check(MATMUL, MM, script(*lines))
+    assert "_local[" in src and "__attribute__((aligned(64)))" in src
+
+
+def test_cache_write_of_a_stencil_and_fused_init() -> None:
+    conv = "output0[N, HO] +=! input0[N, HO + KH] * input1[KH] where HO in 6"
+    inputs = {"input0": f32(5, 8), "input1": f32(3)}
+    src = check(conv, inputs, script(
+        '%i = transform.einc.match stmt "output0" axis "N" init in %root',
+        '%h = transform.einc.match stmt "output0" axis "N" in %root',
+        "%n = transform.einc.fuse %i into %h",
+        '%w = transform.einc.cache_write "output0" at %n',
+        '%r = transform.einc.cache_read "input0" at %n',
+    ))
+    assert "input0_local[" in src and "output0_local[" in src
+
+
+@pytest.mark.parametrize(
+    "ir, inputs, lines, message",
+    [
+        (MATMUL, MM, ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+                      '%c = transform.einc.cache_read "output0" at %n'], "written inside"),
+        (MATMUL, MM, ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+                      '%c = transform.einc.cache_write "input0" at %n'], "not written inside"),
+        (MATMUL, MM, ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+                      '%c = transform.einc.cache_read "nothing" at %n'], "not accessed inside"),
+        (MATMUL, MM, ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+                      '%c = transform.einc.cache_read "input1" at %n in "shared"'], "not implemented yet"),
+        ("output0[N] = input0[input1[N]]", {"input0": f32(8), "input1": {"dtype": "int32", "shape": [4]}},
+         ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+          '%c = transform.einc.cache_read "input0" at %n'], "not affine"),
+        ("output0[N, M] = input0[N, M] + input0[M, N]", {"input0": f32(4, 4)},
+         ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+          '%c = transform.einc.cache_read "input0" at %n'], "not one tile"),
+    ],
+    ids=["read-of-written", "write-of-read-only", "unknown-tensor", "shared", "gather", "two-tiles"],
+)
+def test_cache_refusals_are_at_the_op(ir: str, inputs: dict, lines: list[str], message: str) -> None:
+    text = script(*lines)
+    with pytest.raises(ScheduleError, match=message) as info:
+        einc.compile(ir, inputs, schedule=Schedule.parse(text, "bad.mlir"))
+    loc = info.value.loc
+    assert loc is not None and loc.file == "bad.mlir" and loc.line == 2 + len(lines) and loc.col == 5
+
+
+def test_cache_write_is_refused_by_targets_without_local_arrays() -> None:
+    from einc.errors import TargetError
+
+    text = script('%n = transform.einc.match stmt "output0" axis "N" in %root',
+                  '%c = transform.einc.cache_write "output0" at %n')
+    with pytest.raises(TargetError, match="local arrays"):
+        einc.compile(MATMUL, MM, target="opencl", schedule=text)
