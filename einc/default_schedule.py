@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr, f16
 
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import (
@@ -142,7 +142,8 @@ def _loads(root: affine.ForOp):  # type: ignore[no-untyped-def]
 def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.ForOp:
     """Register-block an i-k-j band `[outer parallel..., reductions..., j]` of a big
     matmul-like nest: j tiled by a vector-width multiple, i (the last outer parallel loop)
-    tiled and its tile moved inside the reduction and unrolled, the reduction tiled for L2.
+    tiled and its tile moved inside the reduction and unrolled, the reduction tiled for L2,
+    the order `j tiles, k tiles, i tiles, k, i, j` and the output tile staged locally.
     Sizes are knobs; only dividing sizes are chosen (fixed trip counts keep gcc's
     registers). Returns the band's new outermost loop."""
     if n_outer < 1:
@@ -168,7 +169,8 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
         s.lines.append(f'{knob} = transform.einc.knob "{stmt}.{name}" = {value} from [{", ".join(map(str, opts))}]')
         knobs.append(knob)
     hi, hk, hj = s.handle(i), s.handle(k), s.handle(j)
-    # scratch: i -> io, ii ; k -> ko, ki ; j -> jo, ji ; order io, jo, ko, ki, ii, ji
+    # scratch: i -> io, ii ; k -> ko, ki ; j -> jo, ji ; order jo, ko, io, ki, ii, ji: a
+    # k-by-j panel of the right input stays in L2 while every i tile passes over it
     steps = []
     res_i = lt.tile_loop(i, ti)
     res_k = lt.tile_loop(k, tk) if not isinstance(res_i, lt.Failure) else res_i
@@ -183,7 +185,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
         names[id(loop)] = (o, n)
     s.lines += steps
     band_now = _band(band[0] if n_outer > 1 else io)
-    wanted = [*band_now[: n_outer - 1], io, jo, ko, ki, ii, ji]
+    wanted = [*band_now[: n_outer - 1], jo, ko, io, ki, ii, ji]
     handles = {id(io): names[id(i)][0], id(ii): names[id(i)][1], id(ko): names[id(k)][0],
                id(ki): names[id(k)][1], id(jo): names[id(j)][0], id(ji): names[id(j)][1]}
     for loop in band_now[: n_outer - 1]:
@@ -212,10 +214,12 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     from einc.passes.utils.cache import cache_tensor
     from einc.passes.utils.loop_analysis import buffer_name
 
-    jo_new = new[-5]
-    (out,) = written_groups(jo_new)
-    if not isinstance(cache_tensor(jo_new, buffer_name(out), True, "local"), lt.Failure):
-        s.lines.append(f'{s.fresh()} = transform.einc.cache_write "{buffer_name(out)}" at {s.names[id(jo_new)]}')
+    io_new = new[-4]
+    (out,) = written_groups(io_new)
+    # not for f16: gcc may keep a local _Float16 accumulator at float precision
+    # (-fexcess-precision=fast), where the output in memory is rounded at every step
+    if out.type.get_element_type() != f16 and not isinstance(cache_tensor(io_new, buffer_name(out), True, "local"), lt.Failure):
+        s.lines.append(f'{s.fresh()} = transform.einc.cache_write "{buffer_name(out)}" at {s.names[id(io_new)]}')
     return new[0]
 
 

@@ -198,6 +198,7 @@ def test_default_matmul_schedule_blocks_registers() -> None:
     big = {"input0": f32(128, 64), "input1": f32(64, 128)}
     src = check(MATMUL, big, None)
     assert "#pragma omp parallel for" in src and "#pragma omp simd" in src and "K_i" in src
+    assert "float output0_local[" in src  # the output tile staged across the reduction
 
 
 # ---- illegal schedules ------------------------------------------------------------------------
