@@ -627,7 +627,9 @@ class Call(Node):
             y, ey = np.asarray(args[0].v), np.asarray(args[0].err)
             y64 = y.astype(np.float64)
             r64 = np.power(f64, y64)
-            dlog = np.abs(y64) * ex / (f64 - ex) + np.abs(np.log(f64)) * ey + ex * ey / (f64 - ex)
+            unc = unc | (f64 - ex <= 0)
+            den = np.maximum(f64 - ex, 1e-300)
+            dlog = np.abs(y64) * ex / den + np.abs(np.log(f64)) * ey + ex * ey / den
             r = np.power(v, y) if env.native else r64
             return Val(r, np.abs(r64) * np.expm1(dlog) + e * np.abs(r64), unc)
         fn = FLOAT_FNS[self.fn]
@@ -639,12 +641,15 @@ class Call(Node):
             r = r64
         a = np.abs(f64)
         scale = np.maximum(np.abs(r64), 1.0)
+        if self.fn in ("log", "log2", "log10", "rsqrt"):
+            # the argument's error may reach down to 0, where the bound is infinite: unchecked
+            unc = unc | (f64 - ex <= 0)
         prop = {
             "exp": lambda: np.abs(r64) * np.expm1(ex),
             "exp2": lambda: np.abs(r64) * np.expm1(ex * math.log(2)),
-            "log": lambda: ex / (f64 - ex),
-            "log2": lambda: ex / (f64 - ex) / math.log(2),
-            "log10": lambda: ex / (f64 - ex) / math.log(10),
+            "log": lambda: ex / np.maximum(f64 - ex, 1e-300),
+            "log2": lambda: ex / np.maximum(f64 - ex, 1e-300) / math.log(2),
+            "log10": lambda: ex / np.maximum(f64 - ex, 1e-300) / math.log(10),
             "sqrt": lambda: np.minimum(ex / (2 * np.sqrt(np.maximum(f64 - ex, 1e-300))),
                                        np.sqrt(ex)),
             "rsqrt": lambda: ex / (2 * np.maximum(f64 - ex, 1e-300) ** 1.5),
