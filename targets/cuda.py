@@ -31,6 +31,7 @@ class CUDATarget(DeviceTarget):
     barrier: ClassVar[str] = "__syncthreads();"
     shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}];"
     helper_prefix: ClassVar[str] = "static __device__ inline"
+    reserved_words: ClassVar[frozenset[str]] = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
     work_item_index = {
         **{f"block_id.{d}": f"(long long)blockIdx.{d}" for d in _AXES},
         **{f"thread_id.{d}": f"(long long)threadIdx.{d}" for d in _AXES},

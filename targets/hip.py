@@ -32,6 +32,7 @@ class HIPTarget(DeviceTarget):
     barrier: ClassVar[str] = CUDATarget.barrier
     shared_decl: ClassVar[str] = CUDATarget.shared_decl
     helper_prefix: ClassVar[str] = CUDATarget.helper_prefix
+    reserved_words: ClassVar[frozenset[str]] = CUDATarget.reserved_words
     work_item_index = {
         **{f"block_id.{d}": f"(int64_t)blockIdx.{d}" for d in _AXES},
         **{f"thread_id.{d}": f"(int64_t)threadIdx.{d}" for d in _AXES},
