@@ -346,6 +346,7 @@ class _Writer:
         self.names: dict[SSAValue, str] = {}
         self.helpers_used: dict[tuple[str, str], str] = {}
         functions = {m.group(1) for s in target.ops.values() if (m := _CALLEE.match(s.fmt))}
+        functions |= _called_names(target)
         self.reserved = (
             C_RESERVED | functions | {f + "f" for f in functions} | target.reserved_words
         )
@@ -711,6 +712,20 @@ def _strides(shape: Sequence[int]) -> list[int]:
         strides.append(running)
         running *= dim
     return strides[::-1]
+
+
+def _called_names(target: type) -> set[str]:
+    """Every function a target's spelling tables call (`get_global_id(0)`, `vload_half(...)`,
+    `barrier(...)`): a user's tensor or axis must not shadow them."""
+    texts: list[str] = []
+    for klass in target.__mro__:
+        for value in vars(klass).values():
+            if isinstance(value, str):
+                texts.append(value)
+            elif isinstance(value, dict):
+                texts += [v for v in value.values() if isinstance(v, str)]  # type: ignore[union-attr]
+    # `{name}f(` in a format is a suffix, not a function: skip names glued to a placeholder
+    return set(re.findall(r"(?<![}\w])([A-Za-z_]\w*)[ \t]*\(", "\n".join(texts)))
 
 
 # Lower-case names the C headers or the compiler predefine as macros (the upper-case ones are

@@ -100,17 +100,7 @@ def run_on_device(comp: Compilation, inputs: dict[str, np.ndarray]) -> dict[str,
                         {k: v.copy() for k, v in inputs.items()}, outputs, timeout=180.0)  # fmt: skip
 
 
-def f16_scalar_reduction(prog: GenProgram) -> bool:
-    """A rank-0 float16 reduction: miscompiled on OpenCL (einc bug, see
-    test_f16_scalar_reduction_fills_before_it_reads)."""
-    return any(s.dtype.name == "float16" and not s.out_axes and s.combiner != "assign"
-               for s in prog.statements)  # fmt: skip
-
-
 def check_program(prog: GenProgram, seed: int, target: str, schedule: str | None = None) -> Compilation:
-    if target == "opencl" and f16_scalar_reduction(prog):
-        note("known einc bug: float16 rank-0 reduction on OpenCL")
-        assume(False)
     inputs = prog.make_inputs(np.random.default_rng(seed))
     args = prog.compile_args()
     note(f"target: {target}\nprogram: {args[0]!r}\ninput_dict: {args[1]}\nextra_outputs: {args[2]}")
@@ -396,16 +386,18 @@ def test_cuda_builtin_names_as_user_names_compile(target: str) -> None:
 
 
 @pytest.mark.opencl
-@pytest.mark.xfail(strict=True, reason="einc bug: the float16 rank-0 reduction's load of its "
-                   "accumulator is printed before the identity fill (reads garbage)")
 def test_f16_scalar_reduction_fills_before_it_reads() -> None:
     """Found by test_random_programs_match_oracle[opencl]: `output0[] += input0[1]` (float16)
-    prints `float v_1 = vload_half(0, output0);` before `vstore_half(0.0f, 0, output0);`, so
-    the result is garbage (0.675, nan, -0.989 for -0.997); the C target and float32 are right."""
+    printed `float v_1 = vload_half(0, output0);` before `vstore_half(0.0f, 0, output0);`,
+    so the result was garbage; a loop-free kernel now fills before its first read."""
+    require("opencl")
     comp = Compilation("output0[] += input0[1]", "<t>",
                        {"input0": {"dtype": "float16", "shape": [4]}}, None, "opencl")  # fmt: skip
     source = comp.run_until("source")
     assert source.index("vstore_half(0.0f, 0, output0)") < source.index("vload_half(0, output0)")
+    x = np.array([0.5, -0.997, 1.5, 2.0], np.float16)
+    out = run_on_device(comp, {"input0": x})
+    np.testing.assert_array_equal(out["output0"], np.float16(-0.997))
 
 
 @pytest.mark.opencl

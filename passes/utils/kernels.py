@@ -376,8 +376,15 @@ def outline(
         arg.name_hint = _buffer_name(value)
         mapper[value] = arg
     b = Builder(InsertPoint.at_end(block))
+    # Without loops a reduction's body floats here too: its fill must come before its first
+    # read of memory (the accumulator load), as it does on the host.
+    early_fill = stmt.fill is not None and not mapping.loops
     for op in floating:
+        if early_fill and isinstance(op, affine.LoadOp | memref.LoadOp):
+            b.insert(stmt.fill.clone(mapper))  # type: ignore[union-attr]
+            early_fill = False
         b.insert(op.clone(mapper))
+    fill_pending = stmt.fill is not None and (bool(mapping.loops) or early_fill)
 
     # the work-item's point, and the ops that run there
     body: Builder = b
@@ -426,7 +433,8 @@ def outline(
         for loop, iv in zip(mapping.loops, _delinearize(body, flat, mapping.loops)):
             mapper[induction_var(loop)] = iv
 
-    if stmt.fill is not None:
+    if fill_pending:
+        assert stmt.fill is not None
         chain = perfect_chain(stmt.fill)
         store = chain[-1].body.block.first_op if chain else stmt.fill
         assert store is not None
