@@ -19,31 +19,17 @@ from xdsl.dialects import affine, arith, func, math as mathd, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
-    IndexType,
     IntegerAttr,
-    IntegerType,
     ModuleOp,
     StringAttr,
-    TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
 from einc.dialects.ein import Combiner, EinsumOp, LoadOp, YieldOp
+from einc.runtime.signature import numpy_dtype
 
 CHUNK_POINTS = 1 << 23
-
-NUMPY_INT = {1: np.bool_, 8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
-
-
-def numpy_dtype(t: Attribute) -> np.dtype[Any]:
-    """The dtype einc stores an MLIR element type as."""
-    if isinstance(t, IndexType):
-        return np.dtype(np.int64)
-    if isinstance(t, IntegerType):
-        return np.dtype(NUMPY_INT[t.width.data])
-    assert isinstance(t, AnyFloat)
-    return np.dtype({16: np.float16, 32: np.float32, 64: np.float64}[t.bitwidth])
 
 
 def compute_dtype(t: Attribute) -> np.dtype[Any]:
@@ -273,7 +259,3 @@ def run_reference(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> dict[st
         elif isinstance(op, func.ReturnOp):
             return {names[v]: tensors[v] for v in op.arguments}
     raise AssertionError("ein module without func.return")
-
-
-def output_dtype(t: TensorType) -> np.dtype[Any]:
-    return numpy_dtype(t.get_element_type())
