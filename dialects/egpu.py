@@ -25,6 +25,8 @@ on builtin `vector<Nxf32>` values of a target's vector width. `egpu.load_extf`,
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from collections.abc import Sequence
 from enum import auto
 from typing import ClassVar
@@ -344,32 +346,38 @@ class GlobalIdOp(IndexOp):
         return kernel.grid_size[d] * kernel.block_size[d]
 
 
+class LaunchSizeOp(IndexOp, ABC):
+    """A size of the launch: one constant value per dimension."""
+
+    @abstractmethod
+    def size(self, kernel: FuncOp) -> int: ...
+
+    def extent(self, kernel: FuncOp) -> int:
+        return self.size(kernel) + 1
+
+    def index_range(self) -> tuple[int, int]:
+        size = self.size(kernel_of(self))
+        return size, size
+
+
 @irdl_op_definition
-class BlockDimOp(IndexOp):
+class BlockDimOp(LaunchSizeOp):
     """The work-group size (a constant of the launch, kept for readable kernels)."""
 
     name = "egpu.block_dim"
 
-    def extent(self, kernel: FuncOp) -> int:
-        return kernel.block_size[self.dimension.index] + 1
-
-    def index_range(self) -> tuple[int, int]:
-        size = kernel_of(self).block_size[self.dimension.index]
-        return size, size
+    def size(self, kernel: FuncOp) -> int:
+        return kernel.block_size[self.dimension.index]
 
 
 @irdl_op_definition
-class GridDimOp(IndexOp):
+class GridDimOp(LaunchSizeOp):
     """The number of work-groups."""
 
     name = "egpu.grid_dim"
 
-    def extent(self, kernel: FuncOp) -> int:
-        return kernel.grid_size[self.dimension.index] + 1
-
-    def index_range(self) -> tuple[int, int]:
-        size = kernel_of(self).grid_size[self.dimension.index]
-        return size, size
+    def size(self, kernel: FuncOp) -> int:
+        return kernel.grid_size[self.dimension.index]
 
 
 # ---- synchronisation and memory ----------------------------------------------------------------
