@@ -300,6 +300,49 @@ class FuseOp(IRDLOperation):
         printer.print_ssa_value(self.second)
 
 
+class AtLoopOp(IRDLOperation):
+    """`transform.einc.<op> %stmt at %loop`: move a statement's nest into a loop of another
+    (no results: the moved loops keep their tags, match them again)."""
+
+    target = operand_def(AnyOpType)
+    loop = operand_def(AnyOpType)
+
+    def __init__(self, target: SSAValue, loop: SSAValue):
+        super().__init__(operands=[target, loop])
+
+    @classmethod
+    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+        target = _operand(parser, HANDLE)
+        parser.parse_keyword("at")
+        return cls(target, _operand(parser, HANDLE))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.target)
+        printer.print_string(" at ")
+        printer.print_ssa_value(self.loop)
+
+
+@irdl_op_definition
+class ComputeAtOp(AtLoopOp):
+    """`transform.einc.compute_at %producer at %loop`: at the start of each iteration of a
+    consumer's loop, compute the box of the producer's tensor that the iteration reads (into
+    a local buffer; overlapping boxes are recomputed); the original producer goes when
+    nothing else reads its tensor. The handle %producer may hold a statement's loops (the
+    outermost is its nest). Mechanism: einc.passes.utils.compute_at."""
+
+    name = "transform.einc.compute_at"
+
+
+@irdl_op_definition
+class ReverseComputeAtOp(AtLoopOp):
+    """`transform.einc.reverse_compute_at %consumer at %loop`: at the end of each iteration
+    of a producer's loop, compute the elements of an elementwise consumer whose inputs that
+    iteration completed (an epilogue fused into a reduction's row loop)."""
+
+    name = "transform.einc.reverse_compute_at"
+
+
 class CacheOp(IRDLOperation):
     """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")?`: stage the
     tile of a tensor the loop body touches in a buffer allocated in the body
@@ -397,7 +440,7 @@ class KnobOp(IRDLOperation):
 
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
-    FuseOp, CacheReadOp, CacheWriteOp, RfactorOp,
+    FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
 )
 
 

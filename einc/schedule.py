@@ -312,6 +312,34 @@ class EincTransformFunctions(InterpreterFunctions):
             raise self.fail(op, "fuse handles must hold one loop each")
         return (OperationHandle(self.check(op, lt.fuse_loops(firsts[0], seconds[0]))),)  # type: ignore[arg-type]
 
+    @impl(et.ComputeAtOp)
+    def run_compute_at(self, interpreter: Interpreter, op: et.ComputeAtOp, args: PythonValues) -> PythonValues:
+        from einc.passes.utils.compute_at import compute_at
+
+        producer, loop = self._nest_and_loop(op, args, "producer")
+        self.check(op, compute_at(producer, loop))
+        return ()
+
+    @impl(et.ReverseComputeAtOp)
+    def run_reverse_compute_at(self, interpreter: Interpreter, op: et.ReverseComputeAtOp, args: PythonValues) -> PythonValues:
+        from einc.passes.utils.compute_at import reverse_compute_at
+
+        consumer, loop = self._nest_and_loop(op, args, "consumer")
+        self.check(op, reverse_compute_at(consumer, loop))
+        return ()
+
+    def _nest_and_loop(self, op: et.AtLoopOp, args: PythonValues, what: str) -> tuple[affine.ForOp, affine.ForOp]:
+        """The one outermost loop of the statement handle (a `match stmt` handle holds every
+        loop of the statement) and the one loop of the target handle."""
+        found = self.loops(op, args[0], what)
+        outermost = [x for x in found if not any(y is not x and y.is_ancestor(x) for y in found)]
+        loops = self.loops(op, args[1])
+        if len(outermost) != 1:
+            raise self.fail(op, f"the {what} handle must hold one statement's nest, it holds {len(outermost)}")
+        if len(loops) != 1:
+            raise self.fail(op, f"the loop handle must hold one loop, it holds {len(loops)}")
+        return outermost[0], loops[0]
+
     @impl(et.CacheReadOp)
     def run_cache_read(self, interpreter: Interpreter, op: et.CacheReadOp, args: PythonValues) -> PythonValues:
         return self._cache(op, args, write=False)
