@@ -65,15 +65,14 @@ class ConvertAffineToEgpuPass(ModulePass):
         for host in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             body = host.body.block
             names: set[str] = set()
-            for stmt in kernels.statements(body):
-                bound = kernels.bound_loops(stmt.main)
-                if bound:
-                    mapping = kernels.bound_mapping(bound)
-                else:
-                    prefix = kernels.parallel_prefix(stmt.main)
-                    width = kernels.narrowest_store_bytes(stmt)
-                    threads = block if width >= desc.write_granule else 1
-                    mapping = kernels.flat_mapping(prefix, threads, desc.max_grid[0])
+            pending = kernels.statements(body)
+            while pending:
+                stmt = pending.pop(0)
+                mapping = self._mapping(stmt, block)
+                if not kernels.fill_fits(stmt, mapping):  # the fill runs as a kernel of its own
+                    assert stmt.fill is not None
+                    pending[:0] = [kernels.Statement(stmt.fill), kernels.Statement(stmt.main)]
+                    continue
                 name = f"{host.sym_name.data}_{_written_name(stmt)}"
                 base, k = name, 1
                 while name in names:
@@ -81,11 +80,23 @@ class ConvertAffineToEgpuPass(ModulePass):
                 names.add(name)
                 kernel, buffers = kernels.outline(stmt, mapping, name, body)
                 Rewriter.insert_op(kernel, InsertPoint.after(host))
-                Rewriter.insert_op(egpu.LaunchOp(name, buffers), InsertPoint.before(stmt.main))
+                Rewriter.insert_op(egpu.LaunchOp(name, buffers), InsertPoint.before(stmt.ops[0]))
                 kernels.erase_statement(stmt)
             _erase_host_leftovers(body)
         # kernels follow their host function in launch order
         _order_kernels(op)
+
+    def _mapping(self, stmt: kernels.Statement, block: int) -> kernels.Mapping:
+        """Bound loops map onto their coordinates; otherwise the parallel prefix is
+        flattened onto x."""
+        desc = description(self.target)
+        levels = kernels.bound_loops(stmt.main)
+        if levels:
+            return kernels.bound_mapping(levels)
+        prefix = kernels.parallel_prefix(stmt.main)
+        width = kernels.narrowest_store_bytes(stmt)
+        threads = block if width >= desc.write_granule else 1
+        return kernels.flat_mapping(prefix, threads, desc.max_grid[0])
 
 
 def _erase_host_leftovers(body: Block) -> None:

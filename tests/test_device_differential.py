@@ -24,8 +24,6 @@ import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
-from xdsl.utils.exceptions import PassFailedException
-
 from einc.driver import Compilation, poisoned
 from einc.errors import ScheduleError, TargetError
 from einc.targets.descriptions import description
@@ -240,15 +238,11 @@ def random_bind_schedule(args: tuple[str, Any, Any], target: str, rng: random.Ra
     lines: list[str] = []
     for n, (stmt, band, fill) in enumerate(statement_nests(args)):
         block_y = rng.random() < 0.3
-        if rng.random() < 0.25 or fill > 2:
+        if rng.random() < 0.25:
             continue
-        if fill == 2:
-            # binding a reduction's output loops partly fails (einc bug, see
-            # test_partly_bound_reduction_is_compiled): bind them all
-            block_y = True
         trip = band[0][1]
         divisors = [d for d in range(1, min(trip, limit) + 1) if trip % d == 0] or [1]
-        # binding a partial tile (a non-dividing size) to threads is refused: mostly divisors
+        # mostly divisors; a non-dividing size binds a partial tile to threads
         tile = rng.choice([None, rng.choice(divisors), rng.choice(divisors),
                            rng.choice([1, 2, 3, 4, 7, 8, 16, 32, 64, 256])])  # fmt: skip
         if tile is None and trip > limit:
@@ -274,18 +268,8 @@ def test_random_bind_schedules_match_oracle(target: str) -> None:
         except ScheduleError as err:
             note(f"schedule refused: {err.message}")
             assume(False)
-        except PassFailedException as err:
-            # einc bug (test_bound_reduction_with_unit_loops_is_compiled): a bind the
-            # legality checks accept is refused by convert-affine-to-egpu
-            if KNOWN_BIND_BUG not in str(err):
-                raise
-            note(f"known einc bug: {err}")
-            assume(False)
 
     run()
-
-
-KNOWN_BIND_BUG = "must be one of the outermost loops of a perfect nest"
 
 BOUND_PROGRAMS = ("matmul", "elementwise", "softmax", "transpose", "reduce_sum", "convolution_with_pad",
                   "layer_norm", "concat", "gather")  # fmt: skip
@@ -322,32 +306,56 @@ def test_bind_schedule_applies_and_matches_reference(target: str, name: str) -> 
     check_against_reference(prog, outputs, inputs, seed)
 
 
-# ---- einc bugs found here (strict xfails: they pass, and must be updated, once fixed) ------------
+# ---- einc bugs found here (fixed; each test runs the kernel) ------------------------------------
 
 
-@pytest.mark.opencl
-@pytest.mark.xfail(raises=TargetError, strict=True,
-                   reason="einc bug: the identity fill of a reduction whose output loops are "
-                          "bound only in part prints an unnamed block argument")  # fmt: skip
-def test_partly_bound_reduction_is_compiled() -> None:
-    """`output0[N, M] >=! input0[N, M]` with N bound to block.x and M left sequential:
-    TargetError 'opencl target: unnamed block argument ... name_hint: M' (binding M too, or
-    tiling N first, compiles)."""
-    comp = Compilation("output0[N, M] >=! input0[N, M]", "<t>",
-                       {"input0": {"dtype": "float32", "shape": [4, 6]}}, None, "opencl",
-                       script(['%n = transform.einc.match stmt "output0" axis "N" in %root',
-                               'transform.einc.bind %n to "block.x"']))  # fmt: skip
+def _run_schedule(ir: str, inputs: dict[str, Any], lines: list[str], target: str = "opencl") -> dict[str, np.ndarray]:
+    """Compile `ir` with the schedule `lines` for `target`, run it on fresh random inputs and
+    return (outputs, inputs)."""
+    comp = Compilation(ir, "<t>", inputs, None, target, script(lines))
     comp.run_until("source")
+    rng = np.random.default_rng(fresh_seed())
+    values = {}
+    for name, spec in inputs.items():
+        shape, dtype = spec["shape"], np.dtype(spec["dtype"])
+        if dtype.kind == "f":
+            values[name] = rng.uniform(-2, 2, shape).astype(dtype)
+        else:
+            values[name] = rng.integers(-20, 20, shape).astype(dtype)
+    return run_on_device(comp, values), values
 
 
 @pytest.mark.opencl
-@pytest.mark.xfail(strict=True,
-                   reason="einc bug: a schedule every legality check accepts fails in "
-                          "convert-affine-to-egpu with xDSL's PassFailedException")  # fmt: skip
+def test_partly_bound_reduction_is_compiled() -> None:
+    """`output0[N, M] >=! input0[N, M]` with N bound to block.x and M left sequential printed
+    an unnamed block argument (the fill's M loop was dropped): the fill's remaining loops now
+    run in the work-item that reduces into those elements."""
+    require("opencl")
+    outputs, values = _run_schedule(
+        "output0[N, M] >=! input0[N, M]", {"input0": {"dtype": "float32", "shape": [4, 6]}},
+        ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+         'transform.einc.bind %n to "block.x"'])  # fmt: skip
+    np.testing.assert_array_equal(outputs["output0"], values["input0"])
+
+
+@pytest.mark.opencl
+def test_partly_bound_reduction_over_an_axis_is_compiled() -> None:
+    """The same with a real reduction axis: N bound to threads, M and K sequential."""
+    require("opencl")
+    outputs, values = _run_schedule(
+        "output0[N, M] +=! input0[N, K, M]", {"input0": {"dtype": "float32", "shape": [5, 3, 7]}},
+        ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+         'transform.einc.bind %n to "thread.x"'])  # fmt: skip
+    np.testing.assert_allclose(outputs["output0"], values["input0"].astype(np.float64).sum(axis=1), rtol=1e-5)
+
+
+@pytest.mark.opencl
 def test_bound_reduction_with_unit_loops_is_compiled() -> None:
     """Found by test_random_bind_schedules_match_oracle (shrunk): PassFailedException 'a loop
-    bound to block.y must be one of the outermost loops of a perfect nest' escapes instead of
-    a ScheduleError at the bind (or a kernel)."""
+    bound to block.y must be one of the outermost loops of a perfect nest' escaped from
+    convert-affine-to-egpu. Index arithmetic a tiling leaves between bound loops now runs in
+    every work-item; the result is checked against the program's meaning."""
+    require("opencl")
     ir = ("temp0[N, M, K] >=! (-const(1)) + N.cast(`int64`) + (input0[] + input1[] + (input2[] + "
           "input3[N])) where M in 1, K in 1; temp1[N] = N // (const(0).cast(`int8`).call(`abs`) + 1) "
           "* (N.cast(`float32`) > 0.25) + (input4[] + input5[] + 4) where N in 1; "
@@ -361,10 +369,51 @@ def test_bound_reduction_with_unit_loops_is_compiled() -> None:
              'transform.einc.bind %si to "thread.x" max_threads 1024',
              '%sy = transform.einc.match stmt "temp0" axis "M" in %root',
              'transform.einc.bind %sy to "block.y"']  # fmt: skip
-    try:
-        Compilation(ir, "<t>", inputs, None, "opencl", script(lines)).run_until("source")
-    except ScheduleError:
-        pass  # refusing the schedule is a fix too
+    outputs, v = _run_schedule(ir, inputs, lines)
+    temp0 = -1 + 0 + (int(v["input0"]) + int(v["input1"]) + (int(v["input2"]) + int(v["input3"][0])))
+    assert int(outputs["output0"]) == temp0 // 2
+
+
+@pytest.mark.opencl
+def test_bound_loop_inside_a_sequential_loop_is_a_schedule_error() -> None:
+    """A bound loop inside a sequential (non-unit) loop cannot be mapped: ScheduleError, not
+    xDSL's PassFailedException."""
+    require("opencl")
+    comp = Compilation("output0[N, M] = input0[N, M] * 2", "<t>",
+                       {"input0": {"dtype": "float32", "shape": [4, 6]}}, None, "opencl",
+                       script(['%m = transform.einc.match stmt "output0" axis "M" in %root',
+                               'transform.einc.bind %m to "thread.x"']))  # fmt: skip
+    with pytest.raises(ScheduleError, match="loop M of output0 is bound to thread.x but cannot be mapped"):
+        comp.run_until("source")
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("n", [100, 64])
+def test_partial_tile_bound_to_threads_runs(n: int) -> None:
+    """N tiled by 32 (100: the last tile has 4 iterations, its trip count `min(32, 100 - N.o)`
+    is not constant), the inner loop bound to thread.x: the launch uses the largest trip
+    count and the kernel guards the overshoot."""
+    require("opencl")
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             "%no, %ni = transform.einc.tile %n by 32",
+             'transform.einc.bind %no to "block.x"',
+             'transform.einc.bind %ni to "thread.x" max_threads 32']  # fmt: skip
+    outputs, v = _run_schedule("output0[N] = input0[N] * 3.0 + 1.0",
+                               {"input0": {"dtype": "float32", "shape": [n]}}, lines)  # fmt: skip
+    # float64 reference; the device may contract to an FMA (near zero only atol holds)
+    np.testing.assert_allclose(outputs["output0"], v["input0"].astype(np.float64) * 3 + 1, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.opencl
+def test_partial_tile_bound_to_threads_checks_the_largest_trip_count() -> None:
+    require("opencl")
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             "%no, %ni = transform.einc.tile %n by 32",
+             'transform.einc.bind %ni to "thread.x" max_threads 16']  # fmt: skip
+    comp = Compilation("output0[N] = input0[N] * 3.0", "<t>", {"input0": {"dtype": "float32", "shape": [100]}},
+                       None, "opencl", script(lines))  # fmt: skip
+    with pytest.raises(ScheduleError, match="needs 32 threads per block, more than the limit 16"):
+        comp.run_until("scheduled")
 
 
 @pytest.mark.parametrize("target", _marked(CHECKS))

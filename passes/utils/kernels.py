@@ -39,15 +39,13 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.traits import is_side_effect_free
 
 from einc.dialects import egpu
+from einc.errors import ScheduleError, SourceLocation
 from einc.passes.utils.affine_index import dims_to_operands
+from einc.passes.utils.loop_transforms import BIND_ATTR, BIND_AXES, describe
 from einc.passes.utils.loops import constant_trip_range, induction_var
-
-BIND_ATTR = "einc.bind"
-"""On an `affine.for`: the work-item coordinate its iterations run on (`"block.x"`,
-`"thread.y"`, ...), as the schedule transform `transform.einc.bind` sets it."""
 NAME_ATTR = "ein.name"
 
 
@@ -193,35 +191,81 @@ def _defined_inside(value: SSAValue, op: Operation) -> bool:
     return False
 
 
-def bound_loops(root: Operation) -> list[tuple[affine.ForOp, str, egpu.Dim]]:
-    """The loops of the nest a schedule bound to work-item coordinates, outermost first.
-    Raises PassFailedException unless they are the outermost loops of a perfect nest."""
-    bound = []
-    chain = perfect_chain(root)
-    for loop in (op for op in root.walk() if isinstance(op, affine.ForOp)):
-        attr = loop.attributes.get(BIND_ATTR)
-        if attr is None:
-            continue
-        if not isinstance(attr, StringAttr) or attr.data.split(".")[0] not in ("block", "thread") or (
-            attr.data.split(".")[-1] not in ("x", "y", "z")
-        ):
-            raise PassFailedException(f"{BIND_ATTR} = {attr}: expected \"block.x\" ... \"thread.z\"")
-        if loop not in chain[: len(bound) + 1]:
-            raise PassFailedException(
-                f"a loop bound to {attr.data} must be one of the outermost loops of a "
-                "perfect nest, outside every sequential loop"
-            )
-        if max_trip_count(loop) is None:
-            raise PassFailedException(
-                f"the loop bound to {attr.data} needs a constant lower bound and an upper "
-                "bound with a constant term"
-            )
-        level, dim = attr.data.split(".")
-        bound.append((loop, level, egpu.Dim(dim)))
-    seen = [(level, dim) for _, level, dim in bound]
+def _pure(op: Operation) -> bool:
+    """An op a work-item may run on its own without changing what the others see."""
+    return not op.regions and is_side_effect_free(op)
+
+
+def _next_level(loop: affine.ForOp) -> affine.ForOp | None:
+    """The one loop of `loop`'s body when every other op there is pure (index arithmetic a
+    tiling left between two loops), else None."""
+    loops = [op for op in loop.body.block.ops if isinstance(op, affine.ForOp)]
+    others = [op for op in loop.body.block.ops if not isinstance(op, affine.ForOp | affine.YieldOp)]
+    if len(loops) != 1 or not all(_pure(op) for op in others):
+        return None
+    return loops[0]
+
+
+def _unit_loop(loop: affine.ForOp) -> bool:
+    bounds = constant_trip_range(loop)
+    return bounds is not None and not loop.results and trip_count(loop) == 1
+
+
+def bound_loops(root: Operation) -> list[tuple[affine.ForOp, str | None, egpu.Dim | None]]:
+    """The levels of the nest at `root` down to the innermost loop a schedule bound to a
+    work-item coordinate, outermost first: (loop, "block" | "thread", dimension) for bound
+    loops, (loop, None, None) for unit loops between them (their variable is their lower
+    bound). Between two levels only pure ops may stand (they run in every work-item).
+    Raises ScheduleError when a bound loop cannot be reached that way (inside a sequential
+    loop, or beside other statements), or two loops are bound to the same coordinate."""
+    found = [op for op in root.walk() if isinstance(op, affine.ForOp) and BIND_ATTR in op.attributes]
+    if not found:
+        return []
+    for loop in found:
+        attr = loop.attributes[BIND_ATTR]
+        if not isinstance(attr, StringAttr) or attr.data not in BIND_AXES:
+            raise _schedule_error(f"{describe(loop)}: {BIND_ATTR} = {attr}: expected \"block.x\" ... \"thread.z\"")
+    levels: list[tuple[affine.ForOp, str | None, egpu.Dim | None]] = []
+    remaining = list(found)
+    op: affine.ForOp | None = root if isinstance(root, affine.ForOp) else None
+    while op is not None and remaining:
+        if op in remaining:
+            if max_trip_count(op) is None:
+                raise _schedule_error(
+                    f"{describe(op)} is bound to {_axis(op)}: it needs a constant lower bound "
+                    "and an upper bound with a constant term"
+                )
+            level, dim = _axis(op).split(".")
+            levels.append((op, level, egpu.Dim(dim)))
+            remaining.remove(op)
+        elif _unit_loop(op):
+            levels.append((op, None, None))
+        else:
+            break
+        op = _next_level(op) if remaining else None
+    if remaining:
+        loop = remaining[0]
+        raise _schedule_error(
+            f"{describe(loop)} is bound to {_axis(loop)} but cannot be mapped onto work-items: "
+            "a bound loop must be reached from the top of its statement through bound loops, "
+            "unit loops and index arithmetic only (not inside a sequential loop or beside "
+            "other statements of a loop body)"
+        )
+    seen = [(level, dim) for _, level, dim in levels if level is not None]
     if len(set(seen)) != len(seen):
-        raise PassFailedException("two loops of one nest are bound to the same coordinate")
-    return bound
+        raise _schedule_error(f"two loops of the nest of {describe(levels[0][0])} are bound to the same coordinate")
+    return levels
+
+
+def _axis(loop: affine.ForOp) -> str:
+    attr = loop.attributes[BIND_ATTR]
+    assert isinstance(attr, StringAttr)
+    return attr.data
+
+
+def _schedule_error(message: str) -> ScheduleError:
+    """The mapping pass runs after the schedule, whose op locations it does not know."""
+    return ScheduleError(f"convert-affine-to-egpu: {message}", SourceLocation("<schedule>", 1, 1))
 
 
 def max_trip_count(loop: affine.ForOp) -> int | None:
@@ -268,15 +312,32 @@ def flat_mapping(
     return Mapping(Launch((grid, 1, 1), (block, 1, 1)), tuple(prefix), stride=stride)
 
 
-def bound_mapping(bound: Sequence[tuple[affine.ForOp, str, egpu.Dim]]) -> Mapping:
+def bound_mapping(levels: Sequence[tuple[affine.ForOp, str | None, egpu.Dim | None]]) -> Mapping:
+    """The launch of `bound_loops`' levels: each bound loop's largest trip count along its
+    coordinate."""
     grid, block = [1, 1, 1], [1, 1, 1]
-    for loop, level, dim in bound:
-        (grid if level == "block" else block)[dim.index] = max_trip_count(loop)  # type: ignore[assignment]
+    for loop, level, dim in levels:
+        if level is not None and dim is not None:
+            (grid if level == "block" else block)[dim.index] = max_trip_count(loop)  # type: ignore[assignment]
     return Mapping(
         Launch(tuple(grid), tuple(block)),  # type: ignore[arg-type]
-        tuple(loop for loop, _, _ in bound),
-        bound={loop: (level, dim) for loop, level, dim in bound},
+        tuple(loop for loop, _, _ in levels),
+        bound={loop: (level, dim) for loop, level, dim in levels if level is not None and dim is not None},
     )
+
+
+def fill_fits(stmt: Statement, mapping: Mapping) -> bool:
+    """Whether the statement's fill can run in the kernel of its reduction with `mapping`:
+    the mapped loops are the leading loops of the reduction's parallel prefix (the fill's
+    remaining loops then run in the work-item that reduces into those elements), and mapped
+    loops beyond the fill's nest have one iteration."""
+    if stmt.fill is None:
+        return True
+    chain, prefix = perfect_chain(stmt.fill), parallel_prefix(stmt.main)
+    n = min(len(chain), len(mapping.loops))
+    if list(mapping.loops[:n]) != prefix[:n]:
+        return False
+    return all(max_trip_count(loop) == 1 for loop in mapping.loops[len(chain):])
 
 
 # ---- building ---------------------------------------------------------------------------------
@@ -389,17 +450,21 @@ def outline(
     # the work-item's point, and the ops that run there
     body: Builder = b
     if mapping.bound:
-        for loop in mapping.loops:
-            level, dim = mapping.bound[loop]
-            index_op = egpu.BlockIdOp(dim) if level == "block" else egpu.ThreadIdOp(dim)
-            coordinate = b.insert(index_op).result
+        for k, loop in enumerate(mapping.loops):
             lower = loop.lowerBoundMap.data.eval([], [])[0]
-            step = loop.step.value.data
-            coordinate.name_hint = induction_var(loop).name_hint
-            if lower or step != 1:
-                coordinate.name_hint = f"{level}_{dim.value}"
-                m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
-                coordinate = b.insert(affine.ApplyOp([coordinate], affine.AffineMapAttr(m))).result
+            if loop in mapping.bound:
+                level, dim = mapping.bound[loop]
+                index_op = egpu.BlockIdOp(dim) if level == "block" else egpu.ThreadIdOp(dim)
+                coordinate = b.insert(index_op).result
+                step = loop.step.value.data
+                coordinate.name_hint = induction_var(loop).name_hint
+                if lower or step != 1:
+                    coordinate.name_hint = f"{level}_{dim.value}"
+                    m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
+                    coordinate = b.insert(affine.ApplyOp([coordinate], affine.AffineMapAttr(m))).result
+                    coordinate.name_hint = induction_var(loop).name_hint
+            else:  # a unit loop between bound loops: its one value
+                coordinate = _index_constant(b, lower)
                 coordinate.name_hint = induction_var(loop).name_hint
             mapper[induction_var(loop)] = coordinate
             if constant_trip_range(loop) is None:  # a partial tile: check the upper bound
@@ -409,6 +474,10 @@ def outline(
                 cond = body.insert(arith.CmpiOp(coordinate, upper, "slt")).result
                 guard = body.insert(scf.IfOp(cond, [], [scf.YieldOp()]))
                 body = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
+            if k + 1 < len(mapping.loops):  # index arithmetic between two mapped loops
+                for op in loop.body.block.ops:
+                    if op is not mapping.loops[k + 1] and not isinstance(op, affine.YieldOp):
+                        body.insert(op.clone(mapper))
     elif mapping.loops:
         points = math.prod(trip_count(loop) for loop in mapping.loops)
         gid = b.insert(egpu.GlobalIdOp(egpu.Dim.X)).result
@@ -440,7 +509,10 @@ def outline(
         assert store is not None
         for fill_loop, loop in zip(chain, mapping.loops):
             mapper[induction_var(fill_loop)] = mapper[induction_var(loop)]
-        body.insert(store.clone(mapper))
+        if len(chain) > len(mapping.loops):  # the fill's remaining loops run in this work-item
+            body.insert(chain[len(mapping.loops)].clone(mapper))
+        else:
+            body.insert(store.clone(mapper))
 
     inner = mapping.loops[-1].body.block.ops if mapping.loops else [stmt.main]
     for op in inner:
@@ -464,6 +536,7 @@ __all__ = [
     "bound_loops",
     "bound_mapping",
     "erase_statement",
+    "fill_fits",
     "flat_mapping",
     "outline",
     "parallel_prefix",

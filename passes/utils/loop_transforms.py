@@ -355,7 +355,10 @@ def vectorize_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
 def bind_loop(loop: affine.ForOp, axis: str, max_threads: int | None) -> affine.ForOp | Failure:
     """Mark `loop` `einc.bind = axis` (a GPU block or thread index). Legal when its iterations
     are independent and, for thread axes, the threads bound in the nest multiply to at most
-    `max_threads`."""
+    `max_threads`, counting each loop's largest trip count (a partial tile `min(32, N - i)`
+    counts 32: the kernel checks the overshoot)."""
+    from einc.passes.utils.kernels import max_trip_count
+
     if axis not in BIND_AXES:
         return Failure(f"unknown bind axis '{axis}' (one of {', '.join(BIND_AXES)})")
     failure = _dependence_failure("bind", loop)
@@ -373,9 +376,9 @@ def bind_loop(loop: affine.ForOp, axis: str, max_threads: int | None) -> affine.
         for other in nest:
             bound = other.attributes.get(BIND_ATTR)
             if other is loop or (isinstance(bound, StringAttr) and bound.data.startswith("thread.")):
-                n = trip_count(other)
+                n = max_trip_count(other)
                 if n is None:
-                    return Failure(f"cannot bind {describe(other)} to threads: its trip count is not constant")
+                    return Failure(f"cannot bind {describe(other)} to threads: its trip count has no constant bound")
                 threads *= n
         if threads > max_threads:
             return Failure(
