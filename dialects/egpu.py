@@ -17,8 +17,9 @@ of `block` work-items, per dimension x y z) and a body that runs once per work-i
 index ops (`egpu.block_id x`, `egpu.thread_id y`, ...) read the work-item's coordinates;
 their ranges follow from the launch shape. `egpu.barrier` synchronises a work-group,
 `egpu.alloc_shared` is work-group (shared/local) memory, `egpu.subgroup_reduce` reduces over
-a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vfma`, `egpu.vreduce`) work
-on builtin `vector<Nxf32>` values of a target's vector width. `egpu.load_extf`,
+a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vfma`,
+`egpu.vreduce`) work on builtin `vector<NxT>` values of a target's vector width
+(`einc-vectorize-loops` makes them; elementwise arithmetic on vectors is xDSL's `arith`). `egpu.load_extf`,
 `egpu.store_truncf` and `egpu.round` are legalization ops: a narrow float kept only in memory
 (f16 on devices without half arithmetic), read widened and written narrowed.
 """
@@ -496,6 +497,24 @@ class VStoreOp(IRDLOperation):
 
 
 @irdl_op_definition
+class VBroadcastOp(IRDLOperation):
+    """A vector whose every element is the scalar `value` (a loop-invariant operand of a
+    vectorized loop)."""
+
+    name = "egpu.vbroadcast"
+    value = operand_def()
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+    assembly_format = "$value attr-dict `:` type($value) `->` type($result)"
+
+    def __init__(self, value: SSAValue, result_type: VectorType):
+        super().__init__(operands=[value], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_vector(self, self.result.type, self.value.type)
+
+
+@irdl_op_definition
 class VFmaOp(IRDLOperation):
     """a * b + c, element-wise, with one rounding."""
 
@@ -667,6 +686,7 @@ EGPU = Dialect(
         AllocSharedOp,
         VLoadOp,
         VStoreOp,
+        VBroadcastOp,
         VFmaOp,
         VReduceOp,
         SubgroupReduceOp,
@@ -698,6 +718,7 @@ __all__ = [
     "StoreTruncfOp",
     "SubgroupReduceOp",
     "ThreadIdOp",
+    "VBroadcastOp",
     "VFmaOp",
     "VLoadOp",
     "VReduceOp",

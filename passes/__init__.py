@@ -53,6 +53,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeNarrowIntsPass
 
+    def einc_vectorize_loops():
+        from einc.passes.vectorize_loops import VectorizeLoopsPass
+
+        return VectorizeLoopsPass
+
     def canonicalize():
         from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -89,6 +94,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "legalize-narrow-ints": legalize_narrow_ints,
         "einc-apply-schedule": einc_apply_schedule,
         "einc-tile": einc_tile,
+        "einc-vectorize-loops": einc_vectorize_loops,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,

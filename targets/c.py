@@ -18,7 +18,9 @@ from einc.targets.clike import CLikeTarget
 
 class CTarget(CLikeTarget):
     name: ClassVar[str] = "c"
-    pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,einc-vectorize-loops{target=c},canonicalize,cse"
+    )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
     buffer_suffix: ClassVar[str] = " restrict"
 

@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     StringAttr,
+    VectorType,
     f16,
     f32,
     f64,
@@ -256,6 +257,50 @@ class CLikeTarget:
     unary_helpers: ClassVar[frozenset[str]] = frozenset({"absi"})
     """Helpers taking one argument `a` (the others take `a, b`)."""
 
+    # -- vectors (egpu.vload/vstore/vbroadcast/vreduce/vfma and arith on vector values) --------
+    vector_elements: ClassVar[frozenset[Attribute]] = frozenset({f64, f32, i64, i32})
+    """Element types the printer has vectors of (`einc-vectorize-loops` vectorizes only
+    these; empty: the target's loops stay scalar)."""
+    vector_type: ClassVar[str] = "einc_{s}x{n}"
+    """The name of a vector of `{n}` elements of C type `{t}` (suffix `{s}`)."""
+    vector_typedef: ClassVar[str] = (
+        "typedef {t} {T} __attribute__((vector_size({bytes}), aligned({align})));"
+    )
+    """Printed once per vector type used, before the helpers ("" for builtin types). C:
+    GCC/Clang vector extensions, aligned to the element only (loads may be unaligned)."""
+    vector_lane: ClassVar[str] = "{v}[{k}]"
+    """Lane `{k}` of vector variable `{v}` (an lvalue) in the lane-wise helpers."""
+    vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset({
+        arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp,
+        arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp,
+    })  # fmt: skip
+    """Ops whose scalar operator spelling applies to vectors as is; other elementwise ops
+    call a lane-wise helper `einc_v<op>_<s>x<n>` built from their scalar spelling."""
+    vector_load: ClassVar[str] = "einc_vload_{s}x{n}({p})"
+    """A vector load: `{p}` the address of the first element, `{lanes}` the lanes' element
+    accesses separated by commas, `{T}` the vector type. Helpers of `vector_helpers` it
+    names are printed."""
+    vector_store: ClassVar[str] = "einc_vstore_{s}x{n}({p}, {v});"
+    """A vector store statement (`{v}` the value); "" stores lane by lane."""
+    vector_broadcast: ClassVar[str] = "einc_vbroadcast_{s}x{n}({0})"
+    vector_helpers: ClassVar[Mapping[str, str]] = {
+        "vload": "{P} {T} einc_vload_{s}x{n}(const {t}* a) "
+        "{{ {T} r; __builtin_memcpy(&r, a, sizeof r); return r; }}",
+        "vstore": "{P} void einc_vstore_{s}x{n}({t}* a, {T} v) "
+        "{{ __builtin_memcpy(a, &v, sizeof v); }}",
+        "vbroadcast": "{P} {T} einc_vbroadcast_{s}x{n}({t} a) "
+        "{{ {T} r; for (int k = 0; k < {n}; k++) {lane_r} = a; return r; }}",
+    }
+    """Helper functions the vector spellings call, by name (`{P}` the helper prefix,
+    `{lane_r}` lane k of `r`)."""
+
+    @classmethod
+    def vector_lanes(cls) -> int:
+        """float32 lanes of the vectors `einc-vectorize-loops` makes for this target. C: 16
+        (512 bits: einc.runtime.c builds with `-march=native -mprefer-vector-width=512`;
+        gcc splits them on a machine with narrower vectors)."""
+        return 16
+
     loop_pragmas: ClassVar[Mapping[tuple[str, ...], str]] = {
         ("einc.parallel", "einc.vectorize"): "#pragma omp parallel for simd",
         ("einc.parallel",): "#pragma omp parallel for",
@@ -383,11 +428,15 @@ class _Writer:
 
     # -- types ----------------------------------------------------------------------------------
     def ctype(self, t: Attribute) -> str:
+        if isinstance(t, VectorType):
+            return self.vector_ctype(t)
         if t not in self.t.types:
             raise TargetError(f"{self.t.name} target: no type for {t}")
         return self.t.types[t]
 
     def suffix(self, t: Attribute) -> str:
+        if isinstance(t, VectorType):
+            return f"{self.suffix(t.get_element_type())}x{t.get_shape()[0]}"
         if isinstance(t, IndexType):
             return "i64"
         if isinstance(t, IntegerType):
@@ -454,7 +503,11 @@ class _Writer:
     def statement(self, op: Operation) -> None:
         if op.results and all(self.inlined(r) for r in op.results):
             return
-        handler = _STATEMENTS.get(type(op)) or self.t.statement_printers.get(type(op))
+        handler = (
+            _STATEMENTS.get(type(op))
+            or _VECTOR_STATEMENTS.get(type(op))
+            or self.t.statement_printers.get(type(op))
+        )
         if handler is not None:
             handler(self, op)
             return
@@ -512,7 +565,11 @@ class _Writer:
     def expression(self, op: Operation) -> Expr:
         if isinstance(op, arith.ConstantOp):
             return self.constant(op)
-        handler = _EXPRESSIONS.get(type(op)) or self.t.expression_printers.get(type(op))
+        handler = (
+            _EXPRESSIONS.get(type(op))
+            or _VECTOR_EXPRESSIONS.get(type(op))
+            or self.t.expression_printers.get(type(op))
+        )
         if handler is not None:
             return handler(self, op)
         spelling = self.t.ops.get(type(op))
@@ -529,6 +586,8 @@ class _Writer:
 
     def spell(self, op: Operation, spelling: Spelling) -> Expr:
         result_type = op.results[0].type
+        if isinstance(result_type, VectorType) and type(op) not in self.t.vector_operators:
+            return self.lanewise(op, spelling)
         operand_type = op.operands[0].type if op.operands else result_type
         fields = {
             "t": self.ctype(result_type),
@@ -577,6 +636,84 @@ class _Writer:
         text = repr(float(value)) if t == f64 else str(np.float32(value))
         suffixes = self.t.literal_suffix if t in self.t.literal_suffix else self.t.math_suffix
         return text + suffixes[t]
+
+    # -- vectors --------------------------------------------------------------------------------
+    def vector_fields(self, t: VectorType) -> dict[str, str]:
+        element = t.get_element_type()
+        n = t.get_shape()[0]
+        scalar = self.ctype(element)
+        fields = {"t": scalar, "s": self.suffix(element), "n": str(n), "P": self.t.helper_prefix}
+        fields["T"] = self.t.vector_type.format(**fields)
+        fields["lane_r"] = self.t.vector_lane.format(v="r", k="k")
+        return fields
+
+    def vector_ctype(self, t: VectorType) -> str:
+        """The vector type's name; its typedef is printed once, before the helpers."""
+        fields = self.vector_fields(t)
+        if self.t.vector_typedef:
+            size = self.t.sizeof(fields["t"]) if "{bytes}" in self.t.vector_typedef else 0
+            text = self.t.vector_typedef.format(**fields, bytes=size * int(fields["n"]), align=size)
+            if ("vtype", fields["T"]) not in self.helpers_used:
+                self.helpers_used[("vtype", fields["T"])] = text
+        return fields["T"]
+
+    def vector_spelling(self, fmt: str, t: VectorType, *operands: str, **values: str) -> str:
+        """`fmt` with the vector type's fields; the `vector_helpers` it calls are printed."""
+        fields = self.vector_fields(t)
+        self.vector_ctype(t)
+        for name, body in self.t.vector_helpers.items():
+            key = (name, f"{fields['s']}x{fields['n']}")
+            if f"einc_{name}_" in fmt and key not in self.helpers_used:
+                self.helpers_used[key] = body.format(**fields)
+        return fmt.format(*operands, **fields, **values)
+
+    def lanewise_helper(self, name: str, t: VectorType, params: Sequence[tuple[str, str]], result: str, body: str) -> str:
+        """Print once `{result} einc_<name>_<s>x<n>(params) {{ body }}`; its name."""
+        fields = self.vector_fields(t)
+        self.vector_ctype(t)
+        function = f"einc_{name}_{fields['s']}x{fields['n']}"
+        key = (name, f"{fields['s']}x{fields['n']}")
+        if key not in self.helpers_used:
+            args = ", ".join(f"{pt} {pn}" for pt, pn in params)
+            self.helpers_used[key] = f"{self.t.helper_prefix} {result} {function}({args}) {{ {body} }}"
+        return function
+
+    def lane(self, v: str, k: str) -> str:
+        return self.t.vector_lane.format(v=v, k=k)
+
+    def scalar_spelling(self, op_type: type[Operation], operands: Sequence[str], element: Attribute) -> str:
+        """The scalar spelling of `op_type` on `element` operands (texts), its helpers printed."""
+        spelling = self.t.ops.get(op_type)
+        if spelling is None:
+            raise TargetError(f"internal error: the {self.t.name} target has no spelling of {op_type.name}")
+        fields = {"t": self.ctype(element), "s": self.suffix(element),
+                  "ut": self.t.unsigned_types.get(element, "?")}  # fmt: skip
+        if "{f}" in spelling.fmt:
+            if element not in self.t.math_suffix:
+                raise TargetError(f"internal error: the {self.t.name} target has no {element} math")
+            fields["f"] = self.t.math_suffix[element]
+        if spelling.helper is not None:
+            self.use_helper(spelling.helper, element)
+        return spelling.fmt.format(*operands, **fields)
+
+    def lanewise(self, op: Operation, spelling: Spelling) -> Expr:
+        """An elementwise op on vectors through a helper applying its scalar spelling to each
+        lane (`einc_vaddf_f32x4(a, b)`)."""
+        t = op.results[0].type
+        assert isinstance(t, VectorType)
+        element = t.get_element_type()
+        names = "abc"[: len(op.operands)]
+        lanes = [f"({self.lane(n, 'k')})" for n in names]
+        scalar = self.scalar_spelling(type(op), lanes, element)
+        T = self.ctype(t)
+        body = (
+            f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) "
+            f"{self.lane('r', 'k')} = {scalar}; return r;"
+        )
+        name = "v" + op.name.split(".")[-1]
+        function = self.lanewise_helper(name, t, [(T, n) for n in names], T, body)
+        args = ", ".join(self.value(o).text for o in op.operands)
+        return Expr(f"{function}({args})")
 
     # -- memory ---------------------------------------------------------------------------------
     def access(self, buffer: SSAValue, index: Expr) -> str:
@@ -800,7 +937,7 @@ def value_range(v: SSAValue) -> Range:
 
 _CALLEE = re.compile(r"([A-Za-z_]\w*)\{f\}\(")
 _LOADS = frozenset({affine.LoadOp, memref.LoadOp})
-_WRITES = (affine.StoreOp, memref.StoreOp, memref.DeallocOp, func.CallOp)
+_WRITES = (affine.StoreOp, memref.StoreOp, memref.DeallocOp, func.CallOp, egpu.VStoreOp)
 _READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
 
 
@@ -938,6 +1075,96 @@ def _affine_apply(w: _Writer, op: affine.ApplyOp) -> Expr:
 
 def _affine_min(w: _Writer, op: affine.MinOp) -> Expr:
     return w.bound(op.map.data, op.operands, "minsi")
+
+
+def _vector_lane_accesses(w: _Writer, buffer: SSAValue, index: Expr, n: int) -> list[str]:
+    return [
+        w.access(buffer, index if k == 0 else Expr(f"{index.operand(ADD)} + {k}", ADD))
+        for k in range(n)
+    ]
+
+
+def _vload(w: _Writer, op: egpu.VLoadOp) -> Expr:
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    index = w.flat_values(op.memref, op.indices)
+    lanes = _vector_lane_accesses(w, op.memref, index, t.get_shape()[0])
+    text = w.vector_spelling(
+        w.t.vector_load, t, p=f"&{w.access(op.memref, index)}", lanes=", ".join(lanes)
+    )
+    return Expr(text)
+
+
+def _vstore(w: _Writer, op: egpu.VStoreOp) -> None:
+    t = op.value.type
+    assert isinstance(t, VectorType)
+    index = w.flat_values(op.memref, op.indices)
+    value = w.value(op.value)
+    if w.t.vector_store:
+        p = f"&{w.access(op.memref, index)}"
+        w.line(w.vector_spelling(w.t.vector_store, t, p=p, v=value.text))
+        return
+    if op.value not in w.names:  # stored lane by lane: name an expression once
+        name = w.declare(op.value)
+        w.line(f"{w.ctype(t)} {name} = {value.text};")
+        value = Expr(name)
+    for k, lane in enumerate(_vector_lane_accesses(w, op.memref, index, t.get_shape()[0])):
+        w.line(f"{lane} = {w.lane(value.text, str(k))};")
+
+
+def _vbroadcast(w: _Writer, op: egpu.VBroadcastOp) -> Expr:
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    return Expr(w.vector_spelling(w.t.vector_broadcast, t, w.value(op.value).operand(UNARY)))
+
+
+_REDUCE_OPS: dict[tuple[egpu.ReduceKind, bool], type[Operation]] = {
+    (egpu.ReduceKind.ADD, True): arith.AddfOp, (egpu.ReduceKind.MUL, True): arith.MulfOp,
+    (egpu.ReduceKind.MAX, True): arith.MaximumfOp, (egpu.ReduceKind.MIN, True): arith.MinimumfOp,
+    (egpu.ReduceKind.ADD, False): arith.AddiOp, (egpu.ReduceKind.MUL, False): arith.MuliOp,
+    (egpu.ReduceKind.MAX, False): arith.MaxSIOp, (egpu.ReduceKind.MIN, False): arith.MinSIOp,
+}  # fmt: skip
+"""The scalar combine of a lane reduction (floats: NaN-propagating max/min, as einsum's)."""
+
+
+def _vreduce(w: _Writer, op: egpu.VReduceOp) -> Expr:
+    t = op.vector.type
+    assert isinstance(t, VectorType)
+    element = t.get_element_type()
+    kind = op.kind.data
+    combine = w.scalar_spelling(
+        _REDUCE_OPS[(kind, isinstance(element, AnyFloat))], ["r", f"({w.lane('a', 'k')})"], element
+    )
+    scalar = w.ctype(element)
+    body = (
+        f"{scalar} r = {w.lane('a', '0')}; for (int k = 1; k < {t.get_shape()[0]}; k++) "
+        f"r = {combine}; return r;"
+    )
+    function = w.lanewise_helper(f"vreduce_{kind.value}", t, [(w.ctype(t), "a")], scalar, body)
+    return Expr(f"{function}({w.value(op.vector).text})")
+
+
+def _vfma(w: _Writer, op: egpu.VFmaOp) -> Expr:
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    lanes = [f"({w.lane(n, 'k')})" for n in "abc"]
+    scalar = w.scalar_spelling(mathd.FmaOp, lanes, t.get_element_type())
+    T = w.ctype(t)
+    body = f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) {w.lane('r', 'k')} = {scalar}; return r;"
+    function = w.lanewise_helper("vfma", t, [(T, n) for n in "abc"], T, body)
+    return Expr(f"{function}({', '.join(w.value(o).text for o in op.operands)})")
+
+
+_VECTOR_STATEMENTS: dict[type[Operation], Callable[[_Writer, Operation], None]] = {
+    egpu.VStoreOp: _vstore,  # type: ignore[dict-item]
+}
+_VECTOR_EXPRESSIONS: dict[type[Operation], Callable[[_Writer, Operation], Expr]] = {
+    egpu.VLoadOp: _vload,  # type: ignore[dict-item]
+    egpu.VBroadcastOp: _vbroadcast,  # type: ignore[dict-item]
+    egpu.VReduceOp: _vreduce,  # type: ignore[dict-item]
+    egpu.VFmaOp: _vfma,  # type: ignore[dict-item]
+}
+"""Printers of the vector ops: their results are always named (never inlined)."""
 
 
 _STATEMENTS: dict[type[Operation], Callable[[_Writer, Operation], None]] = {

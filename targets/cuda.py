@@ -22,7 +22,7 @@ class CUDATarget(DeviceTarget):
     name: ClassVar[str] = "cuda"
     pipeline: ClassVar[str] = (
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=cuda},"
-        "legalize-f16-storage,canonicalize,cse"
+        "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
     )
     kernel_prefix: ClassVar[str] = 'extern "C" __global__ '
     buffer_prefix: ClassVar[str] = ""

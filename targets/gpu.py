@@ -200,6 +200,18 @@ class DeviceTarget(CLikeTarget):
     }  # type: ignore[assignment]
     memory_ops = (egpu.BarrierOp, egpu.StoreTruncfOp, egpu.VStoreOp, egpu.SubgroupReduceOp)
 
+    # vectors: C++ device languages (CUDA, HIP, SYCL, Poplar) get a struct of lanes and
+    # lane-wise helpers (CUDA's float4 has no operators); OpenCL and HLSL use native types
+    vector_typedef: ClassVar[str] = "struct {T} {{ {t} v[{n}]; }};"
+    vector_lane: ClassVar[str] = "{v}.v[{k}]"
+    vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset()
+    vector_load: ClassVar[str] = "{T}{{{{{lanes}}}}}"
+    vector_store: ClassVar[str] = ""
+
+    @classmethod
+    def vector_lanes(cls) -> int:
+        return cls.description().vector_width
+
     @classmethod
     def description(cls) -> TargetDescription:
         return description(cls.name)

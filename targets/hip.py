@@ -22,7 +22,7 @@ class HIPTarget(DeviceTarget):
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=hip},"
-        "canonicalize,cse"
+        "einc-vectorize-loops{target=hip},canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("hip/hip_runtime.h",)
     kernel_prefix: ClassVar[str] = CUDATarget.kernel_prefix

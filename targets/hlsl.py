@@ -59,7 +59,7 @@ class HLSLTarget(DeviceTarget):
     pipeline: ClassVar[str] = (
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=hlsl},"
         "legalize-storage-dtypes{target=hlsl},legalize-narrow-ints{target=hlsl},"
-        "legalize-f16-storage,canonicalize,cse"
+        "legalize-f16-storage,einc-vectorize-loops{target=hlsl},canonicalize,cse"
     )
     kernel_prefix: ClassVar[str] = ""
     index_type: ClassVar[str] = "int"
@@ -74,6 +74,12 @@ class HLSLTarget(DeviceTarget):
     types = {f64: "double", f32: "float", i32: "int", i1: "bool", IndexType(): "int"}
     """No int64: glslang's HLSL has `uint64_t` but no signed 64-bit type."""
     unsigned_types = {i32: "uint", i1: "bool", IndexType(): "uint"}
+    vector_elements = frozenset({f32, i32})
+    vector_type: ClassVar[str] = "{t}{n}"
+    vector_typedef: ClassVar[str] = ""
+    vector_lane: ClassVar[str] = "{v}[{k}]"
+    vector_operators = CLikeTarget.vector_operators
+    vector_load: ClassVar[str] = "{T}({lanes})"
     math_suffix = {f32: ""}
     """Only float has transcendental functions in HLSL."""
     literal_suffix = {f64: "L", f32: "f"}
@@ -101,6 +107,7 @@ class HLSLTarget(DeviceTarget):
         mathd.CopySignOp: helper("copysign"),
         mathd.Log1pOp: Spelling("log(1 + {0})", operands=(0,)),
         mathd.ExpM1Op: Spelling("(exp({0}) - 1)", operands=(0,)),
+        arith.RemSIOp: helper("remsi"),
     }  # fmt: skip
     helpers = {
         **CLikeTarget.helpers,
@@ -110,6 +117,9 @@ class HLSLTarget(DeviceTarget):
         "- 0.284496736f) * t + 0.254829592f) * t * exp(-a * a); return s * y;",
         "round": "{t} r = trunc(a); return abs(a - r) >= 0.5f ? r + (a < 0 ? -1 : 1) : r;",
         "copysign": "return (a < 0) == (b < 0 || (b == 0 && asuint(b) != 0)) ? a : -a;",
+        # glslang turns HLSL's int `%` into OpSMod (floor modulo), which naga computes through
+        # floats (MIN % 7 gave 96); the quotient (OpSDiv) is exact.
+        "remsi": "return a - (a / b) * b;",
     }
     unary_helpers = frozenset({"absi", "erf", "round"})
     round_f16: ClassVar[str] = "return f16tof32(f32tof16(a));"

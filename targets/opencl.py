@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
 
+from einc.targets.clike import CLikeTarget
 from einc.targets.gpu import DeviceTarget, Runner
 
 
@@ -18,7 +19,7 @@ class OpenCLTarget(DeviceTarget):
     name: ClassVar[str] = "opencl"
     pipeline: ClassVar[str] = (
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=opencl},"
-        "legalize-f16-storage,canonicalize,cse"
+        "legalize-f16-storage,einc-vectorize-loops{target=opencl},canonicalize,cse"
     )
     buffer_prefix: ClassVar[str] = "__global "
     buffer_suffix: ClassVar[str] = " restrict"
@@ -50,6 +51,14 @@ class OpenCLTarget(DeviceTarget):
     round_f16: ClassVar[str] = (
         "ushort h; vstore_half(a, 0, (half*)&h); return vload_half(0, (const half*)&h);"
     )
+
+    vector_type: ClassVar[str] = "{t}{n}"
+    vector_typedef: ClassVar[str] = ""
+    vector_lane: ClassVar[str] = "{v}[{k}]"
+    vector_operators = CLikeTarget.vector_operators
+    vector_load: ClassVar[str] = "vload{n}(0, {p})"
+    vector_store: ClassVar[str] = "vstore{n}({v}, 0, {p});"
+    vector_broadcast: ClassVar[str] = "({T})({0})"
 
     @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:

@@ -60,7 +60,7 @@ class PoplarTarget(DeviceTarget):
     name: ClassVar[str] = "poplar"
     pipeline: ClassVar[str] = (
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},"
-        "legalize-storage-dtypes{target=poplar},canonicalize,cse"
+        "legalize-storage-dtypes{target=poplar},einc-vectorize-loops{target=poplar},canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("poplar/Vertex.hpp", "cmath")
     index_type: ClassVar[str] = "int"

@@ -31,7 +31,7 @@ class SYCLTarget(DeviceTarget):
     name: ClassVar[str] = "sycl"
     pipeline: ClassVar[str] = (
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=sycl},"
-        "canonicalize,cse"
+        "einc-vectorize-loops{target=sycl},canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("sycl/sycl.hpp",)
     preamble: ClassVar[tuple[str, ...]] = (

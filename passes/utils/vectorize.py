@@ -1,0 +1,453 @@
+"""Strip-mining a loop marked `einc.vectorize` into vector code: the mechanism behind
+`einc-vectorize-loops` (passes/vectorize_loops.py).
+
+Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
+
+- Input: an innermost `affine.for` of step 1 without results, with a single-result lower
+  bound (any upper bound: a constant, an affine expression, a `min` from tiling). The
+  `einc.vectorize` mark is trusted to mean "no carried dependence" (transform.einc.vectorize
+  checks it) except for the reduction pattern below, which the utility checks itself.
+- Width W: `lanes_f32` float32 lanes scaled by element size (8-byte elements get half as
+  many), the largest power of two of `VECTOR_WIDTHS` not above it, then not above the trip
+  count when that is constant; the narrowest lane count over the loop's vector element
+  types wins (one W per loop). Fewer than 2 lanes: no vectorization.
+- Output on success: `for iv = lb to lb + W*floor((ub-lb)/W) step W` with a vector body,
+  then the original loop as the scalar remainder from there to `ub` (dropped when a constant
+  trip count is a multiple of W). Neither loop keeps the `einc.vectorize` mark (the pass is
+  idempotent); other marks (`einc.parallel`, tags) stay on both.
+- Body ops: `affine.load`/`affine.store` whose index is unit-stride in the loop variable
+  (last index coefficient 1, the others 0) become `egpu.vload`/`egpu.vstore`; loads that do
+  not depend on the loop variable stay scalar and are broadcast (`egpu.vbroadcast`) where a
+  vector op uses them; the elementwise arith ops of `ELEMENTWISE` apply to vectors as they
+  are; other ops that do not depend on the loop variable are cloned as scalars.
+- Reductions: `store(combine(load(B[I]), x), B[I])` with `I` invariant in the loop, `B`
+  accessed nowhere else in the body and `combine` one of `REDUCTIONS`, becomes a vector
+  accumulator carried by the main loop (initialised with the combiner's identity), reduced
+  after it with `egpu.vreduce` and combined into `B[I]` once; the remainder loop continues
+  from there. Integer add/mul/max/min and float max/min reassociate exactly. Float add/mul
+  are reassociated too (W partial sums, then a lane reduction): the same licence as
+  `#pragma omp simd reduction(+:...)` or `rfactor`, so the result differs from the
+  sequential sum by rounding only (the tests bound it by the differential tests' tolerance).
+  The mark on such a loop comes only from IR written by hand: transform.einc.vectorize
+  refuses loops with a carried reduction.
+- Failure (a value; the IR untouched): anything else in the body (a gather or non-unit
+  stride, an op without a vector form such as a cast, compare or math call, an element type
+  outside `element_types`, nested regions), bounds outside the cases above, or no memory
+  access to vectorize. The loop then stays scalar with its mark (C prints `omp simd`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects import affine, arith
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from einc.dialects import egpu
+from einc.passes.utils.affine_index import dims_to_operands
+from einc.passes.utils.loop_analysis import constant_bounds, linear_form, step_of, uses_dim
+from einc.passes.utils.loop_transforms import VECTORIZE_ATTR, Failure, _compose, describe
+
+ELEMENTWISE: frozenset[type[Operation]] = frozenset({
+    arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp,
+    arith.MaximumfOp, arith.MinimumfOp,
+    arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.MaxSIOp, arith.MinSIOp,
+    arith.AndIOp, arith.OrIOp, arith.XOrIOp,
+})  # fmt: skip
+"""Ops applied to vectors as they are (same op, vector operand and result types)."""
+
+REDUCTIONS: dict[type[Operation], egpu.ReduceKind] = {
+    arith.AddfOp: egpu.ReduceKind.ADD, arith.MulfOp: egpu.ReduceKind.MUL,
+    arith.MaximumfOp: egpu.ReduceKind.MAX, arith.MinimumfOp: egpu.ReduceKind.MIN,
+    arith.AddiOp: egpu.ReduceKind.ADD, arith.MuliOp: egpu.ReduceKind.MUL,
+    arith.MaxSIOp: egpu.ReduceKind.MAX, arith.MinSIOp: egpu.ReduceKind.MIN,
+}  # fmt: skip
+"""Combiners of the reduction pattern and the `egpu.vreduce` kind that finishes them."""
+
+_SCALAR_INVARIANT = (arith.ConstantOp, affine.ApplyOp, affine.LoadOp)
+"""Ops that may stay scalar in the vector body (besides `ELEMENTWISE` / any arith op on
+invariant operands)."""
+
+
+@dataclass
+class _Access:
+    """A load or store with its index flattened to one map over values defined outside the
+    loop and the loop variable."""
+
+    op: affine.LoadOp | affine.StoreOp
+    map: AffineMap
+    operands: list[SSAValue]
+    unit: bool
+    """Unit stride in the loop variable (else invariant)."""
+
+
+@dataclass
+class _Reduction:
+    load: affine.LoadOp
+    combine: Operation
+    store: affine.StoreOp
+    value: SSAValue
+    """The combine's operand that is not the accumulator."""
+    access: _Access
+
+
+@dataclass
+class _Plan:
+    loop: affine.ForOp
+    width: int
+    accesses: dict[Operation, _Access] = field(default_factory=dict)
+    reductions: list[_Reduction] = field(default_factory=list)
+    varying: set[SSAValue] = field(default_factory=set)
+
+
+def _flatten(m: AffineMap, operands: Sequence[SSAValue]) -> tuple[AffineMap, list[SSAValue]]:
+    m, ops = dims_to_operands(m), list(operands)
+    while (folded := _compose(m, ops)) is not None:
+        m, ops = folded
+    return m, ops
+
+
+def _lanes(element: Attribute, lanes_f32: int) -> int:
+    bits = element.bitwidth if isinstance(element, AnyFloat) else getattr(element, "width").data
+    wanted = max(1, lanes_f32 * 32 // max(8, bits))
+    fits = [w for w in egpu.VECTOR_WIDTHS if w <= wanted and w & (w - 1) == 0]
+    return max(fits, default=1)
+
+
+def _element(v: SSAValue | Attribute) -> Attribute:
+    t = v.type if isinstance(v, SSAValue) else v
+    return t.get_element_type() if isinstance(t, MemRefType) else t
+
+
+def _access(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, varying: set[SSAValue]) -> _Access | Failure:
+    m, operands = _flatten(op.map.data, op.indices)
+    for o in operands:
+        if o is not iv and o in varying:
+            return Failure(f"an index of {op.name} is a non-affine function of the loop variable")
+    positions = [k for k, o in enumerate(operands) if o is iv]
+    coefficients = []
+    for k, result in enumerate(m.results):
+        if not any(uses_dim(result, p) for p in positions):
+            coefficients.append(0)
+            continue
+        form = linear_form(result, operands)
+        if form is None:
+            return Failure(f"{op.name} index {k} is not linear in the loop variable (a gather)")
+        coefficients.append(form[0].get(iv, 0))
+    if not any(coefficients):
+        return _Access(op, m, operands, unit=False)
+    if coefficients[-1] != 1 or any(coefficients[:-1]):
+        return Failure(f"{op.name} is not unit-stride in the loop variable (a gather)")
+    return _Access(op, m, operands, unit=True)
+
+
+def _defined_in(v: SSAValue, block: Block) -> bool:
+    owner = v.owner
+    if isinstance(owner, Block):
+        return owner is block
+    return owner.parent_block() is block
+
+
+def _reduction(store_access: _Access, body: Block) -> _Reduction | Failure:
+    store = store_access.op
+    assert isinstance(store, affine.StoreOp)
+    combine = store.value.owner
+    if any(_defined_in(o, body) for o in store_access.operands):
+        return Failure("the index of a reduction's accumulator is computed in the loop body")
+    fail = Failure(
+        f"{store.name} to an index invariant in the loop is not a reduction "
+        "(acc = combine(acc, x) with add, mul, max or min)"
+    )
+    if not isinstance(combine, Operation) or type(combine) not in REDUCTIONS:
+        return fail
+    if len(combine.results[0].uses) != 1:
+        return fail
+    for k in (0, 1):
+        load = combine.operands[k].owner
+        if (
+            isinstance(load, affine.LoadOp)
+            and load.memref is store.memref
+            and load.parent_block() is body
+            and len(load.result.uses) == 1
+        ):
+            m, operands = _flatten(load.map.data, load.indices)
+            if m == store_access.map and operands == store_access.operands:
+                others = [
+                    u.operation for u in store.memref.uses
+                    if u.operation.parent_block() is body and u.operation not in (load, store)
+                ]  # fmt: skip
+                if others:
+                    return Failure(f"the reduction's buffer is accessed again in the loop body")
+                return _Reduction(load, combine, store, combine.operands[1 - k], store_access)
+    return fail
+
+
+def _analyze(loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute]) -> _Plan | Failure:
+    where = describe(loop)
+    if step_of(loop) != 1 or loop.results:
+        return Failure(f"cannot vectorize {where}: only loops of step 1 without results")
+    if len(loop.lowerBoundMap.data.results) != 1:
+        return Failure(f"cannot vectorize {where}: its lower bound is a max")
+    body = loop.body.block
+    iv = body.args[0]
+    plan = _Plan(loop, 0)
+    plan.varying.add(iv)
+    vector_types: set[Attribute] = set()
+    reduction_ops: set[Operation] = set()
+
+    def refuse(reason: str) -> Failure:
+        return Failure(f"cannot vectorize {where}: {reason}")
+
+    for op in body.ops:
+        if isinstance(op, affine.YieldOp):
+            continue
+        if op.regions:
+            return refuse(f"{op.name} has regions")
+        if isinstance(op, affine.LoadOp | affine.StoreOp):
+            access = _access(op, iv, plan.varying)
+            if isinstance(access, Failure):
+                return refuse(access.message)
+            plan.accesses[op] = access
+            if isinstance(op, affine.LoadOp) and access.unit:
+                plan.varying.add(op.result)
+                vector_types.add(_element(op.memref))
+            if isinstance(op, affine.StoreOp):
+                if access.unit:
+                    vector_types.add(_element(op.memref))
+                else:
+                    red = _reduction(access, body)
+                    if isinstance(red, Failure):
+                        return refuse(red.message)
+                    plan.reductions.append(red)
+                    reduction_ops |= {red.load, red.combine, red.store}
+                    vector_types.add(_element(op.memref))
+            continue
+        if isinstance(op, affine.ApplyOp):
+            if any(o in plan.varying for o in op.operands):
+                # an index of the loop variable: folded into the accesses that use it
+                if not all(isinstance(u.operation, affine.LoadOp | affine.StoreOp | affine.ApplyOp) for u in op.result.uses):
+                    return refuse("an index of the loop variable is used as a value")
+                plan.varying.add(op.result)
+            continue
+        varying = any(o in plan.varying for o in op.operands)
+        if not varying:
+            if not isinstance(op, _SCALAR_INVARIANT) and type(op).__module__ != arith.__name__:
+                return refuse(f"{op.name} cannot be cloned into the vector body")
+            continue
+        if type(op) not in ELEMENTWISE:
+            return refuse(f"{op.name} has no vector form")
+        plan.varying |= set(op.results)
+        vector_types.add(op.results[0].type)
+    for op, access in plan.accesses.items():
+        if isinstance(op, affine.StoreOp) and access.unit and _element(op.memref) not in element_types:
+            return refuse(f"no vectors of {_element(op.memref)} on this target")
+    if not vector_types or not any(a.unit for a in plan.accesses.values()) and not plan.reductions:
+        return refuse("no memory access varies with the loop variable")
+    for t in vector_types:
+        if t not in element_types:
+            return refuse(f"no vectors of {t} on this target")
+    width = min(_lanes(t, lanes_f32) for t in vector_types)
+    bounds = constant_bounds(loop)
+    if bounds is not None:
+        trip = bounds[1] - bounds[0]
+        width = min(width, max([w for w in egpu.VECTOR_WIDTHS if w <= trip and w & (w - 1) == 0], default=1))
+    if width < 2:
+        return refuse("fewer than 2 lanes (trip count or element size)")
+    plan.width = width
+    return plan
+
+
+def _identity(kind: egpu.ReduceKind, t: Attribute) -> arith.ConstantOp:
+    if isinstance(t, AnyFloat):
+        value = {egpu.ReduceKind.ADD: -0.0, egpu.ReduceKind.MUL: 1.0,
+                 egpu.ReduceKind.MAX: float("-inf"), egpu.ReduceKind.MIN: float("inf")}[kind]  # fmt: skip
+        return arith.ConstantOp(FloatAttr(value, t))
+    assert isinstance(t, IntegerType)
+    bits = t.width.data
+    value = {egpu.ReduceKind.ADD: 0, egpu.ReduceKind.MUL: 1,
+             egpu.ReduceKind.MAX: -(1 << (bits - 1)), egpu.ReduceKind.MIN: (1 << (bits - 1)) - 1}[kind]  # fmt: skip
+    return arith.ConstantOp(IntegerAttr(value, t))
+
+
+def _map(n: int, *results: AffineExpr) -> AffineMapAttr:
+    return AffineMapAttr(AffineMap(n, 0, tuple(results)))
+
+
+def _indices(builder: list[Operation], access: _Access, mapping: dict[SSAValue, SSAValue]) -> list[SSAValue]:
+    """One index value per result of the access's map (affine.apply ops appended)."""
+    operands = [mapping.get(o, o) for o in access.operands]
+    values = []
+    for result in access.map.results:
+        if isinstance(result, AffineDimExpr):
+            values.append(operands[result.position])
+            continue
+        if isinstance(result, AffineConstantExpr):
+            constant = arith.ConstantOp(IntegerAttr(result.value, IndexType()))
+            builder.append(constant)
+            values.append(constant.result)
+            continue
+        apply = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (result,))))
+        builder.append(apply)
+        values.append(apply.result)
+    return values
+
+
+def vectorize_loop(
+    loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute]
+) -> tuple[affine.ForOp, affine.ForOp | None] | Failure:
+    """Strip-mine `loop` (marked `einc.vectorize`) into a vector main loop and a scalar
+    remainder (None when not needed); see the module docstring for the contract."""
+    plan = _analyze(loop, lanes_f32, element_types)
+    if isinstance(plan, Failure):
+        return plan
+    W = plan.width
+    before: list[Operation] = []
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    n_lb = len(loop.lowerBoundOperands)
+    lb_ops, ub_ops = list(loop.operands[:n_lb]), list(loop.operands[n_lb:])
+    lb_map, ub_map = loop.lowerBoundMap.data, loop.upperBoundMap.data
+    bounds = constant_bounds(loop)
+    tail_needed = True
+    if bounds is not None:
+        lo, hi = bounds
+        end = lo + (hi - lo) // W * W
+        tail_needed = end < hi
+        main_lb: tuple[list[SSAValue], AffineMapAttr] = ([], _map(0, AffineExpr.constant(lo)))
+        main_ub: tuple[list[SSAValue], AffineMapAttr] = ([], _map(0, AffineExpr.constant(end)))
+        tail_lb: tuple[list[SSAValue], AffineMapAttr] = main_ub
+    else:
+        lb_apply = affine.ApplyOp(lb_ops, AffineMapAttr(lb_map))
+        ub_value = (
+            affine.ApplyOp(ub_ops, AffineMapAttr(ub_map))
+            if len(ub_map.results) == 1
+            else affine.MinOp(ub_ops, AffineMapAttr(ub_map))
+        )
+        end = affine.ApplyOp(
+            [lb_apply.result, ub_value.results[0]], _map(2, d0 + ((d1 - d0) // W) * W)
+        )
+        before += [lb_apply, ub_value, end]
+        main_lb = ([lb_apply.result], _map(1, d0))
+        main_ub = ([end.result], _map(1, d0))
+        # max(lb, end): no iteration when ub < lb, as in the original loop
+        tail_lb = ([lb_apply.result, end.result], _map(2, d0, d1))
+
+    # reductions: vector accumulators carried by the main loop
+    inits: list[SSAValue] = []
+    kinds: list[egpu.ReduceKind] = []
+    for red in plan.reductions:
+        t = red.store.value.type
+        kind = REDUCTIONS[type(red.combine)]
+        identity = _identity(kind, t)
+        splat = egpu.VBroadcastOp(identity.result, VectorType(t, [W]))
+        before += [identity, splat]
+        inits.append(splat.result)
+        kinds.append(kind)
+
+    body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
+    old_body = loop.body.block
+    body.args[0].name_hint = old_body.args[0].name_hint
+    mapping: dict[SSAValue, SSAValue] = {old_body.args[0]: body.args[0]}
+    vectors: dict[SSAValue, SSAValue] = {}
+    ops: list[Operation] = []
+
+    def vector(v: SSAValue) -> SSAValue:
+        if v in vectors:
+            return vectors[v]
+        splat = egpu.VBroadcastOp(mapping.get(v, v), VectorType(v.type, [W]))
+        ops.append(splat)
+        vectors[v] = splat.result
+        return splat.result
+
+    carried = dict(zip((r.combine for r in plan.reductions), body.args[1:]))
+    skipped = {op for r in plan.reductions for op in (r.load, r.store)}
+    yields: list[SSAValue] = []
+    for op in old_body.ops:
+        if isinstance(op, affine.YieldOp) or op in skipped:
+            continue
+        if op in carried:
+            red = next(r for r in plan.reductions if r.combine is op)
+            new = type(op).create(
+                operands=[carried[op], vector(red.value)],
+                result_types=[carried[op].type],
+                properties=dict(op.properties),
+            )
+            ops.append(new)
+            yields.append(new.results[0])
+            continue
+        access = plan.accesses.get(op)
+        if access is not None and access.unit:
+            indices = _indices(ops, access, mapping)
+            if isinstance(op, affine.LoadOp):
+                vload = egpu.VLoadOp(op.memref, indices, VectorType(_element(op.memref), [W]))
+                ops.append(vload)
+                vectors[op.result] = vload.result
+            else:
+                ops.append(egpu.VStoreOp(vector(op.value), op.memref, indices))
+            continue
+        if isinstance(op, affine.ApplyOp) and op.result in plan.varying:
+            continue  # folded into the accesses
+        if op.results and op.results[0] in plan.varying:
+            new = type(op).create(
+                operands=[vector(o) for o in op.operands],
+                result_types=[VectorType(r.type, [W]) for r in op.results],
+                properties=dict(op.properties),
+            )
+            ops.append(new)
+            vectors[op.results[0]] = new.results[0]
+            continue
+        new = op.clone(value_mapper=dict(mapping))
+        ops.append(new)
+        for old, res in zip(op.results, new.results):
+            mapping[old] = res
+    for op in ops:
+        body.add_op(op)
+    body.add_op(affine.YieldOp.get(*yields))
+
+    main = affine.ForOp.from_region(
+        main_lb[0], main_ub[0], inits, [v.type for v in inits],
+        main_lb[1], main_ub[1], Region(body), W,
+    )  # fmt: skip
+    after: list[Operation] = []
+    for red, kind, acc in zip(plan.reductions, kinds, main.results):
+        reduced = egpu.VReduceOp(kind, acc)
+        load = affine.LoadOp(red.load.memref, red.access.operands, AffineMapAttr(red.access.map), red.load.result.type)
+        combine = type(red.combine).create(
+            operands=[load.result, reduced.result] if red.combine.operands[0] is red.load.result else [reduced.result, load.result],
+            result_types=[red.load.result.type],
+            properties=dict(red.combine.properties),
+        )
+        store = affine.StoreOp(combine.results[0], red.store.memref, red.access.operands, AffineMapAttr(red.access.map))
+        after += [reduced, load, combine, store]
+
+    for name, value in loop.attributes.items():
+        if name != VECTORIZE_ATTR:
+            main.attributes[name] = value
+    Rewriter.insert_op(before, InsertPoint.before(loop))
+    Rewriter.insert_op([main, *after], InsertPoint.before(loop))
+    if not tail_needed:
+        Rewriter.erase_op(loop)
+        return main, None
+    tail = affine.ForOp.from_region(
+        tail_lb[0], ub_ops, [], [], tail_lb[1], AffineMapAttr(ub_map), loop.detach_region(loop.body), 1
+    )  # fmt: skip
+    for name, value in loop.attributes.items():
+        if name != VECTORIZE_ATTR:
+            tail.attributes[name] = value
+    Rewriter.replace_op(loop, tail)
+    return main, tail
+
+
+__all__ = ["ELEMENTWISE", "REDUCTIONS", "vectorize_loop"]

@@ -1,0 +1,51 @@
+"""`einc-vectorize-loops{target=T}`: loops a schedule marked `einc.vectorize` become vector
+code (`egpu.vload`/`vstore`/`vbroadcast`/`vreduce` and arith on vectors) plus a scalar
+remainder loop.
+
+Policy only: the width comes from the target (`vector_lanes()`: float32 lanes, the device
+description's `vector_width`, 16 for C built with `-mprefer-vector-width=512`), the element
+types from the target's `vector_elements` (types its printer has vectors of). The mechanism
+and its contract are in `einc.passes.utils.vectorize`. A loop the mechanism refuses (a
+gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
+`#pragma omp simd` for it. That is the documented fallback, not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from einc.passes.utils.loop_transforms import VECTORIZE_ATTR
+from einc.passes.utils.vectorize import vectorize_loop
+
+
+@dataclass(frozen=True)
+class VectorizeLoopsPass(ModulePass):
+    name = "einc-vectorize-loops"
+
+    target: str = "c"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from einc.targets import get_all_targets
+
+        targets = get_all_targets()
+        if self.target not in targets:
+            raise PassFailedException(
+                f"einc-vectorize-loops: unknown target '{self.target}' "
+                f"(known: {', '.join(sorted(targets))})"
+            )
+        target = targets[self.target]()
+        lanes, elements = target.vector_lanes(), target.vector_elements
+        if not elements:
+            return
+        marked = [
+            loop for loop in op.walk()
+            if isinstance(loop, affine.ForOp) and VECTORIZE_ATTR in loop.attributes
+        ]  # fmt: skip
+        for loop in marked:
+            vectorize_loop(loop, lanes, elements)  # a Failure leaves the loop scalar
