@@ -6,7 +6,12 @@ the steps that succeeded into a transform script. The script (with its knobs) is
 Schedule: `einc compile --dump-after=scheduled` shows its effect, `default_schedule_text`
 the script itself, and a search can tune its knobs like any other.
 
-C (CPU) policy, per statement nest:
+C (CPU) policy. First, producers are fused into consumers: an elementwise statement's
+producers are computed at its outermost loop (compute_at) when that recomputes nothing (each
+iteration reads its own row of the producer's tensor: softmax and layernorm become one
+parallel loop over rows, each row's max, sum and output computed while it is in L1); the
+fused nest is parallelized and its innermost loops vectorized by the rules below. Then, per
+remaining statement nest:
 - a matmul-like reduction (the innermost output axis is also the innermost axis of an input)
   is reordered to `outer parallel axes, reduction axes, innermost output axis` (i-k-j) and,
   when big enough, register-blocked: the innermost axis tiled by a vector-friendly knob, the
@@ -223,6 +228,61 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     return new[0]
 
 
+def _elementwise(top: affine.ForOp) -> bool:
+    """A perfect tagged band writing one tensor at every one of its loop variables."""
+    band = _band(top)
+    if not all(_tagged(loop) for loop in band) or not perfect_band(band) or "einc.init" in top.attributes:
+        return False
+    groups = written_groups(top)
+    if len(groups) != 1:
+        return False
+    (group,) = groups.values()
+    return determined_loops(group, [induction_var(loop) for loop in band]) == {induction_var(loop) for loop in band}
+
+
+def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type: ignore[type-arg]
+    """Compute each elementwise statement's producers at its outermost loop when that costs
+    no recomputation (each iteration reads its own box of the producer's tensor, and the
+    boxes tile it: the softmax/layernorm row pattern) and the producer's nest then goes
+    away; nearest producer first, so a producer of a producer follows it in. The fused nest
+    stays parallel where the consumer was big enough, and its innermost loops are
+    vectorized where the usual rule allows. Returns the fused consumers."""
+    from einc.passes.utils.compute_at import apply_compute_at, plan_compute_at
+
+    tops = [op for op in block_ops if isinstance(op, affine.ForOp)]
+    fused: list[affine.ForOp] = []
+    for consumer in reversed(tops):
+        if consumer.parent_block() is None or not _elementwise(consumer):
+            continue
+        work = math.prod(trip_count(loop) or 1 for loop in _band(consumer))
+        count = 0
+        for producer in reversed(tops[: tops.index(consumer)]):
+            if producer.parent_block() is None or "einc.init" in producer.attributes or not _tagged(producer):
+                continue
+            plan = plan_compute_at(producer, consumer)
+            if isinstance(plan, lt.Failure) or not plan.erase_original or plan.recompute != 1.0 or not plan.disjoint:
+                continue
+            handle = s.handle(producer)
+            apply_compute_at(plan)
+            s.lines.append(f"transform.einc.compute_at {handle} at {s.handle(consumer)}")
+            count += 1
+        if not count:
+            continue
+        fused.append(consumer)
+        if work >= PARALLEL_MIN_WORK and (trip_count(consumer) or 0) > 1:
+            if not isinstance(lt.parallelize_loop(consumer), lt.Failure):
+                s.lines.append(f"transform.einc.parallelize {s.handle(consumer)}")
+        for inner in [op for op in consumer.walk() if isinstance(op, affine.ForOp)]:
+            if any(isinstance(op, affine.ForOp) for op in inner.body.walk()) or not _tagged(inner):
+                continue
+            groups = written_groups(inner)
+            stores = [a for a in next(iter(groups.values()), []) if a.write]
+            if len(groups) == 1 and stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
+                if not isinstance(lt.vectorize_loop(inner), lt.Failure):
+                    s.lines.append(f"transform.einc.vectorize {s.handle(inner)}")
+    return fused
+
+
 def default_schedule_text(target: str, module: ModuleOp) -> str | None:
     """The default schedule for `target` of a loop-level module, as a transform script (None
     when the target has no default policy, or nothing to do)."""
@@ -232,6 +292,8 @@ def default_schedule_text(target: str, module: ModuleOp) -> str | None:
     s = _Script()
     for f in scratch.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
+            fused = _fuse_producers(list(f.body.block.ops), s)
             for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
-                _schedule_nest(top, s)
+                if top not in fused:
+                    _schedule_nest(top, s)
     return s.text() if s.lines else None
