@@ -264,10 +264,13 @@ class CLikeTarget:
     vector_type: ClassVar[str] = "einc_{s}x{n}"
     """The name of a vector of `{n}` elements of C type `{t}` (suffix `{s}`)."""
     vector_typedef: ClassVar[str] = (
-        "typedef {t} {T} __attribute__((vector_size({bytes}), aligned({align})));"
+        "typedef {t} {T} __attribute__((vector_size({bytes})));\n"
+        "typedef {t} {T}_mem __attribute__((vector_size({bytes}), aligned({align}), may_alias));"
     )
     """Printed once per vector type used, before the helpers ("" for builtin types). C:
-    GCC/Clang vector extensions, aligned to the element only (loads may be unaligned)."""
+    GCC/Clang vector extensions; `_mem` is the same vector in memory: aligned to the element
+    only (loads may be unaligned) and aliasing its elements. (`__builtin_memcpy` into a
+    value compiles to stack round trips in gcc 12: 100x slower matmuls.)"""
     vector_lane: ClassVar[str] = "{v}[{k}]"
     """Lane `{k}` of vector variable `{v}` (an lvalue) in the lane-wise helpers."""
     vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset({
@@ -282,12 +285,12 @@ class CLikeTarget:
     names are printed."""
     vector_store: ClassVar[str] = "einc_vstore_{s}x{n}({p}, {v});"
     """A vector store statement (`{v}` the value); "" stores lane by lane."""
-    vector_broadcast: ClassVar[str] = "einc_vbroadcast_{s}x{n}({0})"
+    vector_broadcast: ClassVar[str] = "{0} - ({T}){{}}"
+    """A vector of `{0}` (C: a scalar operand is splat; `x - 0` is `x` for every x, -0.0 and
+    NaN included, where `x + 0` would turn -0.0 into +0.0; gcc folds it to one broadcast)."""
     vector_helpers: ClassVar[Mapping[str, str]] = {
-        "vload": "{P} {T} einc_vload_{s}x{n}(const {t}* a) "
-        "{{ {T} r; __builtin_memcpy(&r, a, sizeof r); return r; }}",
-        "vstore": "{P} void einc_vstore_{s}x{n}({t}* a, {T} v) "
-        "{{ __builtin_memcpy(a, &v, sizeof v); }}",
+        "vload": "{P} {T} einc_vload_{s}x{n}(const {t}* a) {{ return *(const {T}_mem*)a; }}",
+        "vstore": "{P} void einc_vstore_{s}x{n}({t}* a, {T} v) {{ *({T}_mem*)a = v; }}",
         "vbroadcast": "{P} {T} einc_vbroadcast_{s}x{n}({t} a) "
         "{{ {T} r; for (int k = 0; k < {n}; k++) {lane_r} = a; return r; }}",
     }

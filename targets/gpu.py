@@ -207,6 +207,7 @@ class DeviceTarget(CLikeTarget):
     vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset()
     vector_load: ClassVar[str] = "{T}{{{{{lanes}}}}}"
     vector_store: ClassVar[str] = ""
+    vector_broadcast: ClassVar[str] = "einc_vbroadcast_{s}x{n}({0})"
 
     @classmethod
     def vector_lanes(cls) -> int:
