@@ -91,6 +91,10 @@ class Compilation:
         from einc.schedule import resolve_schedule
 
         schedule = resolve_schedule(self.schedule, self.target, module)
+        if schedule is not None and self.target == "c":
+            from einc.passes.utils.cache import refuse_shared_memory
+
+            refuse_shared_memory(schedule, self.target)
         return module if schedule is None else schedule.apply(module)
 
     def _target(self, module: ModuleOp) -> ModuleOp:

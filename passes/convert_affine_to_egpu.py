@@ -43,7 +43,7 @@ def _written_name(stmt: kernels.Statement) -> str:
     from xdsl.dialects import affine, memref
 
     for op in stmt.main.walk():
-        if isinstance(op, affine.StoreOp | memref.StoreOp):
+        if isinstance(op, affine.StoreOp | memref.StoreOp) and not isinstance(op.memref.owner, memref.AllocaOp):
             name = kernels._buffer_name(op.memref)  # pyright: ignore[reportPrivateUsage]
             if name:
                 return name
@@ -79,6 +79,8 @@ class ConvertAffineToEgpuPass(ModulePass):
                     name, k = f"{base}_{k}", k + 1
                 names.add(name)
                 kernel, buffers = kernels.outline(stmt, mapping, name, body)
+                # staged tiles must fit the work-group memory (before any code is printed)
+                desc.check_launch(name, mapping.launch.grid, mapping.launch.block, kernel.shared_bytes())
                 Rewriter.insert_op(kernel, InsertPoint.after(host))
                 Rewriter.insert_op(egpu.LaunchOp(name, buffers), InsertPoint.before(stmt.ops[0]))
                 kernels.erase_statement(stmt)

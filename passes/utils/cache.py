@@ -12,17 +12,31 @@ Contract: legal when every access to the tensor inside the loop is an affine loa
 whose index is linear in loop variables of bounded range, every access has the same outer
 part per dimension (one box), the box provably lies inside the tensor, and (cache_read) the
 tensor is not written inside the loop. Otherwise a Failure is returned and the IR is
-unchanged. Shared (GPU) memory is not implemented yet.
+unchanged. No loop inside `loop` may be bound to a GPU coordinate (the staging would sit
+between bound loops).
+
+`memory = "shared"` (GPU work-group memory, as TVM's `cache_read(..., "shared")` plus
+compute_at): the box is the footprint of *all threads of the block* in one iteration of
+`loop`, so the variables of the enclosing thread-bound loops range over their trip counts
+like the loops inside. The alloca is marked `einc.memory = "shared"` and the outermost loop
+of each copy nest `einc.shared = "in" | "out"`; `convert-affine-to-egpu` hoists the buffer to
+`egpu.alloc_shared`, splits each copy among the block's threads and puts barriers around
+the copies (kernels.stage_shared). Extra contract: `loop` lies inside a bound loop and is not
+bound itself, the box's offset and the trip counts of `loop` and of the loops between it and
+the thread-bound loops do not depend on a thread id (every thread reaches each barrier), and
+(cache_write) the boxes of two blocks never overlap. A box may reach outside the tensor (a
+partial tile): the copies skip those elements, which no in-range thread reads.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from xdsl.dialects import affine, memref
-from xdsl.dialects.builtin import AffineMapAttr, MemRefType, StringAttr, UnitAttr
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.dialects import affine, arith, memref, scf
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, MemRefType, StringAttr, UnitAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -40,6 +54,7 @@ from einc.passes.utils.loop_analysis import (
 )
 from einc.passes.utils.loop_transforms import (
     AXIS_ATTR,
+    BIND_ATTR,
     STMT_ATTR,
     VECTORIZE_ATTR,
     Failure,
@@ -52,6 +67,11 @@ MAX_LOCAL_ELEMENTS = 1 << 14
 
 Terms = dict[SSAValue, int]
 
+MEMORY_ATTR = "einc.memory"
+"""On a staging `memref.alloca`: `"shared"` for GPU work-group memory (absent: local)."""
+SHARED_COPY_ATTR = "einc.shared"
+"""On the outermost loop of a shared copy nest: `"in"` (tensor to buffer) or `"out"`."""
+
 
 @dataclass
 class _Box:
@@ -62,6 +82,10 @@ class _Box:
     low: list[int]
     shape: list[int]
     inner: dict[Access, list[tuple[Terms, int]]]
+    sizes: list[int]
+    """The tensor's shape."""
+    overhang: list[bool]
+    """Per dimension: the box may reach outside the tensor (shared boxes of partial tiles)."""
 
 
 def _value_range(v: SSAValue) -> tuple[int | None, int | None]:
@@ -85,8 +109,13 @@ def _range_of(terms: Terms, const: int) -> tuple[int, int] | None:
     return lo, hi
 
 
-def _footprint(loop: affine.ForOp, tensor: str, accs: list[Access]) -> _Box | Failure:
+def _footprint(
+    loop: affine.ForOp, tensor: str, accs: list[Access], spread: set[SSAValue] | None = None
+) -> _Box | Failure:
+    """The box; `spread` (shared memory): variables of enclosing loops that range over the
+    box like inner ones (the thread-bound loops), and the box may overhang the tensor."""
     where = f"'{tensor}' inside {describe(loop)}"
+    spread = spread or set()
     buffer_type = accs[0].buffer.type
     assert isinstance(buffer_type, MemRefType)
     dims = buffer_type.get_shape()
@@ -103,7 +132,7 @@ def _footprint(loop: affine.ForOp, tensor: str, accs: list[Access]) -> _Box | Fa
             if form is None:
                 return Failure(f"cannot cache {where}: an index is not affine in the loops")
             terms, const = form
-            out = {v: c for v, c in terms.items() if v is iv or not defined_inside(v, loop)}
+            out = {v: c for v, c in terms.items() if v not in spread and (v is iv or not defined_inside(v, loop))}
             ins = {v: c for v, c in terms.items() if v not in out}
             if outer[d] is None:
                 outer[d] = out
@@ -117,13 +146,16 @@ def _footprint(loop: affine.ForOp, tensor: str, accs: list[Access]) -> _Box | Fa
         inner[a] = forms
     low = [min(lo for lo, _ in r) for r in ranges]
     shape = [max(hi for _, hi in r) - lo + 1 for r, lo in zip(ranges, low)]
+    overhang = []
     for d, size in enumerate(dims):
         span = _range_of(outer[d] or {}, 0)
-        if span is None or span[0] + low[d] < 0 or span[1] + low[d] + shape[d] > size:
+        outside = span is None or span[0] + low[d] < 0 or span[1] + low[d] + shape[d] > size
+        if outside and (not spread or span is None):
             return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
-    if math.prod(shape) > MAX_LOCAL_ELEMENTS:
+        overhang.append(outside)
+    if not spread and math.prod(shape) > MAX_LOCAL_ELEMENTS:
         return Failure(f"cannot cache {where}: its tile {'x'.join(map(str, shape))} is larger than {MAX_LOCAL_ELEMENTS} elements")
-    return _Box([o or {} for o in outer], low, shape, inner)
+    return _Box([o or {} for o in outer], low, shape, inner, list(dims), overhang)
 
 
 def _linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> AffineMap:
@@ -136,8 +168,12 @@ def _linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> Aff
     return AffineMap(len(operands), 0, tuple(results))
 
 
-def _copy_nest(loop: affine.ForOp, point: InsertPoint, box: _Box, tensor: SSAValue, local: SSAValue, into_local: bool) -> None:
-    """A nest over the box copying tensor[offset + x] -> local[x] (or back)."""
+def _copy_nest(
+    loop: affine.ForOp, point: InsertPoint, box: _Box, tensor: SSAValue, local: SSAValue,
+    into_local: bool, shared: bool = False,
+) -> None:
+    """A nest over the box copying tensor[offset + x] -> local[x] (or back); elements
+    outside the tensor (an overhanging shared box) are skipped."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = buffer_name(tensor)
     loops = []
@@ -150,13 +186,17 @@ def _copy_nest(loop: affine.ForOp, point: InsertPoint, box: _Box, tensor: SSAVal
         Rewriter.insert_op(f, point)
         loops.append(f)
         point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
-    if loops:  # a rank-0 tensor is one element: no loop
+    if loops and not shared:  # a rank-0 tensor is one element: no loop
         loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
+    if loops and shared:
+        loops[0].attributes[SHARED_COPY_ATTR] = StringAttr("in" if into_local else "out")
     ivs = [induction_var(f) for f in loops]
     outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
     operands = [*outer_vars, *ivs]
     forms = [({**terms, iv: 1}, low) for terms, low, iv in zip(box.outer, box.low, ivs)]
     far = AffineMapAttr(_linear_map(forms, operands))
+    if any(box.overhang):
+        point = _inside_tensor(point, box, forms, operands)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
     if into_local:
         load = affine.LoadOp(tensor, operands, far, element)
@@ -168,12 +208,107 @@ def _copy_nest(loop: affine.ForOp, point: InsertPoint, box: _Box, tensor: SSAVal
     Rewriter.insert_op(store, point)
 
 
+def _inside_tensor(point: InsertPoint, box: _Box, forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> InsertPoint:
+    """Insert at `point` the test that the copied element lies inside the tensor (in the
+    overhanging dimensions) and return the point inside its `scf.if`."""
+    cond: SSAValue | None = None
+    for d, (form, size) in enumerate(zip(forms, box.sizes)):
+        if not box.overhang[d]:
+            continue
+        index = affine.ApplyOp(operands, AffineMapAttr(_linear_map([form], operands)))
+        zero = arith.ConstantOp.from_int_and_width(0, IndexType())
+        limit = arith.ConstantOp.from_int_and_width(size, IndexType())
+        low = arith.CmpiOp(index.result, zero.result, "sge")
+        high = arith.CmpiOp(index.result, limit.result, "slt")
+        both = arith.AndIOp(low.result, high.result)
+        ops: list[Operation] = [index, zero, limit, low, high, both]
+        if cond is not None:
+            ops.append(arith.AndIOp(cond, both.result))
+        for op in ops:
+            Rewriter.insert_op(op, point)
+        cond = ops[-1].results[0]
+    assert cond is not None
+    guard = scf.IfOp(cond, [], [scf.YieldOp()])
+    Rewriter.insert_op(guard, point)
+    return InsertPoint.before(guard.true_region.block.last_op)  # type: ignore[arg-type]
+
+
+def _bind_of(loop: Operation) -> str | None:
+    attr = loop.attributes.get(BIND_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def _depends_on(value: SSAValue, ivs: set[SSAValue], depth: int = 0) -> bool:
+    """Whether `value` is computed from one of `ivs` (through ops' operands)."""
+    if value in ivs:
+        return True
+    owner = value.owner
+    if not isinstance(owner, Operation) or depth > 32:
+        return False
+    return any(_depends_on(o, ivs, depth + 1) for o in owner.operands)
+
+
+def _shared_failure(loop: affine.ForOp, tensor: str, write: bool, box: _Box, threads: set[SSAValue]) -> Failure | None:
+    """The shared-memory conditions of the module docstring, checked on the box."""
+    kind = "cache_write" if write else "cache_read"
+    for d, terms in enumerate(box.outer):
+        if any(_depends_on(v, threads) for v in terms):
+            return Failure(
+                f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: the tile's "
+                f"offset in dimension {d} depends on a thread id (every thread of the block "
+                "must stage the same tile)"
+            )
+    op: Operation | None = loop
+    while op is not None and not (_bind_of(op) or "").startswith("thread."):
+        if isinstance(op, affine.ForOp) and any(_depends_on(v, threads) for v in op.operands):
+            return Failure(
+                f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: the trip "
+                f"count of {describe(op)} depends on a thread id (every thread must reach "
+                "each barrier)"
+            )
+        op = op.parent_op()
+    if write:
+        blocks = [v for terms in box.outer for v in terms if isinstance(v, BlockArgument)
+                  and (_bind_of(v.block.parent_op()) or "").startswith("block.")]  # type: ignore[arg-type]
+        for b in dict.fromkeys(blocks):
+            step = step_of(b.block.parent_op())  # type: ignore[arg-type]
+            if not any(
+                set(terms) & set(blocks) == {b} and abs(terms[b] * step) >= box.shape[d]
+                for d, terms in enumerate(box.outer)
+            ):
+                return Failure(
+                    f"cannot cache_write '{tensor}' at {describe(loop)} in shared memory: the "
+                    "tiles of two blocks may overlap"
+                )
+    return None
+
+
 def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> memref.AllocaOp | Failure:
     """Stage `tensor`'s tile in a local buffer for each iteration of `loop` (see the module
     docstring for the contract). Returns the `memref.alloca`."""
     kind = "cache_write" if write else "cache_read"
-    if memory != "local":
-        return Failure(f"{kind} of '{tensor}' at {describe(loop)} in {memory} memory is not implemented yet")
+    if memory not in ("local", "shared"):
+        return Failure(f"{kind} of '{tensor}' at {describe(loop)}: unknown memory '{memory}' (local or shared)")
+    inside = [op for op in loop.body.walk() if isinstance(op, affine.ForOp) and _bind_of(op)]
+    if inside:
+        return Failure(
+            f"cannot {kind} '{tensor}' at {describe(loop)}: {describe(inside[0])} inside it is bound "
+            f"to {_bind_of(inside[0])} (stage at a loop inside the bound loops)"
+        )
+    shared = memory == "shared"
+    threads: set[SSAValue] = set()
+    if shared:
+        if _bind_of(loop):
+            return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: the loop is bound to {_bind_of(loop)} (stage at a loop inside the bound loops)")
+        enclosing = []
+        parent = loop.parent_op()
+        while parent is not None:
+            if isinstance(parent, affine.ForOp) and _bind_of(parent):
+                enclosing.append(parent)
+            parent = parent.parent_op()
+        if not enclosing:
+            return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: no enclosing loop is bound to a GPU block or thread")
+        threads = {induction_var(f) for f in enclosing if (_bind_of(f) or "").startswith("thread.")}
     accs = [a for a in accesses(loop) if buffer_name(a.buffer) == tensor]
     if not accs:
         return Failure(f"{kind}: '{tensor}' is not accessed inside {describe(loop)}")
@@ -188,19 +323,28 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
         return Failure(f"cannot cache_write '{tensor}' at {describe(loop)}: it is not written inside (use cache_read)")
     if not write and written:
         return Failure(f"cannot cache_read '{tensor}' at {describe(loop)}: it is written inside (use cache_write)")
-    box = _footprint(loop, tensor, accs)
+    if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
+    box = _footprint(loop, tensor, accs, threads if shared else None)
     if isinstance(box, Failure):
         return box
+    if shared:
+        failure = _shared_failure(loop, tensor, write, box, threads)
+        if failure is not None:
+            return failure
     element = buffer.type.get_element_type()  # type: ignore[attr-defined]
     alloca = memref.AllocaOp.get(element, 64, box.shape)
-    alloca.attributes["ein.name"] = StringAttr(f"{tensor}_local")
-    alloca.memref.name_hint = f"{tensor}_local"
+    suffix = "shared" if shared else "local"
+    alloca.attributes["ein.name"] = StringAttr(f"{tensor}_{suffix}")
+    if shared:
+        alloca.attributes[MEMORY_ATTR] = StringAttr("shared")
+    alloca.memref.name_hint = f"{tensor}_{suffix}"
     local = alloca.memref
     body = loop.body.block
     Rewriter.insert_op(alloca, InsertPoint.at_start(body))
-    _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True)
+    _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared)
     if write:
-        _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False)  # type: ignore[arg-type]
+        _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared)  # type: ignore[arg-type]
     for a, forms in box.inner.items():
         shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
         operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))
@@ -211,3 +355,18 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
             assert isinstance(a.op, affine.StoreOp)
             Rewriter.replace_op(a.op, affine.StoreOp(a.op.value, local, operands, new_map))
     return alloca
+
+
+def refuse_shared_memory(schedule: Any, target: str) -> None:
+    """Raise ScheduleError at the first cache op of `schedule` (an einc.schedule.Schedule)
+    staging in shared memory: `target` (C) has no GPU work-group memory."""
+    from einc.dialects.einc_transform import CacheOp
+    from einc.errors import ScheduleError
+
+    for op in schedule.module.walk():
+        if isinstance(op, CacheOp) and op.memory.data == "shared":
+            raise ScheduleError(
+                f"the {target} target has no GPU shared memory: {op.name} of '{op.tensor.data}' "
+                'in "shared" needs a device target (stage in "local" memory on C)',
+                schedule.locations.get(op),
+            )

@@ -44,6 +44,7 @@ from xdsl.traits import is_side_effect_free
 from einc.dialects import egpu
 from einc.errors import ScheduleError, SourceLocation
 from einc.passes.utils.affine_index import dims_to_operands
+from einc.passes.utils.cache import MEMORY_ATTR, SHARED_COPY_ATTR
 from einc.passes.utils.loop_transforms import BIND_ATTR, BIND_AXES, describe
 from einc.passes.utils.loops import constant_trip_range, induction_var
 NAME_ATTR = "ein.name"
@@ -449,6 +450,10 @@ def outline(
 
     # the work-item's point, and the ops that run there
     body: Builder = b
+    staged = has_shared_staging(stmt)
+    if staged and not mapping.bound:
+        raise _schedule_error("a tensor staged in shared memory needs loops bound to GPU blocks or threads")
+    conds: list[SSAValue] = []  # staged: the partial-tile checks, applied by stage_shared
     if mapping.bound:
         for k, loop in enumerate(mapping.loops):
             lower = loop.lowerBoundMap.data.eval([], [])[0]
@@ -472,8 +477,11 @@ def outline(
                 operands = [mapper.get(o, o) for o in loop.operands[n_lb:]]
                 upper = body.insert(affine.MinOp(operands, loop.upperBoundMap)).result
                 cond = body.insert(arith.CmpiOp(coordinate, upper, "slt")).result
-                guard = body.insert(scf.IfOp(cond, [], [scf.YieldOp()]))
-                body = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
+                if staged:
+                    conds.append(cond)
+                else:
+                    guard = body.insert(scf.IfOp(cond, [], [scf.YieldOp()]))
+                    body = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
             if k + 1 < len(mapping.loops):  # index arithmetic between two mapped loops
                 for op in loop.body.block.ops:
                     if op is not mapping.loops[k + 1] and not isinstance(op, affine.YieldOp):
@@ -519,8 +527,174 @@ def outline(
         if isinstance(op, affine.YieldOp):
             continue
         body.insert(op.clone(mapper))
+    if staged:
+        stage_shared(kernel, mapping.launch, conds)
     b.insert(egpu.ReturnOp())
     return kernel, buffers
+
+
+# ---- shared-memory staging --------------------------------------------------------------------
+
+
+def _is_shared_alloca(op: Operation) -> bool:
+    return isinstance(op, memref.AllocaOp) and op.attributes.get(MEMORY_ATTR) == StringAttr("shared")
+
+
+def has_shared_staging(stmt: Statement) -> bool:
+    """Whether a schedule staged a tensor of the statement in shared memory (cache.py)."""
+    return any(_is_shared_alloca(inner) for op in stmt.ops for inner in op.walk())
+
+
+def stage_shared(kernel: egpu.FuncOp, launch: Launch, conds: Sequence[SSAValue]) -> None:
+    """Lower the shared staging of cache.py in `kernel` (before its return is built):
+    - each marked `memref.alloca` becomes an `egpu.alloc_shared` at the kernel's top level;
+    - each copy nest becomes one loop in which the block's threads split the box's elements
+      (linear thread id, strided by the block size), so a thread copies out exactly the
+      elements it copied in;
+    - in each staging loop body, `egpu.barrier` after the copy-in nests and after the
+      compute (before the copy-out nests, or at the end of the body: before the next
+      iteration overwrites the buffer);
+    - the partial-tile checks `conds` guard the compute only: every thread runs the copies
+      and reaches every barrier. Raises ScheduleError when a guarded value is used across a
+      barrier (the guard cannot be split there)."""
+    block = kernel.body.block
+    for alloca in [op for op in kernel.walk() if _is_shared_alloca(op)]:
+        assert isinstance(alloca, memref.AllocaOp)
+        shared = egpu.AllocSharedOp(alloca.memref.type)  # type: ignore[arg-type]
+        shared.memref.name_hint = alloca.memref.name_hint
+        Rewriter.insert_op(shared, InsertPoint.at_start(block))
+        alloca.memref.replace_all_uses_with(shared.memref)
+        Rewriter.erase_op(alloca)
+    top = Builder(InsertPoint.after(_last_alloc_shared(block)))
+    tid = _linear_thread_id(top, launch.block)
+    threads = math.prod(launch.block)
+    copies: dict[Block, tuple[list[Operation], list[Operation]]] = {}
+    for nest in [op for op in kernel.walk() if isinstance(op, affine.ForOp) and SHARED_COPY_ATTR in op.attributes]:
+        assert isinstance(nest, affine.ForOp)
+        kind = nest.attributes[SHARED_COPY_ATTR]
+        copy = _distribute(nest, tid, threads)
+        ins, outs = copies.setdefault(copy.parent_block(), ([], []))  # type: ignore[arg-type]
+        (ins if kind == StringAttr("in") else outs).append(copy)
+    sync: set[Operation] = set()
+    for body, (ins, outs) in copies.items():
+        for point in (
+            [InsertPoint.after(ins[-1])] if ins else []
+        ) + [InsertPoint.before(outs[0]) if outs else InsertPoint.before(body.last_op)]:  # type: ignore[arg-type]
+            barrier = egpu.BarrierOp()
+            Rewriter.insert_op(barrier, point)
+            sync.add(barrier)
+        sync.update(ins + outs)
+    if conds:
+        in_range = conds[0]
+        for cond in conds[1:]:
+            owner = cond.owner
+            assert isinstance(owner, Operation)
+            both = arith.AndIOp(in_range, cond)
+            Rewriter.insert_op(both, InsertPoint.after(owner))
+            in_range = both.result
+        last = max((c.owner for c in conds), key=lambda o: block.get_operation_index(o))  # type: ignore[arg-type]
+        if in_range.owner is not last:
+            owner = in_range.owner
+            assert isinstance(owner, Operation)
+            owner.detach()
+            Rewriter.insert_op(owner, InsertPoint.after(last))  # type: ignore[arg-type]
+        start = block.get_operation_index(in_range.owner) + 1  # type: ignore[arg-type]
+        _guard_block(block, start, in_range, sync)
+
+
+def _last_alloc_shared(block: Block) -> Operation:
+    last = block.first_op
+    for op in block.ops:
+        if not isinstance(op, egpu.AllocSharedOp):
+            break
+        last = op
+    assert last is not None
+    return last
+
+
+def _linear_thread_id(b: Builder, sizes: tuple[int, int, int]) -> SSAValue:
+    """`x + y * bx + z * bx * by` over the block's dimensions with more than one thread."""
+    ids, expr = [], AffineExpr.constant(0)
+    scale = 1
+    for dim, size in zip(egpu.Dim, sizes):
+        if size > 1:
+            t = b.insert(egpu.ThreadIdOp(dim)).result
+            t.name_hint = f"thread_{dim.value}"
+            expr = expr + AffineExpr.dimension(len(ids)) * scale
+            ids.append(t)
+        scale *= size
+    if not ids:
+        return _index_constant(b, 0)
+    if len(ids) == 1:
+        return ids[0]
+    tid = b.insert(affine.ApplyOp(ids, affine.AffineMapAttr(AffineMap(len(ids), 0, (expr,))))).result
+    tid.name_hint = "tid"
+    return tid
+
+
+def _distribute(nest: affine.ForOp, tid: SSAValue, threads: int) -> Operation:
+    """Replace a copy nest over a box by `for e = tid to size step threads`, the body at the
+    box point `e` (row-major)."""
+    loops = perfect_chain(nest)
+    points = math.prod(trip_count(loop) for loop in loops)
+    b = Builder(InsertPoint.before(nest))
+    step_block = Block(arg_types=[IndexType()])
+    step_block.args[0].name_hint = "e"
+    step_block.add_op(scf.YieldOp())
+    copy = b.insert(scf.ForOp(tid, _index_constant(b, points), _index_constant(b, threads), [],
+                              Region(step_block)))  # fmt: skip
+    inner = Builder(InsertPoint.before(step_block.last_op))  # type: ignore[arg-type]
+    mapper: dict[SSAValue, SSAValue] = {}
+    for loop, iv in zip(loops, _delinearize(inner, step_block.args[0], loops)):
+        mapper[induction_var(loop)] = iv
+    for op in loops[-1].body.block.ops:
+        if not isinstance(op, affine.YieldOp):
+            inner.insert(op.clone(mapper))
+    Rewriter.erase_op(nest)
+    return copy
+
+
+def _guard_block(block: Block, start: int, cond: SSAValue, sync: set[Operation]) -> None:
+    """Put the ops of `block` from `start` on under `scf.if cond`, in runs between the ops of
+    `sync` (copies, barriers); loops holding one are entered instead. Pure ops of unguarded
+    values stay outside."""
+    group: list[Operation] = []
+    values: set[SSAValue] = set()
+
+    def flush() -> None:
+        if not group:
+            return
+        guard = scf.IfOp(cond, [], [scf.YieldOp()])
+        Rewriter.insert_op(guard, InsertPoint.before(group[0]))
+        end = guard.true_region.block.last_op
+        for op in group:
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(end))  # type: ignore[arg-type]
+        for op in group:
+            for result in op.results:
+                if any(not guard.is_ancestor(use.operation) for use in result.uses):
+                    raise _schedule_error(
+                        "a value of a partial tile's guarded compute is used across a "
+                        "shared-memory barrier: stage at another loop"
+                    )
+        group.clear()
+
+    for op in list(block.ops)[start:]:
+        if isinstance(op, affine.YieldOp | scf.YieldOp | egpu.ReturnOp):
+            break
+        if op in sync:
+            flush()
+        elif any(inner in sync for inner in op.walk()):
+            flush()
+            for region in op.regions:
+                for inner_block in region.blocks:
+                    _guard_block(inner_block, 0, cond, sync)
+        elif _pure(op) and not any(o in values for o in op.operands):
+            continue
+        else:
+            group.append(op)
+            values.update(op.results)
+    flush()
 
 
 def erase_statement(stmt: Statement) -> None:
@@ -537,6 +711,8 @@ __all__ = [
     "bound_mapping",
     "erase_statement",
     "fill_fits",
+    "has_shared_staging",
+    "stage_shared",
     "flat_mapping",
     "outline",
     "parallel_prefix",
