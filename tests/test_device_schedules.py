@@ -121,3 +121,42 @@ def test_shared_memory_on_c_is_refused() -> None:
     comp = matmul(16, 16, 16, 8, "c")
     with pytest.raises(ScheduleError, match="no GPU shared memory"):
         comp.run_until("source")
+
+
+CHECKS = {"cuda": "sm_90", "hip": "gfx90a"}
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t)) for t in CHECKS])
+@pytest.mark.parametrize("tile", [8, 16])
+def test_shared_matmul_resources_show_the_staged_tiles(target: str, tile: int) -> None:
+    """CUDA (NVRTC, ptxas -v) / HIP (kernel-resource-usage): the kernel compiles without
+    spills and its shared memory is exactly the two staged float32 tiles."""
+    require(target)
+    if target == "cuda":
+        from einc.runtime.cuda import compile_check_cuda as check
+    else:
+        from einc.runtime.hip import compile_check_hip as check
+    comp = matmul(70, 50, 40, tile, target)
+    source = comp.run_until("source")
+    assert ("__shared__ float input0_shared" in source) and "__syncthreads();" in source
+    manifest = comp.target_obj.manifest(comp.results["target"])
+    report = check(source, manifest, CHECKS[target]).check()
+    assert report.ok, report.log
+    kernel = report.kernel(manifest.kernels[-1].name)
+    assert kernel.spills == 0
+    assert kernel.shared_bytes == 2 * tile * tile * 4
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("n,m,k,tile", [(16, 16, 24, 8), (19, 13, 21, 8)])
+def test_shared_cache_write_matmul_matches_numpy(n: int, m: int, k: int, tile: int) -> None:
+    """The output tile of the block staged at K.o too (copied in, accumulated, copied out
+    each iteration; a thread copies out the elements it copied in)."""
+    require("opencl")
+    comp = matmul(n, m, k, tile, "opencl")
+    comp.schedule = script(matmul_lines(tile) + ['transform.einc.cache_write "output0" at %e in "shared"'])
+    source = comp.run_until("source")
+    assert "__local float output0_shared[" in source
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-4)

@@ -84,8 +84,9 @@ class _Box:
     inner: dict[Access, list[tuple[Terms, int]]]
     sizes: list[int]
     """The tensor's shape."""
-    overhang: list[bool]
-    """Per dimension: the box may reach outside the tensor (shared boxes of partial tiles)."""
+    overhang: list[tuple[bool, bool]]
+    """Per dimension: the box may reach below 0 / past the end of the tensor (shared boxes of
+    partial tiles)."""
 
 
 def _value_range(v: SSAValue) -> tuple[int | None, int | None]:
@@ -149,10 +150,12 @@ def _footprint(
     overhang = []
     for d, size in enumerate(dims):
         span = _range_of(outer[d] or {}, 0)
-        outside = span is None or span[0] + low[d] < 0 or span[1] + low[d] + shape[d] > size
-        if outside and (not spread or span is None):
+        if span is None:
             return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
-        overhang.append(outside)
+        below, past = span[0] + low[d] < 0, span[1] + low[d] + shape[d] > size
+        if (below or past) and not spread:
+            return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
+        overhang.append((below, past))
     if not spread and math.prod(shape) > MAX_LOCAL_ELEMENTS:
         return Failure(f"cannot cache {where}: its tile {'x'.join(map(str, shape))} is larger than {MAX_LOCAL_ELEMENTS} elements")
     return _Box([o or {} for o in outer], low, shape, inner, list(dims), overhang)
@@ -195,7 +198,7 @@ def _copy_nest(
     operands = [*outer_vars, *ivs]
     forms = [({**terms, iv: 1}, low) for terms, low, iv in zip(box.outer, box.low, ivs)]
     far = AffineMapAttr(_linear_map(forms, operands))
-    if any(box.overhang):
+    if any(below or past for below, past in box.overhang):
         point = _inside_tensor(point, box, forms, operands)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
     if into_local:
@@ -212,21 +215,22 @@ def _inside_tensor(point: InsertPoint, box: _Box, forms: list[tuple[Terms, int]]
     """Insert at `point` the test that the copied element lies inside the tensor (in the
     overhanging dimensions) and return the point inside its `scf.if`."""
     cond: SSAValue | None = None
-    for d, (form, size) in enumerate(zip(forms, box.sizes)):
-        if not box.overhang[d]:
+    for form, size, (below, past) in zip(forms, box.sizes, box.overhang):
+        if not (below or past):
             continue
         index = affine.ApplyOp(operands, AffineMapAttr(_linear_map([form], operands)))
-        zero = arith.ConstantOp.from_int_and_width(0, IndexType())
-        limit = arith.ConstantOp.from_int_and_width(size, IndexType())
-        low = arith.CmpiOp(index.result, zero.result, "sge")
-        high = arith.CmpiOp(index.result, limit.result, "slt")
-        both = arith.AndIOp(low.result, high.result)
-        ops: list[Operation] = [index, zero, limit, low, high, both]
-        if cond is not None:
-            ops.append(arith.AndIOp(cond, both.result))
-        for op in ops:
-            Rewriter.insert_op(op, point)
-        cond = ops[-1].results[0]
+        Rewriter.insert_op(index, point)
+        for needed, bound, predicate in ((below, 0, "sge"), (past, size, "slt")):
+            if not needed:
+                continue
+            limit = arith.ConstantOp.from_int_and_width(bound, IndexType())
+            test = arith.CmpiOp(index.result, limit.result, predicate)
+            ops: list[Operation] = [limit, test]
+            if cond is not None:
+                ops.append(arith.AndIOp(cond, test.result))
+            for op in ops:
+                Rewriter.insert_op(op, point)
+            cond = ops[-1].results[0]
     assert cond is not None
     guard = scf.IfOp(cond, [], [scf.YieldOp()])
     Rewriter.insert_op(guard, point)
