@@ -147,13 +147,14 @@ def _div_trunc(a: int, b: int) -> int:
     return q if (a >= 0) == (b >= 0) else -q
 
 
-def _nonzero(fn: Callable[[int, int], int]) -> Callable[[int, int], int]:
-    def checked(a: int, b: int) -> int:
-        if b == 0:
-            raise InterpretationError("integer division by zero")
-        return fn(a, b)
+def _total(fn: Callable[[int, int], int]) -> Callable[[int, int], int]:
+    """Integer division is total (docs/LANGUAGE.md): a zero divisor gives 0, as NumPy; the
+    result is wrapped to the type afterwards, so `MIN / -1` gives MIN."""
 
-    return checked
+    def total(a: int, b: int) -> int:
+        return 0 if b == 0 else fn(a, b)
+
+    return total
 
 
 SIGNED_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
@@ -165,18 +166,18 @@ SIGNED_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
     arith.XOrIOp: operator.xor,
     arith.MaxSIOp: max,
     arith.MinSIOp: min,
-    arith.DivSIOp: _nonzero(_div_trunc),
-    arith.RemSIOp: _nonzero(lambda a, b: a - _div_trunc(a, b) * b),
-    arith.FloorDivSIOp: _nonzero(operator.floordiv),
-    arith.CeilDivSIOp: _nonzero(lambda a, b: -(-a // b)),
+    arith.DivSIOp: _total(_div_trunc),
+    arith.RemSIOp: _total(lambda a, b: a - _div_trunc(a, b) * b),
+    arith.FloorDivSIOp: _total(operator.floordiv),
+    arith.CeilDivSIOp: _total(lambda a, b: -(-a // b)),
     arith.ShRSIOp: operator.rshift,
 }
 UNSIGNED_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
     arith.ShLIOp: operator.lshift,
     arith.ShRUIOp: operator.rshift,
-    arith.DivUIOp: _nonzero(operator.floordiv),
-    arith.RemUIOp: _nonzero(operator.mod),
-    arith.CeilDivUIOp: _nonzero(lambda a, b: -(-a // b)),
+    arith.DivUIOp: _total(operator.floordiv),
+    arith.RemUIOp: _total(operator.mod),
+    arith.CeilDivUIOp: _total(lambda a, b: -(-a // b)),
     arith.MaxUIOp: max,
     arith.MinUIOp: min,
 }

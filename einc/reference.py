@@ -5,6 +5,8 @@ outermost axis to bound memory): axes are broadcast `arange`s, every body op is 
 elementwise with NumPy, `scf.if` evaluates both branches and selects, and the yielded values
 are folded over the reduction axes. Floats are computed in float64 and integers at their own
 width, so this is the float64 reference that `einc run` and the tests compare kernels with.
+Integer division is NumPy's, which is the language's (docs/LANGUAGE.md): a zero divisor gives
+0 (`floor_divide`, `fmod`, the truncating quotient) and `MIN / -1` wraps to MIN.
 It shares nothing with the loop lowering or the printers.
 """
 

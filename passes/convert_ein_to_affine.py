@@ -24,6 +24,14 @@ Stage 1 converts the signature, bridging each buffer to the tensor uses with
 `bufferization.materialize_in_destination`; stage 2 lowers einsums, loads and the remaining
 materializations (copies: an input or a result returned twice) and drops the bridges; the
 index computations folded into `affine.load` maps are then removed as dead code.
+
+Integer division is total (docs/LANGUAGE.md, "Integer division"): before the einsums are
+lowered, every signed integer `floordivsi`/`divsi`/`ceildivsi`/`remsi` whose divisor is not a
+constant other than 0 and -1 divides by `select(b == 0 || b == -1, 1, b)`, and a quotient
+selects 0 where b == 0 and `0 - a` where b == -1 (a remainder by 1 is already 0). So
+`a // 0 == a % 0 == 0` and `MIN // -1 == MIN` on every target without per-printer code, and no
+target ever executes a trapping division. Floats and constant divisors (`x // 2`) are
+untouched.
 """
 
 from __future__ import annotations
@@ -33,12 +41,15 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import affine, bufferization, func, memref
+from xdsl.dialects import affine, arith, bufferization, func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -54,7 +65,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import PassFailedException
 
@@ -269,6 +280,72 @@ class EraseDeadBridge(RewritePattern):
             rewriter.erase(op)
 
 
+_QUOTIENTS = (arith.FloorDivSIOp, arith.DivSIOp, arith.CeilDivSIOp)
+_INT_DIVISIONS = (*_QUOTIENTS, arith.RemSIOp)
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    if isinstance(op := value.owner, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def guard_integer_division(
+    op: arith.FloorDivSIOp | arith.DivSIOp | arith.CeilDivSIOp | arith.RemSIOp,
+) -> None:
+    """Make a signed integer division total, in place: `a / 0` and `a rem 0` give 0 and
+    `MIN / -1` gives MIN (wrapped), whatever the target's hardware does.
+
+    Contract: a divisor that is a constant other than 0 and -1 leaves `op` unchanged (no
+    guard: `x // 2` prints as before). Otherwise `op` divides by
+    `select(b == 0 || b == -1, 1, b)`, so it never traps (x86 traps on both), and a
+    quotient's uses read `select(b == 0, 0, select(b == -1, 0 - a, q))`: `0 - MIN` wraps to
+    MIN with no width-dependent constant, which also serves `index` (its width is the
+    target's). A remainder by 1 is already 0, the result for b == 0 and b == -1. A constant
+    divisor -1 gives `0 - a` (quotients) or 0 (remainders), a constant 0 gives 0."""
+    a, b = op.lhs, op.rhs
+    divisor = _constant_int(b)
+    if divisor is not None and divisor not in (0, -1):
+        return
+    t = op.result.type
+    assert isinstance(t, IntegerType | IndexType)
+    builder = Builder(InsertPoint.before(op))
+
+    def constant(value: int) -> SSAValue:
+        return builder.insert(arith.ConstantOp(IntegerAttr(value, t))).result
+
+    is_rem = isinstance(op, arith.RemSIOp)
+    zero = constant(0)
+    if divisor is not None:
+        if divisor == 0 or is_rem:
+            op.result.replace_all_uses_with(zero)
+        else:
+            op.result.replace_all_uses_with(builder.insert(arith.SubiOp(zero, a)).result)
+        Rewriter.erase_op(op)
+        return
+    by_zero = builder.insert(arith.CmpiOp(b, zero, "eq")).result
+    by_minus_one = builder.insert(arith.CmpiOp(b, constant(-1), "eq")).result
+    unsafe = builder.insert(arith.OrIOp(by_zero, by_minus_one)).result
+    op.operands[1] = builder.insert(arith.SelectOp(unsafe, constant(1), b)).result
+    if is_rem:
+        return
+    after = Builder(InsertPoint.after(op))
+    negated = after.insert(arith.SubiOp(zero, a)).result
+    by_sign = after.insert(arith.SelectOp(by_minus_one, negated, op.result)).result
+    total = after.insert(arith.SelectOp(by_zero, zero, by_sign))
+    op.result.replace_uses_with_if(
+        total.result, lambda use: use.operation not in (by_sign.owner, total)
+    )
+
+
+def _guard_integer_divisions(module: ModuleOp) -> None:
+    """Guard the divisions in einsum bodies: the language's own arithmetic (the loops this
+    pass builds, and IR already lowered by an earlier run, are left alone)."""
+    divisions = [o for o in module.walk() if isinstance(o, _INT_DIVISIONS) and _inside_einsum(o)]
+    for op in divisions:
+        guard_integer_division(op)
+
+
 def _inside_einsum(op: Operation) -> bool:
     parent = op.parent_op()
     while parent is not None:
@@ -283,6 +360,7 @@ class ConvertEinToAffinePass(ModulePass):
     name = "convert-ein-to-affine"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _guard_integer_divisions(op)
         PatternRewriteWalker(BufferizeSignature(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(

@@ -9,8 +9,9 @@
 Conventions the lowering relies on:
 - an index that is a plain axis is the body's block argument; one that is affine in the axes is
   a single `affine.apply` over the axes it uses (dims in axis order, no symbols); a constant
-  index is `arith.constant : index`; any other index is `arith` on `index` (`floordivsi`, floor
-  modulo as `remsi, addi, remsi`), with loaded integers brought in by `arith.index_cast`;
+  index is `arith.constant : index`; any other index is `arith` on `index` (`floordivsi`; floor
+  modulo as `remsi`, then a `select` adding the divisor when the remainder's sign differs from
+  it), with loaded integers brought in by `arith.index_cast`;
 - an axis used as a value is `arith.index_cast` of its block argument, or of the
   `affine.apply` computing an affine expression of axes, to the expression's integer type;
 - `.when` is an `scf.if` whose branches compute their values inside their own regions; its
@@ -158,9 +159,16 @@ class BodyBuilder:
     def int_binary(self, op: str, a: SSAValue, b: SSAValue) -> SSAValue:
         if op != "mod":
             return self.emit(INT_BINARY[op](a, b))
-        # Floor modulo: ((a rem b) + b) rem b.
+        # Floor modulo: r = a rem b, plus b when r is non-zero and its sign differs from b's
+        # (never overflows, unlike ((a rem b) + b) rem b).
         rem = self.emit(arith.RemSIOp(a, b))
-        return self.emit(arith.RemSIOp(self.emit(arith.AddiOp(rem, b)), b))
+        zero = self.emit(arith.ConstantOp(IntegerAttr(0, a.type)))
+        nonzero = self.emit(arith.CmpiOp(rem, zero, "ne"))
+        signs_differ = self.emit(
+            arith.CmpiOp(self.emit(arith.XOrIOp(rem, b)), zero, "slt")
+        )
+        adjust = self.emit(arith.AndIOp(nonzero, signs_differ))
+        return self.emit(arith.SelectOp(adjust, self.emit(arith.AddiOp(rem, b)), rem))
 
     # ---- values ------------------------------------------------------------------------------
     def value(self, expr: c.Expr) -> SSAValue:

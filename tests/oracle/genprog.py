@@ -370,12 +370,16 @@ class _Builder:
         return self.expr(kind, depth)
 
     def denominator(self, num: Node, depth: int) -> Node:
-        """A divisor for `num` whose interval keeps away from zero."""
+        """A divisor for `num`: a float one's interval keeps away from zero; an integer one
+        may be zero (`any`: integer division by zero gives 0, docs/LANGUAGE.md)."""
         kind = num.dtype.kind
-        choice = self.pick(["lit", "absplus", "negabs", "expr"], [3, 4, 1, 2])
+        choice = self.pick(["lit", "absplus", "negabs", "expr", "any"],
+                           [3, 4, 1, 2, 2 if kind == "i" else 0])  # fmt: skip
         if choice == "lit":
             return self.lit_for(num, nonzero=True)
         x = self.expr(kind, depth)
+        if choice == "any":  # (a constant 0 divisor is a compile-time error instead)
+            return x if (x.lo, x.hi) != (0, 0) else self.lit_for(num, nonzero=True)
         if choice == "expr" and (x.lo >= 0.25 or x.hi <= -0.25):
             return x
         offset = self.pick([1, 2]) if kind == "i" else self.pick([0.5, 1.0])

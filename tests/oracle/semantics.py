@@ -353,8 +353,16 @@ class Bin(Node):
             lo, hi = a.lo - b.hi, a.hi - b.lo
         elif op == "*":
             lo, hi = _corners(lambda x, y: x * y, a, b)
+        elif not fl and b.lo <= 0 <= b.hi:
+            # integer division is total: a zero divisor gives 0 (docs/LANGUAGE.md); any other
+            # divisor has |b| >= 1, so |a // b| <= |a| and |a % b| < |b|
+            big_a, big_b = max(abs(a.lo), abs(a.hi)), max(abs(b.lo), abs(b.hi))
+            if op in ("/", "//"):
+                lo, hi = -big_a, big_a
+            else:
+                lo, hi = -max(big_b - 1, 0), max(big_b - 1, 0)
         else:
-            assert b.lo > 0 or b.hi < 0, "denominator interval contains zero"
+            assert b.lo > 0 or b.hi < 0, "float denominator interval contains zero"
             if op == "/" and fl:
                 lo, hi = _corners(lambda x, y: x / y, a, b)
             elif op in ("/", "//"):
@@ -380,7 +388,8 @@ class Bin(Node):
         if dt.kind == "i":
             fn = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.floor_divide,
                   "//": np.floor_divide, "%": np.mod}[self.op]  # fmt: skip
-            return Val(fn(av, bv), 0.0, unc)
+            with np.errstate(divide="ignore"):  # a zero divisor gives 0, as einc defines it
+                return Val(fn(av, bv), 0.0, unc)
         e = dt.eps + EPS64
         ea, eb = np.asarray(a.err), np.asarray(b.err)
         fa, fb = av.astype(np.float64), bv.astype(np.float64)

@@ -75,6 +75,14 @@ def test_integer_division_floors_and_modulo_takes_the_divisor_sign() -> None:
     assert ev(Bin("%", Lit(-7.5, F32, True), Lit(2.0, F32, True))).v == 0.5
 
 
+def test_integer_division_by_zero_gives_zero() -> None:
+    """docs/LANGUAGE.md: `a // 0 == a / 0 == a % 0 == 0` on integers, NumPy's results."""
+    for op in ("/", "//", "%"):
+        for a in (7, -7, 0):
+            node = Bin(op, Lit(a, I32, False), Lit(0, I32, False))
+            assert ev(node).v == 0 and node.lo <= 0 <= node.hi
+
+
 def test_casts_truncate_and_wrap() -> None:
     env = Env(native=False)
     assert convert(Val(np.asarray(-2.7)), F32, I32, env).v == -2
