@@ -37,7 +37,8 @@ Contract (reverse_compute_at), otherwise a Failure and the IR unchanged:
   when its iteration ends: a reduction loop around `loop` is refused), and the boxes of all
   iterations tile T exactly (trip counts times box size is T's size);
 - the consumer writes one tensor the producer nest (and what lies between) does not touch,
-  and reads nothing else the producer nest or what lies between writes.
+  and reads nothing else the producer nest or what lies between writes; of what lies
+  between, it uses only constants and allocations (moved up before the producer nest).
 """
 
 from __future__ import annotations
@@ -425,13 +426,13 @@ def reverse_compute_at(consumer: affine.ForOp, loop: affine.ForOp) -> affine.For
         for operand in inner.operands:
             owner = operand.owner
             if isinstance(owner, Operation) and owner.parent_block() is block and owner in between:
-                if not isinstance(owner, arith.ConstantOp):
+                if not isinstance(owner, arith.ConstantOp | memref.AllocOp) or owner.operands:
                     return Failure(f"{where}: the consumer uses a value computed between the nests")
                 hoisted.append(owner)
     # rewrite
-    for const in dict.fromkeys(hoisted):
-        const.detach()
-        Rewriter.insert_op(const, InsertPoint.before(producer))
+    for definition in dict.fromkeys(hoisted):  # constants, the output's allocation
+        definition.detach()
+        Rewriter.insert_op(definition, InsertPoint.before(producer))
     copy = consumer.clone()
     Rewriter.insert_op(copy, InsertPoint.before(loop.body.block.last_op))  # type: ignore[arg-type]
     _unmark(copy)
