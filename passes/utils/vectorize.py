@@ -173,7 +173,7 @@ def _reduction(store_access: _Access, body: Block) -> _Reduction | Failure:
     )
     if not isinstance(combine, Operation) or type(combine) not in REDUCTIONS:
         return fail
-    if len(combine.results[0].uses) != 1:
+    if len(list(combine.results[0].uses)) != 1:
         return fail
     for k in (0, 1):
         load = combine.operands[k].owner
@@ -181,7 +181,7 @@ def _reduction(store_access: _Access, body: Block) -> _Reduction | Failure:
             isinstance(load, affine.LoadOp)
             and load.memref is store.memref
             and load.parent_block() is body
-            and len(load.result.uses) == 1
+            and len(list(load.result.uses)) == 1
         ):
             m, operands = _flatten(load.map.data, load.indices)
             if m == store_access.map and operands == store_access.operands:
@@ -282,6 +282,16 @@ def _identity(kind: egpu.ReduceKind, t: Attribute) -> arith.ConstantOp:
     return arith.ConstantOp(IntegerAttr(value, t))
 
 
+def _bound_value(m: AffineMap, operands: Sequence[SSAValue], ops: list[Operation]) -> SSAValue:
+    """A loop bound as one index value: the operand itself, else an affine.apply (one
+    result) or affine.min (an upper bound's several results) appended to `ops`."""
+    if len(m.results) == 1 and isinstance(m.results[0], AffineDimExpr):
+        return operands[m.results[0].position]
+    op = affine.ApplyOp(operands, AffineMapAttr(m)) if len(m.results) == 1 else affine.MinOp(operands, AffineMapAttr(m))
+    ops.append(op)
+    return op.results[0]
+
+
 def _map(n: int, *results: AffineExpr) -> AffineMapAttr:
     return AffineMapAttr(AffineMap(n, 0, tuple(results)))
 
@@ -329,20 +339,14 @@ def vectorize_loop(
         main_ub: tuple[list[SSAValue], AffineMapAttr] = ([], _map(0, AffineExpr.constant(end)))
         tail_lb: tuple[list[SSAValue], AffineMapAttr] = main_ub
     else:
-        lb_apply = affine.ApplyOp(lb_ops, AffineMapAttr(lb_map))
-        ub_value = (
-            affine.ApplyOp(ub_ops, AffineMapAttr(ub_map))
-            if len(ub_map.results) == 1
-            else affine.MinOp(ub_ops, AffineMapAttr(ub_map))
-        )
-        end = affine.ApplyOp(
-            [lb_apply.result, ub_value.results[0]], _map(2, d0 + ((d1 - d0) // W) * W)
-        )
-        before += [lb_apply, ub_value, end]
-        main_lb = ([lb_apply.result], _map(1, d0))
+        lb = _bound_value(dims_to_operands(lb_map), lb_ops, before)
+        ub = _bound_value(dims_to_operands(ub_map), ub_ops, before)
+        end = affine.ApplyOp([lb, ub], _map(2, d0 + ((d1 - d0) // W) * W))
+        before.append(end)
+        main_lb = ([lb], _map(1, d0))
         main_ub = ([end.result], _map(1, d0))
         # max(lb, end): no iteration when ub < lb, as in the original loop
-        tail_lb = ([lb_apply.result, end.result], _map(2, d0, d1))
+        tail_lb = ([lb, end.result], _map(2, d0, d1))
 
     # reductions: vector accumulators carried by the main loop
     inits: list[SSAValue] = []
