@@ -99,7 +99,9 @@ class Compilation:
 
     def _target(self, module: ModuleOp) -> ModuleOp:
         from einc.passes import run_pipeline
+        from einc.targets.descriptions import check_program_dtypes
 
+        check_program_dtypes(self.target, self.program)
         module = module.clone()
         run_pipeline(self.ctx, module, self.target_obj.pipeline)
         return module

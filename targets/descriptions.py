@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from einc.errors import SourceLocation, TargetError
 
@@ -45,6 +46,34 @@ class TargetDescription:
     write_granule: int = 1
     """Bytes a store writes at least (the IPU writes 32-bit words): threads of one block must
     not write narrower neighbouring elements concurrently."""
+    dtype_notes: tuple[tuple[str, str], ...] = ()
+    """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
+
+    def stores(self, dtype: str) -> bool:
+        """Whether a buffer of `dtype` can live on the device (narrow ones are widened)."""
+        if dtype in self.storage_dtypes:
+            return True
+        wide = "float32" if dtype.startswith("float") else "int32"
+        return _BITS[dtype] < 32 and wide in self.storage_dtypes
+
+    def computes(self, dtype: str) -> bool:
+        """Whether values of `dtype` can be computed (in it or in a wider type of its kind)."""
+        kind = dtype.rstrip("0123456789")
+        return any(
+            d.rstrip("0123456789") == kind and _BITS[d] >= _BITS[dtype]
+            for d in self.arith_dtypes
+        )
+
+    def refuse_dtype(self, dtype: str, what: str, loc: SourceLocation | None) -> TargetError:
+        """The TargetError for a tensor (`what` = "tensor 'x'") or a value of a dtype this
+        target lacks."""
+        note = dict(self.dtype_notes).get(dtype)
+        if what.startswith("tensor"):
+            why = f"the {self.name} target cannot store {dtype} buffers"
+        else:
+            why = f"the {self.name} target has no type for {dtype[0]}{_BITS[dtype]}"
+        message = f"{self.name} target: {dtype} {what} is not supported ({why}"
+        return TargetError(message + (f": {note})" if note else ")"), loc)
 
     def check_launch(
         self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0
@@ -73,8 +102,14 @@ class TargetDescription:
             )
 
 
+_BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, "int16": 16,
+         "int8": 8, "bool": 8}  # fmt: skip
 _NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
 _GLSLANG_HLSL = frozenset({"float64", "float32", "int32"})  # no int64_t in glslang's HLSL
+_HLSL_INT64 = (
+    "glslang's HLSL front end has no int64_t (only uint64_t, whose 64-bit literals it "
+    "truncates to 32 bits and which it cannot cast to explicitly)"
+)
 
 DESCRIPTIONS: dict[str, TargetDescription] = {
     d.name: d
@@ -102,6 +137,7 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
             subgroup_size=4, vector_width=4, default_block=64,
             storage_dtypes=_GLSLANG_HLSL, arith_dtypes=_GLSLANG_HLSL | {"bool"},
+            dtype_notes=(("int64", _HLSL_INT64),),
         ),
         TargetDescription(
             "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
@@ -115,6 +151,7 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             subgroup_size=1, vector_width=2, default_block=6,
             storage_dtypes=ALL_DTYPES - {"float64"},
             arith_dtypes=ALL_DTYPES - {"float64", "float16"}, write_granule=4,
+            dtype_notes=(("float64", "the IPU has no double precision"),),
         ),
     )
 }  # fmt: skip
@@ -128,3 +165,42 @@ def description(target: str) -> TargetDescription:
             SourceLocation("<target>", 1, 1),
         )
     return DESCRIPTIONS[target]
+
+
+def check_program_dtypes(target: str, program: Any) -> None:
+    """Refuse, before any lowering, a checked frontend program (einc.frontend.Program) that
+    stores a tensor or computes a value of a dtype the device target lacks: TargetError
+    naming the tensor (or the value) and its dtype, at the first place in the source that
+    needs it (a tensor's first read or its statement's output; an input read nowhere, at
+    line 1). Targets without a description (C) accept every dtype."""
+    from einc.frontend import checked
+    from einc.frontend.diagnostics import SourceText
+
+    if target not in DESCRIPTIONS:
+        return
+    desc = DESCRIPTIONS[target]
+    text = SourceText(program.source, program.filename)
+    dtypes = {t.name: t.dtype for t in (*program.inputs, *program.outputs)}
+    read: set[str] = set()
+
+    def visit(expr: Any) -> None:  # operands first: a tensor is named before its arithmetic
+        for child in checked.children(expr):
+            visit(child)
+        if isinstance(expr, checked.Load):
+            read.add(expr.tensor)
+            dtype = dtypes.get(expr.tensor)
+            if dtype is not None and not desc.stores(dtype):
+                raise desc.refuse_dtype(dtype, f"tensor '{expr.tensor}'", text.location(expr.span))
+        elif not desc.computes(expr.dtype) and expr.dtype != "bool":
+            raise desc.refuse_dtype(expr.dtype, "value", text.location(expr.span))
+
+    for statement in program.statements:
+        visit(statement.expr)
+        out = statement.output
+        dtypes[out.name] = out.dtype
+        if not desc.stores(out.dtype):
+            loc = text.location(statement.syntax.output_span)
+            raise desc.refuse_dtype(out.dtype, f"tensor '{out.name}'", loc)
+    for tensor in program.inputs:
+        if tensor.name not in read and not desc.stores(tensor.dtype):
+            raise desc.refuse_dtype(tensor.dtype, f"tensor '{tensor.name}'", text.location(None))

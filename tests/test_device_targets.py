@@ -6,7 +6,7 @@ SYCL (Intel's OpenCL CPU device) and Poplar (einc's CPU mirror), compile-checked
 A missing toolchain skips its tests with the reason (einc.runtime.toolchains), and fails
 them when CI=true. Programs a target cannot express are checked to be refused with a
 TargetError saying why (HLSL: no int64 in glslang's HLSL, no float64 math; Poplar: no
-float64), never miscompiled.
+float64), before any lowering for a missing dtype, never miscompiled.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.test_conformance import ALL, Program, check_against_reference, fresh_
 EXECUTED = ("opencl", "hlsl", "sycl", "poplar")
 COMPILED = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
 
-_INT64 = "cannot store int64"
+_INT64 = r"hlsl target: int64 (tensor '\w+'|value) is not supported .*no int64_t"
 UNSUPPORTED: dict[str, dict[str, str]] = {
     "hlsl": {
         "int_shifts": _INT64,
@@ -38,7 +38,7 @@ UNSUPPORTED: dict[str, dict[str, str]] = {
         "float64_math": "no f64 math",
     },
     "poplar": {
-        name: "cannot store float64"
+        name: r"poplar target: float64 (tensor '\w+'|value) is not supported"
         for name in ("float64_math", "axis_val_and_dtype", "scalar_file")
     },
 }
@@ -123,6 +123,20 @@ def test_program_compiles(target: str, prog: Program) -> None:
 def test_unsupported_program_is_refused(target: str, name: str, phrase: str) -> None:
     with pytest.raises(EincError, match=phrase):
         compiled(target, name)
+
+
+def test_dtype_refusal_names_the_tensor_at_its_source_location() -> None:
+    """Before any lowering: the tensor, its dtype and where the program reads it."""
+    program = "input x: float32[4]\ninput big: int64[4]\ny[N] = x[N] + big[N].cast(`float32`)\n"
+    with pytest.raises(TargetError) as info:
+        Compilation(program, "prog.ein", target="hlsl").run_until("target")
+    err = info.value
+    assert err.loc is not None and (err.loc.file, err.loc.line, err.loc.col) == ("prog.ein", 3, 15)
+    assert "hlsl target: int64 tensor 'big' is not supported" in err.message
+    assert "no int64_t" in err.message
+    value = "input x: int32[4]\ny[N] = (x[N].cast(`int64`) * 3).cast(`int32`)\n"
+    with pytest.raises(TargetError, match="hlsl target: int64 value is not supported"):
+        Compilation(value, "prog.ein", target="hlsl").run_until("target")
 
 
 @pytest.mark.parametrize("target", [*EXECUTED, *COMPILED])
