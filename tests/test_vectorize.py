@@ -285,3 +285,37 @@ def test_hand_marked_reductions(target: str, op: str) -> None:
         assert np.array_equal(got, want.astype(dtype), equal_nan=dtype.startswith("float")), (got, want)
     else:
         assert max_error(got, want) <= tolerance("float32"), (got, want)
+
+
+@pytest.mark.parametrize("target, arch", [
+    pytest.param("cuda", "sm_90", marks=pytest.mark.cuda),
+    pytest.param("hip", "gfx90a", marks=pytest.mark.hip),
+])  # fmt: skip
+@pytest.mark.parametrize("case", range(len(FIXED)))
+def test_vectorized_kernels_compile_for_cuda_and_hip(target: str, arch: str, case: int) -> None:
+    """CUDA and HIP print a struct of lanes with lane-wise helpers (CUDA's float4 has no
+    operators); the compilers accept them (run on a GPU where there is one)."""
+    require(target)
+    ir, inputs, axes = FIXED[case]
+    comp = Compilation(ir, "<v>", inputs, None, target, _fixed_schedule(axes))
+    source = comp.run_until("source")
+    assert "struct einc_f32x4 { float v[4]; };" in source
+    manifest = comp.target_obj.manifest(comp.results["target"])
+    if target == "cuda":
+        from einc.runtime.cuda import compile_check_cuda as check
+    else:
+        from einc.runtime.hip import compile_check_hip as check
+    report = check(source, manifest, arch).check()
+    assert {k.name for k in report.kernels} == {k.name for k in manifest.kernels}
+    from einc.runtime.toolchains import available
+
+    if target == "cuda" and available("cuda-gpu")[0]:
+        from einc.runtime.cuda import load_cuda_kernel
+
+        rng = np.random.default_rng(5)
+        arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+        outputs = {"output0": poisoned(comp.program.outputs[0].shape, "float32")}
+        load_cuda_kernel(source, manifest)(arrays, outputs)
+        a = {k: v.astype(np.float64) for k, v in arrays.items()}
+        want = a["input0"] * a["input1"] - a["input0"] if case == 0 else a["input0"] @ a["input1"]
+        assert max_error(outputs["output0"], want) <= tolerance("float32"), source

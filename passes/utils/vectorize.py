@@ -14,7 +14,8 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
 - Output on success: `for iv = lb to lb + W*floor((ub-lb)/W) step W` with a vector body,
   then the original loop as the scalar remainder from there to `ub` (dropped when a constant
   trip count is a multiple of W). Neither loop keeps the `einc.vectorize` mark (the pass is
-  idempotent); other marks (`einc.parallel`, tags) stay on both.
+  idempotent); the main loop keeps the other marks (`einc.parallel`, tags), the remainder
+  (fewer than W iterations) all but `einc.parallel`.
 - Body ops: `affine.load`/`affine.store` whose index is unit-stride in the loop variable
   (last index coefficient 1, the others 0) become `egpu.vload`/`egpu.vstore`; loads that do
   not depend on the loop variable stay scalar and are broadcast (`egpu.vbroadcast`) where a
@@ -59,7 +60,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from einc.dialects import egpu
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.loop_analysis import constant_bounds, linear_form, step_of, uses_dim
-from einc.passes.utils.loop_transforms import VECTORIZE_ATTR, Failure, _compose, describe
+from einc.passes.utils.loop_transforms import (
+    PARALLEL_ATTR,
+    VECTORIZE_ATTR,
+    Failure,
+    _compose,  # pyright: ignore[reportPrivateUsage]
+    describe,
+)
 
 ELEMENTWISE: frozenset[type[Operation]] = frozenset({
     arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp,
@@ -448,7 +455,7 @@ def vectorize_loop(
         tail_lb[0], ub_ops, [], [], tail_lb[1], AffineMapAttr(ub_map), loop.detach_region(loop.body), 1
     )  # fmt: skip
     for name, value in loop.attributes.items():
-        if name != VECTORIZE_ATTR:
+        if name not in (VECTORIZE_ATTR, PARALLEL_ATTR):  # a short tail: no thread fork
             tail.attributes[name] = value
     Rewriter.replace_op(loop, tail)
     return main, tail
