@@ -511,7 +511,12 @@ class VBroadcastOp(IRDLOperation):
         super().__init__(operands=[value], result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_vector(self, self.result.type, self.value.type)
+        _check_vector(self, self.result.type)
+        element = self.result.type.get_element_type()  # type: ignore[union-attr]
+        if element != self.value.type:
+            raise VerifyException(
+                f"egpu.vbroadcast: a vector of {element} from a value of {self.value.type}"
+            )
 
 
 @irdl_op_definition
