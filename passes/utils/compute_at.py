@@ -29,6 +29,9 @@ that the nest around `loop` writes. At the end of `loop`'s body, a copy of the c
 restricted to the elements whose reads of T lie in the box T has completed in that iteration;
 the original consumer is erased.
 
+Marks: the copies drop parallel/bind marks (the loop they land in keeps its own); `loop`
+loses a vectorize mark (it received other code; vectorize it again where still legal).
+
 Contract (reverse_compute_at), otherwise a Failure and the IR unchanged:
 - the consumer reads T with each dimension indexed by a distinct loop variable of its own
   whose loop covers that dimension (`0 to size`, step 1);
@@ -159,10 +162,10 @@ def _unmark(root: Operation) -> None:
             op.attributes.pop(BIND_ATTR, None)
 
 
-def _keep_vector_mark_legal(loop: affine.ForOp) -> None:
-    """A vectorized loop that received a nest is no longer innermost: drop its mark."""
-    if VECTORIZE_ATTR in loop.attributes and any(isinstance(op, affine.ForOp) for op in loop.body.walk()):
-        del loop.attributes[VECTORIZE_ATTR]
+def _drop_vector_mark(loop: affine.ForOp) -> None:
+    """A vectorized loop that received another statement's code is vectorized no more (it
+    may no longer be innermost, or the new code unit-stride): vectorize again if wanted."""
+    loop.attributes.pop(VECTORIZE_ATTR, None)
 
 
 # ---- compute_at ---------------------------------------------------------------------------------
@@ -227,7 +230,11 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
     moved = [*fills, producer]
     for use in tensor.uses:
         user = use.operation
-        if isinstance(user, memref.DeallocOp) or any(m is user or m.is_ancestor(user) for m in moved):
+        if any(m is user or m.is_ancestor(user) for m in moved):
+            if not isinstance(user, affine.LoadOp | affine.StoreOp) or (isinstance(user, affine.StoreOp) and user.value is tensor):
+                return Failure(f"cannot compute_at {describe(producer)}: '{user.name}' uses '{name}' inside it")
+            continue
+        if isinstance(user, memref.DeallocOp):
             continue
         if isinstance(user, affine.StoreOp | memref.StoreOp) and user.memref is tensor:
             return Failure(f"cannot compute_at {describe(producer)}: '{name}' is also written outside it")
@@ -328,7 +335,7 @@ def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
         assert isinstance(a.op, affine.LoadOp)
         Rewriter.replace_op(a.op, affine.LoadOp(local, operands, AffineMapAttr(_linear_map(shifted, operands)), element))
     fold_applies(loop)
-    _keep_vector_mark_legal(loop)
+    _drop_vector_mark(loop)
     if plan.erase_original:
         for nest in [plan.producer, *plan.fills]:
             Rewriter.erase_op(nest)
@@ -441,5 +448,5 @@ def reverse_compute_at(consumer: affine.ForOp, loop: affine.ForOp) -> affine.For
         _rebase(by_original[f], terms, low, size, set())  # type: ignore[arg-type]
     Rewriter.erase_op(consumer)
     fold_applies(loop)
-    _keep_vector_mark_legal(loop)
+    _drop_vector_mark(loop)
     return loop
