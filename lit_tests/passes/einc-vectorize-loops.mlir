@@ -203,3 +203,22 @@ func.func @f64_and_integer_reduction(%A: memref<16xf64>, %B: memref<16xf64>, %I:
 // CHECK-NEXT:    %{{.*}} = arith.maxsi %[[OLD]], %[[R]] : i32
 // CHECK-NEXT:    affine.store
 // CHECK-NEXT:    func.return
+
+// -----
+
+// A partial tile of at most 6 iterations: the width is clamped to 4 lanes (the largest trip
+// count bounds it, as a constant trip count does).
+
+func.func @tile_narrower_than_the_width(%A: memref<100xf32>, %B: memref<100xf32>) {
+  affine.for %o = 0 to 100 step 6 {
+    affine.for %i = %o to min affine_map<(d0) -> (d0 + 6, 100)>(%o) {
+      %a = affine.load %A[%i] : memref<100xf32>
+      affine.store %a, %B[%i] : memref<100xf32>
+    } {einc.vectorize}
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func @tile_narrower_than_the_width(
+// CHECK:         affine.for %[[I:.*]] = affine_map<(d0) -> (d0)>(%{{.*}}) to affine_map<(d0) -> (d0)>(%{{.*}}) step 4 {
+// CHECK-NEXT:      %[[V:.*]] = egpu.vload %{{.*}}[%[[I]]] : memref<100xf32> -> vector<4xf32>

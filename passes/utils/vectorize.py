@@ -53,9 +53,10 @@ from xdsl.dialects.builtin import (
     MemRefType,
     VectorType,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, Use
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
 
 from einc.dialects import egpu
 from einc.passes.utils.affine_index import dims_to_operands
@@ -83,10 +84,6 @@ REDUCTIONS: dict[type[Operation], egpu.ReduceKind] = {
     arith.MaxSIOp: egpu.ReduceKind.MAX, arith.MinSIOp: egpu.ReduceKind.MIN,
 }  # fmt: skip
 """Combiners of the reduction pattern and the `egpu.vreduce` kind that finishes them."""
-
-_SCALAR_INVARIANT = (arith.ConstantOp, affine.ApplyOp, affine.LoadOp)
-"""Ops that may stay scalar in the vector body (besides `ELEMENTWISE` / any arith op on
-invariant operands)."""
 
 
 @dataclass
@@ -159,6 +156,12 @@ def _access(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, varying: set[SSAVa
     if coefficients[-1] != 1 or any(coefficients[:-1]):
         return Failure(f"{op.name} is not unit-stride in the loop variable (a gather)")
     return _Access(op, m, operands, unit=True)
+
+
+def _is_index_use(use: Use) -> bool:
+    """Whether `use` is an index operand of an affine load, store or apply."""
+    first = {affine.LoadOp: 1, affine.StoreOp: 2, affine.ApplyOp: 0}.get(type(use.operation))
+    return first is not None and use.index >= first
 
 
 def _defined_in(v: SSAValue, block: Block) -> bool:
@@ -245,13 +248,13 @@ def _analyze(loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attrib
         if isinstance(op, affine.ApplyOp):
             if any(o in plan.varying for o in op.operands):
                 # an index of the loop variable: folded into the accesses that use it
-                if not all(isinstance(u.operation, affine.LoadOp | affine.StoreOp | affine.ApplyOp) for u in op.result.uses):
+                if not all(_is_index_use(u) for u in op.result.uses):
                     return refuse("an index of the loop variable is used as a value")
                 plan.varying.add(op.result)
             continue
         varying = any(o in plan.varying for o in op.operands)
         if not varying:
-            if not isinstance(op, _SCALAR_INVARIANT) and type(op).__module__ != arith.__name__:
+            if not is_side_effect_free(op):
                 return refuse(f"{op.name} cannot be cloned into the vector body")
             continue
         if type(op) not in ELEMENTWISE:
@@ -267,14 +270,30 @@ def _analyze(loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attrib
         if t not in element_types:
             return refuse(f"no vectors of {t} on this target")
     width = min(_lanes(t, lanes_f32) for t in vector_types)
-    bounds = constant_bounds(loop)
-    if bounds is not None:
-        trip = bounds[1] - bounds[0]
+    trip = _max_trip(loop)
+    if trip is not None:
         width = min(width, max([w for w in egpu.VECTOR_WIDTHS if w <= trip and w & (w - 1) == 0], default=1))
     if width < 2:
         return refuse("fewer than 2 lanes (trip count or element size)")
     plan.width = width
     return plan
+
+
+def _max_trip(loop: affine.ForOp) -> int | None:
+    """The largest trip count of a step-1 loop: constant bounds, or an upper bound (a min)
+    with a result at a constant distance from the lower bound (`i = o to min(o + 32, N)`
+    from tiling); None when unknown."""
+    n_lb = len(loop.lowerBoundOperands)
+    lb_map, ub_map = dims_to_operands(loop.lowerBoundMap.data), dims_to_operands(loop.upperBoundMap.data)
+    lower = linear_form(lb_map.results[0], loop.operands[:n_lb])
+    if lower is None:
+        return None
+    distances = []
+    for result in ub_map.results:
+        upper = linear_form(result, loop.operands[n_lb:])
+        if upper is not None and upper[0] == lower[0]:
+            distances.append(upper[1] - lower[1])
+    return max(0, min(distances)) if distances else None
 
 
 def _identity(kind: egpu.ReduceKind, t: Attribute) -> arith.ConstantOp:
