@@ -276,8 +276,8 @@ class ReorderOp(IRDLOperation):
 @irdl_op_definition
 class FuseOp(IRDLOperation):
     """`transform.einc.fuse %first into %second`: fuse two sibling loops with the same bounds
-    (producer into consumer, or an elementwise epilogue into a reduction's loop). Result:
-    the fused loop."""
+    (a fill into its reduction, two nests over the same rows; compute_at and
+    reverse_compute_at move a nest into a loop of any depth). Result: the fused loop."""
 
     name = "transform.einc.fuse"
     first = operand_def(AnyOpType)

@@ -9,7 +9,8 @@ the script itself, and a search can tune its knobs like any other.
 C (CPU) policy. First, producers are fused into consumers: an elementwise statement's
 producers are computed at its outermost loop (compute_at) when that recomputes nothing (each
 iteration reads its own row of the producer's tensor: softmax and layernorm become one
-parallel loop over rows, each row's max, sum and output computed while it is in L1); the
+parallel loop over rows, each row's max, sum and output computed while it is in L1) and the
+producer is no contraction (a matmul or convolution keeps its own schedule below); the
 fused nest is parallelized and its innermost loops vectorized by the rules below. Then, per
 remaining statement nest:
 - a matmul-like reduction (the innermost output axis is also the innermost axis of an input)
@@ -240,6 +241,34 @@ def _elementwise(top: affine.ForOp) -> bool:
     return determined_loops(group, [induction_var(loop) for loop in band]) == {induction_var(loop) for loop in band}
 
 
+def _contraction(top: affine.ForOp) -> bool:
+    """A matmul/convolution-like nest the per-nest policy reorders and blocks: a reduction
+    innermost, the output unit-stride in its last parallel loop, and an input unit-stride
+    in that loop that also moves with a reduction loop (input1[K, M]; not a broadcast
+    row such as softmax's temp0[N])."""
+    band = _band(top)
+    groups = written_groups(top)
+    if not perfect_band(band) or len(groups) != 1:
+        return False
+    ((buffer, group),) = groups.items()
+    ivs = [induction_var(loop) for loop in band]
+    fixed = determined_loops(group, ivs)
+    parallel = [iv for iv in ivs if iv in fixed]
+    reduction = [iv for iv in ivs if iv not in fixed]
+    stores = [a for a in group if a.write]
+    if not parallel or not reduction or ivs[-1] in fixed or not stores:
+        return False
+    p = parallel[-1]
+    if not _unit_stride(stores[0].map, stores[0].operands, p):
+        return False
+    for a in _loads(top):
+        if a.buffer is buffer or not _unit_stride(a.map, a.operands, p):
+            continue
+        if any(form is not None and set(form[0]) & set(reduction) for e in a.map.results if (form := linear_form(e, a.operands))):
+            return True
+    return False
+
+
 def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type: ignore[type-arg]
     """Compute each elementwise statement's producers at its outermost loop when that costs
     no recomputation (each iteration reads its own box of the producer's tensor, and the
@@ -258,6 +287,8 @@ def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type:
         count = 0
         for producer in reversed(tops[: tops.index(consumer)]):
             if producer.parent_block() is None or "einc.init" in producer.attributes or not _tagged(producer):
+                continue
+            if _contraction(producer):  # keeps its own reordering and register blocking
                 continue
             plan = plan_compute_at(producer, consumer)
             if isinstance(plan, lt.Failure) or not plan.erase_original or plan.recompute != 1.0 or not plan.disjoint:

@@ -299,9 +299,10 @@ def test_default_schedule_fuses_layer_norm_and_keeps_matmul_blocking() -> None:
     (layer_norm,) = [c for c in PROGRAMS if c.name == "layer_norm"]
     assert len(_top_nests(layer_norm.ir, layer_norm.input_dict)) == 1
     check(layer_norm.ir, layer_norm.input_dict, None)
-    big = {"input0": f32(128, 64), "input1": f32(64, 128)}
-    src = check("output0[N, M] +=! input0[N, K] * input1[K, M]", big, None)
-    assert "K_i" in src and "output0_local[" in src
+    big = {"input0": f32(128, 64), "input1": f32(64, 128), "input2": f32(128)}
+    src = check(EPILOGUE, big, None)  # the matmul producer is not fused: still blocked
+    assert "K_i" in src and "C_local[" in src
+    assert len(_top_nests(EPILOGUE, big)) == 3  # the fill, the blocked matmul, the epilogue
 
 
 def test_default_schedule_does_not_fuse_with_recomputation() -> None:

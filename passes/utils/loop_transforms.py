@@ -394,8 +394,10 @@ def bind_loop(loop: affine.ForOp, axis: str, max_threads: int | None) -> affine.
 
 def fuse_loops(first: affine.ForOp, second: affine.ForOp) -> affine.ForOp | Failure:
     """Fuse two sibling loops with the same bounds: `first`'s body runs at the start of
-    `second`'s body, in `second`'s place. Producer into consumer (compute-at) and an
-    elementwise consumer into a reduction's loop (epilogue) are both this. Legal when the
+    `second`'s body, in `second`'s place (a fill into its reduction, two nests over the same
+    rows). A producer computed inside a consumer's loop of any depth (with recomputation)
+    and an epilogue after a reduction's loop are compute_at / reverse_compute_at
+    (passes/utils/compute_at.py). Legal when the
     ops between them do not touch what `first` touches, and the fused loop separates every
     buffer the two share with a write."""
     if first is second or first.parent_block() is not second.parent_block():
