@@ -233,9 +233,49 @@ def bind_lines(stmt: str, band: list[tuple[str, int]], tile: int | None, max_thr
     return lines
 
 
+def statement_reads(args: tuple[str, Any, Any]) -> dict[str, list[str]]:
+    """Per statement: the tensors with a rank its loop nest reads (not its own), in order."""
+    from xdsl.dialects import affine, func
+
+    from einc.passes.utils import loop_transforms as lt
+    from einc.passes.utils.loop_analysis import buffer_name
+
+    text, input_dict, extra = args
+    loops = Compilation(text, "<random>", input_dict, extra, "c", "none").run_until("loops")
+    reads: dict[str, list[str]] = {}
+    for f in loops.walk():
+        if not isinstance(f, func.FuncOp) or not f.body.blocks:
+            continue
+        for top in f.body.block.ops:
+            stmt = top.attributes.get(lt.STMT_ATTR)
+            if not isinstance(top, affine.ForOp) or stmt is None or "einc.init" in top.attributes:
+                continue
+            names = reads.setdefault(stmt.data, [])  # type: ignore[attr-defined]
+            for op in top.walk():
+                if isinstance(op, affine.LoadOp) and op.memref.type.get_shape():  # type: ignore[attr-defined]
+                    name = buffer_name(op.memref)
+                    if name not in names and name != stmt.data:  # type: ignore[attr-defined]
+                        names.append(name)
+    return reads
+
+
+def shared_lines(stmt: str, band: list[tuple[str, int]], block_y: bool, tensor: str, n: int) -> list[str]:
+    """Stage `tensor` in shared memory at the first loop of `stmt`'s band inside the bound
+    ones (none: no lines)."""
+    inside = 2 if block_y else 1
+    if len(band) <= inside:
+        return []
+    h = f"%s{n}k"
+    return [f'{h} = transform.einc.match stmt "{stmt}" axis "{band[inside][0]}" in %root',
+            f'transform.einc.cache_read "{tensor}" at {h} in "shared"']
+
+
 def random_bind_schedule(args: tuple[str, Any, Any], target: str, rng: random.Random) -> str | None:
+    """Random tiles bound to block.x/thread.x (sometimes block.y too); sometimes a tensor
+    the statement reads staged in shared memory at the first loop inside the bound ones."""
     limit = description(target).max_threads_per_block
     lines: list[str] = []
+    reads = statement_reads(args)
     for n, (stmt, band, fill) in enumerate(statement_nests(args)):
         block_y = rng.random() < 0.3
         if rng.random() < 0.25:
@@ -250,6 +290,8 @@ def random_bind_schedule(args: tuple[str, Any, Any], target: str, rng: random.Ra
         if tile is not None:
             tile = min(tile, limit)
         lines += bind_lines(stmt, band, tile, limit, block_y, n)
+        if reads.get(stmt) and rng.random() < 0.4:
+            lines += shared_lines(stmt, band, block_y and len(band) > 1, rng.choice(reads[stmt]), n)
     return script(lines) if lines else None
 
 
@@ -270,6 +312,7 @@ def test_random_bind_schedules_match_oracle(target: str) -> None:
             assume(False)
 
     run()
+
 
 BOUND_PROGRAMS = ("matmul", "elementwise", "softmax", "transpose", "reduce_sum", "convolution_with_pad",
                   "layer_norm", "concat", "gather")  # fmt: skip

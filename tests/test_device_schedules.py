@@ -160,3 +160,16 @@ def test_shared_cache_write_matmul_matches_numpy(n: int, m: int, k: int, tile: i
     inputs = random_inputs(comp)
     out = run_on_device(comp, inputs)["output0"]
     np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.opencl
+def test_unstaged_partial_tiles_on_two_thread_axes_match_numpy() -> None:
+    """Found while measuring: with partial tiles on thread.y and thread.x, the second
+    coordinate was defined after the first tile's guard and used inside it (TargetError
+    'value used before its definition'); every coordinate now precedes every guard."""
+    require("opencl")
+    comp = matmul(37, 45, 29, 8, "opencl", staged=())
+    comp.run_until("source")
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-4)

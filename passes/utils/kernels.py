@@ -472,6 +472,12 @@ def outline(
                 coordinate = _index_constant(b, lower)
                 coordinate.name_hint = induction_var(loop).name_hint
             mapper[induction_var(loop)] = coordinate
+            if k + 1 < len(mapping.loops):  # index arithmetic between two mapped loops
+                for op in loop.body.block.ops:
+                    if op is not mapping.loops[k + 1] and not isinstance(op, affine.YieldOp):
+                        b.insert(op.clone(mapper))
+        for loop in mapping.loops:
+            coordinate = mapper[induction_var(loop)]
             if constant_trip_range(loop) is None:  # a partial tile: check the upper bound
                 n_lb = len(loop.lowerBoundOperands)
                 operands = [mapper.get(o, o) for o in loop.operands[n_lb:]]
@@ -482,10 +488,6 @@ def outline(
                 else:
                     guard = body.insert(scf.IfOp(cond, [], [scf.YieldOp()]))
                     body = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
-            if k + 1 < len(mapping.loops):  # index arithmetic between two mapped loops
-                for op in loop.body.block.ops:
-                    if op is not mapping.loops[k + 1] and not isinstance(op, affine.YieldOp):
-                        body.insert(op.clone(mapper))
     elif mapping.loops:
         points = math.prod(trip_count(loop) for loop in mapping.loops)
         gid = b.insert(egpu.GlobalIdOp(egpu.Dim.X)).result
