@@ -52,6 +52,8 @@ class _Script:
     lines: list[str] = field(default_factory=list)
     names: dict[int, str] = field(default_factory=dict)
     count: int = 0
+    held: list[affine.ForOp] = field(default_factory=list)
+    """The loops named so far, kept alive: an erased loop's id must not name a new one."""
 
     def fresh(self) -> str:
         self.count += 1
@@ -67,6 +69,7 @@ class _Script:
             init = " init" if "einc.init" in loop.attributes else ""
             self.lines.append(f'{name} = transform.einc.match stmt "{stmt.data}" axis "{axis.data}"{init} in %root')
             self.names[id(loop)] = name
+            self.held.append(loop)
         return self.names[id(loop)]
 
     def text(self) -> str:
@@ -127,6 +130,7 @@ def _schedule_nest(top: affine.ForOp, s: _Script) -> None:
                     s.lines.append(f"{', '.join(names)} = transform.einc.reorder {', '.join(handles)}")
                     for loop, name in zip(new, names):
                         s.names[id(loop)] = name
+                        s.held.append(loop)
                     band = _band(_block_matmul(new, len(parallel) - 1, s))
     outer = band[0]
     if work >= PARALLEL_MIN_WORK and (trip_count(outer) or 0) > 1:
@@ -204,6 +208,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     s.lines.append(f"{', '.join(results)} = transform.einc.reorder {', '.join(handles[id(x)] for x in wanted)}")
     for loop, name in zip(new, results):
         s.names[id(loop)] = name
+        s.held.append(loop)
     ii_new, ji_new = new[-2], new[-1]
     if isinstance(lt.vectorize_loop(ji_new), lt.Failure):
         return new[0]
