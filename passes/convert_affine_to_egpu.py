@@ -18,9 +18,13 @@ when the last block overshoots and a grid-stride loop when the target's grid is 
 reduction loops stay sequential in each thread, and a reduction's identity fill joins its
 kernel. Where the target writes memory in granules wider than an output element (the IPU's
 32-bit words), the statement runs in one thread per block, so that no two threads write
-neighbouring halves or bytes at once. Loops a schedule bound to work-item coordinates (`egpu.bind = "block.x"`, ...) map
-directly onto `egpu.block_id` / `egpu.thread_id`. Intermediates stay host allocations (temp
-buffers of the launch manifest). See `einc.passes.utils.kernels` for the mechanism.
+neighbouring halves or bytes at once. Loops a schedule bound to work-item coordinates
+(`einc.bind = "block.x"`, ...) map directly onto `egpu.block_id` / `egpu.thread_id`; a bind
+that cannot be mapped is a ScheduleError. Tiles a schedule staged in shared memory become
+`egpu.alloc_shared` buffers with a cooperative copy and barriers, and a kernel whose staged
+bytes break the target's `shared_bytes_per_block` is a TargetError. Intermediates stay host
+allocations (temp buffers of the launch manifest). See `einc.passes.utils.kernels` for the
+mechanism.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ of each copy nest `einc.shared = "in" | "out"`; `convert-affine-to-egpu` hoists 
 `egpu.alloc_shared`, splits each copy among the block's threads and puts barriers around
 the copies (kernels.stage_shared). Extra contract: `loop` lies inside a bound loop and is not
 bound itself, the box's offset and the trip counts of `loop` and of the loops between it and
-the thread-bound loops do not depend on a thread id (every thread reaches each barrier), and
+the thread-bound loops do not depend on a thread id (every thread reaches each barrier), the
+tensor is not float16 (OpenCL without cl_khr_fp16 has no half arrays), and
 (cache_write) the boxes of two blocks never overlap. A box may reach outside the tensor (a
 partial tile): the copies skip those elements, which no in-range thread reads.
 """
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import affine, arith, memref, scf
-from xdsl.dialects.builtin import AffineMapAttr, IndexType, MemRefType, StringAttr, UnitAttr
+from xdsl.dialects.builtin import AffineMapAttr, Float16Type, IndexType, MemRefType, StringAttr, UnitAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -329,6 +330,9 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
         return Failure(f"cannot cache_read '{tensor}' at {describe(loop)}: it is written inside (use cache_write)")
     if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
+    if shared and isinstance(buffer.type.get_element_type(), Float16Type):  # type: ignore[attr-defined]
+        # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: float16 tiles are not supported")
     box = _footprint(loop, tensor, accs, threads if shared else None)
     if isinstance(box, Failure):
         return box

@@ -10,10 +10,16 @@ element, then reduces into it).
 
 Mapping rules (`Mapping`):
 - *bound* loops (attribute `einc.bind = "block.x"`, `"thread.y"`, ... set by a schedule)
-  must be the outermost loops of the nest, have a constant lower bound and an upper bound
-  with a constant term, and become the work-item coordinate `lb + id * step`; the launch
-  shape along that dimension is the largest trip count; a bound whose trip count varies (a
-  partial tile: `min(64, N - i_o)`) is checked in the kernel;
+  must be reached from the top of the nest through bound loops, unit loops (their variable
+  is their lower bound) and pure index arithmetic (run in every work-item), else
+  ScheduleError; they need a constant lower bound and an upper bound with a constant term,
+  and become the work-item coordinate `lb + id * step`; the launch shape along that
+  dimension is the largest trip count; a bound whose trip count varies (a partial tile:
+  `min(64, N - i_o)`) is checked in the kernel. A reduction's fill joins the kernel when the
+  mapped loops lead its parallel prefix (its remaining loops run in the work-item), else it
+  is a kernel of its own;
+- tensors a schedule staged in shared memory (cache.py, `einc.memory = "shared"`) become
+  `egpu.alloc_shared` buffers filled cooperatively between barriers (`stage_shared`);
 - otherwise the *parallel prefix* of the nest (the outermost loops whose iterations write
   distinct elements and read none written by another iteration) is flattened onto the
   global thread index x, with a bounds check when the grid overshoots and a grid-stride loop
