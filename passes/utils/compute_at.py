@@ -112,7 +112,8 @@ def _index_loops(a: Access, nest: Operation) -> list[affine.ForOp] | None:
 
 
 def _covers(loop: affine.ForOp, size: int) -> bool:
-    return constant_bounds(loop) == (0, size) and step_of(loop) == 1
+    """`loop` runs `0 to size` by 1 (bounds without operands: they get replaced)."""
+    return constant_bounds(loop) == (0, size) and step_of(loop) == 1 and not loop.operands
 
 
 def _writes(op: Operation) -> set[SSAValue]:
