@@ -8,7 +8,8 @@ kernel whose launch shape or work-group memory breaks a limit. The legalization 
 The numbers are those of the device each target is checked on (PoCL on the CPU, lavapipe,
 Intel's OpenCL CPU device) or of the architectures it is compile-checked for (CUDA sm_80 /
 sm_90, HIP gfx90a / gfx1030), taking the smaller where two differ; the Poplar numbers are
-the Mk2 IPU's (one vertex per worker thread, six worker contexts per tile).
+the Mk2 IPU's (a block is one MultiVertex of six workers, the grid 1: targets/poplar.py
+spreads a kernel's points over up to 1472 such vertices, one per tile).
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class TargetDescription:
     write_granule: int = 1
     """Bytes a store writes at least (the IPU writes 32-bit words): threads of one block must
     not write narrower neighbouring elements concurrently."""
+    tiles: int = 1
+    """Processors a launch's work may be spread over (the IPU's tiles, each running one
+    block's worth of workers); 1 where the grid covers that."""
     dtype_notes: tuple[tuple[str, str], ...] = ()
     """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
 
@@ -150,7 +154,7 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             max_grid=(1, 1, 1), shared_bytes_per_block=0,
             subgroup_size=1, vector_width=2, default_block=6,
             storage_dtypes=ALL_DTYPES - {"float64"},
-            arith_dtypes=ALL_DTYPES - {"float64", "float16"}, write_granule=4,
+            arith_dtypes=ALL_DTYPES - {"float64", "float16"}, write_granule=4, tiles=1472,
             dtype_notes=(("float64", "the IPU has no double precision"),),
         ),
     )

@@ -16,24 +16,80 @@ graph description (`einc_build_graph`) that connects and launches them.
                           poplar::program::Sequence &prog) { ... one compute set per kernel ... }
     #endif
 
-A kernel's launch is one vertex of the tile's six workers (the description allows a block
-of at most 6 and a grid of 1; `convert-affine-to-egpu` strides larger spaces over them);
-workers beyond the launch's block return at once. Buffers are whole flattened tensors on
-tile 0, the vertex too: a kernel writes only its own output elements, so the vertex's
-workers never write one element twice. The IPU has no float64: such programs are refused.
+A kernel's launch is a block of at most six workers (one MultiVertex; the grid is 1, and
+`convert-affine-to-egpu` strides larger spaces over the workers: `for (point = gid; point <
+P; point += 6)`); workers beyond the launch's block return at once.
+
+Tiles (`vertex_split`): when that point loop is the whole kernel and every buffer the kernel
+writes is accessed, inside it, only at flat element `s * point + c` (the point's own
+elements: a reduction's output element, with its accumulator reads), the points are cut into
+contiguous ranges of `chunk` points, one vertex per range on its own tile (at most the
+description's 1472 tiles), run by a loop in `einc_build_graph`:
+
+    for (unsigned tile = 0; tile < 7; ++tile) {               // 7 vertices, tiles 0..6
+      unsigned begin = tile * 43, end = std::min(begin + 43u, 300u);
+      poplar::VertexRef v = graph.addVertex(cs1, "...", {{"x", buffers[0].flatten()},
+                                            {"y", buffers[1].flatten().slice(begin, end)}});
+      graph.setInitialValue(v["einc_begin"], begin);          // its points, and the first
+      graph.setInitialValue(v["einc_end"], end);              // element of each written
+      graph.setInitialValue(v["einc_base1"], begin);          // slice
+      graph.setTileMapping(v, tile);
+      graph.setTileMapping(buffers[1].flatten().slice(begin, end), tile);
+    }
+
+The codelet's loop runs `point` from `einc_begin + gid` to `einc_end`, and indexes a written
+slice as `y[index - einc_base1]`. A vertex gets at least POINTS_PER_WORKER points per worker.
+Each vertex so owns whole output elements; for elements
+narrower than the 32-bit write granule, `chunk` and `c` are multiples of the elements per
+word (and s is 1), so two vertices never write one word. Read-only buffers are connected
+whole. Any other kernel (stores outside the loop, accesses through non-affine or
+inner-loop-dependent indices, vectors on written buffers) stays one vertex on tile 0; every
+buffer element no split kernel writes is on tile 0. The IPU has no float64: such programs
+are refused.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects import affine, func, memref
-from xdsl.dialects.builtin import IndexType, ModuleOp, StringAttr, f16, f32, i1, i8, i16, i32, i64
+import numpy as np
+from xdsl.dialects import affine, arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    f16,
+    f32,
+    i1,
+    i8,
+    i16,
+    i32,
+    i64,
+)
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
 
 from einc.dialects import egpu
-from einc.targets.clike import _Writer, c_identifier  # pyright: ignore[reportPrivateUsage]
+from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
+    ADD,
+    Expr,
+    _Writer,
+    c_identifier,
+)
+from einc.targets.descriptions import description
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers
 
 _READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
@@ -54,6 +110,204 @@ def _field_kind(arg: SSAValue) -> str:
     if written:
         return "InOut" if read else "Output"
     return "Input"
+
+
+# ---- spreading a kernel over tiles ------------------------------------------------------------
+
+
+POINTS_PER_WORKER = 8
+"""Fewest points a split gives each worker of a vertex: every vertex receives its read-only
+tensors whole (an exchange per tile), and a vertex's start costs hundreds of cycles, so a
+tile is only worth taking for several points per worker."""
+
+
+@dataclass(frozen=True)
+class VertexSplit:
+    """A kernel cut into vertices: vertex t runs points [t * chunk, min((t + 1) * chunk,
+    points)) on tile t; `written` maps each written argument's position to (s, c), its
+    accesses being at flat element s * point + c."""
+
+    loop: scf.ForOp
+    points: int
+    chunk: int
+    written: dict[int, tuple[int, int]]
+
+    @property
+    def vertices(self) -> int:
+        return -(-self.points // self.chunk)
+
+
+def _eval_affine(e: AffineExpr, values: list[np.ndarray], dims: int) -> np.ndarray:
+    match e:
+        case AffineConstantExpr(value=v):
+            return np.full_like(values[0] if values else np.zeros(1, np.int64), v)
+        case AffineDimExpr(position=p):
+            return values[p]
+        case AffineSymExpr(position=p):
+            return values[dims + p]
+        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
+            a, b = _eval_affine(lhs, values, dims), _eval_affine(rhs, values, dims)
+            if kind == AffineBinaryOpKind.Add:
+                return a + b
+            if kind == AffineBinaryOpKind.Mul:
+                return a * b
+            if kind == AffineBinaryOpKind.FloorDiv:
+                return np.floor_divide(a, b)
+            if kind == AffineBinaryOpKind.CeilDiv:
+                return -np.floor_divide(-a, b)
+            return np.mod(a, b)
+    raise AssertionError(e)
+
+
+def _point_values(v: SSAValue, point: SSAValue, points: np.ndarray) -> np.ndarray | None:
+    """`v` at every point, when it is the point or affine in it alone; else None."""
+    if v is point:
+        return points
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return np.full_like(points, owner.value.value.data)
+    if isinstance(owner, affine.ApplyOp):
+        values = [_point_values(o, point, points) for o in owner.mapOperands]
+        if any(x is None for x in values):
+            return None
+        m = owner.map.data
+        return _eval_affine(m.results[0], values, m.num_dims)  # type: ignore[arg-type]
+    return None
+
+
+def _flat_index(op: Operation, point: SSAValue, points: np.ndarray) -> np.ndarray | None:
+    """The flat element an affine/memref load or store touches at every point, or None."""
+    if isinstance(op, affine.LoadOp | affine.StoreOp):
+        buffer, m, operands = op.memref, op.map.data, op.indices
+    elif isinstance(op, memref.LoadOp | memref.StoreOp):
+        buffer, operands = op.memref, op.indices
+        m = AffineMap.identity(len(operands))
+    else:
+        return None
+    values = [_point_values(o, point, points) for o in operands]
+    if any(x is None for x in values):
+        return None
+    assert isinstance(buffer.type, MemRefType)
+    flat = np.zeros_like(points)
+    for result, size in zip(m.results, buffer.type.get_shape()):
+        flat = flat * size + _eval_affine(result, values, m.num_dims)  # type: ignore[arg-type]
+    return flat
+
+
+def _inside(op: Operation, loop: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not loop:
+        parent = parent.parent_op()
+    return parent is loop
+
+
+def vertex_split(kernel: egpu.FuncOp) -> VertexSplit | None:
+    """How `kernel` spreads over tiles (see the module docstring), or None to keep it one
+    vertex on tile 0. Contract: with a split, every access to a written buffer lies in the
+    point loop at s * point + c (checked at every point), so vertex t touches only elements
+    [s * begin + c, s * (end - 1) + c] of it, disjoint from every other vertex's, and no two
+    vertices write one 32-bit word."""
+    desc = description("poplar")
+    block = kernel.block_size[0]
+    ops = list(kernel.body.block.ops)
+    loops = [op for op in ops if isinstance(op, scf.ForOp)]
+    if len(loops) != 1 or loops[0].results:
+        return None
+    loop = loops[0]
+    if any(
+        op is not loop and not isinstance(op, arith.ConstantOp | egpu.IndexOp | egpu.ReturnOp)
+        for op in ops
+    ):
+        return None
+    lb, ub, step = loop.lb.owner, loop.ub.owner, loop.step.owner
+    if not (
+        isinstance(lb, egpu.GlobalIdOp | egpu.ThreadIdOp)
+        and lb.dimension.index == 0
+        and isinstance(ub, arith.ConstantOp) and isinstance(ub.value, IntegerAttr)
+        and isinstance(step, arith.ConstantOp) and isinstance(step.value, IntegerAttr)
+        and step.value.value.data == block
+    ):  # fmt: skip
+        return None
+    total = ub.value.value.data
+    if total <= block:
+        return None
+    point = loop.body.block.args[0]
+    points = np.arange(total, dtype=np.int64)
+    written: dict[int, tuple[int, int]] = {}
+    words = 1
+    for k, arg in enumerate(kernel.body.block.args):
+        users = [u.operation for u in arg.uses]
+        if not any(isinstance(u.operation, _WRITES) and u.index == 1 for u in arg.uses):
+            continue
+        found: set[tuple[int, int]] = set()
+        for user in users:
+            flat = _flat_index(user, point, points) if _inside(user, loop) else None
+            if flat is None:
+                return None
+            s, c = int(flat[1] - flat[0]), int(flat[0])
+            if s < 1 or not np.array_equal(flat, s * points + c):
+                return None
+            found.add((s, c))
+        if len(found) != 1:
+            return None
+        ((s, c),) = found
+        assert isinstance(arg.type, MemRefType)
+        width = max(arg.type.get_element_type().bitwidth, 8) // 8  # type: ignore[attr-defined]
+        if width < desc.write_granule:
+            per_word = desc.write_granule // width
+            if s != 1 or c % per_word:
+                return None
+            words = math.lcm(words, per_word)
+        written[k] = (s, c)
+    if not written:
+        return None
+    vertices = min(desc.tiles, -(-total // (block * POINTS_PER_WORKER)))
+    if vertices < 2:
+        return None
+    chunk = -(-total // vertices)
+    chunk = -(-chunk // words) * words
+    return VertexSplit(loop, total, chunk, written)
+
+
+def _linear(s: int, c: int, var: str) -> str:
+    """`s * var + c` as C, without unit factors and zero terms."""
+    text = var if s == 1 else f"{var} * {s}"
+    return text if c == 0 else f"{text} + {c}" if c > 0 else f"{text} - {-c}"
+
+
+def _plain_fields(split: VertexSplit | None) -> list[str]:
+    """A split kernel's vertex fields besides its edges: its point range and the first
+    element of each written slice."""
+    if split is None:
+        return []
+    return ["einc_begin", "einc_end", *(f"einc_base{k}" for k in split.written)]
+
+
+class _PoplarWriter(_Writer):
+    """Indexes a split kernel's written slices from their first element."""
+
+    split: VertexSplit | None = None
+    bases: dict[SSAValue, str]
+
+    def __init__(self, target: type[DeviceTarget]):
+        super().__init__(target)
+        self.bases = {}
+
+    def statement(self, op: Operation) -> None:
+        """The split point loop runs over the vertex's own points."""
+        if self.split is None or op is not self.split.loop:
+            super().statement(op)
+            return
+        loop = self.split.loop
+        step = loop.step.owner.value.value.data  # type: ignore[union-attr]
+        lower = Expr(f"einc_begin + {self.value(loop.lb).operand(ADD + 1)}", ADD)
+        self.for_loop(loop.body.block.args[0], lower, Expr("einc_end"), step, loop.body.block)
+
+    def access(self, buffer: SSAValue, index: Expr) -> str:
+        base = self.bases.get(buffer)
+        if base is None:
+            return super().access(buffer, index)
+        return f"{self.value(buffer).text}[{index.operand(ADD)} - {base}]"
 
 
 class PoplarTarget(DeviceTarget):
@@ -115,6 +369,14 @@ class PoplarTarget(DeviceTarget):
             name = w.declare(arg, getattr(hint, "data", None), buffer=True)
             element = w.ctype(arg.type.get_element_type())  # type: ignore[union-attr]
             fields.append(f"poplar::{_field_kind(arg)}<poplar::Vector<{element}>> {name};")
+        split = vertex_split(kernel)
+        if isinstance(w, _PoplarWriter):
+            w.split = split
+            w.bases = {}
+            if split is not None:
+                args = kernel.body.block.args
+                w.bases = {args[k]: f"einc_base{k}" for k in split.written}
+        fields += [f"int {field};" for field in _plain_fields(split)]
         w.line(f"class {vertex_type(kernel)} : public poplar::MultiVertex {{")
         w.line("public:")
         w.depth += 1
@@ -130,21 +392,28 @@ class PoplarTarget(DeviceTarget):
         w.depth -= 1
         w.line("};")
         w.scopes.pop()
+        if isinstance(w, _PoplarWriter):
+            w.split = None
+            w.bases = {}
 
     @classmethod
     def graph(cls, w: _Writer, module: ModuleOp) -> None:
-        """`einc_build_graph`: every buffer and vertex on tile 0, a compute set per kernel."""
+        """`einc_build_graph`: every buffer on tile 0, then a compute set per kernel with one
+        vertex on tile 0, or one vertex per tile for a split kernel, its written slices
+        mapped to its tile."""
         index = {id(value): k for k, (value, _) in enumerate(host_buffers(module))}
         kernels = {k.sym_name.data: k for k in module.ops if isinstance(k, egpu.FuncOp)}
         launches = [op for op in module.walk() if isinstance(op, egpu.LaunchOp)]
+        splits = {name: vertex_split(kernel) for name, kernel in kernels.items()}
         w.line("")
         w.line("#ifdef EINC_POPLAR_HOST")
+        w.line("#include <algorithm>")
         w.line("#include <poplar/Graph.hpp>")
         w.line("#include <poplar/Program.hpp>")
         w.line("")
-        for kernel in kernels.values():
-            fields = ", ".join(w.names[a] for a in kernel.body.block.args)
-            w.line(f"EINC_POPLAR_VERTEX({vertex_type(kernel)}, {fields})")
+        for name, kernel in kernels.items():
+            fields = [w.names[a] for a in kernel.body.block.args] + _plain_fields(splits[name])
+            w.line(f"EINC_POPLAR_VERTEX({vertex_type(kernel)}, {', '.join(fields)})")
         w.line("")
         w.open(
             "void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> "
@@ -153,18 +422,53 @@ class PoplarTarget(DeviceTarget):
         w.line("for (const poplar::Tensor &buffer : buffers) graph.setTileMapping(buffer, 0);")
         for k, launch in enumerate(launches):
             name = launch.callee.string_value()
-            kernel = kernels[name]
-            edges = ", ".join(
-                f'{{"{w.names[arg]}", buffers[{index[id(buffer)]}].flatten()}}'
-                for arg, buffer in zip(kernel.body.block.args, launch.buffers)
-            )
+            kernel, split = kernels[name], splits[name]
+            args = kernel.body.block.args
+            tensors = {
+                pos: f"buffers[{index[id(buffer)]}].flatten()"
+                for pos, buffer in enumerate(launch.buffers)
+            }
             w.line(f'poplar::ComputeSet cs{k} = graph.addComputeSet("{name}");')
             vertex = vertex_type(kernel)
-            w.line(f'poplar::VertexRef v{k} = graph.addVertex(cs{k}, "{vertex}", {{{edges}}});')
-            w.line(f"graph.setTileMapping(v{k}, 0);")
+            if split is None:
+                edges = ", ".join(f'{{"{w.names[a]}", {tensors[p]}}}' for p, a in enumerate(args))
+                w.line(f'poplar::VertexRef v{k} = graph.addVertex(cs{k}, "{vertex}", {{{edges}}});')
+                w.line(f"graph.setTileMapping(v{k}, 0);")
+            else:
+                cls.split_vertices(w, k, vertex, split, [w.names[a] for a in args], tensors)
             w.line(f"prog.add(poplar::program::Execute(cs{k}));")
         w.close()
         w.line("#endif  // EINC_POPLAR_HOST")
+
+    @staticmethod
+    def split_vertices(
+        w: _Writer, k: int, vertex: str, split: VertexSplit, fields: list[str],
+        tensors: dict[int, str],
+    ) -> None:  # fmt: skip
+        """The loop adding compute set `cs<k>`'s vertices, one per tile."""
+        slices = {
+            pos: f"{tensors[pos]}.slice({_linear(s, c, 'begin')}, {_linear(s, c + 1 - s, 'end')})"
+            for pos, (s, c) in split.written.items()
+        }
+        w.open(f"for (unsigned tile = 0; tile < {split.vertices}; ++tile)")
+        w.line(f"unsigned begin = tile * {split.chunk}, end = std::min(begin + {split.chunk}u, {split.points}u);")
+        edges = ", ".join(
+            f'{{"{name}", {slices.get(pos, tensors[pos])}}}' for pos, name in enumerate(fields)
+        )
+        w.line(f'poplar::VertexRef v = graph.addVertex(cs{k}, "{vertex}", {{{edges}}});')
+        w.line('graph.setInitialValue(v["einc_begin"], begin);')
+        w.line('graph.setInitialValue(v["einc_end"], end);')
+        for pos, (s, c) in split.written.items():
+            w.line(f'graph.setInitialValue(v["einc_base{pos}"], {_linear(s, c, "begin")});')
+        w.line("graph.setTileMapping(v, tile);")
+        for pos in split.written:
+            w.line(f"graph.setTileMapping({slices[pos]}, tile);")
+        w.close()
+
+    @classmethod
+    def emit(cls, module: ModuleOp) -> str:
+        cls.manifest(module)  # refuse impossible launches before printing anything
+        return _PoplarWriter(cls).module(module)
 
     @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:

@@ -1,7 +1,9 @@
 // RUN: einc-opt %s --split-input-file -p "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},legalize-storage-dtypes{target=poplar},canonicalize,cse" -t poplar | filecheck %s
 
 // Poplar: a MultiVertex codelet per kernel (workers stride over the points, spare workers
-// return at once) and the graph description connecting whole flattened tensors on tile 0.
+// return at once) and the graph description connecting flattened tensors: a small kernel is
+// one vertex on tile 0; a larger one (Y, 300 points) is one vertex per 43-point range, each
+// on its own tile with its slice of Y (tiles.mlir has more).
 
 func.func @matmul(%A: tensor<4x3xf32> {ein.name = "A"}, %B: tensor<3x5xf32> {ein.name = "B"}) -> tensor<4x5xf32> {
   %C = ein.einsum "C" add parallel [N = 4, M = 5] reduce [K = 3] : tensor<4x5xf32> {
@@ -37,6 +39,7 @@ func.func @matmul(%A: tensor<4x3xf32> {ein.name = "A"}, %B: tensor<3x5xf32> {ein
 // CHECK-NEXT: };
 // CHECK-EMPTY:
 // CHECK-NEXT: #ifdef EINC_POPLAR_HOST
+// CHECK-NEXT: #include <algorithm>
 // CHECK-NEXT: #include <poplar/Graph.hpp>
 // CHECK-NEXT: #include <poplar/Program.hpp>
 // CHECK-EMPTY:
@@ -95,23 +98,27 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-NEXT:   poplar::Input<poplar::Vector<float>> X;
 // CHECK-NEXT:   poplar::Output<poplar::Vector<float>> Y;
 // CHECK-NEXT:   poplar::Input<poplar::Vector<float>> Mx;
+// CHECK-NEXT:   int einc_begin;
+// CHECK-NEXT:   int einc_end;
+// CHECK-NEXT:   int einc_base1;
 // CHECK-NEXT:   bool compute(unsigned workerId) {
 // CHECK-NEXT:     int gid = (int)workerId;
-// CHECK-NEXT:     for (int point = gid; point < 300; point += 6) {
+// CHECK-NEXT:     for (int point = einc_begin + gid; point < einc_end; point += 6) {
 // CHECK-NEXT:       int N = point / 100;
 // CHECK-NEXT:       int C = point % 100;
-// CHECK-NEXT:       Y[N * 100 + C] = expf(X[N * 100 + C]) / Mx[N];
+// CHECK-NEXT:       Y[N * 100 + C - einc_base1] = expf(X[N * 100 + C]) / Mx[N];
 // CHECK-NEXT:     }
 // CHECK-NEXT:     return true;
 // CHECK-NEXT:   }
 // CHECK-NEXT: };
 // CHECK-EMPTY:
 // CHECK-NEXT: #ifdef EINC_POPLAR_HOST
+// CHECK-NEXT: #include <algorithm>
 // CHECK-NEXT: #include <poplar/Graph.hpp>
 // CHECK-NEXT: #include <poplar/Program.hpp>
 // CHECK-EMPTY:
 // CHECK-NEXT: EINC_POPLAR_VERTEX(row_max_then_scale_Mx_{{[0-9a-f]+}}, X, Mx)
-// CHECK-NEXT: EINC_POPLAR_VERTEX(row_max_then_scale_Y_{{[0-9a-f]+}}, X, Y, Mx)
+// CHECK-NEXT: EINC_POPLAR_VERTEX(row_max_then_scale_Y_{{[0-9a-f]+}}, X, Y, Mx, einc_begin, einc_end, einc_base1)
 // CHECK-EMPTY:
 // CHECK-NEXT: void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers, poplar::program::Sequence &prog) {
 // CHECK-NEXT:   for (const poplar::Tensor &buffer : buffers) graph.setTileMapping(buffer, 0);
@@ -120,8 +127,15 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-NEXT:   graph.setTileMapping(v0, 0);
 // CHECK-NEXT:   prog.add(poplar::program::Execute(cs0));
 // CHECK-NEXT:   poplar::ComputeSet cs1 = graph.addComputeSet("row_max_then_scale_Y");
-// CHECK-NEXT:   poplar::VertexRef v1 = graph.addVertex(cs1, "row_max_then_scale_Y_{{[0-9a-f]+}}", {{[{][{]}}"X", buffers[0].flatten()}, {"Y", buffers[1].flatten()}, {"Mx", buffers[2].flatten()}});
-// CHECK-NEXT:   graph.setTileMapping(v1, 0);
+// CHECK-NEXT:   for (unsigned tile = 0; tile < 7; ++tile) {
+// CHECK-NEXT:     unsigned begin = tile * 43, end = std::min(begin + 43u, 300u);
+// CHECK-NEXT:     poplar::VertexRef v = graph.addVertex(cs1, "row_max_then_scale_Y_{{[0-9a-f]+}}", {{[{][{]}}"X", buffers[0].flatten()}, {"Y", buffers[1].flatten().slice(begin, end)}, {"Mx", buffers[2].flatten()}});
+// CHECK-NEXT:     graph.setInitialValue(v["einc_begin"], begin);
+// CHECK-NEXT:     graph.setInitialValue(v["einc_end"], end);
+// CHECK-NEXT:     graph.setInitialValue(v["einc_base1"], begin);
+// CHECK-NEXT:     graph.setTileMapping(v, tile);
+// CHECK-NEXT:     graph.setTileMapping(buffers[1].flatten().slice(begin, end), tile);
+// CHECK-NEXT:   }
 // CHECK-NEXT:   prog.add(poplar::program::Execute(cs1));
 // CHECK-NEXT: }
 // CHECK-NEXT: #endif  // EINC_POPLAR_HOST
@@ -161,6 +175,7 @@ func.func @halves_and_bytes(%H: tensor<8xf16> {ein.name = "H"}, %Q: tensor<8xi8>
 // CHECK-NEXT: };
 // CHECK-EMPTY:
 // CHECK-NEXT: #ifdef EINC_POPLAR_HOST
+// CHECK-NEXT: #include <algorithm>
 // CHECK-NEXT: #include <poplar/Graph.hpp>
 // CHECK-NEXT: #include <poplar/Program.hpp>
 // CHECK-EMPTY:

@@ -2,7 +2,8 @@
 //
 // The Engine checks what Poplar's graph compiler would reject (unmapped tensors and
 // vertices, unconnected fields) and what would race on the IPU (two vertices of one
-// compute set writing one element, or one reading what another writes), then runs the
+// compute set writing one element or one 32-bit word, or one reading what another
+// writes), then runs the
 // program on the CPU: for Execute(cs), every vertex's fields are filled, every vertex
 // computes (workers of a MultiVertex one after another), and outputs are written back.
 #pragma once
@@ -79,24 +80,46 @@ class Engine {
     for (const auto &[cs, vertices] : by_set) check_races(cs, vertices);
   }
 
+  // The IPU stores 32-bit words: two vertices writing narrower elements of one word race
+  // too (the mirror takes every variable to start on a word boundary). Writers are kept per
+  // element and per word of each variable, so the check is linear in the accesses.
   void check_races(unsigned cs, const std::vector<const einc::VertexInstance *> &vertices) const {
-    std::map<std::pair<const einc::Storage *, std::size_t>, std::size_t> writer;
-    std::vector<std::vector<einc::Access>> accesses(vertices.size());
+    std::map<const einc::Storage *, std::vector<long>> writer, word_writer;  // -1: none
+    auto owner = [](std::map<const einc::Storage *, std::vector<long>> &table, const einc::Storage *s,
+                    std::size_t count) -> std::vector<long> & {
+      std::vector<long> &v = table[s];
+      if (v.empty()) v.assign(count, -1);
+      return v;
+    };
+    std::vector<einc::Access> accesses;
     for (std::size_t k = 0; k < vertices.size(); ++k) {
-      for (const auto &[name, field] : vertices[k]->fields) field->accesses(accesses[k]);
-      for (const einc::Access &a : accesses[k]) {
+      accesses.clear();
+      for (const auto &[name, field] : vertices[k]->fields) field->accesses(accesses);
+      for (const einc::Access &a : accesses) {
         if (!a.writes) continue;
-        auto [it, fresh] = writer.emplace(std::make_pair(a.storage, a.element), k);
-        if (!fresh && it->second != k)
-          throw poplar_error(race(cs, "both write", vertices[it->second], vertices[k], a));
+        std::size_t size = a.storage->type.einc_size();
+        long &w = owner(writer, a.storage, a.storage->tiles.size())[a.element];
+        if (w >= 0 && w != static_cast<long>(k))
+          throw poplar_error(race(cs, "both write", vertices[w], vertices[k], a));
+        w = static_cast<long>(k);
+        if (size >= 4) continue;
+        long &word = owner(word_writer, a.storage, a.storage->tiles.size() * size / 4 + 1)[a.element * size / 4];
+        if (word >= 0 && word != static_cast<long>(k))
+          throw poplar_error(race(cs, "both write the 32-bit word of", vertices[word], vertices[k], a));
+        word = static_cast<long>(k);
       }
     }
-    for (std::size_t k = 0; k < vertices.size(); ++k)
-      for (const einc::Access &a : accesses[k]) {
-        auto it = writer.find({a.storage, a.element});
-        if (!a.writes && it != writer.end() && it->second != k)
-          throw poplar_error(race(cs, "one reads what the other writes", vertices[k], vertices[it->second], a));
+    for (std::size_t k = 0; k < vertices.size(); ++k) {
+      accesses.clear();
+      for (const auto &[name, field] : vertices[k]->fields) field->accesses(accesses);
+      for (const einc::Access &a : accesses) {
+        auto it = writer.find(a.storage);
+        if (a.writes || it == writer.end()) continue;
+        long w = it->second[a.element];
+        if (w >= 0 && w != static_cast<long>(k))
+          throw poplar_error(race(cs, "one reads what the other writes", vertices[k], vertices[w], a));
       }
+    }
   }
 
   std::string race(unsigned cs, const char *what, const einc::VertexInstance *a, const einc::VertexInstance *b,

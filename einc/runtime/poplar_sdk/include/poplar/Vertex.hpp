@@ -11,7 +11,7 @@
 //
 // Before compute() the mirror copies each edge's elements into the field (contiguous,
 // like the tile memory the IPU's exchange fills); after it, Output and InOut fields are
-// copied back.
+// copied back. A 1-D field's indexing is bounds-checked (poplar_error).
 #pragma once
 
 #include <cstddef>
@@ -150,6 +150,14 @@ template <class T, Direction D> class VectorField : public Field {
   std::size_t size() const { return edge_.size(); }
 
  protected:
+  // Indexing is checked: on the IPU an index past the connected elements reads or writes
+  // whatever lies beside them in tile memory.
+  std::size_t checked(std::size_t i) const {
+    if (i >= edge_.size())
+      throw poplar_error("a vertex indexes element " + std::to_string(static_cast<long long>(i)) +
+                         " of a field connected to " + std::to_string(edge_.size()) + " elements");
+    return i;
+  }
   Edge edge_;
   std::unique_ptr<T[]> data_;
 };
@@ -196,7 +204,7 @@ template <class T> class InOut : public einc::ScalarField<T, einc::Direction::In
 template <class T, VectorLayout L, unsigned A, bool I>
 class Input<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::In> {
  public:
-  const T &operator[](std::size_t i) const { return this->data_[i]; }
+  const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
   const T *begin() const { return this->data_.get(); }
   const T *end() const { return this->data_.get() + this->size(); }
   const T *data() const { return this->data_.get(); }
@@ -205,8 +213,8 @@ class Input<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::I
 template <class T, VectorLayout L, unsigned A, bool I>
 class Output<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::Out> {
  public:
-  T &operator[](std::size_t i) { return this->data_[i]; }
-  const T &operator[](std::size_t i) const { return this->data_[i]; }
+  T &operator[](std::size_t i) { return this->data_[this->checked(i)]; }
+  const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
   T *begin() { return this->data_.get(); }
   T *end() { return this->data_.get() + this->size(); }
   T *data() { return this->data_.get(); }
@@ -215,8 +223,8 @@ class Output<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::
 template <class T, VectorLayout L, unsigned A, bool I>
 class InOut<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::InOut> {
  public:
-  T &operator[](std::size_t i) { return this->data_[i]; }
-  const T &operator[](std::size_t i) const { return this->data_[i]; }
+  T &operator[](std::size_t i) { return this->data_[this->checked(i)]; }
+  const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
   T *begin() { return this->data_.get(); }
   T *end() { return this->data_.get() + this->size(); }
   T *data() { return this->data_.get(); }
