@@ -17,8 +17,8 @@ of `block` work-items, per dimension x y z) and a body that runs once per work-i
 index ops (`egpu.block_id x`, `egpu.thread_id y`, ...) read the work-item's coordinates;
 their ranges follow from the launch shape. `egpu.barrier` synchronises a work-group,
 `egpu.alloc_shared` is work-group (shared/local) memory, `egpu.subgroup_reduce` reduces over
-a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vfma`,
-`egpu.vreduce`) work on builtin `vector<NxT>` values of a target's vector width
+a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vconvert`,
+`egpu.vfma`, `egpu.vreduce`) work on builtin `vector<NxT>` values of a target's vector width
 (`einc-vectorize-loops` makes them; elementwise arithmetic on vectors is xDSL's `arith`). `egpu.load_extf`,
 `egpu.store_truncf` and `egpu.round` are legalization ops: a narrow float kept only in memory
 (f16 on devices without half arithmetic), read widened and written narrowed.
@@ -520,6 +520,30 @@ class VBroadcastOp(IRDLOperation):
 
 
 @irdl_op_definition
+class VConvertOp(IRDLOperation):
+    """Each element converted to the result's element type as a C cast does (and as
+    `arith.extf`/`truncf`/`sitofp`/`fptosi`/`extsi`/`trunci` do on scalars): floats round to
+    nearest, float to integer truncates toward zero, integers sign-extend or wrap. (xDSL's
+    arith casts take scalars only.)"""
+
+    name = "egpu.vconvert"
+    vector = operand_def(VectorType)
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+    assembly_format = "$vector attr-dict `:` type($vector) `->` type($result)"
+
+    def __init__(self, vector: SSAValue, result_type: VectorType):
+        super().__init__(operands=[vector], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_vector(self, self.vector.type)
+        _check_vector(self, self.result.type)
+        source, result = self.vector.type, self.result.type
+        if source.get_shape() != result.get_shape():  # type: ignore[union-attr]
+            raise VerifyException(f"egpu.vconvert: {source} and {result} differ in width")
+
+
+@irdl_op_definition
 class VFmaOp(IRDLOperation):
     """a * b + c, element-wise, with one rounding."""
 
@@ -692,6 +716,7 @@ EGPU = Dialect(
         VLoadOp,
         VStoreOp,
         VBroadcastOp,
+        VConvertOp,
         VFmaOp,
         VReduceOp,
         SubgroupReduceOp,
@@ -724,6 +749,7 @@ __all__ = [
     "SubgroupReduceOp",
     "ThreadIdOp",
     "VBroadcastOp",
+    "VConvertOp",
     "VFmaOp",
     "VLoadOp",
     "VReduceOp",

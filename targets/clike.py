@@ -285,6 +285,9 @@ class CLikeTarget:
     names are printed."""
     vector_store: ClassVar[str] = "einc_vstore_{s}x{n}({p}, {v});"
     """A vector store statement (`{v}` the value); "" stores lane by lane."""
+    vector_convert: ClassVar[str] = "__builtin_convertvector({0}, {T})"
+    """`egpu.vconvert` of `{0}` to vector type `{T}` (each element as a C cast); "" converts
+    lane by lane with the scalar cast."""
     vector_broadcast: ClassVar[str] = "{0} - ({T}){{}}"
     """A vector of `{0}` (C: a scalar operand is splat; `x - 0` is `x` for every x, -0.0 and
     NaN included, where `x + 0` would turn -0.0 into +0.0; gcc folds it to one broadcast)."""
@@ -1147,6 +1150,21 @@ def _vreduce(w: _Writer, op: egpu.VReduceOp) -> Expr:
     return Expr(f"{function}({w.value(op.vector).text})")
 
 
+def _vconvert(w: _Writer, op: egpu.VConvertOp) -> Expr:
+    t, source = op.result.type, op.vector.type
+    assert isinstance(t, VectorType) and isinstance(source, VectorType)
+    if w.t.vector_convert:
+        return Expr(w.vector_spelling(w.t.vector_convert, t, w.value(op.vector).text))
+    T, S = w.ctype(t), w.ctype(source)
+    scalar = w.ctype(t.get_element_type())
+    body = (
+        f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) "
+        f"{w.lane('r', 'k')} = ({scalar}){w.lane('a', 'k')}; return r;"
+    )
+    function = w.lanewise_helper(f"vconvert_{w.suffix(source)}", t, [(S, "a")], T, body)
+    return Expr(f"{function}({w.value(op.vector).text})")
+
+
 def _vfma(w: _Writer, op: egpu.VFmaOp) -> Expr:
     t = op.result.type
     assert isinstance(t, VectorType)
@@ -1164,6 +1182,7 @@ _VECTOR_STATEMENTS: dict[type[Operation], Callable[[_Writer, Operation], None]] 
 _VECTOR_EXPRESSIONS: dict[type[Operation], Callable[[_Writer, Operation], Expr]] = {
     egpu.VLoadOp: _vload,  # type: ignore[dict-item]
     egpu.VBroadcastOp: _vbroadcast,  # type: ignore[dict-item]
+    egpu.VConvertOp: _vconvert,  # type: ignore[dict-item]
     egpu.VReduceOp: _vreduce,  # type: ignore[dict-item]
     egpu.VFmaOp: _vfma,  # type: ignore[dict-item]
 }

@@ -59,6 +59,7 @@ class OpenCLTarget(DeviceTarget):
     vector_load: ClassVar[str] = "vload{n}(0, {p})"
     vector_store: ClassVar[str] = "vstore{n}({v}, 0, {p});"
     vector_broadcast: ClassVar[str] = "({T})({0})"
+    vector_convert: ClassVar[str] = "convert_{T}({0})"
 
     @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:

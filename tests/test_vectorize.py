@@ -2,7 +2,8 @@
 schedule marks `einc.vectorize` become vector code on C (GCC vector extensions) and the device
 targets, with scalar remainders for trip counts the width does not divide (constant and
 `min` bounds from tiling), and give the oracle's answer on random programs; the default C
-matmul really gets vector types; a loop without a vector form keeps `#pragma omp simd`;
+matmul really gets vector types; casts become `egpu.vconvert` (`__builtin_convertvector`,
+`convert_floatN`, lane-wise casts); a loop without a vector form keeps `#pragma omp simd`;
 reductions written with the mark by hand (vector accumulators, float sums reassociated)
 stay within the differential tests' tolerance.
 """
@@ -82,6 +83,46 @@ def _scheduled(prog: GenProgram, target: str, seed: int, bind: bool) -> Compilat
     return comp
 
 
+# ---- fixed kernels (C and every device target) ----------------------------------------------
+
+FIXED = [
+    # (program, inputs, axes: outer bound to thread.x, the loops to reorder, inner vectorized;
+    #  the float64 answer)
+    ("output0[N, M] = input0[N, M] * input1[M] - input0[N, M]",
+     {"input0": f32(5, 37), "input1": f32(37)}, ["N", "M"],
+     lambda a: a["input0"] * a["input1"] - a["input0"]),
+    ("output0[N, M] +=! input0[N, K] * input1[K, M]",
+     {"input0": f32(3, 7), "input1": f32(7, 23)}, ["N", "K", "M"],
+     lambda a: a["input0"] @ a["input1"]),
+    ("output0[N, M] = input0[N, M] * input1[M].cast(`float32`) + (input0[N, M] * 4.0).cast(`int32`).cast(`float32`)",
+     {"input0": f32(5, 37), "input1": {"dtype": "int32", "shape": [37]}}, ["N", "M"],
+     lambda a: a["input0"] * a["input1"] + np.trunc(a["input0"] * 4)),
+]  # fmt: skip
+
+
+def _fixed_inputs(inputs: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        k: (rng.uniform(-2, 2, v["shape"]) if v["dtype"] == "float32"
+            else rng.integers(-9, 10, v["shape"])).astype(v["dtype"])
+        for k, v in inputs.items()
+    }  # fmt: skip
+
+
+def _fixed_schedule(axes: list[str]) -> str:
+    lines = [f'%{a.lower()} = transform.einc.match stmt "output0" axis "{a}" in %root' for a in axes]
+    handles = [f"%{a.lower()}" for a in axes]
+    if len(axes) == 3:
+        lines.append(f"%r0, %r1, %r2 = transform.einc.reorder {', '.join(handles)}")
+        handles = ["%r0", "%r1", "%r2"]
+    lines += [f'transform.einc.bind {handles[0]} to "thread.x"', f"transform.einc.vectorize {handles[-1]}"]
+    body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
+    return (
+        "builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        f"{body}\n  }}\n}}\n"
+    )
+
+
 # ---- C ------------------------------------------------------------------------------------------
 
 
@@ -104,6 +145,20 @@ def _run_c(comp: Compilation, rng: np.random.Generator) -> tuple[dict[str, np.nd
         i.name: rng.uniform(-2, 2, i.shape).astype(i.dtype) for i in kernel.inputs
     }  # fmt: skip
     return arrays, kernel(**arrays)
+
+
+@pytest.mark.parametrize("case", range(len(FIXED)))
+def test_vectorized_kernels_on_c(case: int) -> None:
+    ir, inputs, axes, answer = FIXED[case]
+    lines = _fixed_schedule(axes).replace(f'transform.einc.bind %{axes[0].lower()} to "thread.x"\n', "")
+    lines = lines.replace('transform.einc.bind %r0 to "thread.x"\n', "")
+    comp = Compilation(ir, "<v>", inputs, None, "c", lines)
+    kernel = comp.kernel()
+    assert "einc_f32x16" in kernel.source and "omp simd" not in kernel.source
+    arrays = _fixed_inputs(inputs, 6)
+    got = kernel(**arrays)["output0"]
+    want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
+    assert max_error(got, want) <= tolerance("float32"), kernel.source
 
 
 @pytest.mark.parametrize("n, k, m", [(128, 64, 128), (64, 64, 100)])
@@ -151,46 +206,21 @@ def test_random_vectorized_schedules_match_oracle_on_opencl(prog: GenProgram, se
         check_output(name, outputs[name], exp, f"opencl, seed {seed}")
 
 
-FIXED = [
-    # (program, inputs, axes: outer bound to thread.x, the loops to reorder, inner vectorized)
-    ("output0[N, M] = input0[N, M] * input1[M] - input0[N, M]",
-     {"input0": f32(5, 37), "input1": f32(37)}, ["N", "M"]),
-    ("output0[N, M] +=! input0[N, K] * input1[K, M]",
-     {"input0": f32(3, 7), "input1": f32(7, 23)}, ["N", "K", "M"]),
-]  # fmt: skip
-
-
-def _fixed_schedule(axes: list[str]) -> str:
-    lines = [f'%{a.lower()} = transform.einc.match stmt "output0" axis "{a}" in %root' for a in axes]
-    handles = [f"%{a.lower()}" for a in axes]
-    if len(axes) == 3:
-        lines.append(f"%r0, %r1, %r2 = transform.einc.reorder {', '.join(handles)}")
-        handles = ["%r0", "%r1", "%r2"]
-    lines += [f'transform.einc.bind {handles[0]} to "thread.x"', f"transform.einc.vectorize {handles[-1]}"]
-    body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
-    return (
-        "builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
-        f"{body}\n  }}\n}}\n"
-    )
-
-
 @pytest.mark.parametrize("target", [
     pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "poplar")
 ])  # fmt: skip
 @pytest.mark.parametrize("case", range(len(FIXED)))
 def test_vectorized_kernels_on_device_targets(target: str, case: int) -> None:
     require(target)
-    ir, inputs, axes = FIXED[case]
+    ir, inputs, axes, answer = FIXED[case]
     comp = Compilation(ir, "<v>", inputs, None, target, _fixed_schedule(axes))
     comp.run_until("source")
     source = comp.results["source"]
     width = {"opencl": "float16", "hlsl": "float4", "sycl": "einc_f32x16", "poplar": "einc_f32x2"}
     assert width[target] in source, source
-    rng = np.random.default_rng(3)
-    arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    arrays = _fixed_inputs(inputs, 3)
     got = run_on_device(comp, arrays)["output0"]
-    a = {k: v.astype(np.float64) for k, v in arrays.items()}
-    want = a["input0"] * a["input1"] - a["input0"] if case == 0 else a["input0"] @ a["input1"]
+    want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
     assert max_error(got, want) <= tolerance("float32"), source
 
 
@@ -296,7 +326,7 @@ def test_vectorized_kernels_compile_for_cuda_and_hip(target: str, arch: str, cas
     """CUDA and HIP print a struct of lanes with lane-wise helpers (CUDA's float4 has no
     operators); the compilers accept them (run on a GPU where there is one)."""
     require(target)
-    ir, inputs, axes = FIXED[case]
+    ir, inputs, axes, answer = FIXED[case]
     comp = Compilation(ir, "<v>", inputs, None, target, _fixed_schedule(axes))
     source = comp.run_until("source")
     assert "struct einc_f32x4 { float v[4]; };" in source
@@ -312,10 +342,8 @@ def test_vectorized_kernels_compile_for_cuda_and_hip(target: str, arch: str, cas
     if target == "cuda" and available("cuda-gpu")[0]:
         from einc.runtime.cuda import load_cuda_kernel
 
-        rng = np.random.default_rng(5)
-        arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+        arrays = _fixed_inputs(inputs, 5)
         outputs = {"output0": poisoned(comp.program.outputs[0].shape, "float32")}
         load_cuda_kernel(source, manifest)(arrays, outputs)
-        a = {k: v.astype(np.float64) for k, v in arrays.items()}
-        want = a["input0"] * a["input1"] - a["input0"] if case == 0 else a["input0"] @ a["input1"]
+        want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
         assert max_error(outputs["output0"], want) <= tolerance("float32"), source

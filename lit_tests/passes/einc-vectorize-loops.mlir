@@ -222,3 +222,50 @@ func.func @tile_narrower_than_the_width(%A: memref<100xf32>, %B: memref<100xf32>
 // CHECK-LABEL: func.func @tile_narrower_than_the_width(
 // CHECK:         affine.for %[[I:.*]] = affine_map<(d0) -> (d0)>(%{{.*}}) to affine_map<(d0) -> (d0)>(%{{.*}}) step 4 {
 // CHECK-NEXT:      %[[V:.*]] = egpu.vload %{{.*}}[%[[I]]] : memref<100xf32> -> vector<4xf32>
+
+// -----
+
+// Casts become egpu.vconvert (C-cast semantics; xDSL's arith casts take scalars only); the
+// width follows the widest element (f64: 8 lanes), so the f32 and i32 vectors have 8 too.
+
+func.func @casts(%A: memref<16xi32>, %B: memref<16xf64>, %C: memref<16xf32>) {
+  affine.for %i = 0 to 16 {
+    %a = affine.load %A[%i] : memref<16xi32>
+    %f = arith.sitofp %a : i32 to f64
+    %b = affine.load %B[%i] : memref<16xf64>
+    %s = arith.addf %f, %b : f64
+    %t = arith.truncf %s : f64 to f32
+    affine.store %t, %C[%i] : memref<16xf32>
+  } {einc.vectorize}
+  func.return
+}
+
+// CHECK-LABEL: func.func @casts(
+// CHECK:         affine.for %[[I:.*]] = 0 to 16 step 8 {
+// CHECK-NEXT:      %[[A:.*]] = egpu.vload %{{.*}}[%[[I]]] : memref<16xi32> -> vector<8xi32>
+// CHECK-NEXT:      %[[F:.*]] = egpu.vconvert %[[A]] : vector<8xi32> -> vector<8xf64>
+// CHECK-NEXT:      %[[B:.*]] = egpu.vload %{{.*}}[%[[I]]] : memref<16xf64> -> vector<8xf64>
+// CHECK-NEXT:      %[[S:.*]] = arith.addf %[[F]], %[[B]] : vector<8xf64>
+// CHECK-NEXT:      %[[T:.*]] = egpu.vconvert %[[S]] : vector<8xf64> -> vector<8xf32>
+// CHECK-NEXT:      egpu.vstore %[[T]], %{{.*}}[%[[I]]] : vector<8xf32>, memref<16xf32>
+
+// -----
+
+// Ops that do not depend on the loop variable stay scalar (casts included) and are
+// broadcast where a vector op or store uses them.
+
+func.func @invariant_scalar_ops(%B: memref<4xf64>) {
+  affine.for %i = 0 to 4 {
+    %c = arith.constant 1.000000e+00 : f32
+    %e = arith.extf %c : f32 to f64
+    affine.store %e, %B[%i] : memref<4xf64>
+  } {einc.vectorize}
+  func.return
+}
+
+// CHECK-LABEL: func.func @invariant_scalar_ops(
+// CHECK:         affine.for %[[I:.*]] = 0 to 4 step 4 {
+// CHECK-NEXT:      %[[C:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[E:.*]] = arith.extf %[[C]] : f32 to f64
+// CHECK-NEXT:      %[[V:.*]] = egpu.vbroadcast %[[E]] : f64 -> vector<4xf64>
+// CHECK-NEXT:      egpu.vstore %[[V]], %{{.*}}[%[[I]]] : vector<4xf64>, memref<4xf64>

@@ -20,7 +20,8 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
   (last index coefficient 1, the others 0) become `egpu.vload`/`egpu.vstore`; loads that do
   not depend on the loop variable stay scalar and are broadcast (`egpu.vbroadcast`) where a
   vector op uses them; the elementwise arith ops of `ELEMENTWISE` apply to vectors as they
-  are; other ops that do not depend on the loop variable are cloned as scalars.
+  are, the casts of `CASTS` become `egpu.vconvert`; other side-effect-free ops that do not
+  depend on the loop variable are cloned as scalars.
 - Reductions: `store(combine(load(B[I]), x), B[I])` with `I` invariant in the loop, `B`
   accessed nowhere else in the body and `combine` one of `REDUCTIONS`, becomes a vector
   accumulator carried by the main loop (initialised with the combiner's identity), reduced
@@ -32,7 +33,7 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
   The mark on such a loop comes only from IR written by hand: transform.einc.vectorize
   refuses loops with a carried reduction.
 - Failure (a value; the IR untouched): anything else in the body (a gather or non-unit
-  stride, an op without a vector form such as a cast, compare or math call, an element type
+  stride, an op without a vector form such as a compare, select or math call, an element type
   outside `element_types`, nested regions), bounds outside the cases above, or no memory
   access to vectorize. The loop then stays scalar with its mark (C prints `omp simd`).
 """
@@ -76,6 +77,11 @@ ELEMENTWISE: frozenset[type[Operation]] = frozenset({
     arith.AndIOp, arith.OrIOp, arith.XOrIOp,
 })  # fmt: skip
 """Ops applied to vectors as they are (same op, vector operand and result types)."""
+
+CASTS: frozenset[type[Operation]] = frozenset({
+    arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.FPToSIOp, arith.ExtSIOp, arith.TruncIOp,
+})  # fmt: skip
+"""Conversions with C-cast semantics: `egpu.vconvert` on vectors."""
 
 REDUCTIONS: dict[type[Operation], egpu.ReduceKind] = {
     arith.AddfOp: egpu.ReduceKind.ADD, arith.MulfOp: egpu.ReduceKind.MUL,
@@ -257,10 +263,10 @@ def _analyze(loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attrib
             if not is_side_effect_free(op):
                 return refuse(f"{op.name} cannot be cloned into the vector body")
             continue
-        if type(op) not in ELEMENTWISE:
+        if type(op) not in ELEMENTWISE and type(op) not in CASTS:
             return refuse(f"{op.name} has no vector form")
         plan.varying |= set(op.results)
-        vector_types.add(op.results[0].type)
+        vector_types |= {op.results[0].type, *(o.type for o in op.operands)}
     for op, access in plan.accesses.items():
         if isinstance(op, affine.StoreOp) and access.unit and _element(op.memref) not in element_types:
             return refuse(f"no vectors of {_element(op.memref)} on this target")
@@ -429,6 +435,11 @@ def vectorize_loop(
             continue
         if isinstance(op, affine.ApplyOp) and op.result in plan.varying:
             continue  # folded into the accesses
+        if type(op) in CASTS and op.results[0] in plan.varying:
+            convert = egpu.VConvertOp(vector(op.operands[0]), VectorType(op.results[0].type, [W]))
+            ops.append(convert)
+            vectors[op.results[0]] = convert.result
+            continue
         if op.results and op.results[0] in plan.varying:
             new = type(op).create(
                 operands=[vector(o) for o in op.operands],
@@ -480,4 +491,4 @@ def vectorize_loop(
     return main, tail
 
 
-__all__ = ["ELEMENTWISE", "REDUCTIONS", "vectorize_loop"]
+__all__ = ["CASTS", "ELEMENTWISE", "REDUCTIONS", "vectorize_loop"]
