@@ -4,7 +4,8 @@ remainder loop.
 
 Policy only: the width comes from the target (`vector_lanes()`: float32 lanes, the device
 description's `vector_width`, 16 for C built with `-mprefer-vector-width=512`), the element
-types from the target's `vector_elements` (types its printer has vectors of). The mechanism
+types from the target's `vector_elements` (types its printer has vectors of), the math
+functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins). The mechanism
 and its contract are in `einc.passes.utils.vectorize`. A loop the mechanism refuses (a
 gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
 `#pragma omp simd` for it. That is the documented fallback, not an error.
@@ -48,4 +49,5 @@ class VectorizeLoopsPass(ModulePass):
             if isinstance(loop, affine.ForOp) and VECTORIZE_ATTR in loop.attributes
         ]  # fmt: skip
         for loop in marked:
-            vectorize_loop(loop, lanes, elements)  # a Failure leaves the loop scalar
+            # a Failure leaves the loop scalar
+            vectorize_loop(loop, lanes, elements, target.vector_math)

@@ -279,6 +279,9 @@ class CLikeTarget:
     })  # fmt: skip
     """Ops whose scalar operator spelling applies to vectors as is; other elementwise ops
     call a lane-wise helper `einc_v<op>_<s>x<n>` built from their scalar spelling."""
+    vector_math: ClassVar[frozenset[type[Operation]]] = frozenset()
+    """`math` ops whose scalar spelling takes vectors as is (OpenCL's overloaded builtins):
+    `einc-vectorize-loops` vectorizes loops calling them; other math keeps a loop scalar."""
     vector_load: ClassVar[str] = "einc_vload_{s}x{n}({p})"
     """A vector load: `{p}` the address of the first element, `{lanes}` the lanes' element
     accesses separated by commas, `{T}` the vector type. Helpers of `vector_helpers` it
@@ -592,8 +595,12 @@ class _Writer:
 
     def spell(self, op: Operation, spelling: Spelling) -> Expr:
         result_type = op.results[0].type
-        if isinstance(result_type, VectorType) and type(op) not in self.t.vector_operators:
-            return self.lanewise(op, spelling)
+        if isinstance(result_type, VectorType):
+            if type(op) not in self.t.vector_operators and type(op) not in self.t.vector_math:
+                return self.lanewise(op, spelling)
+            result_type = result_type.get_element_type()  # fields of the element type
+            if spelling.helper is not None:
+                raise TargetError(f"internal error: {op.name} on vectors calls a scalar helper")
         operand_type = op.operands[0].type if op.operands else result_type
         fields = {
             "t": self.ctype(result_type),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.targets.clike import CLikeTarget
@@ -60,6 +61,12 @@ class OpenCLTarget(DeviceTarget):
     vector_store: ClassVar[str] = "vstore{n}({v}, 0, {p});"
     vector_broadcast: ClassVar[str] = "({T})({0})"
     vector_convert: ClassVar[str] = "convert_{T}({0})"
+    vector_math = frozenset({
+        mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log10Op, mathd.SqrtOp,
+        mathd.SinOp, mathd.CosOp, mathd.TanhOp, mathd.AbsFOp, mathd.FloorOp, mathd.CeilOp,
+        mathd.TruncOp, mathd.PowFOp, mathd.FmaOp,
+    })  # fmt: skip
+    """OpenCL's math builtins are overloaded for `floatN`/`doubleN`: the same call on vectors."""
 
     @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:

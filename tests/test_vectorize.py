@@ -347,3 +347,32 @@ def test_vectorized_kernels_compile_for_cuda_and_hip(target: str, arch: str, cas
         load_cuda_kernel(source, manifest)(arrays, outputs)
         want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
         assert max_error(outputs["output0"], want) <= tolerance("float32"), source
+
+
+MATH = "output0[N, M] = (input0[N, M] - input1[M]).call(`exp`) + input0[N, M].call(`sqrt`)"
+MATH_INPUTS = {"input0": f32(5, 37), "input1": f32(37)}
+
+
+@pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.opencl)])
+def test_math_vectorizes_only_where_the_target_has_vector_math(target: str) -> None:
+    """OpenCL's exp/sqrt are overloaded for floatN: the loop becomes vector code. C has no
+    vector libm spelling: the loop stays scalar with `#pragma omp simd`. Both match NumPy."""
+    if target != "c":
+        require(target)
+    schedule = _fixed_schedule(["N", "M"])
+    if target == "c":
+        schedule = schedule.replace('transform.einc.bind %n to "thread.x"\n', "")
+    comp = Compilation(MATH, "<math>", MATH_INPUTS, None, target, schedule)
+    source = comp.run_until("source")
+    if target == "c":
+        assert "#pragma omp simd" in source and "einc_f32x" not in source
+    else:
+        assert "exp(v - v_1)" in source and "float16" in source, source
+    arrays = {k: np.random.default_rng(7).uniform(0, 3, v["shape"]).astype(np.float32)
+              for k, v in MATH_INPUTS.items()}  # fmt: skip
+    if target == "c":
+        got = comp.kernel()(**arrays)["output0"]
+    else:
+        got = run_on_device(comp, arrays)["output0"]
+    x, y = arrays["input0"].astype(np.float64), arrays["input1"].astype(np.float64)
+    assert max_error(got, np.exp(x - y) + np.sqrt(x)) <= tolerance("float32"), source

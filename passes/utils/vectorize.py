@@ -33,7 +33,8 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
   The mark on such a loop comes only from IR written by hand: transform.einc.vectorize
   refuses loops with a carried reduction.
 - Failure (a value; the IR untouched): anything else in the body (a gather or non-unit
-  stride, an op without a vector form such as a compare, select or math call, an element type
+  stride, an op without a vector form such as a compare, a select or a math call outside
+  `vector_math`, an element type
   outside `element_types`, nested regions), bounds outside the cases above, or no memory
   access to vectorize. The loop then stays scalar with its mark (C prints `omp simd`).
 """
@@ -211,7 +212,10 @@ def _reduction(store_access: _Access, body: Block) -> _Reduction | Failure:
     return fail
 
 
-def _analyze(loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute]) -> _Plan | Failure:
+def _analyze(
+    loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute],
+    vector_math: frozenset[type[Operation]],
+) -> _Plan | Failure:
     where = describe(loop)
     if step_of(loop) != 1 or loop.results:
         return Failure(f"cannot vectorize {where}: only loops of step 1 without results")
@@ -263,7 +267,7 @@ def _analyze(loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attrib
             if not is_side_effect_free(op):
                 return refuse(f"{op.name} cannot be cloned into the vector body")
             continue
-        if type(op) not in ELEMENTWISE and type(op) not in CASTS:
+        if type(op) not in ELEMENTWISE and type(op) not in CASTS and type(op) not in vector_math:
             return refuse(f"{op.name} has no vector form")
         plan.varying |= set(op.results)
         vector_types |= {op.results[0].type, *(o.type for o in op.operands)}
@@ -348,11 +352,13 @@ def _indices(builder: list[Operation], access: _Access, mapping: dict[SSAValue, 
 
 
 def vectorize_loop(
-    loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute]
+    loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute],
+    vector_math: frozenset[type[Operation]] = frozenset(),
 ) -> tuple[affine.ForOp, affine.ForOp | None] | Failure:
     """Strip-mine `loop` (marked `einc.vectorize`) into a vector main loop and a scalar
-    remainder (None when not needed); see the module docstring for the contract."""
-    plan = _analyze(loop, lanes_f32, element_types)
+    remainder (None when not needed); see the module docstring for the contract.
+    `vector_math`: further elementwise ops (`math` functions) the target has vector forms of."""
+    plan = _analyze(loop, lanes_f32, element_types, vector_math)
     if isinstance(plan, Failure):
         return plan
     W = plan.width
