@@ -17,7 +17,11 @@ Printing rules:
 - affine floordiv/mod/ceildiv print as C `/` and `%` when the dividend is provably
   non-negative (from loop bounds), else through helpers with floor semantics;
 - float literals are the shortest text that round-trips in their type (`0.1f`), infinities
-  and NaN are INFINITY / NAN; f16 constants are cast from exact f32 literals.
+  and NaN are INFINITY / NAN; f16 constants are cast from exact f32 literals;
+- vector values (`einc-vectorize-loops`) are always named: their type, loads, stores,
+  broadcasts and conversions come from the `vector_*` tables; arithmetic uses the scalar
+  operator where `vector_operators`/`vector_math` allow it, else a lane-wise helper built from
+  the scalar spelling (`einc_vmaximumf_f32x16`); lane reductions are helpers too.
 """
 
 from __future__ import annotations
