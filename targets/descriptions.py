@@ -109,11 +109,7 @@ class TargetDescription:
 _BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, "int16": 16,
          "int8": 8, "bool": 8}  # fmt: skip
 _NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
-_GLSLANG_HLSL = frozenset({"float64", "float32", "int32"})  # no int64_t in glslang's HLSL
-_HLSL_INT64 = (
-    "glslang's HLSL front end has no int64_t (only uint64_t, whose 64-bit literals it "
-    "truncates to 32 bits and which it cannot cast to explicitly)"
-)
+_GLSLANG_HLSL = frozenset({"float64", "float32", "int64", "int32"})  # int64 as uint64_t
 
 DESCRIPTIONS: dict[str, TargetDescription] = {
     d.name: d
@@ -141,7 +137,6 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
             subgroup_size=4, vector_width=4, default_block=64,
             storage_dtypes=_GLSLANG_HLSL, arith_dtypes=_GLSLANG_HLSL | {"bool"},
-            dtype_notes=(("int64", _HLSL_INT64),),
         ),
         TargetDescription(
             "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),

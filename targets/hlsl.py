@@ -10,8 +10,9 @@ stores int8/int16/float16 buffers as int32/float32 (the manifest's `storage_dtyp
 `legalize-narrow-ints` computes int8/int16 in int (wrapping), and halves are float values
 rounded with `f32tof16`. Indices are 32-bit `int`. Math: overloaded names (`exp`), `abs`,
 `max`/`min`, `mad`; `erf` and C's `round` (half away from zero) are helpers. HLSL has no
-double-precision transcendental functions: a float64 `exp` is refused (TargetError), and
-glslang has no signed 64-bit integer type: int64 tensors and values are refused too.
+double-precision transcendental functions: a float64 `exp` is refused (TargetError).
+glslang has no signed 64-bit integer type: int64 is printed as `uint64_t` (two's complement
+bits) with the signed operations as helpers (below).
 """
 
 from __future__ import annotations
@@ -22,12 +23,22 @@ from typing import ClassVar
 
 from xdsl.dialects import arith, func
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IndexType, ModuleOp, f32, f64, i1, i32
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, f32, f64, i1, i32, i64
 from xdsl.ir import Operation
 
 from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
-from einc.targets.clike import CLikeTarget, Expr, Spelling, call, helper, _Writer  # pyright: ignore[reportPrivateUsage]
+from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
+    CAST,
+    UNARY,
+    CLikeTarget,
+    Expr,
+    Spelling,
+    _Writer,
+    call,
+    compare,
+    helper,
+)
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers, use_text
 
 HLSL_KEYWORDS = frozenset(
@@ -40,6 +51,122 @@ HLSL_KEYWORDS = frozenset(
     globallycoherent numthreads mad lerp saturate clamp frac rcp sign step lit dot cross
     asfloat asint asuint f32tof16 f16tof32 isnan isinf isfinite any all""".split()
 )
+
+# ---- int64 as uint64_t --------------------------------------------------------------------------
+# glslang's HLSL has `uint64_t` but no `int64_t`: an i64 is a uint64_t (two's complement), so
+# + - * & | ^ << == != and loads/stores are unchanged, and every signed operation is a helper
+# on the bits. glslang also truncates 64-bit literals (2^63 became 0) and rejects explicit
+# casts to uint64_t, so constants outside int's range are built from two uint halves at run
+# time and conversions go through helper parameters (an int argument sign-extends).
+
+_SIGN64 = "einc_bits_i64(2147483648u, 0u)"
+_I64_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # name: (definition, helpers it calls)
+    "bits": ("inline uint64_t einc_bits_i64(uint hi, uint lo) "
+             "{ uint64_t h = hi; uint64_t l = lo; return (h << 32) | l; }", ()),
+    "slt": ("inline bool einc_slt_i64(uint64_t a, uint64_t b) "
+            f"{{ return (a ^ {_SIGN64}) < (b ^ {_SIGN64}); }}", ("bits",)),
+    "absi": ("inline uint64_t einc_absi_i64(uint64_t a) { return (a >> 63) != 0 ? 0 - a : a; }", ()),
+    "divsi": ("inline uint64_t einc_divsi_i64(uint64_t a, uint64_t b) { uint64_t q = "
+              "einc_absi_i64(a) / einc_absi_i64(b); return ((a ^ b) >> 63) != 0 ? 0 - q : q; }",
+              ("absi",)),
+    "remsi": ("inline uint64_t einc_remsi_i64(uint64_t a, uint64_t b) "
+              "{ return a - einc_divsi_i64(a, b) * b; }", ("divsi",)),
+    "floordiv": ("inline uint64_t einc_floordiv_i64(uint64_t a, uint64_t b) { uint64_t q = "
+                 "einc_divsi_i64(a, b); return (q * b != a && ((a ^ b) >> 63) != 0) ? q - 1 : q; }",
+                 ("divsi",)),
+    "ceildiv": ("inline uint64_t einc_ceildiv_i64(uint64_t a, uint64_t b) { uint64_t q = "
+                "einc_divsi_i64(a, b); return (q * b != a && ((a ^ b) >> 63) == 0) ? q + 1 : q; }",
+                ("divsi",)),
+    "shrsi": ("inline uint64_t einc_shrsi_i64(uint64_t a, uint64_t b) "
+              "{ return (a >> 63) != 0 ? ~(~a >> b) : a >> b; }", ()),
+    "maxsi": ("inline uint64_t einc_maxsi_i64(uint64_t a, uint64_t b) "
+              "{ return einc_slt_i64(a, b) ? b : a; }", ("slt",)),
+    "minsi": ("inline uint64_t einc_minsi_i64(uint64_t a, uint64_t b) "
+              "{ return einc_slt_i64(a, b) ? a : b; }", ("slt",)),
+    "ipowi": ("inline uint64_t einc_ipowi_i64(uint64_t a, uint64_t b) { if ((b >> 63) != 0) "
+              "return a == 1 ? 1 : a == 0 - 1 ? ((b & 1) != 0 ? 0 - 1 : 1) : 0; uint64_t r = 1; "
+              "for (; b != 0; b >>= 1, a *= a) if ((b & 1) != 0) r *= a; return r; }", ()),
+    "sext": ("inline uint64_t einc_sext_i64(uint64_t a) { return a; }  // an int argument "
+             "sign-extends", ()),
+    "tof32": ("inline float einc_tof32_i64(uint64_t a) "
+              "{ return (a >> 63) != 0 ? -(float)(0 - a) : (float)a; }", ()),
+    "tof64": ("inline double einc_tof64_i64(uint64_t a) "
+              "{ return (a >> 63) != 0 ? -(double)(0 - a) : (double)a; }", ()),
+    "fromf32": ("inline uint64_t einc_fromf32_i64(float a) { float m = trunc(abs(a)); "
+                "uint hi = (uint)(m / 4294967296.0f); uint lo = (uint)(m - (float)hi * 4294967296.0f); "
+                "uint64_t h = hi; uint64_t l = lo; uint64_t r = (h << 32) | l; "
+                "return a < 0 ? 0 - r : r; }", ()),
+    "fromf64": ("inline uint64_t einc_fromf64_i64(double a) { double m = abs(a); "
+                "uint hi = (uint)(m / 4294967296.0L); uint lo = (uint)(m - (double)hi * 4294967296.0L); "
+                "uint64_t h = hi; uint64_t l = lo; uint64_t r = (h << 32) | l; "
+                "return a < 0 ? 0 - r : r; }", ()),
+}
+_CMP64 = {2: "einc_slt_i64({0}, {1})", 3: "!einc_slt_i64({1}, {0})",
+          4: "einc_slt_i64({1}, {0})", 5: "!einc_slt_i64({0}, {1})"}  # fmt: skip
+"""Signed predicates (slt sle sgt sge) by number."""
+_BINARY64: dict[type[Operation], str] = {
+    arith.DivSIOp: "divsi", arith.RemSIOp: "remsi", arith.FloorDivSIOp: "floordiv",
+    arith.CeilDivSIOp: "ceildiv", arith.ShRSIOp: "shrsi", arith.MaxSIOp: "maxsi",
+    arith.MinSIOp: "minsi", mathd.IPowIOp: "ipowi",
+}  # fmt: skip
+
+
+def _use64(w: _Writer, name: str) -> str:
+    """Print the i64 helper `name` (after those it calls) once; its function name."""
+    text, calls = _I64_HELPERS[name]
+    for callee in calls:
+        _use64(w, callee)
+    w.helpers_used.setdefault((f"{name}64", "i64"), text)
+    return f"einc_{name}_i64"
+
+
+def _default(w: _Writer, op: Operation) -> Expr:
+    spelling = w.t.ops.get(type(op))
+    if isinstance(op, arith.CmpiOp):
+        spelling = compare(w.t.cmpi[op.predicate.value.data])
+    elif isinstance(op, arith.ExtUIOp | arith.UIToFPOp) and op.operands[0].type == i1:
+        spelling = CAST
+    if spelling is None:
+        w.unsupported(op)
+        raise AssertionError
+    return w.spell(op, spelling)
+
+
+def _int64(w: _Writer, op: Operation) -> Expr:
+    """Signed operations on or conversions to and from i64, as helpers (else as usual)."""
+    operand, result = op.operands[0].type, op.results[0].type
+    args = [w.value(v).text for v in op.operands]
+    if isinstance(op, arith.CmpiOp) and operand == i64 and op.predicate.value.data in _CMP64:
+        _use64(w, "slt")
+        return Expr(_CMP64[op.predicate.value.data].format(*args), UNARY)
+    if type(op) in _BINARY64 and operand == i64:
+        return Expr(f"{_use64(w, _BINARY64[type(op)])}({args[0]}, {args[1]})")
+    if isinstance(op, mathd.AbsIOp) and operand == i64:
+        return Expr(f"{_use64(w, 'absi')}({args[0]})")
+    if isinstance(op, arith.SIToFPOp) and operand == i64:
+        return Expr(f"{_use64(w, 'tof64' if result == f64 else 'tof32')}({args[0]})")
+    if isinstance(op, arith.FPToSIOp) and result == i64:
+        return Expr(f"{_use64(w, 'fromf64' if operand == f64 else 'fromf32')}({args[0]})")
+    if isinstance(op, arith.ExtSIOp | arith.ExtUIOp | arith.IndexCastOp) and result == i64:
+        value = f"(int){w.value(op.operands[0]).operand(UNARY)}" if operand == i1 else args[0]
+        return Expr(f"{_use64(w, 'sext')}({value})")
+    return _default(w, op)
+
+
+class _HLSLWriter(_Writer):
+    """Builds i64 constants outside int's range from two 32-bit halves at run time."""
+
+    def constant(self, op: arith.ConstantOp) -> Expr:
+        value = op.value
+        if op.result.type != i64 or not isinstance(value, IntegerAttr):
+            return super().constant(op)
+        bits = value.value.data % (1 << 64)
+        signed = bits - (1 << 64) if bits >> 63 else bits
+        if -(1 << 31) < signed < (1 << 31):
+            return super().constant(op)
+        return Expr(f"{_use64(self, 'bits')}({bits >> 32}u, {bits & 0xFFFFFFFF}u)")
+
 
 def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
     """`groupshared` arrays are globals: declared before the kernels."""
@@ -71,9 +198,9 @@ class HLSLTarget(DeviceTarget):
         **{f"thread_id.{d}": f"((int)einc_thread.{d})" for d in "xyz"},
         **{f"global_id.{d}": f"((int)einc_global.{d})" for d in "xyz"},
     }  # block and grid sizes print as the launch's constants
-    types = {f64: "double", f32: "float", i32: "int", i1: "bool", IndexType(): "int"}
-    """No int64: glslang's HLSL has `uint64_t` but no signed 64-bit type."""
-    unsigned_types = {i32: "uint", i1: "bool", IndexType(): "uint"}
+    types = {f64: "double", f32: "float", i64: "uint64_t", i32: "int", i1: "bool", IndexType(): "int"}
+    """int64 is `uint64_t` with signed operations as helpers: glslang's HLSL has no int64_t."""
+    unsigned_types = {i64: "uint64_t", i32: "uint", i1: "bool", IndexType(): "uint"}
     vector_elements = frozenset({f32, i32})
     vector_type: ClassVar[str] = "{t}{n}"
     vector_typedef: ClassVar[str] = ""
@@ -131,6 +258,13 @@ class HLSLTarget(DeviceTarget):
         **DeviceTarget.statement_printers,
         egpu.AllocSharedOp: _hlsl_alloc_shared,  # type: ignore[dict-item]
     }
+    expression_printers = {
+        **DeviceTarget.expression_printers,
+        **{op: _int64 for op in (
+            arith.CmpiOp, *_BINARY64, mathd.AbsIOp, arith.SIToFPOp, arith.FPToSIOp,
+            arith.ExtSIOp, arith.ExtUIOp, arith.IndexCastOp,
+        )},  # fmt: skip
+    }  # type: ignore[assignment]
 
     @classmethod
     def host(cls, w: _Writer, op: func.FuncOp) -> None:
@@ -161,6 +295,11 @@ class HLSLTarget(DeviceTarget):
             f"void {f.sym_name.data}(uint3 einc_group : SV_GroupID, "
             "uint3 einc_thread : SV_GroupThreadID, uint3 einc_global : SV_DispatchThreadID)"
         )
+
+    @classmethod
+    def emit(cls, module: ModuleOp) -> str:
+        cls.manifest(module)  # refuse impossible launches before printing anything
+        return _HLSLWriter(cls).module(module)
 
     @classmethod
     def manifest(cls, module: ModuleOp) -> LaunchManifest:

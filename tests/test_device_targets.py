@@ -5,8 +5,8 @@ SYCL (Intel's OpenCL CPU device) and Poplar (einc's CPU mirror), compile-checked
 
 A missing toolchain skips its tests with the reason (einc.runtime.toolchains), and fails
 them when CI=true. Programs a target cannot express are checked to be refused with a
-TargetError saying why (HLSL: no int64 in glslang's HLSL, no float64 math; Poplar: no
-float64), before any lowering for a missing dtype, never miscompiled.
+TargetError saying why (HLSL: no float64 math; Poplar: no float64, refused before any
+lowering), never miscompiled. HLSL computes int64 as uint64_t with signed helpers.
 """
 
 from __future__ import annotations
@@ -28,15 +28,8 @@ from tests.test_conformance import ALL, Program, check_against_reference, fresh_
 EXECUTED = ("opencl", "hlsl", "sycl", "poplar")
 COMPILED = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
 
-_INT64 = r"hlsl target: int64 (tensor '\w+'|value) is not supported .*no int64_t"
 UNSUPPORTED: dict[str, dict[str, str]] = {
-    "hlsl": {
-        "int_shifts": _INT64,
-        "float16_casts": _INT64,
-        "gather_2d_with_int64_index": _INT64,
-        "int_sum_to_int64": _INT64,
-        "float64_math": "no f64 math",
-    },
+    "hlsl": {"float64_math": "no f64 math"},
     "poplar": {
         name: r"poplar target: float64 (tensor '\w+'|value) is not supported"
         for name in ("float64_math", "axis_val_and_dtype", "scalar_file")
@@ -127,16 +120,16 @@ def test_unsupported_program_is_refused(target: str, name: str, phrase: str) -> 
 
 def test_dtype_refusal_names_the_tensor_at_its_source_location() -> None:
     """Before any lowering: the tensor, its dtype and where the program reads it."""
-    program = "input x: float32[4]\ninput big: int64[4]\ny[N] = x[N] + big[N].cast(`float32`)\n"
+    program = "input x: float32[4]\ninput big: float64[4]\ny[N] = x[N] + big[N].cast(`float32`)\n"
     with pytest.raises(TargetError) as info:
-        Compilation(program, "prog.ein", target="hlsl").run_until("target")
+        Compilation(program, "prog.ein", target="poplar").run_until("target")
     err = info.value
     assert err.loc is not None and (err.loc.file, err.loc.line, err.loc.col) == ("prog.ein", 3, 15)
-    assert "hlsl target: int64 tensor 'big' is not supported" in err.message
-    assert "no int64_t" in err.message
-    value = "input x: int32[4]\ny[N] = (x[N].cast(`int64`) * 3).cast(`int32`)\n"
-    with pytest.raises(TargetError, match="hlsl target: int64 value is not supported"):
-        Compilation(value, "prog.ein", target="hlsl").run_until("target")
+    assert "poplar target: float64 tensor 'big' is not supported" in err.message
+    assert "no double precision" in err.message
+    value = "input x: float32[4]\ny[N] = (x[N].cast(`float64`) * 3).cast(`float32`)\n"
+    with pytest.raises(TargetError, match="poplar target: float64 value is not supported"):
+        Compilation(value, "prog.ein", target="poplar").run_until("target")
 
 
 @pytest.mark.parametrize("target", [*EXECUTED, *COMPILED])
@@ -319,3 +312,47 @@ def test_poplar_mirror_refuses_two_vertices_writing_one_word() -> None:
     runner = load_poplar_kernel(_WORD_RACE, manifest)
     with pytest.raises(ToolchainError, match="both write the 32-bit word"):
         runner({}, {"out": np.zeros(4, np.int8)})
+
+
+# ---- HLSL int64 (uint64_t with signed helpers) --------------------------------------------------
+
+_HLSL_INT64 = """
+input a: int64[64]
+input b: int64[64]
+input f: float32[64]
+input i: int32[64]
+output pick, mx, mn, sh, tof, fromf, arith, ext, big
+pick[N] = a[N].when([a[N] < b[N]], b[N])
+mx[] >=! a[N]
+mn[] <=! a[N]
+sh[N] = a[N] >> 3
+tof[N] = a[N].cast(`float32`)
+fromf[N] = f[N].cast(`int64`)
+arith[N] = a[N] * b[N] + a[N] // 7 - a[N] % 5
+ext[N] = i[N].cast(`int64`) * 3000000
+big[N] = a[N] + 5000000000 - const(-7000000000, `int64`)
+"""
+
+
+def test_hlsl_int64_beyond_32_bits_matches_numpy() -> None:
+    """Signed compares, max/min reductions (INT64_MIN/MAX identities), arithmetic shifts,
+    conversions to and from float, sign extension and 64-bit literals, on values that need
+    all 64 bits (MIN, MAX, -1 included)."""
+    require("hlsl")
+    rng = np.random.default_rng(fresh_seed())
+    a, b = rng.integers(-(2**62), 2**62, 64), rng.integers(-(2**40), 2**40, 64)
+    a[:4], b[4:8] = [-(2**63), 2**63 - 1, -1, 0], a[4:8]
+    f = (rng.standard_normal(64) * 10.0 ** rng.integers(0, 15, 64)).astype(np.float32)
+    f[:3] = [-0.5, 0.7, -3.99]
+    i = rng.integers(-(2**31), 2**31, 64).astype(np.int32)
+    kernel = Compilation(_HLSL_INT64, "<int64>", target="hlsl").kernel()
+    out = kernel(a=a, b=b, f=f, i=i)
+    with np.errstate(over="ignore"):
+        want = {
+            "pick": np.where(a < b, a, b), "mx": a.max(), "mn": a.min(), "sh": a >> 3,
+            "tof": a.astype(np.float32), "fromf": f.astype(np.int64),
+            "arith": a * b + a // 7 - a % 5, "ext": i.astype(np.int64) * 3000000,
+            "big": a + 5000000000 + 7000000000,
+        }  # fmt: skip
+    for name, value in want.items():
+        np.testing.assert_array_equal(out[name], value, err_msg=name)

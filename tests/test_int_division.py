@@ -16,14 +16,11 @@ import numpy as np
 import pytest
 
 from einc.driver import Compilation, poisoned
-from einc.errors import TargetError
 from einc.interp import run_interpreted
 from einc.reference import run_reference
 from tests.test_device_targets import require
 
 SIGNED = ("int8", "int16", "int32", "int64")
-REFUSED = {("hlsl", "int64")}
-"""(target, dtype) pairs refused with a TargetError (tests/test_device_targets.py says why)."""
 TARGETS = ("c", "opencl", "sycl", "hlsl", "poplar")
 
 PROGRAM = """
@@ -131,10 +128,6 @@ def _target_cases() -> list[Any]:
 
 @pytest.mark.parametrize(("target", "dtype"), _target_cases())
 def test_target_matches_numpy(target: str, dtype: str) -> None:
-    if (target, dtype) in REFUSED:
-        with pytest.raises(TargetError, match=f"{target} target: {dtype} tensor 'a'"):
-            compilation(dtype, target).run_until("source")
-        return
     if target != "c":
         require(target)
     seed = int(np.random.SeedSequence().entropy % 2**32)  # type: ignore[operator]
