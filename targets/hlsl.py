@@ -53,57 +53,58 @@ HLSL_KEYWORDS = frozenset(
 )
 
 # ---- int64 as uint64_t --------------------------------------------------------------------------
+# (helpers are named einc_<op>_s64: einc_<op>_i64 is the name of an `index` (int) helper)
 # glslang's HLSL has `uint64_t` but no `int64_t`: an i64 is a uint64_t (two's complement), so
 # + - * & | ^ << == != and loads/stores are unchanged, and every signed operation is a helper
 # on the bits. glslang also truncates 64-bit literals (2^63 became 0) and rejects explicit
 # casts to uint64_t, so constants outside int's range are built from two uint halves at run
 # time and conversions go through helper parameters (an int argument sign-extends).
 
-_SIGN64 = "einc_bits_i64(2147483648u, 0u)"
+_SIGN64 = "einc_bits_s64(2147483648u, 0u)"
 _I64_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     # name: (definition, helpers it calls)
-    "bits": ("inline uint64_t einc_bits_i64(uint hi, uint lo) "
+    "bits": ("inline uint64_t einc_bits_s64(uint hi, uint lo) "
              "{ uint64_t h = hi; uint64_t l = lo; return (h << 32) | l; }", ()),
-    "slt": ("inline bool einc_slt_i64(uint64_t a, uint64_t b) "
+    "slt": ("inline bool einc_slt_s64(uint64_t a, uint64_t b) "
             f"{{ return (a ^ {_SIGN64}) < (b ^ {_SIGN64}); }}", ("bits",)),
-    "absi": ("inline uint64_t einc_absi_i64(uint64_t a) { return (a >> 63) != 0 ? 0 - a : a; }", ()),
-    "divsi": ("inline uint64_t einc_divsi_i64(uint64_t a, uint64_t b) { uint64_t q = "
-              "einc_absi_i64(a) / einc_absi_i64(b); return ((a ^ b) >> 63) != 0 ? 0 - q : q; }",
+    "absi": ("inline uint64_t einc_absi_s64(uint64_t a) { return (a >> 63) != 0 ? 0 - a : a; }", ()),
+    "divsi": ("inline uint64_t einc_divsi_s64(uint64_t a, uint64_t b) { uint64_t q = "
+              "einc_absi_s64(a) / einc_absi_s64(b); return ((a ^ b) >> 63) != 0 ? 0 - q : q; }",
               ("absi",)),
-    "remsi": ("inline uint64_t einc_remsi_i64(uint64_t a, uint64_t b) "
-              "{ return a - einc_divsi_i64(a, b) * b; }", ("divsi",)),
-    "floordiv": ("inline uint64_t einc_floordiv_i64(uint64_t a, uint64_t b) { uint64_t q = "
-                 "einc_divsi_i64(a, b); return (q * b != a && ((a ^ b) >> 63) != 0) ? q - 1 : q; }",
+    "remsi": ("inline uint64_t einc_remsi_s64(uint64_t a, uint64_t b) "
+              "{ return a - einc_divsi_s64(a, b) * b; }", ("divsi",)),
+    "floordiv": ("inline uint64_t einc_floordiv_s64(uint64_t a, uint64_t b) { uint64_t q = "
+                 "einc_divsi_s64(a, b); return (q * b != a && ((a ^ b) >> 63) != 0) ? q - 1 : q; }",
                  ("divsi",)),
-    "ceildiv": ("inline uint64_t einc_ceildiv_i64(uint64_t a, uint64_t b) { uint64_t q = "
-                "einc_divsi_i64(a, b); return (q * b != a && ((a ^ b) >> 63) == 0) ? q + 1 : q; }",
+    "ceildiv": ("inline uint64_t einc_ceildiv_s64(uint64_t a, uint64_t b) { uint64_t q = "
+                "einc_divsi_s64(a, b); return (q * b != a && ((a ^ b) >> 63) == 0) ? q + 1 : q; }",
                 ("divsi",)),
-    "shrsi": ("inline uint64_t einc_shrsi_i64(uint64_t a, uint64_t b) "
+    "shrsi": ("inline uint64_t einc_shrsi_s64(uint64_t a, uint64_t b) "
               "{ return (a >> 63) != 0 ? ~(~a >> b) : a >> b; }", ()),
-    "maxsi": ("inline uint64_t einc_maxsi_i64(uint64_t a, uint64_t b) "
-              "{ return einc_slt_i64(a, b) ? b : a; }", ("slt",)),
-    "minsi": ("inline uint64_t einc_minsi_i64(uint64_t a, uint64_t b) "
-              "{ return einc_slt_i64(a, b) ? a : b; }", ("slt",)),
-    "ipowi": ("inline uint64_t einc_ipowi_i64(uint64_t a, uint64_t b) { if ((b >> 63) != 0) "
+    "maxsi": ("inline uint64_t einc_maxsi_s64(uint64_t a, uint64_t b) "
+              "{ return einc_slt_s64(a, b) ? b : a; }", ("slt",)),
+    "minsi": ("inline uint64_t einc_minsi_s64(uint64_t a, uint64_t b) "
+              "{ return einc_slt_s64(a, b) ? a : b; }", ("slt",)),
+    "ipowi": ("inline uint64_t einc_ipowi_s64(uint64_t a, uint64_t b) { if ((b >> 63) != 0) "
               "return a == 1 ? 1 : a == 0 - 1 ? ((b & 1) != 0 ? 0 - 1 : 1) : 0; uint64_t r = 1; "
               "for (; b != 0; b >>= 1, a *= a) if ((b & 1) != 0) r *= a; return r; }", ()),
-    "sext": ("inline uint64_t einc_sext_i64(uint64_t a) { return a; }  // an int argument "
+    "sext": ("inline uint64_t einc_sext_s64(uint64_t a) { return a; }  // an int argument "
              "sign-extends", ()),
-    "tof32": ("inline float einc_tof32_i64(uint64_t a) "
+    "tof32": ("inline float einc_tof32_s64(uint64_t a) "
               "{ return (a >> 63) != 0 ? -(float)(0 - a) : (float)a; }", ()),
-    "tof64": ("inline double einc_tof64_i64(uint64_t a) "
+    "tof64": ("inline double einc_tof64_s64(uint64_t a) "
               "{ return (a >> 63) != 0 ? -(double)(0 - a) : (double)a; }", ()),
-    "fromf32": ("inline uint64_t einc_fromf32_i64(float a) { float m = trunc(abs(a)); "
+    "fromf32": ("inline uint64_t einc_fromf32_s64(float a) { float m = trunc(abs(a)); "
                 "uint hi = (uint)(m / 4294967296.0f); uint lo = (uint)(m - (float)hi * 4294967296.0f); "
                 "uint64_t h = hi; uint64_t l = lo; uint64_t r = (h << 32) | l; "
                 "return a < 0 ? 0 - r : r; }", ()),
-    "fromf64": ("inline uint64_t einc_fromf64_i64(double a) { double m = abs(a); "
+    "fromf64": ("inline uint64_t einc_fromf64_s64(double a) { double m = abs(a); "
                 "uint hi = (uint)(m / 4294967296.0L); uint lo = (uint)(m - (double)hi * 4294967296.0L); "
                 "uint64_t h = hi; uint64_t l = lo; uint64_t r = (h << 32) | l; "
                 "return a < 0 ? 0 - r : r; }", ()),
 }
-_CMP64 = {2: "einc_slt_i64({0}, {1})", 3: "!einc_slt_i64({1}, {0})",
-          4: "einc_slt_i64({1}, {0})", 5: "!einc_slt_i64({0}, {1})"}  # fmt: skip
+_CMP64 = {2: "einc_slt_s64({0}, {1})", 3: "!einc_slt_s64({1}, {0})",
+          4: "einc_slt_s64({1}, {0})", 5: "!einc_slt_s64({0}, {1})"}  # fmt: skip
 """Signed predicates (slt sle sgt sge) by number."""
 _BINARY64: dict[type[Operation], str] = {
     arith.DivSIOp: "divsi", arith.RemSIOp: "remsi", arith.FloorDivSIOp: "floordiv",
@@ -118,7 +119,7 @@ def _use64(w: _Writer, name: str) -> str:
     for callee in calls:
         _use64(w, callee)
     w.helpers_used.setdefault((f"{name}64", "i64"), text)
-    return f"einc_{name}_i64"
+    return f"einc_{name}_s64"
 
 
 def _default(w: _Writer, op: Operation) -> Expr:

@@ -25,9 +25,9 @@ func.func @int64_is_uint64_with_signed_helpers(%A: tensor<8xi64> {ein.name = "A"
 // CHECK-NEXT: static uint einc_inf_bits = 0x7f800000u;
 // CHECK-NEXT: static uint einc_nan_bits = 0x7fc00000u;
 // CHECK-EMPTY:
-// CHECK-NEXT: inline uint64_t einc_bits_i64(uint hi, uint lo) { uint64_t h = hi; uint64_t l = lo; return (h << 32) | l; }
-// CHECK-NEXT: inline bool einc_slt_i64(uint64_t a, uint64_t b) { return (a ^ einc_bits_i64(2147483648u, 0u)) < (b ^ einc_bits_i64(2147483648u, 0u)); }
-// CHECK-NEXT: inline uint64_t einc_shrsi_i64(uint64_t a, uint64_t b) { return (a >> 63) != 0 ? ~(~a >> b) : a >> b; }
+// CHECK-NEXT: inline uint64_t einc_bits_s64(uint hi, uint lo) { uint64_t h = hi; uint64_t l = lo; return (h << 32) | l; }
+// CHECK-NEXT: inline bool einc_slt_s64(uint64_t a, uint64_t b) { return (a ^ einc_bits_s64(2147483648u, 0u)) < (b ^ einc_bits_s64(2147483648u, 0u)); }
+// CHECK-NEXT: inline uint64_t einc_shrsi_s64(uint64_t a, uint64_t b) { return (a >> 63) != 0 ? ~(~a >> b) : a >> b; }
 // CHECK-EMPTY:
 // CHECK-NEXT: RWStructuredBuffer<uint64_t> A : register(u0);
 // CHECK-NEXT: RWStructuredBuffer<uint64_t> B : register(u1);
@@ -38,5 +38,5 @@ func.func @int64_is_uint64_with_signed_helpers(%A: tensor<8xi64> {ein.name = "A"
 // CHECK-NEXT:   int N = ((int)einc_global.x);
 // CHECK-NEXT:   uint64_t a = A[N];
 // CHECK-NEXT:   uint64_t b = B[N];
-// CHECK-NEXT:   C[N] = einc_slt_i64(a, b) ? einc_shrsi_i64(a, 3) + einc_bits_i64(1u, 705032704u) : b;
+// CHECK-NEXT:   C[N] = einc_slt_s64(a, b) ? einc_shrsi_s64(a, 3) + einc_bits_s64(1u, 705032704u) : b;
 // CHECK-NEXT: }
