@@ -2,7 +2,8 @@
 (tests/oracle/genprog.py) compiled for OpenCL, HLSL, SYCL and Poplar, executed through their
 real toolchains and compared with the oracle's float64 meaning (tests/oracle/compare.py, the
 tolerances of tests/test_differential.py); the same programs compile-checked for CUDA (sm_90,
-NVRTC) and HIP (gfx90a); and random legal tile + bind schedules on OpenCL and HLSL.
+NVRTC) and HIP (gfx90a); and random legal tile + bind schedules on OpenCL and HLSL, some
+staging a tensor the statement reads in GPU shared memory.
 
 A program a target refuses by design (a TargetError saying it cannot store or compute one of
 the program's dtypes: HLSL int64 / float64 math, Poplar float64) is assumed away; any other

@@ -49,8 +49,15 @@ def matmul(n: int, m: int, k: int, tile: int, target: str, **kw: Any) -> Compila
 
 
 def random_inputs(comp: Compilation) -> dict[str, np.ndarray]:
+    """Fresh random inputs: floats in [-1, 1), integers in [-9, 9] (never all zeros)."""
     rng = np.random.default_rng(fresh_seed())
-    return {t.name: rng.uniform(-1, 1, t.shape).astype(t.dtype) for t in comp.program.inputs}
+    values = {}
+    for t in comp.program.inputs:
+        if np.dtype(t.dtype).kind == "f":
+            values[t.name] = rng.uniform(-1, 1, t.shape).astype(t.dtype)
+        else:
+            values[t.name] = rng.integers(-9, 10, t.shape).astype(t.dtype)
+    return values
 
 
 SIZES = [(32, 32, 32, 8), (37, 45, 29, 8), (20, 12, 50, 16)]
@@ -173,3 +180,56 @@ def test_unstaged_partial_tiles_on_two_thread_axes_match_numpy() -> None:
     inputs = random_inputs(comp)
     out = run_on_device(comp, inputs)["output0"]
     np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-4)
+
+
+def test_shared_box_whose_offset_depends_on_a_thread_id_is_refused() -> None:
+    """A row index computed from the thread's coordinate outside the staging loop (`%r`)
+    fixes the tile per thread: cache_tensor refuses it (Failure, IR unchanged)."""
+    from xdsl.dialects import affine
+    from xdsl.parser import Parser
+
+    from einc.context import make_context
+    from einc.passes.utils.cache import cache_tensor
+    from einc.passes.utils.loop_transforms import Failure
+
+    text = """
+    func.func @f(%A: memref<8x8xf32>, %C: memref<8xf32>) {
+      affine.for %n = 0 to 8 {
+        %r = affine.apply affine_map<(d0) -> (7 - d0)> (%n)
+        affine.for %k = 0 to 8 {
+          %a = affine.load %A[%r, %k] : memref<8x8xf32>
+          affine.store %a, %C[%n] : memref<8xf32>
+        } {einc.stmt = "C", einc.axis = "K"}
+      } {einc.stmt = "C", einc.axis = "N", einc.bind = "thread.x"}
+      func.return
+    }"""
+    module = Parser(make_context(), text).parse_module()
+    before = str(module)
+    k = next(op for op in module.walk() if isinstance(op, affine.ForOp) and op.attributes["einc.axis"].data == "K")  # type: ignore[attr-defined]
+    result = cache_tensor(k, "A", False, "shared")
+    assert isinstance(result, Failure)
+    assert "the tile's offset in dimension 0 depends on a thread id" in result.message
+    assert str(module) == before
+
+
+@pytest.mark.opencl
+def test_partial_tile_guard_keeps_index_values_above_it() -> None:
+    """Found by test_random_bind_schedules_match_oracle (shrunk): with a partial tile and a
+    staged input, `N` converted to an integer (a pure op left outside the guard) was printed
+    after the guarded compute using it ('value used before its definition')."""
+    require("opencl")
+    i32 = {"dtype": "int32", "shape": []}
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             "%no, %ni = transform.einc.tile %n by 4",
+             'transform.einc.bind %no to "block.x"',
+             'transform.einc.bind %ni to "thread.x"',
+             '%m = transform.einc.match stmt "output0" axis "M" in %root',
+             'transform.einc.cache_read "input3" at %m in "shared"']  # fmt: skip
+    comp = Compilation("output0[N, M] = input3[N, M] + input0[] * N where M in 3", "<t>",
+                       {"input0": i32, "input3": {"dtype": "int32", "shape": [6, 3]}}, None, "opencl",
+                       script(lines))  # fmt: skip
+    comp.run_until("source")
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    expected = inputs["input3"] + inputs["input0"] * np.arange(6)[:, None]
+    np.testing.assert_array_equal(out, expected)

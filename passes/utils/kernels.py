@@ -592,20 +592,12 @@ def stage_shared(kernel: egpu.FuncOp, launch: Launch, conds: Sequence[SSAValue])
             Rewriter.insert_op(barrier, point)
             sync.add(barrier)
         sync.update(ins + outs)
-    if conds:
+    if conds:  # computed in order at the top level: each `and` right after its check
         in_range = conds[0]
         for cond in conds[1:]:
-            owner = cond.owner
-            assert isinstance(owner, Operation)
             both = arith.AndIOp(in_range, cond)
-            Rewriter.insert_op(both, InsertPoint.after(owner))
+            Rewriter.insert_op(both, InsertPoint.after(cond.owner))  # type: ignore[arg-type]
             in_range = both.result
-        last = max((c.owner for c in conds), key=lambda o: block.get_operation_index(o))  # type: ignore[arg-type]
-        if in_range.owner is not last:
-            owner = in_range.owner
-            assert isinstance(owner, Operation)
-            owner.detach()
-            Rewriter.insert_op(owner, InsertPoint.after(last))  # type: ignore[arg-type]
         start = block.get_operation_index(in_range.owner) + 1  # type: ignore[arg-type]
         _guard_block(block, start, in_range, sync)
 
@@ -662,16 +654,27 @@ def _distribute(nest: affine.ForOp, tid: SSAValue, threads: int) -> Operation:
     return copy
 
 
+_TRAPPING = (arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp, arith.FloorDivSIOp,
+             arith.CeilDivSIOp, arith.CeilDivUIOp)
+"""Pure ops that may trap on a CPU device (integer division by zero): out-of-range threads
+must not run them."""
+
+
 def _guard_block(block: Block, start: int, cond: SSAValue, sync: set[Operation]) -> None:
     """Put the ops of `block` from `start` on under `scf.if cond`, in runs between the ops of
     `sync` (copies, barriers); loops holding one are entered instead. Pure ops of unguarded
-    values stay outside."""
+    values (but integer divisions) stay outside, above the guard."""
     group: list[Operation] = []
     values: set[SSAValue] = set()
+    between: list[Operation] = []  # pure ops left outside, among the group's ops
 
     def flush() -> None:
         if not group:
             return
+        for op in between:  # the guarded ops may use them: they move above the guard
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(group[0]))
+        between.clear()
         guard = scf.IfOp(cond, [], [scf.YieldOp()])
         Rewriter.insert_op(guard, InsertPoint.before(group[0]))
         end = guard.true_region.block.last_op
@@ -697,8 +700,9 @@ def _guard_block(block: Block, start: int, cond: SSAValue, sync: set[Operation])
             for region in op.regions:
                 for inner_block in region.blocks:
                     _guard_block(inner_block, 0, cond, sync)
-        elif _pure(op) and not any(o in values for o in op.operands):
-            continue
+        elif _pure(op) and not isinstance(op, _TRAPPING) and not any(o in values for o in op.operands):
+            if group:
+                between.append(op)
         else:
             group.append(op)
             values.update(op.results)
