@@ -233,3 +233,27 @@ def test_partial_tile_guard_keeps_index_values_above_it() -> None:
     out = run_on_device(comp, inputs)["output0"]
     expected = inputs["input3"] + inputs["input0"] * np.arange(6)[:, None]
     np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.opencl
+def test_shared_convolution_stages_a_halo() -> None:
+    """1-D convolution, 30 outputs tiled by 8 on threads, taps tiled by 4: the staged box of
+    the input in one K.o iteration is 8 + 4 - 1 = 11 elements (the tile and its halo)."""
+    require("opencl")
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             '%k = transform.einc.match stmt "output0" axis "K" in %root',
+             "%no, %ni = transform.einc.tile %n by 8",
+             "%ko, %ki = transform.einc.tile %k by 4",
+             'transform.einc.bind %no to "block.x"',
+             'transform.einc.bind %ni to "thread.x"',
+             'transform.einc.cache_read "input0" at %ko in "shared"']  # fmt: skip
+    comp = Compilation("output0[N] +=! input0[N + K] * input1[K] where N in 30", "<t>",
+                       {"input0": {"dtype": "float32", "shape": [39]}, "input1": {"dtype": "float32", "shape": [10]}},
+                       None, "opencl", script(lines))  # fmt: skip
+    source = comp.run_until("source")
+    assert "__local float input0_shared[11];" in source
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    x, w = inputs["input0"].astype(np.float64), inputs["input1"].astype(np.float64)
+    expected = np.array([x[n:n + 10] @ w for n in range(30)])
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
