@@ -633,12 +633,15 @@ class _Writer:
     def constant(self, op: arith.ConstantOp) -> Expr:
         value, t = op.value, op.result.type
         if isinstance(value, FloatAttr):
-            return Expr(self.float_literal(value.value.data, t))
-        if isinstance(value, IntegerAttr):
+            text = self.float_literal(value.value.data, t)
+        elif isinstance(value, IntegerAttr):
             text = int_literal(value.value.data, t)
-            return Expr(self.t.literal_names.get(text, text))
-        self.unsupported(op)
-        raise AssertionError
+            text = self.t.literal_names.get(text, text)
+        else:
+            self.unsupported(op)
+            raise AssertionError
+        # a negative literal is a negation: `-x` of it prints `-(-1.5)`, never `--1.5`
+        return Expr(text, UNARY if text.startswith("-") else ATOM)
 
     def float_literal(self, value: float, t: Attribute) -> str:
         if t in self.t.literal_cast:

@@ -58,7 +58,7 @@ HLSL_KEYWORDS = frozenset(
 # + - * & | ^ << == != and loads/stores are unchanged, and every signed operation is a helper
 # on the bits. glslang also truncates 64-bit literals (2^63 became 0) and rejects explicit
 # casts to uint64_t, so constants outside int's range are built from two uint halves at run
-# time and conversions go through helper parameters (an int argument sign-extends).
+# time, and an int is widened by its two halves.
 
 _SIGN64 = "einc_bits_s64(2147483648u, 0u)"
 _I64_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -88,8 +88,10 @@ _I64_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ipowi": ("inline uint64_t einc_ipowi_s64(uint64_t a, uint64_t b) { if ((b >> 63) != 0) "
               "return a == 1 ? 1 : a == 0 - 1 ? ((b & 1) != 0 ? 0 - 1 : 1) : 0; uint64_t r = 1; "
               "for (; b != 0; b >>= 1, a *= a) if ((b & 1) != 0) r *= a; return r; }", ()),
-    "sext": ("inline uint64_t einc_sext_s64(uint64_t a) { return a; }  // an int argument "
-             "sign-extends", ()),
+    # (glslang's implicit int -> uint64_t conversion stores right but compares wrong after
+    # naga and lavapipe: `(x >> 63) != 0` was false for x = -15; so the halves are explicit)
+    "sext": ("inline uint64_t einc_sext_s64(int a) { uint hi = a < 0 ? 4294967295u : 0u; "
+             "uint lo = asuint(a); uint64_t h = hi; uint64_t l = lo; return (h << 32) | l; }", ()),
     "tof32": ("inline float einc_tof32_s64(uint64_t a) "
               "{ return (a >> 63) != 0 ? -(float)(0 - a) : (float)a; }", ()),
     "tof64": ("inline double einc_tof64_s64(uint64_t a) "

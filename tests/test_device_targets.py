@@ -321,7 +321,7 @@ input a: int64[64]
 input b: int64[64]
 input f: float32[64]
 input i: int32[64]
-output pick, mx, mn, sh, tof, fromf, arith, ext, big
+output pick, mx, mn, sh, tof, fromf, arith, ext, widened, big
 pick[N] = a[N].when([a[N] < b[N]], b[N])
 mx[] >=! a[N]
 mn[] <=! a[N]
@@ -330,14 +330,16 @@ tof[N] = a[N].cast(`float32`)
 fromf[N] = f[N].cast(`int64`)
 arith[N] = a[N] * b[N] + a[N] // 7 - a[N] % 5
 ext[N] = i[N].cast(`int64`) * 3000000
+widened[N] = i[N].cast(`int64`) // 3 + (i[N].cast(`int64`) >> 40)
 big[N] = a[N] + 5000000000 - const(-7000000000, `int64`)
 """
 
 
 def test_hlsl_int64_beyond_32_bits_matches_numpy() -> None:
     """Signed compares, max/min reductions (INT64_MIN/MAX identities), arithmetic shifts,
-    conversions to and from float, sign extension and 64-bit literals, on values that need
-    all 64 bits (MIN, MAX, -1 included)."""
+    conversions to and from float, sign extension (then divided: naga once miscompared an
+    implicitly widened int) and 64-bit literals, on values that need all 64 bits (MIN, MAX,
+    -1 included)."""
     require("hlsl")
     rng = np.random.default_rng(fresh_seed())
     a, b = rng.integers(-(2**62), 2**62, 64), rng.integers(-(2**40), 2**40, 64)
@@ -352,6 +354,7 @@ def test_hlsl_int64_beyond_32_bits_matches_numpy() -> None:
             "pick": np.where(a < b, a, b), "mx": a.max(), "mn": a.min(), "sh": a >> 3,
             "tof": a.astype(np.float32), "fromf": f.astype(np.int64),
             "arith": a * b + a // 7 - a % 5, "ext": i.astype(np.int64) * 3000000,
+            "widened": i.astype(np.int64) // 3 + (i.astype(np.int64) >> 40),
             "big": a + 5000000000 + 7000000000,
         }  # fmt: skip
     for name, value in want.items():
