@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import StringAttr
@@ -24,10 +24,9 @@ from einc.passes.utils.loop_analysis import accesses
 from einc.reference import run_reference
 from einc.schedule import Schedule
 from tests.oracle.budget import examples
-from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
 from tests.programs import PROGRAMS
-from tests.test_schedules import SOFTMAX, check, f32, script
+from tests.test_schedules import SOFTMAX, check, check_random_transforms_on_c, f32, script
 
 ROW = "temp0[N, C] = input0[N, C] * 2.0; output0[N, C] = temp0[N, C] + input0[N, C]"
 STENCIL = (
@@ -245,18 +244,7 @@ def random_moves(module, rng: random.Random) -> list[str]:  # type: ignore[no-un
 @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
 def test_random_moves_on_random_programs_match_oracle(prog: GenProgram, seed: int) -> None:
     assume(len(prog.statements) >= 2)
-    text, input_dict, extra = prog.compile_args()
-    comp = Compilation(text, "<random>", input_dict, extra, "c", "none")
-    module = comp.run_until("loops").clone()
-    done = random_moves(module, random.Random(seed))
-    note(f"program: {text!r}\ninput_dict: {input_dict}\nmoves: {done}")
-    comp.results["scheduled"] = module
-    kernel = comp.kernel()
-    inputs = prog.make_inputs(np.random.default_rng(seed))
-    expected = prog.evaluate(inputs)
-    outputs = kernel(**{k: v.copy() for k, v in inputs.items()})
-    for name, exp in expected.items():
-        check_output(name, outputs[name], exp, f"seed {seed}")
+    check_random_transforms_on_c(prog, seed, random_moves, "moves")
 
 
 MULTI = [c for c in PROGRAMS if c.ir.count(";") >= 1 and c.ir.count("=") >= 2]

@@ -298,14 +298,14 @@ def random_schedule(module, rng: random.Random) -> list[str]:  # type: ignore[no
     return done
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
-@given(prog=programs(), seed=st.integers(0, 2**32 - 1))
-def test_random_legal_schedules_match_oracle(prog: GenProgram, seed: int) -> None:
+def check_random_transforms_on_c(prog: GenProgram, seed: int, transform, label: str) -> None:  # type: ignore[no-untyped-def]
+    """`transform(module, rng)` (returning what it did) applied to `prog`'s loops; the C
+    kernel of the result must match the oracle on fresh inputs."""
     text, input_dict, extra = prog.compile_args()
     comp = Compilation(text, "<random>", input_dict, extra, "c", "none")
     module = comp.run_until("loops").clone()
-    done = random_schedule(module, random.Random(seed))
-    note(f"program: {text!r}\ninput_dict: {input_dict}\ntransforms: {done}")
+    done = transform(module, random.Random(seed))
+    note(f"program: {text!r}\ninput_dict: {input_dict}\n{label}: {done}")
     comp.results["scheduled"] = module
     kernel = comp.kernel()
     inputs = prog.make_inputs(np.random.default_rng(seed))
@@ -313,6 +313,12 @@ def test_random_legal_schedules_match_oracle(prog: GenProgram, seed: int) -> Non
     outputs = kernel(**{k: v.copy() for k, v in inputs.items()})
     for name, exp in expected.items():
         check_output(name, outputs[name], exp, f"seed {seed}")
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@given(prog=programs(), seed=st.integers(0, 2**32 - 1))
+def test_random_legal_schedules_match_oracle(prog: GenProgram, seed: int) -> None:
+    check_random_transforms_on_c(prog, seed, random_schedule, "transforms")
 
 
 # ---- cache_read / cache_write ------------------------------------------------------------------
