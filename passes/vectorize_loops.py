@@ -5,7 +5,9 @@ remainder loop.
 Policy only: the width comes from the target (`vector_lanes()`: float32 lanes, the device
 description's `vector_width`, 16 for C built with `-mprefer-vector-width=512`), the element
 types from the target's `vector_elements` (types its printer has vectors of), the math
-functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins). The mechanism
+functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins) and
+`lanewise_vector_math` (C: printed lane by lane, which gcc vectorizes through libmvec; see
+einc.targets.c). The mechanism
 and its contract are in `einc.passes.utils.vectorize`. A loop the mechanism refuses (a
 gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
 `#pragma omp simd` for it. That is the documented fallback, not an error.
@@ -42,6 +44,7 @@ class VectorizeLoopsPass(ModulePass):
             )
         target = targets[self.target]()
         lanes, elements = target.vector_lanes(), target.vector_elements
+        math_ops = target.vector_math | getattr(target, "lanewise_vector_math", frozenset())
         if not elements:
             return
         marked = [
@@ -50,4 +53,4 @@ class VectorizeLoopsPass(ModulePass):
         ]  # fmt: skip
         for loop in marked:
             # a Failure leaves the loop scalar
-            vectorize_loop(loop, lanes, elements, target.vector_math)
+            vectorize_loop(loop, lanes, elements, math_ops)

@@ -3,6 +3,15 @@
 Buffers are `restrict` pointers (the runtime refuses overlapping outputs), read-only ones
 `const`; f16 is `_Float16` (storage only: `legalize-f16-for-c` computes it in f32).
 Integer wrap-around relies on `-fwrapv` (see einc.runtime.c).
+
+Vector math: `exp`, `log`, `sin`, `cos` (and `tanh` from glibc 2.35) are redeclared with
+`__attribute__((__simd__("notinbranch")))` when a kernel calls them, on x86-64 glibc with
+gcc: what glibc's own `<bits/math-vector.h>` declares under `-ffast-math`. gcc then calls
+glibc's libmvec (`_ZGVeN16v_expf`, 16 lanes with AVX-512; einc.runtime.c links `-lmvec`) in
+loops it vectorizes, including the lane-wise helpers that `einc-vectorize-loops` makes of
+these ops (`SIMD_MATH`), with no `-ffast-math`: libmvec keeps NaN, infinities and the
+special cases, at a documented accuracy of at most 4 ulp (glibc's manual; the scalar
+functions are within 1-2 ulp), so results may differ from the scalar ones in the last bits.
 """
 
 from __future__ import annotations
@@ -11,9 +20,37 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import numpy as np
+from xdsl.dialects import math
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from einc.targets.clike import CLikeTarget
+
+SIMD_MATH: Mapping[type[Operation], str] = {
+    math.ExpOp: "exp", math.LogOp: "log", math.SinOp: "sin", math.CosOp: "cos", math.TanhOp: "tanh",
+}  # fmt: skip
+"""The math ops with a libmvec vector variant, by C function name (double; `f`: float)."""
+
+_SINCE_2_35 = frozenset({"tanh"})
+"""libmvec functions added in glibc 2.35 (the others are there since 2.22)."""
+
+
+def simd_declarations(functions: set[str]) -> str:
+    """The `__simd__` redeclarations of the C math `functions` (names of `SIMD_MATH`, float
+    and double), for x86-64 glibc with gcc only; "" for none."""
+    if not functions:
+        return ""
+    lines = ["#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)"]
+    for name in sorted(functions):
+        decl = (
+            f'__attribute__((__simd__("notinbranch"))) float {name}f(float);\n'
+            f'__attribute__((__simd__("notinbranch"))) double {name}(double);'
+        )
+        if name in _SINCE_2_35:
+            decl = f"#if __GLIBC_PREREQ(2, 35)\n{decl}\n#endif"
+        lines.append(decl)
+    lines.append("#endif")
+    return "\n".join(lines)
 
 
 class CTarget(CLikeTarget):
@@ -23,10 +60,24 @@ class CTarget(CLikeTarget):
     )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
     buffer_suffix: ClassVar[str] = " restrict"
+    lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset(SIMD_MATH)
+    """Math ops `einc-vectorize-loops` may put on vectors although C's functions take
+    scalars: printed as lane-wise helpers, which gcc vectorizes through libmvec."""
 
     @classmethod
     def local_array(cls, element: str, count: int, name: str) -> str:
         return f"{element} {name}[{count}] __attribute__((aligned(64)));"
+
+    @classmethod
+    def emit(cls, module: ModuleOp) -> str:
+        """The source; the `__simd__` declarations of the vector-math functions it calls
+        follow the includes."""
+        text = super().emit(module)
+        declarations = simd_declarations({SIMD_MATH[type(op)] for op in module.walk() if type(op) in SIMD_MATH})
+        if not declarations:
+            return text
+        includes, _, rest = text.partition("\n\n")
+        return f"{includes}\n{declarations}\n\n{rest}"
 
     @classmethod
     def build(

@@ -376,3 +376,36 @@ def test_math_vectorizes_only_where_the_target_has_vector_math(target: str) -> N
         got = run_on_device(comp, arrays)["output0"]
     x, y = arrays["input0"].astype(np.float64), arrays["input1"].astype(np.float64)
     assert max_error(got, np.exp(x - y) + np.sqrt(x)) <= tolerance("float32"), source
+
+
+LIBMVEC = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", sorted(LIBMVEC))
+def test_c_vector_math_through_libmvec(fn: str, dtype: str) -> None:
+    """exp/log/sin/cos/tanh on C vectorize as lane-wise helpers over `__simd__`-declared
+    libm functions (gcc calls libmvec): within float tolerance of NumPy on ordinary inputs,
+    and NaN, infinities, 0 and out-of-range arguments give what the scalar functions give."""
+    n = 203  # 12 vectors of 16 floats (or 25 of 8 doubles) and a scalar remainder
+    comp = Compilation(f"output0[N] = input0[N].call(`{fn}`)", "<m>", {"input0": {"dtype": dtype, "shape": [n]}},
+                       None, "c", _fixed_schedule(["N"]).replace('transform.einc.bind %n to "thread.x"\n', ""))
+    kernel = comp.kernel()
+    assert f"einc_v{fn}_" in kernel.source and '__attribute__((__simd__("notinbranch")))' in kernel.source
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.01, 20, n) if fn == "log" else rng.uniform(-20, 20, n)
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 100.0, -100.0, 1e30, -1e30, 1e-40]
+    x[: len(special)] = special
+    x = x.astype(dtype)
+    with np.errstate(all="ignore"):
+        want = LIBMVEC[fn](x.astype(np.float64))
+        scalar = LIBMVEC[fn](x)
+    got = kernel(input0=x)["output0"]
+    ordinary = slice(len(special), None)
+    assert max_error(got[ordinary], want[ordinary]) <= tolerance(dtype), kernel.source
+    # special values: the same class of result as NumPy's scalar float (NaN, inf, 0 exact)
+    for k in range(len(special)):
+        if not np.isfinite(scalar[k]) or scalar[k] == 0:
+            assert np.array_equal(got[k], scalar[k], equal_nan=True), (k, x[k], got[k], scalar[k])
+        else:
+            assert abs(float(got[k]) - float(scalar[k])) <= 1e-5 * max(1.0, abs(float(scalar[k]))), (k, x[k], got[k])

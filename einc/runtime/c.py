@@ -13,6 +13,8 @@ Compiler flags (`CFLAGS`), and why:
   in the last bits of sums of products; compare with a tolerance, or pass
   `extra_flags=("-ffp-contract=off",)` for bit-for-bit agreement.
 - No `-ffast-math`: NaN, infinities, signed zeros and evaluation order are kept.
+- `-lmvec` (x86-64 glibc only): glibc's vector math library, which loops calling the math
+  functions einc's C target declares `__simd__` call (see einc.targets.c).
 
 Libraries are cached by a hash of the source, the compiler's identity (`$CC`, default `cc`,
 and its `--version`), the flags and the host CPU (because of `-march=native`).
@@ -46,7 +48,9 @@ CFLAGS: tuple[str, ...] = (
     "-shared",
     "-fPIC",
 )
-LIBS: tuple[str, ...] = ("-lm",)
+LIBS: tuple[str, ...] = (
+    ("-lmvec", "-lm") if platform.machine() == "x86_64" and platform.libc_ver()[0] == "glibc" else ("-lm",)
+)
 
 
 def compiler() -> str:
