@@ -164,6 +164,16 @@ class VectorizeOp(MarkLoopOp):
 
 
 @irdl_op_definition
+class VectorizeReductionOp(MarkLoopOp):
+    """Vectorize an innermost loop whose only carried dependences are reductions
+    (`acc = acc + x`, `*`, max, min) into vector partial accumulators and a final lane
+    reduction (einc.passes.utils.vectorize.mark_reduction_loop). Float sums are
+    reassociated: results differ from the sequential order by rounding."""
+
+    name = "transform.einc.vectorize_reduction"
+
+
+@irdl_op_definition
 class BindOp(IRDLOperation):
     """`transform.einc.bind %loop to "thread.x" (max_threads 1024)?`: map a loop onto a
     GPU block/thread index (`einc.bind`); thread-bound trip counts in a nest multiply to at
@@ -440,7 +450,7 @@ class KnobOp(IRDLOperation):
 
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
-    FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
+    VectorizeReductionOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
 )
 
 

@@ -22,7 +22,9 @@ remaining statement nest:
 - the outermost loop runs in parallel (OpenMP) when the nest does enough work and the loop
   carries no dependence;
 - the innermost loop is vectorized (`omp simd`) when it is unit-stride in the output and
-  carries no dependence.
+  carries no dependence, or into vector partial accumulators (vectorize_reduction) when it
+  is a reduction over a unit-stride input whose only carried dependence is the reduction
+  (row sums and maxima, softmax's max and sum; float sums are reassociated).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from einc.passes.utils.loop_analysis import (
 
 PARALLEL_MIN_WORK = 1 << 15
 """Nests doing fewer iterations than this stay sequential (OpenMP's fork costs ~µs)."""
+
+REDUCTION_MIN_TRIP = 32
+"""Innermost reduction loops shorter than this stay scalar (two vectors of 16 floats)."""
 
 
 @dataclass
@@ -141,6 +146,20 @@ def _schedule_nest(top: affine.ForOp, s: _Script) -> None:
     if stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
         if _tagged(inner) and not isinstance(lt.vectorize_loop(inner), lt.Failure):
             s.lines.append(f"transform.einc.vectorize {s.handle(inner)}")
+            return
+    _vectorize_reduction(inner, s)
+
+
+def _vectorize_reduction(inner: affine.ForOp, s: _Script) -> None:
+    """Vector partial accumulators for an innermost reduction loop (a row sum, a row max)
+    of at least `REDUCTION_MIN_TRIP` iterations whose only carried dependences are its
+    reductions (checked by mark_reduction_loop)."""
+    from einc.passes.utils.vectorize import mark_reduction_loop
+
+    if not _tagged(inner) or (trip_count(inner) or 0) < REDUCTION_MIN_TRIP:
+        return
+    if not isinstance(mark_reduction_loop(inner), lt.Failure):
+        s.lines.append(f"transform.einc.vectorize_reduction {s.handle(inner)}")
 
 
 def _loads(root: affine.ForOp):  # type: ignore[no-untyped-def]
@@ -316,6 +335,8 @@ def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type:
             if len(groups) == 1 and stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
                 if not isinstance(lt.vectorize_loop(inner), lt.Failure):
                     s.lines.append(f"transform.einc.vectorize {s.handle(inner)}")
+                    continue
+            _vectorize_reduction(inner, s)
     return fused
 
 

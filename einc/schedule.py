@@ -298,6 +298,14 @@ class EincTransformFunctions(InterpreterFunctions):
             self.check(op, lt.vectorize_loop(loop))
         return ()
 
+    @impl(et.VectorizeReductionOp)
+    def run_vectorize_reduction(self, interpreter: Interpreter, op: et.VectorizeReductionOp, args: PythonValues) -> PythonValues:
+        from einc.passes.utils.vectorize import mark_reduction_loop
+
+        for loop in self.loops(op, args[0]):
+            self.check(op, mark_reduction_loop(loop))
+        return ()
+
     @impl(et.BindOp)
     def run_bind(self, interpreter: Interpreter, op: et.BindOp, args: PythonValues) -> PythonValues:
         limit = op.max_threads.value.data if op.max_threads is not None else None

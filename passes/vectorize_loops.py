@@ -10,7 +10,9 @@ functions it has vector forms of from `vector_math` (OpenCL's overloaded builtin
 einc.targets.c). The mechanism
 and its contract are in `einc.passes.utils.vectorize`. A loop the mechanism refuses (a
 gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
-`#pragma omp simd` for it. That is the documented fallback, not an error.
+`#pragma omp simd` for it. That is the documented fallback, not an error. Loops marked
+`einc.vectorize_reduction` (reductions, checked by `mark_reduction_loop`) are vectorized the
+same way; refused, they stay scalar without a pragma.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from einc.passes.utils.loop_transforms import VECTORIZE_ATTR
-from einc.passes.utils.vectorize import vectorize_loop
+from einc.passes.utils.vectorize import REDUCTION_ATTR, vectorize_loop
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,8 @@ class VectorizeLoopsPass(ModulePass):
             return
         marked = [
             loop for loop in op.walk()
-            if isinstance(loop, affine.ForOp) and VECTORIZE_ATTR in loop.attributes
+            if isinstance(loop, affine.ForOp)
+            and (VECTORIZE_ATTR in loop.attributes or REDUCTION_ATTR in loop.attributes)
         ]  # fmt: skip
         for loop in marked:
             # a Failure leaves the loop scalar

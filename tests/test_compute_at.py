@@ -280,7 +280,8 @@ def test_default_schedule_fuses_softmax_into_one_parallel_row_loop() -> None:
     (nest,) = _top_nests(SOFTMAX, inputs)
     assert lt.PARALLEL_ATTR in nest.attributes
     src = check(SOFTMAX, inputs, None)
-    assert src.count("for (") == 4 and "aligned_alloc" not in src
+    body = src[src.index("void kernel"):]  # after the vector helpers, whose lane loops do not count
+    assert body.count("for (") == 4 and "aligned_alloc" not in src
 
 
 def test_default_schedule_fuses_layer_norm_and_keeps_matmul_blocking() -> None:

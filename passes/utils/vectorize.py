@@ -30,8 +30,11 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
   are reassociated too (W partial sums, then a lane reduction): the same licence as
   `#pragma omp simd reduction(+:...)` or `rfactor`, so the result differs from the
   sequential sum by rounding only (the tests bound it by the differential tests' tolerance).
-  The mark on such a loop comes only from IR written by hand: transform.einc.vectorize
-  refuses loops with a carried reduction.
+  transform.einc.vectorize refuses loops with a carried reduction; such a loop is marked
+  `einc.vectorize_reduction` instead, by `mark_reduction_loop` (transform.einc.
+  vectorize_reduction, used by the default C schedule), which checks what the plain mark
+  trusts. A loop with that mark the mechanism refuses stays scalar and prints no pragma
+  (`omp simd` without a reduction clause would be wrong there).
 - Failure (a value; the IR untouched): anything else in the body (a gather or non-unit
   stride, an op without a vector form such as a compare, a select or a math call outside
   `vector_math`, an element type
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import affine, arith
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    UnitAttr,
     AnyFloat,
     FloatAttr,
     IndexType,
@@ -83,6 +87,9 @@ CASTS: frozenset[type[Operation]] = frozenset({
     arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.FPToSIOp, arith.ExtSIOp, arith.TruncIOp,
 })  # fmt: skip
 """Conversions with C-cast semantics: `egpu.vconvert` on vectors."""
+
+REDUCTION_ATTR = "einc.vectorize_reduction"
+"""The mark of a loop whose only carried dependences are reductions (`mark_reduction_loop`)."""
 
 REDUCTIONS: dict[type[Operation], egpu.ReduceKind] = {
     arith.AddfOp: egpu.ReduceKind.ADD, arith.MulfOp: egpu.ReduceKind.MUL,
@@ -480,7 +487,7 @@ def vectorize_loop(
         after += [reduced, load, combine, store]
 
     for name, value in loop.attributes.items():
-        if name != VECTORIZE_ATTR:
+        if name not in (VECTORIZE_ATTR, REDUCTION_ATTR):
             main.attributes[name] = value
     Rewriter.insert_op(before, InsertPoint.before(loop))
     Rewriter.insert_op([main, *after], InsertPoint.before(loop))
@@ -491,10 +498,69 @@ def vectorize_loop(
         tail_lb[0], ub_ops, [], [], tail_lb[1], AffineMapAttr(ub_map), loop.detach_region(loop.body), 1
     )  # fmt: skip
     for name, value in loop.attributes.items():
-        if name not in (VECTORIZE_ATTR, PARALLEL_ATTR):  # a short tail: no thread fork
+        if name not in (VECTORIZE_ATTR, REDUCTION_ATTR, PARALLEL_ATTR):  # a short tail: no thread fork
             tail.attributes[name] = value
     Rewriter.replace_op(loop, tail)
     return main, tail
 
 
-__all__ = ["CASTS", "ELEMENTWISE", "REDUCTIONS", "vectorize_loop"]
+def mark_reduction_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
+    """Mark `loop` `einc.vectorize_reduction` (vectorized by `vectorize_loop` into vector
+    partial accumulators) when its only carried dependences are reductions.
+
+    Legal when `loop` is innermost, of step 1, without results, its body holds no op with
+    regions or side effects other than affine loads and stores, at least one store has an
+    index invariant in the loop and every such store is the reduction pattern of the module
+    docstring (`B[I] = combine(B[I], x)`, `B` accessed nowhere else in the body), and every
+    other buffer the body writes is accessed at one and the same index, unit-stride in the
+    loop variable (each iteration touches its own element). Float add/mul reductions are
+    reassociated when vectorized (rounding differs, as `omp simd reduction` would). Returns
+    the loop, or a Failure with the IR untouched."""
+    where = describe(loop)
+    if any(isinstance(op, affine.ForOp) for op in loop.body.walk()):
+        return Failure(f"cannot vectorize the reduction {where}: it is not an innermost loop")
+    if step_of(loop) != 1 or loop.results:
+        return Failure(f"cannot vectorize the reduction {where}: only loops of step 1 without results")
+    body = loop.body.block
+    iv = body.args[0]
+    varying: set[SSAValue] = {iv}
+    by_buffer: dict[SSAValue, list[_Access]] = {}
+    reduced: set[SSAValue] = set()
+    for op in body.ops:
+        if isinstance(op, affine.YieldOp):
+            continue
+        if op.regions:
+            return Failure(f"cannot vectorize the reduction {where}: {op.name} has regions")
+        if isinstance(op, affine.LoadOp | affine.StoreOp):
+            access = _access(op, iv, varying)
+            if isinstance(access, Failure):
+                return Failure(f"cannot vectorize the reduction {where}: {access.message}")
+            by_buffer.setdefault(op.memref, []).append(access)
+            if isinstance(op, affine.LoadOp) and access.unit:
+                varying.add(op.result)
+            if isinstance(op, affine.StoreOp) and not access.unit:
+                red = _reduction(access, body)
+                if isinstance(red, Failure):
+                    return Failure(f"cannot vectorize the reduction {where}: {red.message}")
+                reduced.add(op.memref)
+            continue
+        if not is_side_effect_free(op):
+            return Failure(f"cannot vectorize the reduction {where}: {op.name} has side effects")
+        if any(o in varying for o in op.operands):
+            varying |= set(op.results)
+    if not reduced:
+        return Failure(f"cannot vectorize the reduction {where}: it has no reduction (transform.einc.vectorize)")
+    for buffer, accesses in by_buffer.items():
+        if buffer in reduced or not any(isinstance(a.op, affine.StoreOp) for a in accesses):
+            continue
+        first = accesses[0]
+        if any(a.map != first.map or a.operands != first.operands for a in accesses):
+            return Failure(
+                f"cannot vectorize the reduction {where}: it writes a buffer it also accesses "
+                "at another index (a carried dependence)"
+            )
+    loop.attributes[REDUCTION_ATTR] = UnitAttr()
+    return loop
+
+
+__all__ = ["CASTS", "ELEMENTWISE", "REDUCTIONS", "REDUCTION_ATTR", "mark_reduction_loop", "vectorize_loop"]

@@ -1,0 +1,144 @@
+"""The default C schedule's reductions and vector math: innermost reduction loops get vector
+partial accumulators (transform.einc.vectorize_reduction, checked by mark_reduction_loop),
+exp and friends go through libmvec, and every such kernel matches NumPy (float64 reference,
+fresh random inputs, poisoned outputs; float sums are reassociated, so within tolerance).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects import affine
+from xdsl.parser import Parser
+
+from einc.context import make_context
+from einc.default_schedule import default_schedule_text
+from einc.driver import Compilation, max_error, tolerance
+from einc.passes.utils import loop_transforms as lt
+from einc.passes.utils.vectorize import REDUCTION_ATTR, mark_reduction_loop
+
+
+def f32(*shape: int) -> dict[str, Any]:
+    return {"dtype": "float32", "shape": list(shape)}
+
+
+# ---- mark_reduction_loop: what it accepts and refuses -----------------------------------------
+
+LOOP = """
+func.func @f(%x: memref<64xf32>, %y: memref<65xf32>, %s: memref<2xf32>) {{
+  affine.for %i = 0 to 64 {{
+    {body}
+  }}
+  func.return
+}}
+"""
+
+SUM = """
+    %v = affine.load %x[%i] : memref<64xf32>
+    %a = affine.load %s[0] : memref<2xf32>
+    %b = arith.addf %a, %v : f32
+    affine.store %b, %s[0] : memref<2xf32>
+"""
+
+
+def _mark(body: str) -> affine.ForOp | lt.Failure:
+    module = Parser(make_context(), LOOP.format(body=body)).parse_module()
+    loop = next(op for op in module.walk() if isinstance(op, affine.ForOp))
+    return mark_reduction_loop(loop)
+
+
+def test_a_sum_with_an_elementwise_store_is_marked() -> None:
+    store = """
+    %w = arith.mulf %v, %v : f32
+    affine.store %w, %y[%i + 1] : memref<65xf32>
+    """
+    loop = _mark(SUM + store)
+    assert isinstance(loop, affine.ForOp) and REDUCTION_ATTR in loop.attributes
+
+
+@pytest.mark.parametrize("extra, message", [
+    # y[i + 1] = y[i] * x[i]: iteration i reads what iteration i - 1 wrote
+    ("""%r = affine.load %y[%i] : memref<65xf32>
+        %w = arith.mulf %r, %v : f32
+        affine.store %w, %y[%i + 1] : memref<65xf32>""", "another index"),
+    # the accumulator read again outside the pattern
+    ("""%r = affine.load %s[0] : memref<2xf32>
+        affine.store %r, %y[%i] : memref<65xf32>""", "accessed again"),
+    # a store to an invariant index that is no reduction
+    ("""affine.store %v, %s[1] : memref<2xf32>""", "accessed again|not a reduction"),
+])  # fmt: skip
+def test_carried_dependences_besides_the_reduction_are_refused(extra: str, message: str) -> None:
+    result = _mark(SUM + extra)
+    assert isinstance(result, lt.Failure)
+    assert any(part in result.message for part in message.split("|")), result.message
+
+
+def test_a_loop_without_reduction_is_refused() -> None:
+    result = _mark("""%v = affine.load %x[%i] : memref<64xf32>
+    affine.store %v, %y[%i] : memref<65xf32>""")
+    assert isinstance(result, lt.Failure) and "no reduction" in result.message
+
+
+# ---- default schedules on C against NumPy ------------------------------------------------------
+
+SOFTMAX = (
+    "temp0[N] >=! input0[N, C]; temp1[N] +=! (input0[N, C] - temp0[N]).call(`exp`); "
+    "output0[N, C] = (input0[N, C] - temp0[N]).call(`exp`) / temp1[N]"
+)
+
+
+def _softmax(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = a["input0"]
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+CASES = {
+    # 1000 = 62 * 16 + 8: a scalar remainder after the vector loop
+    "row_sum": ("output0[N] +=! input0[N, C]", {"input0": f32(33, 1000)}, lambda a: a["input0"].sum(axis=1)),
+    "row_max_nan": ("output0[N] >=! input0[N, C]", {"input0": f32(9, 1000)}, lambda a: a["input0"].max(axis=1)),
+    "row_min_int": ("output0[N] <=! input0[N, C]", {"input0": {"dtype": "int32", "shape": [7, 300]}},
+                    lambda a: a["input0"].min(axis=1)),
+    "dot_rows": ("output0[N] +=! input0[N, C] * input1[N, C]", {"input0": f32(5, 4096), "input1": f32(5, 4096)},
+                 lambda a: (a["input0"] * a["input1"]).sum(axis=1)),
+    "softmax": (SOFTMAX, {"input0": f32(16, 1000)}, _softmax),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_default_reductions_are_vectorized_and_match_numpy(case: str) -> None:
+    ir, inputs, answer = CASES[case]
+    comp = Compilation(ir, "<r>", inputs, None, "c")
+    assert "transform.einc.vectorize_reduction" in (default_schedule_text("c", comp.run_until("loops")) or "")
+    kernel = comp.kernel()
+    assert "einc_vreduce_" in kernel.source, kernel.source
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        arrays = {
+            k: (rng.uniform(-3, 3, v["shape"]) if v["dtype"] == "float32"
+                else rng.integers(-10**6, 10**6, v["shape"])).astype(v["dtype"])
+            for k, v in inputs.items()
+        }  # fmt: skip
+        if case == "row_max_nan":
+            arrays["input0"][3, 500] = np.nan  # max propagates NaN, as NumPy's
+            arrays["input0"][4, 999] = np.inf  # in the scalar remainder
+        got = kernel(**arrays)["output0"]  # outputs are poisoned before the run
+        want = answer({k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in arrays.items()})
+        if case in ("row_max_nan", "row_min_int"):
+            assert np.array_equal(got, want.astype(got.dtype), equal_nan=True), (got, want)
+        else:
+            assert max_error(got, want) <= tolerance("float32"), kernel.source
+
+
+def test_default_softmax_calls_vector_exp() -> None:
+    comp = Compilation(SOFTMAX, "<s>", {"input0": f32(16, 1024)}, None, "c")
+    source = comp.run_until("source")
+    assert "einc_vexp_f32x16" in source and "expf(" in source and "__simd__" in source
+
+
+def test_short_reductions_stay_scalar() -> None:
+    """Below REDUCTION_MIN_TRIP iterations a vector accumulator is not worth its reduction."""
+    comp = Compilation("output0[N] +=! input0[N, C]", "<s>", {"input0": f32(64, 8)}, None, "c")
+    assert "vectorize_reduction" not in (default_schedule_text("c", comp.run_until("loops")) or "")
