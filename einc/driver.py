@@ -95,7 +95,14 @@ class Compilation:
             from einc.passes.utils.cache import refuse_shared_memory
 
             refuse_shared_memory(schedule, self.target)
-        return module if schedule is None else schedule.apply(module)
+        if schedule is None:
+            return module
+        scheduled = schedule.apply(module)
+        if self.target != "c":  # a local buffer in a kernel is private to one work-item
+            from einc.passes.utils.cache import check_private_buffers
+
+            check_private_buffers(scheduled, schedule)
+        return scheduled
 
     def _target(self, module: ModuleOp) -> ModuleOp:
         from einc.passes import run_pipeline

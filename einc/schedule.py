@@ -15,10 +15,11 @@ sees half-rewritten IR.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from xdsl.dialects import affine, transform
+from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
@@ -72,6 +73,9 @@ class Schedule:
         self.filename = filename
         self.source = source
         self.locations = dict(locations or {})
+        self.staged_by: weakref.WeakKeyDictionary[Operation, Operation] = weakref.WeakKeyDictionary()
+        """Each staging buffer (`memref.alloca`) an application made -> the op that made it
+        (cache_read/_write, compute_at): checks after the schedule point at that op."""
 
     @classmethod
     def parse(cls, text: str, filename: str = "<schedule>") -> Schedule:
@@ -211,6 +215,8 @@ class EincTransformFunctions(InterpreterFunctions):
     def check(self, op: Operation, result: object) -> object:
         if isinstance(result, lt.Failure):
             raise self.fail(op, result.message)
+        if isinstance(result, memref.AllocaOp):
+            self.schedule.staged_by[result] = op
         return result
 
     # -- ops --

@@ -352,11 +352,20 @@ class CLikeTarget:
         size = -(-count * cls.sizeof(element) // 64) * 64
         return f"{element}* {name} = ({element}*)aligned_alloc(64, {size});"
 
+    private_array: ClassVar[str] = ""
+    """The declaration of a local array (`memref.alloca`: a staged tile, a compute_at box):
+    `{t}` the element type, `{name}`, `{n}` the element count. In a device kernel it is the
+    work-item's own (private) memory. Empty: the target has none (TargetError)."""
+
     @classmethod
     def local_array(cls, element: str, count: int, name: str) -> str:
-        """The statement declaring a local array (`memref.alloca`); targets that have one
-        override this."""
-        raise TargetError(f"{cls.name} target: local arrays (memref.alloca, from cache_read/cache_write) are not supported yet")
+        """The statement declaring a local array (`memref.alloca`), from `private_array`."""
+        if not cls.private_array:
+            raise TargetError(
+                f"{cls.name} target: local arrays (memref.alloca, from cache_read/cache_write "
+                "in \"local\" or compute_at) are not supported yet"
+            )
+        return cls.private_array.format(t=element, name=name, n=count)
 
     @classmethod
     def free(cls, name: str) -> str:

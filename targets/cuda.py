@@ -30,6 +30,7 @@ class CUDATarget(DeviceTarget):
     index_type: ClassVar[str] = "long long"
     barrier: ClassVar[str] = "__syncthreads();"
     shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}];"
+    private_array: ClassVar[str] = "{t} {name}[{n}];"  # registers, or local memory
     helper_prefix: ClassVar[str] = "static __device__ inline"
     reserved_words: ClassVar[frozenset[str]] = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
     work_item_index = {

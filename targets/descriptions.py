@@ -52,6 +52,10 @@ class TargetDescription:
     block's worth of workers); 1 where the grid covers that."""
     dtype_notes: tuple[tuple[str, str], ...] = ()
     """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
+    private_memory: int = 64 * 1024
+    """Bytes of local arrays (`memref.alloca`: staged tiles, compute_at boxes) one work-item
+    of a kernel may hold: registers first, then the device's per-thread stack (CUDA/HIP
+    local memory, SPIR-V Function storage). Beyond a few hundred bytes they spill."""
 
     def stores(self, dtype: str) -> bool:
         """Whether a buffer of `dtype` can live on the device (narrow ones are widened)."""
@@ -80,7 +84,8 @@ class TargetDescription:
         return TargetError(message + (f": {note})" if note else ")"), loc)
 
     def check_launch(
-        self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0
+        self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0,
+        private_bytes: int = 0,
     ) -> None:
         """Raise TargetError if the launch of `kernel` breaks a limit of this target."""
         problems = []
@@ -98,6 +103,10 @@ class TargetDescription:
         if shared_bytes > self.shared_bytes_per_block:
             problems.append(
                 f"{shared_bytes} bytes of shared memory (at most {self.shared_bytes_per_block})"
+            )
+        if private_bytes > self.private_memory:
+            problems.append(
+                f"{private_bytes} bytes of local arrays per work-item (at most {self.private_memory})"
             )
         if problems:
             raise TargetError(

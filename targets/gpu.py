@@ -166,6 +166,20 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
     return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix))
 
 
+def private_bytes(kernel: egpu.FuncOp) -> int:
+    """Bytes of the local arrays (`memref.alloca`) of a kernel: each work-item's own."""
+    total = 0
+    for op in kernel.walk():
+        if isinstance(op, memref.AllocaOp):
+            t = op.memref.type
+            element = t.get_element_type()
+            bits = element.bitwidth if isinstance(element, AnyFloat) else (
+                element.width.data if isinstance(element, IntegerType) else 64
+            )
+            total += math.prod(t.get_shape()) * max(1, bits // 8)
+    return total
+
+
 class DeviceTarget(CLikeTarget):
     """A C-like device language: kernels, work-item indices, a launch manifest."""
 
@@ -244,7 +258,8 @@ class DeviceTarget(CLikeTarget):
                 continue
             kernel = kernels_by_name[launch.callee.string_value()]
             shared = kernel.shared_bytes()
-            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared)
+            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared,
+                              private_bytes(kernel))
             launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,

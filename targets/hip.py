@@ -31,6 +31,7 @@ class HIPTarget(DeviceTarget):
     index_type: ClassVar[str] = "int64_t"
     barrier: ClassVar[str] = CUDATarget.barrier
     shared_decl: ClassVar[str] = CUDATarget.shared_decl
+    private_array: ClassVar[str] = CUDATarget.private_array
     helper_prefix: ClassVar[str] = CUDATarget.helper_prefix
     reserved_words: ClassVar[frozenset[str]] = CUDATarget.reserved_words
     work_item_index = {

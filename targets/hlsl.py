@@ -194,6 +194,7 @@ class HLSLTarget(DeviceTarget):
     kernel_prefix: ClassVar[str] = ""
     index_type: ClassVar[str] = "int"
     barrier: ClassVar[str] = "GroupMemoryBarrierWithGroupSync();"
+    private_array: ClassVar[str] = "{t} {name}[{n}];"  # a function-local array
     helper_prefix: ClassVar[str] = "inline"
     reserved_words = HLSL_KEYWORDS
     work_item_index = {

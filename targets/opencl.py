@@ -25,6 +25,7 @@ class OpenCLTarget(DeviceTarget):
     buffer_prefix: ClassVar[str] = "__global "
     buffer_suffix: ClassVar[str] = " restrict"
     barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE);"
+    private_array: ClassVar[str] = "{t} {name}[{n}];"  # __private: the default in a kernel
     reserved_words: ClassVar[frozenset[str]] = frozenset({"half", "half2", "half4", "half8", "half16"})
     work_item_index = {
         **{f"block_id.{d}": f"get_group_id({k})" for k, d in enumerate("xyz")},

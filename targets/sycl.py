@@ -46,6 +46,7 @@ class SYCLTarget(DeviceTarget):
     index_type: ClassVar[str] = "int64_t"
     barrier: ClassVar[str] = "sycl::group_barrier(syclext::this_work_item::get_work_group<3>());"
     shared_decl: ClassVar[str] = "syclexp::work_group_static<{t}[{n}]> {name};"
+    private_array: ClassVar[str] = "{t} {name}[{n}];"
     work_item_index = {
         **{f"block_id.{d}": f"(int64_t){_ITEM}.get_group({k})" for d, k in _DIMS.items()},
         **{f"thread_id.{d}": f"(int64_t){_ITEM}.get_local_id({k})" for d, k in _DIMS.items()},

@@ -10,10 +10,16 @@ fixed shape, a C compiler keeps it in registers across the reduction loops.
 
 Contract: legal when every access to the tensor inside the loop is an affine load/store
 whose index is linear in loop variables of bounded range, every access has the same outer
-part per dimension (one box), the box provably lies inside the tensor, and (cache_read) the
-tensor is not written inside the loop. Otherwise a Failure is returned and the IR is
-unchanged. No loop inside `loop` may be bound to a GPU coordinate (the staging would sit
-between bound loops).
+part per dimension (one box), and (cache_read) the tensor is not written inside the loop.
+Otherwise a Failure is returned and the IR is unchanged. A box that may reach outside the
+tensor (a partial tile, `min(4, N - i)`) is copied in and out without the elements outside,
+which no iteration touches. No loop inside `loop` may be bound to a GPU coordinate (the
+staging would sit between bound loops).
+
+On a device target a local buffer inside a kernel is the private memory of one work-item
+(`float a[16];`), so it must lie inside every bound loop of its nest, and a written-back
+tile must be the work-item's own: `private_buffer_failure`, checked after the whole
+schedule (binds may come after the cache op) by `check_private_buffers`.
 
 `memory = "shared"` (GPU work-group memory, as TVM's `cache_read(..., "shared")` plus
 compute_at): the box is the footprint of *all threads of the block* in one iteration of
@@ -36,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import affine, arith, memref, scf
-from xdsl.dialects.builtin import AffineMapAttr, Float16Type, IndexType, MemRefType, StringAttr, UnitAttr
+from xdsl.dialects.builtin import AffineMapAttr, Float16Type, IndexType, MemRefType, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -49,6 +55,7 @@ from einc.passes.utils.loop_analysis import (
     defined_inside,
     induction_var,
     linear_form,
+    separates,
     step_of,
     trip_count,
     value_range,
@@ -75,7 +82,7 @@ SHARED_COPY_ATTR = "einc.shared"
 
 
 @dataclass
-class _Box:
+class Box:
     """The footprint: per dimension, the outer terms (fixed in one iteration), the lowest
     inner offset and the extent; each access's inner linear form per dimension."""
 
@@ -111,13 +118,18 @@ def _range_of(terms: Terms, const: int) -> tuple[int, int] | None:
     return lo, hi
 
 
-def _footprint(
-    loop: affine.ForOp, tensor: str, accs: list[Access], spread: set[SSAValue] | None = None
-) -> _Box | Failure:
-    """The box; `spread` (shared memory): variables of enclosing loops that range over the
-    box like inner ones (the thread-bound loops), and the box may overhang the tensor."""
+def footprint(
+    loop: affine.ForOp, tensor: str, accs: list[Access], spread: set[SSAValue] | None = None,
+    partial: bool = False,
+) -> Box | Failure:
+    """The box of `accs` (accesses to `tensor` inside `loop`) one iteration of `loop`
+    touches, or a Failure. `spread` (shared memory): variables of enclosing loops that range
+    over the box like inner ones (the thread-bound loops), and the box may overhang the
+    tensor; `partial`: the box may overhang the tensor (a partial tile: the copies skip the
+    elements outside, which no iteration touches)."""
     where = f"'{tensor}' inside {describe(loop)}"
     spread = spread or set()
+    may_overhang = bool(spread) or partial
     buffer_type = accs[0].buffer.type
     assert isinstance(buffer_type, MemRefType)
     dims = buffer_type.get_shape()
@@ -154,15 +166,16 @@ def _footprint(
         if span is None:
             return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
         below, past = span[0] + low[d] < 0, span[1] + low[d] + shape[d] > size
-        if (below or past) and not spread:
+        if (below or past) and not may_overhang:
             return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
         overhang.append((below, past))
     if not spread and math.prod(shape) > MAX_LOCAL_ELEMENTS:
         return Failure(f"cannot cache {where}: its tile {'x'.join(map(str, shape))} is larger than {MAX_LOCAL_ELEMENTS} elements")
-    return _Box([o or {} for o in outer], low, shape, inner, list(dims), overhang)
+    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang)
 
 
-def _linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> AffineMap:
+def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> AffineMap:
+    """The map of `operands` whose result d is `forms[d]` (terms over the operands, constant)."""
     results = []
     for terms, const in forms:
         e: AffineExpr = AffineExpr.constant(const)
@@ -173,7 +186,7 @@ def _linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> Aff
 
 
 def _copy_nest(
-    loop: affine.ForOp, point: InsertPoint, box: _Box, tensor: SSAValue, local: SSAValue,
+    loop: affine.ForOp, point: InsertPoint, box: Box, tensor: SSAValue, local: SSAValue,
     into_local: bool, shared: bool = False,
 ) -> None:
     """A nest over the box copying tensor[offset + x] -> local[x] (or back); elements
@@ -190,7 +203,8 @@ def _copy_nest(
         Rewriter.insert_op(f, point)
         loops.append(f)
         point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
-    if loops and not shared:  # a rank-0 tensor is one element: no loop
+    guarded = any(below or past for below, past in box.overhang)
+    if loops and not shared and not guarded:  # a rank-0 tensor is one element: no loop
         loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
     if loops and shared:
         loops[0].attributes[SHARED_COPY_ATTR] = StringAttr("in" if into_local else "out")
@@ -198,8 +212,8 @@ def _copy_nest(
     outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
     operands = [*outer_vars, *ivs]
     forms = [({**terms, iv: 1}, low) for terms, low, iv in zip(box.outer, box.low, ivs)]
-    far = AffineMapAttr(_linear_map(forms, operands))
-    if any(below or past for below, past in box.overhang):
+    far = AffineMapAttr(linear_map(forms, operands))
+    if guarded:
         point = _inside_tensor(point, box, forms, operands)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
     if into_local:
@@ -212,14 +226,14 @@ def _copy_nest(
     Rewriter.insert_op(store, point)
 
 
-def _inside_tensor(point: InsertPoint, box: _Box, forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> InsertPoint:
+def _inside_tensor(point: InsertPoint, box: Box, forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> InsertPoint:
     """Insert at `point` the test that the copied element lies inside the tensor (in the
     overhanging dimensions) and return the point inside its `scf.if`."""
     cond: SSAValue | None = None
     for form, size, (below, past) in zip(forms, box.sizes, box.overhang):
         if not (below or past):
             continue
-        index = affine.ApplyOp(operands, AffineMapAttr(_linear_map([form], operands)))
+        index = affine.ApplyOp(operands, AffineMapAttr(linear_map([form], operands)))
         Rewriter.insert_op(index, point)
         for needed, bound, predicate in ((below, 0, "sge"), (past, size, "slt")):
             if not needed:
@@ -253,7 +267,7 @@ def _depends_on(value: SSAValue, ivs: set[SSAValue], depth: int = 0) -> bool:
     return any(_depends_on(o, ivs, depth + 1) for o in owner.operands)
 
 
-def _shared_failure(loop: affine.ForOp, tensor: str, write: bool, box: _Box, threads: set[SSAValue]) -> Failure | None:
+def _shared_failure(loop: affine.ForOp, tensor: str, write: bool, box: Box, threads: set[SSAValue]) -> Failure | None:
     """The shared-memory conditions of the module docstring, checked on the box."""
     kind = "cache_write" if write else "cache_read"
     for d, terms in enumerate(box.outer):
@@ -296,9 +310,12 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
         return Failure(f"{kind} of '{tensor}' at {describe(loop)}: unknown memory '{memory}' (local or shared)")
     inside = [op for op in loop.body.walk() if isinstance(op, affine.ForOp) and _bind_of(op)]
     if inside:
+        hint = "" if memory == "shared" else (
+            '; a local buffer is private to one work-item: use "shared" for a tile shared by the block\'s threads'
+        )
         return Failure(
             f"cannot {kind} '{tensor}' at {describe(loop)}: {describe(inside[0])} inside it is bound "
-            f"to {_bind_of(inside[0])} (stage at a loop inside the bound loops)"
+            f"to {_bind_of(inside[0])} (stage at a loop inside the bound loops{hint})"
         )
     shared = memory == "shared"
     threads: set[SSAValue] = set()
@@ -333,7 +350,7 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     if shared and isinstance(buffer.type.get_element_type(), Float16Type):  # type: ignore[attr-defined]
         # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: float16 tiles are not supported")
-    box = _footprint(loop, tensor, accs, threads if shared else None)
+    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared)
     if isinstance(box, Failure):
         return box
     if shared:
@@ -356,7 +373,7 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     for a, forms in box.inner.items():
         shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
         operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))
-        new_map = AffineMapAttr(_linear_map(shifted, operands))
+        new_map = AffineMapAttr(linear_map(shifted, operands))
         if isinstance(a.op, affine.LoadOp):
             Rewriter.replace_op(a.op, affine.LoadOp(local, operands, new_map, element))
         else:
@@ -378,3 +395,63 @@ def refuse_shared_memory(schedule: Any, target: str) -> None:
                 'in "shared" needs a device target (stage in "local" memory on C)',
                 schedule.locations.get(op),
             )
+
+
+def private_buffer_failure(alloca: memref.AllocaOp) -> Failure | None:
+    """Why a local (not shared) buffer cannot be the private memory of a GPU work-item, or
+    None. In a device kernel a `memref.alloca` is per work-item (registers or stack), so:
+    - it lies inside every loop of its nest bound to a block or thread: no bound loop runs
+      inside its scope (else each thread would use its own copy, filled by the others);
+    - a buffer written back to a tensor (cache_write) holds a tile no other work-item
+      touches: every bound loop around it gives its iterations disjoint elements of the
+      tensor (the whole tile is copied back, elements the body did not write included)."""
+    name = buffer_name(alloca.memref)
+    scope = alloca.parent_op()
+    block = alloca.parent_block()
+    if scope is None or block is None:
+        return None
+    where = f"the local buffer '{name}'" + (f" at {describe(scope)}" if isinstance(scope, affine.ForOp) else "")
+    for op in block.walk():
+        if isinstance(op, affine.ForOp) and (axis := _bind_of(op)):
+            return Failure(
+                f"{where} lies outside {describe(op)}, which is bound to {axis}: a local buffer is "
+                "private to one work-item (stage at a loop inside the bound loops, or use "
+                '"shared" for a tile shared by the block\'s threads)'
+            )
+    written_back = {
+        a.buffer for a in accesses(scope)
+        if a.write and isinstance(a.op, affine.StoreOp) and isinstance(load := a.op.value.owner, affine.LoadOp)
+        and load.memref is alloca.memref
+    }  # fmt: skip
+    for tensor in written_back:
+        group = [a for a in accesses(scope) if a.buffer is tensor]
+        loop: Operation | None = scope
+        while loop is not None:
+            if isinstance(loop, affine.ForOp) and (axis := _bind_of(loop)):
+                if not separates(induction_var(loop), step_of(loop), group):
+                    return Failure(
+                        f"{where} is written back to '{buffer_name(tensor)}', but the tiles of two "
+                        f"iterations of {describe(loop)} (bound to {axis}) may overlap: each "
+                        "work-item writes its whole tile back"
+                    )
+            loop = loop.parent_op()
+    return None
+
+
+def check_private_buffers(module: ModuleOp, schedule: Any) -> None:
+    """For device targets, after `schedule` (an einc.schedule.Schedule) made `module`: raise
+    ScheduleError at the schedule op that made the first local buffer breaking
+    `private_buffer_failure` (binds may come after the cache op in the script)."""
+    from einc.errors import ScheduleError
+
+    for op in module.walk():
+        if not isinstance(op, memref.AllocaOp) or op.attributes.get(MEMORY_ATTR) == StringAttr("shared"):
+            continue
+        failure = private_buffer_failure(op)
+        if failure is None:
+            continue
+        made_by = schedule.staged_by.get(op)
+        loc = schedule.locations.get(made_by) if made_by is not None else None
+        if loc is None:
+            raise ScheduleError(f"{made_by.name if made_by else 'the schedule'}: {failure.message}")
+        raise ScheduleError(failure.message, loc)

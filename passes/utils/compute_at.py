@@ -55,7 +55,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from einc.passes.utils.cache import _footprint, _linear_map, _Box
+from einc.passes.utils.cache import Box, footprint, linear_map
 from einc.passes.utils.loop_analysis import (
     Access,
     accesses,
@@ -181,7 +181,7 @@ class ComputeAtPlan:
     fills: list[Operation]
     loop: affine.ForOp
     tensor: SSAValue
-    box: _Box
+    box: Box
     output_loops: dict[affine.ForOp, list[affine.ForOp]]  # per copied nest: loop per dimension
     erase_original: bool
 
@@ -278,7 +278,7 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
     ops = {a.op for a in accs}
     if any(loop.is_ancestor(use.operation) and use.operation not in ops for use in tensor.uses):
         return Failure(f"cannot compute {describe(producer)} at {describe(loop)}: an operation other than a load uses '{name}' inside")
-    box = _footprint(loop, name, accs)
+    box = footprint(loop, name, accs)
     if isinstance(box, Failure):
         return Failure(f"cannot compute {describe(producer)} at {describe(loop)}: the box it reads: {box.message}")
     readers = [
@@ -334,7 +334,7 @@ def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
         shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
         operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))
         assert isinstance(a.op, affine.LoadOp)
-        Rewriter.replace_op(a.op, affine.LoadOp(local, operands, AffineMapAttr(_linear_map(shifted, operands)), element))
+        Rewriter.replace_op(a.op, affine.LoadOp(local, operands, AffineMapAttr(linear_map(shifted, operands)), element))
     fold_applies(loop)
     _drop_vector_mark(loop)
     if plan.erase_original:
@@ -416,7 +416,7 @@ def reverse_compute_at(consumer: affine.ForOp, loop: affine.ForOp) -> affine.For
                 f"({describe(f)} revisits elements: a reduction around the loop)"
             )
         iterations *= n
-    box = _footprint(loop, name, [a for a in t_accs if loop.is_ancestor(a.op)])
+    box = footprint(loop, name, [a for a in t_accs if loop.is_ancestor(a.op)])
     if isinstance(box, Failure):
         return Failure(f"{where}: the box of '{name}' one iteration completes: {box.message}")
     if iterations * math.prod(box.shape) != math.prod(shape):

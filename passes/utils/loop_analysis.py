@@ -109,6 +109,9 @@ def value_range(v: SSAValue, depth: int = 0) -> Range:
         his = [hi for _, hi in ubs if hi is not None]
         lo = None if any(x is None for x in los) else max(los)  # type: ignore[type-var]
         hi = min(his) - 1 if his else None
+        step = loop.step.value.data
+        if step > 1 and lo is not None and hi is not None and lbs == [(lo, lo)]:
+            hi = lo + (hi - lo) // step * step  # the last iterate of a constant lower bound
         return lo, hi
     owner = v.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
