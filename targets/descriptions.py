@@ -50,6 +50,9 @@ class TargetDescription:
     tiles: int = 1
     """Processors a launch's work may be spread over (the IPU's tiles, each running one
     block's worth of workers); 1 where the grid covers that."""
+    tile_memory: int = 0
+    """Bytes of memory one tile has for a vertex's data (the IPU's per-tile SRAM); 0 where
+    the target has no tiles to check."""
     dtype_notes: tuple[tuple[str, str], ...] = ()
     """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
     private_memory: int = 64 * 1024
@@ -154,12 +157,12 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
         ),
         TargetDescription(
-            "poplar", max_threads_per_block=6, max_block=(6, 1, 1),
+            "poplar", max_threads_per_block=6, max_block=(6, 6, 6),
             max_grid=(1, 1, 1), shared_bytes_per_block=0,
             subgroup_size=1, vector_width=2, default_block=6,
             storage_dtypes=ALL_DTYPES - {"float64"},
             arith_dtypes=ALL_DTYPES - {"float64", "float16"}, write_granule=4, tiles=1472,
-            dtype_notes=(("float64", "the IPU has no double precision"),),
+            tile_memory=624 * 1024, dtype_notes=(("float64", "the IPU has no double precision"),),
         ),
     )
 }  # fmt: skip

@@ -20,6 +20,15 @@ A kernel's launch is a block of at most six workers (one MultiVertex; the grid i
 `convert-affine-to-egpu` strides larger spaces over the workers: `for (point = gid; point <
 P; point += 6)`); workers beyond the launch's block return at once.
 
+Loops a schedule bound to work-item ids (`_work_items`): a kernel's blocks (block.x/y/z, any
+grid) run one after another in every worker, `for (int einc_block = 0; einc_block < G;
+++einc_block)`, and its threads (thread.x/y/z, at most six in all: the bind's and the
+launch's thread limit) are the workers, `int einc_thread = (int)workerId;`, each id taken
+from the linear `einc_block` / `einc_thread`. A kernel storing elements narrower than a
+32-bit word runs its threads in turn in worker 0 (two workers writing neighbouring bytes of
+one word race on the IPU). There is no shared memory to stage into (`shared_bytes_per_block`
+is 0: a cache_read "shared" is refused by the mapping pass).
+
 Tiles (`vertex_split`): when that point loop is the whole kernel and every buffer the kernel
 writes is accessed, inside it, only at flat element `s * point + c` (the point's own
 elements: a reduction's output element, with its accumulator reads), the points are cut into
@@ -50,6 +59,7 @@ are refused.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from dataclasses import dataclass
@@ -85,12 +95,14 @@ from xdsl.ir.affine import (
 from einc.dialects import egpu
 from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
     ADD,
+    MUL,
     Expr,
     _Writer,
     c_identifier,
 )
-from einc.targets.descriptions import description
+from einc.targets.descriptions import TargetDescription, description
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers
+from einc.targets.gpu import _index as _device_index  # pyright: ignore[reportPrivateUsage]
 
 _READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
 _WRITES = (affine.StoreOp, memref.StoreOp, egpu.StoreTruncfOp, egpu.VStoreOp)
@@ -102,6 +114,61 @@ def vertex_type(kernel: egpu.FuncOp) -> str:
     `kernel_output0` must not share one."""
     digest = hashlib.sha1(str(kernel).encode()).hexdigest()[:8]
     return f"{kernel.sym_name.data}_{digest}"
+
+
+def _writes_narrow(kernel: egpu.FuncOp) -> bool:
+    """Whether the kernel stores elements narrower than the IPU's 32-bit write granule into
+    a buffer argument (two workers storing neighbouring bytes of one word would race)."""
+    granule = description("poplar").write_granule
+    for arg in kernel.body.block.args:
+        assert isinstance(arg.type, MemRefType)
+        bits = max(arg.type.get_element_type().bitwidth, 8)  # type: ignore[attr-defined]
+        if bits // 8 < granule and any(isinstance(u.operation, _WRITES) and u.index == 1 for u in arg.uses):
+            return True
+    return False
+
+
+def _work_items(kernel: egpu.FuncOp) -> tuple[int, int, int, dict[str, Expr]] | None:
+    """How a kernel's launch runs in one MultiVertex when it is not the plain form (one
+    block of at most six threads along x, thread `workerId`): None for the plain form, else
+    (blocks, threads, workers, spellings). The blocks run one after another in every worker
+    (`einc_block`), the block's threads are spread over `workers` workers (`einc_thread`;
+    one worker, the threads in turn, when the kernel stores elements narrower than a 32-bit
+    word, which two workers must not write at once), and `spellings` gives each work-item
+    index (`"block_id.y"`, ...) from `einc_block` and `einc_thread`."""
+    grid, block = kernel.grid_size, kernel.block_size
+    blocks, threads = math.prod(grid), math.prod(block)
+    serial = threads > 1 and _writes_narrow(kernel)
+    if blocks == 1 and block[1] == block[2] == 1 and not serial:
+        return None
+    workers = 1 if serial else threads
+    spellings: dict[str, Expr] = {}
+    for level, sizes, var in (("block_id", grid, "einc_block"), ("thread_id", block, "einc_thread")):
+        below = 1
+        for dim, size in zip("xyz", sizes):
+            if size == 1:
+                text, prec = "0", None
+            elif below == 1 and size == math.prod(sizes):
+                text, prec = var, None
+            elif below == 1:
+                text, prec = f"{var} % {size}", MUL
+            elif below * size == math.prod(sizes):
+                text, prec = f"{var} / {below}", MUL
+            else:
+                text, prec = f"{var} / {below} % {size}", MUL
+            spellings[f"{level}.{dim}"] = Expr(text) if prec is None else Expr(text, prec)
+            below *= size
+    for dim, size in zip("xyz", block):
+        b, t = spellings[f"block_id.{dim}"], spellings[f"thread_id.{dim}"]
+        spellings[f"global_id.{dim}"] = Expr(f"{b.operand(MUL)} * {size} + {t.operand(ADD + 1)}", ADD)
+    return blocks, threads, workers, spellings
+
+
+def _poplar_index(w: _Writer, op: egpu.IndexOp) -> Expr:
+    """A work-item index: the kernel's own spelling (`_work_items`), else the table's."""
+    key = f"{op.name.removeprefix('egpu.')}.{op.dimension.value}"
+    spellings = w.spellings if isinstance(w, _PoplarWriter) else {}
+    return spellings[key] if key in spellings else _device_index(w, op)
 
 
 def _field_kind(arg: SSAValue) -> str:
@@ -288,10 +355,12 @@ class _PoplarWriter(_Writer):
 
     split: VertexSplit | None = None
     bases: dict[SSAValue, str]
+    spellings: dict[str, Expr]
 
     def __init__(self, target: type[DeviceTarget]):
         super().__init__(target)
         self.bases = {}
+        self.spellings = {}
 
     def statement(self, op: Operation) -> None:
         """The split point loop runs over the vertex's own points."""
@@ -319,7 +388,10 @@ class PoplarTarget(DeviceTarget):
     includes: ClassVar[tuple[str, ...]] = ("poplar/Vertex.hpp", "cmath")
     index_type: ClassVar[str] = "int"
     helper_prefix: ClassVar[str] = "static inline"
-    reserved_words = frozenset({"workerId", "compute", "poplar", "half", "buffers", "graph", "prog"})
+    reserved_words = frozenset({
+        "workerId", "compute", "poplar", "half", "buffers", "graph", "prog", "einc_block",
+        "einc_thread", "einc_begin", "einc_end",
+    })  # fmt: skip
     work_item_index = {
         "global_id.x": "(int)workerId", "thread_id.x": "(int)workerId", "block_id.x": "0",
     }  # fmt: skip
@@ -338,6 +410,20 @@ class PoplarTarget(DeviceTarget):
         "INT32_MIN": "(-2147483647 - 1)", "INT32_MAX": "2147483647",
         "INT16_MIN": "(-32767 - 1)", "INT16_MAX": "32767", "INT8_MIN": "(-127 - 1)",
     }  # fmt: skip
+
+    expression_printers = {
+        **DeviceTarget.expression_printers,
+        **{op: _poplar_index for op in (egpu.BlockIdOp, egpu.ThreadIdOp, egpu.GlobalIdOp)},
+    }  # type: ignore[assignment]
+
+    @classmethod
+    def description(cls) -> TargetDescription:
+        """The Poplar description, except that a launch may have any grid: a kernel's
+        blocks (from loops a schedule bound to block ids) run one after another in its
+        vertex. The mapping pass reads `description("poplar")` itself, whose grid of one
+        block keeps the unscheduled mapping a single point loop that `vertex_split`
+        spreads over tiles."""
+        return dataclasses.replace(description(cls.name), max_grid=(2**31 - 1,) * 3)
 
     @classmethod
     def top_level(cls, w: _Writer, op: Operation) -> None:
@@ -383,10 +469,28 @@ class PoplarTarget(DeviceTarget):
         for field in fields:
             w.line(field)
         w.open("bool compute(unsigned workerId)")
-        block = kernel.block_size[0]
-        if block < 6:
-            w.line(f"if (workerId >= {block}) return true;")
-        w.block(kernel.body.block)
+        work = _work_items(kernel)
+        if work is None:
+            block = kernel.block_size[0]
+            if block < 6:
+                w.line(f"if (workerId >= {block}) return true;")
+            w.block(kernel.body.block)
+        else:
+            blocks, threads, workers, spellings = work
+            if isinstance(w, _PoplarWriter):
+                w.spellings = spellings
+            if workers < 6:
+                w.line(f"if (workerId >= {workers}) return true;")
+            depth = w.depth
+            if blocks > 1:
+                w.open(f"for (int einc_block = 0; einc_block < {blocks}; ++einc_block)")
+            if workers < threads:
+                w.open(f"for (int einc_thread = 0; einc_thread < {threads}; ++einc_thread)")
+            elif threads > 1:
+                w.line("int einc_thread = (int)workerId;")
+            w.block(kernel.body.block)
+            while w.depth > depth:
+                w.close()
         w.line("return true;")
         w.close()
         w.depth -= 1
@@ -395,6 +499,7 @@ class PoplarTarget(DeviceTarget):
         if isinstance(w, _PoplarWriter):
             w.split = None
             w.bases = {}
+            w.spellings = {}
 
     @classmethod
     def graph(cls, w: _Writer, module: ModuleOp) -> None:
