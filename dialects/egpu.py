@@ -39,7 +39,9 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FlatSymbolRefAttr,
     FunctionType,
+    I64,
     IndexType,
+    IntegerAttr,
     MemRefType,
     StringAttr,
     SymbolRefAttr,
@@ -602,19 +604,25 @@ class VReduceOp(IRDLOperation):
 @irdl_op_definition
 class SubgroupReduceOp(IRDLOperation):
     """Every work-item of a subgroup (warp, wave) gets the reduction of the subgroup's
-    values; all work-items of the subgroup must reach it."""
+    values; all work-items of the subgroup must reach it. With `cluster N` (a power of two,
+    at most the subgroup size): every work-item gets the reduction over its *cluster*, the
+    N work-items of consecutive linear thread ids `[c * N, c * N + N)` (as MLIR's
+    `gpu.subgroup_reduce ... cluster(size = N)`); all work-items of the cluster must reach
+    it, and clusters never straddle subgroups."""
 
     name = "egpu.subgroup_reduce"
     kind = prop_def(ReduceKindAttr)
+    cluster_size = opt_prop_def(IntegerAttr[I64])
     T: ClassVar = VarConstraint("T", AnyAttr())
     value = operand_def(T)
     result = result_def(T)
-    assembly_format = "$kind $value attr-dict `:` type($result)"
+    assembly_format = "$kind $value (`cluster` $cluster_size^)? attr-dict `:` type($result)"
 
-    def __init__(self, kind: ReduceKind, value: SSAValue):
-        super().__init__(
-            operands=[value], properties={"kind": ReduceKindAttr(kind)}, result_types=[value.type]
-        )
+    def __init__(self, kind: ReduceKind, value: SSAValue, cluster_size: int | None = None):
+        properties: dict[str, Attribute] = {"kind": ReduceKindAttr(kind)}
+        if cluster_size is not None:
+            properties["cluster_size"] = IntegerAttr(cluster_size, i64)
+        super().__init__(operands=[value], properties=properties, result_types=[value.type])
 
     def verify_(self) -> None:
         kernel_of(self)
@@ -622,6 +630,10 @@ class SubgroupReduceOp(IRDLOperation):
             raise VerifyException("egpu.subgroup_reduce: result type differs from the operand's")
         if isinstance(self.value.type, (VectorType, MemRefType)):
             raise VerifyException("egpu.subgroup_reduce: reduces scalars")
+        if self.cluster_size is not None:
+            n = self.cluster_size.value.data
+            if n < 1 or n & (n - 1):
+                raise VerifyException(f"egpu.subgroup_reduce: cluster size {n} is not a power of two")
 
 
 # ---- narrow floats kept in memory -------------------------------------------------------------

@@ -315,8 +315,9 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.BindOp)
     def run_bind(self, interpreter: Interpreter, op: et.BindOp, args: PythonValues) -> PythonValues:
         limit = op.max_threads.value.data if op.max_threads is not None else None
+        loc = self.schedule.locations.get(op)
         for loop in self.loops(op, args[0]):
-            self.check(op, lt.bind_loop(loop, op.axis.data, limit))
+            self.check(op, lt.bind_loop(loop, op.axis.data, limit, str(loc) if loc else None))
         return ()
 
     @impl(et.FuseOp)

@@ -29,18 +29,22 @@ mechanism.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerType, ModuleOp, f32, f64, i32, i64
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.passes.utils import kernels
-from einc.targets.descriptions import description
+from einc.dialects.ein import Combiner
+from einc.passes.utils.loop_transforms import describe
+from einc.targets.descriptions import TargetDescription, description
 
 
 def _written_name(stmt: kernels.Statement) -> str:
@@ -96,13 +100,55 @@ class ConvertAffineToEgpuPass(ModulePass):
         """Bound loops map onto their coordinates; otherwise the parallel prefix is
         flattened onto x."""
         desc = description(self.target)
-        levels = kernels.bound_loops(stmt.main)
+        reduction = kernels.cross_thread_reduction(stmt.main)
+        levels = kernels.bound_loops(stmt.main, reduction)
+        if reduction is not None:
+            mapping = kernels.bound_mapping(levels)
+            block = list(mapping.launch.block)
+            block[reduction.dim.index] = reduction.threads
+            mapping.launch = kernels.Launch(mapping.launch.grid, tuple(block))  # type: ignore[arg-type]
+            mapping.reduction = _combine_partials(reduction, mapping.launch, desc)
+            return mapping
         if levels:
             return kernels.bound_mapping(levels)
         prefix = kernels.parallel_prefix(stmt.main)
         width = kernels.narrowest_store_bytes(stmt)
         threads = block if width >= desc.write_granule else 1
         return kernels.flat_mapping(prefix, threads, desc.max_grid[0])
+
+
+def _combine_partials(
+    reduction: kernels.CrossThread, launch: kernels.Launch, desc: TargetDescription
+) -> kernels.CrossThread:
+    """How the block combines a cross-thread reduction's partials on this target: one
+    `egpu.subgroup_reduce` where the printers have one for the type and kind, and its
+    work-items are one aligned cluster of a subgroup (`"clustered"` targets: the reduction
+    along x, a power of two at most the smallest subgroup) or the whole block fits in the
+    smallest subgroup (`"whole"`); float max/min only with einc's own NaN-propagating helpers
+    (clustered); else a tree in shared memory. Raises ScheduleError on a target with
+    neither (Poplar: a vertex's workers are not threads that can exchange partials)."""
+    n = reduction.threads
+    element = reduction.store.value.type
+    dtype = _DTYPES.get(element)
+    if not desc.subgroup_reduce and desc.shared_bytes_per_block == 0:
+        raise kernels._schedule_error(  # pyright: ignore[reportPrivateUsage]
+            f"the {desc.name} target cannot combine partial results across threads: "
+            f"{describe(reduction.loop)} is a reduction bound to {reduction.dim.value and 'thread.' + reduction.dim.value} "
+            "(keep the reduction sequential)", reduction.loop
+        )
+    usable = dtype in desc.subgroup_reduce_dtypes and (
+        desc.subgroup_reduce == "clustered" or isinstance(element, IntegerType)
+        or reduction.combiner in (Combiner.ADD, Combiner.MUL)
+    )
+    if usable and desc.subgroup_reduce == "clustered":
+        if reduction.dim == egpu.Dim.X and n & (n - 1) == 0 and n <= desc.subgroup_size:
+            return dataclasses.replace(reduction, subgroup=True, cluster=n)
+    if usable and desc.subgroup_reduce == "whole" and math.prod(launch.block) <= desc.subgroup_size:
+        return dataclasses.replace(reduction, subgroup=True)
+    return reduction
+
+
+_DTYPES = {f32: "float32", f64: "float64", i32: "int32", i64: "int64"}
 
 
 def _erase_host_leftovers(body: Block) -> None:

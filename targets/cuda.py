@@ -65,10 +65,17 @@ class CUDATarget(DeviceTarget):
     load_extf: ClassVar[str] = "einc_half_to_float({buf}[{i}])"
     store_truncf: ClassVar[str] = "{buf}[{i}] = einc_float_to_half({v})"
     round_f16: ClassVar[str] = "return einc_half_to_float(einc_float_to_half(a));"
-    subgroup_reduce = {k: "einc_warp_{kind}_{s}({0})" for k in egpu.ReduceKind}
+    # clusters of w lanes (a power of two, w <= 32) of consecutive linear thread ids: the
+    # mask names the lanes of this thread's cluster, the shuffles stay inside it
+    subgroup_reduce = {k: "einc_warp_{kind}_{s}({0}, {n})" for k in egpu.ReduceKind}
+    subgroup_clusters: ClassVar[bool] = True
+    subgroup_lanes: ClassVar[str] = "warpSize"
     subgroup_helper: ClassVar[str] = (
-        "{p} {t} einc_warp_{kind}_{s}({t} a) {{ for (int o = warpSize / 2; o > 0; o >>= 1) "
-        "{{ {t} b = __shfl_xor_sync(0xffffffffu, a, o); a = {combine}; }} return a; }}"
+        "{p} {t} einc_warp_{kind}_{s}({t} a, int w) {{ "
+        "unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u; "
+        "unsigned m = w == 32 ? 0xffffffffu : ((1u << w) - 1u) << (lane & ~(unsigned)(w - 1)); "
+        "for (int o = w / 2; o > 0; o >>= 1) "
+        "{{ {t} b = __shfl_xor_sync(m, a, o, w); a = {combine}; }} return a; }}"
     )
     archs: ClassVar[tuple[str, ...]] = ("sm_80", "sm_90")
 

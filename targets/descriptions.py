@@ -44,6 +44,12 @@ class TargetDescription:
     """Element types a device buffer may have."""
     arith_dtypes: frozenset[str]
     """Types the device computes in (others are computed in a wider type)."""
+    subgroup_reduce: str = ""
+    """Which `egpu.subgroup_reduce` the printers have: "clustered" (any power-of-two cluster
+    of lanes up to `subgroup_size`: warp shuffles), "whole" (only over the whole subgroup:
+    wave intrinsics), "" (none: a reduction bound to threads combines in shared memory)."""
+    subgroup_reduce_dtypes: frozenset[str] = frozenset()
+    """Element types `egpu.subgroup_reduce` may have on this target."""
     write_granule: int = 1
     """Bytes a store writes at least (the IPU writes 32-bit words): threads of one block must
     not write narrower neighbouring elements concurrently."""
@@ -122,6 +128,7 @@ _BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, 
          "int8": 8, "bool": 8}  # fmt: skip
 _NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
 _GLSLANG_HLSL = frozenset({"float64", "float32", "int64", "int32"})  # int64 as uint64_t
+_SHUFFLED = frozenset({"float64", "float32", "int64", "int32"})  # CUDA/HIP warp shuffles
 
 DESCRIPTIONS: dict[str, TargetDescription] = {
     d.name: d
@@ -137,12 +144,14 @@ DESCRIPTIONS: dict[str, TargetDescription] = {
             max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=48 * 1024,
             subgroup_size=32, vector_width=4, default_block=256,
             storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+            subgroup_reduce="clustered", subgroup_reduce_dtypes=_SHUFFLED,
         ),
         TargetDescription(
             "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),
             max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=64 * 1024,
             subgroup_size=32, vector_width=4, default_block=256,
             storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+            subgroup_reduce="clustered", subgroup_reduce_dtypes=_SHUFFLED,
         ),
         TargetDescription(
             "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),

@@ -157,13 +157,18 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
     fmt = w.t.subgroup_reduce.get(kind)  # type: ignore[attr-defined]
     if fmt is None:
         raise TargetError(f"{w.t.name} target: no subgroup {kind} reduction")
+    if op.cluster_size is not None and not w.t.subgroup_clusters:  # type: ignore[attr-defined]
+        raise TargetError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
+    # max/min propagate NaN (as arith.maximumf / minimumf); `a != a` is false for integers
     combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
-               egpu.ReduceKind.MAX: "a > b ? a : b", egpu.ReduceKind.MIN: "a < b ? a : b"}[kind]  # fmt: skip
+               egpu.ReduceKind.MAX: "(a > b || a != a) ? a : b",
+               egpu.ReduceKind.MIN: "(a < b || a != a) ? a : b"}[kind]  # fmt: skip
     suffix = w.suffix(op.result.type)
     helper: str = w.t.subgroup_helper  # type: ignore[attr-defined]
     use_text(w, f"subgroup_{kind}_{suffix}", helper.format(
         p=w.t.helper_prefix, t=t, kind=kind, s=suffix, combine=combine))  # fmt: skip
-    return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix))
+    lanes = str(op.cluster_size.value.data) if op.cluster_size is not None else w.t.subgroup_lanes  # type: ignore[attr-defined]
+    return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix, n=lanes))
 
 
 def private_bytes(kernel: egpu.FuncOp) -> int:
@@ -194,7 +199,12 @@ class DeviceTarget(CLikeTarget):
     """Helpers the half loads, stores and rounding use (`{p}`: the helper prefix)."""
     subgroup_reduce: ClassVar[Mapping[egpu.ReduceKind, str]] = {}
     """Subgroup reductions by kind: `{0}` the value, `{t}` its type, `{kind}`, `{s}` the
-    type suffix (`f32`) of a helper from `subgroup_helper`."""
+    type suffix (`f32`) of a helper from `subgroup_helper`, `{n}` the lanes reduced together
+    (the op's cluster size, else `subgroup_lanes`)."""
+    subgroup_clusters: ClassVar[bool] = False
+    """Whether `subgroup_reduce` reduces clusters (`egpu.subgroup_reduce ... cluster N`)."""
+    subgroup_lanes: ClassVar[str] = ""
+    """The subgroup's size as the language spells it (`{n}` of a whole-subgroup reduction)."""
     subgroup_helper: ClassVar[str] = ""
     """A helper function per kind and type the reductions call (`{p}` prefix, `{t}` type,
     `{kind}`, `{s}`, `{combine}` an expression of `a` and `b`)."""

@@ -42,10 +42,14 @@ class HIPTarget(DeviceTarget):
         **{f"block_dim.{d}": f"(int64_t)blockDim.{d}" for d in _AXES},
         **{f"grid_dim.{d}": f"(int64_t)gridDim.{d}" for d in _AXES},
     }  # fmt: skip
+    # wavefronts of 64 (gfx90a) or 32 (gfx1030) lanes: `warpSize` at run time; a cluster of
+    # w lanes shuffles within its aligned w-lane segment
     subgroup_reduce = CUDATarget.subgroup_reduce
+    subgroup_clusters: ClassVar[bool] = True
+    subgroup_lanes: ClassVar[str] = "warpSize"
     subgroup_helper: ClassVar[str] = (
-        "{p} {t} einc_warp_{kind}_{s}({t} a) {{ for (int o = warpSize / 2; o > 0; o >>= 1) "
-        "{{ {t} b = __shfl_xor(a, o); a = {combine}; }} return a; }}"
+        "{p} {t} einc_warp_{kind}_{s}({t} a, int w) {{ for (int o = w / 2; o > 0; o >>= 1) "
+        "{{ {t} b = __shfl_xor(a, o, w); a = {combine}; }} return a; }}"
     )
     archs: ClassVar[tuple[str, ...]] = ("gfx90a", "gfx1030")
 

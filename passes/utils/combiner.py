@@ -73,3 +73,33 @@ def build_combine(
     rhs = builder.insert(nonzero(value)).results[0]
     both = builder.insert(_LOGICAL_OPS[combiner](lhs, rhs)).result
     return builder.insert(arith.SelectOp(both, one, zero)).result
+
+
+_COMBINE_OPS: dict[type[Operation], Combiner] = {
+    arith.AddfOp: Combiner.ADD, arith.AddiOp: Combiner.ADD,
+    arith.MulfOp: Combiner.MUL, arith.MuliOp: Combiner.MUL,
+    arith.MaximumfOp: Combiner.MAX, arith.MaxSIOp: Combiner.MAX,
+    arith.MinimumfOp: Combiner.MIN, arith.MinSIOp: Combiner.MIN,
+}  # fmt: skip
+"""The combiners that are associative and commutative (up to float rounding), by the op
+`build_combine` makes for them."""
+
+
+def accumulation(store: Operation) -> tuple[Combiner, Operation] | None:
+    """For a store of `combine(acc, x)` where `acc` is a load of the stored element (same
+    buffer, map and indices) and `combine` is an add/mul/max/min op (`_COMBINE_OPS`): the
+    combiner and that load. None for any other store (an assignment, a logical combiner, a
+    non-affine access)."""
+    from xdsl.dialects import affine
+
+    if not isinstance(store, affine.StoreOp):
+        return None
+    combine = store.value.owner
+    if not isinstance(combine, Operation) or type(combine) not in _COMBINE_OPS:
+        return None
+    load = combine.operands[0].owner
+    if not isinstance(load, affine.LoadOp) or load.memref is not store.memref:
+        return None
+    if load.map != store.map or tuple(load.indices) != tuple(store.indices):
+        return None
+    return _COMBINE_OPS[type(combine)], load

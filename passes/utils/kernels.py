@@ -29,7 +29,7 @@ Mapping rules (`Mapping`):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
@@ -42,7 +42,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -51,7 +51,9 @@ from einc.dialects import egpu
 from einc.errors import ScheduleError, SourceLocation
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.cache import MEMORY_ATTR, SHARED_COPY_ATTR
-from einc.passes.utils.loop_transforms import BIND_ATTR, BIND_AXES, describe
+from einc.dialects.ein import Combiner
+from einc.passes.utils.combiner import accumulation, build_combine, identity_constant
+from einc.passes.utils.loop_transforms import BIND_ATTR, BIND_AXES, BIND_LOC_ATTR, describe
 from einc.passes.utils.loops import constant_trip_range, induction_var
 NAME_ATTR = "ein.name"
 
@@ -85,6 +87,29 @@ class Mapping:
     """For bound loops: ("block" | "thread", dimension)."""
     stride: int | None = None
     """Flattened mapping: work-items in the launch (grid x block), if fewer than points."""
+    reduction: CrossThread | None = None
+    """A reduction loop bound to threads: the work-items along its dimension combine."""
+
+
+@dataclass
+class CrossThread:
+    """A reduction loop a schedule bound to a thread axis (bind_loop's cross-thread
+    reductions): each work-item along `dim` accumulates a private partial over its share of
+    the reduction, then the block combines the partials and one work-item (`dim` id 0)
+    combines the total into the output element."""
+
+    loop: affine.ForOp
+    dim: egpu.Dim
+    combiner: Combiner
+    load: affine.LoadOp
+    """The accumulator's load and store (same element) in the reduction body."""
+    store: affine.StoreOp
+    threads: int
+    """Work-items along `dim`: the loop's largest trip count."""
+    subgroup: bool = False
+    """Combine with one `egpu.subgroup_reduce` (else a tree in shared memory)."""
+    cluster: int | None = None
+    """With `subgroup`: the cluster size of the reduction (None: the whole subgroup)."""
 
 
 # ---- analysis ---------------------------------------------------------------------------------
@@ -218,20 +243,28 @@ def _unit_loop(loop: affine.ForOp) -> bool:
     return bounds is not None and not loop.results and trip_count(loop) == 1
 
 
-def bound_loops(root: Operation) -> list[tuple[affine.ForOp, str | None, egpu.Dim | None]]:
+def bound_loops(
+    root: Operation, reduction: CrossThread | None = None
+) -> list[tuple[affine.ForOp, str | None, egpu.Dim | None]]:
     """The levels of the nest at `root` down to the innermost loop a schedule bound to a
     work-item coordinate, outermost first: (loop, "block" | "thread", dimension) for bound
     loops, (loop, None, None) for unit loops between them (their variable is their lower
-    bound). Between two levels only pure ops may stand (they run in every work-item).
+    bound). Between two levels only pure ops may stand (they run in every work-item). The
+    loop of `reduction` (`cross_thread_reduction`) is not a level: it is checked to stand
+    below the levels, reached through sequential loops of the reduction only.
     Raises ScheduleError when a bound loop cannot be reached that way (inside a sequential
     loop, or beside other statements), or two loops are bound to the same coordinate."""
-    found = [op for op in root.walk() if isinstance(op, affine.ForOp) and BIND_ATTR in op.attributes]
-    if not found:
+    found = [
+        op for op in root.walk()
+        if isinstance(op, affine.ForOp) and BIND_ATTR in op.attributes
+        and (reduction is None or op is not reduction.loop)
+    ]  # fmt: skip
+    if not found and reduction is None:
         return []
     for loop in found:
         attr = loop.attributes[BIND_ATTR]
         if not isinstance(attr, StringAttr) or attr.data not in BIND_AXES:
-            raise _schedule_error(f"{describe(loop)}: {BIND_ATTR} = {attr}: expected \"block.x\" ... \"thread.z\"")
+            raise _schedule_error(f"{describe(loop)}: {BIND_ATTR} = {attr}: expected \"block.x\" ... \"thread.z\"", loop)
     levels: list[tuple[affine.ForOp, str | None, egpu.Dim | None]] = []
     remaining = list(found)
     op: affine.ForOp | None = root if isinstance(root, affine.ForOp) else None
@@ -240,7 +273,7 @@ def bound_loops(root: Operation) -> list[tuple[affine.ForOp, str | None, egpu.Di
             if max_trip_count(op) is None:
                 raise _schedule_error(
                     f"{describe(op)} is bound to {_axis(op)}: it needs a constant lower bound "
-                    "and an upper bound with a constant term"
+                    "and an upper bound with a constant term", op
                 )
             level, dim = _axis(op).split(".")
             levels.append((op, level, egpu.Dim(dim)))
@@ -256,12 +289,80 @@ def bound_loops(root: Operation) -> list[tuple[affine.ForOp, str | None, egpu.Di
             f"{describe(loop)} is bound to {_axis(loop)} but cannot be mapped onto work-items: "
             "a bound loop must be reached from the top of its statement through bound loops, "
             "unit loops and index arithmetic only (not inside a sequential loop or beside "
-            "other statements of a loop body)"
+            "other statements of a loop body)", loop
         )
     seen = [(level, dim) for _, level, dim in levels if level is not None]
+    if reduction is not None:
+        _check_reduction_path(root, levels, reduction)
+        seen.append(("thread", reduction.dim))
     if len(set(seen)) != len(seen):
-        raise _schedule_error(f"two loops of the nest of {describe(levels[0][0])} are bound to the same coordinate")
+        loop = reduction.loop if reduction is not None else levels[0][0]
+        raise _schedule_error(f"two loops of the nest of {describe(loop)} are bound to the same coordinate", loop)
     return levels
+
+
+def cross_thread_reduction(root: Operation) -> CrossThread | None:
+    """The reduction loop of the nest at `root` a schedule bound to a thread axis (one whose
+    variable the nest's output indices do not use), or None. Raises ScheduleError when the
+    nest is not one accumulation `acc = combine(acc, x)` with an associative and commutative
+    combiner (bind_loop checks this; a later transform may have changed the nest) or two
+    such loops are bound."""
+    bound = [
+        op for op in root.walk()
+        if isinstance(op, affine.ForOp) and isinstance(a := op.attributes.get(BIND_ATTR), StringAttr)
+        and a.data.startswith("thread.")
+    ]  # fmt: skip
+    stores = [op for op in root.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
+    loops = [
+        loop for loop in bound
+        if not stores or not all(any(_defined_inside(v, loop) for v in s.indices) for s in stores)
+    ]  # fmt: skip
+    if not loops:
+        return None
+    loop = loops[0]
+    found = accumulation(stores[0]) if len(stores) == 1 else None
+    if found is None:
+        raise _schedule_error(
+            f"{describe(loop)} is bound to {_axis(loop)} but its iterations share an "
+            "accumulator that threads cannot combine (one element, combined with +, *, max or min)", loop
+        )
+    if len(loops) > 1:
+        raise _schedule_error(f"{describe(loops[1])}: a second reduction loop is bound to threads (bind one only)", loops[1])
+    combiner, load = found
+    store = stores[0]
+    assert isinstance(store, affine.StoreOp) and isinstance(load, affine.LoadOp)
+    threads = max_trip_count(loop)
+    if threads is None:
+        raise _schedule_error(
+            f"{describe(loop)} is bound to {_axis(loop)}: it needs a constant lower bound "
+            "and an upper bound with a constant term", loop
+        )
+    return CrossThread(loop, egpu.Dim(_axis(loop).split(".")[1]), combiner, load, store, threads)
+
+
+def _check_reduction_path(
+    root: Operation, levels: Sequence[tuple[affine.ForOp, str | None, egpu.Dim | None]], reduction: CrossThread
+) -> None:
+    """The reduction's loop must be reached from below the levels through sequential loops
+    whose variables the output indices do not use (the partial's own loops), each the one
+    loop of its parent's body beside pure ops; no output index is computed below the levels."""
+    op: affine.ForOp | None
+    if levels:
+        op = _next_level(levels[-1][0])
+    else:
+        op = root if isinstance(root, affine.ForOp) else None
+    path: list[affine.ForOp] = []
+    while op is not None and op is not reduction.loop:
+        path.append(op)
+        op = _next_level(op)
+    top = path[0] if path else reduction.loop
+    if op is None or any(_defined_inside(v, top) for v in reduction.store.indices):
+        raise _schedule_error(
+            f"{describe(reduction.loop)} is a reduction loop bound to {_axis(reduction.loop)} but cannot "
+            "be mapped onto work-items: the loops around it must be bound loops (every output loop "
+            "among them), unit loops, and sequential loops of the reduction, each alone in its "
+            "parent's body", reduction.loop
+        )
 
 
 def _axis(loop: affine.ForOp) -> str:
@@ -270,9 +371,15 @@ def _axis(loop: affine.ForOp) -> str:
     return attr.data
 
 
-def _schedule_error(message: str) -> ScheduleError:
-    """The mapping pass runs after the schedule, whose op locations it does not know."""
-    return ScheduleError(f"convert-affine-to-egpu: {message}", SourceLocation("<schedule>", 1, 1))
+def _schedule_error(message: str, loop: affine.ForOp | None = None) -> ScheduleError:
+    """A ScheduleError at the bind op of `loop` (its `einc.bind_loc`, bind_loop records it),
+    else at the schedule's first line (the mapping pass runs after the schedule)."""
+    loc = SourceLocation("<schedule>", 1, 1)
+    recorded = loop.attributes.get(BIND_LOC_ATTR) if loop is not None else None
+    if isinstance(recorded, StringAttr):
+        file, line, col = recorded.data.rsplit(":", 2)
+        loc = SourceLocation(file, int(line), int(col))
+    return ScheduleError(f"convert-affine-to-egpu: {message}", loc)
 
 
 def max_trip_count(loop: affine.ForOp) -> int | None:
@@ -459,8 +566,14 @@ def outline(
     staged = has_shared_staging(stmt)
     if staged and not mapping.bound:
         raise _schedule_error("a tensor staged in shared memory needs loops bound to GPU blocks or threads")
-    conds: list[SSAValue] = []  # staged: the partial-tile checks, applied by stage_shared
-    if mapping.bound:
+    reduction = mapping.reduction
+    if staged and reduction is not None:
+        raise _schedule_error(
+            f"{describe(reduction.loop)} is a reduction bound to threads: staging a tensor in shared "
+            "memory in its statement is not supported", reduction.loop
+        )
+    conds: list[SSAValue] = []  # staged, reduction: the partial-tile checks, applied later
+    if mapping.bound or reduction is not None:
         for k, loop in enumerate(mapping.loops):
             lower = loop.lowerBoundMap.data.eval([], [])[0]
             if loop in mapping.bound:
@@ -489,7 +602,7 @@ def outline(
                 operands = [mapper.get(o, o) for o in loop.operands[n_lb:]]
                 upper = body.insert(affine.MinOp(operands, loop.upperBoundMap)).result
                 cond = body.insert(arith.CmpiOp(coordinate, upper, "slt")).result
-                if staged:
+                if staged or reduction is not None:
                     conds.append(cond)
                 else:
                     guard = body.insert(scf.IfOp(cond, [], [scf.YieldOp()]))
@@ -518,6 +631,12 @@ def outline(
         for loop, iv in zip(mapping.loops, _delinearize(body, flat, mapping.loops)):
             mapper[induction_var(loop)] = iv
 
+    if reduction is not None:
+        start = list(mapping.loops[-1].body.block.ops) if mapping.loops else [stmt.main]
+        _cross_thread(b, start, mapper, stmt, mapping, conds, kernel)
+        b.insert(egpu.ReturnOp())
+        return kernel, buffers
+
     if fill_pending:
         assert stmt.fill is not None
         chain = perfect_chain(stmt.fill)
@@ -539,6 +658,192 @@ def outline(
         stage_shared(kernel, mapping.launch, conds)
     b.insert(egpu.ReturnOp())
     return kernel, buffers
+
+
+# ---- cross-thread reductions ------------------------------------------------------------------
+
+_REDUCE_KINDS = {Combiner.ADD: egpu.ReduceKind.ADD, Combiner.MUL: egpu.ReduceKind.MUL,
+                 Combiner.MAX: egpu.ReduceKind.MAX, Combiner.MIN: egpu.ReduceKind.MIN}  # fmt: skip
+
+
+def _cross_thread(
+    b: Builder, start: Sequence[Operation], mapper: dict[SSAValue, SSAValue], stmt: Statement,
+    mapping: Mapping, conds: Sequence[SSAValue], kernel: egpu.FuncOp,
+) -> None:
+    """Build, at `b` (the work-item's point: its mapped coordinates are in `mapper`), the
+    kernel body of a statement with a reduction loop bound to threads (`mapping.reduction`);
+    `start` holds the ops below the mapped levels, `conds` the partial-tile checks of the
+    mapped loops. Every work-item:
+    1. accumulates a private partial from the combiner's identity over its share of the
+       reduction (the loops around the bound loop run in it, carrying the partial; the bound
+       loop's variable is `lb + thread id * step`; a work-item past a partial tile, or whose
+       output element is out of range, contributes the identity);
+    2. combines the partials of its block's work-items along the reduction's dimension:
+       `egpu.subgroup_reduce` (`reduction.subgroup`), or a tree in an `egpu.alloc_shared`
+       array (one slot per work-item; `ceil(log2 n)` halving steps, each a guarded combine
+       then `egpu.barrier`, which every work-item reaches);
+    3. the work-item with id 0 along the dimension (and an output element in range) runs the
+       statement's fill if it has one, then combines the total into the output element."""
+    red = mapping.reduction
+    assert red is not None
+    element = red.store.value.type
+    tid = b.insert(egpu.ThreadIdOp(red.dim)).result
+    tid.name_hint = f"thread_{red.dim.value}"
+    identity = b.insert(identity_constant(red.combiner, element)).result
+    in_range: SSAValue | None = None
+    for cond in conds:
+        in_range = cond if in_range is None else b.insert(arith.AndIOp(in_range, cond)).result
+    loops = [op for op in start if isinstance(op, affine.ForOp)]
+    for op in start:  # index arithmetic below the levels: every work-item runs it
+        if not isinstance(op, affine.ForOp | affine.YieldOp):
+            b.insert(op.clone(mapper))
+    assert len(loops) == 1
+
+    def accumulate(inner: Builder) -> SSAValue:
+        return _accumulate(inner, loops[0], mapper, identity, red, tid)
+
+    partial = accumulate(b) if in_range is None else _select_region(b, in_range, element, accumulate, identity)
+    partial.name_hint = "partial"
+
+    total: SSAValue | Callable[[Builder], SSAValue]
+    if red.threads == 1:
+        total = partial
+    elif red.subgroup:
+        total = b.insert(egpu.SubgroupReduceOp(_REDUCE_KINDS[red.combiner], partial, red.cluster)).result
+        total.name_hint = "total"
+    else:
+        total = _tree(b, partial, red, mapping.launch, kernel)
+
+    first = b.insert(arith.CmpiOp(tid, _index_constant(b, 0), "eq")).result
+    if in_range is not None:
+        first = b.insert(arith.AndIOp(first, in_range)).result
+    guard = b.insert(scf.IfOp(first, [], [scf.YieldOp()]))
+    inner = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
+    value = total if isinstance(total, SSAValue) else total(inner)
+    if stmt.fill is not None:  # the fill's loops beyond the mapped ones run here
+        chain = perfect_chain(stmt.fill)
+        store = chain[-1].body.block.first_op if chain else stmt.fill
+        assert store is not None
+        for fill_loop, loop in zip(chain, mapping.loops):
+            mapper[induction_var(fill_loop)] = mapper[induction_var(loop)]
+        inner.insert(chain[len(mapping.loops)].clone(mapper) if len(chain) > len(mapping.loops) else store.clone(mapper))
+    acc = inner.insert(red.load.clone(mapper)).results[0]
+    mapper[red.store.value] = build_combine(inner, red.combiner, acc, value)
+    inner.insert(red.store.clone(mapper))
+
+
+def _accumulate(
+    b: Builder, op: affine.ForOp, mapper: dict[SSAValue, SSAValue], acc: SSAValue,
+    red: CrossThread, tid: SSAValue,
+) -> SSAValue:
+    """Clone the loop `op` of the reduction's nest at `b`, its accumulator carried in
+    registers from `acc` (the loads of the output element read the carried value, the
+    store updates it): a sequential loop carries it as an `iter_args` value; the bound loop
+    becomes the work-item's coordinate, under a check when it is a partial tile. Returns the
+    accumulator after `op`."""
+    if op is red.loop:
+        step, lower = op.step.value.data, op.lowerBoundMap.data.eval([], [])[0]
+        coordinate = tid
+        if lower or step != 1:
+            m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
+            coordinate = b.insert(affine.ApplyOp([tid], affine.AffineMapAttr(m))).result
+        mapper[induction_var(op)] = coordinate
+        body = list(op.body.block.ops)
+        if constant_trip_range(op) is not None:
+            return _carry(b, body, mapper, acc, red, tid)
+        n_lb = len(op.lowerBoundOperands)
+        upper = b.insert(affine.MinOp([mapper.get(o, o) for o in op.operands[n_lb:]], op.upperBoundMap)).result
+        cond = b.insert(arith.CmpiOp(coordinate, upper, "slt")).result
+        return _select_region(b, cond, acc.type, lambda inner: _carry(inner, body, mapper, acc, red, tid), acc)
+    n_lb, n_ub = len(op.lowerBoundOperands), len(op.upperBoundOperands)
+    operands = [mapper.get(o, o) for o in op.operands[: n_lb + n_ub]]
+    block = Block(arg_types=[IndexType(), acc.type])
+    block.args[0].name_hint = induction_var(op).name_hint
+    block.args[1].name_hint = "partial"
+    loop = b.insert(affine.ForOp.from_region(
+        operands[:n_lb], operands[n_lb:], [acc], [acc.type], op.lowerBoundMap, op.upperBoundMap,
+        Region(block), op.step,
+    ))  # fmt: skip
+    mapper[induction_var(op)] = block.args[0]
+    inner = Builder(InsertPoint.at_end(block))
+    inner.insert(affine.YieldOp.get(_carry(inner, list(op.body.block.ops), mapper, block.args[1], red, tid)))
+    return loop.results[0]
+
+
+def _carry(
+    b: Builder, ops: Sequence[Operation], mapper: dict[SSAValue, SSAValue], acc: SSAValue,
+    red: CrossThread, tid: SSAValue,
+) -> SSAValue:
+    """Clone `ops` (a loop body of the reduction's nest) at `b`, carrying the accumulator
+    `acc`; returns its value after them."""
+    for op in ops:
+        if isinstance(op, affine.YieldOp):
+            continue
+        if op is red.load:
+            mapper[red.load.result] = acc
+        elif op is red.store:
+            acc = mapper[red.store.value]
+        elif isinstance(op, affine.ForOp) and (op is red.loop or op.is_ancestor(red.store)):
+            acc = _accumulate(b, op, mapper, acc, red, tid)
+        else:
+            b.insert(op.clone(mapper))
+    return acc
+
+
+def _select_region(
+    b: Builder, cond: SSAValue, result_type: Attribute, build: Callable[[Builder], SSAValue], otherwise: SSAValue
+) -> SSAValue:
+    """`cond ? build() : otherwise` as an `scf.if` with a result; `build` inserts the true
+    branch's ops with the builder it gets."""
+    true_block, false_block = Block(), Block()
+    false_block.add_op(scf.YieldOp(otherwise))
+    branch = b.insert(scf.IfOp(cond, [result_type], Region(true_block), Region(false_block)))
+    inner = Builder(InsertPoint.at_end(true_block))
+    inner.insert(scf.YieldOp(build(inner)))
+    return branch.results[0]
+
+
+def _tree(
+    b: Builder, partial: SSAValue, red: CrossThread, launch: Launch, kernel: egpu.FuncOp
+) -> Callable[[Builder], SSAValue]:
+    """Combine the partials along the reduction's dimension in an `egpu.alloc_shared` array
+    with one slot per work-item of the block (its linear id): store, barrier, then while `n`
+    partials remain, the first `n - ceil(n / 2)` work-items combine the slot `ceil(n / 2)`
+    ahead into theirs, and barrier (but after the last step, which only id 0 runs). Returns
+    a builder of the total (read by id 0 only)."""
+    element = partial.type
+    shared = egpu.AllocSharedOp(MemRefType(element, [math.prod(launch.block)]))
+    shared.memref.name_hint = "partials"
+    Rewriter.insert_op(shared, InsertPoint.at_start(kernel.body.block))
+    slot = _linear_thread_id(b, launch.block)
+    stride = math.prod(launch.block[: red.dim.index])
+    tid = b.insert(egpu.ThreadIdOp(red.dim)).result
+    tid.name_hint = f"thread_{red.dim.value}"
+
+    def at(offset: int) -> affine.AffineMapAttr:
+        return affine.AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + offset,)))
+
+    b.insert(affine.StoreOp(partial, shared.memref, [slot], at(0)))
+    b.insert(egpu.BarrierOp())
+    n = red.threads
+    while n > 1:
+        half = -(-n // 2)
+        active = b.insert(arith.CmpiOp(tid, _index_constant(b, n - half), "slt")).result
+        guard = b.insert(scf.IfOp(active, [], [scf.YieldOp()]))
+        step = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
+        mine = step.insert(affine.LoadOp(shared.memref, [slot], at(0))).result
+        other = step.insert(affine.LoadOp(shared.memref, [slot], at(half * stride))).result
+        step.insert(affine.StoreOp(build_combine(step, red.combiner, mine, other), shared.memref, [slot], at(0)))
+        if half > 1:  # after the last step only work-item 0 reads, its own slot
+            b.insert(egpu.BarrierOp())
+        n = half
+
+    def total(inner: Builder) -> SSAValue:
+        value = inner.insert(affine.LoadOp(shared.memref, [slot], at(0))).result
+        value.name_hint = "total"
+        return value
+
+    return total
 
 
 # ---- shared-memory staging --------------------------------------------------------------------
@@ -716,6 +1021,8 @@ def erase_statement(stmt: Statement) -> None:
 
 __all__ = [
     "BIND_ATTR",
+    "CrossThread",
+    "cross_thread_reduction",
     "Launch",
     "Mapping",
     "Statement",

@@ -48,6 +48,9 @@ from einc.passes.utils.loop_analysis import (
 STMT_ATTR, AXIS_ATTR = "einc.stmt", "einc.axis"
 PARALLEL_ATTR, VECTORIZE_ATTR, BIND_ATTR = "einc.parallel", "einc.vectorize", "einc.bind"
 UNROLL_ATTR, TAIL_ATTR = "einc.unroll", "einc.tail"
+BIND_LOC_ATTR = "einc.bind_loc"
+"""On a bound loop: the `file:line:col` of the bind op (absent where the schedule's text is
+not known)."""
 BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
 
 
@@ -352,16 +355,23 @@ def vectorize_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
     return loop
 
 
-def bind_loop(loop: affine.ForOp, axis: str, max_threads: int | None) -> affine.ForOp | Failure:
-    """Mark `loop` `einc.bind = axis` (a GPU block or thread index). Legal when its iterations
-    are independent and, for thread axes, the threads bound in the nest multiply to at most
-    `max_threads`, counting each loop's largest trip count (a partial tile `min(32, N - i)`
-    counts 32: the kernel checks the overshoot)."""
+def bind_loop(
+    loop: affine.ForOp, axis: str, max_threads: int | None, loc: str | None = None
+) -> affine.ForOp | Failure:
+    """Mark `loop` `einc.bind = axis` (a GPU block or thread index), and `einc.bind_loc =
+    loc` (the bind op's `file:line:col`, where convert-affine-to-egpu reports a bind it
+    cannot map). Legal when its iterations are independent, or when it is a reduction loop
+    bound to a thread axis that the threads can reduce together (`_cross_thread_failure`);
+    and, for thread axes, the threads bound in the nest multiply to at most `max_threads`,
+    counting each loop's largest trip count (a partial tile `min(32, N - i)` counts 32: the
+    kernel checks the overshoot)."""
     from einc.passes.utils.kernels import max_trip_count
 
     if axis not in BIND_AXES:
         return Failure(f"unknown bind axis '{axis}' (one of {', '.join(BIND_AXES)})")
     failure = _dependence_failure("bind", loop)
+    if failure is not None:
+        failure = _cross_thread_failure(loop, axis)
     if failure is not None:
         return failure
     if axis.startswith("thread.") and max_threads is not None:
@@ -385,8 +395,59 @@ def bind_loop(loop: affine.ForOp, axis: str, max_threads: int | None) -> affine.
                 f"binding {describe(loop)} to {axis} needs {threads} threads per block, "
                 f"more than the limit {max_threads}"
             )
+    if loc is not None:
+        loop.attributes[BIND_LOC_ATTR] = StringAttr(loc)
     loop.attributes[BIND_ATTR] = StringAttr(axis)
     return loop
+
+
+def _cross_thread_failure(loop: affine.ForOp, axis: str) -> Failure | None:
+    """None when `loop` (whose iterations share an accumulator) may be bound to a thread
+    axis as a cross-thread reduction, which convert-affine-to-egpu lowers to per-thread
+    partials combined across the block: the loop's nest stores one element, `acc =
+    combine(acc, x)` with an associative and commutative combiner (+, *, max, min), at
+    indices that vary with no loop inside it or of itself; the accumulator is not float16;
+    no other reduction loop of the nest is bound to threads. Else the reason."""
+    from xdsl.dialects.builtin import Float16Type
+
+    from einc.passes.utils.combiner import accumulation
+
+    what = f"cannot bind {describe(loop)} to {axis}"
+    if not axis.startswith("thread."):
+        return Failure(
+            f"{what}: it is a reduction loop, and blocks cannot combine their partial results "
+            "(bind it to a thread axis)"
+        )
+    stores = [op for op in loop.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
+    found = accumulation(stores[0]) if len(stores) == 1 else None
+    if found is None:
+        return Failure(
+            f"{what}: its iterations share an accumulator, and threads can only reduce one "
+            "element with an associative and commutative combiner (+, *, max, min)"
+        )
+    store, (_, load) = stores[0], found
+    assert isinstance(store, affine.StoreOp)
+    others = [
+        op for op in loop.walk()
+        if isinstance(op, affine.LoadOp | memref.LoadOp) and op.memref is store.memref and op is not load
+    ]  # fmt: skip
+    if others or any(_depends_on_loop(v, loop) or v is induction_var(loop) for v in store.indices):
+        return Failure(f"{what}: it reads or writes its output at more than one element")
+    element = store.memref.type.get_element_type()  # type: ignore[attr-defined]
+    if isinstance(element, Float16Type):
+        return Failure(f"{what}: float16 partial results are not supported (compute in float32)")
+    nest = [op for op in loop.walk() if isinstance(op, affine.ForOp) and op is not loop]
+    parent = loop.parent_op()
+    while isinstance(parent, affine.ForOp):
+        nest.append(parent)
+        parent = parent.parent_op()
+    for other in nest:
+        bound = other.attributes.get(BIND_ATTR)
+        if not (isinstance(bound, StringAttr) and bound.data.startswith("thread.")):
+            continue
+        if not any(_depends_on_loop(v, other) or v is induction_var(other) for v in store.indices):
+            return Failure(f"{what}: {describe(other)} is a reduction loop bound to threads already (bind one only)")
+    return None
 
 
 # ---- fuse -------------------------------------------------------------------------------------

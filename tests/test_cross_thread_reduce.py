@@ -1,0 +1,270 @@
+"""Cross-thread reductions: a schedule binds a reduction loop to a thread axis
+(`transform.einc.bind %ki to "thread.x"`), convert-affine-to-egpu gives every work-item a
+private partial and combines the partials of the block (a tree in shared memory, or one
+`egpu.subgroup_reduce` on CUDA/HIP when the threads form a power-of-two cluster of a warp).
+
+Executed on OpenCL (PoCL), HLSL (lavapipe) and SYCL (Intel's CPU device) against a float64
+NumPy reference on fresh random inputs (outputs poisoned before a run), with reduction
+extents the thread count does and does not divide; compile-checked on CUDA (NVRTC, sm_80)
+and HIP (gfx90a, gfx1030) with the warp shuffle in the source. Refusals: a logical combiner,
+two bound reductions, a reduction bound to blocks, float16 partials, a bound reduction
+below an unbound output loop, Poplar; and the location of an unmappable bind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from einc.driver import Compilation
+from einc.errors import ScheduleError
+from tests.test_device_differential import run_on_device, script
+from tests.test_device_schedules import random_inputs
+from tests.test_device_targets import require
+
+DEVICES = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl")]
+
+
+def rows(tile: int | None, rows_per_block: int | None = None) -> list[str]:
+    """N bound to block.x (or tiled: N.o to block.x, N.i to thread.y), K tiled by `tile`
+    with K.i bound to thread.x (or K itself bound to thread.x when `tile` is None)."""
+    lines = [
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%k = transform.einc.match stmt "output0" axis "K" in %root',
+    ]
+    if rows_per_block is None:
+        lines.append('transform.einc.bind %n to "block.x"')
+    else:
+        lines += [
+            f"%no, %ni = transform.einc.tile %n by {rows_per_block}",
+            'transform.einc.bind %no to "block.x"',
+            'transform.einc.bind %ni to "thread.y"',
+        ]
+    if tile is None:
+        lines.append('transform.einc.bind %k to "thread.x"')
+    else:
+        lines += [f"%ko, %ki = transform.einc.tile %k by {tile}", 'transform.einc.bind %ki to "thread.x"']
+    return lines
+
+
+def compile_rows(program: str, shapes: dict[str, list[int]], dtype: str, target: str, lines: list[str]) -> Compilation:
+    inputs = {name: {"dtype": dtype, "shape": shape} for name, shape in shapes.items()}
+    comp = Compilation(program, "<t>", inputs, None, target, script(lines))
+    comp.run_until("source")
+    return comp
+
+
+def check(comp: Compilation, expected: Any, inputs: dict[str, np.ndarray], name: str = "output0") -> None:
+    out = run_on_device(comp, inputs)[name]
+    if np.dtype(out.dtype).kind == "f":  # a reordered sum: a few ulps per term
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5 * max(1, inputs["input0"].shape[-1]) ** 0.5)
+    else:
+        np.testing.assert_array_equal(out, expected)
+
+
+SUM = "output0[N] +=! input0[N, K]"
+DOT = "output0[N] +=! input0[N, K] * input1[N, K]"
+MAX = "output0[N] >=! input0[N, K]"
+MIN = "output0[N] <=! input0[N, K]"
+F64 = {
+    SUM: lambda x: x["input0"].astype(np.float64).sum(axis=1),
+    DOT: lambda x: (x["input0"].astype(np.float64) * x["input1"]).sum(axis=1),
+    MAX: lambda x: x["input0"].max(axis=1),
+    MIN: lambda x: x["input0"].min(axis=1),
+}
+
+
+@pytest.mark.parametrize("target", DEVICES)
+@pytest.mark.parametrize(
+    "program,n,k,tile,rows_per_block",
+    [
+        (SUM, 5, 64, 16, None),  # 16 threads divide K
+        (SUM, 7, 50, 16, None),  # a partial last tile
+        (DOT, 6, 300, 64, None),  # 64 threads (above a CUDA warp)
+        (DOT, 3, 37, None, None),  # K bound directly: 37 threads, not a power of two
+        (MAX, 9, 45, 8, 4),  # rows on thread.y, a partial row tile (9 rows by 4)
+        (MIN, 4, 20, 32, None),  # more threads than the reduction has elements
+    ],
+)
+def test_float_reductions_match_numpy(target: str, program: str, n: int, k: int, tile: int | None,
+                                      rows_per_block: int | None) -> None:  # fmt: skip
+    require(target)
+    shapes = {"input0": [n, k]} | ({"input1": [n, k]} if "input1" in program else {})
+    comp = compile_rows(program, shapes, "float32", target, rows(tile, rows_per_block))
+    kernel = comp.results["target"]
+    assert "egpu.alloc_shared" in str(kernel) and "egpu.barrier" in str(kernel)
+    launch = comp.target_obj.manifest(kernel).kernels[-1]
+    threads = tile if tile is not None else k
+    assert launch.block == (threads, rows_per_block or 1, 1)
+    inputs = random_inputs(comp)
+    check(comp, F64[program](inputs), inputs)
+
+
+@pytest.mark.parametrize("target", DEVICES)
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("program", [SUM, MAX])
+def test_integer_reductions_match_numpy(target: str, dtype: str, program: str) -> None:
+    """Exact integer results, negative values included (HLSL keeps int64 as uint64_t: the
+    tree's max must compare signed)."""
+    require(target)
+    comp = compile_rows(program, {"input0": [6, 40]}, dtype, target, rows(16))
+    inputs = random_inputs(comp)
+    expected = inputs["input0"].sum(axis=1) if program == SUM else inputs["input0"].max(axis=1)
+    check(comp, expected.astype(dtype), inputs)
+
+
+@pytest.mark.parametrize("target", DEVICES)
+def test_full_reduction_to_a_scalar_matches_numpy(target: str) -> None:
+    """`output0[] +=! ...`: no output loop, one block of threads."""
+    require(target)
+    lines = [
+        '%k = transform.einc.match stmt "output0" axis "K" in %root',
+        "%ko, %ki = transform.einc.tile %k by 32",
+        'transform.einc.bind %ki to "thread.x"',
+    ]
+    comp = compile_rows("output0[] +=! input0[K] * input1[K]", {"input0": [1000], "input1": [1000]},
+                        "float32", target, lines)  # fmt: skip
+    inputs = random_inputs(comp)
+    check(comp, np.dot(inputs["input0"].astype(np.float64), inputs["input1"]), inputs)
+
+
+@pytest.mark.opencl
+def test_softmax_with_bound_reductions_matches_numpy() -> None:
+    """The row max and the row sum of exponentials each reduced by 32 threads per row."""
+    require("opencl")
+    program = (
+        "temp0[N] >=! input0[N, C]; temp1[N] +=! (input0[N, C] - temp0[N]).call(`exp`); "
+        "output0[N, C] = (input0[N, C] - temp0[N]).call(`exp`) / temp1[N]"
+    )
+    lines = []
+    for t in ("temp0", "temp1"):
+        lines += [
+            f'%n_{t} = transform.einc.match stmt "{t}" axis "N" in %root',
+            f'%c_{t} = transform.einc.match stmt "{t}" axis "C" in %root',
+            f'transform.einc.bind %n_{t} to "block.x"',
+            f"%co_{t}, %ci_{t} = transform.einc.tile %c_{t} by 32",
+            f'transform.einc.bind %ci_{t} to "thread.x"',
+        ]
+    comp = compile_rows(program, {"input0": [10, 100]}, "float32", "opencl", lines)
+    inputs = random_inputs(comp)
+    x = inputs["input0"].astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+CHECKS = [("cuda", "sm_80"), ("hip", "gfx90a"), ("hip", "gfx1030")]
+
+
+@pytest.mark.parametrize("target,arch", [pytest.param(t, a, marks=getattr(pytest.mark, t)) for t, a in CHECKS])
+@pytest.mark.parametrize("tile,shuffled", [(16, True), (32, True), (64, False), (24, False)])
+def test_cuda_hip_reductions_compile(target: str, arch: str, tile: int, shuffled: bool) -> None:
+    """A power-of-two thread count up to 32 reduces with warp shuffles in clusters of that
+    many lanes (no shared memory); 64 threads, or 24, take the shared-memory tree."""
+    require(target)
+    from einc.runtime.cuda import compile_check_cuda
+    from einc.runtime.hip import compile_check_hip
+
+    comp = compile_rows(DOT, {"input0": [8, 200], "input1": [8, 200]}, "float32", target, rows(tile))
+    source = comp.results["source"]
+    kernel = comp.results["target"]
+    shuffle = "__shfl_xor_sync(" if target == "cuda" else "__shfl_xor("
+    if shuffled:
+        assert f"egpu.subgroup_reduce add %partial cluster {tile}" in str(kernel)
+        assert shuffle in source and f", {tile});" in source and "__shared__" not in source
+    else:
+        assert shuffle not in source and "__shared__ float partials[" in source
+    manifest = comp.target_obj.manifest(kernel)
+    check_fn = compile_check_cuda if target == "cuda" else compile_check_hip
+    report = check_fn(source, manifest, arch).check()
+    assert report.ok, report.log
+    resources = report.kernel(manifest.kernels[-1].name)
+    assert resources.spills == 0
+    assert resources.shared_bytes == (0 if shuffled else tile * 4)
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+@pytest.mark.parametrize("program", [MAX, MIN])
+def test_float_max_min_shuffles_propagate_nan(target: str, program: str) -> None:
+    """arith.maximumf / minimumf propagate NaN: the warp helper's combine must too."""
+    comp = compile_rows(program, {"input0": [4, 64]}, "float32", target, rows(8))
+    assert "a != a" in comp.results["source"]
+
+
+# ---- refusals ------------------------------------------------------------------------------
+
+
+def refused(program: str, lines: list[str], target: str = "opencl", dtype: str = "float32",
+            shape: tuple[int, int] = (4, 16)) -> ScheduleError:  # fmt: skip
+    comp = Compilation(program, "<t>", {"input0": {"dtype": dtype, "shape": list(shape)}}, None, target, script(lines))
+    with pytest.raises(ScheduleError) as err:
+        comp.run_until("source")
+    return err.value
+
+
+def test_logical_combiner_is_refused() -> None:
+    """`|=!` (or) is not one of +, *, max, min: refused at the bind op."""
+    err = refused("output0[N] |=! input0[N, K] > 0.5", rows(None))
+    assert "associative and commutative" in err.message and str(err.loc) == "<schedule>:6:5"
+
+
+def test_reduction_bound_to_blocks_is_refused() -> None:
+    lines = rows(None)[:-1] + ['transform.einc.bind %k to "block.y"']
+    err = refused(SUM, lines)
+    assert "blocks cannot combine" in err.message and str(err.loc) == "<schedule>:6:5"
+
+
+def test_two_bound_reductions_are_refused() -> None:
+    program = "output0[N] +=! input0[N, K, J]"
+    lines = [
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%k = transform.einc.match stmt "output0" axis "K" in %root',
+        '%j = transform.einc.match stmt "output0" axis "J" in %root',
+        'transform.einc.bind %k to "thread.x"',
+        'transform.einc.bind %j to "thread.y"',
+    ]
+    comp = Compilation(program, "<t>", {"input0": {"dtype": "float32", "shape": [4, 8, 8]}}, None, "opencl", script(lines))
+    with pytest.raises(ScheduleError, match="bound to threads already") as err:
+        comp.run_until("source")
+    assert str(err.value.loc) == "<schedule>:7:5"
+
+
+def test_float16_partials_are_refused() -> None:
+    err = refused(SUM, rows(8), dtype="float16")
+    assert "float16" in err.message and str(err.loc) == "<schedule>:7:5"
+
+
+def test_reduction_below_an_unbound_output_loop_is_refused_at_the_bind() -> None:
+    """N stays sequential: one block would have to reduce every row in turn. The pass
+    refuses it at the bind op of K, not at the schedule's first line."""
+    lines = [
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%k = transform.einc.match stmt "output0" axis "K" in %root',
+        'transform.einc.bind %k to "thread.x"',
+    ]
+    err = refused(SUM, lines)
+    assert "cannot be mapped onto work-items" in err.message and str(err.loc) == "<schedule>:5:5"
+
+
+def test_unmappable_bind_is_reported_at_the_bind_op() -> None:
+    """A parallel loop bound to threads inside a sequential loop (issue 4's location fix)."""
+    lines = [
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%m = transform.einc.match stmt "output0" axis "M" in %root',
+        "%a, %b = transform.einc.reorder %m, %n",
+        'transform.einc.bind %b to "thread.x"',
+    ]
+    comp = Compilation("output0[N, M] = input0[N, M] + 1.0", "<t>", {"input0": {"dtype": "float32", "shape": [4, 8]}},
+                       None, "opencl", script(lines))  # fmt: skip
+    with pytest.raises(ScheduleError, match="cannot be mapped onto work-items") as err:
+        comp.run_until("source")
+    assert str(err.value.loc) == "<schedule>:6:5"
+
+
+def test_poplar_refuses_a_reduction_bound_to_threads() -> None:
+    """A Poplar vertex's workers cannot exchange partials (no shared memory, no subgroups)."""
+    err = refused(SUM, rows(4), target="poplar")
+    assert "cannot combine partial results across threads" in err.message
+    assert str(err.loc) == "<schedule>:7:5"
