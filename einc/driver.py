@@ -100,8 +100,9 @@ class Compilation:
         scheduled = schedule.apply(module)
         if self.target != "c":  # a local buffer in a kernel is private to one work-item
             from einc.passes.utils.cache import check_private_buffers
+            from einc.targets.descriptions import description
 
-            check_private_buffers(scheduled, schedule)
+            check_private_buffers(scheduled, schedule, self.target, description(self.target).arith_dtypes)
         return scheduled
 
     def _target(self, module: ModuleOp) -> ModuleOp:

@@ -301,3 +301,31 @@ def test_poplar_refuses_local_arrays_when_printing() -> None:
                                       '%w = transform.einc.cache_write "output0" at %n in "local"'])  # fmt: skip
     with pytest.raises(TargetError, match="poplar target: local arrays"):
         comp.run_until("source")
+
+
+@pytest.mark.parametrize("target, dtype", [("opencl", "float16"), ("hlsl", "int8"), ("hlsl", "float16")])
+def test_local_arrays_of_types_the_target_widens_are_refused(target: str, dtype: str) -> None:
+    """OpenCL C without cl_khr_fp16 cannot declare a half array (PoCL rejected the kernel),
+    HLSL has no 8- or 16-bit types: refused at the cache op, not by the device compiler."""
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             'transform.einc.bind %n to "thread.x"',
+             '%r = transform.einc.cache_read "input0" at %n in "local"']  # fmt: skip
+    comp = Compilation("output0[N, M] = input0[N, M] * 2", "<t>", {"input0": {"dtype": dtype, "shape": [8, 6]}},
+                       None, target, script(lines))  # fmt: skip
+    with pytest.raises(ScheduleError, match=f"the {target} target has no local arrays of {dtype}") as err:
+        comp.run_until("source")
+    assert str(err.value).startswith("<schedule>:5:5: error: the local buffer 'input0_local'")
+
+
+def test_local_arrays_of_narrow_integers_run_on_opencl() -> None:
+    require("opencl")
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             'transform.einc.bind %n to "thread.x"',
+             '%r = transform.einc.cache_read "input0" at %n in "local"',
+             '%w = transform.einc.cache_write "output0" at %n in "local"']  # fmt: skip
+    comp = Compilation("output0[N, M] = input0[N, M] * 3", "<t>", {"input0": {"dtype": "int8", "shape": [8, 6]}},
+                       None, "opencl", script(lines))  # fmt: skip
+    assert "char input0_local[6];" in comp.run_until("source")
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_array_equal(out, inputs["input0"] * np.int8(3))

@@ -42,7 +42,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import affine, arith, memref, scf
-from xdsl.dialects.builtin import AffineMapAttr, Float16Type, IndexType, MemRefType, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    Float16Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+)
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -438,16 +448,30 @@ def private_buffer_failure(alloca: memref.AllocaOp) -> Failure | None:
     return None
 
 
-def check_private_buffers(module: ModuleOp, schedule: Any) -> None:
+def _dtype(element: Any) -> str:
+    if isinstance(element, IntegerType):
+        return "bool" if element.width.data == 1 else f"int{element.width.data}"
+    return f"float{element.bitwidth}" if isinstance(element, AnyFloat) else str(element)
+
+
+def check_private_buffers(module: ModuleOp, schedule: Any, target: str, dtypes: frozenset[str]) -> None:
     """For device targets, after `schedule` (an einc.schedule.Schedule) made `module`: raise
     ScheduleError at the schedule op that made the first local buffer breaking
-    `private_buffer_failure` (binds may come after the cache op in the script)."""
+    `private_buffer_failure` (binds may come after the cache op in the script), or whose
+    element type is not in `dtypes` (the types `target` computes in: OpenCL C without
+    cl_khr_fp16 cannot declare a half array, HLSL has no 8- or 16-bit types)."""
     from einc.errors import ScheduleError
 
     for op in module.walk():
         if not isinstance(op, memref.AllocaOp) or op.attributes.get(MEMORY_ATTR) == StringAttr("shared"):
             continue
         failure = private_buffer_failure(op)
+        dtype = _dtype(op.memref.type.get_element_type())
+        if failure is None and dtype not in dtypes:
+            failure = Failure(
+                f"the local buffer '{buffer_name(op.memref)}': the {target} target has no local "
+                f"arrays of {dtype} (it computes {dtype} in a wider type)"
+            )
         if failure is None:
             continue
         made_by = schedule.staged_by.get(op)
