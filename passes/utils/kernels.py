@@ -159,9 +159,15 @@ def _bare_dims(key: tuple[AffineMap, tuple[SSAValue, ...]]) -> list[SSAValue]:
 def parallel_prefix(root: Operation) -> list[affine.ForOp]:
     """The outermost loops of the nest at `root` whose iterations are independent: every
     access to a buffer written in the nest is one and the same affine access, holding each
-    of these loops' variables as a whole index. Loops must count 0..n by 1."""
+    of these loops' variables as a whole index. Loops must count 0..n by 1. A local buffer
+    allocated inside the nest (`memref.alloca`: a staged tile, a compute_at box) does not
+    count: the prefix stops at the loop whose body allocates it (the body is not a single
+    loop), so each iteration of the prefix has its own."""
     stores = [op for op in root.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
-    written = {s.memref for s in stores}
+    written = {
+        s.memref for s in stores
+        if not (isinstance(s.memref.owner, memref.AllocaOp) and root.is_ancestor(s.memref.owner))
+    }
     keys = set()
     for op in root.walk():
         if isinstance(op, affine.StoreOp | memref.StoreOp | affine.LoadOp | memref.LoadOp):
@@ -1005,7 +1011,9 @@ def _guard_block(block: Block, start: int, cond: SSAValue, sync: set[Operation])
             for region in op.regions:
                 for inner_block in region.blocks:
                     _guard_block(inner_block, 0, cond, sync)
-        elif _pure(op) and not isinstance(op, _TRAPPING) and not any(o in values for o in op.operands):
+        elif (_pure(op) or isinstance(op, memref.AllocaOp)) and not isinstance(op, _TRAPPING) and not any(
+            o in values for o in op.operands
+        ):  # (a work-item's local array may be declared outside the guard)
             if group:
                 between.append(op)
         else:
