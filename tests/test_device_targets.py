@@ -239,7 +239,8 @@ def _check_owned_slices(records: list[Any], output: str, size: int, word_element
 
 def test_large_poplar_kernel_runs_on_many_tiles() -> None:
     """The graph the mirror records: a 64x128 matmul's output spread over one vertex per
-    tile, each writing only its own slice, inputs read whole; the result is NumPy's."""
+    tile, each writing only its own slice and connected to the rows of input0 its points
+    read and to the range of input1 they read; the result is NumPy's."""
     require("poplar")
     runner, _ = _poplar_runner(
         "output0[N, M] +=! input0[N, K] * input1[K, M]",
@@ -249,7 +250,11 @@ def test_large_poplar_kernel_runs_on_many_tiles() -> None:
     records = [r for r in runner.graph() if r.compute_set == "kernel_output0"]
     assert len(records) > 100
     _check_owned_slices(records, "output0", 64 * 128)
-    assert all(r.fields["input1"].count == 32 * 128 for r in records)
+    for r in records:
+        rows = r.fields["output0"].first // 128, r.fields["output0"].last // 128
+        assert (r.fields["input0"].first, r.fields["input0"].last) == (rows[0] * 32, rows[1] * 32 + 31)
+        assert r.fields["input1"].count <= 32 * 128
+    assert min(r.fields["input1"].count for r in records) < 32 * 128
     rng = np.random.default_rng(fresh_seed())
     a, b = rng.standard_normal((64, 32)), rng.standard_normal((32, 128))
     out = poisoned((64, 128), "float32")

@@ -98,3 +98,154 @@ def test_more_threads_than_workers_are_refused_at_the_bind() -> None:
     with pytest.raises(TargetError, match=r"7 threads per block \(at most 6\)"):
         _compile("output0[N] = input0[N] + 1.0", inputs,
                  [*lines[:3], 'transform.einc.bind %ni to "thread.x"'])  # fmt: skip
+
+
+# ---- read-only inputs connected as slices ---------------------------------------------------------
+
+
+def test_split_kernel_vertices_read_only_their_slices_of_inputs() -> None:
+    """A stencil with a halo (each vertex's slice of `input0` is its range plus two
+    elements) and a gather (`input1`, indexed by a loaded value, stays whole); the mirror
+    bounds-checks every read against the connected slice, and the results are NumPy's."""
+    require("poplar")
+    inputs = {"input0": {"dtype": "float32", "shape": [1002]}, "input1": {"dtype": "float32", "shape": [7]},
+              "input2": {"dtype": "int32", "shape": [1000]}}  # fmt: skip
+    comp = _compile("output0[N] = input0[N] + input0[N + 2] * input1[input2[N]] where N in 1000", inputs)
+    values = _random(inputs, fresh_seed())
+    values["input2"] = np.random.default_rng(fresh_seed()).integers(0, 7, 1000).astype(np.int32)
+    outputs, runner = _run(comp, values)
+    x, w, i = (values[k].astype(np.float64) for k in ("input0", "input1", "input2"))
+    np.testing.assert_allclose(outputs["output0"], x[:1000] + x[2:] * w[i.astype(int)], rtol=1e-6, atol=1e-6)
+    records = runner.graph()
+    assert len(records) > 2
+    for r in records:
+        out, x_slice = r.fields["output0"], r.fields["input0"]
+        assert (x_slice.first, x_slice.last) == (out.first, out.last + 2)
+        assert (r.fields["input2"].first, r.fields["input2"].last) == (out.first, out.last)
+        assert r.fields["input1"].count == 7
+
+
+_OUT_OF_SLICE = """
+#include <poplar/Vertex.hpp>
+class EincPeek : public poplar::Vertex {
+public:
+  poplar::Input<poplar::Vector<float>> in;
+  poplar::Output<poplar::Vector<float>> out;
+  bool compute() { out[0] = in[2]; return true; }
+};
+#ifdef EINC_POPLAR_HOST
+#include <poplar/Graph.hpp>
+#include <poplar/Program.hpp>
+EINC_POPLAR_VERTEX(EincPeek, in, out)
+void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers,
+                      poplar::program::Sequence &prog) {
+  for (const poplar::Tensor &buffer : buffers) graph.setTileMapping(buffer, 0);
+  poplar::ComputeSet cs = graph.addComputeSet("peek");
+  poplar::VertexRef v = graph.addVertex(cs, "EincPeek", {{"in", buffers[0].slice(0, 2)}, {"out", buffers[1]}});
+  graph.setTileMapping(v, 0);
+  prog.add(poplar::program::Execute(cs));
+}
+#endif
+"""
+
+
+def test_mirror_refuses_a_read_outside_the_connected_slice() -> None:
+    """The element exists in the tensor, but the vertex is connected to its first two."""
+    require("poplar")
+    from einc.errors import ToolchainError
+    from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
+    from einc.runtime.poplar import load_poplar_kernel
+
+    manifest = LaunchManifest(
+        "poplar", (Buffer("in", "float32", (4,), "input"), Buffer("out", "float32", (1,), "output")),
+        (KernelLaunch("peek", ("in", "out"), (1, 1, 1), (1, 1, 1)),),
+    )  # fmt: skip
+    runner = load_poplar_kernel(_OUT_OF_SLICE, manifest)
+    with pytest.raises(ToolchainError, match="indexes element 2 of a field connected to 2 elements"):
+        runner({"in": np.arange(4, dtype=np.float32)}, {"out": np.zeros(1, np.float32)})
+
+
+# ---- tile memory ------------------------------------------------------------------------------------
+
+_ROWS = {"input0": {"dtype": "float32", "shape": [12, 20000]}}
+"""960000 bytes: more than one tile's 624 KiB, half of it fits."""
+
+
+def test_kernel_over_a_tiles_memory_spreads_over_more_tiles() -> None:
+    """12 row sums would be one vertex (fewer than 8 points per worker); its 960 KB of input
+    do not fit a tile, so it is cut into vertices of 6 rows (480 KB each)."""
+    require("poplar")
+    from einc.targets.poplar import vertex_bytes, vertex_split
+
+    comp = _compile("output0[N] +=! input0[N, K]", _ROWS)
+    kernels = [k for k in comp.results["target"].ops if hasattr(k, "block_size")]
+    split = vertex_split(kernels[0])
+    assert split is not None and split.vertices == 2
+    assert 480_000 <= vertex_bytes(kernels[0], split) <= 624 * 1024
+    values = _random(_ROWS, fresh_seed())
+    outputs, runner = _run(comp, values)
+    np.testing.assert_allclose(outputs["output0"], values["input0"].astype(np.float64).sum(axis=1), rtol=1e-4)
+    assert sorted(r.fields["input0"].count for r in runner.graph()) == [6 * 20000, 6 * 20000]
+
+
+@pytest.mark.parametrize(
+    ("ir", "inputs", "where"),
+    [
+        ("output0[N] +=! input0[input1[N], K]", {**_ROWS, "input1": {"dtype": "int32", "shape": [12]}},
+         "needs 960032 bytes of tile memory per vertex spread over 12 tiles"),
+        ("output0[] +=! input0[N, K]", _ROWS, "needs 960008 bytes of tile memory per vertex on one tile"),
+    ],
+    ids=["gathered-rows", "one-vertex"],
+)
+def test_vertex_over_a_tiles_memory_is_a_target_error(ir: str, inputs: dict[str, Any], where: str) -> None:
+    """A gather reads its tensor whole on every tile; a kernel that cannot be split is one
+    vertex: either way a TargetError names the bytes and the limit, before any code."""
+    with pytest.raises(TargetError, match=rf"poplar target: kernel \w+ {where} .*more than a tile's 638976 bytes"):
+        _compile(ir, inputs)
+
+
+# ---- local arrays ------------------------------------------------------------------------------------
+
+
+def test_local_array_in_a_vertex_runs() -> None:
+    """cache_read "local" of a matmul's row of input0 at M: a private array declared in
+    compute() (one per worker), filled and read there; results are NumPy's."""
+    require("poplar")
+    inputs = {"input0": {"dtype": "float32", "shape": [20, 12]}, "input1": {"dtype": "float32", "shape": [12, 30]}}
+    lines = ['%m = transform.einc.match stmt "output0" axis "M" in %root',
+             '%c = transform.einc.cache_read "input0" at %m']  # fmt: skip
+    comp = _compile("output0[N, M] +=! input0[N, K] * input1[K, M]", inputs, lines)
+    assert "float input0_local[12];" in comp.results["source"]
+    values = _random(inputs, fresh_seed())
+    outputs, _ = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_local_array_in_bound_kernel_runs() -> None:
+    """The same staging in a kernel whose N is bound to block.x and M to thread.x (tiles
+    of 5): each worker has its own array."""
+    require("poplar")
+    inputs = {"input0": {"dtype": "float32", "shape": [4, 9]}, "input1": {"dtype": "float32", "shape": [9, 10]}}
+    lines = [*_N_M, "%mo, %mi = transform.einc.tile %m by 5", 'transform.einc.bind %n to "block.x"',
+             'transform.einc.bind %mo to "block.y"', 'transform.einc.bind %mi to "thread.x" max_threads 6',
+             '%k = transform.einc.match stmt "output0" axis "K" in %root',
+             '%c = transform.einc.cache_read "input1" at %k']  # fmt: skip
+    comp = _compile("output0[N, M] +=! input0[N, K] * input1[K, M]", inputs, lines)
+    assert "einc_block" in comp.results["source"] and "_local[" in comp.results["source"]
+    values = _random(inputs, fresh_seed())
+    outputs, _ = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_local_arrays_count_once_per_worker_in_tile_memory() -> None:
+    """A 40000-byte local row per worker (six workers: 240000 bytes) beside a gathered
+    400000-byte table every vertex reads whole: over 624 KiB however input0 is spread
+    (with one copy of the row it would fit)."""
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             '%c = transform.einc.cache_read "input0" at %n']  # fmt: skip
+    inputs = {"input0": {"dtype": "float32", "shape": [12, 10000]}, "input1": {"dtype": "float32", "shape": [100000]},
+              "input2": {"dtype": "int32", "shape": [12]}}  # fmt: skip
+    with pytest.raises(TargetError, match=r"needs 6[4-9]\d{4} bytes of tile memory per vertex spread over 12 tiles"):
+        _compile("output0[N] +=! input0[N, K] + input1[input2[N]]", inputs, lines)

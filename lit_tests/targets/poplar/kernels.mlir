@@ -3,7 +3,8 @@
 // Poplar: a MultiVertex codelet per kernel (workers stride over the points, spare workers
 // return at once) and the graph description connecting flattened tensors: a small kernel is
 // one vertex on tile 0; a larger one (Y, 300 points) is one vertex per 43-point range, each
-// on its own tile with its slice of Y (tiles.mlir has more).
+// on its own tile with its slice of Y, of X, and of Mx (a table of each vertex's rows;
+// tiles.mlir has more).
 
 func.func @matmul(%A: tensor<4x3xf32> {ein.name = "A"}, %B: tensor<3x5xf32> {ein.name = "B"}) -> tensor<4x5xf32> {
   %C = ein.einsum "C" add parallel [N = 4, M = 5] reduce [K = 3] : tensor<4x5xf32> {
@@ -100,13 +101,15 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-NEXT:   poplar::Input<poplar::Vector<float>> Mx;
 // CHECK-NEXT:   int einc_begin;
 // CHECK-NEXT:   int einc_end;
+// CHECK-NEXT:   int einc_base0;
 // CHECK-NEXT:   int einc_base1;
+// CHECK-NEXT:   int einc_base2;
 // CHECK-NEXT:   bool compute(unsigned workerId) {
 // CHECK-NEXT:     int gid = (int)workerId;
 // CHECK-NEXT:     for (int point = einc_begin + gid; point < einc_end; point += 6) {
 // CHECK-NEXT:       int N = point / 100;
 // CHECK-NEXT:       int C = point % 100;
-// CHECK-NEXT:       Y[N * 100 + C - einc_base1] = expf(X[N * 100 + C]) / Mx[N];
+// CHECK-NEXT:       Y[N * 100 + C - einc_base1] = expf(X[N * 100 + C - einc_base0]) / Mx[N - einc_base2];
 // CHECK-NEXT:     }
 // CHECK-NEXT:     return true;
 // CHECK-NEXT:   }
@@ -118,7 +121,7 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-NEXT: #include <poplar/Program.hpp>
 // CHECK-EMPTY:
 // CHECK-NEXT: EINC_POPLAR_VERTEX(row_max_then_scale_Mx_{{[0-9a-f]+}}, X, Mx)
-// CHECK-NEXT: EINC_POPLAR_VERTEX(row_max_then_scale_Y_{{[0-9a-f]+}}, X, Y, Mx, einc_begin, einc_end, einc_base1)
+// CHECK-NEXT: EINC_POPLAR_VERTEX(row_max_then_scale_Y_{{[0-9a-f]+}}, X, Y, Mx, einc_begin, einc_end, einc_base0, einc_base1, einc_base2)
 // CHECK-EMPTY:
 // CHECK-NEXT: void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers, poplar::program::Sequence &prog) {
 // CHECK-NEXT:   for (const poplar::Tensor &buffer : buffers) graph.setTileMapping(buffer, 0);
@@ -127,12 +130,16 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-NEXT:   graph.setTileMapping(v0, 0);
 // CHECK-NEXT:   prog.add(poplar::program::Execute(cs0));
 // CHECK-NEXT:   poplar::ComputeSet cs1 = graph.addComputeSet("row_max_then_scale_Y");
+// CHECK-NEXT:   static const unsigned einc_first1_2[7] = {0, 0, 0, 1, 1, 2, 2};
+// CHECK-NEXT:   static const unsigned einc_end1_2[7] = {1, 1, 2, 2, 3, 3, 3};
 // CHECK-NEXT:   for (unsigned tile = 0; tile < 7; ++tile) {
 // CHECK-NEXT:     unsigned begin = tile * 43, end = std::min(begin + 43u, 300u);
-// CHECK-NEXT:     poplar::VertexRef v = graph.addVertex(cs1, "row_max_then_scale_Y_{{[0-9a-f]+}}", {{[{][{]}}"X", buffers[0].flatten()}, {"Y", buffers[1].flatten().slice(begin, end)}, {"Mx", buffers[2].flatten()}});
+// CHECK-NEXT:     poplar::VertexRef v = graph.addVertex(cs1, "row_max_then_scale_Y_{{[0-9a-f]+}}", {{[{][{]}}"X", buffers[0].flatten().slice(begin, end)}, {"Y", buffers[1].flatten().slice(begin, end)}, {"Mx", buffers[2].flatten().slice(einc_first1_2[tile], einc_end1_2[tile])}});
 // CHECK-NEXT:     graph.setInitialValue(v["einc_begin"], begin);
 // CHECK-NEXT:     graph.setInitialValue(v["einc_end"], end);
+// CHECK-NEXT:     graph.setInitialValue(v["einc_base0"], begin);
 // CHECK-NEXT:     graph.setInitialValue(v["einc_base1"], begin);
+// CHECK-NEXT:     graph.setInitialValue(v["einc_base2"], einc_first1_2[tile]);
 // CHECK-NEXT:     graph.setTileMapping(v, tile);
 // CHECK-NEXT:     graph.setTileMapping(buffers[1].flatten().slice(begin, end), tile);
 // CHECK-NEXT:   }
