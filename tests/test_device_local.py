@@ -20,7 +20,7 @@ import pytest
 from einc.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from tests.test_device_differential import run_on_device, script
-from tests.test_device_schedules import MATMUL, random_inputs
+from tests.test_device_schedules import MATMUL, matmul_lines, random_inputs
 from tests.test_device_targets import require
 
 RUNS = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl")]
@@ -152,6 +152,21 @@ def test_register_blocked_matmul_with_shared_tiles_matches_numpy(target: str, n:
 def test_register_blocked_matmul_with_shared_tiles_compiles(target: str) -> None:
     require(target)
     compile_check(matmul(37, 45, 29, target, register_blocked_shared()))
+
+
+@pytest.mark.parametrize("target", RUNS)
+@pytest.mark.parametrize("n,m,k", MATMUL_SIZES)
+def test_one_element_accumulator_per_thread_matches_numpy(target: str, n: int, m: int, k: int) -> None:
+    """One output per thread (tests/test_device_schedules.py's tiled matmul with shared
+    input tiles), accumulated in a one-element local array staged at the thread loop (found
+    here: its constant-index store read as a reduction shared by the threads)."""
+    require(target)
+    comp = matmul(n, m, k, target, matmul_lines(8) + ['%w = transform.einc.cache_write "output0" at %d in "local"'])
+    assert "float output0_local[1];" in comp.run_until("source")
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    expected = inputs["input0"].astype(np.float64) @ inputs["input1"]
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5 * k)
 
 
 # ---- a convolution with its input tile and halo in a local array --------------------------------

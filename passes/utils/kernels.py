@@ -318,7 +318,10 @@ def cross_thread_reduction(root: Operation) -> CrossThread | None:
         if isinstance(op, affine.ForOp) and isinstance(a := op.attributes.get(BIND_ATTR), StringAttr)
         and a.data.startswith("thread.")
     ]  # fmt: skip
-    stores = [op for op in root.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
+    stores = [
+        op for op in root.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)
+        and not (isinstance(op.memref.owner, memref.AllocaOp) and root.is_ancestor(op.memref.owner))
+    ]  # fmt: skip  (a local buffer of the nest is a work-item's own, never a shared accumulator)
     loops = [
         loop for loop in bound
         if not stores or not all(any(_defined_inside(v, loop) for v in s.indices) for s in stores)
