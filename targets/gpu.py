@@ -8,6 +8,12 @@ by `manifest(module)`, which the runtimes launch from. Subclasses set tables: th
 index spellings (`work_item_index`, keyed `"block_id.x"`, `"thread_id.x"`,
 `"global_id.x"`, `"block_dim.x"`, `"grid_dim.x"`), the barrier, the shared-memory
 declaration, the subgroup reductions and the narrow-float load/store spellings.
+
+A `memref.alloca` left in a kernel (a tile staged in "local" memory, a compute_at box) is
+the work-item's own array (`private_array`: `float a[16];`); the launch check refuses a
+kernel whose local arrays exceed the description's `private_memory` per work-item. That
+each work-item may own it (it lies inside the bound loops) is checked after the schedule
+(`einc.passes.utils.cache.check_private_buffers`).
 """
 
 from __future__ import annotations
