@@ -403,3 +403,21 @@ def test_local_arrays_of_narrow_integers_run_on_opencl() -> None:
     inputs = random_inputs(comp)
     out = run_on_device(comp, inputs)["output0"]
     np.testing.assert_array_equal(out, inputs["input0"] * np.int8(3))
+
+
+def test_partial_tiles_stage_locally_on_c_too() -> None:
+    """cache.py's partial tiles (37 rows by 4, 23 columns by 8) hold for C as well: the
+    copies test each element against the tensor's end (no test below 0: none is needed)."""
+    from tests.test_schedules import check
+
+    src = check(MATMUL, {"input0": f32(37, 12), "input1": f32(12, 23)}, script([
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%m = transform.einc.match stmt "output0" axis "M" in %root',
+        "%no, %ni = transform.einc.tile %n by 4",
+        "%mo, %mi = transform.einc.tile %m by 8",
+        "%a, %b, %c, %d = transform.einc.reorder %no, %mo, %ni, %mi",
+        '%w = transform.einc.cache_write "output0" at %b',
+        '%r = transform.einc.cache_read "input0" at %b',
+    ]))  # fmt: skip
+    assert "if ((N_o + output0_c0 < 37) & (M_o + output0_c1 < 23)) {" in src
+    assert "if (N_o + input0_c0 < 37) {" in src and ">= 0" not in src
