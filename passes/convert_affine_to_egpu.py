@@ -20,10 +20,14 @@ kernel. Where the target writes memory in granules wider than an output element 
 32-bit words), the statement runs in one thread per block, so that no two threads write
 neighbouring halves or bytes at once. Loops a schedule bound to work-item coordinates
 (`einc.bind = "block.x"`, ...) map directly onto `egpu.block_id` / `egpu.thread_id`; a bind
-that cannot be mapped is a ScheduleError. Tiles a schedule staged in shared memory become
-`egpu.alloc_shared` buffers with a cooperative copy and barriers, and a kernel whose staged
-bytes break the target's `shared_bytes_per_block` is a TargetError. Intermediates stay host
-allocations (temp buffers of the launch manifest). See `einc.passes.utils.kernels` for the
+that cannot be mapped is a ScheduleError at its bind op. A reduction loop bound to a thread
+axis becomes a cross-thread reduction: per-thread partials in registers, combined by a
+tree in shared memory, or by one `egpu.subgroup_reduce` where the target description has
+clustered (warp-shuffle) or whole-subgroup reductions that fit (`_combine_partials`).
+Tiles a schedule staged in shared memory become `egpu.alloc_shared` buffers with a
+cooperative copy and barriers, and a kernel whose staged bytes break the target's
+`shared_bytes_per_block` is a TargetError. Intermediates stay host allocations (temp
+buffers of the launch manifest). See `einc.passes.utils.kernels` for the
 mechanism.
 """
 
@@ -133,7 +137,7 @@ def _combine_partials(
     if not desc.subgroup_reduce and desc.shared_bytes_per_block == 0:
         raise kernels._schedule_error(  # pyright: ignore[reportPrivateUsage]
             f"the {desc.name} target cannot combine partial results across threads: "
-            f"{describe(reduction.loop)} is a reduction bound to {reduction.dim.value and 'thread.' + reduction.dim.value} "
+            f"{describe(reduction.loop)} is a reduction bound to thread.{reduction.dim.value} "
             "(keep the reduction sequential)", reduction.loop
         )
     usable = dtype in desc.subgroup_reduce_dtypes and (

@@ -17,11 +17,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 from einc.driver import Compilation
 from einc.errors import ScheduleError
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_schedules import random_inputs
+from tests.oracle.budget import examples
 from tests.test_device_targets import require
 
 DEVICES = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl")]
@@ -155,6 +158,34 @@ def test_softmax_with_bound_reductions_matches_numpy() -> None:
     np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.opencl
+@settings(max_examples=examples(10), deadline=None)
+@given(
+    program=st.sampled_from([SUM, DOT, MAX, MIN]),
+    dtype=st.sampled_from(["float32", "float64", "int32", "int64"]),
+    n=st.integers(1, 9),
+    k=st.integers(1, 150),
+    tile=st.sampled_from([None, 1, 2, 3, 7, 8, 32, 64]),
+    rows_per_block=st.sampled_from([None, 1, 3]),
+)
+def test_random_cross_thread_reductions_match_numpy(
+    program: str, dtype: str, n: int, k: int, tile: int | None, rows_per_block: int | None
+) -> None:
+    """Random extents, thread counts (dividing K or not, above K, one thread), combiners and
+    types on OpenCL; K itself is bound when it has at most 64 iterations."""
+    require("opencl")
+    if tile is None and k > 64:
+        tile = 64
+    shapes = {"input0": [n, k]} | ({"input1": [n, k]} if "input1" in program else {})
+    comp = compile_rows(program, shapes, dtype, "opencl", rows(tile, rows_per_block))
+    note(comp.results["source"])
+    inputs = random_inputs(comp)
+    expected = F64[program](inputs)
+    if np.dtype(dtype).kind == "i" and program == DOT:
+        expected = (inputs["input0"] * inputs["input1"]).sum(axis=1)
+    check(comp, expected.astype(dtype) if np.dtype(dtype).kind == "i" else expected, inputs)
+
+
 CHECKS = [("cuda", "sm_80"), ("hip", "gfx90a"), ("hip", "gfx1030")]
 
 
@@ -268,3 +299,4 @@ def test_poplar_refuses_a_reduction_bound_to_threads() -> None:
     err = refused(SUM, rows(4), target="poplar")
     assert "cannot combine partial results across threads" in err.message
     assert str(err.loc) == "<schedule>:7:5"
+

@@ -18,6 +18,12 @@ Mapping rules (`Mapping`):
   `min(64, N - i_o)`) is checked in the kernel. A reduction's fill joins the kernel when the
   mapped loops lead its parallel prefix (its remaining loops run in the work-item), else it
   is a kernel of its own;
+- a *reduction* loop bound to a thread axis (bind_loop's cross-thread reductions) is not
+  a level: it must stand below the bound levels, reached through sequential loops of the
+  reduction only, with every output loop bound; its dimension of the block is its largest
+  trip count, each work-item accumulates a private partial, and the block combines them
+  (`_cross_thread`: a shared-memory tree, or one `egpu.subgroup_reduce` where the pass
+  says the target can);
 - tensors a schedule staged in shared memory (cache.py, `einc.memory = "shared"`) become
   `egpu.alloc_shared` buffers filled cooperatively between barriers (`stage_shared`);
 - otherwise the *parallel prefix* of the nest (the outermost loops whose iterations write
@@ -721,7 +727,7 @@ def _cross_thread(
         total = b.insert(egpu.SubgroupReduceOp(_REDUCE_KINDS[red.combiner], partial, red.cluster)).result
         total.name_hint = "total"
     else:
-        total = _tree(b, partial, red, mapping.launch, kernel)
+        total = _tree(b, partial, tid, red, mapping.launch, kernel)
 
     first = b.insert(arith.CmpiOp(tid, _index_constant(b, 0), "eq")).result
     if in_range is not None:
@@ -813,10 +819,11 @@ def _select_region(
 
 
 def _tree(
-    b: Builder, partial: SSAValue, red: CrossThread, launch: Launch, kernel: egpu.FuncOp
+    b: Builder, partial: SSAValue, tid: SSAValue, red: CrossThread, launch: Launch, kernel: egpu.FuncOp
 ) -> Callable[[Builder], SSAValue]:
     """Combine the partials along the reduction's dimension in an `egpu.alloc_shared` array
-    with one slot per work-item of the block (its linear id): store, barrier, then while `n`
+    with one slot per work-item of the block (its linear id; `tid` is its id along the
+    reduction's dimension): store, barrier, then while `n`
     partials remain, the first `n - ceil(n / 2)` work-items combine the slot `ceil(n / 2)`
     ahead into theirs, and barrier (but after the last step, which only id 0 runs). Returns
     a builder of the total (read by id 0 only)."""
@@ -824,10 +831,8 @@ def _tree(
     shared = egpu.AllocSharedOp(MemRefType(element, [math.prod(launch.block)]))
     shared.memref.name_hint = "partials"
     Rewriter.insert_op(shared, InsertPoint.at_start(kernel.body.block))
-    slot = _linear_thread_id(b, launch.block)
+    slot = tid if math.prod(launch.block) == red.threads else _linear_thread_id(b, launch.block)
     stride = math.prod(launch.block[: red.dim.index])
-    tid = b.insert(egpu.ThreadIdOp(red.dim)).result
-    tid.name_hint = f"thread_{red.dim.value}"
 
     def at(offset: int) -> affine.AffineMapAttr:
         return affine.AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + offset,)))
