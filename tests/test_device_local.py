@@ -33,15 +33,21 @@ def f32(*shape: int) -> dict[str, Any]:
     return {"dtype": F32, "shape": list(shape)}
 
 
-def compile_check(comp: Compilation) -> None:
-    """The source compiles for CUDA sm_80 / HIP gfx90a."""
+def compile_check(comp: Compilation) -> int:
+    """The source compiles for CUDA sm_80 / HIP gfx90a without spills; the last kernel's
+    bytes of stack (CUDA) or scratch per lane (HIP): 0 when its local arrays live in
+    registers."""
     if comp.target == "cuda":
         from einc.runtime.cuda import compile_check_cuda as check
     else:
         from einc.runtime.hip import compile_check_hip as check
     source = comp.run_until("source")
-    report = check(source, comp.target_obj.manifest(comp.results["target"]), CHECKS[comp.target]).check()
+    manifest = comp.target_obj.manifest(comp.results["target"])
+    report = check(source, manifest, CHECKS[comp.target]).check()
     assert report.ok, report.log
+    kernel = report.kernel(manifest.kernels[-1].name)
+    assert kernel.spills == 0
+    return kernel.details.get("stack_bytes", kernel.details.get("scratch_bytes_per_lane", -1))
 
 
 # ---- a register-blocked matmul -------------------------------------------------------------------
@@ -102,9 +108,13 @@ def test_register_blocked_matmul_matches_numpy(target: str, n: int, m: int, k: i
 @pytest.mark.parametrize("n,m,k", MATMUL_SIZES)
 def test_register_blocked_matmul_compiles(target: str, n: int, m: int, k: int) -> None:
     require(target)
-    comp = matmul(n, m, k, target, register_blocked(unroll=n % 16 == 0 and m % 16 == 0))
-    compile_check(comp)
+    """The unrolled 4x4 tile (constant indices) is kept in registers: no stack or scratch."""
+    unroll = n % 16 == 0 and m % 16 == 0
+    comp = matmul(n, m, k, target, register_blocked(unroll=unroll))
+    stack = compile_check(comp)
     assert "float output0_local[16];" in comp.results["source"]
+    if unroll:
+        assert stack == 0
 
 
 def register_blocked_shared() -> list[str]:
