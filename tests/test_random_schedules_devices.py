@@ -1,6 +1,7 @@
 """Random legal schedules on SYCL and Poplar: random programs (tests/oracle/genprog.py)
-scheduled by random tiles (divisors and not), reorders, unrolls, vectorized innermost loops
-and binds of the outer loops to block / thread coordinates, applied through the
+scheduled by random tiles (divisors and not), reorders, unrolls, vectorized innermost loops,
+binds of the outer loops to block / thread coordinates and local-memory staging
+(cache_read / cache_write "local": a private array per work-item), applied through the
 loop-transform utilities (a refused transform leaves the IR as it was), then compiled,
 run through the target's real toolchain (SYCL on the Intel OpenCL CPU runtime, Poplar on
 einc's CPU harness) and compared with the oracle's float64 meaning.
@@ -29,7 +30,9 @@ from xdsl.dialects import affine, func
 from einc.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from einc.passes.utils import loop_transforms as lt
+from einc.passes.utils.cache import cache_tensor
 from einc.passes.utils.kernels import max_trip_count, perfect_chain
+from einc.passes.utils.loop_analysis import accesses, buffer_name
 from einc.targets.descriptions import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
@@ -110,6 +113,15 @@ def device_schedule(module: Any, rng: random.Random, max_threads: int) -> list[s
                 before = str(module)
                 if _applied(module, f"bind {axis}", lt.bind_loop(nxt[0], axis, max_threads), before, done):
                     bound.append(nxt[0])
+        loops = [op for op in top.walk() if isinstance(op, affine.ForOp)]
+        if rng.random() < 0.25:  # a tile of a tensor the nest reads or writes, in local memory
+            loop = rng.choice(loops)
+            access = rng.choice(accesses(loop) or [None])
+            if access is not None:
+                name = buffer_name(access.buffer)
+                write = name in {buffer_name(b) for b in lt.written_groups(loop)}
+                before = str(module)
+                _applied(module, "cache local", cache_tensor(loop, name, write, "local"), before, done)
         for loop in _innermost(top):  # `top`: the nest's outermost loop now
             if lt.BIND_ATTR in loop.attributes or loop.parent is None:
                 continue
