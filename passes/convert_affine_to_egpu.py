@@ -127,7 +127,8 @@ def _combine_partials(
     """How the block combines a cross-thread reduction's partials on this target: one
     `egpu.subgroup_reduce` where the printers have one for the type and kind, and its
     work-items are one aligned cluster of a subgroup (`"clustered"` targets: the reduction
-    along x, a power of two at most the smallest subgroup) or the whole block fits in the
+    along x, a power of two at most the smallest subgroup; or a multiple of it, in two
+    stages: warps, then the warp totals) or the whole block fits in the
     smallest subgroup (`"whole"`); float max/min only with einc's own NaN-propagating helpers
     (clustered); else a tree in shared memory. Raises ScheduleError on a target with
     neither (Poplar: a vertex's workers are not threads that can exchange partials)."""
@@ -144,9 +145,12 @@ def _combine_partials(
         desc.subgroup_reduce == "clustered" or isinstance(element, IntegerType)
         or reduction.combiner in (Combiner.ADD, Combiner.MUL)
     )
-    if usable and desc.subgroup_reduce == "clustered":
-        if reduction.dim == egpu.Dim.X and n & (n - 1) == 0 and n <= desc.subgroup_size:
+    warp = desc.subgroup_size
+    if usable and desc.subgroup_reduce == "clustered" and reduction.dim == egpu.Dim.X:
+        if n & (n - 1) == 0 and n <= warp:
             return dataclasses.replace(reduction, subgroup=True, cluster=n)
+        if n % warp == 0 and n // warp <= warp:  # a warp's reduction, then one of the totals
+            return dataclasses.replace(reduction, subgroup=True, cluster=warp, two_stage=True)
     if usable and desc.subgroup_reduce == "whole" and math.prod(launch.block) <= desc.subgroup_size:
         return dataclasses.replace(reduction, subgroup=True)
     return reduction

@@ -190,30 +190,49 @@ CHECKS = [("cuda", "sm_80"), ("hip", "gfx90a"), ("hip", "gfx1030")]
 
 
 @pytest.mark.parametrize("target,arch", [pytest.param(t, a, marks=getattr(pytest.mark, t)) for t, a in CHECKS])
-@pytest.mark.parametrize("tile,shuffled", [(16, True), (32, True), (64, False), (24, False)])
-def test_cuda_hip_reductions_compile(target: str, arch: str, tile: int, shuffled: bool) -> None:
+@pytest.mark.parametrize("dtype", ["float32", "int64"])  # 32- and 64-bit shuffles
+@pytest.mark.parametrize("tile,rows_per_block,combine", [
+    (16, None, "one"),  # a cluster of 16 lanes
+    (32, 2, "one"),  # a whole warp per row, two rows
+    (64, None, "two"),  # two warps: warp totals through shared memory, a cluster of 2
+    (96, 2, "two"),  # three warps per row (a cluster of 4, one lane the identity), two rows
+    (24, None, "tree"),  # not a power of two nor a multiple of 32
+])  # fmt: skip
+def test_cuda_hip_reductions_compile(target: str, arch: str, tile: int, rows_per_block: int | None,
+                                     combine: str, dtype: str) -> None:  # fmt: skip
     """A power-of-two thread count up to 32 reduces with warp shuffles in clusters of that
-    many lanes (no shared memory); 64 threads, or 24, take the shared-memory tree."""
+    many lanes (no shared memory); a multiple of 32 in two stages (each warp, then the
+    warps' totals); other counts take the shared-memory tree. Compiled for the
+    architecture, without spills, with exactly the shared memory each way needs."""
     require(target)
     from einc.runtime.cuda import compile_check_cuda
     from einc.runtime.hip import compile_check_hip
 
-    comp = compile_rows(DOT, {"input0": [8, 200], "input1": [8, 200]}, "float32", target, rows(tile))
+    program = MAX if dtype.startswith("int") else DOT
+    shapes = {"input0": [8, 200]} | ({"input1": [8, 200]} if program == DOT else {})
+    comp = compile_rows(program, shapes, dtype, target, rows(tile, rows_per_block))
     source = comp.results["source"]
     kernel = comp.results["target"]
     shuffle = "__shfl_xor_sync(" if target == "cuda" else "__shfl_xor("
-    if shuffled:
-        assert f"egpu.subgroup_reduce add %partial cluster {tile}" in str(kernel)
-        assert shuffle in source and f", {tile});" in source and "__shared__" not in source
+    size = int(dtype[-2:]) // 8
+    block_rows = rows_per_block or 1
+    if combine == "one":
+        assert f"cluster {tile} :" in str(kernel)
+        assert shuffle in source and f"(partial, {tile});" in source and "__shared__" not in source
+    elif combine == "two":
+        assert "cluster 32 :" in str(kernel) and shuffle in source
+        assert "__shared__" in source and "warp_totals[" in source
+        assert f"(v, {1 << (tile // 32 - 1).bit_length()});" in source
     else:
-        assert shuffle not in source and "__shared__ float partials[" in source
+        assert shuffle not in source and "partials[" in source
     manifest = comp.target_obj.manifest(kernel)
     check_fn = compile_check_cuda if target == "cuda" else compile_check_hip
     report = check_fn(source, manifest, arch).check()
     assert report.ok, report.log
     resources = report.kernel(manifest.kernels[-1].name)
     assert resources.spills == 0
-    assert resources.shared_bytes == (0 if shuffled else tile * 4)
+    shared = {"one": 0, "two": tile // 32 * block_rows * size, "tree": tile * block_rows * size}[combine]
+    assert resources.shared_bytes == shared
 
 
 @pytest.mark.parametrize("target", ["cuda", "hip"])

@@ -141,3 +141,56 @@ func.func @row_max_rows_on_thread_y(%A: memref<9x20xi32> {ein.name = "A"}, %C: m
   } {einc.bind = "block.x"}
   func.return
 }
+
+// -----
+
+// 64 threads for CUDA are more than a warp, and a multiple of it. Each warp reduces its 32 lanes,
+// its lane 0 stores the warp's total in shared memory, barrier, and the first two lanes
+// reduce the two totals (a cluster of 2; lanes past the totals hold the identity).
+// OpenCL: the tree.
+
+// CHECK-LABEL: egpu.func @row_sum_two_warps_C(
+// CHECK:         egpu.alloc_shared : memref<64xf32>
+// CHECK-NOT:     egpu.subgroup_reduce
+
+// CUDA-LABEL: egpu.func @row_sum_two_warps_C(
+// CUDA-SAME:      grid [3, 1, 1] block [64, 1, 1] {
+// CUDA-NEXT:     %[[SH:.*]] = egpu.alloc_shared : memref<2xf32>
+// CUDA:          %[[T:.*]] = egpu.thread_id x
+// CUDA:          %[[ID:.*]] = arith.constant 0.000000e+00 : f32
+// CUDA:          %[[P:.*]] = affine.for
+// CUDA:          %[[W:.*]] = egpu.subgroup_reduce add %[[P]] cluster 32 : f32
+// CUDA:          %[[LANE:.*]] = affine.apply affine_map<(d0) -> ((d0 mod 32))> (%[[T]])
+// CUDA-NEXT:     %[[ZERO:.*]] = arith.constant 0 : index
+// CUDA-NEXT:     %[[LEADER:.*]] = arith.cmpi eq, %[[LANE]], %[[ZERO]] : index
+// CUDA-NEXT:     scf.if %[[LEADER]] {
+// CUDA-NEXT:       affine.store %[[W]], %[[SH]][%{{.*}} floordiv 32] : memref<2xf32>
+// CUDA-NEXT:     }
+// CUDA-NEXT:     egpu.barrier
+// CUDA-NEXT:     %[[TWO:.*]] = arith.constant 2 : index
+// CUDA-NEXT:     %[[PRESENT:.*]] = arith.cmpi slt, %[[T]], %[[TWO]] : index
+// CUDA-NEXT:     %[[V:.*]] = scf.if %[[PRESENT]] -> (f32) {
+// CUDA-NEXT:       %[[X:.*]] = affine.load %[[SH]][%[[T]]] : memref<2xf32>
+// CUDA-NEXT:       scf.yield %[[X]] : f32
+// CUDA-NEXT:     } else {
+// CUDA-NEXT:       scf.yield %[[ID]] : f32
+// CUDA-NEXT:     }
+// CUDA-NEXT:     %[[TOTAL:.*]] = egpu.subgroup_reduce add %[[V]] cluster 2 : f32
+// CUDA-NEXT:     %{{.*}} = arith.constant 0 : index
+// CUDA-NEXT:     %[[FIRST:.*]] = arith.cmpi eq, %[[T]], %{{.*}} : index
+// CUDA-NEXT:     scf.if %[[FIRST]] {
+// CUDA-NEXT:       %[[C:.*]] = affine.load %{{.*}}[%{{.*}}] : memref<3xf32>
+// CUDA-NEXT:       %[[R:.*]] = arith.addf %[[C]], %[[TOTAL]] : f32
+func.func @row_sum_two_warps(%A: memref<3x200xf32> {ein.name = "A"}, %C: memref<3xf32> {ein.name = "C", ein.output}) {
+  affine.for %N = 0 to 3 {
+    affine.for %K_o = 0 to 200 step 64 {
+      affine.for %K_i = 0 to min affine_map<(d0) -> (64, ((d0 * -1) + 200))>(%K_o) {
+        %a = affine.load %A[%N, %K_o + %K_i] : memref<3x200xf32>
+        %c = affine.load %C[%N] : memref<3xf32>
+        %s = arith.addf %c, %a : f32
+        affine.store %s, %C[%N] : memref<3xf32>
+      } {einc.bind = "thread.x"}
+    }
+  } {einc.bind = "block.x"}
+  func.return
+}

@@ -116,6 +116,9 @@ class CrossThread:
     """Combine with one `egpu.subgroup_reduce` (else a tree in shared memory)."""
     cluster: int | None = None
     """With `subgroup`: the cluster size of the reduction (None: the whole subgroup)."""
+    two_stage: bool = False
+    """With `subgroup` along x, `threads` a multiple of `cluster` (a warp): reduce each warp,
+    pass the warp totals through shared memory, reduce them in a second cluster."""
 
 
 # ---- analysis ---------------------------------------------------------------------------------
@@ -723,6 +726,8 @@ def _cross_thread(
     total: SSAValue | Callable[[Builder], SSAValue]
     if red.threads == 1:
         total = partial
+    elif red.subgroup and red.two_stage:
+        total = _two_stage(b, partial, tid, identity, red, mapping.launch, kernel)
     elif red.subgroup:
         total = b.insert(egpu.SubgroupReduceOp(_REDUCE_KINDS[red.combiner], partial, red.cluster)).result
         total.name_hint = "total"
@@ -816,6 +821,49 @@ def _select_region(
     inner = Builder(InsertPoint.at_end(true_block))
     inner.insert(scf.YieldOp(build(inner)))
     return branch.results[0]
+
+
+def _two_stage(
+    b: Builder, partial: SSAValue, tid: SSAValue, identity: SSAValue, red: CrossThread,
+    launch: Launch, kernel: egpu.FuncOp,
+) -> SSAValue:
+    """Combine the partials along x (`red.threads`, a multiple of the warp `red.cluster`, so
+    that no warp straddles two rows of the block) in two subgroup reductions: every warp
+    reduces its lanes, its lane 0 stores the warp's total in an `egpu.alloc_shared` array
+    (one slot per warp of the block, a row's warps side by side), barrier, then the first
+    `w` lanes of each row (`w`: the row's warps rounded up to a power of two) reduce the
+    row's totals, lanes past them contributing the identity. Every work-item reaches the
+    barrier and both reductions. Returns the total (right in the row's lane 0)."""
+    assert red.cluster is not None
+    warp = red.cluster
+    per_row = red.threads // warp
+    lanes = 1 << (per_row - 1).bit_length()
+    shared = egpu.AllocSharedOp(MemRefType(partial.type, [math.prod(launch.block) // warp]))
+    shared.memref.name_hint = "warp_totals"
+    Rewriter.insert_op(shared, InsertPoint.at_start(kernel.body.block))
+    kind = _REDUCE_KINDS[red.combiner]
+    mine = b.insert(egpu.SubgroupReduceOp(kind, partial, warp)).result
+    mine.name_hint = "warp_total"
+    linear = _linear_thread_id(b, launch.block)
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    lane = b.insert(affine.ApplyOp([tid], affine.AffineMapAttr(AffineMap(1, 0, (d0 % warp,))))).result
+    leader = b.insert(arith.CmpiOp(lane, _index_constant(b, 0), "eq")).result
+    guard = b.insert(scf.IfOp(leader, [], [scf.YieldOp()]))
+    inner = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
+    inner.insert(affine.StoreOp(mine, shared.memref, [linear], affine.AffineMapAttr(AffineMap(1, 0, (d0 // warp,)))))
+    b.insert(egpu.BarrierOp())
+    present = b.insert(arith.CmpiOp(tid, _index_constant(b, per_row), "slt")).result
+    # the row's first slot is (linear - x) / warp: a row is `threads` work-items
+    rows = math.prod(launch.block) // red.threads
+    slot = AffineMap(2, 0, ((d0 - d1) // warp + d1,)) if rows > 1 else AffineMap(2, 0, (d1,))
+    value = _select_region(
+        b, present, partial.type,
+        lambda at: at.insert(affine.LoadOp(shared.memref, [linear, tid], affine.AffineMapAttr(slot))).result,
+        identity,
+    )  # fmt: skip
+    total = b.insert(egpu.SubgroupReduceOp(kind, value, lanes)).result
+    total.name_hint = "total"
+    return total
 
 
 def _tree(
