@@ -310,6 +310,33 @@ class FuseOp(IRDLOperation):
         printer.print_ssa_value(self.second)
 
 
+@irdl_op_definition
+class ReuseOp(IRDLOperation):
+    """`transform.einc.reuse %first in %second`: a value two sibling innermost loops of the
+    same bounds both compute per iteration (the same ops on the same loads, inputs not
+    written in between) is kept in a local array by `first` and loaded by `second` instead
+    of computed again (einc.passes.utils.loop_cse). No results: the loops stay."""
+
+    name = "transform.einc.reuse"
+    first = operand_def(AnyOpType)
+    second = operand_def(AnyOpType)
+
+    def __init__(self, first: SSAValue, second: SSAValue):
+        super().__init__(operands=[first, second])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReuseOp:
+        first = _operand(parser, HANDLE)
+        parser.parse_keyword("in")
+        return cls(first, _operand(parser, HANDLE))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.first)
+        printer.print_string(" in ")
+        printer.print_ssa_value(self.second)
+
+
 class AtLoopOp(IRDLOperation):
     """`transform.einc.<op> %stmt at %loop`: move a statement's nest into a loop of another
     (no results: the moved loops keep their tags, match them again)."""
@@ -450,7 +477,7 @@ class KnobOp(IRDLOperation):
 
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
-    VectorizeReductionOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
+    VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
 )
 
 

@@ -324,6 +324,7 @@ def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type:
         if not count:
             continue
         fused.append(consumer)
+        _reuse_between_loops(consumer, s)
         if work >= PARALLEL_MIN_WORK and (trip_count(consumer) or 0) > 1:
             if not isinstance(lt.parallelize_loop(consumer), lt.Failure):
                 s.lines.append(f"transform.einc.parallelize {s.handle(consumer)}")
@@ -338,6 +339,30 @@ def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type:
                     continue
             _vectorize_reduction(inner, s)
     return fused
+
+
+COSTLY_DIALECTS = frozenset({"math"})
+"""Ops worth a store and a load to compute once (transcendental functions): a value of a
+fused loop built from them is reused by a later loop instead of computed again."""
+
+
+def _reuse_between_loops(nest: affine.ForOp, s: _Script) -> None:
+    """In a fused nest, a later innermost loop reuses (transform.einc.reuse) what an earlier
+    sibling loop computed the same way per iteration, when that saves a costly op (softmax:
+    the sum's `exp(x - max)` is stored in a row-local array, the normalisation loads it)."""
+    from einc.passes.utils.loop_cse import apply_reuse, plan_reuse
+
+    inner = [op for op in nest.walk() if isinstance(op, affine.ForOp) and _tagged(op)
+             and not any(isinstance(o, affine.ForOp) for o in op.body.walk())]  # fmt: skip
+    for k, second in enumerate(inner):
+        for first in inner[:k]:
+            plan = plan_reuse(first, second)
+            if isinstance(plan, lt.Failure):
+                continue
+            if not any(op.dialect_name() in COSTLY_DIALECTS for op in plan.ops_saved()):
+                continue
+            apply_reuse(plan)
+            s.lines.append(f"transform.einc.reuse {s.handle(first)} in {s.handle(second)}")
 
 
 def default_schedule_text(target: str, module: ModuleOp) -> str | None:

@@ -312,6 +312,16 @@ class EincTransformFunctions(InterpreterFunctions):
             self.check(op, mark_reduction_loop(loop))
         return ()
 
+    @impl(et.ReuseOp)
+    def run_reuse(self, interpreter: Interpreter, op: et.ReuseOp, args: PythonValues) -> PythonValues:
+        from einc.passes.utils.loop_cse import reuse_values
+
+        firsts, seconds = self.loops(op, args[0]), self.loops(op, args[1])
+        if len(firsts) != 1 or len(seconds) != 1:
+            raise self.fail(op, "reuse handles must hold one loop each")
+        self.check(op, reuse_values(firsts[0], seconds[0]))
+        return ()
+
     @impl(et.BindOp)
     def run_bind(self, interpreter: Interpreter, op: et.BindOp, args: PythonValues) -> PythonValues:
         limit = op.max_threads.value.data if op.max_threads is not None else None

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from xdsl.dialects import affine
+from xdsl.dialects import affine, arith
 from xdsl.parser import Parser
 
 from einc.context import make_context
@@ -142,3 +142,87 @@ def test_short_reductions_stay_scalar() -> None:
     """Below REDUCTION_MIN_TRIP iterations a vector accumulator is not worth its reduction."""
     comp = Compilation("output0[N] +=! input0[N, C]", "<s>", {"input0": f32(64, 8)}, None, "c")
     assert "vectorize_reduction" not in (default_schedule_text("c", comp.run_until("loops")) or "")
+
+
+# ---- loop_cse: reuse across sibling loops -------------------------------------------------------
+
+TWO_LOOPS = """
+func.func @f(%x: memref<64xf32>, %m: memref<1xf32>, %s: memref<1xf32>, %y: memref<64xf32>) {{
+  affine.for %i = 0 to 64 {{
+    %v = affine.load %x[%i] : memref<64xf32>
+    %c = affine.load %m[0] : memref<1xf32>
+    %d = arith.subf %v, %c : f32
+    %e = math.exp %d : f32
+    %a = affine.load %s[0] : memref<1xf32>
+    %b = arith.addf %a, %e : f32
+    affine.store %b, %s[0] : memref<1xf32>
+  }} {{einc.stmt = "t", einc.axis = "C"}}
+  {between}
+  affine.for %j = {bounds} {{
+    %v = affine.load %x[{index}] : memref<64xf32>
+    %c = affine.load %m[0] : memref<1xf32>
+    %d = arith.subf %v, %c : f32
+    %e = math.exp %d : f32
+    %t = affine.load %s[0] : memref<1xf32>
+    %q = arith.divf %e, %t : f32
+    affine.store %q, %y[%j] : memref<64xf32>
+  }} {{einc.stmt = "y", einc.axis = "C"}}
+  func.return
+}}
+"""
+
+
+def _two_loops(between: str = "", bounds: str = "0 to 64", index: str = "%j") -> tuple[Any, list[affine.ForOp]]:
+    module = Parser(make_context(), TWO_LOOPS.format(between=between, bounds=bounds, index=index)).parse_module()
+    return module, [op for op in module.walk() if isinstance(op, affine.ForOp)]
+
+
+def test_reuse_stores_the_shared_exp_and_loads_it_in_the_second_loop() -> None:
+    from xdsl.dialects import math, memref
+
+    from einc.passes.utils.loop_cse import reuse_values
+
+    module, (first, second) = _two_loops()
+    allocas = reuse_values(first, second)
+    assert not isinstance(allocas, lt.Failure) and len(allocas) == 1
+    assert allocas[0].memref.type.get_shape() == (64,)
+    assert isinstance(allocas[0], memref.AllocaOp) and allocas[0].next_op is first
+    assert not any(isinstance(op, math.ExpOp) for op in second.walk())  # computed once
+    stores = [op for op in first.body.block.ops if isinstance(op, affine.StoreOp) and op.memref is allocas[0].memref]
+    assert len(stores) == 1 and isinstance(stores[0].value.owner, math.ExpOp)
+    loads = [op for op in second.body.block.ops if isinstance(op, affine.LoadOp) and op.memref is allocas[0].memref]
+    assert len(loads) == 1 and all(isinstance(u.operation, arith.DivfOp) for u in loads[0].result.uses)
+    module.verify()
+
+
+@pytest.mark.parametrize("between, bounds, index, message", [
+    # the max both loops read changes between them: the first loop's exp is stale
+    ("%z = arith.constant 1.0 : f32\n  affine.store %z, %m[0] : memref<1xf32>", "0 to 64", "%j", "unchanged"),
+    ("", "0 to 32", "%j", "same constant bounds"),
+    # x[63 - j]: another element, no match
+    ("", "0 to 64", "63 - %j", "no value"),
+])  # fmt: skip
+def test_reuse_is_refused_when_the_values_differ(between: str, bounds: str, index: str, message: str) -> None:
+    from einc.passes.utils.loop_cse import reuse_values
+
+    module, (first, second) = _two_loops(between, bounds, index)
+    before = str(module)
+    result = reuse_values(first, second)
+    assert isinstance(result, lt.Failure) and message in result.message, result
+    assert str(module) == before  # the IR untouched
+
+
+def test_default_softmax_computes_exp_once_per_element() -> None:
+    comp = Compilation(SOFTMAX, "<s>", {"input0": f32(16, 1024)}, None, "c")
+    assert "transform.einc.reuse" in (default_schedule_text("c", comp.run_until("loops")) or "")
+    scheduled = str(comp.run_until("scheduled"))
+    assert scheduled.count("math.exp") == 1 and "temp1_reuse" in scheduled
+
+
+def test_no_reuse_without_a_math_call() -> None:
+    """Layer norm shares only `x - mean` (a subtraction): recomputing beats a store and a load."""
+    ir = ("temp0[N] +=! input0[N, C] / 64.0; temp1[N] +=! (input0[N, C] - temp0[N]) * (input0[N, C] - temp0[N]); "
+          "output0[N, C] = (input0[N, C] - temp0[N]) / temp1[N]")
+    comp = Compilation(ir, "<ln>", {"input0": f32(32, 64)}, None, "c")
+    text = default_schedule_text("c", comp.run_until("loops")) or ""
+    assert "compute_at" in text and "transform.einc.reuse" not in text
