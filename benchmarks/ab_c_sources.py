@@ -5,8 +5,10 @@
 
 `--save` writes each benchmark kernel's C source (default schedule) to DIR. `--against`
 compiles the saved source (A) and today's (B), checks both against NumPy, then alternates A
-and B `--repeat` times (each sample loops a kernel for ~0.2 s) and prints the medians and
-`A/B` (above 1: today's code is faster). The machine is shared: only the ratio of the same
+and B `--repeat` times (ABBA order; each sample loops a kernel for ~0.2 s) and prints the
+medians and `A/B` (above 1: today's code is faster) of wall time and of the process's CPU
+time (with one thread, CPU time is the steadier measure when other processes share the
+cores; with two it sums both threads). The machine is shared: only the ratio of the same
 run means anything. Kernels are those of benchmarks/schedules_vs_numpy.py (NAME filters by
 substring). OMP_NUM_THREADS is set from `--threads` before OpenMP starts.
 """
@@ -86,16 +88,20 @@ def main() -> None:
             start = time.perf_counter()
             kernel.run(arrays, outs)
             runs.append(max(1, int(0.2 / max(time.perf_counter() - start, 1e-9))))
-        samples: list[list[float]] = [[], []]
-        for _ in range(repeat):
-            for side, kernel in enumerate((old, new)):
-                start = time.perf_counter()
+        walls: list[list[float]] = [[], []]
+        cpus: list[list[float]] = [[], []]
+        for r in range(repeat):
+            for side in (0, 1) if r % 2 == 0 else (1, 0):  # ABBA: drift hits both sides alike
+                kernel = (old, new)[side]
+                start, cpu = time.perf_counter(), time.process_time()
                 for _ in range(runs[side]):
                     kernel.run(arrays, outs)
-                samples[side].append((time.perf_counter() - start) / runs[side])
-        a, b_ = statistics.median(samples[0]), statistics.median(samples[1])
+                walls[side].append((time.perf_counter() - start) / runs[side])
+                cpus[side].append((time.process_time() - cpu) / runs[side])
+        a, b_ = statistics.median(walls[0]), statistics.median(walls[1])
+        ca, cb = statistics.median(cpus[0]), statistics.median(cpus[1])
         print(f"{b.name:24s} threads={threads} A={a * 1e3:8.3f} ms  B={b_ * 1e3:8.3f} ms  "
-              f"A/B={a / b_:5.2f}  err A={errors[0]:.1e} B={errors[1]:.1e}", flush=True)
+              f"A/B wall={a / b_:5.2f} cpu={ca / cb:5.2f}  err A={errors[0]:.1e} B={errors[1]:.1e}", flush=True)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ remaining statement nest:
   when big enough, register-blocked: the innermost axis tiled by a vector-friendly knob, the
   one above it unrolled by a knob, the reduction tiled for the cache, and the output tile
   staged in a local array across the reduction (cache_write) so the accumulators stay in
-  registers instead of a load and store of the output per k step;
+  registers instead of a load and store of the output per k step; with several reductions
+  (a convolution) the output loop the vectorized input does not move with (the output
+  channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
+  way (`_block_rows`);
 - the outermost loop runs in parallel (OpenMP) when the nest does enough work and the loop
   carries no dependence;
 - the innermost loop is vectorized (`omp simd`) when it is unit-stride in the output and
@@ -180,7 +183,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     i, j = band[n_outer - 1], band[-1]
     reductions = band[n_outer:-1]
     if len(reductions) != 1:
-        return band[0]
+        return _block_rows(band, n_outer, s)
     k = reductions[0]
     ni, nj, nk = trip_count(i), trip_count(j), trip_count(k)
     if ni is None or nj is None or nk is None or ni < 64 or nj < 64 or nk < 64:
@@ -250,6 +253,81 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     # (-fexcess-precision=fast), where the output in memory is rounded at every step
     if out.type.get_element_type() != f16 and not isinstance(cache_tensor(io_new, buffer_name(out), True, "local"), lt.Failure):
         s.lines.append(f'{s.fresh()} = transform.einc.cache_write "{buffer_name(out)}" at {s.names[id(io_new)]}')
+    return new[0]
+
+
+ROW_BLOCK_MAX_ELEMENTS = 1024
+"""The largest output tile `_block_rows` keeps in a local array (4 KiB of float32)."""
+
+
+def _moves_with(access, iv) -> bool:  # type: ignore[no-untyped-def]
+    """Whether an access's index may change with the loop variable `iv`."""
+    for e in access.map.results:
+        form = linear_form(e, access.operands)
+        if form is None or form[0].get(iv):
+            return True
+    return False
+
+
+def _block_rows(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.ForOp:
+    """Register-block a band `[outer parallel..., reductions..., j]` with several reductions
+    (a convolution: `N, F, HO, C, KH, KW, WO`): the innermost outer parallel loop `i` the
+    vector input (unit-stride in j) does not move with (F: each output channel reuses the
+    same input row, as matmul's rows reuse a row of B) is tiled by a knob, its tile loop
+    moved just above j and unrolled, j vectorized, and the output tile (tile x j) staged in
+    a local array across the reductions at the last outer parallel loop (cache_write):
+    accumulators in registers, each vector of input loaded once per tile instead of once per
+    output channel. Returns the band's new outermost loop."""
+    from einc.passes.utils.cache import cache_tensor
+    from einc.passes.utils.loop_analysis import buffer_name
+
+    outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
+    nj = trip_count(j)
+    if n_outer < 1 or nj is None or nj < 16:
+        return band[0]
+    ((out, group),) = written_groups(band[0]).items()
+    jv = induction_var(j)
+    vector_inputs = [a for a in _loads(band[0]) if a.buffer is not out and _unit_stride(a.map, a.operands, jv)]
+    candidates = [loop for loop in outer if (trip_count(loop) or 0) >= 4
+                  and not any(_moves_with(a, induction_var(loop)) for a in vector_inputs)]  # fmt: skip
+    if not vector_inputs or not candidates:
+        return band[0]
+    i = candidates[-1]
+    ni = trip_count(i) or 0
+    ti = next((t for t in (4, 2) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS), None)
+    if ti is None:
+        return band[0]
+    stmt = i.attributes[lt.STMT_ATTR].data  # type: ignore[union-attr]
+    knob = s.fresh()
+    s.lines.append(f'{knob} = transform.einc.knob "{stmt}.tile_rows" = {ti} from [{", ".join(map(str, sorted({2, 4, 8, ti})))}]')
+    handles = {id(loop): s.handle(loop) for loop in band}
+    tiled = lt.tile_loop(i, ti)
+    if isinstance(tiled, lt.Failure):
+        raise AssertionError(tiled.message)
+    io, ii = tiled
+    o, n = s.fresh(), s.fresh()
+    s.lines.append(f"{o}, {n} = transform.einc.tile {handles[id(i)]} by {knob}")
+    handles[id(io)], handles[id(ii)] = o, n
+    wanted = [io if loop is i else loop for loop in outer] + [*reductions, ii, j]
+    new = lt.reorder_loops(wanted)
+    if isinstance(new, lt.Failure):
+        return _band(band[0] if band[0] is not i else io)[0]  # the (legal) tiling only
+    results = [s.fresh() for _ in new]
+    s.lines.append(f"{', '.join(results)} = transform.einc.reorder {', '.join(handles[id(x)] for x in wanted)}")
+    for loop, name in zip(new, results):
+        s.names[id(loop)] = name
+        s.held.append(loop)
+    ii_new, j_new = new[-2], new[-1]
+    if isinstance(lt.vectorize_loop(j_new), lt.Failure) or isinstance(lt.unroll_loop(ii_new, ti), lt.Failure):
+        return new[0]
+    s.lines.append(f"{s.fresh()} = transform.einc.unroll {s.names[id(ii_new)]} by {knob}")
+    copies = s.fresh()
+    s.lines.append(f'{copies} = transform.einc.match stmt "{stmt}" axis "{j_new.attributes[lt.AXIS_ATTR].data}" in %root')  # type: ignore[union-attr]
+    s.lines.append(f"transform.einc.vectorize {copies}")
+    at = new[n_outer - 1]
+    # not for f16 (see _block_matmul)
+    if out.type.get_element_type() != f16 and not isinstance(cache_tensor(at, buffer_name(out), True, "local"), lt.Failure):
+        s.lines.append(f'{s.fresh()} = transform.einc.cache_write "{buffer_name(out)}" at {s.names[id(at)]}')
     return new[0]
 
 

@@ -226,3 +226,47 @@ def test_no_reuse_without_a_math_call() -> None:
     comp = Compilation(ir, "<ln>", {"input0": f32(32, 64)}, None, "c")
     text = default_schedule_text("c", comp.run_until("loops")) or ""
     assert "compute_at" in text and "transform.einc.reuse" not in text
+
+
+# ---- convolutions: output channels register-blocked ------------------------------------------------
+
+CONV2D = ("output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] "
+          "where HO in {ho}, WO in {wo}")
+
+
+def _conv2d(a: dict[str, np.ndarray]) -> np.ndarray:
+    x, w = a["input0"], a["input1"]
+    kh, kw = w.shape[2], w.shape[3]
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))  # N C HO WO KH KW
+    return np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("n, c, f, h, w, k, tile", [
+    (2, 8, 8, 20, 20, 3, 4),   # 18 = 16 + 2 columns: a scalar remainder after the vectors
+    (1, 3, 6, 19, 35, 2, 2),   # 6 channels: tiles of 2
+    (1, 4, 12, 6, 40, 3, 4),
+])  # fmt: skip
+def test_default_conv2d_blocks_output_channels_and_matches_numpy(
+    n: int, c: int, f: int, h: int, w: int, k: int, tile: int
+) -> None:
+    ho, wo = h - k + 1, w - k + 1
+    ir = CONV2D.format(ho=ho, wo=wo)
+    inputs = {"input0": f32(n, c, h, w), "input1": f32(f, c, k, k)}
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    text = default_schedule_text("c", comp.run_until("loops")) or ""
+    assert f'"output0.tile_rows" = {tile}' in text and "cache_write" in text, text
+    kernel = comp.kernel()
+    assert "float output0_local[" in kernel.source and "einc_vload_f32x16" in kernel.source
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        arrays = {k_: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k_, v in inputs.items()}
+        got = kernel(**arrays)["output0"]
+        want = _conv2d({k_: v.astype(np.float64) for k_, v in arrays.items()})
+        assert max_error(got, want) <= tolerance("float32")
+
+
+def test_narrow_convolutions_are_not_blocked() -> None:
+    """Fewer than 16 output columns: no vector to block around."""
+    comp = Compilation(CONV2D.format(ho=6, wo=6), "<conv>", {"input0": f32(1, 4, 8, 8), "input1": f32(8, 4, 3, 3)},
+                       None, "c")
+    assert "tile_rows" not in (default_schedule_text("c", comp.run_until("loops")) or "")
