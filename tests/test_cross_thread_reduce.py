@@ -6,7 +6,8 @@ private partial and combines the partials of the block (a tree in shared memory,
 Executed on OpenCL (PoCL), HLSL (lavapipe) and SYCL (Intel's CPU device) against a float64
 NumPy reference on fresh random inputs (outputs poisoned before a run), with reduction
 extents the thread count does and does not divide; compile-checked on CUDA (NVRTC, sm_80)
-and HIP (gfx90a, gfx1030) with the warp shuffle in the source. Refusals: a logical combiner,
+and HIP (gfx90a, gfx1030) with the warp shuffle in the source, and the CUDA kernels run on
+a CPU emulator of a block's threads and warp shuffles. Refusals: a logical combiner,
 two bound reductions, a reduction bound to blocks, float16 partials, a bound reduction
 below an unbound output loop, Poplar; and the location of an unmappable bind.
 """
@@ -20,11 +21,12 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from einc.driver import Compilation
+from einc.driver import Compilation, poisoned
 from einc.errors import ScheduleError
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_schedules import random_inputs
 from tests.oracle.budget import examples
+from tests.oracle.isolate import run_isolated
 from tests.test_device_targets import require
 
 DEVICES = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl")]
@@ -107,14 +109,16 @@ def test_float_reductions_match_numpy(target: str, program: str, n: int, k: int,
 
 @pytest.mark.parametrize("target", DEVICES)
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
-@pytest.mark.parametrize("program", [SUM, MAX])
+@pytest.mark.parametrize("program", [DOT, MAX])
 def test_integer_reductions_match_numpy(target: str, dtype: str, program: str) -> None:
     """Exact integer results, negative values included (HLSL keeps int64 as uint64_t: the
-    tree's max must compare signed)."""
+    tree's max must compare signed, or a row's max would come out negative)."""
     require(target)
-    comp = compile_rows(program, {"input0": [6, 40]}, dtype, target, rows(16))
+    shapes = {"input0": [6, 40]} | ({"input1": [6, 40]} if program == DOT else {})
+    comp = compile_rows(program, shapes, dtype, target, rows(16))
     inputs = random_inputs(comp)
-    expected = inputs["input0"].sum(axis=1) if program == SUM else inputs["input0"].max(axis=1)
+    x = inputs["input0"]
+    expected = (x * inputs["input1"]).sum(axis=1) if program == DOT else x.max(axis=1)
     check(comp, expected.astype(dtype), inputs)
 
 
@@ -233,6 +237,112 @@ def test_cuda_hip_reductions_compile(target: str, arch: str, tile: int, rows_per
     assert resources.spills == 0
     shared = {"one": 0, "two": tile // 32 * block_rows * size, "tree": tile * block_rows * size}[combine]
     assert resources.shared_bytes == shared
+
+
+# A CPU stand-in for one CUDA block: a std::thread per CUDA thread, `__syncthreads` a
+# barrier of the block, `__shfl_xor_sync` an exchange through per-thread slots between two
+# barriers (every thread of the block calls it together, as the kernels einc prints do), with
+# the lane's width segment and a trap when the caller or its source lane is outside the mask
+# or the mask names a lane the block does not have.
+EMULATOR = r"""
+#include <barrier>
+#include <cstring>
+#include <thread>
+#include <utility>
+#include <vector>
+struct dim3 { unsigned x, y, z; };
+static thread_local dim3 threadIdx, blockIdx;
+static dim3 blockDim, gridDim;
+static const int warpSize = 32;
+static std::barrier<>* einc_bar;
+static unsigned long long einc_slots[1024];
+#define __global__
+#define __device__
+#define __restrict__
+#define __shared__ static
+static inline void __syncthreads() { einc_bar->arrive_and_wait(); }
+static inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+template <typename T> T __shfl_xor_sync(unsigned mask, T v, int o, int w) {
+  unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned src = t ^ (unsigned)o;
+  if ((src & ~(unsigned)(w - 1)) != (t & ~(unsigned)(w - 1))) src = t;
+  unsigned lanes = n - (t & ~31u) >= 32 ? 0xffffffffu : (1u << (n - (t & ~31u))) - 1u;  // the warp's threads
+  if (!(mask >> (t & 31u) & 1u) || !(mask >> (src & 31u) & 1u) || (mask & ~lanes)) __builtin_trap();
+  std::memcpy(&einc_slots[t], &v, sizeof(T));
+  einc_bar->arrive_and_wait();
+  T r;
+  std::memcpy(&r, &einc_slots[src], sizeof(T));
+  einc_bar->arrive_and_wait();
+  return r;
+}
+template <typename... P, std::size_t... I>
+static void einc_call(void (*k)(P...), void** b, std::index_sequence<I...>) { k(static_cast<P>(b[I])...); }
+"""
+LAUNCHER = r"""
+extern "C" void einc_launch_NAME(void** b, int gx, int gy, int gz, int bx, int by, int bz) {
+  blockDim = {(unsigned)bx, (unsigned)by, (unsigned)bz};
+  gridDim = {(unsigned)gx, (unsigned)gy, (unsigned)gz};
+  for (int z = 0; z < gz; z++) for (int y = 0; y < gy; y++) for (int x = 0; x < gx; x++) {
+    std::barrier<> bar(bx * by * bz);
+    einc_bar = &bar;
+    std::vector<std::thread> ts;
+    for (int tz = 0; tz < bz; tz++) for (int ty = 0; ty < by; ty++) for (int tx = 0; tx < bx; tx++)
+      ts.emplace_back([=] {
+        threadIdx = {(unsigned)tx, (unsigned)ty, (unsigned)tz};
+        blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
+        einc_call(NAME, b, std::make_index_sequence<ARGS>());
+      });
+    for (auto& t : ts) t.join();
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("program,dtype,tile,rows_per_block,k", [
+    (DOT, "float32", 16, None, 200),  # a cluster of 16 lanes
+    (DOT, "float64", 96, 2, 300),  # two stages: 3 warps per row, 2 rows
+    (DOT, "int64", 64, 3, 150),  # two stages, 3 rows (a partial row tile of 7 by 3)
+    (DOT, "int32", 8, 4, 70),  # clusters of 8 lanes, 4 to a warp
+    (MIN, "float32", 4, 5, 33),  # clusters of 4 lanes, 5 rows: a warp of 20 threads
+])  # fmt: skip
+def test_cuda_shuffles_on_a_warp_emulator_match_numpy(
+    program: str, dtype: str, tile: int, rows_per_block: int | None, k: int, tmp_path: Any
+) -> None:
+    """No NVIDIA GPU here: the printed CUDA kernels (warp shuffles in clusters and in two
+    stages) run on `EMULATOR`, compiled by the host's g++, against NumPy."""
+    import subprocess
+
+    shapes = {"input0": [7, k]} | ({"input1": [7, k]} if program == DOT else {})
+    comp = compile_rows(program, shapes, dtype, "cuda", rows(tile, rows_per_block))
+    assert "__shfl_xor_sync(" in comp.results["source"]
+    manifest = comp.target_obj.manifest(comp.results["target"])
+    text = EMULATOR + comp.results["source"].replace('extern "C" ', "")
+    for launch in manifest.kernels:
+        text += LAUNCHER.replace("NAME", launch.name).replace("ARGS", str(len(launch.args)))
+    (tmp_path / "k.cpp").write_text(text)
+    subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", str(tmp_path / "k.cpp"),
+                    "-o", str(tmp_path / "k.so")], check=True, capture_output=True)  # fmt: skip
+    inputs = random_inputs(comp)
+    buffers = {b.name: inputs[b.name].copy() if b.name in inputs else poisoned(b.shape, b.dtype) for b in manifest.buffers}
+    launches = [(k.name, k.args, k.grid, k.block) for k in manifest.kernels]
+    out = run_isolated(_emulate, str(tmp_path / "k.so"), launches, buffers, timeout=120.0)["output0"]
+    if dtype.startswith("int"):
+        np.testing.assert_array_equal(out, (inputs["input0"] * inputs["input1"]).sum(axis=1))
+    else:
+        np.testing.assert_allclose(out, F64[program](inputs), rtol=1e-5, atol=1e-5)
+
+
+def _emulate(library: str, launches: list[Any], buffers: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run the launches of an emulated CUDA library (in the isolated worker: a trap kills it,
+    not the test run); returns the buffers."""
+    import ctypes
+
+    lib = ctypes.CDLL(library)
+    for name, args, grid, block in launches:
+        pointers = (ctypes.c_void_p * len(args))(*[buffers[a].ctypes.data for a in args])
+        getattr(lib, f"einc_launch_{name}")(pointers, *grid, *block)
+    return buffers
 
 
 @pytest.mark.parametrize("target", ["cuda", "hip"])
