@@ -115,7 +115,7 @@ def test_split_kernel_vertices_read_only_their_slices_of_inputs() -> None:
     values["input2"] = np.random.default_rng(fresh_seed()).integers(0, 7, 1000).astype(np.int32)
     outputs, runner = _run(comp, values)
     x, w, i = (values[k].astype(np.float64) for k in ("input0", "input1", "input2"))
-    np.testing.assert_allclose(outputs["output0"], x[:1000] + x[2:] * w[i.astype(int)], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(outputs["output0"], x[:1000] + x[2:] * w[i.astype(int)], rtol=1e-6, atol=1e-5)
     records = runner.graph()
     assert len(records) > 2
     for r in records:
@@ -184,7 +184,7 @@ def test_kernel_over_a_tiles_memory_spreads_over_more_tiles() -> None:
     assert 480_000 <= vertex_bytes(kernels[0], split) <= 624 * 1024
     values = _random(_ROWS, fresh_seed())
     outputs, runner = _run(comp, values)
-    np.testing.assert_allclose(outputs["output0"], values["input0"].astype(np.float64).sum(axis=1), rtol=1e-4)
+    np.testing.assert_allclose(outputs["output0"], values["input0"].astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-2)
     assert sorted(r.fields["input0"].count for r in runner.graph()) == [6 * 20000, 6 * 20000]
 
 
@@ -219,7 +219,7 @@ def test_local_array_in_a_vertex_runs() -> None:
     values = _random(inputs, fresh_seed())
     outputs, _ = _run(comp, values)
     a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
-    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
 
 
 def test_local_array_in_bound_kernel_runs() -> None:
@@ -236,7 +236,7 @@ def test_local_array_in_bound_kernel_runs() -> None:
     values = _random(inputs, fresh_seed())
     outputs, _ = _run(comp, values)
     a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
-    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
 
 
 def test_local_arrays_count_once_per_worker_in_tile_memory() -> None:
@@ -249,3 +249,43 @@ def test_local_arrays_count_once_per_worker_in_tile_memory() -> None:
               "input2": {"dtype": "int32", "shape": [12]}}  # fmt: skip
     with pytest.raises(TargetError, match=r"needs 6[4-9]\d{4} bytes of tile memory per vertex spread over 12 tiles"):
         _compile("output0[N] +=! input0[N, K] + input1[input2[N]]", inputs, lines)
+
+
+_TOO_BIG = """
+#include <poplar/Vertex.hpp>
+class EincSum : public poplar::Vertex {
+public:
+  poplar::Input<poplar::Vector<float>> in;
+  poplar::Output<poplar::Vector<float>> out;
+  bool compute() { out[0] = in[0]; return true; }
+};
+#ifdef EINC_POPLAR_HOST
+#include <poplar/Graph.hpp>
+#include <poplar/Program.hpp>
+EINC_POPLAR_VERTEX(EincSum, in, out)
+void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers,
+                      poplar::program::Sequence &prog) {
+  for (const poplar::Tensor &buffer : buffers) graph.setTileMapping(buffer, 0);
+  poplar::ComputeSet cs = graph.addComputeSet("sum");
+  poplar::VertexRef v = graph.addVertex(cs, "EincSum", {{"in", buffers[0]}, {"out", buffers[1]}});
+  graph.setTileMapping(v, 3);
+  prog.add(poplar::program::Execute(cs));
+}
+#endif
+"""
+
+
+def test_mirror_refuses_a_tile_over_its_memory() -> None:
+    """160000 floats (640000 bytes) connected to one vertex: more than the tile's 624 KiB."""
+    require("poplar")
+    from einc.errors import ToolchainError
+    from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
+    from einc.runtime.poplar import load_poplar_kernel
+
+    manifest = LaunchManifest(
+        "poplar", (Buffer("in", "float32", (160000,), "input"), Buffer("out", "float32", (1,), "output")),
+        (KernelLaunch("sum", ("in", "out"), (1, 1, 1), (1, 1, 1)),),
+    )  # fmt: skip
+    runner = load_poplar_kernel(_TOO_BIG, manifest)
+    with pytest.raises(ToolchainError, match="tile 3 needs 640008 bytes for the fields of compute set 'sum', more than its 638976"):
+        runner({"in": np.zeros(160000, np.float32)}, {"out": np.zeros(1, np.float32)})

@@ -40,7 +40,7 @@ from tests.oracle.genprog import GenProgram, programs
 from tests.test_device_differential import REFUSED_BY_DESIGN, run_on_device
 from tests.test_device_targets import require
 
-EXAMPLES = {"sycl": 12, "poplar": 15}
+EXAMPLES = {"sycl": 10, "poplar": 12}
 TILES = (2, 3, 4, 5, 6, 7, 8, 16, 32)
 
 

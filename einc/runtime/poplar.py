@@ -52,10 +52,14 @@ Contract with the Poplar printer: one source text with two parts.
    writes the inputs, runs `prog` once and reads the outputs.
 
 The mirror's Engine rejects what Poplar would (unmapped tensors or vertices, unconnected
-fields, type mismatches) and what would race on the IPU (two vertices of one compute set
-writing one element or one 32-bit word, or one reading what another writes); it runs every
-vertex of a compute set one after another, the workers of a MultiVertex too, and a vertex
-indexing a 1-D field past its connected elements fails the run. `PoplarKernel.graph()`
+fields, type mismatches, a tile whose vertices' fields in one compute set take more than
+`Target::getBytesPerTile()`, 624 KiB, counted in 8-byte units as einc's printer counts them)
+and what would race on the IPU (two vertices of one compute set writing one element or one
+32-bit word, or one reading what another writes); it runs every vertex of a compute set one
+after another, the workers of a MultiVertex too, and a vertex indexing a 1-D field past its
+connected elements fails the run: the bounds check is always on, so a vertex connected to a
+slice of an input (targets/poplar.py connects split kernels' vertices so) never reads
+outside it unnoticed. `PoplarKernel.graph()`
 returns the graph as the mirror recorded it (each vertex's compute set, type, tile and the
 elements each field is connected to), without running it. When `popc` is on PATH, the codelet part is also
 compiled with it (`popc -O2`, EINC_POPLAR_HOST undefined) as a check; that path is untested

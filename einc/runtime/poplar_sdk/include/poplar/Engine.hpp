@@ -1,7 +1,8 @@
 // einc's CPU mirror of the Poplar API (see einc/runtime/poplar.py). Not Graphcore's code.
 //
 // The Engine checks what Poplar's graph compiler would reject (unmapped tensors and
-// vertices, unconnected fields) and what would race on the IPU (two vertices of one
+// vertices, unconnected fields, a tile whose vertices' fields in one compute set exceed its
+// memory) and what would race on the IPU (two vertices of one
 // compute set writing one element or one 32-bit word, or one reading what another
 // writes), then runs the
 // program on the CPU: for Execute(cs), every vertex's fields are filled, every vertex
@@ -77,7 +78,23 @@ class Engine {
                              "' is not connected or set");
       by_set[v->computeSet].push_back(v.get());
     }
-    for (const auto &[cs, vertices] : by_set) check_races(cs, vertices);
+    for (const auto &[cs, vertices] : by_set) {
+      check_races(cs, vertices);
+      check_tile_memory(cs, vertices);
+    }
+  }
+
+  // The fields of one compute set's vertices on a tile must fit the tile's memory (the
+  // codelets' local arrays are not seen here; einc's printer counts those too).
+  void check_tile_memory(unsigned cs, const std::vector<const einc::VertexInstance *> &vertices) const {
+    std::map<int, std::size_t> used;
+    for (const auto *v : vertices)
+      for (const auto &[name, field] : v->fields) used[v->tile] += field->bytes();
+    for (const auto &[tile, bytes] : used)
+      if (bytes > state_->target.getBytesPerTile())
+        throw poplar_error("tile " + std::to_string(tile) + " needs " + std::to_string(bytes) +
+                           " bytes for the fields of compute set '" + state_->computeSets[cs] +
+                           "', more than its " + std::to_string(state_->target.getBytesPerTile()));
   }
 
   // The IPU stores 32-bit words: two vertices writing narrower elements of one word race

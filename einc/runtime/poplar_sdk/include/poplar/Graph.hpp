@@ -47,6 +47,7 @@ template <class T> class PlainField : public Field {
     set_ = true;
   }
   bool ready() const override { return set_; }
+  std::size_t bytes() const override { return sizeof(T); }
 
  private:
   T &member_;

@@ -11,7 +11,9 @@
 //
 // Before compute() the mirror copies each edge's elements into the field (contiguous,
 // like the tile memory the IPU's exchange fills); after it, Output and InOut fields are
-// copied back. A 1-D field's indexing is bounds-checked (poplar_error).
+// copied back. A 1-D field's indexing is bounds-checked (poplar_error): a vertex connected to
+// a slice of a tensor cannot read or write past it. Field::bytes() is what the field's data
+// take in tile memory (Engine checks each tile's total against Target::getBytesPerTile()).
 #pragma once
 
 #include <cstddef>
@@ -71,7 +73,14 @@ class Field {
   virtual void gather() {}
   virtual void scatter() {}
   virtual void accesses(std::vector<Access> &) const {}
+  // Bytes of tile memory the field's data take (edges: their connected elements, in
+  // kTileAlignment units; plain fields: their size).
+  virtual std::size_t bytes() const { return 0; }
 };
+
+// A field's data start on an 8-byte boundary of tile memory (einc counts the same).
+inline constexpr std::size_t kTileAlignment = 8;
+inline std::size_t aligned_bytes(std::size_t n) { return (n + kTileAlignment - 1) / kTileAlignment * kTileAlignment; }
 
 enum class Direction { In, Out, InOut };
 
@@ -90,6 +99,7 @@ class Edge {
   }
   bool bound() const { return tensor_.valid(); }
   std::size_t size() const { return tensor_.numElements(); }
+  std::size_t bytes() const { return bound() ? aligned_bytes(size() * tensor_.elementType().einc_size()) : 0; }
   void read(void *dst) const {
     auto &s = *tensor_.einc_storage();
     std::size_t w = s.type.einc_size();
@@ -128,6 +138,7 @@ template <class T, Direction D> class ScalarField : public Field {
     if (D != Direction::In) edge_.write(&value_);
   }
   void accesses(std::vector<Access> &out) const override { edge_.accesses(out, D); }
+  std::size_t bytes() const override { return edge_.bytes(); }
 
  protected:
   Edge edge_;
@@ -147,6 +158,7 @@ template <class T, Direction D> class VectorField : public Field {
     if (D != Direction::In) edge_.write(data_.get());
   }
   void accesses(std::vector<Access> &out) const override { edge_.accesses(out, D); }
+  std::size_t bytes() const override { return edge_.bytes(); }
   std::size_t size() const { return edge_.size(); }
 
  protected:
@@ -272,6 +284,11 @@ template <class T> class EdgeList : public Field {
   }
   void accesses(std::vector<Access> &out) const override {
     for (auto &item : items_) item->accesses(out);
+  }
+  std::size_t bytes() const override {
+    std::size_t n = 0;
+    for (auto &item : items_) n += item->bytes();
+    return n;
   }
 
  private:
