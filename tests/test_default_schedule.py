@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 from xdsl.dialects import affine, arith
 from xdsl.parser import Parser
 
@@ -18,6 +20,7 @@ from einc.default_schedule import default_schedule_text
 from einc.driver import Compilation, max_error, tolerance
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.vectorize import REDUCTION_ATTR, mark_reduction_loop
+from tests.oracle.budget import examples
 
 
 def f32(*shape: int) -> dict[str, Any]:
@@ -270,3 +273,36 @@ def test_narrow_convolutions_are_not_blocked() -> None:
     comp = Compilation(CONV2D.format(ho=6, wo=6), "<conv>", {"input0": f32(1, 4, 8, 8), "input1": f32(8, 4, 3, 3)},
                        None, "c")
     assert "tile_rows" not in (default_schedule_text("c", comp.run_until("loops")) or "")
+
+
+# ---- random row programs: reductions and reuse under the default schedule ----------------------
+
+SHARED = [
+    "(input0[N, C] - input1[C]).call(`exp`)",
+    "(input0[N, C] * 0.5).call(`tanh`) + input1[C]",
+    "input0[N, C].call(`sin`) * input1[C]",
+    "input0[N, C] * input1[C]",
+]
+REDUCE = ["+=!", ">=!", "<=!"]
+
+
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=list(HealthCheck))
+@given(shared=st.sampled_from(SHARED), reduce=st.sampled_from(REDUCE), n=st.integers(1, 5),
+       c=st.integers(1, 80), seed=st.integers(0, 2**32 - 1))  # fmt: skip
+def test_random_row_programs_match_the_reference(shared: str, reduce: str, n: int, c: int, seed: int) -> None:
+    """A row reduction of a shared expression, then an elementwise use of both (softmax's
+    shape): fused, reused, reduction-vectorized as the default schedule decides, at sizes
+    below, at and around the vector width; equal to the float64 reference interpreter."""
+    from einc.reference import run_reference
+
+    ir = f"temp0[N] {reduce} {shared}; output0[N, C] = {shared} * temp0[N] + input0[N, C]"
+    inputs = {"input0": f32(n, c), "input1": f32(c)}
+    comp = Compilation(ir, "<row>", inputs, None, "c")
+    text = default_schedule_text("c", comp.run_until("loops")) or ""
+    note(f"{ir}\n{text}")
+    kernel = comp.kernel()
+    rng = np.random.default_rng(seed)
+    arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    got = kernel(**arrays)["output0"]
+    want = run_reference(comp.results["ein"], {k: v.astype(np.float64) for k, v in arrays.items()})["output0"]
+    assert max_error(got, want) <= tolerance("float32"), kernel.source
