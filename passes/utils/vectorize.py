@@ -37,7 +37,7 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
   (`omp simd` without a reduction clause would be wrong there).
 - Failure (a value; the IR untouched): anything else in the body (a gather or non-unit
   stride, an op without a vector form such as a compare, a select or a math call outside
-  `vector_math`, an element type
+  `vector_math` (the pass passes the target's vector and lane-wise math), an element type
   outside `element_types`, nested regions), bounds outside the cases above, or no memory
   access to vectorize. The loop then stays scalar with its mark (C prints `omp simd`).
 """

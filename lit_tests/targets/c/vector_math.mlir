@@ -1,0 +1,25 @@
+// RUN: einc-opt %s -p "einc-vectorize-loops{target=c},canonicalize,cse" -t c | filecheck %s
+
+// exp on vectors: a lane-wise helper over expf, which the kernel redeclares __simd__ (x86-64
+// glibc and gcc only) so that gcc calls libmvec's vector exp for the helper's lanes.
+
+func.func @vexp(%x: memref<40xf32> {ein.name = "x"}, %y: memref<40xf32> {ein.name = "y", ein.output}) {
+  affine.for %i = 0 to 40 {
+    %v = affine.load %x[%i] : memref<40xf32>
+    %e = math.exp %v : f32
+    affine.store %e, %y[%i] : memref<40xf32>
+  } {einc.vectorize}
+  func.return
+}
+
+// CHECK:      #include <stdlib.h>
+// CHECK-NEXT: #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+// CHECK-NEXT: __attribute__((__simd__("notinbranch"))) float expf(float);
+// CHECK-NEXT: __attribute__((__simd__("notinbranch"))) double exp(double);
+// CHECK-NEXT: #endif
+// CHECK:      static inline einc_f32x16 einc_vexp_f32x16(einc_f32x16 a) { einc_f32x16 r; for (int k = 0; k < 16; k++) r[k] = expf((a[k])); return r; }
+// CHECK:      for (int64_t i = 0; i < 32; i += 16) {
+// CHECK-NEXT:   einc_f32x16 v = einc_vload_f32x16(&x[i]);
+// CHECK-NEXT:   einc_vstore_f32x16(&y[i], einc_vexp_f32x16(v));
+// CHECK:      for (int64_t i = 32; i < 40; i++) {
+// CHECK-NEXT:   y[i] = expf(x[i]);
