@@ -136,7 +136,7 @@ def _combine_partials(
     element = reduction.store.value.type
     dtype = _DTYPES.get(element)
     if not desc.subgroup_reduce and desc.shared_bytes_per_block == 0:
-        raise kernels._schedule_error(  # pyright: ignore[reportPrivateUsage]
+        raise kernels.schedule_error(
             f"the {desc.name} target cannot combine partial results across threads: "
             f"{describe(reduction.loop)} is a reduction bound to thread.{reduction.dim.value} "
             "(keep the reduction sequential)", reduction.loop

@@ -429,3 +429,23 @@ def test_poplar_refuses_a_reduction_bound_to_threads() -> None:
     assert "cannot combine partial results across threads" in err.message
     assert str(err.loc) == "<schedule>:7:5"
 
+
+
+def test_subgroup_reduce_cluster_must_be_a_power_of_two() -> None:
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import VerifyException
+
+    from einc.context import make_context
+
+    text = """builtin.module {
+  egpu.func @k(%a: memref<4xf32>) grid [1, 1, 1] block [8, 1, 1] {
+    %c = arith.constant 1.0 : f32
+    %s = egpu.subgroup_reduce add %c cluster CLUSTER : f32
+    egpu.return
+  }
+}"""
+    module = Parser(make_context(), text.replace("CLUSTER", "8")).parse_module()
+    module.verify()
+    assert "egpu.subgroup_reduce add %c cluster 8 : f32" in str(module)
+    with pytest.raises(VerifyException, match="cluster size 6 is not a power of two"):
+        Parser(make_context(), text.replace("CLUSTER", "6")).parse_module().verify()

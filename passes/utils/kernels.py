@@ -279,14 +279,14 @@ def bound_loops(
     for loop in found:
         attr = loop.attributes[BIND_ATTR]
         if not isinstance(attr, StringAttr) or attr.data not in BIND_AXES:
-            raise _schedule_error(f"{describe(loop)}: {BIND_ATTR} = {attr}: expected \"block.x\" ... \"thread.z\"", loop)
+            raise schedule_error(f"{describe(loop)}: {BIND_ATTR} = {attr}: expected \"block.x\" ... \"thread.z\"", loop)
     levels: list[tuple[affine.ForOp, str | None, egpu.Dim | None]] = []
     remaining = list(found)
     op: affine.ForOp | None = root if isinstance(root, affine.ForOp) else None
     while op is not None and remaining:
         if op in remaining:
             if max_trip_count(op) is None:
-                raise _schedule_error(
+                raise schedule_error(
                     f"{describe(op)} is bound to {_axis(op)}: it needs a constant lower bound "
                     "and an upper bound with a constant term", op
                 )
@@ -300,7 +300,7 @@ def bound_loops(
         op = _next_level(op) if remaining else None
     if remaining:
         loop = remaining[0]
-        raise _schedule_error(
+        raise schedule_error(
             f"{describe(loop)} is bound to {_axis(loop)} but cannot be mapped onto work-items: "
             "a bound loop must be reached from the top of its statement through bound loops, "
             "unit loops and index arithmetic only (not inside a sequential loop or beside "
@@ -312,7 +312,7 @@ def bound_loops(
         seen.append(("thread", reduction.dim))
     if len(set(seen)) != len(seen):
         loop = reduction.loop if reduction is not None else levels[0][0]
-        raise _schedule_error(f"two loops of the nest of {describe(loop)} are bound to the same coordinate", loop)
+        raise schedule_error(f"two loops of the nest of {describe(loop)} are bound to the same coordinate", loop)
     return levels
 
 
@@ -340,18 +340,18 @@ def cross_thread_reduction(root: Operation) -> CrossThread | None:
     loop = loops[0]
     found = accumulation(stores[0]) if len(stores) == 1 else None
     if found is None:
-        raise _schedule_error(
+        raise schedule_error(
             f"{describe(loop)} is bound to {_axis(loop)} but its iterations share an "
             "accumulator that threads cannot combine (one element, combined with +, *, max or min)", loop
         )
     if len(loops) > 1:
-        raise _schedule_error(f"{describe(loops[1])}: a second reduction loop is bound to threads (bind one only)", loops[1])
+        raise schedule_error(f"{describe(loops[1])}: a second reduction loop is bound to threads (bind one only)", loops[1])
     combiner, load = found
     store = stores[0]
     assert isinstance(store, affine.StoreOp) and isinstance(load, affine.LoadOp)
     threads = max_trip_count(loop)
     if threads is None:
-        raise _schedule_error(
+        raise schedule_error(
             f"{describe(loop)} is bound to {_axis(loop)}: it needs a constant lower bound "
             "and an upper bound with a constant term", loop
         )
@@ -375,7 +375,7 @@ def _check_reduction_path(
         op = _next_level(op)
     top = path[0] if path else reduction.loop
     if op is None or any(_defined_inside(v, top) for v in reduction.store.indices):
-        raise _schedule_error(
+        raise schedule_error(
             f"{describe(reduction.loop)} is a reduction loop bound to {_axis(reduction.loop)} but cannot "
             "be mapped onto work-items: the loops around it must be bound loops (every output loop "
             "among them), unit loops, and sequential loops of the reduction, each alone in its "
@@ -389,7 +389,7 @@ def _axis(loop: affine.ForOp) -> str:
     return attr.data
 
 
-def _schedule_error(message: str, loop: affine.ForOp | None = None) -> ScheduleError:
+def schedule_error(message: str, loop: affine.ForOp | None = None) -> ScheduleError:
     """A ScheduleError at the bind op of `loop` (its `einc.bind_loc`, bind_loop records it),
     else at the schedule's first line (the mapping pass runs after the schedule)."""
     loc = SourceLocation("<schedule>", 1, 1)
@@ -583,10 +583,10 @@ def outline(
     body: Builder = b
     staged = has_shared_staging(stmt)
     if staged and not mapping.bound:
-        raise _schedule_error("a tensor staged in shared memory needs loops bound to GPU blocks or threads")
+        raise schedule_error("a tensor staged in shared memory needs loops bound to GPU blocks or threads")
     reduction = mapping.reduction
     if staged and reduction is not None:
-        raise _schedule_error(
+        raise schedule_error(
             f"{describe(reduction.loop)} is a reduction bound to threads: staging a tensor in shared "
             "memory in its statement is not supported", reduction.loop
         )
@@ -1051,7 +1051,7 @@ def _guard_block(block: Block, start: int, cond: SSAValue, sync: set[Operation])
         for op in group:
             for result in op.results:
                 if any(not guard.is_ancestor(use.operation) for use in result.uses):
-                    raise _schedule_error(
+                    raise schedule_error(
                         "a value of a partial tile's guarded compute is used across a "
                         "shared-memory barrier: stage at another loop"
                     )
@@ -1100,5 +1100,6 @@ __all__ = [
     "outline",
     "parallel_prefix",
     "perfect_chain",
+    "schedule_error",
     "statements",
 ]
