@@ -19,8 +19,8 @@ Contract of `plan_reuse(first, second)` / `apply_reuse(plan)` (`reuse_values` do
 - Legality: only values whose expression is side-effect free apart from its loads, and
   loads only buffers written neither in either loop nor by any op between them (so
   `first`'s value at iteration i is the value `second` would compute at iteration i), are
-  shared; a bigger expression that fails this leaves its legal parts to be shared. No
-  shared value is a Failure.
+  shared; a bigger expression that fails this leaves its legal parts to be shared. An op
+  with other side effects (a call, ...) between the loops, or no shared value, is a Failure.
 - Output: per shared value, a `memref.alloca` of `hi - lo` elements (`<name>_reuse<k>`,
   printed as a local array) just before `first`; in `first`'s body a store of the value at
   `[i - lo]` right after it is computed; in `second`'s body a load from `[i - lo]` replaces
@@ -47,6 +47,13 @@ from einc.passes.utils.loop_transforms import STMT_ATTR, Failure, describe
 
 MAX_ELEMENTS = 8192
 """The largest local array a reuse makes (32 KiB of float32: L1-sized, on each thread's stack)."""
+
+
+_MEMORY_OPS = (
+    affine.LoadOp, affine.StoreOp, affine.ForOp, affine.YieldOp, memref.LoadOp, memref.StoreOp, memref.AllocaOp,
+)
+"""Ops between the loops whose effects on buffers `plan_reuse` reads off (stores); any other
+op with side effects between them is refused."""
 
 
 @dataclass
@@ -146,6 +153,11 @@ def plan_reuse(first: affine.ForOp, second: affine.ForOp) -> ReusePlan | Failure
     count = upper - lower
     if count < 1 or count > MAX_ELEMENTS:
         return Failure(f"cannot reuse values of {where}: {count} iterations (at most {MAX_ELEMENTS})")
+    between = ops[ops.index(first) + 1 : ops.index(second)]
+    for top in between:
+        for op in top.walk():
+            if not isinstance(op, _MEMORY_OPS) and not is_side_effect_free(op):
+                return Failure(f"cannot reuse values of {where}: {op.name} between them may change their inputs")
     first_body, second_body = first.body.block, second.body.block
     first_keys = _key_of(first_body, "iv")
     by_key: dict[object, SSAValue] = {}
@@ -153,7 +165,7 @@ def plan_reuse(first: affine.ForOp, second: affine.ForOp) -> ReusePlan | Failure
         by_key.setdefault(k, v)
     second_keys = _key_of(second_body, "iv")
     matched = {v: by_key[k] for v, k in second_keys.items() if k in by_key and v is not second_body.args[0]}
-    written = _written([first, second, *ops[ops.index(first) + 1 : ops.index(second)]])
+    written = _written([first, second, *between])
     def reusable(value: SSAValue) -> bool:
         expression = _expression(value, second_body)
         return not any(
