@@ -299,7 +299,9 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.Fo
         return band[0]
     stmt = i.attributes[lt.STMT_ATTR].data  # type: ignore[union-attr]
     knob = s.fresh()
-    s.lines.append(f'{knob} = transform.einc.knob "{stmt}.tile_rows" = {ti} from [{", ".join(map(str, sorted({2, 4, 8, ti})))}]')
+    # only sizes that divide i: the unroll needs the tile loop's constant trip count
+    options = sorted({t for t in (2, 4, 8) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS} | {ti})
+    s.lines.append(f'{knob} = transform.einc.knob "{stmt}.tile_rows" = {ti} from [{", ".join(map(str, options))}]')
     handles = {id(loop): s.handle(loop) for loop in band}
     tiled = lt.tile_loop(i, ti)
     if isinstance(tiled, lt.Failure):

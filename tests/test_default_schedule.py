@@ -308,3 +308,25 @@ def test_random_row_programs_match_the_reference(shared: str, reduce: str, n: in
     got = kernel(**arrays)["output0"]
     want = run_reference(comp.results["ein"], {k: v.astype(np.float64) for k, v in arrays.items()})["output0"]
     assert max_error(got, want) <= tolerance("float32"), kernel.source
+
+
+def test_every_row_tile_option_of_the_conv_schedule_applies() -> None:
+    """The `tile_rows` knob offers only sizes the schedule can unroll; each one gives NumPy's
+    answer (a search may pick any)."""
+    import re
+
+    from einc.schedule import Schedule
+
+    inputs = {"input0": f32(1, 4, 10, 20), "input1": f32(8, 4, 3, 3)}
+    ir = CONV2D.format(ho=8, wo=18)
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    text = default_schedule_text("c", comp.run_until("loops")) or ""
+    found = re.search(r'"output0.tile_rows" = (\d+) from \[([0-9, ]+)\]', text)
+    assert found is not None, text
+    rng = np.random.default_rng(2)
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    want = _conv2d({k: v.astype(np.float64) for k, v in arrays.items()})
+    for option in found.group(2).split(", "):
+        variant = text.replace(found.group(0), f'"output0.tile_rows" = {option} from [{found.group(2)}]')
+        kernel = Compilation(ir, "<conv>", inputs, None, "c", Schedule.parse(variant)).kernel()
+        assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), option
