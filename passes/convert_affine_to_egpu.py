@@ -23,7 +23,7 @@ neighbouring halves or bytes at once. Loops a schedule bound to work-item coordi
 that cannot be mapped is a ScheduleError at its bind op. A reduction loop bound to a thread
 axis becomes a cross-thread reduction: per-thread partials in registers, combined by a
 tree in shared memory, or by one `egpu.subgroup_reduce` where the target description has
-clustered (warp-shuffle) or whole-subgroup reductions that fit (`_combine_partials`).
+clustered (warp-shuffle) reductions that fit (`_combine_partials`).
 Tiles a schedule staged in shared memory become `egpu.alloc_shared` buffers with a
 cooperative copy and barriers, and a kernel whose staged bytes break the target's
 `shared_bytes_per_block` is a TargetError. Intermediates stay host allocations (temp
@@ -34,19 +34,17 @@ mechanism.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import IntegerType, ModuleOp, f32, f64, i32, i64
+from xdsl.dialects.builtin import ModuleOp, f32, f64, i32, i64
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.passes.utils import kernels
-from einc.dialects.ein import Combiner
 from einc.passes.utils.loop_transforms import describe
 from einc.targets.descriptions import TargetDescription, description
 
@@ -111,7 +109,7 @@ class ConvertAffineToEgpuPass(ModulePass):
             block = list(mapping.launch.block)
             block[reduction.dim.index] = reduction.threads
             mapping.launch = kernels.Launch(mapping.launch.grid, tuple(block))  # type: ignore[arg-type]
-            mapping.reduction = _combine_partials(reduction, mapping.launch, desc)
+            mapping.reduction = _combine_partials(reduction, desc)
             return mapping
         if levels:
             return kernels.bound_mapping(levels)
@@ -122,37 +120,29 @@ class ConvertAffineToEgpuPass(ModulePass):
 
 
 def _combine_partials(
-    reduction: kernels.CrossThread, launch: kernels.Launch, desc: TargetDescription
+    reduction: kernels.CrossThread, desc: TargetDescription
 ) -> kernels.CrossThread:
-    """How the block combines a cross-thread reduction's partials on this target: one
-    `egpu.subgroup_reduce` where the printers have one for the type and kind, and its
-    work-items are one aligned cluster of a subgroup (`"clustered"` targets: the reduction
-    along x, a power of two at most the smallest subgroup; or a multiple of it, in two
-    stages: warps, then the warp totals) or the whole block fits in the
-    smallest subgroup (`"whole"`); float max/min only with einc's own NaN-propagating helpers
-    (clustered); else a tree in shared memory. Raises ScheduleError on a target with
-    neither (Poplar: a vertex's workers are not threads that can exchange partials)."""
+    """How the block combines a cross-thread reduction's partials on this target: with
+    `egpu.subgroup_reduce` where the target has clustered subgroup reductions of the
+    element type (warp shuffles; their max/min propagate NaN) and the reduction runs along
+    x: one cluster when its thread count is a power of two up to the smallest subgroup,
+    two stages when it is a multiple of it (each warp, then the warp totals); else a tree
+    in shared memory. Raises ScheduleError on a target with neither (Poplar: a vertex's
+    workers are not threads that can exchange partials)."""
     n = reduction.threads
-    element = reduction.store.value.type
-    dtype = _DTYPES.get(element)
+    dtype = _DTYPES.get(reduction.store.value.type)
     if not desc.subgroup_reduce and desc.shared_bytes_per_block == 0:
         raise kernels.schedule_error(
             f"the {desc.name} target cannot combine partial results across threads: "
             f"{describe(reduction.loop)} is a reduction bound to thread.{reduction.dim.value} "
             "(keep the reduction sequential)", reduction.loop
         )
-    usable = dtype in desc.subgroup_reduce_dtypes and (
-        desc.subgroup_reduce == "clustered" or isinstance(element, IntegerType)
-        or reduction.combiner in (Combiner.ADD, Combiner.MUL)
-    )
     warp = desc.subgroup_size
-    if usable and desc.subgroup_reduce == "clustered" and reduction.dim == egpu.Dim.X:
+    if desc.subgroup_reduce == "clustered" and dtype in desc.subgroup_reduce_dtypes and reduction.dim == egpu.Dim.X:
         if n & (n - 1) == 0 and n <= warp:
             return dataclasses.replace(reduction, subgroup=True, cluster=n)
         if n % warp == 0 and n // warp <= warp:  # a warp's reduction, then one of the totals
             return dataclasses.replace(reduction, subgroup=True, cluster=warp, two_stage=True)
-    if usable and desc.subgroup_reduce == "whole" and math.prod(launch.block) <= desc.subgroup_size:
-        return dataclasses.replace(reduction, subgroup=True)
     return reduction
 
 

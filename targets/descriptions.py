@@ -45,9 +45,10 @@ class TargetDescription:
     arith_dtypes: frozenset[str]
     """Types the device computes in (others are computed in a wider type)."""
     subgroup_reduce: str = ""
-    """Which `egpu.subgroup_reduce` the printers have: "clustered" (any power-of-two cluster
-    of lanes up to `subgroup_size`: warp shuffles), "whole" (only over the whole subgroup:
-    wave intrinsics), "" (none: a reduction bound to threads combines in shared memory)."""
+    """Which `egpu.subgroup_reduce` convert-affine-to-egpu may use for a reduction bound to
+    threads: "clustered" (any power-of-two cluster of lanes up to `subgroup_size`: warp
+    shuffles), "" (none: the partials combine in shared memory). Not HLSL: lavapipe's wave
+    may be 4 lanes, and naga (wgpu 0.32) panicked on WaveActiveSum of a loop's result."""
     subgroup_reduce_dtypes: frozenset[str] = frozenset()
     """Element types `egpu.subgroup_reduce` may have on this target."""
     write_granule: int = 1

@@ -1,7 +1,8 @@
 """Cross-thread reductions: a schedule binds a reduction loop to a thread axis
 (`transform.einc.bind %ki to "thread.x"`), convert-affine-to-egpu gives every work-item a
 private partial and combines the partials of the block (a tree in shared memory, or one
-`egpu.subgroup_reduce` on CUDA/HIP when the threads form a power-of-two cluster of a warp).
+`egpu.subgroup_reduce` on CUDA/HIP when the threads form a power-of-two cluster of a warp, two
+when they are a multiple of the warp: each warp, then the warp totals).
 
 Executed on OpenCL (PoCL), HLSL (lavapipe) and SYCL (Intel's CPU device) against a float64
 NumPy reference on fresh random inputs (outputs poisoned before a run), with reduction
