@@ -289,3 +289,29 @@ def test_mirror_refuses_a_tile_over_its_memory() -> None:
     runner = load_poplar_kernel(_TOO_BIG, manifest)
     with pytest.raises(ToolchainError, match="tile 3 needs 640008 bytes for the fields of compute set 'sum', more than its 638976"):
         runner({"in": np.zeros(160000, np.float32)}, {"out": np.zeros(1, np.float32)})
+
+
+# ---- random programs on many small vertices -----------------------------------------------------
+
+
+def test_random_programs_on_vertices_of_few_points_match_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random programs with POINTS_PER_WORKER = 1, so that every kernel of more than six
+    points is split into vertices of six points with the tightest input slices: the mirror
+    bounds-checks every read against its vertex's slice, and the results are the oracle's."""
+    require("poplar")
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    import einc.targets.poplar as poplar
+    from tests.oracle.budget import examples
+    from tests.oracle.genprog import GenProgram, programs
+    from tests.test_device_differential import check_program
+
+    monkeypatch.setattr(poplar, "POINTS_PER_WORKER", 1)
+
+    @settings(max_examples=examples(8), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
+    def run(prog: GenProgram, seed: int) -> None:
+        check_program(prog, seed, "poplar")
+
+    run()
