@@ -59,7 +59,7 @@ def _indices(op: affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp
         apply = affine.ApplyOp(
             op.indices, AffineMapAttr(AffineMap(m.num_dims, m.num_symbols, (result,)))
         )
-        rewriter.insert_op(apply)
+        rewriter.insert(apply)
         values.append(apply.result)
     return values
 
