@@ -3,7 +3,7 @@ code (`egpu.vload`/`vstore`/`vbroadcast`/`vreduce` and arith on vectors) plus a 
 remainder loop.
 
 Policy only: the width comes from the target (`vector_lanes()`: float32 lanes, the device
-description's `vector_width`, 16 for C built with `-mprefer-vector-width=512`), the element
+description's `vector_width`; for C the host's vector registers), the element
 types from the target's `vector_elements` (types its printer has vectors of), the math
 functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins) and
 `lanewise_vector_math` (C: printed lane by lane, which gcc vectorizes through libmvec; see

@@ -309,10 +309,12 @@ class CLikeTarget:
 
     @classmethod
     def vector_lanes(cls) -> int:
-        """float32 lanes of the vectors `einc-vectorize-loops` makes for this target. C: 16
-        (512 bits: einc.runtime.c builds with `-march=native -mprefer-vector-width=512`;
-        gcc splits them on a machine with narrower vectors)."""
-        return 16
+        """float32 lanes of the vectors `einc-vectorize-loops` makes for this target. C: the
+        host's vector registers (`einc.runtime.c.native_vector_bits`: 16 with AVX-512, 8 with
+        AVX2, 4 otherwise), since the kernel is built with `-march=native`."""
+        from einc.runtime.c import native_vector_bits
+
+        return native_vector_bits() // 32
 
     loop_pragmas: ClassVar[Mapping[tuple[str, ...], str]] = {
         ("einc.parallel", "einc.vectorize"): "#pragma omp parallel for simd",

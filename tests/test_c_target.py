@@ -12,7 +12,7 @@ from test_lowering import CASE_IDS, CASES, MATMUL, PAD, Case, check_outputs, low
 from einc.context import make_context
 from einc.errors import RuntimeInputError, TargetError, ToolchainError
 from einc.passes import run_pipeline
-from einc.runtime.c import CKernel, compile_c, load_c_kernel
+from einc.runtime.c import CKernel, compile_c, load_c_kernel, native_vector_bits
 from einc.runtime.signature import KernelSignature
 from einc.targets import get_all_targets
 from einc.targets.c import CTarget
@@ -215,3 +215,22 @@ def test_concurrent_builds_of_one_source_agree() -> None:
     assert libraries[0].path.exists()
     leftovers = [p for p in libraries[0].path.parent.iterdir() if p.name.startswith(".")]
     assert not leftovers
+
+
+def test_vector_width_follows_the_host_or_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    """C vectors are as wide as the host's registers (`cc -march=native`'s macros), or
+    `$EINC_C_VECTOR_BITS`; the printed vector type follows."""
+    monkeypatch.delenv("EINC_C_VECTOR_BITS", raising=False)
+    flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+    host = native_vector_bits()
+    if "avx512f" in flags:
+        assert host == 512
+    elif "avx" in flags:
+        assert host == 256
+    assert host in (128, 256, 512)
+    for bits in (128, 256, 512):
+        monkeypatch.setenv("EINC_C_VECTOR_BITS", str(bits))
+        assert native_vector_bits() == bits and CTarget.vector_lanes() == bits // 32
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", "300")
+    with pytest.raises(ToolchainError, match="expected 128, 256 or 512"):
+        native_vector_bits()

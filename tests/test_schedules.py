@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import einc
+from einc.runtime.c import native_vector_bits
+from einc.default_schedule import default_schedule_text
 from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
 from einc.passes.utils import loop_transforms as lt
@@ -21,6 +23,9 @@ from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
 from tests.programs import PROGRAMS
+
+C_LANES = native_vector_bits() // 32
+"""float32 lanes of the C target's vectors on this host (16 with AVX-512, 8 with AVX2)."""
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 SOFTMAX = (
@@ -106,7 +111,7 @@ def test_parallelize_and_vectorize_print_pragmas() -> None:
         "transform.einc.vectorize %m2",
     ))
     # the vectorized loop becomes vector code (einc-vectorize-loops): 24 = 16 + a tail of 8
-    assert "#pragma omp parallel for" in src and "einc_f32x16" in src
+    assert "#pragma omp parallel for" in src and f"einc_f32x{C_LANES}" in src
 
 
 def test_fuse_init_into_reduction_and_epilogue() -> None:
@@ -198,8 +203,12 @@ def test_default_schedule_is_legal_for_every_shared_program(case) -> None:  # ty
 def test_default_matmul_schedule_blocks_registers() -> None:
     big = {"input0": f32(128, 64), "input1": f32(64, 128)}
     src = check(MATMUL, big, None)
-    assert "#pragma omp parallel for" in src and "einc_vload_f32x16" in src and "K_i" in src
+    assert "#pragma omp parallel for" in src and f"einc_vload_f32x{C_LANES}" in src and "K_i" in src
     assert "float output0_local[" in src  # the output tile staged across the reduction
+    # the k-by-j panel of input1 packed once per k tile, the tiles sized to the host's vectors
+    text = default_schedule_text("c", lower_to_stage(MATMUL, big, stage="loops"))
+    assert text is not None and 'cache_read "input1"' in text
+    assert f'"output0.tile_j" = {4 * C_LANES}' in text and "float input1_local[" in src
 
 
 # ---- illegal schedules ------------------------------------------------------------------------

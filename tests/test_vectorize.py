@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from xdsl.dialects import affine
 from xdsl.parser import Parser
 
+from einc.runtime.c import native_vector_bits
 from einc.context import make_context
 from einc.driver import Compilation, max_error, poisoned, tolerance
 from einc.passes import run_pipeline
@@ -31,6 +32,9 @@ from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
 from tests.test_device_differential import run_on_device
 from tests.test_device_targets import require
+
+C_LANES = native_vector_bits() // 32
+"""float32 lanes of the C target's vectors on this host (16 with AVX-512, 8 with AVX2)."""
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 
@@ -154,7 +158,7 @@ def test_vectorized_kernels_on_c(case: int) -> None:
     lines = lines.replace('transform.einc.bind %r0 to "thread.x"\n', "")
     comp = Compilation(ir, "<v>", inputs, None, "c", lines)
     kernel = comp.kernel()
-    assert "einc_f32x16" in kernel.source and "omp simd" not in kernel.source
+    assert f"einc_f32x{C_LANES}" in kernel.source and "omp simd" not in kernel.source
     arrays = _fixed_inputs(inputs, 6)
     got = kernel(**arrays)["output0"]
     want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
@@ -166,8 +170,8 @@ def test_default_matmul_is_vectorized_on_c(n: int, k: int, m: int) -> None:
     comp = Compilation(MATMUL, "<mm>", {"input0": f32(n, k), "input1": f32(k, m)}, None, "c")
     arrays, got = _run_c(comp, np.random.default_rng(1))
     source = comp.results["source"]
-    assert "typedef float einc_f32x16 __attribute__((vector_size(64)));" in source
-    assert "einc_vload_f32x16(" in source and "einc_vstore_f32x16(" in source
+    assert f"typedef float einc_f32x{C_LANES} __attribute__((vector_size({4 * C_LANES})));" in source
+    assert f"einc_vload_f32x{C_LANES}(" in source and f"einc_vstore_f32x{C_LANES}(" in source
     want = arrays["input0"].astype(np.float64) @ arrays["input1"].astype(np.float64)
     assert max_error(got["output0"], want) <= tolerance("float32")
 

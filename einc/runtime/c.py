@@ -67,6 +67,35 @@ def compiler_identity(cc: str) -> str:
     return done.stdout
 
 
+VECTOR_BITS_ENV = "EINC_C_VECTOR_BITS"
+"""Overrides the C target's vector width (128, 256 or 512 bits), e.g. to print the same
+source on every machine (the lit goldens use 512)."""
+
+
+def native_vector_bits() -> int:
+    """The width of the vectors the C target makes: `$EINC_C_VECTOR_BITS` when set, else the
+    widest vector registers `cc -march=native` enables (512 with AVX-512F, 256 with AVX, 128
+    otherwise). Vectors wider than the registers are split by gcc into several operations with
+    temporaries in memory: 512-bit vectors on an AVX2 machine ran a blocked matmul 8x slower."""
+    override = os.environ.get(VECTOR_BITS_ENV)
+    if override:
+        if override not in ("128", "256", "512"):
+            raise ToolchainError(f"{VECTOR_BITS_ENV}={override!r}: expected 128, 256 or 512")
+        return int(override)
+    return _march_native_vector_bits(compiler())
+
+
+@functools.cache
+def _march_native_vector_bits(cc: str) -> int:
+    try:
+        done = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", os.devnull],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return 128  # no compiler, or it has no -march=native: the baseline every target has
+    macros = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("#define ")}
+    return 512 if "__AVX512F__" in macros else 256 if "__AVX__" in macros else 128
+
+
 @functools.cache
 def host_identity() -> str:
     """The CPU model and features, since `-march=native` code is only valid on this CPU."""
