@@ -53,18 +53,24 @@ def compile_check(comp: Compilation) -> int:
 # ---- a register-blocked matmul -------------------------------------------------------------------
 
 
+TILES_16_BY_4 = [
+    '%n = transform.einc.match stmt "output0" axis "N" in %root',
+    '%m = transform.einc.match stmt "output0" axis "M" in %root',
+    '%k = transform.einc.match stmt "output0" axis "K" in %root',
+    "%no, %ni = transform.einc.tile %n by 16",
+    "%mo, %mi = transform.einc.tile %m by 16",
+    "%nt, %nr = transform.einc.tile %ni by 4",
+    "%mt, %mr = transform.einc.tile %mi by 4",
+]
+"""N and M of a matmul tiled by 16 (blocks), then by 4 (a thread's tile)."""
+
+
 def register_blocked(unroll: bool, binds_first: bool = True, at: str = "%d") -> list[str]:
     """N and M tiled by 16 (blocks) then by 4 (threads), order N.o M.o N.i.o M.i.o K N.i.i
     M.i.i: each thread accumulates a 4x4 tile of output0 in a local array (cache_write at
     its thread loop), the 4x4 loops unrolled when they have constant bounds."""
     lines = [
-        '%n = transform.einc.match stmt "output0" axis "N" in %root',
-        '%m = transform.einc.match stmt "output0" axis "M" in %root',
-        '%k = transform.einc.match stmt "output0" axis "K" in %root',
-        "%no, %ni = transform.einc.tile %n by 16",
-        "%mo, %mi = transform.einc.tile %m by 16",
-        "%nt, %nr = transform.einc.tile %ni by 4",
-        "%mt, %mr = transform.einc.tile %mi by 4",
+        *TILES_16_BY_4,
         "%a, %b, %c, %d, %e, %f, %g = transform.einc.reorder %no, %mo, %nt, %mt, %k, %nr, %mr",
     ]
     binds = [
@@ -122,13 +128,7 @@ def register_blocked_shared() -> list[str]:
     iteration staged in shared memory (the block's threads copy them between barriers):
     the classic GPU matmul."""
     lines = [
-        '%n = transform.einc.match stmt "output0" axis "N" in %root',
-        '%m = transform.einc.match stmt "output0" axis "M" in %root',
-        '%k = transform.einc.match stmt "output0" axis "K" in %root',
-        "%no, %ni = transform.einc.tile %n by 16",
-        "%mo, %mi = transform.einc.tile %m by 16",
-        "%nt, %nr = transform.einc.tile %ni by 4",
-        "%mt, %mr = transform.einc.tile %mi by 4",
+        *TILES_16_BY_4,
         "%ko, %ki = transform.einc.tile %k by 8",
         "%a, %b, %c, %d, %e, %f, %g, %h = transform.einc.reorder %no, %mo, %nt, %mt, %ko, %ki, %nr, %mr",
         'transform.einc.bind %a to "block.y"',
