@@ -15,7 +15,7 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from einc.context import einc_dialects, load_einc_transform_ops
@@ -89,6 +89,15 @@ class EincOptMain(xDSLOptMain):
         self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
 
 
+def pipeline_error(text: str) -> str:
+    """xDSL's pipeline parse error ('Error parsing ...', 'pass-pipeline:L:C', the spec, the
+    caret, the reason) as `pass-pipeline:L:C: error: reason` over the spec and its caret."""
+    lines = text.splitlines()
+    if len(lines) >= 5 and lines[1].startswith("pass-pipeline:"):
+        return f"{lines[1]}: error: {lines[4].strip()}\n{lines[2]}\n{lines[3]}"
+    return f"einc-opt: error: {text}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         EincOptMain(description="einc modular optimizer driver", args=argv).run()
@@ -98,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except DiagnosticException as err:
         print(str(err), file=sys.stderr)
+        return 1
+    except ArgSpecParseError as err:  # a BaseException in xDSL: a malformed --pass-pipeline
+        print(pipeline_error(str(err)), file=sys.stderr)
         return 1
     except (OSError, ValueError) as err:
         print(f"einc-opt: error: {err}", file=sys.stderr)

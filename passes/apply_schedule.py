@@ -6,6 +6,12 @@
 With `file`, the schedule is read from there (errors point at its ops, file:line:col);
 without, the module's own `transform.named_sequence @__transform_main` is taken out of it and
 applied to the rest (errors name the op). The interpreter is einc.schedule's.
+
+With `target` (a device target, as `einc compile -t` would check it), the local buffers the
+schedule made are checked to be each work-item's own, of a type the target has arrays of,
+and a refusal points at the cache/compute_at op that made the buffer:
+
+    einc-opt prog.ein -p 'convert-ein-to-affine,einc-apply-schedule{file="s.mlir" target="opencl"}'
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class ApplySchedulePass(ModulePass):
     name = "einc-apply-schedule"
 
     file: str | None = None
+    target: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.file is not None:
@@ -34,7 +41,9 @@ class ApplySchedulePass(ModulePass):
                 text = Path(self.file).read_text()
             except OSError as err:
                 raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(self.file, 1, 1)) from None
-            Schedule.parse(text, self.file).apply_in_place(op)
+            schedule = Schedule.parse(text, self.file)
+            schedule.apply_in_place(op)
+            self.check_buffers(op, schedule)
             return
         entries = [
             s for s in op.walk() if isinstance(s, transform.NamedSequenceOp) and s.sym_name.data == ENTRY
@@ -45,4 +54,14 @@ class ApplySchedulePass(ModulePass):
         for entry in entries:
             entry.detach()
         holder.body.block.add_op(entries[0])
-        Schedule(holder, "<embedded schedule>").apply_in_place(op)
+        schedule = Schedule(holder, "<embedded schedule>")
+        schedule.apply_in_place(op)
+        self.check_buffers(op, schedule)
+
+    def check_buffers(self, op: ModuleOp, schedule: Schedule) -> None:
+        if self.target is None or self.target == "c":
+            return
+        from einc.passes.utils.cache import check_private_buffers
+        from einc.targets.descriptions import description
+
+        check_private_buffers(op, schedule, self.target, description(self.target).arith_dtypes)

@@ -101,6 +101,11 @@ def test_opt_reports_errors_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr
     res = run("einc-opt", "examples/matmul.ein", "--pass-pipeline=no-such-pass")
     assert res.returncode == 1 and "Traceback" not in res.stderr
+    # a malformed pipeline (xDSL raises a BaseException for it): located, with a caret
+    res = run("einc-opt", "examples/matmul.ein", "--pass-pipeline=convert-ein-to-affine,einc-apply-schedule{file=a/b.mlir}")
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert res.stderr.startswith("pass-pipeline:1:49: error: Unknown token\n"), res.stderr
+    assert res.stderr.splitlines()[2] == " " * 48 + "^"
 
 
 @pytest.mark.cuda
