@@ -16,10 +16,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from einc.context import einc_dialects, load_einc_transform_ops
-from einc.errors import EincError
+from einc.errors import EincError, ParseError, SourceLocation
 
 
 class EincOptMain(xDSLOptMain):
@@ -89,6 +90,15 @@ class EincOptMain(xDSLOptMain):
         self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
 
 
+def mlir_parse_error(err: XdslParseError) -> ParseError:
+    """xDSL's parse error at its span, as einc's (`file:line:col: error:` and a caret)."""
+    where = err.span.get_location()
+    chunk = err.span.input.content  # a chunk of the file starts line_offset lines into it
+    source = "\n" * err.span.line_offset + chunk if isinstance(chunk, str) else None
+    loc = SourceLocation(where.file, where.line, int(where.col), max(1, err.span.len), source)
+    return ParseError(err.msg, loc)
+
+
 def pipeline_error(text: str) -> str:
     """xDSL's pipeline parse error ('Error parsing ...', 'pass-pipeline:L:C', the spec, the
     caret, the reason) as `pass-pipeline:L:C: error: reason` over the spec and its caret."""
@@ -107,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except DiagnosticException as err:
         print(str(err), file=sys.stderr)
+        return 1
+    except XdslParseError as err:  # malformed MLIR input (an .ein file's errors are einc's own)
+        print(mlir_parse_error(err).render(), file=sys.stderr)
         return 1
     except ArgSpecParseError as err:  # a BaseException in xDSL: a malformed --pass-pipeline
         print(pipeline_error(str(err)), file=sys.stderr)

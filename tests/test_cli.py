@@ -101,6 +101,13 @@ def test_opt_reports_errors_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in res.stderr
     res = run("einc-opt", "examples/matmul.ein", "--pass-pipeline=no-such-pass")
     assert res.returncode == 1 and "Traceback" not in res.stderr
+    # malformed MLIR (xDSL's ParseError): a user error at its place, not an internal one
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @g() {\n  func.return\n}\n// -----\nfunc.func @f() {\n  %x = arith.constant 1 : badtype\n}\n")
+    res = run("einc-opt", "--split-input-file", str(bad))
+    assert res.returncode == 1 and "Traceback" not in res.stderr and "internal error" not in res.stderr
+    assert res.stderr.splitlines()[:3] == [f"{bad}:6:27: error: type expected",
+                                           "  %x = arith.constant 1 : badtype", " " * 26 + "^~~~~~~"]  # fmt: skip
     # a malformed pipeline (xDSL raises a BaseException for it): located, with a caret
     res = run("einc-opt", "examples/matmul.ein", "--pass-pipeline=convert-ein-to-affine,einc-apply-schedule{file=a/b.mlir}")
     assert res.returncode == 1 and "Traceback" not in res.stderr
