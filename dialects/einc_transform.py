@@ -119,6 +119,18 @@ class UnrollOp(SizedLoopOp):
 
 
 @irdl_op_definition
+class PeelOp(SizedLoopOp):
+    """Split a constant-bound loop after its last whole multiple of `size` iterations (MLIR's
+    `transform.loop.peel`): the loop keeps those, a copy after it runs the rest. Results:
+    the loop and the remainder loop (an empty handle when `size` divides the trip count)."""
+
+    name = "transform.einc.peel"
+    main = result_def(AnyOpType)
+    rest = result_def(AnyOpType)
+    NUM_RESULTS: ClassVar[int] = 2
+
+
+@irdl_op_definition
 class RfactorOp(SizedLoopOp):
     """Split a reduction loop into `size` independent partial reductions (a partial buffer,
     then a combine nest). Results: the loop over the partials (parallel) and the combine
@@ -476,7 +488,7 @@ class KnobOp(IRDLOperation):
 
 
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
-    MatchOp, KnobOp, TileOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
+    MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
 )
 

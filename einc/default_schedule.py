@@ -190,24 +190,42 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     ni, nj, nk = trip_count(i), trip_count(j), trip_count(k)
     if ni is None or nj is None or nk is None or ni < 64 or nj < 64 or nk < 64:
         return band[0]
-    # a tile of 4 vectors by (registers / 4) rows: as many accumulators as vector registers
-    # (AVX-512: 64 x 8 in 32 zmm; AVX2: 32 x 4 in 16 ymm; measured best of the 3 x 3 sizes
-    # on AVX2, 49.7 GFLOP/s against 25.9 for 64 x 8)
+    # the accumulator tile: with 32 vector registers (AVX-512) 4 vectors by 8 rows; with 16
+    # (AVX2, SSE) 2 vectors by 6 rows, 12 accumulators beside two vectors of B and a
+    # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
+    # rows, which spills). When the rows do not divide i and i is the outermost loop, i is
+    # peeled: the whole tiles are blocked, the last rows run vectorized in their own nest.
     lanes = native_vector_lanes()
-    rows = 8 if lanes >= 16 else 4
-    tj = next((t for t in (4 * lanes, 2 * lanes, lanes) if nj % t == 0), None)
-    ti = next((t for t in (rows, rows // 2, 2) if ni % t == 0), None)
+    vectors, rows = register_tile()
+    peel = ni % rows != 0 and n_outer == 1
+    if ni % rows and not peel:  # a batch: rows dividing i, 4 vectors wide
+        vectors, rows = 4, next((t for t in (4, 2) if ni % t == 0), 0)
+    tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
+    ti = rows or None
     tk = next((t for t in (256, 128, 64) if nk % t == 0), None)
     if tj is None or ti is None or tk is None:
         return band[0]
     knobs = []
-    for name, value, options in (("tile_j", tj, (16, 32, 64, 128)), ("tile_i", ti, (1, 2, 4, 8)), ("tile_k", tk, (64, 128, 256, 512))):
+    for name, value, options in (("tile_j", tj, (16, 32, 64, 128)), ("tile_i", ti, (1, 2, 4, 6, 8)), ("tile_k", tk, (64, 128, 256, 512))):
         knob = s.fresh()
         stmt = i.attributes[lt.STMT_ATTR].data  # type: ignore[union-attr]
         opts = sorted(set(options) | {value})
         s.lines.append(f'{knob} = transform.einc.knob "{stmt}.{name}" = {value} from [{", ".join(map(str, opts))}]')
         knobs.append(knob)
-    hi, hk, hj = s.handle(i), s.handle(k), s.handle(j)
+    hi, hk, hj = s.handle(i), s.handle(k), s.handle(j)  # before a peel copies their tags
+    rest: affine.ForOp | None = None
+    if peel:
+        peeled = lt.peel_loop(i, ti)
+        if isinstance(peeled, lt.Failure):
+            raise AssertionError(peeled.message)
+        i, rest = peeled
+        hi, hrest = s.fresh(), s.fresh()
+        s.lines.append(f"{hi}, {hrest} = transform.einc.peel {s.names[id(i)]} by {knobs[1]}")
+        s.names[id(i)] = hi
+        if rest is not None:
+            s.names[id(rest)] = hrest
+            s.held.append(rest)
+            _schedule_rest(rest, hrest, s)
     # scratch: i -> io, ii ; k -> ko, ki ; j -> jo, ji ; order jo, ko, io, ki, ii, ji: a
     # k-by-j panel of the right input stays in L2 while every i tile passes over it
     steps = []
@@ -272,6 +290,21 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
 
 ROW_BLOCK_MAX_ELEMENTS = 1024
 """The largest output tile `_block_rows` keeps in a local array (4 KiB of float32)."""
+
+
+def _schedule_rest(rest: affine.ForOp, handle: str, s: _Script) -> None:
+    """The last rows a peel left of an i-k-j matmul nest (fewer than a tile): the rows in
+    parallel, the innermost (output) loop vectorized. The handles are matched inside the
+    peel's remainder, which a knob choosing a dividing tile leaves empty (the steps then do
+    nothing)."""
+    if (trip_count(rest) or 0) > 1 and not isinstance(lt.parallelize_loop(rest), lt.Failure):
+        s.lines.append(f"transform.einc.parallelize {handle}")
+    inner = _band(rest)[-1]
+    if inner is not rest and not isinstance(lt.vectorize_loop(inner), lt.Failure):
+        stmt, axis = inner.attributes[lt.STMT_ATTR], inner.attributes[lt.AXIS_ATTR]
+        name = s.fresh()
+        s.lines.append(f'{name} = transform.einc.match stmt "{stmt.data}" axis "{axis.data}" in {handle}')  # type: ignore[union-attr]
+        s.lines.append(f"transform.einc.vectorize {name}")
 
 
 def _moves_with(access, iv) -> bool:  # type: ignore[no-untyped-def]
@@ -464,6 +497,12 @@ def native_vector_lanes() -> int:
     from einc.runtime.c import native_vector_bits
 
     return native_vector_bits() // 32
+
+
+def register_tile() -> tuple[int, int]:
+    """(vectors, rows) of the accumulator tile of a blocked matmul on this host: 4 x 8 with
+    32 vector registers (AVX-512), 2 x 6 with 16 (AVX2, SSE)."""
+    return (4, 8) if native_vector_lanes() >= 16 else (2, 6)
 
 
 def default_schedule_text(target: str, module: ModuleOp) -> str | None:

@@ -238,7 +238,7 @@ class EincTransformFunctions(InterpreterFunctions):
                 if name == affine.ForOp.name and (("einc.init" in attrs) != (op.init is not None)):
                     continue
                 found.append(candidate)
-        if not found:
+        if not found and roots.ops:  # inside an empty handle (a peel with no rest): nothing
             raise self.fail(op, "matched no operation")
         return (OperationHandle(*found),)
 
@@ -262,6 +262,17 @@ class EincTransformFunctions(InterpreterFunctions):
             outers.append(outer)
             inners.append(inner)
         return OperationHandle(*outers), OperationHandle(*inners)
+
+    @impl(et.PeelOp)
+    def run_peel(self, interpreter: Interpreter, op: et.PeelOp, args: PythonValues) -> PythonValues:
+        size = self.size(op, args)
+        mains: list[Operation] = []
+        rests: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            main, rest = self.check(op, lt.peel_loop(loop, size))  # type: ignore[misc]
+            mains.append(main)
+            rests += [rest] if rest is not None else []
+        return OperationHandle(*mains), OperationHandle(*rests)
 
     @impl(et.UnrollOp)
     def run_unroll(self, interpreter: Interpreter, op: et.UnrollOp, args: PythonValues) -> PythonValues:

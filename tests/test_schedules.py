@@ -5,6 +5,7 @@ legal schedules on random programs (tests/oracle/genprog.py) against the oracle.
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 import einc
 from einc.runtime.c import native_vector_bits
-from einc.default_schedule import default_schedule_text
+from einc.default_schedule import default_schedule_text, register_tile
 from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
 from einc.passes.utils import loop_transforms as lt
@@ -77,6 +78,51 @@ def test_tile_divisor_and_tail(size: int) -> None:
     assert "M_o" in src
     if 24 % size:
         assert "einc_minsi_i64" in src
+
+
+@pytest.mark.parametrize("size", [1, 3, 6, 7, 20])
+def test_peel_then_tile_and_unroll_the_whole_tiles(size: int) -> None:
+    """N (20 rows) peeled by `size`: the whole tiles are tiled without a min and unrolled, the
+    remainder (vectorized) keeps the last rows; the result matches NumPy for every size."""
+    src = check(MATMUL, MM, script(
+        '%n0 = transform.einc.match stmt "output0" axis "N" in %root',
+        '%k0 = transform.einc.match stmt "output0" axis "K" in %root',
+        '%m0 = transform.einc.match stmt "output0" axis "M" in %root',
+        "%n, %k, %m1 = transform.einc.reorder %n0, %k0, %m0",
+        f"%main, %rest = transform.einc.peel %n by {size}",
+        f"%no, %ni = transform.einc.tile %main by {size}",
+        f"%u = transform.einc.unroll %ni by {size}",
+        '%m = transform.einc.match stmt "output0" axis "M" in %rest',
+        "transform.einc.vectorize %m",
+    ))
+    assert "einc_minsi_i64" not in src
+    assert (f"for (int64_t N = {20 - 20 % size}; N < 20; N++)" in src) == (20 % size != 0)
+
+
+@pytest.mark.parametrize("line, message", [
+    ("%a, %b = transform.einc.peel %n by 0", "peel size must be positive, got 0"),
+    ("%a, %b = transform.einc.peel %n by 21", "cannot peel loop N of output0 by 21: it runs 20 iterations"),
+    ("%a, %b = transform.einc.peel %ni by 3", "cannot peel loop N.i of output0: its bounds are not constant"),
+])  # fmt: skip
+def test_peel_refusals(line: str, message: str) -> None:
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root',
+             "%no, %ni = transform.einc.tile %n by 6", line]  # fmt: skip
+    if "%ni" not in line:
+        lines = [lines[0], line]
+    with pytest.raises(ScheduleError, match=re.escape(message)):
+        einc.compile(MATMUL, MM, schedule=script(*lines))
+
+
+def test_default_matmul_knobs_with_and_without_a_peel_rest() -> None:
+    """The default schedule peels i by its tile_i knob: any value of the knob is legal (a
+    dividing one leaves the remainder handle empty, and the steps on it do nothing)."""
+    big = {"input0": f32(130, 64), "input1": f32(64, 128)}
+    comp = Compilation(MATMUL, "<test>", big, None, "c", None)
+    text = default_schedule_text("c", comp.run_until("loops"))
+    assert text is not None
+    schedule = Schedule.parse(text)
+    for rows in schedule.knobs()["output0.tile_i"].options:
+        check(MATMUL, big, schedule.with_values({"output0.tile_i": rows}))
 
 
 def test_reorder_ikj_and_tile_band() -> None:
@@ -208,7 +254,10 @@ def test_default_matmul_schedule_blocks_registers() -> None:
     # the k-by-j panel of input1 packed once per k tile, the tiles sized to the host's vectors
     text = default_schedule_text("c", lower_to_stage(MATMUL, big, stage="loops"))
     assert text is not None and 'cache_read "input1"' in text
-    assert f'"output0.tile_j" = {4 * C_LANES}' in text and "float input1_local[" in src
+    vectors, rows = register_tile()
+    assert f'"output0.tile_j" = {vectors * C_LANES}' in text and "float input1_local[" in src
+    # 128 rows: a tile of 6 leaves 2, peeled into their own nest (a tile of 8 divides)
+    assert ("transform.einc.peel" in text) == (128 % rows != 0)
 
 
 # ---- illegal schedules ------------------------------------------------------------------------

@@ -320,6 +320,32 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
     return left
 
 
+def peel_loop(loop: affine.ForOp, size: int) -> tuple[affine.ForOp, affine.ForOp | None] | Failure:
+    """Split a constant-bound loop where its last whole multiple of `size` iterations ends:
+    `loop` keeps those iterations (a trip count `size` divides, so tiling it by `size` needs
+    no `min` and its tile loop unrolls), a copy (`einc.tail`) after it runs the rest; None
+    when `size` divides the trip count. The iterations run in the same order: always legal.
+    Returns the two loops."""
+    if size <= 0:
+        return Failure(f"peel size must be positive, got {size}")
+    bounds, n = constant_bounds(loop), trip_count(loop)
+    if bounds is None or n is None:
+        return Failure(f"cannot peel {describe(loop)}: its bounds are not constant")
+    if loop.results:
+        return Failure(f"cannot peel {describe(loop)}: it carries values")
+    if size > n:
+        return Failure(f"cannot peel {describe(loop)} by {size}: it runs {n} iterations")
+    if n % size == 0:
+        return loop, None
+    split = bounds[0] + (n - n % size) * step_of(loop)
+    tail = loop.clone()
+    tail.properties["lowerBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(split),)))
+    tail.attributes[TAIL_ATTR] = UnitAttr()
+    Rewriter.insert_op(tail, InsertPoint.after(loop))
+    loop.properties["upperBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(split),)))
+    return loop, tail
+
+
 # ---- marks: parallel, vectorize, bind --------------------------------------------------------------
 
 
