@@ -271,25 +271,19 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
     """Unroll by `factor`: the body repeated `factor` times per iteration, a tail loop
     (`einc.tail`) for the remaining iterations. A factor of at least the trip count unrolls
     completely (no loop left). Needs constant bounds. Returns the loops left."""
-    if factor <= 0:
-        return Failure(f"unroll factor must be positive, got {factor}")
+    failure = _constant_loop_failure("unroll", "unroll factor", loop, factor)
+    if failure is not None:
+        return failure
     bounds, n = constant_bounds(loop), trip_count(loop)
-    if bounds is None or n is None:
-        return Failure(f"cannot unroll {describe(loop)}: its bounds are not constant")
-    if loop.results:
-        return Failure(f"cannot unroll {describe(loop)}: it carries values")
+    assert bounds is not None and n is not None
     if factor == 1 or n == 0:
         return [loop]
     factor = min(factor, n)
     step, lb = step_of(loop), bounds[0]
-    main_trips, rem = divmod(n, factor)
+    main_trips = n // factor
     split = lb + main_trips * factor * step
     left: list[affine.ForOp] = []
-    if rem:
-        tail = loop.clone()
-        tail.properties["lowerBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(split),)))
-        tail.attributes[TAIL_ATTR] = UnitAttr()
-        Rewriter.insert_op(tail, InsertPoint.after(loop))
+    _, tail = _peel(loop, factor)
     if main_trips == 1:
         point = InsertPoint.before(loop)
         for k in range(factor):
@@ -315,7 +309,7 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
         Rewriter.erase_op(loop)
         fold_applies(main)
         left.append(main)
-    if rem:
+    if tail is not None:
         left.append(tail)
     return left
 
@@ -326,15 +320,31 @@ def peel_loop(loop: affine.ForOp, size: int) -> tuple[affine.ForOp, affine.ForOp
     no `min` and its tile loop unrolls), a copy (`einc.tail`) after it runs the rest; None
     when `size` divides the trip count. The iterations run in the same order: always legal.
     Returns the two loops."""
-    if size <= 0:
-        return Failure(f"peel size must be positive, got {size}")
-    bounds, n = constant_bounds(loop), trip_count(loop)
-    if bounds is None or n is None:
-        return Failure(f"cannot peel {describe(loop)}: its bounds are not constant")
-    if loop.results:
-        return Failure(f"cannot peel {describe(loop)}: it carries values")
+    failure = _constant_loop_failure("peel", "peel size", loop, size)
+    if failure is not None:
+        return failure
+    n = trip_count(loop)
+    assert n is not None
     if size > n:
         return Failure(f"cannot peel {describe(loop)} by {size}: it runs {n} iterations")
+    return _peel(loop, size)
+
+
+def _constant_loop_failure(verb: str, what: str, loop: affine.ForOp, size: int) -> Failure | None:
+    """Why `loop` cannot be unrolled or peeled by `size`, if it cannot."""
+    if size <= 0:
+        return Failure(f"{what} must be positive, got {size}")
+    if constant_bounds(loop) is None or trip_count(loop) is None:
+        return Failure(f"cannot {verb} {describe(loop)}: its bounds are not constant")
+    if loop.results:
+        return Failure(f"cannot {verb} {describe(loop)}: it carries values")
+    return None
+
+
+def _peel(loop: affine.ForOp, size: int) -> tuple[affine.ForOp, affine.ForOp | None]:
+    """peel_loop without its checks (constant bounds, a positive size)."""
+    bounds, n = constant_bounds(loop), trip_count(loop)
+    assert bounds is not None and n is not None
     if n % size == 0:
         return loop, None
     split = bounds[0] + (n - n % size) * step_of(loop)
