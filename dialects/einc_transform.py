@@ -169,8 +169,9 @@ class ParallelizeOp(MarkLoopOp):
 
 @irdl_op_definition
 class VectorizeOp(MarkLoopOp):
-    """Vectorize an innermost loop without carried dependences (C: `#pragma omp simd`; a
-    GPU/SIMD dialect will lower it to vector ops later)."""
+    """Vectorize an innermost loop without carried dependences: `einc-vectorize-loops`
+    lowers it to the GPU/SIMD dialect's vector ops of the target's width (a loop it cannot
+    lower stays scalar; C prints `#pragma omp simd` for it)."""
 
     name = "transform.einc.vectorize"
 
@@ -430,11 +431,17 @@ class CacheOp(IRDLOperation):
 
 @irdl_op_definition
 class CacheReadOp(CacheOp):
+    """Stage a tensor the loop body reads: copied into the buffer at the start of each
+    iteration (see CacheOp)."""
+
     name = "transform.einc.cache_read"
 
 
 @irdl_op_definition
 class CacheWriteOp(CacheOp):
+    """Stage a tensor the loop body writes (an output tile, an accumulator): copied in at
+    the start of each iteration and back at its end (see CacheOp)."""
+
     name = "transform.einc.cache_write"
 
 

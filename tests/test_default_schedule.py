@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from xdsl.dialects import affine, arith
 from xdsl.parser import Parser
 
-from einc.runtime.c import native_vector_bits
 from einc.context import make_context
 from einc.default_schedule import default_schedule_text
 from einc.driver import Compilation, max_error, tolerance
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.vectorize import REDUCTION_ATTR, mark_reduction_loop
+from einc.runtime.c import native_vector_bits
 from tests.oracle.budget import examples
 
 C_LANES = native_vector_bits() // 32

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,12 +14,12 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import einc
-from einc.runtime.c import native_vector_bits
 from einc.default_schedule import default_schedule_text, register_tile
 from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
 from einc.passes.utils import loop_transforms as lt
 from einc.reference import run_reference
+from einc.runtime.c import native_vector_bits
 from einc.schedule import Schedule
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
@@ -462,3 +463,13 @@ def test_cache_write_is_refused_by_targets_without_local_arrays() -> None:
     module = Compilation(MATMUL, "<t>", MM, None, "opencl", text).run_until("target")
     with pytest.raises(TargetError, match="opencl target: local arrays"):
         NoLocalArrays.emit(module)
+
+
+def test_every_transform_op_is_in_the_reference() -> None:
+    """docs/SCHEDULES.md has a row per op of the dialect, with its syntax."""
+    from einc.dialects.einc_transform import EINC_TRANSFORM_OPS
+
+    doc = (Path(__file__).parent.parent / "docs" / "SCHEDULES.md").read_text()
+    for op in EINC_TRANSFORM_OPS:
+        short = op.name.removeprefix("transform.einc.")
+        assert f"\n| {short} | " in doc and (short == "knob" or op.name in doc), op.name

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from xdsl.dialects import affine
 from xdsl.parser import Parser
 
-from einc.runtime.c import native_vector_bits
 from einc.context import make_context
 from einc.driver import Compilation, max_error, poisoned, tolerance
 from einc.passes import run_pipeline
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import trip_count
+from einc.runtime.c import native_vector_bits
 from einc.targets.descriptions import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
