@@ -193,17 +193,13 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     # the accumulator tile: with 32 vector registers (AVX-512) 4 vectors by 8 rows; with 16
     # (AVX2, SSE) 2 vectors by 6 rows, 12 accumulators beside two vectors of B and a
     # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
-    # rows, which spills). When the rows do not divide i and i is the outermost loop, i is
-    # peeled: the whole tiles are blocked, the last rows run vectorized in their own nest.
+    # rows, which spills). When the rows do not divide i, the i tile loop is peeled: its
+    # whole tiles have a constant trip count and unroll, the last partial tile stays a loop.
     lanes = native_vector_lanes()
-    vectors, rows = register_tile()
-    peel = ni % rows != 0 and n_outer == 1
-    if ni % rows and not peel:  # a batch: rows dividing i, 4 vectors wide
-        vectors, rows = 4, next((t for t in (4, 2) if ni % t == 0), 0)
+    vectors, ti = register_tile()
     tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
-    ti = rows or None
     tk = next((t for t in (256, 128, 64) if nk % t == 0), None)
-    if tj is None or ti is None or tk is None:
+    if tj is None or tk is None:
         return band[0]
     knobs = []
     for name, value, options in (("tile_j", tj, (16, 32, 64, 128)), ("tile_i", ti, (1, 2, 4, 6, 8)), ("tile_k", tk, (64, 128, 256, 512))):
@@ -212,20 +208,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
         opts = sorted(set(options) | {value})
         s.lines.append(f'{knob} = transform.einc.knob "{stmt}.{name}" = {value} from [{", ".join(map(str, opts))}]')
         knobs.append(knob)
-    hi, hk, hj = s.handle(i), s.handle(k), s.handle(j)  # before a peel copies their tags
-    rest: affine.ForOp | None = None
-    if peel:
-        peeled = lt.peel_loop(i, ti)
-        if isinstance(peeled, lt.Failure):
-            raise AssertionError(peeled.message)
-        i, rest = peeled
-        hi, hrest = s.fresh(), s.fresh()
-        s.lines.append(f"{hi}, {hrest} = transform.einc.peel {s.names[id(i)]} by {knobs[1]}")
-        s.names[id(i)] = hi
-        if rest is not None:
-            s.names[id(rest)] = hrest
-            s.held.append(rest)
-            _schedule_rest(rest, hrest, s)
+    hi, hk, hj = s.handle(i), s.handle(k), s.handle(j)
     # scratch: i -> io, ii ; k -> ko, ki ; j -> jo, ji ; order jo, ko, io, ki, ii, ji: a
     # k-by-j panel of the right input stays in L2 while every i tile passes over it
     steps = []
@@ -262,6 +245,13 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     (out,) = written_groups(new[-4])
     panel = [a.buffer for a in _loads(ji_new)
              if a.buffer is not out and _unit_stride(a.map, a.operands, induction_var(ji_new))]  # fmt: skip
+    # the whole i tiles apart from a partial last one (none when the knob divides i)
+    peeled = lt.peel_loop(new[-4], 1)
+    if isinstance(peeled, lt.Failure):
+        return new[0]
+    s.lines.append(f"{s.fresh()}, {s.fresh()} = transform.einc.peel {s.names[id(new[-4])]} by 1")
+    if peeled[1] is not None:
+        s.held.append(peeled[1])
     unrolled = lt.unroll_loop(ii_new, ti)
     if isinstance(unrolled, lt.Failure):
         return new[0]
@@ -290,21 +280,6 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
 
 ROW_BLOCK_MAX_ELEMENTS = 1024
 """The largest output tile `_block_rows` keeps in a local array (4 KiB of float32)."""
-
-
-def _schedule_rest(rest: affine.ForOp, handle: str, s: _Script) -> None:
-    """The last rows a peel left of an i-k-j matmul nest (fewer than a tile): the rows in
-    parallel, the innermost (output) loop vectorized. The handles are matched inside the
-    peel's remainder, which a knob choosing a dividing tile leaves empty (the steps then do
-    nothing)."""
-    if (trip_count(rest) or 0) > 1 and not isinstance(lt.parallelize_loop(rest), lt.Failure):
-        s.lines.append(f"transform.einc.parallelize {handle}")
-    inner = _band(rest)[-1]
-    if inner is not rest and not isinstance(lt.vectorize_loop(inner), lt.Failure):
-        stmt, axis = inner.attributes[lt.STMT_ATTR], inner.attributes[lt.AXIS_ATTR]
-        name = s.fresh()
-        s.lines.append(f'{name} = transform.einc.match stmt "{stmt.data}" axis "{axis.data}" in {handle}')  # type: ignore[union-attr]
-        s.lines.append(f"transform.einc.vectorize {name}")
 
 
 def _moves_with(access, iv) -> bool:  # type: ignore[no-untyped-def]

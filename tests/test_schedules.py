@@ -100,6 +100,20 @@ def test_peel_then_tile_and_unroll_the_whole_tiles(size: int) -> None:
     assert (f"for (int64_t N = {20 - 20 % size}; N < 20; N++)" in src) == (20 % size != 0)
 
 
+@pytest.mark.parametrize("size", [3, 6, 7, 20])
+def test_tile_then_peel_the_partial_tile(size: int) -> None:
+    """N tiled by `size` (a min on the inner loop when it does not divide 20), then the tile
+    loop peeled by 1: the whole tiles' inner loop has a constant bound and unrolls, the
+    partial tile keeps its min; the result matches NumPy."""
+    src = check(MATMUL, MM, script(
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        f"%no, %ni = transform.einc.tile %n by {size}",
+        "%main, %rest = transform.einc.peel %no by 1",
+        f"%u = transform.einc.unroll %ni by {size}",
+    ))
+    assert ("einc_minsi_i64" in src) == (20 % size != 0)
+
+
 @pytest.mark.parametrize("line, message", [
     ("%a, %b = transform.einc.peel %n by 0", "peel size must be positive, got 0"),
     ("%a, %b = transform.einc.peel %n by 21", "cannot peel loop N of output0 by 21: it runs 20 iterations"),
@@ -257,8 +271,10 @@ def test_default_matmul_schedule_blocks_registers() -> None:
     assert text is not None and 'cache_read "input1"' in text
     vectors, rows = register_tile()
     assert f'"output0.tile_j" = {vectors * C_LANES}' in text and "float input1_local[" in src
-    # 128 rows: a tile of 6 leaves 2, peeled into their own nest (a tile of 8 divides)
-    assert ("transform.einc.peel" in text) == (128 % rows != 0)
+    # the i tile loop is peeled: 128 rows in tiles of 6 leave a partial tile of 2, which
+    # stays a loop (a tile of 8 divides: no rest)
+    assert "transform.einc.peel" in text
+    assert (f"for (int64_t N_o = {128 - 128 % rows}; N_o < 128; N_o += {rows})" in src) == (128 % rows != 0)
 
 
 # ---- illegal schedules ------------------------------------------------------------------------

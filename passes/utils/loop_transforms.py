@@ -17,11 +17,13 @@ from xdsl.builder import Builder
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    DenseArrayBase,
     IndexType,
     IntegerAttr,
     MemRefType,
     StringAttr,
     UnitAttr,
+    i32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
@@ -283,7 +285,7 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
     main_trips = n // factor
     split = lb + main_trips * factor * step
     left: list[affine.ForOp] = []
-    _, tail = _peel(loop, factor)
+    tail = _split_at(loop, split)
     if main_trips == 1:
         point = InsertPoint.before(loop)
         for k in range(factor):
@@ -315,19 +317,27 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
 
 
 def peel_loop(loop: affine.ForOp, size: int) -> tuple[affine.ForOp, affine.ForOp | None] | Failure:
-    """Split a constant-bound loop where its last whole multiple of `size` iterations ends:
-    `loop` keeps those iterations (a trip count `size` divides, so tiling it by `size` needs
-    no `min` and its tile loop unrolls), a copy (`einc.tail`) after it runs the rest; None
-    when `size` divides the trip count. The iterations run in the same order: always legal.
-    Returns the two loops."""
+    """Split a constant-bound loop where its last whole chunk of `size` iterations ends
+    (MLIR's `loop.peel` for size 1 on a stepped loop: the last, partial tile goes): `loop`
+    keeps the iterations before `lb + (ub - lb) // (size * step) * size * step`, a copy
+    (`einc.tail`) after it runs the rest; None when the chunks divide the range. In the kept
+    loop, an inner loop's `min` upper bound that the kept range decides becomes that
+    constant (a tile loop's `min(6, 256 - i)` is 6 for every whole tile): tiled by `size` it
+    needs no `min`, and its tile loops unroll. The iterations run in the same order: always
+    legal. Returns the two loops."""
     failure = _constant_loop_failure("peel", "peel size", loop, size)
     if failure is not None:
         return failure
-    n = trip_count(loop)
-    assert n is not None
-    if size > n:
-        return Failure(f"cannot peel {describe(loop)} by {size}: it runs {n} iterations")
-    return _peel(loop, size)
+    bounds = constant_bounds(loop)
+    assert bounds is not None
+    chunk = size * step_of(loop)
+    if bounds[1] - bounds[0] < chunk:
+        return Failure(f"cannot peel {describe(loop)} by {size}: it runs {trip_count(loop)} iterations")
+    split = bounds[0] + (bounds[1] - bounds[0]) // chunk * chunk
+    tail = _split_at(loop, split)
+    if tail is not None:
+        _fold_decided_mins(loop)
+    return loop, tail
 
 
 def _constant_loop_failure(verb: str, what: str, loop: affine.ForOp, size: int) -> Failure | None:
@@ -341,19 +351,49 @@ def _constant_loop_failure(verb: str, what: str, loop: affine.ForOp, size: int) 
     return None
 
 
-def _peel(loop: affine.ForOp, size: int) -> tuple[affine.ForOp, affine.ForOp | None]:
-    """peel_loop without its checks (constant bounds, a positive size)."""
-    bounds, n = constant_bounds(loop), trip_count(loop)
-    assert bounds is not None and n is not None
-    if n % size == 0:
-        return loop, None
-    split = bounds[0] + (n - n % size) * step_of(loop)
+def _split_at(loop: affine.ForOp, split: int) -> affine.ForOp | None:
+    """`loop` (constant bounds) ends at `split`; a copy (`einc.tail`) after it runs from
+    there to the old end. None when `split` is the end already."""
+    bounds = constant_bounds(loop)
+    assert bounds is not None
+    if split >= bounds[1]:
+        return None
     tail = loop.clone()
     tail.properties["lowerBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(split),)))
     tail.attributes[TAIL_ATTR] = UnitAttr()
     Rewriter.insert_op(tail, InsertPoint.after(loop))
     loop.properties["upperBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(split),)))
-    return loop, tail
+    return tail
+
+
+MIN_FOLD_MAX_POINTS = 4096
+"""`_fold_decided_mins` evaluates a bound at every iterate of the peeled loop up to this many."""
+
+
+def _fold_decided_mins(loop: affine.ForOp) -> None:
+    """In `loop`'s body, a loop whose upper bound is a `min` over `loop`'s induction variable
+    alone gets the constant that the min takes at every iterate of `loop`, when there is one."""
+    bounds, n = constant_bounds(loop), trip_count(loop)
+    if bounds is None or n is None or n > MIN_FOLD_MAX_POINTS:
+        return
+    iv, step = induction_var(loop), step_of(loop)
+    points = range(bounds[0], bounds[1], step)
+    for inner in list(loop.body.walk()):
+        if not isinstance(inner, affine.ForOp) or inner is loop or inner.results:
+            continue
+        ub = inner.upperBoundMap.data
+        if len(ub.results) < 2 or ub.num_symbols or not inner.upperBoundOperands:
+            continue
+        if any(operand is not iv for operand in inner.upperBoundOperands):
+            continue
+        values = {min(ub.eval([x] * ub.num_dims, [])) for x in points}
+        if len(values) != 1:
+            continue
+        # in place (handles to the loop stay valid): the bound, its operands, their segments
+        lower = tuple(inner.lowerBoundOperands)
+        inner.properties["upperBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(values.pop()),)))
+        inner.operands = lower
+        inner.properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, [len(lower), 0, 0])
 
 
 # ---- marks: parallel, vectorize, bind --------------------------------------------------------------
