@@ -141,6 +141,18 @@ class LegalizeStorageDtypesPass(ModulePass):
             block: Block = kernel.body.block
             for k, element in narrow.items():
                 _narrow_accesses(block.args[k], element)
+        for kernel in kernels.values():
+            # work-group buffers the kernel declares (a cross-thread reduction's partials, a
+            # shared tile) are stored widened the same way
+            for alloc in [o for o in kernel.walk() if isinstance(o, egpu.AllocSharedOp)]:
+                element = _element(alloc.memref)
+                if element is None or _dtype(element) in storable:
+                    continue
+                _check_widenable(element, storable, self.target)
+                Rewriter.replace_value_with_new_type(
+                    alloc.memref, MemRefType(_wide(element), alloc.memref.type.get_shape())  # type: ignore[union-attr]
+                )
+                _narrow_accesses(alloc.memref, element)
 
 
 def _element(value: SSAValue) -> Attribute | None:
