@@ -25,7 +25,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from einc.passes.utils.loop_transforms import VECTORIZE_ATTR
+from einc.passes.utils.loop_analysis import trip_count
+from einc.passes.utils.loop_transforms import VECTORIZE_ATTR, Failure
 from einc.passes.utils.vectorize import REDUCTION_ATTR, vectorize_loop
 
 
@@ -56,4 +57,8 @@ class VectorizeLoopsPass(ModulePass):
         ]  # fmt: skip
         for loop in marked:
             # a Failure leaves the loop scalar
-            vectorize_loop(loop, lanes, elements, math_ops)
+            done = vectorize_loop(loop, lanes, elements, math_ops)
+            # a remainder of a constant 2 or more iterations: narrower vectors (the width is
+            # capped by the trip count: 30 floats at 8 lanes are 3 x 8, then 4, then 2)
+            while not isinstance(done, Failure) and done[1] is not None and (trip_count(done[1]) or 0) >= 2:
+                done = vectorize_loop(done[1], lanes, elements, math_ops)

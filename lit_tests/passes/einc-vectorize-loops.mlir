@@ -24,7 +24,8 @@ func.func @divisible_trip_count(%A: memref<64xf32>, %B: memref<64xf32>) {
 
 // -----
 
-// 45 = 2 * 16 + 13: a vector loop to 32 and the scalar remainder from 32 (unmarked).
+// 45 = 2 * 16 + 13: a vector loop to 32, the remainder in narrower vectors (8, then 4: the
+// width is capped by a constant trip count) and the last element scalar (unmarked).
 
 func.func @remainder_tail(%A: memref<3x45xf32>, %B: memref<3x45xf32>) {
   affine.for %n = 0 to 3 {
@@ -43,7 +44,13 @@ func.func @remainder_tail(%A: memref<3x45xf32>, %B: memref<3x45xf32>) {
 // CHECK-NEXT:        %[[B:.*]] = arith.addf %[[A]], %[[A]] : vector<16xf32>
 // CHECK-NEXT:        egpu.vstore %[[B]], %{{.*}}[%{{.*}}, %[[M]]] : vector<16xf32>, memref<3x45xf32>
 // CHECK-NEXT:      } {einc.axis = "M"}
-// CHECK-NEXT:      affine.for %[[R:.*]] = 32 to 45 {
+// CHECK-NEXT:      affine.for %[[R8:.*]] = 32 to 40 step 8 {
+// CHECK-NEXT:        egpu.vload %{{.*}}[%{{.*}}, %[[R8]]] : memref<3x45xf32> -> vector<8xf32>
+// CHECK:           } {einc.axis = "M"}
+// CHECK-NEXT:      affine.for %[[R4:.*]] = 40 to 44 step 4 {
+// CHECK-NEXT:        egpu.vload %{{.*}}[%{{.*}}, %[[R4]]] : memref<3x45xf32> -> vector<4xf32>
+// CHECK:           } {einc.axis = "M"}
+// CHECK-NEXT:      affine.for %[[R:.*]] = 44 to 45 {
 // CHECK-NEXT:        %{{.*}} = affine.load %{{.*}}[%{{.*}}, %[[R]]] : memref<3x45xf32>
 // CHECK-NEXT:        %{{.*}} = arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:        affine.store
@@ -107,7 +114,7 @@ func.func @broadcast_invariant_load(%A: memref<8x32xf32>, %x: memref<8xf32>, %B:
 
 // A reduction into an invariant element: a vector accumulator from the identity (-0.0 for
 // add), the lanes reduced after the loop and combined into the element once; the remainder
-// (40 = 32 + 8) continues from there.
+// (40 = 32 + 8) continues from there, as a reduction of 8 lanes.
 
 func.func @reduction(%A: memref<40xf32>, %S: memref<1xf32>) {
   %c0 = arith.constant 0 : index
@@ -132,7 +139,9 @@ func.func @reduction(%A: memref<40xf32>, %S: memref<1xf32>) {
 // CHECK-NEXT:    %[[OLD:.*]] = affine.load %[[S:.*]][%[[C0:.*]]] : memref<1xf32>
 // CHECK-NEXT:    %[[NEW:.*]] = arith.addf %[[OLD]], %[[R]] : f32
 // CHECK-NEXT:    affine.store %[[NEW]], %[[S]][%[[C0]]] : memref<1xf32>
-// CHECK-NEXT:    affine.for %{{.*}} = 32 to 40 {
+// CHECK-NEXT:    %{{.*}} = arith.constant -0.000000e+00 : f32
+// CHECK-NEXT:    %{{.*}} = egpu.vbroadcast %{{.*}} : f32 -> vector<8xf32>
+// CHECK-NEXT:    %{{.*}} = affine.for %{{.*}} = 32 to 40 step 8 iter_args(%{{.*}} = %{{.*}}) -> (vector<8xf32>) {
 
 // -----
 

@@ -3,17 +3,18 @@
 // Vectorized loops print with GCC/Clang vector extensions: one value typedef and one
 // element-aligned, may_alias memory typedef per vector type, loads and stores through the
 // latter (unaligned), operators for arithmetic, `x - (T){}` for a broadcast (exact for
-// -0.0), the scalar remainder after the vector loop.
+// -0.0), the scalar remainder after the vector loop (one element: a remainder of two or more
+// would be vectors of a narrower type).
 
-func.func @axpy(%x: memref<3x45xf32> {ein.name = "x"}, %a: memref<3xf32> {ein.name = "a"}, %y: memref<3x45xf32> {ein.name = "y", ein.output}) {
+func.func @axpy(%x: memref<3x33xf32> {ein.name = "x"}, %a: memref<3xf32> {ein.name = "a"}, %y: memref<3x33xf32> {ein.name = "y", ein.output}) {
   affine.for %n = 0 to 3 {
-    affine.for %m = 0 to 45 {
+    affine.for %m = 0 to 33 {
       %s = affine.load %a[%n] : memref<3xf32>
-      %v = affine.load %x[%n, %m] : memref<3x45xf32>
+      %v = affine.load %x[%n, %m] : memref<3x33xf32>
       %p = arith.mulf %s, %v : f32
-      %w = affine.load %y[%n, %m] : memref<3x45xf32>
+      %w = affine.load %y[%n, %m] : memref<3x33xf32>
       %q = arith.addf %p, %w : f32
-      affine.store %q, %y[%n, %m] : memref<3x45xf32>
+      affine.store %q, %y[%n, %m] : memref<3x33xf32>
     } {einc.vectorize}
   }
   func.return
@@ -27,13 +28,13 @@ func.func @axpy(%x: memref<3x45xf32> {ein.name = "x"}, %a: memref<3xf32> {ein.na
 // CHECK-NEXT: void axpy(const float* restrict x, const float* restrict a, float* restrict y) {
 // CHECK-NEXT:   for (int64_t n = 0; n < 3; n++) {
 // CHECK-NEXT:     for (int64_t m = 0; m < 32; m += 16) {
-// CHECK-NEXT:       einc_f32x16 v = einc_vload_f32x16(&x[n * 45 + m]);
+// CHECK-NEXT:       einc_f32x16 v = einc_vload_f32x16(&x[n * 33 + m]);
 // CHECK-NEXT:       einc_f32x16 v_1 = a[n] - (einc_f32x16){};
-// CHECK-NEXT:       einc_f32x16 v_2 = einc_vload_f32x16(&y[n * 45 + m]);
-// CHECK-NEXT:       einc_vstore_f32x16(&y[n * 45 + m], v_1 * v + v_2);
+// CHECK-NEXT:       einc_f32x16 v_2 = einc_vload_f32x16(&y[n * 33 + m]);
+// CHECK-NEXT:       einc_vstore_f32x16(&y[n * 33 + m], v_1 * v + v_2);
 // CHECK-NEXT:     }
-// CHECK-NEXT:     for (int64_t m = 32; m < 45; m++) {
-// CHECK-NEXT:       y[n * 45 + m] = a[n] * x[n * 45 + m] + y[n * 45 + m];
+// CHECK-NEXT:     for (int64_t m = 32; m < 33; m++) {
+// CHECK-NEXT:       y[n * 33 + m] = a[n] * x[n * 33 + m] + y[n * 33 + m];
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
