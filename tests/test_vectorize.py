@@ -165,6 +165,28 @@ def test_vectorized_kernels_on_c(case: int) -> None:
     assert max_error(got, want) <= tolerance("float32"), kernel.source
 
 
+@pytest.mark.parametrize("m", [45, 63, 7])
+def test_remainders_in_narrower_vectors_on_c(m: int) -> None:
+    """A row of `m` floats: whole vectors of the host's width, then the remainder in halves
+    (8, 4, 2 lanes: the width is capped by its constant trip count), then at most one scalar
+    element; against NumPy."""
+    ir = "output0[N, M] = input0[N, M] * input1[M] + input0[N, M].call(`exp`)"
+    comp = Compilation(ir, "<v>", {"input0": f32(3, m), "input1": f32(m)}, None, "c")
+    arrays, got = _run_c(comp, np.random.default_rng(2))
+    source = comp.results["source"]
+    rest, widths = m % C_LANES, []
+    while rest >= 2:
+        width = 1 << (rest.bit_length() - 1)
+        widths.append(width)
+        rest -= width
+    for width in widths:
+        assert f"einc_vload_f32x{width}(" in source, source
+    assert (f"for (int64_t M = {m - 1}; M < {m}; M++)" in source) == (rest == 1), source
+    x = arrays["input0"].astype(np.float64)
+    want = x * arrays["input1"] + np.exp(x)
+    assert max_error(got["output0"], want) <= tolerance("float32")
+
+
 @pytest.mark.parametrize("n, k, m", [(128, 64, 128), (64, 64, 100)])
 def test_default_matmul_is_vectorized_on_c(n: int, k: int, m: int) -> None:
     comp = Compilation(MATMUL, "<mm>", {"input0": f32(n, k), "input1": f32(k, m)}, None, "c")
