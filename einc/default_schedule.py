@@ -19,8 +19,9 @@ remaining statement nest:
   one above it unrolled by a knob, the reduction tiled for the cache, and the output tile
   staged in a local array across the reduction (cache_write) so the accumulators stay in
   registers instead of a load and store of the output per k step, and the k-by-j panel of
-  the vector input packed in a local array once per k tile (cache_read); tile sizes follow
-  the host's vector registers (4 vectors by 8 rows with AVX-512, by 4 with AVX2); with several reductions
+  the vector input packed in a local array once per k tile (cache_read); the tile follows
+  the host's vector registers (4 vectors by 8 rows with AVX-512, 2 vectors by 6 rows with
+  AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
   (a convolution) the output loop the vectorized input does not move with (the output
   channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
   way (`_block_rows`);
@@ -178,8 +179,9 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     matmul-like nest: j tiled by a vector-width multiple, i (the last outer parallel loop)
     tiled and its tile moved inside the reduction and unrolled, the reduction tiled for L2,
     the order `j tiles, k tiles, i tiles, k, i, j` and the output tile staged locally.
-    Sizes are knobs; only dividing sizes are chosen (fixed trip counts keep gcc's
-    registers). Returns the band's new outermost loop."""
+    Sizes are knobs; j and k take dividing sizes, i's tile loop is peeled so that its whole
+    tiles have a fixed trip count (which keeps gcc's accumulators in registers) and a
+    partial last tile stays a loop. Returns the band's new outermost loop."""
     if n_outer < 1:
         return band[0]
     i, j = band[n_outer - 1], band[-1]
