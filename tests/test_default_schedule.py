@@ -250,14 +250,18 @@ def _conv2d(a: dict[str, np.ndarray]) -> np.ndarray:
     return np.tensordot(win, w, axes=([1, 4, 5], [1, 2, 3])).transpose(0, 3, 1, 2)
 
 
-@pytest.mark.parametrize("n, c, f, h, w, k, tile", [
-    (2, 8, 8, 20, 20, 3, 4),   # 18 = 16 + 2 columns: a scalar remainder after the vectors
-    (1, 3, 6, 19, 35, 2, 2),   # 6 channels: tiles of 2
-    (1, 4, 12, 6, 40, 3, 4),
+@pytest.mark.parametrize("n, c, f, h, w, k, tiles", [
+    (2, 8, 8, 20, 20, 3, {16: 4, 8: 4, 4: 2}),  # 18 columns: 16 + 2, 8 + 8 + 2, 4 x 4 + 2
+    (1, 3, 6, 19, 35, 2, {16: 2, 8: 2, 4: 2}),  # 6 channels: tiles of 2
+    # 38 columns: 2 vectors of 16 + 4 + 2 (four rows in 32 registers), 4 x 8 + 4 + 2 (six
+    # vectors a row: two rows in 16 registers), 9 x 4 + 2
+    (1, 4, 12, 6, 40, 3, {16: 4, 8: 2, 4: 2}),
 ])  # fmt: skip
 def test_default_conv2d_blocks_output_channels_and_matches_numpy(
-    n: int, c: int, f: int, h: int, w: int, k: int, tile: int
+    n: int, c: int, f: int, h: int, w: int, k: int, tiles: dict[int, int]
 ) -> None:
+    """Rows of accumulators as many as the host's vector registers hold (see _block_rows)."""
+    tile = tiles[C_LANES]
     ho, wo = h - k + 1, w - k + 1
     ir = CONV2D.format(ho=ho, wo=wo)
     inputs = {"input0": f32(n, c, h, w), "input1": f32(f, c, k, k)}
