@@ -120,9 +120,11 @@ class UnrollOp(SizedLoopOp):
 
 @irdl_op_definition
 class PeelOp(SizedLoopOp):
-    """Split a constant-bound loop after its last whole multiple of `size` iterations (MLIR's
-    `transform.loop.peel`): the loop keeps those, a copy after it runs the rest. Results:
-    the loop and the remainder loop (an empty handle when `size` divides the trip count)."""
+    """Split a constant-bound loop after its last whole chunk of `size` iterations: the loop
+    keeps those, a copy after it runs the rest; by 1 on a tile loop it is MLIR's
+    `transform.loop.peel` (the partial last tile goes, and inner `min` bounds the whole
+    tiles decide become constants). Results: the loop and the remainder loop (an empty
+    handle when the chunks divide the range)."""
 
     name = "transform.einc.peel"
     main = result_def(AnyOpType)

@@ -324,8 +324,8 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.Fo
     lanes = native_vector_lanes()
     per_row = nj // lanes + bin((nj % lanes) >> 1).count("1")
     budget = 24 if lanes >= 16 else 12
-    ti = next((t for t in (4, 2) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS and t * per_row <= budget), None)
-    ti = ti or next((t for t in (2,) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS), None)
+    fits = [t for t in (4, 2) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS]
+    ti = next((t for t in fits if t * per_row <= budget), 2 if 2 in fits else None)
     if ti is None:
         return band[0]
     stmt = i.attributes[lt.STMT_ATTR].data  # type: ignore[union-attr]
@@ -477,10 +477,10 @@ def _reuse_between_loops(nest: affine.ForOp, s: _Script) -> None:
 
 
 def native_vector_lanes() -> int:
-    """float32 lanes of the C target's vectors on this host (see einc.runtime.c)."""
-    from einc.runtime.c import native_vector_bits
+    """float32 lanes of the C target's vectors on this host (the C target's vector_lanes)."""
+    from einc.targets.c import CTarget
 
-    return native_vector_bits() // 32
+    return CTarget.vector_lanes()
 
 
 def register_tile() -> tuple[int, int]:

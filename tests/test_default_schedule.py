@@ -20,10 +20,10 @@ from einc.default_schedule import default_schedule_text
 from einc.driver import Compilation, max_error, tolerance
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.vectorize import REDUCTION_ATTR, mark_reduction_loop
-from einc.runtime.c import native_vector_bits
+from einc.targets.c import CTarget
 from tests.oracle.budget import examples
 
-C_LANES = native_vector_bits() // 32
+C_LANES = CTarget.vector_lanes()
 """float32 lanes of the C target's vectors on this host (16 with AVX-512, 8 with AVX2)."""
 
 

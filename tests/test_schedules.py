@@ -19,14 +19,14 @@ from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, t
 from einc.errors import ScheduleError
 from einc.passes.utils import loop_transforms as lt
 from einc.reference import run_reference
-from einc.runtime.c import native_vector_bits
 from einc.schedule import Schedule
+from einc.targets.c import CTarget
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
 from tests.programs import PROGRAMS
 
-C_LANES = native_vector_bits() // 32
+C_LANES = CTarget.vector_lanes()
 """float32 lanes of the C target's vectors on this host (16 with AVX-512, 8 with AVX2)."""
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"

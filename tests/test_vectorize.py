@@ -25,7 +25,7 @@ from einc.driver import Compilation, max_error, poisoned, tolerance
 from einc.passes import run_pipeline
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import trip_count
-from einc.runtime.c import native_vector_bits
+from einc.targets.c import CTarget
 from einc.targets.descriptions import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
@@ -33,7 +33,7 @@ from tests.oracle.genprog import GenProgram, programs
 from tests.test_device_differential import run_on_device
 from tests.test_device_targets import require
 
-C_LANES = native_vector_bits() // 32
+C_LANES = CTarget.vector_lanes()
 """float32 lanes of the C target's vectors on this host (16 with AVX-512, 8 with AVX2)."""
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
