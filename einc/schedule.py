@@ -6,7 +6,7 @@
     scheduled = faster.apply(loops)            # a transformed clone of `loops`
 
 The entry point is `transform.named_sequence @__transform_main(%root: !transform.any_op)`;
-`%root` is the payload module. einc's `transform.einc.*` ops (dialects/einc_transform.py) are
+`%root` is the payload module. einc's `transform.einc.*` ops (einc/dialects/einc_transform.py) are
 interpreted by `EincTransformFunctions`, an extension of xDSL's `TransformFunctions` (which
 keeps `transform.structured.match` and `apply_registered_pass`). An illegal transform raises
 ScheduleError at the op's location; the payload clone is then discarded, so no caller ever

@@ -1,4 +1,4 @@
-"""compute_at and reverse_compute_at (passes/utils/compute_at.py): each op against NumPy on C
+"""compute_at and reverse_compute_at (einc/passes/utils/compute_at.py): each op against NumPy on C
 (and OpenCL for an epilogue), refusals located at the op with the IR untouched, random
 choices on random and shared multi-statement programs against the oracle / NumPy, and the
 default C schedule fusing softmax into one nest."""

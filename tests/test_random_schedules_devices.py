@@ -10,7 +10,7 @@ On Poplar a kernel is one MultiVertex of six workers: loops bound to block ids r
 after another in every worker, loops bound to thread ids are the workers (at most six
 threads per block: binding more is refused by the bind, as on any target with its thread
 limit), and a kernel that stores elements narrower than a 32-bit word runs its threads in
-one worker (targets/poplar.py). A dtype a target refuses by design and a schedule the
+one worker (einc/targets/poplar.py). A dtype a target refuses by design and a schedule the
 mapping pass refuses (ScheduleError) are assumed away; any other exception fails.
 OpenCL and HLSL random bind schedules are tests/test_device_differential.py; C random
 schedules tests/test_schedules.py.

@@ -1,4 +1,4 @@
-"""The SIMD lowering (`einc-vectorize-loops`, passes/utils/vectorize.py) end to end: loops a
+"""The SIMD lowering (`einc-vectorize-loops`, einc/passes/utils/vectorize.py) end to end: loops a
 schedule marks `einc.vectorize` become vector code on C (GCC vector extensions) and the device
 targets, with scalar remainders for trip counts the width does not divide (constant and
 `min` bounds from tiling), and give the oracle's answer on random programs; the default C

@@ -58,7 +58,7 @@ and what would race on the IPU (two vertices of one compute set writing one elem
 32-bit word, or one reading what another writes); it runs every vertex of a compute set one
 after another, the workers of a MultiVertex too, and a vertex indexing a 1-D field past its
 connected elements fails the run: the bounds check is always on, so a vertex connected to a
-slice of an input (targets/poplar.py connects split kernels' vertices so) never reads
+slice of an input (einc/targets/poplar.py connects split kernels' vertices so) never reads
 outside it unnoticed. `PoplarKernel.graph()`
 returns the graph as the mirror recorded it (each vertex's compute set, type, tile and the
 elements each field is connected to), without running it. When `popc` is on PATH, the codelet part is also

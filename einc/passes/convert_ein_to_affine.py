@@ -17,7 +17,7 @@ value is combined into the output element (or stored, for `assign`).
 
 Every `affine.for` is tagged with the statement it computes and the axis it iterates
 (`{einc.stmt = "C", einc.axis = "K"}`), the fill nest also with `einc.init`, a copy nest with
-`einc.copy`: schedules match loops by these tags (dialects/einc_transform.py).
+`einc.copy`: schedules match loops by these tags (einc/dialects/einc_transform.py).
 
 Stage 1 converts the signature, bridging each buffer to the tensor uses with
 `bufferization.to_tensor` and each returned tensor to its output argument with

@@ -1,5 +1,5 @@
 """Strip-mining a loop marked `einc.vectorize` into vector code: the mechanism behind
-`einc-vectorize-loops` (passes/vectorize_loops.py).
+`einc-vectorize-loops` (einc/passes/vectorize_loops.py).
 
 Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
 

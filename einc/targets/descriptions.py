@@ -8,7 +8,7 @@ kernel whose launch shape or work-group memory breaks a limit. The legalization 
 The numbers are those of the device each target is checked on (PoCL on the CPU, lavapipe,
 Intel's OpenCL CPU device) or of the architectures it is compile-checked for (CUDA sm_80 /
 sm_90, HIP gfx90a / gfx1030), taking the smaller where two differ; the Poplar numbers are
-the Mk2 IPU's (a block is one MultiVertex of six workers, the grid 1: targets/poplar.py
+the Mk2 IPU's (a block is one MultiVertex of six workers, the grid 1: einc/targets/poplar.py
 spreads a kernel's points over up to 1472 such vertices, one per tile).
 """
 

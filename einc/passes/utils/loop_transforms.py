@@ -1,5 +1,5 @@
 """Loop transformations on `affine.for` nests: the mechanism behind einc's schedule ops
-(dialects/einc_transform.py) and the standalone passes (passes/tile_loops.py, ...).
+(einc/dialects/einc_transform.py) and the standalone passes (einc/passes/tile_loops.py, ...).
 
 Every function checks legality first and returns a `Failure` (a value, with the reason)
 without touching the IR when the rewrite is illegal or unsupported; when it succeeds the
@@ -534,7 +534,7 @@ def fuse_loops(first: affine.ForOp, second: affine.ForOp) -> affine.ForOp | Fail
     `second`'s body, in `second`'s place (a fill into its reduction, two nests over the same
     rows). A producer computed inside a consumer's loop of any depth (with recomputation)
     and an epilogue after a reduction's loop are compute_at / reverse_compute_at
-    (passes/utils/compute_at.py). Legal when the
+    (einc/passes/utils/compute_at.py). Legal when the
     ops between them do not touch what `first` touches, and the fused loop separates every
     buffer the two share with a write."""
     if first is second or first.parent_block() is not second.parent_block():
