@@ -107,7 +107,7 @@ class Compilation:
 
     def _target(self, module: ModuleOp) -> ModuleOp:
         from einc.passes import run_pipeline
-        from einc.targets.descriptions import check_program_dtypes
+        from einc.frontend.target_check import check_program_dtypes
 
         check_program_dtypes(self.target, self.program)
         module = module.clone()

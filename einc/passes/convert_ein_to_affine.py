@@ -74,12 +74,7 @@ from einc.passes.utils.affine_index import affine_access
 from einc.passes.utils.combiner import build_combine, identity_constant
 from einc.passes.utils.loops import build_elementwise_nest, build_loop_nest, enclosing_loops
 
-NAME_ATTR = "ein.name"
-OUTPUT_ATTR = "ein.output"
-STMT_ATTR = "einc.stmt"
-AXIS_ATTR = "einc.axis"
-INIT_ATTR = "einc.init"
-COPY_ATTR = "einc.copy"
+from einc.ir.attrs import AXIS_ATTR, COPY_ATTR, INIT_ATTR, NAME_ATTR, OUTPUT_ATTR, STMT_ATTR
 
 
 def tag_loops(

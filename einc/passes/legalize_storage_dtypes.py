@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
-    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -39,15 +38,10 @@ from einc.dialects import egpu
 from einc.errors import TargetError
 from einc.targets.descriptions import description
 
-DTYPE_ATTR = "egpu.dtype"
-"""On a widened host buffer: the program's dtype (NumPy name)."""
+from einc.ir.attrs import DTYPE_ATTR, dtype_name
 
 
-def _dtype(t: Attribute) -> str:
-    if isinstance(t, AnyFloat):
-        return f"float{t.bitwidth}"
-    assert isinstance(t, IntegerType)
-    return "bool" if t.width.data == 1 else f"int{t.width.data}"
+_dtype = dtype_name
 
 
 def _wide(t: Attribute) -> Attribute:

@@ -14,38 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IndexType,
-    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Attribute
 
 from einc.errors import RuntimeInputError
-from einc.passes.convert_ein_to_affine import NAME_ATTR, OUTPUT_ATTR
-
-
-def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """The NumPy dtype of a scalar type (`i1` is `bool`, `index` is `int64`)."""
-    match element_type:
-        case Float64Type():
-            return np.dtype(np.float64)
-        case Float32Type():
-            return np.dtype(np.float32)
-        case Float16Type():
-            return np.dtype(np.float16)
-        case IndexType():
-            return np.dtype(np.int64)
-        case IntegerType(width=width):
-            if width.data == 1:
-                return np.dtype(np.bool_)
-            if width.data in (8, 16, 32, 64):
-                return np.dtype(f"int{width.data}")
-    raise ValueError(f"no NumPy dtype for {element_type}")
+from einc.ir.attrs import NAME_ATTR, OUTPUT_ATTR, numpy_dtype
 
 
 @dataclass(frozen=True)

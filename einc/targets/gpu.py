@@ -19,7 +19,7 @@ each work-item may own it (it lies inside the bound loops) is checked after the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,11 +42,7 @@ from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
 from einc.targets.clike import CLikeTarget, Expr, _Writer  # pyright: ignore[reportPrivateUsage]
 from einc.targets.descriptions import TargetDescription, description
 
-NAME_ATTR = "ein.name"
-OUTPUT_ATTR = "ein.output"
-DTYPE_ATTR = "egpu.dtype"
-"""On a host buffer whose device storage was widened (`legalize-storage-dtypes`): the
-program's dtype; the memref's element type is then the device's storage dtype."""
+from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 

@@ -85,10 +85,7 @@ MAX_LOCAL_ELEMENTS = 1 << 14
 
 Terms = dict[SSAValue, int]
 
-MEMORY_ATTR = "einc.memory"
-"""On a staging `memref.alloca`: `"shared"` for GPU work-group memory (absent: local)."""
-SHARED_COPY_ATTR = "einc.shared"
-"""On the outermost loop of a shared copy nest: `"in"` (tensor to buffer) or `"out"`."""
+from einc.ir.attrs import MEMORY_ATTR, SHARED_COPY_ATTR
 
 
 @dataclass

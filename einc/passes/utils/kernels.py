@@ -61,7 +61,7 @@ from einc.dialects.ein import Combiner
 from einc.passes.utils.combiner import accumulation, build_combine, identity_constant
 from einc.passes.utils.loop_transforms import BIND_ATTR, BIND_AXES, BIND_LOC_ATTR, describe
 from einc.passes.utils.loops import constant_trip_range, induction_var
-NAME_ATTR = "ein.name"
+from einc.ir.attrs import NAME_ATTR
 
 
 @dataclass

@@ -47,12 +47,10 @@ from einc.passes.utils.loop_analysis import (
     written_groups,
 )
 
-STMT_ATTR, AXIS_ATTR = "einc.stmt", "einc.axis"
-PARALLEL_ATTR, VECTORIZE_ATTR, BIND_ATTR = "einc.parallel", "einc.vectorize", "einc.bind"
-UNROLL_ATTR, TAIL_ATTR = "einc.unroll", "einc.tail"
-BIND_LOC_ATTR = "einc.bind_loc"
-"""On a bound loop: the `file:line:col` of the bind op (absent where the schedule's text is
-not known)."""
+from einc.ir.attrs import (
+    AXIS_ATTR, BIND_ATTR, BIND_LOC_ATTR, PARALLEL_ATTR, STMT_ATTR, TAIL_ATTR, UNROLL_ATTR,
+    VECTORIZE_ATTR,
+)  # fmt: skip
 BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
 
 

@@ -88,8 +88,7 @@ CASTS: frozenset[type[Operation]] = frozenset({
 })  # fmt: skip
 """Conversions with C-cast semantics: `egpu.vconvert` on vectors."""
 
-REDUCTION_ATTR = "einc.vectorize_reduction"
-"""The mark of a loop whose only carried dependences are reductions (`mark_reduction_loop`)."""
+from einc.ir.attrs import REDUCTION_ATTR
 
 REDUCTIONS: dict[type[Operation], egpu.ReduceKind] = {
     arith.AddfOp: egpu.ReduceKind.ADD, arith.MulfOp: egpu.ReduceKind.MUL,

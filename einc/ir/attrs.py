@@ -1,0 +1,71 @@
+"""Discardable attribute names einc's passes put on ops and arguments, and the one map between
+einc's dtype names (NumPy's: `float32`, `int8`, `bool`) and xDSL element types.
+
+The ground floor: the frontend, passes, targets and runtimes import these instead of each
+other, so no layer reaches upward for a string."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+)
+from xdsl.ir import Attribute
+
+NAME_ATTR = "ein.name"
+"""On a function argument: the tensor's name in the program."""
+OUTPUT_ATTR = "ein.output"
+"""On a function argument (unit): the tensor is a program output."""
+STMT_ATTR = "einc.stmt"
+"""On a loop: the statement (output tensor name) it computes."""
+AXIS_ATTR = "einc.axis"
+"""On a loop: the program axis it runs over."""
+INIT_ATTR = "einc.init"
+"""On a loop: it initializes a reduction's output."""
+COPY_ATTR = "einc.copy"
+"""On a loop: it copies a tensor (an output that is also read as an input)."""
+PARALLEL_ATTR = "einc.parallel"
+VECTORIZE_ATTR = "einc.vectorize"
+UNROLL_ATTR = "einc.unroll"
+TAIL_ATTR = "einc.tail"
+BIND_ATTR = "einc.bind"
+"""On a loop: the schedule's marks (parallelize, vectorize, unroll's tail, bind's axis)."""
+BIND_LOC_ATTR = "einc.bind_loc"
+"""On a bound loop: the `file:line:col` of the bind op (absent where the schedule's text is
+not known)."""
+REDUCTION_ATTR = "einc.vectorize_reduction"
+"""The mark of a loop whose only carried dependences are reductions (`mark_reduction_loop`)."""
+MEMORY_ATTR = "einc.memory"
+"""On a staging `memref.alloca`: `"shared"` for GPU work-group memory (absent: local)."""
+SHARED_COPY_ATTR = "einc.shared"
+"""On the outermost loop of a shared copy nest: `"in"` (tensor to buffer) or `"out"`."""
+DTYPE_ATTR = "egpu.dtype"
+"""On a host buffer whose device storage was widened (`legalize-storage-dtypes`): the
+program's dtype; the memref's element type is then the device's storage dtype."""
+
+
+def dtype_name(t: Attribute) -> str:
+    """einc's dtype name of a scalar element type (`i1` is `bool`, `index` is `int64`);
+    ValueError for a type einc has no name for."""
+    if isinstance(t, IndexType):
+        return "int64"
+    if isinstance(t, IntegerType):
+        if t.width.data == 1:
+            return "bool"
+        if t.width.data in (8, 16, 32, 64):
+            return f"int{t.width.data}"
+    if isinstance(t, (Float16Type, Float32Type, Float64Type)):
+        return f"float{t.bitwidth}"
+    if isinstance(t, AnyFloat):
+        return f"float{t.bitwidth}"
+    raise ValueError(f"no dtype for element type {t}")
+
+
+def numpy_dtype(t: Attribute) -> np.dtype:
+    """The NumPy dtype of a scalar element type."""
+    return np.dtype(dtype_name(t))
