@@ -30,16 +30,10 @@ LOOPS_PIPELINE = "convert-ein-to-affine"
 
 
 def resolve_target(name: str, loc: SourceLocation | None = None) -> Any:
-    """The target object registered under `name`, or a TargetError listing the known ones."""
-    from einc.targets import get_all_targets
+    """The target class registered under `name`, or a TargetError listing the known ones."""
+    from einc.targets import get_target
 
-    targets = get_all_targets()
-    if name not in targets:
-        raise TargetError(
-            f"unknown target '{name}' (available: {', '.join(sorted(targets))})",
-            loc or SourceLocation("<command line>", 1, 1),
-        )
-    return targets[name]()
+    return get_target(name, loc)
 
 
 @dataclass
@@ -91,18 +85,11 @@ class Compilation:
         from einc.schedule import resolve_schedule
 
         schedule = resolve_schedule(self.schedule, self.target, module)
-        if schedule is not None and self.target == "c":
-            from einc.passes.utils.cache import refuse_shared_memory
-
-            refuse_shared_memory(schedule, self.target)
         if schedule is None:
             return module
+        self.target_obj.check_schedule(schedule)
         scheduled = schedule.apply(module)
-        if self.target != "c":  # a local buffer in a kernel is private to one work-item
-            from einc.passes.utils.cache import check_private_buffers
-            from einc.targets.descriptions import description
-
-            check_private_buffers(scheduled, schedule, self.target, description(self.target).arith_dtypes)
+        self.target_obj.check_scheduled(schedule, scheduled)
         return scheduled
 
     def _target(self, module: ModuleOp) -> ModuleOp:
@@ -331,9 +318,6 @@ def run_file_command(
 
 
 # ---- compile checks for targets without an executor here ------------------------------------------
-CHECK_ARCHS = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
-REGISTER_FILE = {"cuda": 65536, "hip": 65536}  # 32-bit registers per SM / VGPR lanes per CU budget
-
 
 @dataclass
 class CheckReport:
@@ -363,21 +347,22 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
     """Compile a program's device code with the target's real compiler for each architecture
     and check the reported resources against the launch: no register spills, static shared
     memory within the target's limit, registers x threads per block within the register file."""
-    if target not in CHECK_ARCHS:
+    from einc.targets import get_all_targets, get_target
+
+    spec = get_target(target, SourceLocation(path, 1, 1)).compile_check
+    if spec is None:
+        checked = [n for n, t in get_all_targets().items() if t().compile_check is not None]
         raise TargetError(
-            f"'einc check' compile-checks {', '.join(CHECK_ARCHS)}; run the {target} target with 'einc run'",
+            f"'einc check' compile-checks {', '.join(checked)}; run the {target} target with 'einc run'",
             SourceLocation(path, 1, 1),
         )
-    from einc.targets.descriptions import description
-
     comp = Compilation(read_program(path), path, target=target)
     source = comp.run_until("source")
     manifest = comp.target_obj.manifest(comp.results["target"])
-    limits = description(target)
-    module = __import__(f"einc.runtime.{target}", fromlist=["x"])
-    check = getattr(module, f"compile_check_{target}")
+    limits = comp.target_obj.description()
+    check = spec.checker()
     reports, problems = [], []
-    for arch in archs or CHECK_ARCHS[target]:
+    for arch in archs or spec.archs:
         report = check(source, manifest, arch).check()
         reports.append(report)
         for launch in manifest.kernels:
@@ -390,9 +375,9 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
                     f"{arch} {launch.name}: {res.shared_bytes} B shared memory "
                     f"(limit {limits.shared_bytes_per_block})"
                 )
-            if res.registers * threads > REGISTER_FILE[target]:
+            if res.registers * threads > spec.register_file:
                 problems.append(
                     f"{arch} {launch.name}: {res.registers} registers x {threads} threads "
-                    f"exceeds the register file ({REGISTER_FILE[target]})"
+                    f"exceeds the register file ({spec.register_file})"
                 )
     return CheckReport(Path(path).stem, target, reports, problems)

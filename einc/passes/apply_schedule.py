@@ -41,9 +41,7 @@ class ApplySchedulePass(ModulePass):
                 text = Path(self.file).read_text()
             except OSError as err:
                 raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(self.file, 1, 1)) from None
-            schedule = Schedule.parse(text, self.file)
-            schedule.apply_in_place(op)
-            self.check_buffers(op, schedule)
+            self.run(op, Schedule.parse(text, self.file))
             return
         entries = [
             s for s in op.walk() if isinstance(s, transform.NamedSequenceOp) and s.sym_name.data == ENTRY
@@ -54,14 +52,16 @@ class ApplySchedulePass(ModulePass):
         for entry in entries:
             entry.detach()
         holder.body.block.add_op(entries[0])
-        schedule = Schedule(holder, "<embedded schedule>")
+        self.run(op, Schedule(holder, "<embedded schedule>"))
+
+    def run(self, op: ModuleOp, schedule: Schedule) -> None:
+        """Apply `schedule` to `op`; with a target, its schedule checks run before and after
+        (as in `einc compile`)."""
+        from einc.targets import get_target
+
+        target = get_target(self.target) if self.target is not None else None
+        if target is not None:
+            target.check_schedule(schedule)
         schedule.apply_in_place(op)
-        self.check_buffers(op, schedule)
-
-    def check_buffers(self, op: ModuleOp, schedule: Schedule) -> None:
-        if self.target is None or self.target == "c":
-            return
-        from einc.passes.utils.cache import check_private_buffers
-        from einc.targets.descriptions import description
-
-        check_private_buffers(op, schedule, self.target, description(self.target).arith_dtypes)
+        if target is not None:
+            target.check_scheduled(schedule, op)

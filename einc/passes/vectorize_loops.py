@@ -23,7 +23,6 @@ from xdsl.context import Context
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from einc.passes.utils.loop_analysis import trip_count
 from einc.passes.utils.loop_transforms import VECTORIZE_ATTR, Failure
@@ -37,15 +36,9 @@ class VectorizeLoopsPass(ModulePass):
     target: str = "c"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from einc.targets import get_all_targets
+        from einc.targets import get_target
 
-        targets = get_all_targets()
-        if self.target not in targets:
-            raise PassFailedException(
-                f"einc-vectorize-loops: unknown target '{self.target}' "
-                f"(known: {', '.join(sorted(targets))})"
-            )
-        target = targets[self.target]()
+        target = get_target(self.target)
         lanes, elements = target.vector_lanes(), target.vector_elements
         math_ops = target.vector_math | getattr(target, "lanewise_vector_math", frozenset())
         if not elements:

@@ -7,7 +7,20 @@ from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 
+from einc.errors import SourceLocation, TargetError
 from einc.targets.clike import CLikeTarget
+
+
+def get_target(name: str, loc: SourceLocation | None = None) -> type[CLikeTarget]:
+    """The target class registered under `name` (the only place a name becomes a target),
+    or a TargetError at `loc` listing the known targets."""
+    targets = get_all_targets()
+    if name not in targets:
+        raise TargetError(
+            f"unknown target '{name}' (available: {', '.join(sorted(targets))})",
+            loc or SourceLocation("<command line>", 1, 1),
+        )
+    return targets[name]()
 
 
 def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:

@@ -17,7 +17,7 @@ functions are within 1-2 ulp), so results may differ from the scalar ones in the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects import math
@@ -63,6 +63,14 @@ class CTarget(CLikeTarget):
     lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset(SIMD_MATH)
     """Math ops `einc-vectorize-loops` may put on vectors although C's functions take
     scalars: printed as lane-wise helpers, which gcc vectorizes through libmvec."""
+
+    @classmethod
+    def check_schedule(cls, schedule: Any) -> None:
+        """C has no GPU work-group memory: a `cache_read`/`cache_write` in "shared" is refused
+        at its op."""
+        from einc.passes.utils.cache import refuse_shared_memory
+
+        refuse_shared_memory(schedule, cls.name)
 
     @classmethod
     def local_array(cls, element: str, count: int, name: str) -> str:

@@ -30,7 +30,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects import affine, arith, func, memref, scf
@@ -76,6 +76,18 @@ from einc.passes.utils.loops import constant_trip_range
 TERNARY, LOR, LAND, BOR, BXOR, BAND, EQUALITY, RELATIONAL, SHIFT, ADD, MUL, UNARY, ATOM = range(
     1, 14
 )
+
+
+@dataclass(frozen=True)
+class CompileCheck:
+    """A target compile-checked by `einc check`: the architectures, the register budget per
+    block (32-bit registers per SM / VGPR lanes per CU), and `checker(source, manifest, arch)`
+    returning an object whose `.check()` reports per-kernel resources."""
+
+    archs: tuple[str, ...]
+    register_file: int
+    checker: Callable[[], Callable[..., Any]]
+    """Returns the checker (imported on demand: its toolchain module may be absent)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,18 @@ class CLikeTarget:
 
     name: ClassVar[str] = "clike"
     pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
+    compile_check: ClassVar[CompileCheck | None] = None
+    """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
+
+    @classmethod
+    def check_schedule(cls, schedule: Any) -> None:
+        """Refuse, before it is applied, a schedule (einc.schedule.Schedule) the target cannot
+        run (ScheduleError at the op responsible). The default accepts every schedule."""
+
+    @classmethod
+    def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:
+        """Refuse what `schedule` made of the loops (`scheduled`) when the target cannot run
+        it (ScheduleError at the schedule op that made it). The default accepts it."""
 
     includes: ClassVar[tuple[str, ...]] = ()
     preamble: ClassVar[tuple[str, ...]] = ()

@@ -13,26 +13,38 @@ from typing import ClassVar
 from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.dialects import egpu
+from einc.targets.clike import CompileCheck
 from einc.targets.gpu import DeviceTarget, Runner
 
 _AXES = "xyz"
 
 
-class CUDATarget(DeviceTarget):
-    name: ClassVar[str] = "cuda"
-    pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=cuda},"
-        "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
-    )
+class CudaFamily(DeviceTarget):
+    """What CUDA and HIP share: the `__global__` kernel shape, `__syncthreads`, `__shared__`
+    arrays, device helpers, the built-in index names, warp-shuffle cluster reductions, and a
+    compile check by the vendor's compiler against a register file of 64 K registers."""
+
     kernel_prefix: ClassVar[str] = 'extern "C" __global__ '
     buffer_prefix: ClassVar[str] = ""
     buffer_suffix: ClassVar[str] = " __restrict__"
-    index_type: ClassVar[str] = "long long"
     barrier: ClassVar[str] = "__syncthreads();"
     shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}];"
     private_array: ClassVar[str] = "{t} {name}[{n}];"  # registers, or local memory
     helper_prefix: ClassVar[str] = "static __device__ inline"
     reserved_words: ClassVar[frozenset[str]] = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
+    subgroup_reduce = {k: "einc_warp_{kind}_{s}({0}, {n})" for k in egpu.ReduceKind}
+    subgroup_clusters: ClassVar[bool] = True
+    subgroup_lanes: ClassVar[str] = "warpSize"
+
+
+class CUDATarget(CudaFamily):
+    name: ClassVar[str] = "cuda"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=cuda},"
+        "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
+    )
+    compile_check = CompileCheck(("sm_80", "sm_90"), 65536, lambda: _checker())
+    index_type: ClassVar[str] = "long long"
     work_item_index = {
         **{f"block_id.{d}": f"(long long)blockIdx.{d}" for d in _AXES},
         **{f"thread_id.{d}": f"(long long)threadIdx.{d}" for d in _AXES},
@@ -67,9 +79,6 @@ class CUDATarget(DeviceTarget):
     round_f16: ClassVar[str] = "return einc_half_to_float(einc_float_to_half(a));"
     # clusters of w lanes (a power of two, w <= 32) of consecutive linear thread ids: the
     # mask names the lanes of this thread's cluster, the shuffles stay inside it
-    subgroup_reduce = {k: "einc_warp_{kind}_{s}({0}, {n})" for k in egpu.ReduceKind}
-    subgroup_clusters: ClassVar[bool] = True
-    subgroup_lanes: ClassVar[str] = "warpSize"
     subgroup_helper: ClassVar[str] = (
         "{p} {t} einc_warp_{kind}_{s}({t} a, int w) {{ "
         "unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u; "
@@ -77,7 +86,6 @@ class CUDATarget(DeviceTarget):
         "for (int o = w / 2; o > 0; o >>= 1) "
         "{{ {t} b = __shfl_xor_sync(m, a, o, w); a = {combine}; }} return a; }}"
     )
-    archs: ClassVar[tuple[str, ...]] = ("sm_80", "sm_90")
 
     @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:
@@ -86,3 +94,9 @@ class CUDATarget(DeviceTarget):
         from einc.runtime.cuda import load_cuda_kernel
 
         return load_cuda_kernel(source, cls.manifest(module))
+
+
+def _checker():
+    from einc.runtime.cuda import compile_check_cuda
+
+    return compile_check_cuda

@@ -245,6 +245,15 @@ class DeviceTarget(CLikeTarget):
         return description(cls.name)
 
     @classmethod
+    def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:
+        """A local buffer in a kernel is private to one work-item: refused (at the schedule
+        op that made it) when shared by work-items, too large, or of a type the target only
+        computes wider."""
+        from einc.passes.utils.cache import check_private_buffers
+
+        check_private_buffers(scheduled, schedule, cls.name, cls.description().arith_dtypes)
+
+    @classmethod
     def top_level(cls, w: _Writer, op: Operation) -> None:
         if isinstance(op, egpu.FuncOp):
             w.function(op)  # type: ignore[arg-type]
