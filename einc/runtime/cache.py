@@ -47,12 +47,12 @@ def _describe_root(root: Path) -> str:
 
 
 def _unusable(root: Path, path: Path, error: OSError) -> ToolchainError:
-    reason = error.strerror or str(error)
-    where = "" if path == root else f" ({path})"
-    return ToolchainError(
-        f"{_describe_root(root)}: einc's build cache must be a writable directory, but "
-        f"{reason.lower() if reason else 'it cannot be used'}{where}"
-    )
+    blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        detail = f"{blocker} is a file"
+    else:
+        detail = f"{path} cannot be written ({error.strerror or error})"
+    return ToolchainError(f"{_describe_root(root)}: einc's build cache must be a writable directory, but {detail}")
 
 
 def cache_dir() -> Path:
