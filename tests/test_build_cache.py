@@ -21,7 +21,7 @@ import pytest
 
 import einc
 from einc.errors import ToolchainError
-from einc.runtime.c import CKernel, compile_c
+from einc.runtime.c import compile_c
 from einc.runtime.cache import DIGEST_SUFFIX, cached_artifact
 from einc.runtime.signature import BufferSpec, KernelSignature
 
@@ -177,7 +177,7 @@ def test_a_damaged_c_library_is_rebuilt_in_a_fresh_process(damage: bytes, with_d
         assert not library.cache_hit, "the damaged library was taken as a hit"
         assert (y == 2 * x).all(), y
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert library.path.read_bytes() != damage
 

@@ -51,8 +51,8 @@ def test_opencl_kernel_creation_failure_gives_the_runtimes_reason(monkeypatch: p
 @pytest.mark.opencl
 def test_opencl_missing_kernel_still_names_the_kernels_defined() -> None:
     require("opencl")
-    from einc.runtime.opencl import load_opencl_kernel
     from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
+    from einc.runtime.opencl import load_opencl_kernel
 
     manifest = LaunchManifest(
         "opencl", (Buffer("a", "float32", (4,), "output"),), (KernelLaunch("wanted", ("a",), (1, 1, 1), (4, 1, 1)),)

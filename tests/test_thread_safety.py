@@ -159,7 +159,7 @@ def test_opencl_arguments_of_one_launch_stay_together(monkeypatch: pytest.Monkey
 # --- first use from several threads of a fresh process --------------------------------
 
 CHILD = """
-import os, pickle, sys, tempfile, threading
+import sys
 sys.path.insert(0, {root!r})
 from tests.test_thread_safety import first_use_child
 sys.exit(first_use_child(sys.argv[1]))
@@ -189,6 +189,21 @@ def loader(target: str) -> Callable[[str, Any], Runner]:
     return load_poplar_kernel
 
 
+def loading_runner(target: str, source: str, description: Any) -> Runner:
+    """A runner that loads the kernel in each thread on its first call (so the threads'
+    first calls race through the runtime's set-up), then calls it."""
+    load = loader(target)
+    runners: dict[int, Runner] = {}
+
+    def run(inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
+        thread = threading.get_ident()
+        if thread not in runners:
+            runners[thread] = load(source, description)
+        runners[thread](inputs, outputs)
+
+    return run
+
+
 def first_use_child(payload: str) -> int:
     """In a fresh process: for each target of the payload, THREADS threads load the kernel
     and call it at once. Targets whose build is cheap (C, HLSL) build into an empty cache,
@@ -200,16 +215,7 @@ def first_use_child(payload: str) -> int:
     for target, (source, description) in jobs.items():
         if target in ("c", "hlsl"):
             os.environ["EINC_CACHE_DIR"] = str(Path(payload).with_name(f"cache-{target}-{os.getpid()}"))
-        load = loader(target)
-        runners: dict[int, Runner] = {}
-
-        def first_use(inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
-            thread = threading.get_ident()
-            if thread not in runners:
-                runners[thread] = load(source, description)
-            runners[thread](inputs, outputs)
-
-        failures += [f"{target}: {f}" for f in hammer(first_use, calls=2)]
+        failures += [f"{target}: {f}" for f in hammer(loading_runner(target, source, description), calls=2)]
         if shared_cache is None:
             os.environ.pop("EINC_CACHE_DIR", None)
         else:
@@ -234,9 +240,9 @@ def test_first_use_from_several_threads_in_fresh_processes(tmp_path: Path) -> No
     payload = tmp_path / "jobs.pickle"
     payload.write_bytes(pickle.dumps(jobs))
     script = CHILD.format(root=str(ROOT))
+    command = [sys.executable, "-c", script, str(payload)]
     children = [
-        subprocess.Popen([sys.executable, "-c", script, str(payload)], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, cwd=ROOT)  # fmt: skip
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
         for _ in range(FRESH_PROCESSES)
     ]
     reports = []

@@ -214,6 +214,6 @@ def _build_entry(
     if validate is not None:
         try:
             validate(final)
-        except Exception as error:  # noqa: BLE001 - a fresh artifact that cannot be used
+        except Exception as error:  # a fresh artifact that cannot be used
             _sidecar(final).unlink(missing_ok=True)
             raise ToolchainError(f"einc built {final} but cannot use it: {error}") from error
