@@ -200,7 +200,7 @@ def compile(
 ) -> Kernel:
     """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
     `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more)."""
-    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags).kernel()
+    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags).kernel()
 
 
 def lower_to_stage(
