@@ -46,6 +46,7 @@ class Compilation:
     extra_outputs: Sequence[str] | None = None
     target: str = "c"
     schedule: Any = None
+    cflags: Sequence[str] = ()
     results: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -125,7 +126,14 @@ class Compilation:
     def kernel(self) -> Kernel:
         source = self.run_until("source")
         start = time.perf_counter()
-        runner = self.target_obj.build(source, self.results["target"])
+        if isinstance(self.cflags, str):
+            raise TypeError(f"cflags is a list of flags, e.g. [{self.cflags!r}], not a string")
+        if self.cflags and self.target != "c":
+            raise TargetError(
+                f"cflags apply to the C target only, not '{self.target}'", SourceLocation(self.filename, 1, 1)
+            )
+        flags = {"cflags": tuple(self.cflags)} if self.cflags else {}
+        runner = self.target_obj.build(source, self.results["target"], **flags)
         self.seconds["build"] = time.perf_counter() - start
         return Kernel(source=source, program=self.program, runner=runner, target=self.target)
 
@@ -175,9 +183,11 @@ def compile(
     extra_outputs: Sequence[str] | None = None,
     schedule: Any = None,
     filename: str = "<string>",
+    cflags: Sequence[str] = (),
 ) -> Kernel:
-    """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text."""
-    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).kernel()
+    """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
+    `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more)."""
+    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags).kernel()
 
 
 def lower_to_stage(

@@ -16,8 +16,16 @@ Compiler flags (`CFLAGS`), and why:
 - `-lmvec` (x86-64 glibc only): glibc's vector math library, which loops calling the math
   functions einc's C target declares `__simd__` call (see einc.targets.c).
 
+Extra flags come from the caller (`einc.compile(..., cflags=[...])`, `extra_flags` here) and
+from `$EINC_CFLAGS` (split like a shell command line), after `CFLAGS`, so they can add
+instrumentation (`-fsanitize=address,undefined`) or override an option (`-O1`).
+
 Libraries are cached by a hash of the source, the compiler's identity (`$CC`, default `cc`,
-and its `--version`), the flags and the host CPU (because of `-march=native`).
+and its `--version`), the flags and the host CPU (because of `-march=native`). A cached
+library is loaded before it is used: one that cannot be loaded is rebuilt.
+
+Thread safety: a loaded kernel may be called from several threads at once (each call
+passes its own pointers; an OpenMP region started from several threads gets a team each).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import ctypes
 import functools
 import os
 import platform
+import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +60,18 @@ CFLAGS: tuple[str, ...] = (
 LIBS: tuple[str, ...] = (
     ("-lmvec", "-lm") if platform.machine() == "x86_64" and platform.libc_ver()[0] == "glibc" else ("-lm",)
 )
+
+
+CFLAGS_ENV = "EINC_CFLAGS"
+
+
+def env_cflags() -> tuple[str, ...]:
+    """The flags of `$EINC_CFLAGS`, split like a shell command line."""
+    text = os.environ.get(CFLAGS_ENV, "")
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as error:
+        raise ToolchainError(f"{CFLAGS_ENV}={text!r} cannot be split into flags: {error}") from error
 
 
 def compiler() -> str:
@@ -120,13 +141,15 @@ class CLibrary:
 def compile_c(
     source: str, *, cc: str | None = None, extra_flags: Sequence[str] = ()
 ) -> CLibrary:
-    """Compile `source` into a shared library, or reuse the cached one.
+    """Compile `source` into a shared library, or reuse the cached one, with `CFLAGS`, then
+    `extra_flags`, then `$EINC_CFLAGS`.
 
     Raises ToolchainError with the compiler's diagnostics and the source's path when the
-    compiler rejects it (an einc bug: generated code must compile).
+    compiler rejects it (an einc bug: generated code must compile, unless the extra flags
+    are at fault).
     """
     cc = cc or compiler()
-    flags = (*CFLAGS, *extra_flags)
+    flags = (*CFLAGS, *extra_flags, *env_cflags())
     key = content_key(source, cc, compiler_identity(cc), "\0".join(flags), host_identity())
 
     def write_source(path: Path) -> None:
@@ -143,8 +166,12 @@ def compile_c(
                 f"$ {' '.join(command)}\n{done.stderr.strip()}"
             )
 
-    library = cached_artifact("c", key, ".so", build)
+    library = cached_artifact("c", key, ".so", build, validate=_load)
     return CLibrary(library.path, source_path, library.hit)
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    return ctypes.CDLL(str(path))
 
 
 class CKernel:
@@ -153,7 +180,7 @@ class CKernel:
     def __init__(self, library: CLibrary, signature: KernelSignature):
         self.library = library
         self.signature = signature
-        self._dll = ctypes.CDLL(str(library.path))
+        self._dll = _load(library.path)
         self._function = getattr(self._dll, signature.name)
         self._function.argtypes = [ctypes.c_void_p] * len(signature.buffers)
         self._function.restype = None

@@ -17,6 +17,10 @@ options and NVRTC version.
 
 `load_cuda_kernel` runs through cuda-python's driver API and needs an NVIDIA GPU and its
 driver (`libcuda`); without one it raises TargetError. Nothing is loaded at import.
+
+Thread safety: the GPU's primary context is retained once per process under a lock; each
+call makes it current on its own thread, and passes its own parameter array to
+`cuLaunchKernel` (no argument state is shared between calls).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from einc.errors import TargetError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
+from einc.runtime.once import locked_cache
 
 ARCHS: tuple[str, ...] = ("sm_80", "sm_90")
 NVRTC_OPTIONS: tuple[str, ...] = ("-Xptxas=-v", "--std=c++17")
@@ -172,7 +177,11 @@ def compile_check_cuda(
         report = CompileReport("cuda", arch, ok, log, kernels, len(compiled.cubin))
         path.write_text(json.dumps(report.to_json_dict()))
 
-    path = cached_artifact("cuda-report", key, ".json", build).path
+    path = cached_artifact("cuda-report", key, ".json", build, validate=_read_report).path
+    return CompileReport.from_json_dict(json.loads(path.read_text()))
+
+
+def _read_report(path: Path) -> CompileReport:
     return CompileReport.from_json_dict(json.loads(path.read_text()))
 
 
@@ -198,7 +207,7 @@ class _Gpu:
     name: str
 
 
-@functools.cache
+@locked_cache
 def _gpu() -> _Gpu:
     try:
         from cuda.bindings import driver

@@ -114,7 +114,10 @@ def compile_check_hip(source: str, manifest: LaunchManifest, arch: str = "gfx90a
             size = out.stat().st_size if out.is_file() else 0
         path.write_text(json.dumps(CompileReport("hip", arch, ok, log, kernels, size).to_json_dict()))
 
-    path = cached_artifact("hip-report", key, ".json", build).path
+    path = cached_artifact(
+        "hip-report", key, ".json", build,
+        validate=lambda p: CompileReport.from_json_dict(json.loads(p.read_text())),
+    ).path  # fmt: skip
     return CompileReport.from_json_dict(json.loads(path.read_text()))
 
 

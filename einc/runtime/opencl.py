@@ -15,11 +15,18 @@ The device: PoCL's CPU device, chosen by platform name; else any CPU device; cre
 first use (PoCL's worker threads spin after a launch, so nothing is started at import).
 Built programs are cached per process by source and options; PoCL keeps its own on-disk
 cache of compiled kernels.
+
+Thread safety: the device, its context and queue are made once per process under a lock
+(two threads creating contexts at once left kernels built on one context launched on the
+other: INVALID_CONTEXT), and a program is built once per key. A kernel object's arguments
+are shared state (`clSetKernelArg`), captured by the enqueue: setting them and enqueueing is
+done under the kernel's lock, so one thread's buffers cannot slip into another's launch.
+Buffers, uploads and read-backs are per call.
 """
 
 from __future__ import annotations
 
-import functools
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +36,7 @@ import numpy as np
 from einc.errors import TargetError, ToolchainError
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
+from einc.runtime.once import locked_cache
 
 BUILD_OPTIONS: tuple[str, ...] = ()
 
@@ -52,7 +60,7 @@ def _pyopencl() -> Any:
     return pyopencl
 
 
-@functools.cache
+@locked_cache
 def _device() -> _Device:
     cl = _pyopencl()
     try:
@@ -79,7 +87,7 @@ def device_description() -> str:
     return f"OpenCL: {device.name} ({device.platform.name}, {device.platform.version})"
 
 
-@functools.cache
+@locked_cache
 def _program(source: str, options: tuple[str, ...]) -> Any:
     cl = _pyopencl()
     try:
@@ -105,11 +113,8 @@ class OpenCLKernel:
             try:
                 self._kernels.append(cl.Kernel(self._program, launch.name))
             except cl.Error as error:
-                names = self._program.get_info(cl.program_info.KERNEL_NAMES)
-                raise ToolchainError(
-                    f"the generated OpenCL source has no kernel '{launch.name}' "
-                    f"(it defines: {names or 'none'})"
-                ) from error
+                raise _kernel_error(cl, self._program, launch.name, error) from error
+        self._launch_lock = threading.Lock()
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
         cl = _pyopencl()
@@ -129,8 +134,9 @@ class OpenCLKernel:
             if launch.shared_bytes > 0:
                 args.append(cl.LocalMemory(launch.shared_bytes))
             try:
-                kernel.set_args(*args)
-                cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.global_size, launch.block)
+                with self._launch_lock:  # the arguments are the kernel's state until enqueued
+                    kernel.set_args(*args)
+                    cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.global_size, launch.block)
             except cl.Error as error:
                 raise ToolchainError(
                     f"launching OpenCL kernel '{launch.name}' (grid {launch.grid}, block "
@@ -141,6 +147,18 @@ class OpenCLKernel:
                 cl.enqueue_copy(dev.queue, staged.host[buffer.name], buffers[buffer.name])
         dev.queue.finish()
         staged.finish()
+
+
+def _kernel_error(cl: Any, program: Any, name: str, error: Exception) -> ToolchainError:
+    """Why `clCreateKernel(program, name)` failed: a name the program lacks, or what the
+    OpenCL runtime said."""
+    try:
+        names = [n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+    except cl.Error as info_error:
+        names, error = [], f"{error} (and listing its kernels failed: {info_error})"  # type: ignore[assignment]
+    if names and name not in names:
+        return ToolchainError(f"the generated OpenCL source has no kernel '{name}' (it defines: {', '.join(names)})")
+    return ToolchainError(f"creating OpenCL kernel '{name}' failed: {error}")
 
 
 def load_opencl_kernel(

@@ -64,6 +64,10 @@ returns the graph as the mirror recorded it (each vertex's compute set, type, ti
 elements each field is connected to), without running it. When `popc` is on PATH, the codelet part is also
 compiled with it (`popc -O2`, EINC_POPLAR_HOST undefined) as a check; that path is untested
 here.
+
+Thread safety: every call builds its own graph, engine and device in the harness (the only
+shared state, the mirror's vertex registry, is filled when the library is loaded and only
+read afterwards), so a kernel may be called from several threads at once.
 """
 
 from __future__ import annotations
@@ -310,7 +314,11 @@ def build_poplar(source: str, manifest: LaunchManifest) -> Path:
                     f"--- source ---\n{source}"
                 )
 
-    return cached_artifact("poplar", key, ".so", build).path
+    return cached_artifact("poplar", key, ".so", build, validate=_load).path
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    return ctypes.CDLL(str(path))
 
 
 @dataclass(frozen=True)
@@ -354,7 +362,7 @@ class PoplarKernel:
         self.source = source
         self.manifest = manifest
         self.library_path = build_poplar(source, manifest)
-        self._dll = ctypes.CDLL(str(self.library_path))
+        self._dll = _load(self.library_path)
         self._run = self._dll.einc_poplar_run
         self._run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]
         self._run.restype = ctypes.c_int

@@ -34,6 +34,12 @@ pyopencl in the same process still sees PoCL. Built bundles are cached per proce
 SYCL runtime's persistent cache (`SYCL_CACHE_PERSISTENT=1`, under the einc cache dir) makes
 a rebuild in a new process take about 1 s instead of 3-9 s.
 
+Thread safety: the shim and its queue are made once per process under a lock, a bundle
+once per source, a kernel handle once per name. A call's allocations, copies and launches
+are its own; launches of one bundle's kernels are submitted under the bundle's lock (the
+runtime sets a shared kernel's arguments when it enqueues it). The queue is shared and
+in order, so a call's wait also waits for other threads' work submitted before it.
+
 SYCL is an optional extra (`pip install -e '.[sycl]'`): without it `load_sycl_kernel` raises
 TargetError saying how to install.
 """
@@ -41,8 +47,8 @@ TargetError saying how to install.
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
+import threading
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -53,6 +59,7 @@ from einc.errors import TargetError, ToolchainError
 from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
+from einc.runtime.once import locked_cache
 from einc.runtime.toolchains import cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
 
 SHIM_SOURCE = Path(__file__).with_name("sycl_shim.cpp")
@@ -164,7 +171,7 @@ class _Shim:
         return self.take(_void_p(self.lib.einc_sycl_device_name(self.queue)))
 
 
-@functools.cache
+@locked_cache
 def _shim() -> _Shim:
     return _Shim()
 
@@ -190,8 +197,14 @@ class _Bundle:
                 f"--- source ---\n{source}"
             )
         self._kernels: dict[str, int] = {}
+        self.lock = threading.Lock()
+        """Held to look up kernels and to submit launches."""
 
     def kernel(self, name: str) -> int:
+        with self.lock:
+            return self._kernel(name)
+
+    def _kernel(self, name: str) -> int:
         if name not in self._kernels:
             error = _void_p()
             handle = self.shim.lib.einc_sycl_kernel_get(self.handle, name.encode(), ctypes.byref(error))
@@ -204,7 +217,7 @@ class _Bundle:
         return self._kernels[name]
 
 
-@functools.cache
+@locked_cache
 def _bundle(source: str, options: tuple[str, ...]) -> _Bundle:
     return _Bundle(_shim(), source, options)
 
@@ -244,10 +257,11 @@ class SyclKernel:
                     shim.check(status, error, f"copy of '{buffer.name}' to the device")
             for launch, kernel in zip(self.manifest.kernels, self._kernels):
                 args = (_void_p * max(len(launch.args), 1))(*(pointers[name] for name in launch.args))
-                status = lib.einc_sycl_launch(
-                    queue, kernel, len(launch.args), args, _size3(*launch.grid), _size3(*launch.block),
-                    ctypes.byref(error),
-                )  # fmt: skip
+                with self._bundle.lock:
+                    status = lib.einc_sycl_launch(
+                        queue, kernel, len(launch.args), args, _size3(*launch.grid), _size3(*launch.block),
+                        ctypes.byref(error),
+                    )  # fmt: skip
                 shim.check(status, error, f"launch of kernel '{launch.name}'")
             shim.check(lib.einc_sycl_wait(queue, ctypes.byref(error)), error, "kernel execution")
             for buffer in self.manifest.buffers:

@@ -25,16 +25,25 @@ read-only binding), and wgpu's subgroup feature requested where the adapter has 
 (`WaveActiveSum` and friends work). wgpu translates SPIR-V through naga, which can refuse
 SPIR-V that spirv-val accepts (e.g. `WaveIsFirstLane`, OpGroupNonUniformElect: use
 `WaveGetLaneIndex() == 0`); that is reported as a ToolchainError naming naga.
+
+Limits: every buffer is one storage binding, so a buffer larger than the device's
+`max-storage-buffer-binding-size` (128 MiB on lavapipe) or `max-buffer-size` is refused
+when the kernel is built, with a TargetError naming the buffer and the limit.
+
+Thread safety: the wgpu device is made once per process under a lock, and every use of it
+(pipeline creation; a call's uploads, dispatches and read-backs) holds one device lock:
+wgpu-py's queue and buffer mapping are not safe to drive from several threads at once.
+Calls from several threads are therefore serialised; SPIR-V compilation is not.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import struct
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +53,9 @@ import numpy as np
 
 from einc.errors import TargetError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
-from einc.runtime.device import check_manifest, nbytes, stage, storage_dtype
-from einc.runtime.manifest import Buffer, LaunchManifest
+from einc.runtime.device import Staged, check_manifest, nbytes, stage, storage_dtype
+from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
+from einc.runtime.once import locked_cache
 from einc.runtime.toolchains import tool_version
 
 GLSLANG_FLAGS: tuple[str, ...] = ("-D", "-V", "-S", "comp", "--target-env", "vulkan1.1")
@@ -91,7 +101,13 @@ def compile_hlsl(source: str, entry: str) -> bytes:
                 f"$ {' '.join(command)}\n{(done.stdout + done.stderr).strip()}"
             )
 
-    return cached_artifact("hlsl", key, f".{entry}.spv", build).path.read_bytes()
+    return cached_artifact("hlsl", key, f".{entry}.spv", build, validate=_check_spirv).path.read_bytes()
+
+
+def _check_spirv(path: Path) -> None:
+    code = path.read_bytes()
+    if len(code) % 4 or len(code) < 20 or code[:4] != (0x07230203).to_bytes(4, "little"):
+        raise ToolchainError(f"{path} is no SPIR-V module")
 
 
 # --- a minimal SPIR-V reflection: the storage buffers of descriptor set 0 -------------
@@ -179,7 +195,11 @@ class _Gpu:
     device: Any
 
 
-@functools.cache
+_device_lock = threading.Lock()
+"""Held by every use of the wgpu device (see the module's docstring)."""
+
+
+@locked_cache
 def _gpu() -> _Gpu:
     if not os.environ.get("XDG_RUNTIME_DIR") or not os.path.isdir(os.environ["XDG_RUNTIME_DIR"]):
         # wgpu (through the Vulkan loader) complains about an unset or invalid one
@@ -255,44 +275,54 @@ class VulkanKernel:
         self.spirv = {launch.name: compile_hlsl(source, launch.name) for launch in manifest.kernels}
         by_binding = _binding_buffers(manifest)
         gpu = _gpu()
+        _check_buffer_limits(manifest, gpu.device.limits, gpu.adapter.info)
         self._pipelines: list[_Pipeline] = []
-        for launch in manifest.kernels:
-            code = self.spirv[launch.name]
-            module = reflect_spirv(code)
-            entries: list[dict[str, Any]] = []
-            bound: list[tuple[int, str]] = []
-            for b in sorted(module.bindings, key=lambda b: b.binding):
-                if b.set != 0 or b.uniform or b.binding not in by_binding:
-                    what = "a constant buffer" if b.uniform else "a buffer"
-                    raise ToolchainError(
-                        f"HLSL kernel '{launch.name}' declares {what} at set {b.set}, "
-                        f"binding {b.binding}, which is no storage buffer of the manifest "
-                        f"(bindings: {sorted(by_binding)})"
-                    )
-                kind = "read-only-storage" if b.read_only else "storage"
-                entries.append(
-                    {"binding": b.binding, "visibility": gpu.wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}}
-                )
-                bound.append((b.binding, by_binding[b.binding].name))
-            entry = module.entry_points[0] if module.entry_points else launch.name
-            try:
-                shader = gpu.device.create_shader_module(label=launch.name, code=code)
-                layout = gpu.device.create_bind_group_layout(entries=entries)
-                pipeline = gpu.device.create_compute_pipeline(
-                    layout=gpu.device.create_pipeline_layout(bind_group_layouts=[layout]),
-                    compute={"module": shader, "entry_point": entry},
-                )
-            except Exception as error:  # wgpu raises GPUValidationError / GPUError subclasses
+        with _device_lock:
+            for launch in manifest.kernels:
+                self._pipelines.append(self._pipeline(gpu, launch, by_binding))
+
+    def _pipeline(self, gpu: _Gpu, launch: KernelLaunch, by_binding: dict[int, Buffer]) -> _Pipeline:
+        code = self.spirv[launch.name]
+        module = reflect_spirv(code)
+        entries: list[dict[str, Any]] = []
+        bound: list[tuple[int, str]] = []
+        for b in sorted(module.bindings, key=lambda b: b.binding):
+            if b.set != 0 or b.uniform or b.binding not in by_binding:
+                what = "a constant buffer" if b.uniform else "a buffer"
                 raise ToolchainError(
-                    f"wgpu (naga) refused the SPIR-V of HLSL kernel '{launch.name}', which "
-                    f"spirv-val accepted:\n{error}"
-                ) from error
-            self._pipelines.append(_Pipeline(launch.name, launch.grid, pipeline, layout, tuple(bound)))
+                    f"HLSL kernel '{launch.name}' declares {what} at set {b.set}, "
+                    f"binding {b.binding}, which is no storage buffer of the manifest "
+                    f"(bindings: {sorted(by_binding)})"
+                )
+            kind = "read-only-storage" if b.read_only else "storage"
+            entries.append(
+                {"binding": b.binding, "visibility": gpu.wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}}
+            )
+            bound.append((b.binding, by_binding[b.binding].name))
+        entry = module.entry_points[0] if module.entry_points else launch.name
+        try:
+            shader = gpu.device.create_shader_module(label=launch.name, code=code)
+            layout = gpu.device.create_bind_group_layout(entries=entries)
+            pipeline = gpu.device.create_compute_pipeline(
+                layout=gpu.device.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": shader, "entry_point": entry},
+            )
+        except Exception as error:  # wgpu raises GPUValidationError / GPUError subclasses
+            raise ToolchainError(
+                f"wgpu (naga) refused the SPIR-V of HLSL kernel '{launch.name}', which "
+                f"spirv-val accepted:\n{error}"
+            ) from error
+        return _Pipeline(launch.name, launch.grid, pipeline, layout, tuple(bound))
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
         gpu = _gpu()
-        wgpu, device = gpu.wgpu, gpu.device
         staged = stage(self.manifest, inputs, outputs)
+        with _device_lock:
+            self._run(gpu, staged)
+        staged.finish()
+
+    def _run(self, gpu: _Gpu, staged: Staged) -> None:
+        wgpu, device = gpu.wgpu, gpu.device
         usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         buffers: dict[str, Any] = {}
         for buffer in self.manifest.buffers:
@@ -322,7 +352,29 @@ class VulkanKernel:
             data = device.queue.read_buffer(buffers[buffer.name], 0, _padded(nbytes(buffer)))
             host = staged.host[buffer.name]
             host[...] = np.frombuffer(data, storage_dtype(buffer), host.size).reshape(host.shape)
-        staged.finish()
+
+
+BUFFER_LIMITS: tuple[tuple[str, str], ...] = (
+    ("max-storage-buffer-binding-size", "storage-buffer binding limit"),
+    ("max-buffer-size", "buffer size limit"),
+)
+
+
+def _check_buffer_limits(manifest: LaunchManifest, limits: Mapping[str, int], info: Mapping[str, Any]) -> None:
+    """TargetError for a buffer the device cannot bind (wgpu would fail at dispatch with a
+    GPUValidationError)."""
+    for buffer in manifest.buffers:
+        size = _padded(nbytes(buffer))
+        for name, what in BUFFER_LIMITS:
+            limit = limits.get(name)
+            if limit is not None and size > limit:
+                shape = ", ".join(map(str, buffer.shape))
+                raise TargetError(
+                    f"HLSL {buffer.role} buffer '{buffer.name}' ({storage_dtype(buffer)}[{shape}], "
+                    f"{size:,} bytes) is larger than the Vulkan device's {what} of {limit:,} bytes "
+                    f"({name} of {info.get('device', 'the adapter')}); split the problem into "
+                    "smaller kernels"
+                )
 
 
 def _padded(size: int) -> int:

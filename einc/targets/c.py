@@ -16,7 +16,7 @@ functions are within 1-2 ulp), so results may differ from the scalar ones in the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -89,9 +89,9 @@ class CTarget(CLikeTarget):
 
     @classmethod
     def build(
-        cls, source: str, module: ModuleOp
+        cls, source: str, module: ModuleOp, cflags: Sequence[str] = ()
     ) -> Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]:
         from einc.runtime.c import load_c_kernel
         from einc.runtime.signature import KernelSignature
 
-        return load_c_kernel(source, KernelSignature.from_module(module)).run
+        return load_c_kernel(source, KernelSignature.from_module(module), extra_flags=cflags).run
