@@ -7,7 +7,7 @@ from typing import Any
 
 from einc.frontend import checked
 from einc.frontend.diagnostics import SourceText
-from einc.targets.descriptions import DESCRIPTIONS
+from einc.targets import get_all_targets
 
 
 def check_program_dtypes(target: str, program: Any) -> None:
@@ -16,9 +16,9 @@ def check_program_dtypes(target: str, program: Any) -> None:
     naming the tensor (or the value) and its dtype, at the first place in the source that
     needs it (a tensor's first read or its statement's output; an input read nowhere, at
     line 1). Targets without a description (C) accept every dtype."""
-    if target not in DESCRIPTIONS:
+    desc = getattr(get_all_targets()[target](), "limits", None)
+    if desc is None:
         return
-    desc = DESCRIPTIONS[target]
     text = SourceText(program.source, program.filename)
     dtypes = {t.name: t.dtype for t in (*program.inputs, *program.outputs)}
     read: set[str] = set()

@@ -13,6 +13,7 @@ from typing import ClassVar
 from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.dialects import egpu
+from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.gpu import DeviceTarget, Runner
 
@@ -43,6 +44,13 @@ class CUDATarget(CudaFamily):
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=cuda},"
         "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
     )
+    limits = TargetDescription(
+        "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),
+        max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=48 * 1024,
+        subgroup_size=32, vector_width=4, default_block=256,
+        storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        subgroup_reduce="clustered", subgroup_reduce_dtypes=SHUFFLED,
+    )  # fmt: skip
     compile_check = CompileCheck(("sm_80", "sm_90"), 65536, lambda: _checker())
     index_type: ClassVar[str] = "long long"
     work_item_index = {

@@ -1,4 +1,5 @@
-"""What each device target can launch and compute: limits and supported dtypes.
+"""What a device target can launch and compute: limits and supported dtypes. The class is
+here; each target's own numbers are its class's `limits` (einc/targets/<t>.py).
 
 The mapping pass (`convert-affine-to-egpu{target=T}`) picks its default work-group size from
 here, and `check_launch` refuses, with a TargetError and before any code is generated, a
@@ -127,61 +128,19 @@ class TargetDescription:
 _BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, "int16": 16,
          "int8": 8, "bool": 8}  # fmt: skip
 _NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
-_GLSLANG_HLSL = frozenset({"float64", "float32", "int64", "int32"})  # int64 as uint64_t
-_SHUFFLED = frozenset({"float64", "float32", "int64", "int32"})  # CUDA/HIP warp shuffles
-
-DESCRIPTIONS: dict[str, TargetDescription] = {
-    d.name: d
-    for d in (
-        TargetDescription(
-            "opencl", max_threads_per_block=4096, max_block=(4096, 4096, 4096),
-            max_grid=(2**31 - 1,) * 3, shared_bytes_per_block=2 * 1024 * 1024,
-            subgroup_size=1, vector_width=16, default_block=64,
-            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
-        ),
-        TargetDescription(
-            "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),
-            max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=48 * 1024,
-            subgroup_size=32, vector_width=4, default_block=256,
-            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
-            subgroup_reduce="clustered", subgroup_reduce_dtypes=_SHUFFLED,
-        ),
-        TargetDescription(
-            "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),
-            max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=64 * 1024,
-            subgroup_size=32, vector_width=4, default_block=256,
-            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
-            subgroup_reduce="clustered", subgroup_reduce_dtypes=_SHUFFLED,
-        ),
-        TargetDescription(
-            "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),
-            max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
-            subgroup_size=4, vector_width=4, default_block=64,
-            storage_dtypes=_GLSLANG_HLSL, arith_dtypes=_GLSLANG_HLSL | {"bool"},
-        ),
-        TargetDescription(
-            "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
-            max_grid=(2**31 - 1,) * 3, shared_bytes_per_block=256 * 1024,
-            subgroup_size=8, vector_width=16, default_block=64,
-            storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
-        ),
-        TargetDescription(
-            "poplar", max_threads_per_block=6, max_block=(6, 6, 6),
-            max_grid=(1, 1, 1), shared_bytes_per_block=0,
-            subgroup_size=1, vector_width=2, default_block=6,
-            storage_dtypes=ALL_DTYPES - {"float64"},
-            arith_dtypes=ALL_DTYPES - {"float64", "float16"}, write_granule=4, tiles=1472,
-            tile_memory=624 * 1024, dtype_notes=(("float64", "the IPU has no double precision"),),
-        ),
-    )
-}  # fmt: skip
-
+GLSLANG_HLSL = frozenset({"float64", "float32", "int64", "int32"})  # int64 as uint64_t
+SHUFFLED = frozenset({"float64", "float32", "int64", "int32"})  # CUDA/HIP warp shuffles
 
 def description(target: str) -> TargetDescription:
-    if target not in DESCRIPTIONS:
+    """The limits of device target `target` (its class's `limits`), or a TargetError."""
+    from einc.targets import get_all_targets
+
+    factory = get_all_targets().get(target)
+    limits = getattr(factory(), "limits", None) if factory is not None else None
+    if limits is None:
+        known = [n for n, f in get_all_targets().items() if getattr(f(), "limits", None) is not None]
         raise TargetError(
-            f"no device description for target '{target}' "
-            f"(known: {', '.join(sorted(DESCRIPTIONS))})",
+            f"no device description for target '{target}' (known: {', '.join(sorted(known))})",
             SourceLocation("<target>", 1, 1),
         )
-    return DESCRIPTIONS[target]
+    return limits

@@ -40,7 +40,7 @@ from einc.dialects import egpu
 from einc.errors import TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
 from einc.targets.clike import CLikeTarget, Expr, _Writer  # pyright: ignore[reportPrivateUsage]
-from einc.targets.descriptions import TargetDescription, description
+from einc.targets.descriptions import TargetDescription
 
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
 
@@ -240,9 +240,12 @@ class DeviceTarget(CLikeTarget):
     def vector_lanes(cls) -> int:
         return cls.description().vector_width
 
+    limits: ClassVar[TargetDescription]
+    """The device's limits and dtypes (what the mapping and legalization passes read)."""
+
     @classmethod
     def description(cls) -> TargetDescription:
-        return description(cls.name)
+        return cls.limits
 
     @classmethod
     def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import ModuleOp
 
+from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.cuda import CudaFamily
 from einc.targets.gpu import Runner
@@ -25,6 +26,13 @@ class HIPTarget(CudaFamily):
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=hip},"
         "einc-vectorize-loops{target=hip},canonicalize,cse"
     )
+    limits = TargetDescription(
+        "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),
+        max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=64 * 1024,
+        subgroup_size=32, vector_width=4, default_block=256,
+        storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        subgroup_reduce="clustered", subgroup_reduce_dtypes=SHUFFLED,
+    )  # fmt: skip
     compile_check = CompileCheck(("gfx90a", "gfx1030"), 65536, lambda: _checker())
     includes: ClassVar[tuple[str, ...]] = ("hip/hip_runtime.h",)
     index_type: ClassVar[str] = "int64_t"

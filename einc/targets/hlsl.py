@@ -28,6 +28,7 @@ from xdsl.ir import Operation
 
 from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
+from einc.targets.descriptions import GLSLANG_HLSL, TargetDescription
 from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
     CAST,
     UNARY,
@@ -191,6 +192,12 @@ class HLSLTarget(DeviceTarget):
         "legalize-storage-dtypes{target=hlsl},legalize-narrow-ints{target=hlsl},"
         "legalize-f16-storage,einc-vectorize-loops{target=hlsl},canonicalize,cse"
     )
+    limits = TargetDescription(
+        "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),
+        max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
+        subgroup_size=4, vector_width=4, default_block=64,
+        storage_dtypes=GLSLANG_HLSL, arith_dtypes=GLSLANG_HLSL | {"bool"},
+    )  # fmt: skip
     kernel_prefix: ClassVar[str] = ""
     index_type: ClassVar[str] = "int"
     barrier: ClassVar[str] = "GroupMemoryBarrierWithGroupSync();"

@@ -12,6 +12,7 @@ from typing import ClassVar
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
 
+from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.gpu import DeviceTarget, Runner
 
@@ -22,6 +23,12 @@ class OpenCLTarget(DeviceTarget):
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=opencl},"
         "legalize-f16-storage,einc-vectorize-loops{target=opencl},canonicalize,cse"
     )
+    limits = TargetDescription(
+        "opencl", max_threads_per_block=4096, max_block=(4096, 4096, 4096),
+        max_grid=(2**31 - 1,) * 3, shared_bytes_per_block=2 * 1024 * 1024,
+        subgroup_size=1, vector_width=16, default_block=64,
+        storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+    )  # fmt: skip
     buffer_prefix: ClassVar[str] = "__global "
     buffer_suffix: ClassVar[str] = " restrict"
     barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE);"

@@ -119,7 +119,7 @@ from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
     _Writer,
     c_identifier,
 )
-from einc.targets.descriptions import TargetDescription, description
+from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers
 from einc.targets.gpu import _index as _device_index  # pyright: ignore[reportPrivateUsage]
 
@@ -138,7 +138,7 @@ def vertex_type(kernel: egpu.FuncOp) -> str:
 def _writes_narrow(kernel: egpu.FuncOp) -> bool:
     """Whether the kernel stores elements narrower than the IPU's 32-bit write granule into
     a buffer argument (two workers storing neighbouring bytes of one word would race)."""
-    granule = description("poplar").write_granule
+    granule = PoplarTarget.limits.write_granule
     for arg in kernel.body.block.args:
         assert isinstance(arg.type, MemRefType)
         bits = max(arg.type.get_element_type().bitwidth, 8)  # type: ignore[attr-defined]
@@ -557,7 +557,7 @@ def vertex_split(kernel: egpu.FuncOp) -> VertexSplit | None:
     POINTS_PER_WORKER points per worker) or, when a vertex would need more tile memory than
     the description's `tile_memory`, the fewest that fit; TargetError when none does (or
     when an unsplit kernel's vertex does not fit)."""
-    desc = description("poplar")
+    desc = PoplarTarget.limits
     legal = _split_points(kernel)
     if legal is None:
         needed = vertex_bytes(kernel, None)
@@ -590,7 +590,7 @@ def vertex_split(kernel: egpu.FuncOp) -> VertexSplit | None:
 def _split_points(kernel: egpu.FuncOp) -> tuple[scf.ForOp, int, dict[int, tuple[int, int]], int] | None:
     """Whether the kernel may be split (its point loop, point count, written arguments'
     (s, c) and the points per 32-bit word of its narrowest written element), or None."""
-    desc = description("poplar")
+    desc = PoplarTarget.limits
     block = kernel.block_size[0]
     ops = list(kernel.body.block.ops)
     loops = [op for op in ops if isinstance(op, scf.ForOp)]
@@ -712,6 +712,14 @@ class PoplarTarget(DeviceTarget):
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},"
         "legalize-storage-dtypes{target=poplar},einc-vectorize-loops{target=poplar},canonicalize,cse"
     )
+    limits = TargetDescription(
+        "poplar", max_threads_per_block=6, max_block=(6, 6, 6),
+        max_grid=(1, 1, 1), shared_bytes_per_block=0,
+        subgroup_size=1, vector_width=2, default_block=6,
+        storage_dtypes=ALL_DTYPES - {"float64"},
+        arith_dtypes=ALL_DTYPES - {"float64", "float16"}, write_granule=4, tiles=1472,
+        tile_memory=624 * 1024, dtype_notes=(("float64", "the IPU has no double precision"),),
+    )  # fmt: skip
     includes: ClassVar[tuple[str, ...]] = ("poplar/Vertex.hpp", "cmath")
     index_type: ClassVar[str] = "int"
     private_array: ClassVar[str] = "{t} {name}[{n}];"
@@ -750,10 +758,10 @@ class PoplarTarget(DeviceTarget):
     def description(cls) -> TargetDescription:
         """The Poplar description, except that a launch may have any grid: a kernel's
         blocks (from loops a schedule bound to block ids) run one after another in its
-        vertex. The mapping pass reads `description("poplar")` itself, whose grid of one
+        vertex. The mapping pass reads `PoplarTarget.limits` itself, whose grid of one
         block keeps the unscheduled mapping a single point loop that `vertex_split`
         spreads over tiles."""
-        return dataclasses.replace(description(cls.name), max_grid=(2**31 - 1,) * 3)
+        return dataclasses.replace(cls.limits, max_grid=(2**31 - 1,) * 3)
 
     @classmethod
     def top_level(cls, w: _Writer, op: Operation) -> None:

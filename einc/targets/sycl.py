@@ -19,6 +19,7 @@ from typing import ClassVar
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import ModuleOp, f16, f32, f64
 
+from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import _CALLEE, CLikeTarget, call  # pyright: ignore[reportPrivateUsage]
 from einc.targets.cuda import CUDATarget
 from einc.targets.gpu import DeviceTarget, Runner
@@ -33,6 +34,12 @@ class SYCLTarget(DeviceTarget):
         "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=sycl},"
         "einc-vectorize-loops{target=sycl},canonicalize,cse"
     )
+    limits = TargetDescription(
+        "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
+        max_grid=(2**31 - 1,) * 3, shared_bytes_per_block=256 * 1024,
+        subgroup_size=8, vector_width=16, default_block=64,
+        storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+    )  # fmt: skip
     includes: ClassVar[tuple[str, ...]] = ("sycl/sycl.hpp",)
     preamble: ClassVar[tuple[str, ...]] = (
         "namespace syclext = sycl::ext::oneapi;",
