@@ -148,7 +148,9 @@ class CLikeTarget:
     """A C-like language: tables, and `emit` to print a lowered module with them."""
 
     name: ClassVar[str] = "clike"
-    pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,canonicalize,cse"
+    )
 
     includes: ClassVar[tuple[str, ...]] = ()
     preamble: ClassVar[tuple[str, ...]] = ()

@@ -21,7 +21,8 @@ _AXES = "xyz"
 class CUDATarget(DeviceTarget):
     name: ClassVar[str] = "cuda"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=cuda},"
+        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "convert-affine-to-egpu{target=cuda},"
         "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
     )
     kernel_prefix: ClassVar[str] = 'extern "C" __global__ '

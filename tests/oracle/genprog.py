@@ -456,7 +456,8 @@ class _Builder:
         if choice == "ftoi":
             x = self.expr("f", d)
             ok = [t for t in INTS if fits(t, math.trunc(x.lo), math.trunc(x.hi))]
-            return Cast(x, self.pick(ok)) if ok else None
+            # mostly in range; else it saturates (docs/LANGUAGE.md, `.cast`)
+            return Cast(x, self.pick(ok if ok and self.coin(0.75) else INTS))
         if choice == "itoi":
             return Cast(self.expr("i", d), self.pick(INTS))
         if choice == "shift":
