@@ -41,7 +41,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, Float16Type, FloatAttr, IntegerAttr, IntegerType, ModuleOp, f32
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float16Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    f32,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -61,7 +69,9 @@ def saturating_bounds(bits: int, signed: bool) -> tuple[int, int]:
 
 class SaturateFloatToInt(RewritePattern):
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: arith.FPToSIOp | arith.FPToUIOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(
+        self, op: arith.FPToSIOp | arith.FPToUIOp, rewriter: PatternRewriter
+    ) -> None:
         x, result = op.input, op.result
         if not isinstance(x.type, AnyFloat) or not isinstance(result.type, IntegerType):
             return  # a vector conversion: made in range by the scalar one it came from
@@ -72,8 +82,8 @@ class SaturateFloatToInt(RewritePattern):
         ft, it = x.type, result.type
         lo, hi = saturating_bounds(it.width.data, isinstance(op, arith.FPToSIOp))
 
-        def constant(value: float | int, t: AnyFloat | IntegerType) -> SSAValue:
-            attr = FloatAttr(float(value), t) if isinstance(t, AnyFloat) else IntegerAttr(value, t)
+        def constant(value: float, t: AnyFloat | IntegerType) -> SSAValue:
+            attr = FloatAttr(float(value), t) if isinstance(t, AnyFloat) else IntegerAttr(int(value), t)
             new_ops.append(c := arith.ConstantOp(attr))
             return c.result
 
