@@ -210,13 +210,17 @@ CMPF: tuple[Callable[[Any, Any], bool], ...] = (
 """By predicate number: false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true."""
 
 
-def _fptosi(x: Any, t: Attribute) -> int:
-    """Truncation toward zero; out of range or NaN gives what x86 gives (the minimum of the
-    32- or 64-bit conversion, then wrapped), which is what the C target computes."""
-    width = 64 if bitwidth(t) == 64 else 32
-    if math.isfinite(x) and -(2 ** (width - 1)) <= math.trunc(float(x)) < 2 ** (width - 1):
-        return int(wrap(math.trunc(float(x)), t))
-    return int(wrap(-(2 ** (width - 1)), t))
+def _fptoi(x: Any, t: Attribute, signed: bool) -> int:
+    """Truncation toward zero, saturated to the type's range; NaN gives 0 (docs/LANGUAGE.md,
+    `.cast`; every target's `legalize-float-to-int`)."""
+    bits = bitwidth(t)
+    lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    x = float(x)
+    if math.isnan(x):
+        return 0
+    if math.isinf(x):
+        return int(wrap(hi if x > 0 else lo, t))
+    return int(wrap(min(max(math.trunc(x), lo), hi), t))
 
 
 def _int_to_float(value: int, int_dtype: str, t: Attribute) -> Any:
@@ -229,8 +233,8 @@ CASTS: dict[type[Operation], Callable[[Any, Attribute, Attribute], Any]] = {
     arith.TruncFOp: lambda x, src, dst: float_value(x, dst),
     arith.SIToFPOp: lambda x, src, dst: _int_to_float(signed(x, src), "int64", dst),
     arith.UIToFPOp: lambda x, src, dst: _int_to_float(unsigned(x, src), "uint64", dst),
-    arith.FPToSIOp: lambda x, src, dst: _fptosi(x, dst),
-    arith.FPToUIOp: lambda x, src, dst: wrap(math.trunc(float(x)), dst),
+    arith.FPToSIOp: lambda x, src, dst: _fptoi(x, dst, signed=True),
+    arith.FPToUIOp: lambda x, src, dst: _fptoi(x, dst, signed=False),
     arith.ExtSIOp: lambda x, src, dst: wrap(signed(x, src), dst),
     arith.ExtUIOp: lambda x, src, dst: wrap(unsigned(x, src), dst),
     arith.TruncIOp: lambda x, src, dst: wrap(int(x), dst),

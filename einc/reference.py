@@ -6,7 +6,8 @@ elementwise with NumPy, `scf.if` evaluates both branches and selects, and the yi
 are folded over the reduction axes. Floats are computed in float64 and integers at their own
 width, so this is the float64 reference that `einc run` and the tests compare kernels with.
 Integer division is NumPy's, which is the language's (docs/LANGUAGE.md): a zero divisor gives
-0 (`floor_divide`, `fmod`, the truncating quotient) and `MIN / -1` wraps to MIN.
+0 (`floor_divide`, `fmod`, the truncating quotient) and `MIN / -1` wraps to MIN. A float
+converted to an integer saturates (`saturate`), as on every target.
 It shares nothing with the loop lowering or the printers.
 """
 
@@ -87,13 +88,25 @@ CASTS = (
 )
 
 
+def saturate(value: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Floats converted to the integer `dtype` as docs/LANGUAGE.md's `.cast` says: truncated
+    toward zero, clamped to the dtype's range (the infinities too), NaN to 0. (NumPy's own
+    `astype` leaves an out-of-range value to the platform's C conversion.)"""
+    info = np.iinfo(dtype)
+    value = np.trunc(np.nan_to_num(np.asarray(value, np.float64), nan=0.0, posinf=info.max, neginf=info.min))
+    # float(info.max) rounds up for 64 bits, so the top is clamped exactly below
+    top = value >= float(info.max)
+    converted = np.clip(np.where(top, 0.0, value), info.min, info.max).astype(dtype)
+    return np.where(top, np.asarray(info.max, dtype), converted)
+
+
 def _cast(value: np.ndarray, to: Attribute) -> np.ndarray:
     target = compute_dtype(to)
     value = np.asarray(value)
-    if target.kind in "iu" and value.dtype.kind == "f":
-        value = np.trunc(value)
     if target.kind == "b":
         return value != 0
+    if target.kind in "iu" and value.dtype.kind == "f":
+        return saturate(value, target)
     return value.astype(target)
 
 

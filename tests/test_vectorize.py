@@ -98,9 +98,11 @@ FIXED = [
     ("output0[N, M] +=! input0[N, K] * input1[K, M]",
      {"input0": f32(3, 7), "input1": f32(7, 23)}, ["N", "K", "M"],
      lambda a: a["input0"] @ a["input1"]),
-    ("output0[N, M] = input0[N, M] * input1[M].cast(`float32`) + (input0[N, M] * 4.0).cast(`int32`).cast(`float32`)",
+    # (a float -> int cast saturates through compares and selects, which have no vector
+    # form: such a loop is left to the C compiler, tests/test_casts.py)
+    ("output0[N, M] = input0[N, M] * input1[M].cast(`float32`) + (input1[M] * 4).cast(`float32`)",
      {"input0": f32(5, 37), "input1": {"dtype": "int32", "shape": [37]}}, ["N", "M"],
-     lambda a: a["input0"] * a["input1"] + np.trunc(a["input0"] * 4)),
+     lambda a: a["input0"] * a["input1"] + a["input1"] * 4),
 ]  # fmt: skip
 
 

@@ -48,6 +48,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeStorageDtypesPass
 
+    def legalize_float_to_int():
+        from einc.passes.legalize_float_to_int import LegalizeFloatToIntPass
+
+        return LegalizeFloatToIntPass
+
     def legalize_narrow_ints():
         from einc.passes.legalize_narrow_ints import LegalizeNarrowIntsPass
 
@@ -92,6 +97,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "legalize-f16-storage": legalize_f16_storage,
         "legalize-storage-dtypes": legalize_storage_dtypes,
         "legalize-narrow-ints": legalize_narrow_ints,
+        "legalize-float-to-int": legalize_float_to_int,
         "einc-apply-schedule": einc_apply_schedule,
         "einc-tile": einc_tile,
         "einc-vectorize-loops": einc_vectorize_loops,

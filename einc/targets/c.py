@@ -56,7 +56,8 @@ def simd_declarations(functions: set[str]) -> str:
 class CTarget(CLikeTarget):
     name: ClassVar[str] = "c"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,einc-vectorize-loops{target=c},canonicalize,cse"
+        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "einc-vectorize-loops{target=c},canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
     buffer_suffix: ClassVar[str] = " restrict"

@@ -160,7 +160,9 @@ class CLikeTarget:
     """A C-like language: tables, and `emit` to print a lowered module with them."""
 
     name: ClassVar[str] = "clike"
-    pipeline: ClassVar[str] = "convert-ein-to-affine,legalize-f16-for-c,canonicalize,cse"
+    pipeline: ClassVar[str] = (
+        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,canonicalize,cse"
+    )
     compile_check: ClassVar[CompileCheck | None] = None
     """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
 

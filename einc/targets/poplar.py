@@ -709,7 +709,8 @@ class _PoplarWriter(_Writer):
 class PoplarTarget(DeviceTarget):
     name: ClassVar[str] = "poplar"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},"
+        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "convert-affine-to-egpu{target=poplar},"
         "legalize-storage-dtypes{target=poplar},einc-vectorize-loops{target=poplar},canonicalize,cse"
     )
     limits = TargetDescription(

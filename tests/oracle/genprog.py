@@ -456,7 +456,8 @@ class _Builder:
         if choice == "ftoi":
             x = self.expr("f", d)
             ok = [t for t in INTS if fits(t, math.trunc(x.lo), math.trunc(x.hi))]
-            return Cast(x, self.pick(ok)) if ok else None
+            narrow = [t for t in INTS if t not in ok]  # may saturate (docs/LANGUAGE.md, `.cast`)
+            return Cast(x, self.pick(narrow if narrow and (not ok or self.coin(0.3)) else ok))
         if choice == "itoi":
             return Cast(self.expr("i", d), self.pick(INTS))
         if choice == "shift":

@@ -140,9 +140,18 @@ def _near(dist: np.ndarray, err: np.ndarray | float) -> np.ndarray:
     return (err > 0) & (np.abs(dist) <= TOL_FACTOR * err)
 
 
+def saturate(v: np.ndarray, dst: DType) -> np.ndarray:
+    """Floats to the integer `dst` (as int64): truncated toward zero, clamped to its range,
+    NaN to 0 (docs/LANGUAGE.md, `.cast`)."""
+    t = np.trunc(np.nan_to_num(np.asarray(v, np.float64), nan=0.0))
+    top = t >= 2.0 ** (dst.bits - 1)  # dst.imax as a float rounds up for 64 bits
+    clamped = np.maximum(np.where(top, 0.0, t), float(dst.imin)).astype(np.int64)
+    return np.where(top, np.int64(dst.imax), clamped)
+
+
 def convert(x: Val, src: DType, dst: DType, env: Env) -> Val:
-    """Promotion or `.cast`: float->int truncates toward zero, int->int wraps, conversions to
-    a float round."""
+    """Promotion or `.cast`: float->int truncates toward zero and saturates (NaN: 0), int->int
+    wraps, conversions to a float round."""
     if src == dst:
         return x
     v = np.asarray(x.v)
@@ -159,10 +168,9 @@ def convert(x: Val, src: DType, dst: DType, env: Env) -> Val:
     if src.kind == "b":
         return Val(v.astype(env.rep(dst)), 0.0, x.unc)
     if src.kind == "f":
-        t = np.trunc(v)
         frac = v.astype(np.float64) - np.round(v.astype(np.float64))
         unc = x.unc | _near(frac, x.err)
-        return Val(t.astype(env.rep(dst)), 0.0, unc)
+        return Val(saturate(v, dst).astype(env.rep(dst)), 0.0, unc)
     if env.native:
         return Val(v.astype(dst.np), 0.0, x.unc)
     if dst.bits == 64:
@@ -537,8 +545,8 @@ class Cast(Node):
     def __init__(self, a: Node, dtype: DType, via: Node | None = None):
         self.a, self.dtype, self.via = a, dtype, via
         lo, hi = a.lo, a.hi
-        if dtype.kind == "i" and a.dtype.kind == "f":
-            lo, hi = float(math.trunc(lo)), float(math.trunc(hi))
+        if dtype.kind == "i" and a.dtype.kind == "f":  # saturates
+            lo, hi = (float(math.trunc(min(max(v, dtype.imin), dtype.imax))) for v in (lo, hi))
         elif dtype.kind == "i" and a.dtype.kind == "i" and not fits(dtype, lo, hi):
             lo, hi = float(dtype.imin), float(dtype.imax)  # wraps
         elif dtype.kind == "f":
