@@ -156,7 +156,14 @@ class WhereRange:
 
 @dataclass(frozen=True)
 class Statement:
-    """`OUT[A, B] op expr where ...`; `op` is the operator as written (`=`, `+=!`, `+=`, ...)."""
+    """`OUT[A, B] op expr where ...`; `op` is the operator as written (`=`, `+=!`, `+=`, ...).
+    A scatter (`op` `=.` or `+=.`) writes into an existing tensor `OUT` at `indices`, which
+    may then be any integer expressions."""
+
+    @property
+    def is_scatter(self) -> bool:
+        return self.op.endswith(".")
+
 
     output: str
     output_span: Span

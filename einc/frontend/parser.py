@@ -24,6 +24,8 @@ MAX_NESTING = 48
 MAX_HEIGHT = 192
 
 STATEMENT_OPS = ("=", "+=!", "+=", ">=!", "<=!", "*=!", "&=!", "|=!")
+SCATTER_BASES = ("=", "+=")
+"""`=.` and `+=.` (a scatter) are these operators directly followed by `.`."""
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 # Binary operators below comparisons, loosest first.
 BINARY_LEVELS: tuple[tuple[str, ...], ...] = (
@@ -179,6 +181,12 @@ class Parser:
                 f"'{name.text}[...]', found {op.describe()}{hint}"
             )
         self.advance()
+        op_text, op_span = op.text, op.span
+        dot = self.tok
+        if op_text in SCATTER_BASES and self.is_op(".") and dot.span.start == op.span.end:
+            # Antares' scatter `data[indices[B, 0], M] =. updates[B, M]` (`+=.` adds)
+            self.advance()
+            op_text, op_span = op_text + ".", op.span.to(dot.span)
         expr = self.parse_expr()
         where: list[ast.WhereRange] = []
         if self.is_ident("where"):
@@ -189,7 +197,7 @@ class Parser:
                 where.append(self.parse_where_range())
         last = self.lexer.token(self.pos - 1)
         return ast.Statement(
-            name.text, name.span, indices, op.text, op.span, expr, tuple(where),
+            name.text, name.span, indices, op_text, op_span, expr, tuple(where),
             name.span.to(last.span),
         )  # fmt: skip
 
@@ -280,14 +288,16 @@ class Parser:
         args: tuple[ast.Expr, ...] = ()
         if self.is_op(","):
             self.advance()
-            if not self.is_op("["):
-                self.error(
-                    f"expected '[' to start the extra arguments of `{fn.value}`, "
-                    f"found {self.tok.describe()}"
-                )
-            list_open = self.advance()
-            args = self.parse_list("]", list_open)
-            self.advance()
+            if self.is_op("["):
+                list_open = self.advance()
+                args = self.parse_list("]", list_open)
+                self.advance()
+            elif not self.is_op(")"):
+                # Antares wraps a single extra argument in a list: .call(`max`, 0.0)
+                args = (self.parse_expr(),)
+                if self.is_op(","):
+                    self.error(f"several extra arguments of `{fn.value}` go in a list: "
+                               f".call(`{fn.value}`, [y, z, ...])")  # fmt: skip
         return ast.Call(operand, str(fn.value), fn.span, args, self.close_method(operand, opener))
 
     def parse_when(self, operand: ast.Expr, opener: Token) -> ast.Expr:
@@ -362,6 +372,10 @@ class Parser:
         dtype: ast.Expr | None = None
         if self.is_op(","):
             self.enter(self.advance())
+            # Antares' const(value, dtype=None): the dtype also by keyword
+            if self.is_ident("dtype") and self.peek().kind == Kind.OP and self.peek().text == "=":
+                self.advance()
+                self.advance()
             dtype = self.parse_expr()
             self.leave()
         close = self.expect_close(")", opener)
