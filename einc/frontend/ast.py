@@ -160,11 +160,6 @@ class Statement:
     A scatter (`op` `=.` or `+=.`) writes into an existing tensor `OUT` at `indices`, which
     may then be any integer expressions."""
 
-    @property
-    def is_scatter(self) -> bool:
-        return self.op.endswith(".")
-
-
     output: str
     output_span: Span
     indices: tuple[Expr, ...]
@@ -173,6 +168,10 @@ class Statement:
     expr: Expr
     where: tuple[WhereRange, ...]
     span: Span
+
+    @property
+    def is_scatter(self) -> bool:
+        return self.op.endswith(".")
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,12 @@ class Parser:
         indices = self.parse_list("]", opener)
         self.advance()
         op = self.tok
+        dot = self.peek()
+        if op.text in ("<=", ">=") and dot.text == "." and dot.span.start == op.span.end:
+            self.error(
+                f"'{op.text}.' (Antares' scatter-{'min' if op.text == '<=' else 'max'}) is not "
+                "supported: Antares generates no code for it; einc scatters with '=.' and '+=.'"
+            )
         if not (op.kind == Kind.OP and op.text in STATEMENT_OPS):
             hint = {
                 "*=": " (a product reduction is written '*=!')",
