@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from einc.driver import Compilation
-from einc.errors import ParseError, ScheduleError, SemanticError
+from einc.errors import ParseError, ScheduleError, SemanticError, TargetError
 from einc.reference import run_reference
 from tests.oracle.compare import check_reference
 from tests.test_device_differential import run_on_device
@@ -422,4 +422,13 @@ def test_a_schedule_running_a_scatter_loop_in_parallel_is_refused(
     ir = f"data[idx[B], M] {op} upd[B, M]"
     comp = Compilation(ir, "<sched>", _BIG, None, target, schedule)
     with pytest.raises(ScheduleError, match="cannot"):
+        comp.run_until("source")
+
+
+def test_a_dtype_refusal_in_scatter_indices_points_at_the_load() -> None:
+    """A target that cannot store a dtype names the tensor where a scatter's index reads it."""
+    comp = Compilation("data[x[B].cast(`int32`)] =. u[B]", "<s>",
+                       {"data": f32(8), "x": {"dtype": "float64", "shape": [4]}, "u": f32(4)},
+                       None, "poplar")  # fmt: skip
+    with pytest.raises(TargetError, match=r"<s>:1:6: error: poplar target: float64 tensor 'x'"):
         comp.run_until("source")
