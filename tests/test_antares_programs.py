@@ -158,6 +158,13 @@ CASES = [
          {"input0": f32(9), "input1": f32(9)},
          expect=lambda x: {"output0": np.maximum(x["input0"], 0.0).astype(np.float64)
                            + np.minimum(np.minimum(x["input0"], 0.5), x["input1"])}),
+    Case("call_result_dtype_keyword",
+         "output0[N] = (input0[N]).call(`exp`, dtype=`float32`) + (input0[N]).call(`max`, "
+         "[input1[N]], dtype=`float32`) + input0[N].call(`min`, 0.25, output_dtype=`int32`)",
+         {"input0": f32(9), "input1": f32(9)},
+         expect=lambda x: {"output0": np.exp(x["input0"].astype(np.float64))
+                           + np.maximum(x["input0"], x["input1"])
+                           + np.trunc(np.minimum(x["input0"], 0.25))}),
     Case("scatter4d",
          "data[indices[B, 0], indices[B, 1], indices[B, 2], indices[B, 3], M] =. updates[B, M]",
          {"data": f32(4, 3, 2, 4, 5), "indices": i32(4, 4), "updates": f32(4, 5)},

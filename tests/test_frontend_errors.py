@@ -56,7 +56,7 @@ CASES = [
     Bad("call_needs_a_string", "o[N] = x[N, 0].call(exp)", ParseError,
         "expected a function name such as `exp`, found 'exp'", 1, 21),
     Bad("call_args_need_a_list", "o[N] = x[N, 0].call(`max`, 1.0, 2.0)", ParseError,
-        "several extra arguments of `max` go in a list", 1, 31),
+        "several extra arguments of `max` go in a list", 1, 33),
     Bad("bad_merge_op", "o[N] = x[N, 0].when([N < 2], 1.0, merge_op=`some`)", ParseError,
         "merge_op must be `all` or `any`", 1, 44),
     Bad("const_needs_a_number", "o[N] = const(x[N, 0])", ParseError,

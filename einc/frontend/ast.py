@@ -103,13 +103,14 @@ class Cast:
 
 @dataclass(frozen=True)
 class Call:
-    """``x.call(`fn`, [y, ...])``."""
+    """``x.call(`fn`, [y, ...])``; `dtype` is Antares' ``dtype=`...` `` of the result."""
 
     operand: Expr
     function: str
     function_span: Span
     args: tuple[Expr, ...]
     span: Span
+    dtype: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -218,8 +219,8 @@ def children(expr: Expr) -> tuple[Expr, ...]:
             return () if dtype is None else (dtype,)
         case Cast(operand=operand, dtype=dtype):
             return (operand, dtype)
-        case Call(operand=operand, args=args):
-            return (operand, *args)
+        case Call(operand=operand, args=args, dtype=dtype):
+            return (operand, *args) if dtype is None else (operand, *args, dtype)
         case When(operand=operand, conditions=conditions, otherwise=otherwise):
             rest = () if otherwise is None else (otherwise,)
             return (operand, *conditions, *rest)

@@ -291,20 +291,36 @@ class Parser:
         if self.tok.kind != Kind.STRING:
             self.error(f"expected a function name such as `exp`, found {self.tok.describe()}")
         fn = self.advance()
-        args: tuple[ast.Expr, ...] = ()
-        if self.is_op(","):
+        args: tuple[ast.Expr, ...] | None = None
+        dtype: ast.Expr | None = None
+        while self.is_op(","):
             self.advance()
-            if self.is_op("["):
+            if self.at_keyword("dtype", "output_dtype"):
+                # Antares' call(name, others=None, output_dtype=None), as its IR printer
+                # writes it: .call(`exp`, dtype=`float32`)
+                self.advance()
+                self.advance()
+                dtype = self.parse_expr()
+            elif args is not None or dtype is not None:
+                self.error(f"several extra arguments of `{fn.value}` go in a list: "
+                           f".call(`{fn.value}`, [y, z, ...])")  # fmt: skip
+            elif self.is_op("["):
                 list_open = self.advance()
                 args = self.parse_list("]", list_open)
                 self.advance()
             elif not self.is_op(")"):
                 # Antares wraps a single extra argument in a list: .call(`max`, 0.0)
                 args = (self.parse_expr(),)
-                if self.is_op(","):
-                    self.error(f"several extra arguments of `{fn.value}` go in a list: "
-                               f".call(`{fn.value}`, [y, z, ...])")  # fmt: skip
-        return ast.Call(operand, str(fn.value), fn.span, args, self.close_method(operand, opener))
+        span = self.close_method(operand, opener)
+        return ast.Call(operand, str(fn.value), fn.span, args or (), span, dtype)
+
+    def at_keyword(self, *names: str) -> bool:
+        """At `name=` (a keyword argument), for one of `names`."""
+        ahead = self.peek()
+        return (
+            self.tok.kind == Kind.IDENT and self.tok.text in names
+            and ahead.kind == Kind.OP and ahead.text == "="
+        )  # fmt: skip
 
     def parse_when(self, operand: ast.Expr, opener: Token) -> ast.Expr:
         if self.is_op("["):
@@ -379,7 +395,7 @@ class Parser:
         if self.is_op(","):
             self.enter(self.advance())
             # Antares' const(value, dtype=None): the dtype also by keyword
-            if self.is_ident("dtype") and self.peek().kind == Kind.OP and self.peek().text == "=":
+            if self.at_keyword("dtype"):
                 self.advance()
                 self.advance()
             dtype = self.parse_expr()

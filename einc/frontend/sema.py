@@ -863,6 +863,12 @@ class ExprChecker:
         return convert(value, dtype)
 
     def check_call(self, expr: ast.Call, guarded: bool) -> c.Expr:
+        value = self.call_value(expr, guarded)
+        if expr.dtype is None:
+            return value
+        return convert(value, self.resolve_dtype(expr.dtype))
+
+    def call_value(self, expr: ast.Call, guarded: bool) -> c.Expr:
         fn = expr.function
         if fn not in FUNCTIONS:
             close = difflib.get_close_matches(fn, FUNCTIONS, n=1)
