@@ -135,6 +135,13 @@ def _scatter_then_read(x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"output0": temp.sum(axis=1)}
 
 
+def _int_literal_scatter(data: np.ndarray) -> np.ndarray:
+    out = data.astype(np.int64).copy()
+    out[[2, 0], :] = -2  # stored as C stores -2.5 into an int: truncated
+    out[[2, 0], 0] += 1
+    return out
+
+
 def _rounding_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
     x = rng.uniform(-7.0, 7.0, 16)
     x[np.abs(x - np.round(x)) < 1e-3] += 0.25  # no value at a step of floor / ceil
@@ -173,6 +180,12 @@ CASES = [
          "data[indices[B, 0], indices[B, 1], indices[B, 2], indices[B, 3], M] +=. updates[B, M]",
          {"data": f32(4, 3, 2, 4, 5), "indices": i32(4, 4), "updates": f32(4, 5)},
          make=_scatter_inputs, expect=lambda x: _scatter_expect(x, add=True)),
+    Case("scatter_float_literal_into_ints",
+         "data[idx[B], M] =. -2.5; data[idx[B], 0] +=. 1.5",
+         {"data": i32(4, 3), "idx": i32(2)},
+         make=lambda rng: {"data": rng.integers(-9, 9, (4, 3)).astype(np.int32),
+                           "idx": np.array([2, 0], np.int32)},
+         expect=lambda x: {"data_out_out": _int_literal_scatter(x["data"])}),
     Case("scatter_then_read",
          "temp[N, M] = input0[N, M] * 2.0; temp[indices[B], M] =. updates[B, M]; "
          "output0[N] +=! temp[N, M]",

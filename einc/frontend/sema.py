@@ -476,6 +476,9 @@ class Checker:
         exprs = ExprChecker(self, stmt, axes, Combiner.ASSIGN)
         indices = exprs.indices(name, target, stmt.indices, guarded=False)
         value = exprs.check(stmt.expr, guarded=False)
+        if isinstance(value, Weak) and value.is_float and is_int(target.dtype):
+            # stored into an integer tensor as C does: truncated
+            value = exprs.constant_as(value, target.dtype, value.span)
         value = exprs.strong(value, target.dtype)
         # The updated copy is a tensor of its own, `<current name>_out` (Antares updates the
         # buffer in place); later statements read it under either name.
