@@ -734,21 +734,20 @@ class ExprChecker:
     ) -> list[c.Expr]:
         """The indices of an element of `tensor`: integers, range-checked where affine and
         not `guarded`."""
-        expr = ast.Access(tensor, self.stmt.output_span, exprs, self.stmt.output_span)
         indices = []
-        for dim, idx in enumerate(expr.indices):
+        for dim, idx in enumerate(exprs):
             value = self.check(idx, guarded)
             if isinstance(value, Weak):
                 if value.is_float:
                     self.error(
-                        f"index {dim} of '{expr.tensor}' is the float {value.value}; indices "
+                        f"index {dim} of '{tensor}' is the float {value.value}; indices "
                         "must be integers",
                         idx.span,
                     )
                 value = self.materialize(value, "int32")
             if is_float(value.dtype):
                 self.error(
-                    f"index {dim} of '{expr.tensor}' has dtype {value.dtype}; indices must be "
+                    f"index {dim} of '{tensor}' has dtype {value.dtype}; indices must be "
                     "integers (a gather's index tensor needs an integer dtype)",
                     idx.span,
                 )
@@ -758,7 +757,7 @@ class ExprChecker:
                 extent = info.shape[dim]
                 if lo < 0 or hi >= extent:
                     self.error(
-                        f"index {dim} of '{expr.tensor}' ({self.checker.text(idx.span)}) ranges "
+                        f"index {dim} of '{tensor}' ({self.checker.text(idx.span)}) ranges "
                         f"over [{lo}, {hi}] but the dimension has extent {extent}; guard the "
                         "access with .when(...) if that is intended",
                         idx.span,
@@ -912,8 +911,8 @@ class ExprChecker:
             value = convert(value, "int32")
         rounded = value
         if is_float(value.dtype):
-            rounded = c.Call(fn.removeprefix("r") if fn != "remainder" else "floor",
-                             (value,), value.dtype, span)  # fmt: skip
+            function = "ceil" if fn in ("ceil", "rceil") else "floor"
+            rounded = c.Call(function, (value,), value.dtype, span)
         if fn == "remainder":
             return c.Binary("sub", value, rounded, value.dtype, span)
         if fn in ("floor", "ceil"):
