@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
-from einc.dialects.ein import Combiner, EinsumOp, LoadOp, YieldOp
+from einc.dialects.ein import Combiner, EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp
 from einc.runtime.signature import numpy_dtype
 
 CHUNK_POINTS = 1 << 23
@@ -143,7 +143,7 @@ class _BodyEvaluator:
 
     def run_block(self, block: Block) -> list[np.ndarray]:
         for op in block.ops:
-            if isinstance(op, YieldOp | scf.YieldOp):
+            if isinstance(op, YieldOp | ScatterYieldOp | scf.YieldOp):
                 return [self.value(v) for v in op.operands]
             self.run_op(op)
         return []
@@ -255,6 +255,40 @@ def evaluate_einsum(op: EinsumOp, tensors: Mapping[SSAValue, np.ndarray]) -> np.
     return _cast(result, op.result_type.get_element_type())
 
 
+def evaluate_scatter(op: ScatterOp, tensors: Mapping[SSAValue, np.ndarray]) -> np.ndarray:
+    """The value of one scatter: its source with the points' values written (added) at their
+    indices, points in loop order (the first axis outermost), so that of repeated indices
+    the last point's value stays (`assign`); out-of-range indices write nothing."""
+    extents = op.axis_extents
+    n = len(extents)
+    evaluator = _BodyEvaluator(tensors)
+    for i, arg in enumerate(op.block.args):
+        evaluator.env[arg] = np.arange(extents[i]).reshape([1] * i + [-1] + [1] * (n - i - 1))
+    with np.errstate(all="ignore"):
+        *indices, value = evaluator.run_block(op.block)
+    shape = tuple(extents)
+    result = np.array(tensors[op.source], copy=True)
+    flat_idx = [np.broadcast_to(np.asarray(i).astype(np.int64), shape).reshape(-1) for i in indices]
+    values = np.broadcast_to(np.asarray(value), shape).reshape(-1)
+    inside = np.ones(values.shape, bool)
+    for idx, extent in zip(flat_idx, result.shape):
+        inside &= (idx >= 0) & (idx < extent)
+    if not result.shape:
+        linear = np.zeros(values.shape, np.int64)
+    else:
+        linear = np.ravel_multi_index(tuple(np.where(inside, i, 0) for i in flat_idx), result.shape)
+    linear, values = linear[inside], values[inside]
+    out = result.reshape(-1)
+    if Combiner(op.combiner.data) == Combiner.ADD:
+        np.add.at(out, linear, values.astype(out.dtype))
+    else:
+        # the last point writing an element wins: the first of each index in reverse order
+        _, first_of_reversed = np.unique(linear[::-1], return_index=True)
+        last = len(linear) - 1 - first_of_reversed
+        out[linear[last]] = values[last]
+    return _cast(out.reshape(result.shape), op.result_type.get_element_type())
+
+
 def run_reference(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Evaluate an ein-level module on NumPy inputs; returns its results by name.
 
@@ -270,6 +304,9 @@ def run_reference(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> dict[st
     for op in kernel.body.block.ops:
         if isinstance(op, EinsumOp):
             tensors[op.result] = evaluate_einsum(op, tensors)
+            names[op.result] = op.output_name.data
+        elif isinstance(op, ScatterOp):
+            tensors[op.result] = evaluate_scatter(op, tensors)
             names[op.result] = op.output_name.data
         elif isinstance(op, func.ReturnOp):
             return {names[v]: tensors[v] for v in op.arguments}

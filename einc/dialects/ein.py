@@ -290,6 +290,147 @@ class YieldOp(IRDLOperation):
 
 
 
+@irdl_op_definition
+class ScatterOp(IRDLOperation):
+    """Antares' scatter `data[indices[B, 0], M] =. updates[B, M]` (`+=.` adds): the result is
+    `source` with, for every point of the iteration space in loop order (axes outermost
+    first), the element at the yielded indices replaced by (`assign`) or increased by
+    (`add`) the yielded value. Indices may be any `index` values (read from tensors); a
+    point whose indices fall outside the tensor writes nothing. Repeated indices: the last
+    point in loop order wins (`assign`), or every value is added (`add`)."""
+
+    name = "ein.scatter"
+    output_name = prop_def(StringAttr, prop_name="name")
+    axes = prop_def(ArrayAttr[StringAttr])
+    extents = prop_def(DenseArrayBase)
+    combiner = prop_def(CombinerAttr)
+    source = operand_def(TensorType)
+    body = region_def("single_block")
+    result = result_def(TensorType)
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        name: str,
+        combiner: Combiner,
+        axes: Sequence[tuple[str, int]],
+        source: SSAValue,
+        body: Region | None = None,
+    ):
+        if body is None:
+            block = Block(arg_types=[IndexType()] * len(axes))
+            for arg, (axis, _) in zip(block.args, axes):
+                arg.name_hint = axis
+            body = Region(block)
+        super().__init__(
+            operands=[source],
+            properties={
+                "name": StringAttr(name),
+                "axes": ArrayAttr([StringAttr(a) for a, _ in axes]),
+                "extents": DenseArrayBase.from_list(i64, [e for _, e in axes]),
+                "combiner": CombinerAttr(combiner),
+            },
+            regions=[body],
+            result_types=[source.type],
+        )
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(a.data for a in self.axes.data)
+
+    @property
+    def axis_extents(self) -> tuple[int, ...]:
+        return tuple(self.extents.get_values())  # type: ignore[return-value]
+
+    @property
+    def result_type(self) -> TensorType:
+        assert isinstance(self.result.type, TensorType)
+        return self.result.type
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    @property
+    def yield_op(self) -> ScatterYieldOp:
+        term = self.block.last_op
+        assert isinstance(term, ScatterYieldOp)
+        return term
+
+    def verify_(self) -> None:
+        names, extents = self.axis_names, self.axis_extents
+        if len(names) != len(extents) or len(set(names)) != len(names):
+            raise VerifyException("ein.scatter: axes must be distinct, one extent each")
+        if any(e <= 0 for e in extents):
+            raise VerifyException("ein.scatter: axis extents must be positive")
+        if self.combiner.data not in (Combiner.ASSIGN, Combiner.ADD):
+            raise VerifyException("ein.scatter: the combiner is assign or add")
+        if self.result.type != self.source.type:
+            raise VerifyException("ein.scatter: the result has the source's type")
+        block = self.block
+        if len(block.args) != len(names) or any(
+            not isinstance(a.type, IndexType) for a in block.args
+        ):
+            raise VerifyException("ein.scatter: the body takes one index argument per axis")
+        if not isinstance(block.last_op, ScatterYieldOp):
+            raise VerifyException("ein.scatter: the body must end with ein.scatter_yield")
+        rank = self.result_type.get_num_dims()
+        if len(self.yield_op.indices) != rank:
+            raise VerifyException(
+                f"ein.scatter: {len(self.yield_op.indices)} indices for a tensor of rank {rank}"
+            )
+        if self.yield_op.value.type != self.result_type.get_element_type():
+            raise VerifyException("ein.scatter: yields a value of another element type")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.output_name.data)
+        printer.print_string(f" {self.combiner.data} ")
+        printer.print_operand(self.source)
+        pairs = [f"{n} = {e}" for n, e in zip(self.axis_names, self.axis_extents)]
+        printer.print_string(f" over [{', '.join(pairs)}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScatterOp:
+        name = parser.parse_str_literal("output tensor name")
+        combiner = Combiner(parser.parse_keyword_in(["assign", "add"], "combiner"))
+        source = parser.parse_unresolved_operand()
+
+        def parse_axis() -> tuple[str, int]:
+            axis = parser.parse_identifier("axis name")
+            parser.parse_punctuation("=")
+            return axis, parser.parse_integer(allow_boolean=False, allow_negative=False)
+
+        parser.parse_keyword("over")
+        axes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_axis)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        result_type = parser.parse_type()
+        body = parser.parse_region()
+        op = cls(name, combiner, axes, parser.resolve_operand(source, result_type), body)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class ScatterYieldOp(IRDLOperation):
+    """Terminates a scatter body: the element's indices and the value written there."""
+
+    name = "ein.scatter_yield"
+    indices = var_operand_def(IndexType)
+    value = operand_def()
+    traits = traits_def(IsTerminator(), HasParent(ScatterOp), Pure())
+    assembly_format = "`[` $indices `]` `,` $value attr-dict `:` type($value)"
+
+    def __init__(self, indices: Sequence[SSAValue], value: SSAValue):
+        super().__init__(operands=[indices, value])
+
+
 def combiner_identity(combiner: Combiner, is_float: bool, bits: int) -> float | int | bool:
     """The neutral element a reduction's output is initialised with."""
     match combiner:
@@ -305,7 +446,7 @@ def combiner_identity(combiner: Combiner, is_float: bool, bits: int) -> float | 
             raise ValueError("assignment has no identity")
 
 
-Ein = Dialect("ein", [EinsumOp, LoadOp, YieldOp], [CombinerAttr])
+Ein = Dialect("ein", [EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp], [CombinerAttr])
 
 __all__ = [
     "Combiner",
@@ -313,6 +454,8 @@ __all__ = [
     "Ein",
     "EinsumOp",
     "LoadOp",
+    "ScatterOp",
+    "ScatterYieldOp",
     "YieldOp",
     "combiner_identity",
 ]

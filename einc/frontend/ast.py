@@ -103,13 +103,14 @@ class Cast:
 
 @dataclass(frozen=True)
 class Call:
-    """``x.call(`fn`, [y, ...])``."""
+    """``x.call(`fn`, [y, ...])``; `dtype` is Antares' ``dtype=`...` `` of the result."""
 
     operand: Expr
     function: str
     function_span: Span
     args: tuple[Expr, ...]
     span: Span
+    dtype: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,9 @@ class WhereRange:
 
 @dataclass(frozen=True)
 class Statement:
-    """`OUT[A, B] op expr where ...`; `op` is the operator as written (`=`, `+=!`, `+=`, ...)."""
+    """`OUT[A, B] op expr where ...`; `op` is the operator as written (`=`, `+=!`, `+=`, ...).
+    A scatter (`op` `=.` or `+=.`) writes into an existing tensor `OUT` at `indices`, which
+    may then be any integer expressions."""
 
     output: str
     output_span: Span
@@ -166,6 +169,10 @@ class Statement:
     expr: Expr
     where: tuple[WhereRange, ...]
     span: Span
+
+    @property
+    def is_scatter(self) -> bool:
+        return self.op.endswith(".")
 
 
 @dataclass(frozen=True)
@@ -212,8 +219,8 @@ def children(expr: Expr) -> tuple[Expr, ...]:
             return () if dtype is None else (dtype,)
         case Cast(operand=operand, dtype=dtype):
             return (operand, dtype)
-        case Call(operand=operand, args=args):
-            return (operand, *args)
+        case Call(operand=operand, args=args, dtype=dtype):
+            return (operand, *args) if dtype is None else (operand, *args, dtype)
         case When(operand=operand, conditions=conditions, otherwise=otherwise):
             rest = () if otherwise is None else (otherwise,)
             return (operand, *conditions, *rest)

@@ -190,7 +190,10 @@ class Statement:
     axes: tuple[tuple[str, int], ...]
     expr: Expr
     syntax: ast.Statement
+    scatter: tuple[Expr, ...] | None = None
+    """A scatter (`=.`, `+=.`): the indices of the element of `output` (which keeps the name,
+    dtype and shape of the tensor it updates) each point writes; every axis is a loop axis."""
 
     @property
     def num_parallel(self) -> int:
-        return len(self.output.shape)
+        return len(self.axes) if self.scatter is not None else len(self.output.shape)

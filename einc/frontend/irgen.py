@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
-from einc.dialects.ein import EinsumOp, LoadOp, YieldOp
+from einc.dialects.ein import EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp
 from einc.frontend import checked as c
 from einc.frontend.checked import TensorInfo, is_float, is_int
 from einc.frontend.sema import const_value, is_affine
@@ -251,6 +251,12 @@ class BodyBuilder:
                 one = self.constant(1.0, expr.dtype)
                 exp = self.emit(math.ExpOp(self.emit(arith.NegfOp(args[0]))))
                 return self.emit(arith.DivfOp(one, self.emit(arith.AddfOp(one, exp))))
+            case "normcdf":
+                # The standard normal CDF: (1 + erf(x / sqrt(2))) / 2.
+                scaled = self.emit(arith.MulfOp(args[0], self.constant(0.5**0.5, expr.dtype)))
+                one = self.constant(1.0, expr.dtype)
+                total = self.emit(arith.AddfOp(one, self.emit(math.ErfOp(scaled))))
+                return self.emit(arith.MulfOp(total, self.constant(0.5, expr.dtype)))
             case "abs":
                 return self.emit(math.AbsFOp(args[0]) if floats else math.AbsIOp(args[0]))
             case "max" | "min" | "pow":
@@ -319,7 +325,20 @@ def affine_expr(expr: c.Expr, dims: dict[int, int]) -> AffineExpr:
     raise AssertionError(f"not an affine expression: {expr}")
 
 
-def build_statement(stmt: c.Statement, tensors: dict[str, SSAValue]) -> EinsumOp:
+def build_scatter(stmt: c.Statement, tensors: dict[str, SSAValue]) -> ScatterOp:
+    """`ein.scatter` of the tensor the statement updates (its current version)."""
+    assert stmt.scatter is not None
+    op = ScatterOp(stmt.output.name, stmt.combiner, stmt.axes, tensors[stmt.syntax.output])
+    body = BodyBuilder(op.body.block, tensors)
+    indices = [body.index(i) for i in stmt.scatter]
+    body.block.add_op(ScatterYieldOp(indices, body.value(stmt.expr)))
+    op.result.name_hint = stmt.output.name
+    return op
+
+
+def build_statement(stmt: c.Statement, tensors: dict[str, SSAValue]) -> EinsumOp | ScatterOp:
+    if stmt.scatter is not None:
+        return build_scatter(stmt, tensors)
     result_type = TensorType(element_type(stmt.output.dtype), stmt.output.shape)
     op = EinsumOp(stmt.output.name, stmt.combiner, stmt.axes, result_type)
     body = BodyBuilder(op.body.block, tensors)
@@ -346,7 +365,8 @@ def build(
     for stmt in statements:
         op = build_statement(stmt, tensors)
         block.add_op(op)
-        tensors[stmt.output.name] = op.result
+        # a scatter's result is also read under the name of the tensor it updates
+        tensors[stmt.syntax.output] = tensors[stmt.output.name] = op.result
     block.add_op(func.ReturnOp(*[tensors[t.name] for t in outputs]))
     module = ModuleOp([kernel])
     module.verify()

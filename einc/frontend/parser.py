@@ -24,6 +24,8 @@ MAX_NESTING = 48
 MAX_HEIGHT = 192
 
 STATEMENT_OPS = ("=", "+=!", "+=", ">=!", "<=!", "*=!", "&=!", "|=!")
+SCATTER_BASES = ("=", "+=")
+"""`=.` and `+=.` (a scatter) are these operators directly followed by `.`."""
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 # Binary operators below comparisons, loosest first.
 BINARY_LEVELS: tuple[tuple[str, ...], ...] = (
@@ -165,6 +167,12 @@ class Parser:
         indices = self.parse_list("]", opener)
         self.advance()
         op = self.tok
+        dot = self.peek()
+        if op.text in ("<=", ">=") and dot.text == "." and dot.span.start == op.span.end:
+            self.error(
+                f"'{op.text}.' (Antares' scatter-{'min' if op.text == '<=' else 'max'}) is not "
+                "supported: Antares generates no code for it; einc scatters with '=.' and '+=.'"
+            )
         if not (op.kind == Kind.OP and op.text in STATEMENT_OPS):
             hint = {
                 "*=": " (a product reduction is written '*=!')",
@@ -179,6 +187,12 @@ class Parser:
                 f"'{name.text}[...]', found {op.describe()}{hint}"
             )
         self.advance()
+        op_text, op_span = op.text, op.span
+        dot = self.tok
+        if op_text in SCATTER_BASES and self.is_op(".") and dot.span.start == op.span.end:
+            # Antares' scatter `data[indices[B, 0], M] =. updates[B, M]` (`+=.` adds)
+            self.advance()
+            op_text, op_span = op_text + ".", op.span.to(dot.span)
         expr = self.parse_expr()
         where: list[ast.WhereRange] = []
         if self.is_ident("where"):
@@ -189,7 +203,7 @@ class Parser:
                 where.append(self.parse_where_range())
         last = self.lexer.token(self.pos - 1)
         return ast.Statement(
-            name.text, name.span, indices, op.text, op.span, expr, tuple(where),
+            name.text, name.span, indices, op_text, op_span, expr, tuple(where),
             name.span.to(last.span),
         )  # fmt: skip
 
@@ -277,18 +291,36 @@ class Parser:
         if self.tok.kind != Kind.STRING:
             self.error(f"expected a function name such as `exp`, found {self.tok.describe()}")
         fn = self.advance()
-        args: tuple[ast.Expr, ...] = ()
-        if self.is_op(","):
+        args: tuple[ast.Expr, ...] | None = None
+        dtype: ast.Expr | None = None
+        while self.is_op(","):
             self.advance()
-            if not self.is_op("["):
-                self.error(
-                    f"expected '[' to start the extra arguments of `{fn.value}`, "
-                    f"found {self.tok.describe()}"
-                )
-            list_open = self.advance()
-            args = self.parse_list("]", list_open)
-            self.advance()
-        return ast.Call(operand, str(fn.value), fn.span, args, self.close_method(operand, opener))
+            if self.at_keyword("dtype", "output_dtype"):
+                # Antares' call(name, others=None, output_dtype=None), as its IR printer
+                # writes it: .call(`exp`, dtype=`float32`)
+                self.advance()
+                self.advance()
+                dtype = self.parse_expr()
+            elif args is not None or dtype is not None:
+                self.error(f"several extra arguments of `{fn.value}` go in a list: "
+                           f".call(`{fn.value}`, [y, z, ...])")  # fmt: skip
+            elif self.is_op("["):
+                list_open = self.advance()
+                args = self.parse_list("]", list_open)
+                self.advance()
+            elif not self.is_op(")"):
+                # Antares wraps a single extra argument in a list: .call(`max`, 0.0)
+                args = (self.parse_expr(),)
+        span = self.close_method(operand, opener)
+        return ast.Call(operand, str(fn.value), fn.span, args or (), span, dtype)
+
+    def at_keyword(self, *names: str) -> bool:
+        """At `name=` (a keyword argument), for one of `names`."""
+        ahead = self.peek()
+        return (
+            self.tok.kind == Kind.IDENT and self.tok.text in names
+            and ahead.kind == Kind.OP and ahead.text == "="
+        )  # fmt: skip
 
     def parse_when(self, operand: ast.Expr, opener: Token) -> ast.Expr:
         if self.is_op("["):
@@ -362,6 +394,10 @@ class Parser:
         dtype: ast.Expr | None = None
         if self.is_op(","):
             self.enter(self.advance())
+            # Antares' const(value, dtype=None): the dtype also by keyword
+            if self.at_keyword("dtype"):
+                self.advance()
+                self.advance()
             dtype = self.parse_expr()
             self.leave()
         close = self.expect_close(")", opener)

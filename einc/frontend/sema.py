@@ -30,8 +30,14 @@ COMBINERS = {
 }  # fmt: skip
 
 FLOAT_FUNCTIONS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-                   "floor", "ceil", "round", "sin", "cos", "tan", "exp2")  # fmt: skip
-FUNCTIONS = FLOAT_FUNCTIONS + ("abs", "max", "min", "pow")
+                   "normcdf", "round", "sin", "cos", "tan", "exp2")  # fmt: skip
+"""Computed in a float dtype: an integer (or bool) argument is converted to float32."""
+ROUNDING_FUNCTIONS = ("floor", "ceil", "rfloor", "rceil", "remainder")
+"""Antares' rounding functions (its built-in table, lang/einstein_v2.py `OpTensor.call`):
+`floor`/`ceil` give an integer (int64 from float64, else int32), `rfloor`/`rceil` keep the
+argument's dtype, `remainder(x) = x - rfloor(x)`."""
+FUNCTIONS = FLOAT_FUNCTIONS + ROUNDING_FUNCTIONS + ("abs", "max", "min", "pow")
+UNARY_FUNCTIONS = FLOAT_FUNCTIONS + ROUNDING_FUNCTIONS + ("abs",)
 
 ARITH_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod"}
 SHIFT_OPS = {"<<": "shl", ">>": "shr"}
@@ -205,11 +211,15 @@ def interval(expr: c.Expr, extents: list[int]) -> tuple[int, int]:
 
 
 def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
-    """Pre-order, source-order walk of an expression."""
+    """Pre-order, source-order walk of an expression. The bare name of `name.dtype()` is not
+    visited on its own: it may name a tensor (`input0.dtype()`), which the `DtypeOf` node's
+    visitor resolves."""
     stack = [expr]
     while stack:
         node = stack.pop()
         yield node
+        if isinstance(node, ast.DtypeOf) and isinstance(node.operand, ast.Name):
+            continue
         stack.extend(reversed(ast.children(node)))
 
 
@@ -248,8 +258,11 @@ class Checker:
         statements = []
         for stmt in module.statements:
             statements.append(self.check_statement(stmt))
-            self.tensors[stmt.output] = statements[-1].output
-            self.defined_at[stmt.output] = stmt.output_span
+            result = statements[-1].output
+            # (a scatter into an input names its result apart: both names read it)
+            for name in dict.fromkeys((stmt.output, result.name)):
+                self.tensors[name] = result
+                self.defined_at[name] = stmt.output_span
         outputs = self.outputs(module, statements, extra_outputs)
         return inputs, outputs, statements
 
@@ -381,6 +394,8 @@ class Checker:
 
     # ---- statements ------------------------------------------------------------------------
     def check_statement(self, stmt: ast.Statement) -> c.Statement:
+        if stmt.is_scatter:
+            return self.check_scatter(stmt)
         if stmt.output in self.tensors:
             if stmt.output in self.defined_at:
                 first = self.defined_at[stmt.output]
@@ -407,17 +422,104 @@ class Checker:
             output_axes.append(idx.name)
 
         first_use: dict[str, Span] = {name: idx.span for name, idx in zip(output_axes, stmt.indices)}
+        axes, order = self.infer_axes(stmt, first_use, (stmt.expr,), {})
+        reductions = order[len(output_axes):]
+        if combiner == Combiner.ASSIGN and reductions:
+            name = reductions[0]
+            self.error(
+                f"axis '{name}' is not an output axis of '{stmt.output}', so '=' cannot reduce "
+                f"over it; use a reduction such as '+=!' or add '{name}' to the output indices",
+                first_use[name],
+            )
+        exprs = ExprChecker(self, stmt, axes, combiner)
+        value = exprs.check(stmt.expr, guarded=False)
+        if isinstance(value, Weak):
+            value = exprs.materialize(value, "float32" if value.is_float else "int32")
+        dtype = c.stored_dtype(value.dtype)
+        value = convert(value, dtype)
+        shape = tuple(axes[a].extent for a in output_axes)
+        return c.Statement(
+            TensorInfo(stmt.output, dtype, shape),
+            combiner,
+            tuple((name, info.extent) for name, info in axes.items()),
+            value,
+            stmt,
+        )
+
+    def check_scatter(self, stmt: ast.Statement) -> c.Statement:
+        """`data[i0, i1, ...] =. value` (`+=.`): a new version of the existing tensor `data`,
+        with the element at `[i0, i1, ...]` set to (increased by) `value` at every point of
+        the statement's axes, all of which are loop axes in order of first appearance."""
+        name = stmt.output
+        if name not in self.tensors:
+            self.error(
+                f"scatter target '{name}' must be an input or the result of an earlier "
+                "statement ('=.' updates an existing tensor)",
+                stmt.output_span,
+            )
+        target = self.tensors[name]
+        if len(stmt.indices) != len(target.shape):
+            self.error(
+                f"'{name}' has rank {len(target.shape)} (shape {list(target.shape)}) but is "
+                f"indexed with {len(stmt.indices)} "
+                f"{'index' if len(stmt.indices) == 1 else 'indices'}",
+                stmt.output_span.to(stmt.op_span),
+            )
+        # As in Antares, an axis used alone as an index of the target takes its extent there.
         plain: dict[str, tuple[int, str, Span]] = {}
+        for dim, idx in enumerate(stmt.indices):
+            if isinstance(idx, ast.Name) and idx.name not in plain:
+                plain[idx.name] = (target.shape[dim], f"dimension {dim} of '{name}'", idx.span)
+        first_use: dict[str, Span] = {}
+        axes, _ = self.infer_axes(stmt, first_use, (*stmt.indices, stmt.expr), plain)
+        combiner = Combiner.ADD if stmt.op == "+=." else Combiner.ASSIGN
+        exprs = ExprChecker(self, stmt, axes, Combiner.ASSIGN)
+        indices = exprs.indices(name, target, stmt.indices, guarded=False)
+        value = exprs.check(stmt.expr, guarded=False)
+        if isinstance(value, Weak) and value.is_float and is_int(target.dtype):
+            # stored into an integer tensor as C does: truncated
+            value = exprs.constant_as(value, target.dtype, value.span)
+        value = exprs.strong(value, target.dtype)
+        # The updated copy is a tensor of its own, `<current name>_out` (Antares updates the
+        # buffer in place); later statements read it under either name.
+        result = TensorInfo(f"{target.name}_out", target.dtype, target.shape)
+        if result.name in self.tensors or result.name in self.later_outputs:
+            self.error(
+                f"the scatter into '{name}' names its result '{result.name}', which is "
+                "already a tensor",
+                stmt.output_span,
+            )
+        return c.Statement(
+            result,
+            combiner,
+            tuple((axis, info.extent) for axis, info in axes.items()),
+            value,
+            stmt,
+            scatter=tuple(indices),
+        )
+
+    def infer_axes(
+        self,
+        stmt: ast.Statement,
+        first_use: dict[str, Span],
+        exprs: tuple[ast.Expr, ...],
+        plain: dict[str, tuple[int, str, Span]],
+    ) -> tuple[dict[str, AxisInfo], list[str]]:
+        """The statement's axes with their extents (docs/LANGUAGE.md, "Axes and their
+        ranges"), numbered in order of first use; `first_use` starts with the output axes and
+        `plain` with extents already known, and both are completed from `exprs`."""
         explicit: dict[str, int] = {}
         for rng in stmt.where:
             if rng.axis in explicit:
                 self.error(f"axis '{rng.axis}' is given a range twice", rng.axis_span)
             explicit[rng.axis] = self.constant_extent(rng.extent, f"the range of axis '{rng.axis}'")
-        for node in walk(stmt.expr):
+        for node in (n for e in exprs for n in walk(e)):
             match node:
-                case ast.Name():
-                    self.check_axis_name(node, stmt)
-                    first_use.setdefault(node.name, node.span)
+                case ast.DtypeOf(operand=ast.Name() as name) if name.name in self.tensors:
+                    pass  # `input0.dtype()`: the dtype of a whole tensor
+                case ast.DtypeOf(operand=ast.Name() as name) | (ast.Name() as name):
+                    self.check_axis_name(name, stmt)
+                    first_use.setdefault(name.name, name.span)
                 case ast.Access():
                     info = self.lookup(node, stmt)
                     for dim, idx in enumerate(node.indices):
@@ -442,7 +544,7 @@ class Checker:
                     rng.axis_span,
                 )
         axes: dict[str, AxisInfo] = {}
-        order = output_axes + [a for a in first_use if a not in output_axes]
+        order = list(first_use)
         for name in order:
             if name in explicit:
                 extent = explicit[name]
@@ -455,28 +557,7 @@ class Checker:
                     first_use[name],
                 )
             axes[name] = AxisInfo(len(axes), extent)
-        reductions = order[len(output_axes):]
-        if combiner == Combiner.ASSIGN and reductions:
-            name = reductions[0]
-            self.error(
-                f"axis '{name}' is not an output axis of '{stmt.output}', so '=' cannot reduce "
-                f"over it; use a reduction such as '+=!' or add '{name}' to the output indices",
-                first_use[name],
-            )
-        exprs = ExprChecker(self, stmt, axes, combiner)
-        value = exprs.check(stmt.expr, guarded=False)
-        if isinstance(value, Weak):
-            value = exprs.materialize(value, "float32" if value.is_float else "int32")
-        dtype = c.stored_dtype(value.dtype)
-        value = convert(value, dtype)
-        shape = tuple(axes[a].extent for a in output_axes)
-        return c.Statement(
-            TensorInfo(stmt.output, dtype, shape),
-            combiner,
-            tuple((name, info.extent) for name, info in axes.items()),
-            value,
-            stmt,
-        )
+        return axes, order
 
     def text(self, span: Span) -> str:
         return self.source.text[span.start : span.end]
@@ -645,20 +726,28 @@ class ExprChecker:
 
     def check_access(self, expr: ast.Access, guarded: bool) -> c.Expr:
         info = self.checker.lookup(expr, self.stmt)
+        indices = self.indices(expr.tensor, info, expr.indices, guarded)
+        return c.Load(expr.tensor, tuple(indices), info.dtype, expr.span)
+
+    def indices(
+        self, tensor: str, info: TensorInfo, exprs: tuple[ast.Expr, ...], guarded: bool
+    ) -> list[c.Expr]:
+        """The indices of an element of `tensor`: integers, range-checked where affine and
+        not `guarded`."""
         indices = []
-        for dim, idx in enumerate(expr.indices):
+        for dim, idx in enumerate(exprs):
             value = self.check(idx, guarded)
             if isinstance(value, Weak):
                 if value.is_float:
                     self.error(
-                        f"index {dim} of '{expr.tensor}' is the float {value.value}; indices "
+                        f"index {dim} of '{tensor}' is the float {value.value}; indices "
                         "must be integers",
                         idx.span,
                     )
                 value = self.materialize(value, "int32")
             if is_float(value.dtype):
                 self.error(
-                    f"index {dim} of '{expr.tensor}' has dtype {value.dtype}; indices must be "
+                    f"index {dim} of '{tensor}' has dtype {value.dtype}; indices must be "
                     "integers (a gather's index tensor needs an integer dtype)",
                     idx.span,
                 )
@@ -668,13 +757,13 @@ class ExprChecker:
                 extent = info.shape[dim]
                 if lo < 0 or hi >= extent:
                     self.error(
-                        f"index {dim} of '{expr.tensor}' ({self.checker.text(idx.span)}) ranges "
+                        f"index {dim} of '{tensor}' ({self.checker.text(idx.span)}) ranges "
                         f"over [{lo}, {hi}] but the dimension has extent {extent}; guard the "
                         "access with .when(...) if that is intended",
                         idx.span,
                     )
             indices.append(value)
-        return c.Load(expr.tensor, tuple(indices), info.dtype, expr.span)
+        return indices
 
     def check_unary(self, expr: ast.Unary, guarded: bool) -> Value:
         value = self.check(expr.operand, guarded)
@@ -723,6 +812,8 @@ class ExprChecker:
                 if name not in DTYPES:
                     self.error(self.checker.unknown_dtype(name), expr.span)
                 return name
+            case ast.DtypeOf(operand=ast.Name(name=name)) if name in self.checker.tensors:
+                return self.checker.tensors[name].dtype
             case ast.DtypeOf(operand=operand):
                 # Only the dtype is used: the operand is never evaluated, so not range-checked.
                 value = self.check(operand, guarded=True)
@@ -774,6 +865,12 @@ class ExprChecker:
         return convert(value, dtype)
 
     def check_call(self, expr: ast.Call, guarded: bool) -> c.Expr:
+        value = self.call_value(expr, guarded)
+        if expr.dtype is None:
+            return value
+        return convert(value, self.resolve_dtype(expr.dtype))
+
+    def call_value(self, expr: ast.Call, guarded: bool) -> c.Expr:
         fn = expr.function
         if fn not in FUNCTIONS:
             close = difflib.get_close_matches(fn, FUNCTIONS, n=1)
@@ -782,7 +879,7 @@ class ExprChecker:
                 f"unknown function `{fn}`{hint} (known: {', '.join(FUNCTIONS)})",
                 expr.function_span,
             )
-        if fn in FLOAT_FUNCTIONS or fn == "abs":
+        if fn in UNARY_FUNCTIONS:
             expected = "no extra arguments"
             ok = not expr.args
         elif fn == "pow":
@@ -797,12 +894,30 @@ class ExprChecker:
         values = [self.check(expr.operand, guarded)]
         values += [self.check(arg, guarded) for arg in expr.args]
         dtype = common_dtype(values)
+        if fn in ROUNDING_FUNCTIONS:
+            return self.rounding(fn, self.strong(values[0], dtype), expr.span)
         if fn in FLOAT_FUNCTIONS and not is_float(dtype):
             dtype = "float32"
         elif dtype == "bool":
             dtype = "int32"
         args = tuple(self.strong(v, dtype) for v in values)
         return c.Call(fn, args, dtype, expr.span)
+
+    def rounding(self, fn: str, value: c.Expr, span: Span) -> c.Expr:
+        """Antares' rounding functions (`ROUNDING_FUNCTIONS`). An integer is already whole:
+        `rfloor`/`rceil` return it, `floor`/`ceil` convert it to int32 (as Antares does, also
+        from int64), `remainder` is 0."""
+        if value.dtype == "bool":
+            value = convert(value, "int32")
+        rounded = value
+        if is_float(value.dtype):
+            function = "ceil" if fn in ("ceil", "rceil") else "floor"
+            rounded = c.Call(function, (value,), value.dtype, span)
+        if fn == "remainder":
+            return c.Binary("sub", value, rounded, value.dtype, span)
+        if fn in ("floor", "ceil"):
+            return convert(rounded, "int64" if value.dtype == "float64" else "int32")
+        return rounded
 
     def check_when(self, expr: ast.When, guarded: bool) -> c.Expr:
         # Conditions short-circuit like C's && and ||: only the first is always evaluated.

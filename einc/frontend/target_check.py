@@ -35,7 +35,8 @@ def check_program_dtypes(target: str, program: Any) -> None:
             raise desc.refuse_dtype(expr.dtype, "value", text.location(expr.span))
 
     for statement in program.statements:
-        visit(statement.expr)
+        for expr in (*(statement.scatter or ()), statement.expr):  # a scatter's indices too
+            visit(expr)
         out = statement.output
         dtypes[out.name] = out.dtype
         if not desc.stores(out.dtype):

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, bufferization, func, memref
+from xdsl.dialects import affine, arith, bufferization, func, memref, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
@@ -56,7 +56,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -97,7 +97,7 @@ def tensor_name(value: SSAValue, fallback: str) -> str:
     """The `ein.name` of an input argument or the name of an einsum's output."""
     if isinstance(bridge := value.owner, bufferization.ToTensorOp):
         value = bridge.memref
-    if isinstance(einsum := value.owner, ein.EinsumOp):
+    if isinstance(einsum := value.owner, ein.EinsumOp | ein.ScatterOp):
         return einsum.output_name.data
     if isinstance(value, BlockArgument) and isinstance(f := value.block.parent_op(), func.FuncOp):
         if f.arg_attrs is not None and isinstance(
@@ -206,7 +206,7 @@ class LowerEinsum(RewritePattern):
         rewriter.replace(op, bufferization.ToTensorOp(dest, restrict=True))
 
     @staticmethod
-    def _destination(op: ein.EinsumOp, rewriter: PatternRewriter) -> SSAValue:
+    def _destination(op: ein.EinsumOp | ein.ScatterOp, rewriter: PatternRewriter) -> SSAValue:
         """The output argument the result is first materialized in, else a fresh allocation
         (later materializations of the same result become copies)."""
         materializations = [
@@ -230,6 +230,71 @@ class LowerEinsum(RewritePattern):
         assert block is not None and block.last_op is not None
         rewriter.insert(memref.DeallocOp.get(alloc), InsertPoint.before(block.last_op))
         return alloc.memref
+
+
+class LowerScatter(RewritePattern):
+    """A scatter becomes a copy of its source into its destination (a nest tagged
+    `einc.copy`), then the nest over its axes storing each point's value at its indices:
+    `affine.store` when they are affine in the loop variables (sema checked their range),
+    else `memref.store` under an `scf.if` that skips indices outside the buffer. The nest
+    carries a dependence through the stored buffer, so schedules keep it sequential (last
+    write wins in loop order)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ein.ScatterOp, rewriter: PatternRewriter) -> None:
+        bridge = op.source.owner
+        if not isinstance(bridge, bufferization.ToTensorOp):
+            return  # its source is lowered first
+        builder = Builder(InsertPoint.before(op))
+        dest = LowerEinsum._destination(op, rewriter)  # pyright: ignore[reportPrivateUsage]
+        copy_nest(builder, bridge.memref, dest)
+        stmt = op.output_name.data
+        nest = build_loop_nest(builder, op.axis_extents, op.axis_names)
+        tag_loops(nest.loops, stmt, op.axis_names)
+        yield_op = op.yield_op
+        rewriter.inline_block(op.block, nest.body, nest.ivs)
+        body = Builder(InsertPoint.before(yield_op))
+        indices, value = tuple(yield_op.indices), yield_op.value
+        access = affine_access(indices, nest.ivs)
+        if access is None:
+            body = self._in_bounds(body, indices, nest.ivs, dest)
+        combiner = op.combiner.data
+        if access is not None:
+            access_map, operands = access
+            if combiner != ein.Combiner.ASSIGN:
+                acc = body.insert(affine.LoadOp(dest, operands, AffineMapAttr(access_map)))
+                value = build_combine(body, combiner, acc.result, value)
+            body.insert(affine.StoreOp(value, dest, operands, AffineMapAttr(access_map)))
+        else:
+            if combiner != ein.Combiner.ASSIGN:
+                acc = body.insert(memref.LoadOp.get(dest, indices))
+                value = build_combine(body, combiner, acc.res, value)
+            body.insert(memref.StoreOp.get(value, dest, indices))
+        rewriter.erase(yield_op)
+        rewriter.replace(op, bufferization.ToTensorOp(dest, restrict=True))
+
+    @staticmethod
+    def _in_bounds(
+        builder: Builder, indices: Sequence[SSAValue], ivs: Sequence[SSAValue], dest: SSAValue
+    ) -> Builder:
+        """A builder inside `scf.if (0 <= index < extent)` for each index that is not affine
+        in `ivs` (sema range-checked the affine ones), inserted at `builder`."""
+        assert isinstance(dest.type, MemRefType)
+        zero = builder.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))).result
+        inside: SSAValue | None = None
+        for index, extent in zip(indices, dest.type.get_shape()):
+            if affine_access([index], ivs) is not None:
+                continue
+            bound = builder.insert(arith.ConstantOp(IntegerAttr(extent, IndexType()))).result
+            low = builder.insert(arith.CmpiOp(index, zero, "sge")).result
+            high = builder.insert(arith.CmpiOp(index, bound, "slt")).result
+            both = builder.insert(arith.AndIOp(low, high)).result
+            inside = both if inside is None else builder.insert(arith.AndIOp(inside, both)).result
+        assert inside is not None, "some index is not affine"
+        then = Block()
+        then.add_op(yield_op := scf.YieldOp())
+        builder.insert(scf.IfOp(inside, [], [then]))
+        return Builder(InsertPoint.before(yield_op))
 
 
 class LowerLoad(RewritePattern):
@@ -344,7 +409,7 @@ def _guard_integer_divisions(module: ModuleOp) -> None:
 def _inside_einsum(op: Operation) -> bool:
     parent = op.parent_op()
     while parent is not None:
-        if isinstance(parent, ein.EinsumOp):
+        if isinstance(parent, ein.EinsumOp | ein.ScatterOp):
             return True
         parent = parent.parent_op()
     return False
@@ -359,7 +424,8 @@ class ConvertEinToAffinePass(ModulePass):
         PatternRewriteWalker(BufferizeSignature(), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(
             GreedyRewritePatternApplier(
-                [LowerEinsum(), LowerLoad(), LowerMaterialize(), EraseDeadBridge()]
+                [LowerEinsum(), LowerScatter(), LowerLoad(), LowerMaterialize(),
+                 EraseDeadBridge()]
             )
         ).rewrite_module(op)
         for leftover in op.walk():
@@ -374,6 +440,7 @@ class ConvertEinToAffinePass(ModulePass):
 
 _LEFTOVERS: tuple[type[Operation], ...] = (
     ein.EinsumOp,
+    ein.ScatterOp,
     ein.LoadOp,
     bufferization.ToTensorOp,
     bufferization.MaterializeInDestinationOp,

@@ -484,10 +484,11 @@ class _Builder:
             if y.dtype != base.dtype:
                 y = Cast(y, base.dtype)
             return Call("pow", base, [y])
-        fn = self.pick(["exp", "tanh", "sqrt", "abs", "floor", "log", "sigmoid", "ceil", "round",
+        # `rfloor`/`rceil` keep the float dtype (`floor`/`ceil` give ints, as in Antares)
+        fn = self.pick(["exp", "tanh", "sqrt", "abs", "rfloor", "log", "sigmoid", "rceil", "round",
                         "erf", "sin", "cos", "tan", "exp2", "rsqrt", "log2", "log10"])  # fmt: skip
         x = self.numeric(d, 0.85)
-        if fn in ("floor", "ceil", "round") and x.dtype.kind != "f":
+        if fn in ("rfloor", "rceil", "round") and x.dtype.kind != "f":
             return None
         if fn in POSITIVE_DOMAIN:
             x = self.positive(x)

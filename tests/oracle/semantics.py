@@ -575,13 +575,13 @@ FLOAT_FNS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10,
     "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "tanh": np.tanh,
     "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "erf": lambda x: _erf(x),
-    "floor": np.floor, "ceil": np.ceil, "round": _round_half_away,
+    "rfloor": np.floor, "rceil": np.ceil, "round": _round_half_away,
     "sin": np.sin, "cos": np.cos, "tan": np.tan,
 }  # fmt: skip
 INCREASING = {"exp", "exp2", "log", "log2", "log10", "sqrt", "tanh", "sigmoid", "erf",
-              "floor", "ceil", "round", "tan"}  # fmt: skip
+              "rfloor", "rceil", "round", "tan"}  # fmt: skip
 POSITIVE_DOMAIN = {"log", "log2", "log10", "sqrt", "rsqrt", "pow"}
-STEP_FNS = {"floor": 0.0, "ceil": 0.0, "round": 0.5}  # discontinuities at integers (+ offset)
+STEP_FNS = {"rfloor": 0.0, "rceil": 0.0, "round": 0.5}  # discontinuities at integers (+ offset)
 
 
 class Call(Node):
@@ -673,7 +673,7 @@ class Call(Node):
             "tanh": lambda: ex, "sigmoid": lambda: ex / 4, "erf": lambda: ex * 1.13,
             "sin": lambda: ex, "cos": lambda: ex,
             "tan": lambda: ex * (1 + np.tan(np.minimum(a + ex, 1.5)) ** 2),
-            "floor": lambda: 0.0, "ceil": lambda: 0.0, "round": lambda: 0.0,
+            "rfloor": lambda: 0.0, "rceil": lambda: 0.0, "round": lambda: 0.0,
         }[self.fn]()  # fmt: skip
         if self.fn in STEP_FNS:
             frac = f64 - np.floor(f64) - STEP_FNS[self.fn]
