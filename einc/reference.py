@@ -76,7 +76,7 @@ UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
     arith.NegfOp: np.negative,
     mathd.ExpOp: np.exp, mathd.Exp2Op: np.exp2, mathd.LogOp: np.log, mathd.Log2Op: np.log2,
     mathd.Log10Op: np.log10, mathd.SqrtOp: np.sqrt, mathd.RsqrtOp: lambda x: 1.0 / np.sqrt(x),
-    mathd.TanhOp: np.tanh, mathd.ErfOp: lambda x: _erf(x).astype(np.float64),
+    mathd.TanhOp: np.tanh, mathd.ErfOp: lambda x: np.asarray(_erf(x), dtype=np.float64),
     mathd.FloorOp: np.floor, mathd.CeilOp: np.ceil, mathd.RoundOp: lambda x: np.trunc(x + np.copysign(0.5, x)),
     mathd.AbsFOp: np.abs, mathd.AbsIOp: np.abs, mathd.SinOp: np.sin, mathd.CosOp: np.cos,
     mathd.TanOp: np.tan,
@@ -114,7 +114,7 @@ def _eval_affine(expr: AffineExpr, dims: list[np.ndarray]) -> np.ndarray:
     if isinstance(expr, AffineDimExpr):
         return dims[expr.position]
     if isinstance(expr, AffineConstantExpr):
-        return np.int64(expr.value)
+        return np.asarray(expr.value, dtype=np.int64)
     assert isinstance(expr, AffineBinaryOpExpr), f"unsupported affine expression {expr}"
     lhs, rhs = _eval_affine(expr.lhs, dims), _eval_affine(expr.rhs, dims)
     match expr.kind:
@@ -186,7 +186,7 @@ class _BodyEvaluator:
         attr = op.value
         t = op.result.type
         if isinstance(attr, FloatAttr):
-            return np.float64(attr.value.data)
+            return np.asarray(attr.value.data, dtype=np.float64)
         assert isinstance(attr, IntegerAttr)
         return np.asarray(attr.value.data).astype(compute_dtype(t))
 

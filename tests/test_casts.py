@@ -28,7 +28,7 @@ from einc.reference import run_reference
 from einc.runtime.c import CFLAGS, compile_c
 from einc.runtime.signature import KernelSignature
 from einc.targets.c import CTarget
-from einc.targets.descriptions import DESCRIPTIONS
+from einc.targets import get_target
 from tests.oracle.semantics import I8, I16, I32, I64
 from tests.oracle.semantics import saturate as oracle_saturate
 from tests.test_device_targets import COMPILED, require
@@ -75,7 +75,7 @@ def expected(x: np.ndarray, dtype: str) -> np.ndarray:
 
 def pairs(target: str) -> list[tuple[str, str]]:
     """(float, int) dtype pairs the target stores and computes."""
-    desc = DESCRIPTIONS.get(target)
+    desc = getattr(get_target(target), "limits", None)
     ok = [d for d in (*FLOATS, *INTS) if desc is None or (desc.stores(d) and desc.computes(d))]
     return [(f, i) for f in FLOATS for i in INTS if f in ok and i in ok]
 

@@ -34,10 +34,10 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    AnyFloatConstr,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
-    FlatSymbolRefAttr,
     FunctionType,
     I64,
     IndexType,
@@ -87,7 +87,7 @@ class Dim(StrEnum):
 
     @property
     def index(self) -> int:
-        return "xyz".index(self.value)
+        return "xyz".index(str(self))
 
 
 class ReduceKind(StrEnum):
@@ -253,7 +253,7 @@ class LaunchOp(IRDLOperation):
     assembly_format = "$callee `(` $buffers `)` attr-dict `:` type($buffers)"
 
     def __init__(self, callee: str, buffers: Sequence[SSAValue]):
-        super().__init__(operands=[buffers], properties={"callee": FlatSymbolRefAttr(callee)})
+        super().__init__(operands=[buffers], properties={"callee": SymbolRefAttr(callee)})
 
     def kernel(self) -> FuncOp:
         from xdsl.traits import SymbolTable
@@ -693,7 +693,7 @@ class RoundOp(IRDLOperation):
     wider type: `arith.truncf` + `arith.extf` for a device that cannot hold the narrow type."""
 
     name = "egpu.round"
-    T: ClassVar = VarConstraint("T", base(AnyFloat))
+    T: ClassVar = VarConstraint("T", AnyFloatConstr)
     value = operand_def(T)
     as_type = prop_def(AnyFloat, prop_name="as")
     result = result_def(T)

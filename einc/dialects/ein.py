@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Block, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -254,7 +254,7 @@ class EinsumOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> EinsumOp:
         name = parser.parse_str_literal("output tensor name")
-        combiner = Combiner(parser.parse_keyword_in([c.value for c in Combiner], "combiner"))
+        combiner = Combiner(parser.parse_keyword_in([str(c) for c in Combiner], "combiner"))
 
         def parse_axis() -> tuple[str, int]:
             axis = parser.parse_identifier("axis name")

@@ -213,7 +213,7 @@ def _reduction(store_access: _Access, body: Block) -> _Reduction | Failure:
                     if u.operation.parent_block() is body and u.operation not in (load, store)
                 ]  # fmt: skip
                 if others:
-                    return Failure(f"the reduction's buffer is accessed again in the loop body")
+                    return Failure("the reduction's buffer is accessed again in the loop body")
                 return _Reduction(load, combine, store, combine.operands[1 - k], store_access)
     return fail
 
@@ -443,6 +443,7 @@ def vectorize_loop(
                 ops.append(vload)
                 vectors[op.result] = vload.result
             else:
+                assert isinstance(op, affine.StoreOp)
                 ops.append(egpu.VStoreOp(vector(op.value), op.memref, indices))
             continue
         if isinstance(op, affine.ApplyOp) and op.result in plan.varying:
