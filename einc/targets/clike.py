@@ -205,6 +205,7 @@ class CLikeTarget:
     """Suffix of C math functions and float literals by type; a float type missing here has
     no math library (f16: legalize it to f32 first)."""
     literal_cast: ClassVar[Mapping[Attribute, str]] = {f16: "(_Float16)"}
+    """Float types written as a cast of an exact f32 literal."""
     literal_suffix: ClassVar[Mapping[Attribute, str]] = {f64: "", f32: "f"}
     """Suffix of float literals by type (languages with overloaded math have no math
     suffix but still a float literal suffix)."""
@@ -212,7 +213,6 @@ class CLikeTarget:
     """Respellings of named literals (`INT32_MAX`, `INFINITY`, `NAN`) a language lacks."""
     promoted_types: ClassVar[frozenset[Attribute]] = frozenset({i8, i16})
     """Integer types C computes in `int`: arithmetic on one is cast back to it (wraps)."""
-    """Float types written as a cast of an exact f32 literal."""
 
     ops: ClassVar[Mapping[type[Operation], Spelling]] = {
         arith.AddfOp: infix("+", ADD), arith.SubfOp: infix("-", ADD),

@@ -110,7 +110,7 @@ def simplify(expr: AffineExpr, num_dims: int, num_symbols: int = 0) -> AffineExp
         return expr
     try:
         return expr.simplify(num_dims, num_symbols)
-    except (NotImplementedError, ZeroDivisionError, AssertionError):
+    except (NotImplementedError, ZeroDivisionError):
         return expr
 
 
