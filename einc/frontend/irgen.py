@@ -22,6 +22,8 @@ Conventions the lowering relies on:
 
 from __future__ import annotations
 
+from typing import cast
+
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -162,7 +164,7 @@ class BodyBuilder:
         # Floor modulo: r = a rem b, plus b when r is non-zero and its sign differs from b's
         # (never overflows, unlike ((a rem b) + b) rem b).
         rem = self.emit(arith.RemSIOp(a, b))
-        zero = self.emit(arith.ConstantOp(IntegerAttr(0, a.type)))
+        zero = self.emit(arith.ConstantOp(IntegerAttr(0, cast(IntegerType, a.type))))
         nonzero = self.emit(arith.CmpiOp(rem, zero, "ne"))
         signs_differ = self.emit(
             arith.CmpiOp(self.emit(arith.XOrIOp(rem, b)), zero, "slt")

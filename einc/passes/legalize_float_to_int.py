@@ -37,6 +37,8 @@ float -> integer conversion are unchanged.
 
 from __future__ import annotations
 
+from typing import cast
+
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -79,7 +81,7 @@ class SaturateFloatToInt(RewritePattern):
         if isinstance(x.type, Float16Type):
             new_ops.append(wide := arith.ExtFOp(x, f32))
             x = wide.result
-        ft, it = x.type, result.type
+        ft, it = cast(AnyFloat, x.type), result.type
         lo, hi = saturating_bounds(it.width.data, isinstance(op, arith.FPToSIOp))
 
         def constant(value: float, t: AnyFloat | IntegerType) -> SSAValue:

@@ -15,12 +15,15 @@ Run right after `convert-affine-to-egpu`; the narrow values left are legalized b
 
 from __future__ import annotations
 
+import typing
+
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
+    IntegerType,
     ArrayAttr,
     DictionaryAttr,
     FunctionType,
@@ -75,7 +78,7 @@ def _narrow_accesses(buffer: SSAValue, narrow: Attribute) -> None:
             cast: Operation = (
                 arith.TruncFOp(wide, narrow)
                 if isinstance(narrow, AnyFloat)
-                else arith.TruncIOp(wide, narrow)
+                else arith.TruncIOp(wide, typing.cast(IntegerType, narrow))
             )
             Rewriter.replace_op(op, [wide_load, cast], [cast.results[0]])
         elif isinstance(op, affine.StoreOp | memref.StoreOp) and use.index == 0:
@@ -84,7 +87,7 @@ def _narrow_accesses(buffer: SSAValue, narrow: Attribute) -> None:
             widen: Operation = (
                 arith.ExtFOp(op.value, _wide(narrow))
                 if isinstance(narrow, AnyFloat)
-                else arith.ExtSIOp(op.value, _wide(narrow))
+                else arith.ExtSIOp(op.value, typing.cast(IntegerType, _wide(narrow)))
             )
             Rewriter.insert_op(widen, InsertPoint.before(op))
             op.operands[0] = widen.results[0]

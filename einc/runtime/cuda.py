@@ -25,6 +25,8 @@ call makes it current on its own thread, and passes its own parameter array to
 
 from __future__ import annotations
 
+import importlib
+
 import functools
 import json
 import os
@@ -50,7 +52,7 @@ NVRTC_OPTIONS: tuple[str, ...] = ("-Xptxas=-v", "--std=c++17")
 
 def _nvrtc() -> Any:
     try:
-        from cuda.bindings import nvrtc
+        nvrtc = importlib.import_module("cuda.bindings.nvrtc")  # a binary module: no stubs
     except ImportError as error:
         raise TargetError(
             f"CUDA compile checks need NVRTC through cuda-python ({error}); "
@@ -133,7 +135,7 @@ def parse_ptxas_log(log: str) -> tuple[KernelResources, ...]:
     for line in log.splitlines():
         entry = _ENTRY.search(line)
         if entry is not None:
-            current = entry.group(1)
+            current = str(entry.group(1))
             found[current] = {}
             continue
         if current is None:
@@ -190,7 +192,7 @@ def _read_report(path: Path) -> CompileReport:
 
 def _check(result: Any, what: str) -> Any:
     """cuda-python returns (error, values...): raise on an error, return the values."""
-    from cuda.bindings import driver
+    driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
 
     err, *values = result if isinstance(result, tuple) else (result,)
     if err != driver.CUresult.CUDA_SUCCESS:
@@ -210,7 +212,7 @@ class _Gpu:
 @locked_cache
 def _gpu() -> _Gpu:
     try:
-        from cuda.bindings import driver
+        driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
 
         (err,) = driver.cuInit(0)
     except Exception as error:  # noqa: BLE001 - no libcuda: the driver is not installed
@@ -238,7 +240,7 @@ class CudaKernel:
     """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)`."""
 
     def __init__(self, source: str, manifest: LaunchManifest, options: Sequence[str] = NVRTC_OPTIONS):
-        from cuda.bindings import driver
+        driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
 
         check_manifest(manifest)
         gpu = _gpu()
@@ -260,7 +262,7 @@ class CudaKernel:
             self._functions.append(function)
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
-        from cuda.bindings import driver
+        driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
 
         _check(driver.cuCtxSetCurrent(_gpu().context), "cuCtxSetCurrent")
         staged = stage(self.manifest, inputs, outputs)

@@ -68,7 +68,7 @@ def parse_resource_remarks(log: str) -> tuple[KernelResources, ...]:
             continue
         label, value = match.group(1).strip(), match.group(2)
         if label == "Function Name":
-            current = value
+            current = str(value)
             found[current] = {}
         elif current is not None and label in _FIELDS and value.isdigit():
             found[current][_FIELDS[label]] = int(value)

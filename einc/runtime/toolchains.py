@@ -14,6 +14,8 @@ Answers are cached per process.
 
 from __future__ import annotations
 
+import importlib
+
 import functools
 import os
 import shutil
@@ -189,7 +191,7 @@ def _poplar() -> tuple[bool, str]:
 @functools.cache
 def _cuda() -> tuple[bool, str]:
     try:
-        from cuda.bindings import nvrtc
+        nvrtc = importlib.import_module("cuda.bindings.nvrtc")  # a binary module: no stubs
 
         err, major, minor = nvrtc.nvrtcVersion()
     except Exception as error:  # noqa: BLE001

@@ -135,7 +135,7 @@ class SpirvModule:
 
 def reflect_spirv(code: bytes) -> SpirvModule:
     """Entry point names and buffer bindings declared by a SPIR-V module."""
-    words = struct.unpack(f"<{len(code) // 4}I", code)
+    words: list[int] = list(struct.unpack(f"<{len(code) // 4}I", code))
     if not words or words[0] != 0x07230203:
         raise ToolchainError("not a SPIR-V module (bad magic number)")
     entries: list[str] = []
