@@ -20,7 +20,7 @@ from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from einc.context import einc_dialects, load_einc_transform_ops
-from einc.errors import EincError, ParseError, SourceLocation
+from einc.errors import EincError, ParseError, SourceLocation, span_location
 
 
 class EincOptMain(xDSLOptMain):
@@ -92,11 +92,7 @@ class EincOptMain(xDSLOptMain):
 
 def mlir_parse_error(err: XdslParseError) -> ParseError:
     """xDSL's parse error at its span, as einc's (`file:line:col: error:` and a caret)."""
-    where = err.span.get_location()
-    chunk = err.span.input.content  # a chunk of the file starts line_offset lines into it
-    source = "\n" * err.span.line_offset + chunk if isinstance(chunk, str) else None
-    loc = SourceLocation(where.file, where.line, int(where.col), max(1, err.span.len), source)
-    return ParseError(err.msg, loc)
+    return ParseError(err.msg, span_location(err.span))
 
 
 def pipeline_error(text: str) -> str:

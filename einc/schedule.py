@@ -18,18 +18,21 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
 from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError as XdslParseError
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Span
 
 from einc.context import make_context
 from einc.dialects import einc_transform as et
-from einc.errors import ScheduleError, SourceLocation
+from einc.errors import EincError, InternalCompilerError, ScheduleError, SourceLocation, span_location
 from einc.passes.utils import loop_transforms as lt
 
 ENTRY = "__transform_main"
@@ -43,17 +46,36 @@ class Knob:
 
 
 class _LocatingParser(Parser):
-    """xDSL's parser, remembering where each operation starts (ops carry no location)."""
+    """xDSL's parser, remembering where each operation starts (ops carry no location) and
+    where each value is first used before a definition (xDSL reports undefined values at
+    the end of the input)."""
 
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.offsets: dict[Operation, int] = {}
+        self.first_uses: dict[str, Span] = {}
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         op = super().parse_operation()
         self.offsets[op] = start
         return op
+
+    def resolve_operand(self, operand: UnresolvedOperand, type: Any) -> Any:
+        if operand.operand_name not in self.ssa_values:
+            self.first_uses.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def schedule_error(self, err: XdslParseError) -> ScheduleError:
+        """xDSL's parse error as a ScheduleError at its own position; an undefined handle
+        at its first use."""
+        undefined = [self.first_uses[n] for n in self.forward_ssa_references if n in self.first_uses]
+        if err.msg.startswith("values used but not defined") and undefined:
+            span = min(undefined, key=lambda s: s.start)
+            return ScheduleError(
+                f"undefined handle {span.text}: no op before its use defines it", span_location(span)
+            )
+        return ScheduleError(f"malformed schedule: {err.msg}", span_location(err.span))
 
 
 def _location(source: str, filename: str, offset: int, length: int = 1) -> SourceLocation:
@@ -84,13 +106,45 @@ class Schedule:
         try:
             module = parser.parse_module()
         except XdslParseError as err:
-            raise ScheduleError(f"malformed schedule: {err}", SourceLocation(filename, 1, 1)) from None
+            raise parser.schedule_error(err) from None
         locations = {
             op: _location(text, filename, offset, len(op.name)) for op, offset in parser.offsets.items()
         }
         schedule = cls(module, filename, text, locations)
+        schedule.verify()
         schedule.entry()  # fail early without an entry point
         return schedule
+
+    def verify(self) -> None:
+        """Each op's verifier (a knob's value among its options, one size per sized op, ...):
+        a ScheduleError at the first op that fails."""
+        for op in self.module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as err:
+                cause = err.__cause__ if isinstance(err.__cause__, VerifyException) else err
+                raise self.error(op, str(cause).splitlines()[-1] if str(cause) else op.name) from None
+
+    def error(self, op: Operation, message: str) -> ScheduleError:
+        """A ScheduleError at `op` (named in the message when it has no location)."""
+        loc = self.locations.get(op)
+        return ScheduleError(message if loc is not None else f"{op.name}: {message}", loc)
+
+    def check_target(self, target: str) -> None:
+        """Refuse ops `target` cannot honour, at the op, before the schedule runs: on C
+        (no GPU) a bind, or a cache stage in "shared" memory."""
+        if target != "c":
+            return
+        from einc.passes.utils.cache import refuse_shared_memory
+
+        for op in self.module.walk():
+            if isinstance(op, et.BindOp):
+                raise self.error(
+                    op,
+                    f"the {target} target has no GPU blocks or threads to bind a loop to "
+                    f'("{op.axis.data}"); parallelize the loop instead',
+                )
+        refuse_shared_memory(self, target)
 
     def entry(self) -> transform.NamedSequenceOp:
         for op in self.module.walk():
@@ -139,7 +193,13 @@ class Schedule:
         interpreter = Interpreter(self.module)
         interpreter.register_implementations(TransformFunctions(ctx, get_all_passes()))
         interpreter.register_implementations(EincTransformFunctions(self, module))
-        interpreter.call_op(self.entry(), (OperationHandle(module),))
+        try:
+            interpreter.call_op(self.entry(), (OperationHandle(module),))
+        except EincError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an interpreter or transform bug
+            schedule = self.source if self.source is not None else str(self.module)
+            raise InternalCompilerError.wrap(exc, "schedule", schedule=schedule) from exc
 
     def __str__(self) -> str:
         return str(self.module)
@@ -159,7 +219,19 @@ def resolve_schedule(schedule: object, target: str, module: ModuleOp) -> Schedul
         if schedule.strip() == "none":
             return None
         return Schedule.parse(schedule, "<schedule>")
-    raise ScheduleError(f"a schedule is a Schedule, its text or 'none', not {type(schedule).__name__}")
+    check_schedule_argument(schedule)
+    raise AssertionError(schedule)
+
+
+def check_schedule_argument(schedule: object) -> None:
+    """Refuse a `schedule=` argument that is not a Schedule, schedule text, or None."""
+    if schedule is None or isinstance(schedule, Schedule | str):
+        return
+    raise ScheduleError(
+        f"schedule= takes a Schedule, the text of a schedule script or 'none', "
+        f"not {type(schedule).__name__} ({schedule!r:.40})",
+        SourceLocation("<schedule argument>", 1, 1),
+    )
 
 
 # ---- the interpreter ---------------------------------------------------------------------------

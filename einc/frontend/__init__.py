@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.errors import EincError, SemanticError
+from einc.errors import EincError, InternalCompilerError, SemanticError
 from einc.frontend import checked, irgen, parser, sema
 from einc.frontend.checked import TensorInfo
-from einc.frontend.diagnostics import InternalCompilerError, SourceText
+from einc.frontend.diagnostics import SourceText
 
 __all__ = ["InternalCompilerError", "Program", "TensorInfo", "build_module", "parse_program"]
 
@@ -39,16 +39,17 @@ class Program:
     filename: str
 
 
-def _guarded(source: SourceText, stage: Callable[[], _T]) -> _T:
-    """Runs a stage; a Python exception other than `EincError` is a bug in einc and is reported
-    as an `InternalCompilerError` (so callers only ever see `EincError`s)."""
+def _guarded(source: SourceText, stage: Callable[[], _T], name: str) -> _T:
+    """Runs a frontend stage; a Python exception other than `EincError` is a bug in einc and
+    is raised as an `InternalCompilerError` (not an EincError: no user mistake to locate),
+    the original as its cause, the program text in its reproducer context."""
     try:
         return stage()
     except EincError:
         raise
     except Exception as exc:  # noqa: BLE001 - the boundary of the frontend
-        raise InternalCompilerError(
-            f"internal compiler error: {type(exc).__name__}: {exc}", source.location(None)
+        raise InternalCompilerError.wrap(
+            exc, name, program=source.text, filename=source.filename
         ) from exc
 
 
@@ -75,12 +76,12 @@ def parse_program(
         inputs, outputs, statements = sema.Checker(text).check(module, input_dict, extra_outputs)
         return Program(inputs, outputs, statements, source, filename)
 
-    return _guarded(text, run)
+    return _guarded(text, run, "parse")
 
 
 def build_module(program: Program) -> ModuleOp:
     """The verified `ein`-level module of a checked program: one `func.func @kernel`."""
     text = SourceText(program.source, program.filename)
     return _guarded(
-        text, lambda: irgen.build(program.inputs, program.outputs, program.statements)
+        text, lambda: irgen.build(program.inputs, program.outputs, program.statements), "ein"
     )

@@ -42,6 +42,8 @@ class ApplySchedulePass(ModulePass):
             except OSError as err:
                 raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(self.file, 1, 1)) from None
             schedule = Schedule.parse(text, self.file)
+            if self.target is not None:
+                schedule.check_target(self.target)
             schedule.apply_in_place(op)
             self.check_buffers(op, schedule)
             return
@@ -55,6 +57,8 @@ class ApplySchedulePass(ModulePass):
             entry.detach()
         holder.body.block.add_op(entries[0])
         schedule = Schedule(holder, "<embedded schedule>")
+        if self.target is not None:
+            schedule.check_target(self.target)
         schedule.apply_in_place(op)
         self.check_buffers(op, schedule)
 
