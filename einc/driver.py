@@ -161,7 +161,7 @@ class Compilation:
         except EincError:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary of a stage
-            raise InternalCompilerError.wrap(exc, stage, **self.reproducer_context()) from exc
+            raise InternalCompilerError.wrap(exc, stage, **self.reproducer_context())
 
     def reproducer_context(self) -> dict[str, str]:
         """What reproduces this compilation: the program, its inputs, the target, the schedule."""

@@ -83,6 +83,11 @@ class ScheduleError(EincError):
     """An illegal or malformed schedule."""
 
 
+class UsageError(EincError):
+    """A command-line argument the tool cannot use: a negative seed, an output path in a
+    missing folder, an input file it cannot read, an unknown pass."""
+
+
 class RuntimeInputError(EincError):
     """Arrays passed to a compiled kernel do not match its signature."""
 
@@ -108,12 +113,14 @@ class InternalCompilerError(Exception):
 
     @classmethod
     def wrap(cls, exc: BaseException, stage: str | None = None, **context: str) -> InternalCompilerError:
-        """`exc` (unexpected) as an InternalCompilerError; an InternalCompilerError gains the
-        context it lacks. Raise the result `from exc`."""
+        """`exc` (unexpected) as an InternalCompilerError, `exc` its `__cause__`; an
+        InternalCompilerError itself, with the context it lacked added."""
         if isinstance(exc, InternalCompilerError):
             exc.add_context(stage=stage, **context)
             return exc
-        return cls(f"{type(exc).__name__}: {exc}", stage, context)
+        ice = cls(f"{type(exc).__name__}: {exc}", stage, context)
+        ice.__cause__ = exc
+        return ice
 
     def add_context(self, stage: str | None = None, **context: str) -> None:
         if self.stage is None and stage is not None:

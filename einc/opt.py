@@ -6,21 +6,30 @@
 
 from __future__ import annotations
 
-import os
+import io
+import re
 import sys
-import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from einc.context import einc_dialects, load_einc_transform_ops
-from einc.errors import EincError, ParseError, SourceLocation, span_location
+from einc.errors import (
+    EincError,
+    InternalCompilerError,
+    ParseError,
+    SourceLocation,
+    UsageError,
+    span_location,
+)
 
 
 class EincOptMain(xDSLOptMain):
@@ -68,6 +77,29 @@ class EincOptMain(xDSLOptMain):
             help="print the IR after every pass",
         )
 
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        try:
+            return super().get_input_stream()
+        except OSError as err:
+            raise UsageError(
+                f"cannot read the input: {err.strerror or err}", SourceLocation(self.get_input_name(), 1, 1)
+            ) from None
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        """The input must be UTF-8: a ParseError at the first byte that is not."""
+        data = chunk.read()
+        try:
+            data.decode()
+        except UnicodeDecodeError as err:
+            line_start = data.rfind(b"\n", 0, err.start) + 1
+            line = start_offset + data.count(b"\n", 0, err.start) + 1
+            col = len(data[line_start : err.start].decode(errors="replace")) + 1
+            raise ParseError(
+                f"the input is not UTF-8 text (byte 0x{data[err.start]:02x} cannot start a character)",
+                SourceLocation(self.get_input_name(), line, col),
+            ) from None
+        return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
+
     def setup_pipeline(self) -> None:
         spec = self.args.pass_pipeline
         if spec is not None:
@@ -75,8 +107,12 @@ class EincOptMain(xDSLOptMain):
             if spec.startswith("builtin.module(") and spec.endswith(")"):
                 spec = spec[len("builtin.module(") : -1]
             self.args.passes = spec
+        self.check_pass_names(self.args.passes)
         if not self.args.print_ir_after_all:
-            super().setup_pipeline()
+            try:
+                super().setup_pipeline()
+            except ValueError as err:  # a pass option it does not have, a bad option value
+                raise UsageError(str(err), SourceLocation("pass-pipeline", 1, 1, max(1, len(self.args.passes)), self.args.passes)) from None
             return
 
         def callback(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
@@ -87,7 +123,22 @@ class EincOptMain(xDSLOptMain):
                 Printer(stream=sys.stdout).print_op(module)
                 print("\n")
 
-        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
+        try:
+            self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
+        except ValueError as err:
+            raise UsageError(str(err), SourceLocation("pass-pipeline", 1, 1, max(1, len(self.args.passes)), self.args.passes)) from None
+
+    def check_pass_names(self, spec: str) -> None:
+        """A UsageError at the first pass of the pipeline `spec` that is not registered."""
+        for arg_spec in parse_pipeline(spec):
+            if arg_spec.name in self.available_passes:
+                continue
+            found = re.search(rf"(?<![\w.-]){re.escape(arg_spec.name)}(?![\w.-])", spec)
+            col = found.start() + 1 if found else 1
+            raise UsageError(
+                f"unknown pass '{arg_spec.name}' (see einc-opt --help for the passes)",
+                SourceLocation("pass-pipeline", 1, col, len(arg_spec.name), spec),
+            )
 
 
 def mlir_parse_error(err: XdslParseError) -> ParseError:
@@ -105,8 +156,11 @@ def pipeline_error(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    opt: EincOptMain | None = None
     try:
-        EincOptMain(description="einc modular optimizer driver", args=argv).run()
+        opt = EincOptMain(description="einc modular optimizer driver", args=argv)
+        opt.run()
         return 0
     except EincError as err:
         print(err.render(), file=sys.stderr)
@@ -120,17 +174,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArgSpecParseError as err:  # a BaseException in xDSL: a malformed --pass-pipeline
         print(pipeline_error(str(err)), file=sys.stderr)
         return 1
-    except (OSError, ValueError) as err:
-        print(f"einc-opt: error: {err}", file=sys.stderr)
-        return 1
-    except Exception as exc:
-        if os.environ.get("EINC_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"einc-opt: internal error: {type(exc).__name__}: {exc}\n"
-            "(this is a bug in einc; rerun with EINC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
+    except Exception as exc:  # noqa: BLE001 - an einc bug: a reproducer, exit status 2
+        from einc.cli import report_internal_error
+
+        ice = InternalCompilerError.wrap(exc, "einc-opt")
+        context = {"command line": " ".join(["einc-opt", *argv])}
+        if opt is not None:
+            context["pass pipeline"] = str(opt.args.passes)
+            context["target"] = str(opt.args.target)
+            if opt.args.input_file:
+                try:
+                    context["input"] = Path(opt.args.input_file).read_text(errors="replace")
+                except OSError:
+                    pass
+        report_internal_error(ice, "einc-opt", **context)
         return 2
 
 

@@ -199,7 +199,7 @@ class Schedule:
             raise
         except Exception as exc:  # noqa: BLE001 - an interpreter or transform bug
             schedule = self.source if self.source is not None else str(self.module)
-            raise InternalCompilerError.wrap(exc, "schedule", schedule=schedule) from exc
+            raise InternalCompilerError.wrap(exc, "schedule", schedule=schedule)
 
     def __str__(self) -> str:
         return str(self.module)
