@@ -33,6 +33,9 @@ from einc.errors import (
 
 
 class EincOptMain(xDSLOptMain):
+    chunk_line_offset: int = 0
+    """The first line of the chunk being parsed (`--split-input-file`), for op locations."""
+
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
         for name, factory in einc_dialects().items():
@@ -49,6 +52,18 @@ class EincOptMain(xDSLOptMain):
             return build_module(program)
 
         self.available_frontends["ein"] = parse_ein
+
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            from einc.schedule import PARSED_AT, parse_with_locations
+
+            module, locations = parse_with_locations(
+                self.ctx, io.read().decode(), self.get_input_name(), self.chunk_line_offset,
+                not self.args.no_implicit_module,
+            )  # fmt: skip
+            PARSED_AT.update(locations)
+            return module
+
+        self.available_frontends["mlir"] = parse_mlir
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -88,6 +103,7 @@ class EincOptMain(xDSLOptMain):
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         """The input must be UTF-8: a ParseError at the first byte that is not."""
         data = chunk.read()
+        self.chunk_line_offset = start_offset
         try:
             data.decode()
         except UnicodeDecodeError as err:

@@ -84,6 +84,27 @@ def _location(source: str, filename: str, offset: int, length: int = 1) -> Sourc
     return SourceLocation(filename, line, col, length, source)
 
 
+PARSED_AT: weakref.WeakKeyDictionary[Operation, SourceLocation] = weakref.WeakKeyDictionary()
+"""Where einc-opt found each op of its MLIR input (xDSL ops carry no location): an embedded
+`@__transform_main` that `einc-apply-schedule` takes out of the module reports its errors
+there. Weak: an op that is gone leaves no entry."""
+
+
+def parse_with_locations(
+    ctx: Any, text: str, filename: str, line_offset: int = 0, implicit_module: bool = True
+) -> tuple[ModuleOp, dict[Operation, SourceLocation]]:
+    """`text` parsed, with each op's location (its lines counted from `line_offset`, for a
+    chunk of a split file); xDSL's ParseError as it is."""
+    parser = _LocatingParser(ctx, text, filename)
+    module = parser.parse_module(implicit_module)
+    source = "\n" * line_offset + text
+    locations = {
+        op: _location(source, filename, line_offset + offset, len(op.name))
+        for op, offset in parser.offsets.items()
+    }
+    return module, locations
+
+
 class Schedule:
     """A parsed schedule: its module (holding `@__transform_main`) and each op's location."""
 
