@@ -8,22 +8,43 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 
 
-def _parser() -> argparse.ArgumentParser:
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse, its usage errors raised as UsageError (exit status 1, at the option when
+    the message names one) instead of exiting with status 2, the status of einc's bugs."""
+
+    def __init__(self, *args: Any, argv: Sequence[str] = (), **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.argv = argv  # the command line being parsed, for the error's location
+
+    def error(self, message: str) -> NoReturn:
+        raise usage_error(message, self.argv, self.prog)
+
+
+def usage_error(message: str, argv: Sequence[str], prog: str, tool: str = "einc") -> UsageError:
+    """argparse's error `message` as a UsageError at the option it names in `argv`."""
+    named = re.match(r"argument (\S+?)(/\S+)?: ", message)
+    flags = (named.group(1), *(named.group(2) or "/")[1:].split("/")) if named else ()
+    return UsageError(f"{message} (see {prog} --help)", argument_location(argv, *flags, tool=tool))
+
+
+def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     from einc.driver import STAGES
 
-    parser = argparse.ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.")
+    parser = _ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.", argv=argv)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    comp = sub.add_parser("compile", help="compile a .ein program to target source code")
+    comp = sub.add_parser("compile", help="compile a .ein program to target source code", argv=argv)
     comp.add_argument("file", help="the .ein program")
     comp.add_argument("-t", "--target", default="c", help="target language (default: c)")
     comp.add_argument(
@@ -44,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     run = sub.add_parser(
-        "run", help="compile, run on random inputs, and check against the NumPy reference"
+        "run", help="compile, run on random inputs, and check against the NumPy reference", argv=argv
     )
     run.add_argument("file", help="the .ein program")
     run.add_argument("-t", "--target", default="c", help="target to execute on (default: c)")
@@ -54,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--repeat", type=int, default=5, help="timed runs, at least 1 (median is reported)")
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
     check = sub.add_parser(
-        "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory"
+        "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory",
+        argv=argv,
     )
     check.add_argument("file", help="the .ein program")
     check.add_argument("-t", "--target", default="cuda", help="cuda or hip (default: cuda)")
@@ -62,10 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def argument_location(argv: Sequence[str], *flags: str) -> SourceLocation:
-    """The place of option `flags` (and its value) in the command line `einc ARGV...`,
+def argument_location(argv: Sequence[str], *flags: str, tool: str = "einc") -> SourceLocation:
+    """The place of option `flags` (and its value) in the command line `TOOL ARGV...`,
     as a location in the text `<command line>` (its start when the option is not there)."""
-    words = ["einc", *argv]
+    words = [tool, *argv]
     text = " ".join(words)
     offset = 0
     for i, word in enumerate(words):
@@ -124,7 +146,11 @@ def _read(path: str | None) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser(argv).parse_args(argv)
+    except UsageError as err:
+        print(err.render(), file=sys.stderr)
+        return 1
     from einc import driver
 
     try:

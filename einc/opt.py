@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
@@ -35,6 +35,10 @@ from einc.errors import (
 class EincOptMain(xDSLOptMain):
     chunk_line_offset: int = 0
     """The first line of the chunk being parsed (`--split-input-file`), for op locations."""
+
+    def __init__(self, description: str, args: Sequence[str]):
+        self.argv = list(args)  # for the locations of command-line errors
+        super().__init__(description=description, args=args)
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -79,6 +83,12 @@ class EincOptMain(xDSLOptMain):
         super().register_all_targets()
 
     def register_all_arguments(self, arg_parser) -> None:  # type: ignore[no-untyped-def]
+        from einc.cli import usage_error
+
+        def error(message: str) -> NoReturn:  # exit status 1 at the option, not argparse's 2
+            raise usage_error(message, self.argv, "einc-opt", "einc-opt")
+
+        arg_parser.error = error
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
             "--pass-pipeline",
@@ -93,12 +103,27 @@ class EincOptMain(xDSLOptMain):
         )
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
+        where = SourceLocation(self.get_input_name(), 1, 1)
         try:
-            return super().get_input_stream()
+            stream, extension = super().get_input_stream()
         except OSError as err:
+            raise UsageError(f"cannot read the input: {err.strerror or err}", where) from None
+        if (self.args.frontend or extension) not in self.available_frontends:
+            stream.close()
             raise UsageError(
-                f"cannot read the input: {err.strerror or err}", SourceLocation(self.get_input_name(), 1, 1)
-            ) from None
+                f"no frontend for '.{extension}' files (known: "
+                f"{', '.join(sorted(self.available_frontends))}; or choose one with -f)", where,
+            )  # fmt: skip
+        return stream, extension
+
+    def prepare_output(self) -> IO[str]:
+        try:
+            return super().prepare_output()
+        except OSError as err:
+            from einc.cli import argument_location
+
+            where = argument_location(self.argv, "-o", "--output-file", tool="einc-opt")
+            raise UsageError(f"cannot write the output: {err.strerror or err}", where) from None
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         """The input must be UTF-8: a ParseError at the first byte that is not."""
@@ -128,7 +153,7 @@ class EincOptMain(xDSLOptMain):
             try:
                 super().setup_pipeline()
             except ValueError as err:  # a pass option it does not have, a bad option value
-                raise UsageError(str(err), SourceLocation("pass-pipeline", 1, 1, max(1, len(self.args.passes)), self.args.passes)) from None
+                raise UsageError(str(err), self.pipeline_location()) from None
             return
 
         def callback(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
@@ -142,7 +167,11 @@ class EincOptMain(xDSLOptMain):
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
         except ValueError as err:
-            raise UsageError(str(err), SourceLocation("pass-pipeline", 1, 1, max(1, len(self.args.passes)), self.args.passes)) from None
+            raise UsageError(str(err), self.pipeline_location()) from None
+
+    def pipeline_location(self) -> SourceLocation:
+        spec = self.args.passes
+        return SourceLocation("pass-pipeline", 1, 1, max(1, len(spec)), spec)
 
     def check_pass_names(self, spec: str) -> None:
         """A UsageError at the first pass of the pipeline `spec` that is not registered."""

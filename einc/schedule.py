@@ -77,6 +77,15 @@ class _LocatingParser(Parser):
             )
         return ScheduleError(f"malformed schedule: {err.msg}", span_location(err.span))
 
+    def locations(self, text: str, filename: str, line_offset: int = 0) -> dict[Operation, SourceLocation]:
+        """Each parsed op's location in `text` (its lines counted from `line_offset`, for a
+        chunk of a split file)."""
+        source = "\n" * line_offset + text
+        return {
+            op: _location(source, filename, line_offset + offset, len(op.name))
+            for op, offset in self.offsets.items()
+        }
+
 
 def _location(source: str, filename: str, offset: int, length: int = 1) -> SourceLocation:
     line = source.count("\n", 0, offset) + 1
@@ -97,12 +106,7 @@ def parse_with_locations(
     chunk of a split file); xDSL's ParseError as it is."""
     parser = _LocatingParser(ctx, text, filename)
     module = parser.parse_module(implicit_module)
-    source = "\n" * line_offset + text
-    locations = {
-        op: _location(source, filename, line_offset + offset, len(op.name))
-        for op, offset in parser.offsets.items()
-    }
-    return module, locations
+    return module, parser.locations(text, filename, line_offset)
 
 
 class Schedule:
@@ -128,10 +132,7 @@ class Schedule:
             module = parser.parse_module()
         except XdslParseError as err:
             raise parser.schedule_error(err) from None
-        locations = {
-            op: _location(text, filename, offset, len(op.name)) for op, offset in parser.offsets.items()
-        }
-        schedule = cls(module, filename, text, locations)
+        schedule = cls(module, filename, text, parser.locations(text, filename))
         schedule.verify()
         schedule.entry()  # fail early without an entry point
         return schedule
@@ -153,11 +154,12 @@ class Schedule:
 
     def check_target(self, target: str) -> None:
         """Refuse ops `target` cannot honour, at the op, before the schedule runs: on C
-        (no GPU) a bind, or a cache stage in "shared" memory."""
+        (no GPU) a cache stage in "shared" memory, or a bind."""
         if target != "c":
             return
         from einc.passes.utils.cache import refuse_shared_memory
 
+        refuse_shared_memory(self, target)
         for op in self.module.walk():
             if isinstance(op, et.BindOp):
                 raise self.error(
@@ -165,7 +167,6 @@ class Schedule:
                     f"the {target} target has no GPU blocks or threads to bind a loop to "
                     f'("{op.axis.data}"); parallelize the loop instead',
                 )
-        refuse_shared_memory(self, target)
 
     def entry(self) -> transform.NamedSequenceOp:
         for op in self.module.walk():

@@ -187,6 +187,21 @@ def test_run_option_values(prog: str, capsys: pytest.CaptureFixture[str], args: 
     assert err.startswith(f"<command line>:1:{col}: error: {message}")
 
 
+@pytest.mark.parametrize(
+    "args, start",
+    [(["run", "{prog}", "--seed", "abc"], "<command line>:1:{col}: error: argument --seed: invalid int value: 'abc'"),
+     (["compile", "{prog}", "-t"], "<command line>:1:{col}: error: argument -t/--target: expected one argument"),
+     (["compile"], "<command line>:1:1: error: the following arguments are required: file")],
+)  # fmt: skip
+def test_argparse_usage_errors_exit_1_located(
+    prog: str, capsys: pytest.CaptureFixture[str], args: list[str], start: str
+) -> None:
+    argv = [a.format(prog=prog) for a in args]
+    assert cli.main(argv) == 1
+    col = ("einc " + " ".join(argv)).index(" " + args[-2 if args[-1] == "abc" else -1]) + 2
+    assert capsys.readouterr().err.startswith(start.format(col=col))
+
+
 def test_run_seed_zero_and_repeat_one_are_fine(prog: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", prog, "--seed", "0", "--repeat", "1"]) == 0
     assert "inputs seeded with 0" in capsys.readouterr().out
@@ -222,6 +237,23 @@ def test_einc_opt_unknown_pass_is_located_in_the_pipeline(prog: str, capsys: pyt
 def test_einc_opt_unknown_pass_option_is_located(prog: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert opt.main([prog, "-p", "convert-ein-to-affine{foo=1}"]) == 1
     assert capsys.readouterr().err.startswith('pass-pipeline:1:1: error: Provided arguments ["foo"]')
+
+
+@pytest.mark.parametrize(
+    "args, start",
+    [(["{prog}", "-t", "bogus"], "<command line>:1:{col}: error: argument -t/--target: invalid choice: 'bogus'"),
+     (["{prog}", "-o", "{tmp}/missing/out.mlir"], "<command line>:1:{col}: error: cannot write the output: No such file"),
+     (["{tmp}/p.xyz"], "{tmp}/p.xyz:1:1: error: no frontend for '.xyz' files")],
+)  # fmt: skip
+def test_einc_opt_command_line_errors_exit_1_located(
+    prog: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], start: str
+) -> None:
+    (tmp_path / "p.xyz").write_text(PROGRAM)
+    argv = [a.format(prog=prog, tmp=tmp_path) for a in args]
+    assert opt.main(argv) == 1
+    col = ("einc-opt " + " ".join(argv)).index(" " + args[-2]) + 2 if len(args) > 1 else 1
+    assert capsys.readouterr().err.startswith(start.format(col=col, tmp=tmp_path))
+    assert not list(Path().glob("einc-crash-*"))
 
 
 # ---- schedule mistakes ----------------------------------------------------------------------------
@@ -275,6 +307,17 @@ def test_poplar_local_float64_array_points_at_the_cache_read(tmp_path: Path, cap
     pipeline = f'convert-ein-to-affine,einc-apply-schedule{{file="{tmp_path}/s.mlir" target="poplar"}}'
     assert opt.main([str(tmp_path / "p.ein"), "-p", pipeline]) == 1
     assert capsys.readouterr().err.startswith(f"{tmp_path}/s.mlir:4:5: error: the local buffer")
+
+
+def test_poplar_refusal_without_op_locations_names_the_op() -> None:
+    text = script('%k = transform.einc.match stmt "output0" axis "K" in %root',
+                  '%s = transform.einc.cache_read "input1" at %k')  # fmt: skip
+    built = Schedule(Schedule.parse(text).module, "built")  # made in memory: no locations
+    f64 = {k: {"dtype": "float64", "shape": v["shape"]} for k, v in MM.items()}
+    with pytest.raises(ScheduleError) as info:
+        einc.compile(MATMUL, f64, target="poplar", schedule=built)
+    at(info.value, 1, 1, "built")
+    assert info.value.message.startswith("transform.einc.cache_read: the local buffer 'input1_local'")
 
 
 # ---- bind on C ------------------------------------------------------------------------------------
