@@ -191,7 +191,10 @@ class Schedule:
         knobs = {op.knob_name.data: op for op in clone.walk() if isinstance(op, et.KnobOp)}
         for name, value in values.items():
             if name not in knobs:
-                raise ScheduleError(f"the schedule has no knob '{name}' (knobs: {', '.join(sorted(knobs))})")
+                raise ScheduleError(
+                    f"the schedule has no knob '{name}' (knobs: {', '.join(sorted(knobs))})",
+                    SourceLocation(self.filename, 1, 1, source=self.source),
+                )
             op = knobs[name]
             if value not in op.values:
                 loc = self.locations.get(next(o for o, c in mapping.items() if c is op))

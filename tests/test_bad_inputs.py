@@ -284,6 +284,13 @@ def test_knob_value_outside_its_list_is_refused_at_the_knob(knob: str, col: int,
     assert err.message.endswith(message)
 
 
+def test_unknown_knob_in_with_values_is_located() -> None:
+    sched = Schedule.parse(script('%k = transform.einc.knob "t" = 8 from [8, 16]'), "s.mlir")
+    with pytest.raises(ScheduleError, match="the schedule has no knob 'x' \\(knobs: t\\)") as info:
+        sched.with_values({"x": 8})
+    at(info.value, 1, 1)
+
+
 def test_knob_built_in_memory_is_verified_at_the_op() -> None:
     from einc.dialects.einc_transform import KnobOp
 
