@@ -161,7 +161,11 @@ class Compilation:
         except EincError:
             raise
         except Exception as exc:  # noqa: BLE001 - the boundary of a stage
-            raise InternalCompilerError.wrap(exc, stage, **self.reproducer_context())
+            context = self.reproducer_context()
+            pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
+            if pipeline is not None:
+                context["pipeline"] = pipeline
+            raise InternalCompilerError.wrap(exc, stage, **context)
 
     def reproducer_context(self) -> dict[str, str]:
         """What reproduces this compilation: the program, its inputs, the target, the schedule."""

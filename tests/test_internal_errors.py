@@ -71,6 +71,7 @@ def test_api_pass_bug_names_the_stage(broken_loops_pass: None) -> None:
     with pytest.raises(InternalCompilerError) as info:
         einc.compile(PROGRAM)
     assert info.value.stage == "loops" and isinstance(info.value.__cause__, Boom)
+    assert info.value.context["pipeline"] == "convert-ein-to-affine"
 
 
 def test_frontend_bug_is_internal(monkeypatch: pytest.MonkeyPatch) -> None:
