@@ -22,7 +22,13 @@ from typing import Any
 
 from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
 from xdsl.ir import Operation
 from xdsl.parser import Parser, UnresolvedOperand
@@ -32,7 +38,13 @@ from xdsl.utils.lexer import Span
 
 from einc.context import make_context
 from einc.dialects import einc_transform as et
-from einc.errors import EincError, InternalCompilerError, ScheduleError, SourceLocation, span_location
+from einc.errors import (
+    EincError,
+    InternalCompilerError,
+    ScheduleError,
+    SourceLocation,
+    span_location,
+)
 from einc.passes.utils import loop_transforms as lt
 
 ENTRY = "__transform_main"

@@ -11,9 +11,9 @@ Stages: `lexer` (tokens) -> `parser` (syntax tree, `ast`) -> `sema` (checked pro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-import re
 from math import prod
 from typing import Any, TypeVar
 
