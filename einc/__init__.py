@@ -9,7 +9,7 @@
 """
 
 from einc.driver import Kernel, compile
-from einc.errors import EincError
+from einc.errors import EincError, InternalCompilerError
 
-__all__ = ["EincError", "Kernel", "compile"]
+__all__ = ["EincError", "InternalCompilerError", "Kernel", "compile"]
 __version__ = "0.1.0"

@@ -1,23 +1,50 @@
-"""`einc` command line: argument parsing only; the work is in `einc.driver`."""
+"""`einc` command line: argument parsing only; the work is in `einc.driver`.
+
+Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
+line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
+written, see `report_internal_error`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
-from einc.errors import EincError, SourceLocation
+from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 
 
-def _parser() -> argparse.ArgumentParser:
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse, its usage errors raised as UsageError (exit status 1, at the option when
+    the message names one) instead of exiting with status 2, the status of einc's bugs."""
+
+    def __init__(self, *args: Any, argv: Sequence[str] = (), **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.argv = argv  # the command line being parsed, for the error's location
+
+    def error(self, message: str) -> NoReturn:
+        raise usage_error(message, self.argv, self.prog)
+
+
+def usage_error(message: str, argv: Sequence[str], prog: str, tool: str = "einc") -> UsageError:
+    """argparse's error `message` as a UsageError at the option it names in `argv`."""
+    named = re.match(r"argument (\S+?)(/\S+)?: ", message)
+    flags = (named.group(1), *(named.group(2) or "/")[1:].split("/")) if named else ()
+    return UsageError(f"{message} (see {prog} --help)", argument_location(argv, *flags, tool=tool))
+
+
+def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     from einc.driver import STAGES
 
-    parser = argparse.ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.")
+    parser = _ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.", argv=argv)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    comp = sub.add_parser("compile", help="compile a .ein program to target source code")
+    comp = sub.add_parser("compile", help="compile a .ein program to target source code", argv=argv)
     comp.add_argument("file", help="the .ein program")
     comp.add_argument("-t", "--target", default="c", help="target language (default: c)")
     comp.add_argument(
@@ -38,17 +65,18 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     run = sub.add_parser(
-        "run", help="compile, run on random inputs, and check against the NumPy reference"
+        "run", help="compile, run on random inputs, and check against the NumPy reference", argv=argv
     )
     run.add_argument("file", help="the .ein program")
     run.add_argument("-t", "--target", default="c", help="target to execute on (default: c)")
     run.add_argument(
         "--schedule", help="a schedule script (.mlir), or `none` (default: the target's)"
     )
-    run.add_argument("--repeat", type=int, default=5, help="timed runs (median is reported)")
-    run.add_argument("--seed", type=int, default=None, help="seed of the random inputs")
+    run.add_argument("--repeat", type=int, default=5, help="timed runs, at least 1 (median is reported)")
+    run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
     check = sub.add_parser(
-        "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory"
+        "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory",
+        argv=argv,
     )
     check.add_argument("file", help="the .ein program")
     check.add_argument("-t", "--target", default="cuda", help="cuda or hip (default: cuda)")
@@ -56,11 +84,77 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def argument_location(argv: Sequence[str], *flags: str, tool: str = "einc") -> SourceLocation:
+    """The place of option `flags` (and its value) in the command line `TOOL ARGV...`,
+    as a location in the text `<command line>` (its start when the option is not there)."""
+    words = [tool, *argv]
+    text = " ".join(words)
+    offset = 0
+    for i, word in enumerate(words):
+        if word in flags or any(word.startswith(f + "=") for f in flags if f.startswith("--")):
+            length = len(word) + (len(words[i + 1]) + 1 if word in flags and i + 1 < len(words) else 0)
+            return SourceLocation("<command line>", 1, offset + 1, length, text)
+        offset += len(word) + 1
+    return SourceLocation("<command line>", 1, 1, 1, text)
+
+
+def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """Refuse option values no job can use, before any work (UsageError at the option)."""
+    if getattr(args, "seed", None) is not None and args.seed < 0:
+        raise UsageError(f"--seed must be 0 or more, got {args.seed}", argument_location(argv, "--seed"))
+    if getattr(args, "repeat", 1) < 1:
+        raise UsageError(
+            f"--repeat must be at least 1, got {args.repeat}", argument_location(argv, "--repeat")
+        )
+    output = getattr(args, "output", None)
+    if output is not None:
+        where = argument_location(argv, "-o", "--output")
+        if Path(output).is_dir():
+            raise UsageError(f"cannot write the output to '{output}': it is a directory", where)
+        folder = Path(output).parent
+        if not folder.is_dir():
+            raise UsageError(f"cannot write the output to '{output}': no directory '{folder}'", where)
+
+
+def report_internal_error(ice: InternalCompilerError, tool: str, **context: str) -> Path | None:
+    """Print `ice` and write its reproducer (in EINC_REPRO_DIR, else the current directory,
+    else the temporary directory); the reproducer's path, None when none could be written."""
+    ice.add_context(**context)
+    if os.environ.get("EINC_DEBUG"):
+        traceback.print_exception(ice)
+    path = None
+    for folder in (None, tempfile.gettempdir()):
+        try:
+            path = ice.write_reproducer(folder)
+            break
+        except OSError:
+            continue
+    print(f"{tool}: {ice}", file=sys.stderr)
+    if path is not None:
+        print(f"{tool}: a reproducer is in {path}", file=sys.stderr)
+    else:
+        print(f"{tool}: could not write a reproducer; here it is:\n{ice.reproducer()}", file=sys.stderr)
+    return path
+
+
+def _read(path: str | None) -> str | None:
+    try:
+        return Path(path).read_text(errors="replace") if path and path != "none" else None
+    except OSError:
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = _parser(argv).parse_args(argv)
+    except UsageError as err:
+        print(err.render(), file=sys.stderr)
+        return 1
     from einc import driver
 
     try:
+        check_arguments(args, argv)
         if args.command == "compile":
             text = driver.compile_file_command(
                 args.file,
@@ -70,8 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 manifest_path=f"{args.output}.json" if args.output else None,
             )
             if args.output:
-                with open(args.output, "w") as f:
-                    f.write(text)
+                try:
+                    Path(args.output).write_text(text)
+                except OSError as err:
+                    raise UsageError(
+                        f"cannot write the output: {err.strerror or err}",
+                        argument_location(argv, "-o", "--output"),
+                    ) from None
             else:
                 sys.stdout.write(text)
             return 0
@@ -91,14 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # an einc bug: say so plainly, keep the trace for EINC_DEBUG=1
-        if os.environ.get("EINC_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"einc: internal error: {type(exc).__name__}: {exc}\n"
-            "(this is a bug in einc; rerun with EINC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
+    except Exception as exc:  # noqa: BLE001 - an einc bug: a reproducer, exit status 2
+        ice = InternalCompilerError.wrap(exc, args.command)
+        context = {"command line": " ".join(["einc", *argv]), "target": args.target}
+        if (program := _read(args.file)) is not None:
+            context["program"] = program
+        if (schedule := _read(getattr(args, "schedule", None))) is not None:
+            context["schedule"] = schedule
+        report_internal_error(ice, "einc", **context)
         return 2
 
 

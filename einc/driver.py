@@ -22,7 +22,14 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.context import make_context
-from einc.errors import EincError, ScheduleError, SourceLocation, TargetError
+from einc.errors import (
+    EincError,
+    InternalCompilerError,
+    RuntimeInputError,
+    ScheduleError,
+    SourceLocation,
+    TargetError,
+)
 
 STAGES = ("ein", "loops", "scheduled", "target", "source")
 
@@ -51,8 +58,13 @@ class Compilation:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from einc.schedule import check_schedule_argument
+
+        check_schedule_argument(self.schedule)
         self.ctx = make_context()
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
+        self.schedule_text: str | None = None
+        """The text of the schedule applied (the target's default one included), once known."""
         self._table: list[tuple[str, Callable[[Any], Any]]] = [
             ("ein", self._ein),
             ("loops", self._loops),
@@ -65,11 +77,18 @@ class Compilation:
     def _ein(self, _: Any) -> ModuleOp:
         from einc.frontend import build_module, parse_program
 
+        # Only the usual forms are converted; anything else reaches the checker as it is,
+        # which refuses it with a located error. A single string is one extra output's name.
+        input_dict: Any = self.input_dict
+        if isinstance(input_dict, Mapping):
+            input_dict = dict(input_dict)
+        extra_outputs: Any = self.extra_outputs
+        if isinstance(extra_outputs, str):
+            extra_outputs = [extra_outputs]
+        elif isinstance(extra_outputs, list | tuple):
+            extra_outputs = list(extra_outputs)
         self.program = parse_program(
-            self.source,
-            filename=self.filename,
-            input_dict=dict(self.input_dict) if self.input_dict is not None else None,
-            extra_outputs=list(self.extra_outputs) if self.extra_outputs is not None else None,
+            self.source, filename=self.filename, input_dict=input_dict, extra_outputs=extra_outputs
         )
         return build_module(self.program)
 
@@ -88,6 +107,7 @@ class Compilation:
         schedule = resolve_schedule(self.schedule, self.target, module)
         if schedule is None:
             return module
+        self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
         self.target_obj.check_schedule(schedule)
         scheduled = schedule.apply(module)
         self.target_obj.check_scheduled(schedule, scheduled)
@@ -116,24 +136,57 @@ class Compilation:
                 value = self.results[name]
             else:
                 start = time.perf_counter()
-                value = fn(value)
+                value = self._guarded(name, fn, value)
                 self.seconds[name] = time.perf_counter() - start
                 self.results[name] = value
             if name == stage:
                 return value
         raise AssertionError(stage)
 
+    def _guarded(self, stage: str, fn: Callable[[Any], Any], value: Any) -> Any:
+        """`fn(value)`; an exception that is not an EincError is a bug in einc: raised as an
+        InternalCompilerError naming the stage, with what reproduces it."""
+        try:
+            return fn(value)
+        except EincError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the boundary of a stage
+            context = self.reproducer_context()
+            pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
+            if pipeline is not None:
+                context["pipeline"] = pipeline
+            raise InternalCompilerError.wrap(exc, stage, **context)
+
+    def reproducer_context(self) -> dict[str, str]:
+        """What reproduces this compilation: the program, its inputs, the target, the schedule."""
+        context = {"program": self.source if isinstance(self.source, str) else repr(self.source),
+                   "filename": self.filename, "target": self.target}  # fmt: skip
+        if self.input_dict is not None:
+            context["input_dict"] = repr(self.input_dict)
+        if self.extra_outputs is not None:
+            context["extra_outputs"] = repr(self.extra_outputs)
+        if self.schedule_text is not None:
+            context["schedule"] = self.schedule_text
+        elif self.schedule is not None:
+            context["schedule"] = str(self.schedule)
+        return context
+
     def kernel(self) -> Kernel:
         source = self.run_until("source")
         start = time.perf_counter()
         if isinstance(self.cflags, str):
-            raise TypeError(f"cflags is a list of flags, e.g. [{self.cflags!r}], not a string")
+            raise TargetError(
+                f"cflags is a list of flags, e.g. [{self.cflags!r}], not a string",
+                SourceLocation(self.filename, 1, 1),
+            )
         if self.cflags and self.target != "c":
             raise TargetError(
                 f"cflags apply to the C target only, not '{self.target}'", SourceLocation(self.filename, 1, 1)
             )
         flags = {"cflags": tuple(self.cflags)} if self.cflags else {}
-        runner = self.target_obj.build(source, self.results["target"], **flags)
+        runner = self._guarded(
+            "build", lambda s: self.target_obj.build(s, self.results["target"], **flags), source
+        )
         self.seconds["build"] = time.perf_counter() - start
         return Kernel(source=source, program=self.program, runner=runner, target=self.target)
 
@@ -162,7 +215,17 @@ class Kernel:
         return outputs
 
     def run(self, arrays: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
-        """Run into caller-provided output arrays (no allocation; for benchmarks)."""
+        """Run into caller-provided output arrays (no allocation; for benchmarks): `outputs`
+        holds every output of the kernel (RuntimeInputError otherwise: results written to
+        scratch arrays nobody sees are a mistake)."""
+        missing = [o.name for o in self.program.outputs if o.name not in outputs]
+        if missing:
+            raise RuntimeInputError(
+                f"Kernel.run writes into the arrays it is given, but none is given for "
+                f"{', '.join(repr(m) for m in missing)} (the kernel produces "
+                f"{', '.join(o.name for o in self.program.outputs)}); call the kernel "
+                "with keyword arguments to get freshly allocated outputs"
+            )
         self._runner(dict(arrays), dict(outputs))
 
 

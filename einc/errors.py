@@ -3,11 +3,20 @@
     file:line:col: error: message
         <source line>
              ^~~~
+
+A bug in einc is an `InternalCompilerError` instead: not an `EincError` (no user mistake to
+locate), raised wherever einc meets an exception it did not expect (a frontend stage, a
+driver stage, the schedule interpreter, a printer), the original kept as `__cause__`. The
+command-line tools write a reproducer for it (`write_reproducer`) and exit with status 2.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -22,6 +31,15 @@ class SourceLocation:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
+
+
+def span_location(span: object) -> SourceLocation:
+    """The location of an xDSL parser span (`xdsl.utils.lexer.Span`: its file, line, column
+    and length; the source text for the caret when the span holds it)."""
+    where = span.get_location()  # type: ignore[attr-defined]
+    chunk = span.input.content  # type: ignore[attr-defined] - a chunk starts line_offset lines in
+    source = "\n" * span.line_offset + chunk if isinstance(chunk, str) else None  # type: ignore[attr-defined]
+    return SourceLocation(where.file, where.line, int(where.col), max(1, span.len), source)  # type: ignore[attr-defined]
 
 
 class EincError(Exception):
@@ -65,9 +83,71 @@ class ScheduleError(EincError):
     """An illegal or malformed schedule."""
 
 
+class UsageError(EincError):
+    """A command-line argument the tool cannot use: a negative seed, an output path in a
+    missing folder, an input file it cannot read, an unknown pass."""
+
+
 class RuntimeInputError(EincError):
     """Arrays passed to a compiled kernel do not match its signature."""
 
 
 class ToolchainError(EincError):
     """The target's compiler rejected the generated code (a bug in einc, reported with the source)."""
+
+
+class InternalCompilerError(Exception):
+    """A bug in einc: an exception einc did not expect, met in `stage`. `context` holds what
+    reproduces it (the program text, the schedule text, the target, ...), filled in by the
+    layers it passes through (`add_context` keeps the innermost value)."""
+
+    def __init__(self, message: str, stage: str | None = None, context: dict[str, str] | None = None):
+        where = f" in stage '{stage}'" if stage else ""
+        super().__init__(
+            f"internal compiler error{where}: {message}\n"
+            "(this is a bug in einc, not in your program; please report it with the reproducer)"
+        )
+        self.message = message
+        self.stage = stage
+        self.context: dict[str, str] = dict(context or {})
+
+    @classmethod
+    def wrap(cls, exc: BaseException, stage: str | None = None, **context: str) -> InternalCompilerError:
+        """`exc` (unexpected) as an InternalCompilerError, `exc` its `__cause__`; an
+        InternalCompilerError itself, with the context it lacked added."""
+        if isinstance(exc, InternalCompilerError):
+            exc.add_context(stage=stage, **context)
+            return exc
+        ice = cls(f"{type(exc).__name__}: {exc}", stage, context)
+        ice.__cause__ = exc
+        return ice
+
+    def add_context(self, stage: str | None = None, **context: str) -> None:
+        if self.stage is None and stage is not None:
+            self.stage = stage
+        for key, value in context.items():
+            self.context.setdefault(key, value)
+
+    def reproducer(self) -> str:
+        """A self-contained report: einc's version, the stage, the context, the traceback."""
+        from einc import __version__
+
+        parts = [f"einc internal compiler error (einc {__version__})", f"error: {self.message}"]
+        parts.append(f"stage: {self.stage or 'unknown'}")
+        for key, value in self.context.items():
+            body = value if value.endswith("\n") else value + "\n"
+            parts.append(f"--- {key} ---\n{body}--- end of {key} ---")
+        trace = "".join(traceback.format_exception(self.__cause__ or self))
+        parts.append(f"--- traceback ---\n{trace}--- end of traceback ---")
+        return "\n".join(parts) + "\n"
+
+    def write_reproducer(self, directory: str | None = None) -> Path:
+        """Write `reproducer()` to `einc-crash-<hash>.txt` in `directory` (default: the
+        EINC_REPRO_DIR environment variable, else the current directory); returns its path."""
+        text = self.reproducer()
+        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+        folder = Path(directory or os.environ.get("EINC_REPRO_DIR") or ".")
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"einc-crash-{digest}.txt"
+        path.write_text(text)
+        return path

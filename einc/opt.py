@@ -6,24 +6,40 @@
 
 from __future__ import annotations
 
-import os
+import io
+import re
 import sys
-import traceback
 from collections.abc import Sequence
-from typing import IO
+from pathlib import Path
+from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from einc.context import einc_dialects, load_einc_transform_ops
-from einc.errors import EincError, ParseError, SourceLocation
+from einc.errors import (
+    EincError,
+    InternalCompilerError,
+    ParseError,
+    SourceLocation,
+    UsageError,
+    span_location,
+)
 
 
 class EincOptMain(xDSLOptMain):
+    chunk_line_offset: int = 0
+    """The first line of the chunk being parsed (`--split-input-file`), for op locations."""
+
+    def __init__(self, description: str, args: Sequence[str]):
+        self.argv = list(args)  # for the locations of command-line errors
+        super().__init__(description=description, args=args)
+
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
         for name, factory in einc_dialects().items():
@@ -41,6 +57,18 @@ class EincOptMain(xDSLOptMain):
 
         self.available_frontends["ein"] = parse_ein
 
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            from einc.schedule import PARSED_AT, parse_with_locations
+
+            module, locations = parse_with_locations(
+                self.ctx, io.read().decode(), self.get_input_name(), self.chunk_line_offset,
+                not self.args.no_implicit_module,
+            )  # fmt: skip
+            PARSED_AT.update(locations)
+            return module
+
+        self.available_frontends["mlir"] = parse_mlir
+
     def register_all_passes(self) -> None:
         super().register_all_passes()
         from einc.passes import get_all_passes
@@ -55,6 +83,12 @@ class EincOptMain(xDSLOptMain):
         super().register_all_targets()
 
     def register_all_arguments(self, arg_parser) -> None:  # type: ignore[no-untyped-def]
+        from einc.cli import usage_error
+
+        def error(message: str) -> NoReturn:  # exit status 1 at the option, not argparse's 2
+            raise usage_error(message, self.argv, "einc-opt", "einc-opt")
+
+        arg_parser.error = error
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
             "--pass-pipeline",
@@ -68,6 +102,45 @@ class EincOptMain(xDSLOptMain):
             help="print the IR after every pass",
         )
 
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        where = SourceLocation(self.get_input_name(), 1, 1)
+        try:
+            stream, extension = super().get_input_stream()
+        except OSError as err:
+            raise UsageError(f"cannot read the input: {err.strerror or err}", where) from None
+        if (self.args.frontend or extension) not in self.available_frontends:
+            stream.close()
+            raise UsageError(
+                f"no frontend for '.{extension}' files (known: "
+                f"{', '.join(sorted(self.available_frontends))}; or choose one with -f)", where,
+            )  # fmt: skip
+        return stream, extension
+
+    def prepare_output(self) -> IO[str]:
+        try:
+            return super().prepare_output()
+        except OSError as err:
+            from einc.cli import argument_location
+
+            where = argument_location(self.argv, "-o", "--output-file", tool="einc-opt")
+            raise UsageError(f"cannot write the output: {err.strerror or err}", where) from None
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        """The input must be UTF-8: a ParseError at the first byte that is not."""
+        data = chunk.read()
+        self.chunk_line_offset = start_offset
+        try:
+            data.decode()
+        except UnicodeDecodeError as err:
+            line_start = data.rfind(b"\n", 0, err.start) + 1
+            line = start_offset + data.count(b"\n", 0, err.start) + 1
+            col = len(data[line_start : err.start].decode(errors="replace")) + 1
+            raise ParseError(
+                f"the input is not UTF-8 text (byte 0x{data[err.start]:02x} cannot start a character)",
+                SourceLocation(self.get_input_name(), line, col),
+            ) from None
+        return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
+
     def setup_pipeline(self) -> None:
         spec = self.args.pass_pipeline
         if spec is not None:
@@ -75,8 +148,12 @@ class EincOptMain(xDSLOptMain):
             if spec.startswith("builtin.module(") and spec.endswith(")"):
                 spec = spec[len("builtin.module(") : -1]
             self.args.passes = spec
+        self.check_pass_names(self.args.passes)
         if not self.args.print_ir_after_all:
-            super().setup_pipeline()
+            try:
+                super().setup_pipeline()
+            except ValueError as err:  # a pass option it does not have, a bad option value
+                raise UsageError(str(err), self.pipeline_location()) from None
             return
 
         def callback(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
@@ -87,16 +164,31 @@ class EincOptMain(xDSLOptMain):
                 Printer(stream=sys.stdout).print_op(module)
                 print("\n")
 
-        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
+        try:
+            self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
+        except ValueError as err:
+            raise UsageError(str(err), self.pipeline_location()) from None
+
+    def pipeline_location(self) -> SourceLocation:
+        spec = self.args.passes
+        return SourceLocation("pass-pipeline", 1, 1, max(1, len(spec)), spec)
+
+    def check_pass_names(self, spec: str) -> None:
+        """A UsageError at the first pass of the pipeline `spec` that is not registered."""
+        for arg_spec in parse_pipeline(spec):
+            if arg_spec.name in self.available_passes:
+                continue
+            found = re.search(rf"(?<![\w.-]){re.escape(arg_spec.name)}(?![\w.-])", spec)
+            col = found.start() + 1 if found else 1
+            raise UsageError(
+                f"unknown pass '{arg_spec.name}' (see einc-opt --help for the passes)",
+                SourceLocation("pass-pipeline", 1, col, len(arg_spec.name), spec),
+            )
 
 
 def mlir_parse_error(err: XdslParseError) -> ParseError:
     """xDSL's parse error at its span, as einc's (`file:line:col: error:` and a caret)."""
-    where = err.span.get_location()
-    chunk = err.span.input.content  # a chunk of the file starts line_offset lines into it
-    source = "\n" * err.span.line_offset + chunk if isinstance(chunk, str) else None
-    loc = SourceLocation(where.file, where.line, int(where.col), max(1, err.span.len), source)
-    return ParseError(err.msg, loc)
+    return ParseError(err.msg, span_location(err.span))
 
 
 def pipeline_error(text: str) -> str:
@@ -109,8 +201,11 @@ def pipeline_error(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    opt: EincOptMain | None = None
     try:
-        EincOptMain(description="einc modular optimizer driver", args=argv).run()
+        opt = EincOptMain(description="einc modular optimizer driver", args=argv)
+        opt.run()
         return 0
     except EincError as err:
         print(err.render(), file=sys.stderr)
@@ -124,17 +219,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArgSpecParseError as err:  # a BaseException in xDSL: a malformed --pass-pipeline
         print(pipeline_error(str(err)), file=sys.stderr)
         return 1
-    except (OSError, ValueError) as err:
-        print(f"einc-opt: error: {err}", file=sys.stderr)
-        return 1
-    except Exception as exc:
-        if os.environ.get("EINC_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"einc-opt: internal error: {type(exc).__name__}: {exc}\n"
-            "(this is a bug in einc; rerun with EINC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
+    except Exception as exc:  # noqa: BLE001 - an einc bug: a reproducer, exit status 2
+        from einc.cli import report_internal_error
+
+        ice = InternalCompilerError.wrap(exc, "einc-opt")
+        context = {"command line": " ".join(["einc-opt", *argv])}
+        if opt is not None:
+            context["pass pipeline"] = str(opt.args.passes)
+            context["target"] = str(opt.args.target)
+            if opt.args.input_file:
+                try:
+                    context["input"] = Path(opt.args.input_file).read_text(errors="replace")
+                except OSError:
+                    pass
+        report_internal_error(ice, "einc-opt", **context)
         return 2
 
 

@@ -18,18 +18,33 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
 from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError as XdslParseError
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Span
 
 from einc.context import make_context
 from einc.dialects import einc_transform as et
-from einc.errors import ScheduleError, SourceLocation
+from einc.errors import (
+    EincError,
+    InternalCompilerError,
+    ScheduleError,
+    SourceLocation,
+    span_location,
+)
 from einc.passes.utils import loop_transforms as lt
 
 ENTRY = "__transform_main"
@@ -43,11 +58,14 @@ class Knob:
 
 
 class _LocatingParser(Parser):
-    """xDSL's parser, remembering where each operation starts (ops carry no location)."""
+    """xDSL's parser, remembering where each operation starts (ops carry no location) and
+    where each value is first used before a definition (xDSL reports undefined values at
+    the end of the input)."""
 
     def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         self.offsets: dict[Operation, int] = {}
+        self.first_uses: dict[str, Span] = {}
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
@@ -55,11 +73,52 @@ class _LocatingParser(Parser):
         self.offsets[op] = start
         return op
 
+    def resolve_operand(self, operand: UnresolvedOperand, type: Any) -> Any:
+        if operand.operand_name not in self.ssa_values:
+            self.first_uses.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def schedule_error(self, err: XdslParseError) -> ScheduleError:
+        """xDSL's parse error as a ScheduleError at its own position; an undefined handle
+        at its first use."""
+        undefined = [self.first_uses[n] for n in self.forward_ssa_references if n in self.first_uses]
+        if err.msg.startswith("values used but not defined") and undefined:
+            span = min(undefined, key=lambda s: s.start)
+            return ScheduleError(
+                f"undefined handle {span.text}: no op before its use defines it", span_location(span)
+            )
+        return ScheduleError(f"malformed schedule: {err.msg}", span_location(err.span))
+
+    def locations(self, text: str, filename: str, line_offset: int = 0) -> dict[Operation, SourceLocation]:
+        """Each parsed op's location in `text` (its lines counted from `line_offset`, for a
+        chunk of a split file)."""
+        source = "\n" * line_offset + text
+        return {
+            op: _location(source, filename, line_offset + offset, len(op.name))
+            for op, offset in self.offsets.items()
+        }
+
 
 def _location(source: str, filename: str, offset: int, length: int = 1) -> SourceLocation:
     line = source.count("\n", 0, offset) + 1
     col = offset - (source.rfind("\n", 0, offset) + 1) + 1
     return SourceLocation(filename, line, col, length, source)
+
+
+PARSED_AT: weakref.WeakKeyDictionary[Operation, SourceLocation] = weakref.WeakKeyDictionary()
+"""Where einc-opt found each op of its MLIR input (xDSL ops carry no location): an embedded
+`@__transform_main` that `einc-apply-schedule` takes out of the module reports its errors
+there. Weak: an op that is gone leaves no entry."""
+
+
+def parse_with_locations(
+    ctx: Any, text: str, filename: str, line_offset: int = 0, implicit_module: bool = True
+) -> tuple[ModuleOp, dict[Operation, SourceLocation]]:
+    """`text` parsed, with each op's location (its lines counted from `line_offset`, for a
+    chunk of a split file); xDSL's ParseError as it is."""
+    parser = _LocatingParser(ctx, text, filename)
+    module = parser.parse_module(implicit_module)
+    return module, parser.locations(text, filename, line_offset)
 
 
 class Schedule:
@@ -84,13 +143,26 @@ class Schedule:
         try:
             module = parser.parse_module()
         except XdslParseError as err:
-            raise ScheduleError(f"malformed schedule: {err}", SourceLocation(filename, 1, 1)) from None
-        locations = {
-            op: _location(text, filename, offset, len(op.name)) for op, offset in parser.offsets.items()
-        }
-        schedule = cls(module, filename, text, locations)
+            raise parser.schedule_error(err) from None
+        schedule = cls(module, filename, text, parser.locations(text, filename))
+        schedule.verify()
         schedule.entry()  # fail early without an entry point
         return schedule
+
+    def verify(self) -> None:
+        """Each op's verifier (a knob's value among its options, one size per sized op, ...):
+        a ScheduleError at the first op that fails."""
+        for op in self.module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException as err:
+                cause = err.__cause__ if isinstance(err.__cause__, VerifyException) else err
+                raise self.error(op, str(cause).splitlines()[-1] if str(cause) else op.name) from None
+
+    def error(self, op: Operation, message: str) -> ScheduleError:
+        """A ScheduleError at `op` (named in the message when it has no location)."""
+        loc = self.locations.get(op)
+        return ScheduleError(message if loc is not None else f"{op.name}: {message}", loc)
 
     def entry(self) -> transform.NamedSequenceOp:
         for op in self.module.walk():
@@ -115,7 +187,10 @@ class Schedule:
         knobs = {op.knob_name.data: op for op in clone.walk() if isinstance(op, et.KnobOp)}
         for name, value in values.items():
             if name not in knobs:
-                raise ScheduleError(f"the schedule has no knob '{name}' (knobs: {', '.join(sorted(knobs))})")
+                raise ScheduleError(
+                    f"the schedule has no knob '{name}' (knobs: {', '.join(sorted(knobs))})",
+                    SourceLocation(self.filename, 1, 1, source=self.source),
+                )
             op = knobs[name]
             if value not in op.values:
                 loc = self.locations.get(next(o for o, c in mapping.items() if c is op))
@@ -139,7 +214,13 @@ class Schedule:
         interpreter = Interpreter(self.module)
         interpreter.register_implementations(TransformFunctions(ctx, get_all_passes()))
         interpreter.register_implementations(EincTransformFunctions(self, module))
-        interpreter.call_op(self.entry(), (OperationHandle(module),))
+        try:
+            interpreter.call_op(self.entry(), (OperationHandle(module),))
+        except EincError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an interpreter or transform bug
+            schedule = self.source if self.source is not None else str(self.module)
+            raise InternalCompilerError.wrap(exc, "schedule", schedule=schedule)
 
     def __str__(self) -> str:
         return str(self.module)
@@ -159,7 +240,19 @@ def resolve_schedule(schedule: object, target: str, module: ModuleOp) -> Schedul
         if schedule.strip() == "none":
             return None
         return Schedule.parse(schedule, "<schedule>")
-    raise ScheduleError(f"a schedule is a Schedule, its text or 'none', not {type(schedule).__name__}")
+    check_schedule_argument(schedule)
+    raise AssertionError(schedule)
+
+
+def check_schedule_argument(schedule: object) -> None:
+    """Refuse a `schedule=` argument that is not a Schedule, schedule text, or None."""
+    if schedule is None or isinstance(schedule, Schedule | str):
+        return
+    raise ScheduleError(
+        f"schedule= takes a Schedule, the text of a schedule script or 'none', "
+        f"not {type(schedule).__name__} ({schedule!r:.40})",
+        SourceLocation("<schedule argument>", 1, 1),
+    )
 
 
 # ---- the interpreter ---------------------------------------------------------------------------

@@ -294,7 +294,7 @@ def test_default_matmul_schedule_blocks_registers() -> None:
         (MATMUL, MM, ['%m = transform.einc.match stmt "output0" axis "M" in %root',
                       "%o = transform.einc.unroll %m by -2"], "must be positive"),
         (MATMUL, MM, ['%m = transform.einc.match stmt "output0" axis "M" in %root',
-                      'transform.einc.bind %m to "thread.x" max_threads 16'], "more than the limit 16"),
+                      'transform.einc.bind %m to "thread.x" max_threads 16'], "c target has no GPU blocks or threads"),
         ("output0[N] +=! input0[N, K, L]", {"input0": f32(4, 3, 5)},
          ['%k = transform.einc.match stmt "output0" axis "K" in %root',
           '%l = transform.einc.match stmt "output0" axis "L" in %root',

@@ -46,12 +46,29 @@ def _operand(parser: Parser, t: Attribute) -> SSAValue:
     return parser.resolve_operand(parser.parse_unresolved_operand(), t)
 
 
-def _size(parser: Parser) -> tuple[SSAValue | None, IntegerAttr | None]:
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _i64(parser: Parser, what: str) -> int:
+    """An integer literal that fits a signed 64-bit integer (the type of sizes and knobs);
+    a parse error at the literal otherwise (xDSL would refuse it unlocated, or wrap values
+    in [2^63, 2^64) to negative ones)."""
+    start = parser.pos
+    value = parser.parse_integer()
+    if not I64_MIN <= value <= I64_MAX:
+        parser.raise_error(
+            f"{what} {value} does not fit in a signed 64-bit integer "
+            f"(at most {I64_MAX})", start, start + len(str(value)),
+        )  # fmt: skip
+    return value
+
+
+def _size(parser: Parser, what: str) -> tuple[SSAValue | None, IntegerAttr | None]:
     """`%param` or an integer literal."""
     unresolved = parser.parse_optional_unresolved_operand()
     if isinstance(unresolved, UnresolvedOperand):
         return parser.resolve_operand(unresolved, PARAM), None
-    return None, IntegerAttr(parser.parse_integer(), i64)
+    return None, IntegerAttr(_i64(parser, what), i64)
 
 
 def _print_size(printer: Printer, value: SSAValue | None, static: IntegerAttr | None) -> None:
@@ -87,7 +104,7 @@ class SizedLoopOp(IRDLOperation):
     def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
         target = _operand(parser, HANDLE)
         parser.parse_keyword("by")
-        dynamic, static = _size(parser)
+        dynamic, static = _size(parser, f"{cls.name.removeprefix('transform.einc.')} size")
         op = cls(target, dynamic if dynamic is not None else static.value.data)  # type: ignore[union-attr]
         return op
 
@@ -210,7 +227,7 @@ class BindOp(IRDLOperation):
         target = _operand(parser, HANDLE)
         parser.parse_keyword("to")
         axis = parser.parse_str_literal()
-        limit = parser.parse_integer() if parser.parse_optional_keyword("max_threads") else None
+        limit = _i64(parser, "max_threads") if parser.parse_optional_keyword("max_threads") else None
         return cls(target, axis, limit)
 
     def print(self, printer: Printer) -> None:
@@ -474,6 +491,8 @@ class KnobOp(IRDLOperation):
         return [a.value.data for a in self.options.data]
 
     def verify_(self) -> None:
+        if not self.values:
+            raise VerifyException(f"knob '{self.knob_name.data}' has no values to choose from")
         if self.selected.value.data not in self.values:
             raise VerifyException(
                 f"knob '{self.knob_name.data}': {self.selected.value.data} is not one of "
@@ -484,9 +503,18 @@ class KnobOp(IRDLOperation):
     def parse(cls, parser: Parser) -> KnobOp:
         name = parser.parse_str_literal()
         parser.parse_punctuation("=")
-        selected = parser.parse_integer()
+        start = parser.pos
+        selected = _i64(parser, f"knob '{name}': value")
+        end = start + len(str(selected))
         parser.parse_keyword("from")
-        options = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        list_start = parser.pos
+        options = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: _i64(parser, f"knob '{name}': option")
+        )
+        if not options:
+            parser.raise_error(f"knob '{name}' has no values to choose from", list_start, list_start + 1)
+        if selected not in options:
+            parser.raise_error(f"knob '{name}': {selected} is not one of {options}", start, end)
         return cls(name, options, selected)
 
     def print(self, printer: Printer) -> None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
-from einc.errors import EincError, ParseError, SemanticError, SourceLocation
+from einc.errors import InternalCompilerError, ParseError, SemanticError, SourceLocation
 from einc.frontend.ast import Span
 
-
-class InternalCompilerError(EincError):
-    """A bug in einc, reported as a diagnostic rather than a Python traceback."""
+__all__ = ["InternalCompilerError", "SourceText"]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@
 
 With `file`, the schedule is read from there (errors point at its ops, file:line:col);
 without, the module's own `transform.named_sequence @__transform_main` is taken out of it and
-applied to the rest (errors name the op). The interpreter is einc.schedule's.
+applied to the rest (errors point at its ops when einc-opt parsed the module, else name
+the op). The interpreter is einc.schedule's.
 
 With `target` (a device target, as `einc compile -t` would check it), the local buffers the
 schedule made are checked to be each work-item's own, of a type the target has arrays of,
@@ -25,7 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from einc.errors import ScheduleError, SourceLocation
-from einc.schedule import ENTRY, Schedule
+from einc.schedule import ENTRY, PARSED_AT, Schedule
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,9 @@ class ApplySchedulePass(ModulePass):
         for entry in entries:
             entry.detach()
         holder.body.block.add_op(entries[0])
-        self.run(op, Schedule(holder, "<embedded schedule>"))
+        # ops einc-opt parsed carry their place in its input (einc.schedule.PARSED_AT)
+        locations = {o: PARSED_AT[o] for o in holder.walk() if o in PARSED_AT}
+        self.run(op, Schedule(holder, "<embedded schedule>", locations=locations))
 
     def run(self, op: ModuleOp, schedule: Schedule) -> None:
         """Apply `schedule` to `op`; with a target, its schedule checks run before and after

@@ -67,11 +67,18 @@ class CTarget(CLikeTarget):
 
     @classmethod
     def check_schedule(cls, schedule: Any) -> None:
-        """C has no GPU work-group memory: a `cache_read`/`cache_write` in "shared" is refused
-        at its op."""
+        """C has no GPU: a `cache_read`/`cache_write` in "shared" memory, or a `bind`, is
+        refused at its op before the schedule runs."""
         from einc.passes.utils.cache import refuse_shared_memory
 
         refuse_shared_memory(schedule, cls.name)
+        for op in schedule.module.walk():
+            if op.name == "transform.einc.bind":
+                raise schedule.error(
+                    op,
+                    f"the {cls.name} target has no GPU blocks or threads to bind a loop to "
+                    f'("{op.axis.data}"); parallelize the loop instead',
+                )
 
     @classmethod
     def local_array(cls, element: str, count: int, name: str) -> str:

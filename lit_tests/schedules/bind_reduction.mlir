@@ -12,9 +12,9 @@
 // CHECK-NEXT:          %[[C:.*]] = affine.load %[[OUT:.*]][%[[N]]] : memref<4xf32>
 // CHECK-NEXT:          %[[M:.*]] = arith.maximumf %[[C]], %[[A]] : f32
 // CHECK-NEXT:          affine.store %[[M]], %[[OUT]][%[[N]]] : memref<4xf32>
-// CHECK-NEXT:        } {einc.stmt = "C", einc.axis = "K.i", einc.bind = "thread.x"}
+// CHECK-NEXT:        } {einc.stmt = "C", einc.axis = "K.i", einc.bind_loc = "{{.*}}bind_reduction.mlir:31:3", einc.bind = "thread.x"}
 // CHECK-NEXT:      } {einc.stmt = "C", einc.axis = "K.o"}
-// CHECK-NEXT:    } {einc.stmt = "C", einc.axis = "N", einc.bind = "block.x"}
+// CHECK-NEXT:    } {einc.stmt = "C", einc.axis = "N", einc.bind_loc = "{{.*}}bind_reduction.mlir:30:3", einc.bind = "block.x"}
 func.func @bind_reduction_tile_to_threads(%A: tensor<4x40xf32> {ein.name = "A"}) -> tensor<4xf32> {
   %C = ein.einsum "C" max parallel [N = 4] reduce [K = 40] : tensor<4xf32> {
   ^bb0(%N : index, %K : index):
@@ -38,8 +38,8 @@ transform.named_sequence @__transform_main(%root: !transform.any_op) {
 // thread one element, then the block combines.
 
 // CHECK-LABEL: func.func @bind_whole_reduction_to_threads(
-// CHECK:           } {einc.stmt = "C", einc.axis = "K", einc.bind = "thread.x"}
-// CHECK-NEXT:    } {einc.stmt = "C", einc.axis = "N", einc.bind = "block.x"}
+// CHECK:           } {einc.stmt = "C", einc.axis = "K", einc.bind_loc = "{{.*}}bind_reduction.mlir:55:3", einc.bind = "thread.x"}
+// CHECK-NEXT:    } {einc.stmt = "C", einc.axis = "N", einc.bind_loc = "{{.*}}bind_reduction.mlir:54:3", einc.bind = "block.x"}
 func.func @bind_whole_reduction_to_threads(%A: tensor<4x40xi32> {ein.name = "A"}) -> tensor<4xi32> {
   %C = ein.einsum "C" add parallel [N = 4] reduce [K = 40] : tensor<4xi32> {
   ^bb0(%N : index, %K : index):

@@ -41,8 +41,8 @@ transform.named_sequence @__transform_main(%root: !transform.any_op) {
 // -----
 
 // CHECK-LABEL: func.func @bind_block_and_thread(
-// CHECK:         } {einc.stmt = "C", einc.axis = "M", einc.bind = "thread.x"}
-// CHECK-NEXT:  } {einc.stmt = "C", einc.axis = "N", einc.bind = "block.x"}
+// CHECK:         } {einc.stmt = "C", einc.axis = "M", einc.bind_loc = "{{.*}}parallelize.mlir:60:3", einc.bind = "thread.x"}
+// CHECK-NEXT:  } {einc.stmt = "C", einc.axis = "N", einc.bind_loc = "{{.*}}parallelize.mlir:59:3", einc.bind = "block.x"}
 func.func @bind_block_and_thread(%A: tensor<4x6xf32> {ein.name = "A"}, %B: tensor<6x8xf32> {ein.name = "B"}) -> tensor<4x8xf32> {
   %C = ein.einsum "C" add parallel [N = 4, M = 8] reduce [K = 6] : tensor<4x8xf32> {
   ^bb0(%N : index, %M : index, %K : index):

@@ -457,7 +457,7 @@ def check_private_buffers(module: ModuleOp, schedule: Any, target: str, dtypes: 
     `private_buffer_failure` (binds may come after the cache op in the script), or whose
     element type is not in `dtypes` (the types `target` computes in: OpenCL C without
     cl_khr_fp16 cannot declare a half array, HLSL has no 8- or 16-bit types)."""
-    from einc.errors import ScheduleError
+    from einc.errors import ScheduleError, SourceLocation
 
     for op in module.walk():
         if not isinstance(op, memref.AllocaOp) or op.attributes.get(MEMORY_ATTR) == StringAttr("shared"):
@@ -473,6 +473,9 @@ def check_private_buffers(module: ModuleOp, schedule: Any, target: str, dtypes: 
             continue
         made_by = schedule.staged_by.get(op)
         loc = schedule.locations.get(made_by) if made_by is not None else None
-        if loc is None:
-            raise ScheduleError(f"{made_by.name if made_by else 'the schedule'}: {failure.message}")
+        if loc is None:  # not made by a located op: the schedule's first line
+            raise ScheduleError(
+                f"{made_by.name if made_by else 'the schedule'}: {failure.message}",
+                SourceLocation(schedule.filename, 1, 1, source=schedule.source),
+            )
         raise ScheduleError(failure.message, loc)

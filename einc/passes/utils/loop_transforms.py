@@ -267,10 +267,18 @@ def _clone_body(loop: affine.ForOp, point: InsertPoint, iv: SSAValue) -> None:
         Rewriter.insert_op(op.clone(value_mapper=mapper), point)
 
 
+MAX_UNROLL_FACTOR = 1024
+"""The largest number of copies of a body an unroll makes (the factor, or the trip count
+when that is smaller); docs/SCHEDULES.md."""
+MAX_UNROLLED_OPS = 1 << 16
+"""The most ops an unroll may create (copies x ops of the body, nested ops included)."""
+
+
 def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure:
     """Unroll by `factor`: the body repeated `factor` times per iteration, a tail loop
     (`einc.tail`) for the remaining iterations. A factor of at least the trip count unrolls
-    completely (no loop left). Needs constant bounds. Returns the loops left."""
+    completely (no loop left). Needs constant bounds, and at most MAX_UNROLL_FACTOR copies
+    of at most MAX_UNROLLED_OPS ops in all. Returns the loops left."""
     failure = _constant_loop_failure("unroll", "unroll factor", loop, factor)
     if failure is not None:
         return failure
@@ -279,6 +287,13 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
     if factor == 1 or n == 0:
         return [loop]
     factor = min(factor, n)
+    body_ops = sum(1 for _ in loop.body.walk()) - 1  # the yield is not copied
+    if factor > MAX_UNROLL_FACTOR or factor * body_ops > MAX_UNROLLED_OPS:
+        return Failure(
+            f"unrolling {describe(loop)} by {factor} would make {factor} copies of its "
+            f"{body_ops} ops ({factor * body_ops} ops); the limit is {MAX_UNROLL_FACTOR} copies "
+            f"and {MAX_UNROLLED_OPS} ops (unroll by a smaller factor, or tile first)"
+        )
     step, lb = step_of(loop), bounds[0]
     main_trips = n // factor
     split = lb + main_trips * factor * step
