@@ -71,3 +71,13 @@ class RuntimeInputError(EincError):
 
 class ToolchainError(EincError):
     """The target's compiler rejected the generated code (a bug in einc, reported with the source)."""
+
+
+class InternalCompilerError(Exception):
+    """A bug in einc (not an EincError: there is no user mistake to locate), met in `stage`."""
+
+    def __init__(self, message: str, stage: str | None = None):
+        where = f" in stage '{stage}'" if stage else ""
+        super().__init__(f"internal compiler error{where}: {message}\n(this is a bug in einc, not in your program)")
+        self.message = message
+        self.stage = stage
