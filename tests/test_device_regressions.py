@@ -3,6 +3,10 @@
 reference on fixed non-zero random inputs, compile-checked on CUDA (sm_80) and HIP (gfx90a).
 Every lowering runs with `EINC_VERIFY_EACH=1` (verify-egpu after each pass).
 
+- A rank-0 reduction whose loop is unrolled by 2 or 3: an unrolled accumulation step (a bare
+  store of a value read from the accumulator) was taken for the identity fill of the next
+  one, and its store was put before the loads computing it ("value used before its
+  definition" on every device target).
 - `rfactor` of a rank-0 reduction: the reduction loop is the statement's outermost, and the
   combine nest was placed after the replaced (detached) loop (a ValueError on every target).
 """
@@ -48,6 +52,12 @@ def match(axis: str) -> str:
 
 
 CASES = [
+    Case("rank0_sum_unrolled_by_2", "output0[] +=! input1[N]", {"input1": [3]},
+         (match("N"), "transform.einc.unroll %n by 2")),
+    Case("rank0_sum_unrolled_by_3", "output0[] +=! input1[N]", {"input1": [5]},
+         (match("N"), "transform.einc.unroll %n by 3")),
+    Case("rank0_max_unrolled_by_3", "output0[] >=! input1[N]", {"input1": [4]},
+         (match("N"), "transform.einc.unroll %n by 3")),
     Case("rank0_sum_rfactor", "output0[] +=! input1[N]", {"input1": [8]},
          (match("N"), "%p, %c = transform.einc.rfactor %n by 4")),
     Case("rank0_max_rfactor", "output0[] >=! input1[N]", {"input1": [12]},
@@ -81,7 +91,24 @@ def test_device_regression(target: str, case: Case) -> None:
 def test_rank0_rfactor_makes_independent_partials() -> None:
     """The rank-0 rfactor splits the loop: a partial buffer of 4, filled, accumulated by a
     loop over the partials, combined after it."""
-    comp = CASES[0].compilation("c")
+    comp = CASES[3].compilation("c")
     text = str(comp.run_until("scheduled"))
     assert "memref<4xf32>" in text and "einc.rfactor" in text and "einc.combine" in text
 
+
+def fill_pairs(case: Case) -> list[tuple[bool, str]]:
+    from xdsl.dialects import func
+
+    from einc.passes.utils import kernels
+
+    module = case.compilation("opencl").run_until("scheduled")
+    host = next(f for f in module.walk() if isinstance(f, func.FuncOp))
+    return [(s.fill is not None, s.main.name) for s in kernels.statements(host.body.block)]
+
+
+def test_unrolled_accumulation_step_is_not_a_fill() -> None:
+    """Only the identity fill pairs with the first unrolled step; the other steps (their
+    stored values read the accumulator) are statements of their own."""
+    for case in CASES[0:3]:
+        fills = [fill for fill, _ in fill_pairs(case)]
+        assert fills == [True] + [False] * (len(fills) - 1), case.name

@@ -217,6 +217,8 @@ def _fills_for(fill: Operation, main: Operation) -> bool:
         return False
     if store.value.owner is not None and _defined_inside(store.value, fill):
         return False
+    if not _reads_no_memory(store.value):  # an unrolled accumulation step, not an identity fill
+        return False
     main_stores = [op for op in main.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
     if not main_stores or any(s.memref is not store.memref for s in main_stores):
         return False
@@ -236,6 +238,16 @@ def _defined_inside(value: SSAValue, op: Operation) -> bool:
             return True
         block = parent.parent_block() if parent is not None else None
     return False
+
+
+def _reads_no_memory(value: SSAValue) -> bool:
+    """Whether `value` is computed by pure ops alone (a constant, index arithmetic): a fill
+    stores such a value, while a bare store of a value read from memory (an iteration of a
+    reduction that an unroll left at the top level) is a statement of its own."""
+    owner = value.owner
+    if isinstance(owner, Block):
+        return True
+    return _pure(owner) and all(_reads_no_memory(o) for o in owner.operands)
 
 
 def _pure(op: Operation) -> bool:
