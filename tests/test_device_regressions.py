@@ -3,6 +3,9 @@
 reference on fixed non-zero random inputs, compile-checked on CUDA (sm_80) and HIP (gfx90a).
 Every lowering runs with `EINC_VERIFY_EACH=1` (verify-egpu after each pass).
 
+- A local copy of a scalar (`cache_read ... in "local"`) at a loop that `unroll` then removes:
+  the copy and its readers were outlined into kernels of their own, each with its own
+  private array, so the readers read garbage (-0.0 on OpenCL/SYCL). They are one kernel now.
 - A rank-0 reduction whose loop is unrolled by 2 or 3: an unrolled accumulation step (a bare
   store of a value read from the accumulator) was taken for the identity fill of the next
   one, and its store was put before the loads computing it ("value used before its
@@ -52,6 +55,11 @@ def match(axis: str) -> str:
 
 
 CASES = [
+    Case("scalar_cached_at_unrolled_loop", "output0[N] = input0[N] * input1[]", {"input0": [4], "input1": []},
+         (match("N"), '%b = transform.einc.cache_read "input1" at %n in "local"', "transform.einc.unroll %n by 4")),
+    Case("scalar_cached_at_unrolled_row_loop", "output0[N, M] = input0[N, M] + input1[]",
+         {"input0": [3, 5], "input1": []},
+         (match("N"), '%b = transform.einc.cache_read "input1" at %n in "local"', "transform.einc.unroll %n by 3")),
     Case("rank0_sum_unrolled_by_2", "output0[] +=! input1[N]", {"input1": [3]},
          (match("N"), "transform.einc.unroll %n by 2")),
     Case("rank0_sum_unrolled_by_3", "output0[] +=! input1[N]", {"input1": [5]},
@@ -88,10 +96,21 @@ def test_device_regression(target: str, case: Case) -> None:
         assert err <= tolerance("float32"), f"{target} {name}: {outputs[name]!r}, expected {want!r}"
 
 
+def test_unrolled_scalar_copy_and_its_readers_form_one_kernel() -> None:
+    """Each unrolled iteration's private copy is filled and read in the same kernel."""
+    comp = CASES[0].compilation("opencl")
+    manifest = comp.target_obj.manifest(comp.run_until("target"))
+    source = comp.run_until("source")
+    assert len(manifest.kernels) == 4
+    for k in range(4):
+        kernel = source.split("__kernel")[k + 1]
+        assert "input1_local[0] = input1[0];" in kernel and f"output0[{k}] = " in kernel, kernel
+
+
 def test_rank0_rfactor_makes_independent_partials() -> None:
     """The rank-0 rfactor splits the loop: a partial buffer of 4, filled, accumulated by a
     loop over the partials, combined after it."""
-    comp = CASES[3].compilation("c")
+    comp = CASES[5].compilation("c")
     text = str(comp.run_until("scheduled"))
     assert "memref<4xf32>" in text and "einc.rfactor" in text and "einc.combine" in text
 
@@ -109,6 +128,6 @@ def fill_pairs(case: Case) -> list[tuple[bool, str]]:
 def test_unrolled_accumulation_step_is_not_a_fill() -> None:
     """Only the identity fill pairs with the first unrolled step; the other steps (their
     stored values read the accumulator) are statements of their own."""
-    for case in CASES[0:3]:
+    for case in CASES[2:5]:
         fills = [fill for fill, _ in fill_pairs(case)]
         assert fills == [True] + [False] * (len(fills) - 1), case.name
