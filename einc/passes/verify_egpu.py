@@ -55,7 +55,7 @@ def verify_egpu(module: Operation, after: str | None = None) -> None:
                 _verify_launch(op)
     except _Broken as broken:
         where = f"after {after}: " if after else ""
-        raise InternalCompilerError(f"verify-egpu: {where}{broken}", stage="verify-egpu") from None
+        raise InternalCompilerError(f"{where}{broken}", stage="verify-egpu") from None
 
 
 def verify_after_pass(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
@@ -184,8 +184,8 @@ def _flow(block: Block, pending: _Pending, shared: set[SSAValue], kernel: egpu.F
             for written, write in pending:
                 if written is buffer and not _own_element(write, op):
                     raise _Broken(
-                        f"{_kernel(kernel)}: shared buffer {_value(buffer)} is written by {write.name} "
-                        f"and then read by {op.name} of other work-items with no egpu.barrier between"
+                        f"{_kernel(kernel)}: shared buffer {_value(buffer)} is written by {write.name} and "
+                        f"read by {op.name} at an element of another work-item with no egpu.barrier between"
                     )
         elif op.regions:
             pending = _flow_regions(op, pending, shared, kernel)
