@@ -3,9 +3,10 @@
 reference on fixed non-zero random inputs, compile-checked on CUDA (sm_80) and HIP (gfx90a).
 Every lowering runs with `EINC_VERIFY_EACH=1` (verify-egpu after each pass).
 
-- A local copy of a scalar (`cache_read ... in "local"`) at a loop that `unroll` then removes:
-  the copy and its readers were outlined into kernels of their own, each with its own
-  private array, so the readers read garbage (-0.0 on OpenCL/SYCL). They are one kernel now.
+- A local buffer (`cache_read`/`cache_write ... in "local"`, `compute_at`) at a loop that
+  `unroll` then removes: the copy and its readers were outlined into kernels of their own,
+  each with its own private array, so the readers read garbage (-0.0 on OpenCL/SYCL). They
+  are one kernel now.
 - A rank-0 reduction whose loop is unrolled by 2 or 3: an unrolled accumulation step (a bare
   store of a value read from the accumulator) was taken for the identity fill of the next
   one, and its store was put before the loads computing it ("value used before its
@@ -60,6 +61,17 @@ CASES = [
     Case("scalar_cached_at_unrolled_row_loop", "output0[N, M] = input0[N, M] + input1[]",
          {"input0": [3, 5], "input1": []},
          (match("N"), '%b = transform.einc.cache_read "input1" at %n in "local"', "transform.einc.unroll %n by 3")),
+    Case("two_scalars_cached_at_unrolled_loop", "output0[N] = input0[N] * input1[] + input2[]",
+         {"input0": [4], "input1": [], "input2": []},
+         (match("N"), '%b = transform.einc.cache_read "input1" at %n in "local"',
+          '%c = transform.einc.cache_read "input2" at %n in "local"', "transform.einc.unroll %n by 4")),
+    Case("row_cached_for_writing_at_unrolled_loop", "output0[N, M] = input0[N, M] * input0[N, M]",
+         {"input0": [2, 3]},
+         (match("N"), '%b = transform.einc.cache_write "output0" at %n in "local"', "transform.einc.unroll %n by 2")),
+    Case("producer_computed_at_unrolled_loop",
+         "temp0[N, M] = input0[N, M] * input0[N, M]; output0[N, M] = temp0[N, M] + 1.0", {"input0": [2, 3]},
+         ('%p = transform.einc.match stmt "temp0" axis "N" in %root', match("N"),
+          "transform.einc.compute_at %p at %n", "transform.einc.unroll %n by 2")),
     Case("rank0_sum_unrolled_by_2", "output0[] +=! input1[N]", {"input1": [3]},
          (match("N"), "transform.einc.unroll %n by 2")),
     Case("rank0_sum_unrolled_by_3", "output0[] +=! input1[N]", {"input1": [5]},
@@ -73,6 +85,7 @@ CASES = [
     Case("rank0_sum_of_matrix_rfactor", "output0[] +=! input1[N, K] * input1[N, K]", {"input1": [4, 3]},
          (match("N"), "%p, %c = transform.einc.rfactor %n by 2")),
 ]
+BY_NAME = {c.name: c for c in CASES}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -98,7 +111,7 @@ def test_device_regression(target: str, case: Case) -> None:
 
 def test_unrolled_scalar_copy_and_its_readers_form_one_kernel() -> None:
     """Each unrolled iteration's private copy is filled and read in the same kernel."""
-    comp = CASES[0].compilation("opencl")
+    comp = BY_NAME["scalar_cached_at_unrolled_loop"].compilation("opencl")
     manifest = comp.target_obj.manifest(comp.run_until("target"))
     source = comp.run_until("source")
     assert len(manifest.kernels) == 4
@@ -110,7 +123,7 @@ def test_unrolled_scalar_copy_and_its_readers_form_one_kernel() -> None:
 def test_rank0_rfactor_makes_independent_partials() -> None:
     """The rank-0 rfactor splits the loop: a partial buffer of 4, filled, accumulated by a
     loop over the partials, combined after it."""
-    comp = CASES[5].compilation("c")
+    comp = BY_NAME["rank0_sum_rfactor"].compilation("c")
     text = str(comp.run_until("scheduled"))
     assert "memref<4xf32>" in text and "einc.rfactor" in text and "einc.combine" in text
 
@@ -128,6 +141,6 @@ def fill_pairs(case: Case) -> list[tuple[bool, str]]:
 def test_unrolled_accumulation_step_is_not_a_fill() -> None:
     """Only the identity fill pairs with the first unrolled step; the other steps (their
     stored values read the accumulator) are statements of their own."""
-    for case in CASES[2:5]:
+    for case in [c for c in CASES if "unrolled_by" in c.name]:
         fills = [fill for fill, _ in fill_pairs(case)]
         assert fills == [True] + [False] * (len(fills) - 1), case.name

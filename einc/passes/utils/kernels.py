@@ -155,6 +155,8 @@ def enclose_private_buffers(host: Block) -> None:
     place: host allocations, and pure ops of values computed before (constants, index
     arithmetic: the kernel clones them); deallocations in the span follow the new loop."""
     for alloca in [op for op in host.ops if _is_private_alloca(op)]:
+        if alloca.parent_block() is not host:  # moved with an earlier buffer's span
+            continue
         span = _dependent_span(host, alloca)
         if sum(isinstance(op, _STATEMENT_OPS) for op in span) < 2:
             continue  # one statement: its kernel clones the buffer and the ops it needs
