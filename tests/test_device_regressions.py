@@ -80,6 +80,8 @@ CASES = [
          (match("N"), "transform.einc.unroll %n by 3")),
     Case("rank0_sum_rfactor", "output0[] +=! input1[N]", {"input1": [8]},
          (match("N"), "%p, %c = transform.einc.rfactor %n by 4")),
+    Case("rank0_sum_rfactor_parallel_partials", "output0[] +=! input1[N]", {"input1": [16]},
+         (match("N"), "%p, %c = transform.einc.rfactor %n by 4", "transform.einc.parallelize %p")),
     Case("rank0_max_rfactor", "output0[] >=! input1[N]", {"input1": [12]},
          (match("N"), "%p, %c = transform.einc.rfactor %n by 3")),
     Case("rank0_sum_of_matrix_rfactor", "output0[] +=! input1[N, K] * input1[N, K]", {"input1": [4, 3]},
