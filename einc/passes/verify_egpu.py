@@ -112,10 +112,12 @@ def _kernel(kernel: egpu.FuncOp) -> str:
 
 
 def _verify_definitions(kernel: egpu.FuncOp) -> None:
-    inside = {op for op in kernel.walk()}
+    inside = set(kernel.walk())
+    visible: set[SSAValue] = set()  # defined so far in the blocks enclosing the walk
 
-    def visit(block: Block, visible: set[SSAValue]) -> None:
-        visible = visible | set(block.args)
+    def visit(block: Block) -> None:
+        scope = list(block.args)
+        visible.update(scope)
         for op in block.ops:
             for operand in op.operands:
                 if operand in visible:
@@ -126,10 +128,12 @@ def _verify_definitions(kernel: egpu.FuncOp) -> None:
                 raise _Broken(f"{_kernel(kernel)}: value {_value(operand)} is used by {op.name} {how}")
             for region in op.regions:
                 for inner in region.blocks:
-                    visit(inner, visible)
-            visible = visible | set(op.results)
+                    visit(inner)
+            visible.update(op.results)
+            scope += op.results
+        visible.difference_update(scope)
 
-    visit(kernel.body.block, set())
+    visit(kernel.body.block)
 
 
 # ---- private buffers -----------------------------------------------------------------------------
