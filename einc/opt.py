@@ -101,6 +101,12 @@ class EincOptMain(xDSLOptMain):
             action="store_true",
             help="print the IR after every pass",
         )
+        arg_parser.add_argument(
+            "--verify-each",
+            action="store_true",
+            help="after every pass, also run verify-egpu (the kernel-level checks); a failure "
+            "is an internal compiler error",
+        )
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         where = SourceLocation(self.get_input_name(), 1, 1)
@@ -142,6 +148,13 @@ class EincOptMain(xDSLOptMain):
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def setup_pipeline(self) -> None:
+        self._setup_pipeline()
+        if self.args.verify_each:
+            from einc.passes.verify_egpu import verifying
+
+            self.pipeline = verifying(self.pipeline)
+
+    def _setup_pipeline(self) -> None:
         spec = self.args.pass_pipeline
         if spec is not None:
             spec = spec.strip()

@@ -4,6 +4,9 @@ Profiles (select with EINC_HYPOTHESIS_PROFILE): `default` (the CI budget: the di
 suite runs in under three minutes on two cores), `thorough` (ten times the examples), `quick`
 (a smoke run). Tests that set their own example count scale it with
 `tests.oracle.budget.examples`.
+
+Every pipeline the tests run verifies the IR after each pass (`EINC_VERIFY_EACH`, the
+kernel-level checks of verify-egpu and xDSL's op verifiers; set it to 0 to turn them off).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("EINC_VERIFY_EACH", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from xdsl.context import Context
@@ -63,6 +64,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VectorizeLoopsPass
 
+    def verify_egpu():
+        from einc.passes.verify_egpu import VerifyEgpuPass
+
+        return VerifyEgpuPass
+
     def canonicalize():
         from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -101,6 +107,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-apply-schedule": einc_apply_schedule,
         "einc-tile": einc_tile,
         "einc-vectorize-loops": einc_vectorize_loops,
+        "verify-egpu": verify_egpu,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,
@@ -110,7 +117,13 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
 
 def run_pipeline(ctx: Context, module: ModuleOp, pipeline: str) -> None:
-    """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place."""
+    """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place;
+    with `EINC_VERIFY_EACH=1`, verify the IR after each pass (`verify-egpu`)."""
     if not pipeline:
         return
-    PassPipeline.parse_spec(get_all_passes(), pipeline).apply(ctx, module)
+    passes = PassPipeline.parse_spec(get_all_passes(), pipeline)
+    if os.environ.get("EINC_VERIFY_EACH", "") not in ("", "0"):
+        from einc.passes.verify_egpu import verifying
+
+        passes = verifying(passes)
+    passes.apply(ctx, module)

@@ -75,6 +75,7 @@ class ConvertAffineToEgpuPass(ModulePass):
         for host in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             body = host.body.block
             names: set[str] = set()
+            kernels.enclose_private_buffers(body)
             pending = kernels.statements(body)
             while pending:
                 stmt = pending.pop(0)

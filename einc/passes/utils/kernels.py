@@ -6,7 +6,9 @@ level: `affine.for` nests and bare stores (rank-0 statements), with constants an
 side-effect-free ops floating between them, plus `memref.alloc` / `memref.dealloc` of
 intermediates. Each statement becomes one kernel; an identity fill directly followed by the
 reduction accumulating into the same elements becomes one kernel (each thread fills its
-element, then reduces into it).
+element, then reduces into it). A local buffer (`memref.alloca`) left at the top level, with
+the statements filling and reading it, becomes one kernel too (`enclose_private_buffers`):
+a private array never crosses kernels.
 
 Mapping rules (`Mapping`):
 - *bound* loops (attribute `einc.bind = "block.x"`, `"thread.y"`, ... set by a schedule)
@@ -140,6 +142,72 @@ def statements(body: Block) -> list[Statement]:
     return merged
 
 
+_STATEMENT_OPS = (affine.ForOp, affine.StoreOp, memref.StoreOp)
+
+
+def enclose_private_buffers(host: Block) -> None:
+    """Keep each local buffer of the host's top level in one kernel. A `memref.alloca` is a
+    private array of one work-item; at the top level (the loop whose iteration it belonged to
+    was unrolled away) the statements that fill and read it would become kernels of their
+    own, each with its own uninitialised copy. The top-level ops from the buffer to the last
+    one that depends on it (through the buffer or through values computed from it) move, in
+    order, into a loop of one iteration: one statement, one kernel, one work-item. Left in
+    place: host allocations, and pure ops of values computed before (constants, index
+    arithmetic: the kernel clones them); deallocations in the span follow the new loop."""
+    for alloca in [op for op in host.ops if _is_private_alloca(op)]:
+        if alloca.parent_block() is not host:  # moved with an earlier buffer's span
+            continue
+        span = _dependent_span(host, alloca)
+        if sum(isinstance(op, _STATEMENT_OPS) for op in span) < 2:
+            continue  # one statement: its kernel clones the buffer and the ops it needs
+        inside = set(span)
+        body = Block(arg_types=[IndexType()])
+        body.args[0].name_hint = "once"
+        body.add_op(affine.YieldOp.get())
+        once = affine.ForOp.from_region((), (), (), (), 0, 1, Region(body), 1)
+        Rewriter.insert_op(once, InsertPoint.after(span[-1]))
+        after: Operation = once
+        for op in span:
+            if isinstance(op, memref.DeallocOp):
+                op.detach()
+                Rewriter.insert_op(op, InsertPoint.after(after))
+                after = op
+            elif isinstance(op, memref.AllocOp) or (
+                _pure(op) and not any(o.owner in inside for o in op.operands)
+            ):
+                inside.discard(op)
+            else:
+                op.detach()
+                body.insert_op_before(op, body.last_op)  # type: ignore[arg-type]
+
+
+def _is_private_alloca(op: Operation) -> bool:
+    return isinstance(op, memref.AllocaOp) and op.attributes.get(MEMORY_ATTR) != StringAttr("shared")
+
+
+def _dependent_span(host: Block, alloca: Operation) -> list[Operation]:
+    """The top-level ops of `host` from `alloca` to the last one that uses the buffer or a
+    value computed, in the span, from it (closed: every use of a value the span defines is
+    in the span)."""
+    ops = list(host.ops)
+    position = {op: k for k, op in enumerate(ops)}
+
+    def top(op: Operation) -> Operation:
+        while op.parent_block() is not host:
+            op = op.parent_op()  # type: ignore[assignment]
+        return op
+
+    start = end = position[alloca]
+    k = start
+    while k <= end:
+        for inner in ops[k].walk():
+            for result in inner.results:
+                for use in result.uses:
+                    end = max(end, position[top(use.operation)])
+        k += 1
+    return ops[start : end + 1]
+
+
 def perfect_chain(root: Operation) -> list[affine.ForOp]:
     """The loops of a perfect nest from `root` down (each body holds only the next loop)."""
     chain: list[affine.ForOp] = []
@@ -217,6 +285,8 @@ def _fills_for(fill: Operation, main: Operation) -> bool:
         return False
     if store.value.owner is not None and _defined_inside(store.value, fill):
         return False
+    if not _reads_no_memory(store.value):  # an unrolled accumulation step, not an identity fill
+        return False
     main_stores = [op for op in main.walk() if isinstance(op, affine.StoreOp | memref.StoreOp)]
     if not main_stores or any(s.memref is not store.memref for s in main_stores):
         return False
@@ -236,6 +306,16 @@ def _defined_inside(value: SSAValue, op: Operation) -> bool:
             return True
         block = parent.parent_block() if parent is not None else None
     return False
+
+
+def _reads_no_memory(value: SSAValue) -> bool:
+    """Whether `value` is computed by pure ops alone (a constant, index arithmetic): a fill
+    stores such a value, while a bare store of a value read from memory (an iteration of a
+    reduction that an unroll left at the top level) is a statement of its own."""
+    owner = value.owner
+    if isinstance(owner, Block):
+        return True
+    return _pure(owner) and all(_reads_no_memory(o) for o in owner.operands)
 
 
 def _pure(op: Operation) -> bool:
@@ -1092,6 +1172,7 @@ __all__ = [
     "Statement",
     "bound_loops",
     "bound_mapping",
+    "enclose_private_buffers",
     "erase_statement",
     "fill_fits",
     "has_shared_staging",

@@ -667,6 +667,8 @@ def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.
     inner = affine.ForOp.from_region((), (), (), (), 0, width, region, 1)
     outer.body.block.insert_op_before(inner, outer.body.block.first_op)  # type: ignore[arg-type]
     Rewriter.replace_op(loop, outer)
+    if top is loop:  # the reduction is the statement's outermost loop (a rank-0 output)
+        top = outer
     chunk = induction_var(outer)
     scaled = affine.ApplyOp([chunk, region.block.args[0]], AffineMapAttr(AffineMap(2, 0, (AffineExpr.dimension(0) * width + AffineExpr.dimension(1),))))
     region.block.insert_op_before(scaled, region.block.first_op)  # type: ignore[arg-type]
