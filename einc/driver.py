@@ -344,10 +344,10 @@ def random_inputs(program: Any, rng: np.random.Generator) -> dict[str, np.ndarra
     for t in program.inputs:
         if np.dtype(t.dtype).kind == "f":
             mag = rng.uniform(0.5, 2.0, t.shape)
-            arrays[t.name] = (mag * rng.choice([-1.0, 1.0], t.shape)).astype(t.dtype)
+            arrays[t.name] = np.asarray(mag * rng.choice([-1.0, 1.0], t.shape), dtype=t.dtype)
         else:
-            arrays[t.name] = rng.integers(1, 8, t.shape).astype(t.dtype)
-    return arrays
+            arrays[t.name] = np.asarray(rng.integers(1, 8, t.shape), dtype=t.dtype)
+    return arrays  # rank 0: a 0-d array (rng draws a NumPy scalar for shape ())
 
 
 def tolerance(dtype: str) -> float:

@@ -135,3 +135,11 @@ def test_runtime_errors_point_at_the_program() -> None:
     res = run("einc", "run", "examples/matmul.ein", "-t", "hip")
     assert res.returncode == 1
     assert res.stderr.startswith("examples/matmul.ein:1:1: error: HIP kernels cannot run here")
+
+
+def test_run_rank0_input(tmp_path: Path) -> None:
+    """`einc run` draws a 0-d array for a rank-0 input (a NumPy scalar was refused)."""
+    prog = write(tmp_path, "input s: float32[]\ninput v: float32[5]\nout[N] = v[N] * s[]\n")
+    res = run("einc", "run", prog, "--seed", "3")
+    assert res.returncode == 0, res.stderr
+    assert "out: max error" in res.stdout and " ok" in res.stdout
