@@ -9,7 +9,7 @@
 """
 
 from einc.driver import Kernel, compile
-from einc.errors import EincError, InternalCompilerError
+from einc.errors import EincError, InternalCompilerError, einc_version
 
 __all__ = ["EincError", "InternalCompilerError", "Kernel", "compile"]
-__version__ = "0.1.0"
+__version__ = einc_version()

@@ -130,7 +130,7 @@ class InternalCompilerError(Exception):
 
     def reproducer(self) -> str:
         """A self-contained report: einc's version, the stage, the context, the traceback."""
-        from einc import __version__
+        __version__ = einc_version()
 
         parts = [f"einc internal compiler error (einc {__version__})", f"error: {self.message}"]
         parts.append(f"stage: {self.stage or 'unknown'}")
@@ -151,3 +151,14 @@ class InternalCompilerError(Exception):
         path = folder / f"einc-crash-{digest}.txt"
         path.write_text(text)
         return path
+
+
+def einc_version() -> str:
+    """The installed einc's version (package metadata), or "unknown" when run from a tree
+    that is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("einc")
+    except PackageNotFoundError:
+        return "unknown"

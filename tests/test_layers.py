@@ -4,7 +4,7 @@ included) go down or sideways, never up. The floors, bottom to top:
     errors, ir -> dialects -> passes.utils -> runtime -> targets -> passes ->
     dialects.einc_transform (the transform interpreter), context (every dialect) -> frontend ->
     schedule, default_schedule, schedules, schedule_builder -> reference, interp ->
-    driver, opt -> cli, einc
+    driver -> cli, opt (the command lines) -> einc
 
 A module may import its own floor or any floor below it. `KNOWN` lists the upward edges still
 to be removed, each with its reason; the test fails on a new upward edge and on a listed
@@ -30,8 +30,9 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.frontend",),
     ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
     ("einc.reference", "einc.interp"),
-    ("einc.driver", "einc.opt"),
-    ("einc.cli", "einc"),
+    ("einc.driver",),
+    ("einc.cli", "einc.opt"),
+    ("einc",),
 ]
 
 KNOWN: dict[tuple[str, str], str] = {
