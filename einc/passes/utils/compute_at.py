@@ -419,7 +419,10 @@ def _fold_new_applies(alloca: memref.AllocaOp, inserted: int, loads: list[Operat
         for op in new_ops():
             if not isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
                 continue
-            folded = _compose(op.map.data, list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices))
+            indices = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
+            if not any(isinstance(v.owner, affine.ApplyOp) for v in indices):
+                continue  # nothing to fold (`_compose` would say so, after rewriting the map)
+            folded = _compose(op.map.data, indices)
             if folded is None:
                 continue
             m, operands = folded
