@@ -509,7 +509,12 @@ def _reuse_between_loops(nest: affine.ForOp, s: _Script) -> None:
     inner = [op for op in nest.walk() if isinstance(op, affine.ForOp) and _tagged(op)
              and not any(isinstance(o, affine.ForOp) for o in op.body.walk())]  # fmt: skip
     for k, second in enumerate(inner):
+        # what a reuse saves are ops of the second loop's body: without a costly one there,
+        # no pair is worth planning (a long fused chain has as many loops as statements)
+        costly = _costly(second)
         for first in inner[:k]:
+            if not costly:
+                break
             plan = plan_reuse(first, second)
             if isinstance(plan, lt.Failure):
                 continue
@@ -517,6 +522,11 @@ def _reuse_between_loops(nest: affine.ForOp, s: _Script) -> None:
                 continue
             apply_reuse(plan)
             s.lines.append(f"transform.einc.reuse {s.handle(first)} in {s.handle(second)}")
+            costly = _costly(second)
+
+
+def _costly(loop: affine.ForOp) -> bool:
+    return any(op.dialect_name() in COSTLY_DIALECTS for op in loop.body.block.ops)
 
 
 def native_vector_lanes() -> int:

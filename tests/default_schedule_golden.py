@@ -61,11 +61,14 @@ BIG = [
 ]
 
 
-def chain_program(statements: int, length: int = 1024) -> str:
-    """A `.ein` program of `statements` elementwise statements, each reading the previous."""
-    lines = [f"input input0: float32[{length}]", "temp0[N] = input0[N] + 1.0"]
-    lines += [f"temp{k}[N] = temp{k - 1}[N] + input0[N]" for k in range(1, statements - 1)]
-    lines.append(f"output0[N] = temp{statements - 2}[N] * 2.0")
+def chain_program(statements: int, length: int = 1024, rows: int | None = None) -> str:
+    """A `.ein` program of `statements` elementwise statements, each reading the previous:
+    over a vector of `length`, or a `rows` x `length` matrix (fused at the row loop, the
+    chain is then one inner loop per statement)."""
+    shape, at = (f"{length}", "[N]") if rows is None else (f"{rows}, {length}", "[N, C]")
+    lines = [f"input input0: float32[{shape}]", f"temp0{at} = input0{at} + 1.0"]
+    lines += [f"temp{k}{at} = temp{k - 1}{at} + input0{at}" for k in range(1, statements - 1)]
+    lines.append(f"output0{at} = temp{statements - 2}{at} * 2.0")
     return "\n".join(lines) + "\n"
 
 
@@ -83,6 +86,7 @@ def loop_modules() -> Iterator[tuple[str, ModuleOp]]:
     for name, ir, inputs in BIG:
         yield f"big:{name}", Compilation(ir, name, inputs).run_until("loops")
     yield "chain_12", Compilation(chain_program(12), "chain.ein").run_until("loops")
+    yield "chain_rows_12", Compilation(chain_program(12, 128, rows=16), "chain.ein").run_until("loops")
 
 
 def canonical(schedule: Any) -> str:
