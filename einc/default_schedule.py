@@ -35,11 +35,14 @@ remaining statement nest:
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, f16
+from xdsl.ir import SSAValue
 
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import (
@@ -412,15 +415,29 @@ def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type:
     stays parallel where the consumer was big enough, and its innermost loops are
     vectorized where the usual rule allows. Returns the fused consumers."""
     from einc.passes.utils.compute_at import apply_compute_at, plan_compute_at
+    from einc.passes.utils.loop_analysis import accesses
 
     tops = [op for op in block_ops if isinstance(op, affine.ForOp)]
+    # A producer is a nest writing a tensor the consumer reads: compute_at refuses any other
+    # (it computes the tensor the producer writes where the consumer reads it). Candidates
+    # are found through the tensors read, not by trying every earlier nest, and taken
+    # nearest first; a fused producer's own inputs bring their writers in. The nests
+    # writing each tensor are indexed once: fusion only erases nests and puts copies inside
+    # consumers, so the index of the nests left stays true.
+    writers: dict[SSAValue, list[int]] = {}
+    for k, top in enumerate(tops):
+        for buffer in dict.fromkeys(a.buffer for a in accesses(top) if a.write):
+            writers.setdefault(buffer, []).append(k)
     fused: list[affine.ForOp] = []
-    for consumer in reversed(tops):
+    for position, consumer in reversed(list(enumerate(tops))):
         if consumer.parent_block() is None or not _elementwise(consumer):
             continue
         work = math.prod(trip_count(loop) or 1 for loop in _band(consumer))
         count = 0
-        for producer in reversed(tops[: tops.index(consumer)]):
+        candidates = _Producers(writers)
+        candidates.read((a.buffer for a in accesses(consumer)), position)
+        while (at := candidates.nearest()) is not None:
+            producer = tops[at]
             if producer.parent_block() is None or "einc.init" in producer.attributes or not _tagged(producer):
                 continue
             if _contraction(producer):  # keeps its own reordering and register blocking
@@ -429,7 +446,9 @@ def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type:
             if isinstance(plan, lt.Failure) or not plan.erase_original or plan.recompute != 1.0 or not plan.disjoint:
                 continue
             handle = s.handle(producer)
+            inputs = [a.buffer for m in [*plan.fills, producer] for a in accesses(m)]
             apply_compute_at(plan)
+            candidates.read(inputs, at)
             s.lines.append(f"transform.einc.compute_at {handle} at {s.handle(consumer)}")
             count += 1
         if not count:
@@ -452,6 +471,30 @@ def _fuse_producers(block_ops: list, s: _Script) -> list[affine.ForOp]:  # type:
     return fused
 
 
+@dataclass
+class _Producers:
+    """The nests (by position) that may produce what a consumer reads, nearest first: the
+    writers of each tensor read, once, that come before the position given with it."""
+
+    writers: dict[SSAValue, list[int]]
+    heap: list[int] = field(default_factory=list)  # minus positions
+    queued: set[int] = field(default_factory=set)
+    seen: set[SSAValue] = field(default_factory=set)
+
+    def read(self, buffers: Iterable[SSAValue], before: int) -> None:
+        for buffer in buffers:
+            if buffer in self.seen:
+                continue
+            self.seen.add(buffer)
+            for k in self.writers.get(buffer, ()):
+                if k < before and k not in self.queued:
+                    self.queued.add(k)
+                    heapq.heappush(self.heap, -k)
+
+    def nearest(self) -> int | None:
+        return -heapq.heappop(self.heap) if self.heap else None
+
+
 COSTLY_DIALECTS = frozenset({"math"})
 """Ops worth a store and a load to compute once (transcendental functions): a value of a
 fused loop built from them is reused by a later loop instead of computed again."""
@@ -466,7 +509,12 @@ def _reuse_between_loops(nest: affine.ForOp, s: _Script) -> None:
     inner = [op for op in nest.walk() if isinstance(op, affine.ForOp) and _tagged(op)
              and not any(isinstance(o, affine.ForOp) for o in op.body.walk())]  # fmt: skip
     for k, second in enumerate(inner):
+        # what a reuse saves are ops of the second loop's body: without a costly one there,
+        # no pair is worth planning (a long fused chain has as many loops as statements)
+        costly = _costly(second)
         for first in inner[:k]:
+            if not costly:
+                break
             plan = plan_reuse(first, second)
             if isinstance(plan, lt.Failure):
                 continue
@@ -474,6 +522,11 @@ def _reuse_between_loops(nest: affine.ForOp, s: _Script) -> None:
                 continue
             apply_reuse(plan)
             s.lines.append(f"transform.einc.reuse {s.handle(first)} in {s.handle(second)}")
+            costly = _costly(second)
+
+
+def _costly(loop: affine.ForOp) -> bool:
+    return any(op.dialect_name() in COSTLY_DIALECTS for op in loop.body.block.ops)
 
 
 def native_vector_lanes() -> int:
@@ -498,7 +551,7 @@ def default_schedule_text(target: str, module: ModuleOp) -> str | None:
     s = _Script()
     for f in scratch.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
-            fused = _fuse_producers(list(f.body.block.ops), s)
+            fused = set(_fuse_producers(list(f.body.block.ops), s))
             for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
                 if top not in fused:
                     _schedule_nest(top, s)

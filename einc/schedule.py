@@ -16,7 +16,7 @@ sees half-rewritten IR.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from einc.errors import (
     span_location,
 )
 from einc.passes.utils import loop_transforms as lt
+from einc.passes.utils.loops import LoopIndex
 
 ENTRY = "__transform_main"
 
@@ -266,6 +267,8 @@ class EincTransformFunctions(InterpreterFunctions):
     def __init__(self, schedule: Schedule, payload: ModuleOp):
         self.schedule = schedule
         self.payload = payload
+        self.index = LoopIndex(payload)  # a statement's loops without a walk per match
+        self.last_match: Operation | None = None
 
     # -- helpers --
     def fail(self, op: Operation, message: str) -> ScheduleError:
@@ -282,6 +285,7 @@ class EincTransformFunctions(InterpreterFunctions):
                 raise self.fail(op, f"the {what} handle refers to an op a previous transform replaced (match it again)")
             if not isinstance(payload_op, affine.ForOp):
                 raise self.fail(op, f"expected affine.for ops, got '{payload_op.name}'")
+            self.index.touch(payload_op)  # every einc transform changes only what it is given
             result.append(payload_op)
         return result
 
@@ -320,7 +324,11 @@ class EincTransformFunctions(InterpreterFunctions):
         name = op.op_name.data if op.op_name is not None else affine.ForOp.name
         found = []
         for root in roots.ops:
-            for candidate in root.walk():
+            if root is self.payload and name == affine.ForOp.name and op.stmt is not None:
+                candidates: Iterable[Operation] = self._indexed_loops(op, op.stmt)
+            else:
+                candidates = root.walk()
+            for candidate in candidates:
                 if candidate is root or candidate.name != name:
                     continue
                 attrs = candidate.attributes
@@ -334,6 +342,17 @@ class EincTransformFunctions(InterpreterFunctions):
         if not found and roots.ops:  # inside an empty handle (a peel with no rest): nothing
             raise self.fail(op, "matched no operation")
         return (OperationHandle(*found),)
+
+    def _indexed_loops(self, op: et.MatchOp, stmt: StringAttr) -> list[affine.ForOp]:
+        """The loops of `stmt` in the payload, from the index; anything but einc's transforms
+        run since the last match (a pass) may have changed any loop: the index starts over."""
+        prev = op.prev_op
+        while prev is not None and prev is not self.last_match and isinstance(prev, INDEXED_OPS):
+            prev = prev.prev_op
+        if prev is not self.last_match:
+            self.index.invalidate()
+        self.last_match = op
+        return self.index.loops_of(stmt)
 
     @impl(et.KnobOp)
     def run_knob(self, interpreter: Interpreter, op: et.KnobOp, args: PythonValues) -> PythonValues:
@@ -485,5 +504,9 @@ class EincTransformFunctions(InterpreterFunctions):
             allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data)))
         return (OperationHandle(*allocs),)  # type: ignore[arg-type]
 
+
+INDEXED_OPS = (*et.EINC_TRANSFORM_OPS, transform.ParamConstantOp)
+"""Ops that keep `LoopIndex`'s contract: they change only the loops their handles give
+(`EincTransformFunctions.loops` touches them)."""
 
 _ = (StringAttr, UnitAttr)

@@ -338,3 +338,24 @@ def test_every_row_tile_option_of_the_conv_schedule_applies() -> None:
         variant = text.replace(found.group(0), f'"output0.tile_rows" = {option} from [{found.group(2)}]')
         kernel = Compilation(ir, "<conv>", inputs, None, "c", Schedule.parse(variant)).kernel()
         assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), option
+
+
+# ---- the policy's decisions, recorded --------------------------------------------------------------
+
+
+def test_default_schedules_match_the_recorded_ones() -> None:
+    """Every shared program's default schedule (for 128-, 256- and 512-bit vectors) is the one
+    recorded in tests/golden/default_schedules.json: a speed-up or a rewrite of the policy
+    must not change what it decides. Regenerate only for an intended change of policy."""
+    import json
+
+    from tests.default_schedule_golden import GOLDEN, current_texts
+
+    recorded = json.loads(GOLDEN.read_text())
+    current = current_texts()
+    assert set(current) == set(recorded)
+    for bits, programs in recorded.items():
+        assert set(current[bits]) == set(programs), bits
+        assert sum(text is not None for text in programs.values()) > len(programs) // 2
+        for name, text in programs.items():
+            assert current[bits][name] == text, f"{name} ({bits}-bit vectors):\n{current[bits][name]}"

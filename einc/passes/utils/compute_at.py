@@ -59,6 +59,7 @@ from einc.passes.utils.cache import Box, footprint, linear_map
 from einc.passes.utils.loop_analysis import (
     Access,
     accesses,
+    accesses_to,
     buffer_name,
     constant_bounds,
     induction_var,
@@ -74,6 +75,7 @@ from einc.passes.utils.loop_transforms import (
     STMT_ATTR,
     VECTORIZE_ATTR,
     Failure,
+    _compose,
     describe,
     fold_applies,
 )
@@ -122,6 +124,33 @@ def _writes(op: Operation) -> set[SSAValue]:
 
 def _reads(op: Operation) -> set[SSAValue]:
     return {a.buffer for a in accesses(op) if not a.write}
+
+
+def _precedes(a: Operation, b: Operation) -> bool:
+    """Whether `a` comes before `b` in their block (a walk from `a`: the cost is the distance
+    when it does, the rest of the block when it does not)."""
+    op = a.next_op
+    while op is not None:
+        if op is b:
+            return True
+        op = op.next_op
+    return False
+
+
+def _written_inside(buffers: list[SSAValue], root: Operation) -> SSAValue | None:
+    """One of `buffers` that a store nested in `root` writes, found through the buffers' uses
+    (not a walk of `root`, which may be a big fused nest)."""
+    for buffer in buffers:
+        # an input every statement reads has a use per statement: the test per use is kept
+        # to a compare (a store's buffer is its operand 1, a load's its operand 0)
+        for use in buffer.uses:
+            if use.index == 1 and type(op := use.operation) in _STORES and root.is_ancestor(op):
+                return buffer
+    return None
+
+
+_STORES = (affine.StoreOp, memref.StoreOp)
+"""Exact types, compared with `type(op) in`: `isinstance` on ops goes through ABC checks."""
 
 
 # ---- restricting a cloned nest to a box ---------------------------------------------------------
@@ -184,6 +213,7 @@ class ComputeAtPlan:
     box: Box
     output_loops: dict[affine.ForOp, list[affine.ForOp]]  # per copied nest: loop per dimension
     erase_original: bool
+    reads: list[Access]  # the accesses to T inside `loop`, in program order
 
     @property
     def recompute(self) -> float:
@@ -195,8 +225,7 @@ class ComputeAtPlan:
     @property
     def disjoint(self) -> bool:
         """Whether different iterations of `loop` read disjoint elements of T."""
-        accs = [a for a in accesses(self.loop) if a.buffer is self.tensor]
-        return separates(induction_var(self.loop), step_of(self.loop), accs)
+        return separates(induction_var(self.loop), step_of(self.loop), self.reads)
 
 
 def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan | Failure:
@@ -207,7 +236,7 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
     if producer is loop or producer.is_ancestor(loop):
         return Failure(f"cannot compute {describe(producer)} at {describe(loop)}: the loop is inside the producer")
     consumer = _top_in(block, loop)
-    if consumer is None or block.get_operation_index(consumer) < block.get_operation_index(producer):
+    if consumer is None or not _precedes(producer, consumer):
         return Failure(f"cannot compute {describe(producer)} at {describe(loop)}: the loop must be in a later nest beside the producer")
     groups = written_groups(producer)
     if len(groups) != 1:
@@ -217,10 +246,14 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
     t_type = tensor.type
     assert isinstance(t_type, MemRefType)
     shape = t_type.get_shape()
-    # the fill: earlier ops of the same statement writing only T
+    # the fill: earlier ops of the same statement writing only T (the ops of the block writing
+    # T are found through T's uses, in program order)
     stmt = producer.attributes.get(STMT_ATTR)
     fills: list[Operation] = []
-    for op in list(block.ops)[: block.get_operation_index(producer)]:
+    writers = dict.fromkeys(_top_in(block, a.op) for a in accesses_to(tensor) if a.write)
+    for op in writers:
+        if op is None or op is producer or not _precedes(op, producer):
+            continue
         if tensor in _writes(op):
             fill = (isinstance(op, affine.ForOp) and "einc.init" in op.attributes and op.attributes.get(STMT_ATTR) == stmt) or (
                 isinstance(op, affine.StoreOp)
@@ -260,19 +293,27 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
             return Failure(f"cannot compute_at {describe(producer)}: its loops over '{name}' must run over whole dimensions (0 to size, step 1)")
         if isinstance(nest, affine.ForOp):
             output_loops[nest] = chosen
-    # the producer's inputs keep their values until the consumer's loop
-    inputs = set().union(*(_reads(m) for m in moved)) - {tensor}
-    start = block.get_operation_index(moved[0])
-    for op in list(block.ops)[start : block.get_operation_index(consumer) + 1]:
-        if op in moved:
-            continue
-        if (hit := _writes(op) & inputs):
+    # the producer's inputs keep their values until the consumer's loop: the ops between are
+    # read whole, the consumer (a nest that may have grown by earlier fusions) through the
+    # inputs' uses
+    inputs = list(dict.fromkeys(a.buffer for m in moved for a in accesses(m) if not a.write and a.buffer is not tensor))
+    op = moved[0]
+    while op is not None:
+        hit: SSAValue | None
+        if op is consumer:
+            hit = _written_inside(inputs, consumer)
+        elif op in moved:
+            hit = None
+        else:
+            hit = next(iter(_writes(op) & set(inputs)), None)
+        if hit is not None:
             return Failure(
-                f"cannot compute {describe(producer)} at {describe(loop)}: '{buffer_name(hit.pop())}', "
+                f"cannot compute {describe(producer)} at {describe(loop)}: '{buffer_name(hit)}', "
                 "which it reads, is written between it and the loop"
             )
+        op = None if op is consumer else op.next_op
     # the consumer's reads of T inside the loop: one box inside T
-    accs = [a for a in accesses(loop) if a.buffer is tensor]
+    accs = accesses_to(tensor, loop)
     if not accs:
         return Failure(f"cannot compute {describe(producer)} at {describe(loop)}: '{name}' is not read inside the loop")
     ops = {a.op for a in accs}
@@ -288,7 +329,7 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
     ]
     owner = tensor.owner
     erase = isinstance(owner, memref.AllocOp) and not readers and "ein.output" not in owner.attributes
-    return ComputeAtPlan(producer, fills, loop, tensor, box, output_loops, erase)
+    return ComputeAtPlan(producer, fills, loop, tensor, box, output_loops, erase, accs)
 
 
 def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
@@ -303,6 +344,7 @@ def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
     body = loop.body.block
     Rewriter.insert_op(alloca, InsertPoint.at_start(body))
     point = InsertPoint.after(alloca)
+    first = alloca.next_op
     for nest in [*plan.fills, plan.producer]:
         copy = nest.clone()
         Rewriter.insert_op(copy, point)
@@ -329,13 +371,21 @@ def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
             keep.add(new)
         for f, terms, low, size in zip(loops, box.outer, box.low, box.shape):
             _rebase(f, terms, low, size, keep)
+    # what was inserted: the ops after the allocation up to the body's old first op
+    inserted = 0
+    op = alloca.next_op
+    while op is not None and op is not first:
+        inserted += 1
+        op = op.next_op
     # the consumer's reads of T read the local box
+    loads: list[Operation] = []
     for a, forms in box.inner.items():
         shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
         operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))
         assert isinstance(a.op, affine.LoadOp)
-        Rewriter.replace_op(a.op, affine.LoadOp(local, operands, AffineMapAttr(linear_map(shifted, operands)), element))
-    fold_applies(loop)
+        loads.append(affine.LoadOp(local, operands, AffineMapAttr(linear_map(shifted, operands)), element))
+        Rewriter.replace_op(a.op, loads[-1])
+    _fold_new_applies(alloca, inserted, loads)
     _drop_vector_mark(loop)
     if plan.erase_original:
         for nest in [plan.producer, *plan.fills]:
@@ -344,6 +394,52 @@ def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
             Rewriter.erase_op(use.operation)
         Rewriter.erase_op(tensor.owner)  # type: ignore[arg-type]
     return alloca
+
+
+def _fold_new_applies(alloca: memref.AllocaOp, inserted: int, loads: list[Operation]) -> None:
+    """`fold_applies` over what compute_at inserted into the loop: the `inserted` ops after
+    `alloca` (the copies, with the applies `_rebase` made) and the new `loads` of the box,
+    not over the whole loop, whose other ops were there before (a big fused nest would be
+    walked once per fused statement). The same rounds in the same order as `fold_applies`
+    over the loop; each fold replaces an op in place, so the inserted ops stay the
+    `inserted` ops after `alloca`."""
+
+    def new_ops() -> list[Operation]:
+        found: list[Operation] = []
+        op = alloca.next_op
+        for _ in range(inserted):
+            assert op is not None
+            found += op.walk()
+            op = op.next_op
+        return found + loads
+
+    changed = True
+    while changed:
+        changed = False
+        for op in new_ops():
+            if not isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
+                continue
+            indices = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
+            if not any(isinstance(v.owner, affine.ApplyOp) for v in indices):
+                continue  # nothing to fold (`_compose` would say so, after rewriting the map)
+            folded = _compose(op.map.data, indices)
+            if folded is None:
+                continue
+            m, operands = folded
+            if isinstance(op, affine.LoadOp):
+                new: Operation = affine.LoadOp(op.memref, operands, AffineMapAttr(m), op.result.type)
+            elif isinstance(op, affine.StoreOp):
+                new = affine.StoreOp(op.value, op.memref, operands, AffineMapAttr(m))
+            else:
+                new = affine.ApplyOp(operands, AffineMapAttr(m))
+            new.attributes.update(op.attributes)
+            if op in loads:
+                loads[loads.index(op)] = new
+            Rewriter.replace_op(op, new)
+            changed = True
+    for op in new_ops():
+        if isinstance(op, affine.ApplyOp) and not op.result.uses:
+            Rewriter.erase_op(op)
 
 
 def compute_at(producer: affine.ForOp, loop: affine.ForOp) -> memref.AllocaOp | Failure:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cmp_to_key
 
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
@@ -61,6 +62,64 @@ def access_of(op: Operation) -> Access | None:
 def accesses(root: Operation) -> list[Access]:
     """Every load and store nested in `root` (root included), in program order."""
     return [a for op in root.walk() if (a := access_of(op)) is not None]
+
+
+def accesses_to(buffer: SSAValue, root: Operation | None = None) -> list[Access]:
+    """The loads and stores of `buffer` (nested in `root`, root included, when given), in
+    program order: `[a for a in accesses(root) if a.buffer is buffer]`, found through the
+    buffer's uses instead of a walk of `root` (the cost follows the uses, not `root`'s size)."""
+    found: dict[Operation, Access] = {}
+    for use in buffer.uses:
+        op = use.operation
+        if op in found or (root is not None and op is not root and not root.is_ancestor(op)):
+            continue
+        a = access_of(op)
+        if a is not None and a.buffer is buffer:
+            found[op] = a
+    if len(found) < 2:
+        return list(found.values())
+    return [found[op] for op in sorted(found, key=cmp_to_key(walk_order))]
+
+
+def walk_order(a: Operation, b: Operation) -> int:
+    """-1 when `a` comes before `b` in a walk of their common ancestor, 1 when after: both
+    climbed to the ops below their first common ancestor, which are then compared by region,
+    block, and position in their block (a walk from one towards the other, both ways, so
+    the cost is their distance)."""
+    if a is b:
+        return 0
+    path_a, path_b = _ancestors(a), _ancestors(b)
+    k = 0
+    while k < len(path_a) and k < len(path_b) and path_a[k] is path_b[k]:
+        k += 1
+    if k == len(path_a):
+        return -1  # a encloses b: an op comes before its regions
+    if k == len(path_b):
+        return 1
+    x, y = path_a[k], path_b[k]
+    block_x, block_y = x.parent_block(), y.parent_block()
+    if block_x is not block_y:
+        parent = x.parent_op()
+        assert parent is not None and block_x is not None and block_y is not None
+        blocks = [blk for region in parent.regions for blk in region.blocks]
+        return -1 if blocks.index(block_x) < blocks.index(block_y) else 1
+    forward, backward = x.next_op, x.prev_op
+    while forward is not None or backward is not None:
+        if forward is y:
+            return -1
+        if backward is y:
+            return 1
+        forward = forward.next_op if forward is not None else None
+        backward = backward.prev_op if backward is not None else None
+    raise AssertionError("two ops of one block not found from each other")
+
+
+def _ancestors(op: Operation) -> list[Operation]:
+    """`op` and the ops around it, outermost first."""
+    path = [op]
+    while (parent := path[-1].parent_op()) is not None:
+        path.append(parent)
+    return path[::-1]
 
 
 def local_buffers(root: Operation) -> set[SSAValue]:

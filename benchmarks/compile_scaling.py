@@ -1,0 +1,73 @@
+"""Compile time against program size: a chain of N elementwise statements, per stage.
+
+    .venv/bin/python benchmarks/compile_scaling.py [--sizes 50,100,200,400,1000,2000] [--target c]
+
+The program is `temp0[N] = input0[N] + 1.0`, `temp{k}[N] = temp{k-1}[N] + input0[N]`, ...,
+`output0[N] = temp{K}[N] * 2.0`; the C default schedule fuses the whole chain into one loop.
+Stages are the driver's (ein: parsing and the ein module; loops; scheduled; target; source);
+`scheduled` is split into building the default schedule (`policy`) and applying it
+(`apply`). Times are the process's CPU time (the machine may be shared). The last column is
+the time per statement: a compiler linear in program size keeps it flat as N grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
+
+from common import table
+
+from tests.default_schedule_golden import chain_program
+
+COLUMNS = ("ein", "loops", "policy", "apply", "target", "source")
+
+
+def stage_seconds(statements: int, target: str = "c") -> dict[str, float]:
+    """CPU seconds per stage compiling a chain of `statements` statements to source text
+    (process time: the machine may be shared, and every stage runs on one thread)."""
+    from einc.driver import Compilation
+    from einc.schedule import resolve_schedule
+
+    comp = Compilation(chain_program(statements), f"chain{statements}.ein", target=target)
+    seconds: dict[str, float] = {}
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        start = time.process_time()
+        result = fn()
+        seconds[name] = time.process_time() - start
+        return result
+
+    timed("ein", lambda: comp.run_until("ein"))
+    loops = timed("loops", lambda: comp.run_until("loops"))
+    schedule = timed("policy", lambda: resolve_schedule(None, target, loops))
+    comp.schedule = schedule if schedule is not None else "none"
+    for stage, name in (("scheduled", "apply"), ("target", "target"), ("source", "source")):
+        timed(name, lambda: comp.run_until(stage))  # noqa: B023
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="50,100,200,400,1000,2000")
+    parser.add_argument("--target", default="c")
+    args = parser.parse_args()
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        seconds = stage_seconds(n, args.target)
+        total = sum(seconds[c] for c in COLUMNS)
+        rows.append([str(n), *(f"{seconds[c]:.2f}" for c in COLUMNS), f"{total:.2f}", f"{total / n * 1e3:.2f}"])
+        print(f"{n} statements: {total:.2f} s", file=sys.stderr, flush=True)
+    print(f"# compile time in CPU seconds per stage, target {args.target}, elementwise chains")
+    print(table(rows, ["statements", *COLUMNS, "total", "ms/stmt"]))
+
+
+if __name__ == "__main__":
+    main()
