@@ -63,6 +63,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VectorizeLoopsPass
 
+    def split_poplar_vertices():
+        from einc.passes.split_poplar_vertices import SplitPoplarVerticesPass
+
+        return SplitPoplarVerticesPass
+
     def canonicalize():
         from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -101,6 +106,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-apply-schedule": einc_apply_schedule,
         "einc-tile": einc_tile,
         "einc-vectorize-loops": einc_vectorize_loops,
+        "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,
