@@ -1,77 +1,10 @@
-"""The Poplar target: one `poplar::MultiVertex` codelet class per kernel, and the host-side
-graph description (`einc_build_graph`) that connects and launches them.
-
-    class kernel_y_1f3a9c2e : public poplar::MultiVertex {   // vertex type: name + IR digest
-    public:
-      poplar::Input<poplar::Vector<float>> x;
-      poplar::InOut<poplar::Vector<float>> y;
-      bool compute(unsigned workerId) {
-        for (int gid = workerId; gid < 64; gid += 6) { ... }
-        return true;
-      }
-    };
-    #ifdef EINC_POPLAR_HOST
-    EINC_POPLAR_VERTEX(kernel_y_1f3a9c2e, x, y)
-    void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers,
-                          poplar::program::Sequence &prog) { ... one compute set per kernel ... }
-    #endif
-
-A kernel's launch is a block of at most six workers (one MultiVertex; the grid is 1, and
-`convert-affine-to-egpu` strides larger spaces over the workers: `for (point = gid; point <
-P; point += 6)`); workers beyond the launch's block return at once.
-
-Loops a schedule bound to work-item ids (`_work_items`): a kernel's blocks (block.x/y/z, any
-grid) run one after another in every worker, `for (int einc_block = 0; einc_block < G;
-++einc_block)`, and its threads (thread.x/y/z, at most six in all: the bind's and the
-launch's thread limit) are the workers, `int einc_thread = (int)workerId;`, each id taken
-from the linear `einc_block` / `einc_thread`. A kernel storing elements narrower than a
-32-bit word runs its threads in turn in worker 0 (two workers writing neighbouring bytes of
-one word race on the IPU). There is no shared memory to stage into (`shared_bytes_per_block`
-is 0: a cache_read "shared" is refused by the mapping pass).
-
-Tiles (`vertex_split`): when that point loop is the whole kernel and every buffer the kernel
-writes is accessed, inside it, only at flat element `s * point + c` (the point's own
-elements: a reduction's output element, with its accumulator reads), the points are cut into
-contiguous ranges of `chunk` points, one vertex per range on its own tile (at most the
-description's 1472 tiles), run by a loop in `einc_build_graph`:
-
-    static const unsigned einc_first1_2[7] = {0, 0, 0, 1, 1, 2, 2};   // m's slices
-    static const unsigned einc_end1_2[7] = {1, 1, 2, 2, 3, 3, 3};
-    for (unsigned tile = 0; tile < 7; ++tile) {               // 7 vertices, tiles 0..6
-      unsigned begin = tile * 43, end = std::min(begin + 43u, 300u);
-      poplar::VertexRef v = graph.addVertex(cs1, "...", {{"x", buffers[0].flatten().slice(begin, end)},
-          {"y", buffers[1].flatten().slice(begin, end)},
-          {"m", buffers[2].flatten().slice(einc_first1_2[tile], einc_end1_2[tile])}});
-      graph.setInitialValue(v["einc_begin"], begin);          // its points, and the first
-      graph.setInitialValue(v["einc_end"], end);              // element of each slice
-      graph.setInitialValue(v["einc_base0"], begin);
-      graph.setInitialValue(v["einc_base1"], begin);
-      graph.setInitialValue(v["einc_base2"], einc_first1_2[tile]);
-      graph.setTileMapping(v, tile);
-      graph.setTileMapping(buffers[1].flatten().slice(begin, end), tile);
-    }
-
-The codelet's loop runs `point` from `einc_begin + gid` to `einc_end`, and indexes a slice
-as `y[index - einc_base1]`. Each vertex so owns whole output elements; for elements
-narrower than the 32-bit write granule, `chunk` and `c` are multiples of the elements per
-word (and s is 1), so two vertices never write one word. A read-only buffer whose loads have
-indices the interval analysis bounds (`_Bounds`: the point, loops inside the point loop,
-affine maps, integer arithmetic) is connected as the slice its range of points may read (a
-linear function of `begin` / `end` when it is one, else a table per vertex, clipped to the
-tensor: a guarded load's index may leave it where the guard is false); any other (a gather's
-table) is connected whole. Any other kernel (stores outside the loop, accesses through
-non-affine or inner-loop-dependent indices, vectors on written buffers) stays one vertex on
-tile 0; every buffer element no split kernel writes is on tile 0. The IPU has no float64:
-such programs are refused.
-
-Tile memory (`vertex_bytes`): a vertex needs its fields (each slice or whole tensor, in
-8-byte units), its plain fields and its workers' local arrays (`memref.alloca` in compute(),
-one copy per worker) in its tile's `tile_memory` (624 KiB on a Mk2 IPU). A vertex gets at
-least POINTS_PER_WORKER points per worker, unless its data do not fit: then the points are
-cut into more vertices (a power of two or the most, up to one word's worth of points per
-tile) until they fit; when none fits, or a kernel that cannot be split does not fit on one
-tile, `emit` raises a TargetError naming the bytes and the limit before printing anything.
-(The home tile of every tensor is tile 0; its memory is not checked.)
+"""The Poplar target: one `poplar::MultiVertex` codelet class per kernel (named by the kernel
+and a digest of its IR), and the host-side graph description (`einc_build_graph`) that
+connects and launches them, one compute set per kernel. A launch is one block of at most six
+workers; loops bound to block / thread ids run in every worker (`_work_items`). How a kernel
+spreads over tiles is decided by the `split-poplar-vertices` pass and read here from its
+`#egpu.tile_split` attribute: this file only prints it (`split_vertices`). docs/POPLAR.md
+has the design: codelet and graph layout, tiles, slices and tile memory.
 """
 
 from __future__ import annotations
@@ -319,7 +252,7 @@ class PoplarTarget(DeviceTarget):
         """The Poplar description, except that a launch may have any grid: a kernel's
         blocks (from loops a schedule bound to block ids) run one after another in its
         vertex. The mapping pass reads `PoplarTarget.limits` itself, whose grid of one
-        block keeps the unscheduled mapping a single point loop that `vertex_split`
+        block keeps the unscheduled mapping a single point loop that `split-poplar-vertices`
         spreads over tiles."""
         return dataclasses.replace(cls.limits, max_grid=(2**31 - 1,) * 3)
 
