@@ -8,7 +8,7 @@ point loop at s * point + c (checked at every point), so vertex t touches only e
 [s * begin + c, s * (end - 1) + c] of it, disjoint from every other vertex's, and no two
 vertices write one 32-bit word (for elements narrower than the write granule, `chunk` and c
 are multiples of the elements per word and s is 1); every load of a read-only buffer
-connected as a slice reads inside that vertex's slice (the interval analysis `_Bounds`
+connected as a slice reads inside that vertex's slice (`_Bounds`, on ranges.py's rules per point,
 bounds its index at every point; the slice is clipped to the tensor, since a guarded load's
 index may leave it where the guard is false). `vertex_bytes` is the most tile memory one
 vertex needs: its fields (each slice or whole tensor, in FIELD_ALIGN units), its plain
@@ -37,6 +37,7 @@ from xdsl.ir.affine import (
 
 from einc.dialects import egpu
 from einc.dialects.egpu import TileSplit
+from einc.passes.utils.ranges import PointRange, Points, Unbounded, point_map_ranges
 
 READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
 WRITES = (affine.StoreOp, memref.StoreOp, egpu.StoreTruncfOp, egpu.VStoreOp)
@@ -125,110 +126,52 @@ def _inside(op: Operation, loop: Operation) -> bool:
 # ---- the elements a vertex reads: intervals per point ------------------------------------------
 
 
-class _Unknown(Exception):
-    """An index the interval analysis cannot bound (a gather's loaded index, ...)."""
-
-
-Interval = tuple[np.ndarray, np.ndarray]
-"""Per point of the split loop: the least and the greatest value (inclusive)."""
-
-
-def _mul(a: Interval, b: Interval) -> Interval:
-    products = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
-    return np.minimum.reduce(products), np.maximum.reduce(products)
-
-
-def _constant_divisor(b: Interval) -> int:
-    if not (np.all(b[0] == b[1]) and np.all(b[0] > 0)) or len(np.unique(b[0])) != 1:
-        raise _Unknown()
-    return int(b[0][0])
-
-
-def _floordiv(a: Interval, b: Interval) -> Interval:
-    c = _constant_divisor(b)
-    return np.floor_divide(a[0], c), np.floor_divide(a[1], c)
-
-
-def _mod(a: Interval, b: Interval) -> Interval:
-    """x mod c (c > 0, result in [0, c)): exact within one period, else [0, c - 1]."""
-    c = _constant_divisor(b)
-    same = np.floor_divide(a[0], c) == np.floor_divide(a[1], c)
-    return np.where(same, np.mod(a[0], c), 0), np.where(same, np.mod(a[1], c), c - 1)
-
-
-def _affine_interval(e: AffineExpr, values: list[Interval], dims: int) -> Interval:
-    match e:
-        case AffineConstantExpr(value=v):
-            full = np.full_like(values[0][0], v) if values else np.array([v])
-            return full, full
-        case AffineDimExpr(position=p):
-            return values[p]
-        case AffineSymExpr(position=p):
-            return values[dims + p]
-        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-            a, b = _affine_interval(lhs, values, dims), _affine_interval(rhs, values, dims)
-            if kind == AffineBinaryOpKind.Add:
-                return a[0] + b[0], a[1] + b[1]
-            if kind == AffineBinaryOpKind.Mul:
-                return _mul(a, b)
-            if kind == AffineBinaryOpKind.FloorDiv:
-                return _floordiv(a, b)
-            if kind == AffineBinaryOpKind.CeilDiv:
-                low, high = _floordiv((-a[1], -a[0]), b)
-                return -high, -low
-            return _mod(a, b)
-    raise _Unknown()
-
-
-def _map_intervals(m: AffineMap, operands: Sequence[SSAValue], bounds: _Bounds) -> list[Interval]:
-    values = [bounds.of(o) for o in operands]
-    return [_affine_interval(r, values, m.num_dims) for r in m.results]
+def _map_ranges(m: AffineMap, operands: Sequence[SSAValue], bounds: _Bounds) -> list[PointRange]:
+    return point_map_ranges(m, [bounds.of(o) for o in operands], bounds.ranges)
 
 
 class _Bounds:
-    """Intervals of index values inside the split loop, per point: the point itself, the
+    """Ranges of index values inside the split loop, per point: the point itself, the
     induction variables of loops inside it (from their bounds), constants, affine.apply /
-    min and integer arithmetic on them. Raises _Unknown for anything else."""
+    min and integer arithmetic on them (einc/passes/utils/ranges.py's rules, per point).
+    Raises Unbounded for anything else."""
 
     def __init__(self, loop: scf.ForOp, points: np.ndarray):
         self.loop = loop
         self.point = loop.body.block.args[0]
         self.points = points
-        self.known: dict[SSAValue, Interval] = {}
+        self.ranges = Points(points)
+        self.known: dict[SSAValue, PointRange] = {}
 
-    def of(self, v: SSAValue) -> Interval:
+    def of(self, v: SSAValue) -> PointRange:
         if v not in self.known:
             self.known[v] = self._compute(v)
         return self.known[v]
 
-    def _full(self, value: int) -> Interval:
-        full = np.full_like(self.points, value)
-        return full, full
-
-    def _compute(self, v: SSAValue) -> Interval:
+    def _compute(self, v: SSAValue) -> PointRange:
         if v is self.point:
             return self.points, self.points
         owner = v.owner
         if isinstance(owner, Block):
             parent = owner.parent_op()
             if parent is None or not _inside(parent, self.loop) or v is not owner.args[0]:
-                raise _Unknown()
+                raise Unbounded()
             if isinstance(parent, affine.ForOp):
-                lows = _map_intervals(parent.lowerBoundMap.data, parent.lowerBoundOperands, self)
-                highs = _map_intervals(parent.upperBoundMap.data, parent.upperBoundOperands, self)
+                lows = _map_ranges(parent.lowerBoundMap.data, parent.lowerBoundOperands, self)
+                highs = _map_ranges(parent.upperBoundMap.data, parent.upperBoundOperands, self)
                 return np.maximum.reduce([lo for lo, _ in lows]), np.minimum.reduce([hi for _, hi in highs]) - 1
             if isinstance(parent, scf.ForOp):
                 return self.of(parent.lb)[0], self.of(parent.ub)[1] - 1
-            raise _Unknown()
+            raise Unbounded()
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-            return self._full(owner.value.value.data)
+            return self.ranges.constant(owner.value.value.data)
         if isinstance(owner, egpu.IndexOp):
             low, high = owner.index_range()
             return np.full_like(self.points, low), np.full_like(self.points, high)
         if isinstance(owner, affine.ApplyOp):
-            return _map_intervals(owner.map.data, owner.mapOperands, self)[0]
+            return _map_ranges(owner.map.data, owner.mapOperands, self)[0]
         if isinstance(owner, affine.MinOp):
-            found = _map_intervals(owner.map.data, owner.operands, self)
+            found = _map_ranges(owner.map.data, owner.operands, self)
             return np.minimum.reduce([lo for lo, _ in found]), np.minimum.reduce([hi for _, hi in found])
         if isinstance(owner, arith.IndexCastOp | arith.ExtSIOp):
             return self.of(owner.operands[0])
@@ -239,35 +182,35 @@ class _Bounds:
                       | arith.DivSIOp | arith.RemSIOp | arith.MinSIOp | arith.MaxSIOp):  # fmt: skip
             a, b = self.of(owner.lhs), self.of(owner.rhs)
             if isinstance(owner, arith.AddiOp):
-                return a[0] + b[0], a[1] + b[1]
+                return self.ranges.add(a, b)
             if isinstance(owner, arith.SubiOp):
                 return a[0] - b[1], a[1] - b[0]
             if isinstance(owner, arith.MuliOp):
-                return _mul(a, b)
+                return self.ranges.mul(a, b)
             if isinstance(owner, arith.MinSIOp):
                 return np.minimum(a[0], b[0]), np.minimum(a[1], b[1])
             if isinstance(owner, arith.MaxSIOp):
                 return np.maximum(a[0], b[0]), np.maximum(a[1], b[1])
+            c = self.ranges.constant_divisor(b)
             if isinstance(owner, arith.FloorDivSIOp) or np.all(a[0] >= 0):  # C division of x >= 0
                 if isinstance(owner, arith.RemSIOp):
-                    return _mod(a, b)
-                return _floordiv(a, b)
-            c = _constant_divisor(b)
+                    return self.ranges.mod(a, c)
+                return self.ranges.floordiv(a, c)
             if isinstance(owner, arith.RemSIOp):
                 return np.full_like(a[0], -(c - 1)), np.full_like(a[1], c - 1)
             truncate = lambda x: np.where(x >= 0, x // c, -(-x // c))
             return truncate(a[0]), truncate(a[1])
-        raise _Unknown()
+        raise Unbounded()
 
 
-def _read_interval(op: Operation, bounds: _Bounds) -> Interval:
+def _read_interval(op: Operation, bounds: _Bounds) -> PointRange:
     """The flat elements a load may touch, per point (a vector load: all its lanes)."""
     if isinstance(op, affine.LoadOp):
-        buffer, results = op.memref, _map_intervals(op.map.data, op.indices, bounds)
+        buffer, results = op.memref, _map_ranges(op.map.data, op.indices, bounds)
     elif isinstance(op, memref.LoadOp | egpu.VLoadOp):
         buffer, results = op.memref, [bounds.of(i) for i in op.indices]
     else:
-        raise _Unknown()
+        raise Unbounded()
     assert isinstance(buffer.type, MemRefType)
     low, high = np.zeros_like(bounds.points), np.zeros_like(bounds.points)
     for (lo, hi), size in zip(results, buffer.type.get_shape()):
@@ -277,18 +220,18 @@ def _read_interval(op: Operation, bounds: _Bounds) -> Interval:
     return low, high
 
 
-def _reads(kernel: egpu.FuncOp, loop: scf.ForOp, points: np.ndarray, written: set[int]) -> dict[int, Interval]:
+def _reads(kernel: egpu.FuncOp, loop: scf.ForOp, points: np.ndarray, written: set[int]) -> dict[int, PointRange]:
     """Each read-only argument all of whose uses are loads the interval analysis bounds:
     the elements it may read, per point (unclipped: a guarded load's index may leave the
     tensor where the guard is false)."""
     bounds = _Bounds(loop, points)
-    found: dict[int, Interval] = {}
+    found: dict[int, PointRange] = {}
     for k, arg in enumerate(kernel.body.block.args):
         if k in written or not arg.uses:
             continue
         try:
             intervals = [_read_interval(u.operation, bounds) for u in arg.uses if _inside(u.operation, loop)]
-        except _Unknown:
+        except Unbounded:
             continue
         if len(intervals) != len(list(arg.uses)):
             continue
@@ -346,7 +289,7 @@ def vertex_bytes(kernel: egpu.FuncOp, split: TileSplit | None) -> int:
 
 
 def _read_slices(
-    reads: dict[int, Interval], kernel: egpu.FuncOp, points: int, chunk: int
+    reads: dict[int, PointRange], kernel: egpu.FuncOp, points: int, chunk: int
 ) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
     """Per read argument, every vertex's slice (first elements, end elements) for ranges of
     `chunk` points; an argument every vertex reads whole is left out (connected whole)."""
@@ -432,7 +375,7 @@ class Splittable:
     points: int
     written: dict[int, tuple[int, int]]
     words: int
-    reads: dict[int, Interval]
+    reads: dict[int, PointRange]
 
     def split(self, vertices: int) -> TileSplit:
         """The kernel cut into (about) `vertices` vertices of a whole number of words of
