@@ -175,13 +175,14 @@ def test_kernel_over_a_tiles_memory_spreads_over_more_tiles() -> None:
     """12 row sums would be one vertex (fewer than 8 points per worker); its 960 KB of input
     do not fit a tile, so it is cut into vertices of 6 rows (480 KB each)."""
     require("poplar")
-    from einc.targets.poplar import vertex_bytes, vertex_split
+    from einc.dialects.egpu import TileSplitAttr
+    from einc.passes.utils.vertex_split import vertex_bytes
 
     comp = _compile("output0[N] +=! input0[N, K]", _ROWS)
     kernels = [k for k in comp.results["target"].ops if hasattr(k, "block_size")]
-    split = vertex_split(kernels[0])
-    assert split is not None and split.vertices == 2
-    assert 480_000 <= vertex_bytes(kernels[0], split) <= 624 * 1024
+    split = kernels[0].attributes["egpu.tile_split"]
+    assert isinstance(split, TileSplitAttr) and split.data.vertices == 2
+    assert 480_000 <= split.data.bytes == vertex_bytes(kernels[0], split.data) <= 624 * 1024
     values = _random(_ROWS, fresh_seed())
     outputs, runner = _run(comp, values)
     np.testing.assert_allclose(outputs["output0"], values["input0"].astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-2)
@@ -302,7 +303,7 @@ def test_random_programs_on_vertices_of_few_points_match_oracle(monkeypatch: pyt
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    import einc.targets.poplar as poplar
+    import einc.passes.split_poplar_vertices as poplar
     from tests.oracle.budget import examples
     from tests.oracle.genprog import GenProgram, programs
     from tests.test_device_differential import check_program

@@ -69,6 +69,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VerifyEgpuPass
 
+    def split_poplar_vertices():
+        from einc.passes.split_poplar_vertices import SplitPoplarVerticesPass
+
+        return SplitPoplarVerticesPass
+
     def canonicalize():
         from xdsl.transforms.canonicalize import CanonicalizePass
 
@@ -108,6 +113,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-tile": einc_tile,
         "einc-vectorize-loops": einc_vectorize_loops,
         "verify-egpu": verify_egpu,
+        "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,
         "cse": cse,
         "dce": dce,

@@ -67,8 +67,8 @@ from xdsl.ir.affine import (
 
 from einc.dialects import egpu
 from einc.errors import TargetError
-from einc.passes.utils.affine_index import Range, dims_to_operands, expr_range
-from einc.passes.utils.loops import constant_trip_range
+from einc.passes.utils.affine_index import dims_to_operands
+from einc.passes.utils.ranges import Range, expr_range, value_range
 
 # ---- spellings --------------------------------------------------------------------------------
 
@@ -965,31 +965,6 @@ def int_literal(value: int, t: Attribute) -> str:
     if value == (1 << (bits - 1)) - 1 and bits > 8:
         return f"INT{bits}_MAX"
     return str(value)
-
-
-def value_range(v: SSAValue) -> Range:
-    """Inclusive bounds of an index value: loop variables with constant bounds and
-    constants; unbounded otherwise."""
-    if isinstance(v, BlockArgument):
-        parent = v.block.parent_op()
-        if isinstance(parent, affine.ForOp) and v.index == 0:
-            bounds = constant_trip_range(parent)
-            if bounds is not None and bounds[1] > bounds[0]:
-                return bounds[0], bounds[1] - 1
-        if isinstance(parent, scf.ForOp) and v.index == 0:
-            lo, hi = value_range(parent.lb)[0], value_range(parent.ub)[1]
-            if lo is not None and hi is not None and hi > lo:
-                return lo, hi - 1
-        return None, None
-    owner = v.owner
-    if isinstance(owner, egpu.IndexOp):
-        return owner.index_range()
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data, owner.value.value.data
-    if isinstance(owner, affine.ApplyOp):
-        m = dims_to_operands(owner.map.data)
-        return expr_range(m.results[0], [value_range(o) for o in owner.mapOperands])
-    return None, None
 
 
 _CALLEE = re.compile(r"([A-Za-z_]\w*)\{f\}\(")

@@ -16,11 +16,13 @@ from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
     AffineConstantExpr,
-    AffineDimExpr,
     AffineExpr,
     AffineMap,
-    AffineSymExpr,
 )
+
+# Range and expr_range live in ranges.py; re-exported for the modules that import them here.
+from einc.passes.utils.ranges import Range as Range
+from einc.passes.utils.ranges import expr_range as expr_range
 
 
 def affine_expr_of(value: SSAValue, dims: Sequence[SSAValue]) -> AffineExpr | None:
@@ -127,61 +129,3 @@ def dims_to_operands(m: AffineMap) -> AffineMap:
         0,
         tuple(r.replace_dims_and_symbols(dims, new_syms) for r in m.results),
     )
-
-
-Range = tuple[int | None, int | None]
-"""Inclusive lower and upper bounds; None is unbounded."""
-
-
-def expr_range(expr: AffineExpr, dims: Sequence[Range], symbols: Sequence[Range] = ()) -> Range:
-    """Conservative inclusive bounds of `expr` given bounds of its dims and symbols.
-
-    Contract: sound (the true value always lies inside), not tight; floordiv, ceildiv and
-    mod are by positive constants as in valid affine maps (otherwise unbounded).
-    """
-    match expr:
-        case AffineConstantExpr(value=v):
-            return v, v
-        case AffineDimExpr(position=p):
-            return dims[p] if p < len(dims) else (None, None)
-        case AffineSymExpr(position=p):
-            return symbols[p] if p < len(symbols) else (None, None)
-        case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-            lo1, hi1 = expr_range(lhs, dims, symbols)
-            lo2, hi2 = expr_range(rhs, dims, symbols)
-            if kind == AffineBinaryOpKind.Add:
-                return _add(lo1, lo2), _add(hi1, hi2)
-            if kind == AffineBinaryOpKind.Mul:
-                return _mul_range((lo1, hi1), (lo2, hi2))
-            if lo2 is None or lo2 != hi2 or lo2 <= 0:
-                return None, None
-            c = lo2
-            if kind == AffineBinaryOpKind.Mod:
-                if lo1 is not None and hi1 is not None and lo1 // c == hi1 // c:
-                    return lo1 % c, hi1 % c
-                return 0, c - 1
-            div = (lambda a: a // c) if kind == AffineBinaryOpKind.FloorDiv else (
-                lambda a: -(-a // c)
-            )
-            return (
-                None if lo1 is None else div(lo1),
-                None if hi1 is None else div(hi1),
-            )
-        case _:
-            return None, None
-
-
-def _add(a: int | None, b: int | None) -> int | None:
-    return None if a is None or b is None else a + b
-
-
-def _mul_range(a: Range, b: Range) -> Range:
-    if None in a or None in b:
-        if a[0] is not None and a[0] == a[1] == 0 or b[0] is not None and b[0] == b[1] == 0:
-            return 0, 0
-        # Non-negative times non-negative stays non-negative.
-        if a[0] is not None and a[0] >= 0 and b[0] is not None and b[0] >= 0:
-            return 0, None
-        return None, None
-    products = [x * y for x in a for y in b]  # type: ignore[operator]
-    return min(products), max(products)

@@ -34,6 +34,7 @@ from xdsl.ir.affine import (
 )
 
 from einc.passes.utils.affine_index import Range, dims_to_operands, expr_range
+from einc.passes.utils.ranges import trip_count as trip_count  # its home is ranges.py
 
 
 @dataclass(frozen=True)
@@ -195,13 +196,6 @@ def constant_bounds(loop: affine.ForOp) -> tuple[int, int] | None:
     if isinstance(lo, AffineConstantExpr) and isinstance(hi, AffineConstantExpr):
         return lo.value, hi.value
     return None
-
-
-def trip_count(loop: affine.ForOp) -> int | None:
-    bounds = constant_bounds(loop)
-    if bounds is None:
-        return None
-    return max(0, -(-(bounds[1] - bounds[0]) // step_of(loop)))
 
 
 # ---- linear forms -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// RUN: einc-opt %s --split-input-file -p "convert-ein-to-affine,einc-apply-schedule,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},legalize-storage-dtypes{target=poplar},canonicalize,cse" -t poplar | filecheck %s
+// RUN: einc-opt %s --split-input-file -p "convert-ein-to-affine,einc-apply-schedule,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},legalize-storage-dtypes{target=poplar},canonicalize,cse,split-poplar-vertices" -t poplar | filecheck %s
 
 // Loops bound to work-item ids on Poplar: the blocks (N.o on block.x, M on block.y: 3 x 3)
 // run one after another in every worker (einc_block), the threads (N.i on thread.x, 4) are

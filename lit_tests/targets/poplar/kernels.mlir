@@ -1,4 +1,4 @@
-// RUN: einc-opt %s --split-input-file -p "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},legalize-storage-dtypes{target=poplar},canonicalize,cse" -t poplar | filecheck %s
+// RUN: einc-opt %s --split-input-file -p "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},legalize-storage-dtypes{target=poplar},canonicalize,cse,split-poplar-vertices" -t poplar | filecheck %s
 
 // Poplar: a MultiVertex codelet per kernel (workers stride over the points, spare workers
 // return at once) and the graph description connecting flattened tensors: a small kernel is

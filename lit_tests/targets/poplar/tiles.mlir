@@ -1,4 +1,4 @@
-// RUN: einc-opt %s --split-input-file -p "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},legalize-storage-dtypes{target=poplar},canonicalize,cse" -t poplar | filecheck %s
+// RUN: einc-opt %s --split-input-file -p "convert-ein-to-affine,legalize-f16-for-c,convert-affine-to-egpu{target=poplar},legalize-storage-dtypes{target=poplar},canonicalize,cse,split-poplar-vertices" -t poplar | filecheck %s
 
 // Poplar over many tiles: a kernel whose point loop is its whole body, and whose written
 // buffers are accessed only at the point's own elements, becomes one vertex per range of

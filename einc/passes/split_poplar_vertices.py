@@ -1,0 +1,76 @@
+"""`split-poplar-vertices`: decide how each kernel spreads over the IPU's tiles and record it
+as the kernel's `egpu.tile_split` attribute (`#egpu.tile_split<...>`), which the Poplar
+printer prints. The last pass of the Poplar pipeline (after vectorizing and cleanup: it
+reads the final loop and accesses).
+
+    egpu.func @kernel_y(...) grid [1, 1, 1] block [6, 1, 1] attributes {egpu.tile_split =
+        #egpu.tile_split<vertices = 7, bytes = 1296, points = 300, chunk = 43,
+                         written = [1 at 1 * point + 0], read = [...]>} { ... }
+
+Policy: a kernel that may be split (einc/passes/utils/vertex_split.py, with its contract)
+gets at least POINTS_PER_WORKER points per worker, on at most the description's `tiles`
+vertices, unless a vertex's data do not fit its tile's `tile_memory`: then the points are
+cut into more vertices (a power of two or the most, up to one word's worth of points per
+vertex) until they fit. A kernel that cannot be split is one vertex on tile 0. When no
+choice fits, a TargetError names the bytes and the limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from einc.dialects import egpu
+from einc.errors import SourceLocation, TargetError
+from einc.passes.utils.vertex_split import splittable, unsplit
+from einc.targets.descriptions import TargetDescription, description
+
+POINTS_PER_WORKER = 8
+"""Fewest points a split gives each worker of a vertex when memory allows: a vertex's start
+costs hundreds of cycles and each tile's inputs an exchange, so a tile is only worth taking
+for several points per worker."""
+
+
+def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> TargetError:
+    spread = f" spread over {tiles} tiles" if tiles > 1 else " on one tile"
+    return TargetError(
+        f"poplar target: kernel {kernel.sym_name.data} needs {needed} bytes of tile memory per "
+        f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes",
+        SourceLocation("<target>", 1, 1),
+    )
+
+
+def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:
+    """The kernel's split: the preferred vertex count when it fits, else the fewest vertices
+    that fit; TargetError when none does (or when an unsplit kernel's vertex does not fit)."""
+    space = splittable(kernel, desc.write_granule)
+    if space is None:
+        alone = unsplit(kernel)
+        if alone.bytes > desc.tile_memory:
+            raise _memory_error(kernel, alone.bytes, desc.tile_memory, 1)
+        return alone
+    total, block = space.points, kernel.block_size[0]
+    preferred = min(desc.tiles, -(-total // (block * POINTS_PER_WORKER)))
+    most = min(desc.tiles, -(-total // space.words))
+    needed = 0
+    candidates = sorted({preferred, most, *(v for v in (2**e for e in range(11)) if preferred < v < most)})
+    for vertices in candidates:
+        split = unsplit(kernel) if vertices < 2 else space.split(vertices)
+        needed = split.bytes
+        if needed <= desc.tile_memory:
+            return split
+    raise _memory_error(kernel, needed, desc.tile_memory, max(candidates))
+
+
+@dataclass(frozen=True)
+class SplitPoplarVerticesPass(ModulePass):
+    name = "split-poplar-vertices"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        desc = description("poplar")
+        for kernel in op.ops:
+            if isinstance(kernel, egpu.FuncOp):
+                kernel.attributes["egpu.tile_split"] = egpu.TileSplitAttr(tile_split(kernel, desc))
