@@ -22,6 +22,7 @@ defects still open; the CI suites use `SAFE` (scripts/explore.py uses `FULL`):
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,15 @@ OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vec
 WIDENINGS = ("rank0_rfactor", "rank0_unroll_device", "rank0_local_device", "rfactor_many")
 FULL = frozenset(WIDENINGS)
 SAFE: frozenset[str] = frozenset()
+
+
+def widening() -> frozenset[str]:
+    """The generator's widening for this run: FULL with EINC_SCHEDULE_WIDEN=full (exploration),
+    else the names listed there (comma-separated), else SAFE (CI)."""
+    given = os.environ.get("EINC_SCHEDULE_WIDEN", "")
+    if given == "full":
+        return FULL
+    return frozenset(w for w in given.split(",") if w in WIDENINGS)
 
 # op -> weight of drawing it for a step (bind only on GPU targets)
 WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "vectorize": 3,
@@ -321,7 +331,7 @@ def random_script(comp: Compilation, rng: random.Random, steps: int | None = Non
     return _Gen(comp, rng, widen).grow(steps if steps is not None else rng.randint(1, 8))
 
 
-def script_case(prog: Any, seed: int, target: str, widen: frozenset[str] = SAFE,
+def script_case(prog: Any, seed: int, target: str, widen: frozenset[str] | None = None,
                 steps: int | None = None) -> tuple[Any, Draft | None]:  # fmt: skip
     """A case (tests/oracle/corpus.py) of the generated program `prog` on `target` with a
     random legal script grown from `seed` (None when the program has no loops to schedule or
@@ -338,7 +348,7 @@ def script_case(prog: Any, seed: int, target: str, widen: frozenset[str] = SAFE,
         if not REFUSED_BY_DESIGN.search(err.message):
             raise
         return genprog_case(prog, target, None, seed, "random script"), None
-    gen = _Gen(comp, random.Random(seed), widen)
+    gen = _Gen(comp, random.Random(seed), widening() if widen is None else widen)
     try:
         draft = gen.grow(steps if steps is not None else gen.rng.randint(1, 8))
     except BaseException as err:
