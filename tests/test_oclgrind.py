@@ -1,0 +1,79 @@
+"""OpenCL kernels under Oclgrind: the conformance programs (tests/test_conformance.py) compiled
+for OpenCL and run on Oclgrind's simulated device with its API checks and data-race detection
+(`oclgrind --check-api --data-races`), which must report nothing, and whose numbers must match
+the programs' float64 references. One report is expected and ignored: pyopencl's program build
+asks clGetDeviceInfo for a parameter Oclgrind 21.10 does not know (CL_INVALID_VALUE for
+'param_name', outside einc's code). Oclgrind's `--uninitialized` plugin stops on LLVM's
+`freeze` instruction (unsupported by 21.10), so it is not used.
+
+This file is also the runner: `oclgrind ... python -m tests.test_oclgrind NAME...` compiles and
+runs the named programs in that process (Oclgrind's runtime preloaded, so einc's OpenCL runtime
+sees only the Oclgrind device) and prints `ok NAME` per program. Oclgrind is installed by
+scripts/install_toolchains.sh (apt oclgrind); without it the test skips (fails in CI).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROGRAMS = ("matmul", "elementwise", "softmax", "transpose", "reduce_sum", "convolution_with_pad",
+            "layer_norm", "concat", "gather")  # fmt: skip
+"""A representative slice (matmul, reductions, stencils with pads, concatenation, gathers),
+small enough for Oclgrind's interpreter."""
+
+SEED = 20240611
+IGNORED = re.compile(r"Function: clGetDeviceInfo\s+Error:\s+CL_INVALID_VALUE\s+For argument 'param_name'")
+
+
+def reports(stderr: str) -> list[str]:
+    """Oclgrind's reports (blank-line separated blocks naming an error or a race), less the
+    ignored pyopencl probe."""
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", stderr) if b.strip()]
+    found = [b for b in blocks if re.search(r"(?i)oclgrind|invalid|race|error|warning", b)]
+    return [b for b in found if not IGNORED.search(b)]
+
+
+def run(names: list[str]) -> None:
+    """In the Oclgrind-wrapped process: compile, run and check each named program."""
+    import einc
+    from tests.test_conformance import ALL, check_against_reference, random_inputs
+
+    for name in names:
+        prog = next(p for p in ALL if p.name == name)
+        kernel = einc.compile(prog.ir, prog.input_dict, target="opencl", extra_outputs=prog.extra_outputs)
+        inputs = random_inputs(prog, SEED)
+        outputs = kernel(**{k: v.copy() for k, v in inputs.items()})
+        check_against_reference(prog, outputs, inputs, SEED)
+        print(f"ok {name}", flush=True)
+
+
+@pytest.mark.opencl
+def test_conformance_kernels_are_clean_under_oclgrind() -> None:
+    from einc.runtime.toolchains import required
+
+    if shutil.which("oclgrind") is None:
+        if required("opencl"):
+            pytest.fail("oclgrind missing in CI (scripts/install_toolchains.sh installs it)")
+        pytest.skip("oclgrind is not installed (apt oclgrind)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = ["oclgrind", "--check-api", "--data-races",
+           sys.executable, "-m", "tests.test_oclgrind", *PROGRAMS]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-8000:]}"
+    assert proc.returncode == 0, log
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("ok ")] == [f"ok {n}" for n in PROGRAMS], log
+    found = reports(proc.stderr)
+    assert not found, "Oclgrind reports:\n" + "\n\n".join(found[:20]) + "\n" + log
+
+
+if __name__ == "__main__":
+    run(sys.argv[1:])
