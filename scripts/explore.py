@@ -132,13 +132,13 @@ def main() -> int:
         took = time.monotonic() - start
         status = "budget" if rc is None else ("ok" if rc in (0, 5) else "FAILED")
         print(f"  {status:6} {took:6.0f}s  {test}", flush=True)
-        if rc in (None, 0, 5):
+        new = sorted((set(pending.glob("*.json")) if pending.exists() else set()) - before)
+        if rc in (None, 0, 5) and not new:
             continue
         output = log.read_text()
         kind, message = first_error(output)
         param = re.search(r"\[([^\]]*)\]$", test)
         target = param.group(1).split("-")[0] if param else "c"
-        new = sorted((set(pending.glob("*.json")) if pending.exists() else set()) - before)
         for path in new:  # the case-based suites' failures, each with its own signature
             data = json.loads(path.read_text())
             failures.setdefault(data["failure"]["signature"], (test, f"corpus entry {path.name}"))
