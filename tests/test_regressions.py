@@ -42,3 +42,29 @@ def test_corpus_entry(entry: str, target: str) -> None:
     case = Case.from_json(json.loads((CORPUS / entry).read_text()), target)
     refused = check_case(case)
     assert refused is None, f"{entry} on {target}: refused: {refused.render() if refused else ''}"
+
+
+def test_ci_draws_the_same_data_and_examples_on_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With CI set, fresh_seed() is a function of the test id and the draw's index, and the
+    `ci` Hypothesis profile is derandomized without a database (tests/conftest.py)."""
+    from hypothesis import settings
+
+    from tests.oracle import seeds
+
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("EINC_TEST_SEED", raising=False)
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_x.py::test_y (call)")
+
+    def draws() -> list[int]:
+        monkeypatch.setattr(seeds, "_DRAWN", type(seeds._DRAWN)())
+        return [seeds.fresh_seed() for _ in range(3)]
+
+    first = draws()
+    assert first == draws() and len(set(first)) == 3
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_x.py::test_z (call)")
+    assert draws() != first
+    monkeypatch.setenv("EINC_TEST_SEED", "42")
+    assert draws() != first
+    ci = settings.get_profile("ci")
+    assert ci.derandomize and ci.database is None
+    assert ci.max_examples == settings.get_profile("default").max_examples

@@ -512,7 +512,7 @@ def check_random_script(prog: GenProgram, seed: int, target: str, widen: frozens
         assume(False)
 
 
-@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
 @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
 def test_random_schedule_scripts_match_oracle(prog: GenProgram, seed: int) -> None:
     check_random_script(prog, seed, "c")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,33 @@ def ranks(module: Any) -> dict[str, int]:
     return out
 
 
+def reads(module: Any) -> dict[str, set[str]]:
+    """Per statement: the tensors its nests (not its fills) read."""
+    out: dict[str, set[str]] = {}
+    for op in module.walk():
+        if isinstance(op, affine.LoadOp):
+            loop = op.parent_op()
+            while loop is not None and not (isinstance(loop, affine.ForOp) and _tag(loop, lt.STMT_ATTR)):
+                loop = loop.parent_op()
+            if loop is not None and "einc.init" not in loop.attributes:
+                out.setdefault(_tag(loop, lt.STMT_ATTR) or "", set()).add(buffer_name(op.memref))
+    return out
+
+
+def siblings(module: Any, unique: list[Loop]) -> list[tuple[Loop, Loop]]:
+    """Pairs of tagged innermost loops in one block (of `unique`: each matched alone)."""
+    by_tag = {(lp.stmt, lp.axis, lp.init): lp for lp in unique if lp.innermost}
+    pairs = []
+    for op in module.walk():
+        if not isinstance(op, affine.ForOp):
+            continue
+        inner = [by_tag.get((_tag(c, lt.STMT_ATTR), _tag(c, lt.AXIS_ATTR), "einc.init" in c.attributes))
+                 for c in op.body.block.ops if isinstance(c, affine.ForOp)]  # fmt: skip
+        known = [lp for lp in inner if lp is not None]
+        pairs += [(a, b) for i, a in enumerate(known) for b in known[i + 1:]]
+    return pairs
+
+
 def _find(module: Any, loop: Loop) -> affine.ForOp | None:
     for op in module.walk():
         if (isinstance(op, affine.ForOp) and _tag(op, lt.STMT_ATTR) == loop.stmt
@@ -170,7 +198,6 @@ class _Gen:
             self.knobs += 1
             values = sorted({value, *self.rng.sample(options, min(2, len(options)))})
             lines.append(f'%k{self.knobs} = transform.einc.knob "k{self.knobs}" = {value} from {values}')
-            self.draft.tried.add("knob")
             return f"%k{self.knobs}"
         return str(value)
 
@@ -266,26 +293,42 @@ class _Gen:
             tops = [lp for lp in unique if lp.top]
             if kind == "fuse":
                 pair = self._pair(tops, lambda a, b: True)
-            elif kind == "reuse":
-                pair = self._pair([lp for lp in unique if lp.innermost], lambda a, b: True)
-            elif kind == "compute_at":  # a producer's nest, at a loop of a later statement
-                pair = self._pair(tops, lambda a, b: False, [
-                    (p, c) for p in tops if not p.init for c in unique
-                    if order.index(c.stmt) > order.index(p.stmt)])  # fmt: skip
-            else:  # a consumer's nest, at a loop of an earlier statement
-                pair = self._pair(tops, lambda a, b: False, [
-                    (c, p) for c in tops if not c.init for p in unique
-                    if order.index(p.stmt) < order.index(c.stmt)])  # fmt: skip
+            elif kind == "reuse":  # sibling innermost loops (after a fuse), else any two
+                pair = self._pair([], lambda a, b: False, siblings(self.current, unique)) if rng.random() < 0.8 else None
+                pair = pair or self._pair([lp for lp in unique if lp.innermost], lambda a, b: True)
+            else:
+                read = reads(self.current)
+                later = [(p, c) for p in tops if not p.init for c in unique
+                         if order.index(c.stmt) > order.index(p.stmt) and p.stmt in read.get(c.stmt, ())]  # fmt: skip
+                if kind == "compute_at":  # a producer's nest, at a loop of a statement reading it
+                    pair = self._pair([], lambda a, b: False, later)
+                else:  # a consumer's nest reading an earlier statement, at a loop of that one
+                    pair = self._pair([], lambda a, b: False, [
+                        (c, p) for c in tops if not c.init for p in unique
+                        if order.index(p.stmt) < order.index(c.stmt) and p.stmt in read.get(c.stmt, ())])  # fmt: skip
             if pair is None:
                 return None
             h1, h2 = self.match(pair[0], lines), self.match(pair[1], lines)
             if kind == "fuse":
                 lines.append(f"{self.handle()} = transform.einc.fuse {h1} into {h2}")
+                inner = [self._child(lp, unique) for lp in pair]
+                if rng.random() < 0.5 and inner[0] is not None and inner[1] is not None:
+                    r1, r2 = self.match(inner[0], lines), self.match(inner[1], lines)
+                    lines.append(f"transform.einc.reuse {r1} in {r2}")  # the fused nests' inner loops
             elif kind == "reuse":
                 lines.append(f"transform.einc.reuse {h1} in {h2}")
             else:
                 lines.append(f"transform.einc.{kind} {h1} at {h2}")
         return kind, lines
+
+    def _child(self, loop: Loop, unique: list[Loop]) -> Loop | None:
+        """The innermost loop directly inside `loop` (one of `unique`), if any."""
+        op = _find(self.current, loop)
+        kids = [c for c in op.body.block.ops if isinstance(c, affine.ForOp)] if op is not None else []
+        for lp in unique:
+            if kids and lp.innermost and _find(self.current, lp) is kids[0]:
+                return lp
+        return None
 
     def _pair(self, pool: list[Loop], ok: Any, pairs: list[tuple[Loop, Loop]] | None = None
               ) -> tuple[Loop, Loop] | None:  # fmt: skip
@@ -300,7 +343,8 @@ class _Gen:
             if made is None:
                 continue
             kind, lines = made
-            self.draft.tried.update({"match", kind} | ({"knob"} if any("knob" in ln for ln in lines) else set()))
+            ops = [m for ln in lines for m in re.findall(r"transform\.einc\.(\w+)", ln)]
+            self.draft.tried.update(ops)
             candidate = self.draft.lines + lines
             try:
                 self.current = scheduled(self.comp, header(candidate))
@@ -311,7 +355,7 @@ class _Gen:
                 self.draft.failed = header(candidate)
                 raise
             self.draft.lines = candidate
-            self.draft.kept.append(kind)
+            self.draft.kept += [op for op in ops if op not in ("match", "knob")]
         return self.draft
 
 
