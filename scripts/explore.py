@@ -7,7 +7,8 @@ one test at a time, each with its share of the N minutes (a test still running a
 its share is stopped: that is the budget, not a failure). Every run gets the same fresh seed
 (`--hypothesis-seed S` and EINC_TEST_SEED=S for the tests' own data), printed first, and
 shrinking is bounded (EINC_MAX_SHRINK_SECONDS). The schedule generator runs with every
-widening (EINC_SCHEDULE_WIDEN=full, tests/oracle/genschedule.py), CI's generator does not.
+widening (EINC_SCHEDULE_WIDEN=full, tests/oracle/genschedule.py; `--widen` picks others), CI's
+generator none.
 
 At the end it prints one line per distinct failure (exception type + message shape + target)
 with its reproducer, the counts of compiled program x schedule candidates (ok, wrong numbers,
@@ -49,7 +50,7 @@ SUITES = (
 def collect(targets: set[str]) -> list[str]:
     """The test ids of SUITES on `targets` (a test without a target parameter runs on C)."""
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
-                          *SUITES], cwd=ROOT, capture_output=True, text=True, env=_env({}))  # fmt: skip
+                          *SUITES], cwd=ROOT, capture_output=True, text=True, env=_env({}), check=False)  # fmt: skip
     ids = [ln.strip() for ln in out.stdout.splitlines() if "::" in ln and not ln.startswith(" ")]
     chosen = []
     for test in ids:
@@ -90,6 +91,8 @@ def main() -> int:
     parser.add_argument("--shrink-seconds", type=int, default=30)
     parser.add_argument("--corpus", default=str(ROOT / "tests" / "regressions"))
     parser.add_argument("-k", default=None, help="only the test ids containing this text")
+    parser.add_argument("--widen", default="full",
+                        help="the generators' widenings (tests/oracle/genschedule.py): full, none, or a list")
     args = parser.parse_args()
 
     from tests.oracle.corpus import shape_of
@@ -107,7 +110,7 @@ def main() -> int:
     deadline = time.monotonic() + args.minutes * 60
     env = _env({
         "EINC_HYPOTHESIS_PROFILE": "thorough", "EINC_TEST_SEED": str(seed),
-        "EINC_MAX_SHRINK_SECONDS": str(args.shrink_seconds), "EINC_SCHEDULE_WIDEN": "full",
+        "EINC_MAX_SHRINK_SECONDS": str(args.shrink_seconds), "EINC_SCHEDULE_WIDEN": "" if args.widen == "none" else args.widen,
         "EINC_CORPUS_PENDING": str(pending), "EINC_EXPLORE_STATS": str(stats),
     })  # fmt: skip
     failures: dict[str, tuple[str, str]] = {}  # signature -> (test, reproducer)

@@ -26,15 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.oracle.seeds import ci  # noqa: E402  (after the path insert)
+from tests.oracle.seeds import ci  # after the path insert
 
-_COMMON: dict = dict(
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much],  # fmt: skip
-    print_blob=True,
-)
-_DERANDOMIZED = dict(derandomize=True, database=None)
+_COMMON: dict = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    "print_blob": True,
+}
+_DERANDOMIZED = {"derandomize": True, "database": None}
 if ci():
     _COMMON.update(_DERANDOMIZED)
 settings.register_profile("default", **_COMMON)

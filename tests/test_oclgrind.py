@@ -67,7 +67,7 @@ def test_conformance_kernels_are_clean_under_oclgrind() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = ["oclgrind", "--check-api", "--data-races",
            sys.executable, "-m", "tests.test_oclgrind", *PROGRAMS]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     log = f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-8000:]}"
     assert proc.returncode == 0, log
     assert [ln for ln in proc.stdout.splitlines() if ln.startswith("ok ")] == [f"ok {n}" for n in PROGRAMS], log

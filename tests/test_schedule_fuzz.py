@@ -160,19 +160,22 @@ def used_before_defined(script: str) -> bool:
     """Whether a handle is used on a line before the line that defines it (einc's interpreter
     raises KeyError there today instead of a located ScheduleError: such scripts are left
     to exploration, EINC_SCHEDULE_WIDEN=full or use_before_def)."""
+    later = {h for line in script.splitlines() for h in HANDLE.findall(_split(line)[0])}
     defined: set[str] = set()
     for line in script.splitlines():
-        lhs, _, rhs = line.partition("=") if re.match(r"\s*%[\w, %]+=", line) else ("", "", line)
-        if any(h in set(HANDLE.findall(l2)) - defined for l2 in [rhs] for h in HANDLE.findall(l2)):
-            if any(h in _all_defs(script) for h in set(HANDLE.findall(rhs)) - defined):
-                return True
+        lhs, rhs = _split(line)
+        if (set(HANDLE.findall(rhs)) - defined) & later:
+            return True
         defined |= set(HANDLE.findall(lhs))
     return False
 
 
-def _all_defs(script: str) -> set[str]:
-    return {h for line in script.splitlines() if re.match(r"\s*%[\w, %]+=", line)
-            for h in HANDLE.findall(line.partition("=")[0])}  # fmt: skip
+def _split(line: str) -> tuple[str, str]:
+    """(the results, the rest) of a script line."""
+    if re.match(r"\s*%[\w, %]+=", line):
+        lhs, _, rhs = line.partition("=")
+        return lhs, rhs
+    return "", line
 
 
 def check_fuzz(prog: GenProgram, seed: int, mode: str, target: str) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from einc.driver import Compilation
-from einc.errors import EincError, ScheduleError, SemanticError, TargetError, ToolchainError
+from einc.errors import EincError, ScheduleError, SemanticError, TargetError
 from tests.oracle.compare import Expected, check_output
 
 REFUSALS = (ScheduleError, TargetError, SemanticError)
@@ -185,6 +185,7 @@ def shape_of(message: str) -> str:
     """A message's shape: its first line, names and numbers replaced (one line per defect)."""
     first = next((ln for ln in str(message).splitlines() if ln.strip()), "")
     first = re.sub(r"^\S+:\d+:\d+: error: ", "", first)
+    first = re.sub(r"/\S+", "PATH", first)
     first = re.sub(r"'[^']*'|\"[^\"]*\"", "S", first)
     first = re.sub(r"\[[^\]]*\]", "[..]", first)
     first = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "N", first)

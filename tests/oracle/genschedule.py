@@ -18,6 +18,9 @@ defects still open; the CI suites use `SAFE` (scripts/explore.py uses `FULL`):
                       OpenCL/SYCL give -0.0)
   rfactor_many        rfactor of a handle matching several loops (the copies an unroll of an
                       outer loop made: ValueError "insertion point must have a parent block")
+  cache_staged        cache_read / cache_write of a staging buffer an earlier op made (an
+                      rfactor's partials inside a compute_at: C source naming an undeclared
+                      `temp1_local`)
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vec
        "reverse_compute_at")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
-WIDENINGS = ("rank0_rfactor", "rank0_unroll_device", "rank0_local_device", "rfactor_many")
+WIDENINGS = ("rank0_rfactor", "rank0_unroll_device", "rank0_local_device", "rfactor_many", "cache_staged")
 FULL = frozenset(WIDENINGS)
 SAFE: frozenset[str] = frozenset()
 
@@ -128,10 +131,7 @@ def ranks(module: Any) -> dict[str, int]:
     for op in module.walk():
         if isinstance(op, (affine.LoadOp, affine.StoreOp, memref.LoadOp, memref.StoreOp)):
             buf = op.memref
-            try:
-                out.setdefault(buffer_name(buf), len(buf.type.get_shape()))  # type: ignore[attr-defined]
-            except Exception:  # noqa: BLE001 - an unnamed buffer
-                continue
+            out.setdefault(buffer_name(buf), len(buf.type.get_shape()))  # type: ignore[attr-defined]
     return out
 
 
@@ -150,7 +150,9 @@ def reads(module: Any) -> dict[str, set[str]]:
 
 def siblings(module: Any, unique: list[Loop]) -> list[tuple[Loop, Loop]]:
     """Pairs of tagged innermost loops in one block (of `unique`: each matched alone)."""
-    by_tag = {(lp.stmt, lp.axis, lp.init): lp for lp in unique if lp.innermost}
+    by_tag: dict[tuple[str | None, str | None, bool], Loop] = {
+        (lp.stmt, lp.axis, lp.init): lp for lp in unique if lp.innermost
+    }
     pairs = []
     for op in module.walk():
         if not isinstance(op, affine.ForOp):
@@ -276,6 +278,8 @@ class _Gen:
             if top is None:
                 return None
             names = sorted({buffer_name(a.buffer) for a in accesses(top)})
+            if "cache_staged" not in self.widen:  # the program's tensors only
+                names = [n for n in names if n in self.ranks]
             if kind == "cache_write":
                 names = [n for n in names if n == loop.stmt] or names
             if not names:
@@ -342,7 +346,7 @@ class _Gen:
             made = self.step()
             if made is None:
                 continue
-            kind, lines = made
+            _, lines = made
             ops = [m for ln in lines for m in re.findall(r"transform\.einc\.(\w+)", ln)]
             self.draft.tried.update(ops)
             candidate = self.draft.lines + lines
