@@ -43,7 +43,7 @@ from tests.test_device_targets import require
 from tests.test_schedules import check_random_script
 
 EXAMPLES = {"sycl": 10, "poplar": 12}
-SCRIPT_EXAMPLES = {"opencl": 12, "hlsl": 6, "sycl": 5, "poplar": 6}
+SCRIPT_EXAMPLES = {"opencl": 20, "hlsl": 8, "sycl": 8, "poplar": 8}
 """Random transform scripts (tests/oracle/genschedule.py) per target."""
 TILES = (2, 3, 4, 5, 6, 7, 8, 16, 32)
 

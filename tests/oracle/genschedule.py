@@ -11,13 +11,15 @@ other exception propagates: a refused step must be a located refusal, never a cr
 The result is a legal script (text: a failing case is replayable from it, tests/regressions)
 with the ops it kept and the ops it tried. `Widening` names the combinations that reach
 defects still open; the CI suites use `SAFE` (scripts/explore.py uses `FULL`):
-  rank0_rfactor       rfactor of a reduction into a rank-0 result (raises ValueError)
+  rfactor_outermost   rfactor of a reduction loop no loop encloses (a rank-0 result's, or one
+                      whose outer loop an unroll removed): ValueError "Operation insertion
+                      point must have a parent block"
   rank0_unroll_device unroll in the nest of a rank-0 result on a device target
                       (`output0[] +=! input1[N]` unrolled: "value used before its definition")
-  rank0_local_device  a rank-0 tensor cached "local" on a device target (then unrolled,
-                      OpenCL/SYCL give -0.0)
-  rfactor_many        rfactor of a handle matching several loops (the copies an unroll of an
-                      outer loop made: ValueError "insertion point must have a parent block")
+  local_unroll_device a statement with a cache_read / cache_write and an unroll on a device
+                      target (a rank-0 input cached local then unrolled gives -0.0 on OpenCL /
+                      SYCL; `output0[M] = ... where M in 4` cached at M and unrolled by 4 gives
+                      garbage on OpenCL, SYCL and HLSL; C is right)
   cache_staged        cache_read / cache_write of a staging buffer an earlier op made (an
                       rfactor's partials inside a compute_at: C source naming an undeclared
                       `temp1_local`)
@@ -44,7 +46,7 @@ OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vec
        "reverse_compute_at")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
-WIDENINGS = ("rank0_rfactor", "rank0_unroll_device", "rank0_local_device", "rfactor_many", "cache_staged")
+WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
 FULL = frozenset(WIDENINGS)
 SAFE: frozenset[str] = frozenset()
 
@@ -182,6 +184,9 @@ class _Gen:
         self.n = 0
         self.knobs = 0
         self.draft = Draft()
+        self.cached: set[str] = set()  # statements with a cache op kept
+        self.unrolled: set[str] = set()  # statements with an unroll kept
+        self.marks: list[tuple[set[str], str]] = []  # of the step being drawn
 
     # -- lines --
     def handle(self) -> str:
@@ -206,6 +211,16 @@ class _Gen:
     def rank0(self, stmt: str) -> bool:
         return self.ranks.get(stmt, 1) == 0
 
+    def may_unroll(self, stmt: str) -> bool:
+        if not self.device:
+            return True
+        if self.rank0(stmt) and "rank0_unroll_device" not in self.widen:
+            return False
+        if stmt in self.cached and "local_unroll_device" not in self.widen:
+            return False
+        self.marks.append((self.unrolled, stmt))
+        return True
+
     # -- one step --
     def step(self) -> tuple[str, list[str]] | None:
         loops = loops_of(self.current)
@@ -226,7 +241,7 @@ class _Gen:
             o, i = self.handle(), self.handle()
             lines.append(f"{o}, {i} = transform.einc.tile {h} by {size}")
             follow = rng.random()
-            if follow < 0.2:
+            if follow < 0.2 and self.may_unroll(loop.stmt):
                 lines.append(f"{self.handle()} = transform.einc.unroll {i} by {rng.choice([2, 4, 8])}")
             elif follow < 0.35:
                 lines.append(f"transform.einc.vectorize {i}")
@@ -239,7 +254,7 @@ class _Gen:
             main, rest = self.handle(), self.handle()
             lines.append(f"{main}, {rest} = transform.einc.peel {h} by {size}")
         elif kind == "unroll":
-            if self.rank0(loop.stmt) and self.device and "rank0_unroll_device" not in self.widen:
+            if not self.may_unroll(loop.stmt):
                 return None
             h = self.match(loop, lines)
             size = self.size(sorted({2, 3, 4, trip}), lines)
@@ -265,9 +280,7 @@ class _Gen:
             limit = f" max_threads {rng.choice([4, 8, 64, 256])}" if rng.random() < 0.3 else ""
             lines.append(f'transform.einc.bind {h} to "{axis}"{limit}')
         elif kind == "rfactor":
-            if self.rank0(loop.stmt) and "rank0_rfactor" not in self.widen:
-                return None
-            if loops.count(loop) > 1 and "rfactor_many" not in self.widen:
+            if loop.top and "rfactor_outermost" not in self.widen:
                 return None
             divisors = [d for d in range(2, trip + 1) if trip % d == 0] or [2]
             h = self.match(loop, lines)
@@ -286,9 +299,9 @@ class _Gen:
                 return None
             tensor = rng.choice(names)
             memory = rng.choice(["", ' in "local"', ' in "shared"'] if self.device else ["", ' in "local"'])
-            if (self.device and memory != ' in "shared"' and self.rank0(tensor)
-                    and "rank0_local_device" not in self.widen):  # fmt: skip
+            if self.device and loop.stmt in self.unrolled and "local_unroll_device" not in self.widen:
                 return None
+            self.marks.append((self.cached, loop.stmt))
             h = self.match(loop, lines)
             lines.append(f'{self.handle()} = transform.einc.{kind} "{tensor}" at {h}{memory}')
         elif kind in ("fuse", "compute_at", "reverse_compute_at", "reuse"):
@@ -343,6 +356,7 @@ class _Gen:
 
     def grow(self, steps: int) -> Draft:
         for _ in range(steps):
+            self.marks = []
             made = self.step()
             if made is None:
                 continue
@@ -359,6 +373,8 @@ class _Gen:
                 self.draft.failed = header(candidate)
                 raise
             self.draft.lines = candidate
+            for marked, stmt in self.marks:
+                marked.add(stmt)
             self.draft.kept += [op for op in ops if op not in ("match", "knob")]
         return self.draft
 
