@@ -9,7 +9,7 @@ and dropped when it is refused (a ScheduleError or TargetError, which must be lo
 other exception propagates: a refused step must be a located refusal, never a crash.
 
 The result is a legal script (text: a failing case is replayable from it, tests/regressions)
-with the ops it kept and the ops it tried. `Widening` names the combinations that reach
+with the ops it kept and the ops it tried. WIDENINGS names the combinations that reach
 defects still open; the CI suites use `SAFE` (scripts/explore.py uses `FULL`):
   rfactor_outermost   rfactor of a reduction loop no loop encloses (a rank-0 result's, or one
                       whose outer loop an unroll removed): ValueError "Operation insertion
