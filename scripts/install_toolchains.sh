@@ -5,6 +5,7 @@
 #   scripts/install_toolchains.sh [--with-sycl] [--venv DIR]
 #
 #   apt  pocl-opencl-icd ocl-icd-opencl-dev clinfo     OpenCL on the CPU (PoCL)
+#        oclgrind                                      OpenCL API / data-race checks (tests/test_oclgrind.py)
 #        glslang-tools spirv-tools                     HLSL -> SPIR-V, validation
 #        mesa-vulkan-drivers libvulkan1                Vulkan on the CPU (lavapipe)
 #        hipcc libamdhip64-dev                         HIP compile checks (gfx90a, gfx1030)
@@ -20,14 +21,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --with-sycl) with_sycl=1 ;;
     --venv) venv="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
 done
 
 apt_packages=(
-  pocl-opencl-icd ocl-icd-opencl-dev clinfo
+  pocl-opencl-icd ocl-icd-opencl-dev clinfo oclgrind
   glslang-tools spirv-tools
   mesa-vulkan-drivers libvulkan1
   hipcc libamdhip64-dev

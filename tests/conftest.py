@@ -1,12 +1,20 @@
 """Test-suite setup: `tests.*` importable from the repository root, and Hypothesis profiles.
 
 Profiles (select with EINC_HYPOTHESIS_PROFILE): `default` (the CI budget: the differential
-suite runs in under three minutes on two cores), `thorough` (ten times the examples), `quick`
-(a smoke run). Tests that set their own example count scale it with
+suite runs in under three minutes on two cores), `ci` (the default budget, derandomized: loaded
+when `CI` is set and no profile is named), `thorough` (ten times the examples), `quick` (a
+smoke run). Tests that set their own example count scale it with
 `tests.oracle.budget.examples`.
 
 Every pipeline the tests run verifies the IR after each pass (`EINC_VERIFY_EACH`, the
 kernel-level checks of verify-egpu and xDSL's op verifiers; set it to 0 to turn them off).
+
+In CI (`CI` set, tests/oracle/seeds.py) every profile is derandomized: Hypothesis draws its
+examples from a hash of each test (the same examples on every run, the same budget), keeps no
+example database, and the tests' own random data (`fresh_seed`) is fixed per test, so CI is
+never red or green by luck. Exploration (scripts/explore.py) runs `thorough` with a fresh
+`--hypothesis-seed` instead, and bounds shrinking with EINC_MAX_SHRINK_SECONDS (Hypothesis
+shrinks a failure for up to five minutes by default).
 """
 
 from __future__ import annotations
@@ -23,14 +31,23 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-_COMMON = dict(
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much],  # fmt: skip
-    print_blob=True,
-)
+from tests.oracle.seeds import ci  # after the path insert
+
+_COMMON: dict = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    "print_blob": True,
+}
+_DERANDOMIZED = {"derandomize": True, "database": None}
+if ci():
+    _COMMON.update(_DERANDOMIZED)
 settings.register_profile("default", **_COMMON)
+settings.register_profile("ci", **{**_COMMON, **_DERANDOMIZED})
 settings.register_profile("thorough", max_examples=1000, **_COMMON)
 settings.register_profile("quick", max_examples=10, **_COMMON)
-settings.load_profile(os.environ.get("EINC_HYPOTHESIS_PROFILE", "default"))
+settings.load_profile(os.environ.get("EINC_HYPOTHESIS_PROFILE") or ("ci" if ci() else "default"))
 
+if os.environ.get("EINC_MAX_SHRINK_SECONDS"):
+    from hypothesis.internal.conjecture import engine
+
+    engine.MAX_SHRINKING_SECONDS = int(os.environ["EINC_MAX_SHRINK_SECONDS"])

@@ -8,6 +8,7 @@ import pytest
 import einc
 from einc.driver import STAGES, lower_to_stage
 from einc.errors import RuntimeInputError, ScheduleError, SemanticError, TargetError
+from tests.oracle.seeds import fresh_seed
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 MATMUL_INPUTS = {
@@ -21,7 +22,7 @@ def rand(rng: np.random.Generator, shape: tuple[int, ...], dtype: str = "float32
 
 
 def test_compile_returns_callable_kernel_with_source() -> None:
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed())
     kernel = einc.compile(MATMUL, MATMUL_INPUTS, target="c")
     a, b = rand(rng, (16, 8)), rand(rng, (8, 4))
     out = kernel(input0=a, input1=b)
@@ -32,7 +33,7 @@ def test_compile_returns_callable_kernel_with_source() -> None:
 
 
 def test_outputs_are_fresh_each_call() -> None:
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed())
     kernel = einc.compile(MATMUL, MATMUL_INPUTS)
     a1, b1, a2, b2 = rand(rng, (16, 8)), rand(rng, (8, 4)), rand(rng, (16, 8)), rand(rng, (8, 4))
     first = kernel(input0=a1, input1=b1)["output0"]
@@ -43,7 +44,7 @@ def test_outputs_are_fresh_each_call() -> None:
 
 
 def test_extra_outputs_come_first_then_last_statement() -> None:
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(fresh_seed())
     ir = "output0[N] = input0[N] + input1[N]; output1[N] = input0[N] * 2; output2[N] = input1[N] + output1[N];"
     inputs = {"input0": {"dtype": "float32", "shape": [32]}, "input1": {"dtype": "float32", "shape": [32]}}
     kernel = einc.compile(ir, inputs, extra_outputs=["output0", "output1"])

@@ -1,21 +1,21 @@
 """Conformance: every program of tests/programs.py, compiled for C, against its hand-written
 NumPy float64 reference (tests/oracle/references.py).
 
-Inputs are fresh random non-zero data on every run (seeded from os.urandom; the seed is in
-every failure message). Tolerances: float64 1e-10, float32 1e-4, float16 1e-2 relative, with
+Inputs are fresh random non-zero data on every run (tests/oracle/seeds.py: from os.urandom,
+fixed per test in CI; the seed is in every failure message). Tolerances: float64 1e-10, float32 1e-4, float16 1e-2 relative, with
 an absolute floor scaled by the reduction length; integers exact.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 
 import einc
+from tests.oracle import seeds
 from tests.oracle.compare import check_reference
 from tests.oracle.genprog import ODD_AXIS_NAMES, ODD_TENSOR_NAMES
 from tests.oracle.isolate import run_kernel_isolated
@@ -40,7 +40,7 @@ ALL = [Program(c.name, c.ir, c.input_dict, c.extra_outputs) for c in PROGRAMS] +
 
 
 def fresh_seed() -> int:
-    return int.from_bytes(os.urandom(8), "little")
+    return seeds.fresh_seed()
 
 
 @functools.cache

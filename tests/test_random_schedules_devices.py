@@ -36,11 +36,15 @@ from einc.passes.utils.loop_analysis import accesses, buffer_name
 from einc.targets.descriptions import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
+from tests.oracle.corpus import located
 from tests.oracle.genprog import GenProgram, programs
 from tests.test_device_differential import REFUSED_BY_DESIGN, run_on_device
 from tests.test_device_targets import require
+from tests.test_schedules import check_random_script
 
 EXAMPLES = {"sycl": 10, "poplar": 12}
+SCRIPT_EXAMPLES = {"opencl": 20, "hlsl": 8, "sycl": 8, "poplar": 8}
+"""Random transform scripts (tests/oracle/genschedule.py) per target."""
 TILES = (2, 3, 4, 5, 6, 7, 8, 16, 32)
 
 
@@ -149,6 +153,7 @@ def check_random_schedule(prog: GenProgram, seed: int, target: str) -> None:
     try:
         module = comp.run_until("loops").clone()
     except TargetError as err:
+        located(err)
         assume(not REFUSED_BY_DESIGN.search(err.message))
         raise
     limit = description(target).max_threads_per_block
@@ -159,9 +164,11 @@ def check_random_schedule(prog: GenProgram, seed: int, target: str) -> None:
     try:
         comp.run_until("source")
     except ScheduleError as err:
+        located(err)
         note(f"schedule refused: {err.message}")
         assume(False)
     except TargetError as err:
+        located(err)
         if REFUSED_BY_DESIGN.search(err.message):
             assume(False)
         raise
@@ -181,5 +188,19 @@ def test_random_legal_schedules_match_oracle(target: str) -> None:
     @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
     def run(prog: GenProgram, seed: int) -> None:
         check_random_schedule(prog, seed, target)
+
+    run()
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t), id=t) for t in SCRIPT_EXAMPLES])
+def test_random_schedule_scripts_match_oracle(target: str) -> None:
+    """Random legal transform scripts of every op (binds, shared and local staging, rank-0
+    results and inputs, unroll / peel / rfactor with local caches) on every device target."""
+    require(target)
+
+    @settings(max_examples=examples(SCRIPT_EXAMPLES[target]), deadline=None, suppress_health_check=list(HealthCheck))
+    @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
+    def run(prog: GenProgram, seed: int) -> None:
+        check_random_script(prog, seed, target)
 
     run()

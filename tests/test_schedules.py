@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import einc
@@ -23,7 +23,10 @@ from einc.schedule import Schedule
 from einc.targets.c import CTarget
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
+from tests.oracle.corpus import REFUSED_BY_DESIGN, check_case
 from tests.oracle.genprog import GenProgram, programs
+from tests.oracle.genschedule import OPS as GEN_OPS
+from tests.oracle.genschedule import random_script, script_case
 from tests.programs import PROGRAMS
 
 C_LANES = CTarget.vector_lanes()
@@ -489,3 +492,52 @@ def test_every_transform_op_is_in_the_reference() -> None:
     for op in EINC_TRANSFORM_OPS:
         short = op.name.removeprefix("transform.einc.")
         assert f"\n| {short} | " in doc and (short == "knob" or op.name in doc), op.name
+
+
+# ---- random legal transform scripts (tests/oracle/genschedule.py) ------------------------------
+
+
+def check_random_script(prog: GenProgram, seed: int, target: str, widen: frozenset[str] | None = None) -> None:
+    """A random legal script for `prog` on `target` (every op of the dialect, rank-0 results
+    and inputs, local caches with unroll / peel / rfactor): the kernel matches the oracle, or
+    the target refuses the program by design; a refusal must be located (not <unknown>:0:0)."""
+    case, draft = script_case(prog, seed, target, widen)
+    note(case.reproducer())
+    note(f"kept: {draft.kept if draft else None}; refused: {draft.refusals if draft else None}")
+    refused = check_case(case)
+    if refused is not None:
+        note(f"refused: {refused.render()}")
+        if not isinstance(refused, ScheduleError) and not REFUSED_BY_DESIGN.search(refused.message):
+            raise refused
+        assume(False)
+
+
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=list(HealthCheck))
+@given(prog=programs(), seed=st.integers(0, 2**32 - 1))
+def test_random_schedule_scripts_match_oracle(prog: GenProgram, seed: int) -> None:
+    check_random_script(prog, seed, "c")
+
+
+@pytest.mark.parametrize("target", ["c", "opencl"])
+def test_schedule_generator_reaches_every_op(target: str) -> None:
+    """Over a fixed set of seeds on the shared programs, the script generator emits every op
+    of einc's transform dialect, and the scripts it keeps use most of them."""
+    from einc.dialects.einc_transform import EINC_TRANSFORM_OPS
+
+    tried: set[str] = set()
+    kept: set[str] = set()
+    for seed in range(60):
+        case = PROGRAMS[seed % len(PROGRAMS)]
+        comp = Compilation(case.ir, "<p>", case.input_dict, case.extra_outputs, target, "none")
+        comp.run_until("loops")
+        draft = random_script(comp, random.Random(seed), steps=8)
+        assert not any(r.startswith("<unknown>:0:0") for r in draft.refusals), draft.refusals
+        tried |= draft.tried
+        kept |= set(draft.kept)
+    names = {op.name.removeprefix("transform.einc.") for op in EINC_TRANSFORM_OPS}
+    assert set(GEN_OPS) == names
+    missing = names - tried - ({"bind"} if target == "c" else set())
+    assert not missing, f"never emitted on {target}: {sorted(missing)}"
+    must_keep = {"tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "fuse", "cache_read",
+                 "cache_write", "rfactor", "compute_at", "vectorize_reduction"}  # fmt: skip
+    assert must_keep <= kept, f"never kept on {target}: {sorted(must_keep - kept)}"

@@ -1,0 +1,426 @@
+"""Random schedules as transform scripts: every op of einc's transform dialect (docs/SCHEDULES.md).
+
+`random_script(comp, rng)` grows a `transform.named_sequence @__transform_main` one step at a
+time on a program's loops (a `Compilation` run to its "loops" stage): a step is a few lines
+(fresh `match`es, sometimes a `knob`, one transform op, sometimes a second op on the first
+one's result handles) drawn from the loops the steps before left; it is kept when the script
+with it still applies (the driver's "scheduled" stage, the target's staging checks included)
+and dropped when it is refused (a ScheduleError or TargetError, which must be located). Any
+other exception propagates: a refused step must be a located refusal, never a crash.
+
+The result is a legal script (text: a failing case is replayable from it, tests/regressions)
+with the ops it kept and the ops it tried. WIDENINGS names the combinations that reach
+defects still open; the CI suites use `SAFE` (scripts/explore.py uses `FULL`):
+  rfactor_outermost   rfactor of a reduction loop no loop encloses (a rank-0 result's, or one
+                      whose outer loop an unroll removed): ValueError "Operation insertion
+                      point must have a parent block"
+  rank0_unroll_device unroll in the nest of a rank-0 result on a device target
+                      (`output0[] +=! input1[N]` unrolled: "value used before its definition")
+  local_unroll_device a statement with a cache_read / cache_write and an unroll on a device
+                      target (a rank-0 input cached local then unrolled gives -0.0 on OpenCL /
+                      SYCL; `output0[M] = ... where M in 4` cached at M and unrolled by 4 gives
+                      garbage on OpenCL, SYCL and HLSL; C is right)
+  cache_staged        cache_read / cache_write of a staging buffer an earlier op made (an
+                      rfactor's partials inside a compute_at: C source naming an undeclared
+                      `temp1_local`)
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import affine, func, memref
+
+from einc.driver import Compilation
+from einc.errors import ScheduleError, TargetError
+from einc.passes.utils import loop_transforms as lt
+from einc.passes.utils.kernels import perfect_chain
+from einc.passes.utils.loop_analysis import accesses, buffer_name, constant_bounds
+
+OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
+       "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
+       "reverse_compute_at")  # fmt: skip
+"""Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
+
+WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
+FULL = frozenset(WIDENINGS)
+SAFE: frozenset[str] = frozenset()
+
+
+def widening() -> frozenset[str]:
+    """The generator's widening for this run: FULL with EINC_SCHEDULE_WIDEN=full (exploration),
+    else the names listed there (comma-separated), else SAFE (CI)."""
+    given = os.environ.get("EINC_SCHEDULE_WIDEN", "")
+    if given == "full":
+        return FULL
+    return frozenset(w for w in given.split(",") if w in WIDENINGS)
+
+# op -> weight of drawing it for a step (bind only on GPU targets)
+WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "vectorize": 3,
+           "vectorize_reduction": 2, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
+           "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2}  # fmt: skip
+INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
+"""Ops drawn mostly on innermost loops."""
+BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
+SIZES = (1, 2, 3, 4, 5, 7, 8, 16)
+
+
+def header(lines: list[str]) -> str:
+    body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
+    return (
+        "builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        f"{body}\n  }}\n}}\n"
+    )
+
+
+@dataclass
+class Draft:
+    """A random script: its lines, the ops of the steps kept, every op a step tried, and the
+    refusals met (each a located EincError's rendering's first line)."""
+
+    lines: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    tried: set[str] = field(default_factory=set)
+    refusals: list[str] = field(default_factory=list)
+    failed: str | None = None  # the script whose application raised something else
+
+    @property
+    def text(self) -> str:
+        return header(self.lines)
+
+
+@dataclass(frozen=True)
+class Loop:
+    stmt: str
+    axis: str
+    init: bool
+    trip: int | None
+    innermost: bool
+    top: bool
+
+
+def _tag(op: affine.ForOp, name: str) -> str | None:
+    attr = op.attributes.get(name)
+    return getattr(attr, "data", None) if attr is not None else None
+
+
+def loops_of(module: Any) -> list[Loop]:
+    """The tagged loops of the host functions (copy loops of staging buffers left out)."""
+    found = []
+    for f in module.walk():
+        if not isinstance(f, func.FuncOp) or not f.body.blocks:
+            continue
+        for op in f.body.walk():
+            if not isinstance(op, affine.ForOp) or "einc.copy" in op.attributes:
+                continue
+            stmt, axis = _tag(op, lt.STMT_ATTR), _tag(op, lt.AXIS_ATTR)
+            if stmt is None or axis is None:
+                continue
+            bounds = constant_bounds(op)
+            trip = None if bounds is None else max(0, bounds[1] - bounds[0])
+            inner = not any(isinstance(o, affine.ForOp) for o in op.body.walk())
+            found.append(Loop(stmt, axis, "einc.init" in op.attributes, trip, inner, op.parent_op() is f))
+    return found
+
+
+def ranks(module: Any) -> dict[str, int]:
+    """The rank of every named tensor the loops load or store."""
+    out: dict[str, int] = {}
+    for op in module.walk():
+        if isinstance(op, (affine.LoadOp, affine.StoreOp, memref.LoadOp, memref.StoreOp)):
+            buf = op.memref
+            out.setdefault(buffer_name(buf), len(buf.type.get_shape()))  # type: ignore[attr-defined]
+    return out
+
+
+def reads(module: Any) -> dict[str, set[str]]:
+    """Per statement: the tensors its nests (not its fills) read."""
+    out: dict[str, set[str]] = {}
+    for op in module.walk():
+        if isinstance(op, affine.LoadOp):
+            loop = op.parent_op()
+            while loop is not None and not (isinstance(loop, affine.ForOp) and _tag(loop, lt.STMT_ATTR)):
+                loop = loop.parent_op()
+            if loop is not None and "einc.init" not in loop.attributes:
+                out.setdefault(_tag(loop, lt.STMT_ATTR) or "", set()).add(buffer_name(op.memref))
+    return out
+
+
+def siblings(module: Any, unique: list[Loop]) -> list[tuple[Loop, Loop]]:
+    """Pairs of tagged innermost loops in one block (of `unique`: each matched alone)."""
+    by_tag: dict[tuple[str | None, str | None, bool], Loop] = {
+        (lp.stmt, lp.axis, lp.init): lp for lp in unique if lp.innermost
+    }
+    pairs = []
+    for op in module.walk():
+        if not isinstance(op, affine.ForOp):
+            continue
+        inner = [by_tag.get((_tag(c, lt.STMT_ATTR), _tag(c, lt.AXIS_ATTR), "einc.init" in c.attributes))
+                 for c in op.body.block.ops if isinstance(c, affine.ForOp)]  # fmt: skip
+        known = [lp for lp in inner if lp is not None]
+        pairs += [(a, b) for i, a in enumerate(known) for b in known[i + 1:]]
+    return pairs
+
+
+def _find(module: Any, loop: Loop) -> affine.ForOp | None:
+    for op in module.walk():
+        if (isinstance(op, affine.ForOp) and _tag(op, lt.STMT_ATTR) == loop.stmt
+                and _tag(op, lt.AXIS_ATTR) == loop.axis and ("einc.init" in op.attributes) == loop.init):  # fmt: skip
+            return op
+    return None
+
+
+class _Gen:
+    def __init__(self, comp: Compilation, rng: random.Random, widen: frozenset[str]):
+        self.comp, self.rng, self.widen = comp, rng, widen
+        self.device = comp.target != "c"
+        self.loops_module = comp.run_until("loops")
+        self.ranks = ranks(self.loops_module)
+        self.current = self.loops_module
+        self.n = 0
+        self.knobs = 0
+        self.draft = Draft()
+        self.cached: set[str] = set()  # statements with a cache op kept
+        self.unrolled: set[str] = set()  # statements with an unroll kept
+        self.marks: list[tuple[set[str], str]] = []  # of the step being drawn
+
+    # -- lines --
+    def handle(self) -> str:
+        self.n += 1
+        return f"%h{self.n}"
+
+    def match(self, loop: Loop, lines: list[str]) -> str:
+        h = self.handle()
+        init = " init" if loop.init else ""
+        lines.append(f'{h} = transform.einc.match stmt "{loop.stmt}" axis "{loop.axis}"{init} in %root')
+        return h
+
+    def size(self, options: list[int], lines: list[str]) -> str:
+        value = self.rng.choice(options)
+        if self.rng.random() < 0.15:
+            self.knobs += 1
+            values = sorted({value, *self.rng.sample(options, min(2, len(options)))})
+            lines.append(f'%k{self.knobs} = transform.einc.knob "k{self.knobs}" = {value} from {values}')
+            return f"%k{self.knobs}"
+        return str(value)
+
+    def rank0(self, stmt: str) -> bool:
+        return self.ranks.get(stmt, 1) == 0
+
+    def may_unroll(self, stmt: str) -> bool:
+        if not self.device:
+            return True
+        if self.rank0(stmt) and "rank0_unroll_device" not in self.widen:
+            return False
+        if stmt in self.cached and "local_unroll_device" not in self.widen:
+            return False
+        self.marks.append((self.unrolled, stmt))
+        return True
+
+    # -- one step --
+    def step(self) -> tuple[str, list[str]] | None:
+        loops = loops_of(self.current)
+        if not loops:
+            return None
+        weights = dict(WEIGHTS)
+        if not self.device:
+            weights["bind"] = 0
+        kind = self.rng.choices(list(weights), list(weights.values()))[0]
+        inner = [lp for lp in loops if lp.innermost]
+        loop = self.rng.choice(inner if kind in INNER and inner and self.rng.random() < 0.8 else loops)
+        lines: list[str] = []
+        rng = self.rng
+        trip = loop.trip or 1
+        if kind == "tile":
+            h = self.match(loop, lines)
+            size = self.size([s for s in SIZES if s <= max(trip, 2)] + [trip], lines)
+            o, i = self.handle(), self.handle()
+            lines.append(f"{o}, {i} = transform.einc.tile {h} by {size}")
+            follow = rng.random()
+            if follow < 0.2 and self.may_unroll(loop.stmt):
+                lines.append(f"{self.handle()} = transform.einc.unroll {i} by {rng.choice([2, 4, 8])}")
+            elif follow < 0.35:
+                lines.append(f"transform.einc.vectorize {i}")
+            elif follow < 0.5 and self.device:
+                lines.append(f'transform.einc.bind {o} to "block.x"')
+                lines.append(f'transform.einc.bind {i} to "thread.x"')
+        elif kind == "peel":
+            h = self.match(loop, lines)
+            size = self.size(sorted({1, 2, 3, 4, max(1, trip - 1), trip}), lines)
+            main, rest = self.handle(), self.handle()
+            lines.append(f"{main}, {rest} = transform.einc.peel {h} by {size}")
+        elif kind == "unroll":
+            if not self.may_unroll(loop.stmt):
+                return None
+            h = self.match(loop, lines)
+            size = self.size(sorted({2, 3, 4, trip}), lines)
+            lines.append(f"{self.handle()} = transform.einc.unroll {h} by {size}")
+        elif kind == "reorder":
+            top = _find(self.current, loop)
+            band = perfect_chain(top) if top is not None else []
+            tags = [(_tag(b, lt.STMT_ATTR), _tag(b, lt.AXIS_ATTR), "einc.init" in b.attributes) for b in band]
+            if len(tags) < 2:
+                return None
+            start = rng.randrange(len(tags) - 1)
+            part = tags[start:start + rng.randint(2, len(tags) - start)]
+            rng.shuffle(part)
+            hs = [self.match(Loop(s or "", a or "", ini, None, False, False), lines) for s, a, ini in part]
+            outs = [self.handle() for _ in hs]
+            lines.append(f"{', '.join(outs)} = transform.einc.reorder {', '.join(hs)}")
+        elif kind in ("parallelize", "vectorize", "vectorize_reduction"):
+            h = self.match(loop, lines)
+            lines.append(f"transform.einc.{kind} {h}")
+        elif kind == "bind":
+            h = self.match(loop, lines)
+            axis = rng.choice(BIND_AXES)
+            limit = f" max_threads {rng.choice([4, 8, 64, 256])}" if rng.random() < 0.3 else ""
+            lines.append(f'transform.einc.bind {h} to "{axis}"{limit}')
+        elif kind == "rfactor":
+            if loop.top and "rfactor_outermost" not in self.widen:
+                return None
+            divisors = [d for d in range(2, trip + 1) if trip % d == 0] or [2]
+            h = self.match(loop, lines)
+            p, c = self.handle(), self.handle()
+            lines.append(f"{p}, {c} = transform.einc.rfactor {h} by {self.size(divisors, lines)}")
+        elif kind in ("cache_read", "cache_write"):
+            top = _find(self.current, loop)
+            if top is None:
+                return None
+            names = sorted({buffer_name(a.buffer) for a in accesses(top)})
+            if "cache_staged" not in self.widen:  # the program's tensors only
+                names = [n for n in names if n in self.ranks]
+            if kind == "cache_write":
+                names = [n for n in names if n == loop.stmt] or names
+            if not names:
+                return None
+            tensor = rng.choice(names)
+            memory = rng.choice(["", ' in "local"', ' in "shared"'] if self.device else ["", ' in "local"'])
+            if self.device and loop.stmt in self.unrolled and "local_unroll_device" not in self.widen:
+                return None
+            self.marks.append((self.cached, loop.stmt))
+            h = self.match(loop, lines)
+            lines.append(f'{self.handle()} = transform.einc.{kind} "{tensor}" at {h}{memory}')
+        elif kind in ("fuse", "compute_at", "reverse_compute_at", "reuse"):
+            unique = [lp for lp in loops if loops.count(lp) == 1]  # a handle of one loop
+            order = list(dict.fromkeys(lp.stmt for lp in loops))  # statements in program order
+            tops = [lp for lp in unique if lp.top]
+            if kind == "fuse":
+                pair = self._pair(tops, lambda a, b: True)
+            elif kind == "reuse":  # sibling innermost loops (after a fuse), else any two
+                pair = self._pair([], lambda a, b: False, siblings(self.current, unique)) if rng.random() < 0.8 else None
+                pair = pair or self._pair([lp for lp in unique if lp.innermost], lambda a, b: True)
+            else:
+                read = reads(self.current)
+                later = [(p, c) for p in tops if not p.init for c in unique
+                         if order.index(c.stmt) > order.index(p.stmt) and p.stmt in read.get(c.stmt, ())]  # fmt: skip
+                if kind == "compute_at":  # a producer's nest, at a loop of a statement reading it
+                    pair = self._pair([], lambda a, b: False, later)
+                else:  # a consumer's nest reading an earlier statement, at a loop of that one
+                    pair = self._pair([], lambda a, b: False, [
+                        (c, p) for c in tops if not c.init for p in unique
+                        if order.index(p.stmt) < order.index(c.stmt) and p.stmt in read.get(c.stmt, ())])  # fmt: skip
+            if pair is None:
+                return None
+            h1, h2 = self.match(pair[0], lines), self.match(pair[1], lines)
+            if kind == "fuse":
+                lines.append(f"{self.handle()} = transform.einc.fuse {h1} into {h2}")
+                inner = [self._child(lp, unique) for lp in pair]
+                if rng.random() < 0.5 and inner[0] is not None and inner[1] is not None:
+                    r1, r2 = self.match(inner[0], lines), self.match(inner[1], lines)
+                    lines.append(f"transform.einc.reuse {r1} in {r2}")  # the fused nests' inner loops
+            elif kind == "reuse":
+                lines.append(f"transform.einc.reuse {h1} in {h2}")
+            else:
+                lines.append(f"transform.einc.{kind} {h1} at {h2}")
+        return kind, lines
+
+    def _child(self, loop: Loop, unique: list[Loop]) -> Loop | None:
+        """The innermost loop directly inside `loop` (one of `unique`), if any."""
+        op = _find(self.current, loop)
+        kids = [c for c in op.body.block.ops if isinstance(c, affine.ForOp)] if op is not None else []
+        for lp in unique:
+            if kids and lp.innermost and _find(self.current, lp) is kids[0]:
+                return lp
+        return None
+
+    def _pair(self, pool: list[Loop], ok: Any, pairs: list[tuple[Loop, Loop]] | None = None
+              ) -> tuple[Loop, Loop] | None:  # fmt: skip
+        """Two loops of `pool` in program order (or one of `pairs`)."""
+        if pairs is None:
+            pairs = [(a, b) for i, a in enumerate(pool) for b in pool[i + 1:] if ok(a, b)]
+        return self.rng.choice(pairs) if pairs else None
+
+    def grow(self, steps: int) -> Draft:
+        for _ in range(steps):
+            self.marks = []
+            made = self.step()
+            if made is None:
+                continue
+            _, lines = made
+            ops = [m for ln in lines for m in re.findall(r"transform\.einc\.(\w+)", ln)]
+            self.draft.tried.update(ops)
+            candidate = self.draft.lines + lines
+            try:
+                self.current = scheduled(self.comp, header(candidate))
+            except (ScheduleError, TargetError) as err:
+                self.draft.refusals.append(err.render().splitlines()[0])
+                continue
+            except BaseException:
+                self.draft.failed = header(candidate)
+                raise
+            self.draft.lines = candidate
+            for marked, stmt in self.marks:
+                marked.add(stmt)
+            self.draft.kept += [op for op in ops if op not in ("match", "knob")]
+        return self.draft
+
+
+def scheduled(base: Compilation, text: str) -> Any:
+    """`base`'s loops with the script `text` applied as the driver's "scheduled" stage does
+    (for `base.target`, its staging checks included)."""
+    comp = Compilation(base.source, base.filename, base.input_dict, base.extra_outputs, base.target, text)
+    comp.results["ein"] = base.results["ein"]
+    comp.program = base.program
+    comp.results["loops"] = base.results["loops"]
+    return comp.run_until("scheduled")
+
+
+def random_script(comp: Compilation, rng: random.Random, steps: int | None = None,
+                  widen: frozenset[str] = SAFE) -> Draft:  # fmt: skip
+    """A random legal script for `comp`'s program and target (see the module docstring)."""
+    return _Gen(comp, rng, widen).grow(steps if steps is not None else rng.randint(1, 8))
+
+
+def script_case(prog: Any, seed: int, target: str, widen: frozenset[str] | None = None,
+                steps: int | None = None) -> tuple[Any, Draft | None]:  # fmt: skip
+    """A case (tests/oracle/corpus.py) of the generated program `prog` on `target` with a
+    random legal script grown from `seed` (None when the program has no loops to schedule or
+    the target refuses it by design: the case then has the target's default schedule).
+    Raises what the generator raises (see `_Gen.grow`)."""
+    from tests.oracle.corpus import REFUSED_BY_DESIGN, genprog_case, located
+
+    text, input_dict, extra = prog.compile_args()
+    comp = Compilation(text, "<program>", input_dict, extra, target, "none")
+    try:
+        comp.run_until("loops")
+    except TargetError as err:
+        located(err)
+        if not REFUSED_BY_DESIGN.search(err.message):
+            raise
+        return genprog_case(prog, target, None, seed, "random script"), None
+    gen = _Gen(comp, random.Random(seed), widening() if widen is None else widen)
+    try:
+        draft = gen.grow(steps if steps is not None else gen.rng.randint(1, 8))
+    except BaseException as err:
+        from tests.oracle.corpus import _count, record_failure
+
+        _count("internal")
+        record_failure(genprog_case(prog, target, gen.draft.failed, seed, "random script"), err)
+        raise
+    for refusal in draft.refusals:
+        assert not refusal.startswith("<unknown>:0:0"), f"refusal without a location: {refusal}"
+    return genprog_case(prog, target, draft.text, seed, "random script"), draft
