@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from einc.passes.utils.loop_analysis import walk_order
+from einc.passes.utils.ranges import constant_trip_range as constant_trip_range  # its home
 
 
 @dataclass(frozen=True)
@@ -88,16 +89,6 @@ def enclosing_loops(op: Operation) -> list[affine.ForOp]:
 
 def induction_var(loop: affine.ForOp) -> SSAValue:
     return loop.body.block.args[0]
-
-
-def constant_trip_range(loop: affine.ForOp) -> tuple[int, int] | None:
-    """`(lower, upper)` of a loop with constant bounds (upper exclusive), else None."""
-    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
-    if lb.num_dims or lb.num_symbols or ub.num_dims or ub.num_symbols:
-        return None
-    if len(lb.results) != 1 or len(ub.results) != 1:
-        return None
-    return lb.eval([], [])[0], ub.eval([], [])[0]
 
 
 STMT = "einc.stmt"

@@ -34,7 +34,6 @@ from xdsl.ir.affine import (
 )
 
 from einc.dialects import egpu
-from einc.passes.utils.loops import constant_trip_range
 
 Range = tuple[int | None, int | None]
 """Inclusive lower and upper bounds; None is unbounded."""
@@ -225,3 +224,13 @@ def value_range(v: SSAValue) -> Range:
         operands = [value_range(o) for o in owner.mapOperands]
         return expr_range(m.results[0], operands[: m.num_dims], operands[m.num_dims :])
     return None, None
+
+
+def constant_trip_range(loop: affine.ForOp) -> tuple[int, int] | None:
+    """`(lower, upper)` of a loop with constant bounds (upper exclusive), else None."""
+    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
+    if lb.num_dims or lb.num_symbols or ub.num_dims or ub.num_symbols:
+        return None
+    if len(lb.results) != 1 or len(ub.results) != 1:
+        return None
+    return lb.eval([], [])[0], ub.eval([], [])[0]
