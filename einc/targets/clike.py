@@ -67,6 +67,7 @@ from xdsl.ir.affine import (
 
 from einc.dialects import egpu
 from einc.errors import TargetError
+from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.ranges import Range, expr_range, value_range
 
@@ -349,7 +350,9 @@ class CLikeTarget:
     }
     """The line printed before an `affine.for`: the first entry whose schedule marks (unit
     attributes) the loop all carries; marks missing here are not printed (the loop stays
-    sequential)."""
+    sequential). Marks OpenMP cannot nest are left out first (`_pragma_marks`): a loop inside
+    a printed `simd` loop prints neither `parallel` nor `simd`, one inside a printed
+    `parallel` loop no `parallel`."""
 
     statement_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], None]]] = {}
     expression_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], Expr]]] = {}
@@ -1018,11 +1021,43 @@ def _affine_for(w: _Writer, op: affine.ForOp) -> None:
     names = w.carried(op.results, op.inits)
     for arg, name in zip(op.body.block.args[1:], names):
         w.names[arg] = name  # carried values live in the results' variables
+    printed = _pragma_marks(op)
     for marks, pragma in w.t.loop_pragmas.items():
-        if all(mark in op.attributes for mark in marks):
+        if all(mark in printed for mark in marks):
             w.line(pragma)
             break
     w.for_loop(op.body.block.args[0], lower, upper, op.step.value.data, op.body.block)
+
+
+def _pragma_marks(op: affine.ForOp) -> set[str]:
+    """The schedule marks of `op` its pragma may print, given the marks printed on the
+    enclosing loops. Every mark is only a licence (the loop is still correct run
+    sequentially), so one OpenMP cannot nest is dropped. Inside a `simd` region no OpenMP
+    construct but `simd`, `ordered simd`, `loop` and `atomic` may appear (gcc rejects a
+    nested `parallel for`), and OpenMP before 5.0 forbids a nested `simd` too: a loop inside
+    a printed `simd` loop drops both `parallel` and `simd` (the outer loop's lanes are the
+    vectorization the schedule asked for). Inside a printed `parallel` loop the team already
+    exists and a nested `parallel for` would fork a team per outer iteration (of one thread
+    by default, oversubscribing with nesting enabled): the loop drops `parallel`. Marks nest
+    this way when a transform puts loops into a marked one after marking it (a cache copy
+    loop in a vectorized loop) or marks a loop inside a parallel one."""
+    nest: list[affine.ForOp] = [op]
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, affine.ForOp):
+            nest.append(parent)
+        parent = parent.parent_op()
+    in_parallel = in_simd = False
+    printed: set[str] = set()
+    for loop in reversed(nest):  # outermost first
+        printed = set(loop.attributes)
+        if in_simd:
+            printed -= {PARALLEL_ATTR, VECTORIZE_ATTR}
+        elif in_parallel:
+            printed.discard(PARALLEL_ATTR)
+        in_parallel = in_parallel or PARALLEL_ATTR in printed
+        in_simd = in_simd or VECTORIZE_ATTR in printed
+    return printed
 
 
 def _yield(w: _Writer, op: affine.YieldOp | scf.YieldOp) -> None:
