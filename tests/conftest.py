@@ -20,12 +20,16 @@ shrinks a failure for up to five minutes by default).
 from __future__ import annotations
 
 import os
+import tempfile
 import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("EINC_VERIFY_EACH", "1")
+# Crash reproducers of internal errors go to a scratch folder, not the checkout (tests that
+# check where a reproducer lands set EINC_REPRO_DIR or unset it themselves).
+os.environ.setdefault("EINC_REPRO_DIR", tempfile.mkdtemp(prefix="einc-repro-"))
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:

@@ -4,6 +4,8 @@ einc-opt inputs, schedule mistakes, binds on C, Kernel.run without outputs, huge
 
 from __future__ import annotations
 
+import os
+
 import time
 from pathlib import Path
 
@@ -254,6 +256,7 @@ def test_einc_opt_command_line_errors_exit_1_located(
     col = ("einc-opt " + " ".join(argv)).index(" " + args[-2]) + 2 if len(args) > 1 else 1
     assert capsys.readouterr().err.startswith(start.format(col=col, tmp=tmp_path))
     assert not list(Path().glob("einc-crash-*"))
+    assert not list(Path(os.environ.get("EINC_REPRO_DIR", ".")).glob("einc-crash-*"))
 
 
 # ---- schedule mistakes ----------------------------------------------------------------------------

@@ -36,7 +36,7 @@ func.func @scale_by_group(%X: tensor<300xf32> {ein.name = "X"}, %M: tensor<3xf32
 // CXX-NEXT:   unsigned begin = tile * 43, end = std::min(begin + 43u, 300u);
 // CXX-NEXT:   poplar::VertexRef v = graph.addVertex(cs0, "scale_by_group_Y_{{[0-9a-f]+}}", {{[{][{]}}"X", buffers[0].flatten().slice(begin, end)}, {"M", buffers[1].flatten().slice(einc_first0_1[tile], einc_end0_1[tile])}, {"Y", buffers[2].flatten().slice(begin, end)}});
 
-// ERR: internal error: AssertionError: poplar target: kernel scale_by_group_Y has no egpu.tile_split attribute (the split-poplar-vertices pass did not run)
+// ERR: internal compiler error in stage '{{.*}}': AssertionError: poplar target: kernel scale_by_group_Y has no egpu.tile_split attribute (the split-poplar-vertices pass did not run)
 
 // -----
 

@@ -9,4 +9,4 @@ egpu.func @late(%out: memref<f32>) grid [1, 1, 1] block [1, 1, 1] {
   egpu.return
 }
 
-// CHECK: einc-opt: internal error: InternalCompilerError: internal compiler error in stage 'verify-egpu': egpu.func @late: value %late (result 0 of arith.constant) is used by affine.store before its definition
+// CHECK: einc-opt: internal compiler error in stage 'verify-egpu': egpu.func @late: value %late (result 0 of arith.constant) is used by affine.store before its definition
