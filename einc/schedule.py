@@ -478,7 +478,7 @@ class EincTransformFunctions(InterpreterFunctions):
         return self._cache(op, args, write=True)
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
-        from einc.passes.utils.cache import cache_tensor
+        from einc.passes.utils.staging import cache_tensor
 
         allocs = []
         for loop in self.loops(op, args[0]):
