@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import affine, memref, transform
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -484,6 +484,3 @@ class EincTransformFunctions(InterpreterFunctions):
         for loop in self.loops(op, args[0]):
             allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data)))
         return (OperationHandle(*allocs),)  # type: ignore[arg-type]
-
-
-_ = (StringAttr, UnitAttr)
