@@ -267,7 +267,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.
     s.lines.append(f"transform.einc.vectorize {copies}")
     # stage the output tile in a local array across the reduction: fixed-shape accumulators
     # the C compiler keeps in registers instead of a load and store per k step
-    from einc.passes.utils.cache import cache_tensor
+    from einc.passes.utils.staging import cache_tensor
     from einc.passes.utils.loop_analysis import buffer_name
 
     io_new, ko_new = new[-4], new[-5]
@@ -305,7 +305,7 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, s: _Script) -> affine.Fo
     a local array across the reductions at the last outer parallel loop (cache_write):
     accumulators in registers, each vector of input loaded once per tile instead of once per
     output channel. Returns the band's new outermost loop."""
-    from einc.passes.utils.cache import cache_tensor
+    from einc.passes.utils.staging import cache_tensor
     from einc.passes.utils.loop_analysis import buffer_name
 
     outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import affine, memref, transform
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -497,7 +497,7 @@ class EincTransformFunctions(InterpreterFunctions):
         return self._cache(op, args, write=True)
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
-        from einc.passes.utils.cache import cache_tensor
+        from einc.passes.utils.staging import cache_tensor
 
         allocs = []
         for loop in self.loops(op, args[0]):
@@ -508,5 +508,3 @@ class EincTransformFunctions(InterpreterFunctions):
 INDEXED_OPS = (*et.EINC_TRANSFORM_OPS, transform.ParamConstantOp)
 """Ops that keep `LoopIndex`'s contract: they change only the loops their handles give
 (`EincTransformFunctions.loops` touches them)."""
-
-_ = (StringAttr, UnitAttr)

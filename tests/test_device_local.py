@@ -341,7 +341,7 @@ def test_overlapping_thread_tiles_are_refused() -> None:
     from xdsl.parser import Parser
 
     from einc.context import make_context
-    from einc.passes.utils.cache import private_buffer_failure
+    from einc.passes.utils.staging import private_buffer_failure
     from einc.passes.utils.loop_transforms import Failure
 
     def failure(step: int) -> Failure | None:
@@ -371,7 +371,7 @@ def test_overlapping_thread_tiles_are_refused() -> None:
 
 
 def test_too_much_local_memory_per_work_item_is_refused() -> None:
-    """A 128x128 float32 tile of input1 (64 KiB, cache.py's limit per buffer) and a row of
+    """A 128x128 float32 tile of input1 (64 KiB, staging.py's limit per buffer) and a row of
     input0 per thread: 66048 bytes, more than the target's 64 KiB of local arrays per
     work-item. Refused before any code is printed."""
     lines = [
@@ -416,7 +416,7 @@ def test_local_arrays_of_narrow_integers_run_on_opencl() -> None:
 
 
 def test_partial_tiles_stage_locally_on_c_too() -> None:
-    """cache.py's partial tiles (37 rows by 4, 23 columns by 8) hold for C as well: the
+    """staging.py's partial tiles (37 rows by 4, 23 columns by 8) hold for C as well: the
     copies test each element against the tensor's end (no test below 0: none is needed)."""
     from tests.test_schedules import check
 

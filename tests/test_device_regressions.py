@@ -133,11 +133,11 @@ def test_rank0_rfactor_makes_independent_partials() -> None:
 def fill_pairs(case: Case) -> list[tuple[bool, str]]:
     from xdsl.dialects import func
 
-    from einc.passes.utils import kernels
+    from einc.passes.utils import gpu_mapping
 
     module = case.compilation("opencl").run_until("scheduled")
     host = next(f for f in module.walk() if isinstance(f, func.FuncOp))
-    return [(s.fill is not None, s.main.name) for s in kernels.statements(host.body.block)]
+    return [(s.fill is not None, s.main.name) for s in gpu_mapping.statements(host.body.block)]
 
 
 def test_unrolled_accumulation_step_is_not_a_fill() -> None:

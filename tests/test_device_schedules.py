@@ -189,7 +189,7 @@ def test_shared_box_whose_offset_depends_on_a_thread_id_is_refused() -> None:
     from xdsl.parser import Parser
 
     from einc.context import make_context
-    from einc.passes.utils.cache import cache_tensor
+    from einc.passes.utils.staging import cache_tensor
     from einc.passes.utils.loop_transforms import Failure
 
     text = """

@@ -39,7 +39,7 @@ KNOWN: dict[tuple[str, str], str] = {
     ("einc.passes.apply_schedule", "einc.schedule"):
         "the schedule pass wraps einc.schedule.Schedule; Schedule.apply should take the pass "
         "registry from its caller instead (cycle passes -> schedule -> passes)",
-    ("einc.passes.utils.cache", "einc.dialects.einc_transform"):
+    ("einc.passes.utils.staging", "einc.dialects.einc_transform"):
         "check_private_buffers (schedule validation, policy) lives beside the staging "
         "mechanism and looks up the CacheOp that made a buffer",
     ("einc.targets.c", "einc.schedules.cpu"):
@@ -117,9 +117,9 @@ def test_known_upward_imports_still_exist() -> None:
     [
         ("einc.runtime.signature", "einc.passes.convert_ein_to_affine", True),
         ("einc.targets.descriptions", "einc.frontend.checked", True),
-        ("einc.passes.utils.cache", "einc.dialects.einc_transform", True),
+        ("einc.passes.utils.staging", "einc.dialects.einc_transform", True),
         ("einc.driver", "einc.targets", False),
-        ("einc.passes.utils.kernels", "einc.ir.attrs", False),
+        ("einc.passes.utils.gpu_mapping", "einc.ir.attrs", False),
     ],
 )
 def test_floor_order(source: str, target: str, upward: bool) -> None:

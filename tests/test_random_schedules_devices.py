@@ -30,9 +30,9 @@ from xdsl.dialects import affine, func
 from einc.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.cache import cache_tensor
-from einc.passes.utils.kernels import max_trip_count, perfect_chain
+from einc.passes.utils.gpu_mapping import max_trip_count, perfect_chain
 from einc.passes.utils.loop_analysis import accesses, buffer_name
+from einc.passes.utils.staging import cache_tensor
 from einc.targets.descriptions import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output

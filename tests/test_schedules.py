@@ -355,7 +355,7 @@ def random_schedule(module, rng: random.Random) -> list[str]:  # type: ignore[no
                 nxt = nxt.next_op
             result = lt.fuse_loops(loop, nxt) if nxt is not None else lt.Failure("no sibling")
         elif kind == "cache":
-            from einc.passes.utils.cache import cache_tensor
+            from einc.passes.utils.staging import cache_tensor
             from einc.passes.utils.loop_analysis import accesses, buffer_name
 
             access = rng.choice(accesses(loop) or [None])

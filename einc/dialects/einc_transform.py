@@ -10,7 +10,10 @@
 
 Ops are named `transform.einc.*` and loaded into the context one by one (`load_ops`): the
 upstream `transform` dialect keeps its name. Handles are `!transform.any_op`, knobs
-`!transform.param<i64>`; einc's ops print without types (they are implied). Each op's
+`!transform.param<i64>`; einc's ops print without types (they are implied). Ops whose
+syntax xDSL's declarative format can say exactly have an `assembly_format`; the others
+parse by hand (a variadic result count, a literal that must be range-checked where it
+stands, a clause that is optional in the text but always printed). Each op's
 semantics is a utility of einc.passes.utils.loop_transforms; the interpreter implementation
 is einc.schedule.EincTransformFunctions.
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, IntegerType, StringAttr, UnitAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, UnitAttr, i64
 from xdsl.dialects.transform import AnyOpType, ParamType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
@@ -165,17 +168,10 @@ class MarkLoopOp(IRDLOperation):
     """`transform.einc.<op> %loop`: mark loops (no results)."""
 
     target = operand_def(AnyOpType)
+    assembly_format = "$target attr-dict"
 
     def __init__(self, target: SSAValue):
         super().__init__(operands=[target])
-
-    @classmethod
-    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
-        return cls(_operand(parser, HANDLE))
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.target)
 
 
 @irdl_op_definition
@@ -325,21 +321,10 @@ class FuseOp(IRDLOperation):
     first = operand_def(AnyOpType)
     second = operand_def(AnyOpType)
     fused = result_def(AnyOpType)
+    assembly_format = "$first `into` $second attr-dict"
 
     def __init__(self, first: SSAValue, second: SSAValue):
         super().__init__(operands=[first, second], result_types=[HANDLE])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> FuseOp:
-        first = _operand(parser, HANDLE)
-        parser.parse_keyword("into")
-        return cls(first, _operand(parser, HANDLE))
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.first)
-        printer.print_string(" into ")
-        printer.print_ssa_value(self.second)
 
 
 @irdl_op_definition
@@ -352,21 +337,10 @@ class ReuseOp(IRDLOperation):
     name = "transform.einc.reuse"
     first = operand_def(AnyOpType)
     second = operand_def(AnyOpType)
+    assembly_format = "$first `in` $second attr-dict"
 
     def __init__(self, first: SSAValue, second: SSAValue):
         super().__init__(operands=[first, second])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReuseOp:
-        first = _operand(parser, HANDLE)
-        parser.parse_keyword("in")
-        return cls(first, _operand(parser, HANDLE))
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.first)
-        printer.print_string(" in ")
-        printer.print_ssa_value(self.second)
 
 
 class AtLoopOp(IRDLOperation):
@@ -375,21 +349,10 @@ class AtLoopOp(IRDLOperation):
 
     target = operand_def(AnyOpType)
     loop = operand_def(AnyOpType)
+    assembly_format = "$target `at` $loop attr-dict"
 
     def __init__(self, target: SSAValue, loop: SSAValue):
         super().__init__(operands=[target, loop])
-
-    @classmethod
-    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
-        target = _operand(parser, HANDLE)
-        parser.parse_keyword("at")
-        return cls(target, _operand(parser, HANDLE))
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.target)
-        printer.print_string(" at ")
-        printer.print_ssa_value(self.loop)
 
 
 @irdl_op_definition
@@ -539,4 +502,3 @@ def load_ops(ctx: Context) -> None:
 
 
 __all__ = [op.__name__ for op in EINC_TRANSFORM_OPS] + ["EINC_TRANSFORM_OPS", "load_ops"]
-_ = IntegerType

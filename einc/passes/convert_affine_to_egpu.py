@@ -27,8 +27,9 @@ clustered (warp-shuffle) reductions that fit (`_combine_partials`).
 Tiles a schedule staged in shared memory become `egpu.alloc_shared` buffers with a
 cooperative copy and barriers, and a kernel whose staged bytes break the target's
 `shared_bytes_per_block` is a TargetError. Intermediates stay host allocations (temp
-buffers of the launch manifest). See `einc.passes.utils.kernels` for the
-mechanism.
+buffers of the launch manifest). The mechanism: `einc.passes.utils.gpu_mapping` (how
+iterations map onto work-items), `outline` (building the kernels), `cross_thread_reduce` and
+`shared_staging`.
 """
 
 from __future__ import annotations
@@ -37,24 +38,28 @@ import dataclasses
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, memref
+from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import ModuleOp, f32, f64, i32, i64
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.passes.utils import kernels
+from einc.passes.utils import gpu_mapping
 from einc.passes.utils.loop_transforms import describe
+from einc.passes.utils.outline import (
+    buffer_name,
+    enclose_private_buffers,
+    erase_statement,
+    outline,
+)
 from einc.targets.descriptions import TargetDescription, description
 
 
-def _written_name(stmt: kernels.Statement) -> str:
-    from xdsl.dialects import affine, memref
-
+def _written_name(stmt: gpu_mapping.Statement) -> str:
     for op in stmt.main.walk():
         if isinstance(op, affine.StoreOp | memref.StoreOp) and not isinstance(op.memref.owner, memref.AllocaOp):
-            name = kernels._buffer_name(op.memref)  # pyright: ignore[reportPrivateUsage]
+            name = buffer_name(op.memref)
             if name:
                 return name
     return "stmt"
@@ -75,54 +80,54 @@ class ConvertAffineToEgpuPass(ModulePass):
         for host in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             body = host.body.block
             names: set[str] = set()
-            kernels.enclose_private_buffers(body)
-            pending = kernels.statements(body)
+            enclose_private_buffers(body)
+            pending = gpu_mapping.statements(body)
             while pending:
                 stmt = pending.pop(0)
                 mapping = self._mapping(stmt, block)
-                if not kernels.fill_fits(stmt, mapping):  # the fill runs as a kernel of its own
+                if not gpu_mapping.fill_fits(stmt, mapping):  # the fill runs as a kernel of its own
                     assert stmt.fill is not None
-                    pending[:0] = [kernels.Statement(stmt.fill), kernels.Statement(stmt.main)]
+                    pending[:0] = [gpu_mapping.Statement(stmt.fill), gpu_mapping.Statement(stmt.main)]
                     continue
                 name = f"{host.sym_name.data}_{_written_name(stmt)}"
                 base, k = name, 1
                 while name in names:
                     name, k = f"{base}_{k}", k + 1
                 names.add(name)
-                kernel, buffers = kernels.outline(stmt, mapping, name, body)
+                kernel, buffers = outline(stmt, mapping, name, body)
                 if kernel.shared_bytes() > desc.shared_bytes_per_block:  # staged tiles: refused here
                     desc.check_launch(name, mapping.launch.grid, mapping.launch.block, kernel.shared_bytes())
                 Rewriter.insert_op(kernel, InsertPoint.after(host))
                 Rewriter.insert_op(egpu.LaunchOp(name, buffers), InsertPoint.before(stmt.ops[0]))
-                kernels.erase_statement(stmt)
+                erase_statement(stmt)
             _erase_host_leftovers(body)
         # kernels follow their host function in launch order
         _order_kernels(op)
 
-    def _mapping(self, stmt: kernels.Statement, block: int) -> kernels.Mapping:
+    def _mapping(self, stmt: gpu_mapping.Statement, block: int) -> gpu_mapping.Mapping:
         """Bound loops map onto their coordinates; otherwise the parallel prefix is
         flattened onto x."""
         desc = description(self.target)
-        reduction = kernels.cross_thread_reduction(stmt.main)
-        levels = kernels.bound_loops(stmt.main, reduction)
+        reduction = gpu_mapping.cross_thread_reduction(stmt.main)
+        levels = gpu_mapping.bound_loops(stmt.main, reduction)
         if reduction is not None:
-            mapping = kernels.bound_mapping(levels)
+            mapping = gpu_mapping.bound_mapping(levels)
             block = list(mapping.launch.block)
             block[reduction.dim.index] = reduction.threads
-            mapping.launch = kernels.Launch(mapping.launch.grid, tuple(block))  # type: ignore[arg-type]
+            mapping.launch = gpu_mapping.Launch(mapping.launch.grid, tuple(block))  # type: ignore[arg-type]
             mapping.reduction = _combine_partials(reduction, desc)
             return mapping
         if levels:
-            return kernels.bound_mapping(levels)
-        prefix = kernels.parallel_prefix(stmt.main)
-        width = kernels.narrowest_store_bytes(stmt)
+            return gpu_mapping.bound_mapping(levels)
+        prefix = gpu_mapping.parallel_prefix(stmt.main)
+        width = gpu_mapping.narrowest_store_bytes(stmt)
         threads = block if width >= desc.write_granule else 1
-        return kernels.flat_mapping(prefix, threads, desc.max_grid[0])
+        return gpu_mapping.flat_mapping(prefix, threads, desc.max_grid[0])
 
 
 def _combine_partials(
-    reduction: kernels.CrossThread, desc: TargetDescription
-) -> kernels.CrossThread:
+    reduction: gpu_mapping.CrossThread, desc: TargetDescription
+) -> gpu_mapping.CrossThread:
     """How the block combines a cross-thread reduction's partials on this target: with
     `egpu.subgroup_reduce` where the target has clustered subgroup reductions of the
     element type (warp shuffles; their max/min propagate NaN) and the reduction runs along
@@ -133,7 +138,7 @@ def _combine_partials(
     n = reduction.threads
     dtype = _DTYPES.get(reduction.store.value.type)
     if not desc.subgroup_reduce and desc.shared_bytes_per_block == 0:
-        raise kernels.schedule_error(
+        raise gpu_mapping.schedule_error(
             f"the {desc.name} target cannot combine partial results across threads: "
             f"{describe(reduction.loop)} is a reduction bound to thread.{reduction.dim.value} "
             "(keep the reduction sequential)", reduction.loop

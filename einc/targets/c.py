@@ -69,7 +69,7 @@ class CTarget(CLikeTarget):
     def check_schedule(cls, schedule: Any) -> None:
         """C has no GPU: a `cache_read`/`cache_write` in "shared" memory, or a `bind`, is
         refused at its op before the schedule runs."""
-        from einc.passes.utils.cache import refuse_shared_memory
+        from einc.passes.utils.staging import refuse_shared_memory
 
         refuse_shared_memory(schedule, cls.name)
         for op in schedule.module.walk():

@@ -13,7 +13,7 @@ A `memref.alloca` left in a kernel (a tile staged in "local" memory, a compute_a
 the work-item's own array (`private_array`: `float a[16];`); the launch check refuses a
 kernel whose local arrays exceed the description's `private_memory` per work-item. That
 each work-item may own it (it lies inside the bound loops) is checked after the schedule
-(`einc.passes.utils.cache.check_private_buffers`).
+(`einc.passes.utils.staging.check_private_buffers`).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ class DeviceTarget(CLikeTarget):
         """A local buffer in a kernel is private to one work-item: refused (at the schedule
         op that made it) when shared by work-items, too large, or of a type the target only
         computes wider."""
-        from einc.passes.utils.cache import check_private_buffers
+        from einc.passes.utils.staging import check_private_buffers
 
         check_private_buffers(scheduled, schedule, cls.name, cls.description().arith_dtypes)
 

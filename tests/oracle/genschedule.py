@@ -38,7 +38,7 @@ from xdsl.dialects import affine, func, memref
 from einc.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.kernels import perfect_chain
+from einc.passes.utils.gpu_mapping import perfect_chain
 from einc.passes.utils.loop_analysis import accesses, buffer_name, constant_bounds
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",

@@ -7,7 +7,7 @@ iteration of a producer loop: an epilogue).
 intermediate tensor T (with its identity fill, the `einc.init` nest or bare store of the same
 statement, if any); `loop` is a loop of a later nest reading T. At the start of `loop`'s body
 a local buffer `T_local` (`memref.alloca`) holds the box of T that one iteration of `loop`
-reads (cache.py's footprint), and a copy of the fill and the producer nest computes exactly
+reads (staging.py's footprint), and a copy of the fill and the producer nest computes exactly
 that box into it: the producer's output loops (the loops indexing T) are re-bounded to the
 box (a box extent of 1 drops the loop), its reduction loops are kept whole. The consumer's
 reads of T inside `loop` read `T_local`. Consecutive iterations whose boxes overlap compute
@@ -55,7 +55,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from einc.passes.utils.cache import Box, footprint, linear_map
+from einc.passes.utils.staging import Box, footprint, linear_map
 from einc.passes.utils.loop_analysis import (
     Access,
     accesses,

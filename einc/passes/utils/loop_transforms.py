@@ -454,7 +454,7 @@ def bind_loop(
     and, for thread axes, the threads bound in the nest multiply to at most `max_threads`,
     counting each loop's largest trip count (a partial tile `min(32, N - i)` counts 32: the
     kernel checks the overshoot)."""
-    from einc.passes.utils.kernels import max_trip_count
+    from einc.passes.utils.gpu_mapping import max_trip_count
 
     if axis not in BIND_AXES:
         return Failure(f"unknown bind axis '{axis}' (one of {', '.join(BIND_AXES)})")

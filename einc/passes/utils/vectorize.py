@@ -44,7 +44,7 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, arith
@@ -218,6 +218,58 @@ def _reduction(store_access: _Access, body: Block) -> _Reduction | Failure:
     return fail
 
 
+@dataclass
+class _Scan:
+    """A loop body's loads and stores (in order), its reductions, and the values that vary
+    with the loop variable."""
+
+    accesses: dict[Operation, _Access]
+    reductions: list[_Reduction]
+    varying: set[SSAValue]
+
+
+def _scan_body(
+    loop: affine.ForOp,
+    refuse: Callable[[str], Failure],
+    visit: Callable[[Operation, _Access | None, bool], Failure | None],
+) -> _Scan | Failure:
+    """The body scan `_analyze` and `mark_reduction_loop` share: ops with regions are
+    refused; each load and store gets its `_Access` (a load of unit stride varies), each
+    store of invariant index must be a reduction (`_reduction`); the results of an op with a
+    varying operand vary. `visit(op, access, varying)` sees each op in order (a load or
+    store after its access; any other op with whether an operand varies) and may refuse it.
+    Failures are `refuse(reason)`."""
+    body = loop.body.block
+    iv = body.args[0]
+    scan = _Scan({}, [], {iv})
+    for op in body.ops:
+        if isinstance(op, affine.YieldOp):
+            continue
+        if op.regions:
+            return refuse(f"{op.name} has regions")
+        if isinstance(op, affine.LoadOp | affine.StoreOp):
+            access = _access(op, iv, scan.varying)
+            if isinstance(access, Failure):
+                return refuse(access.message)
+            scan.accesses[op] = access
+            if isinstance(op, affine.LoadOp) and access.unit:
+                scan.varying.add(op.result)
+            if isinstance(op, affine.StoreOp) and not access.unit:
+                red = _reduction(access, body)
+                if isinstance(red, Failure):
+                    return refuse(red.message)
+                scan.reductions.append(red)
+            if (failure := visit(op, access, False)) is not None:
+                return failure
+            continue
+        varying = any(o in scan.varying for o in op.operands)
+        if (failure := visit(op, None, varying)) is not None:
+            return failure
+        if varying:
+            scan.varying |= set(op.results)
+    return scan
+
+
 def _analyze(
     loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute],
     vector_math: frozenset[type[Operation]],
@@ -227,56 +279,35 @@ def _analyze(
         return Failure(f"cannot vectorize {where}: only loops of step 1 without results")
     if len(loop.lowerBoundMap.data.results) != 1:
         return Failure(f"cannot vectorize {where}: its lower bound is a max")
-    body = loop.body.block
-    iv = body.args[0]
     plan = _Plan(loop, 0)
-    plan.varying.add(iv)
     vector_types: set[Attribute] = set()
-    reduction_ops: set[Operation] = set()
 
     def refuse(reason: str) -> Failure:
         return Failure(f"cannot vectorize {where}: {reason}")
 
-    for op in body.ops:
-        if isinstance(op, affine.YieldOp):
-            continue
-        if op.regions:
-            return refuse(f"{op.name} has regions")
-        if isinstance(op, affine.LoadOp | affine.StoreOp):
-            access = _access(op, iv, plan.varying)
-            if isinstance(access, Failure):
-                return refuse(access.message)
-            plan.accesses[op] = access
-            if isinstance(op, affine.LoadOp) and access.unit:
-                plan.varying.add(op.result)
-                vector_types.add(_element(op.memref))
-            if isinstance(op, affine.StoreOp):
-                if access.unit:
-                    vector_types.add(_element(op.memref))
-                else:
-                    red = _reduction(access, body)
-                    if isinstance(red, Failure):
-                        return refuse(red.message)
-                    plan.reductions.append(red)
-                    reduction_ops |= {red.load, red.combine, red.store}
-                    vector_types.add(_element(op.memref))
-            continue
+    def visit(op: Operation, access: _Access | None, varying: bool) -> Failure | None:
+        if access is not None:
+            if access.unit or isinstance(op, affine.StoreOp):  # a vector access, a reduction
+                vector_types.add(_element(op.memref))  # type: ignore[attr-defined]
+            return None
         if isinstance(op, affine.ApplyOp):
-            if any(o in plan.varying for o in op.operands):
-                # an index of the loop variable: folded into the accesses that use it
-                if not all(_is_index_use(u) for u in op.result.uses):
-                    return refuse("an index of the loop variable is used as a value")
-                plan.varying.add(op.result)
-            continue
-        varying = any(o in plan.varying for o in op.operands)
+            # an index of the loop variable: folded into the accesses that use it
+            if varying and not all(_is_index_use(u) for u in op.result.uses):
+                return refuse("an index of the loop variable is used as a value")
+            return None
         if not varying:
             if not is_side_effect_free(op):
                 return refuse(f"{op.name} cannot be cloned into the vector body")
-            continue
+            return None
         if type(op) not in ELEMENTWISE and type(op) not in CASTS and type(op) not in vector_math:
             return refuse(f"{op.name} has no vector form")
-        plan.varying |= set(op.results)
-        vector_types |= {op.results[0].type, *(o.type for o in op.operands)}
+        vector_types.update({op.results[0].type, *(o.type for o in op.operands)})
+        return None
+
+    scan = _scan_body(loop, refuse, visit)
+    if isinstance(scan, Failure):
+        return scan
+    plan.accesses, plan.reductions, plan.varying = scan.accesses, scan.reductions, scan.varying
     for op, access in plan.accesses.items():
         if isinstance(op, affine.StoreOp) and access.unit and _element(op.memref) not in element_types:
             return refuse(f"no vectors of {_element(op.memref)} on this target")
@@ -521,33 +552,22 @@ def mark_reduction_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
         return Failure(f"cannot vectorize the reduction {where}: it is not an innermost loop")
     if step_of(loop) != 1 or loop.results:
         return Failure(f"cannot vectorize the reduction {where}: only loops of step 1 without results")
-    body = loop.body.block
-    iv = body.args[0]
-    varying: set[SSAValue] = {iv}
+
+    def refuse(reason: str) -> Failure:
+        return Failure(f"cannot vectorize the reduction {where}: {reason}")
+
+    def visit(op: Operation, access: _Access | None, varying: bool) -> Failure | None:
+        if access is None and not is_side_effect_free(op):
+            return refuse(f"{op.name} has side effects")
+        return None
+
+    scan = _scan_body(loop, refuse, visit)
+    if isinstance(scan, Failure):
+        return scan
     by_buffer: dict[SSAValue, list[_Access]] = {}
-    reduced: set[SSAValue] = set()
-    for op in body.ops:
-        if isinstance(op, affine.YieldOp):
-            continue
-        if op.regions:
-            return Failure(f"cannot vectorize the reduction {where}: {op.name} has regions")
-        if isinstance(op, affine.LoadOp | affine.StoreOp):
-            access = _access(op, iv, varying)
-            if isinstance(access, Failure):
-                return Failure(f"cannot vectorize the reduction {where}: {access.message}")
-            by_buffer.setdefault(op.memref, []).append(access)
-            if isinstance(op, affine.LoadOp) and access.unit:
-                varying.add(op.result)
-            if isinstance(op, affine.StoreOp) and not access.unit:
-                red = _reduction(access, body)
-                if isinstance(red, Failure):
-                    return Failure(f"cannot vectorize the reduction {where}: {red.message}")
-                reduced.add(op.memref)
-            continue
-        if not is_side_effect_free(op):
-            return Failure(f"cannot vectorize the reduction {where}: {op.name} has side effects")
-        if any(o in varying for o in op.operands):
-            varying |= set(op.results)
+    for op, access in scan.accesses.items():
+        by_buffer.setdefault(op.memref, []).append(access)  # type: ignore[attr-defined]
+    reduced = {red.store.memref for red in scan.reductions}
     if not reduced:
         return Failure(f"cannot vectorize the reduction {where}: it has no reduction (transform.einc.vectorize)")
     for buffer, accesses in by_buffer.items():

@@ -27,7 +27,7 @@ compute_at): the box is the footprint of *all threads of the block* in one itera
 like the loops inside. The alloca is marked `einc.memory = "shared"` and the outermost loop
 of each copy nest `einc.shared = "in" | "out"`; `convert-affine-to-egpu` hoists the buffer to
 `egpu.alloc_shared`, splits each copy among the block's threads and puts barriers around
-the copies (kernels.stage_shared). Extra contract: `loop` lies inside a bound loop and is not
+the copies (shared_staging.py). Extra contract: `loop` lies inside a bound loop and is not
 bound itself, the box's offset and the trip counts of `loop` and of the loops between it and
 the thread-bound loops do not depend on a thread id (every thread reaches each barrier), the
 tensor is not float16 (OpenCL without cl_khr_fp16 has no half arrays), and
