@@ -151,14 +151,31 @@ class Schedule:
         return schedule
 
     def verify(self) -> None:
-        """Each op's verifier (a knob's value among its options, one size per sized op, ...):
-        a ScheduleError at the first op that fails."""
+        """Each op's verifier (a knob's value among its options, one size per sized op, ...)
+        and dominance (a handle is defined before its use: xDSL's parser resolves forward
+        references): a ScheduleError at the first op that fails."""
         for op in self.module.walk():
             try:
                 op.verify(verify_nested_ops=False)
             except VerifyException as err:
                 cause = err.__cause__ if isinstance(err.__cause__, VerifyException) else err
                 raise self.error(op, str(cause).splitlines()[-1] if str(cause) else op.name) from None
+        self._check_dominance()
+
+    def _check_dominance(self) -> None:
+        """Every operand is a block argument or a result of an op before its user, in the same
+        block or one enclosing it (the transform scripts are straight-line)."""
+        for op in self.module.walk():
+            for operand in op.operands:
+                owner = operand.owner
+                if not isinstance(owner, Operation):
+                    continue
+                user: Operation | None = op
+                while user is not None and user.parent_block() is not owner.parent_block():
+                    user = user.parent_op()
+                if user is None or not owner.is_before_in_block(user):
+                    name = f"%{operand.name_hint}" if operand.name_hint else "a handle"
+                    raise self.error(op, f"{name} is used before its definition")
 
     def error(self, op: Operation, message: str) -> ScheduleError:
         """A ScheduleError at `op` (named in the message when it has no location)."""

@@ -406,3 +406,20 @@ def test_full_unroll_within_the_limit_is_correct() -> None:
     kernel = einc.compile(ir, inputs, schedule=script(N_MATCH, "%l = transform.einc.unroll %n by 1000000"))
     x = np.arange(1, 13, dtype=np.float32)
     np.testing.assert_allclose(kernel(input0=x)["output0"], x * 2)
+
+
+def test_handle_used_before_its_definition_is_located(tmp_path: Path) -> None:
+    """xDSL's parser resolves forward references; a schedule checks dominance itself."""
+    from einc.errors import ScheduleError
+    from einc.schedule import Schedule
+
+    text = (
+        "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        "  transform.einc.parallelize %n\n"
+        '  %n = transform.einc.match stmt "output0" axis "N" in %root\n'
+        "  transform.yield\n"
+        "}\n"
+    )
+    with pytest.raises(ScheduleError) as info:
+        Schedule.parse(text, "s.mlir")
+    assert info.value.render().startswith("s.mlir:2:3: error: %n is used before its definition")

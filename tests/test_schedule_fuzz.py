@@ -15,7 +15,6 @@ EINC_HYPOTHESIS_PROFILE (CI: about a minute in all; scripts/explore.py runs `tho
 
 from __future__ import annotations
 
-import os
 import random
 import re
 
@@ -131,11 +130,6 @@ def op_mutation(lines: list[str], rng: random.Random, stmts: list[str], axes: li
     return lines
 
 
-def widen_fuzz() -> set[str]:
-    given = os.environ.get("EINC_SCHEDULE_WIDEN", "")
-    return {"use_before_def"} if given == "full" else set(given.split(","))
-
-
 def fuzz_script(comp: Compilation, mode: str, rng: random.Random) -> str:
     """A script of `mode` ("token", "op", "random") for `comp`'s program (run to "loops")."""
     from tests.oracle.genschedule import loops_of
@@ -156,20 +150,6 @@ def fuzz_script(comp: Compilation, mode: str, rng: random.Random) -> str:
     return header(op_mutation(draft.lines, rng, stmts, axes))
 
 
-def used_before_defined(script: str) -> bool:
-    """Whether a handle is used on a line before the line that defines it (einc's interpreter
-    raises KeyError there today instead of a located ScheduleError: such scripts are left
-    to exploration, EINC_SCHEDULE_WIDEN=full or use_before_def)."""
-    later = {h for line in script.splitlines() for h in HANDLE.findall(_split(line)[0])}
-    defined: set[str] = set()
-    for line in script.splitlines():
-        lhs, rhs = _split(line)
-        if (set(HANDLE.findall(rhs)) - defined) & later:
-            return True
-        defined |= set(HANDLE.findall(lhs))
-    return False
-
-
 def _split(line: str) -> tuple[str, str]:
     """(the results, the rest) of a script line."""
     if re.match(r"\s*%[\w, %]+=", line):
@@ -187,8 +167,6 @@ def check_fuzz(prog: GenProgram, seed: int, mode: str, target: str) -> None:
         assert err.loc is not None and REFUSED_BY_DESIGN.search(err.message), err.render()
         return
     script = fuzz_script(comp, mode, random.Random(seed))
-    if used_before_defined(script) and "use_before_def" not in widen_fuzz():
-        return
     case = genprog_case(prog, target, script, seed, f"schedule fuzz ({mode})")
     note(case.reproducer())
     refused = check_case(case)  # raises on anything but the right numbers or a located refusal
@@ -222,8 +200,6 @@ def test_fuzzer_makes_each_kind_of_script() -> None:
     for seed in range(30):
         for mode in ("token", "op", "random"):
             text = fuzz_script(comp, mode, random.Random(seed))
-            if used_before_defined(text):
-                continue
             assert "transform.named_sequence" in text or mode == "token"
             try:
                 from einc.schedule import Schedule
