@@ -40,7 +40,7 @@ SCHEDULE_EXAMPLES = {"opencl": 15, "hlsl": 6}
 CHECKS = {"cuda": ("sm_90", 6), "hip": ("gfx90a", 4)}
 
 REFUSED_BY_DESIGN = re.compile(
-    r"cannot store (int64|float64|float16|int16|int8|bool) buffers|has no f64 math|no type for [if]64"
+    r"cannot store (int64|float64|float16|int16|int8|bool) buffers|of float64 is not supported|no type for [if]64"
 )
 """The TargetErrors of a target refusing a dtype (tests/test_device_targets.py UNSUPPORTED)."""
 

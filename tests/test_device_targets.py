@@ -29,7 +29,7 @@ EXECUTED = ("opencl", "hlsl", "sycl", "poplar")
 COMPILED = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
 
 UNSUPPORTED: dict[str, dict[str, str]] = {
-    "hlsl": {"float64_math": "no f64 math"},
+    "hlsl": {"float64_math": r"hlsl target: `\w+` of float64 is not supported"},
     "poplar": {
         name: r"poplar target: float64 (tensor '\w+'|value) is not supported"
         for name in ("float64_math", "axis_val_and_dtype", "scalar_file")

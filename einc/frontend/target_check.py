@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from einc.errors import TargetError
 from einc.frontend import checked
 from einc.frontend.diagnostics import SourceText
 from einc.targets import get_all_targets
+
+OWN_MATH = frozenset({"erf", "normcdf", "round", "abs", "max", "min"})
+"""Functions einc computes from arithmetic (helpers or compares), without the target's math
+library: they need no `math_dtypes`."""
 
 
 def check_program_dtypes(target: str, program: Any) -> None:
@@ -33,6 +38,14 @@ def check_program_dtypes(target: str, program: Any) -> None:
                 raise desc.refuse_dtype(dtype, f"tensor '{expr.tensor}'", text.location(expr.span))
         elif not desc.computes(expr.dtype) and expr.dtype != "bool":
             raise desc.refuse_dtype(expr.dtype, "value", text.location(expr.span))
+        if isinstance(expr, checked.Call) and expr.function not in OWN_MATH and desc.math_dtypes is not None:
+            dtype = next((a.dtype for a in expr.args if a.dtype.startswith("float")), None)
+            if dtype is not None and dtype not in desc.math_dtypes:
+                raise TargetError(
+                    f"{desc.name} target: `{expr.function}` of {dtype} is not supported (its math "
+                    f"functions take {', '.join(sorted(desc.math_dtypes))} only; cast the argument)",
+                    text.location(expr.span),
+                )
 
     for statement in program.statements:
         for expr in (*(statement.scatter or ()), statement.expr):  # a scatter's indices too

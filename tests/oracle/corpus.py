@@ -35,7 +35,7 @@ REFUSALS = (ScheduleError, TargetError, SemanticError)
 among them: a target compiler rejecting generated code is einc's bug."""
 
 REFUSED_BY_DESIGN = re.compile(
-    r"cannot store (int64|float64|float16|int16|int8|bool) buffers|has no f64 math|no type for [if]64"
+    r"cannot store (int64|float64|float16|int16|int8|bool) buffers|of float64 is not supported|no type for [if]64"
 )
 """A target refusing a dtype (as tests/test_device_differential.py REFUSED_BY_DESIGN)."""
 
@@ -44,9 +44,6 @@ class Unlocated(AssertionError):
     """A refusal without a location (`<unknown>:0:0`)."""
 
 
-KNOWN_UNLOCATED = re.compile(r"the hlsl target has no f64 math for")
-"""Refusals that are unlocated today (being fixed on another branch): tolerated unless
-EINC_SCHEDULE_WIDEN=full (exploration), where every refusal must be located."""
 
 
 @dataclass
@@ -109,8 +106,6 @@ class Case:
 def located(err: EincError) -> None:
     """Fails on a refusal at `<unknown>:0:0`."""
     if err.loc is None:
-        if KNOWN_UNLOCATED.search(err.message) and os.environ.get("EINC_SCHEDULE_WIDEN") != "full":
-            return
         raise Unlocated(f"refusal without a location: {err.render()}")
 
 
