@@ -42,6 +42,9 @@ KNOWN: dict[tuple[str, str], str] = {
     ("einc.passes.utils.cache", "einc.dialects.einc_transform"):
         "check_private_buffers (schedule validation, policy) lives beside the staging "
         "mechanism and looks up the CacheOp that made a buffer",
+    ("einc.targets.c", "einc.schedules.cpu"):
+        "the C target's default_schedule reaches its policy (einc.schedules.cpu, built on the "
+        "schedule interpreter, a higher floor) lazily, inside the method",
 }  # fmt: skip
 
 
