@@ -14,7 +14,9 @@ def default_schedule(target: str, module: ModuleOp) -> Schedule | None:
     default policy, or nothing to do)."""
     from einc.targets import get_target
 
-    return get_target(target).default_schedule(module)
+    schedule = get_target(target).default_schedule(module)
+    assert schedule is None or isinstance(schedule, Schedule), schedule
+    return schedule
 
 
 def default_schedule_text(target: str, module: ModuleOp) -> str | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
@@ -47,6 +47,9 @@ from einc.errors import (
 )
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loops import LoopIndex
+
+if TYPE_CHECKING:
+    from einc.passes.utils.compute_at import ComputeAtPlan
 
 ENTRY = "__transform_main"
 OpT = TypeVar("OpT", bound=Operation)
@@ -240,7 +243,9 @@ def resolve_schedule(schedule: object, target: str, module: ModuleOp) -> Schedul
     if schedule is None:
         from einc.targets import get_target
 
-        return get_target(target).default_schedule(module)
+        default = get_target(target).default_schedule(module)
+        assert default is None or isinstance(default, Schedule), default
+        return default
     if isinstance(schedule, str):
         if schedule.strip() == "none":
             return None
@@ -273,7 +278,7 @@ class EincTransformFunctions(InterpreterFunctions):
         self.payload = payload
         self.index = LoopIndex(payload)  # a statement's loops without a walk per match
         self.last_match: Operation | None = None
-        self.planned: Any = None
+        self.planned: ComputeAtPlan | None = None
         """A compute_at plan made on the payload as it is now for the next compute_at op
         (einc.schedule_builder: a policy that planned to decide is not made to plan again)."""
 

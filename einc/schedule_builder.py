@@ -20,7 +20,7 @@ made. Handles are SSA values; `loops(h)` gives the payload ops a handle holds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import affine, transform
@@ -34,6 +34,9 @@ from einc.dialects import einc_transform as et
 from einc.errors import ScheduleError
 from einc.passes.utils import loop_transforms as lt
 from einc.schedule import ENTRY, EincTransformFunctions, Schedule
+
+if TYPE_CHECKING:
+    from einc.passes.utils.compute_at import ComputeAtPlan
 
 T = TypeVar("T")
 
@@ -204,7 +207,7 @@ class ScheduleBuilder:
     def reuse(self, first: SSAValue, second: SSAValue) -> None:
         self._step(et.ReuseOp(first, second))
 
-    def compute_at(self, producer: SSAValue, loop: SSAValue, plan: object = None) -> None:
+    def compute_at(self, producer: SSAValue, loop: SSAValue, plan: ComputeAtPlan | None = None) -> None:
         """`plan`: plan_compute_at's answer for these two loops on the payload as it is now
         (a policy that planned to decide), applied instead of planned again."""
         self.functions.planned = plan

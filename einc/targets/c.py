@@ -81,7 +81,7 @@ class CTarget(CLikeTarget):
                 )
 
     @classmethod
-    def default_schedule(cls, loops: ModuleOp) -> Any:
+    def default_schedule(cls, loops: ModuleOp) -> object:
         """The CPU policy (einc.schedules.cpu) for this host's vector width."""
         from einc.schedules.cpu import default_schedule
 

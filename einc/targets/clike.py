@@ -172,8 +172,8 @@ class CLikeTarget:
         run (ScheduleError at the op responsible). The default accepts every schedule."""
 
     @classmethod
-    def default_schedule(cls, loops: ModuleOp) -> Any:
-        """The schedule (einc.schedule.Schedule) applied to a loop-level module when the user
+    def default_schedule(cls, loops: ModuleOp) -> object:
+        """The schedule (an einc.schedule.Schedule) applied to a loop-level module when the user
         gives none, or None for no schedule. The default schedules nothing; a target with a
         policy (einc.schedules) overrides this."""
         return None
