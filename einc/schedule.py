@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
@@ -48,7 +48,11 @@ from einc.errors import (
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loops import LoopIndex
 
+if TYPE_CHECKING:
+    from einc.passes.utils.compute_at import ComputeAtPlan
+
 ENTRY = "__transform_main"
+OpT = TypeVar("OpT", bound=Operation)
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,10 @@ class Schedule:
             if isinstance(op, et.KnobOp)
         }
 
+    def ops(self, kind: type[OpT]) -> list[OpT]:
+        """The schedule's ops of one kind (`et.TileOp`, ...), in order."""
+        return [op for op in self.module.walk() if isinstance(op, kind)]
+
     def with_values(self, values: Mapping[str, int]) -> Schedule:
         """A clone with the named knobs set (each to one of its options)."""
         clone = self.module.clone()
@@ -250,10 +258,11 @@ def resolve_schedule(schedule: object, target: str, module: ModuleOp) -> Schedul
     if isinstance(schedule, Schedule):
         return schedule
     if schedule is None:
-        from einc.default_schedule import default_schedule_text
+        from einc.targets import get_target
 
-        text = default_schedule_text(target, module)
-        return None if text is None else Schedule.parse(text, f"<default {target} schedule>")
+        default = get_target(target).default_schedule(module)
+        assert default is None or isinstance(default, Schedule), default
+        return default
     if isinstance(schedule, str):
         if schedule.strip() == "none":
             return None
@@ -286,6 +295,9 @@ class EincTransformFunctions(InterpreterFunctions):
         self.payload = payload
         self.index = LoopIndex(payload)  # a statement's loops without a walk per match
         self.last_match: Operation | None = None
+        self.planned: ComputeAtPlan | None = None
+        """A compute_at plan made on the payload as it is now for the next compute_at op
+        (einc.schedule_builder: a policy that planned to decide is not made to plan again)."""
 
     # -- helpers --
     def fail(self, op: Operation, message: str) -> ScheduleError:
@@ -479,10 +491,14 @@ class EincTransformFunctions(InterpreterFunctions):
 
     @impl(et.ComputeAtOp)
     def run_compute_at(self, interpreter: Interpreter, op: et.ComputeAtOp, args: PythonValues) -> PythonValues:
-        from einc.passes.utils.compute_at import compute_at
+        from einc.passes.utils.compute_at import apply_compute_at, compute_at
 
         producer, loop = self._nest_and_loop(op, args, "producer")
-        self.check(op, compute_at(producer, loop))
+        plan, self.planned = self.planned, None
+        if plan is not None and plan.producer is producer and plan.loop is loop:
+            self.check(op, apply_compute_at(plan))
+        else:
+            self.check(op, compute_at(producer, loop))
         return ()
 
     @impl(et.ReverseComputeAtOp)

@@ -16,10 +16,12 @@ from xdsl.dialects import affine, arith
 from xdsl.parser import Parser
 
 from einc.context import make_context
-from einc.default_schedule import default_schedule_text
+from einc.default_schedule import default_schedule
+from einc.dialects import einc_transform as et
 from einc.driver import Compilation, max_error, tolerance
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.vectorize import REDUCTION_ATTR, mark_reduction_loop
+from einc.schedule import Schedule
 from einc.targets.c import CTarget
 from tests.oracle.budget import examples
 
@@ -29,6 +31,18 @@ C_LANES = CTarget.vector_lanes()
 
 def f32(*shape: int) -> dict[str, Any]:
     return {"dtype": "float32", "shape": list(shape)}
+
+
+def c_schedule(comp: Compilation) -> Schedule:
+    """The default C schedule of a compilation's loops (which must have one)."""
+    schedule = default_schedule("c", comp.run_until("loops"))
+    assert schedule is not None
+    return schedule
+
+
+def axes(ops: list[Any]) -> list[tuple[str, str]]:
+    """(statement, axis) of each match op."""
+    return [(op.stmt.data, op.axis.data) for op in ops]
 
 
 # ---- mark_reduction_loop: what it accepts and refuses -----------------------------------------
@@ -118,7 +132,7 @@ CASES = {
 def test_default_reductions_are_vectorized_and_match_numpy(case: str) -> None:
     ir, inputs, answer = CASES[case]
     comp = Compilation(ir, "<r>", inputs, None, "c")
-    assert "transform.einc.vectorize_reduction" in (default_schedule_text("c", comp.run_until("loops")) or "")
+    assert c_schedule(comp).ops(et.VectorizeReductionOp)
     kernel = comp.kernel()
     assert "einc_vreduce_" in kernel.source, kernel.source
     for seed in (0, 1):
@@ -148,7 +162,12 @@ def test_default_softmax_calls_vector_exp() -> None:
 def test_short_reductions_stay_scalar() -> None:
     """Below REDUCTION_MIN_TRIP iterations a vector accumulator is not worth its reduction."""
     comp = Compilation("output0[N] +=! input0[N, C]", "<s>", {"input0": f32(64, 8)}, None, "c")
-    assert "vectorize_reduction" not in (default_schedule_text("c", comp.run_until("loops")) or "")
+    schedule = c_schedule(comp)
+    assert not schedule.ops(et.VectorizeReductionOp), schedule
+    # the schedule still vectorizes the fill of the output, a loop over the 64 rows
+    (vectorized,) = schedule.ops(et.VectorizeOp)
+    assert isinstance(match := vectorized.target.owner, et.MatchOp) and match.init is not None
+    assert axes([match]) == [("output0", "N")]
 
 
 # ---- loop_cse: reuse across sibling loops -------------------------------------------------------
@@ -223,7 +242,8 @@ def test_reuse_is_refused_when_the_values_differ(between: str, bounds: str, inde
 
 def test_default_softmax_computes_exp_once_per_element() -> None:
     comp = Compilation(SOFTMAX, "<s>", {"input0": f32(16, 1024)}, None, "c")
-    assert "transform.einc.reuse" in (default_schedule_text("c", comp.run_until("loops")) or "")
+    (reuse,) = c_schedule(comp).ops(et.ReuseOp)
+    assert axes([reuse.first.owner, reuse.second.owner]) == [("temp1", "C"), ("output0", "C")]
     scheduled = str(comp.run_until("scheduled"))
     assert scheduled.count("math.exp") == 1 and "temp1_reuse" in scheduled
 
@@ -233,8 +253,8 @@ def test_no_reuse_without_a_math_call() -> None:
     ir = ("temp0[N] +=! input0[N, C] / 64.0; temp1[N] +=! (input0[N, C] - temp0[N]) * (input0[N, C] - temp0[N]); "
           "output0[N, C] = (input0[N, C] - temp0[N]) / temp1[N]")
     comp = Compilation(ir, "<ln>", {"input0": f32(32, 64)}, None, "c")
-    text = default_schedule_text("c", comp.run_until("loops")) or ""
-    assert "compute_at" in text and "transform.einc.reuse" not in text
+    schedule = c_schedule(comp)
+    assert len(schedule.ops(et.ComputeAtOp)) == 2 and not schedule.ops(et.ReuseOp), schedule
 
 
 # ---- convolutions: output channels register-blocked ------------------------------------------------
@@ -266,8 +286,9 @@ def test_default_conv2d_blocks_output_channels_and_matches_numpy(
     ir = CONV2D.format(ho=ho, wo=wo)
     inputs = {"input0": f32(n, c, h, w), "input1": f32(f, c, k, k)}
     comp = Compilation(ir, "<conv>", inputs, None, "c")
-    text = default_schedule_text("c", comp.run_until("loops")) or ""
-    assert f'"output0.tile_rows" = {tile}' in text and "cache_write" in text, text
+    schedule = c_schedule(comp)
+    assert schedule.knobs()["output0.tile_rows"].selected == tile, schedule
+    assert [op.tensor.data for op in schedule.ops(et.CacheWriteOp)] == ["output0"], schedule
     kernel = comp.kernel()
     assert "float output0_local[" in kernel.source and f"einc_vload_f32x{C_LANES}" in kernel.source
     for seed in (0, 1):
@@ -282,7 +303,12 @@ def test_narrow_convolutions_are_not_blocked() -> None:
     """Fewer than 16 output columns: no vector to block around."""
     comp = Compilation(CONV2D.format(ho=6, wo=6), "<conv>", {"input0": f32(1, 4, 8, 8), "input1": f32(8, 4, 3, 3)},
                        None, "c")
-    assert "tile_rows" not in (default_schedule_text("c", comp.run_until("loops")) or "")
+    schedule = c_schedule(comp)
+    assert not schedule.knobs() and not schedule.ops(et.TileOp) and not schedule.ops(et.CacheWriteOp), schedule
+    # still reordered with the output columns innermost, and those vectorized
+    (reorder,) = schedule.ops(et.ReorderOp)
+    assert [axis for _, axis in axes([h.owner for h in reorder.targets])] == ["N", "F", "HO", "C", "KH", "KW", "WO"]
+    assert reorder.loops[-1] in [op.target for op in schedule.ops(et.VectorizeOp)]
 
 
 # ---- random row programs: reductions and reuse under the default schedule ----------------------
@@ -308,8 +334,7 @@ def test_random_row_programs_match_the_reference(shared: str, reduce: str, n: in
     ir = f"temp0[N] {reduce} {shared}; output0[N, C] = {shared} * temp0[N] + input0[N, C]"
     inputs = {"input0": f32(n, c), "input1": f32(c)}
     comp = Compilation(ir, "<row>", inputs, None, "c")
-    text = default_schedule_text("c", comp.run_until("loops")) or ""
-    note(f"{ir}\n{text}")
+    note(f"{ir}\n{default_schedule('c', comp.run_until('loops'))}")
     kernel = comp.kernel()
     rng = np.random.default_rng(seed)
     arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}
@@ -321,22 +346,18 @@ def test_random_row_programs_match_the_reference(shared: str, reduce: str, n: in
 def test_every_row_tile_option_of_the_conv_schedule_applies() -> None:
     """The `tile_rows` knob offers only sizes the schedule can unroll; each one gives NumPy's
     answer (a search may pick any)."""
-    import re
-
-    from einc.schedule import Schedule
-
     inputs = {"input0": f32(1, 4, 10, 20), "input1": f32(8, 4, 3, 3)}
     ir = CONV2D.format(ho=8, wo=18)
     comp = Compilation(ir, "<conv>", inputs, None, "c")
-    text = default_schedule_text("c", comp.run_until("loops")) or ""
-    found = re.search(r'"output0.tile_rows" = (\d+) from \[([0-9, ]+)\]', text)
-    assert found is not None, text
+    schedule = c_schedule(comp)
+    knob = schedule.knobs()["output0.tile_rows"]
+    assert len(knob.options) >= 2, knob
     rng = np.random.default_rng(2)
     arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
     want = _conv2d({k: v.astype(np.float64) for k, v in arrays.items()})
-    for option in found.group(2).split(", "):
-        variant = text.replace(found.group(0), f'"output0.tile_rows" = {option} from [{found.group(2)}]')
-        kernel = Compilation(ir, "<conv>", inputs, None, "c", Schedule.parse(variant)).kernel()
+    for option in knob.options:
+        variant = schedule.with_values({"output0.tile_rows": option})
+        kernel = Compilation(ir, "<conv>", inputs, None, "c", variant).kernel()
         assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), option
 
 

@@ -81,6 +81,13 @@ class CTarget(CLikeTarget):
                 )
 
     @classmethod
+    def default_schedule(cls, loops: ModuleOp) -> object:
+        """The CPU policy (einc.schedules.cpu) for this host's vector width."""
+        from einc.schedules.cpu import default_schedule
+
+        return default_schedule(cls, loops)
+
+    @classmethod
     def local_array(cls, element: str, count: int, name: str) -> str:
         return f"{element} {name}[{count}] __attribute__((aligned(64)));"
 

@@ -173,6 +173,13 @@ class CLikeTarget:
         run (ScheduleError at the op responsible). The default accepts every schedule."""
 
     @classmethod
+    def default_schedule(cls, loops: ModuleOp) -> object:
+        """The schedule (an einc.schedule.Schedule) applied to a loop-level module when the user
+        gives none, or None for no schedule. The default schedules nothing; a target with a
+        policy (einc.schedules) overrides this."""
+        return None
+
+    @classmethod
     def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:
         """Refuse what `schedule` made of the loops (`scheduled`) when the target cannot run
         it (ScheduleError at the schedule op that made it). The default accepts it."""
