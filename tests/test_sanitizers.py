@@ -132,7 +132,7 @@ def test_bad_cflags_are_reported() -> None:
         einc.compile(IR, INPUTS, target="opencl", cflags=["-O1"])
     with pytest.raises(ToolchainError, match="-fno-such-flag"):
         einc.compile(IR, INPUTS, cflags=["-fno-such-flag"])
-    with pytest.raises(TypeError, match="list of flags"):
+    with pytest.raises(TargetError, match="list of flags"):
         einc.compile(IR, INPUTS, cflags="-O1")  # type: ignore[arg-type]
 
 
