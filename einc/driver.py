@@ -376,7 +376,10 @@ def run_file_command(
     start = time.perf_counter()
     kernel = comp.kernel()
     compile_s = time.perf_counter() - start
-    seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (1 << 32))  # type: ignore[operator]
+    if seed is None:
+        entropy = np.random.SeedSequence().entropy  # drawn from the OS: an int
+        assert isinstance(entropy, int)
+        seed = entropy % (1 << 32)
     arrays = random_inputs(comp.program, np.random.default_rng(seed))
     outputs = kernel(**arrays)
     reference = run_reference(comp.results["ein"], arrays)
