@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -31,12 +31,20 @@ from einc.errors import (
     TargetError,
 )
 
+if TYPE_CHECKING:
+    from einc.frontend import Program, TensorInfo
+    from einc.runtime.device import CompileReport
+    from einc.schedule import Schedule
+    from einc.targets.clike import CLikeTarget
+
+Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
+
 STAGES = ("ein", "loops", "scheduled", "target", "source")
 
 LOOPS_PIPELINE = "convert-ein-to-affine"
 
 
-def resolve_target(name: str, loc: SourceLocation | None = None) -> Any:
+def resolve_target(name: str, loc: SourceLocation | None = None) -> type[CLikeTarget]:
     """The target class registered under `name`, or a TargetError listing the known ones."""
     from einc.targets import get_target
 
@@ -52,7 +60,7 @@ class Compilation:
     input_dict: Mapping[str, Any] | None = None
     extra_outputs: Sequence[str] | None = None
     target: str = "c"
-    schedule: Any = None
+    schedule: Schedule | str | None = None
     cflags: Sequence[str] = ()
     results: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -195,18 +203,18 @@ class Kernel:
     """A compiled program: call it with the inputs as keyword arguments; it returns a dict of
     freshly allocated outputs (poisoned before the run, so stale data cannot pass a check)."""
 
-    def __init__(self, source: str, program: Any, runner: Any, target: str):
+    def __init__(self, source: str, program: Program, runner: Runner, target: str):
         self.source = source
         self.program = program
         self.target = target
         self._runner = runner
 
     @property
-    def inputs(self) -> list[Any]:
+    def inputs(self) -> list[TensorInfo]:
         return list(self.program.inputs)
 
     @property
-    def outputs(self) -> list[Any]:
+    def outputs(self) -> list[TensorInfo]:
         return list(self.program.outputs)
 
     def __call__(self, **arrays: np.ndarray) -> dict[str, np.ndarray]:
@@ -244,7 +252,7 @@ def compile(
     input_dict: Mapping[str, Any] | None = None,
     target: str = "c",
     extra_outputs: Sequence[str] | None = None,
-    schedule: Any = None,
+    schedule: Schedule | str | None = None,
     filename: str = "<string>",
     cflags: Sequence[str] = (),
 ) -> Kernel:
@@ -260,7 +268,7 @@ def lower_to_stage(
     stage: str = "loops",
     target: str = "c",
     filename: str = "<string>",
-    schedule: Any = None,
+    schedule: Schedule | str | None = None,
 ) -> Any:
     """The program after `stage`: an xDSL module, or the source text for `source`."""
     return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).run_until(stage)
@@ -274,7 +282,7 @@ def read_program(path: str) -> str:
         raise EincError(f"cannot read program: {err}", SourceLocation(path, 1, 1)) from None
 
 
-def read_schedule(path: str | None) -> Any:
+def read_schedule(path: str | None) -> Schedule | str | None:
     """`--schedule FILE` parsed (with locations), `none` (untouched loops), or None (the
     target's default schedule)."""
     if path is None or path == "none":
@@ -337,7 +345,7 @@ class RunReport:
         return "\n".join(lines)
 
 
-def random_inputs(program: Any, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def random_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Non-zero random data: floats in ±[0.5, 2), ints in [1, 7] (small: safe as gather
     indices into any dimension of 8 or more, and for shifts)."""
     arrays = {}
@@ -399,7 +407,7 @@ def run_file_command(
 class CheckReport:
     name: str
     target: str
-    reports: list[Any]
+    reports: list[CompileReport]
     problems: list[str]
 
     @property
@@ -424,6 +432,7 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
     and check the reported resources against the launch: no register spills, static shared
     memory within the target's limit, registers x threads per block within the register file."""
     from einc.targets import get_all_targets, get_target
+    from einc.targets.gpu import DeviceTarget
 
     spec = get_target(target, SourceLocation(path, 1, 1)).compile_check
     if spec is None:
@@ -434,10 +443,13 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
         )
     comp = Compilation(read_program(path), path, target=target)
     source = comp.run_until("source")
-    manifest = comp.target_obj.manifest(comp.results["target"])
-    limits = comp.target_obj.description()
+    device = comp.target_obj
+    assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
+    manifest = device.manifest(comp.results["target"])
+    limits = device.description()
     check = spec.checker()
-    reports, problems = [], []
+    reports: list[CompileReport] = []
+    problems: list[str] = []
     for arch in archs or spec.archs:
         report = check(source, manifest, arch).check()
         reports.append(report)
