@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from einc.targets.clike import CLikeTarget
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
+StageResult = ModuleOp | str
+"""What a stage gives: a module, or the source text (`source`)."""
+T = TypeVar("T")
+R = TypeVar("R")
 
 STAGES = ("ein", "loops", "scheduled", "target", "source")
 
@@ -62,7 +66,7 @@ class Compilation:
     target: str = "c"
     schedule: Schedule | str | None = None
     cflags: Sequence[str] = ()
-    results: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, StageResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -73,7 +77,7 @@ class Compilation:
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
         self.schedule_text: str | None = None
         """The text of the schedule applied (the target's default one included), once known."""
-        self._table: list[tuple[str, Callable[[Any], Any]]] = [
+        self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
             ("ein", self._ein),
             ("loops", self._loops),
             ("scheduled", self._scheduled),
@@ -82,7 +86,7 @@ class Compilation:
         ]
 
     # ---- stages ------------------------------------------------------------------------------
-    def _ein(self, _: Any) -> ModuleOp:
+    def _ein(self, _: StageResult | None) -> ModuleOp:
         from einc.frontend import build_module, parse_program
 
         # Only the usual forms are converted; anything else reaches the checker as it is,
@@ -100,18 +104,19 @@ class Compilation:
         )
         return build_module(self.program)
 
-    def _loops(self, module: ModuleOp) -> ModuleOp:
+    def _loops(self, previous: StageResult | None) -> ModuleOp:
         from einc.passes import run_pipeline
 
-        module = module.clone()
+        module = _module(previous).clone()
         run_pipeline(self.ctx, module, LOOPS_PIPELINE)
         return module
 
-    def _scheduled(self, module: ModuleOp) -> ModuleOp:
+    def _scheduled(self, previous: StageResult | None) -> ModuleOp:
         """The schedule given (a Schedule, its text, or "none"), else the target's default
         schedule, applied to a clone of the loops."""
         from einc.schedule import resolve_schedule
 
+        module = _module(previous)
         schedule = resolve_schedule(self.schedule, self.target, module)
         if schedule is None:
             return module
@@ -121,24 +126,24 @@ class Compilation:
         self.target_obj.check_scheduled(schedule, scheduled)
         return scheduled
 
-    def _target(self, module: ModuleOp) -> ModuleOp:
+    def _target(self, previous: StageResult | None) -> ModuleOp:
         from einc.passes import run_pipeline
         from einc.frontend.target_check import check_program_dtypes
 
         check_program_dtypes(self.target, self.program)
-        module = module.clone()
+        module = _module(previous).clone()
         run_pipeline(self.ctx, module, self.target_obj.pipeline)
         return module
 
-    def _source(self, module: ModuleOp) -> str:
-        return self.target_obj.emit(module)
+    def _source(self, previous: StageResult | None) -> str:
+        return self.target_obj.emit(_module(previous))
 
     # ---- running -----------------------------------------------------------------------------
-    def run_until(self, stage: str) -> Any:
+    def run_until(self, stage: str) -> StageResult:
         """Run the stages up to and including `stage` (those already run are reused)."""
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
-        value: Any = None
+        value: StageResult | None = None
         for name, fn in self._table:
             if name in self.results:
                 value = self.results[name]
@@ -148,10 +153,21 @@ class Compilation:
                 self.seconds[name] = time.perf_counter() - start
                 self.results[name] = value
             if name == stage:
+                assert value is not None
                 return value
         raise AssertionError(stage)
 
-    def _guarded(self, stage: str, fn: Callable[[Any], Any], value: Any) -> Any:
+    def module(self, stage: str) -> ModuleOp:
+        """The module after `stage` (any stage but `source`)."""
+        return _module(self.run_until(stage))
+
+    def source_text(self) -> str:
+        """The target's source text (the `source` stage)."""
+        text = self.run_until("source")
+        assert isinstance(text, str)
+        return text
+
+    def _guarded(self, stage: str, fn: Callable[[T], R], value: T) -> R:
         """`fn(value)`; an exception that is not an EincError is a bug in einc: raised as an
         InternalCompilerError naming the stage, with what reproduces it."""
         try:
@@ -180,7 +196,7 @@ class Compilation:
         return context
 
     def kernel(self) -> Kernel:
-        source = self.run_until("source")
+        source = self.source_text()
         start = time.perf_counter()
         if isinstance(self.cflags, str):
             raise TargetError(
@@ -193,10 +209,16 @@ class Compilation:
             )
         flags = {"cflags": tuple(self.cflags)} if self.cflags else {}
         runner = self._guarded(
-            "build", lambda s: self.target_obj.build(s, self.results["target"], **flags), source
+            "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
         )
         self.seconds["build"] = time.perf_counter() - start
         return Kernel(source=source, program=self.program, runner=runner, target=self.target)
+
+
+def _module(result: StageResult | None) -> ModuleOp:
+    """A module stage's result (the stages before `source` give modules)."""
+    assert isinstance(result, ModuleOp), type(result)
+    return result
 
 
 class Kernel:
@@ -269,7 +291,7 @@ def lower_to_stage(
     target: str = "c",
     filename: str = "<string>",
     schedule: Schedule | str | None = None,
-) -> Any:
+) -> StageResult:
     """The program after `stage`: an xDSL module, or the source text for `source`."""
     return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).run_until(stage)
 
@@ -316,7 +338,7 @@ def write_manifest(comp: Compilation, path: str) -> None:
     kernels; targets without one (C) write nothing."""
     manifest = getattr(comp.target_obj, "manifest", None)
     if manifest is not None:
-        Path(path).write_text(manifest(comp.run_until("target")).to_json() + "\n")
+        Path(path).write_text(manifest(comp.module("target")).to_json() + "\n")
 
 
 @dataclass
@@ -390,7 +412,7 @@ def run_file_command(
         seed = entropy % (1 << 32)
     arrays = random_inputs(comp.program, np.random.default_rng(seed))
     outputs = kernel(**arrays)
-    reference = run_reference(comp.results["ein"], arrays)
+    reference = run_reference(comp.module("ein"), arrays)
     errors = {k: max_error(v, reference[k]) for k, v in outputs.items()}
     tols = {o.name: tolerance(o.dtype) for o in comp.program.outputs}
     times = []
@@ -442,10 +464,10 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
             SourceLocation(path, 1, 1),
         )
     comp = Compilation(read_program(path), path, target=target)
-    source = comp.run_until("source")
+    source = comp.source_text()
     device = comp.target_obj
     assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
-    manifest = device.manifest(comp.results["target"])
+    manifest = device.manifest(comp.module("target"))
     limits = device.description()
     check = spec.checker()
     reports: list[CompileReport] = []
