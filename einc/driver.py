@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -61,7 +61,7 @@ class Compilation:
 
     source: str
     filename: str = "<string>"
-    input_dict: Mapping[str, Any] | None = None
+    input_dict: Mapping[str, Mapping[str, object]] | None = None
     extra_outputs: Sequence[str] | None = None
     target: str = "c"
     schedule: Schedule | str | None = None
@@ -91,10 +91,8 @@ class Compilation:
 
         # Only the usual forms are converted; anything else reaches the checker as it is,
         # which refuses it with a located error. A single string is one extra output's name.
-        input_dict: Any = self.input_dict
-        if isinstance(input_dict, Mapping):
-            input_dict = dict(input_dict)
-        extra_outputs: Any = self.extra_outputs
+        input_dict = dict(self.input_dict) if isinstance(self.input_dict, Mapping) else self.input_dict
+        extra_outputs = self.extra_outputs
         if isinstance(extra_outputs, str):
             extra_outputs = [extra_outputs]
         elif isinstance(extra_outputs, list | tuple):
@@ -271,7 +269,7 @@ def poisoned(shape: Sequence[int], dtype: str) -> np.ndarray:
 
 def compile(
     ir: str,
-    input_dict: Mapping[str, Any] | None = None,
+    input_dict: Mapping[str, Mapping[str, object]] | None = None,
     target: str = "c",
     extra_outputs: Sequence[str] | None = None,
     schedule: Schedule | str | None = None,
@@ -285,7 +283,7 @@ def compile(
 
 def lower_to_stage(
     ir: str,
-    input_dict: Mapping[str, Any] | None = None,
+    input_dict: Mapping[str, Mapping[str, object]] | None = None,
     extra_outputs: Sequence[str] | None = None,
     stage: str = "loops",
     target: str = "c",
