@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -31,12 +31,24 @@ from einc.errors import (
     TargetError,
 )
 
+if TYPE_CHECKING:
+    from einc.frontend import Program, TensorInfo
+    from einc.runtime.device import CompileReport
+    from einc.schedule import Schedule
+    from einc.targets.clike import CLikeTarget
+
+Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
+StageResult = ModuleOp | str
+"""What a stage gives: a module, or the source text (`source`)."""
+T = TypeVar("T")
+R = TypeVar("R")
+
 STAGES = ("ein", "loops", "scheduled", "target", "source")
 
 LOOPS_PIPELINE = "convert-ein-to-affine"
 
 
-def resolve_target(name: str, loc: SourceLocation | None = None) -> Any:
+def resolve_target(name: str, loc: SourceLocation | None = None) -> type[CLikeTarget]:
     """The target class registered under `name`, or a TargetError listing the known ones."""
     from einc.targets import get_target
 
@@ -49,12 +61,12 @@ class Compilation:
 
     source: str
     filename: str = "<string>"
-    input_dict: Mapping[str, Any] | None = None
+    input_dict: Mapping[str, Mapping[str, object]] | None = None
     extra_outputs: Sequence[str] | None = None
     target: str = "c"
-    schedule: Any = None
+    schedule: Schedule | str | None = None
     cflags: Sequence[str] = ()
-    results: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, StageResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -65,7 +77,7 @@ class Compilation:
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
         self.schedule_text: str | None = None
         """The text of the schedule applied (the target's default one included), once known."""
-        self._table: list[tuple[str, Callable[[Any], Any]]] = [
+        self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
             ("ein", self._ein),
             ("loops", self._loops),
             ("scheduled", self._scheduled),
@@ -74,15 +86,13 @@ class Compilation:
         ]
 
     # ---- stages ------------------------------------------------------------------------------
-    def _ein(self, _: Any) -> ModuleOp:
+    def _ein(self, _: StageResult | None) -> ModuleOp:
         from einc.frontend import build_module, parse_program
 
         # Only the usual forms are converted; anything else reaches the checker as it is,
         # which refuses it with a located error. A single string is one extra output's name.
-        input_dict: Any = self.input_dict
-        if isinstance(input_dict, Mapping):
-            input_dict = dict(input_dict)
-        extra_outputs: Any = self.extra_outputs
+        input_dict = dict(self.input_dict) if isinstance(self.input_dict, Mapping) else self.input_dict
+        extra_outputs = self.extra_outputs
         if isinstance(extra_outputs, str):
             extra_outputs = [extra_outputs]
         elif isinstance(extra_outputs, list | tuple):
@@ -92,18 +102,19 @@ class Compilation:
         )
         return build_module(self.program)
 
-    def _loops(self, module: ModuleOp) -> ModuleOp:
+    def _loops(self, previous: StageResult | None) -> ModuleOp:
         from einc.passes import run_pipeline
 
-        module = module.clone()
+        module = _module(previous).clone()
         run_pipeline(self.ctx, module, LOOPS_PIPELINE)
         return module
 
-    def _scheduled(self, module: ModuleOp) -> ModuleOp:
+    def _scheduled(self, previous: StageResult | None) -> ModuleOp:
         """The schedule given (a Schedule, its text, or "none"), else the target's default
         schedule, applied to a clone of the loops."""
         from einc.schedule import resolve_schedule
 
+        module = _module(previous)
         schedule = resolve_schedule(self.schedule, self.target, module)
         if schedule is None:
             return module
@@ -113,24 +124,24 @@ class Compilation:
         self.target_obj.check_scheduled(schedule, scheduled)
         return scheduled
 
-    def _target(self, module: ModuleOp) -> ModuleOp:
+    def _target(self, previous: StageResult | None) -> ModuleOp:
         from einc.passes import run_pipeline
         from einc.frontend.target_check import check_program_dtypes
 
         check_program_dtypes(self.target, self.program)
-        module = module.clone()
+        module = _module(previous).clone()
         run_pipeline(self.ctx, module, self.target_obj.pipeline)
         return module
 
-    def _source(self, module: ModuleOp) -> str:
-        return self.target_obj.emit(module)
+    def _source(self, previous: StageResult | None) -> str:
+        return self.target_obj.emit(_module(previous))
 
     # ---- running -----------------------------------------------------------------------------
-    def run_until(self, stage: str) -> Any:
+    def run_until(self, stage: str) -> StageResult:
         """Run the stages up to and including `stage` (those already run are reused)."""
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
-        value: Any = None
+        value: StageResult | None = None
         for name, fn in self._table:
             if name in self.results:
                 value = self.results[name]
@@ -140,10 +151,21 @@ class Compilation:
                 self.seconds[name] = time.perf_counter() - start
                 self.results[name] = value
             if name == stage:
+                assert value is not None
                 return value
         raise AssertionError(stage)
 
-    def _guarded(self, stage: str, fn: Callable[[Any], Any], value: Any) -> Any:
+    def module(self, stage: str) -> ModuleOp:
+        """The module after `stage` (any stage but `source`)."""
+        return _module(self.run_until(stage))
+
+    def source_text(self) -> str:
+        """The target's source text (the `source` stage)."""
+        text = self.run_until("source")
+        assert isinstance(text, str)
+        return text
+
+    def _guarded(self, stage: str, fn: Callable[[T], R], value: T) -> R:
         """`fn(value)`; an exception that is not an EincError is a bug in einc: raised as an
         InternalCompilerError naming the stage, with what reproduces it."""
         try:
@@ -172,7 +194,7 @@ class Compilation:
         return context
 
     def kernel(self) -> Kernel:
-        source = self.run_until("source")
+        source = self.source_text()
         start = time.perf_counter()
         if isinstance(self.cflags, str):
             raise TargetError(
@@ -185,28 +207,34 @@ class Compilation:
             )
         flags = {"cflags": tuple(self.cflags)} if self.cflags else {}
         runner = self._guarded(
-            "build", lambda s: self.target_obj.build(s, self.results["target"], **flags), source
+            "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
         )
         self.seconds["build"] = time.perf_counter() - start
         return Kernel(source=source, program=self.program, runner=runner, target=self.target)
+
+
+def _module(result: StageResult | None) -> ModuleOp:
+    """A module stage's result (the stages before `source` give modules)."""
+    assert isinstance(result, ModuleOp), type(result)
+    return result
 
 
 class Kernel:
     """A compiled program: call it with the inputs as keyword arguments; it returns a dict of
     freshly allocated outputs (poisoned before the run, so stale data cannot pass a check)."""
 
-    def __init__(self, source: str, program: Any, runner: Any, target: str):
+    def __init__(self, source: str, program: Program, runner: Runner, target: str):
         self.source = source
         self.program = program
         self.target = target
         self._runner = runner
 
     @property
-    def inputs(self) -> list[Any]:
+    def inputs(self) -> list[TensorInfo]:
         return list(self.program.inputs)
 
     @property
-    def outputs(self) -> list[Any]:
+    def outputs(self) -> list[TensorInfo]:
         return list(self.program.outputs)
 
     def __call__(self, **arrays: np.ndarray) -> dict[str, np.ndarray]:
@@ -241,10 +269,10 @@ def poisoned(shape: Sequence[int], dtype: str) -> np.ndarray:
 
 def compile(
     ir: str,
-    input_dict: Mapping[str, Any] | None = None,
+    input_dict: Mapping[str, Mapping[str, object]] | None = None,
     target: str = "c",
     extra_outputs: Sequence[str] | None = None,
-    schedule: Any = None,
+    schedule: Schedule | str | None = None,
     filename: str = "<string>",
     cflags: Sequence[str] = (),
 ) -> Kernel:
@@ -255,13 +283,13 @@ def compile(
 
 def lower_to_stage(
     ir: str,
-    input_dict: Mapping[str, Any] | None = None,
+    input_dict: Mapping[str, Mapping[str, object]] | None = None,
     extra_outputs: Sequence[str] | None = None,
     stage: str = "loops",
     target: str = "c",
     filename: str = "<string>",
-    schedule: Any = None,
-) -> Any:
+    schedule: Schedule | str | None = None,
+) -> StageResult:
     """The program after `stage`: an xDSL module, or the source text for `source`."""
     return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).run_until(stage)
 
@@ -274,7 +302,7 @@ def read_program(path: str) -> str:
         raise EincError(f"cannot read program: {err}", SourceLocation(path, 1, 1)) from None
 
 
-def read_schedule(path: str | None) -> Any:
+def read_schedule(path: str | None) -> Schedule | str | None:
     """`--schedule FILE` parsed (with locations), `none` (untouched loops), or None (the
     target's default schedule)."""
     if path is None or path == "none":
@@ -308,7 +336,7 @@ def write_manifest(comp: Compilation, path: str) -> None:
     kernels; targets without one (C) write nothing."""
     manifest = getattr(comp.target_obj, "manifest", None)
     if manifest is not None:
-        Path(path).write_text(manifest(comp.run_until("target")).to_json() + "\n")
+        Path(path).write_text(manifest(comp.module("target")).to_json() + "\n")
 
 
 @dataclass
@@ -337,7 +365,7 @@ class RunReport:
         return "\n".join(lines)
 
 
-def random_inputs(program: Any, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def random_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Non-zero random data: floats in ±[0.5, 2), ints in [1, 7] (small: safe as gather
     indices into any dimension of 8 or more, and for shifts)."""
     arrays = {}
@@ -376,10 +404,13 @@ def run_file_command(
     start = time.perf_counter()
     kernel = comp.kernel()
     compile_s = time.perf_counter() - start
-    seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (1 << 32))  # type: ignore[operator]
+    if seed is None:
+        entropy = np.random.SeedSequence().entropy  # drawn from the OS: an int
+        assert isinstance(entropy, int)
+        seed = entropy % (1 << 32)
     arrays = random_inputs(comp.program, np.random.default_rng(seed))
     outputs = kernel(**arrays)
-    reference = run_reference(comp.results["ein"], arrays)
+    reference = run_reference(comp.module("ein"), arrays)
     errors = {k: max_error(v, reference[k]) for k, v in outputs.items()}
     tols = {o.name: tolerance(o.dtype) for o in comp.program.outputs}
     times = []
@@ -396,7 +427,7 @@ def run_file_command(
 class CheckReport:
     name: str
     target: str
-    reports: list[Any]
+    reports: list[CompileReport]
     problems: list[str]
 
     @property
@@ -421,6 +452,7 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
     and check the reported resources against the launch: no register spills, static shared
     memory within the target's limit, registers x threads per block within the register file."""
     from einc.targets import get_all_targets, get_target
+    from einc.targets.gpu import DeviceTarget
 
     spec = get_target(target, SourceLocation(path, 1, 1)).compile_check
     if spec is None:
@@ -430,11 +462,14 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
             SourceLocation(path, 1, 1),
         )
     comp = Compilation(read_program(path), path, target=target)
-    source = comp.run_until("source")
-    manifest = comp.target_obj.manifest(comp.results["target"])
-    limits = comp.target_obj.description()
+    source = comp.source_text()
+    device = comp.target_obj
+    assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
+    manifest = device.manifest(comp.module("target"))
+    limits = device.description()
     check = spec.checker()
-    reports, problems = [], []
+    reports: list[CompileReport] = []
+    problems: list[str] = []
     for arch in archs or spec.archs:
         report = check(source, manifest, arch).check()
         reports.append(report)

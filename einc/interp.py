@@ -285,7 +285,7 @@ class _ArithSpecialFunctions(InterpreterFunctions):
 
 
 def _float_binary(fn: Callable[[Any, Any], Any]):
-    def run(self: Any, interp: Interpreter, op: Operation, args: PythonValues):
+    def run(self: InterpreterFunctions, interp: Interpreter, op: Operation, args: PythonValues):
         t = op.results[0].type
         return (float_value(fn(float_value(args[0], t), float_value(args[1], t)), t),)
 
@@ -293,7 +293,7 @@ def _float_binary(fn: Callable[[Any, Any], Any]):
 
 
 def _int_binary(fn: Callable[[int, int], int], read: Callable[[int, Attribute], int]):
-    def run(self: Any, interp: Interpreter, op: Operation, args: PythonValues):
+    def run(self: InterpreterFunctions, interp: Interpreter, op: Operation, args: PythonValues):
         t = op.results[0].type
         return (wrap(fn(read(args[0], t), read(args[1], t)), t),)
 
@@ -301,7 +301,7 @@ def _int_binary(fn: Callable[[int, int], int], read: Callable[[int, Attribute], 
 
 
 def _cast(fn: Callable[[Any, Attribute, Attribute], Any]):
-    def run(self: Any, interp: Interpreter, op: Operation, args: PythonValues):
+    def run(self: InterpreterFunctions, interp: Interpreter, op: Operation, args: PythonValues):
         return (fn(args[0], op.operands[0].type, op.results[0].type),)
 
     return run
@@ -409,7 +409,7 @@ class _MathSpecialFunctions(InterpreterFunctions):
 
 
 def _float_unary(fn: Callable[[Any], Any]):
-    def run(self: Any, interp: Interpreter, op: Operation, args: PythonValues):
+    def run(self: InterpreterFunctions, interp: Interpreter, op: Operation, args: PythonValues):
         t = op.results[0].type
         return (float_value(fn(float_value(args[0], t)), t),)
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import re
 import sys
@@ -82,7 +83,7 @@ class EincOptMain(xDSLOptMain):
         self.available_targets.update(get_all_xdsl_targets())
         super().register_all_targets()
 
-    def register_all_arguments(self, arg_parser) -> None:  # type: ignore[no-untyped-def]
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         from einc.cli import usage_error
 
         def error(message: str) -> NoReturn:  # exit status 1 at the option, not argparse's 2

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
@@ -299,7 +300,8 @@ def run_reference(module: ModuleOp, inputs: Mapping[str, np.ndarray]) -> dict[st
         name = attrs.data["ein.name"]
         assert isinstance(name, StringAttr)
         array = np.asarray(inputs[name.data])
-        tensors[arg] = _cast(array, arg.type.get_element_type())  # type: ignore[attr-defined]
+        assert isinstance(arg.type, TensorType)
+        tensors[arg] = _cast(array, arg.type.get_element_type())
     names: dict[SSAValue, str] = {}
     for op in kernel.body.block.ops:
         if isinstance(op, EinsumOp):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
@@ -30,7 +30,8 @@ from xdsl.interpreter import (
     register_impls,
 )
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
-from xdsl.ir import Operation
+from xdsl.context import Context
+from xdsl.ir import AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
@@ -51,6 +52,8 @@ from einc.passes.utils.loops import LoopIndex
 if TYPE_CHECKING:
     from einc.passes.utils.compute_at import ComputeAtPlan
 
+T = TypeVar("T")
+
 ENTRY = "__transform_main"
 OpT = TypeVar("OpT", bound=Operation)
 
@@ -67,8 +70,8 @@ class _LocatingParser(Parser):
     where each value is first used before a definition (xDSL reports undefined values at
     the end of the input)."""
 
-    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def __init__(self, ctx: Context, input: str, name: str = "<unknown>") -> None:
+        super().__init__(ctx, input, name)
         self.offsets: dict[Operation, int] = {}
         self.first_uses: dict[str, Span] = {}
 
@@ -78,7 +81,7 @@ class _LocatingParser(Parser):
         self.offsets[op] = start
         return op
 
-    def resolve_operand(self, operand: UnresolvedOperand, type: Any) -> Any:
+    def resolve_operand(self, operand: UnresolvedOperand, type: AttributeInvT) -> SSAValue[AttributeInvT]:
         if operand.operand_name not in self.ssa_values:
             self.first_uses.setdefault(operand.operand_name, operand.span)
         return super().resolve_operand(operand, type)
@@ -117,7 +120,7 @@ there. Weak: an op that is gone leaves no entry."""
 
 
 def parse_with_locations(
-    ctx: Any, text: str, filename: str, line_offset: int = 0, implicit_module: bool = True
+    ctx: Context, text: str, filename: str, line_offset: int = 0, implicit_module: bool = True
 ) -> tuple[ModuleOp, dict[Operation, SourceLocation]]:
     """`text` parsed, with each op's location (its lines counted from `line_offset`, for a
     chunk of a split file); xDSL's ParseError as it is."""
@@ -338,7 +341,7 @@ class EincTransformFunctions(InterpreterFunctions):
             raise self.fail(op, "the size param holds no single integer")
         return value
 
-    def check(self, op: Operation, result: object) -> object:
+    def check(self, op: Operation, result: T | lt.Failure) -> T:
         if isinstance(result, lt.Failure):
             raise self.fail(op, result.message)
         if isinstance(result, memref.AllocaOp):
@@ -399,7 +402,7 @@ class EincTransformFunctions(InterpreterFunctions):
         size = self.size(op, args)
         outers, inners = [], []
         for loop in self.loops(op, args[0]):
-            outer, inner = self.check(op, lt.tile_loop(loop, size))  # type: ignore[misc]
+            outer, inner = self.check(op, lt.tile_loop(loop, size))
             outers.append(outer)
             inners.append(inner)
         return OperationHandle(*outers), OperationHandle(*inners)
@@ -410,7 +413,7 @@ class EincTransformFunctions(InterpreterFunctions):
         mains: list[Operation] = []
         rests: list[Operation] = []
         for loop in self.loops(op, args[0]):
-            main, rest = self.check(op, lt.peel_loop(loop, size))  # type: ignore[misc]
+            main, rest = self.check(op, lt.peel_loop(loop, size))
             mains.append(main)
             rests += [rest] if rest is not None else []
         return OperationHandle(*mains), OperationHandle(*rests)
@@ -420,7 +423,7 @@ class EincTransformFunctions(InterpreterFunctions):
         factor = self.size(op, args)
         left: list[Operation] = []
         for loop in self.loops(op, args[0]):
-            left += self.check(op, lt.unroll_loop(loop, factor))  # type: ignore[operator]
+            left += self.check(op, lt.unroll_loop(loop, factor))
         return (OperationHandle(*left),)
 
     @impl(et.RfactorOp)
@@ -428,7 +431,7 @@ class EincTransformFunctions(InterpreterFunctions):
         factor = self.size(op, args)
         parts, combines = [], []
         for loop in self.loops(op, args[0]):
-            part, combine = self.check(op, lt.rfactor_loop(loop, factor))  # type: ignore[misc]
+            part, combine = self.check(op, lt.rfactor_loop(loop, factor))
             parts.append(part)
             combines.append(combine)
         return OperationHandle(*parts), OperationHandle(*combines)
@@ -442,7 +445,7 @@ class EincTransformFunctions(InterpreterFunctions):
                 raise self.fail(op, f"each reorder handle must hold one loop, got {len(found)}")
             loops.append(found[0])
         new = self.check(op, lt.reorder_loops(loops))
-        return tuple(OperationHandle(loop) for loop in new)  # type: ignore[union-attr]
+        return tuple(OperationHandle(loop) for loop in new)
 
     @impl(et.ParallelizeOp)
     def run_parallelize(self, interpreter: Interpreter, op: et.ParallelizeOp, args: PythonValues) -> PythonValues:
@@ -487,7 +490,7 @@ class EincTransformFunctions(InterpreterFunctions):
         firsts, seconds = self.loops(op, args[0]), self.loops(op, args[1])
         if len(firsts) != 1 or len(seconds) != 1:
             raise self.fail(op, "fuse handles must hold one loop each")
-        return (OperationHandle(self.check(op, lt.fuse_loops(firsts[0], seconds[0]))),)  # type: ignore[arg-type]
+        return (OperationHandle(self.check(op, lt.fuse_loops(firsts[0], seconds[0]))),)
 
     @impl(et.ComputeAtOp)
     def run_compute_at(self, interpreter: Interpreter, op: et.ComputeAtOp, args: PythonValues) -> PythonValues:
@@ -535,7 +538,7 @@ class EincTransformFunctions(InterpreterFunctions):
         allocs = []
         for loop in self.loops(op, args[0]):
             allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data)))
-        return (OperationHandle(*allocs),)  # type: ignore[arg-type]
+        return (OperationHandle(*allocs),)
 
 
 INDEXED_OPS = (*et.EINC_TRANSFORM_OPS, transform.ParamConstantOp)

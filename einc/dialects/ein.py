@@ -130,7 +130,7 @@ class EinsumOp(IRDLOperation):
     name = "ein.einsum"
     output_name = prop_def(StringAttr, prop_name="name")
     axes = prop_def(ArrayAttr[StringAttr])
-    extents = prop_def(DenseArrayBase)
+    extents = prop_def(DenseArrayBase.constr(i64))
     combiner = prop_def(CombinerAttr)
     body = region_def("single_block")
     result = result_def(TensorType)
@@ -167,7 +167,7 @@ class EinsumOp(IRDLOperation):
 
     @property
     def axis_extents(self) -> tuple[int, ...]:
-        return tuple(self.extents.get_values())  # type: ignore[return-value]
+        return self.extents.get_values()
 
     @property
     def result_type(self) -> TensorType:
@@ -271,7 +271,7 @@ class EinsumOp(IRDLOperation):
         if not isinstance(result_type, TensorType):
             parser.raise_error("ein.einsum: expected a tensor result type")
         body = parser.parse_region()
-        op = cls(name, combiner, axes, result_type, body)  # type: ignore[arg-type]
+        op = cls(name, combiner, axes, result_type, body)
         op.attributes.update(attrs)
         return op
 
@@ -302,7 +302,7 @@ class ScatterOp(IRDLOperation):
     name = "ein.scatter"
     output_name = prop_def(StringAttr, prop_name="name")
     axes = prop_def(ArrayAttr[StringAttr])
-    extents = prop_def(DenseArrayBase)
+    extents = prop_def(DenseArrayBase.constr(i64))
     combiner = prop_def(CombinerAttr)
     source = operand_def(TensorType)
     body = region_def("single_block")
@@ -340,7 +340,7 @@ class ScatterOp(IRDLOperation):
 
     @property
     def axis_extents(self) -> tuple[int, ...]:
-        return tuple(self.extents.get_values())  # type: ignore[return-value]
+        return self.extents.get_values()
 
     @property
     def result_type(self) -> TensorType:

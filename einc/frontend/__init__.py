@@ -12,10 +12,10 @@ Stages: `lexer` (tokens) -> `parser` (syntax tree, `ast`) -> `sema` (checked pro
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -64,8 +64,8 @@ def _guarded(source: SourceText, stage: Callable[[], _T], name: str) -> _T:
 def parse_program(
     source: str,
     filename: str = "<string>",
-    input_dict: dict[str, Any] | None = None,
-    extra_outputs: list[str] | None = None,
+    input_dict: Mapping[str, Mapping[str, object]] | None = None,
+    extra_outputs: Sequence[str] | None = None,
 ) -> Program:
     """Parses and checks a program.
 

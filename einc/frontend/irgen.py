@@ -94,7 +94,7 @@ def tensor_type(info: TensorInfo) -> TensorType[Attribute]:
 def float_attr(value: float, dtype: str) -> FloatAttr:
     """A float attribute holding `value` rounded to `dtype` (overflow gives infinity)."""
     with np.errstate(over="ignore"):
-        rounded = float(NUMPY_FLOATS[dtype](value))  # type: ignore[arg-type]
+        rounded = float(NUMPY_FLOATS[dtype](value))
     return FloatAttr(rounded, FLOAT_TYPES[dtype])
 
 

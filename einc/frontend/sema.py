@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from numbers import Integral
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from einc.dialects.ein import Combiner
 from einc.frontend import ast
@@ -246,7 +246,7 @@ class Checker:
 
     # ---- program level ---------------------------------------------------------------------
     def check(
-        self, module: ast.Module, input_dict: Any, extra_outputs: Any
+        self, module: ast.Module, input_dict: object, extra_outputs: object
     ) -> tuple[list[TensorInfo], list[TensorInfo], list[c.Statement]]:
         inputs = self.inputs_from_dict(input_dict) if input_dict is not None else []
         inputs += self.inputs_from_decls(module.inputs, {t.name: t for t in inputs})
@@ -266,7 +266,8 @@ class Checker:
         outputs = self.outputs(module, statements, extra_outputs)
         return inputs, outputs, statements
 
-    def inputs_from_dict(self, input_dict: Any) -> list[TensorInfo]:
+    def inputs_from_dict(self, input_dict: object) -> list[TensorInfo]:
+        """`input_dict` as the caller gave it (checked here: a located error if malformed)."""
         form = "{'name': {'dtype': 'float32', 'shape': [...]}, ...}"
         if not isinstance(input_dict, dict):
             self.error(f"input_dict must be a dict like {form}, found {type(input_dict).__name__}", None)
@@ -338,7 +339,7 @@ class Checker:
         return inputs
 
     def outputs(
-        self, module: ast.Module, statements: list[c.Statement], extra_outputs: Any
+        self, module: ast.Module, statements: list[c.Statement], extra_outputs: object
     ) -> list[TensorInfo]:
         results = {s.output.name: s.output for s in statements}
         names: list[tuple[str, Span | None]] = []

@@ -3,19 +3,22 @@ a refusal points at the source text that needs the dtype."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from einc.errors import TargetError
 from einc.frontend import checked
 from einc.frontend.diagnostics import SourceText
 from einc.targets import get_all_targets
 
+if TYPE_CHECKING:
+    from einc.frontend import Program
+
 OWN_MATH = frozenset({"erf", "normcdf", "round", "abs", "max", "min"})
 """Functions einc computes from arithmetic (helpers or compares), without the target's math
 library: they need no `math_dtypes`."""
 
 
-def check_program_dtypes(target: str, program: Any) -> None:
+def check_program_dtypes(target: str, program: Program) -> None:
     """Refuse, before any lowering, a checked frontend program (einc.frontend.Program) that
     stores a tensor or computes a value of a dtype the device target lacks: TargetError
     naming the tensor (or the value) and its dtype, at the first place in the source that
@@ -28,7 +31,7 @@ def check_program_dtypes(target: str, program: Any) -> None:
     dtypes = {t.name: t.dtype for t in (*program.inputs, *program.outputs)}
     read: set[str] = set()
 
-    def visit(expr: Any) -> None:  # operands first: a tensor is named before its arithmetic
+    def visit(expr: checked.Expr) -> None:  # operands first: a tensor is named before its arithmetic
         for child in checked.children(expr):
             visit(child)
         if isinstance(expr, checked.Load):

@@ -174,7 +174,7 @@ class LowerEinsum(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ein.EinsumOp, rewriter: PatternRewriter) -> None:
         builder = Builder(InsertPoint.before(op))
-        dest = self._destination(op, rewriter)
+        dest = _destination(op, rewriter)
         element_type = op.result_type.get_element_type()
         combiner = op.combiner.data
         rank = op.num_parallel
@@ -205,31 +205,31 @@ class LowerEinsum(RewritePattern):
         rewriter.erase(yield_op)
         rewriter.replace(op, bufferization.ToTensorOp(dest, restrict=True))
 
-    @staticmethod
-    def _destination(op: ein.EinsumOp | ein.ScatterOp, rewriter: PatternRewriter) -> SSAValue:
-        """The output argument the result is first materialized in, else a fresh allocation
-        (later materializations of the same result become copies)."""
-        materializations = [
-            use.operation
-            for use in op.result.uses
-            if isinstance(use.operation, bufferization.MaterializeInDestinationOp)
-        ]
-        if materializations:
-            block = op.parent_block()
-            assert block is not None
-            first = min(materializations, key=block.get_operation_index)
-            rewriter.erase(first)
-            return first.dest
-        alloc = memref.AllocOp.get(
-            op.result_type.get_element_type(), shape=op.result_type.get_shape()
-        )
-        alloc.memref.name_hint = op.output_name.data
-        alloc.attributes[NAME_ATTR] = op.output_name  # name hints drop `_<digits>` suffixes
-        rewriter.insert(alloc, InsertPoint.before(op))
+
+def _destination(op: ein.EinsumOp | ein.ScatterOp, rewriter: PatternRewriter) -> SSAValue:
+    """The output argument the result is first materialized in, else a fresh allocation
+    (later materializations of the same result become copies)."""
+    materializations = [
+        use.operation
+        for use in op.result.uses
+        if isinstance(use.operation, bufferization.MaterializeInDestinationOp)
+    ]
+    if materializations:
         block = op.parent_block()
-        assert block is not None and block.last_op is not None
-        rewriter.insert(memref.DeallocOp.get(alloc), InsertPoint.before(block.last_op))
-        return alloc.memref
+        assert block is not None
+        first = min(materializations, key=block.get_operation_index)
+        rewriter.erase(first)
+        return first.dest
+    alloc = memref.AllocOp.get(
+        op.result_type.get_element_type(), shape=op.result_type.get_shape()
+    )
+    alloc.memref.name_hint = op.output_name.data
+    alloc.attributes[NAME_ATTR] = op.output_name  # name hints drop `_<digits>` suffixes
+    rewriter.insert(alloc, InsertPoint.before(op))
+    block = op.parent_block()
+    assert block is not None and block.last_op is not None
+    rewriter.insert(memref.DeallocOp.get(alloc), InsertPoint.before(block.last_op))
+    return alloc.memref
 
 
 class LowerScatter(RewritePattern):
@@ -246,7 +246,7 @@ class LowerScatter(RewritePattern):
         if not isinstance(bridge, bufferization.ToTensorOp):
             return  # its source is lowered first
         builder = Builder(InsertPoint.before(op))
-        dest = LowerEinsum._destination(op, rewriter)  # pyright: ignore[reportPrivateUsage]
+        dest = _destination(op, rewriter)
         copy_nest(builder, bridge.memref, dest)
         stmt = op.output_name.data
         nest = build_loop_nest(builder, op.axis_extents, op.axis_names)

@@ -95,7 +95,7 @@ class RoundInsteadOfTruncate(RewritePattern):
             convert = type(op)(wide, f32)
             new_ops.append(convert)
             wide = convert.result
-        new_ops.append(rounded := egpu.RoundOp(wide, f16))  # type: ignore[arg-type]
+        new_ops.append(rounded := egpu.RoundOp(wide, f16))
         rewriter.replace(op, new_ops, [rounded.result])
 
 
@@ -116,7 +116,7 @@ class DropIdentityExtension(RewritePattern):
             rewriter.replace(op, [], [op.input])
 
 
-def _widen_remaining(module: ModuleOp) -> None:
+def _widen_remaining(module: Operation) -> None:
     """Every f16 value left (select, scf.if results, block arguments) becomes f32."""
     for op in list(module.walk()):
         for result in list(op.results):
@@ -141,7 +141,7 @@ class LegalizeF16StoragePass(ModulePass):
                 ),
                 apply_recursively=False,
             ).rewrite_region(kernel.body)
-            _widen_remaining(kernel)  # type: ignore[arg-type]
+            _widen_remaining(kernel)
             PatternRewriteWalker(
                 GreedyRewritePatternApplier([StoreHalf(), DropIdentityExtension()]),
                 apply_recursively=False,

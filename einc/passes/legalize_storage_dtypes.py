@@ -47,14 +47,15 @@ from einc.ir.attrs import DTYPE_ATTR, dtype_name
 _dtype = dtype_name
 
 
-def _wide(t: Attribute) -> Attribute:
+def _wide(t: Attribute) -> AnyFloat | IntegerType:
     return f32 if isinstance(t, AnyFloat) else i32
 
 
 def _check_widenable(t: Attribute, storable: frozenset[str], target: str) -> None:
     """Only narrow types are widened; a wide one the target cannot store is refused."""
     wide = _wide(t)
-    if t.bitwidth >= wide.bitwidth or _dtype(wide) not in storable:  # type: ignore[attr-defined]
+    narrow = isinstance(t, AnyFloat | IntegerType) and t.bitwidth < wide.bitwidth
+    if not narrow or _dtype(wide) not in storable:
         raise TargetError(
             f"the {target} target cannot store {_dtype(t)} buffers "
             f"(it stores {', '.join(sorted(storable))})"
@@ -109,22 +110,20 @@ class LegalizeStorageDtypesPass(ModulePass):
             )
             types: dict[int, Attribute] = {}
             for k, arg in enumerate(host.body.block.args):
-                element = _element(arg)
-                if element is not None and _dtype(element) not in storable:
+                t = _memref_type(arg)
+                if t is not None and _dtype(element := t.get_element_type()) not in storable:
                     _check_widenable(element, storable, self.target)
                     attrs[k][DTYPE_ATTR] = StringAttr(_dtype(element))
-                    types[k] = MemRefType(_wide(element), arg.type.get_shape())  # type: ignore[union-attr]
+                    types[k] = MemRefType(_wide(element), t.get_shape())
             _retype_args(host, types)
             host.arg_attrs = ArrayAttr([DictionaryAttr(a) for a in attrs])
             for alloc in [o for o in host.walk() if isinstance(o, memref.AllocOp)]:
-                element = _element(alloc.memref)
-                if element is None or _dtype(element) in storable:
+                t = _memref_type(alloc.memref)
+                if t is None or _dtype(element := t.get_element_type()) in storable:
                     continue
                 _check_widenable(element, storable, self.target)
                 alloc.attributes[DTYPE_ATTR] = StringAttr(_dtype(element))
-                Rewriter.replace_value_with_new_type(
-                    alloc.memref, MemRefType(_wide(element), alloc.memref.type.get_shape())  # type: ignore[union-attr]
-                )
+                Rewriter.replace_value_with_new_type(alloc.memref, MemRefType(_wide(element), t.get_shape()))
         kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, egpu.FuncOp)}
         for launch in [l for l in op.walk() if isinstance(l, egpu.LaunchOp)]:
             kernel = kernels[launch.callee.string_value()]
@@ -132,7 +131,9 @@ class LegalizeStorageDtypesPass(ModulePass):
             narrow: dict[int, Attribute] = {}
             for k, (buffer, arg) in enumerate(zip(launch.buffers, kernel.body.block.args)):
                 if buffer.type != arg.type:
-                    narrow[k] = _element(arg)  # type: ignore[assignment]
+                    element = _element(arg)
+                    assert element is not None, f"kernel argument {k} is not a buffer"
+                    narrow[k] = element
                     types[k] = buffer.type
             _retype_args(kernel, types)
             block: Block = kernel.body.block
@@ -142,16 +143,19 @@ class LegalizeStorageDtypesPass(ModulePass):
             # work-group buffers the kernel declares (a cross-thread reduction's partials, a
             # shared tile) are stored widened the same way
             for alloc in [o for o in kernel.walk() if isinstance(o, egpu.AllocSharedOp)]:
-                element = _element(alloc.memref)
-                if element is None or _dtype(element) in storable:
+                t = _memref_type(alloc.memref)
+                if t is None or _dtype(element := t.get_element_type()) in storable:
                     continue
                 _check_widenable(element, storable, self.target)
-                Rewriter.replace_value_with_new_type(
-                    alloc.memref, MemRefType(_wide(element), alloc.memref.type.get_shape())  # type: ignore[union-attr]
-                )
+                Rewriter.replace_value_with_new_type(alloc.memref, MemRefType(_wide(element), t.get_shape()))
                 _narrow_accesses(alloc.memref, element)
 
 
-def _element(value: SSAValue) -> Attribute | None:
+def _memref_type(value: SSAValue) -> MemRefType | None:
     t = value.type
-    return t.get_element_type() if isinstance(t, MemRefType) else None
+    return t if isinstance(t, MemRefType) else None
+
+
+def _element(value: SSAValue) -> Attribute | None:
+    t = _memref_type(value)
+    return t.get_element_type() if t is not None else None

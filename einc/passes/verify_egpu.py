@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine, memref, scf
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, ErasedSSAValue, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import VerifyException
 
@@ -32,6 +32,11 @@ from einc.errors import InternalCompilerError
 
 _READS = (affine.LoadOp, memref.LoadOp, egpu.VLoadOp, egpu.LoadExtfOp)
 _WRITES = (affine.StoreOp, memref.StoreOp, egpu.VStoreOp, egpu.StoreTruncfOp)
+_Access = (
+    affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.LoadExtfOp
+    | affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp
+)
+"""The ops of `_READS` and `_WRITES`: a `memref` operand at `indices`."""
 _LOOPS = (affine.ForOp, scf.ForOp, scf.WhileOp, scf.ParallelOp, affine.ParallelOp)
 _THREAD_IDS = (egpu.ThreadIdOp, egpu.GlobalIdOp)
 
@@ -90,11 +95,13 @@ class _Broken(Exception):
 
 def _value(value: SSAValue) -> str:
     name = f"%{value.name_hint} " if value.name_hint else ""
-    owner = value.owner
-    if isinstance(owner, Block):
-        parent = owner.parent_op()
+    if isinstance(value, BlockArgument):
+        parent = value.block.parent_op()
         return f"{name}(argument {value.index} of a block of {parent.name if parent else 'nothing'})"
-    return f"{name}(result {value.index} of {owner.name})"
+    if isinstance(value, OpResult):
+        return f"{name}(result {value.index} of {value.op.name})"
+    assert isinstance(value, ErasedSSAValue), value
+    return f"{name}(an erased value, once {_value(value.old_value)})"
 
 
 def _buffer(value: SSAValue) -> str:
@@ -116,7 +123,7 @@ def _verify_definitions(kernel: egpu.FuncOp) -> None:
     visible: set[SSAValue] = set()  # defined so far in the blocks enclosing the walk
 
     def visit(block: Block) -> None:
-        scope = list(block.args)
+        scope: list[SSAValue] = list(block.args)
         visible.update(scope)
         for op in block.ops:
             for operand in op.operands:
@@ -166,12 +173,12 @@ def _verify_launch(launch: egpu.LaunchOp) -> None:
 
 # ---- shared buffers and barriers -------------------------------------------------------------------
 
-_Pending = frozenset[tuple[SSAValue, Operation]]
+_Pending = frozenset[tuple[SSAValue, _Access]]
 """Writes to shared buffers since the last barrier on some path: (buffer, the write op)."""
 
 
 def _verify_shared(kernel: egpu.FuncOp) -> None:
-    shared = {op.memref for op in kernel.body.block.ops if isinstance(op, egpu.AllocSharedOp)}
+    shared: set[SSAValue] = {op.memref for op in kernel.body.block.ops if isinstance(op, egpu.AllocSharedOp)}
     if shared:
         _flow(kernel.body.block, frozenset(), shared, kernel)
 
@@ -211,16 +218,16 @@ def _flow_regions(op: Operation, pending: _Pending, shared: set[SSAValue], kerne
     return frozenset().union(*outs)
 
 
-def _memref(op: Operation) -> SSAValue:
-    return op.memref  # type: ignore[attr-defined]
+def _memref(op: _Access) -> SSAValue:
+    return op.memref
 
 
-def _access(op: Operation) -> tuple[object, tuple[SSAValue, ...]]:
-    m = getattr(op, "map", None)
-    return (m.data if m is not None else None), tuple(op.indices)  # type: ignore[attr-defined]
+def _access(op: _Access) -> tuple[object, tuple[SSAValue, ...]]:
+    m = op.map if isinstance(op, affine.LoadOp | affine.StoreOp) else None
+    return (m.data if m is not None else None), tuple(op.indices)
 
 
-def _own_element(write: Operation, read: Operation) -> bool:
+def _own_element(write: _Access, read: _Access) -> bool:
     """Whether `read` reads exactly the element this same work-item wrote with `write`: the
     same index expression of the same values, one of them derived from the work-item's id."""
     access = _access(write)

@@ -185,13 +185,14 @@ class CompileReport:
     @classmethod
     def from_json_dict(cls, data: Mapping[str, object]) -> CompileReport:
         kernels = data["kernels"]
-        assert isinstance(kernels, list)
+        binary_bytes = data.get("binary_bytes", 0)
+        assert isinstance(kernels, list) and isinstance(binary_bytes, int)
         return cls(
             target=str(data["target"]),
             arch=str(data["arch"]),
             ok=bool(data["ok"]),
             log=str(data["log"]),
-            binary_bytes=int(data.get("binary_bytes", 0)),  # type: ignore[arg-type]
+            binary_bytes=binary_bytes,
             kernels=tuple(
                 KernelResources(
                     k["name"], k["registers"], k["spills"], k["shared_bytes"], k["details"]

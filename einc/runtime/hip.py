@@ -25,6 +25,7 @@ import re
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 from einc.errors import TargetError
 from einc.runtime.cache import cached_artifact, content_key
@@ -121,7 +122,7 @@ def compile_check_hip(source: str, manifest: LaunchManifest, arch: str = "gfx90a
     return CompileReport.from_json_dict(json.loads(path.read_text()))
 
 
-def load_hip_kernel(source: str, manifest: LaunchManifest) -> None:
+def load_hip_kernel(source: str, manifest: LaunchManifest) -> NoReturn:
     """No AMD GPU runtime is available to einc: HIP is a compile-only target."""
     raise TargetError(
         "HIP kernels cannot run here: einc has no AMD GPU executor; use compile_check_hip for "

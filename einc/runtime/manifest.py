@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 Role = Literal["input", "output", "temp"]
 
@@ -46,7 +46,7 @@ class LaunchManifest:
     target: str
     buffers: tuple[Buffer, ...]
     kernels: tuple[KernelLaunch, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)  # JSON values a host may add
 
     def buffer(self, name: str) -> Buffer:
         return next(b for b in self.buffers if b.name == name)

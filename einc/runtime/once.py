@@ -13,32 +13,37 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-def locked_cache(fn: Callable[..., T]) -> Callable[..., T]:
-    """`fn` memoised on its positional arguments, computed once per key across threads."""
-    results: dict[tuple[Hashable, ...], T] = {}
-    locks: dict[tuple[Hashable, ...], threading.RLock] = {}
-    guard = threading.Lock()
+class LockedCache(Generic[T]):
+    """A function memoised by `locked_cache`; `cache_clear()` forgets every result."""
 
-    @functools.wraps(fn)
-    def cached(*args: Any) -> T:
-        if args in results:
-            return results[args]
-        with guard:
-            lock = locks.setdefault(args, threading.RLock())
+    def __init__(self, fn: Callable[..., T]):
+        self._fn = fn
+        self._results: dict[tuple[Hashable, ...], T] = {}
+        self._locks: dict[tuple[Hashable, ...], threading.RLock] = {}
+        self._guard = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Hashable) -> T:
+        if args in self._results:
+            return self._results[args]
+        with self._guard:
+            lock = self._locks.setdefault(args, threading.RLock())
         with lock:
-            if args not in results:
-                results[args] = fn(*args)
-            return results[args]
+            if args not in self._results:
+                self._results[args] = self._fn(*args)
+            return self._results[args]
 
-    def cache_clear() -> None:
-        with guard:
-            results.clear()
-            locks.clear()
+    def cache_clear(self) -> None:
+        with self._guard:
+            self._results.clear()
+            self._locks.clear()
 
-    cached.cache_clear = cache_clear  # type: ignore[attr-defined]
-    return cached
+
+def locked_cache(fn: Callable[..., T]) -> LockedCache[T]:
+    """`fn` memoised on its positional arguments, computed once per key across threads."""
+    return LockedCache(fn)

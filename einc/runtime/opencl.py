@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,17 +38,20 @@ from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
 
+if TYPE_CHECKING:
+    import pyopencl
+
 BUILD_OPTIONS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class _Device:
-    context: Any  # pyopencl.Context
-    queue: Any  # pyopencl.CommandQueue
-    device: Any  # pyopencl.Device
+    context: pyopencl.Context
+    queue: pyopencl.CommandQueue
+    device: pyopencl.Device
 
 
-def _pyopencl() -> Any:
+def _pyopencl():  # the module, imported when a runtime first needs it
     try:
         import pyopencl
     except ImportError as error:
@@ -88,7 +91,7 @@ def device_description() -> str:
 
 
 @locked_cache
-def _program(source: str, options: tuple[str, ...]) -> Any:
+def _program(source: str, options: tuple[str, ...]) -> pyopencl.Program:
     cl = _pyopencl()
     try:
         return cl.Program(_device().context, source).build(options=list(options))
@@ -113,7 +116,7 @@ class OpenCLKernel:
             try:
                 self._kernels.append(cl.Kernel(self._program, launch.name))
             except cl.Error as error:
-                raise _kernel_error(cl, self._program, launch.name, error) from error
+                raise _kernel_error(self._program, launch.name, error) from error
         self._launch_lock = threading.Lock()
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
@@ -130,7 +133,7 @@ class OpenCLKernel:
             else:
                 buffers[buffer.name] = cl.Buffer(dev.context, mf.READ_WRITE, max(nbytes(buffer), 1))
         for launch, kernel in zip(self.manifest.kernels, self._kernels):
-            args: list[Any] = [buffers[name] for name in launch.args]
+            args: list[pyopencl.Buffer | pyopencl.LocalMemory] = [buffers[name] for name in launch.args]
             if launch.shared_bytes > 0:
                 args.append(cl.LocalMemory(launch.shared_bytes))
             try:
@@ -149,16 +152,18 @@ class OpenCLKernel:
         staged.finish()
 
 
-def _kernel_error(cl: Any, program: Any, name: str, error: Exception) -> ToolchainError:
+def _kernel_error(program: pyopencl.Program, name: str, error: Exception) -> ToolchainError:
     """Why `clCreateKernel(program, name)` failed: a name the program lacks, or what the
     OpenCL runtime said."""
+    cl = _pyopencl()
+    why = str(error)
     try:
-        names = [n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+        names = [n for n in str(program.get_info(cl.program_info.KERNEL_NAMES)).split(";") if n]
     except cl.Error as info_error:
-        names, error = [], f"{error} (and listing its kernels failed: {info_error})"  # type: ignore[assignment]
+        names, why = [], f"{error} (and listing its kernels failed: {info_error})"
     if names and name not in names:
         return ToolchainError(f"the generated OpenCL source has no kernel '{name}' (it defines: {', '.join(names)})")
-    return ToolchainError(f"creating OpenCL kernel '{name}' failed: {error}")
+    return ToolchainError(f"creating OpenCL kernel '{name}' failed: {why}")
 
 
 def load_opencl_kernel(

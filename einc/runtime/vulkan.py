@@ -284,7 +284,7 @@ class VulkanKernel:
     def _pipeline(self, gpu: _Gpu, launch: KernelLaunch, by_binding: dict[int, Buffer]) -> _Pipeline:
         code = self.spirv[launch.name]
         module = reflect_spirv(code)
-        entries: list[dict[str, Any]] = []
+        entries: list[dict[str, object]] = []
         bound: list[tuple[int, str]] = []
         for b in sorted(module.bindings, key=lambda b: b.binding):
             if b.set != 0 or b.uniform or b.binding not in by_binding:
@@ -360,7 +360,7 @@ BUFFER_LIMITS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _check_buffer_limits(manifest: LaunchManifest, limits: Mapping[str, int], info: Mapping[str, Any]) -> None:
+def _check_buffer_limits(manifest: LaunchManifest, limits: Mapping[str, int], info: Mapping[str, object]) -> None:
     """TargetError for a buffer the device cannot bind (wgpu would fail at dispatch with a
     GPUValidationError)."""
     for buffer in manifest.buffers:

@@ -17,7 +17,7 @@ functions are within 1-2 ulp), so results may differ from the scalar ones in the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from xdsl.dialects import math
@@ -25,6 +25,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from einc.targets.clike import CLikeTarget
+
+if TYPE_CHECKING:
+    from einc.schedule import Schedule
 
 SIMD_MATH: Mapping[type[Operation], str] = {
     math.ExpOp: "exp", math.LogOp: "log", math.SinOp: "sin", math.CosOp: "cos", math.TanhOp: "tanh",
@@ -66,18 +69,19 @@ class CTarget(CLikeTarget):
     scalars: printed as lane-wise helpers, which gcc vectorizes through libmvec."""
 
     @classmethod
-    def check_schedule(cls, schedule: Any) -> None:
+    def check_schedule(cls, schedule: Schedule) -> None:
         """C has no GPU: a `cache_read`/`cache_write` in "shared" memory, or a `bind`, is
         refused at its op before the schedule runs."""
         from einc.passes.utils.staging import refuse_shared_memory
 
         refuse_shared_memory(schedule, cls.name)
         for op in schedule.module.walk():
-            if op.name == "transform.einc.bind":
+            if op.name == "transform.einc.bind":  # by name: the transform dialect is a floor up
+                axis = op.properties["axis"]
                 raise schedule.error(
                     op,
                     f"the {cls.name} target has no GPU blocks or threads to bind a loop to "
-                    f'("{op.axis.data}"); parallelize the loop instead',
+                    f'("{getattr(axis, "data", axis)}"); parallelize the loop instead',
                 )
 
     @classmethod

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
 from xdsl.dialects import func, memref
@@ -34,17 +34,22 @@ from xdsl.dialects.builtin import (
     f16,
     f32,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
 from einc.errors import TargetError
-from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
+from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
 from einc.targets.clike import CLikeTarget, Expr, _Writer  # pyright: ignore[reportPrivateUsage]
 from einc.targets.descriptions import TargetDescription
 
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
 
+if TYPE_CHECKING:
+    from einc.schedule import Schedule
+
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
+
+OpT = TypeVar("OpT", bound=Operation)
 
 
 def numpy_dtype(t: Attribute) -> str:
@@ -67,11 +72,12 @@ def host_function(module: ModuleOp) -> func.FuncOp:
     return hosts[0]
 
 
-def host_buffers(module: ModuleOp) -> list[tuple[Any, Buffer]]:
+def host_buffers(module: ModuleOp) -> list[tuple[SSAValue, Buffer]]:
     """(host value, manifest buffer) of the host function's arguments then allocations."""
     host = host_function(module)
     attrs = [a.data for a in host.arg_attrs.data] if host.arg_attrs is not None else []
-    found: list[tuple[Any, Buffer]] = []
+    found: list[tuple[SSAValue, Buffer]] = []
+    values: list[tuple[SSAValue, Mapping[str, Attribute]]]
     values = [(a, attrs[k] if k < len(attrs) else {}) for k, a in enumerate(host.body.block.args)]
     values += [(op.memref, op.attributes) for op in host.walk() if isinstance(op, memref.AllocOp)]
     for k, (value, a) in enumerate(values):
@@ -80,17 +86,44 @@ def host_buffers(module: ModuleOp) -> list[tuple[Any, Buffer]]:
         stored = numpy_dtype(t.get_element_type())
         declared = a.get(DTYPE_ATTR)
         dtype = declared.data if isinstance(declared, StringAttr) else stored
-        role = "temp" if isinstance(value.owner, memref.AllocOp) else (
+        role: Role = "temp" if isinstance(value.owner, memref.AllocOp) else (
             "output" if isinstance(a.get(OUTPUT_ATTR), UnitAttr) else "input"
         )
         found.append((value, Buffer(
-            _name(a, f"buf{k}"), dtype, tuple(t.get_shape()), role,  # type: ignore[arg-type]
+            _name(a, f"buf{k}"), dtype, tuple(t.get_shape()), role,
             storage_dtype=stored if stored != dtype else None,
         )))  # fmt: skip
     return found
 
 
 # ---- printers of egpu ops --------------------------------------------------------------------
+
+
+def statement(kind: type[OpT], printer: Callable[[_Writer, OpT], None]) -> Callable[[_Writer, Operation], None]:
+    """`printer` of the ops of `kind` as a `statement_printers` entry (looked up by type)."""
+
+    def print_op(w: _Writer, op: Operation) -> None:
+        assert isinstance(op, kind), op
+        printer(w, op)
+
+    return print_op
+
+
+def expression(kind: type[OpT], printer: Callable[[_Writer, OpT], Expr]) -> Callable[[_Writer, Operation], Expr]:
+    """`printer` of the ops of `kind` as an `expression_printers` entry (looked up by type)."""
+
+    def print_op(w: _Writer, op: Operation) -> Expr:
+        assert isinstance(op, kind), op
+        return printer(w, op)
+
+    return print_op
+
+
+def device(w: _Writer) -> type[DeviceTarget]:
+    """The target `w` prints for: a device target (the egpu printers are only its own)."""
+    t = w.t
+    assert issubclass(t, DeviceTarget), t
+    return t
 
 
 def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
@@ -104,11 +137,11 @@ def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
     return Expr(str(lo))  # a launch constant (block or grid size)
 
 
-def _return(w: _Writer, op: egpu.ReturnOp) -> None:
+def _return(w: _Writer, op: Operation) -> None:
     """The end of a kernel's body: implicit."""
 
 
-def _barrier(w: _Writer, op: egpu.BarrierOp) -> None:
+def _barrier(w: _Writer, op: Operation) -> None:
     w.line(w.t.barrier)
 
 
@@ -117,7 +150,7 @@ def _alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
     assert isinstance(t, MemRefType)
     name = w.declare(op.memref, op.memref.name_hint or "shared", buffer=True)
     count = math.prod(t.get_shape())
-    w.line(w.t.shared_decl.format(t=w.ctype(t.get_element_type()), name=name, n=count))  # type: ignore[attr-defined]
+    w.line(device(w).shared_decl.format(t=w.ctype(t.get_element_type()), name=name, n=count))
 
 
 def use_text(w: _Writer, key: str, text: str) -> None:
@@ -127,20 +160,20 @@ def use_text(w: _Writer, key: str, text: str) -> None:
 
 
 def _half_support(w: _Writer) -> None:
-    use_text(w, "half", w.t.half_support.format(p=w.t.helper_prefix))  # type: ignore[attr-defined]
+    use_text(w, "half", device(w).half_support.format(p=w.t.helper_prefix))
 
 
 def _load_extf(w: _Writer, op: egpu.LoadExtfOp) -> Expr:
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
-    fmt: str = w.t.load_extf  # type: ignore[attr-defined]
+    fmt = device(w).load_extf
     return Expr(fmt.format(buf=w.value(op.memref).text, i=index.text))
 
 
 def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
-    fmt: str = w.t.store_truncf  # type: ignore[attr-defined]
+    fmt = device(w).store_truncf
     w.line(fmt.format(v=w.value(op.value).text, buf=w.value(op.memref).text, i=index.text) + ";")
 
 
@@ -148,28 +181,29 @@ def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
     if op.as_type != f16 or op.result.type != f32:
         raise TargetError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
     _half_support(w)
-    body: str = w.t.round_f16  # type: ignore[attr-defined]
+    body = device(w).round_f16
     use_text(w, "round_f16", f"{w.t.helper_prefix} float einc_round_f16(float a) {{ {body} }}")
     return Expr(f"einc_round_f16({w.value(op.value).text})")
 
 
 def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
+    target = device(w)
     t = w.ctype(op.result.type)
     kind = op.kind.data
-    fmt = w.t.subgroup_reduce.get(kind)  # type: ignore[attr-defined]
+    fmt = target.subgroup_reduce.get(kind)
     if fmt is None:
         raise TargetError(f"{w.t.name} target: no subgroup {kind} reduction")
-    if op.cluster_size is not None and not w.t.subgroup_clusters:  # type: ignore[attr-defined]
+    if op.cluster_size is not None and not target.subgroup_clusters:
         raise TargetError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
     # max/min propagate NaN (as arith.maximumf / minimumf); `a != a` is false for integers
     combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
                egpu.ReduceKind.MAX: "(a > b || a != a) ? a : b",
                egpu.ReduceKind.MIN: "(a < b || a != a) ? a : b"}[kind]  # fmt: skip
     suffix = w.suffix(op.result.type)
-    helper: str = w.t.subgroup_helper  # type: ignore[attr-defined]
+    helper = target.subgroup_helper
     use_text(w, f"subgroup_{kind}_{suffix}", helper.format(
         p=w.t.helper_prefix, t=t, kind=kind, s=suffix, combine=combine))  # fmt: skip
-    lanes = str(op.cluster_size.value.data) if op.cluster_size is not None else w.t.subgroup_lanes  # type: ignore[attr-defined]
+    lanes = str(op.cluster_size.value.data) if op.cluster_size is not None else target.subgroup_lanes
     return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix, n=lanes))
 
 
@@ -211,19 +245,20 @@ class DeviceTarget(CLikeTarget):
     """A helper function per kind and type the reductions call (`{p}` prefix, `{t}` type,
     `{kind}`, `{s}`, `{combine}` an expression of `a` and `b`)."""
 
-    statement_printers = {
-        egpu.ReturnOp: _return,  # type: ignore[dict-item]
-        egpu.BarrierOp: _barrier,  # type: ignore[dict-item]
-        egpu.AllocSharedOp: _alloc_shared,  # type: ignore[dict-item]
-        egpu.StoreTruncfOp: _store_truncf,  # type: ignore[dict-item]
+    statement_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], None]]] = {
+        egpu.ReturnOp: _return,
+        egpu.BarrierOp: _barrier,
+        egpu.AllocSharedOp: statement(egpu.AllocSharedOp, _alloc_shared),
+        egpu.StoreTruncfOp: statement(egpu.StoreTruncfOp, _store_truncf),
     }
-    expression_printers = {
-        **{op: _index for op in (egpu.BlockIdOp, egpu.ThreadIdOp, egpu.GlobalIdOp,
-                                 egpu.BlockDimOp, egpu.GridDimOp)},  # fmt: skip
-        egpu.LoadExtfOp: _load_extf,  # type: ignore[dict-item]
-        egpu.RoundOp: _round,  # type: ignore[dict-item]
-        egpu.SubgroupReduceOp: _subgroup_reduce,  # type: ignore[dict-item]
-    }  # type: ignore[assignment]
+    expression_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], Expr]]] = {
+        **{op: expression(egpu.IndexOp, _index) for op in (
+            egpu.BlockIdOp, egpu.ThreadIdOp, egpu.GlobalIdOp, egpu.BlockDimOp, egpu.GridDimOp,
+        )},  # fmt: skip
+        egpu.LoadExtfOp: expression(egpu.LoadExtfOp, _load_extf),
+        egpu.RoundOp: expression(egpu.RoundOp, _round),
+        egpu.SubgroupReduceOp: expression(egpu.SubgroupReduceOp, _subgroup_reduce),
+    }
     memory_ops = (egpu.BarrierOp, egpu.StoreTruncfOp, egpu.VStoreOp, egpu.SubgroupReduceOp)
 
     # vectors: C++ device languages (CUDA, HIP, SYCL, Poplar) get a struct of lanes and
@@ -248,7 +283,7 @@ class DeviceTarget(CLikeTarget):
         return cls.limits
 
     @classmethod
-    def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:
+    def check_scheduled(cls, schedule: Schedule, scheduled: ModuleOp) -> None:
         """A local buffer in a kernel is private to one work-item: refused (at the schedule
         op that made it) when shared by work-items, too large, or of a type the target only
         computes wider."""
@@ -296,4 +331,4 @@ class DeviceTarget(CLikeTarget):
         return super().emit(module)
 
 
-__all__ = ["DeviceTarget", "host_buffers", "host_function", "numpy_dtype"]
+__all__ = ["DeviceTarget", "device", "expression", "host_buffers", "host_function", "numpy_dtype", "statement"]

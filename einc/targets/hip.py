@@ -58,7 +58,7 @@ class HIPTarget(CudaFamily):
         `einc.runtime.hip.compile_check_hip(source, manifest, arch)`."""
         from einc.runtime.hip import load_hip_kernel
 
-        return load_hip_kernel(source, cls.manifest(module))  # type: ignore[return-value]
+        return load_hip_kernel(source, cls.manifest(module))
 
 
 def _checker():

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from xdsl.dialects import arith, func
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, f32, f64, i1, i32, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, f32, f64, i1, i32, i64
 from xdsl.ir import Operation
 
 from einc.dialects import egpu
@@ -40,7 +40,7 @@ from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
     compare,
     helper,
 )
-from einc.targets.gpu import DeviceTarget, Runner, host_buffers, use_text
+from einc.targets.gpu import DeviceTarget, Runner, host_buffers, statement, use_text
 
 HLSL_KEYWORDS = frozenset(
     """in out inout uniform line lineadj point triangle triangleadj sample vector matrix
@@ -175,12 +175,13 @@ class _HLSLWriter(_Writer):
 def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
     """`groupshared` arrays are globals: declared before the kernels."""
     t = op.memref.type
+    assert isinstance(t, MemRefType)
     saved, w.scopes = w.scopes, w.scopes[:1]
     name = w.declare(op.memref, op.memref.name_hint or "shared", buffer=True)
     w.scopes = saved
-    element = w.ctype(t.get_element_type())  # type: ignore[union-attr]
+    element = w.ctype(t.get_element_type())
     count = 1
-    for d in t.get_shape():  # type: ignore[union-attr]
+    for d in t.get_shape():
         count *= d
     use_text(w, f"shared {name}", f"groupshared {element} {name}[{count}];")
 
@@ -269,7 +270,7 @@ class HLSLTarget(DeviceTarget):
     }  # fmt: skip
     statement_printers = {
         **DeviceTarget.statement_printers,
-        egpu.AllocSharedOp: _hlsl_alloc_shared,  # type: ignore[dict-item]
+        egpu.AllocSharedOp: statement(egpu.AllocSharedOp, _hlsl_alloc_shared),
     }
     expression_printers = {
         **DeviceTarget.expression_printers,
@@ -277,7 +278,7 @@ class HLSLTarget(DeviceTarget):
             arith.CmpiOp, *_BINARY64, mathd.AbsIOp, arith.SIToFPOp, arith.FPToSIOp,
             arith.ExtSIOp, arith.ExtUIOp, arith.IndexCastOp,
         )},  # fmt: skip
-    }  # type: ignore[assignment]
+    }
 
     @classmethod
     def host(cls, w: _Writer, op: func.FuncOp) -> None:
@@ -286,6 +287,7 @@ class HLSLTarget(DeviceTarget):
         assert isinstance(module, ModuleOp)
         for k, (value, buffer) in enumerate(host_buffers(module)):
             name = w.declare(value, buffer.name, buffer=True)
+            assert isinstance(value.type, MemRefType)
             element = w.ctype(value.type.get_element_type())
             w.line(f"RWStructuredBuffer<{element}> {name} : register(u{k});")
 
@@ -302,7 +304,8 @@ class HLSLTarget(DeviceTarget):
 
     @classmethod
     def signature(cls, w: _Writer, f: func.FuncOp, params: Sequence[str]) -> str:
-        x, y, z = f.block_size  # type: ignore[attr-defined]
+        assert isinstance(f, egpu.FuncOp), f  # HLSL prints only the kernels (`host` declares buffers)
+        x, y, z = f.block_size
         return (
             f"[numthreads({x}, {y}, {z})]\n"
             f"void {f.sym_name.data}(uint3 einc_group : SV_GroupID, "
