@@ -160,7 +160,12 @@ def test_a_damaged_c_library_is_rebuilt_in_a_fresh_process(damage: bytes, with_d
     rebuilt when that fails."""
     source = twice_source()
     library = compile_c(source)
-    library.path.write_bytes(damage)
+    # damage a new inode, as another process would: truncating the file in place would pull
+    # the pages from under this process's own mapping of it (SIGBUS on the next walk of the
+    # loaded libraries, e.g. by the Vulkan loader)
+    damaged = library.path.with_suffix(".damaged")
+    damaged.write_bytes(damage)
+    os.replace(damaged, library.path)
     if with_digest:
         digest = hashlib.sha256(damage).hexdigest()
         Path(f"{library.path}{DIGEST_SUFFIX}").write_text(f"{digest} {len(damage)}\n")

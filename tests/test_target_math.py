@@ -49,3 +49,11 @@ def test_the_check_runs_before_the_printer_would_fail() -> None:
     assert HLSLTarget.limits.math_dtypes == frozenset({"float32"})
     comp = Compilation(program("exp", "float64"), "p.ein", target="c")
     assert "exp(" in comp.run_until("source")  # C has float64 math
+
+
+def test_float16_math_is_computed_in_float32_on_hlsl() -> None:
+    """float16 is not a native HLSL type here: it is computed (and its `exp` taken) in float32,
+    so its math is not refused (found by the random transform scripts)."""
+    src = "output0[N] = N.cast(`float16`).call(`exp`) / 1.0 where N in 1\n"
+    comp = Compilation(src, "p.ein", target="hlsl")
+    assert "exp(" in comp.run_until("source")

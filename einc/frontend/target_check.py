@@ -43,7 +43,8 @@ def check_program_dtypes(target: str, program: Program) -> None:
             raise desc.refuse_dtype(expr.dtype, "value", text.location(expr.span))
         if isinstance(expr, checked.Call) and expr.function not in OWN_MATH and desc.math_dtypes is not None:
             dtype = next((a.dtype for a in expr.args if a.dtype.startswith("float")), None)
-            if dtype is not None and dtype not in desc.math_dtypes:
+            # a dtype computed in a wider one (float16 as float32) takes the wider one's math
+            if dtype is not None and dtype in desc.arith_dtypes and dtype not in desc.math_dtypes:
                 raise TargetError(
                     f"{desc.name} target: `{expr.function}` of {dtype} is not supported (its math "
                     f"functions take {', '.join(sorted(desc.math_dtypes))} only; cast the argument)",

@@ -204,11 +204,6 @@ def _gpu() -> _Gpu:
     if not os.environ.get("XDG_RUNTIME_DIR") or not os.path.isdir(os.environ["XDG_RUNTIME_DIR"]):
         # wgpu (through the Vulkan loader) complains about an unset or invalid one
         os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="einc-xdg-")
-    # Mesa's on-disk shader cache is one index file mapped by every process using it; a
-    # process that finds it being rewritten by another dies of SIGBUS (seen with lavapipe
-    # under parallel test workers). einc caches its SPIR-V itself: Mesa's cache is off unless
-    # the user turned it on.
-    os.environ.setdefault("MESA_SHADER_CACHE_DISABLE", "true")
     try:
         import wgpu
     except ImportError as error:
