@@ -57,3 +57,15 @@ def test_float16_math_is_computed_in_float32_on_hlsl() -> None:
     src = "output0[N] = N.cast(`float16`).call(`exp`) / 1.0 where N in 1\n"
     comp = Compilation(src, "p.ein", target="hlsl")
     assert "exp(" in comp.run_until("source")
+
+
+@pytest.mark.parametrize("op", ["//", "%"])
+def test_hlsl_float64_floor_division_refused_at_the_operator(op: str) -> None:
+    """Float `//` and `%` take `floor` from the math library (found by the random scripts:
+    the printer refused it unlocated)."""
+    src = f"input input0: float64[4]\noutput0[N] = 1 + input0[N] {op} 1.5\n"
+    with pytest.raises(TargetError) as info:
+        Compilation(src, "p.ein", target="hlsl").run_until("source")
+    assert info.value.loc is not None and info.value.loc.line == 2, info.value.render()
+    assert f"`{op}` (floor division) of float64 is not supported" in info.value.message
+    assert Compilation(src.replace("float64", "float32"), "p.ein", target="hlsl").run_until("source")
