@@ -1,4 +1,4 @@
-"""Wrong code from the C compiler itself, pinned: einc's C flags avoid it (einc/runtime/c.py).
+"""Wrong code from the C compiler itself, pinned: the C target avoids it (einc/targets/c.py).
 
 gcc 12.2 at -O3 with AVX2 if-converted a max-reduction over a guarded load into a masked
 vector load that read zeros (found by the random transform scripts; any schedule, "none"
@@ -30,3 +30,14 @@ def test_guarded_load_under_a_max_reduction(schedule: str | None) -> None:
         v = i1[n - 1].astype(np.float64) if n >= 1 else np.ones(5)
         want[n] = (v + float(i0) + float(i1[0, 0]))[:, None]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_only_kernels_with_a_guarded_load_lose_if_conversion() -> None:
+    """The workaround is per function: a kernel without a guarded load keeps gcc's loop
+    if-conversion (it vectorizes selects, e.g. the saturating casts)."""
+    from einc.targets.c import NO_IF_CONVERT
+
+    guarded = einc.compile(PROGRAM, INPUTS, schedule="none").source
+    assert f"{NO_IF_CONVERT} void kernel(" in guarded
+    plain = einc.compile("output0[N] = (input0[N] * 4.0).cast(`int32`)", {"input0": {"dtype": "float32", "shape": [64]}})
+    assert NO_IF_CONVERT not in plain.source and "void kernel(" in plain.source

@@ -12,10 +12,6 @@ Compiler flags (`CFLAGS`), and why:
   and the GPU targets contract by default too, so results may differ from the interpreter
   in the last bits of sums of products; compare with a tolerance, or pass
   `extra_flags=("-ffp-contract=off",)` for bit-for-bit agreement.
-- `-fno-tree-loop-if-convert`: gcc 12.2 with AVX2 (`-march=native` on Zen 3) computed wrong
-  numbers for a max-reduction of a guarded load (`input1[N - 1, M].when((N - 1) >= 0, 1.0)`:
-  the if-converted, masked vector load read zeros); einc vectorizes with its own vectors, and
-  its selects are branch-free already.
 - No `-ffast-math`: NaN, infinities, signed zeros and evaluation order are kept.
 - `-lmvec` (x86-64 glibc only): glibc's vector math library, which loops calling the math
   functions einc's C target declares `__simd__` call (see einc.targets.c).
@@ -58,7 +54,6 @@ CFLAGS: tuple[str, ...] = (
     "-fwrapv",
     "-fno-math-errno",
     "-ffp-contract=fast",
-    "-fno-tree-loop-if-convert",
     "-shared",
     "-fPIC",
 )

@@ -16,15 +16,15 @@ functions are within 1-2 ulp), so results may differ from the scalar ones in the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from xdsl.dialects import math
+from xdsl.dialects import affine, func, math, memref, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from einc.targets.clike import CLikeTarget
+from einc.targets.clike import CLikeTarget, Writer
 
 if TYPE_CHECKING:
     from einc.schedule import Schedule
@@ -96,6 +96,16 @@ class CTarget(CLikeTarget):
         return f"{element} {name}[{count}] __attribute__((aligned(64)));"
 
     @classmethod
+    def signature(cls, w: Writer, f: func.FuncOp, params: Sequence[str]) -> str:
+        """A function with a guarded load in a loop (`scf.if` reading memory: `.when`
+        padding) is compiled without gcc's loop if-conversion: gcc 12.2 with AVX2/AVX-512
+        turned a max-reduction over one into a masked vector load that read zeros (wrong
+        numbers; tests/test_regressions_gcc.py). Other functions keep it (it vectorizes
+        their selects)."""
+        header = super().signature(w, f, params)
+        return f"{NO_IF_CONVERT} {header}" if _guarded_load_in_loop(f) else header
+
+    @classmethod
     def emit(cls, module: ModuleOp) -> str:
         """The source; the `__simd__` declarations of the vector-math functions it calls
         follow the includes."""
@@ -114,3 +124,22 @@ class CTarget(CLikeTarget):
         from einc.runtime.signature import KernelSignature
 
         return load_c_kernel(source, KernelSignature.from_module(module), extra_flags=cflags).run
+
+
+NO_IF_CONVERT = '__attribute__((optimize("no-tree-loop-if-convert")))'
+
+
+def _guarded_load_in_loop(f: func.FuncOp) -> bool:
+    """Whether `f` has a load under an `scf.if` inside a loop."""
+    for op in f.walk():
+        if isinstance(op, scf.IfOp) and any(isinstance(p, (affine.ForOp, scf.ForOp)) for p in _ancestors(op)):
+            if any(isinstance(o, (affine.LoadOp, memref.LoadOp)) for o in op.walk()):
+                return True
+    return False
+
+
+def _ancestors(op: Operation) -> Iterator[Operation]:
+    parent = op.parent_op()
+    while parent is not None:
+        yield parent
+        parent = parent.parent_op()

@@ -1282,3 +1282,7 @@ _EXPRESSIONS: dict[type[Operation], Callable[[_Writer, Operation], Expr]] = {
 }
 
 __all__ = ["CLikeTarget", "Expr", "Spelling", "call", "helper", "infix"]
+
+
+Writer = _Writer
+"""The printer state a target's hooks receive (`signature`, `function`, ...)."""
