@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Block, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -123,6 +123,26 @@ class LoadOp(IRDLOperation):
         return op
 
 
+def _space_properties(
+    name: str, combiner: Combiner, axes: Sequence[tuple[str, int]]
+) -> dict[str, Attribute]:
+    """The properties of an op over an iteration space (`ein.einsum`, `ein.scatter`)."""
+    return {
+        "name": StringAttr(name),
+        "axes": ArrayAttr([StringAttr(a) for a, _ in axes]),
+        "extents": DenseArrayBase.from_list(i64, [e for _, e in axes]),
+        "combiner": CombinerAttr(combiner),
+    }
+
+
+def _space_body(axes: Sequence[tuple[str, int]]) -> Region:
+    """An empty body taking one index argument per axis, named after it."""
+    block = Block(arg_types=[IndexType()] * len(axes))
+    for arg, (axis, _) in zip(block.args, axes):
+        arg.name_hint = axis
+    return Region(block)
+
+
 @irdl_op_definition
 class EinsumOp(IRDLOperation):
     """One Antares statement: an iteration space of named axes, a scalar body, a combiner."""
@@ -144,19 +164,9 @@ class EinsumOp(IRDLOperation):
         result_type: TensorType,
         body: Region | None = None,
     ):
-        if body is None:
-            block = Block(arg_types=[IndexType()] * len(axes))
-            for arg, (axis, _) in zip(block.args, axes):
-                arg.name_hint = axis
-            body = Region(block)
         super().__init__(
-            properties={
-                "name": StringAttr(name),
-                "axes": ArrayAttr([StringAttr(a) for a, _ in axes]),
-                "extents": DenseArrayBase.from_list(i64, [e for _, e in axes]),
-                "combiner": CombinerAttr(combiner),
-            },
-            regions=[body],
+            properties=_space_properties(name, combiner, axes),
+            regions=[body if body is not None else _space_body(axes)],
             result_types=[result_type],
         )
 
@@ -317,20 +327,10 @@ class ScatterOp(IRDLOperation):
         source: SSAValue,
         body: Region | None = None,
     ):
-        if body is None:
-            block = Block(arg_types=[IndexType()] * len(axes))
-            for arg, (axis, _) in zip(block.args, axes):
-                arg.name_hint = axis
-            body = Region(block)
         super().__init__(
             operands=[source],
-            properties={
-                "name": StringAttr(name),
-                "axes": ArrayAttr([StringAttr(a) for a, _ in axes]),
-                "extents": DenseArrayBase.from_list(i64, [e for _, e in axes]),
-                "combiner": CombinerAttr(combiner),
-            },
-            regions=[body],
+            properties=_space_properties(name, combiner, axes),
+            regions=[body if body is not None else _space_body(axes)],
             result_types=[source.type],
         )
 
