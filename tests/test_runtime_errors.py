@@ -10,16 +10,8 @@ import pytest
 
 import einc
 from einc.errors import TargetError, ToolchainError
-from einc.runtime import toolchains
+from tests.test_device_targets import require
 
-
-def require(target: str) -> None:
-    ok, why = toolchains.available(target)
-    if ok:
-        return
-    if toolchains.required(target):
-        pytest.fail(f"CI needs the {target} toolchain: {why}")
-    pytest.skip(why)
 
 
 IR = "output0[N] = input0[N] + input1[N]"

@@ -36,6 +36,7 @@ import pytest
 import einc
 from einc.driver import Compilation
 from einc.runtime import toolchains
+from tests.test_device_targets import require
 
 THREADS = 4
 CALLS = int(os.environ.get("EINC_STRESS_CALLS", "12"))
@@ -48,16 +49,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
-
-def require(target: str) -> None:
-    if target == "c":
-        return
-    ok, why = toolchains.available(target)
-    if ok:
-        return
-    if toolchains.required(target):
-        pytest.fail(f"CI needs the {target} toolchain: {why}")
-    pytest.skip(why)
 
 
 def inputs_for(thread: int, call: int) -> dict[str, np.ndarray]:
