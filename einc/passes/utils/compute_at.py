@@ -75,9 +75,9 @@ from einc.passes.utils.loop_transforms import (
     STMT_ATTR,
     VECTORIZE_ATTR,
     Failure,
-    _compose,
     describe,
     fold_applies,
+    fold_one_apply,
 )
 
 Terms = dict[SSAValue, int]
@@ -417,25 +417,12 @@ def _fold_new_applies(alloca: memref.AllocaOp, inserted: int, loads: list[Operat
     while changed:
         changed = False
         for op in new_ops():
-            if not isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
+            index = loads.index(op) if op in loads else None
+            new = fold_one_apply(op)
+            if new is None:
                 continue
-            indices = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
-            if not any(isinstance(v.owner, affine.ApplyOp) for v in indices):
-                continue  # nothing to fold (`_compose` would say so, after rewriting the map)
-            folded = _compose(op.map.data, indices)
-            if folded is None:
-                continue
-            m, operands = folded
-            if isinstance(op, affine.LoadOp):
-                new: Operation = affine.LoadOp(op.memref, operands, AffineMapAttr(m), op.result.type)
-            elif isinstance(op, affine.StoreOp):
-                new = affine.StoreOp(op.value, op.memref, operands, AffineMapAttr(m))
-            else:
-                new = affine.ApplyOp(operands, AffineMapAttr(m))
-            new.attributes.update(op.attributes)
-            if op in loads:
-                loads[loads.index(op)] = new
-            Rewriter.replace_op(op, new)
+            if index is not None:
+                loads[index] = new
             changed = True
     for op in new_ops():
         if isinstance(op, affine.ApplyOp) and not op.result.uses:

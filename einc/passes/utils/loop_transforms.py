@@ -117,6 +117,30 @@ def _compose(m: AffineMap, operands: Sequence[SSAValue]) -> tuple[AffineMap, lis
     return None
 
 
+def fold_one_apply(op: Operation) -> Operation | None:
+    """Replace an affine load, store or apply one of whose indices is an `affine.apply`
+    result by the same op with that apply folded into its map (attributes kept); return the
+    replacement, or None (IR untouched) when there is nothing to fold."""
+    if not isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
+        return None
+    indices = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
+    if not any(isinstance(v.owner, affine.ApplyOp) for v in indices):
+        return None
+    folded = _compose(op.map.data, indices)
+    if folded is None:
+        return None
+    m, operands = folded
+    if isinstance(op, affine.LoadOp):
+        new: Operation = affine.LoadOp(op.memref, operands, AffineMapAttr(m), op.result.type)
+    elif isinstance(op, affine.StoreOp):
+        new = affine.StoreOp(op.value, op.memref, operands, AffineMapAttr(m))
+    else:
+        new = affine.ApplyOp(operands, AffineMapAttr(m))
+    new.attributes.update(op.attributes)
+    Rewriter.replace_op(op, new)
+    return new
+
+
 def fold_applies(root: Operation) -> None:
     """Fold `affine.apply` results into the maps of the affine loads, stores and applies
     nested in `root`, then erase applies left unused. Never fails."""
@@ -124,22 +148,7 @@ def fold_applies(root: Operation) -> None:
     while changed:
         changed = False
         for op in list(root.walk()):
-            if isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
-                indices = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
-                folded = _compose(op.map.data, indices)
-                if folded is None:
-                    continue
-                m, new = folded
-                if isinstance(op, affine.LoadOp):
-                    repl: Operation = affine.LoadOp(op.memref, new, AffineMapAttr(m), op.result.type)
-                elif isinstance(op, affine.StoreOp):
-                    repl = affine.StoreOp(op.value, op.memref, new, AffineMapAttr(m))
-                else:
-                    repl = affine.ApplyOp(new, AffineMapAttr(m))
-                for k, v in op.attributes.items():
-                    repl.attributes[k] = v
-                Rewriter.replace_op(op, repl)
-                changed = True
+            changed |= fold_one_apply(op) is not None
     for op in list(root.walk()):
         if isinstance(op, affine.ApplyOp) and not op.result.uses:
             Rewriter.erase_op(op)
