@@ -1,0 +1,159 @@
+"""What the tuner's parts exchange: a task, a point of its search space, and what building and
+measuring a point gave. Every type here is picklable (it crosses process boundaries).
+
+    TuneTask   one program on one target and device: what is tuned, and the database key
+    Point      a sketch's name and a value for each of its knobs: one schedule of the space
+    Candidate  a point with its schedule text, ready to build
+    BuildResult / MeasureResult   what the builder and the runner report, failures as values
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from einc.frontend import Program
+
+
+@dataclass(frozen=True)
+class TuneTask:
+    """A program to tune: its text (a `.ein` file or Antares IR with `input_dict`), the target,
+    and where it came from (for located errors)."""
+
+    source: str
+    target: str = "c"
+    filename: str = "<string>"
+    input_dict: Mapping[str, Mapping[str, Any]] | None = None
+
+    @classmethod
+    def from_file(cls, path: str | Path, target: str = "c") -> TuneTask:
+        from einc.driver import read_program
+
+        return cls(read_program(str(path)), target, str(path))
+
+    def compilation(self, schedule: object = None):  # -> einc.driver.Compilation
+        """A fresh Compilation of this task with `schedule` (a Schedule, its text, "none", or
+        None for the target's default schedule); tuning records are never consulted."""
+        from einc.driver import Compilation
+
+        return Compilation(self.source, self.filename, self.input_dict, None, self.target, schedule,
+                           use_records=False)  # fmt: skip
+
+    @cached_property
+    def program(self) -> Program:
+        comp = self.compilation("none")
+        comp.run_until("ein")
+        return comp.program
+
+    @cached_property
+    def normalized(self) -> str:
+        """The program as einc understands it (the printed `ein` module: names, shapes, dtypes
+        and statements; no comments or spacing): two texts of one program share records."""
+        return str(self.compilation("none").module("ein"))
+
+    @cached_property
+    def key(self) -> str:
+        """The database key of the program (`program_key` of `normalized`)."""
+        return program_key(self.normalized)
+
+    @cached_property
+    def flops(self) -> int:
+        """Floating-point (or integer) operations of one run: 2 per multiply-add, 1 per other
+        arithmetic op, per iteration point of each statement."""
+        from einc.tune.workload import count_flops
+
+        return count_flops(self)
+
+    @cached_property
+    def bytes_moved(self) -> int:
+        """Bytes of every input read once plus every output written once (the compulsory
+        traffic: a memory-bound kernel's time is at least this over the stream bandwidth)."""
+        from einc.tune.workload import count_bytes
+
+        return count_bytes(self)
+
+
+def program_key(normalized: str) -> str:
+    """The database key of a program from its printed `ein` module: sha256, 16 hex digits."""
+    return hashlib.sha256(normalized.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    """One schedule of a space: a sketch and a value for each of its knobs (sorted by name)."""
+
+    sketch: str
+    knobs: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, sketch: str, knobs: Mapping[str, int]) -> Point:
+        return cls(sketch, tuple(sorted((str(k), int(v)) for k, v in knobs.items())))
+
+    def values(self) -> dict[str, int]:
+        return dict(self.knobs)
+
+    def describe(self) -> str:
+        return f"{self.sketch}(" + ", ".join(f"{k}={v}" for k, v in self.knobs) + ")"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A point ready to build: its schedule as text (`Schedule.parse` reads it back)."""
+
+    point: Point
+    schedule: str
+
+
+class Status(str, Enum):
+    """How a candidate ended. Only OK candidates have a time; every other status is a failure
+    with a reason, recorded and never ranked."""
+
+    OK = "ok"
+    REFUSED = "refused"  # an EincError: the schedule is illegal for this program (expected)
+    INTERNAL = "internal-error"  # an InternalCompilerError or a C compiler failure: an einc bug
+    CRASHED = "crashed"  # the kernel killed its worker (signal, abort)
+    TIMEOUT = "timeout"  # the kernel ran past the runner's time limit
+    WRONG = "wrong"  # outputs differ from the NumPy float64 reference
+    NOISY = "noisy"  # timings stayed unreliable after re-measuring (foreign load)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What the builder made of a candidate. `artifact` is what a runner loads (target-specific,
+    picklable); None when the build failed (status and reason say why)."""
+
+    candidate: Candidate
+    status: Status
+    reason: str = ""
+    artifact: Any = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """What measuring a candidate gave: the run times (seconds, every repeat) when OK, and the
+    reason otherwise. `median_s` is what a search ranks by."""
+
+    candidate: Candidate
+    status: Status
+    reason: str = ""
+    times: tuple[float, ...] = ()
+    build_s: float = 0.0
+    run_s: float = 0.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @property
+    def median_s(self) -> float:
+        if not self.times:
+            return float("inf")
+        ordered = sorted(self.times)
+        return ordered[len(ordered) // 2]
