@@ -74,6 +74,22 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     run.add_argument("--repeat", type=int, default=5, help="timed runs, at least 1 (median is reported)")
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
+    tune = sub.add_parser(
+        "tune", help="search schedules for a program; the best is kept in the tuning records", argv=argv
+    )
+    tune.add_argument("file", help="the .ein program")
+    tune.add_argument("-t", "--target", default="c", help="target to tune on (default: c)")
+    tune.add_argument("--trials", type=int, default=64, help="candidates to measure (default: 64)")
+    tune.add_argument("--time-budget", help="stop after this long (e.g. 120s, 2m)")
+    tune.add_argument("--workers", type=int, default=None, help="parallel builds (default: cores, at most 4)")
+    tune.add_argument("--threads", type=int, default=None, help="threads the kernel runs on (default: OpenMP's)")
+    tune.add_argument("--db", help="tuning records database (default: $EINC_TUNING_DB or the user cache)")
+    tune.add_argument("-o", "--output", help="write the best schedule script here")
+    tune.add_argument("--strategy", choices=("bayes", "random"), default="bayes", help="search policy (default: bayes)")
+    tune.add_argument("--resume", action="store_true", help="continue the search recorded for this program")
+    tune.add_argument("--seed", type=int, default=0, help="seed of the search and of the inputs (default: 0)")
+    tune.add_argument("--report", help="also run the other policy at the same budget and plot both here (.png)")
+    tune.add_argument("--quiet", action="store_true", help="no progress bar")
     check = sub.add_parser(
         "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory",
         argv=argv,
@@ -102,6 +118,10 @@ def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Refuse option values no job can use, before any work (UsageError at the option)."""
     if getattr(args, "seed", None) is not None and args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, got {args.seed}", argument_location(argv, "--seed"))
+    for flag in ("trials", "workers", "threads"):
+        value = getattr(args, flag, None)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag} must be at least 1, got {value}", argument_location(argv, f"--{flag}"))
     if getattr(args, "repeat", 1) < 1:
         raise UsageError(
             f"--repeat must be at least 1, got {args.repeat}", argument_location(argv, "--repeat")
@@ -174,6 +194,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 sys.stdout.write(text)
             return 0
+        if args.command == "tune":
+            from einc.tune.command import parse_duration, tune_file_command
+
+            budget = args.time_budget
+            result = tune_file_command(
+                args.file, args.target, args.trials, args.db, output=args.output,
+                time_budget_s=parse_duration(budget, argument_location(argv, "--time-budget")) if budget else None,
+                workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
+                seed=args.seed, report=args.report, progress=not args.quiet,
+            )  # fmt: skip
+            return 0 if result.best is not None else 1
         if args.command == "check":
             checked = driver.check_file_command(args.file, target=args.target, archs=args.arch)
             print(checked.render())

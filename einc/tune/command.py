@@ -1,0 +1,79 @@
+"""`einc tune`: the command-line job (argument parsing is in einc.cli)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from einc.errors import SourceLocation, UsageError
+
+if TYPE_CHECKING:
+    from einc.tune.tuner import TuneResult
+
+POLICIES = ("bayes", "random")
+
+
+def parse_duration(text: str, loc: SourceLocation) -> float:
+    """`120`, `120s`, `2m`, `1.5h` -> seconds (UsageError at the option otherwise)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(s|m|h)?\s*", text)
+    if match is None or float(match.group(1)) <= 0:
+        raise UsageError(f"--time-budget takes a positive duration such as 120s, 2m or 1h, not '{text}'", loc)
+    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]
+
+
+def tune_file_command(
+    path: str,
+    target: str,
+    trials: int,
+    db_path: str | None,
+    output: str | None = None,
+    time_budget_s: float | None = None,
+    workers: int | None = None,
+    threads: int | None = None,
+    policy: str = "bayes",
+    resume: bool = False,
+    seed: int = 0,
+    report: str | None = None,
+    progress: bool = True,
+) -> TuneResult:
+    from einc.tune.records import RecordDB, default_db_path
+    from einc.tune.tuner import tune
+    from einc.tune.types import TuneTask
+    from einc.targets import get_target
+
+    get_target(target, SourceLocation(path, 1, 1))  # an unknown target before any work
+    task = TuneTask.from_file(path, target)
+    task.program  # a program error before any work  # noqa: B018
+    db_file = Path(db_path) if db_path else default_db_path()
+    db_file.parent.mkdir(parents=True, exist_ok=True)
+    with RecordDB(db_file) as db:
+        common = dict(trials=trials, time_budget_s=time_budget_s, workers=workers, threads=threads,
+                      db=db, seed=seed, progress=progress)  # fmt: skip
+        result = tune(task, policy=policy, resume=resume, **common)  # type: ignore[arg-type]
+        print(result.summary())
+        results = {policy: result}
+        if report is not None and result.stopped != "interrupted":
+            other = "random" if policy == "bayes" else "bayes"
+            print(f"einc: the same budget with {other} search, for the report", file=sys.stderr)
+            results[other] = tune(task, policy=other, **common)  # type: ignore[arg-type]
+            print(results[other].summary())
+    if result.best is not None:
+        text = result.best.candidate.schedule
+        if output:
+            try:
+                Path(output).write_text(text if text.endswith("\n") else text + "\n")
+            except OSError as err:
+                raise UsageError(f"cannot write the schedule: {err.strerror or err}", SourceLocation(output, 1, 1)) from None
+            print(f"einc: the best schedule is in {output}")
+        else:
+            print(text)
+        print(f"einc: records in {db_file}; `einc compile {path} --target {target}"
+              + (f" --db {db_path}" if db_path else "") + "` uses the best")  # fmt: skip
+    if report is not None and len(results) > 1:
+        from einc.tune.report import plot_convergence
+
+        plot_convergence(results, report, title=f"{Path(path).stem} on {target}")
+        print(f"einc: convergence plot in {report}")
+    return result

@@ -1,0 +1,55 @@
+"""How much work a program does: operations and compulsory bytes, to turn times into GFLOP/s or
+GB/s and a kernel's distance from the machine's peak or bandwidth."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects import arith, math as xmath
+
+from einc.dialects import ein
+
+if TYPE_CHECKING:
+    from einc.tune.types import TuneTask
+
+_FREE = (arith.ConstantOp, arith.IndexCastOp, ein.LoadOp, ein.YieldOp, ein.ScatterYieldOp)
+"""Body ops that are no arithmetic (constants, index casts, loads, yields)."""
+
+
+def count_flops(task: TuneTask) -> int:
+    """Operations of one run: per iteration point of each statement, one per arithmetic op of
+    its body (a `math` function counts one), plus one for a reduction's combine; a
+    multiply-add reduction (a matmul) counts 2 per point."""
+    module = task.compilation("none").module("ein")
+    total = 0
+    for op in module.walk():
+        if isinstance(op, ein.EinsumOp | ein.ScatterOp):
+            points = math.prod(op.extents.get_values())
+            ops = sum(
+                1 for o in op.body.walk()
+                if o.dialect_name() in (arith.Arith.name, xmath.Math.name) and not isinstance(o, _FREE)
+            )  # fmt: skip
+            if isinstance(op, ein.EinsumOp) and op.is_reduction:
+                ops += 1
+            total += points * max(ops, 1)
+    return total
+
+
+def count_bytes(task: TuneTask) -> int:
+    """Bytes of every input read once and every output written once."""
+    program = task.program
+    return sum(
+        math.prod(t.shape) * np.dtype(t.dtype).itemsize for t in (*program.inputs, *program.outputs)
+    )
+
+
+def throughput(task: TuneTask, seconds: float) -> tuple[float, str]:
+    """The figure a person reads for a time: GFLOP/s for a compute-bound program (more than
+    4 operations per compulsory byte), GB/s otherwise."""
+    if seconds <= 0 or not math.isfinite(seconds):
+        return 0.0, "GFLOP/s"
+    if task.flops > 4 * task.bytes_moved:
+        return task.flops / seconds / 1e9, "GFLOP/s"
+    return task.bytes_moved / seconds / 1e9, "GB/s"
