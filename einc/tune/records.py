@@ -101,7 +101,7 @@ class Record:
     status: str
     reason: str
     times: tuple[float, ...]
-    median_s: float  # inf unless the status is ok
+    median_s: float  # of the times when the status is ok, else inf (never ranked)
     build_s: float
     created: float  # seconds since the epoch
     tuner: str
@@ -262,7 +262,7 @@ class RecordDB:
         extra = dict(result.extra)
         if result.run_s:
             extra.setdefault("run_s", result.run_s)
-        times = [float(t) for t in result.times] if result.ok else []
+        times = [float(t) for t in result.times]  # kept for every status; only OK ones rank
         return {
             "task_key": task.key, "target": task.target, "device": device,
             "sketch": result.candidate.point.sketch, "knobs": result.candidate.point.values(),
@@ -331,16 +331,16 @@ class RecordDB:
     def tasks(self) -> list[dict[str, Any]]:
         """One row per (task_key, target, device): task_key, target, device, summary (the
         program's first statement), trials, ok, best_s and best_id (None without an OK record)."""
+        best_id = ("(SELECT b.id FROM records b WHERE b.task_key = r.task_key AND b.target = r.target"
+                   " AND b.device = r.device AND b.median_s IS NOT NULL ORDER BY b.median_s, b.id LIMIT 1)")
         with self._guard("read"):
             rows = self.conn.execute(
-                "SELECT r.task_key, r.target, r.device, p.summary, count(*),"
-                " sum(r.status = ?), min(r.median_s), r.id " + _FROM +
-                " GROUP BY r.task_key, r.target, r.device ORDER BY min(r.id)", (Status.OK.value,)
+                "SELECT r.task_key, r.target, r.device, p.summary, count(*), sum(r.status = ?),"
+                f" min(r.median_s), {best_id} {_FROM} GROUP BY r.task_key, r.target, r.device"
+                " ORDER BY min(r.id)", (Status.OK.value,),
             ).fetchall()  # fmt: skip
-        # SQLite: with one min() aggregate, the bare column r.id comes from the row of the min
         keys = ("task_key", "target", "device", "summary", "trials", "ok", "best_s", "best_id")
-        return [dict(zip(keys, row[:7] + ((row[7] if row[6] is not None else None),), strict=True))
-                for row in rows]  # fmt: skip
+        return [dict(zip(keys, row, strict=True)) for row in rows]
 
     def __len__(self) -> int:
         with self._guard("read"):
