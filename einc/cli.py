@@ -116,7 +116,13 @@ def _records_parser(sub: Any, argv: Sequence[str]) -> None:
 
 def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """`einc records list|show|export|import`."""
-    from einc.tune.records import RecordDB, RecordError, default_db_path, show_lines
+    from einc.tune.records import (
+        RecordDB,
+        RecordError,
+        default_db_path,
+        read_jsonl,
+        show_lines,
+    )
 
     path = Path(args.db) if args.db else default_db_path()
     action = args.records_command
@@ -126,7 +132,16 @@ def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if action == "list":
             print(f"no tuning records ({path} does not exist)")
         return 0
-    with RecordDB(path, create=action == "import") as db:
+    if action == "import":
+        try:
+            with open(args.file) as inp:
+                rows = read_jsonl(inp, args.file)  # every line checked before the database is touched
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"cannot read records: {err}", SourceLocation(args.file, 1, 1)) from None
+        with RecordDB(path) as db:
+            print(f"einc: imported {db.import_rows(rows)} new records into {path}")
+        return 0
+    with RecordDB(path, create=False) as db:
         if action == "list":
             print(render_tasks(db.tasks(), path))
         elif action == "show":
@@ -134,20 +149,15 @@ def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
             if record is None:
                 raise UsageError(f"no record {args.id} in {path}", argument_location(argv, str(args.id)))
             print("\n".join(show_lines(record)))
-        elif action == "export":
-            if args.output:
+        elif args.output:
+            try:
                 with open(args.output, "w") as out:
                     count = db.export_jsonl(out, args.task)
-                print(f"einc: exported {count} records to {args.output}", file=sys.stderr)
-            else:
-                db.export_jsonl(sys.stdout, args.task)
+            except OSError as err:
+                raise UsageError(f"cannot write the records: {err}", argument_location(argv, "-o", "--output")) from None
+            print(f"einc: exported {count} records to {args.output}", file=sys.stderr)
         else:
-            try:
-                with open(args.file) as inp:
-                    added = db.import_jsonl(inp, args.file)
-            except (OSError, UnicodeDecodeError) as err:
-                raise UsageError(f"cannot read records: {err}", SourceLocation(args.file, 1, 1)) from None
-            print(f"einc: imported {added} new records into {path}")
+            db.export_jsonl(sys.stdout, args.task)
     return 0
 
 

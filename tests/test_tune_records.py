@@ -19,7 +19,6 @@ import pytest
 import einc
 from einc.cli import main
 from einc.driver import Compilation
-from einc.errors import EincError
 from einc.schedule import Schedule
 from einc.tune.records import (
     Record,
@@ -118,7 +117,7 @@ def test_export_import_round_trip_skips_duplicates(tmp_path: Path) -> None:
         assert b.import_jsonl(io.StringIO(text.getvalue())) == 0  # every line a duplicate
         assert len(b) == 5
         copies = b.trials(task.key, "c", "dev")
-        strip = lambda r: {k: v for k, v in r.__dict__.items() if k != "id"}  # noqa: E731
+        strip = lambda r: {k: v for k, v in r.__dict__.items() if k != "id"}
         assert [strip(r) for r in copies] == [strip(r) for r in originals]
         assert copies[3].reason == "SIGSEGV" and copies[3].median_s == float("inf")
         assert b.tasks()[0]["summary"] == "output0[N, M] +=! a[N, K] * b[K, M]"
@@ -181,13 +180,13 @@ def test_device_fingerprint_of_c_names_the_cpu_and_vector_width() -> None:
 
 
 # ---- several processes -------------------------------------------------------------------------
-WRITER = """
+WRITER = f"""
 import sys, time
 from pathlib import Path
 from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 db_path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
-task = TuneTask({small!r})
+task = TuneTask({SMALL!r})
 task.key
 db = RecordDB(db_path)
 print("ready", flush=True)
@@ -199,7 +198,7 @@ while count < 0 or i < count:
     rid = db.add(task, "dev", MeasureResult(c, Status.OK, times=(1.0 + i,)), tuner=name)
     print(rid, flush=True)
     i += 1
-""".format(small=SMALL)
+"""
 
 
 def writer(db: Path, name: str, count: int, go: Path) -> subprocess.Popen[str]:
@@ -386,6 +385,9 @@ def test_records_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     exported.write_text(exported.read_text() + "{}\n")
     assert main(["records", "import", str(exported), "--db", str(copy)]) == 1
     assert capsys.readouterr().err.startswith(f"{exported}:3:1: error: not an einc tuning record")
+    assert main(["records", "import", str(exported), "--db", str(tmp_path / "new.db")]) == 1
+    assert not (tmp_path / "new.db").exists()  # a bad file creates no database
+    capsys.readouterr()
     assert main(["records", "list", "--db", str(tmp_path / "none.db")]) == 0
     assert "does not exist" in capsys.readouterr().out
     assert main(["records", "list", "--db", str(tmp_path)]) == 1

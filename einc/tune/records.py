@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 from einc.errors import EincError, SourceLocation
 from einc.tune.types import MeasureResult, Point, Status, TuneTask, program_key
@@ -240,7 +240,7 @@ class RecordDB:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> RecordDB:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -352,20 +352,20 @@ class RecordDB:
         where, args = ("r.task_key = ?", (task_key,)) if task_key else ("1", ())
         records = self._records(where, args, "ORDER BY r.id")
         summaries = {key: self.summary(key) for key in {r.task_key for r in records}}
-        for record in records:
-            out.write(json.dumps(record.to_json(summaries[record.task_key]), sort_keys=True) + "\n")
+        out.writelines(json.dumps(r.to_json(summaries[r.task_key]), sort_keys=True) + "\n" for r in records)
         return len(records)
 
     def import_jsonl(self, inp: TextIO, filename: str | None = None) -> int:
         """Read JSON lines written by `export_jsonl`: every line is checked first (a bad one
         is a RecordError at `file:line`, and nothing is imported), then the records not
         already present are added in one transaction; how many were added."""
-        name = filename or getattr(inp, "name", "<records>")
-        rows = [(row, lineno) for lineno, line in enumerate(inp, 1) if line.strip()
-                for row in [_parse_line(line, SourceLocation(str(name), lineno, 1))]]  # fmt: skip
+        return self.import_rows(read_jsonl(inp, filename))
+
+    def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Add records read by `read_jsonl` (one transaction), skipping those present."""
         added = 0
         with self._guard("write"), self._transaction():
-            for row, _ in rows:
+            for row in rows:
                 self._insert_program(row["task_key"], row["program"], row["summary"])
                 added += self._insert(row)[1]
         return added
@@ -398,6 +398,12 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
     "schedule": str, "status": str, "reason": str, "times": list, "build_s": (int, float),
     "created": (int, float), "tuner": str, "extra": dict,
 }  # fmt: skip
+
+
+def read_jsonl(inp: TextIO, filename: str | None = None) -> list[dict[str, Any]]:
+    """The records of a JSON lines file, every line checked (a RecordError at `file:line`)."""
+    name = str(filename or getattr(inp, "name", "<records>"))
+    return [_parse_line(line, SourceLocation(name, lineno, 1)) for lineno, line in enumerate(inp, 1) if line.strip()]
 
 
 def _parse_line(line: str, loc: SourceLocation) -> dict[str, Any]:
