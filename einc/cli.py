@@ -55,8 +55,9 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     comp.add_argument(
         "--schedule",
-        help="a transform-dialect schedule script (.mlir); `none` keeps the loops untouched "
-        "(default: the target's default schedule)",
+        help="a transform-dialect schedule script (.mlir); `none` keeps the loops untouched, "
+        "`default` applies the target's default schedule (default: the best tuning record "
+        "for the program on this device, else the target's default schedule)",
     )
     comp.add_argument(
         "--dump-after",
@@ -71,7 +72,8 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     run.add_argument("file", help="the .ein program")
     run.add_argument("-t", "--target", default="c", help="target to execute on (default: c)")
     run.add_argument(
-        "--schedule", help="a schedule script (.mlir), or `none` (default: the target's)"
+        "--schedule", help="a schedule script (.mlir), `none` or `default` (default: the best "
+        "tuning record, else the target's default schedule)"
     )
     run.add_argument("--repeat", type=int, default=5, help="timed runs, at least 1 (median is reported)")
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
@@ -92,7 +94,7 @@ _DB_HELP = "the tuning database (default: $EINC_TUNING_DB, else ~/.cache/einc/tu
 
 
 def _record_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", help=_DB_HELP + "; its best record for the program is used")
+    parser.add_argument("--db", metavar="PATH", help=_DB_HELP + "; its best record for the program is used")
     parser.add_argument(
         "--no-records", action="store_true",
         help="never use a tuning record (also: --schedule default)",
@@ -111,7 +113,7 @@ def _records_parser(sub: Any, argv: Sequence[str]) -> None:
     imported = actions.add_parser("import", help="add the records of a JSON lines file", argv=argv)
     imported.add_argument("file", help="a file written by `einc records export`")
     for action in (listing, show, export, imported):
-        action.add_argument("--db", help=_DB_HELP)
+        action.add_argument("--db", metavar="PATH", help=_DB_HELP)
 
 
 def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
