@@ -55,14 +55,16 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     comp.add_argument(
         "--schedule",
-        help="a transform-dialect schedule script (.mlir); `none` keeps the loops untouched "
-        "(default: the target's default schedule)",
+        help="a transform-dialect schedule script (.mlir); `none` keeps the loops untouched, "
+        "`default` applies the target's default schedule (default: the best tuning record "
+        "for the program on this device, else the target's default schedule)",
     )
     comp.add_argument(
         "--dump-after",
         choices=STAGES,
         help="print the program after this stage instead of the final source",
     )
+    _record_options(comp)
 
     run = sub.add_parser(
         "run", help="compile, run on random inputs, and check against the NumPy reference", argv=argv
@@ -70,10 +72,12 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     run.add_argument("file", help="the .ein program")
     run.add_argument("-t", "--target", default="c", help="target to execute on (default: c)")
     run.add_argument(
-        "--schedule", help="a schedule script (.mlir), or `none` (default: the target's)"
+        "--schedule", help="a schedule script (.mlir), `none` or `default` (default: the best "
+        "tuning record, else the target's default schedule)"
     )
     run.add_argument("--repeat", type=int, default=5, help="timed runs, at least 1 (median is reported)")
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
+    _record_options(run)
     tune = sub.add_parser(
         "tune", help="search schedules for a program; the best is kept in the tuning records", argv=argv
     )
@@ -97,7 +101,96 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     check.add_argument("file", help="the .ein program")
     check.add_argument("-t", "--target", default="cuda", help="cuda or hip (default: cuda)")
     check.add_argument("--arch", action="append", help="architecture (repeatable; default: sm_80, sm_90 / gfx90a, gfx1030)")
+    _records_parser(sub, argv)
     return parser
+
+
+# ---- tuning records: `--db`/`--no-records` of compile and run, and `einc records` ----------------
+_DB_HELP = "the tuning database (default: $EINC_TUNING_DB, else ~/.cache/einc/tuning.db)"
+
+
+def _record_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="PATH", help=_DB_HELP + "; its best record for the program is used")
+    parser.add_argument(
+        "--no-records", action="store_true",
+        help="never use a tuning record (also: --schedule default)",
+    )  # fmt: skip
+
+
+def _records_parser(sub: Any, argv: Sequence[str]) -> None:
+    records = sub.add_parser("records", help="list, show, export or import tuning records", argv=argv)
+    actions = records.add_subparsers(dest="records_command", required=True)
+    listing = actions.add_parser("list", help="one line per tuned program, target and device", argv=argv)
+    show = actions.add_parser("show", help="a record and its schedule", argv=argv)
+    show.add_argument("id", type=int, help="the record's id (`einc records list` shows each task's best)")
+    export = actions.add_parser("export", help="records as JSON lines", argv=argv)
+    export.add_argument("-o", "--output", help="write here (default: stdout)")
+    export.add_argument("--task", help="only the records of this task key")
+    imported = actions.add_parser("import", help="add the records of a JSON lines file", argv=argv)
+    imported.add_argument("file", help="a file written by `einc records export`")
+    for action in (listing, show, export, imported):
+        action.add_argument("--db", metavar="PATH", help=_DB_HELP)
+
+
+def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """`einc records list|show|export|import`."""
+    from einc.tune.records import (
+        RecordDB,
+        RecordError,
+        default_db_path,
+        read_jsonl,
+        show_lines,
+    )
+
+    path = Path(args.db) if args.db else default_db_path()
+    action = args.records_command
+    if action != "import" and not path.exists():
+        if action == "show":
+            raise RecordError("no tuning database here", SourceLocation(str(path), 1, 1))
+        if action == "list":
+            print(f"no tuning records ({path} does not exist)")
+        return 0
+    if action == "import":
+        try:
+            with open(args.file) as inp:
+                rows = read_jsonl(inp, args.file)  # every line checked before the database is touched
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"cannot read records: {err}", SourceLocation(args.file, 1, 1)) from None
+        with RecordDB(path) as db:
+            print(f"einc: imported {db.import_rows(rows)} new records into {path}")
+        return 0
+    with RecordDB(path, create=False) as db:
+        if action == "list":
+            print(render_tasks(db.tasks(), path))
+        elif action == "show":
+            record = db.get(args.id)
+            if record is None:
+                raise UsageError(f"no record {args.id} in {path}", argument_location(argv, str(args.id)))
+            print("\n".join(show_lines(record)))
+        elif args.output:
+            try:
+                with open(args.output, "w") as out:
+                    count = db.export_jsonl(out, args.task)
+            except OSError as err:
+                raise UsageError(f"cannot write the records: {err}", argument_location(argv, "-o", "--output")) from None
+            print(f"einc: exported {count} records to {args.output}", file=sys.stderr)
+        else:
+            db.export_jsonl(sys.stdout, args.task)
+    return 0
+
+
+def render_tasks(tasks: Sequence[dict[str, Any]], path: Path) -> str:
+    """`einc records list`: a table, one row per task key, target and device."""
+    if not tasks:
+        return f"no tuning records in {path}"
+    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id")
+    rows = [(t["task_key"], t["target"], t["device"], t["summary"], str(t["trials"]), str(t["ok"]),
+             "-" if t["best_s"] is None else f"{t['best_s'] * 1e3:.3f}",
+             "-" if t["best_id"] is None else str(t["best_id"])) for t in tasks]  # fmt: skip
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+             for r in (head, *rows)]  # fmt: skip
+    return "\n".join(line.rstrip() for line in lines) + f"\n({path})"
 
 
 def argument_location(argv: Sequence[str], *flags: str, tool: str = "einc") -> SourceLocation:
@@ -175,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         check_arguments(args, argv)
+        if args.command == "records":
+            return records_command(args, argv)
         if args.command == "compile":
             text = driver.compile_file_command(
                 args.file,
@@ -182,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 schedule=args.schedule,
                 dump_after=args.dump_after,
                 manifest_path=f"{args.output}.json" if args.output else None,
+                use_records=not args.no_records,
+                db=args.db,
             )
             if args.output:
                 try:
@@ -210,21 +307,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(checked.render())
             return 0 if checked.ok else 1
         report = driver.run_file_command(
-            args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed
-        )
+            args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
+            use_records=not args.no_records, db=args.db,
+        )  # fmt: skip
         print(report.render())
         return 0 if report.ok else 1
     except EincError as err:
         if err.loc is None:  # a runtime or toolchain error: point at the program itself
-            err.loc = SourceLocation(args.file, 1, 1)
+            err.loc = SourceLocation(getattr(args, "file", "<command line>"), 1, 1)
         print(err.render(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - an einc bug: a reproducer, exit status 2
         ice = InternalCompilerError.wrap(exc, args.command)
-        context = {"command line": " ".join(["einc", *argv]), "target": args.target}
-        if (program := _read(args.file)) is not None:
+        context = {"command line": " ".join(["einc", *argv]), "target": getattr(args, "target", "")}
+        if args.command != "records" and (program := _read(args.file)) is not None:
             context["program"] = program
         if (schedule := _read(getattr(args, "schedule", None))) is not None:
             context["schedule"] = schedule

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from einc.runtime.device import CompileReport
     from einc.schedule import Schedule
     from einc.targets.clike import CLikeTarget
+    from einc.tune.records import Record
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 StageResult = ModuleOp | str
@@ -69,6 +71,10 @@ class Compilation:
     use_records: bool = True
     results: dict[str, StageResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    use_records: bool = True
+    """Without a schedule, apply the best tuning record for this program and device, if any."""
+    db: str | Path | None = None
+    """The tuning database (default: `einc.tune.records.default_db_path()`)."""
 
     def __post_init__(self) -> None:
         from einc.schedule import check_schedule_argument
@@ -78,6 +84,9 @@ class Compilation:
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
         self.schedule_text: str | None = None
         """The text of the schedule applied (the target's default one included), once known."""
+        self.record: Record | None = None
+        """The tuning record whose schedule was applied, if one was."""
+        self.record_db: Path | None = None
         self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
             ("ein", self._ein),
             ("loops", self._loops),
@@ -116,13 +125,39 @@ class Compilation:
         from einc.schedule import resolve_schedule
 
         module = _module(previous)
-        schedule = resolve_schedule(self.schedule, self.target, module)
+        if self.schedule is None and self.use_records:
+            scheduled = self._apply_record(module)
+            if scheduled is not None:
+                return scheduled
+        given = None if is_default_schedule(self.schedule) else self.schedule
+        return self._apply(resolve_schedule(given, self.target, module), module)
+
+    def _apply(self, schedule: Schedule | None, module: ModuleOp) -> ModuleOp:
         if schedule is None:
             return module
         self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
         self.target_obj.check_schedule(schedule)
         scheduled = schedule.apply(module)
         self.target_obj.check_scheduled(schedule, scheduled)
+        return scheduled
+
+    def _apply_record(self, module: ModuleOp) -> ModuleOp | None:
+        """The loops scheduled by the best tuning record, or None (no record, or one whose
+        schedule this einc refuses: a warning, and the target's default schedule is used)."""
+        from einc.schedule import Schedule
+        from einc.tune.records import find_record, warn
+
+        found = find_record(str(self.module("ein")), self.target, self.db)
+        if found is None:
+            return None
+        record, path = found
+        try:
+            scheduled = self._apply(Schedule.parse(record.schedule, f"<tuning record {record.id}>"), module)
+        except EincError as err:
+            self.schedule_text = None
+            warn(f"tuning record {record.id} in {path} no longer applies, using the default schedule:\n{err}")
+            return None
+        self.record, self.record_db = record, path
         return scheduled
 
     def _target(self, previous: StageResult | None) -> ModuleOp:
@@ -211,7 +246,7 @@ class Compilation:
             "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
         )
         self.seconds["build"] = time.perf_counter() - start
-        return Kernel(source=source, program=self.program, runner=runner, target=self.target)
+        return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record)
 
 
 def _module(result: StageResult | None) -> ModuleOp:
@@ -224,10 +259,12 @@ class Kernel:
     """A compiled program: call it with the inputs as keyword arguments; it returns a dict of
     freshly allocated outputs (poisoned before the run, so stale data cannot pass a check)."""
 
-    def __init__(self, source: str, program: Program, runner: Runner, target: str):
+    def __init__(self, source: str, program: Program, runner: Runner, target: str, record: Record | None = None):
         self.source = source
         self.program = program
         self.target = target
+        self.record = record
+        """The tuning record whose schedule the kernel was compiled with, if any."""
         self._runner = runner
 
     @property
@@ -276,10 +313,17 @@ def compile(
     schedule: Schedule | str | None = None,
     filename: str = "<string>",
     cflags: Sequence[str] = (),
+    use_records: bool = True,
+    db: str | Path | None = None,
 ) -> Kernel:
     """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
-    `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more)."""
-    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags).kernel()
+    `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more).
+    Without a schedule, the best tuning record for the program on this device is applied
+    (`Kernel.record`); `schedule="default"` or `use_records=False` keep the target's default.
+    `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db)."""
+    comp = Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags,
+                       use_records=use_records, db=db)  # fmt: skip
+    return comp.kernel()
 
 
 def lower_to_stage(
@@ -303,10 +347,15 @@ def read_program(path: str) -> str:
         raise EincError(f"cannot read program: {err}", SourceLocation(path, 1, 1)) from None
 
 
+def is_default_schedule(schedule: object) -> bool:
+    """`schedule="default"`: the target's default schedule, never a tuning record."""
+    return isinstance(schedule, str) and schedule.strip() == "default"
+
+
 def read_schedule(path: str | None) -> Schedule | str | None:
-    """`--schedule FILE` parsed (with locations), `none` (untouched loops), or None (the
-    target's default schedule)."""
-    if path is None or path == "none":
+    """`--schedule FILE` parsed (with locations), `none` (untouched loops), `default` (the
+    target's default schedule, no tuning record), or None (a record, else the default)."""
+    if path is None or path in ("none", "default"):
         return path
     from einc.schedule import Schedule
 
@@ -323,13 +372,25 @@ def compile_file_command(
     schedule: str | None = None,
     dump_after: str | None = None,
     manifest_path: str | None = None,
+    use_records: bool = True,
+    db: str | None = None,
 ) -> str:
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule))
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db)  # fmt: skip
     result = comp.run_until(dump_after or "source")
+    say_record(comp)
     if manifest_path is not None and dump_after is None:
         write_manifest(comp, manifest_path)
     text = str(result)
     return text if text.endswith("\n") else text + "\n"
+
+
+def say_record(comp: Compilation) -> None:
+    """Tell the command's user (stderr) which tuning record the compilation applied."""
+    if comp.record is not None and comp.record_db is not None:
+        from einc.tune.records import used_line
+
+        print(used_line(comp.record, comp.record_db), file=sys.stderr)
 
 
 def write_manifest(comp: Compilation, path: str) -> None:
@@ -397,14 +458,22 @@ def max_error(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def run_file_command(
-    path: str, target: str, schedule: str | None = None, repeat: int = 5, seed: int | None = None
+    path: str,
+    target: str,
+    schedule: str | None = None,
+    repeat: int = 5,
+    seed: int | None = None,
+    use_records: bool = True,
+    db: str | None = None,
 ) -> RunReport:
     from einc.reference import run_reference
 
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule))
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db)  # fmt: skip
     start = time.perf_counter()
     kernel = comp.kernel()
     compile_s = time.perf_counter() - start
+    say_record(comp)
     if seed is None:
         entropy = np.random.SeedSequence().entropy  # drawn from the OS: an int
         assert isinstance(entropy, int)

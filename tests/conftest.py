@@ -30,6 +30,9 @@ os.environ.setdefault("EINC_VERIFY_EACH", "1")
 # Crash reproducers of internal errors go to a scratch folder, not the checkout (tests that
 # check where a reproducer lands set EINC_REPRO_DIR or unset it themselves).
 os.environ.setdefault("EINC_REPRO_DIR", tempfile.mkdtemp(prefix="einc-repro-"))
+# Tuning records: a fresh database path (never created unless a test writes records), so no
+# test reads its user's records and every compile without a schedule gets the default one.
+os.environ["EINC_TUNING_DB"] = os.path.join(tempfile.mkdtemp(prefix="einc-tuning-"), "tuning.db")
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:

@@ -1,0 +1,487 @@
+"""Tuning records: every measured candidate in an SQLite database (WAL mode, one short
+transaction per record), keyed by the normalised program, the target and the device.
+
+    db = RecordDB(default_db_path())           # $EINC_TUNING_DB, else ~/.cache/einc/tuning.db
+    db.add(task, device_fingerprint("c"), measure_result, tuner="bayes")
+    db.best(task.key, "c", device_fingerprint("c"))   # the fastest OK record, or None
+
+`einc compile`, `einc run` and `einc.compile` apply the best record (`find_record`); JSON
+lines (`export_jsonl` / `import_jsonl`) carry records between machines.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import platform
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self, TextIO
+
+from einc.errors import EincError, SourceLocation
+from einc.tune.types import MeasureResult, Point, Status, TuneTask, program_key
+
+DB_ENV = "EINC_TUNING_DB"
+SCHEMA_VERSION = 1
+EXPORT_FORMAT = "einc-tuning-record/1"
+BUSY_TIMEOUT_MS = 60_000
+
+
+class RecordError(EincError):
+    """A tuning database or a records file einc cannot use (located at the file)."""
+
+
+def default_db_path() -> Path:
+    """`$EINC_TUNING_DB`, else `$XDG_CACHE_HOME/einc/tuning.db` (`~/.cache/einc/tuning.db`)."""
+    if chosen := os.environ.get(DB_ENV):
+        return Path(chosen).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "einc" / "tuning.db"
+
+
+# ---- the device -----------------------------------------------------------------------------
+_DEVICE_RUNTIMES = {"opencl": "opencl", "cuda": "cuda", "sycl": "sycl", "hlsl": "vulkan"}
+"""Targets whose kernels run on a device, and the runtime module that names it."""
+
+
+@functools.cache
+def device_fingerprint(target: str) -> str:
+    """What a record's times are valid on. C (and the targets run by a CPU harness): the CPU
+    model, the C target's vector width and the core count. Device targets: the device name
+    their runtime reports (`<target>: no device` where none is present)."""
+    runtime = _DEVICE_RUNTIMES.get(target)
+    if runtime is None:
+        return _cpu_fingerprint() if target == "c" else f"{target}: {_cpu_fingerprint()}"
+    import importlib
+
+    try:
+        return str(importlib.import_module(f"einc.runtime.{runtime}").device_description())
+    except EincError:
+        return f"{target}: no device"
+
+
+def _cpu_fingerprint() -> str:
+    from einc.runtime.c import native_vector_bits
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            names = [ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    try:
+        bits = native_vector_bits()
+    except EincError:  # a malformed $EINC_C_VECTOR_BITS: the compile reports it
+        bits = 128
+    return f"{model}, {bits}-bit vectors, {os.cpu_count() or 1} cores"
+
+
+# ---- records --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Record:
+    """One measured candidate of one task on one target and device."""
+
+    id: int
+    task_key: str
+    target: str
+    device: str
+    program: str  # the normalised program text (TuneTask.normalized)
+    sketch: str
+    knobs: dict[str, int]
+    schedule: str
+    status: str
+    reason: str
+    times: tuple[float, ...]
+    median_s: float  # of the times when the status is ok, else inf (never ranked)
+    build_s: float
+    created: float  # seconds since the epoch
+    tuner: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def point(self) -> Point:
+        return Point.of(self.sketch, self.knobs)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK.value
+
+    def describe(self) -> str:
+        """`record 12 (sketch ssrsrs, 1.234 ms, tuned 2026-11-25)`."""
+        when = time.strftime("%Y-%m-%d", time.localtime(self.created))
+        return f"record {self.id} (sketch {self.sketch}, {self.median_s * 1e3:.3f} ms, tuned {when})"
+
+    def to_json(self, summary: str = "") -> dict[str, Any]:
+        """The exported form (no id: ids are local to a database)."""
+        return {
+            "format": EXPORT_FORMAT, "task_key": self.task_key, "target": self.target,
+            "device": self.device, "program": self.program, "summary": summary,
+            "sketch": self.sketch, "knobs": self.knobs, "schedule": self.schedule,
+            "status": self.status, "reason": self.reason, "times": list(self.times),
+            "median_s": self.median_s if math.isfinite(self.median_s) else None,
+            "build_s": self.build_s, "created": self.created, "tuner": self.tuner, "extra": self.extra,
+        }  # fmt: skip
+
+
+def _median(times: Iterable[float]) -> float:
+    ordered = sorted(times)
+    return ordered[len(ordered) // 2] if ordered else math.inf
+
+
+def _digest(row: Mapping[str, Any]) -> str:
+    """What makes two records the same record (an import skips a record already present)."""
+    keys = ("task_key", "target", "device", "sketch", "knobs", "schedule", "status", "reason",
+            "times", "build_s", "created", "tuner")  # fmt: skip
+    canon = json.dumps([row[k] for k in keys], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def program_summary(source: str, width: int = 60) -> str:
+    """The first statement-like line of a program's text, for listings."""
+    for line in source.splitlines():
+        line = line.split("#", 1)[0].split("//", 1)[0].strip()
+        if line and not line.startswith("input "):
+            return line if len(line) <= width else line[: width - 3] + "..."
+    return ""
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS programs (
+    task_key TEXT PRIMARY KEY, program TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_key TEXT NOT NULL REFERENCES programs(task_key), target TEXT NOT NULL,
+    device TEXT NOT NULL, sketch TEXT NOT NULL, knobs TEXT NOT NULL, schedule TEXT NOT NULL,
+    status TEXT NOT NULL, reason TEXT NOT NULL, times TEXT NOT NULL, median_s REAL,
+    build_s REAL NOT NULL, created REAL NOT NULL, tuner TEXT NOT NULL, extra TEXT NOT NULL,
+    digest TEXT NOT NULL UNIQUE);
+CREATE INDEX IF NOT EXISTS records_by_task ON records (task_key, target, device, status, median_s);
+"""
+
+_COLUMNS = ("r.id, r.task_key, r.target, r.device, p.program, r.sketch, r.knobs, r.schedule, "
+            "r.status, r.reason, r.times, r.median_s, r.build_s, r.created, r.tuner, r.extra")  # fmt: skip
+_FROM = "FROM records r JOIN programs p ON p.task_key = r.task_key"
+
+
+class RecordDB:
+    """A tuning database. Safe for several processes at once (WAL, a busy timeout, one short
+    transaction per write); `create=False` refuses a missing file instead of creating it."""
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = Path(path)
+        self.loc = SourceLocation(str(self.path), 1, 1)
+        if self.path.is_dir():
+            raise RecordError("cannot use this as a tuning database: it is a directory", self.loc)
+        if not create and not self.path.exists():
+            raise RecordError("no tuning database here", self.loc)
+        if create:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise RecordError(f"cannot create the tuning database's folder: {err}", self.loc) from None
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.Error as err:
+            raise RecordError(f"cannot open the tuning database: {err}", self.loc) from None
+        try:
+            self._setup(create)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _setup(self, create: bool) -> None:
+        with self._guard("open"):
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "schema_version" not in tables:
+                if not create:
+                    raise RecordError("not an einc tuning database (no schema_version table)", self.loc)
+                self._create_schema()
+            if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a killed process loses nothing committed
+            row = self.conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        version = row[0] if row else None
+        if version != SCHEMA_VERSION:
+            raise RecordError(
+                f"tuning database schema version {version}; this einc reads version {SCHEMA_VERSION}",
+                self.loc,
+            )
+
+    def _create_schema(self) -> None:
+        with self._transaction():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self.conn.execute(statement)
+            if self.conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 0:
+                self.conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+
+    # ---- plumbing -------------------------------------------------------------------------
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """SQLite errors of an operation as a RecordError at the database's path."""
+        try:
+            yield
+        except sqlite3.Error as err:
+            raise RecordError(f"cannot {what} the tuning database: {err}", self.loc) from None
+
+    def _transaction(self) -> AbstractContextManager[None]:
+        return _transaction(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- writing --------------------------------------------------------------------------
+    def add(self, task: TuneTask, device: str, result: MeasureResult, tuner: str = "") -> int:
+        """Record one measured candidate (committed before it returns); its id."""
+        return self.add_many(task, device, [result], tuner)[0]
+
+    def add_many(self, task: TuneTask, device: str, results: Iterable[MeasureResult], tuner: str = "") -> list[int]:
+        """Record several candidates of one task in one transaction; their ids."""
+        rows = [self._row(task, device, r, tuner) for r in results]
+        with self._guard("write"), self._transaction():
+            self._insert_program(task.key, task.normalized, program_summary(task.source))
+            return [self._insert(row)[0] for row in rows]
+
+    def _row(self, task: TuneTask, device: str, result: MeasureResult, tuner: str) -> dict[str, Any]:
+        extra = dict(result.extra)
+        if result.run_s:
+            extra.setdefault("run_s", result.run_s)
+        times = [float(t) for t in result.times]  # kept for every status; only OK ones rank
+        return {
+            "task_key": task.key, "target": task.target, "device": device,
+            "sketch": result.candidate.point.sketch, "knobs": result.candidate.point.values(),
+            "schedule": result.candidate.schedule, "status": result.status.value,
+            "reason": result.reason, "times": times, "build_s": float(result.build_s),
+            "created": time.time(), "tuner": tuner, "extra": json.loads(json.dumps(extra, default=str)),
+        }  # fmt: skip
+
+    def _insert_program(self, key: str, program: str, summary: str) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO programs VALUES (?, ?, ?)", (key, program, summary))
+
+    def _insert(self, row: Mapping[str, Any]) -> tuple[int, bool]:
+        """Insert `row` unless the same record is present: (its id, whether it was new)."""
+        digest = _digest(row)
+        median = _median(row["times"]) if row["status"] == Status.OK.value else math.inf
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO records (task_key, target, device, sketch, knobs, schedule, status,"
+            " reason, times, median_s, build_s, created, tuner, extra, digest)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row["task_key"], row["target"], row["device"], row["sketch"], json.dumps(row["knobs"]),
+             row["schedule"], row["status"], row["reason"], json.dumps(row["times"]),
+             median if math.isfinite(median) else None, row["build_s"], row["created"], row["tuner"],
+             json.dumps(row["extra"]), digest),
+        )  # fmt: skip
+        if cursor.rowcount == 1:
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid, True
+        return self.conn.execute("SELECT id FROM records WHERE digest = ?", (digest,)).fetchone()[0], False
+
+    # ---- reading --------------------------------------------------------------------------
+    def _records(self, where: str, args: tuple[Any, ...], tail: str = "") -> list[Record]:
+        with self._guard("read"):
+            rows = self.conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE {where} {tail}", args).fetchall()
+        return [_record(row) for row in rows]
+
+    def trials(self, task_key: str, target: str, device: str) -> list[Record]:
+        """Every record of a task on a target and device, in the order they were added."""
+        return self._records("r.task_key = ? AND r.target = ? AND r.device = ?",
+                             (task_key, target, device), "ORDER BY r.id")  # fmt: skip
+
+    def best(self, task_key: str, target: str, device: str) -> Record | None:
+        """The OK record with the least median time (the earliest among equals), or None."""
+        found = self._records(
+            "r.task_key = ? AND r.target = ? AND r.device = ? AND r.status = ? AND r.median_s IS NOT NULL",
+            (task_key, target, device, Status.OK.value), "ORDER BY r.median_s, r.id LIMIT 1",
+        )
+        return found[0] if found else None
+
+    def has_task(self, task_key: str, target: str) -> bool:
+        """Whether any record of the task on the target exists (any device): cheap, and no
+        device needs to be asked for its name when there is none."""
+        with self._guard("read"):
+            row = self.conn.execute("SELECT 1 FROM records WHERE task_key = ? AND target = ? LIMIT 1",
+                                    (task_key, target)).fetchone()  # fmt: skip
+        return row is not None
+
+    def get(self, record_id: int) -> Record | None:
+        found = self._records("r.id = ?", (record_id,))
+        return found[0] if found else None
+
+    def summary(self, task_key: str) -> str:
+        with self._guard("read"):
+            row = self.conn.execute("SELECT summary FROM programs WHERE task_key = ?", (task_key,)).fetchone()
+        return row[0] if row else ""
+
+    def tasks(self) -> list[dict[str, Any]]:
+        """One row per (task_key, target, device): task_key, target, device, summary (the
+        program's first statement), trials, ok, best_s and best_id (None without an OK record)."""
+        best_id = ("(SELECT b.id FROM records b WHERE b.task_key = r.task_key AND b.target = r.target"
+                   " AND b.device = r.device AND b.median_s IS NOT NULL ORDER BY b.median_s, b.id LIMIT 1)")
+        with self._guard("read"):
+            rows = self.conn.execute(
+                "SELECT r.task_key, r.target, r.device, p.summary, count(*), sum(r.status = ?),"
+                f" min(r.median_s), {best_id} {_FROM} GROUP BY r.task_key, r.target, r.device"
+                " ORDER BY min(r.id)", (Status.OK.value,),
+            ).fetchall()  # fmt: skip
+        keys = ("task_key", "target", "device", "summary", "trials", "ok", "best_s", "best_id")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    def __len__(self) -> int:
+        with self._guard("read"):
+            return int(self.conn.execute("SELECT count(*) FROM records").fetchone()[0])
+
+    # ---- sharing --------------------------------------------------------------------------
+    def export_jsonl(self, out: TextIO, task_key: str | None = None) -> int:
+        """Write the records (of one task, or all) as JSON lines; how many."""
+        where, args = ("r.task_key = ?", (task_key,)) if task_key else ("1", ())
+        records = self._records(where, args, "ORDER BY r.id")
+        summaries = {key: self.summary(key) for key in {r.task_key for r in records}}
+        out.writelines(json.dumps(r.to_json(summaries[r.task_key]), sort_keys=True) + "\n" for r in records)
+        return len(records)
+
+    def import_jsonl(self, inp: TextIO, filename: str | None = None) -> int:
+        """Read JSON lines written by `export_jsonl`: every line is checked first (a bad one
+        is a RecordError at `file:line`, and nothing is imported), then the records not
+        already present are added in one transaction; how many were added."""
+        return self.import_rows(read_jsonl(inp, filename))
+
+    def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Add records read by `read_jsonl` (one transaction), skipping those present."""
+        added = 0
+        with self._guard("write"), self._transaction():
+            for row in rows:
+                self._insert_program(row["task_key"], row["program"], row["summary"])
+                added += self._insert(row)[1]
+        return added
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE (the write lock at once: writers queue on the busy timeout instead of
+    failing on a lock upgrade) ... COMMIT, or ROLLBACK on an exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _record(row: tuple[Any, ...]) -> Record:
+    (id_, key, target, device, program, sketch, knobs, schedule, status, reason, times, median,
+     build_s, created, tuner, extra) = row  # fmt: skip
+    return Record(id_, key, target, device, program, sketch, json.loads(knobs), schedule, status,
+                  reason, tuple(json.loads(times)), math.inf if median is None else median,
+                  build_s, created, tuner, json.loads(extra))  # fmt: skip
+
+
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "task_key": str, "target": str, "device": str, "program": str, "sketch": str, "knobs": dict,
+    "schedule": str, "status": str, "reason": str, "times": list, "build_s": (int, float),
+    "created": (int, float), "tuner": str, "extra": dict,
+}  # fmt: skip
+
+
+def read_jsonl(inp: TextIO, filename: str | None = None) -> list[dict[str, Any]]:
+    """The records of a JSON lines file, every line checked (a RecordError at `file:line`)."""
+    name = str(filename or getattr(inp, "name", "<records>"))
+    return [_parse_line(line, SourceLocation(name, lineno, 1)) for lineno, line in enumerate(inp, 1) if line.strip()]
+
+
+def _parse_line(line: str, loc: SourceLocation) -> dict[str, Any]:
+    """One exported record, checked: a RecordError at `loc` saying what is wrong."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"not a JSON record: {err.msg} (column {err.colno})", loc) from None
+    if not isinstance(row, dict):
+        raise RecordError(f"a record is a JSON object, not {type(row).__name__}", loc)
+    if row.get("format") != EXPORT_FORMAT:
+        raise RecordError(f"not an einc tuning record (format {row.get('format')!r}, expected {EXPORT_FORMAT!r})", loc)
+    for name, kind in _FIELDS.items():
+        if name not in row:
+            raise RecordError(f"the record has no '{name}'", loc)
+        if not isinstance(row[name], kind) or isinstance(row[name], bool):
+            raise RecordError(f"'{name}' has the wrong type ({type(row[name]).__name__})", loc)
+    if row["status"] not in {s.value for s in Status}:
+        raise RecordError(f"unknown status {row['status']!r}", loc)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in row["knobs"].values()):
+        raise RecordError("knob values must be integers", loc)
+    times = row["times"]
+    if not all(isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in times):
+        raise RecordError("times must be non-negative numbers of seconds", loc)
+    if row["status"] == Status.OK.value and not times:
+        raise RecordError("an ok record has no times", loc)
+    if program_key(row["program"]) != row["task_key"]:
+        raise RecordError("task_key is not the key of the record's program (edited or corrupt)", loc)
+    summary = row.get("summary", "")
+    return {**{k: row[k] for k in _FIELDS}, "times": [float(t) for t in times],
+            "build_s": float(row["build_s"]), "created": float(row["created"]),
+            "summary": summary if isinstance(summary, str) else ""}  # fmt: skip
+
+
+# ---- the compiler's use of records ------------------------------------------------------------
+def warn(message: str) -> None:
+    print(f"einc: warning: {message}", file=sys.stderr)
+
+
+def find_record(program: str, target: str, db: str | Path | None = None) -> tuple[Record, Path] | None:
+    """The best record for the normalised `program` on `target` and this machine's device,
+    with the database it came from; None when there is none. Never creates a database; a
+    database einc cannot read is a warning, not an error (the default schedule is used)."""
+    path = Path(db) if db is not None else default_db_path()
+    if not path.exists():
+        if db is not None:
+            warn(f"no tuning database at {path}; using the default schedule")
+        return None
+    key = program_key(program)
+    try:
+        with RecordDB(path, create=False) as records:
+            if not records.has_task(key, target):
+                return None
+            record = records.best(key, target, device_fingerprint(target))
+    except EincError as err:
+        warn(f"tuning records not used: {err.render()}")
+        return None
+    return (record, path) if record is not None else None
+
+
+def used_line(record: Record, path: str | Path) -> str:
+    """The line `einc compile` prints about the record it applied."""
+    return f"einc: using tuning {record.describe()} from {path}"
+
+
+def show_lines(r: Record) -> Iterator[str]:
+    """`einc records show`: a record's fields, then its schedule."""
+    yield f"record {r.id}"
+    yield f"  task      {r.task_key} on {r.target}, device {r.device}"
+    yield f"  status    {r.status}" + (f": {r.reason}" if r.reason else "")
+    if r.ok:
+        yield f"  median    {r.median_s * 1e3:.3f} ms over {len(r.times)} runs"
+    yield f"  point     {r.point().describe()}"
+    yield f"  build     {r.build_s:.3f} s"
+    yield f"  created   {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r.created))}" + (
+        f" by {r.tuner}" if r.tuner else ""
+    )
+    if r.extra:
+        yield f"  extra     {json.dumps(r.extra, sort_keys=True)}"
+    yield "  schedule:"
+    yield from ("    " + line for line in r.schedule.splitlines())

@@ -1,0 +1,395 @@
+"""Tuning records (einc/tune/records.py): the SQLite database under concurrent writers and a
+killed writer, JSON-lines sharing, and their use by `einc compile`, `einc run`, `einc.compile`."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import einc
+from einc.cli import main
+from einc.driver import Compilation
+from einc.schedule import Schedule
+from einc.tune.records import (
+    Record,
+    RecordDB,
+    RecordError,
+    default_db_path,
+    device_fingerprint,
+    find_record,
+)
+from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
+
+ROOT = Path(__file__).resolve().parent.parent
+MATMUL = ROOT / "examples" / "matmul.ein"
+SMALL = "input a: float32[8, 4]\ninput b: float32[4, 6]\n\noutput0[N, M] +=! a[N, K] * b[K, M]\n"
+TUNED = {"output0.tile_i": 4, "output0.tile_j": 32, "output0.tile_k": 128}  # default: 8, 64, 256
+
+
+def matmul_task(target: str = "c") -> TuneTask:
+    return TuneTask(MATMUL.read_text(), target, str(MATMUL))
+
+
+def default_schedule(task: TuneTask) -> Schedule:
+    comp = task.compilation()
+    comp.run_until("scheduled")
+    assert comp.schedule_text is not None
+    return Schedule.parse(comp.schedule_text)
+
+
+def tuned_candidate(task: TuneTask) -> Candidate:
+    default = default_schedule(task)
+    assert {k: v.selected for k, v in default.knobs().items()} != TUNED  # the record must differ
+    return Candidate(Point.of("ssrsrs", TUNED), str(default.with_values(TUNED)))
+
+
+def result(candidate: Candidate, status: Status = Status.OK, times: tuple[float, ...] = (2e-3, 1e-3, 3e-3),
+           reason: str = "") -> MeasureResult:  # fmt: skip
+    return MeasureResult(candidate, status, reason, times, build_s=0.25)
+
+
+def small_candidate(i: int) -> Candidate:
+    return Candidate(Point.of("s", {"k": i}), f"// schedule {i}")
+
+
+# ---- the database ------------------------------------------------------------------------------
+def test_add_trials_best_round_trip(tmp_path: Path) -> None:
+    task = TuneTask(SMALL)
+    with RecordDB(tmp_path / "t.db") as db:
+        ids = [db.add(task, "dev", result(small_candidate(i), times=(t,)), tuner="test")
+               for i, t in enumerate([3e-3, 1e-3, 2e-3])]  # fmt: skip
+        trials = db.trials(task.key, "c", "dev")
+        assert [r.id for r in trials] == ids
+        assert [r.median_s for r in trials] == [3e-3, 1e-3, 2e-3]
+        best = db.best(task.key, "c", "dev")
+        assert best is not None and best.id == ids[1]
+        assert best.point() == Point.of("s", {"k": 1}) and best.schedule == "// schedule 1"
+        assert (best.program, best.tuner, best.build_s, best.status) == (task.normalized, "test", 0.25, "ok")
+        assert db.best(task.key, "c", "other device") is None
+        assert db.best(task.key, "opencl", "dev") is None
+    with RecordDB(tmp_path / "t.db", create=False) as db:  # reopened: everything is there
+        assert [r.id for r in db.trials(task.key, "c", "dev")] == ids
+        [row] = db.tasks()
+        assert (row["trials"], row["ok"], row["best_s"], row["best_id"]) == (3, 3, 1e-3, ids[1])
+        assert row["summary"] == "output0[N, M] +=! a[N, K] * b[K, M]"
+
+
+def test_failures_are_never_best(tmp_path: Path) -> None:
+    task = TuneTask(SMALL)
+    with RecordDB(tmp_path / "t.db") as db:
+        for i, status in enumerate([Status.WRONG, Status.CRASHED, Status.TIMEOUT, Status.NOISY]):
+            db.add(task, "dev", result(small_candidate(i), status, times=(1e-9,), reason=status.value))
+        assert db.best(task.key, "c", "dev") is None
+        ok = db.add(task, "dev", result(small_candidate(9), times=(5.0,)))
+        best = db.best(task.key, "c", "dev")
+        assert best is not None and best.id == ok
+        failed = [r for r in db.trials(task.key, "c", "dev") if not r.ok]
+        assert len(failed) == 4 and all(r.median_s == float("inf") for r in failed)
+        assert failed[0].reason == "wrong" and failed[0].times == (1e-9,)
+        [row] = db.tasks()
+        assert (row["trials"], row["ok"]) == (5, 1)
+
+
+def test_export_import_round_trip_skips_duplicates(tmp_path: Path) -> None:
+    task, other = TuneTask(SMALL), TuneTask(SMALL.replace("8, 4", "16, 4"))
+    with RecordDB(tmp_path / "a.db") as a:
+        for i in range(3):
+            a.add(task, "dev", result(small_candidate(i), times=(i + 1.0,)))
+        a.add(task, "dev", result(small_candidate(7), Status.CRASHED, times=(), reason="SIGSEGV"))
+        a.add(other, "dev", result(small_candidate(0)))
+        text = io.StringIO()
+        assert a.export_jsonl(text) == 5
+        only = io.StringIO()
+        assert a.export_jsonl(only, task_key=other.key) == 1
+        originals = a.trials(task.key, "c", "dev")
+    with RecordDB(tmp_path / "b.db") as b:
+        assert b.import_jsonl(io.StringIO(text.getvalue())) == 5
+        assert b.import_jsonl(io.StringIO(text.getvalue())) == 0  # every line a duplicate
+        assert len(b) == 5
+        copies = b.trials(task.key, "c", "dev")
+        strip = lambda r: {k: v for k, v in r.__dict__.items() if k != "id"}
+        assert [strip(r) for r in copies] == [strip(r) for r in originals]
+        assert copies[3].reason == "SIGSEGV" and copies[3].median_s == float("inf")
+        assert b.tasks()[0]["summary"] == "output0[N, M] +=! a[N, K] * b[K, M]"
+    assert json.loads(only.getvalue())["task_key"] == other.key
+
+
+def test_malformed_import_line_is_a_located_error(tmp_path: Path) -> None:
+    with RecordDB(tmp_path / "a.db") as a:
+        a.add(TuneTask(SMALL), "dev", result(small_candidate(0)))
+        good = io.StringIO()
+        a.export_jsonl(good)
+    line = good.getvalue()
+    edited = json.loads(line) | {"program": "something else"}
+    cases = {
+        "{not json": "not a JSON record",
+        json.dumps(json.loads(line) | {"status": "fast"}): "unknown status 'fast'",
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "schedule"}): "no 'schedule'",
+        json.dumps(json.loads(line) | {"times": []}): "an ok record has no times",
+        json.dumps(edited): "task_key is not the key",
+        "[1, 2]": "a record is a JSON object",
+    }
+    with RecordDB(tmp_path / "b.db") as b:
+        for bad, message in cases.items():
+            with pytest.raises(RecordError) as err:
+                b.import_jsonl(io.StringIO(line + "\n" + bad + "\n"), "shared.jsonl")
+            assert str(err.value.loc) == "shared.jsonl:3:1" and message in err.value.message
+            assert len(b) == 0  # nothing of a bad file is imported
+
+
+def test_unusable_database_paths(tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match="it is a directory") as err:
+        RecordDB(tmp_path)
+    assert err.value.loc is not None and err.value.loc.file == str(tmp_path)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(RecordError, match="not a database"):
+        RecordDB(garbage)
+    with pytest.raises(RecordError, match="no tuning database"):
+        RecordDB(tmp_path / "missing.db", create=False)
+    assert not (tmp_path / "missing.db").exists()
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("CREATE TABLE t (x)").connection.commit()
+    with pytest.raises(RecordError, match="not an einc tuning database"):
+        RecordDB(plain, create=False)
+
+
+def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("EINC_TUNING_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+    monkeypatch.delenv("EINC_TUNING_DB")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_db_path() == tmp_path / "cache" / "einc" / "tuning.db"
+
+
+def test_device_fingerprint_of_c_names_the_cpu_and_vector_width() -> None:
+    from einc.runtime.c import native_vector_bits
+
+    fingerprint = device_fingerprint("c")
+    assert f"{native_vector_bits()}-bit vectors" in fingerprint and fingerprint == device_fingerprint("c")
+
+
+# ---- several processes -------------------------------------------------------------------------
+WRITER = f"""
+import sys, time
+from pathlib import Path
+from einc.tune.records import RecordDB
+from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
+db_path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+task = TuneTask({SMALL!r})
+task.key
+db = RecordDB(db_path)
+print("ready", flush=True)
+while not go.exists():
+    time.sleep(0.005)
+i = 0
+while count < 0 or i < count:
+    c = Candidate(Point.of(name, {{"i": i}}), f"// {{name}} {{i}}")
+    rid = db.add(task, "dev", MeasureResult(c, Status.OK, times=(1.0 + i,)), tuner=name)
+    print(rid, flush=True)
+    i += 1
+"""
+
+
+def writer(db: Path, name: str, count: int, go: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db), name, str(count), str(go)],
+                            stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    return proc
+
+
+def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
+    db, go = tmp_path / "t.db", tmp_path / "go"
+    procs = [writer(db, name, 200, go) for name in ("first", "second")]
+    go.touch()
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    ids = [int(x) for out in outs for x in out.split()]
+    assert len(ids) == len(set(ids)) == 400
+    with RecordDB(db) as records:
+        trials = records.trials(TuneTask(SMALL).key, "c", "dev")
+        assert sorted(r.id for r in trials) == sorted(ids)
+        for name in ("first", "second"):
+            assert sorted(r.knobs["i"] for r in trials if r.tuner == name) == list(range(200))
+
+
+def test_sigkilled_writer_keeps_every_committed_record(tmp_path: Path) -> None:
+    db, go = tmp_path / "t.db", tmp_path / "go"
+    go.touch()
+    proc = writer(db, "killed", -1, go)
+    assert proc.stdout is not None
+    committed = [int(proc.stdout.readline()) for _ in range(100)]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    with RecordDB(db) as records:
+        found = {r.id for r in records.trials(TuneTask(SMALL).key, "c", "dev")}
+        assert set(committed) <= found
+        records.add(TuneTask(SMALL), "dev", result(small_candidate(0)))  # still writable
+        assert len(records) == len(found) + 1
+
+
+# ---- use by the compiler -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sources() -> dict[str, str]:
+    """The C source of the matmul with its default schedule and with the tuned one."""
+    task = matmul_task()
+    tuned = Compilation(task.source, task.filename, schedule=tuned_candidate(task).schedule, use_records=False)
+    return {"default": task.compilation().source_text(), "tuned": tuned.source_text()}
+
+
+def tuned_db(path: Path, device: str | None = None, target: str = "c") -> Record:
+    """A database holding one record of the matmul: the tuned C schedule (by default on this
+    machine's CPU and the C target)."""
+    task, device = matmul_task(target), device or device_fingerprint("c")
+    with RecordDB(path) as db:
+        rid = db.add(task, device, result(tuned_candidate(matmul_task())))
+        record = db.get(rid)
+    assert record is not None
+    return record
+
+
+def test_compile_uses_the_best_record(tmp_path: Path, sources: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert sources["default"] != sources["tuned"]
+    db = tmp_path / "t.db"
+    record = tuned_db(db)
+    assert main(["compile", str(MATMUL), "--db", str(db)]) == 0
+    out, err = capsys.readouterr()
+    assert out == sources["tuned"]
+    day = time.strftime("%Y-%m-%d", time.localtime(record.created))
+    assert err == f"einc: using tuning record {record.id} (sketch ssrsrs, 2.000 ms, tuned {day}) from {db}\n"
+    assert main(["compile", str(MATMUL), "--db", str(db), "--no-records"]) == 0
+    assert capsys.readouterr() == (sources["default"], "")
+    assert main(["compile", str(MATMUL), "--db", str(db), "--schedule", "default"]) == 0
+    assert capsys.readouterr() == (sources["default"], "")
+
+
+def test_compile_uses_the_default_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           sources: dict[str, str]) -> None:  # fmt: skip
+    task = matmul_task()
+    assert task.compilation().source_text() == sources["default"]  # conftest's fresh database
+    monkeypatch.setenv("EINC_TUNING_DB", str(tmp_path / "env.db"))
+    record = tuned_db(tmp_path / "env.db")
+    comp = Compilation(task.source, task.filename)
+    assert comp.source_text() == sources["tuned"] and comp.record == record
+    assert Compilation(task.source, task.filename, use_records=False).source_text() == sources["default"]
+
+
+def test_einc_compile_api_and_kernel_record(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    record = tuned_db(db)
+    kernel = einc.compile(MATMUL.read_text(), db=db)
+    assert kernel.record is not None and kernel.record.id == record.id
+    rng = np.random.default_rng(13)
+    a, b = rng.uniform(0.5, 2, (256, 512)).astype(np.float32), rng.uniform(0.5, 2, (512, 256)).astype(np.float32)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(kernel(input0=a, input1=b)["output0"], want, rtol=1e-4)
+    assert einc.compile(MATMUL.read_text(), db=db, schedule="default").record is None
+    assert einc.compile(MATMUL.read_text(), db=db, use_records=False).record is None
+
+
+def test_run_says_which_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "t.db"
+    record = tuned_db(db)
+    assert main(["run", str(MATMUL), "--db", str(db), "--repeat", "1", "--seed", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert f"using tuning record {record.id} " in err and "output0: max error" in out and " ok" in out
+    assert main(["run", str(MATMUL), "--db", str(db), "--repeat", "1", "--seed", "3", "--no-records"]) == 0
+    assert "tuning record" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("device, target", [("another CPU, 256-bit vectors, 64 cores", "c"), (None, "opencl")])
+def test_records_of_other_devices_and_targets_are_ignored(tmp_path: Path, sources: dict[str, str],
+                                                          device: str | None, target: str) -> None:  # fmt: skip
+    db = tmp_path / "t.db"
+    tuned_db(db, device, target)
+    comp = Compilation(MATMUL.read_text(), str(MATMUL), db=db)
+    assert comp.source_text() == sources["default"] and comp.record is None
+
+
+def test_a_stale_record_is_skipped_with_a_warning(tmp_path: Path, sources: dict[str, str],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    db, task = tmp_path / "t.db", matmul_task()
+    stale = Candidate(Point.of("ssrsrs", TUNED), tuned_candidate(task).schedule.replace('axis "K"', 'axis "Q"'))
+    with RecordDB(db) as records:
+        rid = records.add(task, device_fingerprint("c"), result(stale))
+    comp = Compilation(task.source, task.filename, db=db)
+    assert comp.source_text() == sources["default"] and comp.record is None
+    err = capsys.readouterr().err
+    assert f"einc: warning: tuning record {rid} in {db} no longer applies, using the default schedule" in err
+    assert f"<tuning record {rid}>:" in err and '"Q"' in err
+
+
+def test_unreadable_database_is_a_warning_not_a_failure(tmp_path: Path, sources: dict[str, str],
+                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"\x00garbage" * 512)
+    assert main(["compile", str(MATMUL), "--db", str(corrupt)]) == 0
+    out, err = capsys.readouterr()
+    assert out == sources["default"]
+    assert err.startswith(f"einc: warning: tuning records not used: {corrupt}:1:1: error: ") and "not a database" in err
+    missing = tmp_path / "missing.db"
+    assert main(["compile", str(MATMUL), "--db", str(missing)]) == 0
+    out, err = capsys.readouterr()
+    assert out == sources["default"] and "no tuning database" in err and not missing.exists()
+    assert find_record("anything", "c", tmp_path) is None
+    assert "it is a directory" in capsys.readouterr().err
+
+
+# ---- `einc records` ----------------------------------------------------------------------------
+def test_records_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db, copy, exported = tmp_path / "t.db", tmp_path / "copy.db", tmp_path / "records.jsonl"
+    record = tuned_db(db)
+    with RecordDB(db) as records:
+        failed = records.add(matmul_task(), "dev", result(small_candidate(1), Status.CRASHED, (), "SIGSEGV"))
+    assert main(["records", "list", "--db", str(db)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["task", "target", "device", "program", "trials", "ok", "best", "ms", "best", "id"]
+    rows = {line.split()[0] + " " + ("dev" if "  dev  " in line else "cpu"): line.split() for line in out[1:-1]}
+    key = record.task_key
+    assert rows[f"{key} cpu"][-4:] == ["1", "1", "2.000", str(record.id)]
+    assert rows[f"{key} dev"][-4:] == ["1", "0", "-", "-"]
+    assert "output0[N, M] +=! input0[N, K] * input1[K, M]" in out[1] and out[-1] == f"({db})"
+
+    assert main(["records", "show", str(record.id), "--db", str(db)]) == 0
+    shown = capsys.readouterr().out
+    assert "ssrsrs(output0.tile_i=4, output0.tile_j=32, output0.tile_k=128)" in shown
+    assert 'transform.einc.knob "output0.tile_k" = 128' in shown and "median    2.000 ms over 3 runs" in shown
+    assert main(["records", "show", str(failed), "--db", str(db)]) == 0
+    assert "status    crashed: SIGSEGV" in capsys.readouterr().out
+    assert main(["records", "show", "999", "--db", str(db)]) == 1
+    assert "<command line>:1:19: error: no record 999 in" in capsys.readouterr().err
+
+    assert main(["records", "export", "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(x)["status"] for x in lines] == ["ok", "crashed"]
+    assert main(["records", "export", "--db", str(db), "-o", str(exported), "--task", key]) == 0
+    assert "exported 2 records" in capsys.readouterr().err
+    assert main(["records", "import", str(exported), "--db", str(copy)]) == 0
+    assert capsys.readouterr().out == f"einc: imported 2 new records into {copy}\n"
+    assert main(["records", "import", str(exported), "--db", str(copy)]) == 0
+    assert capsys.readouterr().out == f"einc: imported 0 new records into {copy}\n"
+
+    exported.write_text(exported.read_text() + "{}\n")
+    assert main(["records", "import", str(exported), "--db", str(copy)]) == 1
+    assert capsys.readouterr().err.startswith(f"{exported}:3:1: error: not an einc tuning record")
+    assert main(["records", "import", str(exported), "--db", str(tmp_path / "new.db")]) == 1
+    assert not (tmp_path / "new.db").exists()  # a bad file creates no database
+    capsys.readouterr()
+    assert main(["records", "list", "--db", str(tmp_path / "none.db")]) == 0
+    assert "does not exist" in capsys.readouterr().out
+    assert main(["records", "list", "--db", str(tmp_path)]) == 1
+    assert "it is a directory" in capsys.readouterr().err
+
