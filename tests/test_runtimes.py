@@ -17,6 +17,8 @@ the first SYCL kernel builds.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -623,6 +625,46 @@ class TestCUDA:
         mangled = CUDA.replace('extern "C" __global__ void vadd', "__global__ void vadd")
         report = compile_check_cuda(mangled, vadd_manifest("cuda"), "sm_90")
         assert not report.ok and "no kernel named vadd" in report.log
+
+    def test_resources_reported_when_nvrtc_logs_nothing(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """NVRTC 13.0 returns an empty log for `-Xptxas=-v` once the process has called
+        cuInit (seen on an H100): every kernel read as missing from the cubin. Here NVRTC's
+        log is emptied in this process; the report still comes from ptxas, by a fresh
+        interpreter."""
+        from einc.runtime import cuda
+
+        monkeypatch.setenv("EINC_CACHE_DIR", str(tmp_path))
+        compile_here = cuda._compile
+        children: list[str] = []
+        compile_in_child = cuda._compile_in_child
+
+        def silent(source: str, arch: str, options: Any) -> Any:
+            compiled = compile_here(source, arch, options)
+            return cuda._Compiled(compiled.ok, "", compiled.cubin)
+
+        def child(source: str, arch: str, options: Any) -> Any:
+            children.append(arch)
+            return compile_in_child(source, arch, options)
+
+        monkeypatch.setattr(cuda, "_compile", silent)
+        monkeypatch.setattr(cuda, "_compile_in_child", child)
+        report = cuda.compile_check_cuda(CUDA, matmul_manifest("cuda"), "sm_90")
+        check_report(report, {"matmul_reduce": BLOCK * 4, "add_bias": 0})
+        assert children == ["sm_90"]
+        broken = cuda.compile_check_cuda(CUDA.replace("a[i] + b[i]", "a[i] + nope[i]"), vadd_manifest("cuda"), "sm_90")
+        assert not broken.ok and children == ["sm_90"]  # a failed compile logs its errors: no child
+
+    def test_compile_check_after_running_a_kernel(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        """The same on a GPU, for real: a kernel run first (cuInit), then a compile check."""
+        require("cuda-gpu")
+        from einc.runtime.cuda import compile_check_cuda, load_cuda_kernel
+
+        check_vadd(load_cuda_kernel(CUDA, vadd_manifest("cuda")), vadd_manifest("cuda"))
+        monkeypatch.setenv("EINC_CACHE_DIR", str(tmp_path))
+        for arch in ("sm_80", "sm_90"):
+            check_report(compile_check_cuda(CUDA, matmul_manifest("cuda"), arch), {"matmul_reduce": BLOCK * 4, "add_bias": 0})
 
     def test_runs_on_a_gpu(self) -> None:
         require("cuda-gpu")

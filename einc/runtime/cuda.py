@@ -12,8 +12,10 @@ Contract with the CUDA printer:
 
 `compile_check_cuda(source, manifest, arch)` compiles to a cubin for `arch` (`sm_80`,
 `sm_90`, ...) with `-Xptxas=-v` and reports, per kernel, registers, spill bytes and static
-shared memory from ptxas's log. Reports are cached on disk by hash of the source, arch,
-options and NVRTC version.
+shared memory from ptxas's log. NVRTC 13.0 prints no ptxas log once the process has
+initialised the CUDA driver (`cuInit`, as running a kernel does): such a compile is redone
+in a fresh interpreter. Reports are cached on disk by hash of the source, arch, options and
+NVRTC version.
 
 `load_cuda_kernel` runs through cuda-python's driver API and needs an NVIDIA GPU and its
 driver (`libcuda`); without one it raises TargetError. Nothing is loaded at import.
@@ -32,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -116,6 +119,43 @@ def _compile(source: str, arch: str, options: Sequence[str]) -> _Compiled:
         nvrtc.nvrtcDestroyProgram(program)
 
 
+def _verbose(options: Sequence[str]) -> bool:
+    return any(o.startswith("-Xptxas") and "-v" in o.split("=", 1)[-1].split(",") for o in options)
+
+
+def _compile_with_report(source: str, arch: str, options: Sequence[str]) -> _Compiled:
+    """`_compile`, with ptxas's report where `options` ask for it (`-Xptxas=-v`).
+
+    A successful verbose compile always logs `ptxas info` lines; NVRTC 13.0 logs nothing once
+    this process has called `cuInit`, so then the compile is redone in a fresh interpreter."""
+    compiled = _compile(source, arch, options)
+    if compiled.ok and _verbose(options) and "ptxas" not in compiled.log:
+        return _compile_in_child(source, arch, options)
+    return compiled
+
+
+_CHILD = "from einc.runtime.cuda import _child_compile; _child_compile()"
+
+
+def _compile_in_child(source: str, arch: str, options: Sequence[str]) -> _Compiled:
+    request = json.dumps({"source": source, "arch": arch, "options": list(options)})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD], input=request, capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        raise ToolchainError(f"NVRTC in a fresh interpreter failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout)
+    return _Compiled(bool(result["ok"]), str(result["log"]), bytes.fromhex(result["cubin"]))
+
+
+def _child_compile() -> None:
+    """The child of `_compile_in_child`: a request on stdin, the compile's result on stdout."""
+    request = json.loads(sys.stdin.read())
+    compiled = _compile(request["source"], request["arch"], request["options"])
+    json.dump({"ok": compiled.ok, "log": compiled.log, "cubin": compiled.cubin.hex()}, sys.stdout)
+
+
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _NUMBERS = {
     "registers": re.compile(r"Used (\d+) registers"),
@@ -166,10 +206,11 @@ def compile_check_cuda(
     """
     check_manifest(manifest)
     names = ",".join(k.name for k in manifest.kernels)
-    key = content_key(source, arch, "\0".join(options), nvrtc_version(), names, *cuda_include_dirs())
+    # "report 2": reports that an empty NVRTC log (see `_compile_with_report`) failed are rebuilt
+    key = content_key("report 2", source, arch, "\0".join(options), nvrtc_version(), names, *cuda_include_dirs())
 
     def build(path: Path) -> None:
-        compiled = _compile(source, arch, options)
+        compiled = _compile_with_report(source, arch, options)
         kernels = parse_ptxas_log(compiled.log) if compiled.ok else ()
         ok, log = compiled.ok, compiled.log
         missing = missing_kernels(manifest, {k.name for k in kernels}) if ok else []
@@ -237,7 +278,10 @@ def device_description() -> str:
 
 
 class CudaKernel:
-    """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)`."""
+    """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)`.
+
+    `resources`: ptxas's report from this compile, empty where NVRTC logs none (NVRTC 13.0
+    after `cuInit`); `compile_check_cuda` always reports them."""
 
     def __init__(self, source: str, manifest: LaunchManifest, options: Sequence[str] = NVRTC_OPTIONS):
         driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
