@@ -626,35 +626,49 @@ class TestCUDA:
         report = compile_check_cuda(mangled, vadd_manifest("cuda"), "sm_90")
         assert not report.ok and "no kernel named vadd" in report.log
 
+    @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
     def test_resources_reported_when_nvrtc_logs_nothing(
-        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+        self, arch: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
-        """NVRTC 13.0 returns an empty log for `-Xptxas=-v` once the process has called
-        cuInit (seen on an H100): every kernel read as missing from the cubin. Here NVRTC's
-        log is emptied in this process; the report still comes from ptxas, by a fresh
-        interpreter."""
+        """NVRTC 13.0 returned an empty log for `-Xptxas=-v` on an H100 machine (always after
+        cuInit): every kernel was read as missing from the cubin. With the log emptied here,
+        the kernels and their resources come from the cubin, as ptxas reports them."""
         from einc.runtime import cuda
 
         monkeypatch.setenv("EINC_CACHE_DIR", str(tmp_path))
+        logged = cuda.compile_check_cuda(CUDA, matmul_manifest("cuda"), arch)
         compile_here = cuda._compile
-        children: list[str] = []
-        compile_in_child = cuda._compile_in_child
 
         def silent(source: str, arch: str, options: Any) -> Any:
             compiled = compile_here(source, arch, options)
             return cuda._Compiled(compiled.ok, "", compiled.cubin)
 
-        def child(source: str, arch: str, options: Any) -> Any:
-            children.append(arch)
-            return compile_in_child(source, arch, options)
-
         monkeypatch.setattr(cuda, "_compile", silent)
-        monkeypatch.setattr(cuda, "_compile_in_child", child)
-        report = cuda.compile_check_cuda(CUDA, matmul_manifest("cuda"), "sm_90")
+        monkeypatch.setenv("EINC_CACHE_DIR", str(tmp_path / "silent"))
+        report = cuda.compile_check_cuda(CUDA, matmul_manifest("cuda"), arch)
+        assert report.log == ""
         check_report(report, {"matmul_reduce": BLOCK * 4, "add_bias": 0})
-        assert children == ["sm_90"]
-        broken = cuda.compile_check_cuda(CUDA.replace("a[i] + b[i]", "a[i] + nope[i]"), vadd_manifest("cuda"), "sm_90")
-        assert not broken.ok and children == ["sm_90"]  # a failed compile logs its errors: no child
+        for kernel in logged.kernels:
+            found = report.kernel(kernel.name)
+            assert (found.registers, found.shared_bytes) == (kernel.registers, kernel.shared_bytes), kernel.name
+            assert found.details == {"stack_bytes": kernel.details["stack_bytes"], "barriers": kernel.details["barriers"]}
+        mangled = CUDA.replace('extern "C" __global__ void vadd', "__global__ void vadd")
+        assert not cuda.compile_check_cuda(mangled, vadd_manifest("cuda"), arch).ok
+
+    def test_cubin_records_a_stack_frame_as_ptxas_does(self) -> None:
+        """A local array indexed by a runtime value lives in the stack frame."""
+        from einc.runtime import cuda
+
+        source = (
+            'extern "C" __global__ void frame(float* __restrict__ a, const int* __restrict__ i) {\n'
+            "  float local[256];\n  for (int k = 0; k < 256; ++k) local[k] = a[k * threadIdx.x];\n"
+            "  a[threadIdx.x] = local[i[threadIdx.x] % 256];\n}\n"
+        )
+        compiled = cuda._compile(source, "sm_90", cuda.NVRTC_OPTIONS)
+        (logged,) = cuda.parse_ptxas_log(compiled.log)
+        recorded = cuda.cubin_kernels(compiled.cubin)["frame"]
+        assert logged.details["stack_bytes"] == recorded["stack_bytes"] >= 1024
+        assert logged.registers == recorded["registers"]
 
     def test_compile_check_after_running_a_kernel(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         """The same on a GPU, for real: a kernel run first (cuInit), then a compile check."""
