@@ -670,6 +670,29 @@ class TestCUDA:
         assert logged.details["stack_bytes"] == recorded["stack_bytes"] >= 1024
         assert logged.registers == recorded["registers"]
 
+    def test_callee_properties_are_not_the_kernels(self) -> None:
+        """ptxas lists the properties of a kernel's non-inlined callees after the kernel's
+        (float64 `sin` calls a trig-reduction slow path): the callee's 0-byte stack frame
+        was read as the kernel's, whose frame is 40 bytes (as its cubin records)."""
+        from einc.runtime import cuda
+        from tests.test_device_targets import compiled
+
+        log = (
+            "ptxas info    : Compiling entry function 'kernel_output0' for 'sm_90'\n"
+            "ptxas info    : Function properties for kernel_output0\n"
+            "ptxas         .     40 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+            "ptxas info    : Used 32 registers, used 0 barriers, 40 bytes cumulative stack size\n"
+            "ptxas info    : Function properties for __internal_trig_reduction_slowpathd\n"
+            "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+        )
+        (kernel,) = cuda.parse_ptxas_log(log)
+        assert (kernel.registers, kernel.spills, kernel.details["stack_bytes"]) == (32, 0, 40)
+        source = compiled("cuda", "float64_math")[0]
+        built = cuda._compile(source, "sm_90", cuda.NVRTC_OPTIONS)
+        for logged in cuda.parse_ptxas_log(built.log):
+            recorded = cuda.cubin_kernels(built.cubin)[logged.name]
+            assert logged.details["stack_bytes"] == recorded["stack_bytes"] > 0
+
     def test_compile_check_after_running_a_kernel(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         """The same on a GPU, for real: a kernel run first (cuInit), then a compile check."""
         require("cuda-gpu")

@@ -131,17 +131,26 @@ _NUMBERS = {
 }
 
 
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+
+
 def parse_ptxas_log(log: str) -> tuple[KernelResources, ...]:
-    """Per-kernel resources from ptxas's verbose output."""
+    """Per-kernel resources from ptxas's verbose output (the properties ptxas lists for a
+    kernel's non-inlined callees, e.g. a libdevice slow path, are not the kernel's)."""
     found: dict[str, dict[str, int]] = {}
     current: str | None = None
+    scope: str | None = None
     for line in log.splitlines():
         entry = _ENTRY.search(line)
         if entry is not None:
-            current = str(entry.group(1))
+            current = scope = str(entry.group(1))
             found[current] = {}
             continue
-        if current is None:
+        properties = _PROPERTIES.search(line)
+        if properties is not None:
+            scope = properties.group(1)
+            continue
+        if current is None or scope != current:
             continue
         for name, pattern in _NUMBERS.items():
             match = pattern.search(line)
