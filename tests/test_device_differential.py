@@ -1,8 +1,8 @@
 """Differential tests on the device targets: random valid Antares programs
-(tests/oracle/genprog.py) compiled for OpenCL, HLSL, SYCL and Poplar, executed through their
-real toolchains and compared with the oracle's float64 meaning (tests/oracle/compare.py, the
+(tests/oracle/genprog.py) compiled for OpenCL, HLSL, SYCL, Poplar and CUDA (where an NVIDIA GPU is), executed through
+their real toolchains and compared with the oracle's float64 meaning (tests/oracle/compare.py, the
 tolerances of tests/test_differential.py); the same programs compile-checked for CUDA (sm_90,
-NVRTC) and HIP (gfx90a); and random legal tile + bind schedules on OpenCL and HLSL, some
+NVRTC) and HIP (gfx90a); and random legal tile + bind schedules on OpenCL, HLSL and CUDA, some
 staging a tensor the statement reads in GPU shared memory.
 
 A program a target refuses by design (a TargetError saying it cannot store or compute one of
@@ -33,10 +33,10 @@ from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
 from tests.oracle.isolate import run_isolated
 from tests.test_conformance import ALL, Program, check_against_reference, fresh_seed, random_inputs
-from tests.test_device_targets import require
+from tests.test_device_targets import require, require_run
 
-EXAMPLES = {"opencl": 25, "hlsl": 12, "sycl": 8, "poplar": 6}
-SCHEDULE_EXAMPLES = {"opencl": 15, "hlsl": 6}
+EXAMPLES = {"opencl": 25, "hlsl": 12, "sycl": 8, "poplar": 6, "cuda": 25}
+SCHEDULE_EXAMPLES = {"opencl": 15, "hlsl": 6, "cuda": 15}
 CHECKS = {"cuda": ("sm_90", 6), "hip": ("gfx90a", 4)}
 
 REFUSED_BY_DESIGN = re.compile(
@@ -71,6 +71,7 @@ _LOADERS = {
     "hlsl": ("einc.runtime.vulkan", "load_hlsl_kernel"),
     "sycl": ("einc.runtime.sycl", "load_sycl_kernel"),
     "poplar": ("einc.runtime.poplar", "load_poplar_kernel"),
+    "cuda": ("einc.runtime.cuda", "load_cuda_kernel"),
 }
 
 
@@ -123,7 +124,7 @@ def check_program(prog: GenProgram, seed: int, target: str, schedule: str | None
 
 @pytest.mark.parametrize("target", _marked(EXAMPLES))
 def test_random_programs_match_oracle(target: str) -> None:
-    require(target)
+    require_run(target)
 
     @settings(max_examples=examples(EXAMPLES[target]), deadline=None)
     @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
@@ -298,7 +299,7 @@ def random_bind_schedule(args: tuple[str, Any, Any], target: str, rng: random.Ra
 
 @pytest.mark.parametrize("target", _marked(SCHEDULE_EXAMPLES))
 def test_random_bind_schedules_match_oracle(target: str) -> None:
-    require(target)
+    require_run(target)
 
     @settings(max_examples=examples(SCHEDULE_EXAMPLES[target]), deadline=None)
     @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
@@ -325,7 +326,7 @@ def test_bind_schedule_applies_and_matches_reference(target: str, name: str) -> 
     """Every statement's outermost loop tiled by its smallest divisor > 1 (the whole loop
     when it has none), bound to block.x / thread.x: the schedule must apply, the launches
     have the tile as their block, and the results match the program's NumPy reference."""
-    require(target)
+    require_run(target)
     prog: Program = next(p for p in ALL if p.name == name)
     args = (prog.ir, prog.input_dict, prog.extra_outputs)
     limit = description(target).max_threads_per_block

@@ -2,9 +2,9 @@
 `compute_at` make a `memref.alloca` that, inside a kernel, is each work-item's own array
 (`float a[16];` in OpenCL/CUDA/HIP/SYCL kernels, a function-local array in HLSL).
 
-Executed on OpenCL (PoCL), HLSL (lavapipe) and SYCL against a float64 NumPy reference on
-fresh random inputs, with sizes the tiles divide and sizes they do not (partial tiles: the
-copies skip the elements outside the tensor); compile-checked on CUDA (NVRTC, sm_80) and HIP
+Executed on OpenCL (PoCL), HLSL (lavapipe), SYCL and CUDA (where an NVIDIA GPU is) against a
+float64 NumPy reference on fresh random inputs, with sizes the tiles divide and sizes they do
+not (partial tiles: the copies skip the elements outside the tensor); compile-checked on CUDA (NVRTC, sm_80) and HIP
 (gfx90a). Refusals: a local buffer above a thread-bound loop (each thread would fill its own
 copy) at the cache op's file:line:col whichever order the binds come in, tiles of two threads
 that overlap, and more local memory per work-item than the target's `private_memory`.
@@ -21,9 +21,9 @@ from einc.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_schedules import MATMUL, matmul_lines, random_inputs
-from tests.test_device_targets import require
+from tests.test_device_targets import require, require_run
 
-RUNS = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl")]
+RUNS = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "cuda")]
 CHECKS = {"cuda": "sm_80", "hip": "gfx90a"}
 COMPILES = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in CHECKS]
 F32 = "float32"
@@ -98,7 +98,7 @@ the register tile (its 4x4 loops keep their min bounds: not unrolled)."""
 @pytest.mark.parametrize("target", RUNS)
 @pytest.mark.parametrize("n,m,k", MATMUL_SIZES)
 def test_register_blocked_matmul_matches_numpy(target: str, n: int, m: int, k: int) -> None:
-    require(target)
+    require_run(target)
     comp = matmul(n, m, k, target, register_blocked(unroll=n % 16 == 0 and m % 16 == 0))
     source = comp.run_until("source")
     assert "float output0_local[16];" in source
@@ -148,7 +148,7 @@ def test_register_blocked_matmul_with_shared_tiles_matches_numpy(target: str, n:
     """With partial tiles the out-of-range threads still reach every barrier: their local
     array is declared outside the guard of the compute (found here: the guard had taken the
     declaration and refused the schedule)."""
-    require(target)
+    require_run(target)
     comp = matmul(n, m, k, target, register_blocked_shared())
     source = comp.run_until("source")
     assert "float output0_local[16];" in source and "input1_shared" in source
@@ -170,7 +170,7 @@ def test_one_element_accumulator_per_thread_matches_numpy(target: str, n: int, m
     """One output per thread (tests/test_device_schedules.py's tiled matmul with shared
     input tiles), accumulated in a one-element local array staged at the thread loop (found
     here: its constant-index store read as a reduction shared by the threads)."""
-    require(target)
+    require_run(target)
     comp = matmul(n, m, k, target, matmul_lines(8) + ['%w = transform.einc.cache_write "output0" at %d in "local"'])
     assert "float output0_local[1];" in comp.run_until("source")
     inputs = random_inputs(comp)
@@ -204,7 +204,7 @@ def conv(n: int, target: str) -> Compilation:
 @pytest.mark.parametrize("target", RUNS)
 @pytest.mark.parametrize("n", [32, 30])
 def test_convolution_stages_its_halo_locally(target: str, n: int) -> None:
-    require(target)
+    require_run(target)
     comp = conv(n, target)
     source = comp.run_until("source")
     assert "float input0_local[13];" in source and "float output0_local[4];" in source
@@ -259,7 +259,7 @@ STENCILS = [(6, 5, None), (8, 7, 4)]
 @pytest.mark.parametrize("target", RUNS)
 @pytest.mark.parametrize("h,w,tile", STENCILS)
 def test_compute_at_recomputes_a_producer_per_thread(target: str, h: int, w: int, tile: int | None) -> None:
-    require(target)
+    require_run(target)
     comp = stencil(h, w, target, tile)
     source = comp.run_until("source")
     assert "float temp0_local[9];" in source
@@ -274,7 +274,7 @@ def test_compute_at_without_binds_maps_one_output_per_work_item(target: str) -> 
     """No binds: the default mapping flattens HO x WO onto work-items (30 of them) and each
     one recomputes its 3x3 box of temp0 in its own local array (the local buffer does not
     stop the nest from being parallel)."""
-    require(target)
+    require_run(target)
     lines = [
         '%wo = transform.einc.match stmt "output0" axis "WO" in %root',
         '%t = transform.einc.match stmt "temp0" in %root',

@@ -1,6 +1,7 @@
 """Regressions of the device path, each on every target it touched: executed on C, OpenCL
 (PoCL), SYCL, HLSL (lavapipe) and Poplar (CPU harness) against einc's float64 NumPy
-reference on fixed non-zero random inputs, compile-checked on CUDA (sm_80) and HIP (gfx90a).
+reference on fixed non-zero random inputs, compile-checked on CUDA (sm_80) and HIP (gfx90a),
+and executed on CUDA where an NVIDIA GPU is.
 Every lowering runs with `EINC_VERIFY_EACH=1` (verify-egpu after each pass).
 
 - A local buffer (`cache_read`/`cache_write ... in "local"`, `compute_at`) at a loop that
@@ -27,7 +28,7 @@ from einc.driver import Compilation, max_error, random_inputs, tolerance
 from einc.reference import run_reference
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_local import compile_check
-from tests.test_device_targets import require
+from tests.test_device_targets import require, require_run
 
 RUNS = ("c", "opencl", "sycl", "hlsl", "poplar")
 CHECKS = ("cuda", "hip")
@@ -100,6 +101,21 @@ def test_device_regression(target: str, case: Case) -> None:
     if target in CHECKS:
         compile_check(comp)
         return
+    check_run(comp)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_device_regression_runs_on_cuda(case: Case) -> None:
+    require_run("cuda")
+    comp = case.compilation("cuda")
+    comp.run_until("source")
+    check_run(comp)
+
+
+def check_run(comp: Compilation) -> None:
+    """Run on fixed random inputs; compare with the float64 reference."""
+    target = comp.target
     arrays = {k: np.asarray(v) for k, v in random_inputs(comp.program, np.random.default_rng(7)).items()}
     if target == "c":
         outputs = comp.kernel()(**arrays)

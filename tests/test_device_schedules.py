@@ -2,8 +2,8 @@
 ... in "shared"`): a tiled matmul whose i/j tiles are bound to block.y/x and thread.y/x with
 the input tiles staged at the reduction-tile loop, a reduction with a staged input, and the
 refusals (a box that depends on a thread id, too much shared memory, shared memory on C).
-Executed on OpenCL (PoCL), HLSL (lavapipe) and SYCL (Intel's CPU device) against a float64
-NumPy reference on fresh random inputs; compile-checked on CUDA/HIP, whose resource reports
+Executed on OpenCL (PoCL), HLSL (lavapipe), SYCL (Intel's CPU device) and CUDA (where an
+NVIDIA GPU is) against a float64 NumPy reference on fresh random inputs; compile-checked on CUDA/HIP, whose resource reports
 must show exactly the staged tiles' bytes of shared memory.
 """
 
@@ -18,7 +18,7 @@ from einc.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import run_on_device, script
-from tests.test_device_targets import require
+from tests.test_device_targets import require, require_run
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 
@@ -64,10 +64,10 @@ SIZES = [(32, 32, 32, 8), (37, 45, 29, 8), (20, 12, 50, 16)]
 """(N, M, K, tile): tiles dividing every size, and not dividing any."""
 
 
-@pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl")])
+@pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "cuda")])
 @pytest.mark.parametrize("n,m,k,tile", SIZES)
 def test_shared_matmul_matches_numpy(target: str, n: int, m: int, k: int, tile: int) -> None:
-    require(target)
+    require_run(target)
     comp = matmul(n, m, k, tile, target)
     source = comp.run_until("source")
     kernel = comp.results["target"]

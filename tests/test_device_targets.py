@@ -1,7 +1,7 @@
 """Device targets: every program of tests/programs.py compiled for each of them, executed and
 compared with its NumPy reference on OpenCL (PoCL), HLSL (glslang -> SPIR-V -> lavapipe),
-SYCL (Intel's OpenCL CPU device) and Poplar (einc's CPU mirror), compile-checked for CUDA
-(sm_80, sm_90, NVRTC) and HIP (gfx90a, gfx1030).
+SYCL (Intel's OpenCL CPU device), Poplar (einc's CPU mirror) and CUDA where an NVIDIA GPU is
+(`require_run`), compile-checked for CUDA (sm_80, sm_90, NVRTC) and HIP (gfx90a, gfx1030).
 
 A missing toolchain skips its tests with the reason (einc.runtime.toolchains), and fails
 them when CI=true. Programs a target cannot express are checked to be refused with a
@@ -25,7 +25,7 @@ from einc.errors import EincError, TargetError
 from einc.runtime.manifest import LaunchManifest
 from tests.test_conformance import ALL, Program, check_against_reference, fresh_seed, random_inputs
 
-EXECUTED = ("opencl", "hlsl", "sycl", "poplar")
+EXECUTED = ("opencl", "hlsl", "sycl", "poplar", "cuda")
 COMPILED = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
 
 UNSUPPORTED: dict[str, dict[str, str]] = {
@@ -52,6 +52,13 @@ def require(target: str) -> None:
     pytest.skip(f"{target}: {reason}")
 
 
+def require_run(target: str) -> None:
+    """`require`, and for CUDA an NVIDIA GPU and its driver too (hardware: skipped even in CI)."""
+    require(target)
+    if target == "cuda":
+        require("cuda-gpu")
+
+
 @functools.cache
 def compilation(target: str, name: str) -> Compilation:
     prog = next(p for p in ALL if p.name == name)
@@ -72,7 +79,7 @@ def supported(target: str) -> list[Program]:
 
 def cases(targets: tuple[str, ...]) -> list[Any]:
     return [
-        pytest.param(t, p, id=f"{t}-{p.name}") for t in targets for p in supported(t)
+        pytest.param(t, p, marks=getattr(pytest.mark, t), id=f"{t}-{p.name}") for t in targets for p in supported(t)
     ]
 
 
@@ -81,7 +88,7 @@ def cases(targets: tuple[str, ...]) -> list[Any]:
 
 @pytest.mark.parametrize(("target", "prog"), cases(EXECUTED))
 def test_program_runs_and_matches_reference(target: str, prog: Program) -> None:
-    require(target)
+    require_run(target)
     source, module, _, target_obj = compiled(target, prog.name)
     runner = target_obj.build(source, module)
     seed = fresh_seed()
@@ -134,7 +141,7 @@ def test_dtype_refusal_names_the_tensor_at_its_source_location() -> None:
         Compilation(value, "prog.ein", target="poplar").run_until("target")
 
 
-@pytest.mark.parametrize("target", [*EXECUTED, *COMPILED])
+@pytest.mark.parametrize("target", dict.fromkeys([*EXECUTED, *COMPILED]))
 def test_manifest_describes_every_buffer_and_launch(target: str) -> None:
     source, _, manifest, _ = compiled(target, "softmax")
     assert manifest.target == target

@@ -1,10 +1,10 @@
-"""Random legal schedules on SYCL and Poplar: random programs (tests/oracle/genprog.py)
-scheduled by random tiles (divisors and not), reorders, unrolls, vectorized innermost loops,
+"""Random legal schedules on SYCL, Poplar and CUDA (where an NVIDIA GPU is): random programs
+(tests/oracle/genprog.py) scheduled by random tiles (divisors and not), reorders, unrolls, vectorized innermost loops,
 binds of the outer loops to block / thread coordinates and local-memory staging
 (cache_read / cache_write "local": a private array per work-item), applied through the
 loop-transform utilities (a refused transform leaves the IR as it was), then compiled,
 run through the target's real toolchain (SYCL on the Intel OpenCL CPU runtime, Poplar on
-einc's CPU harness) and compared with the oracle's float64 meaning.
+einc's CPU harness, CUDA on the GPU through NVRTC and the driver API) and compared with the oracle's float64 meaning.
 
 On Poplar a kernel is one MultiVertex of six workers: loops bound to block ids run one
 after another in every worker, loops bound to thread ids are the workers (at most six
@@ -39,11 +39,11 @@ from tests.oracle.compare import check_output
 from tests.oracle.corpus import located
 from tests.oracle.genprog import GenProgram, programs
 from tests.test_device_differential import REFUSED_BY_DESIGN, run_on_device
-from tests.test_device_targets import require
+from tests.test_device_targets import require_run
 from tests.test_schedules import check_random_script
 
-EXAMPLES = {"sycl": 10, "poplar": 12}
-SCRIPT_EXAMPLES = {"opencl": 20, "hlsl": 8, "sycl": 8, "poplar": 8}
+EXAMPLES = {"sycl": 10, "poplar": 12, "cuda": 12}
+SCRIPT_EXAMPLES = {"opencl": 20, "hlsl": 8, "sycl": 8, "poplar": 8, "cuda": 12}
 """Random transform scripts (tests/oracle/genschedule.py) per target."""
 TILES = (2, 3, 4, 5, 6, 7, 8, 16, 32)
 
@@ -182,7 +182,7 @@ def check_random_schedule(prog: GenProgram, seed: int, target: str) -> None:
 
 @pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t), id=t) for t in EXAMPLES])
 def test_random_legal_schedules_match_oracle(target: str) -> None:
-    require(target)
+    require_run(target)
 
     @settings(max_examples=examples(EXAMPLES[target]), deadline=None, suppress_health_check=list(HealthCheck))
     @given(prog=programs(), seed=st.integers(0, 2**32 - 1))
@@ -196,7 +196,7 @@ def test_random_legal_schedules_match_oracle(target: str) -> None:
 def test_random_schedule_scripts_match_oracle(target: str) -> None:
     """Random legal transform scripts of every op (binds, shared and local staging, rank-0
     results and inputs, unroll / peel / rfactor with local caches) on every device target."""
-    require(target)
+    require_run(target)
 
     @settings(max_examples=examples(SCRIPT_EXAMPLES[target]), deadline=None, suppress_health_check=list(HealthCheck))
     @given(prog=programs(), seed=st.integers(0, 2**32 - 1))

@@ -17,6 +17,8 @@ the first SYCL kernel builds.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -623,6 +625,83 @@ class TestCUDA:
         mangled = CUDA.replace('extern "C" __global__ void vadd', "__global__ void vadd")
         report = compile_check_cuda(mangled, vadd_manifest("cuda"), "sm_90")
         assert not report.ok and "no kernel named vadd" in report.log
+
+    @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+    def test_resources_reported_when_nvrtc_logs_nothing(
+        self, arch: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """NVRTC 13.0 returned an empty log for `-Xptxas=-v` on an H100 machine (always after
+        cuInit): every kernel was read as missing from the cubin. With the log emptied here,
+        the kernels and their resources come from the cubin, as ptxas reports them."""
+        from einc.runtime import cuda
+
+        monkeypatch.setenv("EINC_CACHE_DIR", str(tmp_path))
+        logged = cuda.compile_check_cuda(CUDA, matmul_manifest("cuda"), arch)
+        compile_here = cuda._compile
+
+        def silent(source: str, arch: str, options: Any) -> Any:
+            compiled = compile_here(source, arch, options)
+            return cuda._Compiled(compiled.ok, "", compiled.cubin)
+
+        monkeypatch.setattr(cuda, "_compile", silent)
+        monkeypatch.setenv("EINC_CACHE_DIR", str(tmp_path / "silent"))
+        report = cuda.compile_check_cuda(CUDA, matmul_manifest("cuda"), arch)
+        assert report.log == ""
+        check_report(report, {"matmul_reduce": BLOCK * 4, "add_bias": 0})
+        for kernel in logged.kernels:
+            found = report.kernel(kernel.name)
+            assert (found.registers, found.shared_bytes) == (kernel.registers, kernel.shared_bytes), kernel.name
+            assert found.details == {"stack_bytes": kernel.details["stack_bytes"], "barriers": kernel.details["barriers"]}
+        mangled = CUDA.replace('extern "C" __global__ void vadd', "__global__ void vadd")
+        assert not cuda.compile_check_cuda(mangled, vadd_manifest("cuda"), arch).ok
+
+    def test_cubin_records_a_stack_frame_as_ptxas_does(self) -> None:
+        """A local array indexed by a runtime value lives in the stack frame."""
+        from einc.runtime import cuda
+
+        source = (
+            'extern "C" __global__ void frame(float* __restrict__ a, const int* __restrict__ i) {\n'
+            "  float local[256];\n  for (int k = 0; k < 256; ++k) local[k] = a[k * threadIdx.x];\n"
+            "  a[threadIdx.x] = local[i[threadIdx.x] % 256];\n}\n"
+        )
+        compiled = cuda._compile(source, "sm_90", cuda.NVRTC_OPTIONS)
+        (logged,) = cuda.parse_ptxas_log(compiled.log)
+        recorded = cuda.cubin_kernels(compiled.cubin)["frame"]
+        assert logged.details["stack_bytes"] == recorded["stack_bytes"] >= 1024
+        assert logged.registers == recorded["registers"]
+
+    def test_callee_properties_are_not_the_kernels(self) -> None:
+        """ptxas lists the properties of a kernel's non-inlined callees after the kernel's
+        (float64 `sin` calls a trig-reduction slow path): the callee's 0-byte stack frame
+        was read as the kernel's, whose frame is 40 bytes (as its cubin records)."""
+        from einc.runtime import cuda
+        from tests.test_device_targets import compiled
+
+        log = (
+            "ptxas info    : Compiling entry function 'kernel_output0' for 'sm_90'\n"
+            "ptxas info    : Function properties for kernel_output0\n"
+            "ptxas         .     40 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+            "ptxas info    : Used 32 registers, used 0 barriers, 40 bytes cumulative stack size\n"
+            "ptxas info    : Function properties for __internal_trig_reduction_slowpathd\n"
+            "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+        )
+        (kernel,) = cuda.parse_ptxas_log(log)
+        assert (kernel.registers, kernel.spills, kernel.details["stack_bytes"]) == (32, 0, 40)
+        source = compiled("cuda", "float64_math")[0]
+        built = cuda._compile(source, "sm_90", cuda.NVRTC_OPTIONS)
+        for logged in cuda.parse_ptxas_log(built.log):
+            recorded = cuda.cubin_kernels(built.cubin)[logged.name]
+            assert logged.details["stack_bytes"] == recorded["stack_bytes"] > 0
+
+    def test_compile_check_after_running_a_kernel(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        """The same on a GPU, for real: a kernel run first (cuInit), then a compile check."""
+        require("cuda-gpu")
+        from einc.runtime.cuda import compile_check_cuda, load_cuda_kernel
+
+        check_vadd(load_cuda_kernel(CUDA, vadd_manifest("cuda")), vadd_manifest("cuda"))
+        monkeypatch.setenv("EINC_CACHE_DIR", str(tmp_path))
+        for arch in ("sm_80", "sm_90"):
+            check_report(compile_check_cuda(CUDA, matmul_manifest("cuda"), arch), {"matmul_reduce": BLOCK * 4, "add_bias": 0})
 
     def test_runs_on_a_gpu(self) -> None:
         require("cuda-gpu")

@@ -1,6 +1,6 @@
 """Kernels called from several threads at once, on every target that runs here (C, OpenCL,
-HLSL, SYCL, Poplar), and the first use of each runtime from several threads of a fresh
-process.
+HLSL, SYCL, Poplar; CUDA where an NVIDIA GPU is), and the first use of each runtime from
+several threads of a fresh process.
 
 - Concurrent calls: one shared kernel, THREADS threads started together, each call with
   its own inputs (distinct per thread and call), every result compared exactly with its
@@ -36,7 +36,7 @@ import pytest
 import einc
 from einc.driver import Compilation
 from einc.runtime import toolchains
-from tests.test_device_targets import require
+from tests.test_device_targets import require, require_run
 
 THREADS = 4
 CALLS = int(os.environ.get("EINC_STRESS_CALLS", "12"))
@@ -119,9 +119,9 @@ def hammer(run: Runner, threads: int = THREADS, calls: int = CALLS) -> list[str]
 # --- concurrent calls of one shared kernel --------------------------------------------
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [*TARGETS, pytest.param("cuda", marks=pytest.mark.cuda)])
 def test_concurrent_calls_of_one_kernel(target: str) -> None:
-    require(target)
+    require_run(target)
     kernel = einc.compile(IR, INPUTS, target=target)
     failures = hammer(kernel.run)
     assert not failures, f"{target}: {len(failures)} bad calls of {THREADS * CALLS}:\n" + "\n".join(failures[:10])
@@ -175,6 +175,10 @@ def loader(target: str) -> Callable[[str, Any], Runner]:
         from einc.runtime.sycl import load_sycl_kernel
 
         return load_sycl_kernel
+    if target == "cuda":
+        from einc.runtime.cuda import load_cuda_kernel
+
+        return load_cuda_kernel
     from einc.runtime.poplar import load_poplar_kernel
 
     return load_poplar_kernel
@@ -216,8 +220,19 @@ def first_use_child(payload: str) -> int:
 
 
 def test_first_use_from_several_threads_in_fresh_processes(tmp_path: Path) -> None:
+    first_use(tmp_path, TARGETS)
+
+
+@pytest.mark.cuda
+def test_cuda_first_use_from_several_threads_in_fresh_processes(tmp_path: Path) -> None:
+    """The GPU's primary context retained by several threads at once, then used by all."""
+    require_run("cuda")
+    first_use(tmp_path, ("cuda",))
+
+
+def first_use(tmp_path: Path, targets: tuple[str, ...]) -> None:
     jobs: dict[str, tuple[str, Any]] = {}
-    for target in TARGETS:
+    for target in targets:
         if target != "c" and not toolchains.available(target)[0]:
             require(target)  # fails in CI, skips elsewhere
         compilation = Compilation(IR, "<string>", INPUTS, None, target)

@@ -12,8 +12,10 @@ Contract with the CUDA printer:
 
 `compile_check_cuda(source, manifest, arch)` compiles to a cubin for `arch` (`sm_80`,
 `sm_90`, ...) with `-Xptxas=-v` and reports, per kernel, registers, spill bytes and static
-shared memory from ptxas's log. Reports are cached on disk by hash of the source, arch,
-options and NVRTC version.
+shared memory from ptxas's log. The kernels present are read from the cubin (an ELF file),
+and so are their resources where the log has none: NVRTC 13.0 often returns an empty log
+(always once the process has called `cuInit`). Reports are cached on disk by hash of the
+source, arch, options and NVRTC version.
 
 `load_cuda_kernel` runs through cuda-python's driver API and needs an NVIDIA GPU and its
 driver (`libcuda`); without one it raises TargetError. Nothing is loaded at import.
@@ -32,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -128,17 +131,26 @@ _NUMBERS = {
 }
 
 
+_PROPERTIES = re.compile(r"Function properties for (\S+)")
+
+
 def parse_ptxas_log(log: str) -> tuple[KernelResources, ...]:
-    """Per-kernel resources from ptxas's verbose output."""
+    """Per-kernel resources from ptxas's verbose output (the properties ptxas lists for a
+    kernel's non-inlined callees, e.g. a libdevice slow path, are not the kernel's)."""
     found: dict[str, dict[str, int]] = {}
     current: str | None = None
+    scope: str | None = None
     for line in log.splitlines():
         entry = _ENTRY.search(line)
         if entry is not None:
-            current = str(entry.group(1))
+            current = scope = str(entry.group(1))
             found[current] = {}
             continue
-        if current is None:
+        properties = _PROPERTIES.search(line)
+        if properties is not None:
+            scope = properties.group(1)
+            continue
+        if current is None or scope != current:
             continue
         for name, pattern in _NUMBERS.items():
             match = pattern.search(line)
@@ -156,6 +168,92 @@ def parse_ptxas_log(log: str) -> tuple[KernelResources, ...]:
     )
 
 
+# --- the cubin's own record of its kernels (an ELF file) -------------------------------
+
+_STO_CUDA_ENTRY = 0x10
+"""The `st_other` bit of a kernel's (`__global__` function's) symbol."""
+_SYMBOL_ATTRIBUTES = {0x2F: "registers", 0x11: "stack_bytes"}
+"""`.nv.info` attributes holding (symbol index, value): EIATTR_REGCOUNT, EIATTR_FRAME_SIZE."""
+_NUM_BARRIERS = 0x4C
+"""The `.nv.info.<kernel>` attribute holding its number of named barriers."""
+_RESERVED_SHARED = 1024
+"""sm_90 on: a kernel's `.nv.shared.<kernel>` section also counts the 1 KB the system
+reserves (the cubin then has `.nv.shared.reserved.*` sections); ptxas reports without it."""
+
+
+def _nv_info(data: bytes) -> list[tuple[int, bytes]]:
+    """(attribute, value) of an `.nv.info` section: format byte, attribute byte, then a
+    16-bit length and that many bytes (EIFMT_SVAL), or a 16-bit value."""
+    found, p = [], 0
+    while p + 4 <= len(data):
+        fmt, attribute = data[p], data[p + 1]
+        if fmt == 4:
+            (size,) = struct.unpack_from("<H", data, p + 2)
+            found.append((attribute, data[p + 4 : p + 4 + size]))
+            p += 4 + size
+        else:
+            found.append((attribute, data[p + 2 : p + 4]))
+            p += 4
+    return found
+
+
+def cubin_kernels(cubin: bytes) -> dict[str, dict[str, int]]:
+    """The kernels of a cubin by name, with what its `.nv.info` and `.nv.shared` sections
+    record of each: `registers`, `stack_bytes`, `barriers` and `shared_bytes` (static)."""
+    if cubin[:5] != b"\x7fELF\x02":
+        raise ToolchainError("NVRTC returned a cubin that is not a 64-bit ELF file")
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    entsize, count, names_index = struct.unpack_from("<HHH", cubin, 0x3A)
+    # (name, type, flags, address, offset, size, link, info, align, entsize) per section
+    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * entsize) for i in range(count)]
+
+    def string(table: int, offset: int) -> str:
+        start = sections[table][4] + offset
+        return cubin[start : cubin.index(b"\0", start)].decode()
+
+    names = [string(names_index, section[0]) for section in sections]
+    symbols: dict[int, str] = {}
+    kernels: dict[str, dict[str, int]] = {}
+    for section in sections:
+        if section[1] != 2:  # SHT_SYMTAB
+            continue
+        for k in range(section[5] // 24):
+            name, info, other = struct.unpack_from("<IBB", cubin, section[4] + 24 * k)
+            symbols[k] = string(section[6], name)
+            if info & 0xF == 2 and other & _STO_CUDA_ENTRY:  # STT_FUNC, a kernel
+                kernels[symbols[k]] = {"registers": 0, "stack_bytes": 0, "barriers": 0, "shared_bytes": 0}
+    reserved = _RESERVED_SHARED if any(n.startswith(".nv.shared.reserved.") for n in names) else 0
+    for section, name in zip(sections, names):
+        data = cubin[section[4] : section[4] + section[5]]
+        if name.startswith(".nv.shared.") and name[11:] in kernels:
+            kernels[name[11:]]["shared_bytes"] = max(0, section[5] - reserved)
+        elif name == ".nv.info":
+            for attribute, value in _nv_info(data):
+                if attribute in _SYMBOL_ATTRIBUTES and len(value) == 8:
+                    symbol, number = struct.unpack("<II", value)
+                    if symbols.get(symbol) in kernels:
+                        kernels[symbols[symbol]][_SYMBOL_ATTRIBUTES[attribute]] = number
+        elif name.startswith(".nv.info.") and name[9:] in kernels:
+            for attribute, value in _nv_info(data):
+                if attribute == _NUM_BARRIERS:
+                    kernels[name[9:]]["barriers"] = value[0]
+    return kernels
+
+
+def kernel_resources(log: str, cubin: bytes) -> tuple[KernelResources, ...]:
+    """Per kernel of the cubin: ptxas's report from `log`, else what the cubin records (its
+    `spills` then the stack frame's bytes, an upper bound: spill stores go to the frame)."""
+    logged = {k.name: k for k in parse_ptxas_log(log)}
+    found = []
+    for name, values in cubin_kernels(cubin).items():
+        if name in logged:
+            found.append(logged[name])
+            continue
+        details = {"stack_bytes": values["stack_bytes"], "barriers": values["barriers"]}
+        found.append(KernelResources(name, values["registers"], values["stack_bytes"], values["shared_bytes"], details))
+    return tuple(found)
+
+
 def compile_check_cuda(
     source: str, manifest: LaunchManifest, arch: str = "sm_90", *, options: Sequence[str] = NVRTC_OPTIONS
 ) -> CompileReport:
@@ -166,11 +264,12 @@ def compile_check_cuda(
     """
     check_manifest(manifest)
     names = ",".join(k.name for k in manifest.kernels)
-    key = content_key(source, arch, "\0".join(options), nvrtc_version(), names, *cuda_include_dirs())
+    # "report 2": kernels read from the cubin (reports that an empty log failed are rebuilt)
+    key = content_key("report 2", source, arch, "\0".join(options), nvrtc_version(), names, *cuda_include_dirs())
 
     def build(path: Path) -> None:
         compiled = _compile(source, arch, options)
-        kernels = parse_ptxas_log(compiled.log) if compiled.ok else ()
+        kernels = kernel_resources(compiled.log, compiled.cubin) if compiled.ok else ()
         ok, log = compiled.ok, compiled.log
         missing = missing_kernels(manifest, {k.name for k in kernels}) if ok else []
         if missing:
@@ -237,7 +336,9 @@ def device_description() -> str:
 
 
 class CudaKernel:
-    """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)`."""
+    """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)`.
+
+    `resources`: per kernel, as `compile_check_cuda` reports them."""
 
     def __init__(self, source: str, manifest: LaunchManifest, options: Sequence[str] = NVRTC_OPTIONS):
         driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
@@ -250,7 +351,7 @@ class CudaKernel:
         _check(driver.cuCtxSetCurrent(gpu.context), "cuCtxSetCurrent")
         self.source = source
         self.manifest = manifest
-        self.resources = parse_ptxas_log(compiled.log)
+        self.resources = kernel_resources(compiled.log, compiled.cubin)
         image = np.frombuffer(compiled.cubin, np.uint8)  # passed by address, as in cuda-python's examples
         self._module = _check(driver.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
         self._functions = []
