@@ -95,10 +95,12 @@ class FeasibilityModel:
         if self._forest is None:
             return np.full(len(X), self._constant)
         column = list(self._forest.classes_).index(True)
-        return self._forest.predict_proba(X)[:, column]
+        proba = np.asarray(self._forest.predict_proba(X))
+        return proba[:, column]
 
 
-def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float, xi: float = 0.01) -> np.ndarray:
+def expected_improvement(mean: np.ndarray, std: np.ndarray, best: float,
+                         xi: float = 0.01) -> np.ndarray:  # fmt: skip
     """E[max(f - best - xi, 0)] for f ~ N(mean, std^2), maximising; std 0 gives the plain
     improvement max(mean - best - xi, 0). `xi` is in the score's units (0.01: 1% faster)."""
     mean = np.asarray(mean, dtype=np.float64)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Iterable, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -164,6 +165,8 @@ class BayesianSearch(_History):
         n_random = int(spread) + int(self.rng.random() < spread - int(spread))
         n_model = max(n - len(out) - n_random, 0)
         if n_model:
+            # Features are kept for seen points only: the candidates of the last search go.
+            self._features = {p: f for p, f in self._features.items() if p in self._seen}
             self._fit()
             points, score, mean = self._evolve()
             for i in self._pick(points, score, mean, n_model):
@@ -180,7 +183,8 @@ class BayesianSearch(_History):
         if missing:
             rows = np.asarray(self.space.features(missing), dtype=np.float64)
             if rows.ndim != 2 or rows.shape[0] != len(missing):
-                raise ValueError(f"space.features gave shape {rows.shape} for {len(missing)} points")
+                raise ValueError(f"space.features gave shape {rows.shape} for {len(missing)} "
+                                 "points")  # fmt: skip
             codes = {s: i for i, s in enumerate(sorted(self.space.sketches))}
             column = np.array([[codes.get(p.sketch, -1)] for p in missing], dtype=np.float64)
             self._features.update(zip(missing, np.hstack([rows, column])))
@@ -227,7 +231,8 @@ class BayesianSearch(_History):
         mean = np.array([scored[p][1] for p in points])
         return points, acq, mean
 
-    def _next_generation(self, population: list[Point], scored: dict[Point, tuple[float, float]]) -> list[Point]:
+    def _next_generation(self, population: list[Point],
+                         scored: dict[Point, tuple[float, float]]) -> list[Point]:  # fmt: skip
         """The best tenth of the population, then children of tournament winners: mutants, and
         one in five a crossover of two winners."""
         ranked = sorted(population, key=lambda p: (-scored[p][0], -scored[p][1], p))
