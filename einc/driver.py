@@ -66,6 +66,7 @@ class Compilation:
     target: str = "c"
     schedule: Schedule | str | None = None
     cflags: Sequence[str] = ()
+    use_records: bool = True  # tuning records: consulted by the records branch (unused here)
     results: dict[str, StageResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
