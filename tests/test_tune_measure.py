@@ -73,7 +73,7 @@ def doctored(task: TuneTask, body: str, name: str, keep: bool = False) -> BuildR
     `keep`, with `body` added at its end)."""
     comp = task.compilation(None)
     source = comp.source_text()
-    match = re.search(r"void kernel\([^)]*\) \{\n(.*)\}\s*$", source, re.S)
+    match = re.search(r"void kernel\([^)]*\) \{\n(.*)\}\s*$", source, re.DOTALL)
     assert match is not None, source
     inner = match.group(1) + body if keep else body
     source = source[: match.start(1)] + inner + "\n}\n"
@@ -87,6 +87,7 @@ WRONG = "  for (int i = 0; i < 16 * 8; i++) output0[i] = 1.0f;"
 UNTOUCHED = "  (void)output0;"
 ABORT = "  abort();"
 DRIFT = "  static int runs = 0;\n  if (runs++ > 0) output0[3] += 1.0f;"  # right once, then wrong
+CLOBBER = "  ((float *)input0)[5] = 0.0f;"  # right outputs, but the input changed under the caller
 
 
 def test_a_real_candidate_builds_and_measures_ok(task: TuneTask, builder: LocalBuilder) -> None:
@@ -161,13 +162,14 @@ def test_faulty_kernels_fail_with_reasons_and_the_runner_goes_on(task: TuneTask,
         refused,
         doctored(task, ABORT, "abort"),
         doctored(task, DRIFT, "drift", keep=True),
+        doctored(task, CLOBBER, "clobber", keep=True),
         good,
     ]
     with runner(timeout_s=1.0) as r:
         results = r.run(task, batch)
     assert [m.candidate for m in results] == [b.candidate for b in batch]
     expected = [Status.OK, Status.CRASHED, Status.OK, Status.TIMEOUT, Status.OK, Status.WRONG, Status.WRONG,
-                Status.REFUSED, Status.CRASHED, Status.WRONG, Status.OK]  # fmt: skip
+                Status.REFUSED, Status.CRASHED, Status.WRONG, Status.WRONG, Status.OK]  # fmt: skip
     assert [m.status for m in results] == expected, [(m.status, m.reason) for m in results]
     by_name = {m.candidate.point.sketch: m for m in results}
     assert "SIGSEGV" in by_name["segfault"].reason
@@ -177,6 +179,7 @@ def test_faulty_kernels_fail_with_reasons_and_the_runner_goes_on(task: TuneTask,
     assert re.search(r"max error \d\S* vs the float64 reference", by_name["wrong"].reason)
     assert "128 of 128 elements are NaN" in by_name["untouched"].reason
     assert "after the warm-up" in by_name["drift"].reason
+    assert "wrote into its input 'input0'" in by_name["clobber"].reason
     for m in results:
         assert bool(m.times) == m.ok
 
@@ -207,6 +210,20 @@ def test_noise_is_detected_from_timings() -> None:
 
 
 @pytest.mark.opencl
+def test_noisy_timings_are_measured_again_then_flagged_or_refused(task: TuneTask, builder: LocalBuilder) -> None:
+    [build] = builder.build(task, [default_candidate(task)])
+    always_noisy = NoiseLimits(max_spread=-1.0, hopeless_spread=float("inf"), hopeless_cpu=0.0)
+    with runner(noise=always_noisy, max_retries=1) as r:
+        [flagged] = r.run(task, [build])
+    assert flagged.status is Status.OK and flagged.times
+    assert flagged.extra["retries"] == 1 and "repeats spread" in flagged.extra["noisy"]
+    hopeless = NoiseLimits(max_spread=-1.0, hopeless_spread=-1.0)
+    with runner(noise=hopeless, max_retries=2) as r:
+        [refused] = r.run(task, [build])
+    assert refused.status is Status.NOISY and not refused.times and refused.median_s == float("inf")
+    assert refused.extra["retries"] == 2 and refused.reason.startswith("timings unreliable after 3 measurements")
+
+
 def test_an_opencl_candidate_measures_ok() -> None:
     require("opencl")
     task = matmul_task("opencl")

@@ -19,13 +19,13 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol, Self
 
 import numpy as np
 
@@ -114,8 +114,9 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
 BuildJob = Callable[[TuneTask, Candidate], BuildResult]
 
 
-class _BuildTimeout(Exception):
-    pass
+class _BuildTimeout(BaseException):
+    """Raised by the build worker's timer: a BaseException, so that no `except Exception` on
+    the way (a driver stage's, which makes an InternalCompilerError of it) swallows it."""
 
 
 def _on_alarm(signum: int, frame: object) -> None:
@@ -245,7 +246,7 @@ class LocalBuilder:
     def close(self) -> None:
         self._kill_pool()
 
-    def __enter__(self) -> LocalBuilder:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -447,7 +448,7 @@ class LocalRunner:
     def close(self) -> None:
         self._stop_worker()
 
-    def __enter__(self) -> LocalRunner:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -464,6 +465,9 @@ class LocalRunner:
                 self._stop_worker()
                 result = MeasureResult(build.candidate, Status.INTERNAL, f"runner: {type(err).__name__}: {err}",
                                        build_s=build.seconds)  # fmt: skip
+            except BaseException:  # Ctrl-C: the worker is mid-job, so it cannot serve the next one
+                self._stop_worker()
+                raise
             results.append(_with_run_s(result, time.perf_counter() - start))
         return results
 
@@ -524,17 +528,20 @@ class LocalRunner:
         except OSError:  # the worker died before reading
             return self._crashed(worker)
         deadline = time.monotonic() + self.load_timeout_s
+        loaded = False
         while True:
             try:
                 ready = worker.receive.poll(max(0.0, deadline - time.monotonic()))
                 if not ready:
                     self._stop_worker()
+                    if not loaded:
+                        return (Status.TIMEOUT.value, f"the worker did not load it in {self.load_timeout_s:g} s")
                     return (Status.TIMEOUT.value, f"the kernel ran past the time limit ({self.timeout_s:g} s per run)")
                 message = worker.receive.recv()
             except (EOFError, OSError):
                 return self._crashed(worker)
             if message[0] == "beat":
-                deadline = time.monotonic() + self.timeout_s
+                deadline, loaded = time.monotonic() + self.timeout_s, True
             else:
                 return message[1:]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import glob
 import math
-import os
 import signal
 import sys
 import time
@@ -25,7 +24,14 @@ import numpy as np
 
 from einc.driver import max_error, poisoned
 from einc.errors import EincError, InternalCompilerError, ToolchainError
-from einc.tune.measure import CArtifact, NoiseLimits, RebuildArtifact, TaskData, Timing, candidate_schedule
+from einc.tune.measure import (
+    CArtifact,
+    NoiseLimits,
+    RebuildArtifact,
+    TaskData,
+    Timing,
+    candidate_schedule,
+)
 from einc.tune.types import Status, TuneTask
 
 MAX_COPIES = 64
