@@ -76,7 +76,7 @@ def doctored(task: TuneTask, body: str, name: str, keep: bool = False) -> BuildR
     match = re.search(r"void kernel\([^)]*\) \{\n(.*)\}\s*$", source, re.DOTALL)
     assert match is not None, source
     inner = match.group(1) + body if keep else body
-    source = source[: match.start(1)] + inner + "\n}\n"
+    source = "#include <stdio.h>\n" + source[: match.start(1)] + inner + "\n}\n"
     artifact = c_artifact(source, KernelSignature.from_module(comp.module("target")))
     return BuildResult(Candidate(Point(name), f"// {name}"), Status.OK, artifact=artifact)
 
@@ -85,7 +85,7 @@ SEGFAULT = "  *(volatile int *)0 = 1;"
 FOREVER = "  volatile int spin = 1;\n  while (spin) {}"
 WRONG = "  for (int i = 0; i < 16 * 8; i++) output0[i] = 1.0f;"
 UNTOUCHED = "  (void)output0;"
-ABORT = "  abort();"
+ABORT = '  fprintf(stderr, "einc test: giving up\\n");\n  abort();'  # its last words are kept
 DRIFT = "  static int runs = 0;\n  if (runs++ > 0) output0[3] += 1.0f;"  # right once, then wrong
 CLOBBER = "  ((float *)input0)[5] = 0.0f;"  # right outputs, but the input changed under the caller
 
@@ -173,7 +173,8 @@ def test_faulty_kernels_fail_with_reasons_and_the_runner_goes_on(task: TuneTask,
     assert [m.status for m in results] == expected, [(m.status, m.reason) for m in results]
     by_name = {m.candidate.point.sketch: m for m in results}
     assert "SIGSEGV" in by_name["segfault"].reason
-    assert "SIGABRT" in by_name["abort"].reason
+    assert "SIGABRT" in by_name["abort"].reason and "einc test: giving up" in by_name["abort"].reason
+    assert "giving up" not in by_name["segfault"].reason
     assert "time limit (1 s per run)" in by_name["forever"].reason
     assert by_name["forever"].run_s < 1.0 + 5.0  # the worker was warm: the limit, plus loading
     assert re.search(r"max error \d\S* vs the float64 reference", by_name["wrong"].reason)

@@ -149,7 +149,8 @@ class LocalBuilder:
     """Builds candidates in a pool of `workers` processes ('spawn'; reused across calls). A
     build past `timeout_s` is TIMEOUT; a build worker that dies is INTERNAL ("build worker
     died") and the pool is recreated. `job` (a module-level function) replaces
-    `build_candidate`, e.g. to inject faults in tests."""
+    `build_candidate`, e.g. to inject faults in tests. As with any 'spawn' pool, a script
+    using it needs the `if __name__ == "__main__":` guard (its workers import the script)."""
 
     def __init__(self, workers: int = os.cpu_count() or 1, timeout_s: float = 120.0,
                  job: BuildJob = build_candidate):  # fmt: skip
@@ -374,6 +375,7 @@ class _Worker:
     receive: Connection
     log: Path
     task_key: str | None = None
+    log_start: int = 0  # where the current job's part of the log begins
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -521,6 +523,7 @@ class LocalRunner:
         settings = {"repeats": max(1, self.repeats), "min_repeat_s": self.min_repeat_s, "check": self.check,
                     "max_retries": max(0, self.max_retries), "noise": self.noise}  # fmt: skip
         try:
+            worker.log_start = worker.log.stat().st_size
             if worker.task_key != data.key:
                 worker.send.send(("task", data))
                 worker.task_key = data.key
@@ -550,18 +553,21 @@ class LocalRunner:
             code = worker.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             code = None
-        tail = _tail(worker.log)
+        tail = _tail(worker.log, worker.log_start)
         self._stop_worker()
         reason = f"the kernel crashed its worker: {describe_exit(code)}"
         return (Status.CRASHED.value, reason + (f"; it wrote: {tail}" if tail else ""))
 
 
-def _tail(log: Path, chars: int = 300) -> str:
+def _tail(log: Path, start: int, chars: int = 300) -> str:
+    """The end of what the worker wrote from `start` on (its stdout and stderr), on one line."""
     try:
-        text = log.read_text(errors="replace").strip()
+        with open(log, "rb") as f:
+            f.seek(max(start, log.stat().st_size - chars))
+            text = f.read().decode(errors="replace").strip()
     except OSError:
         return ""
-    return text[-chars:].replace("\n", " | ")
+    return text.replace("\n", " | ")
 
 
 def _kill_worker_of(state: dict[str, Any]) -> None:
