@@ -3,7 +3,8 @@
 It reads jobs from JOB_FD and answers on REPLY_FD (pickled, `multiprocessing.connection`
 frames; its stdout and stderr are the runner's log, so a kernel's printing cannot corrupt the
 answers). A job loads one build, checks its outputs against the reference, times it, and
-answers; a "beat" after loading and after each run or repeat tells the runner it is alive.
+answers; while it works, a "beat" (at most every 0.1 s: after loading, after a run of the
+warm-up, after a repeat) tells the runner it is alive.
 A kernel that kills the process (a signal, abort, exit) is the runner's to report.
 """
 
