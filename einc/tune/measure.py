@@ -180,7 +180,7 @@ class LocalBuilder:
         processes, self._processes = list(self._processes.values()), {}
         if pool is None:
             return ""
-        deadline = time.monotonic() + (1.0 if broken else 0.0)
+        deadline = time.monotonic() + (3.0 if broken else 0.0)
         dead = [p for p in processes if p.exitcode not in (None, 0)]
         while broken and not dead and time.monotonic() < deadline:
             time.sleep(0.02)
