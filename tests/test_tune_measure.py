@@ -1,7 +1,7 @@
 """The tuner's builder and runner (einc.tune.measure, einc.tune.worker): a real candidate builds
 and measures; an illegal schedule is refused with its location; C kernels doctored to segfault,
-hang, abort, write wrong numbers, leave their outputs unwritten or go wrong after their first
-run are CRASHED, TIMEOUT or WRONG, and the runner goes on (a batch gets one result per build, in
+hang, abort, write wrong numbers, leave their outputs unwritten, go wrong after their first
+run, write into an input or past an output are CRASHED, TIMEOUT or WRONG, and the runner goes on (a batch gets one result per build, in
 order); a build worker that dies is INTERNAL. The noise verdicts are checked on made-up timings.
 Timings on this machine are noisy: only their plausibility is asserted, never a speed.
 """
@@ -88,6 +88,7 @@ UNTOUCHED = "  (void)output0;"
 ABORT = '  fprintf(stderr, "einc test: giving up\\n");\n  abort();'  # its last words are kept
 DRIFT = "  static int runs = 0;\n  if (runs++ > 0) output0[3] += 1.0f;"  # right once, then wrong
 CLOBBER = "  ((float *)input0)[5] = 0.0f;"  # right outputs, but the input changed under the caller
+OVERRUN = "  output0[16 * 8] = 1.0f;"  # right outputs, and one float written past the end
 
 
 def test_a_real_candidate_builds_and_measures_ok(task: TuneTask, builder: LocalBuilder) -> None:
@@ -163,13 +164,14 @@ def test_faulty_kernels_fail_with_reasons_and_the_runner_goes_on(task: TuneTask,
         doctored(task, ABORT, "abort"),
         doctored(task, DRIFT, "drift", keep=True),
         doctored(task, CLOBBER, "clobber", keep=True),
+        doctored(task, OVERRUN, "overrun", keep=True),
         good,
     ]
     with runner(timeout_s=1.0) as r:
         results = r.run(task, batch)
     assert [m.candidate for m in results] == [b.candidate for b in batch]
     expected = [Status.OK, Status.CRASHED, Status.OK, Status.TIMEOUT, Status.OK, Status.WRONG, Status.WRONG,
-                Status.REFUSED, Status.CRASHED, Status.WRONG, Status.WRONG, Status.OK]  # fmt: skip
+                Status.REFUSED, Status.CRASHED, Status.WRONG, Status.WRONG, Status.WRONG, Status.OK]  # fmt: skip
     assert [m.status for m in results] == expected, [(m.status, m.reason) for m in results]
     by_name = {m.candidate.point.sketch: m for m in results}
     assert "SIGSEGV" in by_name["segfault"].reason
@@ -181,6 +183,7 @@ def test_faulty_kernels_fail_with_reasons_and_the_runner_goes_on(task: TuneTask,
     assert "128 of 128 elements are NaN" in by_name["untouched"].reason
     assert "after the warm-up" in by_name["drift"].reason
     assert "wrote into its input 'input0'" in by_name["clobber"].reason
+    assert "wrote past the end of its output 'output0' after the first run" in by_name["overrun"].reason
     for m in results:
         assert bool(m.times) == m.ok
 

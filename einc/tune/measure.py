@@ -394,7 +394,9 @@ class LocalRunner:
     `load_timeout_s` bounds starting the worker and loading (or rebuilding) the kernel.
     Inputs are `einc.driver.random_inputs(seed)`; the reference is computed once per task.
     Outputs are poisoned before the first run and checked against the reference after it and
-    again after the timed runs (a kernel that accumulates across runs is wrong too).
+    again after the timed runs (a kernel that accumulates across runs is wrong too); inputs
+    must be left unchanged, and guard bytes around every array untouched (no write out of
+    bounds). The worker is restarted after a WRONG kernel, which may have corrupted it.
     Inputs are rotated: when the inputs and outputs of one run are smaller than the L2 cache,
     the worker makes copies of them enough to span twice the L2 cache (at most 64) and each run
     takes the next copy, so a small kernel reads its data from L2/L3, not from where the run
@@ -545,8 +547,10 @@ class LocalRunner:
                 return self._crashed(worker)
             if message[0] == "beat":
                 deadline, loaded = time.monotonic() + self.timeout_s, True
-            else:
-                return message[1:]
+                continue
+            if message[1] in (Status.WRONG.value, Status.INTERNAL.value):
+                self._stop_worker()  # a kernel that misbehaved may have scribbled on the worker's memory
+            return message[1:]
 
     def _crashed(self, worker: _Worker) -> tuple:
         try:

@@ -36,6 +36,10 @@ from einc.tune.measure import (
 from einc.tune.types import Status, TuneTask
 
 MAX_COPIES = 64
+GUARD_BYTES = 256
+"""Bytes of 0x5A before and after every input and output, checked with the outputs: a kernel
+that writes out of bounds (a vector tail past the end) is WRONG even when its outputs are
+right. A multiple of 64, so the arrays keep the buffers' alignment."""
 ROTATE_BELOW_S = 1e-3
 """Kernels whose first run takes longer than this are timed on one copy of their data: where
 their data sit when a run starts changes their time by a few microseconds at most."""
@@ -95,6 +99,7 @@ class Job:
         self.data = data
         self.inputs: list[dict[str, np.ndarray]] = []
         self.outputs: list[dict[str, np.ndarray]] = []
+        self.guards: list[tuple[str, np.ndarray]] = []  # ("input 'x'", its guarded buffer)
         self.pointers: list[tuple[int, ...]] = []
         self.artifact = artifact
         self.add_copies(1)
@@ -107,13 +112,26 @@ class Job:
     def add_copies(self, n: int) -> None:
         """`n` more copies of the inputs, and poisoned outputs for each."""
         for _ in range(n):
-            inputs = {k: v.copy() for k, v in self.data.inputs.items()}
-            outputs = {k: poisoned(v.shape, self.data.dtypes[k]) for k, v in self.data.reference.items()}
+            inputs = {k: self._guarded(f"input '{k}'", v.shape, v.dtype) for k, v in self.data.inputs.items()}
+            for k, v in self.data.inputs.items():
+                inputs[k][...] = v
+            outputs = {k: self._guarded(f"output '{k}'", v.shape, np.dtype(self.data.dtypes[k]))
+                       for k, v in self.data.reference.items()}  # fmt: skip
+            for array in outputs.values():
+                array[...] = poisoned((), str(array.dtype))
             self.inputs.append(inputs)
             self.outputs.append(outputs)
             if isinstance(self.artifact, CArtifact):
                 arrays = self.artifact.signature.bind(inputs, outputs)
                 self.pointers.append(tuple(a.ctypes.data for a in arrays))
+
+    def _guarded(self, what: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+        """An array inside a buffer with GUARD_BYTES of 0x5A bytes before and after it, which
+        `check` finds unchanged unless the kernel wrote out of the array's bounds."""
+        nbytes = math.prod(shape) * dtype.itemsize
+        buffer = np.full(nbytes + 2 * GUARD_BYTES, 0x5A, np.uint8)
+        self.guards.append((what, buffer))
+        return buffer[GUARD_BYTES : GUARD_BYTES + nbytes].view(dtype).reshape(shape)
 
     def _load(self, task: TuneTask, artifact: object) -> Callable[[int], None]:
         if isinstance(artifact, CArtifact):
@@ -138,7 +156,13 @@ class Job:
         return lambda k: kernel.run(self.inputs[k], self.outputs[k])
 
     def check(self, copies: range, when: str) -> None:
-        """Each output of each copy against the reference, each input against the original."""
+        """Each output of each copy against the reference, each input against the original, and
+        the guards around every array (all copies) untouched."""
+        for what, buffer in self.guards:
+            if np.any(buffer[:GUARD_BYTES] != 0x5A):
+                raise Failed(Status.WRONG, f"the kernel wrote before the start of its {what} {when}")
+            if np.any(buffer[buffer.size - GUARD_BYTES :] != 0x5A):
+                raise Failed(Status.WRONG, f"the kernel wrote past the end of its {what} {when}")
         for k in copies:
             for name, want in self.data.reference.items():
                 got = self.outputs[k][name]
