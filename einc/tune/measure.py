@@ -506,7 +506,7 @@ class LocalRunner:
         extra: dict[str, Any] = dict(reply[3])
         best, noise, hopeless = self.noise.verdict(attempts)
         extra.update(cpu_s=best.cpu_s, wall_s=best.wall_s, wait_s=best.wait_s, spread=best.spread,
-                     retries=len(attempts) - 1, threads=self.threads or os.cpu_count())  # fmt: skip
+                     retries=len(attempts) - 1, threads=self.threads or inherited_threads())  # fmt: skip
         if noise:
             extra["noisy"] = noise
         if hopeless:
@@ -561,6 +561,13 @@ class LocalRunner:
         self._stop_worker()
         reason = f"the kernel crashed its worker: {describe_exit(code)}"
         return (Status.CRASHED.value, reason + (f"; it wrote: {tail}" if tail else ""))
+
+
+def inherited_threads() -> int:
+    """The OpenMP threads a worker started without `threads` gets: `$OMP_NUM_THREADS` (its
+    first level), else one per CPU."""
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) > 0 else os.cpu_count() or 1
 
 
 def _tail(log: Path, start: int, chars: int = 300) -> str:
