@@ -68,7 +68,6 @@ class Compilation:
     target: str = "c"
     schedule: Schedule | str | None = None
     cflags: Sequence[str] = ()
-    use_records: bool = True
     results: dict[str, StageResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     use_records: bool = True
