@@ -84,6 +84,9 @@ class SearchSpace:
         self._knobs = {name: s.schedule.knobs() for name, s in sketches.items()}
         self._names = list(sketches)
         self._columns = [(s, k) for s in self._names for k in sorted(self._knobs[s])]
+        counts = [math.prod(len(v.options) for v in self._knobs[s].values()) for s in self._names]
+        weights = np.array([1.0 + math.log2(c) for c in counts])
+        self._weights = weights / weights.sum()
 
     @classmethod
     def from_task(cls, task: TuneTask, rules: Sequence[str] | None = None) -> SearchSpace:
@@ -125,8 +128,9 @@ class SearchSpace:
         return {k: v.options for k, v in self._knobs[sketch].items()}
 
     def random_point(self, rng: np.random.Generator) -> Point:
-        name = self._names[int(rng.integers(len(self._names)))]
-        return self._random_of(name, rng)
+        """A sketch (weighted by 1 + log2 of its number of points: a one-point default is not
+        drawn as often as a sketch of thousands) and a value per knob, uniformly."""
+        return self._random_of(self._names[int(rng.choice(len(self._names), p=self._weights))], rng)
 
     def _random_of(self, sketch: str, rng: np.random.Generator) -> Point:
         return Point.of(sketch, {k: int(rng.choice(v.options)) for k, v in self._knobs[sketch].items()})
@@ -204,3 +208,32 @@ class SearchSpace:
                     out[row, col[(p.sketch, k)]] = math.log2(max(v, 1))
             out[row, n_sk + n_col:] = aggregates(self.sketches[p.sketch].roles, p.values(), self.nests, self.lanes)
         return out
+
+
+def describe_sketches(path: str, target: str = "c", rule: str | None = None,
+                      where: SourceLocation | None = None) -> str:  # fmt: skip
+    """`einc sketches`: each sketch's name, description, knobs (options, role) and script;
+    `rule`: only that rule's (`default`: the target's default schedule). An unknown rule is a
+    UsageError at `where`."""
+    from einc.errors import UsageError
+    from einc.targets import get_target
+
+    get_target(target, where)
+    known = ["default", *rules_for(target)]
+    if rule is not None and rule not in known:
+        raise UsageError(f"no sketch rule '{rule}' for target '{target}' (rules: {', '.join(known)})", where)
+    selected = None if rule is None else [] if rule == "default" else [rule]
+    space = SearchSpace.from_task(TuneTask.from_file(path, target), selected)
+    lines = []
+    for name, sketch in space.sketches.items():
+        if rule is not None and rule != "default" and name == "default":
+            continue
+        lines.append(f"// sketch {name}: {sketch.description}")
+        for knob, options in space.knob_options(name).items():
+            role = sketch.roles.get(knob)
+            what = f" ({role.kind} of {role.stmt}.{role.axis}, level {role.level}, extent {role.extent})" if role else ""
+            lines.append(f"//   knob {knob} in {list(options)}{what}")
+        lines.append(str(sketch.schedule))
+    if rule is not None and rule in space.skipped:
+        lines.append(f"// rule {rule}: {space.skipped[rule]}")
+    return "\n".join(lines) + "\n"

@@ -20,7 +20,9 @@ def _pow2_upto(n: int, limit: int) -> tuple[int, ...]:
     return tuple(found) or (1,)
 
 
-def bind_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+def bind_nest(build: _Build, nest: Nest, top: affine.ForOp, private: bool = False) -> bool:
+    """Tile and bind one nest; `private`: its output accumulated in a work-item's private
+    array across the reductions (cache_write local at the innermost bound loop)."""
     if not nest.perfect or nest.init or not nest.spatial:
         return False
     b, ctx = build.b, build.ctx
@@ -43,6 +45,9 @@ def bind_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
     new = b.reorder(order)
     for h, (_, axis) in zip(new, bound + inner):
         b.bind(h, axis, ctx.max_threads)
+    out = nest.output()
+    if private and nest.reduction and out is not None:
+        b.try_(lambda: b.cache_write(out.name, new[len(bound + inner) - 1]))
     return True
 
 
@@ -54,10 +59,16 @@ def _knob(build: _Build, nest: Nest, axis: str, level: int, opts: tuple[int, ...
 
 
 def rule_bind(ctx: RuleContext) -> list[Sketch]:
-    """`bind`: block/thread tiling of every statement nest."""
-    sketch = build_sketch(ctx, "bind", "the innermost spatial loops tiled and bound to work-groups and "
-                          "work-items, the rest of each nest run by each work-item", bind_nest, fallback=False)  # fmt: skip
-    return [sketch] if sketch is not None else []
+    """`bind`: block/thread tiling of every statement nest; `bind.private`: the same with
+    each reduction's output accumulated in private memory."""
+    found = []
+    for name, private, what in (("bind", False, ""), ("bind.private", True, ", reductions accumulated in private memory")):
+        sketch = build_sketch(ctx, name, "the innermost spatial loops tiled and bound to work-groups and work-items, "
+                              "the rest of each nest run by each work-item" + what,
+                              lambda build, nest, top, private=private: bind_nest(build, nest, top, private), fallback=False)  # fmt: skip
+        if sketch is not None and not any(str(s.schedule) == str(sketch.schedule) for s in found):
+            found.append(sketch)
+    return found
 
 
 RULES = {"bind": rule_bind}
