@@ -41,13 +41,11 @@ RFACTOR_MIN_TRIP = 32
 
 @dataclass
 class _Build:
-    """One sketch under construction: the builder, the knob roles made so far, and per nest
-    the loop handles of its tile levels (for a later step of the same sketch)."""
+    """One sketch under construction: the builder and the knob roles made so far."""
 
     b: ScheduleBuilder
     ctx: RuleContext
     roles: dict[str, KnobRole] = field(default_factory=dict)
-    levels: dict[int, dict[str, list[SSAValue]]] = field(default_factory=dict)
 
     def knob(self, nest: Nest, axis: str, level: int, kind: str, value: int, options: tuple[int, ...]) -> SSAValue:
         name = f"{nest.stmt}.{axis}.{'rfactor' if kind == 'rfactor' else f'l{level}'}"
@@ -136,24 +134,31 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     i = None if reduce_inner else _row_axis(nest, j, vin)
     vectors, rows = policy.register_tile(lanes)
     handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
-    lv0: dict[str, SSAValue] = {}
-    lv1: dict[str, SSAValue] = {}
-    lv2: dict[str, SSAValue] = {}
+    S0: list[SSAValue] = []
+    S1: list[SSAValue] = []
+    S2: dict[str, SSAValue] = {}
+    unroll_knob = None
     for s in nest.spatial:
         e, h = nest.extent(s), handles[s]
+        if e == 1:  # nothing to tile
+            S0.append(h)
+            continue
         inner, inner_opts = 1, (1,)
         if s == j and not reduce_inner:
             opts = tile_options(e, hi=128, dividing=True)
             inner, inner_opts = nearest([v for v in opts if v <= vectors * lanes] or opts, vectors * lanes), opts
-            h, lv2[s] = b.tile(h, build.knob(nest, s, 2, "tile", inner, opts))
+            h, S2[s] = b.tile(h, build.knob(nest, s, 2, "tile", inner, opts))
         elif s == i:
             opts = tile_options(e, hi=8, dividing=True)
             inner, inner_opts = nearest(opts, rows), opts
-            h, lv2[s] = b.tile(h, build.knob(nest, s, 2, "unroll", inner, opts))
+            unroll_knob = build.knob(nest, s, 2, "unroll", inner, opts)
+            h, S2[s] = b.tile(h, unroll_knob)
         span = {j: 64, i: 32}.get(s, 1)  # the default outer tiles: a panel of j, a few rows
         opts = tile_options(math.ceil(e / min(inner_opts)), hi=64)
         kind = "parallel" if s == nest.spatial[0] else "tile"
-        lv0[s], lv1[s] = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))
+        outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))
+        S0.append(outer)
+        S1.append(middle)
     # the reductions keep their relative order (reorder refuses to reassociate a sum across
     # them): the first is tiled, its inner tile and the others run in the inner level
     R0: list[SSAValue] = []
@@ -163,42 +168,31 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
         opts = tile_options(e, lo=min(e, 4), hi=512)
         r0, r1 = b.tile(handles[r], build.knob(nest, r, 1, "tile", nearest(opts, 256), opts))
         R0, R1 = [r0], [r1, *R1]
-    S = nest.spatial
-    if reduce_inner:
-        order = [lv0[s] for s in S] + [lv1[s] for s in S] + R0 + R1
-    else:
-        order = [lv0[s] for s in S] + R0 + [lv1[s] for s in S] + R1
-        order += [lv2[x] for x in (i, j) if x in lv2]
+    inner2 = [S2[x] for x in (i, j) if x is not None and x in S2]
+    order = S0 + S1 + R0 + R1 if reduce_inner else S0 + R0 + S1 + R1 + inner2
     new = b.reorder(order)
-    loops = [b.loop(h) for h in new]
-    b.remember(loops, new)
-    build.levels[nest.position] = {"S0": list(new[: len(S)])}
-    inner_loop = loops[-1]
-    stmt, axis = nest.stmt, inner_loop.attributes[lt.AXIS_ATTR].data  # type: ignore[union-attr]
+    b.remember([b.loop(h) for h in new], new)
+    at = dict(zip(order, new))  # the handles before the reorder -> after it
+    stmt = nest.stmt
     if reduce_inner:
         b.try_(lambda: b.vectorize_reduction(new[-1]))
     else:
-        if i in lv2:
-            knob = next(k for k in _knobs(b) if k.knob_name.data == f"{stmt}.{i}.l2")
-            b.try_(lambda: b.unroll(new[-2], knob.results[0]))
-        if out.unit_axis == j:
+        axis = b.loop(new[-1]).attributes[lt.AXIS_ATTR].data  # type: ignore[union-attr]
+        if unroll_knob is not None and i in S2:
+            b.try_(lambda: b.unroll(at[S2[i]], unroll_knob))  # type: ignore[index]
+        if out.unit_axis == j and j in S2:
             b.try_(lambda: b.vectorize(b.match(stmt, axis)))
-        last_s1 = new[len(S) + len(R0) + len(S) - 1]
+        # the output tile below the last middle space loop in a local array (registers)
+        # across the inner reductions, the vector input's tile packed per outer reduction tile
+        stage_at = at[(S0 + S1)[-1]]
         if cache_write and R1:
-            b.try_(lambda: b.cache_write(out.name, last_s1))
-        last_r0 = new[len(S) + len(R0) - 1]
+            b.try_(lambda: b.cache_write(out.name, stage_at))
         if cache_read and R0 and vin is not None:
-            b.try_(lambda: b.cache_read(vin, last_r0))
+            b.try_(lambda: b.cache_read(vin, at[R0[-1]]))
     if consumer is not None:
-        b.reverse_compute_at(b.handle(consumer), new[len(S) - 1])
+        b.reverse_compute_at(b.handle(consumer), at[S0[-1]])
     b.try_(lambda: b.parallelize(new[0]))
     return True
-
-
-def _knobs(b: ScheduleBuilder):  # type: ignore[no-untyped-def]
-    from einc.dialects import einc_transform as et
-
-    return [op for op in b.sequence.body.block.ops if isinstance(op, et.KnobOp)]
 
 
 def _elementwise_consumer(ctx: RuleContext, nest: Nest) -> Nest | None:
