@@ -53,7 +53,8 @@ def test_tile_rule_on_matmul_tiles_space_and_reduction_at_levels() -> None:
     tile = sketches["tile"]
     assert set(tile.schedule.knobs()) == {"output0.N.l1", "output0.N.l2", "output0.M.l1", "output0.M.l2", "output0.K.l1"}
     roles = tile.roles
-    assert roles["output0.N.l2"].kind == "unroll" and roles["output0.N.l1"].kind == "parallel"
+    # matmul-like: the vector axis's outer tiles first, in parallel (a panel of B per task)
+    assert roles["output0.N.l2"].kind == "unroll" and roles["output0.M.l1"].kind == "parallel"
     assert roles["output0.K.l1"].extent == 64 and roles["output0.M.l2"].level == 2
     assert {"tile", "reorder", "unroll", "vectorize", "parallelize"} <= set(ops(tile.schedule))
     assert "cache_write" in ops(sketches["tile.cw"].schedule) and "cache_read" not in ops(sketches["tile.cw"].schedule)
@@ -217,7 +218,7 @@ def _check_points(prog: GenProgram, target: str, seed: int) -> None:
         check_case(case)  # the oracle's numbers, or a located refusal (returned)
 
 
-@settings(max_examples=examples(8), derandomize=True, database=None, deadline=None,
+@settings(max_examples=examples(6), derandomize=True, database=None, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])  # fmt: skip
 @given(prog=programs(large=True), seed=st.integers(0, 2**16))
 def test_random_points_of_random_programs_on_c(prog: GenProgram, seed: int) -> None:

@@ -134,11 +134,18 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     i = None if reduce_inner else _row_axis(nest, j, vin)
     vectors, rows = policy.register_tile(lanes)
     handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
+    # the outer space tiles in band order, but a matmul-like nest (one reduction, a vector
+    # input) puts the vector axis's first, as the default does: each parallel task owns a
+    # panel of the vector input across every row tile
+    spatial = list(nest.spatial)
+    if vin is not None and len(nest.reduction) == 1 and not reduce_inner and nest.extent(j) > 1:
+        spatial = [j] + [s for s in spatial if s != j]
+    first = next((s for s in spatial if nest.extent(s) > 1), None)
     S0: list[SSAValue] = []
     S1: list[SSAValue] = []
     S2: dict[str, SSAValue] = {}
     unroll_knob = None
-    for s in nest.spatial:
+    for s in spatial:
         e, h = nest.extent(s), handles[s]
         if e == 1:  # nothing to tile
             S0.append(h)
@@ -153,9 +160,11 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
             inner, inner_opts = nearest(opts, rows), opts
             unroll_knob = build.knob(nest, s, 2, "unroll", inner, opts)
             h, S2[s] = b.tile(h, unroll_knob)
-        span = {j: 64, i: 32}.get(s, 1)  # the default outer tiles: a panel of j, a few rows
-        opts = tile_options(math.ceil(e / min(inner_opts)), hi=64)
-        kind = "parallel" if s == nest.spatial[0] else "tile"
+        # the default outer tiles: a panel of j and (matmul-like, j first) every row tile
+        # under it, or a few rows
+        span = {j: 64, i: e if spatial[0] == j else 32}.get(s, 1)
+        opts = tile_options(math.ceil(e / min(inner_opts)))
+        kind = "parallel" if s == first else "tile"
         outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))
         S0.append(outer)
         S1.append(middle)
