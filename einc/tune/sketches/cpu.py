@@ -156,9 +156,12 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
             inner, inner_opts = nearest([v for v in opts if v <= vectors * lanes] or opts, vectors * lanes), opts
             h, S2[s] = b.tile(h, build.knob(nest, s, 2, "tile", inner, opts))
         elif s == i:
-            opts = tile_options(e, hi=8, dividing=True)
+            opts = tuple(sorted(set(tile_options(e, hi=8)) | ({rows} if rows <= e else set())))
             inner, inner_opts = nearest(opts, rows), opts
             unroll_knob = build.knob(nest, s, 2, "unroll", inner, opts)
+            # the rows past the last whole tile in a copy of the nest (none when the rows
+            # divide i): every tile of the loop kept is whole, and unrolls
+            h, _ = b.peel(h, unroll_knob)
             h, S2[s] = b.tile(h, unroll_knob)
         # the default outer tiles: a panel of j and (matmul-like, j first) every row tile
         # under it, or a few rows
@@ -182,15 +185,15 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     new = b.reorder(order)
     b.remember([b.loop(h) for h in new], new)
     at = dict(zip(order, new))  # the handles before the reorder -> after it
-    stmt = nest.stmt
     if reduce_inner:
         b.try_(lambda: b.vectorize_reduction(new[-1]))
     else:
-        axis = b.loop(new[-1]).attributes[lt.AXIS_ATTR].data  # type: ignore[union-attr]
+        # vectorized before the rows unroll: the copies keep the mark (the peeled rows'
+        # copy of the nest, where j is no innermost loop, stays scalar)
+        if out.unit_axis == j and j in S2:
+            b.try_(lambda: b.vectorize(at[S2[j]]))
         if unroll_knob is not None and i in S2:
             b.try_(lambda: b.unroll(at[S2[i]], unroll_knob))  # type: ignore[index]
-        if out.unit_axis == j and j in S2:
-            b.try_(lambda: b.vectorize(b.match(stmt, axis)))
         # the output tile below the last middle space loop in a local array (registers)
         # across the inner reductions, the vector input's tile packed per outer reduction tile
         stage_at = at[(S0 + S1)[-1]]
