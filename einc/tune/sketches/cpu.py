@@ -238,7 +238,7 @@ def rule_fuse_producers(ctx: RuleContext) -> list[Sketch]:
     its outer loop tiled (a knob: rows per parallel task), its producers computed at that
     tile as the default does at a row (compute_at), the other nests tiled."""
     written = {t.name: n.position for n in ctx.nests for t in n.tensors if t.written}
-    consumers = {n.position for n in ctx.nests if n.perfect and not n.init and not n.reduction
+    consumers = {n.position for n in ctx.nests if n.perfect and not n.init and not n.reduction and n.extents[0] >= 4
                  and any(written.get(t.name, n.position) < n.position for t in n.tensors if not t.written)}  # fmt: skip
     if not consumers:
         return []
@@ -249,8 +249,9 @@ def rule_fuse_producers(ctx: RuleContext) -> list[Sketch]:
     def pre(build: _Build) -> None:
         for nest, top in zip(ctx.nests, top_loops(build.b.payload)):
             if nest.position in consumers:
+                # neither 1 nor the whole extent: both are the default's fusion at a row
                 axis, e = nest.axes[0], nest.extents[0]
-                opts = tile_options(e, hi=64)
+                opts = tile_options(e, lo=min(2, e), hi=min(64, max(2, e // 2)))
                 build.b.tile(build.b.handle(top), build.knob(nest, axis, 1, "parallel", nearest(opts, 4), opts))
 
     sketch = build_sketch(ctx, "fuse.tile", "elementwise statements' outer loops tiled, their producers "
