@@ -102,6 +102,11 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     check.add_argument("-t", "--target", default="cuda", help="cuda or hip (default: cuda)")
     check.add_argument("--arch", action="append", help="architecture (repeatable; default: sm_80, sm_90 / gfx90a, gfx1030)")
     _records_parser(sub, argv)
+    # -- einc sketches (the tuner's search space, einc.tune.space) --
+    sketches = sub.add_parser("sketches", help="print the tuner's sketches of a program (its search space)", argv=argv)
+    sketches.add_argument("file", help="the .ein program")
+    sketches.add_argument("-t", "--target", default="c", help="target (default: c)")
+    sketches.add_argument("--rule", help="only the sketches of this rule (`default` for the target's default)")
     return parser
 
 
@@ -306,6 +311,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             checked = driver.check_file_command(args.file, target=args.target, archs=args.arch)
             print(checked.render())
             return 0 if checked.ok else 1
+        if args.command == "sketches":
+            from einc.tune.space import describe_sketches
+
+            rule_at = argument_location(argv, "--rule")
+            sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
+            return 0
         report = driver.run_file_command(
             args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
             use_records=not args.no_records, db=args.db,

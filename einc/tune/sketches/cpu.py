@@ -1,0 +1,311 @@
+"""CPU sketch rules (the C target): multi-level tiling of space and reduction loops (Ansor's
+SSRSRS: outer space tiles parallel, reduction tiles, inner space tiles, inner reductions,
+a register tile unrolled and vectorized innermost) with the output tile staged in registers
+(`cache_write` local) and the vector input packed (`cache_read` local) as variants; the
+same after the default's producer fusion (`compute_at`); consumer fusion
+(`reverse_compute_at`) into a tiled contraction; `rfactor` of a reduction with little
+spatial parallelism. Nests a rule does not handle get the default policy's per-nest schedule
+(einc.schedules.cpu). Knob names: `stmt.axis.l1` (how many inner tiles an outer tile
+covers; on the first spatial axis this sets the parallel grain), `stmt.axis.l2` (the
+register tile), `stmt.axis.rfactor`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects import affine, func
+from xdsl.ir import SSAValue
+
+from einc.passes.utils import loop_transforms as lt
+from einc.schedules import cpu as policy
+from einc.schedule_builder import IllegalStep, ScheduleBuilder
+from einc.tune.sketches.base import (
+    KnobRole,
+    Nest,
+    RuleContext,
+    Sketch,
+    band_of,
+    nearest,
+    tag,
+    tile_options,
+    top_loops,
+)
+
+MAX_REBUILDS = 8
+RFACTOR_MAX_SPATIAL = 16
+"""A reduction whose output has at most this many elements gets an rfactor sketch."""
+RFACTOR_MIN_TRIP = 32
+
+
+@dataclass
+class _Build:
+    """One sketch under construction: the builder and the knob roles made so far."""
+
+    b: ScheduleBuilder
+    ctx: RuleContext
+    roles: dict[str, KnobRole] = field(default_factory=dict)
+
+    def knob(self, nest: Nest, axis: str, level: int, kind: str, value: int, options: tuple[int, ...]) -> SSAValue:
+        name = f"{nest.stmt}.{axis}.{'rfactor' if kind == 'rfactor' else f'l{level}'}"
+        self.roles[name] = KnobRole(nest.stmt, axis, level, nest.extent(axis), kind)
+        return self.b.knob(name, value, options)
+
+
+def build_sketch(ctx: RuleContext, name: str, description: str, scheduler, fuse: bool = False,  # type: ignore[no-untyped-def]
+                 fallback: bool = True, pre=None) -> Sketch | None:  # fmt: skip
+    """The sketch where `scheduler(build, nest, top) -> bool` schedules the nests it handles
+    (the default per-nest policy the rest, or nothing without `fallback`); `pre(build)`
+    first, then with `fuse` the default's producer fusion. A nest whose steps the payload
+    refuses with the sketch's default values is left to the default policy (the sketch is
+    rebuilt without it); None when no nest was handled."""
+    skip: set[int] = set()
+    for _ in range(MAX_REBUILDS):
+        b = ScheduleBuilder(ctx.loops.clone(), f"<sketch {name}>")
+        build = _Build(b, ctx)
+        handled = 0
+        fused: set[affine.ForOp] = set()
+        if pre is not None:
+            pre(build)
+            handled += 1
+        tops = top_loops(b.payload)
+        if fuse:
+            for f in b.payload.walk():
+                if isinstance(f, func.FuncOp) and f.body.blocks:
+                    fused |= set(policy._fuse_producers(list(f.body.block.ops), b))  # pyright: ignore[reportPrivateUsage]
+            if not fused:
+                return None
+        failed = None
+        for nest, top in zip(ctx.nests, tops):
+            if top.parent_block() is None or top in fused:
+                continue
+            if nest.position not in skip:
+                try:
+                    if scheduler(build, nest, top):
+                        handled += 1
+                        continue
+                except IllegalStep:
+                    failed = nest.position
+                    break
+            if fallback:
+                policy._schedule_nest(top, b, ctx.lanes)  # pyright: ignore[reportPrivateUsage]
+        if failed is not None:
+            skip.add(failed)
+            continue
+        if not handled:
+            return None
+        return Sketch(name, b.finish(), description, build.roles)
+    return None
+
+
+def _vector_input(nest: Nest, j: str) -> str | None:
+    """The input read at unit stride along `j` that moves with a reduction (matmul's B)."""
+    for t in nest.tensors:
+        if not t.written and t.unit_axis == j and t.axes & set(nest.reduction):
+            return t.name
+    return None
+
+
+def _row_axis(nest: Nest, j: str, vector_input: str | None) -> str | None:
+    """The spatial axis tiled into unrolled rows: the last one (but j) the vector input does
+    not move with (matmul's rows, a convolution's output channels), else the one before j."""
+    others = [s for s in nest.spatial if s != j and nest.extent(s) >= 2]
+    if vector_input is not None:
+        vin = next(t for t in nest.tensors if t.name == vector_input)
+        free = [s for s in others if s not in vin.axes]
+        if free:
+            return free[-1]
+    return others[-1] if others else None
+
+
+def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = False,
+              cache_read: bool = False, consumer: affine.ForOp | None = None) -> bool:  # fmt: skip
+    """Multi-level tiling of one nest; False when it does not apply."""
+    if not nest.perfect or nest.init or not nest.spatial:
+        return False
+    b, lanes = build.b, build.ctx.lanes
+    out = nest.output()
+    assert out is not None
+    j = nest.spatial[-1]
+    vin = _vector_input(nest, j)
+    inputs_unit_r = nest.reduction and any(not t.written and t.unit_axis == nest.reduction[-1] for t in nest.tensors)
+    reduce_inner = bool(nest.reduction) and vin is None and bool(inputs_unit_r)
+    i = None if reduce_inner else _row_axis(nest, j, vin)
+    vectors, rows = policy.register_tile(lanes)
+    handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
+    # the outer space tiles in band order, but a matmul-like nest (one reduction, a vector
+    # input) puts the vector axis's first, as the default does: each parallel task owns a
+    # panel of the vector input across every row tile
+    spatial = list(nest.spatial)
+    if vin is not None and len(nest.reduction) == 1 and not reduce_inner and nest.extent(j) > 1:
+        spatial = [j] + [s for s in spatial if s != j]
+    first = next((s for s in spatial if nest.extent(s) > 1), None)
+    S0: list[SSAValue] = []
+    S1: list[SSAValue] = []
+    S2: dict[str, SSAValue] = {}
+    unroll_knob = None
+    for s in spatial:
+        e, h = nest.extent(s), handles[s]
+        if e == 1:  # nothing to tile
+            S0.append(h)
+            continue
+        inner, inner_opts = 1, (1,)
+        if s == j and not reduce_inner:
+            opts = tile_options(e, hi=128, dividing=True)
+            inner, inner_opts = nearest([v for v in opts if v <= vectors * lanes] or opts, vectors * lanes), opts
+            h, S2[s] = b.tile(h, build.knob(nest, s, 2, "tile", inner, opts))
+        elif s == i:
+            opts = tuple(sorted(set(tile_options(e, hi=8)) | ({rows} if rows <= e else set())))
+            inner, inner_opts = nearest(opts, rows), opts
+            unroll_knob = build.knob(nest, s, 2, "unroll", inner, opts)
+            # the rows past the last whole tile in a copy of the nest (none when the rows
+            # divide i): every tile of the loop kept is whole, and unrolls
+            h, _ = b.peel(h, unroll_knob)
+            h, S2[s] = b.tile(h, unroll_knob)
+        # the default outer tiles: a panel of j and (matmul-like, j first) every row tile
+        # under it, or a few rows
+        span = {j: 64, i: e if spatial[0] == j else 32}.get(s, 1)
+        opts = tile_options(math.ceil(e / min(inner_opts)))
+        kind = "parallel" if s == first else "tile"
+        outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))
+        S0.append(outer)
+        S1.append(middle)
+    # the reductions keep their relative order (reorder refuses to reassociate a sum across
+    # them): the first is tiled, its inner tile and the others run in the inner level
+    R0: list[SSAValue] = []
+    R1 = [handles[r] for r in nest.reduction[1:]]
+    if nest.reduction:
+        r, e = nest.reduction[0], nest.extent(nest.reduction[0])
+        opts = tile_options(e, lo=min(e, 4), hi=512)
+        r0, r1 = b.tile(handles[r], build.knob(nest, r, 1, "tile", nearest(opts, 256), opts))
+        R0, R1 = [r0], [r1, *R1]
+    inner2 = [S2[x] for x in (i, j) if x is not None and x in S2]
+    order = S0 + S1 + R0 + R1 if reduce_inner else S0 + R0 + S1 + R1 + inner2
+    new = b.reorder(order)
+    b.remember([b.loop(h) for h in new], new)
+    at = dict(zip(order, new))  # the handles before the reorder -> after it
+    if reduce_inner:
+        b.try_(lambda: b.vectorize_reduction(new[-1]))
+    else:
+        # vectorized before the rows unroll: the copies keep the mark (the peeled rows'
+        # copy of the nest, where j is no innermost loop, stays scalar)
+        if out.unit_axis == j and j in S2:
+            b.try_(lambda: b.vectorize(at[S2[j]]))
+        if unroll_knob is not None and i in S2:
+            b.try_(lambda: b.unroll(at[S2[i]], unroll_knob))  # type: ignore[index]
+        # the output tile below the last middle space loop in a local array (registers)
+        # across the inner reductions, the vector input's tile packed per outer reduction tile
+        stage_at = at[(S0 + S1)[-1]]
+        if cache_write and R1:
+            b.try_(lambda: b.cache_write(out.name, stage_at))
+        if cache_read and R0 and vin is not None:
+            b.try_(lambda: b.cache_read(vin, at[R0[-1]]))
+    if consumer is not None:
+        b.reverse_compute_at(b.handle(consumer), at[S0[-1]])
+    b.try_(lambda: b.parallelize(new[0]))
+    return True
+
+
+def _elementwise_consumer(ctx: RuleContext, nest: Nest) -> Nest | None:
+    """A later elementwise nest reading `nest`'s output at the same element (bias, relu)."""
+    out = nest.output()
+    if out is None or not nest.reduction:
+        return None
+    for later in ctx.nests[nest.position + 1:]:
+        if later.init or not later.perfect or later.reduction:
+            continue
+        if any(t.name == out.name and not t.written for t in later.tensors):
+            return later
+    return None
+
+
+def rule_tile(ctx: RuleContext) -> list[Sketch]:
+    """`tile`, `tile.cw`, `tile.cw.cr`: multi-level tiling of every statement nest."""
+    found = []
+    for suffix, cw, cr, what in (("", False, False, ""), (".cw", True, False, ", the output tile in registers"),
+                                 (".cw.cr", True, True, ", the output tile in registers and the vector input packed")):  # fmt: skip
+        sketch = build_sketch(ctx, f"tile{suffix}", "multi-level tiling (space outer parallel, reduction, space, "
+                              "reduction, register tile unrolled and vectorized)" + what,
+                              lambda build, nest, top, cw=cw, cr=cr: tile_nest(build, nest, top, cw, cr))  # fmt: skip
+        if sketch is not None and not any(str(s.schedule) == str(sketch.schedule) for s in found):
+            found.append(sketch)
+    return found
+
+
+def rule_fuse_producers(ctx: RuleContext) -> list[Sketch]:
+    """`fuse.tile`: each elementwise statement that reads an earlier statement's result has
+    its outer loop tiled (a knob: rows per parallel task), its producers computed at that
+    tile as the default does at a row (compute_at), the other nests tiled."""
+    written = {t.name: n.position for n in ctx.nests for t in n.tensors if t.written}
+    consumers = {n.position for n in ctx.nests if n.perfect and not n.init and not n.reduction and n.extents[0] >= 4
+                 and any(written.get(t.name, n.position) < n.position for t in n.tensors if not t.written)}  # fmt: skip
+    if not consumers:
+        return []
+
+    def scheduler(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+        return tile_nest(build, nest, top)
+
+    def pre(build: _Build) -> None:
+        for nest, top in zip(ctx.nests, top_loops(build.b.payload)):
+            if nest.position in consumers:
+                # neither 1 nor the whole extent: both are the default's fusion at a row
+                axis, e = nest.axes[0], nest.extents[0]
+                opts = tile_options(e, lo=min(2, e), hi=min(64, max(2, e // 2)))
+                build.b.tile(build.b.handle(top), build.knob(nest, axis, 1, "parallel", nearest(opts, 4), opts))
+
+    sketch = build_sketch(ctx, "fuse.tile", "elementwise statements' outer loops tiled, their producers "
+                          "computed at each tile (compute_at), the other nests tiled", scheduler, fuse=True, pre=pre)  # fmt: skip
+    return [sketch] if sketch is not None else []
+
+
+def rule_fuse_consumer(ctx: RuleContext) -> list[Sketch]:
+    """`tile.rca`: a contraction tiled with its elementwise consumer computed in each outer
+    tile (reverse_compute_at), while the tile is in cache."""
+    pairs = {n.position: c.position for n in ctx.nests if (c := _elementwise_consumer(ctx, n)) is not None}
+    if not pairs:
+        return []
+
+    def scheduler(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+        if nest.position not in pairs:
+            return tile_nest(build, nest, top, True)
+        want = ctx.nests[pairs[nest.position]].stmt
+        consumer = next((t for t in top_loops(build.b.payload)
+                         if tag(t, lt.STMT_ATTR) == want and "einc.init" not in t.attributes), None)  # fmt: skip
+        return tile_nest(build, nest, top, True, consumer=consumer)
+
+    sketch = build_sketch(ctx, "tile.rca", "contractions tiled with their elementwise consumer computed in each "
+                          "outer tile (reverse_compute_at)", scheduler)  # fmt: skip
+    return [sketch] if sketch is not None else []
+
+
+def rule_rfactor(ctx: RuleContext) -> list[Sketch]:
+    """`rfactor`: a reduction to few elements split into parallel partial reductions."""
+    wanted = {n.position for n in ctx.nests if n.perfect and not n.init and n.reduction
+              and math.prod(n.extent(s) for s in n.spatial) <= RFACTOR_MAX_SPATIAL
+              and n.extent(n.reduction[-1]) >= RFACTOR_MIN_TRIP}  # fmt: skip
+    if not wanted:
+        return []
+
+    def scheduler(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+        if nest.position not in wanted:
+            return False
+        b = build.b
+        r = nest.reduction[-1]
+        e = nest.extent(r)
+        opts = tile_options(e, lo=2, hi=256, dividing=True)
+        knob = build.knob(nest, r, 1, "rfactor", nearest(opts, 16), opts)
+        loop = next(x for x in band_of(top) if x.attributes[lt.AXIS_ATTR].data == r)  # type: ignore[union-attr]
+        chunk, _combine = b.rfactor(b.handle(loop), knob)
+        b.try_(lambda: b.parallelize(chunk))
+        for x in [op for op in b.loop(chunk).walk() if isinstance(op, affine.ForOp)][-1:]:
+            if x is not b.loop(chunk):
+                b.try_(lambda x=x: b.vectorize_reduction(b.handle(x)))  # type: ignore[misc]
+        return True
+
+    sketch = build_sketch(ctx, "rfactor", "a reduction to few elements split into parallel partial "
+                          "reductions (rfactor), then combined", scheduler)  # fmt: skip
+    return [sketch] if sketch is not None else []
+
+
+RULES = {"tile": rule_tile, "fuse": rule_fuse_producers, "rca": rule_fuse_consumer, "rfactor": rule_rfactor}
