@@ -12,6 +12,7 @@ winner is measured once more on fresh inputs (another seed) before it is reporte
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -161,6 +162,7 @@ def tune(
     seed: int = 0,
     progress: bool = False,
     verify: bool = True,
+    runner_options: dict | None = None,
     on_trial: Callable[[Trial], None] | None = None,
 ) -> TuneResult:
     """Search `task`'s schedule space for `trials` candidates (or `time_budget_s` seconds).
@@ -180,7 +182,7 @@ def tune(
     own_builder, own_runner = builder is None, runner is None
     workers = workers or min(4, os.cpu_count() or 1)
     builder = builder or LocalBuilder(workers=workers)
-    runner = runner or LocalRunner(threads=threads, seed=seed)
+    runner = runner or LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
     if db is not None and device is None:
         from einc.tune.records import device_fingerprint
 
@@ -197,42 +199,40 @@ def tune(
         for point, measured in earlier:
             _consider(result, point, measured, default_point)
 
-    bar = _progress_bar(trials, result.resumed) if progress else None
-    batch = batch or max(2 * workers, 4)
     try:
-        while result.resumed + result.trials < trials:
-            if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
-                result.stopped = "time"
-                break
-            points = policy.propose(min(batch, trials - result.resumed - result.trials))
-            if not points:
-                result.stopped = "exhausted"
-                break
-            measured = measure_points(task, space, points, builder, runner)
-            for point, m in zip(points, measured):
-                trial = Trial(result.resumed + result.trials, time.perf_counter() - start, m)
-                result.history.append(trial)
-                if db is not None:
-                    assert device is not None
-                    db.add(task, device, m, tuner=tuner_id)
-                _consider(result, point, m, default_point)
-                if bar is not None:
-                    _update_bar(bar, result)
-                if on_trial is not None:
-                    on_trial(trial)
-            policy.observe(list(zip(points, measured)))
-    except KeyboardInterrupt:
-        result.stopped = "interrupted"
-    finally:
-        if bar is not None:
-            bar.close()
-        result.seconds = time.perf_counter() - start
-        if own_builder:
-            _close(builder)
-    try:
+        bar = _progress_bar(trials, result.resumed) if progress else None
+        batch = batch or max(2 * workers, 4)
+        try:
+            while result.resumed + result.trials < trials:
+                if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
+                    result.stopped = "time"
+                    break
+                points = policy.propose(min(batch, trials - result.resumed - result.trials))
+                if not points:
+                    result.stopped = "exhausted"
+                    break
+                measured = measure_points(task, space, points, builder, runner)
+                for point, m in zip(points, measured):
+                    trial = Trial(result.resumed + result.trials, time.perf_counter() - start, m)
+                    result.history.append(trial)
+                    if db is not None:
+                        assert device is not None
+                        db.add(task, device, m, tuner=tuner_id)
+                    _consider(result, point, m, default_point)
+                    if bar is not None:
+                        _update_bar(bar, result)
+                    if on_trial is not None:
+                        on_trial(trial)
+                policy.observe(list(zip(points, measured)))
+        except KeyboardInterrupt:
+            result.stopped = "interrupted"
+        finally:
+            if bar is not None:
+                bar.close()
+            result.seconds = time.perf_counter() - start
         if verify and result.best is not None and result.stopped != "interrupted":
-            result.verified = _verify(task, result.best, builder, threads, seed, own_builder, workers)
-            if not result.verified.ok:  # a winner that fails on fresh inputs is no winner
+            result.verified = _verify(task, result.best, builder, runner)
+            if result.verified.status in DISQUALIFYING:  # a winner that fails on fresh inputs is no winner
                 result.best = None
                 for trial in sorted(
                     (t for t in result.history if t.result.ok), key=lambda t: t.result.median_s
@@ -243,6 +243,8 @@ def tune(
     finally:
         if own_runner:
             _close(runner)
+        if own_builder:
+            _close(builder)
     return result
 
 
@@ -259,26 +261,25 @@ def _consider(result: TuneResult, point: Point, measured: MeasureResult, default
         result.best = measured
 
 
-def _verify(
-    task: TuneTask, best: MeasureResult, builder: Builder, threads: int | None, seed: int,
-    own_builder: bool, workers: int,
-) -> MeasureResult:  # fmt: skip
-    """The best candidate built and measured again, on inputs of another seed."""
-    from einc.tune.measure import LocalBuilder, LocalRunner
+DISQUALIFYING = (Status.WRONG, Status.CRASHED, Status.TIMEOUT, Status.INTERNAL, Status.REFUSED)
+"""What, on the winner's second measurement, takes its place away (NOISY does not)."""
 
-    if own_builder:
-        builder = LocalBuilder(workers=1)
-    runner = LocalRunner(threads=threads, seed=seed + 1)
+
+def _verify(task: TuneTask, best: MeasureResult, builder: Builder, runner: Runner) -> MeasureResult:
+    """The best candidate built and measured again; a LocalRunner's copy draws its inputs
+    from the next seed (other runners measure on their own inputs again)."""
+    from einc.tune.measure import LocalRunner
+
+    fresh = dataclasses.replace(runner, seed=runner.seed + 1) if isinstance(runner, LocalRunner) else runner
     try:
         (build,) = builder.build(task, [best.candidate])
         if build.status is not Status.OK:
             return _from_build(build)
-        (measured,) = runner.run(task, [build])
+        (measured,) = fresh.run(task, [build])
         return measured
     finally:
-        _close(runner)
-        if own_builder:
-            _close(builder)
+        if fresh is not runner:
+            _close(fresh)
 
 
 def _close(part: object) -> None:
