@@ -48,6 +48,7 @@ from einc.errors import (
 )
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loops import LoopIndex
+from einc.passes.utils.rfactor import rfactor_loop
 
 if TYPE_CHECKING:
     from einc.passes.utils.compute_at import ComputeAtPlan
@@ -431,7 +432,7 @@ class EincTransformFunctions(InterpreterFunctions):
         factor = self.size(op, args)
         parts, combines = [], []
         for loop in self.loops(op, args[0]):
-            part, combine = self.check(op, lt.rfactor_loop(loop, factor))
+            part, combine = self.check(op, rfactor_loop(loop, factor))
             parts.append(part)
             combines.append(combine)
         return OperationHandle(*parts), OperationHandle(*combines)

@@ -342,7 +342,7 @@ def test_overlapping_thread_tiles_are_refused() -> None:
 
     from einc.context import make_context
     from einc.passes.utils.staging import private_buffer_failure
-    from einc.passes.utils.loop_transforms import Failure
+    from einc.passes.utils.loop_build import Failure
 
     def failure(step: int) -> Failure | None:
         text = f"""

@@ -190,7 +190,7 @@ def test_shared_box_whose_offset_depends_on_a_thread_id_is_refused() -> None:
 
     from einc.context import make_context
     from einc.passes.utils.staging import cache_tensor
-    from einc.passes.utils.loop_transforms import Failure
+    from einc.passes.utils.loop_build import Failure
 
     text = """
     func.func @f(%A: memref<8x8xf32>, %C: memref<8xf32>) {

@@ -175,7 +175,7 @@ def test_kernel_over_a_tiles_memory_spreads_over_more_tiles() -> None:
     """12 row sums would be one vertex (fewer than 8 points per worker); its 960 KB of input
     do not fit a tile, so it is cut into vertices of 6 rows (480 KB each)."""
     require("poplar")
-    from einc.dialects.egpu import TileSplitAttr
+    from einc.dialects.egpu_attrs import TileSplitAttr
     from einc.passes.utils.vertex_split import vertex_bytes
 
     comp = _compile("output0[N] +=! input0[N, K]", _ROWS)

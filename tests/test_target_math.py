@@ -11,7 +11,7 @@ import pytest
 
 from einc.driver import Compilation
 from einc.errors import TargetError
-from einc.frontend.sema import FUNCTIONS
+from einc.frontend.dtype_rules import FUNCTIONS
 
 BINARY = ("max", "min", "pow")
 

@@ -54,8 +54,8 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects.ein import EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp
 from einc.frontend import checked as c
+from einc.frontend.affine_ranges import const_value, is_affine
 from einc.frontend.checked import TensorInfo, is_float, is_int
-from einc.frontend.sema import const_value, is_affine
 
 FLOAT_TYPES: dict[str, AnyFloat] = {"float64": f64, "float32": f32, "float16": f16}
 INT_TYPES: dict[str, IntegerType] = {"int64": i64, "int32": i32, "int16": i16, "int8": i8,
@@ -313,7 +313,7 @@ def axes_in(expr: c.Expr) -> set[int]:
 
 
 def affine_expr(expr: c.Expr, dims: dict[int, int]) -> AffineExpr:
-    """An affine expression (see `sema.is_affine`) as an xDSL AffineExpr over `dims`."""
+    """An affine expression (see `affine_ranges.is_affine`) as an xDSL AffineExpr over `dims`."""
     value = const_value(expr)
     if value is not None:
         return AffineExpr.constant(value)

@@ -46,7 +46,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.passes.utils import gpu_mapping
-from einc.passes.utils.loop_transforms import describe
+from einc.passes.utils.loop_build import describe
 from einc.passes.utils.outline import (
     buffer_name,
     enclose_private_buffers,

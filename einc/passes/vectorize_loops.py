@@ -25,7 +25,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from einc.passes.utils.loop_analysis import trip_count
-from einc.passes.utils.loop_transforms import VECTORIZE_ATTR, Failure
+from einc.passes.utils.loop_build import Failure
+from einc.passes.utils.loop_transforms import VECTORIZE_ATTR
 from einc.passes.utils.vectorize import REDUCTION_ATTR, vectorize_loop
 
 

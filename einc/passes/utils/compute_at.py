@@ -69,15 +69,13 @@ from einc.passes.utils.loop_analysis import (
     trip_count,
     written_groups,
 )
+from einc.passes.utils.affine_fold import fold_applies, fold_one_apply
+from einc.passes.utils.loop_build import Failure, describe
 from einc.passes.utils.loop_transforms import (
     BIND_ATTR,
     PARALLEL_ATTR,
     STMT_ATTR,
     VECTORIZE_ATTR,
-    Failure,
-    describe,
-    fold_applies,
-    fold_one_apply,
 )
 
 Terms = dict[SSAValue, int]

@@ -57,11 +57,11 @@ from einc.dialects.ein import Combiner
 from einc.errors import ScheduleError, SourceLocation
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.combiner import accumulation
+from einc.passes.utils.loop_build import describe
 from einc.passes.utils.loop_transforms import (
     BIND_ATTR,
     BIND_AXES,
     BIND_LOC_ATTR,
-    describe,
 )
 from einc.passes.utils.loops import constant_trip_range, induction_var
 

@@ -43,7 +43,8 @@ from xdsl.traits import is_side_effect_free
 
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.loop_analysis import constant_bounds, linear_form, step_of
-from einc.passes.utils.loop_transforms import STMT_ATTR, Failure, describe
+from einc.passes.utils.loop_build import Failure, describe
+from einc.passes.utils.loop_transforms import STMT_ATTR
 
 MAX_ELEMENTS = 8192
 """The largest local array a reuse makes (32 KiB of float32: L1-sized, on each thread's stack)."""

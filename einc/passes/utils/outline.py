@@ -37,7 +37,7 @@ from einc.passes.utils.gpu_mapping import (
     schedule_error,
     trip_count,
 )
-from einc.passes.utils.loop_transforms import describe
+from einc.passes.utils.loop_build import describe
 from einc.passes.utils.loops import constant_trip_range, induction_var
 from einc.passes.utils.shared_staging import has_shared_staging, stage_shared
 from einc.passes.utils.staging import MEMORY_ATTR

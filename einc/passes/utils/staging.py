@@ -70,14 +70,12 @@ from einc.passes.utils.loop_analysis import (
     trip_count,
     value_range,
 )
+from einc.passes.utils.loop_build import Failure, _new_loop, describe
 from einc.passes.utils.loop_transforms import (
     AXIS_ATTR,
     BIND_ATTR,
     STMT_ATTR,
     VECTORIZE_ATTR,
-    Failure,
-    _new_loop,
-    describe,
 )
 
 MAX_LOCAL_ELEMENTS = 1 << 14

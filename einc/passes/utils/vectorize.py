@@ -67,12 +67,11 @@ from xdsl.traits import is_side_effect_free
 from einc.dialects import egpu
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.loop_analysis import constant_bounds, linear_form, step_of, uses_dim
+from einc.passes.utils.affine_fold import _compose  # pyright: ignore[reportPrivateUsage]
+from einc.passes.utils.loop_build import Failure, describe
 from einc.passes.utils.loop_transforms import (
     PARALLEL_ATTR,
     VECTORIZE_ATTR,
-    Failure,
-    _compose,  # pyright: ignore[reportPrivateUsage]
-    describe,
 )
 
 ELEMENTWISE: frozenset[type[Operation]] = frozenset({

@@ -36,7 +36,7 @@ from xdsl.ir.affine import (
 )
 
 from einc.dialects import egpu
-from einc.dialects.egpu import TileSplit
+from einc.dialects.egpu_attrs import TileSplit
 from einc.passes.utils.ranges import PointRange, Points, Unbounded, point_map_ranges
 
 READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)

@@ -1,0 +1,173 @@
+"""The `egpu` dialect's attributes: the launch dimension (`x y z`), the reduction kind, and a
+kernel's split over Poplar tiles (`#egpu.tile_split<...>`). The dialect is `einc.dialects.egpu`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import auto
+
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import Data, SpacedOpaqueSyntaxAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+
+class Dim(StrEnum):
+    X = auto()
+    Y = auto()
+    Z = auto()
+
+    @property
+    def index(self) -> int:
+        return "xyz".index(str(self))
+
+
+class ReduceKind(StrEnum):
+    ADD = auto()
+    MUL = auto()
+    MAX = auto()
+    MIN = auto()
+
+
+@irdl_attr_definition
+class DimAttr(EnumAttribute[Dim], SpacedOpaqueSyntaxAttribute):
+    name = "egpu.dim"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    name = "egpu.reduce_kind"
+
+
+# ---- a kernel's split over Poplar tiles ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TileSplit:
+    """How a kernel runs on Poplar tiles (`split-poplar-vertices` decides, the Poplar printer
+    prints it): `vertices` vertices of at most `bytes` bytes of tile memory each. With one
+    vertex the kernel runs whole on tile 0 (`points`, `chunk` 0, no slices). Else vertex t
+    runs the points [t * chunk, min((t + 1) * chunk, points)) of the kernel's point loop (its
+    one top-level `scf.for`) on tile t; `written` holds (argument, s, c) for each written
+    argument, accessed only at flat element s * point + c; `read` holds (argument, first
+    elements, end elements) for each read-only argument connected as one slice per vertex."""
+
+    vertices: int
+    bytes: int
+    points: int = 0
+    chunk: int = 0
+    written: tuple[tuple[int, int, int], ...] = ()
+    read: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...] = ()
+
+    @property
+    def split(self) -> bool:
+        return self.vertices > 1
+
+    @property
+    def written_at(self) -> dict[int, tuple[int, int]]:
+        """Written argument -> (s, c)."""
+        return {k: (s, c) for k, s, c in self.written}
+
+    @property
+    def read_slices(self) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+        """Read argument -> (first elements, end elements), one per vertex."""
+        return {k: (first, end) for k, first, end in self.read}
+
+    @property
+    def bases(self) -> list[int]:
+        """The arguments indexed from their slice's first element (`einc_base<k>`)."""
+        return sorted([*(k for k, _, _ in self.written), *(k for k, _, _ in self.read)])
+
+
+@irdl_attr_definition
+class TileSplitAttr(Data[TileSplit]):
+    """`#egpu.tile_split<vertices = 1, bytes = 80>` or `#egpu.tile_split<vertices = 7,
+    bytes = 1296, points = 300, chunk = 43, written = [1 at 1 * point + 0], read = [2 from
+    [0, 0, 0, 1, 1, 2, 2] to [1, 1, 2, 2, 3, 3, 3]]>`: an `egpu.func`'s `egpu.tile_split`
+    attribute (see TileSplit)."""
+
+    name = "egpu.tile_split"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> TileSplit:
+        def field(keyword: str) -> int:
+            parser.parse_keyword(keyword)
+            parser.parse_punctuation("=")
+            return parser.parse_integer(allow_boolean=False)
+
+        def integers() -> tuple[int, ...]:
+            return tuple(
+                parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+                )
+            )
+
+        def written() -> tuple[int, int, int]:
+            k = parser.parse_integer(allow_boolean=False)
+            parser.parse_keyword("at")
+            s = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation("*")
+            parser.parse_keyword("point")
+            parser.parse_punctuation("+")
+            return k, s, parser.parse_integer(allow_boolean=False)
+
+        def read() -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+            k = parser.parse_integer(allow_boolean=False)
+            parser.parse_keyword("from")
+            first = integers()
+            parser.parse_keyword("to")
+            return k, first, integers()
+
+        with parser.in_angle_brackets():
+            vertices = field("vertices")
+            parser.parse_punctuation(",")
+            size = field("bytes")
+            if parser.parse_optional_punctuation(",") is None:
+                return TileSplit(vertices, size)
+            points = field("points")
+            parser.parse_punctuation(",")
+            chunk = field("chunk")
+            parser.parse_punctuation(",")
+            parser.parse_keyword("written")
+            parser.parse_punctuation("=")
+            writes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, written)
+            parser.parse_punctuation(",")
+            parser.parse_keyword("read")
+            parser.parse_punctuation("=")
+            reads = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, read)
+        return TileSplit(vertices, size, points, chunk, tuple(writes), tuple(reads))
+
+    def print_parameter(self, printer: Printer) -> None:
+        t = self.data
+        with printer.in_angle_brackets():
+            printer.print_string(f"vertices = {t.vertices}, bytes = {t.bytes}")
+            if not t.split:
+                return
+            writes = ", ".join(f"{k} at {s} * point + {c}" for k, s, c in t.written)
+            reads = ", ".join(
+                f"{k} from [{', '.join(map(str, first))}] to [{', '.join(map(str, end))}]"
+                for k, first, end in t.read
+            )
+            printer.print_string(
+                f", points = {t.points}, chunk = {t.chunk}, written = [{writes}], read = [{reads}]"
+            )
+
+    def verify(self) -> None:
+        t = self.data
+        if t.vertices < 1 or t.bytes < 0:
+            raise VerifyException(f"egpu.tile_split: bad vertex count or size in {t}")
+        if not t.split:
+            if t.points or t.chunk or t.written or t.read:
+                raise VerifyException("egpu.tile_split: one vertex has no points or slices")
+            return
+        if t.chunk < 1 or -(-t.points // t.chunk) != t.vertices or not t.written:
+            raise VerifyException(
+                f"egpu.tile_split: {t.points} points in chunks of {t.chunk} are not "
+                f"{t.vertices} vertices (or nothing is written)"
+            )
+        if any(len(first) != t.vertices or len(end) != t.vertices for _, first, end in t.read):
+            raise VerifyException("egpu.tile_split: a read slice per vertex")

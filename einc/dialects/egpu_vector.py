@@ -1,0 +1,191 @@
+"""The `egpu` dialect's vector ops on builtin `vector<NxT>` values of a target's vector width:
+`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vconvert`, `egpu.vfma`, `egpu.vreduce`.
+The dialect is `einc.dialects.egpu`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import AnyFloat, IndexType, MemRefType, VectorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from einc.dialects.egpu_attrs import ReduceKind, ReduceKindAttr
+
+VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+
+
+def _check_vector(op: Operation, vector: Attribute, element: Attribute | None = None) -> None:
+    if not isinstance(vector, VectorType) or vector.get_num_dims() != 1:
+        raise VerifyException(f"{op.name}: expected a 1-d vector type, got {vector}")
+    width = vector.get_shape()[0]
+    if width not in VECTOR_WIDTHS:
+        raise VerifyException(
+            f"{op.name}: vector width {width} is not one of {list(VECTOR_WIDTHS)}"
+        )
+    if element is not None and vector.get_element_type() != element:
+        raise VerifyException(
+            f"{op.name}: vector of {vector.get_element_type()} on a buffer of {element}"
+        )
+
+
+@irdl_op_definition
+class VLoadOp(IRDLOperation):
+    """`width` consecutive elements of a buffer from flat row-major position
+    `indices` (the last index advances)."""
+
+    name = "egpu.vload"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    result = result_def(VectorType)
+    traits = traits_def()
+    assembly_format = "$memref `[` $indices `]` attr-dict `:` type($memref) `->` type($result)"
+
+    def __init__(self, memref: SSAValue, indices: Sequence[SSAValue], result_type: VectorType):
+        super().__init__(operands=[memref, indices], result_types=[result_type])
+
+    def verify_(self) -> None:
+        t = self.memref.type
+        assert isinstance(t, MemRefType)
+        _check_vector(self, self.result.type, t.get_element_type())
+        if len(self.indices) != t.get_num_dims():
+            raise VerifyException(
+                f"egpu.vload: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
+            )
+
+
+@irdl_op_definition
+class VStoreOp(IRDLOperation):
+    name = "egpu.vstore"
+    value = operand_def(VectorType)
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    assembly_format = (
+        "$value `,` $memref `[` $indices `]` attr-dict `:` type($value) `,` type($memref)"
+    )
+
+    def __init__(self, value: SSAValue, memref: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[value, memref, indices])
+
+    def verify_(self) -> None:
+        t = self.memref.type
+        assert isinstance(t, MemRefType)
+        _check_vector(self, self.value.type, t.get_element_type())
+        if len(self.indices) != t.get_num_dims():
+            raise VerifyException(
+                f"egpu.vstore: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
+            )
+
+
+@irdl_op_definition
+class VBroadcastOp(IRDLOperation):
+    """A vector whose every element is the scalar `value` (a loop-invariant operand of a
+    vectorized loop)."""
+
+    name = "egpu.vbroadcast"
+    value = operand_def()
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+    assembly_format = "$value attr-dict `:` type($value) `->` type($result)"
+
+    def __init__(self, value: SSAValue, result_type: VectorType):
+        super().__init__(operands=[value], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_vector(self, self.result.type)
+        element = self.result.type.get_element_type()  # type: ignore[union-attr]
+        if element != self.value.type:
+            raise VerifyException(
+                f"egpu.vbroadcast: a vector of {element} from a value of {self.value.type}"
+            )
+
+
+@irdl_op_definition
+class VConvertOp(IRDLOperation):
+    """Each element converted to the result's element type as a C cast does (and as
+    `arith.extf`/`truncf`/`sitofp`/`fptosi`/`extsi`/`trunci` do on scalars): floats round to
+    nearest, float to integer truncates toward zero, integers sign-extend or wrap. (xDSL's
+    arith casts take scalars only.)"""
+
+    name = "egpu.vconvert"
+    vector = operand_def(VectorType)
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+    assembly_format = "$vector attr-dict `:` type($vector) `->` type($result)"
+
+    def __init__(self, vector: SSAValue, result_type: VectorType):
+        super().__init__(operands=[vector], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_vector(self, self.vector.type)
+        _check_vector(self, self.result.type)
+        source, result = self.vector.type, self.result.type
+        if source.get_shape() != result.get_shape():  # type: ignore[union-attr]
+            raise VerifyException(f"egpu.vconvert: {source} and {result} differ in width")
+
+
+@irdl_op_definition
+class VFmaOp(IRDLOperation):
+    """a * b + c, element-wise, with one rounding."""
+
+    name = "egpu.vfma"
+    T: ClassVar = VarConstraint("T", base(VectorType))
+    a = operand_def(T)
+    b = operand_def(T)
+    c = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$a `,` $b `,` $c attr-dict `:` type($result)"
+
+    def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue):
+        super().__init__(operands=[a, b, c], result_types=[a.type])
+
+    def verify_(self) -> None:
+        _check_vector(self, self.result.type)
+        if not isinstance(self.result.type.get_element_type(), AnyFloat):  # type: ignore[union-attr]
+            raise VerifyException("egpu.vfma: needs float vectors")
+        if not self.a.type == self.b.type == self.c.type == self.result.type:
+            raise VerifyException("egpu.vfma: operands and result must have one type")
+
+
+@irdl_op_definition
+class VReduceOp(IRDLOperation):
+    """Combines a vector's elements into one scalar."""
+
+    name = "egpu.vreduce"
+    kind = prop_def(ReduceKindAttr)
+    vector = operand_def(VectorType)
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$kind $vector attr-dict `:` type($vector) `->` type($result)"
+
+    def __init__(self, kind: ReduceKind, vector: SSAValue):
+        assert isinstance(vector.type, VectorType)
+        super().__init__(
+            operands=[vector],
+            properties={"kind": ReduceKindAttr(kind)},
+            result_types=[vector.type.get_element_type()],
+        )
+
+    def verify_(self) -> None:
+        _check_vector(self, self.vector.type)
+        element = self.vector.type.get_element_type()  # type: ignore[union-attr]
+        if self.result.type != element:
+            raise VerifyException(
+                f"egpu.vreduce: result type {self.result.type} differs from the vector's "
+                f"element type {element}"
+            )
