@@ -49,15 +49,17 @@ def tune_file_command(
     db_file = Path(db_path) if db_path else default_db_path()
     db_file.parent.mkdir(parents=True, exist_ok=True)
     with RecordDB(db_file) as db:
-        common = dict(trials=trials, time_budget_s=time_budget_s, workers=workers, threads=threads,
-                      db=db, seed=seed, progress=progress)  # fmt: skip
-        result = tune(task, policy=policy, resume=resume, **common)  # type: ignore[arg-type]
+        def run(policy: str, resume: bool = False) -> TuneResult:
+            return tune(task, policy=policy, resume=resume, trials=trials, time_budget_s=time_budget_s,
+                        workers=workers, threads=threads, db=db, seed=seed, progress=progress)  # fmt: skip
+
+        result = run(policy, resume)
         print(result.summary())
         results = {policy: result}
         if report is not None and result.stopped != "interrupted":
             other = "random" if policy == "bayes" else "bayes"
             print(f"einc: the same budget with {other} search, for the report", file=sys.stderr)
-            results[other] = tune(task, policy=other, **common)  # type: ignore[arg-type]
+            results[other] = run(other)
             print(results[other].summary())
     if result.best is not None:
         text = result.best.candidate.schedule

@@ -25,13 +25,16 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import numpy as np
 
 from einc.errors import EincError, InternalCompilerError, ToolchainError
 from einc.runtime.signature import KernelSignature
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
+
+if TYPE_CHECKING:
+    from einc.schedule import Schedule
 
 
 class Builder(Protocol):
@@ -60,7 +63,7 @@ class RebuildArtifact:
     schedule: str
 
 
-def candidate_schedule(text: str) -> object:
+def candidate_schedule(text: str) -> Schedule | str | None:
     """A candidate's schedule for `TuneTask.compilation`: its text parsed (located as
     `<candidate>`); "none" for the untouched loops; "" for the target's default schedule."""
     from einc.schedule import Schedule
@@ -92,7 +95,7 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
 
     start = time.perf_counter()
 
-    def result(status: Status, reason: str = "", artifact: Any = None) -> BuildResult:
+    def result(status: Status, reason: str = "", artifact: object = None) -> BuildResult:
         return BuildResult(candidate, status, reason, artifact, time.perf_counter() - start)
 
     try:
@@ -429,12 +432,10 @@ class LocalRunner:
 
     # ---- the worker ------------------------------------------------------------------------------
     def _start_worker(self) -> _Worker:
-        import einc
-
         job_read, job_write = os.pipe()
         reply_read, reply_write = os.pipe()
         env = dict(os.environ)
-        root = str(Path(einc.__file__).resolve().parent.parent)
+        root = str(Path(__file__).resolve().parents[2])  # the checkout (or site-packages) holding einc
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
         if self.threads is not None:
             env["OMP_NUM_THREADS"] = str(self.threads)
@@ -494,7 +495,7 @@ class LocalRunner:
         candidate = build.candidate
 
         def result(status: Status, reason: str = "", times: tuple[float, ...] = (),
-                   extra: dict[str, Any] | None = None) -> MeasureResult:  # fmt: skip
+                   extra: dict[str, object] | None = None) -> MeasureResult:  # fmt: skip
             return MeasureResult(candidate, status, reason, times, build.seconds, 0.0, extra or {})
 
         if build.status is not Status.OK:
@@ -512,7 +513,7 @@ class LocalRunner:
         if status is not Status.OK:
             return result(status, reason, extra=reply[2] if len(reply) > 2 else None)
         attempts: list[Timing] = reply[2]
-        extra: dict[str, Any] = dict(reply[3])
+        extra: dict[str, object] = dict(reply[3])
         best, noise, hopeless = self.noise.verdict(attempts)
         extra.update(cpu_s=best.cpu_s, wall_s=best.wall_s, wait_s=best.wait_s, spread=best.spread,
                      retries=len(attempts) - 1, threads=self.threads or inherited_threads())  # fmt: skip

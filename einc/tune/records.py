@@ -34,6 +34,9 @@ SCHEMA_VERSION = 1
 EXPORT_FORMAT = "einc-tuning-record/1"
 BUSY_TIMEOUT_MS = 60_000
 
+Row = dict[str, Any]
+"""A record as JSON (what export writes and import reads): values of any JSON type."""
+
 
 class RecordError(EincError):
     """A tuning database or a records file einc cannot use (located at the file)."""
@@ -105,7 +108,7 @@ class Record:
     build_s: float
     created: float  # seconds since the epoch
     tuner: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
     def point(self) -> Point:
         return Point.of(self.sketch, self.knobs)
@@ -119,7 +122,7 @@ class Record:
         when = time.strftime("%Y-%m-%d", time.localtime(self.created))
         return f"record {self.id} (sketch {self.sketch}, {self.median_s * 1e3:.3f} ms, tuned {when})"
 
-    def to_json(self, summary: str = "") -> dict[str, Any]:
+    def to_json(self, summary: str = "") -> dict[str, object]:
         """The exported form (no id: ids are local to a database)."""
         return {
             "format": EXPORT_FORMAT, "task_key": self.task_key, "target": self.target,
@@ -136,7 +139,7 @@ def _median(times: Iterable[float]) -> float:
     return ordered[len(ordered) // 2] if ordered else math.inf
 
 
-def _digest(row: Mapping[str, Any]) -> str:
+def _digest(row: Mapping[str, object]) -> str:
     """What makes two records the same record (an import skips a record already present)."""
     keys = ("task_key", "target", "device", "sketch", "knobs", "schedule", "status", "reason",
             "times", "build_s", "created", "tuner")  # fmt: skip
@@ -258,7 +261,7 @@ class RecordDB:
             self._insert_program(task.key, task.normalized, program_summary(task.source))
             return [self._insert(row)[0] for row in rows]
 
-    def _row(self, task: TuneTask, device: str, result: MeasureResult, tuner: str) -> dict[str, Any]:
+    def _row(self, task: TuneTask, device: str, result: MeasureResult, tuner: str) -> Row:
         extra = dict(result.extra)
         if result.run_s:
             extra.setdefault("run_s", result.run_s)
@@ -274,7 +277,7 @@ class RecordDB:
     def _insert_program(self, key: str, program: str, summary: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO programs VALUES (?, ?, ?)", (key, program, summary))
 
-    def _insert(self, row: Mapping[str, Any]) -> tuple[int, bool]:
+    def _insert(self, row: Row) -> tuple[int, bool]:
         """Insert `row` unless the same record is present: (its id, whether it was new)."""
         digest = _digest(row)
         median = _median(row["times"]) if row["status"] == Status.OK.value else math.inf
@@ -293,7 +296,7 @@ class RecordDB:
         return self.conn.execute("SELECT id FROM records WHERE digest = ?", (digest,)).fetchone()[0], False
 
     # ---- reading --------------------------------------------------------------------------
-    def _records(self, where: str, args: tuple[Any, ...], tail: str = "") -> list[Record]:
+    def _records(self, where: str, args: tuple[object, ...], tail: str = "") -> list[Record]:
         with self._guard("read"):
             rows = self.conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE {where} {tail}", args).fetchall()
         return [_record(row) for row in rows]
@@ -328,7 +331,7 @@ class RecordDB:
             row = self.conn.execute("SELECT summary FROM programs WHERE task_key = ?", (task_key,)).fetchone()
         return row[0] if row else ""
 
-    def tasks(self) -> list[dict[str, Any]]:
+    def tasks(self) -> list[dict[str, object]]:
         """One row per (task_key, target, device): task_key, target, device, summary (the
         program's first statement), trials, ok, best_s and best_id (None without an OK record)."""
         best_id = ("(SELECT b.id FROM records b WHERE b.task_key = r.task_key AND b.target = r.target"
@@ -361,7 +364,7 @@ class RecordDB:
         already present are added in one transaction; how many were added."""
         return self.import_rows(read_jsonl(inp, filename))
 
-    def import_rows(self, rows: Iterable[Mapping[str, Any]]) -> int:
+    def import_rows(self, rows: Iterable[Row]) -> int:
         """Add records read by `read_jsonl` (one transaction), skipping those present."""
         added = 0
         with self._guard("write"), self._transaction():
@@ -400,13 +403,13 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
 }  # fmt: skip
 
 
-def read_jsonl(inp: TextIO, filename: str | None = None) -> list[dict[str, Any]]:
+def read_jsonl(inp: TextIO, filename: str | None = None) -> list[Row]:
     """The records of a JSON lines file, every line checked (a RecordError at `file:line`)."""
     name = str(filename or getattr(inp, "name", "<records>"))
     return [_parse_line(line, SourceLocation(name, lineno, 1)) for lineno, line in enumerate(inp, 1) if line.strip()]
 
 
-def _parse_line(line: str, loc: SourceLocation) -> dict[str, Any]:
+def _parse_line(line: str, loc: SourceLocation) -> Row:
     """One exported record, checked: a RecordError at `loc` saying what is wrong."""
     try:
         row = json.loads(line)

@@ -41,7 +41,8 @@ def _lanes(target: str) -> int:
     from einc.targets import get_target
 
     lanes = getattr(get_target(target), "vector_lanes", None)
-    return int(lanes()) if callable(lanes) else 1
+    value = lanes() if callable(lanes) else 1
+    return value if isinstance(value, int) else 1
 
 
 def _max_threads(target: str) -> int:

@@ -296,7 +296,7 @@ def _progress_bar(total: int, done: int):  # -> tqdm
 
 def _update_bar(bar, result: TuneResult) -> None:
     bar.update(1)
-    postfix = {"failed": sum(result.failures.values())}
+    postfix: dict[str, object] = {"failed": sum(result.failures.values())}
     if result.best is not None:
         value, unit = throughput(result.task, result.best.median_s)
         postfix["best"] = f"{result.best.median_s * 1e3:.3f}ms"

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
+    from einc.driver import Compilation
     from einc.frontend import Program
+    from einc.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class TuneTask:
     source: str
     target: str = "c"
     filename: str = "<string>"
-    input_dict: Mapping[str, Mapping[str, Any]] | None = None
+    input_dict: Mapping[str, Mapping[str, object]] | None = None
 
     @classmethod
     def from_file(cls, path: str | Path, target: str = "c") -> TuneTask:
@@ -36,7 +38,7 @@ class TuneTask:
 
         return cls(read_program(str(path)), target, str(path))
 
-    def compilation(self, schedule: object = None):  # -> einc.driver.Compilation
+    def compilation(self, schedule: Schedule | str | None = None) -> Compilation:
         """A fresh Compilation of this task with `schedule` (a Schedule, its text, "none", or
         None for the target's default schedule); tuning records are never consulted."""
         from einc.driver import Compilation
@@ -130,7 +132,7 @@ class BuildResult:
     candidate: Candidate
     status: Status
     reason: str = ""
-    artifact: Any = None
+    artifact: object = None
     seconds: float = 0.0
 
 
@@ -145,7 +147,7 @@ class MeasureResult:
     times: tuple[float, ...] = ()
     build_s: float = 0.0
     run_s: float = 0.0
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
