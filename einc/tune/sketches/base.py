@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import (
@@ -124,7 +125,7 @@ def analyse(module: ModuleOp) -> list[Nest]:
         axes = tuple(tag(x, lt.AXIS_ATTR) or "?" for x in band)
         extents = tuple(trip_count(x) or 0 for x in band)
         ivs = [induction_var(x) for x in band]
-        axis_of = dict(zip(ivs, axes))
+        axis_of: dict[SSAValue, str] = dict(zip(ivs, axes))
         groups = written_groups(top)
         perfect = bool(stmt) and tagged and perfect_band(band) and len(groups) == 1 and all(extents)
         spatial: tuple[str, ...] = axes
