@@ -97,6 +97,14 @@ def test_bind_rule_on_opencl() -> None:
     assert ops(sketches["bind"].schedule).count("bind") == 2 + 2 + 4  # temp0, temp1: N; output0: N, C
 
 
+def test_bind_reduce_rule_shares_a_reduction_among_work_items() -> None:
+    (reduce,) = gpu.rule_bind_reduce(context("reduce_sum", "opencl"))
+    assert set(reduce.schedule.knobs()) == {"output0.K.threads"}
+    binds = [op.axis.data for op in reduce.schedule.module.walk() if op.name == "transform.einc.bind"]
+    assert binds == ["block.x", "thread.x"]
+    assert gpu.rule_bind_reduce(context("matmul", "opencl")) == []  # 128 x 128 outputs: enough work-items
+
+
 # ---- the space --------------------------------------------------------------------------------
 
 
