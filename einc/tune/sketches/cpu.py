@@ -135,11 +135,13 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     vectors, rows = policy.register_tile(lanes)
     handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
     # the outer space tiles in band order, but a matmul-like nest (one reduction, a vector
-    # input) puts the vector axis's first, as the default does: each parallel task owns a
-    # panel of the vector input across every row tile
+    # input) puts the vector axis's first (after the batch axes the vector input moves
+    # with), as the default does: each parallel task owns a panel of the vector input
+    # across every row tile
     spatial = list(nest.spatial)
     if vin is not None and len(nest.reduction) == 1 and not reduce_inner and nest.extent(j) > 1:
-        spatial = [j] + [s for s in spatial if s != j]
+        moving = next(t.axes for t in nest.tensors if t.name == vin)
+        spatial = [s for s in spatial if s in moving and s != j] + [j] + [s for s in spatial if s not in moving]
     first = next((s for s in spatial if nest.extent(s) > 1), None)
     S0: list[SSAValue] = []
     S1: list[SSAValue] = []
