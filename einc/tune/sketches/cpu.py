@@ -139,7 +139,8 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     # with), as the default does: each parallel task owns a panel of the vector input
     # across every row tile
     spatial = list(nest.spatial)
-    if vin is not None and len(nest.reduction) == 1 and not reduce_inner and nest.extent(j) > 1:
+    panel = vin is not None and len(nest.reduction) == 1 and not reduce_inner and nest.extent(j) > 1
+    if panel:
         moving = next(t.axes for t in nest.tensors if t.name == vin)
         spatial = [s for s in spatial if s in moving and s != j] + [j] + [s for s in spatial if s not in moving]
     first = next((s for s in spatial if nest.extent(s) > 1), None)
@@ -167,7 +168,7 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
             h, S2[s] = b.tile(h, unroll_knob)
         # the default outer tiles: a panel of j and (matmul-like, j first) every row tile
         # under it, or a few rows
-        span = {j: 64, i: e if spatial[0] == j else 32}.get(s, 1)
+        span = {j: 64, i: e if panel else 32}.get(s, 1)
         opts = tile_options(math.ceil(e / min(inner_opts)))
         kind = "parallel" if s == first else "tile"
         outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))
