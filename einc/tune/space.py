@@ -24,7 +24,7 @@ from einc.tune.sketches import rules_for
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch, analyse
 from einc.tune.types import Candidate, Point, TuneTask
 
-__all__ = ["KnobRole", "Sketch", "SearchSpace", "loops_of"]
+__all__ = ["KnobRole", "SearchSpace", "Sketch", "loops_of"]
 
 SKETCH_CHANGE_P = 0.1
 """How often `mutate` moves a point to another sketch."""

@@ -176,9 +176,9 @@ def tile_options(extent: int, lo: int = 1, hi: int | None = None, dividing: bool
     """Divisors and powers of two of `extent` in [lo, hi] (the extent itself included when
     it is in range; only divisors with `dividing`), at most `limit` of them."""
     hi = extent if hi is None else min(hi, extent)
-    found = set(d for d in divisors(extent) if lo <= d <= hi)
+    found = {d for d in divisors(extent) if lo <= d <= hi}
     if not dividing:
-        found |= {1 << p for p in range(0, 31) if lo <= 1 << p <= hi}
+        found |= {1 << p for p in range(31) if lo <= 1 << p <= hi}
     if lo <= extent <= hi:
         found.add(extent)
     return tuple(_spread(sorted(found), limit)) or (max(1, min(extent, lo)),)

@@ -19,8 +19,8 @@ from xdsl.dialects import affine, func
 from xdsl.ir import SSAValue
 
 from einc.passes.utils import loop_transforms as lt
-from einc.schedules import cpu as policy
 from einc.schedule_builder import IllegalStep, ScheduleBuilder
+from einc.schedules import cpu as policy
 from einc.tune.sketches.base import (
     KnobRole,
     Nest,

@@ -93,7 +93,7 @@ def bind_reduce_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
     e = nest.extent(r)
     opts = _pow2_upto(e, min(ctx.max_threads, 1024))
     knob = _knob(build, nest, r, 0, opts, want=128)
-    outer, inner = b.tile(handles[r], knob)
+    _outer, inner = b.tile(handles[r], knob)
     for s, axis in zip(nest.spatial, ("block.x", "block.y", "block.z")):
         b.bind(handles[s], axis, ctx.max_threads)
     b.bind(inner, "thread.x", ctx.max_threads)
