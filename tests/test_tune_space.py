@@ -97,6 +97,14 @@ def test_bind_rule_on_opencl() -> None:
     assert ops(sketches["bind"].schedule).count("bind") == 2 + 2 + 4  # temp0, temp1: N; output0: N, C
 
 
+def test_bind_reduce_rule_shares_a_reduction_among_work_items() -> None:
+    (reduce,) = gpu.rule_bind_reduce(context("reduce_sum", "opencl"))
+    assert set(reduce.schedule.knobs()) == {"output0.K.threads"}
+    binds = [op.axis.data for op in reduce.schedule.module.walk() if op.name == "transform.einc.bind"]
+    assert binds == ["block.x", "thread.x"]
+    assert gpu.rule_bind_reduce(context("matmul", "opencl")) == []  # 128 x 128 outputs: enough work-items
+
+
 # ---- the space --------------------------------------------------------------------------------
 
 
@@ -231,3 +239,22 @@ def test_random_points_of_random_programs_on_c(prog: GenProgram, seed: int) -> N
 def test_random_points_of_random_programs_on_opencl(prog: GenProgram, seed: int) -> None:
     require("opencl")
     _check_points(prog, "opencl", seed)
+
+
+def test_a_failing_rule_is_skipped_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(ctx: RuleContext) -> list:
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(cpu.RULES, "rfactor", broken)
+    space = SearchSpace.from_task(task("matmul"))
+    assert space.skipped["rfactor"] == "RuntimeError: boom" and "tile" in space.sketches
+
+
+def test_sketches_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from einc.cli import main
+
+    assert main(["sketches", str(PROGRAMS / "reduce_sum.ein"), "--rule", "rfactor"]) == 0
+    assert "transform.einc.rfactor" in capsys.readouterr().out
+    assert main(["sketches", str(PROGRAMS / "reduce_sum.ein"), "--rule", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert "<command line>:1:" in err and "no sketch rule 'nope' for target 'c' (rules: default, tile" in err

@@ -24,7 +24,7 @@ from einc.tune.sketches import rules_for
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch, analyse
 from einc.tune.types import Candidate, Point, TuneTask
 
-__all__ = ["KnobRole", "Sketch", "SearchSpace", "loops_of"]
+__all__ = ["KnobRole", "SearchSpace", "Sketch", "loops_of"]
 
 SKETCH_CHANGE_P = 0.1
 """How often `mutate` moves a point to another sketch."""
@@ -40,9 +40,7 @@ def loops_of(task: TuneTask) -> ModuleOp:
 def _lanes(target: str) -> int:
     from einc.targets import get_target
 
-    lanes = getattr(get_target(target), "vector_lanes", None)
-    value = lanes() if callable(lanes) else 1
-    return value if isinstance(value, int) else 1
+    return get_target(target).vector_lanes()
 
 
 def _max_threads(target: str) -> int:
@@ -63,10 +61,11 @@ def default_roles(schedule: Schedule, nests: list[Nest]) -> dict[str, KnobRole]:
         if nest is None:
             roles[name] = KnobRole(stmt, "?", 1, 0, "tile")
             continue
-        rows = nest.spatial[-2] if len(nest.spatial) > 1 else nest.spatial[-1]
-        axis, level, kind = {"tile_j": (nest.spatial[-1], 2, "tile"), "tile_i": (rows, 2, "unroll"),
+        spatial, reduction = list(nest.spatial), list(nest.reduction)
+        rows = spatial[-2] if len(spatial) > 1 else spatial[-1]
+        axis, level, kind = {"tile_j": (spatial[-1], 2, "tile"), "tile_i": (rows, 2, "unroll"),
                              "tile_rows": (rows, 2, "unroll"),
-                             "tile_k": ((nest.reduction or nest.spatial)[-1], 1, "tile")}.get(what, (rows, 1, "tile"))  # fmt: skip
+                             "tile_k": ((reduction or spatial)[-1], 1, "tile")}.get(what, (rows, 1, "tile"))  # fmt: skip
         roles[name] = KnobRole(stmt, axis, level, nest.extent(axis), kind)
     return roles
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import (
@@ -124,7 +125,7 @@ def analyse(module: ModuleOp) -> list[Nest]:
         axes = tuple(tag(x, lt.AXIS_ATTR) or "?" for x in band)
         extents = tuple(trip_count(x) or 0 for x in band)
         ivs = [induction_var(x) for x in band]
-        axis_of = dict(zip(ivs, axes))
+        axis_of: dict[SSAValue, str] = dict(zip(ivs, axes))
         groups = written_groups(top)
         perfect = bool(stmt) and tagged and perfect_band(band) and len(groups) == 1 and all(extents)
         spatial: tuple[str, ...] = axes
@@ -175,9 +176,9 @@ def tile_options(extent: int, lo: int = 1, hi: int | None = None, dividing: bool
     """Divisors and powers of two of `extent` in [lo, hi] (the extent itself included when
     it is in range; only divisors with `dividing`), at most `limit` of them."""
     hi = extent if hi is None else min(hi, extent)
-    found = set(d for d in divisors(extent) if lo <= d <= hi)
+    found = {d for d in divisors(extent) if lo <= d <= hi}
     if not dividing:
-        found |= {1 << p for p in range(0, 31) if lo <= 1 << p <= hi}
+        found |= {1 << p for p in range(31) if lo <= 1 << p <= hi}
     if lo <= extent <= hi:
         found.add(extent)
     return tuple(_spread(sorted(found), limit)) or (max(1, min(extent, lo)),)

@@ -19,8 +19,8 @@ from xdsl.dialects import affine, func
 from xdsl.ir import SSAValue
 
 from einc.passes.utils import loop_transforms as lt
-from einc.schedules import cpu as policy
 from einc.schedule_builder import IllegalStep, ScheduleBuilder
+from einc.schedules import cpu as policy
 from einc.tune.sketches.base import (
     KnobRole,
     Nest,
@@ -135,11 +135,14 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     vectors, rows = policy.register_tile(lanes)
     handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
     # the outer space tiles in band order, but a matmul-like nest (one reduction, a vector
-    # input) puts the vector axis's first, as the default does: each parallel task owns a
-    # panel of the vector input across every row tile
+    # input) puts the vector axis's first (after the batch axes the vector input moves
+    # with), as the default does: each parallel task owns a panel of the vector input
+    # across every row tile
     spatial = list(nest.spatial)
-    if vin is not None and len(nest.reduction) == 1 and not reduce_inner and nest.extent(j) > 1:
-        spatial = [j] + [s for s in spatial if s != j]
+    panel = vin is not None and len(nest.reduction) == 1 and not reduce_inner and nest.extent(j) > 1
+    if panel:
+        moving = next(t.axes for t in nest.tensors if t.name == vin)
+        spatial = [s for s in spatial if s in moving and s != j] + [j] + [s for s in spatial if s not in moving]
     first = next((s for s in spatial if nest.extent(s) > 1), None)
     S0: list[SSAValue] = []
     S1: list[SSAValue] = []
@@ -165,7 +168,7 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
             h, S2[s] = b.tile(h, unroll_knob)
         # the default outer tiles: a panel of j and (matmul-like, j first) every row tile
         # under it, or a few rows
-        span = {j: 64, i: e if spatial[0] == j else 32}.get(s, 1)
+        span = {j: 64, i: e if panel else 32}.get(s, 1)
         opts = tile_options(math.ceil(e / min(inner_opts)))
         kind = "parallel" if s == first else "tile"
         outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))

@@ -28,7 +28,7 @@ def _log2(x: float) -> float:
 def aggregates(roles: Mapping[str, KnobRole], values: Mapping[str, int], nests: list[Nest], lanes: int) -> list[float]:
     """The values of AGGREGATES for one point."""
     spans: dict[tuple[str, str], dict[int, int]] = {}
-    unroll, divides, sized, parallel, threads, blocks, rf = 1, 0, 0, 0.0, 1, 0.0, 1
+    unroll, divides, parallel, threads, blocks, rf = 1, 0, 0.0, 1, 0.0, 1
     vector = 0
     for name, role in roles.items():
         v = values.get(name)
@@ -37,12 +37,11 @@ def aggregates(roles: Mapping[str, KnobRole], values: Mapping[str, int], nests: 
         if role.kind in SIZED:
             levels = spans.setdefault((role.stmt, role.axis), {})
             levels[role.level] = levels.get(role.level, 1) * v
-            sized += 1
         if role.kind == "unroll":
             unroll *= v
         if role.kind == "rfactor":
             rf *= v
-            parallel += v
+            parallel += _log2(v)
         if role.kind == "thread":
             threads *= v
             blocks += _log2(math.ceil(role.extent / v)) if role.extent else 0.0
@@ -52,8 +51,7 @@ def aggregates(roles: Mapping[str, KnobRole], values: Mapping[str, int], nests: 
         extent = next((r.extent for r in roles.values() if r.stmt == stmt and r.axis == axis), 0)
         span = math.prod(levels.values())
         divides += bool(extent) and extent % span == 0
-        roles_par = [r for n, r in roles.items() if r.stmt == stmt and r.axis == axis and r.kind == "parallel"]
-        if roles_par and extent:
+        if extent and any(r.stmt == stmt and r.axis == axis and r.kind == "parallel" for r in roles.values()):
             parallel += _log2(math.ceil(extent / span))
     l1_it = l2_it = l1_b = l2_b = l1_f = l2_f = 0.0
     stmts = {r.stmt for r in roles.values()}

@@ -1,11 +1,14 @@
 """Device (GPU) sketch rules: each statement nest's innermost spatial loop (and the one above
 it) tiled, the tiles bound to work-groups (`block.x/y`) and work-items (`thread.x/y`), the
-other spatial loops and the reductions run by each work-item. Knobs `stmt.axis.threads`:
-work-items per work-group along the axis. Nests left unbound are mapped by the target's
-pipeline as with no schedule.
+other spatial loops and the reductions run by each work-item (`bind`, `bind.private` with a
+private accumulator); a reduction to few elements shared by a work-group's work-items
+(`bind.reduce`). Knobs `stmt.axis.threads`: work-items per work-group along the axis. Nests
+left unbound are mapped by the target's pipeline as with no schedule.
 """
 
 from __future__ import annotations
+
+import math
 
 from xdsl.dialects import affine
 
@@ -71,4 +74,42 @@ def rule_bind(ctx: RuleContext) -> list[Sketch]:
     return found
 
 
-RULES = {"bind": rule_bind}
+REDUCE_MAX_SPATIAL = 4096
+"""A reduction whose output has at most this many elements (too few to fill a device with
+a work-item each) gets its reduction shared by the work-items of a work-group."""
+
+
+def bind_reduce_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+    """A reduction to few elements: the output loops bound to work-groups (`block.x/y/z`),
+    the innermost reduction tiled and its tile bound to the work-items, which combine their
+    partials (a cross-thread reduction)."""
+    if not nest.perfect or nest.init or not nest.reduction or len(nest.spatial) > 3:
+        return False
+    if math.prod(nest.extent(s) for s in nest.spatial) > REDUCE_MAX_SPATIAL:
+        return bind_nest(build, nest, top)
+    b, ctx = build.b, build.ctx
+    handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
+    r = nest.reduction[-1]
+    e = nest.extent(r)
+    opts = _pow2_upto(e, min(ctx.max_threads, 1024))
+    knob = _knob(build, nest, r, 0, opts, want=128)
+    _outer, inner = b.tile(handles[r], knob)
+    for s, axis in zip(nest.spatial, ("block.x", "block.y", "block.z")):
+        b.bind(handles[s], axis, ctx.max_threads)
+    b.bind(inner, "thread.x", ctx.max_threads)
+    return True
+
+
+def rule_bind_reduce(ctx: RuleContext) -> list[Sketch]:
+    """`bind.reduce`: reductions to few elements shared by a work-group's work-items."""
+    if not any(n.perfect and not n.init and n.reduction and len(n.spatial) <= 3
+               and math.prod(n.extent(s) for s in n.spatial) <= REDUCE_MAX_SPATIAL for n in ctx.nests):  # fmt: skip
+        return []
+    sketch = build_sketch(ctx, "bind.reduce", "reductions to few elements: output loops on work-groups, the "
+                          "reduction's tile on their work-items (a cross-thread reduction); the other nests as bind",
+                          lambda build, nest, top: bind_reduce_nest(build, nest, top) or bind_nest(build, nest, top),
+                          fallback=False)  # fmt: skip
+    return [sketch] if sketch is not None else []
+
+
+RULES = {"bind": rule_bind, "reduce": rule_bind_reduce}
