@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp, f16
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import (
@@ -90,7 +90,11 @@ def _tagged(loop: affine.ForOp) -> bool:
     return lt.STMT_ATTR in loop.attributes and lt.AXIS_ATTR in loop.attributes and "einc.copy" not in loop.attributes
 
 
-def _schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
+def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
+    """The default schedule of the nest under `top`, added to `b`: a contraction's
+    unit-stride output loop moved innermost and register-blocked, the outer loop parallel
+    given enough work, the innermost loop vectorized (or its reduction vector-accumulated);
+    nothing for a nest whose band is not perfect or has untagged (or copied) loops."""
     band = _band(top)
     if not all(_tagged(loop) for loop in band) or not perfect_band(band):
         return
@@ -337,7 +341,7 @@ def _contraction(top: affine.ForOp) -> bool:
     return False
 
 
-def _fuse_producers(block_ops: list, b: ScheduleBuilder) -> list[affine.ForOp]:  # type: ignore[type-arg]
+def fuse_producers(block_ops: list[Operation], b: ScheduleBuilder) -> list[affine.ForOp]:
     """Compute each elementwise statement's producers at its outermost loop when that costs
     no recomputation (each iteration reads its own box of the producer's tensor, and the
     boxes tile it: the softmax/layernorm row pattern) and the producer's nest then goes
@@ -468,8 +472,8 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | 
     lanes = target.vector_lanes()
     for f in b.payload.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
-            fused = set(_fuse_producers(list(f.body.block.ops), b))
+            fused = set(fuse_producers(list(f.body.block.ops), b))
             for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
                 if top not in fused:
-                    _schedule_nest(top, b, lanes)
+                    schedule_nest(top, b, lanes)
     return None if b.empty() else b.finish()

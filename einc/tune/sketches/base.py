@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import SSAValue
 
 from einc.passes.utils import loop_transforms as lt
@@ -149,7 +149,9 @@ def analyse(module: ModuleOp) -> list[Nest]:
                 if r == len(results) - 1:
                     unit = next((axis_of[v] for v, c in form[0].items() if c == 1 and v in axis_of), None)
             old = tensors.get(name)
-            elem = a.buffer.type.get_element_type()  # type: ignore[attr-defined]
+            buffer_type = a.buffer.type
+            assert isinstance(buffer_type, MemRefType), buffer_type  # affine accesses are to memrefs
+            elem = buffer_type.get_element_type()
             size = max(1, getattr(elem, "bitwidth", 32) // 8)
             axes_set = frozenset(moving) | (old.axes if old else frozenset())
             tensors[name] = Tensor(name, axes_set, size, a.buffer in written, unit if old is None else old.unit_axis)

@@ -13,6 +13,7 @@ register tile), `stmt.axis.rfactor`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, func
@@ -53,8 +54,12 @@ class _Build:
         return self.b.knob(name, value, options)
 
 
-def build_sketch(ctx: RuleContext, name: str, description: str, scheduler, fuse: bool = False,  # type: ignore[no-untyped-def]
-                 fallback: bool = True, pre=None) -> Sketch | None:  # fmt: skip
+Scheduler = Callable[[_Build, Nest, affine.ForOp], bool]
+"""`scheduler(build, nest, top) -> bool`: schedules one nest, False when it does not apply."""
+
+
+def build_sketch(ctx: RuleContext, name: str, description: str, scheduler: Scheduler, fuse: bool = False,
+                 fallback: bool = True, pre: Callable[[_Build], None] | None = None) -> Sketch | None:  # fmt: skip
     """The sketch where `scheduler(build, nest, top) -> bool` schedules the nests it handles
     (the default per-nest policy the rest, or nothing without `fallback`); `pre(build)`
     first, then with `fuse` the default's producer fusion. A nest whose steps the payload
@@ -73,7 +78,7 @@ def build_sketch(ctx: RuleContext, name: str, description: str, scheduler, fuse:
         if fuse:
             for f in b.payload.walk():
                 if isinstance(f, func.FuncOp) and f.body.blocks:
-                    fused |= set(policy._fuse_producers(list(f.body.block.ops), b))  # pyright: ignore[reportPrivateUsage]
+                    fused |= set(policy.fuse_producers(list(f.body.block.ops), b))
             if not fused:
                 return None
         failed = None
@@ -89,7 +94,7 @@ def build_sketch(ctx: RuleContext, name: str, description: str, scheduler, fuse:
                     failed = nest.position
                     break
             if fallback:
-                policy._schedule_nest(top, b, ctx.lanes)  # pyright: ignore[reportPrivateUsage]
+                policy.schedule_nest(top, b, ctx.lanes)
         if failed is not None:
             skip.add(failed)
             continue
@@ -195,8 +200,8 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
         # copy of the nest, where j is no innermost loop, stays scalar)
         if out.unit_axis == j and j in S2:
             b.try_(lambda: b.vectorize(at[S2[j]]))
-        if unroll_knob is not None and i in S2:
-            b.try_(lambda: b.unroll(at[S2[i]], unroll_knob))  # type: ignore[index]
+        if unroll_knob is not None and i is not None and i in S2:
+            b.try_(lambda: b.unroll(at[S2[i]], unroll_knob))
         # the output tile below the last middle space loop in a local array (registers)
         # across the inner reductions, the vector input's tile packed per outer reduction tile
         stage_at = at[(S0 + S1)[-1]]
@@ -298,12 +303,12 @@ def rule_rfactor(ctx: RuleContext) -> list[Sketch]:
         e = nest.extent(r)
         opts = tile_options(e, lo=2, hi=256, dividing=True)
         knob = build.knob(nest, r, 1, "rfactor", nearest(opts, 16), opts)
-        loop = next(x for x in band_of(top) if x.attributes[lt.AXIS_ATTR].data == r)  # type: ignore[union-attr]
+        loop = next(x for x in band_of(top) if tag(x, lt.AXIS_ATTR) == r)
         chunk, _combine = b.rfactor(b.handle(loop), knob)
         b.try_(lambda: b.parallelize(chunk))
-        for x in [op for op in b.loop(chunk).walk() if isinstance(op, affine.ForOp)][-1:]:
-            if x is not b.loop(chunk):
-                b.try_(lambda x=x: b.vectorize_reduction(b.handle(x)))  # type: ignore[misc]
+        innermost = [op for op in b.loop(chunk).walk() if isinstance(op, affine.ForOp)][-1]
+        if innermost is not b.loop(chunk):
+            b.try_(lambda: b.vectorize_reduction(b.handle(innermost)))
         return True
 
     sketch = build_sketch(ctx, "rfactor", "a reduction to few elements split into parallel partial "

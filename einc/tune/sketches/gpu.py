@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import affine
+from xdsl.ir import SSAValue
 
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch, band_of
 from einc.tune.sketches.cpu import _Build, build_sketch
@@ -54,7 +55,7 @@ def bind_nest(build: _Build, nest: Nest, top: affine.ForOp, private: bool = Fals
     return True
 
 
-def _knob(build: _Build, nest: Nest, axis: str, level: int, opts: tuple[int, ...], want: int = 64):  # type: ignore[no-untyped-def]
+def _knob(build: _Build, nest: Nest, axis: str, level: int, opts: tuple[int, ...], want: int = 64) -> SSAValue:
     value = max([v for v in opts if v <= want] or [opts[0]])
     name = f"{nest.stmt}.{axis}.threads"
     build.roles[name] = KnobRole(nest.stmt, axis, level, nest.extent(axis), "thread")
