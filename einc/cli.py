@@ -14,9 +14,12 @@ import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
+
+if TYPE_CHECKING:
+    from einc.tune.records import TaskRow
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -122,7 +125,7 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _records_parser(sub: Any, argv: Sequence[str]) -> None:
+def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
     records = sub.add_parser("records", help="list, show, export or import tuning records", argv=argv)
     actions = records.add_subparsers(dest="records_command", required=True)
     listing = actions.add_parser("list", help="one line per tuned program, target and device", argv=argv)
@@ -184,7 +187,7 @@ def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
-def render_tasks(tasks: Sequence[dict[str, Any]], path: Path) -> str:
+def render_tasks(tasks: Sequence[TaskRow], path: Path) -> str:
     """`einc records list`: a table, one row per task key, target and device."""
     if not tasks:
         return f"no tuning records in {path}"

@@ -24,8 +24,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self, TypedDict
 
 import numpy as np
 
@@ -161,7 +162,7 @@ class LocalBuilder:
         self.timeout_s = timeout_s
         self.job = job
         self._executor: ProcessPoolExecutor | None = None
-        self._processes: dict[int, Any] = {}  # the pool's processes (it forgets those that died)
+        self._processes: dict[int, BaseProcess] = {}  # the pool's processes (it forgets those that died)
 
     def _submit(self, task: TuneTask, candidate: Candidate) -> Future[BuildResult]:
         pool = self._pool()
@@ -344,6 +345,16 @@ class NoiseLimits:
 
 
 # ---- the runner ----------------------------------------------------------------------------------
+class MeasureSettings(TypedDict):
+    """How the worker measures a job (from the LocalRunner's fields)."""
+
+    repeats: int
+    min_repeat_s: float
+    check: bool
+    max_retries: int
+    noise: NoiseLimits
+
+
 @dataclass(frozen=True)
 class TaskData:
     """What every candidate of a task runs on and is checked against: seeded inputs, the float64
@@ -532,8 +543,8 @@ class LocalRunner:
             self._stop_worker()
             self._worker = self._start_worker()
         worker = self._worker
-        settings = {"repeats": max(1, self.repeats), "min_repeat_s": self.min_repeat_s, "check": self.check,
-                    "max_retries": max(0, self.max_retries), "noise": self.noise}  # fmt: skip
+        settings = MeasureSettings(repeats=max(1, self.repeats), min_repeat_s=self.min_repeat_s, check=self.check,
+                                   max_retries=max(0, self.max_retries), noise=self.noise)  # fmt: skip
         try:
             worker.log_start = worker.log.stat().st_size
             if worker.task_key != data.key:
@@ -591,9 +602,9 @@ def _tail(log: Path, start: int, chars: int = 300) -> str:
     return text.replace("\n", " | ")
 
 
-def _kill_worker_of(state: dict[str, Any]) -> None:
+def _kill_worker_of(state: dict[str, object]) -> None:
     worker = state.get("_worker")
-    if worker is not None:
+    if isinstance(worker, _Worker):
         worker.kill()
         worker.log.unlink(missing_ok=True)
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self, TextIO
+from typing import Self, TextIO, TypedDict
 
 from einc.errors import EincError, SourceLocation
 from einc.tune.types import MeasureResult, Point, Status, TuneTask, program_key
@@ -34,8 +34,43 @@ SCHEMA_VERSION = 1
 EXPORT_FORMAT = "einc-tuning-record/1"
 BUSY_TIMEOUT_MS = 60_000
 
-Row = dict[str, Any]
-"""A record as JSON (what export writes and import reads): values of any JSON type."""
+
+class Row(TypedDict):
+    """A record as the database stores it (what `add` writes), in JSON types."""
+
+    task_key: str
+    target: str
+    device: str
+    sketch: str
+    knobs: dict[str, int]
+    schedule: str
+    status: str
+    reason: str
+    times: list[float]
+    build_s: float
+    created: float
+    tuner: str
+    extra: dict[str, object]
+
+
+class ImportedRow(Row):
+    """A record as a JSON line carries it (what import reads): its program too."""
+
+    program: str
+    summary: str
+
+
+class TaskRow(TypedDict):
+    """One task key, target and device of `RecordDB.tasks()`."""
+
+    task_key: str
+    target: str
+    device: str
+    summary: str  # the program's first statement
+    trials: int
+    ok: int
+    best_s: float | None  # None without an OK record
+    best_id: int | None
 
 
 class RecordError(EincError):
@@ -331,7 +366,7 @@ class RecordDB:
             row = self.conn.execute("SELECT summary FROM programs WHERE task_key = ?", (task_key,)).fetchone()
         return row[0] if row else ""
 
-    def tasks(self) -> list[dict[str, object]]:
+    def tasks(self) -> list[TaskRow]:
         """One row per (task_key, target, device): task_key, target, device, summary (the
         program's first statement), trials, ok, best_s and best_id (None without an OK record)."""
         best_id = ("(SELECT b.id FROM records b WHERE b.task_key = r.task_key AND b.target = r.target"
@@ -342,8 +377,10 @@ class RecordDB:
                 f" min(r.median_s), {best_id} {_FROM} GROUP BY r.task_key, r.target, r.device"
                 " ORDER BY min(r.id)", (Status.OK.value,),
             ).fetchall()  # fmt: skip
-        keys = ("task_key", "target", "device", "summary", "trials", "ok", "best_s", "best_id")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+        return [TaskRow(task_key=str(key), target=str(target), device=str(device), summary=str(summary),
+                        trials=int(trials), ok=int(ok), best_s=None if best_s is None else float(best_s),
+                        best_id=None if best_id is None else int(best_id))
+                for key, target, device, summary, trials, ok, best_s, best_id in rows]  # fmt: skip
 
     def __len__(self) -> int:
         with self._guard("read"):
@@ -364,7 +401,7 @@ class RecordDB:
         already present are added in one transaction; how many were added."""
         return self.import_rows(read_jsonl(inp, filename))
 
-    def import_rows(self, rows: Iterable[Row]) -> int:
+    def import_rows(self, rows: Iterable[ImportedRow]) -> int:
         """Add records read by `read_jsonl` (one transaction), skipping those present."""
         added = 0
         with self._guard("write"), self._transaction():
@@ -388,7 +425,11 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def _record(row: tuple[Any, ...]) -> Record:
+_RecordRow = tuple[int, str, str, str, str, str, str, str, str, str, str, float | None, float, float, str, str]
+"""A row of `_COLUMNS` as sqlite returns it (the schema's types; knobs, times and extra as JSON)."""
+
+
+def _record(row: _RecordRow) -> Record:
     (id_, key, target, device, program, sketch, knobs, schedule, status, reason, times, median,
      build_s, created, tuner, extra) = row  # fmt: skip
     return Record(id_, key, target, device, program, sketch, json.loads(knobs), schedule, status,
@@ -403,13 +444,13 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
 }  # fmt: skip
 
 
-def read_jsonl(inp: TextIO, filename: str | None = None) -> list[Row]:
+def read_jsonl(inp: TextIO, filename: str | None = None) -> list[ImportedRow]:
     """The records of a JSON lines file, every line checked (a RecordError at `file:line`)."""
     name = str(filename or getattr(inp, "name", "<records>"))
     return [_parse_line(line, SourceLocation(name, lineno, 1)) for lineno, line in enumerate(inp, 1) if line.strip()]
 
 
-def _parse_line(line: str, loc: SourceLocation) -> Row:
+def _parse_line(line: str, loc: SourceLocation) -> ImportedRow:
     """One exported record, checked: a RecordError at `loc` saying what is wrong."""
     try:
         row = json.loads(line)
@@ -436,9 +477,11 @@ def _parse_line(line: str, loc: SourceLocation) -> Row:
     if program_key(row["program"]) != row["task_key"]:
         raise RecordError("task_key is not the key of the record's program (edited or corrupt)", loc)
     summary = row.get("summary", "")
-    return {**{k: row[k] for k in _FIELDS}, "times": [float(t) for t in times],
-            "build_s": float(row["build_s"]), "created": float(row["created"]),
-            "summary": summary if isinstance(summary, str) else ""}  # fmt: skip
+    return ImportedRow(task_key=row["task_key"], target=row["target"], device=row["device"], program=row["program"],
+                       sketch=row["sketch"], knobs=row["knobs"], schedule=row["schedule"], status=row["status"],
+                       reason=row["reason"], times=[float(t) for t in times], build_s=float(row["build_s"]),
+                       created=float(row["created"]), tuner=row["tuner"], extra=row["extra"],
+                       summary=summary if isinstance(summary, str) else "")  # fmt: skip
 
 
 # ---- the compiler's use of records ------------------------------------------------------------

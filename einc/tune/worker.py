@@ -17,9 +17,8 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from einc.driver import max_error, poisoned
 from einc.errors import EincError, InternalCompilerError, ToolchainError
 from einc.tune.measure import (
     CArtifact,
+    MeasureSettings,
     NoiseLimits,
     RebuildArtifact,
     TaskData,
@@ -125,7 +125,7 @@ class Job:
                 arrays = self.artifact.signature.bind(inputs, outputs)
                 self.pointers.append(tuple(a.ctypes.data for a in arrays))
 
-    def _guarded(self, what: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    def _guarded(self, what: str, shape: tuple[int, ...], dtype: np.dtype[np.generic]) -> np.ndarray:
         """An array inside a buffer with GUARD_BYTES of 0x5A bytes before and after it, which
         `check` finds unchanged unless the kernel wrote out of the array's bounds."""
         nbytes = math.prod(shape) * dtype.itemsize
@@ -198,7 +198,7 @@ def calibrate(job: Job, min_repeat_s: float, beat: Callable[[], None]) -> int:
     return runs
 
 
-def measure(job: Job, settings: Mapping[str, Any], beat: Callable[[], None]) -> tuple[list[Timing], int]:
+def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tuple[list[Timing], int]:
     """Check, warm up, calibrate and time `job`: the measurements (one, plus one per retry) and
     the runs per repeat. A kernel quicker than ROTATE_BELOW_S gets `rotation_copies` of its
     data to rotate through."""
