@@ -189,6 +189,10 @@ class LocalBuilder:
         while broken and not dead and time.monotonic() < deadline:
             time.sleep(0.02)
             dead = [p for p in processes if p.exitcode not in (None, 0)]
+        if not broken:  # let idle workers exit on their own (a killed one leaks its semaphores)
+            pool.shutdown(wait=False, cancel_futures=True)
+            for p in processes:
+                p.join(timeout=max(0.0, 2.0 - (time.monotonic() - deadline)))
         for p in processes:
             if p.exitcode is None:
                 p.kill()
