@@ -257,3 +257,13 @@ def test_ctrl_c_stops_cleanly_with_the_records_kept(program: Path, tmp_path: Pat
     assert _count(db, "status = 'internal-error'") == 0, _records(db)
     if proc.returncode == 0:
         assert "(interrupted)" in out, out
+
+
+def test_einc_tune_on_a_target_that_cannot_run_here_is_a_located_error(
+    program: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "h.db"
+    code = main(["tune", str(program), "--target", "hip", "--db", str(db), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and f"{program}:1:1: error: HIP kernels cannot run here" in err, err
+    assert _count(db) == 0  # nothing measured, nothing recorded

@@ -45,7 +45,9 @@ def tune_file_command(
 
     get_target(target, SourceLocation(path, 1, 1))  # an unknown target before any work
     task = TuneTask.from_file(path, target)
-    task.program  # a program error before any work  # noqa: B018
+    # A program error, or a target that cannot run here (no toolchain or device: HIP, CUDA
+    # without a GPU), before any search: the default kernel is built and loaded once.
+    task.compilation(None).kernel()
     db_file = Path(db_path) if db_path else default_db_path()
     db_file.parent.mkdir(parents=True, exist_ok=True)
     with RecordDB(db_file) as db:
