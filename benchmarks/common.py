@@ -41,6 +41,17 @@ def measure(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.05) -
     return Timing(statistics.median(kept), len(kept), len(samples) - len(kept))
 
 
+def compile_default(source: str, input_dict: dict | None, filename: str = "<string>"):  # -> Kernel
+    """`einc.compile` with the target's default schedule, never a tuning record (einc.compile
+    picks records up where the tuner's records exist: `use_records=False` opts out)."""
+    import inspect
+
+    import einc
+
+    no_records = {"use_records": False} if "use_records" in inspect.signature(einc.compile).parameters else {}
+    return einc.compile(source, input_dict, filename=filename, **no_records)
+
+
 def table(rows: list[list[str]], header: list[str]) -> str:
     """A GitHub-flavoured Markdown table."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]

@@ -94,8 +94,7 @@ BASELINES = {"np": np, "conv": conv, "softmax": softmax, "layernorm": layernorm}
 
 
 def worker(quick: bool) -> None:
-    import einc
-    from common import measure
+    from common import compile_default, measure
     from machine import fma_peak_gflops, stream_bandwidth_gbs
 
     threads = int(os.environ["OMP_NUM_THREADS"])
@@ -105,7 +104,7 @@ def worker(quick: bool) -> None:
     for b in benches(quick):
         arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(v["dtype"]) for k, v in b.inputs.items()}
         source, input_dict, filename = b.compile_args()
-        kernel = einc.compile(source, input_dict, filename=filename)
+        kernel = compile_default(source, input_dict, filename)
         fn = eval(b.numpy, BASELINES)
         want = fn(arrays)
         outs = {o.name: np.empty(o.shape, o.dtype) for o in kernel.outputs}
