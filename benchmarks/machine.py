@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from einc.runtime.c import compile_c, native_vector_bits  # noqa: E402
+from einc.runtime.c import compile_c, native_vector_bits
 
 FMA_SOURCE = r"""
 #include <omp.h>

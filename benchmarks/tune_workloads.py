@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from schedules_vs_numpy import BASELINES, Bench, benches  # noqa: E402
+from schedules_vs_numpy import BASELINES, Bench, benches
 
 WORKLOADS = ("matmul", "batchmatmul", "conv2d", "softmax", "layernorm", "reducesum")
 
@@ -110,8 +110,8 @@ def _reached(curve: list[list[float]], fraction: float = 0.9) -> tuple[int, floa
 
 def run_one(bench: Bench, args: argparse.Namespace, threads: int) -> dict[str, Any]:
     from common import measure
-
     from einc.tune.tuner import tune
+
     from einc.tune.types import TuneTask
 
     source, input_dict, filename = bench.compile_args()
@@ -181,7 +181,7 @@ def run_tvm(args: argparse.Namespace) -> dict[str, Any] | None:
     cmd = [args.tvm_python, str(HERE / "tvm_metaschedule.py"), "--trials", str(args.trials),
            "--cores", str(cores), "--json", path]  # fmt: skip
     print(f"tuning MatMul with TVM MetaSchedule: {' '.join(cmd)}", file=sys.stderr, flush=True)
-    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
     if done.returncode != 0:
         return {"error": f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"}
     return json.loads(Path(path).read_text())
@@ -201,7 +201,11 @@ def tables(results: dict[int, dict[str, Any]], policies: list[str]) -> str:
         rows = []
         for r in res["rows"]:
             ceiling = res["peak_gflops"] if r["flops"] else res["triad_gbs"]
-            bench_rate = (lambda s: (r["flops"] or r["bytes"]) / s / 1e9 if s else 0.0)  # noqa: E731
+            work = r["flops"] or r["bytes"]
+
+            def bench_rate(s: float | None, work: float = work) -> float:
+                return work / s / 1e9 if s else 0.0
+
             cells = [r["name"], "GFLOP/s" if r["flops"] else "GB/s",
                      _fmt_rate(bench_rate(r["numpy_s"]), ceiling),
                      _fmt_rate(bench_rate(r["default_s"]), ceiling),
@@ -288,7 +292,7 @@ def main(argv: list[str] | None = None) -> None:
         if "best_gflops" in tvm:
             mm = next((r for r in results.get(tvm["threads"], {}).get("rows", []) if r["key"] == "matmul"), None)
             line = (f"TVM MetaSchedule {tvm.get('tvm_version', '')}, MatMul {tvm['threads']}T: "
-                    f"{tvm['trials']} trials in {tvm['tune_seconds']:.0f} s, best "
+                    f"{tvm['trials_recorded']} trials in {tvm['tune_seconds']:.0f} s, best "
                     f"{tvm['best_gflops']:.1f} GFLOP/s (NumPy {tvm['numpy_gflops']:.1f} in its run)")  # fmt: skip
             if tvm["threads"] in results:
                 line += f", {tvm['best_gflops'] / results[tvm['threads']]['peak_gflops']:.2f} of peak"
