@@ -47,11 +47,14 @@ def _run_secs_in_commit_order(path: Path) -> list[list[float]]:
     """The run times of each measured candidate, in the order they were measured: the JSON
     database appends one line `[workload, [trace, run_secs, target, args]]` per candidate (its
     in-memory records are sorted by speed instead)."""
-    out = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            secs = json.loads(line)[1][1]
-            out.append([float(s) for s in secs] if secs else [])
+    out: list[list[float]] = []
+    try:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                secs = json.loads(line)[1][1]
+                out.append([float(s) for s in secs] if secs else [])
+    except (OSError, ValueError, TypeError, IndexError) as error:  # another TVM's file format
+        print(f"tvm_metaschedule: cannot read {path}: {error}; no curve", file=sys.stderr)
     return out
 
 
