@@ -13,6 +13,7 @@ class Timing:
     median_s: float
     runs: int
     discarded: int
+    best_s: float = 0.0  # the fastest sample: on a loaded machine, the one least disturbed
 
 
 def measure(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.05) -> Timing:
@@ -38,7 +39,7 @@ def measure(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.05) -
     kept = [w for w, ratio in samples if ratio > 0.6]
     if len(kept) < 3:
         kept = [w for w, _ in samples]
-    return Timing(statistics.median(kept), len(kept), len(samples) - len(kept))
+    return Timing(statistics.median(kept), len(kept), len(samples) - len(kept), min(w for w, _ in samples))
 
 
 def compile_default(source: str, input_dict: dict | None, filename: str = "<string>"):  # -> Kernel

@@ -202,7 +202,7 @@ def _stream_library() -> ctypes.CDLL:
     return dll
 
 
-def stream_bandwidth_gbs(threads: int, kind: str = "triad", runs: int = 10) -> float:
+def stream_bandwidth_gbs(threads: int, kind: str = "triad", runs: int = 30) -> float:
     """Best-of-`runs` STREAM bandwidth in GB/s (1e9 bytes), counting the bytes the loop reads
     and writes (copy: 8 per element, triad `a = b + s*c`: 12; write-allocate traffic is not
     counted, as STREAM does and as the einc benchmarks count their own kernels). Each array is
