@@ -228,7 +228,9 @@ def tables(results: dict[int, dict[str, Any]], policies: list[str]) -> str:
     return "\n\n".join(out)
 
 
-def plot(results: dict[int, dict[str, Any]], path: str) -> None:
+def plot(results: dict[int, dict[str, Any]], path: str, tvm: dict[str, Any] | None = None) -> None:
+    """Best so far against trials and against seconds, one row per workload; MetaSchedule's
+    MatMul curve (against trials only: it does not time its trials) beside einc's."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -253,10 +255,15 @@ def plot(results: dict[int, dict[str, Any]], path: str) -> None:
                 axes[k][0].axhline((r["flops"] or r["bytes"]) / r["default_s"] / 1e9, color="grey",
                                    linestyle=":", linewidth=0.8)  # fmt: skip
             axes[k][0].set_ylabel(f"{r['name']}\nbest so far ({unit})")
+        if key == "matmul" and tvm is not None and tvm.get("best_so_far_gflops"):
+            curve = tvm["best_so_far_gflops"]
+            axes[k][0].step(range(1, len(curve) + 1), curve, where="post", color="black",
+                            label=f"TVM MetaSchedule, {tvm['threads']}T")  # fmt: skip
         for col, xlabel in ((0, "trials"), (1, "seconds of tuning")):
             axes[k][col].set_xlabel(xlabel)
             axes[k][col].grid(True, alpha=0.3)
             axes[k][col].legend(fontsize=7, loc="lower right")
+        axes[k][1].set_xlim(left=0)
     fig.suptitle("einc tune: Bayesian vs random search, best so far (dotted: default schedule)")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -304,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"TVM MetaSchedule: {tvm.get('skipped') or tvm.get('error')}")
     if args.plot:
-        plot(results, args.plot)
+        plot(results, args.plot, tvm)
         print(f"convergence plot: {args.plot}")
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "tvm": tvm}, indent=1))
