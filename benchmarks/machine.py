@@ -1,7 +1,7 @@
 """The machine's ceilings, measured with small C kernels built like einc's C target's kernels
 (`einc.runtime.c.compile_c`: the same compiler, CFLAGS, -march=native, OpenMP).
 
-    fma_peak_gflops(threads)      float32 FMA throughput on full-width vector registers
+    fma_peak_gflops(threads)      float32 FMA throughput on full-width vectors (per CPU second)
     stream_bandwidth_gbs(threads) STREAM triad (or copy) on arrays well over the L3 cache
     clock_ghz()                   the core clock under load (a chain of dependent integer adds)
 
