@@ -13,6 +13,7 @@ class Timing:
     median_s: float
     runs: int
     discarded: int
+    best_s: float = 0.0  # the fastest sample: on a loaded machine, the one least disturbed
 
 
 def measure(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.05) -> Timing:
@@ -38,7 +39,18 @@ def measure(fn: Callable[[], object], repeat: int = 7, min_time: float = 0.05) -
     kept = [w for w, ratio in samples if ratio > 0.6]
     if len(kept) < 3:
         kept = [w for w, _ in samples]
-    return Timing(statistics.median(kept), len(kept), len(samples) - len(kept))
+    return Timing(statistics.median(kept), len(kept), len(samples) - len(kept), min(w for w, _ in samples))
+
+
+def compile_default(source: str, input_dict: dict | None, filename: str = "<string>"):  # -> Kernel
+    """`einc.compile` with the target's default schedule, never a tuning record (einc.compile
+    picks records up where the tuner's records exist: `use_records=False` opts out)."""
+    import inspect
+
+    import einc
+
+    no_records = {"use_records": False} if "use_records" in inspect.signature(einc.compile).parameters else {}
+    return einc.compile(source, input_dict, filename=filename, **no_records)
 
 
 def table(rows: list[list[str]], header: list[str]) -> str:
