@@ -31,6 +31,7 @@ from einc.errors import (
     SourceLocation,
     TargetError,
 )
+from einc.targets import LOOPS_PIPELINE
 
 if TYPE_CHECKING:
     from einc.frontend import Program, TensorInfo
@@ -46,8 +47,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 STAGES = ("ein", "loops", "scheduled", "target", "source")
-
-LOOPS_PIPELINE = "convert-ein-to-affine"
 
 
 def resolve_target(name: str, loc: SourceLocation | None = None) -> type[CLikeTarget]:

@@ -206,7 +206,7 @@ def test_launch_over_the_thread_limit_is_refused_before_printing(target: str) ->
     ctx = make_context()
     module = Parser(ctx, BOUND).parse_module()
     target_obj = resolve_target(target)
-    run_pipeline(ctx, module, target_obj.pipeline)
+    run_pipeline(ctx, module, target_obj.lowering())
     with pytest.raises(TargetError, match="4096 threads per block"):
         target_obj.emit(module)
 

@@ -11,6 +11,11 @@ from einc.errors import SourceLocation, TargetError
 from einc.targets.clike import CLikeTarget
 
 
+LOOPS_PIPELINE = "convert-ein-to-affine"
+"""The `loops` stage: `ein` to affine loops on memrefs (before a schedule and any target's
+`pipeline`)."""
+
+
 def get_target(name: str, loc: SourceLocation | None = None) -> type[CLikeTarget]:
     """The target class registered under `name` (the only place a name becomes a target),
     or a TargetError at `loc` listing the known targets."""

@@ -59,7 +59,7 @@ def simd_declarations(functions: set[str]) -> str:
 class CTarget(CLikeTarget):
     name: ClassVar[str] = "c"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,legalize-float-to-int,"
         "einc-vectorize-loops{target=c},canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
@@ -106,15 +106,10 @@ class CTarget(CLikeTarget):
         return f"{NO_IF_CONVERT} {header}" if _guarded_load_in_loop(f) else header
 
     @classmethod
-    def emit(cls, module: ModuleOp) -> str:
-        """The source; the `__simd__` declarations of the vector-math functions it calls
-        follow the includes."""
-        text = super().emit(module)
-        declarations = simd_declarations({SIMD_MATH[type(op)] for op in module.walk() if type(op) in SIMD_MATH})
-        if not declarations:
-            return text
-        includes, _, rest = text.partition("\n\n")
-        return f"{includes}\n{declarations}\n\n{rest}"
+    def declarations(cls, module: ModuleOp) -> list[str]:
+        """The `__simd__` declarations of the vector-math functions the module calls."""
+        text = simd_declarations({SIMD_MATH[type(op)] for op in module.walk() if type(op) in SIMD_MATH})
+        return [text] if text else []
 
     @classmethod
     def build(

@@ -162,8 +162,9 @@ class CLikeTarget:
 
     name: ClassVar[str] = "clike"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,canonicalize,cse"
+        "legalize-f16-for-c,legalize-float-to-int,canonicalize,cse"
     )
+    """Run on the loops (the driver's `scheduled` stage): `lowering()` starts at the `ein` level."""
     compile_check: ClassVar[CompileCheck | None] = None
     """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
 
@@ -421,6 +422,20 @@ class CLikeTarget:
         return _Writer(cls).module(module)
 
     @classmethod
+    def lowering(cls) -> str:
+        """The pipeline from an `ein`-level module: the loops' conversion, then `pipeline`
+        (what the driver runs as two stages, for tests and tools that start at `ein`)."""
+        from einc.targets import LOOPS_PIPELINE
+
+        return f"{LOOPS_PIPELINE},{cls.pipeline}"
+
+    @classmethod
+    def declarations(cls, module: ModuleOp) -> list[str]:
+        """Lines the source needs after its includes and preamble, from what `module` uses
+        (e.g. C's vector-math declarations); none by default."""
+        return []
+
+    @classmethod
     def build(
         cls, source: str, module: ModuleOp
     ) -> Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]:
@@ -517,7 +532,7 @@ class _Writer:
     def module(self, module: ModuleOp) -> str:
         for op in module.ops:
             self.t.top_level(self, op)
-        head = [f"#include <{h}>" for h in self.t.includes] + list(self.t.preamble)
+        head = [f"#include <{h}>" for h in self.t.includes] + list(self.t.preamble) + self.t.declarations(module)
         helpers = list(self.helpers_used.values())
         parts = ["\n".join(head), "\n".join(helpers), "\n".join(self.lines)]
         return "\n\n".join(p for p in parts if p) + "\n"

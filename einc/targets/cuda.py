@@ -41,7 +41,7 @@ class CudaFamily(DeviceTarget):
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=cuda},"
         "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
     )

@@ -23,7 +23,7 @@ _AXES = "xyz"
 class HIPTarget(CudaFamily):
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=hip},"
         "einc-vectorize-loops{target=hip},canonicalize,cse"
     )

@@ -189,7 +189,7 @@ def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
 class HLSLTarget(DeviceTarget):
     name: ClassVar[str] = "hlsl"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=hlsl},"
         "legalize-storage-dtypes{target=hlsl},legalize-narrow-ints{target=hlsl},"
         "legalize-f16-storage,einc-vectorize-loops{target=hlsl},canonicalize,cse"

@@ -20,7 +20,7 @@ from einc.targets.gpu import DeviceTarget, Runner
 class OpenCLTarget(DeviceTarget):
     name: ClassVar[str] = "opencl"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=opencl},"
         "legalize-f16-storage,einc-vectorize-loops{target=opencl},canonicalize,cse"
     )

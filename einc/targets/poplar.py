@@ -200,7 +200,7 @@ class _PoplarWriter(_Writer):
 class PoplarTarget(DeviceTarget):
     name: ClassVar[str] = "poplar"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=poplar},"
         "legalize-storage-dtypes{target=poplar},einc-vectorize-loops{target=poplar},canonicalize,cse,"
         "split-poplar-vertices"

@@ -31,7 +31,7 @@ _DIMS = {"x": 2, "y": 1, "z": 0}
 class SYCLTarget(DeviceTarget):
     name: ClassVar[str] = "sycl"
     pipeline: ClassVar[str] = (
-        "convert-ein-to-affine,legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=sycl},"
         "einc-vectorize-loops{target=sycl},canonicalize,cse"
     )
