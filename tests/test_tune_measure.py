@@ -240,3 +240,22 @@ def test_an_opencl_candidate_measures_ok() -> None:
     assert result.status is Status.OK, result.reason
     assert len(result.times) == 3 and all(0 < t < 1.0 for t in result.times)
 
+
+
+def test_a_candidate_far_slower_than_the_best_is_checked_and_timed_by_its_first_runs(
+    task: TuneTask, builder: LocalBuilder
+) -> None:
+    [build] = builder.build(task, [default_candidate(task)])
+    with runner(threads=1) as r:
+        r.set_best(1e-12)  # every kernel is far slower than that
+        [cut] = r.run(task, [build])
+        r.set_best(None)
+        [full] = r.run(task, [build])
+    assert cut.status is Status.OK and cut.extra.get("cut") is True, cut
+    assert 1 <= len(cut.times) < 3  # no repeats
+    assert full.status is Status.OK and "cut" not in full.extra and len(full.times) == 3
+    wrong = doctored(task, WRONG, "liar")
+    with runner(threads=1) as r:
+        r.set_best(1e-12)
+        [lied] = r.run(task, [wrong])
+    assert lied.status is Status.WRONG, lied  # a cut candidate is still checked

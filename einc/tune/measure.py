@@ -357,6 +357,7 @@ class MeasureSettings(TypedDict):
     check: bool
     max_retries: int
     noise: NoiseLimits
+    cutoff_s: float | None
 
 
 @dataclass(frozen=True)
@@ -412,6 +413,10 @@ class _Worker:
         self.receive.close()
 
 
+CUTOFF_FACTOR = 3.0
+"""`set_best`: candidates over this many times the best so far are timed by their first runs."""
+
+
 @dataclass
 class LocalRunner:
     """Measures builds one after another in a persistent worker subprocess (`python -m
@@ -439,6 +444,14 @@ class LocalRunner:
     check: bool = True
     noise: NoiseLimits = field(default_factory=lambda: NoiseLimits.from_env())
     load_timeout_s: float = 120.0
+    cutoff_s: float | None = None
+    """A kernel whose first runs each take longer than this is checked and timed by those runs
+    alone (no warm-up, calibration or repeats; `extra["cut"]`): a search sets it from its best
+    so far (`set_best`), since a candidate several times slower needs no precise time."""
+
+    def set_best(self, best_s: float | None, factor: float = CUTOFF_FACTOR) -> None:
+        """Time candidates slower than `factor` times `best_s` by their first runs only."""
+        self.cutoff_s = None if best_s is None or not math.isfinite(best_s) else factor * best_s
 
     def __post_init__(self) -> None:
         self._worker: _Worker | None = None
@@ -548,7 +561,8 @@ class LocalRunner:
             self._worker = self._start_worker()
         worker = self._worker
         settings = MeasureSettings(repeats=max(1, self.repeats), min_repeat_s=self.min_repeat_s, check=self.check,
-                                   max_retries=max(0, self.max_retries), noise=self.noise)  # fmt: skip
+                                   max_retries=max(0, self.max_retries), noise=self.noise,
+                                   cutoff_s=self.cutoff_s)  # fmt: skip
         try:
             worker.log_start = worker.log.stat().st_size
             if worker.task_key != data.key:

@@ -211,7 +211,9 @@ def tune(
                 if not points:
                     result.stopped = "exhausted"
                     break
-                measured = measure_points(task, space, points, builder, runner)
+                if (set_best := getattr(runner, "set_best", None)) is not None:
+                set_best(result.best.median_s if result.best is not None else None)
+            measured = measure_points(task, space, points, builder, runner)
                 for point, m in zip(points, measured):
                     trial = Trial(result.resumed + result.trials, time.perf_counter() - start, m)
                     result.history.append(trial)
@@ -270,7 +272,7 @@ def _verify(task: TuneTask, best: MeasureResult, builder: Builder, runner: Runne
     from the next seed (other runners measure on their own inputs again)."""
     from einc.tune.measure import LocalRunner
 
-    fresh = dataclasses.replace(runner, seed=runner.seed + 1) if isinstance(runner, LocalRunner) else runner
+    fresh = dataclasses.replace(runner, seed=runner.seed + 1, cutoff_s=None) if isinstance(runner, LocalRunner) else runner
     try:
         (build,) = builder.build(task, [best.candidate])
         if build.status is not Status.OK:

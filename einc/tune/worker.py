@@ -213,6 +213,9 @@ def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tu
         beat()
         if check and len(first) == 1:
             job.check(range(1), "after the first run")
+    cutoff = settings["cutoff_s"]
+    if cutoff is not None and min(first) > cutoff:  # far slower than the best: its first runs do
+        return [Timing(tuple(first), sum(first), sum(first), None)], 0
     if min(first) < ROTATE_BELOW_S:
         job.add_copies(rotation_copies(job.data.nbytes, l2_bytes()) - 1)
     for k in range(job.copies):  # warm-up: every copy once
@@ -277,7 +280,8 @@ def serve(jobs: Connection, replies: Connection) -> None:
             beat = Heart(replies)
             beat()
             attempts, runs = measure(job, settings, beat)
-            replies.send(("done", Status.OK.value, "", attempts, {"copies": job.copies, "runs_per_repeat": runs}))
+            extra = {"copies": job.copies, "runs_per_repeat": runs} if runs else {"cut": True}
+            replies.send(("done", Status.OK.value, "", attempts, extra))
         except Failed as failed:
             replies.send(("done", failed.status.value, failed.reason))
         except Exception as err:  # noqa: BLE001 - the runner reports it; the worker lives on
