@@ -212,8 +212,8 @@ def tune(
                     result.stopped = "exhausted"
                     break
                 if (set_best := getattr(runner, "set_best", None)) is not None:
-                set_best(result.best.median_s if result.best is not None else None)
-            measured = measure_points(task, space, points, builder, runner)
+                    set_best(result.best.median_s if result.best is not None else None)
+                measured = measure_points(task, space, points, builder, runner)
                 for point, m in zip(points, measured):
                     trial = Trial(result.resumed + result.trials, time.perf_counter() - start, m)
                     result.history.append(trial)
