@@ -25,6 +25,7 @@ from xdsl.passes import ModulePass
 
 from einc.dialects import egpu
 from einc.errors import SourceLocation, TargetError
+from einc.passes.utils.staging import staged_location
 from einc.passes.utils.vertex_split import splittable, unsplit
 from einc.targets.descriptions import TargetDescription, description
 
@@ -35,11 +36,16 @@ for several points per worker."""
 
 
 def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> TargetError:
+    """At the schedule op that made the kernel's largest local array when the vertex fits
+    without its local arrays."""
+    from einc.targets.gpu import private_bytes
+
     spread = f" spread over {tiles} tiles" if tiles > 1 else " on one tile"
+    loc = staged_location(kernel) if needed - private_bytes(kernel) <= limit else None
     return TargetError(
         f"poplar target: kernel {kernel.sym_name.data} needs {needed} bytes of tile memory per "
         f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes",
-        SourceLocation("<target>", 1, 1),
+        loc or SourceLocation("<target>", 1, 1),
     )
 
 

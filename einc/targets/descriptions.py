@@ -98,9 +98,10 @@ class TargetDescription:
 
     def check_launch(
         self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0,
-        private_bytes: int = 0,
+        private_bytes: int = 0, loc: SourceLocation | None = None,
     ) -> None:
-        """Raise TargetError if the launch of `kernel` breaks a limit of this target."""
+        """Raise TargetError if the launch of `kernel` breaks a limit of this target (at
+        `loc` when given: the schedule op that made the kernel's largest local array)."""
         problems = []
         threads = math.prod(block)
         if threads > self.max_threads_per_block:
@@ -124,7 +125,7 @@ class TargetDescription:
         if problems:
             raise TargetError(
                 f"{self.name} target: kernel {kernel} cannot be launched: " + "; ".join(problems),
-                SourceLocation("<target>", 1, 1),
+                loc or SourceLocation("<target>", 1, 1),
             )
 
 

@@ -307,6 +307,8 @@ class DeviceTarget(CLikeTarget):
     @classmethod
     def manifest(cls, module: ModuleOp) -> LaunchManifest:
         """The launches of a module after `pipeline`; TargetError if one breaks a limit."""
+        from einc.passes.utils.staging import staged_location
+
         buffers = host_buffers(module)
         names = {id(value): b.name for value, b in buffers}
         kernels_by_name = {k.sym_name.data: k for k in module.ops if isinstance(k, egpu.FuncOp)}
@@ -317,8 +319,9 @@ class DeviceTarget(CLikeTarget):
                 continue
             kernel = kernels_by_name[launch.callee.string_value()]
             shared = kernel.shared_bytes()
-            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared,
-                              private_bytes(kernel))
+            local = private_bytes(kernel)
+            loc = staged_location(kernel) if local > desc.private_memory else None
+            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared, local, loc)
             launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,

@@ -493,3 +493,28 @@ def check_private_buffers(module: ModuleOp, schedule: Any, target: str, dtypes: 
                 SourceLocation(schedule.filename, 1, 1, source=schedule.source),
             )
         raise ScheduleError(failure.message, loc)
+
+
+def staged_location(root: Operation) -> Any:
+    """The location (an einc.errors.SourceLocation) of the schedule op that made the largest
+    local buffer inside `root` (its `einc.staged_loc`), or None when no schedule op made one."""
+    from einc.errors import SourceLocation
+    from einc.ir.attrs import STAGED_LOC_ATTR
+
+    best: tuple[int, str] | None = None
+    for op in root.walk():
+        recorded = op.attributes.get(STAGED_LOC_ATTR) if isinstance(op, memref.AllocaOp) else None
+        if isinstance(recorded, StringAttr):
+            size = math.prod(op.memref.type.get_shape()) * _bytes(op.memref.type.get_element_type())  # type: ignore[attr-defined]
+            if best is None or size > best[0]:
+                best = (size, recorded.data)
+    if best is None:
+        return None
+    file, line, col = best[1].rsplit(":", 2)
+    return SourceLocation(file, int(line), int(col))
+
+
+def _bytes(element: Any) -> int:
+    if isinstance(element, IntegerType):
+        return max(1, element.width.data // 8)
+    return max(1, element.bitwidth // 8) if isinstance(element, AnyFloat) else 8
