@@ -58,3 +58,25 @@ def test_rfactor_partials_inside_a_loop_are_attributed_to_the_rfactor() -> None:
               for op in module.walk() if isinstance(op, memref.AllocaOp)}  # fmt: skip
     assert staged["temp1_local"].data == "<schedule>:5:5"  # type: ignore[union-attr]
     assert staged["temp1_local_rf"].data == "<schedule>:7:5"  # type: ignore[union-attr]
+
+
+def test_poplar_tile_memory_without_local_arrays_points_at_the_statement() -> None:
+    """A row of input0 (1.2 MB for the unsplit vertex) overflows a tile whatever the
+    schedule: the refusal points at the output of the statement the kernel computes."""
+    prog = "temp1[N] = input1[N] + 1.0; output0[N] +=! input0[N, K] * temp1[N]"
+    inputs = {"input0": {"dtype": "float32", "shape": [2, 153600]}, "input1": {"dtype": "float32", "shape": [2]}}
+    err = _refusal(prog, inputs, "poplar", "default")
+    assert "kernel_output0 needs" in err.message and "bytes of tile memory" in err.message
+    assert err.loc is not None and (err.loc.file, err.loc.line, err.loc.col) == ("<p>", 1, 29), err.render()
+
+
+def test_a_launch_limit_without_a_schedule_op_names_the_kernels_tensor() -> None:
+    """check_launch without a responsible schedule op: a KernelError the driver places at
+    the statement writing `tensor`."""
+    from einc.targets.cuda import CUDATarget
+    from einc.targets.descriptions import KernelError
+
+    desc = CUDATarget.limits
+    with pytest.raises(KernelError) as info:
+        desc.check_launch("kernel_output0", (1, 1, 1), (1, 1, 1), 0, desc.private_memory + 4, None, "output0")
+    assert info.value.tensor == "output0"

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
-from xdsl.dialects import func, memref
+from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     IntegerType,
@@ -207,6 +207,16 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
     return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix, n=lanes))
 
 
+def written_tensor(kernel: egpu.FuncOp) -> str | None:
+    """The name of the first tensor argument `kernel` stores to (its statement's output)."""
+    args = set(kernel.body.block.args)
+    for op in kernel.walk():
+        if isinstance(op, affine.StoreOp | memref.StoreOp) and op.memref in args:
+            name = op.memref.name_hint
+            return name if isinstance(name, str) else None
+    return None
+
+
 def private_bytes(kernel: egpu.FuncOp) -> int:
     """Bytes of the local arrays (`memref.alloca`) of a kernel: each work-item's own."""
     total = 0
@@ -321,7 +331,8 @@ class DeviceTarget(CLikeTarget):
             shared = kernel.shared_bytes()
             local = private_bytes(kernel)
             loc = staged_location(kernel) if local > desc.private_memory else None
-            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared, local, loc)
+            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared, local, loc,
+                              written_tensor(kernel))
             launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,
