@@ -80,3 +80,20 @@ def test_a_launch_limit_without_a_schedule_op_names_the_kernels_tensor() -> None
     with pytest.raises(KernelError) as info:
         desc.check_launch("kernel_output0", (1, 1, 1), (1, 1, 1), 0, desc.private_memory + 4, None, "output0")
     assert info.value.tensor == "output0"
+
+
+@pytest.mark.parametrize("target", ["c", "opencl"])
+def test_a_printer_meeting_ir_it_cannot_print_is_an_internal_error(target: str) -> None:
+    """IR an earlier pass should not have produced is a bug in einc, not a user's error."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import i32
+
+    from einc.errors import EincError, InternalCompilerError
+    from einc.targets import get_target
+
+    module = Compilation("output0[N] = input0[N] + 1.0", "<p>", {"input0": {"dtype": "float32", "shape": [4]}},
+                         None, target, None).run_until("target").clone()  # fmt: skip
+    module.body.block.add_op(arith.ConstantOp.from_int_and_width(1, i32))
+    with pytest.raises(InternalCompilerError, match="cannot print top-level arith.constant") as info:
+        get_target(target).emit(module)
+    assert not isinstance(info.value, EincError)

@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
-from einc.errors import TargetError
+from einc.errors import InternalCompilerError, TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
 from einc.targets.clike import CLikeTarget, Expr, _Writer  # pyright: ignore[reportPrivateUsage]
 from einc.targets.descriptions import TargetDescription
@@ -57,7 +57,7 @@ def numpy_dtype(t: Attribute) -> str:
         return f"float{t.bitwidth}"
     if isinstance(t, IntegerType):
         return "bool" if t.width.data == 1 else f"int{t.width.data}"
-    raise TargetError(f"no NumPy dtype for element type {t}")
+    raise InternalCompilerError(f"no NumPy dtype for element type {t}")
 
 
 def _name(attrs: Mapping[str, Attribute], fallback: str) -> str:
@@ -68,7 +68,7 @@ def _name(attrs: Mapping[str, Attribute], fallback: str) -> str:
 def host_function(module: ModuleOp) -> func.FuncOp:
     hosts = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
     if len(hosts) != 1:
-        raise TargetError(f"expected one host function, found {len(hosts)}")
+        raise InternalCompilerError(f"expected one host function, found {len(hosts)}")
     return hosts[0]
 
 
@@ -133,7 +133,7 @@ def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
         return Expr(spelling)
     lo, hi = op.index_range()
     if lo != hi:
-        raise TargetError(f"{w.t.name} target: no spelling of {key}")
+        raise InternalCompilerError(f"{w.t.name} target: no spelling of {key}")
     return Expr(str(lo))  # a launch constant (block or grid size)
 
 
@@ -179,7 +179,7 @@ def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
 
 def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
     if op.as_type != f16 or op.result.type != f32:
-        raise TargetError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
+        raise InternalCompilerError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
     _half_support(w)
     body = device(w).round_f16
     use_text(w, "round_f16", f"{w.t.helper_prefix} float einc_round_f16(float a) {{ {body} }}")
@@ -192,9 +192,9 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
     kind = op.kind.data
     fmt = target.subgroup_reduce.get(kind)
     if fmt is None:
-        raise TargetError(f"{w.t.name} target: no subgroup {kind} reduction")
+        raise InternalCompilerError(f"{w.t.name} target: no subgroup {kind} reduction")
     if op.cluster_size is not None and not target.subgroup_clusters:
-        raise TargetError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
+        raise InternalCompilerError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
     # max/min propagate NaN (as arith.maximumf / minimumf); `a != a` is false for integers
     combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
                egpu.ReduceKind.MAX: "(a > b || a != a) ? a : b",
@@ -308,7 +308,7 @@ class DeviceTarget(CLikeTarget):
         elif isinstance(op, func.FuncOp):
             cls.host(w, op)
         else:
-            raise TargetError(f"{cls.name} target: cannot print top-level {op.name}")
+            raise InternalCompilerError(f"{cls.name} target: cannot print top-level {op.name}")
 
     @classmethod
     def host(cls, w: _Writer, op: func.FuncOp) -> None:
