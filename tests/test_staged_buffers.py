@@ -69,3 +69,22 @@ def test_cache_of_a_buffer_allocated_in_an_inner_loop_is_refused_at_the_op() -> 
     with pytest.raises(ScheduleError, match="allocated anew in each iteration of loop N.i") as info:
         Compilation(PROG, "<t>", INPUTS, None, "c", text).run_until("source")
     assert info.value.loc is not None and info.value.loc.line == 8
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t)) for t in
+                                    ("opencl", "hlsl", "sycl", "poplar", "cuda")])  # fmt: skip
+def test_rfactor_inside_compute_at_at_a_thread_bound_loop(target: str) -> None:
+    """On a device each work-item of the bound consumer loop owns its partials (private)."""
+    import numpy as np
+
+    from tests.test_device_differential import run_on_device
+    from tests.test_device_targets import require_run
+
+    require_run(target)
+    text = script(*COMPUTE_AT, *RFACTOR, '%n = transform.einc.match stmt "output0" axis "N" in %root',
+                  'transform.einc.bind %n to "thread.x"')
+    comp = Compilation(PROG, "<t>", INPUTS, None, target, text)
+    comp.run_until("source")
+    x = np.random.default_rng(3).uniform(0.5, 1.5, (6, 8)).astype(np.float32)
+    got = run_on_device(comp, {"input0": x})["output0"]
+    np.testing.assert_allclose(got, x.astype(np.float64).sum(1) * 2, rtol=1e-5)
