@@ -671,8 +671,15 @@ def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.
         assert isinstance(enclosing, affine.ForOp)
         alloc = memref.AllocaOp.get(element, 64, [factor, *out_shape])
         Rewriter.insert_op(alloc, InsertPoint.at_start(enclosing.body.block))
-    alloc.attributes["ein.name"] = StringAttr(buffer_name(buffer) + "_rf")
-    alloc.memref.name_hint = buffer_name(buffer) + "_rf"
+    # a name no other buffer of the function has (a second rfactor of the same output, or
+    # of a combine over partials, would repeat it: device manifests name buffers uniquely)
+    taken = {buffer_name(op.results[0]) for op in _function_block(loop).walk()
+             if isinstance(op, memref.AllocOp | memref.AllocaOp) and op is not alloc}  # fmt: skip
+    name, k = buffer_name(buffer) + "_rf", 1
+    while name in taken:
+        name, k = f"{buffer_name(buffer)}_rf{k}", k + 1
+    alloc.attributes["ein.name"] = StringAttr(name)
+    alloc.memref.name_hint = name
     init = identity_constant(combiner, element)
     Rewriter.insert_op(init, InsertPoint.before(top))
     shape = [factor, *out_shape]
