@@ -33,6 +33,8 @@ from einc.errors import (
 )
 from einc.targets import LOOPS_PIPELINE
 
+from einc.targets.descriptions import KernelError
+
 if TYPE_CHECKING:
     from einc.frontend import Program, TensorInfo
     from einc.runtime.device import CompileReport
@@ -164,11 +166,27 @@ class Compilation:
 
         check_program_dtypes(self.target, self.program)
         module = _module(previous).clone()
-        run_pipeline(self.ctx, module, self.target_obj.pipeline)
+        try:
+            run_pipeline(self.ctx, module, self.target_obj.pipeline)
+        except KernelError as err:
+            raise self._at_statement(err) from None
         return module
 
     def _source(self, previous: StageResult | None) -> str:
-        return self.target_obj.emit(_module(previous))
+        try:
+            return self.target_obj.emit(_module(previous))
+        except KernelError as err:
+            raise self._at_statement(err) from None
+
+    def _at_statement(self, err: KernelError) -> TargetError:
+        """A kernel's refusal at the output of the statement writing the kernel's tensor."""
+        from einc.frontend.diagnostics import SourceText
+
+        for statement in self.program.statements:
+            if statement.output.name == err.tensor:
+                text = SourceText(self.program.source, self.program.filename)
+                return TargetError(err.message, text.location(statement.syntax.output_span))
+        return err
 
     # ---- running -----------------------------------------------------------------------------
     def run_until(self, stage: str) -> StageResult:

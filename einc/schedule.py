@@ -346,8 +346,17 @@ class EincTransformFunctions(InterpreterFunctions):
         if isinstance(result, lt.Failure):
             raise self.fail(op, result.message)
         if isinstance(result, memref.AllocaOp):
-            self.schedule.staged_by[result] = op
+            self.staged(op, result)
         return result
+
+    def staged(self, op: Operation, alloca: memref.AllocaOp) -> None:
+        """Record that schedule op `op` made the local buffer `alloca` (located refusals)."""
+        from einc.ir.attrs import STAGED_LOC_ATTR
+
+        self.schedule.staged_by[alloca] = op
+        loc = self.schedule.locations.get(op)
+        if loc is not None:
+            alloca.attributes[STAGED_LOC_ATTR] = StringAttr(f"{loc.file}:{loc.line}:{loc.col}")
 
     # -- ops --
     @impl(et.MatchOp)
@@ -433,6 +442,9 @@ class EincTransformFunctions(InterpreterFunctions):
         parts, combines = [], []
         for loop in self.loops(op, args[0]):
             part, combine = self.check(op, rfactor_loop(loop, factor))
+            for store in part.walk():  # partials private to an enclosing loop's iteration
+                if isinstance(store, affine.StoreOp) and isinstance(store.memref.owner, memref.AllocaOp):
+                    self.staged(op, store.memref.owner)
             parts.append(part)
             combines.append(combine)
         return OperationHandle(*parts), OperationHandle(*combines)

@@ -35,6 +35,9 @@ UNROLL_ATTR = "einc.unroll"
 TAIL_ATTR = "einc.tail"
 BIND_ATTR = "einc.bind"
 """On a loop: the schedule's marks (parallelize, vectorize, unroll's tail, bind's axis)."""
+STAGED_LOC_ATTR = "einc.staged_loc"
+"""On a local buffer (`memref.alloca`) a schedule op made: that op's `file:line:col`, for a
+refusal of the kernel's memory after the schedule (local arrays, Poplar tile memory)."""
 BIND_LOC_ATTR = "einc.bind_loc"
 """On a bound loop: the `file:line:col` of the bind op (absent where the schedule's text is
 not known)."""

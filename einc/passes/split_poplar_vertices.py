@@ -25,8 +25,9 @@ from xdsl.passes import ModulePass
 
 from einc.dialects import egpu
 from einc.errors import SourceLocation, TargetError
+from einc.passes.utils.staging import staged_location
 from einc.passes.utils.vertex_split import splittable, unsplit
-from einc.targets.descriptions import TargetDescription, description
+from einc.targets.descriptions import KernelError, TargetDescription, description
 
 POINTS_PER_WORKER = 8
 """Fewest points a split gives each worker of a vertex when memory allows: a vertex's start
@@ -35,12 +36,17 @@ for several points per worker."""
 
 
 def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> TargetError:
+    """At the schedule op that made the kernel's largest local array when the vertex fits
+    without its local arrays, else (a KernelError) at the statement the kernel computes."""
+    from einc.targets.gpu import private_bytes, written_tensor
+
     spread = f" spread over {tiles} tiles" if tiles > 1 else " on one tile"
-    return TargetError(
-        f"poplar target: kernel {kernel.sym_name.data} needs {needed} bytes of tile memory per "
-        f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes",
-        SourceLocation("<target>", 1, 1),
-    )
+    message = (f"poplar target: kernel {kernel.sym_name.data} needs {needed} bytes of tile memory per "
+               f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes")  # fmt: skip
+    loc = staged_location(kernel) if needed - private_bytes(kernel) <= limit else None
+    if loc is not None:
+        return TargetError(message, loc)
+    return KernelError(message, SourceLocation("<target>", 1, 1), written_tensor(kernel))
 
 
 def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:

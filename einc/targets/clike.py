@@ -66,7 +66,7 @@ from xdsl.ir.affine import (
 )
 
 from einc.dialects import egpu
-from einc.errors import TargetError
+from einc.errors import InternalCompilerError, TargetError
 from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.ranges import Range, expr_range, value_range
@@ -375,7 +375,7 @@ class CLikeTarget:
     def top_level(cls, w: _Writer, op: Operation) -> None:
         """Print one top-level op of the module: C prints every function."""
         if not isinstance(op, func.FuncOp):
-            raise TargetError(f"{cls.name} target: cannot print top-level {op.name}")
+            raise InternalCompilerError(f"{cls.name} target: cannot print top-level {op.name}")
         if op.body.blocks:
             w.function(op)
 
@@ -539,7 +539,7 @@ class _Writer:
 
     def function(self, f: func.FuncOp) -> None:
         if f.function_type.outputs:
-            raise TargetError(f"{self.t.name} target: @{f.sym_name.data} returns values")
+            raise InternalCompilerError(f"{self.t.name} target: @{f.sym_name.data} returns values")
         attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
         self.buffer_names = {
             c_identifier(name.data)
@@ -557,7 +557,7 @@ class _Writer:
         params: list[str] = []
         for k, arg in enumerate(f.body.block.args):
             if not isinstance(arg.type, MemRefType):
-                raise TargetError(f"{self.t.name} target: argument {k} is not a memref")
+                raise InternalCompilerError(f"{self.t.name} target: argument {k} is not a memref")
             hint = attrs[k].data.get("ein.name") if k < len(attrs) else None
             name = self.names.get(arg)  # named already where buffers are globals (HLSL)
             if name is None:
@@ -595,8 +595,8 @@ class _Writer:
         self.unsupported(op)
 
     def unsupported(self, op: Operation) -> None:
-        raise TargetError(
-            f"internal error: the {self.t.name} target cannot print '{op.name}' "
+        raise InternalCompilerError(
+            f"the {self.t.name} target cannot print '{op.name}' "
             "(it must be lowered or legalized before printing)"
         )
 
@@ -632,10 +632,10 @@ class _Writer:
         if v in self.names:
             return Expr(self.names[v])
         if isinstance(v, BlockArgument):
-            raise TargetError(f"{self.t.name} target: unnamed block argument {v}")
+            raise InternalCompilerError(f"{self.t.name} target: unnamed block argument {v}")
         if self.inlined(v) and isinstance(v.owner, Operation):
             return self.expression(v.owner)
-        raise TargetError(f"{self.t.name} target: value used before its definition: {v}")
+        raise InternalCompilerError(f"{self.t.name} target: value used before its definition: {v}")
 
     def expression(self, op: Operation) -> Expr:
         if isinstance(op, arith.ConstantOp):
@@ -666,7 +666,7 @@ class _Writer:
                 return self.lanewise(op, spelling)
             result_type = result_type.get_element_type()  # fields of the element type
             if spelling.helper is not None:
-                raise TargetError(f"internal error: {op.name} on vectors calls a scalar helper")
+                raise InternalCompilerError(f"{op.name} on vectors calls a scalar helper")
         operand_type = op.operands[0].type if op.operands else result_type
         fields = {
             "t": self.ctype(result_type),
@@ -676,8 +676,8 @@ class _Writer:
         if "{f}" in spelling.fmt:
             float_type = result_type if isinstance(result_type, AnyFloat) else operand_type
             if float_type not in self.t.math_suffix:
-                raise TargetError(
-                    f"internal error: the {self.t.name} target has no {float_type} math "
+                raise InternalCompilerError(
+                    f"the {self.t.name} target has no {float_type} math "
                     f"for '{op.name}' (legalize it first, e.g. legalize-f16-for-c)"
                 )
             fields["f"] = self.t.math_suffix[float_type]
@@ -767,12 +767,12 @@ class _Writer:
         """The scalar spelling of `op_type` on `element` operands (texts), its helpers printed."""
         spelling = self.t.ops.get(op_type)
         if spelling is None:
-            raise TargetError(f"internal error: the {self.t.name} target has no spelling of {op_type.name}")
+            raise InternalCompilerError(f"the {self.t.name} target has no spelling of {op_type.name}")
         fields = {"t": self.ctype(element), "s": self.suffix(element),
                   "ut": self.t.unsigned_types.get(element, "?")}  # fmt: skip
         if "{f}" in spelling.fmt:
             if element not in self.t.math_suffix:
-                raise TargetError(f"internal error: the {self.t.name} target has no {element} math")
+                raise InternalCompilerError(f"the {self.t.name} target has no {element} math")
             fields["f"] = self.t.math_suffix[element]
         if spelling.helper is not None:
             self.use_helper(spelling.helper, element)
@@ -870,7 +870,7 @@ class _Writer:
                 inner = self._affine(lhs, operands, ranges)[0]
                 return f"einc_{name}_i64({inner}, {c})", ATOM
             case _:
-                raise TargetError(f"{self.t.name} target: cannot print affine expr {e}")
+                raise InternalCompilerError(f"{self.t.name} target: cannot print affine expr {e}")
 
     @staticmethod
     def _paren(part: tuple[str, int], at_least: int) -> str:
@@ -1091,7 +1091,7 @@ def _yield(w: _Writer, op: affine.YieldOp | scf.YieldOp) -> None:
 def _scf_for(w: _Writer, op: scf.ForOp) -> None:
     step = op.step.owner
     if not (isinstance(step, arith.ConstantOp) and isinstance(step.value, IntegerAttr)):
-        raise TargetError(f"{w.t.name} target: scf.for with a non-constant step")
+        raise InternalCompilerError(f"{w.t.name} target: scf.for with a non-constant step")
     names = w.carried(op.results, op.iter_args)
     for arg, name in zip(op.body.block.args[1:], names):
         w.names[arg] = name
@@ -1146,7 +1146,7 @@ def _dealloc(w: _Writer, op: memref.DeallocOp) -> None:
 def _return(w: _Writer, op: func.ReturnOp) -> None:
     """Kernels return nothing; the return ending the function body is implicit in C."""
     if op.operands:
-        raise TargetError(f"{w.t.name} target: a kernel returns no values")
+        raise InternalCompilerError(f"{w.t.name} target: a kernel returns no values")
 
 
 def _affine_load(w: _Writer, op: affine.LoadOp) -> Expr:

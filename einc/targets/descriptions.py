@@ -98,9 +98,11 @@ class TargetDescription:
 
     def check_launch(
         self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0,
-        private_bytes: int = 0,
+        private_bytes: int = 0, loc: SourceLocation | None = None, tensor: str | None = None,
     ) -> None:
-        """Raise TargetError if the launch of `kernel` breaks a limit of this target."""
+        """Raise TargetError if the launch of `kernel` breaks a limit of this target (at
+        `loc` when given: the schedule op that made the kernel's largest local array; else a
+        KernelError naming `tensor`, the kernel's output, when given)."""
         problems = []
         threads = math.prod(block)
         if threads > self.max_threads_per_block:
@@ -122,10 +124,20 @@ class TargetDescription:
                 f"{private_bytes} bytes of local arrays per work-item (at most {self.private_memory})"
             )
         if problems:
-            raise TargetError(
-                f"{self.name} target: kernel {kernel} cannot be launched: " + "; ".join(problems),
-                SourceLocation("<target>", 1, 1),
-            )
+            message = f"{self.name} target: kernel {kernel} cannot be launched: " + "; ".join(problems)
+            if loc is None and tensor is not None:
+                raise KernelError(message, SourceLocation("<target>", 1, 1), tensor)
+            raise TargetError(message, loc or SourceLocation("<target>", 1, 1))
+
+
+class KernelError(TargetError):
+    """A limit of the target a lowered kernel breaks, found without the program's text:
+    `tensor` is the kernel's output, and the driver places the error at the statement
+    writing it (when no schedule op is responsible: `loc` is then `<target>:1:1`)."""
+
+    def __init__(self, message: str, loc: SourceLocation, tensor: str | None):
+        super().__init__(message, loc)
+        self.tensor = tensor
 
 
 _BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, "int16": 16,

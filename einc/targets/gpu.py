@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import numpy as np
-from xdsl.dialects import func, memref
+from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     IntegerType,
@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
-from einc.errors import TargetError
+from einc.errors import InternalCompilerError, TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
 from einc.targets.clike import CLikeTarget, Expr, _Writer  # pyright: ignore[reportPrivateUsage]
 from einc.targets.descriptions import TargetDescription
@@ -57,7 +57,7 @@ def numpy_dtype(t: Attribute) -> str:
         return f"float{t.bitwidth}"
     if isinstance(t, IntegerType):
         return "bool" if t.width.data == 1 else f"int{t.width.data}"
-    raise TargetError(f"no NumPy dtype for element type {t}")
+    raise InternalCompilerError(f"no NumPy dtype for element type {t}")
 
 
 def _name(attrs: Mapping[str, Attribute], fallback: str) -> str:
@@ -68,7 +68,7 @@ def _name(attrs: Mapping[str, Attribute], fallback: str) -> str:
 def host_function(module: ModuleOp) -> func.FuncOp:
     hosts = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
     if len(hosts) != 1:
-        raise TargetError(f"expected one host function, found {len(hosts)}")
+        raise InternalCompilerError(f"expected one host function, found {len(hosts)}")
     return hosts[0]
 
 
@@ -133,7 +133,7 @@ def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
         return Expr(spelling)
     lo, hi = op.index_range()
     if lo != hi:
-        raise TargetError(f"{w.t.name} target: no spelling of {key}")
+        raise InternalCompilerError(f"{w.t.name} target: no spelling of {key}")
     return Expr(str(lo))  # a launch constant (block or grid size)
 
 
@@ -179,7 +179,7 @@ def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
 
 def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
     if op.as_type != f16 or op.result.type != f32:
-        raise TargetError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
+        raise InternalCompilerError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
     _half_support(w)
     body = device(w).round_f16
     use_text(w, "round_f16", f"{w.t.helper_prefix} float einc_round_f16(float a) {{ {body} }}")
@@ -192,9 +192,9 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
     kind = op.kind.data
     fmt = target.subgroup_reduce.get(kind)
     if fmt is None:
-        raise TargetError(f"{w.t.name} target: no subgroup {kind} reduction")
+        raise InternalCompilerError(f"{w.t.name} target: no subgroup {kind} reduction")
     if op.cluster_size is not None and not target.subgroup_clusters:
-        raise TargetError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
+        raise InternalCompilerError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
     # max/min propagate NaN (as arith.maximumf / minimumf); `a != a` is false for integers
     combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
                egpu.ReduceKind.MAX: "(a > b || a != a) ? a : b",
@@ -205,6 +205,16 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
         p=w.t.helper_prefix, t=t, kind=kind, s=suffix, combine=combine))  # fmt: skip
     lanes = str(op.cluster_size.value.data) if op.cluster_size is not None else target.subgroup_lanes
     return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix, n=lanes))
+
+
+def written_tensor(kernel: egpu.FuncOp) -> str | None:
+    """The name of the first tensor argument `kernel` stores to (its statement's output)."""
+    args = set(kernel.body.block.args)
+    for op in kernel.walk():
+        if isinstance(op, affine.StoreOp | memref.StoreOp) and op.memref in args:
+            name = op.memref.name_hint
+            return name if isinstance(name, str) else None
+    return None
 
 
 def private_bytes(kernel: egpu.FuncOp) -> int:
@@ -298,7 +308,7 @@ class DeviceTarget(CLikeTarget):
         elif isinstance(op, func.FuncOp):
             cls.host(w, op)
         else:
-            raise TargetError(f"{cls.name} target: cannot print top-level {op.name}")
+            raise InternalCompilerError(f"{cls.name} target: cannot print top-level {op.name}")
 
     @classmethod
     def host(cls, w: _Writer, op: func.FuncOp) -> None:
@@ -307,6 +317,8 @@ class DeviceTarget(CLikeTarget):
     @classmethod
     def manifest(cls, module: ModuleOp) -> LaunchManifest:
         """The launches of a module after `pipeline`; TargetError if one breaks a limit."""
+        from einc.passes.utils.staging import staged_location
+
         buffers = host_buffers(module)
         names = {id(value): b.name for value, b in buffers}
         kernels_by_name = {k.sym_name.data: k for k in module.ops if isinstance(k, egpu.FuncOp)}
@@ -317,8 +329,10 @@ class DeviceTarget(CLikeTarget):
                 continue
             kernel = kernels_by_name[launch.callee.string_value()]
             shared = kernel.shared_bytes()
-            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared,
-                              private_bytes(kernel))
+            local = private_bytes(kernel)
+            loc = staged_location(kernel) if local > desc.private_memory else None
+            desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared, local, loc,
+                              written_tensor(kernel))
             launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,

@@ -3,7 +3,8 @@
 
 // Each thread (one row) stages all of input1 (128 x 128 float32: 64 KiB) and its row of
 // input0 (512 bytes) in local arrays: more than the 64 KiB of local arrays a CUDA work-item
-// may hold (targets/descriptions.py `private_memory`). Refused before any code is printed.
+// may hold (targets/descriptions.py `private_memory`). Refused before any code is printed, at
+// the cache op that made the largest local array.
 
 builtin.module {
   transform.named_sequence @__transform_main(%root: !transform.any_op) {
@@ -15,5 +16,5 @@ builtin.module {
   }
 }
 
-// CHECK: <target>:1:1: error: cuda target: kernel kernel_output0_1 cannot be launched: 66048 bytes of local arrays per work-item (at most 65536)
+// CHECK: invalid_local_too_large.mlir:14:5: error: cuda target: kernel kernel_output0_1 cannot be launched: 66048 bytes of local arrays per work-item (at most 65536)
 // CHECK-NOT: __global__

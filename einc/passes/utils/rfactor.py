@@ -16,6 +16,7 @@ from einc.ir.attrs import AXIS_ATTR, STMT_ATTR
 from einc.passes.utils.affine_fold import fold_applies
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.loop_analysis import (
+    accesses_to,
     buffer_name,
     constant_bounds,
     induction_var,
@@ -72,17 +73,41 @@ def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.
     out_type = buffer.type
     assert isinstance(out_type, MemRefType)
     element = out_type.get_element_type()
-    # partial buffer [factor, *out_shape]
-    alloc = memref.AllocOp.get(element, shape=[factor, *out_type.get_shape()])
-    alloc.attributes["ein.name"] = StringAttr(buffer_name(buffer) + "_rf")
-    alloc.memref.name_hint = buffer_name(buffer) + "_rf"
-    func_block = _function_block(loop)
-    Rewriter.insert_op(alloc, InsertPoint.at_start(func_block))
-    Rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(func_block.last_op))  # type: ignore[arg-type]
-    top = _outermost(loop)
+    # the fill and combine nests go around `top`, the outermost loop whose other code does not
+    # touch the output (inside a compute_at or a fuse, the consumer's loop reads it); nested
+    # in a loop, the partials cover the box of the output one iteration of that loop writes
+    top = _reduction_top(loop, buffer)
+    enclosing = top.parent_op()
+    box = None
+    if isinstance(enclosing, affine.ForOp):
+        from einc.passes.utils.staging import footprint
+
+        box = footprint(enclosing, buffer_name(buffer), group)
+        if isinstance(box, Failure):
+            return Failure(f"cannot rfactor {describe(loop)} inside {describe(enclosing)}: {box.message}")
+    out_shape = list(out_type.get_shape()) if box is None else box.shape
+    # partial buffer [factor, *out_shape]: a private one per iteration of the enclosing loop
+    if box is None:
+        alloc: memref.AllocOp | memref.AllocaOp = memref.AllocOp.get(element, shape=[factor, *out_shape])
+        func_block = _function_block(loop)
+        Rewriter.insert_op(alloc, InsertPoint.at_start(func_block))
+        Rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(func_block.last_op))  # type: ignore[arg-type]
+    else:
+        assert isinstance(enclosing, affine.ForOp)
+        alloc = memref.AllocaOp.get(element, 64, [factor, *out_shape])
+        Rewriter.insert_op(alloc, InsertPoint.at_start(enclosing.body.block))
+    # a name no other buffer of the function has (a second rfactor of the same output, or
+    # of a combine over partials, would repeat it: device manifests name buffers uniquely)
+    taken = {buffer_name(op.results[0]) for op in _function_block(loop).walk()
+             if isinstance(op, memref.AllocOp | memref.AllocaOp) and op is not alloc}  # fmt: skip
+    name, k = buffer_name(buffer) + "_rf", 1
+    while name in taken:
+        name, k = f"{buffer_name(buffer)}_rf{k}", k + 1
+    alloc.attributes["ein.name"] = StringAttr(name)
+    alloc.memref.name_hint = name
     init = identity_constant(combiner, element)
     Rewriter.insert_op(init, InsertPoint.before(top))
-    shape = [factor, *out_type.get_shape()]
+    shape = [factor, *out_shape]
     fill_point = InsertPoint.before(top)
     fill_loops = []
     for k, extent in enumerate(shape):
@@ -114,6 +139,13 @@ def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.
         nd = m.num_dims
         new_map = AffineMap(nd + 1, 0, (AffineExpr.dimension(nd), *m.results))
         operands = [*old.indices, chunk]
+        if box is not None:  # partial[chunk, index - the box's origin]
+            from einc.passes.utils.staging import linear_map
+
+            forms = next(f for a, f in box.inner.items() if a.op is old)
+            shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
+            operands = [*dict.fromkeys(v for terms, _ in shifted for v in terms), chunk]
+            new_map = linear_map([({chunk: 1}, 0), *shifted], operands)
         if isinstance(old, affine.LoadOp):
             Rewriter.replace_op(old, affine.LoadOp(alloc.memref, operands, AffineMapAttr(new_map), element))
         else:
@@ -123,17 +155,29 @@ def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.
     # combine the partials into the output, after the whole nest
     point = InsertPoint.after(top)
     comb_loops = []
-    for k, extent in enumerate([*out_type.get_shape(), factor]):
+    for k, extent in enumerate([*out_shape, factor]):
         f = _new_loop((), (), 0, extent, 1, f"c{k}")
         Rewriter.insert_op(f, point)
         comb_loops.append(f)
         point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
     ivs = [induction_var(f) for f in comb_loops]
     b = Builder(point)
-    acc = b.insert(affine.LoadOp(buffer, ivs[:-1])).result
+    if box is None:
+        acc = b.insert(affine.LoadOp(buffer, ivs[:-1])).result
+    else:  # buffer[the box's origin + c]
+        from einc.passes.utils.staging import linear_map
+
+        outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
+        far_operands = [*outer_vars, *ivs[:-1]]
+        far = AffineMapAttr(linear_map(
+            [({**terms, iv: 1}, low) for terms, low, iv in zip(box.outer, box.low, ivs)], far_operands))
+        acc = b.insert(affine.LoadOp(buffer, far_operands, far, element)).result
     part = b.insert(affine.LoadOp(alloc.memref, [ivs[-1], *ivs[:-1]])).result
     merged = build_combine(b, combiner, acc, part)
-    b.insert(affine.StoreOp(merged, buffer, ivs[:-1]))
+    if box is None:
+        b.insert(affine.StoreOp(merged, buffer, ivs[:-1]))
+    else:
+        b.insert(affine.StoreOp(merged, buffer, far_operands, far))
     stmt = loop.attributes.get(STMT_ATTR)
     for f, role in ((fill_loops, "einc.init"), (comb_loops, "einc.combine")):
         for k, x in enumerate(f):
@@ -158,9 +202,13 @@ def _combiner_of(op: Operation | None, acc: SSAValue):  # type: ignore[no-untype
     return table[type(op)]
 
 
-def _outermost(loop: affine.ForOp) -> affine.ForOp:
+def _reduction_top(loop: affine.ForOp, buffer: SSAValue) -> affine.ForOp:
+    """The outermost loop enclosing `loop` (or itself) inside which nothing but `loop`
+    touches `buffer`, the reduction's output: its partials are combined right after it."""
     top, parent = loop, loop.parent_op()
     while isinstance(parent, affine.ForOp):
+        if any(not loop.is_ancestor(a.op) for a in accesses_to(buffer, parent)):
+            break
         top, parent = parent, parent.parent_op()
     return top
 

@@ -345,6 +345,20 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     ops = {a.op for a in accs}
     if any(loop.is_ancestor(use.operation) and use.operation not in ops for use in buffer.uses):
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)}: an operation other than a load or store uses it inside")
+    # a staging buffer an earlier op allocated in the loop's body (compute_at, rfactor): the
+    # copies go after its allocation; allocated deeper, each inner iteration has its own
+    start = InsertPoint.at_start(loop.body.block)
+    owner = buffer.owner
+    if isinstance(owner, Operation) and loop.is_ancestor(owner):
+        if owner.parent_block() is not loop.body.block:
+            inner = owner.parent_op()
+            while not isinstance(inner, affine.ForOp):
+                inner = inner.parent_op()  # type: ignore[union-attr]
+            return Failure(
+                f"cannot {kind} '{tensor}' at {describe(loop)}: it is allocated anew in each "
+                f"iteration of {describe(inner)} inside (stage it at that loop or inside it)"
+            )
+        start = InsertPoint.after(owner)
     written = any(a.write for a in accs)
     if write and not written:
         return Failure(f"cannot cache_write '{tensor}' at {describe(loop)}: it is not written inside (use cache_read)")
@@ -371,7 +385,7 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     alloca.memref.name_hint = f"{tensor}_{suffix}"
     local = alloca.memref
     body = loop.body.block
-    Rewriter.insert_op(alloca, InsertPoint.at_start(body))
+    Rewriter.insert_op(alloca, start)
     _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared)
     if write:
         _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared)  # type: ignore[arg-type]
@@ -477,3 +491,28 @@ def check_private_buffers(module: ModuleOp, schedule: Any, target: str, dtypes: 
                 SourceLocation(schedule.filename, 1, 1, source=schedule.source),
             )
         raise ScheduleError(failure.message, loc)
+
+
+def staged_location(root: Operation) -> Any:
+    """The location (an einc.errors.SourceLocation) of the schedule op that made the largest
+    local buffer inside `root` (its `einc.staged_loc`), or None when no schedule op made one."""
+    from einc.errors import SourceLocation
+    from einc.ir.attrs import STAGED_LOC_ATTR
+
+    best: tuple[int, str] | None = None
+    for op in root.walk():
+        recorded = op.attributes.get(STAGED_LOC_ATTR) if isinstance(op, memref.AllocaOp) else None
+        if isinstance(recorded, StringAttr):
+            size = math.prod(op.memref.type.get_shape()) * _bytes(op.memref.type.get_element_type())  # type: ignore[attr-defined]
+            if best is None or size > best[0]:
+                best = (size, recorded.data)
+    if best is None:
+        return None
+    file, line, col = best[1].rsplit(":", 2)
+    return SourceLocation(file, int(line), int(col))
+
+
+def _bytes(element: Any) -> int:
+    if isinstance(element, IntegerType):
+        return max(1, element.width.data // 8)
+    return max(1, element.bitwidth // 8) if isinstance(element, AnyFloat) else 8
