@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
@@ -53,7 +53,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -84,6 +84,9 @@ MAX_LOCAL_ELEMENTS = 1 << 14
 Terms = dict[SSAValue, int]
 
 from einc.ir.attrs import MEMORY_ATTR, SHARED_COPY_ATTR
+
+if TYPE_CHECKING:
+    from einc.errors import SourceLocation
 
 
 @dataclass
@@ -352,8 +355,9 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     if isinstance(owner, Operation) and loop.is_ancestor(owner):
         if owner.parent_block() is not loop.body.block:
             inner = owner.parent_op()
-            while not isinstance(inner, affine.ForOp):
-                inner = inner.parent_op()  # type: ignore[union-attr]
+            while inner is not None and not isinstance(inner, affine.ForOp):
+                inner = inner.parent_op()
+            assert inner is not None, "a buffer inside `loop` has a loop above it"
             return Failure(
                 f"cannot {kind} '{tensor}' at {describe(loop)}: it is allocated anew in each "
                 f"iteration of {describe(inner)} inside (stage it at that loop or inside it)"
@@ -493,7 +497,7 @@ def check_private_buffers(module: ModuleOp, schedule: Any, target: str, dtypes: 
         raise ScheduleError(failure.message, loc)
 
 
-def staged_location(root: Operation) -> Any:
+def staged_location(root: Operation) -> SourceLocation | None:
     """The location (an einc.errors.SourceLocation) of the schedule op that made the largest
     local buffer inside `root` (its `einc.staged_loc`), or None when no schedule op made one."""
     from einc.errors import SourceLocation
@@ -501,9 +505,13 @@ def staged_location(root: Operation) -> Any:
 
     best: tuple[int, str] | None = None
     for op in root.walk():
-        recorded = op.attributes.get(STAGED_LOC_ATTR) if isinstance(op, memref.AllocaOp) else None
+        if not isinstance(op, memref.AllocaOp):
+            continue
+        recorded = op.attributes.get(STAGED_LOC_ATTR)
         if isinstance(recorded, StringAttr):
-            size = math.prod(op.memref.type.get_shape()) * _bytes(op.memref.type.get_element_type())  # type: ignore[attr-defined]
+            memory = op.memref.type
+            assert isinstance(memory, MemRefType)
+            size = math.prod(memory.get_shape()) * _bytes(memory.get_element_type())
             if best is None or size > best[0]:
                 best = (size, recorded.data)
     if best is None:
@@ -512,7 +520,7 @@ def staged_location(root: Operation) -> Any:
     return SourceLocation(file, int(line), int(col))
 
 
-def _bytes(element: Any) -> int:
+def _bytes(element: Attribute) -> int:
     if isinstance(element, IntegerType):
         return max(1, element.width.data // 8)
     return max(1, element.bitwidth // 8) if isinstance(element, AnyFloat) else 8
