@@ -63,6 +63,8 @@ class CTarget(CLikeTarget):
         "einc-vectorize-loops{target=c},canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
+    sketches: ClassVar[str] = "cpu"
+    shared_library: ClassVar[bool] = True
     buffer_suffix: ClassVar[str] = " restrict"
     lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset(SIMD_MATH)
     """Math ops `einc-vectorize-loops` may put on vectors although C's functions take

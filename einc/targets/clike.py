@@ -166,6 +166,15 @@ class CLikeTarget:
     )
     """Run on the loops (the driver's `scheduled` stage): `lowering()` starts at the `ein` level."""
     compile_check: ClassVar[CompileCheck | None] = None
+    runtime_device: ClassVar[str | None] = None
+    """The `einc.runtime` module whose `device_description()` names the device the kernels run
+    on (tuning records are kept per device); None: they run on this CPU."""
+    sketches: ClassVar[str] = ""
+    """Which family of the tuner's sketch rules fits the target ("cpu", "gpu"; "": only its
+    default schedule is tuned)."""
+    shared_library: ClassVar[bool] = False
+    """Whether `build` makes a shared library with a C ABI (the tuner's runner then loads the
+    library itself instead of compiling again in its worker)."""
     """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
 
     @classmethod

@@ -40,6 +40,7 @@ class CudaFamily(DeviceTarget):
 
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
+    runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=cuda},"

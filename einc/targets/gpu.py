@@ -234,6 +234,8 @@ def private_bytes(kernel: egpu.FuncOp) -> int:
 class DeviceTarget(CLikeTarget):
     """A C-like device language: kernels, work-item indices, a launch manifest."""
 
+    sketches: ClassVar[str] = "gpu"
+
     kernel_prefix: ClassVar[str] = "__kernel "
     index_type: ClassVar[str] = "long"
     shared_decl: ClassVar[str] = "__local {t} {name}[{n}];"

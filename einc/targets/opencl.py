@@ -19,6 +19,7 @@ from einc.targets.gpu import DeviceTarget, Runner
 
 class OpenCLTarget(DeviceTarget):
     name: ClassVar[str] = "opencl"
+    runtime_device: ClassVar[str | None] = "opencl"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=opencl},"

@@ -101,7 +101,7 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
 
     try:
         comp = task.compilation(candidate_schedule(candidate.schedule))
-        if task.target == "c":
+        if comp.target_obj.shared_library:
             source = comp.source_text()
             signature = KernelSignature.from_module(comp.module("target"))
             return result(Status.OK, artifact=c_artifact(source, signature))

@@ -86,18 +86,16 @@ def default_db_path() -> Path:
 
 
 # ---- the device -----------------------------------------------------------------------------
-_DEVICE_RUNTIMES = {"opencl": "opencl", "cuda": "cuda", "sycl": "sycl", "hlsl": "vulkan"}
-"""Targets whose kernels run on a device, and the runtime module that names it."""
-
-
 @functools.cache
 def device_fingerprint(target: str) -> str:
     """What a record's times are valid on. C (and the targets run by a CPU harness): the CPU
     model, the C target's vector width and the core count. Device targets: the device name
     their runtime reports (`<target>: no device` where none is present)."""
-    runtime = _DEVICE_RUNTIMES.get(target)
-    if runtime is None:
-        return _cpu_fingerprint() if target == "c" else f"{target}: {_cpu_fingerprint()}"
+    from einc.targets import get_target
+
+    runtime = get_target(target).runtime_device
+    if runtime is None:  # records are keyed by target too: the CPU alone names the machine
+        return _cpu_fingerprint()
     import importlib
 
     try:

@@ -8,14 +8,15 @@ from einc.tune.sketches.base import Rule
 
 
 def rules_for(target: str) -> dict[str, Rule]:
-    if target == "c":
+    """The rules of the target's sketch family (`CLikeTarget.sketches`)."""
+    from einc.targets import get_target
+
+    family = get_target(target).sketches
+    if family == "cpu":
         from einc.tune.sketches.cpu import RULES
 
         return dict(RULES)
-    from einc.targets import get_target
-    from einc.targets.gpu import DeviceTarget
-
-    if issubclass(get_target(target), DeviceTarget):
+    if family == "gpu":
         from einc.tune.sketches.gpu import RULES as GPU_RULES
 
         return dict(GPU_RULES)
