@@ -7,7 +7,7 @@ no `parallel` inside a `simd` region (gcc rejected the kernel: "OpenMP construct
 'ordered simd', 'simd', 'loop' or 'atomic' may not be nested inside 'simd' region"), no
 `simd` in `simd` before OpenMP 5.0, and a `parallel for` inside a `parallel for` forks a team
 per outer iteration. The printer keeps the outermost pragma and drops what cannot nest
-(`einc.targets.clike._pragma_marks`). Each case runs the kernel against a float64 NumPy
+(`einc.targets.op_printers._pragma_marks`). Each case runs the kernel against a float64 NumPy
 reference and checks the pragmas printed, loop by loop."""
 
 from __future__ import annotations

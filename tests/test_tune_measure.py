@@ -21,12 +21,11 @@ from einc.tune.measure import (
     CArtifact,
     LocalBuilder,
     LocalRunner,
-    NoiseLimits,
     RebuildArtifact,
-    Timing,
     build_candidate,
     c_artifact,
 )
+from einc.tune.timing import NoiseLimits, Timing
 from einc.tune.types import BuildResult, Candidate, Point, Status, TuneTask
 from tests.test_device_targets import require
 

@@ -24,7 +24,8 @@ from xdsl.dialects import affine, func, math, memref, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from einc.targets.clike import CLikeTarget, Writer
+from einc.targets.clike import CLikeTarget
+from einc.targets.writer import Writer
 
 if TYPE_CHECKING:
     from einc.schedule import Schedule

@@ -39,7 +39,9 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
-from einc.targets.clike import CLikeTarget, Expr, _Writer  # pyright: ignore[reportPrivateUsage]
+from einc.targets.clike import CLikeTarget
+from einc.targets.spelling import Expr
+from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
 from einc.targets.descriptions import TargetDescription
 
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR

@@ -29,17 +29,9 @@ from xdsl.ir import Operation
 from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import GLSLANG_HLSL, TargetDescription
-from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
-    CAST,
-    UNARY,
-    CLikeTarget,
-    Expr,
-    Spelling,
-    _Writer,
-    call,
-    compare,
-    helper,
-)
+from einc.targets.clike import CLikeTarget
+from einc.targets.spelling import CAST, UNARY, Expr, Spelling, call, compare, helper
+from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers, statement, use_text
 
 HLSL_KEYWORDS = frozenset(

@@ -33,16 +33,12 @@ from xdsl.ir import Operation, SSAValue
 
 from einc.dialects import egpu
 from einc.passes.utils.vertex_split import READS, WRITES, point_loop
-from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
-    ADD,
-    MUL,
-    Expr,
-    _Writer,
-    c_identifier,
-)
+from einc.targets.c_lexicon import c_identifier
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers
 from einc.targets.gpu import _index as _device_index  # pyright: ignore[reportPrivateUsage]
+from einc.targets.spelling import ADD, MUL, Expr
+from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
 
 TILE_SPLIT = egpu.TileSplitAttr.name
 

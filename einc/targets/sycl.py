@@ -20,7 +20,9 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import ModuleOp, f16, f32, f64
 
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
-from einc.targets.clike import _CALLEE, CLikeTarget, call  # pyright: ignore[reportPrivateUsage]
+from einc.targets.clike import CLikeTarget
+from einc.targets.spelling import call
+from einc.targets.writer import _CALLEE  # pyright: ignore[reportPrivateUsage]
 from einc.targets.cuda import CUDATarget
 from einc.targets.gpu import DeviceTarget, Runner
 

@@ -24,15 +24,8 @@ import numpy as np
 
 from einc.driver import max_error, poisoned
 from einc.errors import EincError, InternalCompilerError, ToolchainError
-from einc.tune.measure import (
-    CArtifact,
-    MeasureSettings,
-    NoiseLimits,
-    RebuildArtifact,
-    TaskData,
-    Timing,
-    candidate_schedule,
-)
+from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, candidate_schedule
+from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
 from einc.tune.types import Status, TuneTask
 
 MAX_COPIES = 64

@@ -1,0 +1,287 @@
+"""The shared printers of single ops, the walk's op tables: loops, ifs, yields, stores,
+allocations, loads, affine applies and minimums, and the vector ops (`egpu.vload`, `vstore`,
+`vbroadcast`, `vreduce`, `vconvert`, `vfma`). Each is `printer(writer, op)`; a statement
+printer writes lines, an expression printer returns an `Expr`. `Writer.statement` and
+`Writer.expression` (einc.targets.writer) look ops up here first, then in the target's own
+`statement_printers` / `expression_printers`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import affine, arith, func, memref, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import AnyFloat, IntegerAttr, StringAttr, VectorType
+from xdsl.ir import Operation, SSAValue
+
+from einc.dialects import egpu
+from einc.errors import InternalCompilerError
+from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
+from einc.passes.utils.affine_index import dims_to_operands
+from einc.targets.spelling import ADD, UNARY, Expr
+
+if TYPE_CHECKING:
+    from einc.targets.writer import Writer
+
+
+def _affine_for(w: Writer, op: affine.ForOp) -> None:
+    n_lb, n_ub = len(op.lowerBoundOperands), len(op.upperBoundOperands)
+    lower = w.bound(op.lowerBoundMap.data, op.operands[:n_lb], "maxsi")
+    upper = w.bound(op.upperBoundMap.data, op.operands[n_lb : n_lb + n_ub], "minsi")
+    names = w.carried(op.results, op.inits)
+    for arg, name in zip(op.body.block.args[1:], names):
+        w.names[arg] = name  # carried values live in the results' variables
+    printed = _pragma_marks(op)
+    for marks, pragma in w.t.loop_pragmas.items():
+        if all(mark in printed for mark in marks):
+            w.line(pragma)
+            break
+    w.for_loop(op.body.block.args[0], lower, upper, op.step.value.data, op.body.block)
+
+
+def _pragma_marks(op: affine.ForOp) -> set[str]:
+    """The schedule marks of `op` its pragma may print, given the marks printed on the
+    enclosing loops. Every mark is only a licence (the loop is still correct run
+    sequentially), so one OpenMP cannot nest is dropped. Inside a `simd` region no OpenMP
+    construct but `simd`, `ordered simd`, `loop` and `atomic` may appear (gcc rejects a
+    nested `parallel for`), and OpenMP before 5.0 forbids a nested `simd` too: a loop inside
+    a printed `simd` loop drops both `parallel` and `simd` (the outer loop's lanes are the
+    vectorization the schedule asked for). Inside a printed `parallel` loop the team already
+    exists and a nested `parallel for` would fork a team per outer iteration (of one thread
+    by default, oversubscribing with nesting enabled): the loop drops `parallel`. Marks nest
+    this way when a transform puts loops into a marked one after marking it (a cache copy
+    loop in a vectorized loop) or marks a loop inside a parallel one."""
+    nest: list[affine.ForOp] = [op]
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, affine.ForOp):
+            nest.append(parent)
+        parent = parent.parent_op()
+    in_parallel = in_simd = False
+    printed: set[str] = set()
+    for loop in reversed(nest):  # outermost first
+        printed = set(loop.attributes)
+        if in_simd:
+            printed -= {PARALLEL_ATTR, VECTORIZE_ATTR}
+        elif in_parallel:
+            printed.discard(PARALLEL_ATTR)
+        in_parallel = in_parallel or PARALLEL_ATTR in printed
+        in_simd = in_simd or VECTORIZE_ATTR in printed
+    return printed
+
+
+def _yield(w: Writer, op: affine.YieldOp | scf.YieldOp) -> None:
+    parent = op.parent_op()
+    assert parent is not None
+    w.assign_yield(parent.results, op.operands)
+
+
+def _scf_for(w: Writer, op: scf.ForOp) -> None:
+    step = op.step.owner
+    if not (isinstance(step, arith.ConstantOp) and isinstance(step.value, IntegerAttr)):
+        raise InternalCompilerError(f"{w.t.name} target: scf.for with a non-constant step")
+    names = w.carried(op.results, op.iter_args)
+    for arg, name in zip(op.body.block.args[1:], names):
+        w.names[arg] = name
+    w.for_loop(
+        op.body.block.args[0], w.value(op.lb), w.value(op.ub), step.value.value.data,
+        op.body.block,
+    )
+
+
+def _scf_if(w: Writer, op: scf.IfOp) -> None:
+    w.carried(op.results, ())
+    w.open(f"if ({w.value(op.cond).text})")
+    w.block(op.true_region.block)
+    if op.false_region.blocks and (
+        op.results or len(op.false_region.block.ops) > 1
+    ):
+        w.close("} else {")
+        w.depth += 1
+        w.scopes.append(set())
+        w.block(op.false_region.block)
+    w.close()
+
+
+def _store(w: Writer, op: affine.StoreOp | memref.StoreOp) -> None:
+    if isinstance(op, affine.StoreOp):
+        index = w.flat_affine(op.memref, op.map.data, op.indices)
+    else:
+        index = w.flat_values(op.memref, op.indices)
+    w.line(f"{w.access(op.memref, index)} = {w.value(op.value).text};")
+
+
+def _alloc(w: Writer, op: memref.AllocOp) -> None:
+    t = op.memref.type
+    element = w.ctype(t.get_element_type())
+    hint = op.attributes.get("ein.name")
+    name = w.declare(op.memref, hint.data if isinstance(hint, StringAttr) else None, buffer=True)
+    w.line(w.t.alloc(element, math.prod(t.get_shape()), name))
+
+
+def _alloca(w: Writer, op: memref.AllocaOp) -> None:
+    """A local array of the loop body (a staged tile: small, fixed shape)."""
+    t = op.memref.type
+    hint = op.attributes.get("ein.name")
+    name = w.declare(op.memref, hint.data if isinstance(hint, StringAttr) else None, buffer=True)
+    w.line(w.t.local_array(w.ctype(t.get_element_type()), math.prod(t.get_shape()), name))
+
+
+def _dealloc(w: Writer, op: memref.DeallocOp) -> None:
+    w.line(w.t.free(w.value(op.memref).text))
+
+
+def _return(w: Writer, op: func.ReturnOp) -> None:
+    """Kernels return nothing; the return ending the function body is implicit in C."""
+    if op.operands:
+        raise InternalCompilerError(f"{w.t.name} target: a kernel returns no values")
+
+
+def _affine_load(w: Writer, op: affine.LoadOp) -> Expr:
+    return Expr(w.access(op.memref, w.flat_affine(op.memref, op.map.data, op.indices)))
+
+
+def _memref_load(w: Writer, op: memref.LoadOp) -> Expr:
+    return Expr(w.access(op.memref, w.flat_values(op.memref, op.indices)))
+
+
+def _affine_apply(w: Writer, op: affine.ApplyOp) -> Expr:
+    m = dims_to_operands(op.map.data)
+    return w.affine_expr(m.results[0], op.mapOperands)
+
+
+def _affine_min(w: Writer, op: affine.MinOp) -> Expr:
+    return w.bound(op.map.data, op.operands, "minsi")
+
+
+def _vector_lane_accesses(w: Writer, buffer: SSAValue, index: Expr, n: int) -> list[str]:
+    return [
+        w.access(buffer, index if k == 0 else Expr(f"{index.operand(ADD)} + {k}", ADD))
+        for k in range(n)
+    ]
+
+
+def _vload(w: Writer, op: egpu.VLoadOp) -> Expr:
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    index = w.flat_values(op.memref, op.indices)
+    lanes = _vector_lane_accesses(w, op.memref, index, t.get_shape()[0])
+    text = w.vector_spelling(
+        w.t.vector_load, t, p=f"&{w.access(op.memref, index)}", lanes=", ".join(lanes)
+    )
+    return Expr(text)
+
+
+def _vstore(w: Writer, op: egpu.VStoreOp) -> None:
+    t = op.value.type
+    assert isinstance(t, VectorType)
+    index = w.flat_values(op.memref, op.indices)
+    value = w.value(op.value)
+    if w.t.vector_store:
+        p = f"&{w.access(op.memref, index)}"
+        w.line(w.vector_spelling(w.t.vector_store, t, p=p, v=value.text))
+        return
+    if op.value not in w.names:  # stored lane by lane: name an expression once
+        name = w.declare(op.value)
+        w.line(f"{w.ctype(t)} {name} = {value.text};")
+        value = Expr(name)
+    for k, lane in enumerate(_vector_lane_accesses(w, op.memref, index, t.get_shape()[0])):
+        w.line(f"{lane} = {w.lane(value.text, str(k))};")
+
+
+def _vbroadcast(w: Writer, op: egpu.VBroadcastOp) -> Expr:
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    return Expr(w.vector_spelling(w.t.vector_broadcast, t, w.value(op.value).operand(UNARY)))
+
+
+_REDUCE_OPS: dict[tuple[egpu.ReduceKind, bool], type[Operation]] = {
+    (egpu.ReduceKind.ADD, True): arith.AddfOp, (egpu.ReduceKind.MUL, True): arith.MulfOp,
+    (egpu.ReduceKind.MAX, True): arith.MaximumfOp, (egpu.ReduceKind.MIN, True): arith.MinimumfOp,
+    (egpu.ReduceKind.ADD, False): arith.AddiOp, (egpu.ReduceKind.MUL, False): arith.MuliOp,
+    (egpu.ReduceKind.MAX, False): arith.MaxSIOp, (egpu.ReduceKind.MIN, False): arith.MinSIOp,
+}  # fmt: skip
+"""The scalar combine of a lane reduction (floats: NaN-propagating max/min, as einsum's)."""
+
+
+def _vreduce(w: Writer, op: egpu.VReduceOp) -> Expr:
+    t = op.vector.type
+    assert isinstance(t, VectorType)
+    element = t.get_element_type()
+    kind = op.kind.data
+    combine = w.scalar_spelling(
+        _REDUCE_OPS[(kind, isinstance(element, AnyFloat))], ["r", f"({w.lane('a', 'k')})"], element
+    )
+    scalar = w.ctype(element)
+    body = (
+        f"{scalar} r = {w.lane('a', '0')}; for (int k = 1; k < {t.get_shape()[0]}; k++) "
+        f"r = {combine}; return r;"
+    )
+    function = w.lanewise_helper(f"vreduce_{kind.value}", t, [(w.ctype(t), "a")], scalar, body)
+    return Expr(f"{function}({w.value(op.vector).text})")
+
+
+def _vconvert(w: Writer, op: egpu.VConvertOp) -> Expr:
+    t, source = op.result.type, op.vector.type
+    assert isinstance(t, VectorType) and isinstance(source, VectorType)
+    if w.t.vector_convert:
+        return Expr(w.vector_spelling(w.t.vector_convert, t, w.value(op.vector).text))
+    T, S = w.ctype(t), w.ctype(source)
+    scalar = w.ctype(t.get_element_type())
+    body = (
+        f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) "
+        f"{w.lane('r', 'k')} = ({scalar}){w.lane('a', 'k')}; return r;"
+    )
+    function = w.lanewise_helper(f"vconvert_{w.suffix(source)}", t, [(S, "a")], T, body)
+    return Expr(f"{function}({w.value(op.vector).text})")
+
+
+def _vfma(w: Writer, op: egpu.VFmaOp) -> Expr:
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    lanes = [f"({w.lane(n, 'k')})" for n in "abc"]
+    scalar = w.scalar_spelling(mathd.FmaOp, lanes, t.get_element_type())
+    T = w.ctype(t)
+    body = f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) {w.lane('r', 'k')} = {scalar}; return r;"
+    function = w.lanewise_helper("vfma", t, [(T, n) for n in "abc"], T, body)
+    return Expr(f"{function}({', '.join(w.value(o).text for o in op.operands)})")
+
+
+VECTOR_STATEMENTS: dict[type[Operation], Callable[[Writer, Operation], None]] = {
+    egpu.VStoreOp: _vstore,  # type: ignore[dict-item]
+}
+VECTOR_EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
+    egpu.VLoadOp: _vload,  # type: ignore[dict-item]
+    egpu.VBroadcastOp: _vbroadcast,  # type: ignore[dict-item]
+    egpu.VConvertOp: _vconvert,  # type: ignore[dict-item]
+    egpu.VReduceOp: _vreduce,  # type: ignore[dict-item]
+    egpu.VFmaOp: _vfma,  # type: ignore[dict-item]
+}
+"""Printers of the vector ops: their results are always named (never inlined)."""
+
+
+STATEMENTS: dict[type[Operation], Callable[[Writer, Operation], None]] = {
+    affine.ForOp: _affine_for,  # type: ignore[dict-item]
+    affine.YieldOp: _yield,  # type: ignore[dict-item]
+    affine.StoreOp: _store,  # type: ignore[dict-item]
+    scf.ForOp: _scf_for,  # type: ignore[dict-item]
+    scf.IfOp: _scf_if,  # type: ignore[dict-item]
+    scf.YieldOp: _yield,  # type: ignore[dict-item]
+    memref.StoreOp: _store,  # type: ignore[dict-item]
+    memref.AllocOp: _alloc,  # type: ignore[dict-item]
+    memref.AllocaOp: _alloca,  # type: ignore[dict-item]
+    memref.DeallocOp: _dealloc,  # type: ignore[dict-item]
+    func.ReturnOp: _return,  # type: ignore[dict-item]
+}
+INLINE_INTO_STATEMENTS = (affine.StoreOp, memref.StoreOp, affine.YieldOp, scf.YieldOp, scf.IfOp)
+"""Statements whose operands may be inlined expressions (not loop bounds or carried inits:
+those are printed before the loop and must not move past other statements)."""
+
+EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
+    affine.LoadOp: _affine_load,  # type: ignore[dict-item]
+    memref.LoadOp: _memref_load,  # type: ignore[dict-item]
+    affine.ApplyOp: _affine_apply,  # type: ignore[dict-item]
+    affine.MinOp: _affine_min,  # type: ignore[dict-item]
+}

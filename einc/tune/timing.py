@@ -1,0 +1,98 @@
+"""What a measurement is and when it is noise: `Timing` (each repeat's time per run, and the
+CPU time, wall time and run-queue wait the process got while timed), `NoiseLimits` (when a
+timing is noisy and must be measured again, and when hopeless: not to be ranked) and
+`MeasureSettings` (how the worker measures a job). Used by the runner (`einc.tune.measure`)
+and its worker subprocess (`einc.tune.worker`)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypedDict
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One measurement: each repeat's time per run, and what the process got while timed: CPU
+    time of all its threads, wall time, and its threads' total run-queue wait (the time they
+    were ready to run but another process had the core; None where the kernel does not say)."""
+
+    times: tuple[float, ...]
+    cpu_s: float
+    wall_s: float
+    wait_s: float | None = None
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.times)) if self.times else math.inf
+
+    @property
+    def spread(self) -> float:
+        """(p75 - p25) / median of the repeats."""
+        if len(self.times) < 2 or self.median <= 0:
+            return 0.0
+        p25, p75 = np.percentile(self.times, [25, 75])
+        return float(p75 - p25) / self.median
+
+
+@dataclass(frozen=True)
+class NoiseLimits:
+    """When a measurement is noisy, and when hopeless. The kernel's calling thread is busy
+    all the time it is timed, so a process that got less CPU than `min_cpu` of the wall time,
+    or whose threads waited on the run queue more than `max_wait` of it, shared its cores
+    with foreign load; `max_spread` bounds (p75 - p25) / median of the repeats."""
+
+    max_spread: float = 0.10
+    min_cpu: float = 0.90
+    max_wait: float = 0.05
+    hopeless_spread: float = 0.50
+    hopeless_cpu: float = 0.25
+
+    @classmethod
+    def from_env(cls) -> NoiseLimits:
+        """The default limits; `EINC_NOISE_LIMITS=lenient` never gives up on a measurement
+        (noisy ones are still re-measured and flagged in `extra`): for test suites on
+        shared machines, where a hopeless measurement must not decide a test."""
+        if os.environ.get("EINC_NOISE_LIMITS") == "lenient":
+            return cls(hopeless_spread=float("inf"), hopeless_cpu=0.0)
+        return cls()
+
+    def noise(self, t: Timing) -> str:
+        """Why `t` is noisy ("" when it is clean)."""
+        reasons = []
+        if t.spread > self.max_spread:
+            reasons.append(f"repeats spread {t.spread:.0%} of the median")
+        if t.wall_s > 0 and t.cpu_s < self.min_cpu * t.wall_s:
+            reasons.append(f"the process ran {t.cpu_s / t.wall_s:.0%} of the wall time")
+        if t.wait_s is not None and t.wall_s > 0 and t.wait_s > self.max_wait * t.wall_s:
+            reasons.append(f"its threads waited {t.wait_s / t.wall_s:.0%} of the wall time for a core")
+        return "; ".join(reasons)
+
+    def hopeless(self, t: Timing) -> bool:
+        return t.spread > self.hopeless_spread or (t.wall_s > 0 and t.cpu_s < self.hopeless_cpu * t.wall_s)
+
+    def retry(self, attempts: Sequence[Timing], max_retries: int) -> bool:
+        """Whether to measure again after `attempts`."""
+        return bool(self.noise(attempts[-1])) and len(attempts) <= max_retries
+
+    def verdict(self, attempts: Sequence[Timing]) -> tuple[Timing, str, bool]:
+        """The measurement kept (the clean one, else the fastest median), why it is noisy ("" when
+        clean), and whether it is hopeless (Status.NOISY: not to be ranked)."""
+        clean = [t for t in attempts if not self.noise(t)]
+        best = min(clean or attempts, key=lambda t: (t.median, t.spread))
+        return best, self.noise(best), self.hopeless(best)
+
+
+class MeasureSettings(TypedDict):
+    """How the worker measures a job (from the LocalRunner's fields)."""
+
+    repeats: int
+    min_repeat_s: float
+    check: bool
+    max_retries: int
+    noise: NoiseLimits
+    cutoff_s: float | None
