@@ -139,6 +139,7 @@ def run_one(bench: Bench, args: argparse.Namespace, threads: int) -> dict[str, A
         row["runs"][policy] = {
             "trials": len(curve), "seconds": result.seconds,
             "failures": sum(1 for _, _, m in _history(result) if not m.ok),
+            "failures_by_status": dict(result.failures),
             "best_s": best.median_s if best is not None else None,
             "best_point": best.candidate.point.describe() if best is not None else None,
             "best_schedule": best.candidate.schedule if best is not None else None,
