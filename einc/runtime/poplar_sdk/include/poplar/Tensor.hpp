@@ -1,8 +1,9 @@
 // einc's CPU mirror of the Poplar API (see einc/runtime/poplar.py). Not Graphcore's code.
 //
 // A Tensor is a view: the variable it belongs to and, for each of its elements in
-// row-major order, the element's index in that variable. Every view operation (slice,
-// index, reshape, dimShuffle, ...) computes a new index list, so views of views compose.
+// row-major order, the element's index in that variable (a list shared between views).
+// Views that keep the order (flatten, reshape, expand, squeeze) share the list; the others
+// (slice, index, dimShuffle, ...) compute a new one, so views of views compose.
 #pragma once
 
 #include <cstddef>
@@ -51,10 +52,15 @@ class Tensor {
   Tensor() = default;
   Tensor(std::shared_ptr<einc::Storage> storage, std::vector<std::size_t> shape,
          std::vector<std::size_t> elements)
+      : storage_(std::move(storage)),
+        shape_(std::move(shape)),
+        elements_(std::make_shared<const std::vector<std::size_t>>(std::move(elements))) {}
+  Tensor(std::shared_ptr<einc::Storage> storage, std::vector<std::size_t> shape,
+         std::shared_ptr<const std::vector<std::size_t>> elements)
       : storage_(std::move(storage)), shape_(std::move(shape)), elements_(std::move(elements)) {}
 
   bool valid() const { return storage_ != nullptr; }
-  std::size_t numElements() const { return elements_.size(); }
+  std::size_t numElements() const { return elements_ ? elements_->size() : 0; }
   const std::vector<std::size_t> &shape() const { return shape_; }
   unsigned rank() const { return static_cast<unsigned>(shape_.size()); }
   std::size_t dim(unsigned i) const {
@@ -72,6 +78,11 @@ class Tensor {
                          " of a tensor of shape " + shapeToString());
     std::vector<std::size_t> shape = shape_;
     shape[dimension] = end - begin;
+    if (dimension == 0) {  // a contiguous run of the element list
+      std::size_t inner = shape_[0] ? numElements() / shape_[0] : 0;
+      auto first = elements_->begin() + static_cast<std::ptrdiff_t>(begin * inner);
+      return Tensor(storage_, shape, std::vector<std::size_t>(first, first + static_cast<std::ptrdiff_t>((end - begin) * inner)));
+    }
     return remap(shape, [&](std::vector<std::size_t> &index) { index[dimension] += begin; });
   }
 
@@ -178,7 +189,7 @@ class Tensor {
 
   // mirror-only
   const std::shared_ptr<einc::Storage> &einc_storage() const { return storage_; }
-  const std::vector<std::size_t> &einc_elements() const { return elements_; }
+  const std::vector<std::size_t> &einc_elements() const { return *elements_; }
 
  private:
   void check_dim(unsigned d, const char *what) const {
@@ -197,7 +208,7 @@ class Tensor {
       f(old);
       std::size_t flat = 0;
       for (std::size_t d = 0; d < shape_.size(); ++d) flat = flat * shape_[d] + old[d];
-      elements[k] = elements_[flat];
+      elements[k] = (*elements_)[flat];
       for (std::size_t d = shape.size(); d-- > 0;) {
         if (++index[d] < shape[d]) break;
         index[d] = 0;
@@ -208,7 +219,7 @@ class Tensor {
 
   std::shared_ptr<einc::Storage> storage_;
   std::vector<std::size_t> shape_;
-  std::vector<std::size_t> elements_;
+  std::shared_ptr<const std::vector<std::size_t>> elements_;
 };
 
 // Join tensors along `dimension`. The mirror needs them to share one variable.
