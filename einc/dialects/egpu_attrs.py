@@ -191,7 +191,7 @@ class TileSplitAttr(Data[TileSplit]):
 
     def print_parameter(self, printer: Printer) -> None:
         t = self.data
-        listed = lambda xs: f"[{', '.join(map(str, xs))}]"  # noqa: E731
+        listed = lambda xs: f"[{', '.join(map(str, xs))}]"
         with printer.in_angle_brackets():
             printer.print_string(f"vertices = {t.vertices}, bytes = {t.bytes}")
             if not t.split:

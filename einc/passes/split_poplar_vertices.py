@@ -19,9 +19,8 @@ names the bytes and the limit (and a gathered table larger than a tile).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
@@ -31,7 +30,12 @@ from xdsl.passes import ModulePass
 from einc.dialects import egpu
 from einc.errors import SourceLocation, TargetError
 from einc.passes.utils.vertex_boxes import BoxSpace, point_shape
-from einc.passes.utils.vertex_split import element_bytes, splittable, unsplit, whole_reads
+from einc.passes.utils.vertex_split import (
+    element_bytes,
+    splittable,
+    unsplit,
+    whole_reads,
+)
 from einc.targets.descriptions import TargetDescription, description
 
 POINTS_PER_WORKER = 8

@@ -33,6 +33,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects import egpu
+from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.vertex_split import READS, WRITES, point_loop
 from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
     ADD,
@@ -41,7 +42,6 @@ from einc.targets.clike import (  # pyright: ignore[reportPrivateUsage]
     _Writer,
     c_identifier,
 )
-from einc.passes.utils.affine_index import dims_to_operands
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers
 from einc.targets.gpu import _index as _device_index  # pyright: ignore[reportPrivateUsage]

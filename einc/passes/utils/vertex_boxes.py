@@ -22,6 +22,7 @@ from einc.dialects import egpu
 from einc.dialects.egpu_attrs import TileSplit
 from einc.passes.utils.ranges import Unbounded
 from einc.passes.utils.vertex_split import (
+    BATCH_POINTS,
     Bounds,
     Splittable,
     element_bytes,
@@ -32,9 +33,6 @@ from einc.passes.utils.vertex_split import (
 
 FINE_TILES = 1 << 15
 """Most fine tiles the point space is cut into to bound the boxes (their hulls are exact)."""
-
-BATCH_POINTS = 1 << 21
-"""Points evaluated at once (memory: a few arrays of this many int64)."""
 
 
 def point_shape(space: Splittable, write_granule: int) -> tuple[int, ...] | None:
@@ -107,9 +105,9 @@ class BoxSpace:
                 hi = np.stack([np.maximum.reduce([r[d][1] for r in ranges]) for d in range(len(ranges[0]))], axis=-1)
                 lows[k].append(lo.reshape(len(tiles), per, -1).min(axis=1))
                 highs[k].append(hi.reshape(len(tiles), per, -1).max(axis=1))
-        for k in lows:
+        for k, parts in lows.items():
             size = np.array(self.sizes[k], np.int64)
-            lo = np.concatenate(lows[k]).reshape(*self.grid, len(size))
+            lo = np.concatenate(parts).reshape(*self.grid, len(size))
             hi = np.concatenate(highs[k]).reshape(*self.grid, len(size))
             self.reads[k] = np.clip(lo, 0, size - 1), np.clip(hi, 0, size - 1)
 

@@ -229,23 +229,36 @@ def _read_interval(op: Operation, bounds: Bounds) -> PointRange:
     return low, high
 
 
+BATCH_POINTS = 1 << 21
+"""Points the interval analysis evaluates at once (it keeps a few int64 arrays of this many
+per index value)."""
+
+
 def _reads(kernel: egpu.FuncOp, loop: scf.ForOp, points: np.ndarray, written: set[int]) -> dict[int, PointRange]:
     """Each read-only argument all of whose uses are loads the interval analysis bounds:
     the elements it may read, per point (unclipped: a guarded load's index may leave the
-    tensor where the guard is false)."""
-    bounds = Bounds(loop, points)
-    found: dict[int, PointRange] = {}
-    for k, arg in enumerate(kernel.body.block.args):
-        if k in written or not arg.uses:
-            continue
-        try:
-            intervals = [_read_interval(u.operation, bounds) for u in arg.uses if inside(u.operation, loop)]
-        except Unbounded:
-            continue
-        if len(intervals) != len(list(arg.uses)):
-            continue
-        found[k] = np.minimum.reduce([lo for lo, _ in intervals]), np.maximum.reduce([hi for _, hi in intervals])
-    return found
+    tensor where the guard is false); evaluated BATCH_POINTS points at a time."""
+    parts: dict[int, list[PointRange]] = {}
+    unbounded: set[int] = set()
+    for first in range(0, len(points), BATCH_POINTS):
+        bounds = Bounds(loop, points[first:first + BATCH_POINTS])
+        for k, arg in enumerate(kernel.body.block.args):
+            if k in written or k in unbounded or not arg.uses:
+                continue
+            try:
+                intervals = [_read_interval(u.operation, bounds) for u in arg.uses if inside(u.operation, loop)]
+            except Unbounded:
+                unbounded.add(k)
+                continue
+            if len(intervals) != len(list(arg.uses)):
+                unbounded.add(k)
+                continue
+            low = np.minimum.reduce([lo for lo, _ in intervals])
+            parts.setdefault(k, []).append((low, np.maximum.reduce([hi for _, hi in intervals])))
+    return {
+        k: (np.concatenate([lo for lo, _ in ranges]), np.concatenate([hi for _, hi in ranges]))
+        for k, ranges in parts.items() if k not in unbounded
+    }  # fmt: skip
 
 
 # ---- tile memory ----------------------------------------------------------------------------------
