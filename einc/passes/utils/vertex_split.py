@@ -452,7 +452,8 @@ def whole_reads(kernel: egpu.FuncOp) -> set[int]:
             continue
         try:
             for u in arg.uses:
-                read_dims(u.operation, bounds)
+                if isinstance(u.operation, affine.LoadOp | memref.LoadOp | egpu.VLoadOp):
+                    read_dims(u.operation, bounds)
         except Unbounded:
             found.add(k)
     return found

@@ -86,12 +86,39 @@ class Tensor {
     return remap(shape, [&](std::vector<std::size_t> &index) { index[dimension] += begin; });
   }
 
+  // A box: its elements are gathered in one pass (not one dimension after another, which
+  // would copy the whole tensor's list for each leading full dimension).
   Tensor slice(ArrayRef<std::size_t> begin, ArrayRef<std::size_t> end) const {
     if (begin.size() != rank() || end.size() != rank())
       throw poplar_error("slice bounds need one entry per dimension of " + shapeToString());
-    Tensor t = *this;
-    for (unsigned d = 0; d < rank(); ++d) t = t.slice(begin[d], end[d], d);
-    return t;
+    std::vector<std::size_t> shape(rank());
+    for (unsigned d = 0; d < rank(); ++d) {
+      if (begin[d] > end[d] || end[d] > shape_[d])
+        throw poplar_error("slice [" + std::to_string(begin[d]) + ", " + std::to_string(end[d]) +
+                           ") out of range for dimension " + std::to_string(d) + " of a tensor of shape " +
+                           shapeToString());
+      shape[d] = end[d] - begin[d];
+    }
+    std::size_t n = einc::product(shape);
+    std::vector<std::size_t> elements;
+    elements.reserve(n);
+    if (n != 0 && rank() != 0) {
+      std::size_t last = rank() - 1, row = shape[last];
+      std::vector<std::size_t> index(rank(), 0);  // over the box's rows (the last dimension's runs)
+      for (std::size_t k = 0; k < n / row; ++k) {
+        std::size_t flat = 0;
+        for (unsigned d = 0; d < rank(); ++d) flat = flat * shape_[d] + begin[d] + (d == last ? 0 : index[d]);
+        elements.insert(elements.end(), elements_->begin() + static_cast<std::ptrdiff_t>(flat),
+                        elements_->begin() + static_cast<std::ptrdiff_t>(flat + row));
+        for (std::size_t d = last; d-- > 0;) {
+          if (++index[d] < shape[d]) break;
+          index[d] = 0;
+        }
+      }
+    } else if (n != 0) {
+      elements = *elements_;
+    }
+    return Tensor(storage_, shape, std::move(elements));
   }
 
   // Index dimension 0, dropping it.
