@@ -7,6 +7,7 @@ memory limit, and local arrays inside a vertex's compute().
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -194,15 +195,112 @@ def test_kernel_over_a_tiles_memory_spreads_over_more_tiles() -> None:
     [
         ("output0[N] +=! input0[input1[N], K]", {**_ROWS, "input1": {"dtype": "int32", "shape": [12]}},
          "needs 960032 bytes of tile memory per vertex spread over 12 tiles"),
+        ("output0[F, C] = input0[input1[F], C]",
+         {"input0": {"dtype": "float32", "shape": [30528, 1024]}, "input1": {"dtype": "int32", "shape": [3072]}},
+         "needs 125051272 bytes of tile memory per vertex spread over 1472 tiles"),
         ("output0[] +=! input0[N, K]", _ROWS, "needs 960008 bytes of tile memory per vertex on one tile"),
     ],
-    ids=["gathered-rows", "one-vertex"],
+    ids=["gathered-rows", "antares-take", "one-vertex"],
 )
 def test_vertex_over_a_tiles_memory_is_a_target_error(ir: str, inputs: dict[str, Any], where: str) -> None:
-    """A gather reads its tensor whole on every tile; a kernel that cannot be split is one
-    vertex: either way a TargetError names the bytes and the limit, before any code."""
-    with pytest.raises(TargetError, match=rf"poplar target: kernel \w+ {where} .*more than a tile's 638976 bytes"):
+    """A gather reads its tensor whole on every tile (AntaresIR.md's Take: a 125 MB table);
+    a kernel that cannot be split is one vertex: either way a TargetError names the bytes
+    and the limit, before any code, and a gathered table larger than a tile by name."""
+    with pytest.raises(TargetError, match=rf"poplar target: kernel \w+ {where} .*more than a tile's 638976 bytes") as e:
         _compile(ir, inputs)
+    gathered = "it reads 'input0' (" in str(e.value) and "(a gather), whole on every tile" in str(e.value)
+    assert gathered == ("input1" in inputs)
+
+
+# ---- boxes of points ----------------------------------------------------------------------------------
+
+
+def _check_boxes(runner: Any, split: Any, reads: dict[str, int]) -> None:
+    """Every vertex writes its own box of output0 (disjoint, all of it) and reads, of each
+    input, a box of the split's extents (`reads`: elements per box)."""
+    records = [r for r in runner.graph() if "output0" in r.fields]
+    assert len(records) == split.vertices and len({r.tile for r in records}) == len(records)
+    assert sum(r.fields["output0"].count for r in records) == split.points
+    for r in records:
+        assert r.fields["output0"].writes
+        for name, count in reads.items():
+            assert r.fields[name].count == count
+
+
+@pytest.mark.parametrize(
+    ("ir", "inputs", "reads", "expect"),
+    [
+        ("output0[N, M] +=! input0[N, K] * input1[K, M]",
+         {"input0": {"dtype": "float32", "shape": [1024, 512]}, "input1": {"dtype": "float32", "shape": [512, 512]}},
+         {"input0": 16 * 512, "input1": 512 * 32}, lambda a, b: a @ b),
+        ("output0[F, P] +=! input0[C, P] * input1[C, F]",
+         {"input0": {"dtype": "float32", "shape": [16, 16384]}, "input1": {"dtype": "float32", "shape": [16, 64]}},
+         {"input0": 16 * 32, "input1": 16 * 32}, lambda a, b: b.T @ a),
+    ],
+    ids=["antares-matmul", "transposed-layout"],
+)
+def test_published_matmuls_run_in_boxes_of_points(
+    ir: str, inputs: dict[str, Any], reads: dict[str, int], expect: Any
+) -> None:
+    """AntaresIR.md's MatMul (1024x512x512) and the layout reading input0's columns: any
+    range of points reads input1 (or input0) as the hull of its rows, over a tile's memory,
+    so the points are cut into boxes (16 x 32 and 32 x 32, 1024 vertices) reading 16 rows
+    of input0 and 32 columns of input1 (the layout: 32 columns of each); results are NumPy's."""
+    require("poplar")
+    comp = _compile(ir, inputs)
+    kernel = next(k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes)
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.in_boxes and split.vertices == 1024 and split.bytes <= 624 * 1024
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = (values[k].astype(np.float64) for k in ("input0", "input1"))
+    np.testing.assert_allclose(outputs["output0"], expect(a, b), rtol=1e-4, atol=1e-3)
+    _check_boxes(runner, split, reads)
+
+
+def _conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    _, _, kh, kw = w.shape
+    ho, wo = x.shape[2] - kh + 1, x.shape[3] - kw + 1
+    return sum(np.einsum("nchw,fc->nfhw", x[:, :, i:i + ho, j:j + wo], w[:, :, i, j])
+               for i in range(kh) for j in range(kw))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ir", "inputs", "tile", "reads", "expect"),
+    [
+        ("output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 8, WO in 8",
+         {"input0": {"dtype": "float32", "shape": [2, 4, 10, 10]}, "input1": {"dtype": "float32", "shape": [6, 4, 3, 3]}},
+         (1, 3, 2, 4), {"input0": 4 * 4 * 6, "input1": 3 * 36}, _conv),
+        ("output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]",
+         {"input0": {"dtype": "float32", "shape": [3, 16, 24]}, "input1": {"dtype": "float32", "shape": [3, 24, 20]}},
+         (1, 4, 5), {"input0": 4 * 24, "input1": 24 * 5}, lambda a, b: a @ b),
+    ],
+    ids=["conv-windows", "batch-matmul"],
+)
+def test_boxes_of_points_read_windows_and_columns(
+    monkeypatch: pytest.MonkeyPatch, ir: str, inputs: dict[str, Any], tile: tuple[int, ...],
+    reads: dict[str, int], expect: Any,
+) -> None:  # fmt: skip
+    """ConvolutionNoPad and BatchMatMul at small sizes on tiles of 1 KiB (their published
+    sizes on 624 KiB tiles split the same way: benchmarks/poplar_antares.py): no range of
+    points fits, so the points are cut into boxes, each vertex reading its window of input0
+    (its rows and columns plus the kernel's halo) and its filters or columns of input1;
+    every read is bounds-checked against the box, and the results are NumPy's."""
+    require("poplar")
+    import einc.passes.split_poplar_vertices as poplar
+    from einc.targets.poplar import PoplarTarget
+
+    small = dataclasses.replace(PoplarTarget.limits, tile_memory=1024)
+    monkeypatch.setattr(poplar, "description", lambda name: small)
+    comp = _compile(ir, inputs)
+    kernel = next(k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes)
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.in_boxes and split.tile == tile and split.bytes <= 1024
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = (values[k].astype(np.float64) for k in ("input0", "input1"))
+    np.testing.assert_allclose(outputs["output0"], expect(a, b), rtol=1e-5, atol=1e-4)
+    _check_boxes(runner, split, reads)
 
 
 # ---- local arrays ------------------------------------------------------------------------------------

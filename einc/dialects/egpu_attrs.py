@@ -4,6 +4,7 @@ kernel's split over Poplar tiles (`#egpu.tile_split<...>`). The dialect is `einc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import auto
 
@@ -46,15 +47,25 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
 # ---- a kernel's split over Poplar tiles ----------------------------------------------------
 
 
+Box = tuple[int, tuple[int, ...], tuple[tuple[int, ...], ...]]
+"""A read-only argument connected as a box: (argument, extents per dimension, the box's low
+corner per dimension: one per vertex, or () where the extent is the whole dimension)."""
+
+
 @dataclass(frozen=True)
 class TileSplit:
     """How a kernel runs on Poplar tiles (`split-poplar-vertices` decides, the Poplar printer
     prints it): `vertices` vertices of at most `bytes` bytes of tile memory each. With one
-    vertex the kernel runs whole on tile 0 (`points`, `chunk` 0, no slices). Else vertex t
-    runs the points [t * chunk, min((t + 1) * chunk, points)) of the kernel's point loop (its
-    one top-level `scf.for`) on tile t; `written` holds (argument, s, c) for each written
-    argument, accessed only at flat element s * point + c; `read` holds (argument, first
-    elements, end elements) for each read-only argument connected as one slice per vertex."""
+    vertex the kernel runs whole on tile 0 (`points`, `chunk` 0, no slices). Else, in
+    ranges (`chunk` > 0), vertex t runs the points [t * chunk, min((t + 1) * chunk, points))
+    of the kernel's point loop (its one top-level `scf.for`) on tile t; `written` holds (argument,
+    s, c) for each written argument, accessed only at flat element s * point + c; `read`
+    holds (argument, first elements, end elements) for each read-only argument connected as
+    one slice per vertex. In boxes (`shape` non-empty, `chunk` 0), the points are indexed
+    row-major by `shape` (the written buffers' shape; each written at 1 * point + 0) and
+    vertex t runs the t-th box of `tile` points (boxes in row-major order, clipped to
+    `shape`), writing that box of each written buffer; `boxes` holds each read-only
+    argument connected as a box (see Box)."""
 
     vertices: int
     bytes: int
@@ -62,10 +73,22 @@ class TileSplit:
     chunk: int = 0
     written: tuple[tuple[int, int, int], ...] = ()
     read: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...] = ()
+    shape: tuple[int, ...] = ()
+    tile: tuple[int, ...] = ()
+    boxes: tuple[Box, ...] = ()
 
     @property
     def split(self) -> bool:
         return self.vertices > 1
+
+    @property
+    def in_boxes(self) -> bool:
+        return bool(self.shape)
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        """Boxes per dimension of `shape`."""
+        return tuple(-(-p // t) for p, t in zip(self.shape, self.tile))
 
     @property
     def written_at(self) -> dict[int, tuple[int, int]]:
@@ -79,7 +102,10 @@ class TileSplit:
 
     @property
     def bases(self) -> list[int]:
-        """The arguments indexed from their slice's first element (`einc_base<k>`)."""
+        """The arguments indexed from their slice's or box's first element (`einc_base<k>`);
+        a box split indexes its written buffers by the point's place in its box."""
+        if self.in_boxes:
+            return sorted(k for k, _, _ in self.boxes)
         return sorted([*(k for k, _, _ in self.written), *(k for k, _, _ in self.read)])
 
 
@@ -122,6 +148,18 @@ class TileSplitAttr(Data[TileSplit]):
             parser.parse_keyword("to")
             return k, first, integers()
 
+        def box() -> Box:
+            k = parser.parse_integer(allow_boolean=False)
+            parser.parse_keyword("box")
+            extent = integers()
+            parser.parse_keyword("at")
+            return k, extent, tuple(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, integers))
+
+        def parse_written() -> list[tuple[int, int, int]]:
+            parser.parse_keyword("written")
+            parser.parse_punctuation("=")
+            return parser.parse_comma_separated_list(parser.Delimiter.SQUARE, written)
+
         with parser.in_angle_brackets():
             vertices = field("vertices")
             parser.parse_punctuation(",")
@@ -130,11 +168,21 @@ class TileSplitAttr(Data[TileSplit]):
                 return TileSplit(vertices, size)
             points = field("points")
             parser.parse_punctuation(",")
+            if parser.parse_optional_keyword("box") is not None:
+                parser.parse_punctuation("=")
+                tile = integers()
+                parser.parse_keyword("in")
+                shape = integers()
+                parser.parse_punctuation(",")
+                writes = parse_written()
+                parser.parse_punctuation(",")
+                parser.parse_keyword("read")
+                parser.parse_punctuation("=")
+                boxes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, box)
+                return TileSplit(vertices, size, points, 0, tuple(writes), (), shape, tile, tuple(boxes))
             chunk = field("chunk")
             parser.parse_punctuation(",")
-            parser.parse_keyword("written")
-            parser.parse_punctuation("=")
-            writes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, written)
+            writes = parse_written()
             parser.parse_punctuation(",")
             parser.parse_keyword("read")
             parser.parse_punctuation("=")
@@ -143,15 +191,23 @@ class TileSplitAttr(Data[TileSplit]):
 
     def print_parameter(self, printer: Printer) -> None:
         t = self.data
+        listed = lambda xs: f"[{', '.join(map(str, xs))}]"
         with printer.in_angle_brackets():
             printer.print_string(f"vertices = {t.vertices}, bytes = {t.bytes}")
             if not t.split:
                 return
             writes = ", ".join(f"{k} at {s} * point + {c}" for k, s, c in t.written)
-            reads = ", ".join(
-                f"{k} from [{', '.join(map(str, first))}] to [{', '.join(map(str, end))}]"
-                for k, first, end in t.read
-            )
+            if t.in_boxes:
+                boxes = ", ".join(
+                    f"{k} box {listed(extent)} at [{', '.join(listed(low) for low in lows)}]"
+                    for k, extent, lows in t.boxes
+                )
+                printer.print_string(
+                    f", points = {t.points}, box = {listed(t.tile)} in {listed(t.shape)}, "
+                    f"written = [{writes}], read = [{boxes}]"
+                )
+                return
+            reads = ", ".join(f"{k} from {listed(first)} to {listed(end)}" for k, first, end in t.read)
             printer.print_string(
                 f", points = {t.points}, chunk = {t.chunk}, written = [{writes}], read = [{reads}]"
             )
@@ -163,6 +219,15 @@ class TileSplitAttr(Data[TileSplit]):
         if not t.split:
             if t.points or t.chunk or t.written or t.read:
                 raise VerifyException("egpu.tile_split: one vertex has no points or slices")
+            return
+        if t.in_boxes:
+            if len(t.tile) != len(t.shape) or math.prod(t.shape) != t.points or not t.written:
+                raise VerifyException(f"egpu.tile_split: boxes of {t.tile} points in {t.shape} are not {t.points} points")
+            if math.prod(t.grid) != t.vertices or t.chunk or t.read or min(t.tile) < 1:
+                raise VerifyException(f"egpu.tile_split: boxes of {t.tile} in {t.shape} are not {t.vertices} vertices")
+            for _, extent, lows in t.boxes:
+                if len(extent) != len(lows) or any(len(low) not in (0, t.vertices) for low in lows):
+                    raise VerifyException("egpu.tile_split: a box's low corner per dimension and vertex")
             return
         if t.chunk < 1 or -(-t.points // t.chunk) != t.vertices or not t.written:
             raise VerifyException(

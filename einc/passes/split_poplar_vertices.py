@@ -11,22 +11,32 @@ Policy: a kernel that may be split (einc/passes/utils/vertex_split.py, with its 
 gets at least POINTS_PER_WORKER points per worker, on at most the description's `tiles`
 vertices, unless a vertex's data do not fit its tile's `tile_memory`: then the points are
 cut into more vertices (a power of two or the most, up to one word's worth of points per
-vertex) until they fit. A kernel that cannot be split is one vertex on tile 0. When no
-choice fits, a TargetError names the bytes and the limit.
+vertex) until they fit; when no range of points fits (a column or window of an input read
+as the hull of its rows), the points are cut into boxes (einc/passes/utils/vertex_boxes.py).
+A kernel that cannot be split is one vertex on tile 0. When no choice fits, a TargetError
+names the bytes and the limit (and a gathered table larger than a tile).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from einc.dialects import egpu
 from einc.errors import SourceLocation, TargetError
 from einc.passes.utils.staging import staged_location
-from einc.passes.utils.vertex_split import splittable, unsplit
+from einc.passes.utils.vertex_boxes import BoxSpace, point_shape
+from einc.passes.utils.vertex_split import (
+    element_bytes,
+    splittable,
+    unsplit,
+    whole_reads,
+)
 from einc.targets.descriptions import KernelError, TargetDescription, description
 
 POINTS_PER_WORKER = 8
@@ -41,17 +51,40 @@ def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> T
     from einc.targets.gpu import private_bytes, written_tensor
 
     spread = f" spread over {tiles} tiles" if tiles > 1 else " on one tile"
+    gathers = [
+        f"'{_name(kernel, k)}' ({_whole_bytes(a)} bytes)"
+        for k, a in enumerate(kernel.body.block.args)
+        if k in whole_reads(kernel) and _whole_bytes(a) > limit
+    ]
+    reason = (
+        f"; it reads {', '.join(gathers)} at indices known only when it runs (a gather), "
+        "whole on every tile, and a table larger than a tile is not spread over tiles"
+        if gathers else ""
+    )
     message = (f"poplar target: kernel {kernel.sym_name.data} needs {needed} bytes of tile memory per "
-               f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes")  # fmt: skip
+               f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes"
+               f"{reason}")  # fmt: skip
     loc = staged_location(kernel) if needed - private_bytes(kernel) <= limit else None
     if loc is not None:
         return TargetError(message, loc)
     return KernelError(message, SourceLocation("<target>", 1, 1), written_tensor(kernel))
 
 
+def _name(kernel: egpu.FuncOp, k: int) -> str:
+    attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
+    name = attrs[k].data.get("ein.name") if k < len(attrs) else None
+    return name.data if isinstance(name, StringAttr) else f"argument {k}"
+
+
+def _whole_bytes(arg: SSAValue) -> int:
+    assert isinstance(arg.type, MemRefType)
+    return math.prod(arg.type.get_shape()) * element_bytes(arg.type)
+
+
 def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:
-    """The kernel's split: the preferred vertex count when it fits, else the fewest vertices
-    that fit; TargetError when none does (or when an unsplit kernel's vertex does not fit)."""
+    """The kernel's split: in ranges of points, the preferred vertex count when it fits, else
+    the fewest vertices that fit; else in boxes (`BoxSpace.search`); TargetError when none
+    fits (or when an unsplit kernel's vertex does not fit)."""
     space = splittable(kernel, desc.write_granule)
     if space is None:
         alone = unsplit(kernel)
@@ -68,6 +101,11 @@ def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:
         needed = split.bytes
         if needed <= desc.tile_memory:
             return split
+    shape = point_shape(space, desc.write_granule)
+    if shape is not None:
+        boxes = BoxSpace(space, shape).search(desc.tile_memory, desc.tiles, preferred)
+        if boxes is not None:
+            return boxes
     raise _memory_error(kernel, needed, desc.tile_memory, max(candidates))
 
 

@@ -30,8 +30,10 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects import egpu
+from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.vertex_split import READS, WRITES, point_loop
 from einc.targets.c_lexicon import c_identifier
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
@@ -157,6 +159,10 @@ def _plain_fields(split: egpu.TileSplit | None) -> list[str]:
     element of each slice."""
     if split is None:
         return []
+    if split.in_boxes:
+        tiled = [i for i, (p, t) in enumerate(zip(split.shape, split.tile)) if t < p]
+        return ["einc_count", *(f"einc_{f}{i}" for i in tiled for f in ("first", "size")),
+                *(f"einc_base{k}" for k in split.bases)]  # fmt: skip
     return ["einc_begin", "einc_end", *(f"einc_base{k}" for k in split.bases)]
 
 
@@ -170,27 +176,92 @@ class _PoplarWriter(_Writer):
     splits: dict[str, egpu.TileSplit | None]
     """Every kernel's split, by name (read once, before printing)."""
 
+    split: egpu.TileSplit | None = None
+    in_box: set[SSAValue]
+    """A box split's written buffers, indexed by the point's place in its box."""
+    box_extents: dict[SSAValue, tuple[int, ...]]
+
     def __init__(self, target: type[DeviceTarget]):
         super().__init__(target)
+        self.in_box = set()
+        self.box_extents = {}
         self.bases = {}
         self.spellings = {}
         self.splits = {}
 
     def statement(self, op: Operation) -> None:
-        """The split point loop runs over the vertex's own points."""
+        """The split point loop runs over the vertex's own points: its range, or the place
+        `einc_q` of each point in its box (row-major), decoded into the point."""
         loop = self.loop
         if loop is None or op is not loop:
             super().statement(op)
             return
         step = loop.step.owner.value.value.data  # type: ignore[union-attr]
-        lower = Expr(f"einc_begin + {self.value(loop.lb).operand(ADD + 1)}", ADD)
-        self.for_loop(loop.body.block.args[0], lower, Expr("einc_end"), step, loop.body.block)
+        split = self.split
+        if split is None or not split.in_boxes:
+            lower = Expr(f"einc_begin + {self.value(loop.lb).operand(ADD + 1)}", ADD)
+            self.for_loop(loop.body.block.args[0], lower, Expr("einc_end"), step, loop.body.block)
+            return
+        self.scopes.append(set())
+        self.open(f"for (int einc_q = {self.value(loop.lb).text}; einc_q < einc_count; einc_q += {step})")
+        point = self.declare(loop.body.block.args[0])
+        dims = list(zip(split.shape, split.tile))
+        for i in reversed(range(len(dims))):
+            size, tile = dims[i]
+            first, extent = (f"einc_first{i}", f"einc_size{i}") if tile < size else ("", str(size))
+            rest = "einc_q" if i == len(dims) - 1 else "einc_r"
+            coordinate = rest if i == 0 else f"{rest} % {extent}"
+            coordinate = f"{first} + {coordinate}" if first else coordinate
+            stride = math.prod(split.shape[i + 1:])
+            term = coordinate if stride == 1 else f"({coordinate}) * {stride}"
+            self.line(f"int {point} = {term};" if i == len(dims) - 1 else f"{point} += {term};")
+            if i > 0:
+                self.line(f"int einc_r = einc_q / {extent};" if i == len(dims) - 1 else f"einc_r /= {extent};")
+        self.block(loop.body.block)
+        self.close()
+        self.scopes.pop()
 
     def access(self, buffer: SSAValue, index: Expr) -> str:
+        if buffer in self.in_box:
+            return f"{self.value(buffer).text}[einc_q]"
         base = self.bases.get(buffer)
         if base is None:
             return super().access(buffer, index)
         return f"{self.value(buffer).text}[{index.operand(ADD)} - {base}]"
+
+    def flat_affine(self, buffer: SSAValue, m: AffineMap, operands: Sequence[SSAValue]) -> Expr:
+        """A box-connected buffer is indexed row-major in its box (less its base)."""
+        extent = self.box_extents.get(buffer)
+        if extent is None:
+            return super().flat_affine(buffer, m, operands)
+        m = dims_to_operands(m)
+        flat: AffineExpr = AffineExpr.constant(0)
+        for result, stride in zip(m.results, _box_strides(extent)):
+            flat = flat + result * stride
+        return self.affine_expr(flat, operands)
+
+    def flat_values(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> Expr:
+        extent = self.box_extents.get(buffer)
+        if extent is None:
+            return super().flat_values(buffer, indices)
+        terms = [
+            Expr(f"{self.value(i).operand(MUL)} * {stride}", MUL) if stride != 1 else self.value(i)
+            for i, stride in zip(indices, _box_strides(extent))
+        ]
+        return Expr(" + ".join(t.operand(ADD + 1) for t in terms), ADD) if terms else Expr("0")
+
+
+def _reshape(buffer: SSAValue, arg: SSAValue) -> str:
+    """`.reshape({...})` to the kernel argument's shape where the buffer's differs."""
+    have, want = buffer.type, arg.type
+    assert isinstance(have, MemRefType) and isinstance(want, MemRefType)
+    if have.get_shape() == want.get_shape():
+        return ""
+    return f".reshape({{{', '.join(str(n) for n in want.get_shape())}}})"
+
+
+def _box_strides(extent: Sequence[int]) -> list[int]:
+    return [math.prod(extent[d + 1:]) for d in range(len(extent))]
 
 
 class PoplarTarget(DeviceTarget):
@@ -217,7 +288,7 @@ class PoplarTarget(DeviceTarget):
     helper_prefix: ClassVar[str] = "static inline"
     reserved_words = frozenset({
         "workerId", "compute", "poplar", "half", "buffers", "graph", "prog", "einc_block",
-        "einc_thread", "einc_begin", "einc_end",
+        "einc_thread", "einc_begin", "einc_end", "einc_q", "einc_r", "einc_count",
     })  # fmt: skip
     work_item_index = {
         "global_id.x": "(int)workerId", "thread_id.x": "(int)workerId", "block_id.x": "0",
@@ -286,9 +357,13 @@ class PoplarTarget(DeviceTarget):
         if isinstance(w, _PoplarWriter):
             w.loop = point_loop(kernel) if split is not None else None
             w.bases = {}
+            w.split, w.in_box, w.box_extents = split, set(), {}
             if split is not None:
                 args = kernel.body.block.args
                 w.bases = {args[k]: f"einc_base{k}" for k in split.bases}
+                if split.in_boxes:
+                    w.in_box = {args[k] for k, _, _ in split.written}
+                    w.box_extents = {args[k]: extent for k, extent, _ in split.boxes}
         fields += [f"int {field};" for field in _plain_fields(split)]
         w.line(f"class {vertex_type(kernel)} : public poplar::MultiVertex {{")
         w.line("public:")
@@ -325,6 +400,7 @@ class PoplarTarget(DeviceTarget):
         w.scopes.pop()
         if isinstance(w, _PoplarWriter):
             w.loop = None
+            w.split, w.in_box, w.box_extents = None, set(), {}
             w.bases = {}
             w.spellings = {}
 
@@ -366,6 +442,12 @@ class PoplarTarget(DeviceTarget):
                 edges = ", ".join(f'{{"{w.names[a]}", {tensors[p]}}}' for p, a in enumerate(args))
                 w.line(f'poplar::VertexRef v{k} = graph.addVertex(cs{k}, "{vertex}", {{{edges}}});')
                 w.line(f"graph.setTileMapping(v{k}, 0);")
+            elif split.in_boxes:
+                shaped = {
+                    pos: f"buffers[{index[id(buffer)]}]" + _reshape(buffer, args[pos])
+                    for pos, buffer in enumerate(launch.buffers)
+                }
+                cls.box_vertices(w, k, vertex, split, [w.names[a] for a in args], tensors, shaped, args)
             else:
                 cls.split_vertices(w, k, vertex, split, [w.names[a] for a in args], tensors)
             w.line(f"prog.add(poplar::program::Execute(cs{k}));")
@@ -407,6 +489,58 @@ class PoplarTarget(DeviceTarget):
         w.line("graph.setTileMapping(v, tile);")
         for pos, _, _ in split.written:
             w.line(f"graph.setTileMapping({slices[pos]}, tile);")
+        w.close()
+
+    @staticmethod
+    def box_vertices(
+        w: _Writer, k: int, vertex: str, split: egpu.TileSplit, fields: list[str],
+        tensors: dict[int, str], shaped: dict[int, str], args: Sequence[SSAValue],
+    ) -> None:  # fmt: skip
+        """The loop adding compute set `cs<k>`'s vertices of a box split, one per tile: the
+        tile's box of points (`first<i>`, `size<i>` per cut dimension), that box of each
+        written buffer, and each read box (its low corner from a table per vertex where the
+        box is not the whole dimension)."""
+        tiled = [i for i, (p, t) in enumerate(zip(split.shape, split.tile)) if t < p]
+        lows: dict[tuple[int, int], str] = {}
+        for pos, _, corner in split.boxes:
+            for d, low in enumerate(corner):
+                if low:
+                    w.line(f"static const unsigned einc_low{k}_{pos}_{d}[{split.vertices}] = {{{', '.join(map(str, low))}}};")
+                    lows[pos, d] = f"einc_low{k}_{pos}_{d}[tile]"
+        w.open(f"for (unsigned tile = 0; tile < {split.vertices}; ++tile)")
+        grid = split.grid
+        for i in tiled:
+            below = math.prod(grid[i + 1:])
+            g = "tile" if below == 1 else f"tile / {below}"
+            g = g if i == 0 else f"{g} % {grid[i]}"
+            w.line(f"unsigned first{i} = {g} * {split.tile[i]}, size{i} = std::min({split.tile[i]}u, {split.shape[i]}u - first{i});")
+
+        def box(lo: list[str], hi: list[str]) -> str:
+            return f".slice({{{', '.join(lo)}}}, {{{', '.join(hi)}}}).flatten()"
+
+        points_lo = [f"first{i}" if i in tiled else "0" for i in range(len(split.shape))]
+        points_hi = [f"first{i} + size{i}" if i in tiled else str(n) for i, n in enumerate(split.shape)]
+        edges: dict[int, str] = {pos: shaped[pos] + box(points_lo, points_hi) for pos, _, _ in split.written}
+        bases: dict[int, str] = {}
+        for pos, extent, corner in split.boxes:
+            lo = [lows.get((pos, d), "0") for d in range(len(extent))]
+            hi = [f"{lo[d]} + {e}" if (pos, d) in lows else str(e) for d, e in enumerate(extent)]
+            edges[pos] = shaped[pos] + box(lo, hi)
+            terms = [f"{lo[d]} * {stride}" if stride != 1 else lo[d]
+                     for d, stride in enumerate(_box_strides(extent)) if (pos, d) in lows]  # fmt: skip
+            bases[pos] = " + ".join(terms) or "0"
+        listed = ", ".join(f'{{"{name}", {edges.get(pos, tensors[pos])}}}' for pos, name in enumerate(fields))
+        w.line(f'poplar::VertexRef v = graph.addVertex(cs{k}, "{vertex}", {{{listed}}});')
+        count = " * ".join(f"size{i}" if i in tiled else str(n) for i, n in enumerate(split.shape))
+        w.line(f'graph.setInitialValue(v["einc_count"], {count});')
+        for i in tiled:
+            w.line(f'graph.setInitialValue(v["einc_first{i}"], first{i});')
+            w.line(f'graph.setInitialValue(v["einc_size{i}"], size{i});')
+        for pos in split.bases:
+            w.line(f'graph.setInitialValue(v["einc_base{pos}"], {bases[pos]});')
+        w.line("graph.setTileMapping(v, tile);")
+        for pos, _, _ in split.written:
+            w.line(f"graph.setTileMapping({edges[pos]}, tile);")
         w.close()
 
     @classmethod

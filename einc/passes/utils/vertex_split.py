@@ -8,7 +8,7 @@ point loop at s * point + c (checked at every point), so vertex t touches only e
 [s * begin + c, s * (end - 1) + c] of it, disjoint from every other vertex's, and no two
 vertices write one 32-bit word (for elements narrower than the write granule, `chunk` and c
 are multiples of the elements per word and s is 1); every load of a read-only buffer
-connected as a slice reads inside that vertex's slice (`_Bounds`, on ranges.py's rules per point,
+connected as a slice reads inside that vertex's slice (`Bounds`, on ranges.py's rules per point,
 bounds its index at every point; the slice is clipped to the tensor, since a guarded load's
 index may leave it where the guard is false). `vertex_bytes` is the most tile memory one
 vertex needs: its fields (each slice or whole tensor, in FIELD_ALIGN units), its plain
@@ -116,7 +116,7 @@ def _flat_index(op: Operation, point: SSAValue, points: np.ndarray) -> np.ndarra
     return flat
 
 
-def _inside(op: Operation, loop: Operation) -> bool:
+def inside(op: Operation, loop: Operation) -> bool:
     parent = op.parent_op()
     while parent is not None and parent is not loop:
         parent = parent.parent_op()
@@ -126,11 +126,11 @@ def _inside(op: Operation, loop: Operation) -> bool:
 # ---- the elements a vertex reads: intervals per point ------------------------------------------
 
 
-def _map_ranges(m: AffineMap, operands: Sequence[SSAValue], bounds: _Bounds) -> list[PointRange]:
+def _map_ranges(m: AffineMap, operands: Sequence[SSAValue], bounds: Bounds) -> list[PointRange]:
     return point_map_ranges(m, [bounds.of(o) for o in operands], bounds.ranges)
 
 
-class _Bounds:
+class Bounds:
     """Ranges of index values inside the split loop, per point: the point itself, the
     induction variables of loops inside it (from their bounds), constants, affine.apply /
     min and integer arithmetic on them (einc/passes/utils/ranges.py's rules, per point).
@@ -154,7 +154,7 @@ class _Bounds:
         owner = v.owner
         if isinstance(owner, Block):
             parent = owner.parent_op()
-            if parent is None or not _inside(parent, self.loop) or v is not owner.args[0]:
+            if parent is None or not inside(parent, self.loop) or v is not owner.args[0]:
                 raise Unbounded()
             if isinstance(parent, affine.ForOp):
                 lows = _map_ranges(parent.lowerBoundMap.data, parent.lowerBoundOperands, self)
@@ -203,40 +203,62 @@ class _Bounds:
         raise Unbounded()
 
 
-def _read_interval(op: Operation, bounds: _Bounds) -> PointRange:
-    """The flat elements a load may touch, per point (a vector load: all its lanes)."""
+def read_dims(op: Operation, bounds: Bounds) -> list[PointRange]:
+    """The index range a load may take in each dimension of its buffer, per point (a vector
+    load: all its lanes, in the last dimension)."""
     if isinstance(op, affine.LoadOp):
-        buffer, results = op.memref, _map_ranges(op.map.data, op.indices, bounds)
+        results = _map_ranges(op.map.data, op.indices, bounds)
     elif isinstance(op, memref.LoadOp | egpu.VLoadOp):
-        buffer, results = op.memref, [bounds.of(i) for i in op.indices]
+        results = [bounds.of(i) for i in op.indices]
     else:
         raise Unbounded()
+    if isinstance(op, egpu.VLoadOp) and results:
+        lo, hi = results[-1]
+        results[-1] = lo, hi + op.result.type.get_shape()[0] - 1  # type: ignore[attr-defined]
+    return results
+
+
+def _read_interval(op: Operation, bounds: Bounds) -> PointRange:
+    """The flat elements a load may touch, per point (a vector load: all its lanes)."""
+    results = read_dims(op, bounds)
+    buffer = op.operands[0]  # the memref of every load read_dims bounds
     assert isinstance(buffer.type, MemRefType)
     low, high = np.zeros_like(bounds.points), np.zeros_like(bounds.points)
     for (lo, hi), size in zip(results, buffer.type.get_shape()):
         low, high = low * size + lo, high * size + hi
-    if isinstance(op, egpu.VLoadOp):
-        high = high + op.result.type.get_shape()[0] - 1  # type: ignore[attr-defined]
     return low, high
+
+
+BATCH_POINTS = 1 << 21
+"""Points the interval analysis evaluates at once (it keeps a few int64 arrays of this many
+per index value)."""
 
 
 def _reads(kernel: egpu.FuncOp, loop: scf.ForOp, points: np.ndarray, written: set[int]) -> dict[int, PointRange]:
     """Each read-only argument all of whose uses are loads the interval analysis bounds:
     the elements it may read, per point (unclipped: a guarded load's index may leave the
-    tensor where the guard is false)."""
-    bounds = _Bounds(loop, points)
-    found: dict[int, PointRange] = {}
-    for k, arg in enumerate(kernel.body.block.args):
-        if k in written or not arg.uses:
-            continue
-        try:
-            intervals = [_read_interval(u.operation, bounds) for u in arg.uses if _inside(u.operation, loop)]
-        except Unbounded:
-            continue
-        if len(intervals) != len(list(arg.uses)):
-            continue
-        found[k] = np.minimum.reduce([lo for lo, _ in intervals]), np.maximum.reduce([hi for _, hi in intervals])
-    return found
+    tensor where the guard is false); evaluated BATCH_POINTS points at a time."""
+    parts: dict[int, list[PointRange]] = {}
+    unbounded: set[int] = set()
+    for first in range(0, len(points), BATCH_POINTS):
+        bounds = Bounds(loop, points[first:first + BATCH_POINTS])
+        for k, arg in enumerate(kernel.body.block.args):
+            if k in written or k in unbounded or not arg.uses:
+                continue
+            try:
+                intervals = [_read_interval(u.operation, bounds) for u in arg.uses if inside(u.operation, loop)]
+            except Unbounded:
+                unbounded.add(k)
+                continue
+            if len(intervals) != len(list(arg.uses)):
+                unbounded.add(k)
+                continue
+            low = np.minimum.reduce([lo for lo, _ in intervals])
+            parts.setdefault(k, []).append((low, np.maximum.reduce([hi for _, hi in intervals])))
+    return {
+        k: (np.concatenate([lo for lo, _ in ranges]), np.concatenate([hi for _, hi in ranges]))
+        for k, ranges in parts.items() if k not in unbounded
+    }  # fmt: skip
 
 
 # ---- tile memory ----------------------------------------------------------------------------------
@@ -247,34 +269,42 @@ def _elements(arg: SSAValue) -> int:
     return math.prod(arg.type.get_shape())
 
 
-def _element_bytes(t: Attribute) -> int:
+def element_bytes(t: Attribute) -> int:
     assert isinstance(t, MemRefType)
     return max(t.get_element_type().bitwidth, 8) // 8  # type: ignore[attr-defined]
 
 
-def _field_bytes(elements: np.ndarray | int, width: int) -> np.ndarray | int:
+def field_bytes(elements: np.ndarray | int, width: int) -> np.ndarray | int:
     return -(-(np.asarray(elements) * width) // FIELD_ALIGN) * FIELD_ALIGN
 
 
-def _local_bytes(kernel: egpu.FuncOp) -> int:
+def local_bytes(kernel: egpu.FuncOp) -> int:
     """The local arrays of a vertex's compute(): one copy per worker it uses."""
     workers = min(math.prod(kernel.block_size), 6)
     arrays = [op for op in kernel.walk() if isinstance(op, memref.AllocaOp | egpu.AllocSharedOp)]
-    return workers * sum(int(_field_bytes(_elements(a.results[0]), _element_bytes(a.results[0].type))) for a in arrays)
+    return workers * sum(int(field_bytes(_elements(a.results[0]), element_bytes(a.results[0].type))) for a in arrays)
 
 
 def vertex_bytes(kernel: egpu.FuncOp, split: TileSplit | None) -> int:
     """The most bytes of tile memory one of the kernel's vertices needs: its fields (each
-    connected slice, or whole tensor, in FIELD_ALIGN units), its plain fields and its
+    connected slice or box, or whole tensor, in FIELD_ALIGN units), its plain fields and its
     workers' local arrays."""
     args = kernel.body.block.args
     if split is None:
-        fields = sum(int(_field_bytes(_elements(a), _element_bytes(a.type))) for a in args)
-        return fields + _local_bytes(kernel)
+        fields = sum(int(field_bytes(_elements(a), element_bytes(a.type))) for a in args)
+        return fields + local_bytes(kernel)
+    if split.boxes or split.shape:
+        boxes = {k: extent for k, extent, _ in split.boxes}
+        tiled = sum(1 for p, t in zip(split.shape, split.tile) if t < p)
+        size = local_bytes(kernel) + 4 * (1 + 2 * tiled + len(split.bases))
+        for k, a in enumerate(args):
+            count = math.prod(split.tile) if k in split.written_at else math.prod(boxes.get(k, (_elements(a),)))
+            size += int(field_bytes(count, element_bytes(a.type)))
+        return size
     begins = np.arange(split.vertices, dtype=np.int64) * split.chunk
     ends = np.minimum(begins + split.chunk, split.points)
     writes, reads = split.written_at, split.read_slices
-    total = np.zeros_like(begins) + _local_bytes(kernel) + 4 * (2 + len(split.bases))
+    total = np.zeros_like(begins) + local_bytes(kernel) + 4 * (2 + len(split.bases))
     for k, a in enumerate(args):
         if k in writes:
             s, _ = writes[k]
@@ -284,7 +314,7 @@ def vertex_bytes(kernel: egpu.FuncOp, split: TileSplit | None) -> int:
             count = np.array(end) - np.array(first)
         else:
             count = _elements(a)
-        total = total + _field_bytes(count, _element_bytes(a.type))
+        total = total + field_bytes(count, element_bytes(a.type))
     return int(total.max())
 
 
@@ -342,7 +372,7 @@ def _split_points(
             continue
         found: set[tuple[int, int]] = set()
         for user in users:
-            flat = _flat_index(user, point, points) if _inside(user, loop) else None
+            flat = _flat_index(user, point, points) if inside(user, loop) else None
             if flat is None:
                 return None
             s, c = int(flat[1] - flat[0]), int(flat[0])
@@ -352,7 +382,7 @@ def _split_points(
         if len(found) != 1:
             return None
         ((s, c),) = found
-        width = _element_bytes(arg.type)
+        width = element_bytes(arg.type)
         if width < write_granule:
             per_word = write_granule // width
             if s != 1 or c % per_word:
@@ -407,3 +437,23 @@ def splittable(kernel: egpu.FuncOp, write_granule: int) -> Splittable | None:
     loop, total, writes, words = legal
     reads = _reads(kernel, loop, np.arange(total, dtype=np.int64), set(writes))
     return Splittable(kernel, loop, total, writes, words, reads)
+
+
+def whole_reads(kernel: egpu.FuncOp) -> set[int]:
+    """The read-only arguments of a splittable kernel read at indices the interval analysis
+    cannot bound (a gather's table): connected whole to every vertex."""
+    loops = [op for op in kernel.body.block.ops if isinstance(op, scf.ForOp)]
+    if len(loops) != 1:
+        return set()
+    bounds = Bounds(loops[0], np.zeros(1, np.int64))
+    found = set()
+    for k, arg in enumerate(kernel.body.block.args):
+        if written(arg):
+            continue
+        try:
+            for u in arg.uses:
+                if isinstance(u.operation, affine.LoadOp | memref.LoadOp | egpu.VLoadOp):
+                    read_dims(u.operation, bounds)
+        except Unbounded:
+            found.add(k)
+    return found

@@ -171,18 +171,17 @@ class Engine {
     }
   }
 
+  // One vertex after another, each filled, run and written back: the same as filling all
+  // first, since no vertex of a compute set reads what another writes (check_races).
   void execute(unsigned cs) {
-    std::vector<einc::VertexInstance *> vertices;
-    for (const auto &v : state_->vertices)
-      if (v->computeSet == cs) vertices.push_back(v.get());
-    for (auto *v : vertices)
+    for (const auto &v : state_->vertices) {
+      if (v->computeSet != cs) continue;
       for (auto &[name, field] : v->fields) field->gather();
-    for (auto *v : vertices)
       if (!v->run())
         throw poplar_error("a vertex of type '" + v->type + "' in compute set '" + state_->computeSets[cs] +
                            "' returned false");
-    for (auto *v : vertices)
       for (auto &[name, field] : v->fields) field->scatter();
+    }
   }
 
   const Tensor &stream(const std::string &handle, bool write) const {

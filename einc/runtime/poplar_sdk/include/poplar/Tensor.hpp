@@ -1,8 +1,9 @@
 // einc's CPU mirror of the Poplar API (see einc/runtime/poplar.py). Not Graphcore's code.
 //
 // A Tensor is a view: the variable it belongs to and, for each of its elements in
-// row-major order, the element's index in that variable. Every view operation (slice,
-// index, reshape, dimShuffle, ...) computes a new index list, so views of views compose.
+// row-major order, the element's index in that variable (a list shared between views).
+// Views that keep the order (flatten, reshape, expand, squeeze) share the list; the others
+// (slice, index, dimShuffle, ...) compute a new one, so views of views compose.
 #pragma once
 
 #include <cstddef>
@@ -51,10 +52,15 @@ class Tensor {
   Tensor() = default;
   Tensor(std::shared_ptr<einc::Storage> storage, std::vector<std::size_t> shape,
          std::vector<std::size_t> elements)
+      : storage_(std::move(storage)),
+        shape_(std::move(shape)),
+        elements_(std::make_shared<const std::vector<std::size_t>>(std::move(elements))) {}
+  Tensor(std::shared_ptr<einc::Storage> storage, std::vector<std::size_t> shape,
+         std::shared_ptr<const std::vector<std::size_t>> elements)
       : storage_(std::move(storage)), shape_(std::move(shape)), elements_(std::move(elements)) {}
 
   bool valid() const { return storage_ != nullptr; }
-  std::size_t numElements() const { return elements_.size(); }
+  std::size_t numElements() const { return elements_ ? elements_->size() : 0; }
   const std::vector<std::size_t> &shape() const { return shape_; }
   unsigned rank() const { return static_cast<unsigned>(shape_.size()); }
   std::size_t dim(unsigned i) const {
@@ -72,15 +78,47 @@ class Tensor {
                          " of a tensor of shape " + shapeToString());
     std::vector<std::size_t> shape = shape_;
     shape[dimension] = end - begin;
+    if (dimension == 0) {  // a contiguous run of the element list
+      std::size_t inner = shape_[0] ? numElements() / shape_[0] : 0;
+      auto first = elements_->begin() + static_cast<std::ptrdiff_t>(begin * inner);
+      return Tensor(storage_, shape, std::vector<std::size_t>(first, first + static_cast<std::ptrdiff_t>((end - begin) * inner)));
+    }
     return remap(shape, [&](std::vector<std::size_t> &index) { index[dimension] += begin; });
   }
 
+  // A box: its elements are gathered in one pass (not one dimension after another, which
+  // would copy the whole tensor's list for each leading full dimension).
   Tensor slice(ArrayRef<std::size_t> begin, ArrayRef<std::size_t> end) const {
     if (begin.size() != rank() || end.size() != rank())
       throw poplar_error("slice bounds need one entry per dimension of " + shapeToString());
-    Tensor t = *this;
-    for (unsigned d = 0; d < rank(); ++d) t = t.slice(begin[d], end[d], d);
-    return t;
+    std::vector<std::size_t> shape(rank());
+    for (unsigned d = 0; d < rank(); ++d) {
+      if (begin[d] > end[d] || end[d] > shape_[d])
+        throw poplar_error("slice [" + std::to_string(begin[d]) + ", " + std::to_string(end[d]) +
+                           ") out of range for dimension " + std::to_string(d) + " of a tensor of shape " +
+                           shapeToString());
+      shape[d] = end[d] - begin[d];
+    }
+    std::size_t n = einc::product(shape);
+    std::vector<std::size_t> elements;
+    elements.reserve(n);
+    if (n != 0 && rank() != 0) {
+      std::size_t last = rank() - 1, row = shape[last];
+      std::vector<std::size_t> index(rank(), 0);  // over the box's rows (the last dimension's runs)
+      for (std::size_t k = 0; k < n / row; ++k) {
+        std::size_t flat = 0;
+        for (unsigned d = 0; d < rank(); ++d) flat = flat * shape_[d] + begin[d] + (d == last ? 0 : index[d]);
+        elements.insert(elements.end(), elements_->begin() + static_cast<std::ptrdiff_t>(flat),
+                        elements_->begin() + static_cast<std::ptrdiff_t>(flat + row));
+        for (std::size_t d = last; d-- > 0;) {
+          if (++index[d] < shape[d]) break;
+          index[d] = 0;
+        }
+      }
+    } else if (n != 0) {
+      elements = *elements_;
+    }
+    return Tensor(storage_, shape, std::move(elements));
   }
 
   // Index dimension 0, dropping it.
@@ -178,7 +216,7 @@ class Tensor {
 
   // mirror-only
   const std::shared_ptr<einc::Storage> &einc_storage() const { return storage_; }
-  const std::vector<std::size_t> &einc_elements() const { return elements_; }
+  const std::vector<std::size_t> &einc_elements() const { return *elements_; }
 
  private:
   void check_dim(unsigned d, const char *what) const {
@@ -197,7 +235,7 @@ class Tensor {
       f(old);
       std::size_t flat = 0;
       for (std::size_t d = 0; d < shape_.size(); ++d) flat = flat * shape_[d] + old[d];
-      elements[k] = elements_[flat];
+      elements[k] = (*elements_)[flat];
       for (std::size_t d = shape.size(); d-- > 0;) {
         if (++index[d] < shape[d]) break;
         index[d] = 0;
@@ -208,7 +246,7 @@ class Tensor {
 
   std::shared_ptr<einc::Storage> storage_;
   std::vector<std::size_t> shape_;
-  std::vector<std::size_t> elements_;
+  std::shared_ptr<const std::vector<std::size_t>> elements_;
 };
 
 // Join tensors along `dimension`. The mirror needs them to share one variable.

@@ -11,7 +11,7 @@
 //
 // Before compute() the mirror copies each edge's elements into the field (contiguous,
 // like the tile memory the IPU's exchange fills); after it, Output and InOut fields are
-// copied back. A 1-D field's indexing is bounds-checked (poplar_error): a vertex connected to
+// copied back and the copy is freed. A 1-D field's indexing is bounds-checked (poplar_error): a vertex connected to
 // a slice of a tensor cannot read or write past it. Field::bytes() is what the field's data
 // take in tile memory (Engine checks each tile's total against Target::getBytesPerTile()).
 #pragma once
@@ -148,14 +148,16 @@ template <class T, Direction D> class ScalarField : public Field {
 // A 1-D edge.
 template <class T, Direction D> class VectorField : public Field {
  public:
-  void connect(const Tensor &t) override {
-    edge_.bind(t, equivalent_device_type<T>::value(), 0);
-    data_.reset(new T[t.numElements() ? t.numElements() : 1]);
-  }
+  void connect(const Tensor &t) override { edge_.bind(t, equivalent_device_type<T>::value(), 0); }
   bool ready() const override { return edge_.bound(); }
-  void gather() override { edge_.read(data_.get()); }
+  // The field's data exist while its vertex runs (the tile memory the exchange fills).
+  void gather() override {
+    data_.reset(new T[edge_.size() ? edge_.size() : 1]);
+    edge_.read(data_.get());
+  }
   void scatter() override {
     if (D != Direction::In) edge_.write(data_.get());
+    data_.reset();
   }
   void accesses(std::vector<Access> &out) const override { edge_.accesses(out, D); }
   std::size_t bytes() const override { return edge_.bytes(); }
