@@ -393,3 +393,26 @@ def test_records_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["records", "list", "--db", str(tmp_path)]) == 1
     assert "it is a directory" in capsys.readouterr().err
 
+
+
+def test_best_follows_the_latest_final_ranking_and_finalists_are_no_trials(tmp_path: Path) -> None:
+    task = TuneTask(SMALL)
+
+    def final(i: int, t: float, tag: str) -> MeasureResult:
+        return MeasureResult(small_candidate(i), Status.OK, "", (t, t, t), extra={"final": tag, "rounds": 3})
+
+    with RecordDB(tmp_path / "f.db") as db:
+        trial_ids = [db.add(task, "dev", result(small_candidate(i), times=(t,))) for i, t in enumerate([1e-3, 2e-3])]
+        best = db.best(task.key, "c", "dev")
+        assert best is not None and best.id == trial_ids[0]  # no final ranking yet: the least median
+        # the finalists re-measured against each other: candidate 1 is the faster one after all
+        db.add(task, "dev", final(0, 1.6e-3, "final-a"))
+        won = db.add(task, "dev", final(1, 1.5e-3, "final-a"))
+        best = db.best(task.key, "c", "dev")
+        assert best is not None and best.id == won
+        assert [r.id for r in db.trials(task.key, "c", "dev")] == trial_ids  # finalists are no trials
+        # a later final ranking replaces it
+        later = db.add(task, "dev", final(0, 1.7e-3, "final-b"))
+        db.add(task, "dev", final(1, 1.9e-3, "final-b"))
+        best = db.best(task.key, "c", "dev")
+        assert best is not None and best.id == later

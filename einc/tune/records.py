@@ -206,6 +206,8 @@ CREATE INDEX IF NOT EXISTS records_by_task ON records (task_key, target, device,
 _COLUMNS = ("r.id, r.task_key, r.target, r.device, p.program, r.sketch, r.knobs, r.schedule, "
             "r.status, r.reason, r.times, r.median_s, r.build_s, r.created, r.tuner, r.extra")  # fmt: skip
 _FROM = "FROM records r JOIN programs p ON p.task_key = r.task_key"
+_FINAL = "json_extract(r.extra, '$.final')"
+"""A record's final ranking (the tuner run that re-measured its finalists), NULL for a trial."""
 
 
 class RecordDB:
@@ -335,16 +337,23 @@ class RecordDB:
         return [_record(row) for row in rows]
 
     def trials(self, task_key: str, target: str, device: str) -> list[Record]:
-        """Every record of a task on a target and device, in the order they were added."""
-        return self._records("r.task_key = ? AND r.target = ? AND r.device = ?",
+        """Every trial of a task on a target and device, in the order they were added (not the
+        finalists' paired re-measurements, which are no trials of a search)."""
+        return self._records(f"r.task_key = ? AND r.target = ? AND r.device = ? AND {_FINAL} IS NULL",
                              (task_key, target, device), "ORDER BY r.id")  # fmt: skip
 
     def best(self, task_key: str, target: str, device: str) -> Record | None:
-        """The OK record with the least median time (the earliest among equals), or None."""
-        found = self._records(
-            "r.task_key = ? AND r.target = ? AND r.device = ? AND r.status = ? AND r.median_s IS NOT NULL",
-            (task_key, target, device, Status.OK.value), "ORDER BY r.median_s, r.id LIMIT 1",
-        )
+        """The winner of the task's latest final ranking (its finalists re-measured against each
+        other: `extra["final"]`), else the OK record with the least median time (the earliest
+        among equals), or None."""
+        where = "r.task_key = ? AND r.target = ? AND r.device = ? AND r.status = ? AND r.median_s IS NOT NULL"
+        args = (task_key, target, device, Status.OK.value)
+        latest = (f"SELECT {_FINAL} FROM records r WHERE r.task_key = ? AND r.target = ? AND r.device = ?"
+                  f" AND {_FINAL} IS NOT NULL ORDER BY r.id DESC LIMIT 1")  # fmt: skip
+        found = self._records(f"{where} AND {_FINAL} = ({latest})", (*args, task_key, target, device),
+                              "ORDER BY r.median_s, r.id LIMIT 1")  # fmt: skip
+        if not found:
+            found = self._records(where, args, "ORDER BY r.median_s, r.id LIMIT 1")
         return found[0] if found else None
 
     def has_task(self, task_key: str, target: str) -> bool:

@@ -54,6 +54,7 @@ class TuneResult:
     seconds: float = 0.0
     stopped: str = "trials"  # trials | time | exhausted | interrupted
     verified: MeasureResult | None = None  # the best, measured again on fresh inputs
+    finals: list[MeasureResult] = field(default_factory=list)  # the finalists' paired rounds
 
     @property
     def trials(self) -> int:
@@ -75,9 +76,10 @@ class TuneResult:
     def reached(self, fraction: float = 0.9) -> tuple[int, float] | None:
         """The first (trial, seconds) at which the best-so-far throughput was `fraction` of
         the final best's (time <= final / fraction)."""
-        if self.best is None:
+        searched = [t.result.median_s for t in self.history if t.result.ok]
+        if self.best is None or not searched:
             return None
-        goal = self.best.median_s / fraction
+        goal = min(searched) / fraction  # the search's own best (finalists are re-measured apart)
         for index, elapsed, best in self.best_so_far():
             if best <= goal:
                 return index, elapsed
@@ -101,6 +103,9 @@ class TuneResult:
         lines.append(line)
         if (hit := self.reached()) is not None:
             lines.append(f"  90% of the best after {hit[0] + 1} trials, {hit[1]:.1f} s")
+        if self.finals:
+            lines.append(f"  final ranking: {len(self.finals)} finalists (the default among them) re-measured "
+                         f"{self.finals[0].extra.get('rounds')} times in turn")  # fmt: skip
         if self.verified is not None:
             lines.append(
                 "  re-checked on fresh inputs: "
@@ -163,6 +168,8 @@ def tune(
     progress: bool = False,
     verify: bool = True,
     runner_options: dict | None = None,
+    finalists: int = 3,
+    rounds: int = 3,
     on_trial: Callable[[Trial], None] | None = None,
 ) -> TuneResult:
     """Search `task`'s schedule space for `trials` candidates (or `time_budget_s` seconds).
@@ -232,6 +239,9 @@ def tune(
             if bar is not None:
                 bar.close()
             result.seconds = time.perf_counter() - start
+        if result.best is not None and result.stopped != "interrupted" and finalists > 1:
+            _final_ranking(task, result, builder, runner, finalists, rounds,
+                           lambda m: db.add(task, device, m, tuner=tuner_id) if db is not None and device else None)  # fmt: skip
         if verify and result.best is not None and result.stopped != "interrupted":
             result.verified = _verify(task, result.best, builder, runner)
             if result.verified.status in DISQUALIFYING:  # a winner that fails on fresh inputs is no winner
@@ -261,6 +271,53 @@ def _consider(result: TuneResult, point: Point, measured: MeasureResult, default
         result.default = measured
     if measured.ok and (result.best is None or measured.median_s < result.best.median_s):
         result.best = measured
+
+
+def _final_ranking(
+    task: TuneTask, result: TuneResult, builder: Builder, runner: Runner, top: int, rounds: int,
+    record: Callable[[MeasureResult], object],
+) -> None:
+    """The best `top` candidates and the default, measured again against each other: `rounds`
+    rounds, each measuring every finalist once in turn (a rotating order), so that load
+    drifting during the search does not decide between near-equal kernels. The winner has the
+    least median over the rounds; each finalist's rounds are recorded (`extra["final"]`), and
+    the records' best follows the latest final ranking."""
+    ranked = sorted((t.result for t in result.history if t.result.ok), key=lambda m: m.median_s)
+    chosen: list[MeasureResult] = []
+    for m in ranked:
+        if all(m.candidate != c.candidate for c in chosen):
+            chosen.append(m)
+        if len(chosen) == top:
+            break
+    if result.default is not None and result.default.ok and all(result.default.candidate != c.candidate for c in chosen):
+        chosen.append(result.default)
+    if len(chosen) < 2:
+        return
+    if (set_best := getattr(runner, "set_best", None)) is not None:
+        set_best(None)  # every finalist timed in full
+    builds = builder.build(task, [c.candidate for c in chosen])
+    medians: list[list[float]] = [[] for _ in chosen]
+    for r in range(rounds):
+        order = [(r + k) % len(chosen) for k in range(len(chosen))]
+        for k in order:
+            if builds[k].status is Status.OK:
+                (m,) = runner.run(task, [builds[k]])
+                if m.ok:
+                    medians[k].append(m.median_s)
+    tag = f"final-{uuid.uuid4().hex[:8]}"
+    finals: list[MeasureResult] = []
+    for c, times in zip(chosen, medians):
+        if len(times) == rounds:  # a finalist that failed a round is out
+            final = MeasureResult(c.candidate, Status.OK, times=tuple(times), build_s=c.build_s,
+                                  extra={"final": tag, "rounds": rounds})  # fmt: skip
+            finals.append(final)
+            record(final)
+    if finals:
+        result.finals = finals
+        result.best = min(finals, key=lambda m: m.median_s)
+        default = next((f for f in finals if result.default is not None and f.candidate == result.default.candidate), None)
+        if default is not None:
+            result.default = default
 
 
 DISQUALIFYING = (Status.WRONG, Status.CRASHED, Status.TIMEOUT, Status.INTERNAL, Status.REFUSED)
