@@ -126,7 +126,7 @@ def run_one(bench: Bench, args: argparse.Namespace, threads: int) -> dict[str, A
         kernel.run(arrays, outs)
         got = outs["output0"]
         err = float(np.max(np.abs(got - want)) / max(1.0, float(np.max(np.abs(want)))))
-        return measure(lambda: kernel.run(arrays, outs), repeat=5, min_time=0.2).median_s, err
+        return measure(lambda: kernel.run(arrays, outs), repeat=3, min_time=0.1).median_s, err
 
     nbytes = sum(a.nbytes for a in arrays.values()) + int(np.prod(want.shape)) * 4
     row: dict[str, Any] = {"name": bench.name, "flops": bench.flops, "bytes": nbytes, "runs": {}}
@@ -148,12 +148,22 @@ def run_one(bench: Bench, args: argparse.Namespace, threads: int) -> dict[str, A
             "curve": [[i, e, b if math.isfinite(b) else None] for i, e, b in curve],
         }  # fmt: skip
     row["numpy_s"] = measure(lambda: fn(arrays), repeat=5, min_time=0.2).median_s
-    row["default_s"], row["default_err"] = timed(task.compilation(None).kernel())
     tuned = next((r for r in row["runs"].values() if r["best_schedule"]), None)
     if "bayes" in row["runs"] and row["runs"]["bayes"]["best_schedule"]:
         tuned = row["runs"]["bayes"]
+    kernels = {"default": task.compilation(None).kernel()}
     if tuned is not None:
-        row["tuned_s"], row["tuned_err"] = timed(task.compilation(tuned["best_schedule"]).kernel())
+        kernels["tuned"] = task.compilation(tuned["best_schedule"]).kernel()
+    # default and tuned timed in alternation (three rounds each), so that a drift of the
+    # machine between two separate timings does not decide their ratio
+    samples: dict[str, list[float]] = {k: [] for k in kernels}
+    errors: dict[str, float] = {}
+    for _ in range(3):
+        for name, kernel in kernels.items():
+            seconds, errors[name] = timed(kernel)
+            samples[name].append(seconds)
+    for name in kernels:
+        row[f"{name}_s"], row[f"{name}_err"] = float(np.median(samples[name])), errors[name]
     return row
 
 
