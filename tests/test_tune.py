@@ -21,6 +21,7 @@ from einc.tune.records import RecordDB
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import tune
 from einc.tune.types import BuildResult, Candidate, Point, Status, TuneTask
+from tests.test_tune_measure import doctored
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,18 +108,8 @@ class FaultyBuilder:
             out.append(build)
         return out
 
-    def _doctored(self, body: str):
-        import re
-
-        from einc.runtime.signature import KernelSignature
-        from einc.tune.measure import c_artifact
-
-        comp = self.task.compilation(None)
-        source = comp.source_text()
-        match = re.search(r"void kernel\([^)]*\) \{\n(.*)\}\s*$", source, re.DOTALL)
-        assert match is not None, source
-        source = source[: match.start(1)] + body + "\n}\n"
-        return c_artifact(source, KernelSignature.from_module(comp.module("target")))
+    def _doctored(self, body: str) -> object:
+        return doctored(self.task, body, "fault").artifact
 
 
 def test_crashing_hanging_and_wrong_candidates_never_become_the_best(program: Path, tmp_path: Path) -> None:

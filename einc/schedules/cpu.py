@@ -49,6 +49,7 @@ from xdsl.ir import Operation, SSAValue
 
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import (
+    band_from,
     determined_loops,
     induction_var,
     linear_form,
@@ -69,16 +70,6 @@ REDUCTION_MIN_TRIP = 32
 """Innermost reduction loops shorter than this stay scalar (two vectors of 16 floats)."""
 
 
-def _band(top: affine.ForOp) -> list[affine.ForOp]:
-    band = [top]
-    while True:
-        ops = list(band[-1].body.block.ops)
-        if len(ops) == 2 and isinstance(ops[0], affine.ForOp):
-            band.append(ops[0])
-        else:
-            return band
-
-
 def _unit_stride(access_map, operands, iv) -> bool:  # type: ignore[no-untyped-def]
     if access_map is None or not access_map.results:
         return False
@@ -95,7 +86,7 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
     unit-stride output loop moved innermost and register-blocked, the outer loop parallel
     given enough work, the innermost loop vectorized (or its reduction vector-accumulated);
     nothing for a nest whose band is not perfect or has untagged (or copied) loops."""
-    band = _band(top)
+    band = band_from(top)
     if not all(_tagged(loop) for loop in band) or not perfect_band(band):
         return
     groups = written_groups(top)
@@ -120,11 +111,11 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
                 if not isinstance(reordered, lt.Failure):
                     new = [b.loop(h) for h in reordered]
                     b.remember(new, reordered)
-                    band = _band(_block_matmul(new, len(parallel) - 1, b, lanes))
+                    band = band_from(_block_matmul(new, len(parallel) - 1, b, lanes))
     outer = band[0]
     if work >= PARALLEL_MIN_WORK and (trip_count(outer) or 0) > 1:
         b.try_(lambda: b.parallelize(b.handle(outer)))
-    inner = _band(band[0])[-1]
+    inner = band_from(band[0])[-1]
     stores = [a for a in written_groups(inner).get(next(iter(written_groups(inner)), None), []) if a.write]  # type: ignore[arg-type]
     if stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
         if _tagged(inner) and not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):
@@ -186,7 +177,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     tiles = [b.tile(hi, knob_i), b.tile(hk, knob_k), b.tile(hj, knob_j)]
     (io, ii), (ko, ki), (jo, ji) = ((b.loop(o), b.loop(n)) for o, n in tiles)
     handles = dict(zip((io, ii, ko, ki, jo, ji), (h for pair in tiles for h in pair)))
-    band_now = _band(band[0] if n_outer > 1 else io)
+    band_now = band_from(band[0] if n_outer > 1 else io)
     wanted = [*band_now[: n_outer - 1], jo, ko, io, ki, ii, ji]
     for loop in band_now[: n_outer - 1]:
         handles[loop] = b.handle(loop)
@@ -284,7 +275,7 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
     wanted = [io if loop is i else loop for loop in outer] + [*reductions, ii, j]
     reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
     if isinstance(reordered, lt.Failure):
-        return _band(band[0] if band[0] is not i else io)[0]  # the (legal) tiling only
+        return band_from(band[0] if band[0] is not i else io)[0]  # the (legal) tiling only
     new = [b.loop(h) for h in reordered]
     b.remember(new, reordered)
     ii_new, j_new = new[-2], new[-1]
@@ -303,7 +294,7 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
 
 def _elementwise(top: affine.ForOp) -> bool:
     """A perfect tagged band writing one tensor at every one of its loop variables."""
-    band = _band(top)
+    band = band_from(top)
     if not all(_tagged(loop) for loop in band) or not perfect_band(band) or "einc.init" in top.attributes:
         return False
     groups = written_groups(top)
@@ -318,7 +309,7 @@ def _contraction(top: affine.ForOp) -> bool:
     innermost, the output unit-stride in its last parallel loop, and an input unit-stride
     in that loop that also moves with a reduction loop (input1[K, M]; not a broadcast
     row such as softmax's temp0[N])."""
-    band = _band(top)
+    band = band_from(top)
     groups = written_groups(top)
     if not perfect_band(band) or len(groups) != 1:
         return False
@@ -366,7 +357,7 @@ def fuse_producers(block_ops: list[Operation], b: ScheduleBuilder) -> list[affin
     for position, consumer in reversed(list(enumerate(tops))):
         if consumer.parent_block() is None or not _elementwise(consumer):
             continue
-        work = math.prod(trip_count(loop) or 1 for loop in _band(consumer))
+        work = math.prod(trip_count(loop) or 1 for loop in band_from(consumer))
         count = 0
         candidates = _Producers(writers)
         candidates.read((a.buffer for a in accesses(consumer)), position)

@@ -380,6 +380,17 @@ def carried_dependence(loop: affine.ForOp) -> SSAValue | None:
     return None
 
 
+def band_from(top: affine.ForOp) -> list[affine.ForOp]:
+    """`top` and, below it, each loop that is alone (but for the yield) in the body above it."""
+    band = [top]
+    while True:
+        ops = list(band[-1].body.block.ops)
+        if len(ops) == 2 and isinstance(ops[0], affine.ForOp):
+            band.append(ops[0])
+        else:
+            return band
+
+
 def perfect_band(loops: Sequence[affine.ForOp]) -> bool:
     """Whether each loop's body is exactly the next loop (and its yield), without results."""
     for outer, inner in zip(loops, loops[1:]):

@@ -19,6 +19,7 @@ from xdsl.ir import SSAValue
 
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import (
+    band_from,
     accesses,
     buffer_name,
     determined_loops,
@@ -93,16 +94,6 @@ class Nest:
         return next((t for t in self.tensors if t.written), None)
 
 
-def band_of(top: affine.ForOp) -> list[affine.ForOp]:
-    band = [top]
-    while True:
-        ops = list(band[-1].body.block.ops)
-        if len(ops) == 2 and isinstance(ops[0], affine.ForOp):
-            band.append(ops[0])
-        else:
-            return band
-
-
 def tag(loop: affine.ForOp, key: str) -> str | None:
     attr = loop.attributes.get(key)
     return getattr(attr, "data", None)
@@ -118,7 +109,7 @@ def analyse(module: ModuleOp) -> list[Nest]:
     """Every top-level statement nest of a loop-level module."""
     nests = []
     for k, top in enumerate(top_loops(module)):
-        band = band_of(top)
+        band = band_from(top)
         stmt = tag(top, lt.STMT_ATTR)
         tagged = all(tag(x, lt.STMT_ATTR) == stmt and tag(x, lt.AXIS_ATTR) for x in band)
         tagged = tagged and not any("einc.copy" in x.attributes for x in band)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import affine, func
 from xdsl.ir import SSAValue
 
+from einc.passes.utils.loop_analysis import band_from
 from einc.passes.utils import loop_transforms as lt
 from einc.schedule_builder import IllegalStep, ScheduleBuilder
 from einc.schedules import cpu as policy
@@ -27,7 +28,6 @@ from einc.tune.sketches.base import (
     Nest,
     RuleContext,
     Sketch,
-    band_of,
     nearest,
     tag,
     tile_options,
@@ -138,7 +138,7 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     reduce_inner = bool(nest.reduction) and vin is None and bool(inputs_unit_r)
     i = None if reduce_inner else _row_axis(nest, j, vin)
     vectors, rows = policy.register_tile(lanes)
-    handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
+    handles = dict(zip(nest.axes, (b.handle(x) for x in band_from(top))))
     # the outer space tiles in band order, but a matmul-like nest (one reduction, a vector
     # input) puts the vector axis's first (after the batch axes the vector input moves
     # with), as the default does: each parallel task owns a panel of the vector input
@@ -303,7 +303,7 @@ def rule_rfactor(ctx: RuleContext) -> list[Sketch]:
         e = nest.extent(r)
         opts = tile_options(e, lo=2, hi=256, dividing=True)
         knob = build.knob(nest, r, 1, "rfactor", nearest(opts, 16), opts)
-        loop = next(x for x in band_of(top) if tag(x, lt.AXIS_ATTR) == r)
+        loop = next(x for x in band_from(top) if tag(x, lt.AXIS_ATTR) == r)
         chunk, _combine = b.rfactor(b.handle(loop), knob)
         b.try_(lambda: b.parallelize(chunk))
         innermost = [op for op in b.loop(chunk).walk() if isinstance(op, affine.ForOp)][-1]

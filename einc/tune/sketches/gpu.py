@@ -13,7 +13,8 @@ import math
 from xdsl.dialects import affine
 from xdsl.ir import SSAValue
 
-from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch, band_of
+from einc.passes.utils.loop_analysis import band_from
+from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch
 from einc.tune.sketches.cpu import _Build, build_sketch
 
 Y_THREADS = (1, 2, 4, 8)
@@ -30,7 +31,7 @@ def bind_nest(build: _Build, nest: Nest, top: affine.ForOp, private: bool = Fals
     if not nest.perfect or nest.init or not nest.spatial:
         return False
     b, ctx = build.b, build.ctx
-    handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
+    handles = dict(zip(nest.axes, (b.handle(x) for x in band_from(top))))
     x = nest.spatial[-1]
     y = nest.spatial[-2] if len(nest.spatial) > 1 else None
     y_cap = max(Y_THREADS) if y is not None else 1
@@ -89,7 +90,7 @@ def bind_reduce_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
     if math.prod(nest.extent(s) for s in nest.spatial) > REDUCE_MAX_SPATIAL:
         return bind_nest(build, nest, top)
     b, ctx = build.b, build.ctx
-    handles = dict(zip(nest.axes, (b.handle(x) for x in band_of(top))))
+    handles = dict(zip(nest.axes, (b.handle(x) for x in band_from(top))))
     r = nest.reduction[-1]
     e = nest.extent(r)
     opts = _pow2_upto(e, min(ctx.max_threads, 1024))
