@@ -1,0 +1,1 @@
+"""Per-pass numerical checking (`--check-numerics`): see einc.numerics.types."""
