@@ -110,7 +110,24 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     sketches.add_argument("file", help="the .ein program")
     sketches.add_argument("-t", "--target", default="c", help="target (default: c)")
     sketches.add_argument("--rule", help="only the sketches of this rule (`default` for the target's default)")
+    _serve_parser(sub, argv)
     return parser
+
+
+def _serve_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
+    """`einc serve` (einc.serve): the codegen service."""
+    serve = sub.add_parser(
+        "serve", help="the codegen service: POST /compile answers source and manifest (HTTP)", argv=argv,
+        description="Serve compile requests over HTTP: POST /compile with JSON {\"ir\", \"input_dict\", \"target\", "
+        "\"schedule\"?} answers {\"source\", \"manifest\", \"record\"}; a mistake in the request answers 400 with "
+        "the located error. GET /health, GET /targets. See README.md, 'Codegen service'.",
+    )  # fmt: skip
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8880, help="TCP port, 0 for any free one (default: 8880)")
+    serve.add_argument("--workers", type=int, help="compile worker processes (default: cores, at most 4)")
+    serve.add_argument("--timeout", type=float, default=30.0, help="seconds a compile may take (default: 30; 504 after)")
+    serve.add_argument("--max-body", type=int, default=1 << 20, help="largest request in bytes (default: 1 MiB; 413 above)")
+    serve.add_argument("--db", metavar="PATH", help=_DB_HELP + "; its best record for each program is used")
 
 
 # ---- tuning records: `--db`/`--no-records` of compile and run, and `einc records` ----------------
@@ -314,6 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             checked = driver.check_file_command(args.file, target=args.target, archs=args.arch)
             print(checked.render())
             return 0 if checked.ok else 1
+        if args.command == "serve":
+            from einc.serve import Settings, default_workers, serve_command
+
+            options = ("host", "port", "workers", "timeout", "max_body")
+            where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
+            settings = Settings(args.workers or default_workers(), args.timeout, args.max_body, args.db)
+            return serve_command(args.host, args.port, settings, where)
         if args.command == "sketches":
             from einc.tune.space import describe_sketches
 
@@ -336,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - an einc bug: a reproducer, exit status 2
         ice = InternalCompilerError.wrap(exc, args.command)
         context = {"command line": " ".join(["einc", *argv]), "target": getattr(args, "target", "")}
-        if args.command != "records" and (program := _read(args.file)) is not None:
+        if args.command != "records" and (program := _read(getattr(args, "file", None))) is not None:
             context["program"] = program
         if (schedule := _read(getattr(args, "schedule", None))) is not None:
             context["schedule"] = schedule
