@@ -57,6 +57,8 @@ class Settings:
     """Largest request body in bytes (413 above)."""
     db: str | None = None
     """The tuning database (None: `$EINC_TUNING_DB`, else the user cache)."""
+    max_connections: int = 256
+    """Connections served at once (uvicorn's `limit_concurrency`); more are answered 503."""
 
 
 class BodyTooLarge(Exception):
@@ -201,7 +203,8 @@ def serve_command(host: str, port: int, settings: Settings, where: dict[str, Sou
              f"bodies up to {settings.max_body} bytes; POST {url}/compile)")  # fmt: skip
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     service = CodegenService(settings, on_ready=ready)
-    config = uvicorn.Config(service.app, log_level="info", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(service.app, log_level="info", timeout_graceful_shutdown=5,
+                            limit_concurrency=settings.max_connections)  # fmt: skip
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
