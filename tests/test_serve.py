@@ -119,7 +119,9 @@ def test_health_and_targets(server: Server) -> None:
 
 
 def test_concurrent_requests_get_the_compilers_source_and_manifest(server: Server) -> None:
+    softmax = {"ir": (ROOT / "examples" / "softmax.ein").read_text(), "input_dict": None}  # a .ein program
     jobs = [(body, target) for body in (ADD, MATMUL) for target in ("c", "cuda", "opencl")]
+    jobs += [(ADD, "hip"), (softmax, "opencl")]
     with ThreadPoolExecutor(len(jobs)) as threads:
         answers = list(threads.map(lambda job: post(server, {**job[0], "target": job[1]}), jobs))
     for (body, target), (status, answer) in zip(jobs, answers, strict=True):
