@@ -42,6 +42,9 @@ from einc.errors import EincError, SourceLocation, UsageError, einc_version
 from einc.serve_jobs import IR_FILE, REQUEST_FILE, JobResult, RequestError, compile_job, parse_request
 
 LOG = logging.getLogger("einc.serve")
+DISCONNECT_POLL_S = 0.25
+"""How often a waiting request checks that its client is still there (a compile nobody
+waits for is stopped)."""
 DRAIN_LIMIT = 64 << 20
 """An oversize body is read (and dropped) up to this many bytes before the 413 is sent, so
 that a client writing all of its body before reading the answer gets the answer."""
@@ -119,8 +122,15 @@ class CodegenService:
             return error(400, err.render())
         assert self.pool is not None, "the app's lifespan starts the pool"
         future = self.pool.schedule(compile_job, args=(job, settings.db), timeout=settings.timeout_s)
+        waiter = asyncio.wrap_future(future)
         try:
-            result: JobResult = await asyncio.wrap_future(future)
+            while not waiter.done():
+                await asyncio.wait({waiter}, timeout=DISCONNECT_POLL_S)
+                if not waiter.done() and await request.is_disconnected():
+                    future.cancel()  # pebble stops the worker running it, and replaces it
+                    LOG.info("the client went away: its %s compile was stopped", job.target)
+                    return Response(status_code=499)  # nobody reads it (nginx's "client closed request")
+            result: JobResult = waiter.result()
         except TimeoutError:
             LOG.warning("a %s compile took longer than %g s and was stopped", job.target, settings.timeout_s)
             message = (f"compiling took longer than the service's limit of {settings.timeout_s:g} s "
@@ -129,6 +139,9 @@ class CodegenService:
         except ProcessExpired as exc:  # the worker died (a signal, out of memory)
             LOG.error("a compile worker died (exit code %s) compiling for %s:\n%s", exc.exitcode, job.target, job.ir)
             return error(500, f"internal compiler error: the compile worker died (exit code {exc.exitcode})")
+        except Exception as exc:  # noqa: BLE001 - the pool's own failure: a bug, logged, a 500
+            LOG.exception("the compile pool failed on a %s request", job.target)
+            return error(500, f"internal compiler error in the service: {type(exc).__name__}: {exc}")
         if result.log is not None:
             LOG.error("internal compiler error:\n%s", result.log)
         return JSONResponse(result.body, status_code=result.status)
@@ -199,7 +212,8 @@ def serve_command(host: str, port: int, settings: Settings, where: dict[str, Sou
     sock = listen(host, port, where["host"], where["port"])
     bound_host, bound_port = sock.getsockname()[:2]
     url = f"http://{f'[{bound_host}]' if ':' in bound_host else bound_host}:{bound_port}"
-    ready = (f"einc serve: listening on {url} ({settings.workers} workers, {settings.timeout_s:g} s per compile, "
+    workers = f"{settings.workers} worker{'s' if settings.workers != 1 else ''}"
+    ready = (f"einc serve: listening on {url} ({workers}, {settings.timeout_s:g} s per compile, "
              f"bodies up to {settings.max_body} bytes; POST {url}/compile)")  # fmt: skip
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     service = CodegenService(settings, on_ready=ready)

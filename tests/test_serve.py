@@ -230,6 +230,19 @@ def test_a_compile_over_the_limit_gets_504_and_does_not_block_others(server: Ser
     assert "took longer than 6 s and was stopped" in server.log.read_text()
 
 
+def test_a_client_that_goes_away_frees_its_worker(server: Server) -> None:
+    req = urllib.request.Request(server.url + "/compile", data=json.dumps(slow_request()).encode(), method="POST")
+    with pytest.raises(TimeoutError):
+        urllib.request.urlopen(req, timeout=1.0)  # gives up (and closes the connection) after 1 s
+    deadline = time.monotonic() + TIMEOUT_S - 1.5
+    while "the client went away: its c compile was stopped" not in server.log.read_text():
+        assert time.monotonic() < deadline, server.log.read_text()  # stopped before the time limit
+        time.sleep(0.1)
+    with ThreadPoolExecutor(2) as threads:
+        after = list(threads.map(lambda t: post(server, {**ADD, "target": t}), ("c", "cuda")))
+    assert [s for s, _ in after] == [200, 200]
+
+
 # ---- tuning records ----------------------------------------------------------------------------
 TUNED_SCHEDULE = """transform.named_sequence @__transform_main(%root: !transform.any_op) {
   %n = transform.einc.match stmt "output0" axis "N" in %root
