@@ -6,6 +6,7 @@ off while the other worker keeps answering; tuning records are used and reported
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -21,10 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from einc.cli import main
-from einc.driver import Compilation
+from einc.driver import Compilation, max_error, tolerance
+from einc.runtime import toolchains
+from einc.runtime.c import CFLAGS, LIBS, compiler
+from einc.runtime.manifest import LaunchManifest
 from einc.serve_jobs import CompileRequest, compile_job
 from einc.tune.records import RecordDB, device_fingerprint
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
@@ -143,6 +148,44 @@ def test_concurrent_requests_get_the_compilers_source_and_manifest(server: Serve
         else:  # the device targets need no GPU or driver for source and manifest
             assert (answer["source"], answer["manifest"]) == expected(body, target)
             assert answer["manifest"]["kernels"][0]["block"][0] >= 1
+
+
+def test_served_source_runs_from_its_manifest_alone(server: Server, tmp_path: Path) -> None:
+    """What a client does with an answer: C built with cc and called through ctypes in the
+    order of `manifest.function.args`; OpenCL launched from the manifest by einc's OpenCL
+    runtime. Both against the float64 NumPy product."""
+    rng = np.random.default_rng(7)
+    arrays = {k: rng.uniform(0.5, 2.0, v["shape"]).astype(np.float32) for k, v in MATMUL["input_dict"].items()}
+    want = arrays["input0"].astype(np.float64) @ arrays["input1"].astype(np.float64)
+    status, answer = post(server, {**MATMUL, "target": "c"})
+    assert status == 200, answer
+    source, library = tmp_path / "kernel.c", tmp_path / "kernel.so"
+    source.write_text(str(answer["source"]))
+    subprocess.run([compiler(), *CFLAGS, str(source), "-o", str(library), *LIBS], check=True)
+    function = answer["manifest"]["function"]
+    buffers = {b["name"]: b for b in answer["manifest"]["buffers"]}
+    out = np.full(buffers["output0"]["shape"], np.nan, np.float32)
+    kernel = getattr(ctypes.CDLL(str(library)), function["name"])
+    kernel(*(ctypes.c_void_p({**arrays, "output0": out}[name].ctypes.data) for name in function["args"]))
+    assert max_error(out, want) <= tolerance("float32")
+
+    require_opencl()
+    from einc.runtime.opencl import load_opencl_kernel
+
+    status, answer = post(server, {**MATMUL, "target": "opencl"})
+    assert status == 200, answer
+    launch = load_opencl_kernel(str(answer["source"]), LaunchManifest.from_json(json.dumps(answer["manifest"])))
+    outputs = {"output0": np.full(want.shape, np.nan, np.float32)}
+    launch(arrays, outputs)
+    assert max_error(outputs["output0"], want) <= tolerance("float32")
+
+
+def require_opencl() -> None:
+    ok, why = toolchains.available("opencl")
+    if not ok:
+        if toolchains.required("opencl"):
+            pytest.fail(f"CI needs the opencl toolchain: {why}")
+        pytest.skip(why)
 
 
 # ---- malformed requests ------------------------------------------------------------------------
