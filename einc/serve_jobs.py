@@ -45,6 +45,7 @@ IR_FILE = "<ir>"
 FIELDS = ("ir", "input_dict", "target", "schedule", "extra_outputs", "use_records")
 JSON = dict[str, object]
 T = TypeVar("T")
+MAX_SHOWN_LINE = 400
 
 
 class RequestError(EincError):
@@ -84,13 +85,13 @@ def parse_request(body: bytes) -> CompileRequest:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise RequestError(
-            f"the request body is not JSON: {err.msg}", SourceLocation(REQUEST_FILE, err.lineno, err.colno, 1, text)
+            f"the request body is not JSON: {err.msg}", _at(text, err.lineno, err.colno, 1)
         ) from None
     if not isinstance(data, dict):
         raise RequestError(
             f'the request body is a JSON object like {{"ir": ..., "input_dict": ..., "target": ...}}, '
             f"not {_json_type(data)}",
-            SourceLocation(REQUEST_FILE, 1, 1, 1, text),
+            _at(text, 1, 1, 1),
         )
     fields = cast(JSON, data)
     unknown = [k for k in fields if k not in FIELDS]
@@ -101,7 +102,7 @@ def parse_request(body: bytes) -> CompileRequest:
     if "ir" not in fields:
         raise RequestError(
             "the request has no 'ir' (the program: Antares IR with 'input_dict', or a .ein program)",
-            SourceLocation(REQUEST_FILE, 1, 1, 1, text),
+            _at(text, 1, 1, 1),
         )
     ir = _typed(fields, "ir", str, "a string", text)
     target = _typed(fields, "target", str, "a string such as \"c\" or \"cuda\"", text, "c")
@@ -138,10 +139,18 @@ def _key_location(text: str, key: str) -> SourceLocation:
     """Where `"key":` first appears in the request's text (its start when it does not)."""
     found = re.search(rf'"{re.escape(key)}"\s*:', text)
     if found is None:
-        return SourceLocation(REQUEST_FILE, 1, 1, 1, text)
+        return _at(text, 1, 1, 1)
     line = text.count("\n", 0, found.start()) + 1
     col = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
-    return SourceLocation(REQUEST_FILE, line, col, len(key) + 2, text)
+    return _at(text, line, col, len(key) + 2)
+
+
+def _at(text: str, line: int, col: int, length: int) -> SourceLocation:
+    """A place in the request's text, shown under the error when its line is short enough
+    to read (a request is often one long line)."""
+    lines = text.splitlines()
+    shown = 0 < line <= len(lines) and len(lines[line - 1]) <= MAX_SHOWN_LINE
+    return SourceLocation(REQUEST_FILE, line, col, length, text if shown else None)
 
 
 # ---- the work (in a worker process) ----------------------------------------------------------

@@ -222,6 +222,14 @@ def test_malformed_requests_get_400_with_the_located_error(server: Server, what:
     assert "Traceback" not in text
 
 
+def test_a_long_request_line_is_not_echoed_back(server: Server) -> None:
+    body = json.dumps({**ADD, "target": ["c"] * 1000}).encode()  # one line of 6 kB
+    status, answer = post(server, body)
+    col = body.index(b'"target"') + 1
+    assert status == 400 and answer["error"] == (
+        f"<request>:1:{col}: error: 'target' is a string such as \"c\" or \"cuda\", not an array")
+
+
 def test_oversize_body_gets_413_and_other_methods_405(server: Server) -> None:
     big = json.dumps({**ADD, "ir": "# " + "x" * MAX_BODY + "\n" + str(ADD["ir"])}).encode()
     status, answer = post(server, big)
