@@ -17,9 +17,10 @@ import pytest
 
 from einc import cli
 from einc.driver import STAGES, Compilation, read_program
-from einc.explain import PageContext, collect, render_page
+from einc.explain import PageContext, render_page
+from einc.explain.collect import walk_stages
 from einc.explain.diff import diff_stats, inline_diff, side_by_side
-from einc.explain.page import OPEN_ALL_UP_TO
+from einc.explain.page import OPEN_ALL_UP_TO, schedule_lines
 from einc.numerics.types import LevelRun, NumericsReport, OutputCheck, PipelineStep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,6 +157,22 @@ def test_transform_op_linked_to_its_schedule_line() -> None:
     assert 'href="#sched-3"' in page  # and the step's header back to the line
 
 
+def test_transform_ops_without_locations_matched_to_schedule_lines_in_order() -> None:
+    """A schedule printed from memory (the target's default) has no locations: each op goes to
+    the next line holding the same op, so two `tile`s land on their own lines."""
+    script = ir(["transform.named_sequence @m(%r: !transform.any_op) {", "  %a = transform.einc.match axis", "  %b, %c = transform.einc.tile %a by 4",
+                 "  %d, %e = transform.einc.tile %b by 2", "  transform.yield", "}"])  # fmt: skip
+    steps = [PipelineStep(0, "loops", "convert-ein-to-affine", "pass", "x\n", 0.0, True)] + [
+        PipelineStep(k, "scheduled", name, "transform", f"x{k}\n", 0.0, True)
+        for k, name in enumerate(["%0 = transform.einc.match axis", "%0, %1 = transform.einc.tile %2 by %3",
+                                  "%0, %1 = transform.einc.tile %2 by %3"], 1)
+    ]  # fmt: skip
+    assert schedule_lines(steps, script) == {1: 2, 2: 3, 3: 4}
+    page = render_page(NumericsReport("p.ein", "c", 0, 1.0, steps), PageContext(schedule=script, schedule_origin="mem"))
+    assert re.search(r'<tr id="sched-4" class="op">.*?href="#step-3"', page)
+    assert '<span class="nm">transform.einc.tile %2 by %3</span>' in page  # the navigation drops the results
+
+
 def test_source_is_highlighted_and_escaped() -> None:
     page = hand_page()
     section = page[page.index('id="source"'):page.index('id="times"')]
@@ -186,7 +203,7 @@ def test_many_steps_fold_unchanged_runs_and_stay_closed() -> None:
 def test_walk_stages_gives_one_step_per_stage() -> None:
     path = EXAMPLES / "softmax.ein"
     comp = Compilation(read_program(str(path)), str(path), target="c", use_records=False)
-    report = collect(comp, seed=3)
+    report = walk_stages(comp, seed=3)
     assert [s.stage for s in report.steps] == list(STAGES)
     assert [s.kind for s in report.steps][0] == "frontend" and report.steps[-1].kind == "printer"
     assert report.steps[-1].ir_after == comp.source_text()
@@ -233,7 +250,8 @@ def test_page_in_a_browser(program: str, target: str, tmp_path: Path) -> None:
     dom = browse(page, tmp_path, "--dump-dom").stdout.decode()
     parsed = Elements(dom)
     steps = len(parsed.with_class("step"))
-    assert steps == len(STAGES)
+    assert steps >= len(STAGES) and len([t for t, _ in parsed.tags if t == "li"]) == steps
+    assert {"ein", "loops", "target", "source"} <= set(parsed.text)  # the stages' badges
     assert parsed.tags[0][1].get("data-ready") == str(steps)  # the page's script ran to its end
     for section in SECTIONS:
         parsed.by_id(section)

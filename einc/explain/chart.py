@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from einc.explain.verdicts import duration
+from einc.explain.verdicts import duration, short_name
 from einc.numerics.types import PipelineStep
 
 STAGE_COLORS = {
@@ -36,7 +36,7 @@ def times_chart(steps: list[PipelineStep]) -> str:
     rows = []
     for position, step in enumerate(steps):
         y = ROW * position + 2
-        label = f"#{step.index} {step.name}"
+        label = f"#{step.index} {short_name(step)}"
         short = label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "…"
         length = max(1.0, BAR * step.seconds / slowest)
         tip = f"{label} ({step.stage}, {step.kind}): {duration(step.seconds)}"

@@ -45,8 +45,9 @@ _STEP = {
 
 def walk_stages(comp: Compilation, seed: int = 0, shape_scale: float | None = None) -> NumericsReport:
     """One step per driver stage (ein, loops, scheduled, target, source), unchecked: the
-    stand-in for einc.numerics.check_compilation while the per-pass walk is not there."""
-    report = NumericsReport(comp.filename, comp.target, seed, 1.0 if shape_scale is None else shape_scale)
+    stand-in for einc.numerics.check_compilation while the per-pass walk is not there (it runs
+    nothing, so the shapes are the program's own: `shape_scale` is not applied)."""
+    report = NumericsReport(comp.filename, comp.target, seed, 1.0)
     previous = ""
     for index, stage in enumerate(STAGES):
         result = comp.run_until(stage)

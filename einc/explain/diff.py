@@ -142,13 +142,22 @@ ALIGN_CELLS = 40_000
 """Above this many line pairs a replaced block is paired in order, not by similarity."""
 
 
-def _align(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> list[tuple[int | None, int | None]]:
+Pair = tuple[int | None, int | None]
+"""A row of a replaced block: an old line, a new line, or both (indices; None: no line)."""
+
+
+def _unpaired(i1: int, i2: int, j1: int, j2: int) -> list[Pair]:
+    rows: list[Pair] = [(i, None) for i in range(i1, i2)]
+    return rows + [(None, j) for j in range(j1, j2)]
+
+
+def _align(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> list[Pair]:
     """Rows of a replaced block: the most similar pair first, then the same on both sides of
     it (difflib.Differ's _fancy_replace); paired in order when the block is large."""
     if i1 >= i2 or j1 >= j2:
-        return [(i, None) for i in range(i1, i2)] + [(None, j) for j in range(j1, j2)]
+        return _unpaired(i1, i2, j1, j2)
     if (i2 - i1) * (j2 - j1) > ALIGN_CELLS:
-        pairs: list[tuple[int | None, int | None]] = []
+        pairs: list[Pair] = []
         for k in range(max(i2 - i1, j2 - j1)):
             pairs.append((i1 + k if i1 + k < i2 else None, j1 + k if j1 + k < j2 else None))
         return pairs
@@ -161,5 +170,5 @@ def _align(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int) -> li
             if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best and matcher.ratio() > best:
                 best, best_i, best_j = matcher.ratio(), i, j
     if best_i < 0:
-        return [(i, None) for i in range(i1, i2)] + [(None, j) for j in range(j1, j2)]
+        return _unpaired(i1, i2, j1, j2)
     return [*_align(a, b, i1, best_i, j1, best_j), (best_i, best_j), *_align(a, b, best_i + 1, i2, best_j + 1, j2)]

@@ -21,7 +21,17 @@ from einc.explain.chart import stage_color, stage_totals, times_chart
 from einc.explain.collect import PageContext
 from einc.explain.diff import DiffStats, diff_stats, side_by_side
 from einc.explain.highlight import highlight_source, highlight_styles
-from einc.explain.verdicts import Overall, Verdict, describe_output, duration, index_text, number, overall, verdict
+from einc.explain.verdicts import (
+    Overall,
+    Verdict,
+    describe_output,
+    duration,
+    index_text,
+    number,
+    overall,
+    short_name,
+    verdict,
+)
 from einc.numerics.types import NumericsReport, PipelineStep
 
 FULL_IR_BUDGET = 16 << 20
@@ -31,6 +41,7 @@ OPEN_ALL_UP_TO = 8
 FOLD_UNCHANGED = 2
 """Runs of at least this many unchanged steps fold into one line."""
 _LOCATION = re.compile(r":(\d+)(?::(\d+))?$")
+_OP_NAME = re.compile(r"\btransform\.[\w.]+")
 
 
 def _asset(name: str) -> str:
@@ -47,6 +58,7 @@ def render_page(report: NumericsReport, context: PageContext | None = None) -> s
         for i, s in enumerate(steps)
     ]
     verdicts = [verdict(s.check) for s in steps]
+    op_lines = schedule_lines(steps, context.schedule)
     head = overall(report)
     title = f"einc explain: {report.program} → {report.target}"
     body = "".join(
@@ -55,8 +67,8 @@ def render_page(report: NumericsReport, context: PageContext | None = None) -> s
             '<main id="main">',
             _summary(report, context, head, stats),
             _checks(steps, verdicts),
-            _steps(steps, befores, stats, verdicts, head),
-            _schedule(steps, context, stats, verdicts),
+            _steps(steps, befores, stats, verdicts, head, op_lines),
+            _schedule(steps, context, stats, verdicts, op_lines),
             _source(steps, report.target),
             _times(steps),
             "</main>",
@@ -80,6 +92,28 @@ def _befores(steps: list[PipelineStep]) -> list[str | None]:
         if step.kind != "printer":
             last = step.ir_after
     return out
+
+
+def schedule_lines(steps: list[PipelineStep], schedule: str | None) -> dict[int, int]:
+    """Position of each transform step -> its line in the schedule: from its location, else
+    the next line (in order) holding the same op, as the interpreter applies them in order."""
+    lines = (schedule or "").splitlines()
+    found: dict[int, int] = {}
+    after = 0  # lines already matched
+    for position, step in enumerate(steps):
+        if step.kind != "transform":
+            continue
+        located = _LOCATION.search(step.location or "")
+        if located is not None:
+            found[position] = int(located.group(1))
+            after = max(after, found[position])
+            continue
+        op = _OP_NAME.search(step.name)
+        for number_ in range(after, len(lines)):
+            if op is not None and op.group(0) in _OP_NAME.findall(lines[number_]):
+                found[position] = after = number_ + 1
+                break
+    return found
 
 
 def _anchor(position: int) -> str:
@@ -107,7 +141,7 @@ def _nav(steps: list[PipelineStep], verdicts: list[Verdict]) -> str:
         cls = f"{v.css} {'changed' if step.changed else 'unchanged'}"
         items.append(
             f'<li class="{cls}" data-name="{escape(step.name.lower())}"><a href="#{_anchor(i)}">{_mark(v)}'
-            f'<span class="num">#{step.index}</span> <span class="nm">{escape(step.name)}</span>'
+            f'<span class="num">#{step.index}</span> <span class="nm">{escape(short_name(step))}</span>'
             f"{_stage(step.stage)}</a></li>"
         )
     sections = "".join(
@@ -142,7 +176,8 @@ def _summary(report: NumericsReport, context: PageContext, head: Overall, stats:
         ("program", escape(report.program)),
         ("target", escape(report.target)),
         ("seed", str(report.seed)),
-        ("shape scale", escape(number(report.shape_scale))),
+        ("shape scale", escape(number(report.shape_scale)) + (
+            "" if report.shape_scale == 1.0 else " (the steps below are of the program with its shapes scaled by this)")),
         ("inputs", "<br>".join(escape(t) for t in context.inputs) or "–"),
         ("outputs", "<br>".join(escape(t) for t in context.outputs) or "–"),
         ("schedule", escape(context.schedule_origin) if context.schedule is not None else "none"),
@@ -200,6 +235,7 @@ def _steps(
     stats: list[DiffStats],
     verdicts: list[Verdict],
     head: Overall,
+    op_lines: dict[int, int],
 ) -> str:
     changed = sum(1 for s in steps if s.changed)
     budget = FULL_IR_BUDGET
@@ -216,7 +252,7 @@ def _steps(
     for i, step in enumerate(steps):
         v = verdicts[i]
         if not step.changed and v.css != "bad":
-            run.append(_unchanged(i, step, v))
+            run.append(_unchanged(i, step, v, op_lines.get(i)))
             continue
         flush()
         full = ""
@@ -224,7 +260,7 @@ def _steps(
             budget -= len(step.ir_after)
             full = step.ir_after
         opened = i == head.first_bad or (changed <= OPEN_ALL_UP_TO and step.kind != "printer")
-        parts.append(_changed(i, step, befores[i], stats[i], v, full, opened))
+        parts.append(_changed(i, step, befores[i], stats[i], v, full, opened, op_lines.get(i)))
     flush()
     return (
         '<section id="steps" class="section"><h2>Steps</h2>'
@@ -234,12 +270,12 @@ def _steps(
     )
 
 
-def _step_head(i: int, step: PipelineStep, v: Verdict, stats: DiffStats) -> str:
+def _step_head(step: PipelineStep, v: Verdict, stats: DiffStats, line: int | None) -> str:
     where = ""
-    if step.location:
-        line = _schedule_line(step.location)
-        text = escape(step.location)
-        where = f' <a class="loc" href="#sched-{line}">{text}</a>' if line is not None else f' <span class="loc">{text}</span>'
+    if line is not None:
+        where = f' <a class="loc" href="#sched-{line}">{escape(step.location or f"schedule line {line}")}</a>'
+    elif step.location:
+        where = f' <span class="loc">{escape(step.location)}</span>'
     return (
         f'{_mark(v)}<span class="num">#{step.index}</span> <code class="nm">{escape(step.name)}</code>'
         f' <span class="kind">{escape(step.kind)}</span>{_stage(step.stage)}{_delta(stats)}'
@@ -247,15 +283,22 @@ def _step_head(i: int, step: PipelineStep, v: Verdict, stats: DiffStats) -> str:
     )
 
 
-def _unchanged(i: int, step: PipelineStep, v: Verdict) -> str:
+def _unchanged(i: int, step: PipelineStep, v: Verdict, line: int | None) -> str:
     return (
         f'<div class="step unchanged {v.css}" id="{_anchor(i)}" data-name="{escape(step.name.lower())}">'
-        f'{_step_head(i, step, v, DiffStats(0, 0))}<span class="nochange">no change</span></div>'
+        f'{_step_head(step, v, DiffStats(0, 0), line)}<span class="nochange">no change</span></div>'
     )
 
 
 def _changed(
-    i: int, step: PipelineStep, before: str | None, stats: DiffStats, v: Verdict, full: str, opened: bool
+    i: int,
+    step: PipelineStep,
+    before: str | None,
+    stats: DiffStats,
+    v: Verdict,
+    full: str,
+    opened: bool,
+    line: int | None,
 ) -> str:
     check = f'<div class="check {v.css}">{_mark(v)} {escape(v.level) + ": " if v.level else ""}{escape(v.why)}</div>'
     if step.kind == "printer":
@@ -273,33 +316,30 @@ def _changed(
         listing = f'<details class="full"><summary>the whole IR after this step ({lines} lines)</summary><pre class="listing">{escape(full)}</pre></details>'
     return (
         f'<details class="step changed {v.css}" id="{_anchor(i)}" data-name="{escape(step.name.lower())}"'
-        f'{" open" if opened else ""}><summary>{_step_head(i, step, v, stats)}</summary>'
+        f'{" open" if opened else ""}><summary>{_step_head(step, v, stats, line)}</summary>'
         f'<div class="body">{check}{body}{listing}</div></details>'
     )
 
 
 # ---- schedule -----------------------------------------------------------------------------------
-def _schedule_line(location: str) -> int | None:
-    found = _LOCATION.search(location)
-    return int(found.group(1)) if found else None
-
-
 def _schedule(
-    steps: list[PipelineStep], context: PageContext, stats: list[DiffStats], verdicts: list[Verdict]
+    steps: list[PipelineStep],
+    context: PageContext,
+    stats: list[DiffStats],
+    verdicts: list[Verdict],
+    op_lines: dict[int, int],
 ) -> str:
     head = '<section id="schedule" class="section"><h2>Schedule</h2>'
     if context.schedule is None:
         return head + "<p>No schedule: the loops were left as the lowering wrote them.</p></section>"
     transforms = [i for i, s in enumerate(steps) if s.kind == "transform"]
     by_line: dict[int, list[int]] = {}
-    for i in transforms:
-        line = _schedule_line(steps[i].location or "")
-        if line is not None:
-            by_line.setdefault(line, []).append(i)
+    for i, line in op_lines.items():
+        by_line.setdefault(line, []).append(i)
     if transforms:
         rows = "".join(
             f'<tr class="{verdicts[i].css}"><td class="num"><a href="#{_anchor(i)}">#{steps[i].index}</a></td>'
-            f"<td><code>{escape(steps[i].name)}</code></td><td>{escape(steps[i].location or '–')}</td>"
+            f"<td><code>{escape(steps[i].name)}</code></td><td>{_line_link(op_lines.get(i), steps[i].location)}</td>"
             f"<td>{_delta(stats[i]) or 'no change'}</td><td>{_mark(verdicts[i])}</td></tr>"
             for i in transforms
         )
@@ -326,6 +366,12 @@ def _schedule(
         head + f"<p>From {escape(context.schedule_origin)}.</p>{ops}"
         f'<table class="script">{"".join(lines)}</table></section>'
     )
+
+
+def _line_link(line: int | None, location: str | None) -> str:
+    if line is None:
+        return escape(location or "–")
+    return f'<a href="#sched-{line}">{escape(location or f"line {line}")}</a>'
 
 
 # ---- source and times ---------------------------------------------------------------------------

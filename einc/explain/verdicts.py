@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from einc.numerics.types import LevelRun, NumericsReport, OutputCheck, PipelineStep
+
+
+_RESULTS = re.compile(r"^\s*%[\w.$-]+(?:\s*,\s*%[\w.$-]+)*\s*=\s*")
+
+
+def short_name(step: PipelineStep) -> str:
+    """The step's name without the results of a transform op (`%0, %1 = `)."""
+    return _RESULTS.sub("", step.name) if step.kind == "transform" else step.name
 
 
 @dataclass(frozen=True)
