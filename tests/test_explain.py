@@ -170,7 +170,7 @@ def test_transform_ops_without_locations_matched_to_schedule_lines_in_order() ->
     assert schedule_lines(steps, script) == {1: 2, 2: 3, 3: 4}
     page = render_page(NumericsReport("p.ein", "c", 0, 1.0, steps), PageContext(schedule=script, schedule_origin="mem"))
     assert re.search(r'<tr id="sched-4" class="op">.*?href="#step-3"', page)
-    assert '<span class="nm">transform.einc.tile %2 by %3</span>' in page  # the navigation drops the results
+    assert '<span class="nm">tile %2 by %3</span>' in page  # the navigation drops the results and dialect
 
 
 def test_source_is_highlighted_and_escaped() -> None:

@@ -62,10 +62,11 @@ def inline_diff(old: str, new: str) -> tuple[str, str] | None:
             left.append(a)
             right.append(b)
             continue
+        # a change of indentation alone is not marked (nesting changes shift whole blocks)
         if a:
-            left.append(f"<del>{a}</del>")
+            left.append(a if a.isspace() else f"<del>{a}</del>")
         if b:
-            right.append(f"<ins>{b}</ins>")
+            right.append(b if b.isspace() else f"<ins>{b}</ins>")
     return "".join(left), "".join(right)
 
 

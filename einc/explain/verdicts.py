@@ -12,8 +12,11 @@ _RESULTS = re.compile(r"^\s*%[\w.$-]+(?:\s*,\s*%[\w.$-]+)*\s*=\s*")
 
 
 def short_name(step: PipelineStep) -> str:
-    """The step's name without the results of a transform op (`%0, %1 = `)."""
-    return _RESULTS.sub("", step.name) if step.kind == "transform" else step.name
+    """The step's name without a transform op's results and dialect (`%0, %1 =
+    transform.einc.tile %2 by 8` -> `tile %2 by 8`), for narrow places."""
+    if step.kind != "transform":
+        return step.name
+    return re.sub(r"^transform\.(einc\.)?", "", _RESULTS.sub("", step.name))
 
 
 @dataclass(frozen=True)
