@@ -185,6 +185,9 @@ def _summary(report: NumericsReport, context: PageContext, head: Overall, stats:
                   f"+{sum(s.added for s in stats)} −{sum(s.removed for s in stats)} lines)"),
         ("time", escape(duration(sum(s.seconds for s in steps)))),
     ]  # fmt: skip
+    notes = [str(n) for n in getattr(report, "notes", ())]  # NumericsReport.notes, where the walk gives them
+    if notes:
+        rows.append(("notes", "<br>".join(escape(n) for n in notes)))
     table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     program = ""
     if context.program:
