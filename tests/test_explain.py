@@ -14,6 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from einc import cli
 from einc.driver import STAGES, Compilation, read_program
@@ -281,3 +286,39 @@ def test_browser_opens_a_folded_step_from_its_link(tmp_path: Path) -> None:
     parsed = Elements(browse(page, tmp_path, "--dump-dom", fragment="#step-4").stdout.decode())
     groups = [a for t, a in parsed.tags if t == "details" and a.get("class") == "group"]
     assert len(groups) == 1 and "open" in groups[0]
+
+
+class AddToSub(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.AddfOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, arith.SubfOp(op.lhs, op.rhs))
+
+
+class WrongAdd(ModulePass):
+    """A deliberately wrong pass: every float addition becomes a subtraction."""
+
+    name = "wrong-add"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(AddToSub()).rewrite_module(op)
+
+
+def test_page_names_a_miscompiling_pass() -> None:
+    """A pass that turns `addf` into `subf`, walked by einc.numerics after the lowering: the
+    page's verdict names it, links to it, and its diff marks the changed op."""
+    import einc.numerics
+
+    if not hasattr(einc.numerics, "check_pipeline"):
+        pytest.skip("einc.numerics.check_pipeline (the per-pass walk) is not on this branch yet")
+    text = (EXAMPLES / "softmax.ein").read_text()
+    passes = ["convert-ein-to-affine", "canonicalize", WrongAdd(), "cse"]
+    report = einc.numerics.check_pipeline(text, "softmax.ein", passes, seed=0, target="c")
+    page = render_page(report)
+    parsed = Elements(page)
+    bad = report.first_bad
+    assert bad is not None and report.steps[bad].name == "wrong-add"
+    assert parsed.by_id("first-bad")[1]["href"] == f"#step-{bad}"
+    assert all(verdict_css != "bad" for verdict_css in re.findall(r'<li class="(\w+) ', page)[:bad])
+    step_html = page[page.index(f'id="step-{bad}"'):]
+    step_html = step_html[: step_html.index("</details>")]
+    assert "<del>addf</del>" in step_html and "<ins>subf</ins>" in step_html
