@@ -109,7 +109,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     explain.add_argument("-t", "--target", default="c", help="target (default: c)")
     explain.add_argument("--schedule", help="a schedule script (.mlir), `none` or `default` (as for compile)")
     explain.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
-    explain.add_argument("--shape-scale", type=float, default=None, help="scale the input shapes for the checks")
+    explain.add_argument("--shape-scale", type=float, default=None, help="scale the shapes for the numeric checks (default: their small shapes)")
     explain.add_argument("-o", "--output", required=True, help="the page to write (.html)")
     _record_options(explain)
     _records_parser(sub, argv)
