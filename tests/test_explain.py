@@ -182,6 +182,9 @@ def test_source_is_highlighted_and_escaped() -> None:
     page = hand_page()
     section = page[page.index('id="source"'):page.index('id="times"')]
     assert 'class="hl"' in section and "&lt;" in section and "a < b" not in section
+    own = render_page(hand_report(), PageContext(source="int own_shapes;\n"))  # the compilation's own source wins
+    section = own[own.index('id="source"'):own.index('id="times"')]
+    assert "own_shapes" in section and "scaled program" in section
 
 
 def test_many_steps_fold_unchanged_runs_and_stay_closed() -> None:

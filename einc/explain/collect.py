@@ -72,10 +72,13 @@ class PageContext:
     """The schedule script applied, None when the loops were left as they are."""
     schedule_origin: str = ""
     """Where the schedule came from: its file, the target's default, a tuning record."""
+    source: str | None = None
+    """The target source at the program's own shapes (what `einc compile` writes); None: the
+    printer step's text is shown."""
 
 
 def page_context(comp: Compilation, schedule_path: str | None = None) -> PageContext:
-    """The context of a compilation that has run (its program parsed, its schedule known)."""
+    """The context of a compilation (run to its source here if it was not)."""
     comp.run_until("scheduled")
 
     def describe(t: TensorInfo) -> str:
@@ -93,4 +96,5 @@ def page_context(comp: Compilation, schedule_path: str | None = None) -> PageCon
         outputs=tuple(describe(t) for t in comp.program.outputs),
         schedule=comp.schedule_text,
         schedule_origin=origin if comp.schedule_text is not None else "",
+        source=comp.source_text(),
     )

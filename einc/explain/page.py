@@ -69,7 +69,7 @@ def render_page(report: NumericsReport, context: PageContext | None = None) -> s
             _checks(steps, verdicts),
             _steps(steps, befores, stats, verdicts, head, op_lines),
             _schedule(steps, context, stats, verdicts, op_lines),
-            _source(steps, report.target),
+            _source(steps, report.target, context.source),
             _times(steps),
             "</main>",
         ]
@@ -378,14 +378,19 @@ def _line_link(line: int | None, location: str | None) -> str:
 
 
 # ---- source and times ---------------------------------------------------------------------------
-def _source(steps: list[PipelineStep], target: str) -> str:
+def _source(steps: list[PipelineStep], target: str, own: str | None) -> str:
+    """The final source: the compilation's own (at the program's shapes) when given, else
+    the printer step's."""
     printed = [s for s in steps if s.kind == "printer"]
     head = '<section id="source" class="section"><h2>Final source</h2>'
-    if not printed:
+    if own is None and not printed:
         return head + "<p>No source: the pipeline stopped before the printer.</p></section>"
-    text = printed[-1].ir_after
+    text = own if own is not None else printed[-1].ir_after
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    return head + f"<p>{lines} lines of {escape(target)}.</p>{highlight_source(text, target)}</section>"
+    note = ""
+    if own is not None and printed and printed[-1].ir_after != own:
+        note = " At the program's own shapes, as <code>einc compile</code> writes it (the printer step above printed the checks' scaled program)."
+    return head + f"<p>{lines} lines of {escape(target)}.{note}</p>{highlight_source(text, target)}</section>"
 
 
 def _times(steps: list[PipelineStep]) -> str:
