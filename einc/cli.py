@@ -104,6 +104,14 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     check.add_argument("file", help="the .ein program")
     check.add_argument("-t", "--target", default="cuda", help="cuda or hip (default: cuda)")
     check.add_argument("--arch", action="append", help="architecture (repeatable; default: sm_80, sm_90 / gfx90a, gfx1030)")
+    explain = sub.add_parser("explain", help="the pipeline as one HTML page: IR diffs, schedule, source, checks", argv=argv)
+    explain.add_argument("file", help="the .ein program")
+    explain.add_argument("-t", "--target", default="c", help="target (default: c)")
+    explain.add_argument("--schedule", help="a schedule script (.mlir), `none` or `default` (as for compile)")
+    explain.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    explain.add_argument("--shape-scale", type=float, default=None, help="scale the shapes for the numeric checks (default: their small shapes)")
+    explain.add_argument("-o", "--output", required=True, help="the page to write (.html)")
+    _record_options(explain)
     _records_parser(sub, argv)
     # -- einc sketches (the tuner's search space, einc.tune.space) --
     sketches = sub.add_parser("sketches", help="print the tuner's sketches of a program (its search space)", argv=argv)
@@ -240,6 +248,9 @@ def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
         value = getattr(args, flag, None)
         if value is not None and value < 1:
             raise UsageError(f"--{flag} must be at least 1, got {value}", argument_location(argv, f"--{flag}"))
+    scale = getattr(args, "shape_scale", None)
+    if scale is not None and not scale > 0:  # NaN too
+        raise UsageError(f"--shape-scale must be above 0, got {scale}", argument_location(argv, "--shape-scale"))
     if getattr(args, "repeat", 1) < 1:
         raise UsageError(
             f"--repeat must be at least 1, got {args.repeat}", argument_location(argv, "--repeat")
@@ -327,6 +338,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seed=args.seed, report=args.report, progress=not args.quiet,
             )  # fmt: skip
             return 0 if result.best is not None else 1
+        if args.command == "explain":
+            from einc.explain.command import explain_file_command, write_page
+
+            page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
+                                        use_records=not args.no_records, db=args.db)  # fmt: skip
+            try:
+                write_page(page.html, args.output)
+            except OSError as err:
+                raise UsageError(f"cannot write the page: {err.strerror or err}", argument_location(argv, "-o", "--output")) from None
+            print(page.summary(args.output), file=sys.stderr)
+            return 0 if page.ok else 1
         if args.command == "check":
             checked = driver.check_file_command(args.file, target=args.target, archs=args.arch)
             print(checked.render())

@@ -4,8 +4,9 @@ sideways, never up. The floors, bottom to top:
     errors, ir -> dialects -> passes.utils -> runtime -> targets -> passes ->
     dialects.einc_transform (the transform interpreter), context (every dialect) -> frontend ->
     schedule, default_schedule, schedules, schedule_builder -> reference, interp ->
-    driver, tune (the tuner; the driver reads its records) -> cli, opt, serve (the command lines
-    and the codegen service) -> einc
+    driver, tune (the tuner; the driver reads its records) -> numerics, explain (the pipeline
+    walked step by step, its HTML page) -> cli, opt, serve (the command lines and the codegen
+    service) -> einc
 
 A module may import its own floor or any floor below it. Imports under `if TYPE_CHECKING:`
 load nothing at run time and are not edges (annotations may name a higher floor's types). `KNOWN` lists the upward edges still
@@ -33,6 +34,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
     ("einc.reference", "einc.interp"),
     ("einc.driver", "einc.tune"),
+    ("einc.numerics", "einc.explain"),
     ("einc.cli", "einc.opt", "einc.serve", "einc.serve_jobs", "einc.serve_warm"),
     ("einc",),
 ]

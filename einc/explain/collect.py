@@ -1,0 +1,100 @@
+"""What the page shows, gathered from a Compilation: the pipeline's steps (a NumericsReport)
+and the context around them (shapes, the schedule text, the program).
+
+`collect` is the one place that decides how the steps are obtained: today a walk over the
+driver's stages (one step per stage, no numeric check), to be replaced by
+`einc.numerics.check_compilation` (one step per pass and per transform op, each checked).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.printer import Printer
+
+from einc.driver import STAGES, Compilation
+from einc.numerics.types import NumericsReport, PipelineStep
+from einc.targets import LOOPS_PIPELINE
+
+if TYPE_CHECKING:
+    from einc.frontend import TensorInfo
+
+
+def collect(comp: Compilation, seed: int = 0, shape_scale: float | None = None) -> NumericsReport:
+    """The steps of `comp`'s pipeline, each with its IR, time and (where executed) check."""
+    return walk_stages(comp, seed=seed, shape_scale=shape_scale)
+
+
+def generic_text(module: ModuleOp) -> str:
+    """The module in MLIR's generic form (what NumericsReport steps hold)."""
+    out = io.StringIO()
+    Printer(stream=out, print_generic_format=True).print_op(module)
+    return out.getvalue().rstrip("\n") + "\n"
+
+
+_STEP = {
+    "ein": ("frontend", "frontend"),
+    "loops": (LOOPS_PIPELINE, "pass"),
+    "scheduled": ("einc-apply-schedule", "pass"),
+    "source": ("printer", "printer"),
+}
+
+
+def walk_stages(comp: Compilation, seed: int = 0, shape_scale: float | None = None) -> NumericsReport:
+    """One step per driver stage (ein, loops, scheduled, target, source), unchecked: the
+    stand-in for einc.numerics.check_compilation while the per-pass walk is not there (it runs
+    nothing, so the shapes are the program's own: `shape_scale` is not applied)."""
+    report = NumericsReport(comp.filename, comp.target, seed, 1.0)
+    previous = ""
+    for index, stage in enumerate(STAGES):
+        result = comp.run_until(stage)
+        text = result if isinstance(result, str) else generic_text(result)
+        name, kind = _STEP.get(stage, (comp.target_obj.pipeline, "pass"))
+        changed = text != previous
+        report.steps.append(PipelineStep(index, stage, name, kind, text, comp.seconds.get(stage, 0.0), changed))
+        previous = text
+    return report
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """What the page shows beside the steps."""
+
+    program: str = ""
+    """The program's text."""
+    inputs: tuple[str, ...] = ()
+    """`name: dtype[shape]` of each input, as declared."""
+    outputs: tuple[str, ...] = ()
+    schedule: str | None = None
+    """The schedule script applied, None when the loops were left as they are."""
+    schedule_origin: str = ""
+    """Where the schedule came from: its file, the target's default, a tuning record."""
+    source: str | None = None
+    """The target source at the program's own shapes (what `einc compile` writes); None: the
+    printer step's text is shown."""
+
+
+def page_context(comp: Compilation, schedule_path: str | None = None) -> PageContext:
+    """The context of a compilation (run to its source here if it was not)."""
+    comp.run_until("scheduled")
+
+    def describe(t: TensorInfo) -> str:
+        return f"{t.name}: {t.dtype}[{', '.join(str(d) for d in t.shape)}]"
+
+    if comp.record is not None:
+        origin = f"tuning record {comp.record.id} ({comp.record_db})"
+    elif schedule_path not in (None, "none", "default"):
+        origin = str(schedule_path)
+    else:
+        origin = f"the default schedule of the {comp.target} target"
+    return PageContext(
+        program=comp.source,
+        inputs=tuple(describe(t) for t in comp.program.inputs),
+        outputs=tuple(describe(t) for t in comp.program.outputs),
+        schedule=comp.schedule_text,
+        schedule_origin=origin if comp.schedule_text is not None else "",
+        source=comp.source_text(),
+    )
