@@ -62,6 +62,15 @@ def test_matmul_from_an_input_dict_matches_torch(gen: torch.Generator) -> None:
     close(getattr(torch.ops.einc, mm.opname)(a, b), y, rtol=0, atol=0)
 
 
+def test_torchs_opcheck_passes(gen: torch.Generator) -> None:
+    """torch.library.opcheck: the schema, the fake kernel against the real one (static and
+    dynamic shapes through AOTAutograd), and the autograd registration."""
+    a, b = rand(gen, 8, 6), rand(gen, 6, 5)
+    mm = einc.torch.op(MATMUL, [a, b])
+    report = torch.library.opcheck(mm.op, (a, b))
+    assert set(report.values()) == {"SUCCESS"}, report
+
+
 def test_elementwise_op_from_example_tensors_matches_torch(gen: torch.Generator) -> None:
     x, bias = rand(gen, 16, 40, dtype=torch.float64), rand(gen, 40, dtype=torch.float64)
     ew = einc.torch.op("output0[N, C] = (input0[N, C] * 2.0 - input1[C]).call(`exp`)", [x, bias], name="scale_exp")

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+import numpy as np
 import torch
 
 from einc.driver import Kernel
@@ -109,6 +110,12 @@ def check_inputs(op: str, specs: Sequence[TensorSpec], tensors: Sequence[torch.T
         )
     first: torch.device | None = None
     for k, (spec, t) in enumerate(zip(specs, tensors)):
+        if (
+            isinstance(t, torch.Tensor) and t.dtype == spec.dtype and t.shape == spec.shape
+            and t.device.type == device and (first is None or t.device == first)
+        ):  # fmt: skip
+            first = t.device
+            continue
         where = f"{op}: argument {k} ('{spec.name}')"
         if not isinstance(t, torch.Tensor):
             raise RuntimeInputError(f"{where} must be a torch.Tensor of {spec.describe()}, got {type(t).__name__}")
@@ -124,10 +131,12 @@ def check_inputs(op: str, specs: Sequence[TensorSpec], tensors: Sequence[torch.T
                 f"{where} is on {t.device}, but the op runs on {device} tensors "
                 f"(its target is {'a GPU target' if device == 'cuda' else 'a CPU target'})"
             )
-        if first is None:
-            first = t.device
-        elif t.device != first:
-            raise RuntimeInputError(f"{where} is on {t.device}, the earlier arguments on {first}")
+        raise RuntimeInputError(f"{where} is on {t.device}, the earlier arguments on {first}")
+
+
+def _host(t: torch.Tensor) -> np.ndarray:
+    """A NumPy view of a CPU tensor's memory (no copy)."""
+    return (t.detach() if t.requires_grad else t).numpy()
 
 
 def launch(kernel: Kernel, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:
@@ -146,12 +155,11 @@ def launch(kernel: Kernel, inputs: Sequence[torch.Tensor], outputs: Sequence[tor
     CUDA/HIP runtime must launch on, or synchronise with, torch's current stream)."""
     names_in = [i.name for i in kernel.inputs]
     names_out = [o.name for o in kernel.outputs]
-    if all(t.device.type == "cpu" for t in (*inputs, *outputs)):
-        kernel.run({n: t.detach().numpy() for n, t in zip(names_in, inputs)},
-                   {n: t.detach().numpy() for n, t in zip(names_out, outputs)})  # fmt: skip
+    if all(t.device.type == "cpu" for t in outputs):  # the inputs are on the outputs' device
+        kernel.run({n: _host(t) for n, t in zip(names_in, inputs)}, {n: _host(t) for n, t in zip(names_out, outputs)})
         return
     host_out = [torch.empty(o.shape, dtype=o.dtype) for o in outputs]
-    kernel.run({n: t.detach().cpu().numpy() for n, t in zip(names_in, inputs)},
+    kernel.run({n: _host(t.cpu()) for n, t in zip(names_in, inputs)},
                {n: t.numpy() for n, t in zip(names_out, host_out)})  # fmt: skip
     for device_out, host in zip(outputs, host_out):
         device_out.copy_(host)
