@@ -329,3 +329,18 @@ def test_gpu_tensors_with_the_gpu_target(gen: torch.Generator) -> None:
         mm(a.cpu(), b.cpu())
     f = torch.compile(lambda x, y: mm(x, y) + 1, fullgraph=True)
     close(f(a, b), a @ b + 1, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the test above runs instead")
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+def test_a_gpu_target_without_a_gpu_is_a_clear_error(target: str) -> None:
+    """Where the target cannot run, making the op is a located error (today) or, once the
+    kernel can be compiled without a driver, calling it on CPU tensors is."""
+    spec = {"input0": {"dtype": "float32", "shape": [4, 3]}, "input1": {"dtype": "float32", "shape": [3, 2]}}
+    try:
+        gpu_op = einc.torch.op(MATMUL, spec, target)
+    except EincError as err:
+        assert ("NVIDIA" if target == "cuda" else "HIP") in err.message
+        return
+    with pytest.raises(RuntimeInputError, match=r"is on cpu, but the op runs on cuda tensors"):
+        gpu_op(torch.ones(4, 3), torch.ones(3, 2))
