@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import keyword
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,8 @@ class _Entry:
 _library: torch.library.Library | None = None
 _entries: dict[str, _Entry] = {}
 """The ops this process registered, by name in the namespace."""
+_lock = threading.Lock()
+"""Held while an op is defined (two threads making the same op define it once)."""
 
 
 def _lib() -> torch.library.Library:
@@ -94,11 +97,24 @@ def _arg_name(name: str) -> str:
 
 def _register(opname: str, entry: _Entry) -> torch._ops.OpOverload:
     """Define `einc::opname` (once per process) and make it run `entry`."""
+    with _lock:
+        known = opname in _entries
+        _entries[opname] = entry
+        if not known:
+            try:
+                _define(opname)
+            except BaseException:
+                del _entries[opname]
+                raise
+    return getattr(getattr(torch.ops, NAMESPACE), opname).default
+
+
+def _define(opname: str) -> None:
+    """Define `einc::opname` with the schema of `_entries[opname]`, its CPU and CUDA kernels
+    (which run whatever `_entries[opname]` holds at the call), its fake kernel and its
+    autograd formula."""
     qualname = f"{NAMESPACE}::{opname}"
-    known = opname in _entries
-    _entries[opname] = entry
-    if known:
-        return getattr(getattr(torch.ops, NAMESPACE), opname).default
+    entry = _entries[opname]
     lib = _lib()
     args = ", ".join(f"Tensor {_arg_name(s.name)}" for s in entry.inputs)
     results = "Tensor" if len(entry.outputs) == 1 else "(" + ", ".join("Tensor" for _ in entry.outputs) + ")"
@@ -127,17 +143,17 @@ def _register(opname: str, entry: _Entry) -> torch._ops.OpOverload:
 
     def backward(ctx: torch.autograd.function.FunctionCtx, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         like: list[tuple[list[int], torch.dtype]] = getattr(ctx, "like")
-        grad = next(g for g in grads if g is not None)
+        grad = next((g for g in grads if g is not None), None)
         no_derivative = getattr(torch.ops, NAMESPACE).no_derivative
         return tuple(
-            no_derivative(grad, shape, dtype, qualname) if dtype.is_floating_point else None for shape, dtype in like
+            no_derivative(grad, shape, dtype, qualname) if grad is not None and dtype.is_floating_point else None
+            for shape, dtype in like
         )
 
     for key in ("CPU", "CUDA"):
         lib.impl(opname, run, key)
     torch.library.register_fake(qualname, fake, lib=lib)
     torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=lib)
-    return getattr(getattr(torch.ops, NAMESPACE), opname).default
 
 
 class EincOp:
