@@ -5,8 +5,8 @@ sideways, never up. The floors, bottom to top:
     dialects.einc_transform (the transform interpreter), context (every dialect) -> frontend ->
     schedule, default_schedule, schedules, schedule_builder -> reference, interp ->
     driver, tune (the tuner; the driver reads its records) -> numerics, explain (the pipeline
-    walked step by step, its HTML page) -> cli, opt, serve (the command lines and the codegen
-    service) -> einc
+    walked step by step, its HTML page) -> cli, opt, serve, torch (the command lines, the codegen
+    service, PyTorch custom ops) -> einc
 
 A module may import its own floor or any floor below it. Imports under `if TYPE_CHECKING:`
 load nothing at run time and are not edges (annotations may name a higher floor's types). `KNOWN` lists the upward edges still
@@ -35,7 +35,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.reference", "einc.interp"),
     ("einc.driver", "einc.tune"),
     ("einc.numerics", "einc.explain"),
-    ("einc.cli", "einc.opt", "einc.serve", "einc.serve_jobs", "einc.serve_warm"),
+    ("einc.cli", "einc.opt", "einc.serve", "einc.serve_jobs", "einc.serve_warm", "einc.torch"),
     ("einc",),
 ]
 

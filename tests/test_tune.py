@@ -20,7 +20,7 @@ from einc.tune.measure import LocalBuilder, LocalRunner
 from einc.tune.records import RecordDB
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import tune
-from einc.tune.types import BuildResult, Candidate, Point, Status, TuneTask
+from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from tests.test_tune_measure import doctored
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +127,42 @@ def test_crashing_hanging_and_wrong_candidates_never_become_the_best(program: Pa
         assert best is not None and best.point() not in builder.faulted
         recorded = {r.point(): r.status for r in db.trials(task.key, "c", _device(db, task))}
         assert {recorded[p] for p in builder.faulted} == {"crashed", "timeout", "wrong"}
+
+
+class NoisyFinals:
+    """A LocalRunner whose measurements in the final ranking are NOISY for every finalist but
+    the first one it meets (the search itself is measured as usual)."""
+
+    def __init__(self, inner: LocalRunner):
+        self.inner, self.searching, self.finals = inner, False, False
+        self.survivor: Candidate | None = None
+
+    def set_best(self, best_s: float | None) -> None:
+        # the search passes its best so far before each batch; the final ranking passes None
+        self.finals = best_s is None and self.searching
+        self.searching = self.searching or best_s is not None
+        self.inner.set_best(best_s)
+
+    def run(self, task: TuneTask, builds: list[BuildResult]) -> list[MeasureResult]:
+        measured = self.inner.run(task, builds)
+        if not self.finals:
+            return measured
+        self.survivor = self.survivor or builds[0].candidate
+        return [m if b.candidate == self.survivor else MeasureResult(b.candidate, Status.NOISY, "load")
+                for b, m in zip(builds, measured)]  # fmt: skip
+
+
+def test_a_lone_surviving_finalist_does_not_replace_the_searchs_best(program: Path, tmp_path: Path) -> None:
+    task = TuneTask.from_file(program)
+    with LocalBuilder(workers=2) as builder, LocalRunner(threads=1) as inner, RecordDB(tmp_path / "n.db") as db:
+        runner = NoisyFinals(inner)
+        result = tune(task, policy="random", trials=4, batch=2, builder=builder, runner=runner, db=db, seed=2,
+                      verify=False)  # fmt: skip
+        assert runner.survivor is not None  # a final ranking was tried, and only one finalist got through
+        searched = min((t.result for t in result.history if t.result.ok), key=lambda m: m.median_s)
+        assert result.finals == [] and result.best == searched
+        best = db.best(task.key, "c", _device(db, task))
+        assert best is not None and "final" not in best.extra and best.point() == searched.candidate.point
 
 
 # ---- records survive a killed tuner and two tuners at once -----------------------------------

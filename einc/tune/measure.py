@@ -86,7 +86,7 @@ def c_artifact(source: str, signature: KernelSignature) -> CArtifact:
 
 def plain_task(task: TuneTask) -> TuneTask:
     """The task without its cached properties (a parsed program need not be picklable)."""
-    return TuneTask(task.source, task.target, task.filename, task.input_dict)
+    return TuneTask(task.source, task.target, task.filename, task.input_dict, task.extra_outputs)
 
 
 def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
@@ -310,7 +310,7 @@ class TaskData:
 
 
 def task_identity(task: TuneTask) -> str:
-    return repr((task.source, task.target, task.filename, sorted((task.input_dict or {}).items())))
+    return repr((task.source, task.target, task.filename, sorted((task.input_dict or {}).items()), task.extra_outputs))
 
 
 @dataclass

@@ -32,9 +32,7 @@ SKETCH_CHANGE_P = 0.1
 
 def loops_of(task: TuneTask) -> ModuleOp:
     """The task's loop-level module (what schedules apply to)."""
-    from einc.driver import Compilation
-
-    return Compilation(task.source, task.filename, task.input_dict, None, task.target, "none").module("loops")
+    return task.compilation("none").module("loops")
 
 
 def _lanes(target: str) -> int:

@@ -305,14 +305,16 @@ def _final_ranking(
                 if m.ok:
                     medians[k].append(m.median_s)
     tag = f"final-{uuid.uuid4().hex[:8]}"
-    finals: list[MeasureResult] = []
-    for c, times in zip(chosen, medians):
-        if len(times) == rounds:  # a finalist that failed a round is out
-            final = MeasureResult(c.candidate, Status.OK, times=tuple(times), build_s=c.build_s,
-                                  extra={"final": tag, "rounds": rounds})  # fmt: skip
-            finals.append(final)
+    finals = [
+        MeasureResult(c.candidate, Status.OK, times=tuple(times), build_s=c.build_s, extra={"final": tag, "rounds": rounds})
+        for c, times in zip(chosen, medians)
+        if len(times) == rounds  # a finalist that failed a round is out
+    ]
+    # A ranking needs two finalists: a lone survivor (the others noisy or failed) was compared
+    # with nothing, and the search's best stands (nothing recorded as a final).
+    if len(finals) >= 2:
+        for final in finals:
             record(final)
-    if finals:
         result.finals = finals
         result.best = min(finals, key=lambda m: m.median_s)
         default = next((f for f in finals if result.default is not None and f.candidate == result.default.candidate), None)

@@ -31,6 +31,8 @@ class TuneTask:
     target: str = "c"
     filename: str = "<string>"
     input_dict: Mapping[str, Mapping[str, object]] | None = None
+    extra_outputs: tuple[str, ...] | None = None
+    """Intermediate tensors that are results too (einc.compile's `extra_outputs`)."""
 
     @classmethod
     def from_file(cls, path: str | Path, target: str = "c") -> TuneTask:
@@ -43,7 +45,7 @@ class TuneTask:
         None for the target's default schedule); tuning records are never consulted."""
         from einc.driver import Compilation
 
-        return Compilation(self.source, self.filename, self.input_dict, None, self.target, schedule,
+        return Compilation(self.source, self.filename, self.input_dict, self.extra_outputs, self.target, schedule,
                            use_records=False)  # fmt: skip
 
     @cached_property
