@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 from einc.context import make_context
 from einc.errors import (
@@ -30,6 +31,7 @@ from einc.errors import (
     ScheduleError,
     SourceLocation,
     TargetError,
+    UsageError,
 )
 from einc.targets import LOOPS_PIPELINE
 
@@ -75,11 +77,17 @@ class Compilation:
     """Without a schedule, apply the best tuning record for this program and device, if any."""
     db: str | Path | None = None
     """The tuning database (default: `einc.tune.records.default_db_path()`)."""
+    extra_passes: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Stage name (ein, loops, scheduled, target) -> pass pipeline texts run at the end of
+    that stage, after its own passes (plugin passes included: einc.plugins)."""
+    progress: Callable[[str, float], None] | None = None
+    """Called after each stage with its name and its seconds (`einc compile --progress`)."""
 
     def __post_init__(self) -> None:
         from einc.schedule import check_schedule_argument
 
         check_schedule_argument(self.schedule)
+        self._hooks = check_extra_passes(self.extra_passes)
         self.ctx = make_context()
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
         self.schedule_text: str | None = None
@@ -200,12 +208,29 @@ class Compilation:
             else:
                 start = time.perf_counter()
                 value = self._guarded(name, fn, value)
+                if name in self._hooks:
+                    value = self._guarded(name, self._hooked(name), value)
                 self.seconds[name] = time.perf_counter() - start
                 self.results[name] = value
+                if self.progress is not None:
+                    self.progress(name, self.seconds[name])
             if name == stage:
                 assert value is not None
                 return value
         raise AssertionError(stage)
+
+    def _hooked(self, stage: str) -> Callable[[StageResult], ModuleOp]:
+        """The stage's extra passes (`extra_passes[stage]`), run on a clone of its result."""
+
+        def run(value: StageResult) -> ModuleOp:
+            from xdsl.passes import PassPipeline
+
+            module = _module(value).clone()
+            for passes in self._hooks[stage]:
+                PassPipeline(passes).apply(self.ctx, module)
+            return module
+
+        return run
 
     def module(self, stage: str) -> ModuleOp:
         """The module after `stage` (any stage but `source`)."""
@@ -229,6 +254,8 @@ class Compilation:
             pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
             if pipeline is not None:
                 context["pipeline"] = pipeline
+            if stage in self._hooks:
+                context["extra passes"] = ",".join(self.extra_passes[stage])
             raise InternalCompilerError.wrap(exc, stage, **context)
 
     def reproducer_context(self) -> dict[str, str]:
@@ -262,7 +289,35 @@ class Compilation:
             "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
         )
         self.seconds["build"] = time.perf_counter() - start
+        if self.progress is not None:
+            self.progress("build", self.seconds["build"])
         return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record)
+
+
+HOOK_STAGES = ("ein", "loops", "scheduled", "target")
+"""The stages that take extra passes at their end (`extra_passes`, `--pipeline-hook`)."""
+
+
+def check_extra_passes(extra: object) -> dict[str, list[tuple[ModulePass, ...]]]:
+    """`extra_passes` parsed: stage -> the passes of each pipeline text. An unknown stage, a
+    pipeline given as one string instead of a list, an unknown pass or a bad option: a
+    UsageError (in the text `extra_passes['loops']`)."""
+    from einc.passes import did_you_mean, parse_passes
+
+    where = SourceLocation("<extra_passes argument>", 1, 1)
+    if not isinstance(extra, Mapping):
+        raise UsageError(f"extra_passes= maps a stage name to pipeline texts, not {type(extra).__name__}", where)
+    hooks: dict[str, list[tuple[ModulePass, ...]]] = {}
+    for stage, texts in extra.items():
+        if stage not in HOOK_STAGES:
+            raise UsageError(
+                f"extra_passes: unknown stage {stage!r}{did_you_mean(str(stage), HOOK_STAGES)} "
+                f"(stages: {', '.join(HOOK_STAGES)})", where,
+            )  # fmt: skip
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise UsageError(f"extra_passes[{stage!r}] is a list of pipeline texts, e.g. [{texts!r}]", where)
+        hooks[stage] = [parse_passes(str(text), label=f"extra_passes[{stage!r}]") for text in texts]
+    return hooks
 
 
 def _module(result: StageResult | None) -> ModuleOp:
@@ -331,14 +386,22 @@ def compile(
     cflags: Sequence[str] = (),
     use_records: bool = True,
     db: str | Path | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    pass_plugins: Sequence[str] = (),
 ) -> Kernel:
     """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
     `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more).
     Without a schedule, the best tuning record for the program on this device is applied
     (`Kernel.record`); `schedule="default"` or `use_records=False` keep the target's default.
-    `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db)."""
+    `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db).
+    `pass_plugins`: Python files whose ModulePass subclasses are registered (einc.plugins);
+    `extra_passes`: stage (ein, loops, scheduled, target) -> pipeline texts run at its end."""
+    from einc.plugins import load_pass_plugin
+
+    for plugin in [pass_plugins] if isinstance(pass_plugins, str) else pass_plugins:
+        load_pass_plugin(plugin, SourceLocation("<pass_plugins argument>", 1, 1))
     comp = Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags,
-                       use_records=use_records, db=db)  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=extra_passes or {})  # fmt: skip
     return comp.kernel()
 
 
@@ -390,9 +453,12 @@ def compile_file_command(
     manifest_path: str | None = None,
     use_records: bool = True,
     db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
 ) -> str:
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db)  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
     result = comp.run_until(dump_after or "source")
     say_record(comp)
     if manifest_path is not None and dump_after is None:
@@ -481,11 +547,14 @@ def run_file_command(
     seed: int | None = None,
     use_records: bool = True,
     db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
 ) -> RunReport:
     from einc.reference import run_reference
 
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db)  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
     start = time.perf_counter()
     kernel = comp.kernel()
     compile_s = time.perf_counter() - start
@@ -533,10 +602,21 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check_file_command(path: str, target: str, archs: Sequence[str] | None = None) -> CheckReport:
+def check_file_command(
+    path: str,
+    target: str,
+    archs: Sequence[str] | None = None,
+    schedule: str | None = None,
+    use_records: bool = True,
+    db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> CheckReport:
     """Compile a program's device code with the target's real compiler for each architecture
     and check the reported resources against the launch: no register spills, static shared
-    memory within the target's limit, registers x threads per block within the register file."""
+    memory within the target's limit, registers x threads per block within the register file.
+    `schedule`: as `einc compile --schedule` (a file, `none`, `default`; None: the best tuning
+    record, else the target's default schedule)."""
     from einc.targets import get_all_targets, get_target
     from einc.targets.gpu import DeviceTarget
 
@@ -547,8 +627,11 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
             f"'einc check' compile-checks {', '.join(checked)}; run the {target} target with 'einc run'",
             SourceLocation(path, 1, 1),
         )
-    comp = Compilation(read_program(path), path, target=target)
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
     source = comp.source_text()
+    say_record(comp)
     device = comp.target_obj
     assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
     manifest = device.manifest(comp.module("target"))

@@ -26,7 +26,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.passes.utils",),
     ("einc.runtime",),
     ("einc.targets",),
-    ("einc.passes",),
+    ("einc.passes", "einc.plugins"),
     ("einc.dialects.einc_transform", "einc.context"),
     ("einc.frontend",),
     ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
