@@ -76,10 +76,15 @@ class _LocatingParser(Parser):
         super().__init__(ctx, input, name)
         self.offsets: dict[Operation, int] = {}
         self.first_uses: dict[str, Span] = {}
+        self.failed_at: int | None = None
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException:  # an attribute or op verified while parsed: the innermost op
+            self.failed_at = start if self.failed_at is None else self.failed_at
+            raise
         self.offsets[op] = start
         return op
 
@@ -127,7 +132,16 @@ def parse_with_locations(
     """`text` parsed, with each op's location (its lines counted from `line_offset`, for a
     chunk of a split file); xDSL's ParseError as it is."""
     parser = _LocatingParser(ctx, text, filename)
-    module = parser.parse_module(implicit_module)
+    try:
+        module = parser.parse_module(implicit_module)
+    except VerifyException as err:  # verified while parsed (an attribute's rules): at its op
+        if parser.failed_at is None:
+            raise
+        from einc.errors import ParseError
+
+        message = str(err).splitlines()[0] if str(err) else "the input does not verify"
+        source = "\n" * line_offset + text
+        raise ParseError(message, _location(source, filename, line_offset + parser.failed_at)) from None
     return module, parser.locations(text, filename, line_offset)
 
 
