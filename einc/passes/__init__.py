@@ -202,7 +202,7 @@ def parse_passes(
         lines = str(err).splitlines()
         col = lines[3].find("^") + 1 if len(lines) >= 5 else 1
         reason = lines[4].strip() if len(lines) >= 5 else str(err)
-        raise UsageError(f"malformed pass pipeline: {reason}", SourceLocation(label, 1, max(1, col), 1, spec)) from None
+        raise UsageError(reason, SourceLocation(label, 1, max(1, col), 1, spec)) from None
     return tuple(_make_pass(arg, available, spec, label) for arg in specs)
 
 
