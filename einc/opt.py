@@ -270,7 +270,7 @@ class EincOptMain(xDSLOptMain):
                         output_s += time.perf_counter() - begin
                     output.flush()
                 except (EincError, DiagnosticException, XdslParseError) as err:
-                    located = self.as_einc_error(err, offset)
+                    located = self.as_einc_error(err, offset, data)
                     if not (self.args.split_input_file or self.args.verify_diagnostics):
                         raise located from None
                     errors.append(located)
@@ -297,9 +297,10 @@ class EincOptMain(xDSLOptMain):
         if failed:
             raise ChunksFailed(failed)
 
-    def as_einc_error(self, err: Exception, offset: int) -> EincError:
+    def as_einc_error(self, err: Exception, offset: int, data: bytes = b"") -> EincError:
         """A chunk's failure as a located einc error (an xDSL parse error at its span, a
-        verifier error, an einc error without a place at the input)."""
+        verifier error; an einc error without a place of its own at the chunk's first
+        non-blank line, never at `<unknown>:0:0`)."""
         if isinstance(err, XdslParseError):
             err.span = dataclasses.replace(err.span, line_offset=offset)
             return mlir_parse_error(err)
@@ -307,7 +308,10 @@ class EincOptMain(xDSLOptMain):
             return InvalidIR(str(err).splitlines()[0] if str(err) else type(err).__name__, self.where(None))
         assert isinstance(err, EincError)
         if err.loc is None:
-            err.loc = SourceLocation(self.get_input_name(), 1 + offset, 1)
+            lines = data.decode(errors="replace").splitlines()
+            first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+            source = "\n" * offset + "\n".join(lines)
+            err.loc = SourceLocation(self.get_input_name(), 1 + offset + first, 1, 1, source)
         return err
 
 
