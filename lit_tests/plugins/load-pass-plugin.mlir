@@ -9,6 +9,7 @@ func.func @f(%a: memref<4xf32>) {
   %1 = arith.constant 2 : index
   %2 = arith.constant -0.5 : f32
   memref.store %0, %a[%1] : memref<4xf32>
+  memref.store %2, %a[%1] : memref<4xf32>
   func.return
 }
 
