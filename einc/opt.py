@@ -117,22 +117,17 @@ class EincOptMain(xDSLOptMain):
             raise usage_error(message, self.argv, "einc-opt", "einc-opt")
 
         arg_parser.error = error
-        super().register_all_arguments(arg_parser)
         from einc.passes import builtin_passes
 
-        for action in arg_parser._actions:  # pyright: ignore[reportPrivateUsage]
-            if action.dest == "passes":  # xDSL lists its ~150 passes here: einc's only
-                action.help = (
-                    f"the passes to run, comma-separated, each with optional {{opt=value}}; einc's: "
-                    f"{', '.join(sorted(builtin_passes()))} (einc-opt --list-passes for their options, "
-                    "--list-passes --all for xDSL's too)"
-                )
-            elif action.dest == "target":
-                action.help = "print the result as this target's source (c, cuda, ...; default: mlir); " \
-                    "the module must be at the target's level (einc-opt --list-targets)"
-            elif action.dest in ("print_between_passes", "time_passes"):
-                action.help = {"print_between_passes": "same as --print-ir-after-all",
-                               "time_passes": "same as --timing"}[action.dest]  # fmt: skip
+        every_pass, self.available_passes = self.available_passes, dict(builtin_passes())
+        try:  # xDSL's -p help lists the passes registered now: einc's, not xDSL's ~150
+            super().register_all_arguments(arg_parser)
+        finally:
+            self.available_passes = every_pass
+        arg_parser.epilog = (
+            "einc-opt --list-passes lists einc's passes (and the plugins') with their options; "
+            "--list-passes --all adds xDSL's. einc-opt --list-targets shows each target's pipeline."
+        )
         arg_parser.add_argument(
             "--pass-pipeline",
             default=None,

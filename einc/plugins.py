@@ -53,7 +53,7 @@ class PluginPassError(InternalCompilerError):
 def load_pass_plugin(path: str, where: SourceLocation | None = None) -> list[str]:
     """Import the Python file `path` and register every `ModulePass` subclass defined in it
     (not those it imports) under its `name`; the names registered, in definition order.
-    Loading the same file again registers nothing new and returns the same names. Any
+    Loading the same file again registers nothing new and returns the same names. A
     failure is a UsageError at `where` (default: the file itself)."""
     where = where or SourceLocation(path, 1, 1)
     file = Path(path).resolve()

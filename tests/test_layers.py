@@ -32,7 +32,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
     ("einc.reference", "einc.interp"),
     ("einc.driver", "einc.tune"),
-    ("einc.cli", "einc.opt"),
+    ("einc.cli", "einc.opt", "einc.opt_support"),
     ("einc",),
 ]
 

@@ -251,13 +251,9 @@ def _make_pass(
     try:
         return cls.from_pass_spec(arg)
     except (ValueError, TypeError) as err:
-        from xdsl.utils import arg_spec
-
         hints = get_type_hints(cls)
-        for name, value in given.items():
-            try:
-                arg_spec._convert_arg_to_type(value, hints[name])  # pyright: ignore[reportPrivateUsage]
-            except (ValueError, TypeError):
+        for name, value in given.items():  # xDSL names the value, not the option: find it
+            if f"given {value}," in str(err) or f"given {tuple(value)}," in str(err):
                 wanted = type_repr(hints[name])
                 shown = ",".join(str(v) for v in value) or "(nothing)"
                 raise error(
