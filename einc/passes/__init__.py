@@ -243,9 +243,9 @@ def _make_pass(
     given = {name.replace("-", "_"): value for name, value in arg.parameters.items()}
     for name in given:
         if name not in options:
-            listing = ", ".join(options) or "none"
+            listing = f"its options: {', '.join(options)}" if options else "it has no options"
             raise error(
-                f"pass '{arg.name}' has no option '{name}'{did_you_mean(name, options)} (its options: {listing})",
+                f"pass '{arg.name}' has no option '{name}'{did_you_mean(name, options)} ({listing})",
                 name.replace("_", "-") if name.replace("_", "-") in spec else name, at,
             )  # fmt: skip
     try:
