@@ -87,7 +87,8 @@ class Compilation:
         from einc.schedule import check_schedule_argument
 
         check_schedule_argument(self.schedule)
-        self._hooks = check_extra_passes(self.extra_passes)
+        self.hooks = check_extra_passes(self.extra_passes)
+        """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
         self.ctx = make_context()
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
         self.schedule_text: str | None = None
@@ -208,7 +209,7 @@ class Compilation:
             else:
                 start = time.perf_counter()
                 value = self._guarded(name, fn, value)
-                if name in self._hooks:
+                if name in self.hooks:
                     value = self._guarded(name, self._hooked(name), value)
                 self.seconds[name] = time.perf_counter() - start
                 self.results[name] = value
@@ -226,7 +227,7 @@ class Compilation:
             from xdsl.passes import PassPipeline
 
             module = _module(value).clone()
-            for passes in self._hooks[stage]:
+            for passes in self.hooks[stage]:
                 PassPipeline(passes).apply(self.ctx, module)
             return module
 
@@ -254,7 +255,7 @@ class Compilation:
             pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
             if pipeline is not None:
                 context["pipeline"] = pipeline
-            if stage in self._hooks:
+            if stage in self.hooks:
                 context["extra passes"] = ",".join(self.extra_passes[stage])
             raise InternalCompilerError.wrap(exc, stage, **context)
 

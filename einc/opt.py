@@ -266,7 +266,8 @@ class EincOptMain(xDSLOptMain):
                     output.flush()
                 except (EincError, DiagnosticException, XdslParseError) as err:
                     located = self.as_einc_error(err, offset, data)
-                    if not (self.args.split_input_file or self.args.verify_diagnostics):
+                    parsing = self.args.parsing_diagnostics and isinstance(err, XdslParseError | ParseError)
+                    if not (self.args.split_input_file or self.args.verify_diagnostics or parsing):
                         raise located from None
                     errors.append(located)
                 if checking:
@@ -275,8 +276,8 @@ class EincOptMain(xDSLOptMain):
                     for complaint in complaints:
                         print(complaint, file=sys.stderr)
                     failed += bool(complaints)
-                elif self.args.verify_diagnostics:
-                    for err in errors:
+                elif self.args.verify_diagnostics or self.args.parsing_diagnostics:
+                    for err in errors:  # xDSL's meaning: the diagnostic on stdout, exit status 0
                         print(err.render())
                 else:
                     for err in errors:

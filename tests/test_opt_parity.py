@@ -296,3 +296,14 @@ def test_progress_only_when_asked_or_on_a_terminal() -> None:
     assert loud.returncode == 0 and loud.stdout == quiet.stdout
     stages = [line.split()[1] for line in loud.stderr.splitlines()]
     assert stages == ["ein", "loops", "scheduled", "target", "source"], loud.stderr
+
+
+def test_progress_on_a_terminal_starts_after_two_seconds(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.stage_progress(False) is None  # pytest's stderr is no terminal
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    report = cli.stage_progress(False)
+    assert report is not None
+    for stage, seconds in (("ein", 0.5), ("loops", 1.0), ("scheduled", 1.5), ("target", 0.25)):
+        report(stage, seconds)
+    assert capsys.readouterr().err.splitlines() == [
+        "einc: scheduled done in 1.50 s (3.00 s so far)", "einc: target done in 0.25 s (3.25 s so far)"]
