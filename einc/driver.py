@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from einc.context import make_context
 from einc.errors import (
@@ -31,8 +30,8 @@ from einc.errors import (
     ScheduleError,
     SourceLocation,
     TargetError,
-    UsageError,
 )
+from einc.plugins import HOOK_STAGES
 from einc.targets import LOOPS_PIPELINE
 
 from einc.targets.descriptions import KernelError
@@ -87,6 +86,8 @@ class Compilation:
         from einc.schedule import check_schedule_argument
 
         check_schedule_argument(self.schedule)
+        from einc.plugins import check_extra_passes
+
         self.hooks = check_extra_passes(self.extra_passes)
         """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
         self.ctx = make_context()
@@ -293,32 +294,6 @@ class Compilation:
         if self.progress is not None:
             self.progress("build", self.seconds["build"])
         return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record)
-
-
-HOOK_STAGES = ("ein", "loops", "scheduled", "target")
-"""The stages that take extra passes at their end (`extra_passes`, `--pipeline-hook`)."""
-
-
-def check_extra_passes(extra: object) -> dict[str, list[tuple[ModulePass, ...]]]:
-    """`extra_passes` parsed: stage -> the passes of each pipeline text. An unknown stage, a
-    pipeline given as one string instead of a list, an unknown pass or a bad option: a
-    UsageError (in the text `extra_passes['loops']`)."""
-    from einc.passes import did_you_mean, parse_passes
-
-    where = SourceLocation("<extra_passes argument>", 1, 1)
-    if not isinstance(extra, Mapping):
-        raise UsageError(f"extra_passes= maps a stage name to pipeline texts, not {type(extra).__name__}", where)
-    hooks: dict[str, list[tuple[ModulePass, ...]]] = {}
-    for stage, texts in extra.items():
-        if stage not in HOOK_STAGES:
-            raise UsageError(
-                f"extra_passes: unknown stage {stage!r}{did_you_mean(str(stage), HOOK_STAGES)} "
-                f"(stages: {', '.join(HOOK_STAGES)})", where,
-            )  # fmt: skip
-        if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise UsageError(f"extra_passes[{stage!r}] is a list of pipeline texts, e.g. [{texts!r}]", where)
-        hooks[stage] = [parse_passes(str(text), label=f"extra_passes[{stage!r}]") for text in texts]
-    return hooks
 
 
 def _module(result: StageResult | None) -> ModuleOp:

@@ -18,6 +18,7 @@ import importlib.util
 import inspect
 import sys
 import traceback
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -27,9 +28,32 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
-from einc.passes import _PLUGINS, builtin_passes, register_plugin_pass
+from einc.passes import _PLUGINS, builtin_passes, did_you_mean, parse_passes, register_plugin_pass
 
 ENTRY_POINT_GROUP = "einc.passes"
+HOOK_STAGES = ("ein", "loops", "scheduled", "target")
+"""The stages that take extra passes at their end (`extra_passes`, `--pipeline-hook`)."""
+
+
+def check_extra_passes(extra: object) -> dict[str, list[tuple[ModulePass, ...]]]:
+    """`extra_passes` parsed: stage -> the passes of each pipeline text. An unknown stage, a
+    pipeline given as one string instead of a list, an unknown pass or a bad option: a
+    UsageError (in the text `extra_passes['loops']`)."""
+    where = SourceLocation("<extra_passes argument>", 1, 1)
+    if not isinstance(extra, Mapping):
+        raise UsageError(f"extra_passes= maps a stage name to pipeline texts, not {type(extra).__name__}", where)
+    hooks: dict[str, list[tuple[ModulePass, ...]]] = {}
+    for stage, texts in extra.items():
+        if stage not in HOOK_STAGES:
+            raise UsageError(
+                f"extra_passes: unknown stage {stage!r}{did_you_mean(str(stage), HOOK_STAGES)} "
+                f"(stages: {', '.join(HOOK_STAGES)})", where,
+            )  # fmt: skip
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise UsageError(f"extra_passes[{stage!r}] is a list of pipeline texts, e.g. [{texts!r}]", where)
+        hooks[stage] = [parse_passes(str(text), label=f"extra_passes[{stage!r}]") for text in texts]
+    return hooks
+
 
 _LOADED_FILES: dict[Path, list[str]] = {}
 

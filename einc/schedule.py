@@ -16,12 +16,12 @@ sees half-rewritten IR.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects import affine, memref, transform
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -31,11 +31,10 @@ from xdsl.interpreter import (
 )
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
 from xdsl.context import Context
-from xdsl.ir import Attribute, AttributeInvT, Operation, SSAValue
-from xdsl.passes import ModulePass
+from xdsl.ir import AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError as XdslParseError
-from xdsl.utils.exceptions import DiagnosticException, VerifyException
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Span
 
 from einc.context import make_context
@@ -257,6 +256,8 @@ class Schedule:
         from einc.passes import get_all_passes
 
         interpreter = Interpreter(self.module)
+        from einc.schedule_passes import RegisteredPassFunctions
+
         interpreter.register_implementations(RegisteredPassFunctions(self, ctx, get_all_passes()))
         interpreter.register_implementations(EincTransformFunctions(self, module))
         try:
@@ -302,59 +303,6 @@ def check_schedule_argument(schedule: object) -> None:
 
 
 # ---- the interpreter ---------------------------------------------------------------------------
-
-
-@register_impls
-class RegisteredPassFunctions(TransformFunctions):
-    """xDSL's transform interpreter, its `transform.apply_registered_pass` taking the op's
-    `options` (xDSL ignores them) and refusing an unknown pass (with the closest names), an
-    option the pass lacks, a bad value, or a pass that fails on the loops as a ScheduleError
-    at the op (not as a bug in einc)."""
-
-    def __init__(self, schedule: Schedule, ctx: Context, passes: Mapping[str, Callable[[], type[ModulePass]]]):
-        super().__init__(ctx, dict(passes))
-        self.schedule = schedule
-
-    @impl(transform.ApplyRegisteredPassOp)
-    def run_apply_registered_pass_op(
-        self, interpreter: Interpreter, op: transform.ApplyRegisteredPassOp, args: PythonValues
-    ) -> PythonValues:
-        from xdsl.passes import PassPipeline
-
-        from einc.passes import parse_passes
-
-        (targets,) = args
-        assert isinstance(targets, OperationHandle)
-        options = " ".join(f"{k}={_option_text(v)}" for k, v in op.options.data.items())
-        spec = f"{op.pass_name.data}{{{options}}}" if options else op.pass_name.data
-        try:
-            pipeline = PassPipeline(parse_passes(spec, self.passes, "transform.apply_registered_pass"))
-        except EincError as err:
-            raise self.schedule.error(op, f"transform.apply_registered_pass: {err.message}") from None
-        for target in targets.ops:
-            if not isinstance(target, ModuleOp):
-                raise self.schedule.error(op, "transform.apply_registered_pass applies to the module (%root) only")
-            try:
-                pipeline.apply(self.ctx, target)
-            except DiagnosticException as err:
-                raise self.schedule.error(op, f"pass '{op.pass_name.data}' failed: {err}") from None
-        return (targets,)
-
-
-def _option_text(value: Attribute) -> str:
-    """A pass option's attribute as pipeline text (`size=32`, `target="cuda"`, `flag=true`)."""
-    if isinstance(value, StringAttr):
-        return f'"{value.data}"'
-    if isinstance(value, IntegerAttr):
-        if value.type == IntegerType(1):
-            return "true" if value.value.data else "false"
-        return str(value.value.data)
-    if isinstance(value, FloatAttr):
-        return str(value.value.data)
-    if isinstance(value, ArrayAttr):
-        return ",".join(_option_text(v) for v in value.data)
-    return str(value)
-
 
 
 @register_impls

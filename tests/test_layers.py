@@ -29,7 +29,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.passes", "einc.plugins"),
     ("einc.dialects.einc_transform", "einc.context"),
     ("einc.frontend",),
-    ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
+    ("einc.schedule", "einc.schedule_passes", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
     ("einc.reference", "einc.interp"),
     ("einc.driver", "einc.tune"),
     ("einc.cli", "einc.opt", "einc.opt_support"),
