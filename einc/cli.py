@@ -156,8 +156,8 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
     """`--pipeline-hook STAGE=PASSES` options as `extra_passes` (stage -> pipeline texts);
     a malformed hook, an unknown stage, pass or option: a UsageError at its place in the
     command line."""
-    from einc.driver import HOOK_STAGES
     from einc.passes import did_you_mean, parse_passes
+    from einc.plugins import HOOK_STAGES
 
     text = " ".join(["einc", *argv])
     extra: dict[str, list[str]] = {}

@@ -31,7 +31,6 @@ from einc.errors import (
     SourceLocation,
     TargetError,
 )
-from einc.plugins import HOOK_STAGES
 from einc.targets import LOOPS_PIPELINE
 
 from einc.targets.descriptions import KernelError

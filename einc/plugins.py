@@ -28,7 +28,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
-from einc.passes import _PLUGINS, builtin_passes, did_you_mean, parse_passes, register_plugin_pass
+from einc.passes import (
+    _PLUGINS,
+    builtin_passes,
+    did_you_mean,
+    parse_passes,
+    register_plugin_pass,
+)
 
 ENTRY_POINT_GROUP = "einc.passes"
 HOOK_STAGES = ("ein", "loops", "scheduled", "target")
@@ -93,7 +99,7 @@ def load_pass_plugin(path: str, where: SourceLocation | None = None) -> list[str
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - the plugin's own code: any failure is the user's
+    except BaseException as exc:
         del sys.modules[module_name]
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -193,7 +199,7 @@ def _guarded(cls: type[ModulePass], origin: str) -> type[ModulePass]:
             apply(self, ctx, op)
         except (EincError, InternalCompilerError):
             raise
-        except Exception as exc:  # noqa: BLE001 - the plugin's bug
+        except Exception as exc:
             raise PluginPassError(cls.name, origin, exc) from exc
 
     guarded = type(cls.__name__, (cls,), {"apply": guarded_apply, "__module__": cls.__module__,

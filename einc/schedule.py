@@ -29,7 +29,7 @@ from xdsl.interpreter import (
     impl,
     register_impls,
 )
-from xdsl.interpreters.transform import OperationHandle, TransformFunctions
+from xdsl.interpreters.transform import OperationHandle
 from xdsl.context import Context
 from xdsl.ir import AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects import transform
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntegerAttr, IntegerType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+)
 from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
 from xdsl.ir import Attribute

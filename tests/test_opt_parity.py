@@ -104,11 +104,11 @@ transform.named_sequence @__transform_main(%root: !transform.any_op) {
 def test_verify_diagnostics_checks_expected_errors_of_every_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """ParseError, SemanticError (.ein), xDSL's parse error, a verifier error, TargetError,
     ScheduleError (MLIR), UsageError (-t): each matched by its expected-error comment."""
-    code, out, err = opt_main(capsys, write(tmp_path, "e.ein", EIN_EXPECTED), "--split-input-file", "--verify-diagnostics")
+    code, _, err = opt_main(capsys, write(tmp_path, "e.ein", EIN_EXPECTED), "--split-input-file", "--verify-diagnostics")
     assert (code, err) == (0, ""), err
     pipeline = "legalize-storage-dtypes{target=hlsl},einc-apply-schedule"
-    code, out, err = opt_main(capsys, write(tmp_path, "e.mlir", MLIR_EXPECTED), "--split-input-file",
-                              "--verify-diagnostics", "-p", pipeline)  # fmt: skip
+    code, _, err = opt_main(capsys, write(tmp_path, "e.mlir", MLIR_EXPECTED), "--split-input-file",
+                            "--verify-diagnostics", "-p", pipeline)  # fmt: skip
     assert (code, err) == (0, ""), err
     text = "// expected-error @+2 {{-t cuda prints egpu kernels, but this module is at the loop level}}\n" + LOOPS
     code, _, err = opt_main(capsys, write(tmp_path, "t.mlir", text), "--verify-diagnostics", "-t", "cuda")
@@ -249,8 +249,8 @@ def test_transform_interpreter_points_to_einc_apply_schedule(tmp_path: Path, cap
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     big = tmp_path / "big.mlir"
     big.write_text("".join(f"func.func @f{i}() {{\n  func.return\n}}\n" for i in range(6000)))
-    res = subprocess.run(f"'{BIN / 'einc-opt'}' '{big}' | head -1", shell=True, capture_output=True, text=True,
-                         timeout=300, cwd=ROOT)  # fmt: skip
+    res = subprocess.run(f"'{BIN / 'einc-opt'}' '{big}' | head -1", shell=True, check=False, capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)  # fmt: skip
     assert res.stdout == "builtin.module {\n"
     assert res.stderr == ""
 
@@ -262,7 +262,7 @@ def test_check_takes_the_users_schedule(tmp_path: Path, capsys: pytest.CaptureFi
     missing = str(tmp_path / "none.mlir")
     assert cli.main(["check", "examples/matmul.ein", "-t", "cuda", "--schedule", missing]) == 1
     assert capsys.readouterr().err.startswith(f"{missing}:1:1: error: cannot read schedule")
-    res = subprocess.run([str(BIN / "einc"), "check", "--help"], capture_output=True, text=True, timeout=300)
+    res = subprocess.run([str(BIN / "einc"), "check", "--help"], check=False, capture_output=True, text=True, timeout=300)
     assert "--schedule" in res.stdout and "--load-pass-plugin" in res.stdout and "--pipeline-hook" in res.stdout
 
 
@@ -279,20 +279,20 @@ def test_check_with_schedules(tmp_path: Path) -> None:
         '  transform.yield\n}\n'))  # fmt: skip
     for given in (schedule, "none", "default"):
         res = subprocess.run([str(BIN / "einc"), "check", "examples/matmul.ein", "-t", "cuda", "--arch", "sm_80",
-                              "--schedule", given], capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
+                              "--schedule", given], check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
         assert res.returncode == 0 and "sm_80: compiled" in res.stdout, res.stdout + res.stderr
     # the schedule is the one applied: one einc refuses is refused at its op
     Path(schedule).write_text(Path(schedule).read_text().replace('  transform.einc.bind %ni to "thread.y"\n', ""))
     res = subprocess.run([str(BIN / "einc"), "check", "examples/matmul.ein", "-t", "cuda", "--schedule", schedule],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
+                         check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)  # fmt: skip
     assert res.returncode == 1 and res.stderr.startswith(f"{schedule}:6:3: error: convert-affine-to-egpu: loop M"), res.stderr
 
 
 def test_progress_only_when_asked_or_on_a_terminal() -> None:
     args = [str(BIN / "einc"), "compile", "examples/softmax.ein", "--no-records"]
-    quiet = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    quiet = subprocess.run(args, check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert quiet.returncode == 0 and quiet.stderr == ""
-    loud = subprocess.run([*args, "--progress"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    loud = subprocess.run([*args, "--progress"], check=False, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert loud.returncode == 0 and loud.stdout == quiet.stdout
     stages = [line.split()[1] for line in loud.stderr.splitlines()]
     assert stages == ["ein", "loops", "scheduled", "target", "source"], loud.stderr

@@ -65,7 +65,7 @@ def opt_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, 
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    return subprocess.run([str(BIN / args[0]), *args[1:]], check=False, capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
 
 
 # ---- einc-opt --------------------------------------------------------------------------------

@@ -142,7 +142,9 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return DeadCodeElimination
 
     def licm():
-        from xdsl.transforms.loop_invariant_code_motion import LoopInvariantCodeMotionPass
+        from xdsl.transforms.loop_invariant_code_motion import (
+            LoopInvariantCodeMotionPass,
+        )
 
         return LoopInvariantCodeMotionPass
 
