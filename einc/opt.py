@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.arg_spec import parse_spec
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ShrinkException
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -42,7 +42,6 @@ from einc.errors import (
 )
 from einc.opt_support import (
     Instrumentation,
-    InvalidIR,
     check_diagnostics,
     expected_diagnostics,
     has_expectations,
@@ -213,7 +212,6 @@ class EincOptMain(xDSLOptMain):
             after_change=a.print_ir_after_change, after_failure=a.print_ir_after_failure,
             timing=a.timing or a.time_passes,
         )  # fmt: skip
-        self.phases: list[tuple[str, float]] = []
 
     def where(self, op: Operation | None) -> SourceLocation:
         """Where einc-opt found `op` in its input (an MLIR input's ops), else the input."""
@@ -245,7 +243,6 @@ class EincOptMain(xDSLOptMain):
         texts = [(chunk.read(), offset) for chunk, offset in chunks]
         for chunk, _ in chunks:
             chunk.close()
-        self.phases.append(("Parser and input", 0.0))
         output = self.prepare_output()
         name = self.get_input_name()
         checking = self.args.verify_diagnostics and any(has_expectations(t.decode(errors="replace")) for t, _ in texts)
@@ -283,9 +280,15 @@ class EincOptMain(xDSLOptMain):
                     for err in errors:
                         print(err.render(), file=sys.stderr)
                     failed += bool(errors)
+        except ShrinkException:  # xDSL's --shrink protocol
+            print("Success, can shrink")
+            raise SystemExit(0) from None
         finally:
             if output is not sys.stdout:
                 output.close()
+        if self.args.shrink:
+            print("Failure, can't shrink")
+            raise SystemExit(1)
         if self.instrumentation.timing:
             passes_s = sum(s for _, s in self.instrumentation.times)
             parse_s = max(0.0, time.perf_counter() - start - passes_s - output_s)
@@ -300,8 +303,8 @@ class EincOptMain(xDSLOptMain):
         if isinstance(err, XdslParseError):
             err.span = dataclasses.replace(err.span, line_offset=offset)
             return mlir_parse_error(err)
-        if isinstance(err, DiagnosticException):
-            return InvalidIR(str(err).splitlines()[0] if str(err) else type(err).__name__, self.where(None))
+        if isinstance(err, DiagnosticException):  # a pass failed (PassFailedException, ...)
+            err = EincError(str(err).splitlines()[0] if str(err) else type(err).__name__)
         assert isinstance(err, EincError)
         if err.loc is None:
             lines = data.decode(errors="replace").splitlines()
