@@ -12,7 +12,7 @@ import re
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -68,6 +68,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="print the program after this stage instead of the final source",
     )
     _record_options(comp)
+    _plugin_options(comp)
 
     run = sub.add_parser(
         "run", help="compile, run on random inputs, and check against the NumPy reference", argv=argv
@@ -81,6 +82,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     run.add_argument("--repeat", type=int, default=5, help="timed runs, at least 1 (median is reported)")
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
     _record_options(run)
+    _plugin_options(run)
     tune = sub.add_parser(
         "tune", help="search schedules for a program; the best is kept in the tuning records", argv=argv
     )
@@ -104,6 +106,12 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     check.add_argument("file", help="the .ein program")
     check.add_argument("-t", "--target", default="cuda", help="cuda or hip (default: cuda)")
     check.add_argument("--arch", action="append", help="architecture (repeatable; default: sm_80, sm_90 / gfx90a, gfx1030)")
+    check.add_argument(
+        "--schedule", help="a schedule script (.mlir), `none` or `default` (default: the best "
+        "tuning record, else the target's default schedule)"
+    )
+    _record_options(check)
+    _plugin_options(check)
     explain = sub.add_parser("explain", help="the pipeline as one HTML page: IR diffs, schedule, source, checks", argv=argv)
     explain.add_argument("file", help="the .ein program")
     explain.add_argument("-t", "--target", default="c", help="target (default: c)")
@@ -112,6 +120,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     explain.add_argument("--shape-scale", type=float, default=None, help="scale the shapes for the numeric checks (default: their small shapes)")
     explain.add_argument("-o", "--output", required=True, help="the page to write (.html)")
     _record_options(explain)
+    _plugin_options(explain)
     _records_parser(sub, argv)
     # -- einc sketches (the tuner's search space, einc.tune.space) --
     sketches = sub.add_parser("sketches", help="print the tuner's sketches of a program (its search space)", argv=argv)
@@ -148,6 +157,76 @@ def _record_options(parser: argparse.ArgumentParser) -> None:
         "--no-records", action="store_true",
         help="never use a tuning record (also: --schedule default)",
     )  # fmt: skip
+
+
+# ---- plugins, stage hooks and progress of compile, run and check --------------------------------
+def _plugin_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--load-pass-plugin", action="append", default=[], metavar="PATH",
+        help="a Python file whose xdsl ModulePass subclasses become passes (repeatable; "
+        "see docs/PLUGINS.md)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pipeline-hook", action="append", default=[], metavar="STAGE=PASSES",
+        help="run the pass pipeline PASSES at the end of STAGE (ein, loops, scheduled, target); "
+        "repeatable, e.g. --pipeline-hook 'loops=my-pass{factor=2}'",
+    )  # fmt: skip
+    parser.add_argument(
+        "--progress", action="store_true",
+        help="print each stage's time on stderr as it ends (default: only on a terminal, "
+        "once the compilation has taken 2 s)",
+    )  # fmt: skip
+
+
+def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[str]]:
+    """`--pipeline-hook STAGE=PASSES` options as `extra_passes` (stage -> pipeline texts);
+    a malformed hook, an unknown stage, pass or option: a UsageError at its place in the
+    command line."""
+    from einc.passes import did_you_mean, parse_passes
+    from einc.plugins import HOOK_STAGES
+
+    text = " ".join(["einc", *argv])
+    extra: dict[str, list[str]] = {}
+    for hook in hooks:
+        start = text.find(hook) if hook else -1
+        where = argument_location(argv, "--pipeline-hook")
+        if start >= 0:
+            where = SourceLocation("<command line>", 1, start + 1, max(1, len(hook)), text)
+        stage, equal, passes = hook.partition("=")
+        stage = stage.strip()
+        if not equal or not passes.strip():
+            raise UsageError(f"--pipeline-hook takes STAGE=PASSES (stages: {', '.join(HOOK_STAGES)}), not {hook!r}", where)
+        if stage not in HOOK_STAGES:
+            raise UsageError(
+                f"--pipeline-hook: unknown stage '{stage}'{did_you_mean(stage, HOOK_STAGES)} "
+                f"(stages: {', '.join(HOOK_STAGES)})", where,
+            )  # fmt: skip
+        try:
+            parse_passes(passes)
+        except UsageError as err:
+            if err.loc is not None and start >= 0:
+                col = start + len(hook) - len(passes) + err.loc.col
+                err.loc = SourceLocation("<command line>", 1, col, err.loc.length, text)
+            raise
+        extra.setdefault(stage, []).append(passes)
+    return extra
+
+
+def stage_progress(forced: bool) -> Callable[[str, float], None] | None:
+    """The progress printer of `--progress` (every stage), or on a terminal (the stages that
+    end once the compilation has run 2 s); None when stderr is neither."""
+    if not forced and not sys.stderr.isatty():
+        return None
+    threshold = 0.0 if forced else 2.0
+    total = 0.0
+
+    def report(stage: str, seconds: float) -> None:
+        nonlocal total
+        total += seconds
+        if total >= threshold:
+            print(f"einc: {stage} done in {seconds:.2f} s ({total:.2f} s so far)", file=sys.stderr, flush=True)
+
+    return report
 
 
 def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
@@ -306,6 +385,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_arguments(args, argv)
         if args.command == "records":
             return records_command(args, argv)
+        extra: dict[str, list[str]] = {}
+        progress: Callable[[str, float], None] | None = None
+        if args.command in ("compile", "run", "check", "explain"):
+            from einc.plugins import load_pass_plugins
+
+            load_pass_plugins(args.load_pass_plugin, argv)
+            extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
         if args.command == "compile":
             text = driver.compile_file_command(
                 args.file,
@@ -315,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 manifest_path=f"{args.output}.json" if args.output else None,
                 use_records=not args.no_records,
                 db=args.db,
+                extra_passes=extra, progress=progress,
             )
             if args.output:
                 try:
@@ -342,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from einc.explain.command import explain_file_command, write_page
 
             page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
-                                        use_records=not args.no_records, db=args.db)  # fmt: skip
+                                        use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
             try:
                 write_page(page.html, args.output)
             except OSError as err:
@@ -350,7 +437,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(page.summary(args.output), file=sys.stderr)
             return 0 if page.ok else 1
         if args.command == "check":
-            checked = driver.check_file_command(args.file, target=args.target, archs=args.arch)
+            checked = driver.check_file_command(
+                args.file, target=args.target, archs=args.arch, schedule=args.schedule,
+                use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
+            )  # fmt: skip
             print(checked.render())
             return 0 if checked.ok else 1
         if args.command == "serve":
@@ -368,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         report = driver.run_file_command(
             args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
-            use_records=not args.no_records, db=args.db,
+            use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
         )  # fmt: skip
         print(report.render())
         return 0 if report.ok else 1

@@ -75,11 +75,20 @@ class Compilation:
     """Without a schedule, apply the best tuning record for this program and device, if any."""
     db: str | Path | None = None
     """The tuning database (default: `einc.tune.records.default_db_path()`)."""
+    extra_passes: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Stage name (ein, loops, scheduled, target) -> pass pipeline texts run at the end of
+    that stage, after its own passes (plugin passes included: einc.plugins)."""
+    progress: Callable[[str, float], None] | None = None
+    """Called after each stage with its name and its seconds (`einc compile --progress`)."""
 
     def __post_init__(self) -> None:
         from einc.schedule import check_schedule_argument
 
         check_schedule_argument(self.schedule)
+        from einc.plugins import check_extra_passes
+
+        self.hooks = check_extra_passes(self.extra_passes)
+        """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
         self.ctx = make_context()
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
         self.schedule_text: str | None = None
@@ -200,12 +209,29 @@ class Compilation:
             else:
                 start = time.perf_counter()
                 value = self._guarded(name, fn, value)
+                if name in self.hooks:
+                    value = self._guarded(name, self._hooked(name), value)
                 self.seconds[name] = time.perf_counter() - start
                 self.results[name] = value
+                if self.progress is not None:
+                    self.progress(name, self.seconds[name])
             if name == stage:
                 assert value is not None
                 return value
         raise AssertionError(stage)
+
+    def _hooked(self, stage: str) -> Callable[[StageResult], ModuleOp]:
+        """The stage's extra passes (`extra_passes[stage]`), run on a clone of its result."""
+
+        def run(value: StageResult) -> ModuleOp:
+            from xdsl.passes import PassPipeline
+
+            module = _module(value).clone()
+            for passes in self.hooks[stage]:
+                PassPipeline(passes).apply(self.ctx, module)
+            return module
+
+        return run
 
     def module(self, stage: str) -> ModuleOp:
         """The module after `stage` (any stage but `source`)."""
@@ -229,6 +255,8 @@ class Compilation:
             pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
             if pipeline is not None:
                 context["pipeline"] = pipeline
+            if stage in self.hooks:
+                context["extra passes"] = ",".join(self.extra_passes[stage])
             raise InternalCompilerError.wrap(exc, stage, **context)
 
     def reproducer_context(self) -> dict[str, str]:
@@ -262,6 +290,8 @@ class Compilation:
             "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
         )
         self.seconds["build"] = time.perf_counter() - start
+        if self.progress is not None:
+            self.progress("build", self.seconds["build"])
         return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record)
 
 
@@ -331,14 +361,22 @@ def compile(
     cflags: Sequence[str] = (),
     use_records: bool = True,
     db: str | Path | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    pass_plugins: Sequence[str] = (),
 ) -> Kernel:
     """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
     `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more).
     Without a schedule, the best tuning record for the program on this device is applied
     (`Kernel.record`); `schedule="default"` or `use_records=False` keep the target's default.
-    `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db)."""
+    `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db).
+    `pass_plugins`: Python files whose ModulePass subclasses are registered (einc.plugins);
+    `extra_passes`: stage (ein, loops, scheduled, target) -> pipeline texts run at its end."""
+    from einc.plugins import load_pass_plugin
+
+    for plugin in [pass_plugins] if isinstance(pass_plugins, str) else pass_plugins:
+        load_pass_plugin(plugin, SourceLocation("<pass_plugins argument>", 1, 1))
     comp = Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags,
-                       use_records=use_records, db=db)  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=extra_passes or {})  # fmt: skip
     return comp.kernel()
 
 
@@ -390,9 +428,12 @@ def compile_file_command(
     manifest_path: str | None = None,
     use_records: bool = True,
     db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
 ) -> str:
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db)  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
     result = comp.run_until(dump_after or "source")
     say_record(comp)
     if manifest_path is not None and dump_after is None:
@@ -481,11 +522,14 @@ def run_file_command(
     seed: int | None = None,
     use_records: bool = True,
     db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
 ) -> RunReport:
     from einc.reference import run_reference
 
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db)  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
     start = time.perf_counter()
     kernel = comp.kernel()
     compile_s = time.perf_counter() - start
@@ -533,10 +577,21 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check_file_command(path: str, target: str, archs: Sequence[str] | None = None) -> CheckReport:
+def check_file_command(
+    path: str,
+    target: str,
+    archs: Sequence[str] | None = None,
+    schedule: str | None = None,
+    use_records: bool = True,
+    db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> CheckReport:
     """Compile a program's device code with the target's real compiler for each architecture
     and check the reported resources against the launch: no register spills, static shared
-    memory within the target's limit, registers x threads per block within the register file."""
+    memory within the target's limit, registers x threads per block within the register file.
+    `schedule`: as `einc compile --schedule` (a file, `none`, `default`; None: the best tuning
+    record, else the target's default schedule)."""
     from einc.targets import get_all_targets, get_target
     from einc.targets.gpu import DeviceTarget
 
@@ -547,8 +602,11 @@ def check_file_command(path: str, target: str, archs: Sequence[str] | None = Non
             f"'einc check' compile-checks {', '.join(checked)}; run the {target} target with 'einc run'",
             SourceLocation(path, 1, 1),
         )
-    comp = Compilation(read_program(path), path, target=target)
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
     source = comp.source_text()
+    say_record(comp)
     device = comp.target_obj
     assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
     manifest = device.manifest(comp.module("target"))

@@ -2,23 +2,32 @@
 
     einc-opt prog.ein --pass-pipeline=convert-ein-to-affine --print-ir-after-all
     einc-opt lowered.mlir -t c
+    einc-opt prog.ein --load-pass-plugin my_passes.py -p 'convert-ein-to-affine,my-pass{factor=2}'
+    einc-opt --list-passes [--all]          einc-opt --list-targets
+
+mlir-opt's habits hold (docs/PLUGINS.md): IR dumps and `--timing` go to stderr,
+`--split-input-file` reports every chunk's error, `--verify-diagnostics` checks
+`expected-error` comments against einc's errors, `-t TARGET` refuses a module above the
+target's level (naming the pipeline to run), a closed pipe ends it quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
-import re
+import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.printer import Printer
-from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ShrinkException
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -31,6 +40,20 @@ from einc.errors import (
     UsageError,
     span_location,
 )
+from einc.opt_support import (
+    Instrumentation,
+    check_diagnostics,
+    expected_diagnostics,
+    has_expectations,
+    list_passes,
+    list_targets,
+    target_level_error,
+    verify_located,
+)
+
+
+class ChunksFailed(Exception):
+    """Some chunks of a split input failed (each error already printed): exit status 1."""
 
 
 class EincOptMain(xDSLOptMain):
@@ -53,7 +76,8 @@ class EincOptMain(xDSLOptMain):
         def parse_ein(io: IO[bytes]) -> ModuleOp:
             from einc.frontend import build_module, parse_program
 
-            program = parse_program(io.read().decode(), filename=self.get_input_name())
+            text = "\n" * self.chunk_line_offset + io.read().decode()  # a chunk's lines keep their numbers
+            program = parse_program(text, filename=self.get_input_name())
             return build_module(program)
 
         self.available_frontends["ein"] = parse_ein
@@ -72,10 +96,12 @@ class EincOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
+        from einc.opt_support import einc_transform_interpreter
         from einc.passes import get_all_passes
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
+        self.register_pass("transform-interpreter", einc_transform_interpreter)
 
     def register_all_targets(self) -> None:
         from einc.targets import get_all_xdsl_targets
@@ -90,7 +116,17 @@ class EincOptMain(xDSLOptMain):
             raise usage_error(message, self.argv, "einc-opt", "einc-opt")
 
         arg_parser.error = error
-        super().register_all_arguments(arg_parser)
+        from einc.passes import builtin_passes
+
+        every_pass, self.available_passes = self.available_passes, dict(builtin_passes())
+        try:  # xDSL's -p help lists the passes registered now: einc's, not xDSL's ~150
+            super().register_all_arguments(arg_parser)
+        finally:
+            self.available_passes = every_pass
+        arg_parser.epilog = (
+            "einc-opt --list-passes lists einc's passes (and the plugins') with their options; "
+            "--list-passes --all adds xDSL's. einc-opt --list-targets shows each target's pipeline."
+        )
         arg_parser.add_argument(
             "--pass-pipeline",
             default=None,
@@ -98,10 +134,18 @@ class EincOptMain(xDSLOptMain):
             "(same as -p; an MLIR-style builtin.module(...) wrapper is accepted)",
         )
         arg_parser.add_argument(
-            "--print-ir-after-all",
-            action="store_true",
-            help="print the IR after every pass",
-        )
+            "--load-pass-plugin", action="append", default=[], metavar="PATH",
+            help="a Python file whose xdsl ModulePass subclasses become passes, by their `name` "
+            "(repeatable; docs/PLUGINS.md)",
+        )  # fmt: skip
+        arg_parser.add_argument("--list-passes", action="store_true", help="list einc's and the plugins' passes with their options, and exit")
+        arg_parser.add_argument("--all", action="store_true", help="with --list-passes: xDSL's passes too")
+        arg_parser.add_argument("--list-targets", action="store_true", help="list the targets and each one's pipeline, and exit")
+        for when, what in (("before-all", "before every pass"), ("after-all", "after every pass"),
+                           ("after-change", "after every pass that changed it"),
+                           ("after-failure", "after a pass that failed")):  # fmt: skip
+            arg_parser.add_argument(f"--print-ir-{when}", action="store_true", help=f"print the IR {what} (on stderr)")
+        arg_parser.add_argument("--timing", action="store_true", help="a table of each pass's time on stderr")
         arg_parser.add_argument(
             "--verify-each",
             action="store_true",
@@ -149,55 +193,131 @@ class EincOptMain(xDSLOptMain):
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def setup_pipeline(self) -> None:
-        self._setup_pipeline()
+        from einc.passes import parse_passes, strip_module_wrapper
+        from einc.plugins import load_pass_plugins
+
+        for name in load_pass_plugins(self.args.load_pass_plugin, self.argv, tool="einc-opt"):
+            self.register_pass(name, lambda name=name: _plugin_class(name))
+        spec = self.args.pass_pipeline
+        if spec is not None:
+            self.args.passes = strip_module_wrapper(spec)
+        self.pipeline = PassPipeline(parse_passes(self.args.passes, self.available_passes, "pass-pipeline"))
         if self.args.verify_each:
             from einc.passes.verify_egpu import verifying
 
             self.pipeline = verifying(self.pipeline)
+        a = self.args
+        self.instrumentation = Instrumentation(
+            before_all=a.print_ir_before_all, after_all=a.print_ir_after_all or a.print_between_passes,
+            after_change=a.print_ir_after_change, after_failure=a.print_ir_after_failure,
+            timing=a.timing or a.time_passes,
+        )  # fmt: skip
 
-    def _setup_pipeline(self) -> None:
-        spec = self.args.pass_pipeline
-        if spec is not None:
-            spec = spec.strip()
-            if spec.startswith("builtin.module(") and spec.endswith(")"):
-                spec = spec[len("builtin.module(") : -1]
-            self.args.passes = spec
-        self.check_pass_names(self.args.passes)
-        if not self.args.print_ir_after_all:
-            try:
-                super().setup_pipeline()
-            except ValueError as err:  # a pass option it does not have, a bad option value
-                raise UsageError(str(err), self.pipeline_location()) from None
-            return
+    def where(self, op: Operation | None) -> SourceLocation:
+        """Where einc-opt found `op` in its input (an MLIR input's ops), else the input."""
+        from einc.schedule import PARSED_AT
 
-        def callback(previous: ModulePass | None, module: ModuleOp, _next: ModulePass | None) -> None:
+        found = PARSED_AT.get(op) if op is not None else None
+        return found or SourceLocation(self.get_input_name(), 1, 1)
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        def verify(after: ModulePass | None) -> None:
             if not self.args.disable_verify:
-                module.verify()
-            if previous is not None:
-                print(f"// -----// IR Dump After {previous.name} //----- //")
-                Printer(stream=sys.stdout).print_op(module)
-                print("\n")
+                verify_located(prog, self.where, after.name if after is not None else None)
 
+        self.instrumentation.run(self.pipeline, self.ctx, prog, verify)
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        error = target_level_error(prog, parse_spec(self.args.target).name, self.where)
+        if error is not None:
+            raise error
+        return super().output_resulting_program(prog)
+
+    def run(self) -> None:
+        """Each chunk parsed, transformed, printed. With --split-input-file every chunk's
+        error is reported and the next chunk goes on (exit status 1 at the end); with
+        --verify-diagnostics the errors are checked against the `expected-error` comments
+        (when the input has some; else printed on stdout, exit status 0, as xDSL does)."""
+        start = time.perf_counter()
+        chunks, extension = self.prepare_input()
+        texts = [(chunk.read(), offset) for chunk, offset in chunks]
+        for chunk, _ in chunks:
+            chunk.close()
+        output = self.prepare_output()
+        name = self.get_input_name()
+        checking = self.args.verify_diagnostics and any(has_expectations(t.decode(errors="replace")) for t, _ in texts)
+        failed = 0
+        output_s = 0.0
         try:
-            self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
-        except ValueError as err:
-            raise UsageError(str(err), self.pipeline_location()) from None
+            for index, (data, offset) in enumerate(texts):
+                if index > 0:
+                    output.write("// -----\n")
+                errors: list[EincError] = []
+                try:
+                    module = self.parse_chunk(io.BytesIO(data), extension, offset)
+                    if module is not None:
+                        self.apply_passes(module)
+                        begin = time.perf_counter()
+                        output.write(self.output_resulting_program(module))
+                        output_s += time.perf_counter() - begin
+                    output.flush()
+                except (EincError, DiagnosticException, XdslParseError) as err:
+                    located = self.as_einc_error(err, offset, data)
+                    parsing = self.args.parsing_diagnostics and isinstance(err, XdslParseError | ParseError)
+                    if not (self.args.split_input_file or self.args.verify_diagnostics or parsing):
+                        raise located from None
+                    errors.append(located)
+                if checking:
+                    text = data.decode(errors="replace")
+                    complaints = check_diagnostics(errors, expected_diagnostics(text, name, offset), name)
+                    for complaint in complaints:
+                        print(complaint, file=sys.stderr)
+                    failed += bool(complaints)
+                elif self.args.verify_diagnostics or self.args.parsing_diagnostics:
+                    for err in errors:  # xDSL's meaning: the diagnostic on stdout, exit status 0
+                        print(err.render())
+                else:
+                    for err in errors:
+                        print(err.render(), file=sys.stderr)
+                    failed += bool(errors)
+        except ShrinkException:  # xDSL's --shrink protocol
+            print("Success, can shrink")
+            raise SystemExit(0) from None
+        finally:
+            if output is not sys.stdout:
+                output.close()
+        if self.args.shrink:
+            print("Failure, can't shrink")
+            raise SystemExit(1)
+        if self.instrumentation.timing:
+            passes_s = sum(s for _, s in self.instrumentation.times)
+            parse_s = max(0.0, time.perf_counter() - start - passes_s - output_s)
+            sys.stderr.write(self.instrumentation.report([("Parser and input", parse_s), ("Output", output_s)]))
+        if failed:
+            raise ChunksFailed(failed)
 
-    def pipeline_location(self) -> SourceLocation:
-        spec = self.args.passes
-        return SourceLocation("pass-pipeline", 1, 1, max(1, len(spec)), spec)
+    def as_einc_error(self, err: Exception, offset: int, data: bytes = b"") -> EincError:
+        """A chunk's failure as a located einc error (an xDSL parse error at its span, a
+        verifier error; an einc error without a place of its own at the chunk's first
+        non-blank line, never at `<unknown>:0:0`)."""
+        if isinstance(err, XdslParseError):
+            err.span = dataclasses.replace(err.span, line_offset=offset)
+            return mlir_parse_error(err)
+        if isinstance(err, DiagnosticException):  # a pass failed (PassFailedException, ...)
+            err = EincError(str(err).splitlines()[0] if str(err) else type(err).__name__)
+        assert isinstance(err, EincError)
+        if err.loc is None:
+            lines = data.decode(errors="replace").splitlines()
+            first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+            source = "\n" * offset + "\n".join(lines)
+            err.loc = SourceLocation(self.get_input_name(), 1 + offset + first, 1, 1, source)
+        return err
 
-    def check_pass_names(self, spec: str) -> None:
-        """A UsageError at the first pass of the pipeline `spec` that is not registered."""
-        for arg_spec in parse_pipeline(spec):
-            if arg_spec.name in self.available_passes:
-                continue
-            found = re.search(rf"(?<![\w.-]){re.escape(arg_spec.name)}(?![\w.-])", spec)
-            col = found.start() + 1 if found else 1
-            raise UsageError(
-                f"unknown pass '{arg_spec.name}' (see einc-opt --help for the passes)",
-                SourceLocation("pass-pipeline", 1, col, len(arg_spec.name), spec),
-            )
+
+def _plugin_class(name: str) -> type[ModulePass]:
+    from einc.passes import plugin_passes
+
+    return plugin_passes()[name].cls
 
 
 def mlir_parse_error(err: XdslParseError) -> ParseError:
@@ -219,8 +339,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     opt: EincOptMain | None = None
     try:
         opt = EincOptMain(description="einc modular optimizer driver", args=argv)
+        if opt.args.list_passes or opt.args.list_targets:
+            sys.stdout.write(list_passes(opt.available_passes, opt.args.all) if opt.args.list_passes else list_targets())
+            sys.stdout.flush()
+            return 0
         opt.run()
+        sys.stdout.flush()
         return 0
+    except BrokenPipeError:  # `einc-opt ... | head`: the reader is gone; end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except ChunksFailed:
+        return 1
     except EincError as err:
         print(err.render(), file=sys.stderr)
         return 1

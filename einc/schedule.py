@@ -29,7 +29,7 @@ from xdsl.interpreter import (
     impl,
     register_impls,
 )
-from xdsl.interpreters.transform import OperationHandle, TransformFunctions
+from xdsl.interpreters.transform import OperationHandle
 from xdsl.context import Context
 from xdsl.ir import AttributeInvT, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
@@ -75,10 +75,15 @@ class _LocatingParser(Parser):
         super().__init__(ctx, input, name)
         self.offsets: dict[Operation, int] = {}
         self.first_uses: dict[str, Span] = {}
+        self.failed_at: int | None = None
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException:  # an attribute or op verified while parsed: the innermost op
+            self.failed_at = start if self.failed_at is None else self.failed_at
+            raise
         self.offsets[op] = start
         return op
 
@@ -126,7 +131,16 @@ def parse_with_locations(
     """`text` parsed, with each op's location (its lines counted from `line_offset`, for a
     chunk of a split file); xDSL's ParseError as it is."""
     parser = _LocatingParser(ctx, text, filename)
-    module = parser.parse_module(implicit_module)
+    try:
+        module = parser.parse_module(implicit_module)
+    except VerifyException as err:  # verified while parsed (an attribute's rules): at its op
+        if parser.failed_at is None:
+            raise
+        from einc.errors import ParseError
+
+        message = str(err).splitlines()[0] if str(err) else "the input does not verify"
+        source = "\n" * line_offset + text
+        raise ParseError(message, _location(source, filename, line_offset + parser.failed_at)) from None
     return module, parser.locations(text, filename, line_offset)
 
 
@@ -242,7 +256,9 @@ class Schedule:
         from einc.passes import get_all_passes
 
         interpreter = Interpreter(self.module)
-        interpreter.register_implementations(TransformFunctions(ctx, get_all_passes()))
+        from einc.schedule_passes import RegisteredPassFunctions
+
+        interpreter.register_implementations(RegisteredPassFunctions(self, ctx, get_all_passes()))
         interpreter.register_implementations(EincTransformFunctions(self, module))
         try:
             interpreter.call_op(self.entry(), (OperationHandle(module),))

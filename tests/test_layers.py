@@ -28,14 +28,14 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.passes.utils",),
     ("einc.runtime",),
     ("einc.targets",),
-    ("einc.passes",),
+    ("einc.passes", "einc.plugins"),
     ("einc.dialects.einc_transform", "einc.context"),
     ("einc.frontend",),
-    ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
+    ("einc.schedule", "einc.schedule_passes", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
     ("einc.reference", "einc.interp"),
     ("einc.driver", "einc.tune"),
     ("einc.numerics", "einc.explain"),
-    ("einc.cli", "einc.opt", "einc.serve", "einc.serve_jobs", "einc.serve_warm", "einc.torch"),
+    ("einc.cli", "einc.opt", "einc.opt_support", "einc.serve", "einc.serve_jobs", "einc.serve_warm", "einc.torch"),
     ("einc",),
 ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,10 +39,11 @@ def explain_file_command(
     shape_scale: float | None = None,
     use_records: bool = True,
     db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
 ) -> ExplainResult:
     """Compile `path` step by step and build the page (the caller writes it)."""
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db)  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=dict(extra_passes or {}))  # fmt: skip
     report = collect(comp, seed=seed, shape_scale=shape_scale)
     say_record(comp)
     html = render_page(report, page_context(comp, schedule))

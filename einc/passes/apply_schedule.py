@@ -48,14 +48,20 @@ class ApplySchedulePass(ModulePass):
             s for s in op.walk() if isinstance(s, transform.NamedSequenceOp) and s.sym_name.data == ENTRY
         ]
         if not entries:
-            raise ScheduleError(f"einc-apply-schedule: no file given and no @{ENTRY} in the module")
+            first = next(iter(op.body.block.ops), None)
+            raise ScheduleError(
+                f"einc-apply-schedule: no file given and no 'transform.named_sequence @{ENTRY}' in the module",
+                PARSED_AT.get(first) if first is not None else None,
+            )  # fmt: skip
         holder = ModuleOp([])
         for entry in entries:
             entry.detach()
         holder.body.block.add_op(entries[0])
         # ops einc-opt parsed carry their place in its input (einc.schedule.PARSED_AT)
         locations = {o: PARSED_AT[o] for o in holder.walk() if o in PARSED_AT}
-        self.run(op, Schedule(holder, "<embedded schedule>", locations=locations))
+        schedule = Schedule(holder, "<embedded schedule>", locations=locations)
+        schedule.verify()  # as a schedule file is: a handle used before its definition, at its op
+        self.run(op, schedule)
 
     def run(self, op: ModuleOp, schedule: Schedule) -> None:
         """Apply `schedule` to `op`; with a target, its schedule checks run before and after

@@ -1,0 +1,219 @@
+"""Pass plugins: passes written outside einc, registered under their `name` so that every
+pipeline text einc parses (einc-opt's `--pass-pipeline`, `einc compile --pipeline-hook`,
+`einc.compile(extra_passes=...)`, `transform.apply_registered_pass`) can name them.
+
+    load_pass_plugin("my_passes.py")   # -> ["my-pass"]: every ModulePass subclass defined there
+    load_entry_points()                # the `einc.passes` entry points of installed packages
+
+A plugin that cannot be imported, defines no pass, or names a pass like one already
+registered is a UsageError (at the command-line option when the caller gives its place).
+An exception raised by a plugin pass while it runs is a `PluginPassError`: an internal
+error that names the pass and its plugin instead of blaming einc.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
+from einc.passes import (
+    _PLUGINS,
+    builtin_passes,
+    did_you_mean,
+    parse_passes,
+    register_plugin_pass,
+)
+
+ENTRY_POINT_GROUP = "einc.passes"
+HOOK_STAGES = ("ein", "loops", "scheduled", "target")
+"""The stages that take extra passes at their end (`extra_passes`, `--pipeline-hook`)."""
+
+
+def check_extra_passes(extra: object) -> dict[str, list[tuple[ModulePass, ...]]]:
+    """`extra_passes` parsed: stage -> the passes of each pipeline text. An unknown stage, a
+    pipeline given as one string instead of a list, an unknown pass or a bad option: a
+    UsageError (in the text `extra_passes['loops']`)."""
+    where = SourceLocation("<extra_passes argument>", 1, 1)
+    if not isinstance(extra, Mapping):
+        raise UsageError(f"extra_passes= maps a stage name to pipeline texts, not {type(extra).__name__}", where)
+    hooks: dict[str, list[tuple[ModulePass, ...]]] = {}
+    for stage, texts in extra.items():
+        if stage not in HOOK_STAGES:
+            raise UsageError(
+                f"extra_passes: unknown stage {stage!r}{did_you_mean(str(stage), HOOK_STAGES)} "
+                f"(stages: {', '.join(HOOK_STAGES)})", where,
+            )  # fmt: skip
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise UsageError(f"extra_passes[{stage!r}] is a list of pipeline texts, e.g. [{texts!r}]", where)
+        hooks[stage] = [parse_passes(str(text), label=f"extra_passes[{stage!r}]") for text in texts]
+    return hooks
+
+
+_LOADED_FILES: dict[Path, list[str]] = {}
+
+
+class PluginPassError(InternalCompilerError):
+    """A plugin pass raised: a bug in that pass (or in einc's IR it met), not in the program."""
+
+    def __init__(self, pass_name: str, origin: str, exc: BaseException):
+        Exception.__init__(
+            self,
+            f"internal error in plugin pass '{pass_name}' (from {origin}): {type(exc).__name__}: {exc}\n"
+            f"(the pass came from the plugin {origin}, not from einc; fix the plugin or leave it "
+            "out of the pipeline)",
+        )
+        self.message = f"plugin pass '{pass_name}' (from {origin}): {type(exc).__name__}: {exc}"
+        self.stage = None
+        self.context = {"plugin pass": pass_name, "plugin": origin}
+        self.__cause__ = exc
+
+
+def load_pass_plugin(path: str, where: SourceLocation | None = None) -> list[str]:
+    """Import the Python file `path` and register every `ModulePass` subclass defined in it
+    (not those it imports) under its `name`; the names registered, in definition order.
+    Loading the same file again registers nothing new and returns the same names. A
+    failure is a UsageError at `where` (default: the file itself)."""
+    where = where or SourceLocation(path, 1, 1)
+    file = Path(path).resolve()
+    if file in _LOADED_FILES:
+        return list(_LOADED_FILES[file])
+    if not file.is_file():
+        raise UsageError(f"cannot load the pass plugin '{path}': no such file", where)
+    module_name = f"einc_plugin_{abs(hash(str(file))):x}_{file.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot load the pass plugin '{path}': not a Python file", where)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        del sys.modules[module_name]
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise UsageError(f"cannot load the pass plugin '{path}': {_failure(exc, file)}", where) from None
+    classes = [c for c in _passes_defined_in(module) if c.__module__ == module_name]
+    if not classes:
+        raise UsageError(
+            f"the pass plugin '{path}' defines no pass (a subclass of xdsl.passes.ModulePass "
+            "with a `name`)", where,
+        )  # fmt: skip
+    names = _register(classes, str(path), where)
+    _LOADED_FILES[file] = names
+    return names
+
+
+def load_pass_plugins(paths: list[str], argv: list[str] | None = None, tool: str = "einc") -> list[str]:
+    """`load_pass_plugin` for each `--load-pass-plugin PATH` of a command line `argv` (errors
+    at that option); the names registered."""
+    names: list[str] = []
+    for path in paths:
+        where = None
+        if argv is not None:
+            from einc.passes import _place
+
+            text = " ".join([tool, *argv])
+            col, length = _place(text, path)
+            where = SourceLocation("<command line>", 1, col, length, text)
+        names += load_pass_plugin(path, where)
+    return names
+
+
+@functools.cache
+def load_entry_points() -> list[str]:
+    """Register the passes of the installed packages' `einc.passes` entry points (each names
+    a ModulePass subclass, or a module whose ModulePass subclasses are all registered); read
+    once. A broken entry point is a warning on stderr (an installed package must not stop
+    every compilation), and its passes are not registered."""
+    names: list[str] = []
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = entry.dist.name if entry.dist is not None else "an unknown package"
+        origin = f"entry point '{entry.name} = {entry.value}' of {dist}"
+        try:
+            loaded = entry.load()
+            if isinstance(loaded, ModuleType):
+                classes = [c for c in _passes_defined_in(loaded) if c.__module__ == loaded.__name__]
+            elif inspect.isclass(loaded) and issubclass(loaded, ModulePass):
+                classes = [loaded]
+            else:
+                raise UsageError(f"it names {type(loaded).__name__} {loaded!r}, not a ModulePass subclass or a module")
+            if not classes:
+                raise UsageError("it defines no pass")
+            names += _register(classes, origin, None)
+        except Exception as exc:  # noqa: BLE001 - a broken package: warn and go on
+            reason = exc.message if isinstance(exc, EincError) else _failure(exc, None)
+            print(f"einc: warning: {ENTRY_POINT_GROUP} {origin} is not loaded: {reason}", file=sys.stderr)
+    return names
+
+
+def _passes_defined_in(module: ModuleType) -> list[type[ModulePass]]:
+    return [
+        value for value in vars(module).values()
+        if inspect.isclass(value) and issubclass(value, ModulePass) and not inspect.isabstract(value)
+        and isinstance(getattr(value, "name", None), str)
+    ]  # fmt: skip
+
+
+def _register(classes: list[type[ModulePass]], origin: str, where: SourceLocation | None) -> list[str]:
+    """Register each class (wrapped by `_guarded`) after checking no name clashes."""
+    taken = set(builtin_passes()) | set(_PLUGINS) | _xdsl_pass_names()
+    for cls in classes:
+        if cls.name in taken:
+            owner = _PLUGINS[cls.name].origin if cls.name in _PLUGINS else "einc or xDSL"
+            raise UsageError(
+                f"the pass plugin {origin} defines pass '{cls.name}' ({cls.__name__}), a name "
+                f"already taken by {owner}; rename the pass", where,
+            )  # fmt: skip
+        taken.add(cls.name)
+    for cls in classes:
+        register_plugin_pass(_guarded(cls, origin), origin)
+    return [cls.name for cls in classes]
+
+
+@functools.cache
+def _xdsl_pass_names() -> frozenset[str]:
+    from xdsl.universe import Universe
+
+    return frozenset(Universe.get_multiverse().all_passes)
+
+
+def _guarded(cls: type[ModulePass], origin: str) -> type[ModulePass]:
+    """`cls` whose `apply` turns an exception that is not einc's located error into a
+    PluginPassError naming the pass and `origin` (a subclass: options and `name` unchanged)."""
+    apply = cls.apply
+
+    def guarded_apply(self: ModulePass, ctx: Context, op: ModuleOp) -> None:
+        try:
+            apply(self, ctx, op)
+        except (EincError, InternalCompilerError):
+            raise
+        except Exception as exc:
+            raise PluginPassError(cls.name, origin, exc) from exc
+
+    guarded = type(cls.__name__, (cls,), {"apply": guarded_apply, "__module__": cls.__module__,
+                                          "__doc__": cls.__doc__, "__qualname__": cls.__qualname__})  # fmt: skip
+    return guarded
+
+
+def _failure(exc: BaseException, file: Path | None) -> str:
+    """An import failure in one line, at the plugin file's line when the traceback has one."""
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}"
+    line = ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if file is None or Path(frame.filename).resolve() == file:
+            line = f"{frame.filename}:{frame.lineno}: "
+            break
+    return f"{line}{type(exc).__name__}: {exc}"
