@@ -36,7 +36,7 @@ import os
 import platform
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,6 +196,19 @@ class CKernel:
             check_array(spec, array)
         check_no_overlap(self.signature.buffers, arrays)
         self._function(*(a.ctypes.data for a in arrays))
+
+    def fast_call(self) -> tuple[Callable[..., dict[str, object] | None] | None, object]:
+        """The trampoline's call and this kernel's spec for it (`einc.runtime.fastcall`),
+        or (None, None) where the trampoline cannot be built or cannot call this kernel."""
+        from einc.runtime import fastcall
+
+        module = fastcall.load()
+        address = ctypes.cast(self._function, ctypes.c_void_p).value
+        if module is None or address is None:
+            return None, None
+        args = [(b.name, b.dtype, b.shape, b.is_output) for b in self.signature.buffers]
+        spec = fastcall.make_spec(module, address, args)
+        return (module.call, spec) if spec is not None else (None, None)
 
     def run(
         self,

@@ -18,7 +18,7 @@ and so are their resources where the log has none: NVRTC 13.0 often returns an e
 source, arch, options and NVRTC version.
 
 `load_cuda_kernel` runs through cuda-python's driver API and needs an NVIDIA GPU and its
-driver (`libcuda`); without one it raises TargetError. Nothing is loaded at import.
+driver (`libcuda`); without one it raises RuntimeMissingError (a TargetError). Nothing is loaded at import.
 
 Thread safety: the GPU's primary context is retained once per process under a lock; each
 call makes it current on its own thread, and passes its own parameter array to
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeMissingError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
@@ -57,7 +57,7 @@ def _nvrtc() -> Any:
     try:
         nvrtc = importlib.import_module("cuda.bindings.nvrtc")  # a binary module: no stubs
     except ImportError as error:
-        raise TargetError(
+        raise RuntimeMissingError(
             f"CUDA compile checks need NVRTC through cuda-python ({error}); "
             "pip install cuda-python nvidia-cuda-nvrtc, or scripts/install_toolchains.sh"
         ) from error
@@ -315,12 +315,12 @@ def _gpu() -> _Gpu:
 
         (err,) = driver.cuInit(0)
     except Exception as error:  # noqa: BLE001 - no libcuda: the driver is not installed
-        raise TargetError(f"no NVIDIA driver ({error.__class__.__name__}: {error})") from error
+        raise RuntimeMissingError(f"no NVIDIA driver ({error.__class__.__name__}: {error})") from error
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise TargetError(f"no usable NVIDIA GPU (cuInit: {err.name})")
+        raise RuntimeMissingError(f"no usable NVIDIA GPU (cuInit: {err.name})")
     count = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
     if count == 0:
-        raise TargetError("no NVIDIA GPU (cuDeviceGetCount = 0)")
+        raise RuntimeMissingError("no NVIDIA GPU (cuDeviceGetCount = 0)")
     device = _check(driver.cuDeviceGet(0), "cuDeviceGet")
     attribute = driver.CUdevice_attribute
     major = _check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "query")

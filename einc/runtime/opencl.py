@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeMissingError, ToolchainError
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
@@ -55,7 +55,7 @@ def _pyopencl():  # the module, imported when a runtime first needs it
     try:
         import pyopencl
     except ImportError as error:
-        raise TargetError(
+        raise RuntimeMissingError(
             f"the OpenCL runtime needs pyopencl ({error}); install it with "
             "scripts/install_toolchains.sh or `pip install pyopencl` plus an OpenCL CPU "
             "driver (apt pocl-opencl-icd)"
@@ -69,7 +69,7 @@ def _device() -> _Device:
     try:
         platforms = cl.get_platforms()
     except cl.Error as error:
-        raise TargetError(f"no OpenCL platform ({error}); install apt pocl-opencl-icd") from error
+        raise RuntimeMissingError(f"no OpenCL platform ({error}); install apt pocl-opencl-icd") from error
     cpus = [
         (platform, device)
         for platform in platforms
@@ -78,7 +78,7 @@ def _device() -> _Device:
     ]
     if not cpus:
         seen = ", ".join(p.name for p in platforms) or "none"
-        raise TargetError(f"no OpenCL CPU device (platforms: {seen}); install apt pocl-opencl-icd")
+        raise RuntimeMissingError(f"no OpenCL CPU device (platforms: {seen}); install apt pocl-opencl-icd")
     pocl = [d for p, d in cpus if "Portable Computing Language" in p.name or "pocl" in p.vendor.lower()]
     device = (pocl or [d for _, d in cpus])[0]
     context = cl.Context([device])

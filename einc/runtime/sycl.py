@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
@@ -74,7 +74,7 @@ _size3 = ctypes.c_size_t * 3
 def _prefix() -> Path:
     prefix = sycl_prefix()
     if prefix is None:
-        raise TargetError(f"the SYCL target needs the SYCL runtime: {INSTALL}")
+        raise RuntimeMissingError(f"the SYCL target needs the SYCL runtime: {INSTALL}")
     return prefix
 
 
@@ -83,7 +83,7 @@ def build_shim() -> Path:
     prefix = _prefix()
     cxx = cxx_compiler()
     if cxx is None:
-        raise TargetError("building einc's SYCL shim needs a C++ compiler (g++)")
+        raise RuntimeMissingError("building einc's SYCL shim needs a C++ compiler (g++)")
     source = SHIM_SOURCE.read_text()
     version = (prefix / "include" / "sycl" / "version.hpp").read_text()
     libs = sorted(p.name for p in (prefix / "lib").glob("libsycl.so*"))
@@ -106,7 +106,7 @@ def _set_environment(prefix: Path) -> None:
     takes effect before the OpenCL ICD loader and the SYCL runtime initialise."""
     intel = intel_opencl_cpu_library(prefix)
     if intel is None:
-        raise TargetError(f"no Intel OpenCL CPU driver (libintelocl.so) in {prefix / 'lib'}: {INSTALL}")
+        raise RuntimeMissingError(f"no Intel OpenCL CPU driver (libintelocl.so) in {prefix / 'lib'}: {INSTALL}")
     listed = [p for p in os.environ.get("OCL_ICD_FILENAMES", "").split(":") if p]
     if str(intel) not in listed:
         # ocl-icd reads only this list when it is set: keep the system's drivers (PoCL)
@@ -153,7 +153,7 @@ class _Shim:
         error = _void_p()
         self.queue = lib.einc_sycl_queue_create(ctypes.byref(error))
         if not self.queue:
-            raise TargetError(f"no SYCL queue on Intel's OpenCL CPU device: {self.take(error)}")
+            raise RuntimeMissingError(f"no SYCL queue on Intel's OpenCL CPU device: {self.take(error)}")
 
     def take(self, text: _void_p) -> str:
         """The shim's malloc'd string, freed."""
