@@ -18,10 +18,14 @@ import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from einc.errors import RuntimeInputError
+
+if TYPE_CHECKING:
+    from numpy import _SupportsDLPack
 
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, ROCM, ROCM_HOST, CUDA_MANAGED, ONEAPI = 1, 2, 3, 4, 7, 8, 10, 11, 13, 14
 DEVICE_NAMES = {CPU: "cpu", CUDA: "cuda", CUDA_HOST: "cuda_host", OPENCL: "opencl", VULKAN: "vulkan",
@@ -90,7 +94,7 @@ def host_array(role: str, name: str, obj: object) -> np.ndarray:
         return obj
     if hasattr(obj, "__dlpack__"):
         try:
-            return np.from_dlpack(obj)
+            return np.from_dlpack(cast("_SupportsDLPack[None]", obj))
         except (BufferError, RuntimeError, TypeError, ValueError) as error:
             hint = " (call .detach() first)" if "grad" in str(error) else ""
             raise RuntimeInputError(f"{role} '{name}' ({describe(obj)}) cannot be read through DLPack: {error}{hint}") from None

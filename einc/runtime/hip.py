@@ -125,6 +125,6 @@ def compile_check_hip(source: str, manifest: LaunchManifest, arch: str = "gfx90a
 def load_hip_kernel(source: str, manifest: LaunchManifest) -> NoReturn:
     """No AMD GPU runtime is available to einc: HIP is a compile-only target."""
     raise RuntimeMissingError(
-        "einc has no AMD GPU executor (HIP kernels are compile-checked only: compile_check_hip "
-        "reports their resources)"
+        "HIP kernels cannot run here: einc has no AMD GPU executor (HIP is compile-checked only: "
+        "compile_check_hip reports resources)"
     )

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -87,9 +87,10 @@ class MissingRuntime:
         self.why = why
 
     def __call__(self, inputs: Mapping[str, object], outputs: Mapping[str, object]) -> None:
+        why = self.why if "cannot run here" in self.why else f"the {self.target} kernel cannot run here: {self.why}"
         raise RuntimeMissingError(
-            f"this {self.target} kernel cannot run here: {self.why}. Its source, manifest and "
-            "compile check (kernel.source, kernel.manifest, kernel.check()) work without it"
+            f"{why}; its source, manifest and compile check (kernel.source, kernel.manifest, "
+            "kernel.check()) work without it"
         )
 
 
@@ -164,7 +165,9 @@ class Kernel:
         return [check(self.source, self.manifest, arch).check() for arch in archs or spec.archs]
 
     # ---- calling -------------------------------------------------------------------------------
-    def __call__(self, out: object = None, **arrays: object) -> dict[str, object]:
+    def __call__(self, out: object = None, **arrays: object) -> dict[str, np.ndarray]:
+        """The outputs by name: NumPy arrays for NumPy inputs, else in the inputs' array type
+        (typed as NumPy arrays for the common case)."""
         fast = self._fast
         if fast is not None and not self.debug:
             if out is None:
@@ -176,8 +179,8 @@ class Kernel:
             else:
                 result = None
             if result is not None:
-                return result
-        return self._call(arrays, out)
+                return cast("dict[str, np.ndarray]", result)
+        return cast("dict[str, np.ndarray]", self._call(arrays, out))
 
     def run(self, arrays: Mapping[str, object], outputs: Mapping[str, object]) -> None:
         """Run into caller-provided output arrays (no allocation): `outputs` holds every
