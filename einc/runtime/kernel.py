@@ -239,7 +239,9 @@ class Kernel:
             for name, arg in outputs.items():
                 if isinstance(arg, np.ndarray):
                     poison(arg)
-        self._runner(inputs, outputs)
+        fast = self._fast
+        if fast is None or self.debug or fast(self._spec, inputs, outputs) is None:
+            self._runner(inputs, outputs)
         for target, scratch in written_back:
             np.copyto(target, scratch)
         if given:

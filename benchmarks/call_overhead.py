@@ -1,0 +1,111 @@
+"""The cost of calling an einc kernel, beside NumPy in the same run (issue 15, item 1).
+
+    .venv/bin/python benchmarks/call_overhead.py [--rounds 5] [--repeat 15] [--threads 1]
+
+Rows, per problem (a tiny elementwise add of 4 floats: the call overhead; an add of 512K
+floats: the work):
+- einc `kernel(**arrays)` (outputs allocated) and `kernel(**arrays, out=c)`, through the C
+  trampoline (einc.runtime.fastcall);
+- the same call through ctypes (the trampoline switched off: the Python path with prebuilt
+  argtypes, which reads each array's address from Python);
+- debug mode (outputs NaN-filled before every run, as the test suite runs);
+- torch tensors in and out (when torch is installed);
+- NumPy: `np.add(a, b, out=c)` and `a + b`.
+
+Each time is the median over `--rounds` rounds of the median of `--repeat` samples (each
+sample loops the call for at least 50 ms; samples that lost the CPU are discarded,
+benchmarks/common.py); the rows of one problem are measured in alternation in every round,
+so a change of machine load touches them all alike. The ratio column is against `np.add(a, b,
+out=c)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from common import measure, table  # noqa: E402
+
+IR = "output0[N] = input0[N] + input1[N]"
+
+
+def rows_for(n: int) -> list[tuple[str, Callable[[], object]]]:
+    import einc
+    from einc.runtime.kernel import Kernel
+
+    spec = {"input0": {"dtype": "float32", "shape": [n]}, "input1": {"dtype": "float32", "shape": [n]}}
+    kernel = einc.compile(IR, spec, use_records=False, debug=False)
+    assert kernel._fast is not None, "the C trampoline could not be built"
+    slow = Kernel(kernel.source, kernel.program, kernel._runner, "c", debug=False)
+    slow._fast = None  # the ctypes path
+    debug = einc.compile(IR, spec, use_records=False, debug=True)
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(0.5, 2.0, n).astype(np.float32) for _ in range(2))
+    c = np.empty(n, np.float32)
+    np.testing.assert_allclose(kernel(input0=a, input1=b)["output0"], a + b, rtol=1e-6)
+    rows: list[tuple[str, Callable[[], object]]] = [
+        ("einc kernel(**arrays)", lambda: kernel(input0=a, input1=b)),
+        ("einc kernel(**arrays, out=c)", lambda: kernel(input0=a, input1=b, out=c)),
+        ("einc via ctypes, kernel(**arrays)", lambda: slow(input0=a, input1=b)),
+        ("einc via ctypes, out=c", lambda: slow(input0=a, input1=b, out=c)),
+        ("einc debug=True (poisoned outputs)", lambda: debug(input0=a, input1=b)),
+    ]
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty(n)
+        torch.testing.assert_close(kernel(input0=ta, input1=tb)["output0"], ta + tb)
+        rows += [
+            ("einc, torch tensors in/out", lambda: kernel(input0=ta, input1=tb)),
+            ("einc, torch tensors, out=tc", lambda: kernel(input0=ta, input1=tb, out=tc)),
+            ("torch.add(ta, tb, out=tc)", lambda: torch.add(ta, tb, out=tc)),
+        ]
+    rows += [("numpy np.add(a, b, out=c)", lambda: np.add(a, b, out=c)), ("numpy a + b", lambda: a + b)]
+    return rows
+
+
+def run(n: int, rounds: int, repeat: int) -> str:
+    rows = rows_for(n)
+    samples: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _ in range(rounds):
+        for name, fn in rows:
+            samples[name].append(measure(fn, repeat=repeat).median_s)
+    medians = {name: statistics.median(times) for name, times in samples.items()}
+    base = medians["numpy np.add(a, b, out=c)"]
+    return table(
+        [[name, f"{t * 1e6:.3f}", f"{t / base:.2f}x"] for name, t in medians.items()],
+        ["call", "µs per call (median)", "vs np.add(out=)"],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--sizes", default="4,524288", help="elements of the adds (comma-separated)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="OMP_NUM_THREADS for einc's kernels (and torch): default, the OpenMP runtime's choice")  # fmt: skip
+    args = parser.parse_args()
+    if args.threads is not None:  # before any OpenMP runtime starts (einc's kernels, torch)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for n in (int(s) for s in args.sizes.split(",")):
+        print(f"\nelementwise add of {n} float32 ({args.rounds} rounds x {args.repeat} samples, medians)\n")
+        print(run(n, args.rounds, args.repeat))
+
+
+if __name__ == "__main__":
+    main()
