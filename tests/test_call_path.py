@@ -370,3 +370,36 @@ def test_torch_tensors_in_torch_tensors_out(add: Kernel, rng: np.random.Generato
         add(input0=a.requires_grad_(), input1=b)
     kernel = einc.compile(ADD, inputs([6, 5], torch.float32))
     assert [t.dtype for t in kernel.inputs] == ["float32", "float32"]
+
+
+# --- the trampoline against the ctypes path -----------------------------------------------------
+
+PROGRAMS = [
+    ("output0[] = input0[] + input1[]", {"input0": {"dtype": "float32", "shape": []}, "input1": {"dtype": "float32", "shape": []}}, None),
+    ("output0[N, M] = input0[N, M] * input1[N, M] + 3", inputs([7, 9], "int32"), None),
+    ("output0[N] +=! input0[N, K] * input1[N, K]", inputs([5, 13], "float64"), None),
+    (TWO, inputs([33]), ["output0", "output1"]),
+    ("output0[N] = input0[N] > input1[N]", inputs([10], "int64"), None),
+    ("output0[N] = N.cast(`float32`).call(`tanh`) where N in 64", {}, None),
+]
+
+
+@pytest.mark.parametrize("ir, spec, extra", PROGRAMS)
+def test_trampoline_agrees_with_the_ctypes_path(ir: str, spec: dict, extra: list[str] | None) -> None:
+    """The test suite runs in debug mode, which takes the ctypes path: here each program runs
+    both ways on the same inputs (ranks 0-2, ints, float64, bool results, no inputs)."""
+    fast = einc.compile(ir, spec, extra_outputs=extra, debug=False)
+    checked = einc.compile(ir, spec, extra_outputs=extra, debug=True)
+    assert fast._fast is not None
+    rng = np.random.default_rng(fresh_seed())
+    arrays = {t.name: np.asarray(rng.integers(1, 8, t.shape) if "int" in t.dtype else rng.uniform(0.5, 2, t.shape), t.dtype)
+              for t in fast.inputs}  # fmt: skip
+    got, want = fast(**arrays), checked(**arrays)
+    assert list(got) == list(want) == [t.name for t in fast.outputs]
+    for name in want:
+        assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape
+        np.testing.assert_array_equal(got[name], want[name])
+    out = {name: np.empty_like(v) for name, v in want.items()}
+    fast(**arrays, out=out)
+    for name in want:
+        np.testing.assert_array_equal(out[name], want[name])
