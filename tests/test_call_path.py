@@ -403,3 +403,19 @@ def test_trampoline_agrees_with_the_ctypes_path(ir: str, spec: dict, extra: list
     fast(**arrays, out=out)
     for name in want:
         np.testing.assert_array_equal(out[name], want[name])
+
+
+def test_torch_fast_path_and_out_tensors(add: Kernel, rng: np.random.Generator) -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[torch]')")
+    a, b = torch.from_numpy(rand(rng, (6, 5))), torch.from_numpy(rand(rng, (6, 5)))
+    assert add._torch_fast({"input0": a, "input1": b}, None) is not None  # CPU tensors skip the Python path
+    out = add(input0=a, input1=b)["output0"]
+    assert type(out) is torch.Tensor
+    torch.testing.assert_close(out, a + 2 * b)
+    c, d = torch.empty(6, 5), torch.empty(6, 5)
+    assert add(input0=a, input1=b, out=c)["output0"] is c
+    assert add(input0=a, input1=b, out={"output0": d})["output0"] is d
+    torch.testing.assert_close(c, a + 2 * b)
+    torch.testing.assert_close(d, a + 2 * b)
+    with pytest.raises(RuntimeInputError, match="output 'output0' overlaps input 'input0'"):
+        add(input0=a, input1=b, out=a)

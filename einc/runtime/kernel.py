@@ -26,6 +26,7 @@ The call path:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -178,9 +179,33 @@ class Kernel:
                 result = fast(self._spec, arrays, {self._one_out: out})
             else:
                 result = None
+            if result is None:
+                result = self._torch_fast(arrays, out)
             if result is not None:
                 return cast("dict[str, np.ndarray]", result)
         return cast("dict[str, np.ndarray]", self._call(arrays, out))
+
+    def _torch_fast(self, arrays: Mapping[str, object], out: object) -> dict[str, object] | None:
+        """torch CPU tensors (no autograd) through the trampoline: `Tensor.numpy()` views in,
+        `torch.from_numpy` views out (or the caller's out= tensors); None for anything else."""
+        torch = sys.modules.get("torch")
+        if torch is None or self._fast is None:
+            return None
+        tensor = torch.Tensor
+        given = {self._one_out: out} if type(out) is tensor and self._one_out is not None else out
+        if given is not None and type(given) is not dict:
+            return None
+        for value in (*arrays.values(), *(given.values() if given else ())):
+            if type(value) is not tensor or not getattr(value, "is_cpu") or getattr(value, "requires_grad"):
+                return None
+        views = {name: getattr(value, "numpy")() for name, value in arrays.items()}
+        out_views = {name: getattr(value, "numpy")() for name, value in given.items()} if given else None
+        result = self._fast(self._spec, views, out_views)
+        if result is None:
+            return None
+        if given:
+            return {name: given[name] for name in result}
+        return {name: torch.from_numpy(value) for name, value in result.items()}
 
     def run(self, arrays: Mapping[str, object], outputs: Mapping[str, object]) -> None:
         """Run into caller-provided output arrays (no allocation): `outputs` holds every
