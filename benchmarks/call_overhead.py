@@ -6,8 +6,9 @@ Rows, per problem (a tiny elementwise add of 4 floats: the call overhead; an add
 floats: the work):
 - einc `kernel(**arrays)` (outputs allocated) and `kernel(**arrays, out=c)`, through the C
   trampoline (einc.runtime.fastcall);
-- the same call through ctypes (the trampoline switched off: the Python path with prebuilt
-  argtypes, which reads each array's address from Python);
+- the same call through `ctypes_call` (the trampoline's fallback: the same checks in Python,
+  a ctypes function with prebuilt argtypes, each array's address read from Python), and
+  through the general Python path (what DLPack objects and copies take);
 - debug mode (outputs NaN-filled before every run, as the test suite runs);
 - torch tensors in and out (when torch is installed);
 - NumPy: `np.add(a, b, out=c)` and `a + b`.
@@ -41,13 +42,18 @@ IR = "output0[N] = input0[N] + input1[N]"
 
 def rows_for(n: int) -> list[tuple[str, Callable[[], object]]]:
     import einc
+    from einc.runtime.c import CtypesSpec, ctypes_call
     from einc.runtime.kernel import Kernel
 
     spec = {"input0": {"dtype": "float32", "shape": [n]}, "input1": {"dtype": "float32", "shape": [n]}}
     kernel = einc.compile(IR, spec, use_records=False, debug=False)
-    assert kernel._fast is not None, "the C trampoline could not be built"
+    assert getattr(kernel._fast, "__module__", None) == "_einc_fastcall", "the C trampoline could not be built"
+    owner = getattr(kernel._runner, "__self__")
+    lean = Kernel(kernel.source, kernel.program, kernel._runner, "c", debug=False)
+    lean._fast = ctypes_call  # the fallback: prebuilt argtypes, addresses read from Python
+    lean._spec = CtypesSpec(owner._function, [(b.name, b.dtype, b.shape, b.is_output) for b in owner.signature.buffers])
     slow = Kernel(kernel.source, kernel.program, kernel._runner, "c", debug=False)
-    slow._fast = None  # the ctypes path
+    slow._fast = None  # the general Python path
     debug = einc.compile(IR, spec, use_records=False, debug=True)
     rng = np.random.default_rng(0)
     a, b = (rng.uniform(0.5, 2.0, n).astype(np.float32) for _ in range(2))
@@ -56,8 +62,9 @@ def rows_for(n: int) -> list[tuple[str, Callable[[], object]]]:
     rows: list[tuple[str, Callable[[], object]]] = [
         ("einc kernel(**arrays)", lambda: kernel(input0=a, input1=b)),
         ("einc kernel(**arrays, out=c)", lambda: kernel(input0=a, input1=b, out=c)),
-        ("einc via ctypes, kernel(**arrays)", lambda: slow(input0=a, input1=b)),
-        ("einc via ctypes, out=c", lambda: slow(input0=a, input1=b, out=c)),
+        ("einc via ctypes_call, kernel(**arrays)", lambda: lean(input0=a, input1=b)),
+        ("einc via ctypes_call, out=c", lambda: lean(input0=a, input1=b, out=c)),
+        ("einc Python path (no fast call)", lambda: slow(input0=a, input1=b)),
         ("einc debug=True (poisoned outputs)", lambda: debug(input0=a, input1=b)),
     ]
     try:

@@ -79,7 +79,7 @@ def fakearray(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
 
 
 def test_numpy_call_matches_the_reference_through_the_trampoline(add: Kernel, rng: np.random.Generator) -> None:
-    assert add._fast is not None, "the C trampoline was not built: calls go through ctypes"
+    assert getattr(add._fast, "__module__", None) == "_einc_fastcall", "the C trampoline was not built"
     a, b = rand(rng, (6, 5)), rand(rng, (6, 5))
     out = add(input0=a, input1=b)
     assert list(out) == ["output0"] and type(out["output0"]) is np.ndarray
@@ -384,13 +384,27 @@ PROGRAMS = [
 ]
 
 
+def with_ctypes_call(kernel: Kernel) -> Kernel:
+    """`kernel` called through ctypes_call (the fallback where the trampoline cannot be built)."""
+    from einc.runtime.c import CKernel, CtypesSpec, ctypes_call
+
+    owner = getattr(kernel._runner, "__self__")
+    assert isinstance(owner, CKernel)
+    kernel._fast = ctypes_call
+    kernel._spec = CtypesSpec(owner._function, [(b.name, b.dtype, b.shape, b.is_output) for b in owner.signature.buffers])
+    return kernel
+
+
+@pytest.mark.parametrize("way", ["trampoline", "ctypes_call"])
 @pytest.mark.parametrize("ir, spec, extra", PROGRAMS)
-def test_trampoline_agrees_with_the_ctypes_path(ir: str, spec: dict, extra: list[str] | None) -> None:
-    """The test suite runs in debug mode, which takes the ctypes path: here each program runs
-    both ways on the same inputs (ranks 0-2, ints, float64, bool results, no inputs)."""
+def test_fast_calls_agree_with_the_python_path(ir: str, spec: dict, extra: list[str] | None, way: str) -> None:
+    """The test suite runs in debug mode, which takes the Python path (CKernel.run): here each
+    program runs both ways on the same inputs (ranks 0-2, ints, float64, bool results, no
+    inputs), through the trampoline and through its ctypes fallback."""
     fast = einc.compile(ir, spec, extra_outputs=extra, debug=False)
+    if way == "ctypes_call":
+        fast = with_ctypes_call(fast)
     checked = einc.compile(ir, spec, extra_outputs=extra, debug=True)
-    assert fast._fast is not None
     rng = np.random.default_rng(fresh_seed())
     arrays = {t.name: np.asarray(rng.integers(1, 8, t.shape) if "int" in t.dtype else rng.uniform(0.5, 2, t.shape), t.dtype)
               for t in fast.inputs}  # fmt: skip
@@ -400,9 +414,15 @@ def test_trampoline_agrees_with_the_ctypes_path(ir: str, spec: dict, extra: list
         assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape
         np.testing.assert_array_equal(got[name], want[name])
     out = {name: np.empty_like(v) for name, v in want.items()}
-    fast(**arrays, out=out)
+    assert fast._fast is not None and fast._fast(fast._spec, arrays, out) is not None  # the fast call took it
     for name in want:
         np.testing.assert_array_equal(out[name], want[name])
+    if arrays and want:  # an out= array overlapping an input: the fast call declines, the Python path refuses
+        name, first = next(iter(want)), next(iter(arrays.values()))
+        if first.dtype == want[name].dtype and first.shape == want[name].shape:
+            assert fast._fast(fast._spec, arrays, {**out, name: first}) is None
+            with pytest.raises(RuntimeInputError, match="overlaps"):
+                fast(**arrays, out={**out, name: first})
 
 
 def test_torch_fast_path_and_out_tensors(add: Kernel, rng: np.random.Generator) -> None:

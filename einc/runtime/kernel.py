@@ -130,7 +130,7 @@ class Kernel:
         self._fast: Callable[..., dict[str, object] | None] | None = None
         self._spec: object = None
         if fast is not None:
-            self._fast, self._spec = fast()
+            self._fast, self._spec = fast()  # the C trampoline, or ctypes_call
         self._ins = {t.name: t for t in program.inputs}
         self._outs = {t.name: t for t in program.outputs}
         self._one_out = next(iter(self._outs)) if len(self._outs) == 1 else None
