@@ -439,3 +439,18 @@ def test_torch_fast_path_and_out_tensors(add: Kernel, rng: np.random.Generator) 
     torch.testing.assert_close(d, a + 2 * b)
     with pytest.raises(RuntimeInputError, match="output 'output0' overlaps input 'input0'"):
         add(input0=a, input1=b, out=a)
+
+
+def test_device_array_that_cannot_be_exported_is_a_runtime_input_error(add: Kernel) -> None:
+    class NeedsGrad(CudaLike):
+        @property  # type: ignore[override]
+        def __cuda_array_interface__(self) -> dict:
+            raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad.")
+
+        @__cuda_array_interface__.setter
+        def __cuda_array_interface__(self, value: dict) -> None:
+            pass
+
+    kernel = Kernel(add.source, add.program, Recording(), "cuda", debug=False)
+    with pytest.raises(RuntimeInputError, match=r"input 'input0' .* requires grad.*\(call \.detach\(\) first\)"):
+        kernel(input0=NeedsGrad(0x1000, (6, 5)), input1=CudaLike(0x2000, (6, 5)), out=CudaLike(0x3000, (6, 5)))

@@ -173,7 +173,11 @@ def dlpack_view(role: str, name: str, obj: object) -> DeviceArray:
 def device_array(role: str, name: str, obj: object) -> DeviceArray:
     """A device-memory array's pointer: `__cuda_array_interface__` (no export needed), else
     its DLPack capsule."""
-    interface = getattr(obj, "__cuda_array_interface__", None)
+    try:
+        interface = getattr(obj, "__cuda_array_interface__", None)
+    except (RuntimeError, TypeError, ValueError) as error:  # torch: a tensor that requires grad
+        hint = " (call .detach() first)" if "grad" in str(error) else ""
+        raise RuntimeInputError(f"{role} '{name}' ({describe(obj)}) cannot be read as a device array: {error}{hint}") from None
     if isinstance(interface, dict):
         pointer, readonly = interface["data"]
         dtype = np.dtype(interface["typestr"])
