@@ -454,3 +454,15 @@ def test_device_array_that_cannot_be_exported_is_a_runtime_input_error(add: Kern
     kernel = Kernel(add.source, add.program, Recording(), "cuda", debug=False)
     with pytest.raises(RuntimeInputError, match=r"input 'input0' .* requires grad.*\(call \.detach\(\) first\)"):
         kernel(input0=NeedsGrad(0x1000, (6, 5)), input1=CudaLike(0x2000, (6, 5)), out=CudaLike(0x3000, (6, 5)))
+
+
+def test_an_input_named_out_is_an_input(rng: np.random.Generator) -> None:
+    kernel = einc.compile("output0[N] = out[N] * 2 + self[N]", {"out": {"dtype": "float32", "shape": [8]},
+                                                               "self": {"dtype": "float32", "shape": [8]}})  # fmt: skip
+    x, y = rand(rng, (8,)), rand(rng, (8,))
+    np.testing.assert_allclose(kernel(out=x, self=y)["output0"], x * 2 + y, rtol=1e-6)
+    result = np.empty(8, np.float32)
+    kernel.run({"out": x, "self": y}, {"output0": result})
+    np.testing.assert_allclose(result, x * 2 + y, rtol=1e-6)
+    with pytest.raises(RuntimeInputError, match="missing input 'out'"):
+        kernel(self=y)

@@ -134,6 +134,7 @@ class Kernel:
         self._ins = {t.name: t for t in program.inputs}
         self._outs = {t.name: t for t in program.outputs}
         self._one_out = next(iter(self._outs)) if len(self._outs) == 1 else None
+        self._out_is_input = "out" in self._ins
         self._dtypes = {t.name: np.dtype(t.dtype) for t in (*program.inputs, *program.outputs)}
 
     @property
@@ -166,9 +167,22 @@ class Kernel:
         return [check(self.source, self.manifest, arch).check() for arch in archs or spec.archs]
 
     # ---- calling -------------------------------------------------------------------------------
-    def __call__(self, out: object = None, **arrays: object) -> dict[str, np.ndarray]:
+    def __call__(self, /, out: object = None, **arrays: object) -> dict[str, np.ndarray]:
         """The outputs by name: NumPy arrays for NumPy inputs, else in the inputs' array type
-        (typed as NumPy arrays for the common case)."""
+        (typed as NumPy arrays for the common case). A program with an input named `out`
+        takes that input by this keyword: give its output arrays with `run` instead."""
+        if self._out_is_input:
+            if out is not None:
+                arrays["out"] = out
+            out = None
+        fast = self._fast
+        if out is None and fast is not None and not self.debug:  # the common case, inline
+            result = fast(self._spec, arrays, None)
+            if result is not None:
+                return cast("dict[str, np.ndarray]", result)
+        return self._invoke(arrays, out)
+
+    def _invoke(self, arrays: dict[str, object], out: object) -> dict[str, np.ndarray]:
         fast = self._fast
         if fast is not None and not self.debug:
             if out is None:
@@ -219,7 +233,7 @@ class Kernel:
                 f"{', '.join(self._outs)}); call the kernel "
                 "with keyword arguments to get freshly allocated outputs"
             )
-        self(out=dict(outputs), **arrays)
+        self._invoke(dict(arrays), dict(outputs))
 
     def _call(self, arrays: Mapping[str, object], out: object) -> dict[str, object]:
         """The general path: DLPack conversion, checks with precise errors, copies where
