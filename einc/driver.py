@@ -26,7 +26,7 @@ from einc.context import make_context
 from einc.errors import (
     EincError,
     InternalCompilerError,
-    RuntimeInputError,
+    RuntimeMissingError,
     ScheduleError,
     SourceLocation,
     TargetError,
@@ -34,6 +34,8 @@ from einc.errors import (
 from einc.targets import LOOPS_PIPELINE
 
 from einc.targets.descriptions import KernelError
+from einc.runtime.kernel import Kernel, MissingRuntime
+from einc.runtime.kernel import poisoned as poisoned
 
 if TYPE_CHECKING:
     from einc.frontend import Program, TensorInfo
@@ -273,7 +275,9 @@ class Compilation:
             context["schedule"] = str(self.schedule)
         return context
 
-    def kernel(self) -> Kernel:
+    def kernel(self, *, debug: bool | None = None, allow_copy: bool = False) -> Kernel:
+        """The compiled kernel (see einc.runtime.kernel); a target whose runtime is missing
+        here gives a kernel that only raises, when called, what is missing."""
         source = self.source_text()
         start = time.perf_counter()
         if isinstance(self.cflags, str):
@@ -286,69 +290,27 @@ class Compilation:
                 f"cflags apply to the C target only, not '{self.target}'", SourceLocation(self.filename, 1, 1)
             )
         flags = {"cflags": tuple(self.cflags)} if self.cflags else {}
-        runner = self._guarded(
-            "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
-        )
+        runner: Runner | MissingRuntime
+        try:
+            runner = self._guarded(
+                "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
+            )
+        except RuntimeMissingError as err:  # the source is still wanted: calling it says what is missing
+            runner = MissingRuntime(self.target, err.message)
         self.seconds["build"] = time.perf_counter() - start
         if self.progress is not None:
             self.progress("build", self.seconds["build"])
-        return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record)
+        manifest = getattr(self.target_obj, "manifest", None)
+        return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record,
+                      manifest=manifest(self.module("target")) if manifest is not None else None,
+                      compile_check=self.target_obj.compile_check,
+                      debug=debug, allow_copy=allow_copy)  # fmt: skip
 
 
 def _module(result: StageResult | None) -> ModuleOp:
     """A module stage's result (the stages before `source` give modules)."""
     assert isinstance(result, ModuleOp), type(result)
     return result
-
-
-class Kernel:
-    """A compiled program: call it with the inputs as keyword arguments; it returns a dict of
-    freshly allocated outputs (poisoned before the run, so stale data cannot pass a check)."""
-
-    def __init__(self, source: str, program: Program, runner: Runner, target: str, record: Record | None = None):
-        self.source = source
-        self.program = program
-        self.target = target
-        self.record = record
-        """The tuning record whose schedule the kernel was compiled with, if any."""
-        self._runner = runner
-
-    @property
-    def inputs(self) -> list[TensorInfo]:
-        return list(self.program.inputs)
-
-    @property
-    def outputs(self) -> list[TensorInfo]:
-        return list(self.program.outputs)
-
-    def __call__(self, **arrays: np.ndarray) -> dict[str, np.ndarray]:
-        outputs = {o.name: poisoned(o.shape, o.dtype) for o in self.program.outputs}
-        self._runner(arrays, outputs)
-        return outputs
-
-    def run(self, arrays: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
-        """Run into caller-provided output arrays (no allocation; for benchmarks): `outputs`
-        holds every output of the kernel (RuntimeInputError otherwise: results written to
-        scratch arrays nobody sees are a mistake)."""
-        missing = [o.name for o in self.program.outputs if o.name not in outputs]
-        if missing:
-            raise RuntimeInputError(
-                f"Kernel.run writes into the arrays it is given, but none is given for "
-                f"{', '.join(repr(m) for m in missing)} (the kernel produces "
-                f"{', '.join(o.name for o in self.program.outputs)}); call the kernel "
-                "with keyword arguments to get freshly allocated outputs"
-            )
-        self._runner(dict(arrays), dict(outputs))
-
-
-def poisoned(shape: Sequence[int], dtype: str) -> np.ndarray:
-    """An array filled with a value no correct kernel leaves behind: NaN, or 0x5A bytes."""
-    out = np.empty(tuple(shape), dtype=np.dtype(dtype))
-    if out.dtype.kind == "f":
-        out.fill(np.nan)
-    else:
-        out.reshape(-1).view(np.uint8).fill(0x5A)
-    return out
 
 
 def compile(
@@ -363,6 +325,8 @@ def compile(
     db: str | Path | None = None,
     extra_passes: Mapping[str, Sequence[str]] | None = None,
     pass_plugins: Sequence[str] = (),
+    debug: bool | None = None,
+    allow_copy: bool = False,
 ) -> Kernel:
     """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
     `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more).
@@ -370,14 +334,18 @@ def compile(
     (`Kernel.record`); `schedule="default"` or `use_records=False` keep the target's default.
     `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db).
     `pass_plugins`: Python files whose ModulePass subclasses are registered (einc.plugins);
-    `extra_passes`: stage (ein, loops, scheduled, target) -> pipeline texts run at its end."""
+    `extra_passes`: stage (ein, loops, scheduled, target) -> pipeline texts run at its end.
+    `debug`: poison outputs before every run (default: `$EINC_DEBUG`); `allow_copy`: copy
+    non-contiguous arrays instead of refusing them. A target whose runtime is missing here
+    (no GPU driver, ...) still compiles: `.source`, `.manifest`, `.check()` work and only a
+    call raises a ToolchainError (einc.runtime.kernel)."""
     from einc.plugins import load_pass_plugin
 
     for plugin in [pass_plugins] if isinstance(pass_plugins, str) else pass_plugins:
         load_pass_plugin(plugin, SourceLocation("<pass_plugins argument>", 1, 1))
     comp = Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags,
                        use_records=use_records, db=db, extra_passes=extra_passes or {})  # fmt: skip
-    return comp.kernel()
+    return comp.kernel(debug=debug, allow_copy=allow_copy)
 
 
 def lower_to_stage(

@@ -96,6 +96,12 @@ class ToolchainError(EincError):
     """The target's compiler rejected the generated code (a bug in einc, reported with the source)."""
 
 
+class RuntimeMissingError(TargetError, ToolchainError):
+    """The target's runtime is missing on this machine (no GPU driver, no pyopencl, ...).
+    `einc.compile` still returns the kernel (source, manifest, compile check); calling it
+    raises this as a ToolchainError. A TargetError too, for callers that load runtimes."""
+
+
 class InternalCompilerError(Exception):
     """A bug in einc: an exception einc did not expect, met in `stage`. `context` holds what
     reproduces it (the program text, the schedule text, the target, ...), filled in by the

@@ -6,6 +6,8 @@ when `CI` is set and no profile is named), `thorough` (ten times the examples), 
 smoke run). Tests that set their own example count scale it with
 `tests.oracle.budget.examples`.
 
+Kernels run in debug mode (`EINC_DEBUG=1`: outputs poisoned before every run).
+
 Every pipeline the tests run verifies the IR after each pass (`EINC_VERIFY_EACH`, the
 kernel-level checks of verify-egpu and xDSL's op verifiers; set it to 0 to turn them off).
 
@@ -27,6 +29,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("EINC_VERIFY_EACH", "1")
+# Kernels compiled by the tests poison their outputs before every run (NaN, 0x5A bytes), so a
+# kernel that leaves an output unwritten cannot pass a check by reusing memory that happened to
+# hold the right numbers (einc.runtime.kernel; tests of the non-debug path pass debug=False).
+os.environ.setdefault("EINC_DEBUG", "1")
 # Crash reproducers of internal errors go to a scratch folder, not the checkout (tests that
 # check where a reproducer lands set EINC_REPRO_DIR or unset it themselves).
 os.environ.setdefault("EINC_REPRO_DIR", tempfile.mkdtemp(prefix="einc-repro-"))

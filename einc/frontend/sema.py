@@ -27,6 +27,22 @@ from einc.frontend.lexer import is_identifier
 MAX_EXTENT = (1 << 31) - 1  # axes are int32 values
 
 
+def dtype_name(dtype: object) -> object:
+    """An input_dict dtype as its name: `"float32"`, `np.float32`, `np.dtype("float32")` and
+    `torch.float32` all give `"float32"`; anything else is returned as it is (and refused)."""
+    if isinstance(dtype, str):
+        return dtype
+    if type(dtype).__module__ == "torch" and str(dtype).startswith("torch."):
+        return str(dtype)[len("torch."):]
+    import numpy as np
+
+    if isinstance(dtype, np.dtype):
+        return dtype.name
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        return np.dtype(dtype).name
+    return dtype
+
+
 def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
     """Pre-order, source-order walk of an expression. The bare name of `name.dtype()` is not
     visited on its own: it may name a tensor (`input0.dtype()`), which the `DtypeOf` node's
@@ -100,7 +116,7 @@ class Checker:
             extra = sorted(str(k) for k in spec if k not in ("dtype", "shape"))
             if extra:
                 self.error(f"input_dict['{name}']: unexpected key '{extra[0]}'", None)
-            dtype = spec.get("dtype")
+            dtype = dtype_name(spec.get("dtype"))
             if not isinstance(dtype, str) or dtype not in DTYPES:
                 self.error(
                     f"input_dict['{name}']: unknown dtype {dtype!r}; expected one of "

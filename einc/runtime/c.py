@@ -36,7 +36,7 @@ import os
 import platform
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,6 +197,22 @@ class CKernel:
         check_no_overlap(self.signature.buffers, arrays)
         self._function(*(a.ctypes.data for a in arrays))
 
+    def fast_call(self) -> tuple[Callable[..., dict[str, object] | None], object]:
+        """The fast call and this kernel's spec for it: the C trampoline
+        (`einc.runtime.fastcall`), else `ctypes_call` where the trampoline cannot be built
+        or cannot call this kernel. Both return None for anything unusual (the caller's
+        Python path then converts or refuses the arrays)."""
+        from einc.runtime import fastcall
+
+        args = [(b.name, b.dtype, b.shape, b.is_output) for b in self.signature.buffers]
+        module = fastcall.load()
+        address = ctypes.cast(self._function, ctypes.c_void_p).value
+        if module is not None and address is not None:
+            spec = fastcall.make_spec(module, address, args)
+            if spec is not None:
+                return module.call, spec
+        return ctypes_call, CtypesSpec(self._function, args)
+
     def run(
         self,
         inputs: Mapping[str, np.ndarray],
@@ -207,6 +223,57 @@ class CKernel:
         arrays = self.signature.bind(inputs, outputs)
         self._function(*(a.ctypes.data for a in arrays))
         return self.signature.outputs_by_name(arrays)
+
+
+class CtypesSpec:
+    """A kernel for `ctypes_call`: its ctypes function (argtypes set once) and arguments."""
+
+    def __init__(self, function: Callable[..., None], args: Sequence[tuple[str, np.dtype, tuple[int, ...], bool]]):
+        self.function = function
+        seen: set[str] = set()
+        self.args: list[tuple[str, np.dtype, tuple[int, ...], bool, bool]] = []
+        for name, dtype, shape, is_output in args:
+            self.args.append((name, dtype, tuple(shape), is_output, is_output and name in seen))
+            if is_output:
+                seen.add(name)
+        self.ninputs = sum(1 for a in args if not a[3])
+        self.noutputs = len(seen)
+
+
+def ctypes_call(
+    spec: CtypesSpec, inputs: Mapping[str, object], out: Mapping[str, object] | None
+) -> dict[str, object] | None:
+    """The trampoline's contract in Python, through ctypes: NumPy arrays exactly as the
+    kernel takes them, else None. Slower (each array's address is read from Python)."""
+    if type(inputs) is not dict or len(inputs) != spec.ninputs:
+        return None
+    if out is not None and (type(out) is not dict or len(out) != spec.noutputs):
+        return None
+    pointers: list[int] = []
+    spans: list[tuple[int, int, bool]] = []
+    result: dict[str, object] = {}
+    for name, dtype, shape, is_output, repeat in spec.args:
+        if is_output and (out is None or repeat):
+            array = np.empty(shape, dtype)
+        else:
+            given = (out if is_output and out is not None else inputs).get(name)
+            if type(given) is not np.ndarray or given.dtype != dtype or given.shape != shape:
+                return None
+            flags = given.flags
+            if not (flags.c_contiguous and flags.aligned) or (is_output and not flags.writeable):
+                return None
+            array = given
+        if is_output and not repeat:
+            result[name] = array
+        pointer = array.__array_interface__["data"][0]
+        pointers.append(pointer)
+        spans.append((pointer, pointer + array.nbytes, is_output and out is not None and not repeat))
+    if out is not None:
+        for i, (lo, hi, check) in enumerate(spans):
+            if check and lo != hi and any(j != i and l2 != h2 and lo < h2 and l2 < hi for j, (l2, h2, _) in enumerate(spans)):
+                return None
+    spec.function(*pointers)
+    return result
 
 
 def load_c_kernel(

@@ -18,11 +18,15 @@ and so are their resources where the log has none: NVRTC 13.0 often returns an e
 source, arch, options and NVRTC version.
 
 `load_cuda_kernel` runs through cuda-python's driver API and needs an NVIDIA GPU and its
-driver (`libcuda`); without one it raises TargetError. Nothing is loaded at import.
+driver (`libcuda`); without one it raises RuntimeMissingError (a TargetError). Nothing is loaded at import.
 
 Thread safety: the GPU's primary context is retained once per process under a lock; each
-call makes it current on its own thread, and passes its own parameter array to
-`cuLaunchKernel` (no argument state is shared between calls).
+call makes it current on its own thread. A kernel's cached device allocations (one per
+buffer the caller passes as a host array, and per temp: allocated on first use, reused by
+later calls, freed with the kernel) are its state: a call holds the kernel's lock from the
+uploads to the read-backs. Device arrays of the caller (torch/CuPy/JAX CUDA arrays, through
+`__cuda_array_interface__` or DLPack) are passed to the launch as they are, without copies.
+Untested here (no GPU on the development machine): the tests cover the marshalling only.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ import importlib
 
 import functools
 import json
+import threading
+import weakref
 import os
 import re
 import shutil
@@ -43,10 +49,11 @@ from typing import Any
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeInputError, RuntimeMissingError, ToolchainError
+from einc.runtime.arrays import CUDA, CUDA_MANAGED, DeviceArray
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels, nbytes, stage
-from einc.runtime.manifest import LaunchManifest
+from einc.runtime.manifest import Buffer, LaunchManifest
 from einc.runtime.once import locked_cache
 
 ARCHS: tuple[str, ...] = ("sm_80", "sm_90")
@@ -57,7 +64,7 @@ def _nvrtc() -> Any:
     try:
         nvrtc = importlib.import_module("cuda.bindings.nvrtc")  # a binary module: no stubs
     except ImportError as error:
-        raise TargetError(
+        raise RuntimeMissingError(
             f"CUDA compile checks need NVRTC through cuda-python ({error}); "
             "pip install cuda-python nvidia-cuda-nvrtc, or scripts/install_toolchains.sh"
         ) from error
@@ -306,6 +313,8 @@ class _Gpu:
     context: Any
     arch: str
     name: str
+    ordinal: int = 0
+    """The device's CUDA ordinal (DLPack's device_id for its memory)."""
 
 
 @locked_cache
@@ -315,12 +324,12 @@ def _gpu() -> _Gpu:
 
         (err,) = driver.cuInit(0)
     except Exception as error:  # noqa: BLE001 - no libcuda: the driver is not installed
-        raise TargetError(f"no NVIDIA driver ({error.__class__.__name__}: {error})") from error
+        raise RuntimeMissingError(f"no NVIDIA driver ({error.__class__.__name__}: {error})") from error
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise TargetError(f"no usable NVIDIA GPU (cuInit: {err.name})")
+        raise RuntimeMissingError(f"no usable NVIDIA GPU (cuInit: {err.name})")
     count = _check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
     if count == 0:
-        raise TargetError("no NVIDIA GPU (cuDeviceGetCount = 0)")
+        raise RuntimeMissingError("no NVIDIA GPU (cuDeviceGetCount = 0)")
     device = _check(driver.cuDeviceGet(0), "cuDeviceGet")
     attribute = driver.CUdevice_attribute
     major = _check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "query")
@@ -336,9 +345,13 @@ def device_description() -> str:
 
 
 class CudaKernel:
-    """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)`.
+    """A CUDA source compiled for the local GPU; call it as `kernel(inputs, outputs)` with
+    host arrays or `DeviceArray`s of this GPU's memory (`device_types`).
 
     `resources`: per kernel, as `compile_check_cuda` reports them."""
+
+    device_types = frozenset({CUDA, CUDA_MANAGED})
+    """The DLPack device types whose arrays are passed to the launch without copies."""
 
     def __init__(self, source: str, manifest: LaunchManifest, options: Sequence[str] = NVRTC_OPTIONS):
         driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
@@ -361,21 +374,49 @@ class CudaKernel:
                 attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
                 _check(driver.cuFuncSetAttribute(function, attribute, launch.shared_bytes), "cuFuncSetAttribute")
             self._functions.append(function)
+        self._lock = threading.Lock()
+        self._allocations: dict[str, tuple[int, int]] = {}
+        weakref.finalize(self, _free, self._allocations)
 
-    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
+    def _allocation(self, buffer: Buffer) -> int:
+        """The kernel's own device allocation for `buffer` (host arrays are copied through
+        it; temps live in it), made on first use and kept between calls."""
+        size = max(nbytes(buffer), 1)
+        found = self._allocations.get(buffer.name)
+        if found is None or found[1] != size:
+            driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
+
+            if found is not None:
+                driver.cuMemFree(found[0])
+            found = (int(_check(driver.cuMemAlloc(size), "cuMemAlloc")), size)
+            self._allocations[buffer.name] = found
+        return found[0]
+
+    def __call__(self, inputs: Mapping[str, np.ndarray | DeviceArray], outputs: Mapping[str, np.ndarray | DeviceArray]) -> None:
+        """Run: device arrays (DLPack/`__cuda_array_interface__` pointers on this GPU) are
+        passed to the launch as they are; host arrays go through the kernel's cached device
+        allocations (copied in for inputs, back for outputs)."""
         driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
 
         _check(driver.cuCtxSetCurrent(_gpu().context), "cuCtxSetCurrent")
         staged = stage(self.manifest, inputs, outputs)
-        pointers: dict[str, Any] = {}
-        try:
+        for name, array in staged.device.items():
+            if array.device[0] not in self.device_types or array.device[1] != _gpu().ordinal:
+                raise RuntimeInputError(
+                    f"'{name}' is in the memory of device {array.device}, but einc runs CUDA kernels on GPU {_gpu().ordinal}"
+                )
+        with self._lock:  # the cached allocations are the kernel's state
+            pointers: dict[str, int] = {}
             for buffer in self.manifest.buffers:
-                pointers[buffer.name] = _check(driver.cuMemAlloc(max(nbytes(buffer), 1)), "cuMemAlloc")
+                if buffer.name in staged.device:
+                    pointers[buffer.name] = staged.device[buffer.name].ptr
+                    continue
+                pointers[buffer.name] = self._allocation(buffer)
                 if buffer.role == "input" and nbytes(buffer):
                     host = staged.host[buffer.name]
                     _check(driver.cuMemcpyHtoD(pointers[buffer.name], host.ctypes.data, nbytes(buffer)), "copy to GPU")
             for launch, function in zip(self.manifest.kernels, self._functions):
-                values = [np.array([int(pointers[name])], dtype=np.uint64) for name in launch.args]
+                values = [np.array([pointers[name]], dtype=np.uint64) for name in launch.args]
                 params = np.array([v.ctypes.data for v in values], dtype=np.uint64)
                 _check(
                     driver.cuLaunchKernel(
@@ -385,15 +426,24 @@ class CudaKernel:
                 )
             _check(driver.cuCtxSynchronize(), "kernel execution")
             for buffer in self.manifest.buffers:
-                if buffer.role == "output" and nbytes(buffer):
+                if buffer.role == "output" and nbytes(buffer) and buffer.name not in staged.device:
                     host = staged.host[buffer.name]
                     _check(driver.cuMemcpyDtoH(host.ctypes.data, pointers[buffer.name], nbytes(buffer)), "copy to host")
-        finally:
-            for pointer in pointers.values():
-                driver.cuMemFree(pointer)
         staged.finish()
 
 
+def _free(allocations: dict[str, tuple[int, int]]) -> None:
+    """Free a kernel's cached device allocations (when the kernel is collected)."""
+    try:
+        driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
+
+        for pointer, _ in allocations.values():
+            driver.cuMemFree(pointer)
+    except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone already
+        pass
+    allocations.clear()
+
+
 def load_cuda_kernel(source: str, manifest: LaunchManifest, *, options: Sequence[str] = NVRTC_OPTIONS) -> CudaKernel:
-    """Compile for the local GPU and return the runner; TargetError when there is no GPU."""
+    """Compile for the local GPU and return the runner; RuntimeMissingError when there is no GPU."""
     return CudaKernel(source, manifest, options)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from einc.errors import RuntimeInputError, TargetError, ToolchainError
+from einc.runtime.arrays import DeviceArray
 from einc.runtime.manifest import Buffer, LaunchManifest
 from einc.runtime.signature import BufferSpec, check_array, check_no_overlap
 
@@ -56,27 +57,32 @@ class Staged:
 
     manifest: LaunchManifest
     host: dict[str, np.ndarray]
-    outputs: Mapping[str, np.ndarray]
+    outputs: Mapping[str, object]
+    device: dict[str, DeviceArray] = field(default_factory=dict)
+    """Arguments already in device memory (runners with `device_types`), passed as they are."""
 
     def finish(self) -> None:
         """Copy outputs held in a storage dtype back into the caller's arrays."""
         for buffer in self.manifest.buffers:
-            if buffer.role != "output":
+            if buffer.role != "output" or buffer.name in self.device:
                 continue
             staged, target = self.host[buffer.name], self.outputs[buffer.name]
+            assert isinstance(target, np.ndarray)
             if staged is not target:
                 np.copyto(target, staged, casting="unsafe")
 
 
 def stage(
     manifest: LaunchManifest,
-    inputs: Mapping[str, np.ndarray],
-    outputs: Mapping[str, np.ndarray],
+    inputs: Mapping[str, np.ndarray | DeviceArray],
+    outputs: Mapping[str, np.ndarray | DeviceArray],
 ) -> Staged:
     """Check the caller's arrays against the manifest and stage them for the device.
 
     Raises RuntimeInputError for a missing or unknown name, a wrong dtype or shape, a
-    non-contiguous or read-only array, or an output overlapping another argument.
+    non-contiguous or read-only array, or an output overlapping another argument. A
+    `DeviceArray` (device memory, for runtimes that take it) must already be in the buffer's
+    storage dtype, shape and C order; it is passed on in `Staged.device`.
     """
     ins = [b for b in manifest.buffers if b.role == "input"]
     outs = [b for b in manifest.buffers if b.role == "output"]
@@ -94,13 +100,22 @@ def stage(
                     f"missing {role} '{buffer.name}' "
                     f"({buffer.dtype}[{', '.join(map(str, buffer.shape))}])"
                 )
-    specs = [_spec(b) for b in (*ins, *outs)]
-    arrays = [inputs[b.name] for b in ins] + [outputs[b.name] for b in outs]
+    device: dict[str, DeviceArray] = {}
+    host_buffers: list[Buffer] = []
+    arrays: list[np.ndarray] = []
+    for buffer in (*ins, *outs):
+        given = (inputs if buffer.role == "input" else outputs)[buffer.name]
+        if isinstance(given, DeviceArray):
+            device[buffer.name] = _device_argument(buffer, given)
+        else:
+            host_buffers.append(buffer)
+            arrays.append(given)
+    specs = [_spec(b) for b in host_buffers]
     for spec, array in zip(specs, arrays):
         check_array(spec, array)
     check_no_overlap(specs, arrays)
     host: dict[str, np.ndarray] = {}
-    for buffer, array in zip((*ins, *outs), arrays):
+    for buffer, array in zip(host_buffers, arrays):
         wanted = storage_dtype(buffer)
         if array.dtype == wanted:
             host[buffer.name] = array
@@ -108,7 +123,22 @@ def stage(
             host[buffer.name] = np.ascontiguousarray(array.astype(wanted))
         else:
             host[buffer.name] = np.empty(buffer.shape, wanted)
-    return Staged(manifest, host, outputs)
+    return Staged(manifest, host, outputs, device)
+
+
+def _device_argument(buffer: Buffer, array: DeviceArray) -> DeviceArray:
+    role = "output" if buffer.role == "output" else "input"
+    wanted = storage_dtype(buffer)
+    if array.dtype != wanted:
+        stored = f" (the device stores {buffer.dtype} as {wanted}: pass a host array)" if wanted != np.dtype(buffer.dtype) else ""
+        raise RuntimeInputError(f"{role} '{buffer.name}' has dtype {array.dtype}, expected {wanted}{stored}")
+    if tuple(array.shape) != tuple(buffer.shape):
+        raise RuntimeInputError(f"{role} '{buffer.name}' has shape {list(array.shape)}, expected {list(buffer.shape)}")
+    if not array.c_contiguous:
+        raise RuntimeInputError(f"{role} '{buffer.name}' is not C-contiguous (device arrays are not copied)")
+    if role == "output" and array.readonly:
+        raise RuntimeInputError(f"output '{buffer.name}' is read-only")
+    return array
 
 
 def _spec(buffer: Buffer) -> BufferSpec:

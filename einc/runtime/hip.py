@@ -14,7 +14,7 @@ with `HIP_PLATFORM=amd hipcc --offload-arch=<arch> --genco -O3`, or Debian's cla
 with the ROCm device libraries when hipcc is absent, and
 `-Rpass-analysis=kernel-resource-usage`, whose remarks give VGPRs, SGPRs, AGPRs, spills,
 scratch and LDS per kernel. Reports are cached on disk by hash of the source, arch and
-compiler. There is no AMD GPU to run on: `load_hip_kernel` raises TargetError.
+compiler. There is no AMD GPU to run on: `load_hip_kernel` raises RuntimeMissingError (a TargetError).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from einc.errors import TargetError
+from einc.errors import RuntimeMissingError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels
 from einc.runtime.manifest import LaunchManifest
@@ -94,7 +94,7 @@ def compile_check_hip(source: str, manifest: LaunchManifest, arch: str = "gfx90a
     check_manifest(manifest)
     found = hip_compiler()
     if found is None:
-        raise TargetError("HIP compile checks need hipcc (apt hipcc libamdhip64-dev) or clang++-15 with ROCm device libs")
+        raise RuntimeMissingError("HIP compile checks need hipcc (apt hipcc libamdhip64-dev) or clang++-15 with ROCm device libs")
     kind, compiler = found
     names = ",".join(k.name for k in manifest.kernels)
     key = content_key(source, arch, kind, compiler, tool_version(compiler), "\0".join(FLAGS), names)
@@ -124,7 +124,7 @@ def compile_check_hip(source: str, manifest: LaunchManifest, arch: str = "gfx90a
 
 def load_hip_kernel(source: str, manifest: LaunchManifest) -> NoReturn:
     """No AMD GPU runtime is available to einc: HIP is a compile-only target."""
-    raise TargetError(
-        "HIP kernels cannot run here: einc has no AMD GPU executor; use compile_check_hip for "
-        "compile checks and resource usage"
+    raise RuntimeMissingError(
+        "HIP kernels cannot run here: einc has no AMD GPU executor (HIP is compile-checked only: "
+        "compile_check_hip reports resources)"
     )

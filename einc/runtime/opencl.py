@@ -18,10 +18,10 @@ cache of compiled kernels.
 
 Thread safety: the device, its context and queue are made once per process under a lock
 (two threads creating contexts at once left kernels built on one context launched on the
-other: INVALID_CONTEXT), and a program is built once per key. A kernel object's arguments
-are shared state (`clSetKernelArg`), captured by the enqueue: setting them and enqueueing is
-done under the kernel's lock, so one thread's buffers cannot slip into another's launch.
-Buffers, uploads and read-backs are per call.
+other: INVALID_CONTEXT), and a program is built once per key. A kernel's device buffers
+are made on its first call and kept (no allocation per call); they and the kernel objects'
+arguments (`clSetKernelArg`) are shared state, so a call holds the kernel's lock from the
+uploads to the read-backs: calls from several threads run one after the other.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeMissingError, ToolchainError
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
@@ -55,7 +55,7 @@ def _pyopencl():  # the module, imported when a runtime first needs it
     try:
         import pyopencl
     except ImportError as error:
-        raise TargetError(
+        raise RuntimeMissingError(
             f"the OpenCL runtime needs pyopencl ({error}); install it with "
             "scripts/install_toolchains.sh or `pip install pyopencl` plus an OpenCL CPU "
             "driver (apt pocl-opencl-icd)"
@@ -69,7 +69,7 @@ def _device() -> _Device:
     try:
         platforms = cl.get_platforms()
     except cl.Error as error:
-        raise TargetError(f"no OpenCL platform ({error}); install apt pocl-opencl-icd") from error
+        raise RuntimeMissingError(f"no OpenCL platform ({error}); install apt pocl-opencl-icd") from error
     cpus = [
         (platform, device)
         for platform in platforms
@@ -78,7 +78,7 @@ def _device() -> _Device:
     ]
     if not cpus:
         seen = ", ".join(p.name for p in platforms) or "none"
-        raise TargetError(f"no OpenCL CPU device (platforms: {seen}); install apt pocl-opencl-icd")
+        raise RuntimeMissingError(f"no OpenCL CPU device (platforms: {seen}); install apt pocl-opencl-icd")
     pocl = [d for p, d in cpus if "Portable Computing Language" in p.name or "pocl" in p.vendor.lower()]
     device = (pocl or [d for _, d in cpus])[0]
     context = cl.Context([device])
@@ -118,37 +118,44 @@ class OpenCLKernel:
             except cl.Error as error:
                 raise _kernel_error(self._program, launch.name, error) from error
         self._launch_lock = threading.Lock()
+        self._device_buffers: dict[str, pyopencl.Buffer] | None = None
+
+    def _buffers(self) -> dict[str, pyopencl.Buffer]:
+        """The kernel's device buffers, made on first use and kept between calls (their
+        sizes are the manifest's)."""
+        if self._device_buffers is None:
+            cl = _pyopencl()
+            context = _device().context
+            self._device_buffers = {
+                b.name: cl.Buffer(context, cl.mem_flags.READ_WRITE, max(nbytes(b), 1)) for b in self.manifest.buffers
+            }
+        return self._device_buffers
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
         cl = _pyopencl()
         staged = stage(self.manifest, inputs, outputs)
         dev = _device()
-        mf = cl.mem_flags
-        buffers = {}
-        for buffer in self.manifest.buffers:
-            if buffer.role == "input" and nbytes(buffer) > 0:
-                buffers[buffer.name] = cl.Buffer(
-                    dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=staged.host[buffer.name]
-                )
-            else:
-                buffers[buffer.name] = cl.Buffer(dev.context, mf.READ_WRITE, max(nbytes(buffer), 1))
-        for launch, kernel in zip(self.manifest.kernels, self._kernels):
-            args: list[pyopencl.Buffer | pyopencl.LocalMemory] = [buffers[name] for name in launch.args]
-            if launch.shared_bytes > 0:
-                args.append(cl.LocalMemory(launch.shared_bytes))
-            try:
-                with self._launch_lock:  # the arguments are the kernel's state until enqueued
+        with self._launch_lock:  # the buffers and the kernels' arguments are the kernel's state
+            buffers = self._buffers()
+            for buffer in self.manifest.buffers:
+                if buffer.role == "input" and nbytes(buffer) > 0:
+                    cl.enqueue_copy(dev.queue, buffers[buffer.name], staged.host[buffer.name], is_blocking=False)
+            for launch, kernel in zip(self.manifest.kernels, self._kernels):
+                args: list[pyopencl.Buffer | pyopencl.LocalMemory] = [buffers[name] for name in launch.args]
+                if launch.shared_bytes > 0:
+                    args.append(cl.LocalMemory(launch.shared_bytes))
+                try:
                     kernel.set_args(*args)
                     cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.global_size, launch.block)
-            except cl.Error as error:
-                raise ToolchainError(
-                    f"launching OpenCL kernel '{launch.name}' (grid {launch.grid}, block "
-                    f"{launch.block}, {len(args)} arguments) failed: {error}"
-                ) from error
-        for buffer in self.manifest.buffers:
-            if buffer.role == "output" and nbytes(buffer) > 0:
-                cl.enqueue_copy(dev.queue, staged.host[buffer.name], buffers[buffer.name])
-        dev.queue.finish()
+                except cl.Error as error:
+                    raise ToolchainError(
+                        f"launching OpenCL kernel '{launch.name}' (grid {launch.grid}, block "
+                        f"{launch.block}, {len(args)} arguments) failed: {error}"
+                    ) from error
+            for buffer in self.manifest.buffers:
+                if buffer.role == "output" and nbytes(buffer) > 0:
+                    cl.enqueue_copy(dev.queue, staged.host[buffer.name], buffers[buffer.name], is_blocking=False)
+            dev.queue.finish()
         staged.finish()
 
 

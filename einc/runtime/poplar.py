@@ -83,7 +83,7 @@ from pathlib import Path
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import check_manifest, stage, storage_dtype
 from einc.runtime.manifest import LaunchManifest
@@ -294,7 +294,7 @@ def build_poplar(source: str, manifest: LaunchManifest) -> Path:
     """The harness library for `source` and `manifest`, built with g++ or taken from the cache."""
     cxx = cxx_compiler()
     if cxx is None:
-        raise TargetError("the Poplar harness needs a C++ compiler (g++)")
+        raise RuntimeMissingError("the Poplar harness needs a C++ compiler (g++)")
     harness = harness_source(manifest)
     key = content_key(source, harness, _sdk_identity(), cxx, tool_version(cxx), "\0".join(CXXFLAGS))
 

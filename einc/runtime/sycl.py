@@ -35,8 +35,9 @@ SYCL runtime's persistent cache (`SYCL_CACHE_PERSISTENT=1`, under the einc cache
 a rebuild in a new process take about 1 s instead of 3-9 s.
 
 Thread safety: the shim and its queue are made once per process under a lock, a bundle
-once per source, a kernel handle once per name. A call's allocations, copies and launches
-are its own; launches of one bundle's kernels are submitted under the bundle's lock (the
+once per source, a kernel handle once per name. A kernel's device allocations are made on
+its first call and kept (freed with the kernel): a call holds the kernel's lock from the
+uploads to the read-backs. Launches of one bundle's kernels are submitted under the bundle's lock (the
 runtime sets a shared kernel's arguments when it enqueues it). The queue is shared and
 in order, so a call's wait also waits for other threads' work submitted before it.
 
@@ -50,12 +51,13 @@ import ctypes
 import os
 import threading
 import subprocess
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
@@ -74,7 +76,7 @@ _size3 = ctypes.c_size_t * 3
 def _prefix() -> Path:
     prefix = sycl_prefix()
     if prefix is None:
-        raise TargetError(f"the SYCL target needs the SYCL runtime: {INSTALL}")
+        raise RuntimeMissingError(f"the SYCL target needs the SYCL runtime: {INSTALL}")
     return prefix
 
 
@@ -83,7 +85,7 @@ def build_shim() -> Path:
     prefix = _prefix()
     cxx = cxx_compiler()
     if cxx is None:
-        raise TargetError("building einc's SYCL shim needs a C++ compiler (g++)")
+        raise RuntimeMissingError("building einc's SYCL shim needs a C++ compiler (g++)")
     source = SHIM_SOURCE.read_text()
     version = (prefix / "include" / "sycl" / "version.hpp").read_text()
     libs = sorted(p.name for p in (prefix / "lib").glob("libsycl.so*"))
@@ -106,7 +108,7 @@ def _set_environment(prefix: Path) -> None:
     takes effect before the OpenCL ICD loader and the SYCL runtime initialise."""
     intel = intel_opencl_cpu_library(prefix)
     if intel is None:
-        raise TargetError(f"no Intel OpenCL CPU driver (libintelocl.so) in {prefix / 'lib'}: {INSTALL}")
+        raise RuntimeMissingError(f"no Intel OpenCL CPU driver (libintelocl.so) in {prefix / 'lib'}: {INSTALL}")
     listed = [p for p in os.environ.get("OCL_ICD_FILENAMES", "").split(":") if p]
     if str(intel) not in listed:
         # ocl-icd reads only this list when it is set: keep the system's drivers (PoCL)
@@ -153,7 +155,7 @@ class _Shim:
         error = _void_p()
         self.queue = lib.einc_sycl_queue_create(ctypes.byref(error))
         if not self.queue:
-            raise TargetError(f"no SYCL queue on Intel's OpenCL CPU device: {self.take(error)}")
+            raise RuntimeMissingError(f"no SYCL queue on Intel's OpenCL CPU device: {self.take(error)}")
 
     def take(self, text: _void_p) -> str:
         """The shim's malloc'd string, freed."""
@@ -238,22 +240,32 @@ class SyclKernel:
         self.manifest = manifest
         self._bundle = _bundle(source, options)
         self._kernels = [self._bundle.kernel(launch.name) for launch in manifest.kernels]
+        self._call_lock = threading.Lock()
+        self._pointers: dict[str, int] = {}
+        weakref.finalize(self, _free, self._bundle.shim, self._pointers)
+
+    def _pointer(self, name: str, size: int) -> int:
+        """The kernel's device allocation for buffer `name`, made on first use and kept."""
+        pointer = self._pointers.get(name)
+        if pointer is None:
+            shim, error = self._bundle.shim, _void_p()
+            pointer = shim.lib.einc_sycl_malloc_device(shim.queue, max(size, 1), ctypes.byref(error))
+            if not pointer:
+                raise ToolchainError(f"SYCL allocation of '{name}' failed: {shim.take(error)}")
+            self._pointers[name] = pointer
+        return pointer
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
         shim = self._bundle.shim
         lib, queue = shim.lib, shim.queue
         staged = stage(self.manifest, inputs, outputs)
-        pointers: dict[str, int] = {}
         error = _void_p()
-        try:
+        with self._call_lock:  # the device allocations are the kernel's, kept between calls
+            pointers = {buffer.name: self._pointer(buffer.name, nbytes(buffer)) for buffer in self.manifest.buffers}
             for buffer in self.manifest.buffers:
-                pointer = lib.einc_sycl_malloc_device(queue, nbytes(buffer), ctypes.byref(error))
-                if not pointer:
-                    raise ToolchainError(f"SYCL allocation of '{buffer.name}' failed: {shim.take(error)}")
-                pointers[buffer.name] = pointer
-                if buffer.role == "input":
+                if buffer.role == "input" and nbytes(buffer):
                     host = staged.host[buffer.name]
-                    status = lib.einc_sycl_memcpy(queue, pointer, host.ctypes.data, nbytes(buffer), ctypes.byref(error))
+                    status = lib.einc_sycl_memcpy(queue, pointers[buffer.name], host.ctypes.data, nbytes(buffer), ctypes.byref(error))
                     shim.check(status, error, f"copy of '{buffer.name}' to the device")
             for launch, kernel in zip(self.manifest.kernels, self._kernels):
                 args = (_void_p * max(len(launch.args), 1))(*(pointers[name] for name in launch.args))
@@ -265,16 +277,23 @@ class SyclKernel:
                 shim.check(status, error, f"launch of kernel '{launch.name}'")
             shim.check(lib.einc_sycl_wait(queue, ctypes.byref(error)), error, "kernel execution")
             for buffer in self.manifest.buffers:
-                if buffer.role == "output":
+                if buffer.role == "output" and nbytes(buffer):
                     host = staged.host[buffer.name]
                     status = lib.einc_sycl_memcpy(
                         queue, host.ctypes.data, pointers[buffer.name], nbytes(buffer), ctypes.byref(error)
                     )
                     shim.check(status, error, f"copy of '{buffer.name}' to the host")
-        finally:
-            for pointer in pointers.values():
-                lib.einc_sycl_free(queue, pointer)
         staged.finish()
+
+
+def _free(shim: object, pointers: dict[str, int]) -> None:
+    """Free a kernel's device allocations (when the kernel is collected)."""
+    try:
+        for pointer in pointers.values():
+            getattr(shim, "lib").einc_sycl_free(getattr(shim, "queue"), pointer)
+    except Exception:  # noqa: BLE001 - at interpreter exit the runtime may be gone already
+        pass
+    pointers.clear()
 
 
 def load_sycl_kernel(source: str, manifest: LaunchManifest, *, options: tuple[str, ...] = ()) -> SyclKernel:

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from einc.errors import TargetError, ToolchainError
+from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import Staged, check_manifest, nbytes, stage, storage_dtype
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
@@ -66,7 +66,7 @@ WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "shader-i16", "su
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise TargetError(
+        raise RuntimeMissingError(
             f"the HLSL target needs {name} (apt glslang-tools spirv-tools, or "
             "scripts/install_toolchains.sh)"
         )
@@ -207,7 +207,7 @@ def _gpu() -> _Gpu:
     try:
         import wgpu
     except ImportError as error:
-        raise TargetError(
+        raise RuntimeMissingError(
             f"the HLSL target runs shaders with wgpu ({error}); `pip install wgpu` and "
             "apt mesa-vulkan-drivers libvulkan1, or scripts/install_toolchains.sh"
         ) from error
@@ -219,7 +219,7 @@ def _gpu() -> _Gpu:
         pass
     adapters = [a for a in wgpu.gpu.enumerate_adapters_sync() if a.info.get("backend_type") == "Vulkan"]
     if not adapters:
-        raise TargetError(
+        raise RuntimeMissingError(
             "no Vulkan adapter for wgpu (install apt mesa-vulkan-drivers libvulkan1 for "
             "the lavapipe CPU driver)"
         )

@@ -47,7 +47,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
-from einc.errors import InternalCompilerError, TargetError
+from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.targets.spelling import (
     ADD,
     ATOM,
@@ -376,7 +376,7 @@ class CLikeTarget:
     ) -> Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]:
         """Compile `source` (emitted from the lowered `module`) into a runner called as
         `runner(inputs, outputs)` with arrays by name, writing the outputs in place."""
-        raise TargetError(f"the {cls.name} target has no runtime on this machine")
+        raise RuntimeMissingError(f"the {cls.name} target has no runtime on this machine")
 
 
 __all__ = ["CLikeTarget", "Expr", "Spelling", "call", "helper", "infix"]
