@@ -143,23 +143,16 @@ def launch(kernel: Kernel, inputs: Sequence[torch.Tensor], outputs: Sequence[tor
     """Run `kernel` on `inputs` (checked, contiguous), writing `outputs` (allocated by the
     caller with torch.empty on the inputs' device, in the kernel's output order).
 
-    On CPU this is zero-copy already: `Tensor.numpy()` is a view, and `Kernel.run` writes into
-    the caller's arrays. GPU tensors make a round trip through host memory, because the
-    device runtimes take NumPy arrays today.
-
-    MERGE (lead, once callpath's `kernel(**arrays, out=...)` takes DLPack tensors): replace
-    the body by the one line
-        kernel(**{i.name: t for i, t in zip(kernel.inputs, inputs)},
-               out={o.name: t for o, t in zip(kernel.outputs, outputs)})
-    which passes CPU and GPU tensors zero-copy (GPU buffers then stay on the device; the
-    CUDA/HIP runtime must launch on, or synchronise with, torch's current stream)."""
+    Zero-copy on every device: CPU tensors go in as NumPy views (`Tensor.numpy()`, the
+    fastest path into the C trampoline); device tensors go in as themselves, and the device
+    runtime takes their pointers from `__dlpack__` / `__cuda_array_interface__`, so their
+    buffers stay on the device (einc.runtime.arrays). The CUDA runtime launches on the legacy
+    default stream and synchronises before returning, which orders it with torch's default
+    stream; work on other torch streams must be synchronised by the caller. (Not run on a
+    GPU here.)"""
     names_in = [i.name for i in kernel.inputs]
     names_out = [o.name for o in kernel.outputs]
     if all(t.device.type == "cpu" for t in outputs):  # the inputs are on the outputs' device
         kernel.run({n: _host(t) for n, t in zip(names_in, inputs)}, {n: _host(t) for n, t in zip(names_out, outputs)})
         return
-    host_out = [torch.empty(o.shape, dtype=o.dtype) for o in outputs]
-    kernel.run({n: _host(t.cpu()) for n, t in zip(names_in, inputs)},
-               {n: t.numpy() for n, t in zip(names_out, host_out)})  # fmt: skip
-    for device_out, host in zip(outputs, host_out):
-        device_out.copy_(host)
+    kernel.run(dict(zip(names_in, inputs)), dict(zip(names_out, outputs)))
