@@ -3,7 +3,7 @@ sideways, never up. The floors, bottom to top:
 
     errors, ir -> dialects -> passes.utils -> runtime -> targets -> passes ->
     dialects.einc_transform (the transform interpreter), context (every dialect) -> frontend ->
-    schedule, default_schedule, schedules, schedule_builder -> reference, interp ->
+    schedule, default_schedule, schedules, schedule_builder -> reference, interp, interp_egpu ->
     driver, tune (the tuner; the driver reads its records) -> cli, opt (the command lines) -> einc
 
 A module may import its own floor or any floor below it. Imports under `if TYPE_CHECKING:`
@@ -30,7 +30,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.dialects.einc_transform", "einc.context"),
     ("einc.frontend",),
     ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
-    ("einc.reference", "einc.interp"),
+    ("einc.reference", "einc.interp", "einc.interp_egpu"),
     ("einc.driver", "einc.tune"),
     ("einc.cli", "einc.opt"),
     ("einc",),
