@@ -124,24 +124,37 @@ class Buffer:
         shape = self.shape
         if len(index) != len(shape):
             raise KernelFault(f"{op.name}: {len(index)} indices into a buffer of rank {len(shape)}")
-        flat = np.zeros(act.shape, np.int64)
-        bad = np.zeros(act.shape, np.bool_)
-        for i, d in zip(index, shape):
-            i = np.asarray(i, np.int64)
-            i = i[act] if i.ndim else np.broadcast_to(i, act.shape)
-            bad |= (i < 0) | (i >= d)
-            flat = flat * d + i
-        size = int(np.prod(shape))
-        if width > 1:
-            bad |= flat + width > size
-        if bad.any():
-            k = int(np.argmax(bad))
-            where = [int(np.asarray(i)[act[k]] if np.ndim(i) else i) for i in index]
-            span = f" (a vector of {width})" if width > 1 else ""
-            raise KernelFault(
-                f"out-of-bounds access in {op.name} by {grid.describe(int(act[k]))}: index "
-                f"{where}{span} into buffer '{self.name}' of shape {list(shape)}"
-            )
+        size = self.data.size // self.data.shape[0] if self.per else self.data.size
+        if all(np.ndim(i) == 0 for i in index):  # the same element for every lane
+            where = [int(i) for i in index]
+            if any(not 0 <= i < d for i, d in zip(where, shape)) or (
+                width > 1 and int(np.ravel_multi_index(where, shape)) + width > size
+            ):
+                span = f" (a vector of {width})" if width > 1 else ""
+                raise KernelFault(
+                    f"out-of-bounds access in {op.name} by {grid.describe(int(act[0]))}: index "
+                    f"{where}{span} into buffer '{self.name}' of shape {list(shape)}"
+                )
+            at = int(np.ravel_multi_index(where, shape)) if shape else 0
+            flat = np.full(act.shape, at, np.int64)
+        else:
+            flat = np.zeros(act.shape, np.int64)
+            bad = np.zeros(act.shape, np.bool_)
+            for i, d in zip(index, shape):
+                i = np.asarray(i, np.int64)
+                i = i[act] if i.ndim else i
+                bad |= (i < 0) | (i >= d)
+                flat = flat * d + i
+            if width > 1:
+                bad |= flat + width > size
+            if bad.any():
+                k = int(np.argmax(bad))
+                where = [int(np.asarray(i)[act[k]] if np.ndim(i) else i) for i in index]
+                span = f" (a vector of {width})" if width > 1 else ""
+                raise KernelFault(
+                    f"out-of-bounds access in {op.name} by {grid.describe(int(act[k]))}: index "
+                    f"{where}{span} into buffer '{self.name}' of shape {list(shape)}"
+                )
         if self.window is not None:
             self._check_window(grid, op, flat, act, width)
         if self.per == "lane":
