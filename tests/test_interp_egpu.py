@@ -217,6 +217,24 @@ def test_cross_thread_reductions_match_the_oracle(target: str, tile: int, rows_p
         walk_pipeline(comp, inputs, run_reference(comp.module("ein"), inputs))
 
 
+@pytest.mark.parametrize("target", ["cuda", "opencl", "hlsl"])
+@pytest.mark.parametrize(("n", "m", "k"), [(32, 48, 20), (37, 45, 29)])
+def test_private_register_tiles_match_the_oracle(target: str, n: int, m: int, k: int) -> None:
+    """Each work-item accumulates a 4x4 tile of a matmul in its own array (`memref.alloca` in
+    the kernel: private memory), partial tiles included."""
+    from tests.test_device_local import register_blocked
+
+    prog = Program("rb", "output0[N, M] +=! input0[N, K] * input1[K, M]",
+                   {"input0": {"dtype": "float32", "shape": [n, k]}, "input1": {"dtype": "float32", "shape": [k, m]}}, None)  # fmt: skip
+    comp = compiled(prog, target, script(register_blocked(unroll=n % 4 == 0)))
+    assert comp is not None
+    kernel_allocas = [o for o in comp.module("target").walk() if o.name == "memref.alloca"
+                      and isinstance(o.parent_op(), egpu.FuncOp | affine.ForOp | scf.IfOp)]  # fmt: skip
+    assert kernel_allocas
+    inputs = inputs_for(prog, comp, seed=11)
+    walk_pipeline(comp, inputs, run_reference(comp.module("ein"), inputs))
+
+
 # ---- 3. doctored kernels --------------------------------------------------------------------------
 
 

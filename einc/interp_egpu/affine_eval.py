@@ -24,7 +24,7 @@ Evaluator = Callable[[Sequence[Lanes]], Lanes]
 def _compile(e: AffineExpr, dims: int) -> Evaluator:
     match e:
         case AffineConstantExpr(value=v):
-            c = np.int64(v)
+            c = np.array(v, np.int64)
             return lambda ops: c
         case AffineDimExpr(position=p):
             return lambda ops: ops[p]
@@ -61,5 +61,5 @@ def evaluators(m: AffineMap) -> tuple[Evaluator, ...]:
 
 
 def evaluate(m: AffineMap, operands: Sequence[Lanes]) -> list[Lanes]:
-    ops = [np.asarray(o, np.int64) if np.ndim(o) else np.int64(o) for o in operands]
+    ops = [np.asarray(o, np.int64) for o in operands]
     return [f(ops) for f in evaluators(m)]

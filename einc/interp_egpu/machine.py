@@ -22,7 +22,7 @@ from einc.dialects import egpu
 from einc.interp_egpu import values as V
 from einc.interp_egpu.expand import outside_values, run_expanded
 from einc.interp_egpu.memory import Buffer, DataRace, Grid, KernelFault, Window
-from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, select
+from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, lanes, select
 from einc.ir.attrs import NAME_ATTR
 
 Step = Callable[["Lanes | None"], None]
@@ -46,8 +46,8 @@ def merge(mask: Lanes, new: object, old: object) -> object:
     """`new` in the lanes of `mask`, `old` elsewhere (buffers are the same in every lane)."""
     if isinstance(new, Buffer) or isinstance(old, Buffer):
         return new
-    assert isinstance(new, np.ndarray | np.generic) and isinstance(old, np.ndarray | np.generic)
-    return select(mask, new, old, np.ndim(new) == 2 or np.ndim(old) == 2)
+    a, b = lanes(new), lanes(old)
+    return select(mask, a, b, np.ndim(a) == 2 or np.ndim(b) == 2)
 
 
 class Machine:
@@ -79,9 +79,7 @@ class Machine:
         return s
 
     def get(self, v: SSAValue) -> Lanes:
-        value = self.env[self.slot(v)]
-        assert isinstance(value, np.ndarray | np.generic), v
-        return value
+        return lanes(self.env[self.slot(v)])
 
     def buffer(self, v: SSAValue) -> Buffer:
         value = self.env[self.slot(v)]
@@ -263,17 +261,17 @@ class Machine:
         if isinstance(op, egpu.ThreadIdOp):
             return g.thread_id[d]
         if isinstance(op, egpu.BlockDimOp):
-            return np.int64(g.block[d])
+            return lanes(np.int64(g.block[d]))
         if g.vertex_of_block:  # a Poplar vertex sees the kernel's grid of one block
             if isinstance(op, egpu.GlobalIdOp):
                 return g.thread_id[d]
-            return np.int64(1) if isinstance(op, egpu.GridDimOp) else np.zeros(g.lanes, np.int64)
+            return lanes(np.int64(1)) if isinstance(op, egpu.GridDimOp) else np.zeros(g.lanes, np.int64)
         if isinstance(op, egpu.BlockIdOp):
             return g.block_id[d]
         if isinstance(op, egpu.GlobalIdOp):
             return g.global_id[d]
         if isinstance(op, egpu.GridDimOp):
-            return np.int64(g.grid[d])
+            return lanes(np.int64(g.grid[d]))
         raise UnsupportedIR(op)
 
     def barrier(self, op: Operation, mask: Lanes | None) -> None:
@@ -322,7 +320,7 @@ class Machine:
                     f"{cluster} work-items of its cluster: {g.describe(lane)} does not reach it"
                 )
         v = value.reshape(-1, cluster).copy()
-        kind = op.kind.data.value
+        kind = str(op.kind.data)
         offset = cluster // 2
         ids = np.arange(cluster)
         while offset:

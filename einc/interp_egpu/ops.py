@@ -17,7 +17,7 @@ from einc.interp_egpu import values as V
 from einc.interp_egpu.affine_eval import Evaluator, evaluators
 from einc.interp_egpu.machine import Machine, Step, memref_shape, merge, poison
 from einc.interp_egpu.memory import Buffer, KernelFault
-from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, select
+from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, lanes, select
 
 Compiler = Callable[[Machine, Operation], Step]
 COMPILERS: dict[type[Operation], Compiler] = {}
@@ -82,7 +82,7 @@ def _constant(m: Machine, op: Operation) -> Step:
         value = dtype.type(attr.value.data)
     elif isinstance(attr, IntegerAttr):
         v = attr.value.data
-        value = np.bool_(v & 1) if dtype == np.bool_ else dtype.type(wrap(v, V.element_type(t)))
+        value = lanes(np.bool_(v & 1) if dtype == np.bool_ else dtype.type(wrap(v, V.element_type(t))))
     elif isinstance(attr, DenseIntOrFPElementsAttr) and _is_vector(t):
         value = np.asarray(attr.get_values(), dtype).reshape(-1)
     else:
@@ -188,7 +188,7 @@ def _vbroadcast(m: Machine, op: Operation) -> Step:
 @compiles(egpu.VReduceOp)
 def _vreduce(m: Machine, op: Operation) -> Step:
     assert isinstance(op, egpu.VReduceOp)
-    kind = op.kind.data.value
+    kind = str(op.kind.data)
 
     def reduce(v: Lanes) -> Lanes:
         a = np.asarray(v)
@@ -213,7 +213,7 @@ def _index_fn(fns: Sequence[Evaluator]) -> Callable[[Sequence[Lanes]], list[Lane
 
 
 def _ints(values: Sequence[object]) -> list[Lanes]:
-    return [v if isinstance(v, np.ndarray) else np.int64(v) for v in values]  # pyright: ignore[reportArgumentType]
+    return [v if isinstance(v, np.ndarray) else lanes(np.int64(lanes(v))) for v in values]
 
 
 @compiles(affine.ApplyOp, affine.MinOp, *([getattr(affine, "MaxOp")] if hasattr(affine, "MaxOp") else []))
@@ -277,10 +277,10 @@ def _access(m: Machine, op: Operation, memref_value: SSAValue, indices: Sequence
     if isinstance(op, affine.LoadOp | affine.StoreOp):
         amap = op.map.data
         if all(getattr(r, "position", -1) == k for k, r in enumerate(amap.results)) and amap.num_dims + amap.num_symbols == len(amap.results) and amap.num_symbols == 0:
-            return m.slot(memref_value), lambda: [env[s] for s in ins]  # pyright: ignore[reportReturnType]
+            return m.slot(memref_value), lambda: [lanes(env[s]) for s in ins]
         fn = _index_fn(evaluators(amap))
         return m.slot(memref_value), lambda: fn(_ints([env[s] for s in ins]))
-    return m.slot(memref_value), lambda: [env[s] for s in ins]  # pyright: ignore[reportReturnType]
+    return m.slot(memref_value), lambda: [lanes(env[s]) for s in ins]
 
 
 @compiles(memref.LoadOp, affine.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
@@ -310,7 +310,7 @@ def _store(m: Machine, op: Operation) -> Step:
     def store(mask: Lanes | None) -> None:
         b = env[buf]
         assert isinstance(b, Buffer)
-        b.store(m.grid, op, index(), env[value], mask, width)  # pyright: ignore[reportArgumentType]
+        b.store(m.grid, op, index(), lanes(env[value]), mask, width)
 
     return store
 
@@ -334,7 +334,7 @@ def _affine_for(m: Machine, op: Operation) -> Step:
     n_lb, n_ub = len(op.lowerBoundOperands), len(op.upperBoundOperands)
     env, ins = m.env, [m.slot(o) for o in op.operands]
     lows, highs = evaluators(op.lowerBoundMap.data), evaluators(op.upperBoundMap.data)
-    step, put, iv_type = np.int64(op.step.value.data), _results(m, op), op.body.block.args[0].type
+    step, put, iv_type = lanes(np.int64(op.step.value.data)), _results(m, op), op.body.block.args[0].type
     top = op.parent_block() is m.host_block
 
     def run(mask: Lanes | None) -> None:
@@ -358,8 +358,8 @@ def _scf_for(m: Machine, op: Operation) -> Step:
     carried, put, iv_type = [m.slot(o) for o in op.iter_args], _results(m, op), op.lb.type
 
     def run(mask: Lanes | None) -> None:
-        bounds = _ints([env[lb], env[ub], env[st]])
-        put(m.loop(op, op.body, *bounds, [env[s] for s in carried], mask, iv_type))
+        low, high, step = _ints([env[lb], env[ub], env[st]])
+        put(m.loop(op, op.body, low, high, step, [env[s] for s in carried], mask, iv_type))
 
     return run
 
@@ -372,7 +372,7 @@ def _scf_if(m: Machine, op: Operation) -> Step:
     zeros = [np.zeros((), dtype_of(r.type)) for r in op.results]
 
     def run(mask: Lanes | None) -> None:
-        cond = env[cond_slot]
+        cond = lanes(env[cond_slot])
         if np.ndim(cond) == 0:
             if cond:
                 put(m.run_region(op.true_region, mask))
@@ -433,6 +433,6 @@ def _subgroup_reduce(m: Machine, op: Operation) -> Step:
     env, value, out = m.env, m.slot(op.value), m.slot(op.result)
 
     def reduce(mask: Lanes | None) -> None:
-        env[out] = m.subgroup_reduce(op, env[value], mask)  # pyright: ignore[reportArgumentType]
+        env[out] = m.subgroup_reduce(op, lanes(env[value]), mask)
 
     return reduce

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
+from typing import cast as typing_cast
 
 import numpy as np
 from xdsl.dialects import arith
@@ -23,10 +24,27 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, VectorType
 from xdsl.ir import Attribute, Operation
 
-from einc.interp import _ipow, bitwidth  # pyright: ignore[reportPrivateUsage]
+from einc.interp import bitwidth
 
 Lanes = np.ndarray
-"""A value of every lane (or one shared by all: no lane axis)."""
+"""A value of every lane (or one shared by all: no lane axis). NumPy scalars (`np.generic`,
+what operations on 0-d arrays give) stand for 0-d arrays: they broadcast and compute alike."""
+
+
+def lanes(value: object) -> Lanes:
+    """`value` (an `env` entry) as a lane value."""
+    if isinstance(value, np.ndarray | np.generic):
+        return typing_cast(Lanes, value)
+    raise TypeError(f"not a lane value: {type(value).__name__}")
+
+
+def _ipow(base: int, exponent: int) -> int:
+    """Integer power; a negative exponent gives 0 unless |base| is 1 (as einc/interp.py)."""
+    if exponent >= 0:
+        return base**exponent
+    if base == 0:
+        raise ZeroDivisionError("math.ipowi: zero to a negative power")
+    return 1 if base == 1 else (-1) ** (-exponent) if base == -1 else 0
 
 
 class UnsupportedIR(Exception):
