@@ -25,11 +25,11 @@ from einc.reference import run_reference
 PROGRAMS = {
     "matmul 16x16x16": ("output0[N, M] +=! input0[N, K] * input1[K, M]",
                         {"input0": [16, 16], "input1": [16, 16]}, None),
-    "softmax 8x32": ("mx[N] >=! input0[N, C]; sm[N] +=! (input0[N, C] - mx[N]).call(`exp`); "
-                     "output0[N, C] = (input0[N, C] - mx[N]).call(`exp`) / sm[N]", {"input0": [8, 32]}, ["output0"]),
+    "softmax 8x32": (("mx[N] >=! input0[N, C]; sm[N] +=! (input0[N, C] - mx[N]).call(`exp`); "
+                      "output0[N, C] = (input0[N, C] - mx[N]).call(`exp`) / sm[N]"), {"input0": [8, 32]}, ["output0"]),
     "conv 2x4x7x7 (5x5, pad 2)": (
-        "output0[N, F, HO, WO] +=! input0[N, C, HO + KH - 2, WO + KW - 2].when([HO + KH >= 2, HO + KH < 9, "
-        "WO + KW >= 2, WO + KW < 9], 0.0) * input1[F, C, KH, KW] where HO in 7, WO in 7",
+        ("output0[N, F, HO, WO] +=! input0[N, C, HO + KH - 2, WO + KW - 2].when([HO + KH >= 2, HO + KH < 9, "
+         "WO + KW >= 2, WO + KW < 9], 0.0) * input1[F, C, KH, KW] where HO in 7, WO in 7"),
         {"input0": [2, 4, 7, 7], "input1": [6, 4, 5, 5]}, None),
 }  # fmt: skip
 TARGETS = ("c", "opencl", "cuda", "hip", "hlsl", "sycl", "poplar")

@@ -39,7 +39,11 @@ from einc.passes import run_pipeline
 from einc.reference import run_reference
 from tests.test_conformance import ALL, Program, random_inputs
 from tests.test_cross_thread_reduce import rows
-from tests.test_device_differential import REFUSED_BY_DESIGN, random_bind_schedule, script
+from tests.test_device_differential import (
+    REFUSED_BY_DESIGN,
+    random_bind_schedule,
+    script,
+)
 
 TARGETS = ("c", "opencl", "cuda", "hip", "hlsl", "sycl", "poplar")
 DEVICES = ("opencl", "cuda", "hip", "hlsl", "sycl")
@@ -158,6 +162,60 @@ def test_inputs_are_checked_and_never_written() -> None:
         run_lowered(module, {**inputs, "input0": inputs["input0"].astype(np.float64)})
     with pytest.raises(RuntimeInputError, match="missing input 'input1'"):
         run_lowered(module, {"input0": inputs["input0"]})
+
+
+SCAN = """
+builtin.module {
+  func.func @kernel(%x: memref<8xf32> {ein.name = "x"}, %y: memref<8xf32> {ein.name = "y", ein.output}) {
+    %0 = affine.load %x[0] : memref<8xf32>
+    affine.store %0, %y[0] : memref<8xf32>
+    affine.for %i = 1 to 8 {
+      %a = affine.load %y[%i - 1] : memref<8xf32>
+      %b = affine.load %x[%i] : memref<8xf32>
+      %s = arith.addf %a, %b : f32
+      affine.store %s, %y[%i] : memref<8xf32>
+    }
+    func.return
+  }
+}
+"""
+
+
+STRIDED = """
+builtin.module {
+  func.func @kernel(%x: memref<8xf32> {ein.name = "x"}, %y: memref<2xf32> {ein.name = "y", ein.output}) {
+    egpu.launch @k(%x, %y) : memref<8xf32>, memref<2xf32>
+    func.return
+  }
+  egpu.func @k(%x: memref<8xf32>, %y: memref<2xf32>) grid [1, 1, 1] block [2, 1, 1] {
+    %t = egpu.thread_id x
+    %z = arith.constant 0.0 : f32
+    affine.store %z, %y[%t] : memref<2xf32>
+    %c8 = arith.constant 8 : index
+    %c2 = arith.constant 2 : index
+    scf.for %p = %t to %c8 step %c2 {
+      %a = affine.load %y[%t] : memref<2xf32>
+      %b = memref.load %x[%p] : memref<8xf32>
+      %s = arith.addf %a, %b : f32
+      affine.store %s, %y[%t] : memref<2xf32>
+    }
+    egpu.return
+  }
+}
+"""
+"""Each work-item sums its points (a loop of per-work-item bounds into one element)."""
+
+
+def test_dependent_iterations_run_in_order() -> None:
+    """A loop whose iterations depend on each other through memory (a running sum) is tried
+    as lanes, found racing, and run in order: the sequential meaning, not the lanes'."""
+    from einc.context import make_context
+
+    x = np.arange(1, 9, dtype=np.float32)
+    module = Parser(make_context(), SCAN).parse_module()
+    np.testing.assert_array_equal(run_lowered(module, {"x": x})["y"], np.cumsum(x))
+    module = Parser(make_context(), STRIDED).parse_module()
+    np.testing.assert_array_equal(run_lowered(module, {"x": x})["y"], [x[0::2].sum(), x[1::2].sum()])
 
 
 # ---- 2. random legal schedules on the device targets -------------------------------------------
@@ -334,7 +392,7 @@ def test_an_off_by_one_store_is_out_of_bounds(target: str) -> None:
 
 def test_a_store_one_element_back_leaves_poison_or_races() -> None:
     """Writing [N, M - 1]: element [N, 9] is never written (NaN) and [N, -1] is out of bounds."""
-    _, module, inputs, want = _module("output0[N, M] = input0[N, M] * 2.0", {"input0": [6, 10]}, "opencl")
+    _, module, inputs, _ = _module("output0[N, M] = input0[N, M] * 2.0", {"input0": [6, 10]}, "opencl")
     _shift_store(module, -1)
     with pytest.raises(KernelFault, match="out-of-bounds"):
         run_lowered(module, inputs)

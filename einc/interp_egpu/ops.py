@@ -8,7 +8,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, VectorType
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    VectorType,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
@@ -216,11 +221,11 @@ def _ints(values: Sequence[object]) -> list[Lanes]:
     return [v if isinstance(v, np.ndarray) else lanes(np.int64(lanes(v))) for v in values]
 
 
-@compiles(affine.ApplyOp, affine.MinOp, *([getattr(affine, "MaxOp")] if hasattr(affine, "MaxOp") else []))
+@compiles(affine.ApplyOp, affine.MinOp)
 def _affine_map(m: Machine, op: Operation) -> Step:
-    fns = evaluators(getattr(op, "map").data)
+    assert isinstance(op, affine.ApplyOp | affine.MinOp)
+    fns = evaluators(op.map.data)
     env, ins, out = m.env, [m.slot(o) for o in op.operands], m.slot(op.results[0])
-    reduce = np.minimum if isinstance(op, affine.MinOp) else np.maximum
     if len(fns) == 1:
         (f,) = fns
 
@@ -231,7 +236,7 @@ def _affine_map(m: Machine, op: Operation) -> Step:
 
     def extremum(mask: Lanes | None) -> None:
         ops = _ints([env[s] for s in ins])
-        env[out] = reduce.reduce(np.broadcast_arrays(*[f(ops) for f in fns]))
+        env[out] = np.minimum.reduce(np.broadcast_arrays(*[f(ops) for f in fns]))
 
     return extremum
 
