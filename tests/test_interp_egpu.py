@@ -221,7 +221,7 @@ def test_dependent_iterations_run_in_order() -> None:
 # ---- 2. random legal schedules on the device targets -------------------------------------------
 
 
-SCHEDULED = ("matmul", "softmax", "reduce_sum", "layer_norm", "transpose", "concat", "max_pool", "batch_matmul")
+SCHEDULED = ("matmul", "softmax", "reduce_sum", "convolution_with_pad", "layer_norm", "transpose", "concat", "max_pool")
 
 
 @pytest.mark.parametrize("target", DEVICES)

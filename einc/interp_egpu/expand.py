@@ -1,48 +1,62 @@
-"""Loops whose iterations become lanes: a work-item's loop over many points (Poplar's point
-loop before the vertices are split, a grid-stride loop) would otherwise run one iteration
-per step for the few work-items of the launch.
+"""Loops whose iterations become lanes: a work-item's loops (a loop over points, a tile's
+loops in a kernel of few work-items) would otherwise run one iteration per step for the few
+work-items of the launch.
 
-The loop's iterations of every work-item run at once as lanes, with the race detector on.
-Iterations of one work-item run in order in the program, so any element two iterations
-touch (one writing) makes the expansion wrong: it is detected as a race, the buffers are
-restored, and the loop runs in order after all (as does a loop whose body faults: the
-ordered run reports the fault with its work-item). Only a loop at the top of a kernel's
-body, run by all its work-items, with no results, whose body reads no coordinates and
-holds no barrier, subgroup operation or shared or private buffer, is tried.
+A loop (with the loops of constant bounds perfectly nested in it) runs all its iterations of
+every work-item at once as lanes (`Grid.expanded`: each lane knows its work-item, whose
+coordinates, shared memory and private buffers it uses). Iterations of one work-item run in
+order in the program, so any element two iterations touch (one writing) makes the expansion
+wrong: a second race detector (memory.py, `Buffer._expansion_check`) finds it, the buffers
+are restored, and fewer loops are tried, down to running the loop in order (as is a loop
+whose body faults: the ordered run reports the fault with its work-item). A loop that needed
+its order is not tried again. Only loops with no results, whose body holds no barrier,
+subgroup operation, shared allocation or launch, outside any other expansion, are tried.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects import memref
+from xdsl.dialects import affine
 from xdsl.dialects.builtin import VectorType
-from xdsl.ir import Operation, Region, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from einc.dialects import egpu
-from einc.interp_egpu.memory import Buffer, Grid, KernelFault
+from einc.interp_egpu.memory import Buffer, KernelFault
 
 if TYPE_CHECKING:
     from einc.interp_egpu.machine import Machine
 
-_BARRED = (
-    egpu.IndexOp, egpu.BarrierOp, egpu.SubgroupReduceOp, egpu.AllocSharedOp, egpu.LaunchOp,
-    memref.AllocaOp, memref.AllocOp,
-)  # fmt: skip
+_BARRED = (egpu.BarrierOp, egpu.SubgroupReduceOp, egpu.AllocSharedOp, egpu.LaunchOp)
+
+MAX_LANES = 1 << 18
 
 
-def outside_values(op: Operation, body: Region) -> list[SSAValue] | None:
-    """The values defined outside `op` that its body uses; None where the loop may not be
-    expanded."""
+class Nest:
+    """A loop and the constant-bound loops perfectly nested in it, and what their body uses
+    from outside."""
+
+    def __init__(self, loops: list[Operation], outside: list[SSAValue]):
+        self.loops = loops
+        self.outside = outside
+
+
+def nest_of(op: Operation) -> Nest | None:
+    """The loops to try as lanes from `op`; None where `op` may not be expanded."""
+    from einc.passes.utils.gpu_mapping import perfect_chain
+    from einc.passes.utils.ranges import constant_trip_range
+
     if op.results:
         return None
-    parent = op.parent_op()
-    if not isinstance(parent, egpu.FuncOp):
-        return None
+    loops: list[Operation] = [op]
+    if isinstance(op, affine.ForOp):
+        for loop in perfect_chain(op)[1:]:
+            if constant_trip_range(loop) is None or loop.results:
+                break
+            loops.append(loop)
     found: dict[SSAValue, None] = {}
-    for inner in body.walk():
+    for inner in op.regions[0].walk():
         if isinstance(inner, _BARRED):
             return None
         for v in inner.operands:
@@ -50,45 +64,77 @@ def outside_values(op: Operation, body: Region) -> list[SSAValue] | None:
             defining = owner if isinstance(owner, Operation) else owner.parent_op()
             if defining is None or not op.is_ancestor(defining):
                 found[v] = None
-    return list(found)
+    return Nest(loops, list(found))
 
 
-def run_expanded(m: Machine, op: Operation, body: Region, lo: np.ndarray, hi: np.ndarray,
-                 step: int, dtype: np.dtype, outside: list[SSAValue]) -> bool:  # fmt: skip
-    """Run the loop with every (work-item, iteration) a lane; False (nothing changed) where
-    that is not the loop's meaning."""
-    grid = m.grid
-    trips = np.maximum(0, -((lo - hi) // step))
-    total = int(trips.sum())
-    if total < 2 or total > 1 << 21 or int(trips.max(initial=0)) < 2:
+def _ranges(loops: list[Operation]) -> list[tuple[int, int, int]]:
+    from einc.passes.utils.ranges import constant_trip_range
+
+    ranges = []
+    for loop in loops:
+        assert isinstance(loop, affine.ForOp)
+        bounds = constant_trip_range(loop)
+        assert bounds is not None
+        step = loop.step.value.data
+        ranges.append((bounds[0], step, max(0, -(-(bounds[1] - bounds[0]) // step))))
+    return ranges
+
+
+def run_expanded(m: Machine, op: Operation, lo: np.ndarray, hi: np.ndarray, step: int,
+                 dtype: np.dtype, mask: np.ndarray | None) -> bool:  # fmt: skip
+    """Run the loop `op` (bounds `lo`, `hi` per lane) with its nest's iterations as lanes:
+    the longest nest that is independent; False (nothing changed) where none is."""
+    if m.grid.expansion:
         return False
-    slots = [m.slot(v) for v in outside]
+    if op not in m.expandable:
+        m.expandable[op] = nest_of(op)
+    nest = m.expandable[op]
+    if nest is None:
+        return False
+    while nest.loops:
+        if _run(m, nest, lo, hi, step, dtype, mask):
+            return True
+        nest.loops = nest.loops[:-1]
+    m.expandable[op] = None
+    return False
+
+
+def _run(m: Machine, nest: Nest, lo: np.ndarray, hi: np.ndarray, step: int, dtype: np.dtype,
+         mask: np.ndarray | None) -> bool:  # fmt: skip
+    grid = m.grid
+    act = grid.active(mask)
+    trips = np.maximum(0, -((lo - hi) // step))[act]
+    inner = _ranges(nest.loops[1:])
+    per = int(np.prod([n for _, _, n in inner]))
+    total = int(trips.sum()) * per
+    if total < 2 or total > MAX_LANES or total <= len(act):
+        return False
+    first_map = np.repeat(act, trips)
+    k = np.arange(len(first_map)) - np.repeat(np.cumsum(trips) - trips, trips)
+    lane_map = np.repeat(first_map, per)
+    ivs = [(lo[lane_map] + np.repeat(k, per) * step).astype(dtype)]
+    if inner:
+        idx = np.unravel_index(np.tile(np.arange(per), len(first_map)), [n for _, _, n in inner])
+        ivs += [(low + i.astype(np.int64) * s) for i, (low, s, _) in zip(idx, inner)]
+    slots = [m.slot(v) for v in nest.outside]
     values = [m.env[s] for s in slots]
     buffers = [v for v in values if isinstance(v, Buffer)]
-    if any(b.per for b in buffers):
-        return False
-    lane = np.repeat(grid.lane, trips)
-    k = np.arange(total) - np.repeat(np.cumsum(trips) - trips, trips)
-    iv = (lo[lane] + k * step).astype(dtype)
     saved_data = [(b, b.data.copy()) for b in buffers if not b.readonly]
-    for s, v, value in zip(slots, outside, values):
+    for s, v, value in zip(slots, nest.outside, values):
         if isinstance(value, np.ndarray) and value.ndim == (2 if isinstance(v.type, VectorType) else 1):
-            m.env[s] = value[lane]
-    windows = [(b, b.window) for b in buffers if b.window is not None]
-    for b, w in windows:
-        b.window = dataclasses.replace(w, lo=w.lo[lane], hi=w.hi[lane])
+            m.env[s] = value[lane_map]
     m.launches += 1
-    m.grid = Grid(grid.kernel, (1, 1, 1), (total, 1, 1), launch=m.launches)
+    m.grid = grid.expanded(lane_map, m.launches)
     try:
-        m.run_block(body.block, None, [iv])
+        for loop, iv in zip(nest.loops[:-1], ivs):
+            m.env[m.slot(loop.regions[0].block.args[0])] = iv
+        m.run_block(nest.loops[-1].regions[0].block, None, [ivs[-1]])
     except KernelFault:
         for b, data in saved_data:
             b.data[...] = data
         return False
     finally:
         m.grid = grid
-        for b, w in windows:
-            b.window = w
         for s, value in zip(slots, values):
             m.env[s] = value
     return True

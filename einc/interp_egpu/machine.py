@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from einc.dialects import egpu
 from einc.interp_egpu import values as V
-from einc.interp_egpu.expand import outside_values, run_expanded
+from einc.interp_egpu.expand import Nest, run_expanded
 from einc.interp_egpu.memory import Buffer, DataRace, Grid, KernelFault, Window
 from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, lanes, select
 from einc.ir.attrs import NAME_ATTR
@@ -67,7 +67,7 @@ class Machine:
         self.host_block: Block | None = None
         self.host_buffers: list[Buffer] = []
         self.nests: dict[Operation, list[affine.ForOp]] = {}
-        self.expandable: dict[Operation, list[SSAValue] | None] = {}
+        self.expandable: dict[Operation, Nest | None] = {}
 
     # ---- values ------------------------------------------------------------------------------
 
@@ -233,19 +233,18 @@ class Machine:
         s = int(step)
         if s <= 0:
             raise KernelFault(f"{op.name} with step {s}")
+        lanes = self.grid.lanes
+        if self.grid.kernel is not None and not carried and not self.grid.expansion:
+            lo = np.broadcast_to(np.asarray(lb, np.int64), (lanes,))
+            hi = np.broadcast_to(np.asarray(ub, np.int64), (lanes,))
+            if run_expanded(self, op, lo, hi, s, dtype, mask):
+                return []
         if np.ndim(lb) == 0 and np.ndim(ub) == 0:
             for i in range(int(lb), int(ub), s):
                 carried = self.run_region(body, mask, [dtype.type(i), *carried])
             return carried
-        lanes = self.grid.lanes
         lo = np.broadcast_to(np.asarray(lb, np.int64), (lanes,))
         hi = np.broadcast_to(np.asarray(ub, np.int64), (lanes,))
-        if mask is None and not carried and self.grid.kernel is not None:
-            if op not in self.expandable:
-                self.expandable[op] = outside_values(op, body)
-            outside = self.expandable[op]
-            if outside is not None and run_expanded(self, op, body, lo, hi, s, dtype, outside):
-                return []
         trips = np.maximum(0, -((lo - hi) // s))
         active = trips if mask is None else np.where(mask, trips, 0)
         for k in range(int(active.max(initial=0))):

@@ -16,6 +16,7 @@ write after reads by another block in an earlier epoch is not detected.)
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -50,6 +51,11 @@ class Grid:
     nest: tuple[tuple[str, int], ...] = ()
     """Host loops run as lanes (machine.py, `parallel_nest`): (name, trip count) per loop,
     outermost first; lane l is the iteration whose indices are l in row-major order."""
+    origin: np.ndarray | None = None
+    """A kernel's loop run as lanes (expand.py): the work-item (lane of the launch) of each
+    lane; None where lanes are work-items."""
+    expansion: int = 0
+    """Which expansion these lanes are (0: none): the stamp of its second race detector."""
 
     def __post_init__(self) -> None:
         self.per_block = int(np.prod(self.block))
@@ -66,6 +72,24 @@ class Grid:
         b = self.block_of
         self.block_id = (b % gx, (b // gx) % gy, b // (gx * gy))
         self.global_id = tuple(self.block_id[d] * self.block[d] + self.thread_id[d] for d in range(3))
+
+    def expanded(self, lane_map: np.ndarray, stamp: int) -> Grid:
+        """These lanes' work-items, lane `k` of the result being lane `lane_map[k]` here."""
+        g = copy.copy(self)
+        g.origin = self.items(lane_map)
+        g.expansion = stamp
+        g.lanes = len(lane_map)
+        g.lane = np.arange(g.lanes, dtype=np.int64)
+        g.block_of = self.block_of[lane_map]
+        g.thread_linear = self.thread_linear[lane_map]
+        g.thread_id = tuple(a[lane_map] for a in self.thread_id)
+        g.block_id = tuple(a[lane_map] for a in self.block_id)
+        g.global_id = tuple(a[lane_map] for a in self.global_id)
+        return g
+
+    def items(self, act: np.ndarray) -> np.ndarray:
+        """The work-items (lanes of the launch) of lanes `act`."""
+        return act if self.origin is None else self.origin[act]
 
     def describe(self, lane: int) -> str:
         if self.kernel is None:
@@ -103,6 +127,8 @@ class Buffer:
     data: np.ndarray
     name: str
     per: str = ""
+    stamp: int = 0
+    """For a private buffer: the expansion whose lanes own it (0: the launch's work-items)."""
     readonly: bool = False
     window: Window | None = None
     _track_launch: int = -1
@@ -110,6 +136,9 @@ class Buffer:
     _wepoch: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     _reader: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     _repoch: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    _x_stamp: int = 0
+    _x_writer: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    _x_reader: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -158,7 +187,7 @@ class Buffer:
         if self.window is not None:
             self._check_window(grid, op, flat, act, width)
         if self.per == "lane":
-            flat = flat + act * size
+            flat = flat + (act if self.stamp == grid.expansion else grid.items(act)) * size
         elif self.per == "block":
             flat = flat + grid.block_of[act] * size
         return flat
@@ -166,7 +195,7 @@ class Buffer:
     def _check_window(self, grid: Grid, op: Operation, flat: np.ndarray, act: np.ndarray, width: int) -> None:
         w = self.window
         assert w is not None
-        lo, hi = w.lo[act], w.hi[act]
+        lo, hi = w.lo[grid.items(act)], w.hi[grid.items(act)]
         bad = (flat < lo) | (flat + width > hi) | ((flat - w.offset) % w.stride != 0)
         if bad.any():
             k = int(np.argmax(bad))
@@ -200,6 +229,32 @@ class Buffer:
             f"{op.name} by {grid.describe(int(items[k]))} {what} {them} with no barrier between "
             "(or from another block)"
         )
+
+    def _expansion_check(self, grid: Grid, op: Operation, flat: np.ndarray, act: np.ndarray, write: bool) -> None:
+        """Within a loop run as lanes (expand.py): an element two of its lanes touch, one
+        writing, is a dependence between iterations (a DataRace the expansion catches)."""
+        if grid.expansion == 0 or self.readonly or (self.per == "lane" and self.stamp == grid.expansion):
+            return
+        if self._x_stamp != grid.expansion:
+            self._x_writer = np.full(self.data.size, -1, np.int64)
+            self._x_reader = np.full(self.data.size, -1, np.int64)
+            self._x_stamp = grid.expansion
+        w = self._x_writer[flat]
+        conflict = (w >= 0) & (w != act)
+        if write:
+            r = self._x_reader[flat]
+            conflict |= (r != -1) & (r != act)
+        if conflict.any():
+            raise DataRace(f"{op.name}: iterations of a loop run as lanes touch one element of '{self.name}'")
+        if write:
+            self._x_writer[flat] = act
+            if (self._x_writer[flat] != act).any():
+                raise DataRace(f"{op.name}: iterations of a loop run as lanes write one element of '{self.name}'")
+        else:
+            previous = self._x_reader[flat]
+            self._x_reader[flat] = act
+            several = (self._x_reader[flat] != act) | ((previous != -1) & (previous != act))
+            self._x_reader[flat[several]] = -2
 
     def _check_read(self, grid: Grid, op: Operation, flat: np.ndarray, items: np.ndarray) -> None:
         w = self._writer[flat]
@@ -241,7 +296,9 @@ class Buffer:
         if width > 1:
             flat = flat[:, None] + np.arange(width)
         if self._tracking(grid):
-            self._check_read(grid, op, flat.reshape(-1), np.repeat(act, width))
+            self._check_read(grid, op, flat.reshape(-1), np.repeat(grid.items(act), width))
+        if grid.expansion:
+            self._expansion_check(grid, op, flat.reshape(-1), np.repeat(act, width), write=False)
         values = self.data.reshape(-1)[flat]
         out = np.zeros((grid.lanes, *values.shape[1:]), self.data.dtype)
         out[act] = values
@@ -261,7 +318,9 @@ class Buffer:
             flat = flat[:, None] + np.arange(width)
         v = v[act] if lane_valued else np.broadcast_to(v, flat.shape)
         if self._tracking(grid):
-            self._check_write(grid, op, flat.reshape(-1), np.repeat(act, width))
+            self._check_write(grid, op, flat.reshape(-1), np.repeat(grid.items(act), width))
+        if grid.expansion:
+            self._expansion_check(grid, op, flat.reshape(-1), np.repeat(act, width), write=True)
         self.data.reshape(-1)[flat] = v
 
     def _host_index(self, op: Operation, index: Sequence[Lanes], width: int) -> tuple[int, ...]:

@@ -255,7 +255,7 @@ def _alloc(m: Machine, op: Operation) -> Step:
             buffer = env[out] = Buffer(poison(shape, dtype), name)
             m.host_buffers.append(buffer)
         else:  # the work-item's own array
-            env[out] = Buffer(poison((grid.lanes, *shape), dtype), name, per="lane")
+            env[out] = Buffer(poison((grid.lanes, *shape), dtype), name, per="lane", stamp=grid.expansion)
 
     return alloc
 
