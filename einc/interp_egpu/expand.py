@@ -55,6 +55,9 @@ def nest_of(op: Operation) -> Nest | None:
             if constant_trip_range(loop) is None or loop.results:
                 break
             loops.append(loop)
+    loops = independent_prefix(loops)
+    if not loops:
+        return None
     found: dict[SSAValue, None] = {}
     for inner in op.regions[0].walk():
         if isinstance(inner, _BARRED):
@@ -65,6 +68,51 @@ def nest_of(op: Operation) -> Nest | None:
             if defining is None or not op.is_ancestor(defining):
                 found[v] = None
     return Nest(loops, list(found))
+
+
+def _depends_on(value: SSAValue, ivs: set[SSAValue], memo: dict[SSAValue, frozenset[SSAValue]]) -> frozenset[SSAValue]:
+    """The induction variables of `ivs` that `value` is computed from (through pure ops)."""
+    found = memo.get(value)
+    if found is not None:
+        return found
+    memo[value] = frozenset()
+    if value in ivs:
+        found = frozenset([value])
+    elif isinstance(value.owner, Operation) and not value.owner.regions:
+        found = frozenset().union(*[_depends_on(o, ivs, memo) for o in value.owner.operands])
+    else:
+        found = frozenset()
+    memo[value] = found
+    return found
+
+
+def independent_prefix(loops: list[Operation]) -> list[Operation]:
+    """The loops of `loops` (a perfect nest, outermost first) up to the first one some store
+    of the nest does not index with (its iterations would write one element: a reduction);
+    a cheap first guess, the race detector decides."""
+    from xdsl.dialects import memref
+
+    if not loops:
+        return loops
+    ivs = {loop.regions[0].block.args[0]: loop for loop in loops}
+    memo: dict[SSAValue, frozenset[SSAValue]] = {}
+    used: set[SSAValue] | None = None
+    for op in loops[0].walk():
+        if isinstance(op, affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp):
+            if isinstance(op.memref.owner, memref.AllocaOp) and loops[0].is_ancestor(op.memref.owner):
+                continue
+            deps: set[SSAValue] = set()
+            for index in op.indices:
+                deps |= _depends_on(index, set(ivs), memo)
+            used = deps if used is None else used & deps
+    if used is None:
+        return loops
+    prefix: list[Operation] = []
+    for loop in loops:
+        if loop.regions[0].block.args[0] not in used:
+            break
+        prefix.append(loop)
+    return prefix
 
 
 def _ranges(loops: list[Operation]) -> list[tuple[int, int, int]]:

@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from einc.dialects import egpu
 from einc.interp_egpu import values as V
-from einc.interp_egpu.expand import Nest, run_expanded
+from einc.interp_egpu.expand import Nest, independent_prefix, run_expanded
 from einc.interp_egpu.memory import Buffer, DataRace, Grid, KernelFault, Window
 from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, lanes, select
 from einc.ir.attrs import NAME_ATTR
@@ -183,7 +183,7 @@ class Machine:
                 if constant_trip_range(loop) is None or loop.results:
                     break
                 chain.append(loop)
-            self.nests[op] = chain
+            chain = self.nests[op] = [c for c in independent_prefix(list(chain)) if isinstance(c, affine.ForOp)]
         while chain:
             if self._run_as_lanes(chain):
                 return True

@@ -13,6 +13,7 @@ exact product in double then one rounding.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -60,6 +61,7 @@ def element_type(t: Attribute) -> Attribute:
     return t.get_element_type() if isinstance(t, VectorType) else t
 
 
+@functools.lru_cache(maxsize=256)
 def dtype_of(t: Attribute) -> np.dtype:
     """The NumPy dtype holding values of scalar or vector type `t`."""
     t = element_type(t)
