@@ -169,8 +169,9 @@ class Machine:
         """Run the outer loops of a host loop nest as lanes of one block, with the race
         detector on: where two iterations touch one element (one writing), the buffers are
         restored and fewer loops are tried; False where none can (the caller then runs the
-        loops in order). The loops tried: the perfect nest's loops of constant bounds,
-        longest first; the length that worked is remembered for the next run of the nest."""
+        loops in order). The loops tried: the perfect nest's loops of constant bounds up to
+        the first a store does not index with (`expand.independent_prefix`), longest first;
+        the length that worked is remembered for the next run of the nest."""
         from einc.passes.utils.gpu_mapping import perfect_chain
         from einc.passes.utils.ranges import constant_trip_range
 
