@@ -420,6 +420,21 @@ def test_a_wrong_operation_gives_wrong_numbers() -> None:
         assert_matches(run_lowered(module, inputs), want, "doctored")
 
 
+def test_a_race_inside_a_loop_run_as_lanes_is_reported_with_its_work_items() -> None:
+    """Poplar's workers loop over points (tried as lanes); a store doctored to write column 0
+    of every row makes two workers write one element: the loop falls back to order and the
+    race between the two work-items is reported."""
+    _, module, inputs, _ = _module("output0[N, M] = input0[N, M] * 2.0", {"input0": [16, 12]}, "poplar")
+    (kernel,) = _ops(module, egpu.FuncOp)
+    store = next(o for o in kernel.walk() if isinstance(o, affine.StoreOp))
+    assert isinstance(store, affine.StoreOp)
+    m = store.map.data
+    store.map = AffineMapAttr(AffineMap(m.num_dims, m.num_symbols, (m.results[0], AffineExpr.constant(0))))
+    del kernel.attributes["egpu.tile_split"]  # one vertex of six workers
+    with pytest.raises(DataRace, match=r"data race on buffer 'output0'.*work-item \[\d, 0, 0\] of block \[0, 0, 0\]"):
+        run_lowered(module, inputs)
+
+
 def test_a_poplar_vertex_reading_outside_its_slice_is_reported() -> None:
     _, module, inputs, _ = _module("output0[N, M] +=! input0[N, K] * input1[K, M]",
                                    {"input0": [16, 16], "input1": [16, 16]}, "poplar")  # fmt: skip
