@@ -3,7 +3,7 @@ sideways, never up. The floors, bottom to top:
 
     errors, ir -> dialects -> passes.utils -> runtime -> targets -> passes ->
     dialects.einc_transform (the transform interpreter), context (every dialect) -> frontend ->
-    schedule, default_schedule, schedules, schedule_builder -> reference, interp ->
+    schedule, default_schedule, schedules, schedule_builder -> reference, interp, interp_egpu ->
     driver, tune (the tuner; the driver reads its records) -> numerics, explain (the pipeline
     walked step by step, its HTML page) -> cli, opt, serve, torch (the command lines, the codegen
     service, PyTorch custom ops) -> einc
@@ -32,7 +32,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.dialects.einc_transform", "einc.context"),
     ("einc.frontend",),
     ("einc.schedule", "einc.schedule_passes", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
-    ("einc.reference", "einc.interp"),
+    ("einc.reference", "einc.interp", "einc.interp_egpu"),
     ("einc.driver", "einc.tune"),
     ("einc.numerics", "einc.explain"),
     ("einc.cli", "einc.opt", "einc.opt_support", "einc.serve", "einc.serve_jobs", "einc.serve_warm", "einc.torch"),
