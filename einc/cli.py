@@ -348,7 +348,7 @@ def report_internal_error(ice: InternalCompilerError, tool: str, **context: str)
     """Print `ice` and write its reproducer (in EINC_REPRO_DIR, else the current directory,
     else the temporary directory); the reproducer's path, None when none could be written."""
     ice.add_context(**context)
-    if os.environ.get("EINC_DEBUG"):
+    if os.environ.get("EINC_TRACEBACK"):  # the traceback on stderr too (it is in the reproducer)
         traceback.print_exception(ice)
     path = None
     for folder in (None, tempfile.gettempdir()):
