@@ -68,6 +68,9 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         help="print the program after this stage instead of the final source",
     )
     _record_options(comp)
+    from einc.numerics.command import add_arguments
+
+    add_arguments(comp)
 
     run = sub.add_parser(
         "run", help="compile, run on random inputs, and check against the NumPy reference", argv=argv
@@ -278,6 +281,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_arguments(args, argv)
         if args.command == "records":
             return records_command(args, argv)
+        if args.command == "compile" and args.check_numerics:
+            from einc.numerics.command import compile_command, parse_scale
+
+            scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
+            return compile_command(args.file, args.target, args.schedule, args.seed, scale,
+                                   use_records=not args.no_records, db=args.db)  # fmt: skip
         if args.command == "compile":
             text = driver.compile_file_command(
                 args.file,

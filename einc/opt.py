@@ -108,6 +108,9 @@ class EincOptMain(xDSLOptMain):
             help="after every pass, also run verify-egpu (the kernel-level checks); a failure "
             "is an internal compiler error",
         )
+        from einc.numerics.command import add_arguments
+
+        add_arguments(arg_parser)
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         where = SourceLocation(self.get_input_name(), 1, 1)
@@ -219,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     opt: EincOptMain | None = None
     try:
         opt = EincOptMain(description="einc modular optimizer driver", args=argv)
+        if opt.args.check_numerics:
+            from einc.numerics.command import opt_command
+
+            return opt_command(opt)
         opt.run()
         return 0
     except EincError as err:

@@ -23,9 +23,9 @@ from xdsl.passes import ModulePass
 
 from einc.errors import EincError
 from einc.numerics.execute import describe, level_of, run_source
-from einc.numerics.scale import candidate_scales, scale_program
+from einc.numerics.scale import candidate_scales, interpreted_too_big, scale_program
 from einc.numerics.types import LevelRun, NumericsReport
-from einc.numerics.walk import PassSpec, Walk, parse_passes
+from einc.numerics.walk import STAGE_OF_LEVEL, PassSpec, Walk, parse_passes
 
 if TYPE_CHECKING:
     from einc.driver import Compilation
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from einc.schedule import Schedule
     from einc.targets.clike import CLikeTarget
 
-STAGE_OF_LEVEL = {"ein": "ein", "loops": "loops", "egpu": "target"}
 
 
 # ---- einc compile ---------------------------------------------------------------------------
@@ -56,10 +55,11 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
         notes.append("shapes kept: a program given with input_dict is not scaled")
     for i, scale in enumerate(scales):
         text = scale_program(comp.source, comp.filename, scale) if scale < 1.0 else comp.source
-        kwargs = {"extra_passes": extra} if extra else {}
         sc = Compilation(text, comp.filename, comp.input_dict, comp.extra_outputs, comp.target,
                          schedule if schedule is not None else "none", cflags=comp.cflags,
-                         use_records=False, **kwargs)  # type: ignore[arg-type]  # fmt: skip
+                         use_records=False)  # fmt: skip
+        if extra:
+            setattr(sc, "extra_passes", extra)  # the driver's hook (its own stages run them)
         if i + 1 < len(scales):
             try:
                 sc.run_until("source")
@@ -138,7 +138,7 @@ def _start(report: NumericsReport, program: Program, ein: ModuleOp, sc: Compilat
     with np.errstate(all="ignore"):
         oracle = run_reference(ein, inputs)
     tolerances = {o.name: tolerance(o.dtype) for o in program.outputs}
-    return Walk(report, inputs, oracle, tolerances, sc.ctx)
+    return Walk(report, inputs, oracle, tolerances, sc.ctx, too_big=interpreted_too_big(program_work(program)))
 
 
 def source_level(
@@ -218,7 +218,7 @@ def check_pipeline(
             schedule = p.schedule_for(module)
             if not walk.apply_schedule(module, schedule, run=lambda m, ls: p.run(m, schedule, ls)):
                 return report
-        elif not walk.run_passes(module, STAGE_OF_LEVEL[level_of(module)], [p]):
+        elif not walk.run_passes(module, None, [p]):
             return report
     if target is not None:
         _print_and_run(walk, module, target, program)
@@ -275,7 +275,8 @@ def _opt_walk(report: NumericsReport, module: ModuleOp, program: Program | None)
         oracle = EXECUTORS[level](module.clone(), inputs)
     if level != "ein":
         report.notes.append(f"the reference is the input module itself, executed at the {level} level")
-    return Walk(report, inputs, oracle, tolerances, make_context())
+    too_big = interpreted_too_big(program_work(program)) if program is not None else None
+    return Walk(report, inputs, oracle, tolerances, make_context(), too_big=too_big)
 
 
 def _module_specs(module: ModuleOp) -> tuple[dict[str, tuple[tuple[int, ...], str]], dict[str, float]]:
@@ -345,6 +346,13 @@ def _fraction(scale: float) -> str:
 
 def _first_line(err: BaseException) -> str:
     return describe(err)
+
+
+def program_work(program: Program) -> int:
+    """Iteration points of all the program's statements."""
+    import math
+
+    return sum(math.prod(size for _, size in s.axes) for s in program.statements)
 
 
 def _shapes_note(program: Program, scale: float) -> str:

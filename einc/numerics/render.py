@@ -79,6 +79,10 @@ def failure(report: NumericsReport, step: PipelineStep, paint: _Paint) -> list[s
     if agreed:
         last = agreed[-1]
         lines.append(f"  the module agreed with the reference after step {last.index} ({last.name}, {last.check.level if last.check else ''} level)")
+    suspects = unexecuted_before(report, step)
+    if suspects:
+        names = ", ".join(f"{s.index} ({s.name})" for s in suspects)
+        lines.append(f"  not executed since the module last agreed, so possibly at fault too: step {names}")
     if check.crashed:
         lines.append(f"  executing it at the {check.level} level failed: {check.reason}")
     for out in check.outputs:
@@ -87,6 +91,19 @@ def failure(report: NumericsReport, step: PipelineStep, paint: _Paint) -> list[s
     lines.append("")
     lines += diff_lines(report, step, paint)
     return lines
+
+
+def unexecuted_before(report: NumericsReport, step: PipelineStep) -> list[PipelineStep]:
+    """The steps between the last one that ran and agreed and `step` that changed the IR but
+    were not executed (no interpreter for their level): the change may be theirs."""
+    suspects: list[PipelineStep] = []
+    for earlier in reversed(report.steps[: step.index]):
+        if earlier.check is not None and earlier.check.ran:
+            break
+        if earlier.changed and earlier.check is not None and earlier.check.reason != "unchanged":
+            if not earlier.check.reason.startswith("only attributes"):
+                suspects.append(earlier)
+    return suspects[::-1]
 
 
 def _output_lines(out: OutputCheck) -> list[str]:

@@ -9,9 +9,10 @@ schedule op by op (an xDSL interpreter listener snapshots the payload after each
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
@@ -25,6 +26,9 @@ from xdsl.printer import Printer
 from einc.errors import EincError
 from einc.numerics.execute import run_at_level
 from einc.numerics.types import LevelRun, NumericsReport, PipelineStep
+
+STAGE_OF_LEVEL = {"ein": "ein", "loops": "loops", "egpu": "target"}
+"""The driver stage a module at each level belongs to (einc-opt's steps)."""
 
 PassSpec = str | ModulePass
 """A pipeline element: pipeline text (`a,b{x=1}`) or a pass object."""
@@ -84,8 +88,10 @@ class Walk:
     ctx: Context
     execute: bool = True
     """Execute the modules (False: only record the steps, e.g. to try whether a scale fits)."""
+    too_big: str | None = None
+    """Why the interpreted levels (loops and below) are not executed: a program too large for
+    einc's interpreters (einc.numerics.scale.MAX_INTERPRETED_POINTS), or None."""
     _previous: str = ""
-    _done: bool = field(default=False)
 
     @property
     def steps(self) -> list[PipelineStep]:
@@ -113,6 +119,8 @@ class Walk:
             step.changed = True
         elif not changed:
             step.check = LevelRun(self._level(), ran=False, reason="unchanged")
+        elif _semantic(text) == _semantic(self._previous):
+            step.check = LevelRun(self._level(), ran=False, reason="only attributes changed (no executor reads them)")
         if step.check is None and self.execute:
             step.check = check()
             if not step.check.ok and step.check.ran and self.report.first_bad is None:
@@ -134,6 +142,10 @@ class Walk:
             self.report.first_bad = len(self.steps) - 1
 
     def run(self, module: ModuleOp) -> LevelRun:
+        from einc.numerics.execute import level_of
+
+        if self.too_big is not None and level_of(module) != "ein":
+            return LevelRun(level_of(module), ran=False, reason=self.too_big)
         return run_at_level(module, self.inputs, self.oracle, self.tolerances)
 
     def _level(self) -> str:
@@ -143,10 +155,13 @@ class Walk:
         return "ein"
 
     # ---- driving --------------------------------------------------------------------------
-    def run_passes(self, module: ModuleOp, stage: str, passes: Sequence[ModulePass],
+    def run_passes(self, module: ModuleOp, stage: str | None, passes: Sequence[ModulePass],
                    kind: str | None = None, location: str | None = None) -> bool:  # fmt: skip
-        """Apply `passes` to `module` one at a time, a step each; False when a pass crashed
-        (the walk stops there). An EincError (a refusal, the user's to fix) propagates."""
+        """Apply `passes` to `module` one at a time, a step each (of `stage`, or of the stage
+        of the module's level after the pass); False when a pass crashed (the walk stops
+        there). An EincError (a refusal, the user's to fix) propagates."""
+        from einc.numerics.execute import level_of
+
         for p in passes:
             start = time.perf_counter()
             try:
@@ -154,10 +169,12 @@ class Walk:
             except EincError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a pass bug: the step's failure
-                self.crashed(stage, pass_name(p), kind or pass_kind(p), module,
-                             time.perf_counter() - start, exc, location)  # fmt: skip
+                self.crashed(stage or STAGE_OF_LEVEL[level_of(module)], pass_name(p), kind or pass_kind(p),
+                             module, time.perf_counter() - start, exc, location)  # fmt: skip
                 return False
-            self.step(stage, pass_name(p), kind or pass_kind(p), module, time.perf_counter() - start, location)
+            seconds = time.perf_counter() - start
+            self.step(stage or STAGE_OF_LEVEL[level_of(module)], pass_name(p), kind or pass_kind(p), module,
+                      seconds, location)  # fmt: skip
         return True
 
     def apply_schedule(self, module: ModuleOp, schedule: object, stage: str = "scheduled",
@@ -182,6 +199,16 @@ class Walk:
                          time.perf_counter() - start, cause, listener.current_location())  # fmt: skip
             return False
         return True
+
+
+_DISCARDABLE = re.compile(r"([)>]) \{[^{}]*\} :")
+
+
+def _semantic(text: str) -> str:
+    """The generic text without discardable attributes (`{einc.parallel, ...}`): the
+    schedule's marks for the printers, which neither einc.reference nor the interpreters
+    read, so a step that changes only them computes what the step before computed."""
+    return _DISCARDABLE.sub(r"\1 :", text)
 
 
 def op_text(schedule: object, op: Operation) -> str:

@@ -1,0 +1,106 @@
+"""The `--check-numerics` flags of `einc compile` and `einc-opt`: parsing and printing.
+
+    einc compile FILE -t T [--schedule S] --check-numerics [--seed N] [--shape-scale S]
+    einc-opt FILE --pass-pipeline=P --check-numerics [--seed N] [--shape-scale S] [-t T]
+
+The report goes to stdout (coloured on a TTY); the exit status is 0 when every executed step
+agrees with the reference, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import TextIO
+
+from einc.errors import SourceLocation, UsageError
+from einc.numerics.types import NumericsReport
+
+SCALE_HELP = (
+    "with --check-numerics: scale each input dimension by S (a number in (0, 1], e.g. 0.25 "
+    "or 1/8; default: the largest 1/2^k at which the program runs at most ~2048 iteration points)"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser, seed: bool = True) -> None:
+    """`--check-numerics`, `--shape-scale` (and `--seed` unless the command has one)."""
+    parser.add_argument(
+        "--check-numerics", action="store_true",
+        help="execute the program after every pass and transform op on the same random inputs, "
+        "compare with the float64 NumPy reference, and name the first step that changes the numbers",
+    )  # fmt: skip
+    if seed:
+        parser.add_argument("--seed", type=int, default=0, help="with --check-numerics: the inputs' seed (default 0)")
+    parser.add_argument("--shape-scale", default=None, metavar="S", help=SCALE_HELP)
+
+
+def parse_scale(text: str | None, where: SourceLocation | None = None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        value = -1.0
+    if not 0.0 < value <= 1.0:
+        raise UsageError(f"--shape-scale takes a number in (0, 1] like 0.25 or 1/8, not {text!r}", where)
+    return value
+
+
+def emit(report: NumericsReport, stream: TextIO | None = None) -> int:
+    from einc.numerics.render import render
+
+    out = stream or sys.stdout
+    out.write(render(report, colour=out.isatty()))
+    out.flush()
+    return 0 if report.ok else 1
+
+
+def compile_command(
+    path: str, target: str, schedule: str | None, seed: int, shape_scale: float | None,
+    use_records: bool = True, db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+) -> int:  # fmt: skip
+    """`einc compile --check-numerics`: the report printed; the exit status."""
+    from einc.driver import Compilation, read_program, read_schedule, say_record
+    from einc.numerics.check import check_compilation
+
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db)  # fmt: skip
+    if extra_passes:
+        setattr(comp, "extra_passes", dict(extra_passes))
+    report = check_compilation(comp, seed=seed, shape_scale=shape_scale)
+    say_record(comp)
+    return emit(report)
+
+
+def opt_command(opt: object) -> int:
+    """`einc-opt FILE --pass-pipeline=P --check-numerics`: `opt` is the EincOptMain whose
+    arguments are parsed (its pass registry, plugins included, parses the pipeline)."""
+    from pathlib import Path
+
+    from xdsl.passes import PassPipeline
+
+    from einc.numerics.check import check_pipeline
+
+    args = getattr(opt, "args")
+    if not args.input_file:
+        raise UsageError("--check-numerics needs an input file (a .ein program or an MLIR module)",
+                         SourceLocation("<command line>", 1, 1))  # fmt: skip
+    spec = (args.pass_pipeline if args.pass_pipeline is not None else args.passes or "").strip()
+    if spec.startswith("builtin.module(") and spec.endswith(")"):
+        spec = spec[len("builtin.module(") : -1]
+    getattr(opt, "check_pass_names")(spec)
+    try:
+        passes = list(PassPipeline.parse_spec(getattr(opt, "available_passes"), spec).passes) if spec else []
+    except ValueError as err:
+        raise UsageError(str(err), SourceLocation("pass-pipeline", 1, 1, max(1, len(spec)), spec)) from None
+    try:
+        text = Path(args.input_file).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read the input: {err}", SourceLocation(args.input_file, 1, 1)) from None
+    scale = parse_scale(args.shape_scale, SourceLocation("--shape-scale", 1, 1))
+    target = args.target if args.target != "mlir" else None
+    report = check_pipeline(text, args.input_file, passes, seed=args.seed, shape_scale=scale, target=target)
+    return emit(report)
