@@ -1,0 +1,205 @@
+"""`--check-numerics`: a deliberately wrong pass (examples/plugins/wrong_pass.py) is named as
+the first step that changes the numbers, and not the passes before it, on C and on OpenCL;
+a clean pipeline passes; a wrong transform op in a schedule is named with its location."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from xdsl.passes import ModulePass
+
+import einc.passes
+from einc.driver import Compilation
+from einc.numerics import NumericsReport, check_compilation, check_pipeline, render
+from einc.numerics.scale import candidate_scales, scale_program
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+MATMUL = (EXAMPLES / "matmul.ein").read_text()
+SOFTMAX = (EXAMPLES / "softmax.ein").read_text()
+
+
+def _load_wrong_passes() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("wrong_pass", EXAMPLES / "plugins" / "wrong_pass.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+WRONG = _load_wrong_passes()
+
+
+@pytest.fixture
+def wrong_passes_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wrong passes in einc's registry, as `--load-pass-plugin` registers a plugin's."""
+    builtin = einc.passes.get_all_passes
+
+    def with_plugins() -> dict[str, Callable[[], type[ModulePass]]]:
+        passes = builtin()
+        passes["flip-subf"] = lambda: WRONG.FlipSubfPass
+        passes["shorten-reduction"] = lambda: WRONG.ShortenReductionPass
+        return passes
+
+    monkeypatch.setattr(einc.passes, "get_all_passes", with_plugins)
+
+
+def _first_bad(report: NumericsReport) -> str:
+    assert report.first_bad is not None, render(report)
+    return report.steps[report.first_bad].name
+
+
+def _agreed_before(report: NumericsReport) -> None:
+    """Every step before the first bad one that ran agreed with the oracle, and some ran."""
+    assert report.first_bad is not None
+    before = [s for s in report.steps[: report.first_bad] if s.check is not None and s.check.ran]
+    assert before and all(s.check is not None and s.check.ok for s in before), render(report)
+
+
+# ---- einc-opt's pipeline ----------------------------------------------------------------------
+
+
+def test_plugin_pass_object_is_named_on_c() -> None:
+    report = check_pipeline(SOFTMAX, "softmax.ein",
+                            ["convert-ein-to-affine,canonicalize", WRONG.FlipSubfPass(), "cse"], target="c")  # fmt: skip
+    assert _first_bad(report) == "flip-subf"
+    bad = report.steps[report.first_bad or 0]
+    assert bad.kind == "plugin" and bad.stage == "loops"
+    _agreed_before(report)
+    check = bad.check
+    assert check is not None and not check.ok
+    out = check.outputs[0]
+    assert out.name == "output0" and out.first_bad_index is not None and out.got != out.want
+    assert out.max_abs > out.tolerance
+    printed = report.steps[-1]
+    assert printed.kind == "printer" and printed.check is not None and printed.check.ran
+    assert not printed.check.ok  # the C kernel computes the wrong numbers too
+    text = render(report)
+    assert '-        %7 = "arith.subf"' in text or "-" in text.split("+++ after flip-subf")[1]
+    assert "arith.addf" in text.split("+++ after flip-subf")[1]
+
+
+def test_clean_pipeline_agrees() -> None:
+    report = check_pipeline(MATMUL, "matmul.ein", "convert-ein-to-affine,canonicalize,cse", target="c")
+    assert report.ok, render(report)
+    ran = [s for s in report.steps if s.check is not None and s.check.ran]
+    assert {s.check.level for s in ran if s.check is not None} == {"ein", "loops", "source:c"}
+
+
+def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsys: pytest.CaptureFixture[str]) -> None:
+    from einc.opt import main
+
+    path = str(EXAMPLES / "matmul.ein")
+    status = main([path, "--pass-pipeline=convert-ein-to-affine,canonicalize,shorten-reduction,cse",
+                   "--check-numerics", "--seed", "3", "-t", "c"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert "first change at step 3, plugin 'shorten-reduction'" in out
+    assert "+++ after shorten-reduction" in out
+    clean = main([path, "--pass-pipeline=convert-ein-to-affine,canonicalize", "--check-numerics"])
+    assert clean == 0, capsys.readouterr().out
+
+
+# ---- einc compile's pipeline ---------------------------------------------------------------
+
+
+def _compilation(text: str, target: str, extra: dict[str, list[str]] | None = None, **kw: object) -> Compilation:
+    comp = Compilation(text, f"prog.ein", target=target, use_records=False, **kw)  # type: ignore[arg-type]
+    if extra:
+        setattr(comp, "extra_passes", extra)  # the driver's hook (einc compile --pipeline-hook)
+    return comp
+
+
+def test_compilation_clean_on_c() -> None:
+    report = check_compilation(_compilation(MATMUL, "c"))
+    assert report.ok, render(report)
+    kinds = {s.kind for s in report.steps}
+    assert {"frontend", "pass", "transform", "printer"} <= kinds  # the default schedule's ops are steps
+    assert report.shape_scale < 1.0
+
+
+def test_compilation_names_plugin_on_c(wrong_passes_registered: None) -> None:
+    report = check_compilation(_compilation(MATMUL, "c", {"loops": ["shorten-reduction"]}), seed=1)
+    assert _first_bad(report) == "shorten-reduction"
+    assert report.steps[report.first_bad or 0].kind == "plugin"
+    _agreed_before(report)
+
+
+def _device(target: str) -> None:
+    from einc.runtime.toolchains import available, required
+
+    ok, why = available(target)
+    if not ok and not required(target):
+        pytest.skip(why)
+
+
+def test_compilation_names_plugin_on_opencl(wrong_passes_registered: None) -> None:
+    _device("opencl")
+    report = check_compilation(_compilation(SOFTMAX, "opencl", {"loops": ["flip-subf"]}))
+    assert _first_bad(report) == "flip-subf"
+    _agreed_before(report)
+    source = report.steps[-1]
+    assert source.check is not None and source.check.level == "source:opencl"
+    assert source.check.ran and not source.check.ok, render(report)  # PoCL runs the wrong kernel
+
+
+def test_wrong_pass_below_the_loops_on_opencl(wrong_passes_registered: None) -> None:
+    """After convert-affine-to-egpu: named by the egpu interpreter where there is one, else the
+    OpenCL run shows the difference and the report lists the unexecuted plugin as a suspect."""
+    _device("opencl")
+    report = check_compilation(_compilation(SOFTMAX, "opencl", {"target": ["flip-subf"]}))
+    plugin = next(s for s in report.steps if s.name == "flip-subf")
+    assert report.first_bad is not None
+    if plugin.check is not None and plugin.check.ran:
+        assert report.first_bad == plugin.index
+    else:
+        assert report.steps[report.first_bad].kind == "printer"
+        assert f"{plugin.index} (flip-subf)" in render(report)
+    _agreed_before(report)
+
+
+def test_wrong_transform_op_is_named_with_its_location(wrong_passes_registered: None, tmp_path: Path) -> None:
+    schedule = tmp_path / "sched.mlir"
+    schedule.write_text(
+        "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        '  %n = transform.einc.match stmt "output0" axis "N" in %root\n'
+        "  transform.einc.parallelize %n\n"
+        '  %r = transform.apply_registered_pass "shorten-reduction" to %root : (!transform.any_op) -> !transform.any_op\n'
+        "  transform.yield\n"
+        "}\n"
+    )
+    from einc.driver import read_schedule
+
+    report = check_compilation(_compilation(MATMUL, "c", schedule=read_schedule(str(schedule))))
+    bad = report.steps[report.first_bad or 0]
+    assert report.first_bad is not None and bad.kind == "transform", render(report)
+    assert "apply_registered_pass" in bad.name
+    assert bad.location == f"{schedule}:4:3"
+    _agreed_before(report)
+
+
+def test_einc_compile_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from einc.cli import main
+
+    status = main(["compile", str(EXAMPLES / "softmax.ein"), "--check-numerics", "--shape-scale", "1/8",
+                   "--no-records"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "shapes scaled by 1/8: input0: float32[8, 128]" in out and "✔" in out
+    bad = main(["compile", str(EXAMPLES / "softmax.ein"), "--check-numerics", "--shape-scale", "2"])
+    assert bad == 1 and "--shape-scale" in capsys.readouterr().err
+
+
+# ---- scaling -------------------------------------------------------------------------------------
+
+
+def test_scaling_keeps_the_program_legal() -> None:
+    conv = (EXAMPLES / "conv2d_pad.ein").read_text()
+    scaled = scale_program(conv, "conv.ein", 1 / 8)
+    assert "float32[2, 4, 4, 4]" in scaled and "< 4]" in scaled and "HO in 4" in scaled
+    assert candidate_scales(MATMUL, "m.ein")[0] == 1 / 32
+    assert candidate_scales(MATMUL, "m.ein")[-1] == 1.0
