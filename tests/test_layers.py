@@ -4,7 +4,8 @@ sideways, never up. The floors, bottom to top:
     errors, ir -> dialects -> passes.utils -> runtime -> targets -> passes ->
     dialects.einc_transform (the transform interpreter), context (every dialect) -> frontend ->
     schedule, default_schedule, schedules, schedule_builder -> reference, interp ->
-    driver, tune (the tuner; the driver reads its records) -> cli, opt (the command lines) -> einc
+    driver, tune (the tuner; the driver reads its records) -> numerics (--check-numerics) ->
+    cli, opt (the command lines) -> einc
 
 A module may import its own floor or any floor below it. Imports under `if TYPE_CHECKING:`
 load nothing at run time and are not edges (annotations may name a higher floor's types). `KNOWN` lists the upward edges still
@@ -32,6 +33,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.schedule", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
     ("einc.reference", "einc.interp"),
     ("einc.driver", "einc.tune"),
+    ("einc.numerics",),
     ("einc.cli", "einc.opt"),
     ("einc",),
 ]

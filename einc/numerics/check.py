@@ -13,16 +13,17 @@ refused (a schedule's tiles that do not fit) is passed over for the next larger 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.interpreter import Interpreter
 from xdsl.passes import ModulePass
 
-from einc.errors import EincError
-from einc.numerics.execute import describe, level_of, run_source
+from einc.errors import EincError, SourceLocation, UsageError
+from einc.numerics.execute import NotExecutable, describe, level_of, run_source
 from einc.numerics.scale import candidate_scales, interpreted_too_big, scale_program
 from einc.numerics.types import LevelRun, NumericsReport
 from einc.numerics.walk import STAGE_OF_LEVEL, PassSpec, Walk, parse_passes
@@ -215,14 +216,26 @@ def check_pipeline(
         from einc.passes.apply_schedule import ApplySchedulePass
 
         if isinstance(p, ApplySchedulePass):
-            schedule = p.schedule_for(module)
-            if not walk.apply_schedule(module, schedule, run=lambda m, ls: p.run(m, schedule, ls)):
+            schedule = p.schedule_for(module)  # (an embedded one is taken out of the module)
+            if not walk.apply_schedule(module, schedule, run=_applier(p, schedule)):
                 return report
         elif not walk.run_passes(module, None, [p]):
             return report
     if target is not None:
         _print_and_run(walk, module, target, program)
     return report
+
+
+def _applier(p: object, schedule: Schedule) -> Callable[[ModuleOp, Sequence[Interpreter.Listener]], None]:
+    """`einc-apply-schedule`'s own application (its target's checks included), observed."""
+    from einc.passes.apply_schedule import ApplySchedulePass
+
+    assert isinstance(p, ApplySchedulePass)
+
+    def run(payload: ModuleOp, listeners: Sequence[Interpreter.Listener]) -> None:
+        p.run(payload, schedule, listeners)
+
+    return run
 
 
 def _passes(pipeline: str | Sequence[PassSpec]) -> list[ModulePass]:
@@ -271,11 +284,20 @@ def _opt_walk(report: NumericsReport, module: ModuleOp, program: Program | None)
         specs, tolerances = _module_specs(module)
         inputs = _random(specs, rng)
     level = level_of(module)
-    with np.errstate(all="ignore"):
-        oracle = EXECUTORS[level](module.clone(), inputs)
+    too_big = interpreted_too_big(program_work(program) if program is not None else loop_points(module))
+    if level != "ein" and too_big is not None:
+        raise UsageError(f"--check-numerics cannot interpret the input module for a reference: {too_big}; "
+                         "start from the .ein program (scaled down automatically)",
+                         SourceLocation(report.program, 1, 1))  # fmt: skip
+    try:
+        with np.errstate(all="ignore"):
+            oracle = EXECUTORS[level](module.clone(), inputs)
+    except NotExecutable as err:
+        raise UsageError(f"--check-numerics cannot execute the input module for a reference: {err} "
+                         "(start from the .ein program or a loop-level module)",
+                         SourceLocation(report.program, 1, 1)) from None  # fmt: skip
     if level != "ein":
         report.notes.append(f"the reference is the input module itself, executed at the {level} level")
-    too_big = interpreted_too_big(program_work(program)) if program is not None else None
     return Walk(report, inputs, oracle, tolerances, make_context(), too_big=too_big)
 
 
@@ -353,6 +375,27 @@ def program_work(program: Program) -> int:
     import math
 
     return sum(math.prod(size for _, size in s.axes) for s in program.statements)
+
+
+def loop_points(module: ModuleOp) -> int:
+    """Iterations of the innermost loops of a loop-level module (constant bounds; others
+    count 1): what interpreting it costs."""
+    from xdsl.dialects import affine
+
+    total = 0
+    for loop in module.walk():
+        if not isinstance(loop, affine.ForOp) or any(isinstance(o, affine.ForOp) for o in loop.body.walk()):
+            continue
+        points, op = 1, loop
+        while op is not None:
+            if isinstance(op, affine.ForOp):
+                lower, upper = op.lowerBoundMap.data, op.upperBoundMap.data
+                if not lower.num_dims + lower.num_symbols + upper.num_dims + upper.num_symbols:
+                    span = min(upper.eval([], [])) - max(lower.eval([], []))
+                    points *= max(0, -(-span // op.step.value.data))
+            op = op.parent_op()
+        total += points
+    return total
 
 
 def _shapes_note(program: Program, scale: float) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from einc.numerics.types import LevelRun, OutputCheck
 
@@ -38,8 +39,13 @@ class NotExecutable(Exception):
     """The module holds an op no executor here implements (a reason, not a failure)."""
 
 
+def _payload_ops(module: ModuleOp) -> list[Operation]:
+    """The module's ops, without an embedded schedule (`transform.*`, not executed)."""
+    return [op for top in module.ops if top.dialect_name() != "transform" for op in top.walk()]
+
+
 def level_of(module: ModuleOp) -> str:
-    dialects = {op.dialect_name() for op in module.walk()}
+    dialects = {op.dialect_name() for op in _payload_ops(module)}
     if "ein" in dialects:
         return "ein"
     return "loops" if dialects <= LOOP_DIALECTS else "egpu"
@@ -47,7 +53,7 @@ def level_of(module: ModuleOp) -> str:
 
 def _foreign_op(module: ModuleOp) -> str | None:
     """The first op the loop interpreter has no implementation for, by name."""
-    for op in module.walk():
+    for op in _payload_ops(module):
         if op.dialect_name() not in LOOP_DIALECTS:
             return op.name
     return None
