@@ -15,7 +15,7 @@ from xdsl.passes import ModulePass
 import einc.passes
 from einc.driver import Compilation
 from einc.numerics import NumericsReport, check_compilation, check_pipeline, render
-from einc.numerics.scale import candidate_scales, scale_program
+from einc.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -201,5 +201,6 @@ def test_scaling_keeps_the_program_legal() -> None:
     conv = (EXAMPLES / "conv2d_pad.ein").read_text()
     scaled = scale_program(conv, "conv.ein", 1 / 8)
     assert "float32[2, 4, 4, 4]" in scaled and "< 4]" in scaled and "HO in 4" in scaled
-    assert candidate_scales(MATMUL, "m.ein")[0] == 1 / 32
+    assert candidate_scales(MATMUL, "m.ein", budget=WORK_BUDGET)[0] == 1 / 32
+    assert candidate_scales(MATMUL, "m.ein", budget=16 * WORK_BUDGET)[0] == 1 / 16
     assert candidate_scales(MATMUL, "m.ein")[-1] == 1.0

@@ -37,10 +37,13 @@ MAX_INTERPRETED_POINTS = 200_000
 
 def interpreted_too_big(program_work: int) -> str | None:
     """Why a program of this much work is not interpreted, or None."""
-    if program_work <= MAX_INTERPRETED_POINTS:
+    from einc.numerics.execute import fast_interpreter
+
+    limit = MAX_INTERPRETED_POINTS * (16 if fast_interpreter() else 1)
+    if program_work <= limit:
         return None
     return (f"not run: {program_work} iteration points, too many for the interpreter "
-            f"(at most {MAX_INTERPRETED_POINTS}; choose a smaller --shape-scale)")  # fmt: skip
+            f"(at most {limit}; choose a smaller --shape-scale)")  # fmt: skip
 
 
 def _numbers(expr: ast.Expr) -> Iterator[int]:
@@ -121,9 +124,21 @@ def work(text: str, filename: str) -> int:
     return sum(math.prod(size for _, size in s.axes) * (1 + _size(s.syntax.expr)) for s in program.statements)
 
 
-def candidate_scales(text: str, filename: str, budget: int = WORK_BUDGET) -> list[float]:
-    """The scales to try, best first: the largest 1/2^k whose program fits `budget` (or the
-    smallest one reachable), then the larger ones up to 1 (should a schedule not fit)."""
+FAST_WORK_BUDGET = 16 * WORK_BUDGET
+"""The budget when einc.interp_egpu runs the loop levels (its lanes are 50-100x faster)."""
+
+
+def default_budget() -> int:
+    from einc.numerics.execute import fast_interpreter
+
+    return FAST_WORK_BUDGET if fast_interpreter() else WORK_BUDGET
+
+
+def candidate_scales(text: str, filename: str, budget: int | None = None) -> list[float]:
+    """The scales to try, best first: the largest 1/2^k whose program fits `budget` (default
+    `default_budget()`), or the smallest one reachable, then the larger ones up to 1 (should a
+    schedule not fit)."""
+    budget = default_budget() if budget is None else budget
     try:
         if work(text, filename) <= budget:
             return [1.0]
