@@ -14,6 +14,7 @@ from xdsl.passes import ModulePass
 
 import einc.passes
 from einc.driver import Compilation
+from einc.numerics.check import with_extra_passes
 from einc.numerics import NumericsReport, check_compilation, check_pipeline, render
 from einc.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
 
@@ -108,10 +109,7 @@ def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsy
 
 
 def _compilation(text: str, target: str, extra: dict[str, list[str]] | None = None, **kw: object) -> Compilation:
-    comp = Compilation(text, f"prog.ein", target=target, use_records=False, **kw)  # type: ignore[arg-type]
-    if extra:
-        setattr(comp, "extra_passes", extra)  # the driver's hook (einc compile --pipeline-hook)
-    return comp
+    return with_extra_passes(extra or {}, text, "prog.ein", target=target, use_records=False, **kw)
 
 
 def test_compilation_clean_on_c() -> None:
