@@ -75,10 +75,8 @@ def compile_command(
 
 def opt_command(opt: object) -> int:
     """`einc-opt FILE --pass-pipeline=P --check-numerics`: `opt` is the EincOptMain whose
-    arguments are parsed (its pass registry, plugins included, parses the pipeline)."""
+    arguments and pipeline are parsed (xDSL's driver does both on construction)."""
     from pathlib import Path
-
-    from xdsl.passes import PassPipeline
 
     from einc.numerics.check import check_pipeline
 
@@ -86,14 +84,8 @@ def opt_command(opt: object) -> int:
     if not args.input_file:
         raise UsageError("--check-numerics needs an input file (a .ein program or an MLIR module)",
                          SourceLocation("<command line>", 1, 1))  # fmt: skip
-    spec = (args.pass_pipeline if args.pass_pipeline is not None else args.passes or "").strip()
-    if spec.startswith("builtin.module(") and spec.endswith(")"):
-        spec = spec[len("builtin.module(") : -1]
-    getattr(opt, "check_pass_names")(spec)
-    try:
-        passes = list(PassPipeline.parse_spec(getattr(opt, "available_passes"), spec).passes) if spec else []
-    except ValueError as err:
-        raise UsageError(str(err), SourceLocation("pass-pipeline", 1, 1, max(1, len(spec)), spec)) from None
+    pipeline = getattr(opt, "pipeline", None)  # xDSL's opt driver parsed it (plugins included)
+    passes = list(pipeline.passes) if pipeline is not None else []
     try:
         text = Path(args.input_file).read_text()
     except (OSError, UnicodeDecodeError) as err:
