@@ -111,7 +111,7 @@ def _output_lines(out: OutputCheck) -> list[str]:
         return [f"  {out.name}: missing or of the wrong shape"]
     index = ", ".join(map(str, out.first_bad_index))
     return [
-        f"  {out.name}[{index}] is the first element that differs: got {out.got!r}, want {out.want!r}",
+        f"  {out.name}[{index}] is the first element that differs: got {out.got:.7g}, want {out.want:.7g}",
         f"  {out.name}: max abs error {out.max_abs:.3e}, max rel error {out.max_rel:.3e} "
         f"(tolerance {out.tolerance:.0e} of the reference's largest magnitude)",
     ]
@@ -124,7 +124,8 @@ def diff_lines(report: NumericsReport, step: PipelineStep, paint: _Paint) -> lis
         return [f"--- the IR the printer was given (step {step.index - 1}), then the printed source:",
                 *before.splitlines(), "+++", *step.ir_after.splitlines()]  # fmt: skip
     diff = list(difflib.unified_diff(before.splitlines(), step.ir_after.splitlines(),
-                                     f"before {step.name}", f"after {step.name}", lineterm=""))  # fmt: skip
+                                     f"after step {step.index - 1} (the IR before)",
+                                     f"after step {step.index} ({_name(step)})", lineterm=""))  # fmt: skip
     if not diff:
         return ["(the IR is the same before and after: the difference is in how it is executed)"]
     shown = diff[:MAX_DIFF_LINES]
