@@ -109,7 +109,11 @@ def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsy
 
 
 def _compilation(text: str, target: str, extra: dict[str, list[str]] | None = None, **kw: object) -> Compilation:
-    return with_extra_passes(extra or {}, text, "prog.ein", target=target, use_records=False, **kw)
+    from einc.schedule import Schedule
+
+    schedule = kw.get("schedule")
+    assert schedule is None or isinstance(schedule, Schedule)
+    return with_extra_passes(Compilation(text, "prog.ein", target=target, schedule=schedule, use_records=False), extra or {})
 
 
 def test_compilation_clean_on_c() -> None:

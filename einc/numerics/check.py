@@ -56,9 +56,9 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
         notes.append("shapes kept: a program given with input_dict is not scaled")
     for i, scale in enumerate(scales):
         text = scale_program(comp.source, comp.filename, scale) if scale < 1.0 else comp.source
-        sc = with_extra_passes(extra, text, comp.filename, comp.input_dict, comp.extra_outputs, comp.target,
-                               schedule if schedule is not None else "none", cflags=comp.cflags,
-                               use_records=False)  # fmt: skip
+        sc = with_extra_passes(Compilation(text, comp.filename, comp.input_dict, comp.extra_outputs, comp.target,
+                                           schedule if schedule is not None else "none", cflags=comp.cflags,
+                                           use_records=False), extra)  # fmt: skip
         if i + 1 < len(scales):
             try:
                 sc.run_until("source")
@@ -71,18 +71,16 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
     return _walk_compilation(comp, sc, schedule, scale, seed, notes, extra)
 
 
-def with_extra_passes(extra: Mapping[str, Sequence[str]], *args: object, **kwargs: object) -> Compilation:
-    """`Compilation(*args, **kwargs)` with `extra_passes` (the driver's stage hooks), given to
-    the constructor where the driver has the field, else set after it."""
+def with_extra_passes(comp: Compilation, extra: Mapping[str, Sequence[str]]) -> Compilation:
+    """`comp` with `extra_passes` (the driver's stage hooks): a copy made with them where the
+    driver has the field (its hooks are parsed on construction), else `comp` with them set."""
     import dataclasses
 
-    from einc.driver import Compilation
-
-    if extra and "extra_passes" in {f.name for f in dataclasses.fields(Compilation)}:
-        kwargs["extra_passes"] = dict(extra)
-    comp = Compilation(*args, **kwargs)  # type: ignore[arg-type]
-    if extra and not getattr(comp, "extra_passes", None):
-        setattr(comp, "extra_passes", dict(extra))
+    if not extra:
+        return comp
+    if "extra_passes" in {f.name for f in dataclasses.fields(comp)}:
+        return dataclasses.replace(comp, **{"extra_passes": dict(extra)})
+    setattr(comp, "extra_passes", dict(extra))
     return comp
 
 

@@ -63,11 +63,12 @@ def compile_command(
     extra_passes: Mapping[str, Sequence[str]] | None = None,
 ) -> int:  # fmt: skip
     """`einc compile --check-numerics`: the report printed; the exit status."""
-    from einc.driver import read_program, read_schedule, say_record
+    from einc.driver import Compilation, read_program, read_schedule, say_record
     from einc.numerics.check import check_compilation, with_extra_passes
 
-    comp = with_extra_passes(extra_passes or {}, read_program(path), path, target=target,
-                             schedule=read_schedule(schedule), use_records=use_records, db=db)  # fmt: skip
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db)  # fmt: skip
+    comp = with_extra_passes(comp, extra_passes or {})
     report = check_compilation(comp, seed=seed, shape_scale=shape_scale)
     say_record(comp)
     return emit(report)
