@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from xdsl.context import Context
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 
 import einc.passes
@@ -99,7 +104,7 @@ def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsy
                    "--check-numerics", "--seed", "3", "-t", "c"])  # fmt: skip
     out = capsys.readouterr().out
     assert status == 1, out
-    assert "first change at step 3, plugin 'shorten-reduction'" in out
+    assert "step 3, plugin 'shorten-reduction', stage loops, is the first that changes the numbers" in out
     assert "+++ after step 3 (shorten-reduction [plugin])" in out
     clean = main([path, "--pass-pipeline=convert-ein-to-affine,canonicalize", "--check-numerics"])
     assert clean == 0, capsys.readouterr().out
@@ -206,3 +211,54 @@ def test_scaling_keeps_the_program_legal() -> None:
     assert candidate_scales(MATMUL, "m.ein", budget=WORK_BUDGET)[0] == 1 / 32
     assert candidate_scales(MATMUL, "m.ein", budget=16 * WORK_BUDGET)[0] == 1 / 16
     assert candidate_scales(MATMUL, "m.ein")[-1] == 1.0
+
+
+# ---- the ein level and crashes --------------------------------------------------------------
+
+
+def test_a_pass_on_the_ein_module_is_checked_at_the_ein_level() -> None:
+    """flip-subf on the ein module itself (softmax's einsum bodies subtract): executed by the
+    ein-level executor, named before any lowering."""
+    report = check_pipeline(SOFTMAX, "softmax.ein", [WRONG.FlipSubfPass(), "convert-ein-to-affine"])
+    assert _first_bad(report) == "flip-subf"
+    bad = report.steps[report.first_bad or 0]
+    assert bad.check is not None and bad.check.level == "ein" and bad.stage == "ein"
+    assert report.steps[-1].check is not None and not report.steps[-1].check.ok  # still wrong lowered
+
+
+@dataclass(frozen=True)
+class OverrunPass(ModulePass):
+    """Every constant upper loop bound one past the end: an out-of-bounds access."""
+
+    name = "overrun"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for loop in op.walk():
+            if isinstance(loop, affine.ForOp):
+                (bound,) = loop.upperBoundMap.data.results
+                if isinstance(bound, AffineConstantExpr):
+                    loop.upperBoundMap = AffineMapAttr(AffineMap(0, 0, (AffineConstantExpr(bound.value + 1),)))
+
+
+@dataclass(frozen=True)
+class RaisingPass(ModulePass):
+    name = "raising"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise KeyError("a bug in the pass")
+
+
+def test_an_out_of_bounds_module_is_a_crashed_step() -> None:
+    report = check_pipeline(MATMUL, "matmul.ein", ["convert-ein-to-affine", OverrunPass(), "canonicalize"])
+    bad = report.steps[report.first_bad or 0]
+    assert bad.name == "overrun" and bad.check is not None and bad.check.crashed, render(report)
+    assert "out of bounds" in bad.check.reason or "bounds" in bad.check.reason.lower()
+    assert "crashed" in render(report)
+
+
+def test_a_pass_that_raises_is_the_failing_step() -> None:
+    report = check_pipeline(MATMUL, "matmul.ein", ["convert-ein-to-affine", RaisingPass(), "canonicalize"])
+    assert _first_bad(report) == "raising"
+    bad = report.steps[-1]
+    assert bad.name == "raising" and bad.check is not None and bad.check.crashed
+    assert "KeyError" in bad.check.reason

@@ -65,6 +65,8 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
             except EincError as err:
                 notes.append(f"scale {_fraction(scale)} refused ({_first_line(err)}); trying a larger one")
                 continue
+            except Exception:  # noqa: BLE001 - a crash: the walk finds the step that crashes
+                pass
         break
     else:  # pragma: no cover - the last scale is always taken
         raise AssertionError(scales)
@@ -159,6 +161,9 @@ def source_level(
 ) -> LevelRun:  # fmt: skip
     """The printed source built and run on the target's real runtime, or why it cannot be."""
     level = f"source:{name}"
+    crashed = next((s for s in walk.steps if s.check is not None and s.check.crashed), None)
+    if crashed is not None:  # native code that writes out of bounds could corrupt this process
+        return LevelRun(level, ran=False, reason=f"not run: step {crashed.index} ({crashed.name}) crashed")
     why = source_unavailable(name)
     if why is not None:
         return LevelRun(level, ran=False, reason=why)
@@ -215,6 +220,8 @@ def check_pipeline(
             except EincError as err:
                 notes.append(f"scale {_fraction(scale)} refused ({_first_line(err)}); trying a larger one")
                 continue
+            except Exception:  # noqa: BLE001 - a crash: the walk finds the step that crashes
+                pass
         break
     else:  # pragma: no cover
         raise AssertionError(scales)

@@ -73,8 +73,9 @@ def failure(report: NumericsReport, step: PipelineStep, paint: _Paint) -> list[s
     assert check is not None
     where = f" ({step.location})" if step.location else ""
     what = {"transform": "transform op", "printer": "printer", "frontend": "frontend"}.get(step.kind, step.kind)
-    lines = [paint("bad", f"error: the numbers first change at step {step.index}, {what} '{step.name}'{where}, "
-                          f"stage {step.stage}")]  # fmt: skip
+    verdict = "fails" if check.crashed else "changes the numbers"
+    lines = [paint("bad", f"error: step {step.index}, {what} '{step.name}'{where}, stage {step.stage}, "
+                          f"is the first that {verdict}")]  # fmt: skip
     agreed = [s for s in report.steps[: step.index] if s.check is not None and s.check.ok]
     if agreed:
         last = agreed[-1]
@@ -83,8 +84,10 @@ def failure(report: NumericsReport, step: PipelineStep, paint: _Paint) -> list[s
     if suspects:
         names = ", ".join(f"{s.index} ({s.name})" for s in suspects)
         lines.append(f"  not executed since the module last agreed, so possibly at fault too: step {names}")
-    if check.crashed:
-        lines.append(f"  executing it at the {check.level} level failed: {check.reason}")
+    if check.crashed and check.reason.startswith("the step raised"):
+        lines.append(f"  {check.reason[len('the step '):]} (a bug in the {what})")
+    elif check.crashed:
+        lines.append(f"  executing the module after it at the {check.level} level failed: {check.reason}")
     for out in check.outputs:
         if not out.ok:
             lines += _output_lines(out)
@@ -127,7 +130,7 @@ def diff_lines(report: NumericsReport, step: PipelineStep, paint: _Paint) -> lis
                                      f"after step {step.index - 1} (the IR before)",
                                      f"after step {step.index} ({_name(step)})", lineterm=""))  # fmt: skip
     if not diff:
-        return ["(the IR is the same before and after: the difference is in how it is executed)"]
+        return ["(the IR is the same before and after the step)"]
     shown = diff[:MAX_DIFF_LINES]
     lines = [_diff_paint(line, paint) for line in shown]
     if len(diff) > len(shown):

@@ -111,12 +111,16 @@ class Walk:
 
     def record(
         self, stage: str, name: str, kind: str, text: str, seconds: float, location: str | None,
-        check: Callable[[], LevelRun],
+        check: Callable[[], LevelRun], always: bool = False,
     ) -> PipelineStep:  # fmt: skip
+        """A step whose check runs when the IR changed in a way an executor sees (`always`:
+        whatever changed, e.g. a step that raised)."""
         changed = text != self._previous
         step = PipelineStep(len(self.steps), stage, name, kind, text, seconds, changed, location)
         if kind == "printer":
             step.changed = True
+        elif always:
+            pass
         elif not changed:
             step.check = LevelRun(self._level(), ran=False, reason="unchanged")
         elif _semantic(text) == _semantic(self._previous):
@@ -137,7 +141,8 @@ class Walk:
         text = generic_text(module)
         level = self._level()
         self.record(stage, name, kind, text, seconds, location,
-                    lambda: LevelRun(level, ran=True, crashed=True, reason=f"the step raised {describe(error)}"))  # fmt: skip
+                    lambda: LevelRun(level, ran=True, crashed=True, reason=f"the step raised {describe(error)}"),
+                    always=True)  # fmt: skip
         if self.report.first_bad is None:
             self.report.first_bad = len(self.steps) - 1
 
