@@ -145,14 +145,30 @@ def _walk_compilation(
 
 
 def _start(report: NumericsReport, program: Program, ein: ModuleOp, sc: Compilation) -> Walk:
-    from einc.driver import random_inputs, tolerance
+    from einc.driver import tolerance
     from einc.reference import run_reference
 
-    inputs = random_inputs(program, np.random.default_rng(report.seed))
+    inputs = program_inputs(program, np.random.default_rng(report.seed))
     with np.errstate(all="ignore"):
         oracle = run_reference(ein, inputs)
     tolerances = {o.name: tolerance(o.dtype) for o in program.outputs}
     return Walk(report, inputs, oracle, tolerances, sc.ctx, too_big=interpreted_too_big(program_work(program)))
+
+
+def program_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """einc.driver.random_inputs (floats in ±[0.5, 2), integers in [1, 7]), with the integers
+    folded into [1, d - 1] for the program's smallest dimension d > 1: valid as gather indices
+    into any of its tensors, also once its shapes are scaled down."""
+    from einc.driver import random_inputs
+
+    arrays = random_inputs(program, rng)
+    dims = [d for t in (*program.inputs, *program.outputs) for d in t.shape if d > 1]
+    dims += [size for s in program.statements for _, size in s.axes if size > 1]
+    high = max(1, min([7, *(d - 1 for d in dims)]))
+    for name, array in arrays.items():
+        if array.dtype.kind in "iu" and high < 7:
+            arrays[name] = (1 + (array.astype(np.int64) - 1) % high).astype(array.dtype)
+    return arrays
 
 
 def source_level(
@@ -291,12 +307,12 @@ def _input_module(text: str, filename: str, scale: float, is_ein: bool) -> tuple
 
 def _opt_walk(report: NumericsReport, module: ModuleOp, program: Program | None) -> Walk:
     from einc.context import make_context
-    from einc.driver import random_inputs, tolerance
+    from einc.driver import tolerance
     from einc.numerics.execute import EXECUTORS
 
     rng = np.random.default_rng(report.seed)
     if program is not None:
-        inputs = random_inputs(program, rng)
+        inputs = program_inputs(program, rng)
         tolerances = {o.name: tolerance(o.dtype) for o in program.outputs}
     else:
         specs, tolerances = _module_specs(module)
