@@ -46,17 +46,18 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
     An EincError of the compilation itself (the user's program or schedule) propagates."""
     from einc.driver import Compilation
 
-    comp.run_until("scheduled")  # the program at its own shapes: which schedule applies
+    comp.run_until("source")  # at its own shapes: which schedule applies; its errors as einc reports them
     schedule = applied_schedule(comp)
     extra = dict(getattr(comp, "extra_passes", {}) or {})
-    scalable = comp.input_dict is None and isinstance(comp.source, str)
-    scales = _scales(comp.source if scalable else "", comp.filename, shape_scale if scalable else 1.0)
+    source, input_dict = declared(comp)
+    scalable = input_dict is None and isinstance(source, str)
+    scales = _scales(source if scalable else "", comp.filename, shape_scale if scalable else 1.0)
     notes: list[str] = []
     if not scalable and shape_scale not in (None, 1.0):
-        notes.append("shapes kept: a program given with input_dict is not scaled")
+        notes.append("shapes kept: this program's input_dict cannot be written as declarations to scale")
     for i, scale in enumerate(scales):
-        text = scale_program(comp.source, comp.filename, scale) if scale < 1.0 else comp.source
-        sc = with_extra_passes(Compilation(text, comp.filename, comp.input_dict, comp.extra_outputs, comp.target,
+        text = scale_program(source, comp.filename, scale) if scale < 1.0 else source
+        sc = with_extra_passes(Compilation(text, comp.filename, input_dict, comp.extra_outputs, comp.target,
                                            schedule if schedule is not None else "none", cflags=comp.cflags,
                                            use_records=False), extra)  # fmt: skip
         if i + 1 < len(scales):
@@ -71,6 +72,30 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
     else:  # pragma: no cover - the last scale is always taken
         raise AssertionError(scales)
     return _walk_compilation(comp, sc, schedule, scale, seed, notes, extra)
+
+
+def declared(comp: Compilation) -> tuple[str, Mapping[str, Mapping[str, object]] | None]:
+    """The program as `.ein` text with its inputs declared (so it can be scaled), and no
+    input_dict; the source and input_dict as they are where that text is refused."""
+    from einc.frontend import parse_program
+
+    if comp.input_dict is None or not isinstance(comp.source, str):
+        return comp.source, comp.input_dict
+    lines = []
+    for name, spec in comp.input_dict.items():
+        dtype, shape = spec.get("dtype"), spec.get("shape")
+        if not isinstance(dtype, str) or not isinstance(shape, list | tuple):
+            return comp.source, comp.input_dict
+        dims = [d for d in shape if isinstance(d, int) and not isinstance(d, bool)]
+        if len(dims) != len(shape):
+            return comp.source, comp.input_dict
+        lines.append(f"input {name}: {dtype}[{', '.join(map(str, dims))}]")
+    text = "\n".join(lines) + "\n" + comp.source
+    try:
+        parse_program(text, comp.filename, extra_outputs=comp.extra_outputs)
+    except Exception:  # noqa: BLE001 - a text the frontend refuses (or cannot take)
+        return comp.source, comp.input_dict
+    return text, None
 
 
 def with_extra_passes(comp: Compilation, extra: Mapping[str, Sequence[str]]) -> Compilation:
