@@ -262,3 +262,49 @@ def test_a_pass_that_raises_is_the_failing_step() -> None:
     bad = report.steps[-1]
     assert bad.name == "raising" and bad.check is not None and bad.check.crashed
     assert "KeyError" in bad.check.reason
+
+
+@dataclass(frozen=True)
+class NeedsSixteenPass(ModulePass):
+    """Refuses (an EincError, as a schedule whose tiles do not fit) buffers under 16 wide."""
+
+    name = "needs-sixteen"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from xdsl.dialects.builtin import MemRefType
+
+        from einc.errors import ScheduleError
+
+        for block_op in op.walk():
+            for region in block_op.regions:
+                for block in region.blocks:
+                    for block_arg in block.args:
+                        if isinstance(block_arg.type, MemRefType) and min(block_arg.type.get_shape()) < 16:
+                            raise ScheduleError("a tile of 16 does not fit")
+
+
+def test_a_scale_the_pipeline_refuses_is_passed_over() -> None:
+    report = check_pipeline(MATMUL, "matmul.ein", ["convert-ein-to-affine", NeedsSixteenPass()],
+                            shape_scale=None)  # fmt: skip
+    assert report.ok and report.shape_scale > 1 / 32, render(report)
+    assert any("scale 1/32 refused (" in note and "a tile of 16 does not fit" in note for note in report.notes)
+    assert "shapes scaled by" in render(report)
+
+
+def test_an_mlir_input_with_an_embedded_schedule(tmp_path: Path) -> None:
+    """A loop-level module holding its schedule: the input, executed, is the reference; each
+    op of the embedded schedule is a step."""
+    small = MATMUL.replace("256", "8").replace("512", "8")
+    loops = str(Compilation(small, "m.ein", use_records=False).module("loops")).rstrip()
+    schedule = "\n".join(line for line in (EXAMPLES / "matmul_schedule.mlir").read_text().splitlines()
+                         if not line.startswith("//"))  # fmt: skip
+    path = tmp_path / "loops.mlir"
+    path.write_text(loops[:-1] + schedule + "\n}\n")
+    report = check_pipeline(path.read_text(), str(path), "einc-apply-schedule,canonicalize", target="c")
+    assert report.ok, render(report)
+    assert [s.name for s in report.steps if s.kind == "transform"][:2] == [
+        '%t = transform.einc.knob "tile_m" = 64 from [8, 32, 64]',
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+    ]
+    assert report.steps[-1].check is not None and report.steps[-1].check.ran  # the C kernel ran
+    assert any("the reference is the input module itself" in n for n in report.notes)
