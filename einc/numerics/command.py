@@ -33,19 +33,25 @@ def add_arguments(parser: argparse.ArgumentParser, seed: bool = True) -> None:
     )  # fmt: skip
     if seed:
         parser.add_argument("--seed", type=int, default=0, help="with --check-numerics: the inputs' seed (default 0)")
-    parser.add_argument("--shape-scale", default=None, metavar="S", help=SCALE_HELP)
+    parser.add_argument("--shape-scale", type=scale_value, default=None, metavar="S", help=SCALE_HELP)
 
 
-def parse_scale(text: str | None, where: SourceLocation | None = None) -> float | None:
-    if text is None:
-        return None
+def scale_value(text: str) -> float:
+    """`0.25` or `1/8` as a float (argparse's `type`)."""
     try:
-        value = float(Fraction(text.strip()))
+        return float(Fraction(text.strip()))
     except (ValueError, ZeroDivisionError):
-        value = -1.0
-    if not 0.0 < value <= 1.0:
-        raise UsageError(f"--shape-scale takes a number in (0, 1] like 0.25 or 1/8, not {text!r}", where)
-    return value
+        raise argparse.ArgumentTypeError(f"a number in (0, 1] like 0.25 or 1/8, not {text!r}") from None
+
+
+def parse_scale(value: float | str | None, where: SourceLocation | None = None) -> float | None:
+    """The scale, checked to be in (0, 1] (a UsageError at `where` otherwise)."""
+    if value is None:
+        return None
+    number = scale_value(value) if isinstance(value, str) else value
+    if not 0.0 < number <= 1.0:
+        raise UsageError(f"--shape-scale takes a number in (0, 1] like 0.25 or 1/8, not {value!r}", where)
+    return number
 
 
 def emit(report: NumericsReport, stream: TextIO | None = None) -> int:
