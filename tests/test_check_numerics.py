@@ -19,8 +19,8 @@ from xdsl.passes import ModulePass
 
 import einc.passes
 from einc.driver import Compilation
-from einc.numerics.check import with_extra_passes
 from einc.numerics import NumericsReport, check_compilation, check_pipeline, render
+from einc.numerics.check import with_extra_passes
 from einc.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -67,7 +67,7 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
                 notes.append(f"scale {_fraction(scale)} refused ({_first_line(err)}); trying a larger one")
                 continue
             except Exception:  # noqa: BLE001 - a crash: the walk finds the step that crashes
-                pass
+                break
         break
     else:  # pragma: no cover - the last scale is always taken
         raise AssertionError(scales)
@@ -106,8 +106,8 @@ def with_extra_passes(comp: Compilation, extra: Mapping[str, Sequence[str]]) -> 
     if not extra:
         return comp
     if "extra_passes" in {f.name for f in dataclasses.fields(comp)}:
-        return dataclasses.replace(comp, **{"extra_passes": dict(extra)})
-    setattr(comp, "extra_passes", dict(extra))
+        return dataclasses.replace(comp, **{"extra_passes": dict(extra)})  # noqa: PIE804 - a field only some drivers have
+    setattr(comp, "extra_passes", dict(extra))  # noqa: B010 - an attribute this driver lacks
     return comp
 
 
@@ -262,7 +262,7 @@ def check_pipeline(
                 notes.append(f"scale {_fraction(scale)} refused ({_first_line(err)}); trying a larger one")
                 continue
             except Exception:  # noqa: BLE001 - a crash: the walk finds the step that crashes
-                pass
+                break
         break
     else:  # pragma: no cover
         raise AssertionError(scales)
@@ -315,10 +315,11 @@ def _input_module(text: str, filename: str, scale: float, is_ein: bool) -> tuple
 
         program = parse_program(scale_program(text, filename, scale), filename)
         return build_module(program), program
+    from xdsl.utils.exceptions import ParseError as XdslParseError
+
     from einc.context import make_context
     from einc.errors import ParseError
     from einc.schedule import PARSED_AT, parse_with_locations
-    from xdsl.utils.exceptions import ParseError as XdslParseError
 
     try:
         module, locations = parse_with_locations(make_context(), text, filename)
@@ -405,8 +406,8 @@ def _print_and_run(walk: Walk, module: ModuleOp, name: str, program: Program | N
     try:
         source = target.emit(module)
     except EincError as err:
-        walk.record("source", "printer", "printer", "", time.perf_counter() - start, None,
-                    lambda: LevelRun(f"source:{name}", ran=False, reason=f"not printed: {_first_line(err)}"))  # fmt: skip
+        run = LevelRun(f"source:{name}", ran=False, reason=f"not printed: {_first_line(err)}")
+        walk.record("source", "printer", "printer", "", time.perf_counter() - start, None, lambda: run)
         return
     walk.record("source", "printer", "printer", source, time.perf_counter() - start, None,
                 lambda: source_level(name, target, source, module, walk, program))  # fmt: skip

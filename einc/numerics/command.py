@@ -87,7 +87,7 @@ def opt_command(opt: object) -> int:
 
     from einc.numerics.check import check_pipeline
 
-    args = getattr(opt, "args")
+    args = getattr(opt, "args")  # noqa: B009 - opt is einc.opt's EincOptMain (a higher floor)
     if not args.input_file:
         raise UsageError("--check-numerics needs an input file (a .ein program or an MLIR module)",
                          SourceLocation("<command line>", 1, 1))  # fmt: skip

@@ -103,9 +103,9 @@ def unexecuted_before(report: NumericsReport, step: PipelineStep) -> list[Pipeli
     for earlier in reversed(report.steps[: step.index]):
         if earlier.check is not None and earlier.check.ran:
             break
-        if earlier.changed and earlier.check is not None and earlier.check.reason != "unchanged":
-            if not earlier.check.reason.startswith("only attributes"):
-                suspects.append(earlier)
+        reason = earlier.check.reason if earlier.check is not None else "unchanged"
+        if earlier.changed and reason != "unchanged" and not reason.startswith("only attributes"):
+            suspects.append(earlier)
     return suspects[::-1]
 
 
@@ -115,8 +115,8 @@ def _output_lines(out: OutputCheck) -> list[str]:
     index = ", ".join(map(str, out.first_bad_index))
     return [
         f"  {out.name}[{index}] is the first element that differs: got {out.got:.7g}, want {out.want:.7g}",
-        f"  {out.name}: max abs error {out.max_abs:.3e}, max rel error {out.max_rel:.3e} "
-        f"(tolerance {out.tolerance:.0e} of the reference's largest magnitude)",
+        (f"  {out.name}: max abs error {out.max_abs:.3e}, max rel error {out.max_rel:.3e} "
+         f"(tolerance {out.tolerance:.0e} of the reference's largest magnitude)"),
     ]
 
 
