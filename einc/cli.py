@@ -69,6 +69,9 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     _record_options(comp)
     _plugin_options(comp)
+    from einc.numerics.command import add_arguments
+
+    add_arguments(comp)
 
     run = sub.add_parser(
         "run", help="compile, run on random inputs, and check against the NumPy reference", argv=argv
@@ -392,6 +395,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             load_pass_plugins(args.load_pass_plugin, argv)
             extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
+        if args.command == "compile" and args.check_numerics:
+            from einc.numerics.command import compile_command, parse_scale
+
+            scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
+            return compile_command(args.file, args.target, args.schedule, args.seed, scale,
+                                   use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
         if args.command == "compile":
             text = driver.compile_file_command(
                 args.file,

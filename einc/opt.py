@@ -152,6 +152,9 @@ class EincOptMain(xDSLOptMain):
             help="after every pass, also run verify-egpu (the kernel-level checks); a failure "
             "is an internal compiler error",
         )
+        from einc.numerics.command import add_arguments
+
+        add_arguments(arg_parser)
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         where = SourceLocation(self.get_input_name(), 1, 1)
@@ -343,6 +346,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(list_passes(opt.available_passes, opt.args.all) if opt.args.list_passes else list_targets())
             sys.stdout.flush()
             return 0
+        if opt.args.check_numerics:
+            from einc.numerics.command import opt_command
+
+            return opt_command(opt)
         opt.run()
         sys.stdout.flush()
         return 0

@@ -16,7 +16,7 @@ sees half-rewritten IR.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -249,13 +249,14 @@ class Schedule:
         self.apply_in_place(module)
         return module
 
-    def apply_in_place(self, module: ModuleOp) -> None:
+    def apply_in_place(self, module: ModuleOp, listeners: Sequence[Interpreter.Listener] = ()) -> None:
         """Apply to `module` itself: on ScheduleError it may be partly transformed, so callers
-        that keep the module on failure should use `apply` (a clone)."""
+        that keep the module on failure should use `apply` (a clone). `listeners` observe
+        each schedule op as it is interpreted (`--check-numerics` steps through them)."""
         ctx = make_context()
         from einc.passes import get_all_passes
 
-        interpreter = Interpreter(self.module)
+        interpreter = Interpreter(self.module, listeners=tuple(listeners))
         from einc.schedule_passes import RegisteredPassFunctions
 
         interpreter.register_implementations(RegisteredPassFunctions(self, ctx, get_all_passes()))

@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 
 
 def collect(comp: Compilation, seed: int = 0, shape_scale: float | None = None) -> NumericsReport:
-    """The steps of `comp`'s pipeline, each with its IR, time and (where executed) check."""
-    return walk_stages(comp, seed=seed, shape_scale=shape_scale)
+    """The steps of `comp`'s pipeline, each with its IR, time and (where executed) check:
+    `--check-numerics`' walk (einc.numerics)."""
+    from einc.numerics import check_compilation
+
+    return check_compilation(comp, seed=seed, shape_scale=shape_scale)
 
 
 def generic_text(module: ModuleOp) -> str:

@@ -78,6 +78,9 @@ class NumericsReport:
     steps: list[PipelineStep] = field(default_factory=list)
     first_bad: int | None = None
     """Index in `steps` of the first step whose execution differs from the oracle (or crashed)."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader should know about the run: the shapes checked (scaled or not), a
+    scale passed over, where the reference came from."""
 
     @property
     def ok(self) -> bool:

@@ -17,12 +17,14 @@ and a refusal points at the cache/compute_at op that made the buffer:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects import transform
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter
 from xdsl.passes import ModulePass
 
 from einc.errors import ScheduleError, SourceLocation
@@ -37,13 +39,17 @@ class ApplySchedulePass(ModulePass):
     target: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.run(op, self.schedule_for(op))
+
+    def schedule_for(self, op: ModuleOp) -> Schedule:
+        """The schedule this pass applies to `op`: the file's, or the one embedded in `op`
+        (then taken out of it)."""
         if self.file is not None:
             try:
                 text = Path(self.file).read_text()
             except OSError as err:
                 raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(self.file, 1, 1)) from None
-            self.run(op, Schedule.parse(text, self.file))
-            return
+            return Schedule.parse(text, self.file)
         entries = [
             s for s in op.walk() if isinstance(s, transform.NamedSequenceOp) and s.sym_name.data == ENTRY
         ]
@@ -61,16 +67,16 @@ class ApplySchedulePass(ModulePass):
         locations = {o: PARSED_AT[o] for o in holder.walk() if o in PARSED_AT}
         schedule = Schedule(holder, "<embedded schedule>", locations=locations)
         schedule.verify()  # as a schedule file is: a handle used before its definition, at its op
-        self.run(op, schedule)
+        return schedule
 
-    def run(self, op: ModuleOp, schedule: Schedule) -> None:
+    def run(self, op: ModuleOp, schedule: Schedule, listeners: Sequence[Interpreter.Listener] = ()) -> None:
         """Apply `schedule` to `op`; with a target, its schedule checks run before and after
-        (as in `einc compile`)."""
+        (as in `einc compile`). `listeners` observe each schedule op (`--check-numerics`)."""
         from einc.targets import get_target
 
         target = get_target(self.target) if self.target is not None else None
         if target is not None:
             target.check_schedule(schedule)
-        schedule.apply_in_place(op)
+        schedule.apply_in_place(op, listeners)
         if target is not None:
             target.check_scheduled(schedule, op)
