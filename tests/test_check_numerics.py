@@ -5,6 +5,8 @@ a clean pipeline passes; a wrong transform op in a schedule is named with its lo
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -308,3 +310,42 @@ def test_an_mlir_input_with_an_embedded_schedule(tmp_path: Path) -> None:
     ]
     assert report.steps[-1].check is not None and report.steps[-1].check.ran  # the C kernel ran
     assert any("the reference is the input module itself" in n for n in report.notes)
+
+
+# ---- the real plugin mechanism, from the command lines ------------------------------------------
+
+BIN = Path(sys.executable).parent
+WRONG_PASS = str(EXAMPLES / "plugins" / "wrong_pass.py")
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+
+
+def test_einc_opt_names_a_plugin_loaded_from_its_file_on_c() -> None:
+    res = _run("einc-opt", "examples/softmax.ein", "--load-pass-plugin", WRONG_PASS,
+               "--pass-pipeline=convert-ein-to-affine,canonicalize,flip-subf,cse", "--check-numerics")  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "step 3, plugin 'flip-subf'" in res.stdout and "is the first that changes the numbers" in res.stdout
+    assert "-        %7 = \"arith.subf\"" in res.stdout and "+        %7 = \"arith.addf\"" in res.stdout
+    assert "✔   1 loops     convert-ein-to-affine" in res.stdout  # the pass before it agreed
+    assert "Traceback" not in res.stderr
+
+
+def test_einc_compile_names_a_hooked_plugin_on_opencl() -> None:
+    res = _run("einc", "compile", "examples/matmul.ein", "-t", "opencl", "--no-records", "--load-pass-plugin", WRONG_PASS,
+               "--pipeline-hook", "target=shorten-reduction", "--check-numerics")  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "plugin 'shorten-reduction' (after the target stage), stage target, is the first" in res.stdout
+    assert "✔   4 target    convert-affine-to-egpu" in res.stdout
+    bad = [line for line in res.stdout.splitlines() if line.lstrip().startswith("✘")]
+    assert bad and "shorten-reduction" in bad[0], res.stdout  # nothing before it is blamed
+    assert "Traceback" not in res.stderr
+
+
+def test_einc_compile_with_a_correct_plugin_agrees() -> None:
+    res = _run("einc", "compile", "examples/softmax.ein", "--no-records", "--load-pass-plugin",
+               str(EXAMPLES / "plugins" / "double_constants.py"), "--pipeline-hook", "loops=annotate-constants",
+               "--check-numerics")  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "✘" not in res.stdout and "annotate-constants" in res.stdout
