@@ -390,15 +390,30 @@ def compile_file_command(
     manifest_path: str | None = None,
     use_records: bool = True,
     db: str | None = None,
+    print_debuginfo: bool = False,
 ) -> str:
+    """The source (or, with `dump_after`, the IR after that stage, each op's location
+    printed with `print_debuginfo`)."""
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
                        use_records=use_records, db=db)  # fmt: skip
     result = comp.run_until(dump_after or "source")
     say_record(comp)
     if manifest_path is not None and dump_after is None:
         write_manifest(comp, manifest_path)
-    text = str(result)
+    text = str(result) if isinstance(result, str) or not print_debuginfo else print_ir(result, debuginfo=True)
     return text if text.endswith("\n") else text + "\n"
+
+
+def print_ir(module: ModuleOp, debuginfo: bool = False) -> str:
+    """`module` as text (xDSL's printer, as `str(module)`), with each op's `loc(...)` when
+    `debuginfo`."""
+    import io
+
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
+    return out.getvalue()
 
 
 def say_record(comp: Compilation) -> None:

@@ -149,7 +149,10 @@ class EincOptMain(xDSLOptMain):
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def setup_pipeline(self) -> None:
+        from einc.ir.locations import keeping_locations
+
         self._setup_pipeline()
+        self.pipeline = keeping_locations(self.pipeline)  # ops a pass makes keep a location
         if self.args.verify_each:
             from einc.passes.verify_egpu import verifying
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects import affine, memref, transform
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, LocationAttr, ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -46,6 +46,7 @@ from einc.errors import (
     SourceLocation,
     span_location,
 )
+from einc.ir import locations
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loops import LoopIndex
 from einc.passes.utils.rfactor import rfactor_loop
@@ -241,7 +242,7 @@ class Schedule:
         ctx = make_context()
         from einc.passes import get_all_passes
 
-        interpreter = Interpreter(self.module)
+        interpreter = Interpreter(self.module, listeners=(_LocatingListener(self, module),))
         interpreter.register_implementations(TransformFunctions(ctx, get_all_passes()))
         interpreter.register_implementations(EincTransformFunctions(self, module))
         try:
@@ -287,6 +288,37 @@ def check_schedule_argument(schedule: object) -> None:
 
 
 # ---- the interpreter ---------------------------------------------------------------------------
+
+
+class _LocatingListener(Interpreter.Listener):
+    """Locates the payload ops each transform op makes (new ones, and clones) at
+    `fused[statement loc, schedule op loc]` (einc.ir.locations.derived_from)."""
+
+    def __init__(self, schedule: Schedule, payload: ModuleOp):
+        self.schedule = schedule
+        self.payload = payload
+        self.before: list[tuple[set[Operation], locations.Context]] = []
+
+    def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
+        if not isinstance(op, _NOT_TRANSFORMS):
+            self.before.append((set(self.payload.walk()), locations.snapshot(self.payload)))
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        if isinstance(op, _NOT_TRANSFORMS) or not self.before:
+            return
+        existing, context = self.before.pop()
+        loc = self.schedule.locations.get(op)
+        by: LocationAttr = (
+            locations.file_location(loc) if loc is not None
+            else op.location if locations.has_location(op) else NameLoc(StringAttr(op.name), NoneAttr())
+        )  # fmt: skip
+        locations.fill_locations(self.payload, context, lambda found: locations.derived_from(found, by))
+        for made in self.payload.walk():
+            if made not in existing and locations.has_location(made) and not isinstance(made, ModuleOp):
+                made.location = locations.derived_from(made.location, by)
+
+
+_NOT_TRANSFORMS = (transform.NamedSequenceOp, transform.YieldOp, et.KnobOp, transform.ParamConstantOp)
 
 
 @register_impls

@@ -123,11 +123,15 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
 
 def run_pipeline(ctx: Context, module: ModuleOp, pipeline: str) -> None:
-    """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place;
-    with `EINC_VERIFY_EACH=1`, verify the IR after each pass (`verify-egpu`)."""
+    """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place,
+    the ops each pass makes located where what they were made from is
+    (einc.ir.locations.keeping_locations); with `EINC_VERIFY_EACH=1`, verify the IR after
+    each pass (`verify-egpu`)."""
+    from einc.ir.locations import keeping_locations
+
     if not pipeline:
         return
-    passes = PassPipeline.parse_spec(get_all_passes(), pipeline)
+    passes = keeping_locations(PassPipeline.parse_spec(get_all_passes(), pipeline))
     if os.environ.get("EINC_VERIFY_EACH", "") not in ("", "0"):
         from einc.passes.verify_egpu import verifying
 

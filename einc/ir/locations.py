@@ -1,0 +1,273 @@
+"""Source locations on ops: where in the `.ein` text (and in the schedule) an op comes from.
+
+The frontend puts a `loc("prog.ein":3:1)` (xDSL's `FileLineColLoc`) on every op it builds
+from a statement: the einsum at the statement, its body's ops at their sub-expression. The
+passes keep them without each `create` saying so:
+
+- a clone keeps its original's location (xDSL);
+- after every pass of a pipeline (`keeping_locations`) and after every transform op of a
+  schedule, `fill_locations` gives each op still at `loc(unknown)` the location of what it
+  was made from, found in this order: the nearest enclosing op with one (not the host
+  `func.func`, which stands for the whole program), the first op inside it with one (a new
+  loop around moved code, an outlined kernel), the first user of its results with one (an
+  allocation, a hoisted constant), the first operand's defining op with one, then the
+  nearest neighbour in its block;
+- an op a schedule op made (new, or a clone) carries `fused[statement loc, schedule op loc]`
+  (`derived_from`), so it names both.
+
+`statement_location` and `schedule_locations` read them back as `einc.errors.SourceLocation`s
+for errors raised in passes and printers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    CallSiteLoc,
+    FileLineColLoc,
+    FusedLoc,
+    IntAttr,
+    LocationAttr,
+    ModuleOp,
+    NameLoc,
+    NoneAttr,
+    StringAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+
+from einc.errors import SourceLocation
+
+__all__ = [
+    "Located",
+    "derived_from",
+    "file_location",
+    "fill_locations",
+    "has_location",
+    "keeping_locations",
+    "schedule_locations",
+    "snapshot",
+    "stamp",
+    "statement_location",
+]
+
+
+def file_location(loc: SourceLocation) -> FileLineColLoc:
+    """`loc` as xDSL's `loc("file":line:col)`."""
+    return FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+
+
+def has_location(op: Operation) -> bool:
+    return not isinstance(op.location, UnknownLoc)
+
+
+def _file_locations(attr: Attribute) -> Iterator[FileLineColLoc]:
+    """The file locations in `attr`, depth first (a fused location's in its order; a call
+    site's callee first)."""
+    match attr:
+        case FileLineColLoc():
+            yield attr
+        case FusedLoc(locations=ArrayAttr() as inner):
+            for loc in inner.data:
+                yield from _file_locations(loc)
+        case CallSiteLoc(callee=callee, caller=caller):
+            yield from _file_locations(callee)
+            yield from _file_locations(caller)
+        case NameLoc(location=inner) if not isinstance(inner, NoneAttr):
+            yield from _file_locations(inner)
+        case _:
+            return
+
+
+def _source(loc: FileLineColLoc, sources: dict[str, str] | None) -> SourceLocation:
+    file = loc.filename.data
+    text = (sources or {}).get(file)
+    return SourceLocation(file, loc.line.data, loc.column.data, 1, text)
+
+
+def statement_location(attr: Attribute, sources: dict[str, str] | None = None) -> SourceLocation | None:
+    """The first file location in `attr` (the statement an op comes from), with its source
+    text when `sources` (file name -> text) has it; None for `loc(unknown)`."""
+    first = next(_file_locations(attr), None)
+    return None if first is None else _source(first, sources)
+
+
+def schedule_locations(attr: Attribute, sources: dict[str, str] | None = None) -> list[SourceLocation]:
+    """The file locations after the first (the schedule ops that made the op), in order."""
+    return [_source(loc, sources) for loc in list(_file_locations(attr))[1:]]
+
+
+def derived_from(base: LocationAttr, by: LocationAttr) -> LocationAttr:
+    """`base` as made by the op at `by`: `fused[base..., by]` (flat, `by` not repeated)."""
+    if isinstance(by, UnknownLoc):
+        return base
+    parts: list[Attribute] = list(base.locations.data) if isinstance(base, FusedLoc) else [base]
+    parts = [p for p in parts if not isinstance(p, UnknownLoc)]
+    if by in parts:
+        return base
+    return FusedLoc(ArrayAttr([*parts, by]), NoneAttr())
+
+
+# ---- keeping them ---------------------------------------------------------------------------
+
+_PROGRAM_OPS = (ModuleOp, func.FuncOp)
+"""Ops that stand for the whole program, not a statement: nothing inherits their location."""
+
+
+Context = dict[Operation, LocationAttr]
+"""Each op of a module before a pass -> the location of its nearest located enclosing op
+(the statement an einsum body's op belongs to), or its own."""
+
+
+def _enclosing(op: Operation) -> LocationAttr | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ModuleOp):
+        if not isinstance(parent, func.FuncOp) and has_location(parent):
+            return parent.location
+        parent = parent.parent_op()
+    return None
+
+
+def snapshot(root: Operation) -> Context:
+    """`Context` of every op under `root`, taken before a pass: an op the pass moves into a
+    new op (a loop around it, a kernel) gives the new op its statement's location."""
+    context: Context = {}
+    for op in root.walk():
+        found = _enclosing(op)
+        if found is not None:
+            context[op] = found
+        elif has_location(op):
+            context[op] = op.location
+    return context
+
+
+def _from_ancestors(op: Operation, context: Context) -> LocationAttr | None:
+    return _enclosing(op)
+
+
+def _from_inside(op: Operation, context: Context) -> LocationAttr | None:
+    for inner in op.walk():
+        if inner is not op and has_location(inner):
+            return context.get(inner, inner.location)
+    return None
+
+
+def _from_users(op: Operation, context: Context) -> LocationAttr | None:
+    for result in op.results:
+        for use in result.uses:
+            if has_location(use.operation):
+                return use.operation.location
+    return None
+
+
+def _from_operands(op: Operation, context: Context) -> LocationAttr | None:
+    for operand in op.operands:
+        owner = operand.owner
+        if isinstance(owner, Operation) and has_location(owner):
+            return owner.location
+    return None
+
+
+def _from_neighbours(op: Operation, context: Context) -> LocationAttr | None:
+    after, before = op.next_op, op.prev_op
+    while after is not None or before is not None:
+        for other in (after, before):
+            if other is not None and has_location(other) and not isinstance(other, _PROGRAM_OPS):
+                return other.location
+        after = after.next_op if after is not None else None
+        before = before.prev_op if before is not None else None
+    return None
+
+
+_RULES: Sequence[Callable[[Operation, Context], LocationAttr | None]] = (
+    _from_ancestors, _from_inside, _from_users, _from_operands, _from_neighbours,
+)  # fmt: skip
+
+
+def fill_locations(
+    root: Operation, context: Context | None = None, wrap: Callable[[LocationAttr], LocationAttr] | None = None
+) -> int:
+    """Give each op under `root` at `loc(unknown)` (the host function and module excepted)
+    the location of what it was made from, `context` being the `snapshot` taken before the
+    change: the rules of the module docstring, the first ones repeated until they locate
+    nothing more before a later one is tried. A found location passes through `wrap` when
+    given. Returns how many ops it located; a module with no location is left as it is."""
+    if not any(has_location(op) for op in root.walk()):
+        return 0
+    context = context or {}
+    filled = 0
+    for level in range(1, len(_RULES) + 1):
+        while True:
+            changed = 0
+            for op in root.walk():
+                if has_location(op) or isinstance(op, _PROGRAM_OPS):
+                    continue
+                for rule in _RULES[:level]:
+                    found = rule(op, context)
+                    if found is not None:
+                        op.location = wrap(found) if wrap is not None else found
+                        changed += 1
+                        break
+            filled += changed
+            if not changed:
+                break
+    return filled
+
+
+def stamp(op: Operation, loc: LocationAttr) -> None:
+    """`op` and the ops inside it still at `loc(unknown)` take `loc`."""
+    for inner in op.walk():
+        if not has_location(inner):
+            inner.location = loc
+
+
+@dataclass(frozen=True)
+class Located(RewritePattern):
+    """`pattern`, the ops it makes while rewriting an op (inserted through the rewriter, or
+    new in that op's block) located at that op, as MLIR's patterns build at `op->getLoc()`:
+
+        PatternRewriteWalker(Located(LowerEinsum())).rewrite_module(module)
+    """
+
+    pattern: RewritePattern
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        loc = op.location
+        if not has_location(op):
+            self.pattern.match_and_rewrite(op, rewriter)
+            return
+        block = op.parent_block()
+        before = set(block.ops) if block is not None else set[Operation]()
+        inserted: list[Operation] = []
+        rewriter.operation_insertion_handler.append(inserted.append)
+        try:
+            self.pattern.match_and_rewrite(op, rewriter)
+        finally:
+            rewriter.operation_insertion_handler.remove(inserted.append)
+        if block is not None:
+            inserted += [new for new in block.ops if new not in before]
+        for new in inserted:
+            stamp(new, loc)
+
+
+def keeping_locations(pipeline: PassPipeline) -> PassPipeline:
+    """`pipeline` with `fill_locations` after each pass (before its own callback): every op a
+    pass made carries the location of what it was made from."""
+    own = pipeline.callback
+    before: list[Context] = []
+
+    def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        if previous is not None:
+            fill_locations(module, before.pop() if before else None)
+        if following is not None:
+            before.append(snapshot(module))
+        if own is not None:
+            own(previous, module, following)
+
+    return PassPipeline(pipeline.passes, callback)
