@@ -87,6 +87,8 @@ class Compilation:
         self.record: Record | None = None
         """The tuning record whose schedule was applied, if one was."""
         self.record_db: Path | None = None
+        self.applied_schedule: Schedule | None = None
+        """The schedule applied (the target's default one included), once known."""
         self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
             ("ein", self._ein),
             ("loops", self._loops),
@@ -136,6 +138,7 @@ class Compilation:
         if schedule is None:
             return module
         self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
+        self.applied_schedule = schedule
         self.target_obj.check_schedule(schedule)
         scheduled = schedule.apply(module)
         self.target_obj.check_scheduled(schedule, scheduled)
@@ -178,10 +181,22 @@ class Compilation:
         except KernelError as err:
             raise self._at_statement(err) from None
 
+    def sources(self) -> dict[str, str]:
+        """The texts errors' locations point into: the program, the schedule (for the caret)."""
+        found = {self.filename: self.source} if isinstance(self.source, str) else {}
+        schedule = self.applied_schedule
+        if schedule is not None and schedule.source is not None:
+            found.setdefault(schedule.filename, schedule.source)
+        return found
+
     def _at_statement(self, err: KernelError) -> TargetError:
-        """A kernel's refusal at the output of the statement writing the kernel's tensor."""
+        """A kernel's refusal at its location (the statement it computes, a note at each
+        schedule op that made its loops), else at the output of the statement writing the
+        kernel's tensor."""
         from einc.frontend.diagnostics import SourceText
 
+        if err.loc is not None and err.loc.file != "<target>":  # located at the kernel's op
+            return TargetError(err.message, err.loc, err.notes).with_sources(self.sources())
         for statement in self.program.statements:
             if statement.output.name == err.tensor:
                 text = SourceText(self.program.source, self.program.filename)
@@ -222,8 +237,8 @@ class Compilation:
         InternalCompilerError naming the stage, with what reproduces it."""
         try:
             return fn(value)
-        except EincError:
-            raise
+        except EincError as err:
+            raise err.with_sources(self.sources())  # an op's location has no text for the caret
         except Exception as exc:  # noqa: BLE001 - the boundary of a stage
             context = self.reproducer_context()
             pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)

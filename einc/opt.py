@@ -225,6 +225,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         opt.run()
         return 0
     except EincError as err:
+        if opt is not None and opt.args.input_file:  # an op's location has no text for the caret
+            try:
+                err.with_sources({opt.get_input_name(): Path(opt.args.input_file).read_text()})
+            except (OSError, UnicodeDecodeError):
+                pass
         print(err.render(), file=sys.stderr)
         return 1
     except DiagnosticException as err:

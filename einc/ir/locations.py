@@ -21,6 +21,7 @@ for errors raised in passes and printers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -42,10 +43,11 @@ from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
-from einc.errors import SourceLocation
+from einc.errors import EincError, InternalCompilerError, SourceLocation
 
 __all__ = [
     "Located",
+    "at_op",
     "derived_from",
     "file_location",
     "fill_locations",
@@ -55,6 +57,7 @@ __all__ = [
     "snapshot",
     "stamp",
     "statement_location",
+    "tag",
 ]
 
 
@@ -86,9 +89,17 @@ def _file_locations(attr: Attribute) -> Iterator[FileLineColLoc]:
 
 
 def _source(loc: FileLineColLoc, sources: dict[str, str] | None) -> SourceLocation:
-    file = loc.filename.data
+    """`loc` as a SourceLocation; with its file's text, spanning the word it starts (a
+    statement's output name, a schedule op's name) for the caret."""
+    file, line, col = loc.filename.data, loc.line.data, loc.column.data
     text = (sources or {}).get(file)
-    return SourceLocation(file, loc.line.data, loc.column.data, 1, text)
+    length = 1
+    if text is not None:
+        lines = text.splitlines()
+        if 0 < line <= len(lines):
+            word = re.match(r"[\w.]+", lines[line - 1][col - 1 :])
+            length = max(1, len(word.group())) if word else 1
+    return SourceLocation(file, line, col, length, text)
 
 
 def statement_location(attr: Attribute, sources: dict[str, str] | None = None) -> SourceLocation | None:
@@ -101,6 +112,31 @@ def statement_location(attr: Attribute, sources: dict[str, str] | None = None) -
 def schedule_locations(attr: Attribute, sources: dict[str, str] | None = None) -> list[SourceLocation]:
     """The file locations after the first (the schedule ops that made the op), in order."""
     return [_source(loc, sources) for loc in list(_file_locations(attr))[1:]]
+
+
+def at_op(attr: Attribute, sources: dict[str, str] | None = None) -> tuple[SourceLocation | None, tuple[tuple[SourceLocation, str], ...]]:
+    """Where an error about an op at `attr` goes: its statement, and a note at each schedule
+    op that made it (`EincError(message, *at_op(op.location))`)."""
+    notes = tuple((loc, "in the code this schedule op made") for loc in schedule_locations(attr, sources))
+    return statement_location(attr, sources), notes
+
+
+def tag(exc: BaseException, op: Operation) -> None:
+    """Record where `exc` was raised: the location of `op`, the op being rewritten or printed
+    (the innermost one: the first tag stays). An EincError without a location takes it (and
+    the schedule ops' notes); any other exception keeps it as `einc_location`, which an
+    InternalCompilerError's reproducer reports."""
+    if not has_location(op) or getattr(exc, "einc_location", None) is not None:
+        return
+    loc, notes = at_op(op.location)
+    if loc is None:
+        return
+    where = str(loc) + "".join(f" (in the code {n} made)" for n, _ in notes)
+    exc.einc_location = f"{where}, at {op.name}"  # type: ignore[attr-defined]
+    if isinstance(exc, EincError) and exc.loc is None:
+        exc.loc, exc.notes = loc, notes
+    if isinstance(exc, InternalCompilerError):
+        exc.add_context(location=exc.einc_location)  # type: ignore[attr-defined]
 
 
 def derived_from(base: LocationAttr, by: LocationAttr) -> LocationAttr:
@@ -248,6 +284,9 @@ class Located(RewritePattern):
         rewriter.operation_insertion_handler.append(inserted.append)
         try:
             self.pattern.match_and_rewrite(op, rewriter)
+        except Exception as exc:
+            tag(exc, op)
+            raise
         finally:
             rewriter.operation_insertion_handler.remove(inserted.append)
         if block is not None:
