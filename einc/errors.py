@@ -17,6 +17,7 @@ import os
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Self
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class EincError(Exception):
             text += f"\n{loc}: note: {note}" + _caret(loc)
         return text
 
-    def with_sources(self, sources: dict[str, str]) -> EincError:
+    def with_sources(self, sources: dict[str, str]) -> Self:
         """This error, its locations given the text of their file from `sources` (file name ->
         text) where they lack one (for the caret); itself, changed in place."""
 

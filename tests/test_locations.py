@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from xdsl.dialects.builtin import FileLineColLoc, FusedLoc, ModuleOp
@@ -66,8 +67,8 @@ def check_stages(comp: Compilation, what: str) -> None:
     assert not bad, f"{what}: target stage: {bad[:5]}"
 
 
-def compiled(case_ir: str, input_dict: object, extra: object, target: str, schedule: object = "default") -> Compilation:
-    return Compilation(case_ir, FILE, input_dict, extra, target, schedule, use_records=False)  # type: ignore[arg-type]
+def compiled(case_ir: str, input_dict: Any, extra: Any, target: str, schedule: Any = "default") -> Compilation:
+    return Compilation(case_ir, FILE, input_dict, extra, target, schedule, use_records=False)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -176,9 +177,8 @@ def test_the_frontend_locates_statements_and_sub_expressions() -> None:
 
 def test_lowered_loops_carry_their_statement() -> None:
     module = compiled(PROGRAM, None, None, "c", "none").module("loops")
-    lines = {op.attributes["einc.stmt"].data: _file_loc(op)  # type: ignore[attr-defined]
-             for op in module.walk() if op.name == "affine.for"}  # fmt: skip
-    assert lines == {"c": (3, 1), "d": (4, 1)}
+    lines = {str(op.attributes["einc.stmt"]): _file_loc(op) for op in module.walk() if op.name == "affine.for"}
+    assert lines == {'"c"': (3, 1), '"d"': (4, 1)}
 
 
 def test_ops_a_schedule_op_made_name_the_statement_and_the_schedule_op() -> None:
@@ -186,7 +186,7 @@ def test_ops_a_schedule_op_made_name_the_statement_and_the_schedule_op() -> None
     alloca = next(op for op in module.walk() if op.name == "memref.alloca")
     assert str(statement_location(alloca.location)) == f"{FILE}:3:1"
     assert [str(loc) for loc in schedule_locations(alloca.location)] == ["s.mlir:3:3", "s.mlir:4:3"]
-    untouched = [op for op in module.walk() if op.name == "affine.for" and op.attributes.get("einc.stmt").data == "d"]  # type: ignore[union-attr]
+    untouched = [op for op in module.walk() if op.name == "affine.for" and str(op.attributes.get("einc.stmt")) == '"d"']
     assert [_file_loc(op) for op in untouched] == [(4, 1)]
 
 
@@ -275,8 +275,9 @@ def test_an_internal_error_in_a_printer_reports_the_statement() -> None:
     assert buffers
     copy = memref.CopyOp(buffers[0].memref, buffers[0].memref)
     copy.location = store.location
-    assert store.parent_block() is not None
-    store.parent_block().insert_op_before(copy, store)  # type: ignore[union-attr]
+    block = store.parent_block()
+    assert block is not None
+    block.insert_op_before(copy, store)
     with pytest.raises(InternalCompilerError) as info:
         comp._guarded("source", comp.target_obj.emit, module)
     assert info.value.context.get("location", "").startswith(f"{FILE}:4:1, at memref.copy"), info.value.context

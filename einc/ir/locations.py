@@ -132,18 +132,20 @@ def tag(exc: BaseException, op: Operation) -> None:
     if loc is None:
         return
     where = str(loc) + "".join(f" (in the code {n} made)" for n, _ in notes)
-    exc.einc_location = f"{where}, at {op.name}"  # type: ignore[attr-defined]
+    where = f"{where}, at {op.name}"
+    setattr(exc, "einc_location", where)
     if isinstance(exc, EincError) and exc.loc is None:
         exc.loc, exc.notes = loc, notes
     if isinstance(exc, InternalCompilerError):
-        exc.add_context(location=exc.einc_location)  # type: ignore[attr-defined]
+        exc.add_context(location=where)
 
 
 def derived_from(base: LocationAttr, by: LocationAttr) -> LocationAttr:
     """`base` as made by the op at `by`: `fused[base..., by]` (flat, `by` not repeated)."""
     if isinstance(by, UnknownLoc):
         return base
-    parts: list[Attribute] = list(base.locations.data) if isinstance(base, FusedLoc) else [base]
+    inner = base.locations if isinstance(base, FusedLoc) else None
+    parts: list[Attribute] = list(inner.data) if isinstance(inner, ArrayAttr) else [base]
     parts = [p for p in parts if not isinstance(p, UnknownLoc)]
     if by in parts:
         return base
