@@ -247,6 +247,7 @@ class Schedule:
         interpreter.register_implementations(EincTransformFunctions(self, module))
         try:
             interpreter.call_op(self.entry(), (OperationHandle(module),))
+            locations.fill_locations(module)  # what a transform made outside the ops it was given
         except EincError:
             raise
         except Exception as exc:  # noqa: BLE001 - an interpreter or transform bug
@@ -297,28 +298,29 @@ class _LocatingListener(Interpreter.Listener):
     def __init__(self, schedule: Schedule, payload: ModuleOp):
         self.schedule = schedule
         self.payload = payload
-        self.before: list[tuple[set[Operation], locations.Context]] = []
+        self.watches: list[locations.Watch | None] = []
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
         if not isinstance(op, _NOT_TRANSFORMS):
-            self.before.append((set(self.payload.walk()), locations.snapshot(self.payload)))
+            targets = [t for a in args if isinstance(a, OperationHandle) for t in a.ops]
+            self.watches.append(locations.Watch.around(self.payload, targets))
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
-        if isinstance(op, _NOT_TRANSFORMS) or not self.before:
+        if isinstance(op, _NOT_TRANSFORMS) or not self.watches:
             return
-        existing, context = self.before.pop()
+        watch = self.watches.pop()
+        if watch is None:  # too much to watch: its ops are located after the schedule
+            return
         loc = self.schedule.locations.get(op)
         by: LocationAttr = (
             locations.file_location(loc) if loc is not None
             else op.location if locations.has_location(op) else NameLoc(StringAttr(op.name), NoneAttr())
         )  # fmt: skip
-        locations.fill_locations(self.payload, context, lambda found: locations.derived_from(found, by))
-        for made in self.payload.walk():
-            if made not in existing and locations.has_location(made) and not isinstance(made, ModuleOp):
-                made.location = locations.derived_from(made.location, by)
+        watch.locate_made(by)
 
 
-_NOT_TRANSFORMS = (transform.NamedSequenceOp, transform.YieldOp, et.KnobOp, transform.ParamConstantOp)
+_NOT_TRANSFORMS = (transform.NamedSequenceOp, transform.YieldOp, et.KnobOp, transform.ParamConstantOp, et.MatchOp)
+"""Ops that change no payload op."""
 
 
 @register_impls

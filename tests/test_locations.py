@@ -184,8 +184,10 @@ def test_lowered_loops_carry_their_statement() -> None:
 def test_ops_a_schedule_op_made_name_the_statement_and_the_schedule_op() -> None:
     module = compiled(PROGRAM, None, None, "c", Schedule.parse(SCHEDULE, "s.mlir")).module("scheduled")
     alloca = next(op for op in module.walk() if op.name == "memref.alloca")
-    assert str(statement_location(alloca.location)) == f"{FILE}:3:1"
-    assert [str(loc) for loc in schedule_locations(alloca.location)] == ["s.mlir:3:3", "s.mlir:4:3"]
+    assert str(statement_location(alloca.location)) == f"{FILE}:3:10"  # the staged a[i, k]
+    assert [str(loc) for loc in schedule_locations(alloca.location)] == ["s.mlir:4:3"]  # cache_read
+    copy = next(op for op in module.walk() if str(op.attributes.get("einc.axis")) == '"a.in0"')
+    assert [str(loc) for loc in schedule_locations(copy.location)] == ["s.mlir:3:3", "s.mlir:4:3"]
     untouched = [op for op in module.walk() if op.name == "affine.for" and str(op.attributes.get("einc.stmt")) == '"d"']
     assert [_file_loc(op) for op in untouched] == [(4, 1)]
 

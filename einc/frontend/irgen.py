@@ -60,7 +60,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from einc.dialects.ein import EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp
 from einc.frontend import checked as c
 from einc.frontend.ast import Span
-from einc.ir.locations import fill_locations
+from einc.ir.locations import stamp
 from einc.frontend.affine_ranges import const_value, is_affine
 from einc.frontend.checked import TensorInfo, is_float, is_int
 
@@ -388,8 +388,7 @@ def build_statement(
         body = BodyBuilder(op.body.block, tensors, filename)
         body.terminate(YieldOp, stmt.expr)
         op.result.name_hint = stmt.output.name
-    op.location = statement_loc(stmt, filename)
-    fill_locations(op)
+    stamp(op, statement_loc(stmt, filename))  # the op, its terminator, a branch's constant
     return op
 
 

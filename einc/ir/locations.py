@@ -5,13 +5,14 @@ from a statement: the einsum at the statement, its body's ops at their sub-expre
 passes keep them without each `create` saying so:
 
 - a clone keeps its original's location (xDSL);
+- `Located(pattern)`: the ops a rewrite pattern makes take the location of the op it rewrites;
 - after every pass of a pipeline (`keeping_locations`) and after every transform op of a
-  schedule, `fill_locations` gives each op still at `loc(unknown)` the location of what it
-  was made from, found in this order: the nearest enclosing op with one (not the host
-  `func.func`, which stands for the whole program), the first op inside it with one (a new
-  loop around moved code, an outlined kernel), the first user of its results with one (an
-  allocation, a hoisted constant), the first operand's defining op with one, then the
-  nearest neighbour in its block;
+  schedule (`Watch`, over the ops it was given), `fill_locations` gives each op still at
+  `loc(unknown)` the location of what it was made from. An op with regions (a new loop, an
+  outlined kernel): the statement of the first located op inside it, else the nearest
+  located enclosing op (not the host `func.func`, which stands for the whole program). An
+  op without: the first located user of its results (a hoisted constant, a buffer), else
+  its operands' defining op, else the enclosing op. Then the nearest located neighbour;
 - an op a schedule op made (new, or a clone) carries `fused[statement loc, schedule op loc]`
   (`derived_from`), so it names both.
 
@@ -39,7 +40,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Block, Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
@@ -47,6 +48,7 @@ from einc.errors import EincError, InternalCompilerError, SourceLocation
 
 __all__ = [
     "Located",
+    "Watch",
     "at_op",
     "derived_from",
     "file_location",
@@ -67,7 +69,7 @@ def file_location(loc: SourceLocation) -> FileLineColLoc:
 
 
 def has_location(op: Operation) -> bool:
-    return not isinstance(op.location, UnknownLoc)
+    return type(op.location) is not UnknownLoc
 
 
 def _file_locations(attr: Attribute) -> Iterator[FileLineColLoc]:
@@ -158,9 +160,9 @@ _PROGRAM_OPS = (ModuleOp, func.FuncOp)
 """Ops that stand for the whole program, not a statement: nothing inherits their location."""
 
 
-Context = dict[Operation, LocationAttr]
-"""Each op of a module before a pass -> the location of its nearest located enclosing op
-(the statement an einsum body's op belongs to), or its own."""
+Context = dict[Operation, LocationAttr | None]
+"""Each op of a module before a change -> the location of its nearest located enclosing op
+(the statement an einsum body's op belongs to), else its own (None: neither)."""
 
 
 def _enclosing(op: Operation) -> LocationAttr | None:
@@ -173,15 +175,21 @@ def _enclosing(op: Operation) -> LocationAttr | None:
 
 
 def snapshot(root: Operation) -> Context:
-    """`Context` of every op under `root`, taken before a pass: an op the pass moves into a
-    new op (a loop around it, a kernel) gives the new op its statement's location."""
+    """`Context` of every op under `root`, taken before a change (its keys: the ops there
+    were): an op the change moves into a new op (a loop around it, a kernel) gives the new
+    op its statement's location."""
     context: Context = {}
-    for op in root.walk():
-        found = _enclosing(op)
-        if found is not None:
-            context[op] = found
-        elif has_location(op):
-            context[op] = op.location
+
+    def visit(op: Operation, enclosing: LocationAttr | None) -> None:
+        own = op.location if has_location(op) else None
+        context[op] = enclosing or own
+        inner = enclosing if isinstance(op, _PROGRAM_OPS) or own is None else own
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.ops:
+                    visit(child, inner)
+
+    visit(root, _enclosing(root))
     return context
 
 
@@ -192,7 +200,7 @@ def _from_ancestors(op: Operation, context: Context) -> LocationAttr | None:
 def _from_inside(op: Operation, context: Context) -> LocationAttr | None:
     for inner in op.walk():
         if inner is not op and has_location(inner):
-            return context.get(inner, inner.location)
+            return context.get(inner) or inner.location
     return None
 
 
@@ -223,39 +231,154 @@ def _from_neighbours(op: Operation, context: Context) -> LocationAttr | None:
     return None
 
 
-_RULES: Sequence[Callable[[Operation, Context], LocationAttr | None]] = (
-    _from_ancestors, _from_inside, _from_users, _from_operands, _from_neighbours,
-)  # fmt: skip
+Rule = Callable[[Operation, Context], LocationAttr | None]
+_NEST_RULES: Sequence[Rule] = (_from_inside, _from_ancestors, _from_users, _from_operands, _from_neighbours)
+"""An op with regions (a loop, a kernel) comes from what it holds, else where it stands."""
+_LEAF_RULES: Sequence[Rule] = (_from_users, _from_operands, _from_ancestors, _from_neighbours)
+"""An op without comes from the statement its values flow in (a producer's load moved into a
+consumer's loop by compute_at is the producer's), else where it stands."""
 
 
 def fill_locations(
-    root: Operation, context: Context | None = None, wrap: Callable[[LocationAttr], LocationAttr] | None = None
+    root: Operation | Sequence[Operation], context: Context | None = None,
+    wrap: Callable[[LocationAttr], LocationAttr] | None = None,
 ) -> int:
-    """Give each op under `root` at `loc(unknown)` (the host function and module excepted)
-    the location of what it was made from, `context` being the `snapshot` taken before the
-    change: the rules of the module docstring, the first ones repeated until they locate
-    nothing more before a later one is tried. A found location passes through `wrap` when
-    given. Returns how many ops it located; a module with no location is left as it is."""
-    if not any(has_location(op) for op in root.walk()):
+    """Give each op under `root` (an op, or several) at `loc(unknown)` (the host function
+    and module excepted) the location of what it was made from, `context` being the
+    `snapshot` taken before the change: the rules of the module docstring, the first ones
+    repeated until they locate nothing more before a later one is tried. A found location
+    passes through `wrap` when given. Returns how many ops it located; a module with no
+    location is left as it is."""
+    roots = [root] if isinstance(root, Operation) else list(root)
+    pending: list[Operation] = []
+    located = False
+    for top in roots:
+        for op in top.walk():
+            if has_location(op):
+                located = True
+            elif not isinstance(op, _PROGRAM_OPS):
+                pending.append(op)
+    if not pending or not (located or any(has_location(op) for op in _outermost(roots[0]).walk())):
         return 0
-    context = context or {}
+    return _fill(pending, context or {}, wrap)
+
+
+def _fill(pending: list[Operation], context: Context, wrap: Callable[[LocationAttr], LocationAttr] | None) -> int:
+    """`fill_locations` of the ops `pending` (at `loc(unknown)`, none the host function)."""
+    pending = [op for op in pending if not isinstance(op, _PROGRAM_OPS)]
     filled = 0
-    for level in range(1, len(_RULES) + 1):
-        while True:
-            changed = 0
-            for op in root.walk():
-                if has_location(op) or isinstance(op, _PROGRAM_OPS):
-                    continue
-                for rule in _RULES[:level]:
-                    found = rule(op, context)
-                    if found is not None:
-                        op.location = wrap(found) if wrap is not None else found
-                        changed += 1
-                        break
-            filled += changed
-            if not changed:
+    for level in range(1, len(_NEST_RULES) + 1):
+        while pending:
+            still: list[Operation] = []
+            for op in pending:
+                rules = (_NEST_RULES if op.regions else _LEAF_RULES)[:level]
+                found = next((loc for rule in rules if (loc := rule(op, context)) is not None), None)
+                if found is None:
+                    still.append(op)
+                else:
+                    op.location = wrap(found) if wrap is not None else found
+            if len(still) == len(pending):
                 break
+            filled += len(pending) - len(still)
+            pending = still
     return filled
+
+
+def _outermost(op: Operation) -> Operation:
+    while (parent := op.parent_op()) is not None:
+        op = parent
+    return op
+
+
+WATCH_LIMIT = 300
+"""The most ops one transform op's `Watch` holds. Past it (a consumer loop that compute_at
+grew to hold a long chain of statements), the ops that transform op makes are located after
+the schedule, at their statement only: keeping locations stays linear in the module."""
+
+
+def _all_ops(tops: Sequence[Operation], limit: int | None = None) -> list[Operation] | None:
+    """Every op under `tops` (preorder), or None when there are more than `limit`. A loop
+    over xDSL's links rather than its nested `walk` generators: a schedule runs it per
+    transform op."""
+    found: list[Operation] = []
+    stack = list(reversed(tops))
+    while stack:
+        op = stack.pop()
+        found.append(op)
+        if limit is not None and len(found) > limit:
+            return None
+        inner: list[Operation] = []
+        for region in op.regions:
+            block = region._first_block
+            while block is not None:
+                child = block._first_op
+                while child is not None:
+                    inner.append(child)
+                    child = child._next_op
+                block = block._next_block
+        stack.extend(reversed(inner))
+    return found
+
+
+@dataclass
+class Watch:
+    """The ops a change to `targets` may make or clone: those between each target's
+    neighbours in its block that the change keeps (a loop wrapped, split, staged or fused in
+    place), or the whole of `root` when a target is the module or a function (a pass applied
+    from a schedule); at most WATCH_LIMIT of them (`around` gives None past it)."""
+
+    root: Operation
+    spans: list[tuple[Block, Operation | None, Operation | None]] | None
+    existing: set[Operation]
+
+    @classmethod
+    def around(cls, root: Operation, targets: Sequence[Operation]) -> Watch | None:
+        spans: list[tuple[Block, Operation | None, Operation | None]] | None = []
+        given = set(targets)
+        for target in dict.fromkeys(targets):
+            block = target.parent_block()
+            if block is None or isinstance(target, _PROGRAM_OPS):
+                spans = None
+                break
+            before, after = target.prev_op, target.next_op
+            while before is not None and before in given:  # anchors the change keeps
+                before = before.prev_op
+            while after is not None and after in given:
+                after = after.next_op
+            spans.append((block, before, after))
+        watch = cls(root, spans or None, set())
+        watched = _all_ops(watch.ops() or [root], WATCH_LIMIT)
+        if watched is None:
+            return None
+        watch.existing.update(watched)
+        return watch
+
+    def ops(self) -> list[Operation] | None:
+        """The outermost ops watched now; None when an anchor has gone (the change reached
+        past the ops it was given)."""
+        if self.spans is None:
+            return [self.root]
+        found: dict[Operation, None] = {}
+        for block, before, after in self.spans:
+            if any(a is not None and a.parent_block() is not block for a in (before, after)):
+                return None
+            op = before.next_op if before is not None else block.first_op
+            while op is not None and op is not after:
+                found[op] = None
+                op = op.next_op
+        return list(found)
+
+    def locate_made(self, by: LocationAttr) -> None:
+        """After the change: the ops it made (new, or clones) at `derived_from(..., by)` (with
+        an anchor gone, none: they are located after the schedule)."""
+        tops = self.ops()
+        if tops is None:
+            return
+        made = [op for op in _all_ops(tops) or () if op not in self.existing]
+        _fill([op for op in made if not has_location(op)], {}, lambda found: derived_from(found, by))
+        for op in made:
+            if not isinstance(op, _PROGRAM_OPS) and has_location(op):
+                op.location = derived_from(op.location, by)
 
 
 def stamp(op: Operation, loc: LocationAttr) -> None:
