@@ -284,3 +284,35 @@ def test_an_internal_error_in_a_printer_reports_the_statement() -> None:
         comp._guarded("source", comp.target_obj.emit, module)
     assert info.value.context.get("location", "").startswith(f"{FILE}:4:1, at memref.copy"), info.value.context
     assert "--- location ---" in info.value.reproducer()
+
+
+def test_a_bug_in_a_located_pattern_reports_the_op_it_was_rewriting() -> None:
+    """A pattern (wrapped in Located, as einc's passes wrap theirs) that fails on the einsum of
+    line 4: the InternalCompilerError's reproducer names that statement."""
+    from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+
+    from einc.ir.locations import Located
+
+    class Broken(RewritePattern):
+        def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+            if op.name == "ein.einsum" and _file_loc(op)[0] == 4:
+                raise RuntimeError("a bug")
+
+    module = compiled(PROGRAM, None, None, "c").module("ein").clone()
+    with pytest.raises(Exception) as info:
+        PatternRewriteWalker(Located(Broken())).rewrite_module(module)
+    ice = InternalCompilerError.wrap(info.value, "loops")
+    assert ice.context.get("location") == f"{FILE}:4:1, at ein.einsum", ice.context
+
+
+def test_a_storage_refusal_in_einc_opt_names_the_statement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """legalize-storage-dtypes refusing a float64 buffer on Poplar (einc-opt runs no
+    frontend dtype check): at the statement using the buffer, not `<unknown>:0:0`."""
+    from einc.opt import main
+
+    prog = tmp_path / "f64.ein"
+    prog.write_text("input a: float64[8]\nb[i] = a[i] * 2.0\n")
+    target = get_all_targets()["poplar"]().pipeline
+    assert main([str(prog), "-p", f"convert-ein-to-affine,{target}"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{prog}:2:1: error: the poplar target cannot store float64 buffers"), err
