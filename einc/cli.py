@@ -67,6 +67,12 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         choices=STAGES,
         help="print the program after this stage instead of the final source",
     )
+    comp.add_argument(
+        "--print-debuginfo",
+        action="store_true",
+        help="with --dump-after, print each op's location (loc(\"prog.ein\":3:1), fused with "
+        "the schedule op that made it); see docs/LOCATIONS.md",
+    )
     _record_options(comp)
     _plugin_options(comp)
     from einc.numerics.command import add_arguments
@@ -337,6 +343,11 @@ def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
         raise UsageError(
             f"--repeat must be at least 1, got {args.repeat}", argument_location(argv, "--repeat")
         )
+    if getattr(args, "print_debuginfo", False) and getattr(args, "dump_after", None) in (None, "source"):
+        raise UsageError(
+            "--print-debuginfo prints the locations of IR: use it with --dump-after ein, loops, "
+            "scheduled or target", argument_location(argv, "--print-debuginfo"),
+        )  # fmt: skip
     output = getattr(args, "output", None)
     if output is not None:
         where = argument_location(argv, "-o", "--output")
@@ -407,6 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 target=args.target,
                 schedule=args.schedule,
                 dump_after=args.dump_after,
+                print_debuginfo=args.print_debuginfo,
                 manifest_path=f"{args.output}.json" if args.output else None,
                 use_records=not args.no_records,
                 db=args.db,

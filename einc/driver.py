@@ -98,6 +98,8 @@ class Compilation:
         self.record: Record | None = None
         """The tuning record whose schedule was applied, if one was."""
         self.record_db: Path | None = None
+        self.applied_schedule: Schedule | None = None
+        """The schedule applied (the target's default one included), once known."""
         self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
             ("ein", self._ein),
             ("loops", self._loops),
@@ -147,6 +149,7 @@ class Compilation:
         if schedule is None:
             return module
         self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
+        self.applied_schedule = schedule
         self.target_obj.check_schedule(schedule)
         scheduled = schedule.apply(module)
         self.target_obj.check_scheduled(schedule, scheduled)
@@ -189,10 +192,22 @@ class Compilation:
         except KernelError as err:
             raise self._at_statement(err) from None
 
+    def sources(self) -> dict[str, str]:
+        """The texts errors' locations point into: the program, the schedule (for the caret)."""
+        found = {self.filename: self.source} if isinstance(self.source, str) else {}
+        schedule = self.applied_schedule
+        if schedule is not None and schedule.source is not None:
+            found.setdefault(schedule.filename, schedule.source)
+        return found
+
     def _at_statement(self, err: KernelError) -> TargetError:
-        """A kernel's refusal at the output of the statement writing the kernel's tensor."""
+        """A kernel's refusal at its location (the statement it computes, a note at each
+        schedule op that made its loops), else at the output of the statement writing the
+        kernel's tensor."""
         from einc.frontend.diagnostics import SourceText
 
+        if err.loc is not None and err.loc.file != "<target>":  # located at the kernel's op
+            return TargetError(err.message, err.loc, err.notes).with_sources(self.sources())
         for statement in self.program.statements:
             if statement.output.name == err.tensor:
                 text = SourceText(self.program.source, self.program.filename)
@@ -250,8 +265,8 @@ class Compilation:
         InternalCompilerError naming the stage, with what reproduces it."""
         try:
             return fn(value)
-        except EincError:
-            raise
+        except EincError as err:
+            raise err.with_sources(self.sources())  # an op's location has no text for the caret
         except Exception as exc:  # noqa: BLE001 - the boundary of a stage
             context = self.reproducer_context()
             pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
@@ -398,7 +413,10 @@ def compile_file_command(
     db: str | None = None,
     extra_passes: Mapping[str, Sequence[str]] | None = None,
     progress: Callable[[str, float], None] | None = None,
+    print_debuginfo: bool = False,
 ) -> str:
+    """The source (or, with `dump_after`, the IR after that stage, each op's location
+    printed with `print_debuginfo`)."""
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
                        progress=progress)  # fmt: skip
@@ -406,8 +424,20 @@ def compile_file_command(
     say_record(comp)
     if manifest_path is not None and dump_after is None:
         write_manifest(comp, manifest_path)
-    text = str(result)
+    text = str(result) if isinstance(result, str) or not print_debuginfo else print_ir(result, debuginfo=True)
     return text if text.endswith("\n") else text + "\n"
+
+
+def print_ir(module: ModuleOp, debuginfo: bool = False) -> str:
+    """`module` as text (xDSL's printer, as `str(module)`), with each op's `loc(...)` when
+    `debuginfo`."""
+    import io
+
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
+    return out.getvalue()
 
 
 def say_record(comp: Compilation) -> None:

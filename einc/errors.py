@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import os
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Self
 
 
 @dataclass(frozen=True)
@@ -45,26 +46,52 @@ def span_location(span: object) -> SourceLocation:
 class EincError(Exception):
     """Base class of every user-facing error of einc."""
 
-    def __init__(self, message: str, loc: SourceLocation | None = None):
+    def __init__(self, message: str, loc: SourceLocation | None = None,
+                 notes: tuple[tuple[SourceLocation, str], ...] = ()):  # fmt: skip
         super().__init__(message)
         self.message = message
         self.loc = loc
+        self.notes = notes
+        """More places the error involves, MLIR-style `file:line:col: note: ...` lines (the
+        schedule op that made the op an error is about)."""
 
     def render(self) -> str:
-        """The diagnostic in `file:line:col: error: message` form, with a caret under the span."""
+        """The diagnostic in `file:line:col: error: message` form, with a caret under the span;
+        then each note, the same way."""
         if self.loc is None:
-            return f"<unknown>:0:0: error: {self.message}"
-        text = f"{self.loc}: error: {self.message}"
-        if self.loc.source is not None:
-            lines = self.loc.source.splitlines()
-            if 0 < self.loc.line <= len(lines):
-                line = lines[self.loc.line - 1]
-                caret = " " * (self.loc.col - 1) + "^" + "~" * max(0, self.loc.length - 1)
-                text += f"\n{line}\n{caret}"
+            text = f"<unknown>:0:0: error: {self.message}"
+        else:
+            text = f"{self.loc}: error: {self.message}" + _caret(self.loc)
+        for loc, note in self.notes:
+            text += f"\n{loc}: note: {note}" + _caret(loc)
         return text
+
+    def with_sources(self, sources: dict[str, str]) -> Self:
+        """This error, its locations given the text of their file from `sources` (file name ->
+        text) where they lack one (for the caret); itself, changed in place."""
+
+        def filled(loc: SourceLocation) -> SourceLocation:
+            text = sources.get(loc.file)
+            return loc if loc.source is not None or text is None else replace(loc, source=text)
+
+        if self.loc is not None:
+            self.loc = filled(self.loc)
+        self.notes = tuple((filled(loc), note) for loc, note in self.notes)
+        return self
 
     def __str__(self) -> str:
         return self.render()
+
+
+def _caret(loc: SourceLocation) -> str:
+    """The source line of `loc` with a caret under its span ("" without the source)."""
+    if loc.source is None:
+        return ""
+    lines = loc.source.splitlines()
+    if not 0 < loc.line <= len(lines):
+        return ""
+    caret = " " * (loc.col - 1) + "^" + "~" * max(0, loc.length - 1)
+    return f"\n{lines[loc.line - 1]}\n{caret}"
 
 
 class ParseError(EincError):
@@ -126,6 +153,13 @@ class InternalCompilerError(Exception):
             return exc
         ice = cls(f"{type(exc).__name__}: {exc}", stage, context)
         ice.__cause__ = exc
+        cause: BaseException | None = exc
+        while cause is not None:  # where a pass or printer met it (einc.ir.locations.tag)
+            where = getattr(cause, "einc_location", None)
+            if isinstance(where, str):
+                ice.add_context(location=where)
+                break
+            cause = cause.__cause__ or cause.__context__
         return ice
 
     def add_context(self, stage: str | None = None, **context: str) -> None:

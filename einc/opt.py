@@ -205,6 +205,9 @@ class EincOptMain(xDSLOptMain):
         if spec is not None:
             self.args.passes = strip_module_wrapper(spec)
         self.pipeline = PassPipeline(parse_passes(self.args.passes, self.available_passes, "pass-pipeline"))
+        from einc.ir.locations import keeping_locations
+
+        self.pipeline = keeping_locations(self.pipeline)  # ops a pass makes keep a location
         if self.args.verify_each:
             from einc.passes.verify_egpu import verifying
 
@@ -360,6 +363,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ChunksFailed:
         return 1
     except EincError as err:
+        if opt is not None and opt.args.input_file:  # an op's location has no text for the caret
+            try:
+                err.with_sources({opt.get_input_name(): Path(opt.args.input_file).read_text()})
+            except (OSError, UnicodeDecodeError):
+                pass
         print(err.render(), file=sys.stderr)
         return 1
     except DiagnosticException as err:

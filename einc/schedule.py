@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects import affine, memref, transform
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, LocationAttr, ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -46,6 +46,7 @@ from einc.errors import (
     SourceLocation,
     span_location,
 )
+from einc.ir import locations
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loops import LoopIndex
 from einc.passes.utils.rfactor import rfactor_loop
@@ -256,13 +257,14 @@ class Schedule:
         ctx = make_context()
         from einc.passes import get_all_passes
 
-        interpreter = Interpreter(self.module, listeners=tuple(listeners))
+        interpreter = Interpreter(self.module, listeners=(_LocatingListener(self, module), *listeners))
         from einc.schedule_passes import RegisteredPassFunctions
 
         interpreter.register_implementations(RegisteredPassFunctions(self, ctx, get_all_passes()))
         interpreter.register_implementations(EincTransformFunctions(self, module))
         try:
             interpreter.call_op(self.entry(), (OperationHandle(module),))
+            locations.fill_locations(module)  # what a transform made outside the ops it was given
         except EincError:
             raise
         except Exception as exc:  # noqa: BLE001 - an interpreter or transform bug
@@ -304,6 +306,38 @@ def check_schedule_argument(schedule: object) -> None:
 
 
 # ---- the interpreter ---------------------------------------------------------------------------
+
+
+class _LocatingListener(Interpreter.Listener):
+    """Locates the payload ops each transform op makes (new ones, and clones) at
+    `fused[statement loc, schedule op loc]` (einc.ir.locations.derived_from)."""
+
+    def __init__(self, schedule: Schedule, payload: ModuleOp):
+        self.schedule = schedule
+        self.payload = payload
+        self.watches: list[locations.Watch | None] = []
+
+    def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
+        if not isinstance(op, _NOT_TRANSFORMS):
+            targets = [t for a in args if isinstance(a, OperationHandle) for t in a.ops]
+            self.watches.append(locations.Watch.around(self.payload, targets))
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        if isinstance(op, _NOT_TRANSFORMS) or not self.watches:
+            return
+        watch = self.watches.pop()
+        if watch is None:  # too much to watch: its ops are located after the schedule
+            return
+        loc = self.schedule.locations.get(op)
+        by: LocationAttr = (
+            locations.file_location(loc) if loc is not None
+            else op.location if locations.has_location(op) else NameLoc(StringAttr(op.name), NoneAttr())
+        )  # fmt: skip
+        watch.locate_made(by)
+
+
+_NOT_TRANSFORMS = (transform.NamedSequenceOp, transform.YieldOp, et.KnobOp, transform.ParamConstantOp, et.MatchOp)
+"""Ops that change no payload op."""
 
 
 @register_impls

@@ -131,5 +131,5 @@ def build_module(program: Program) -> ModuleOp:
     """The verified `ein`-level module of a checked program: one `func.func @kernel`."""
     text = SourceText(program.source, program.filename)
     return _guarded(
-        text, lambda: irgen.build(program.inputs, program.outputs, program.statements), "ein"
+        text, lambda: irgen.build(program.inputs, program.outputs, program.statements, program.filename), "ein"
     )

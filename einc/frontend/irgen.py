@@ -18,6 +18,10 @@ Conventions the lowering relies on:
   conditions are folded with `andi`/`ori`, except that a later condition reading a tensor is
   evaluated under an `scf.if` of the earlier ones (C's short-circuit `&&`/`||`);
 - bool is `i1`; the einsum yields the output's element type (a bool result is `extui` to i8).
+
+Locations (einc/ir/locations.py): the einsum/scatter carries `loc("FILE":L:C)` of its
+statement (where its output is written), each body op the location of the sub-expression it
+computes; the function and its return carry the program's start (`FILE:1:1`).
 """
 
 from __future__ import annotations
@@ -49,11 +53,14 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, UnknownLoc
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects.ein import EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp
 from einc.frontend import checked as c
+from einc.frontend.ast import Span
+from einc.ir.locations import stamp
 from einc.frontend.affine_ranges import const_value, is_affine
 from einc.frontend.checked import TensorInfo, is_float, is_int
 
@@ -101,14 +108,28 @@ def float_attr(value: float, dtype: str) -> FloatAttr:
 class BodyBuilder:
     """Emits the scalar body of one einsum into a block (and nested `scf.if` regions)."""
 
-    def __init__(self, block: Block, tensors: dict[str, SSAValue]):
+    def __init__(self, block: Block, tensors: dict[str, SSAValue], filename: str = "<string>"):
         self.block = block
         self.axes = block.args
         self.tensors = tensors
+        self.filename = filename
+        self.loc: FileLineColLoc | UnknownLoc = UnknownLoc()
+        """The location of the sub-expression being built: the ops emitted carry it."""
 
     def emit(self, op: Operation) -> SSAValue:
+        if isinstance(op.location, UnknownLoc):
+            op.location = self.loc
         self.block.add_op(op)
         return op.results[0]
+
+    def located(self, span: Span, build: Callable[[], SSAValue]) -> SSAValue:
+        """`build()` with the ops it emits at `span` (restored after)."""
+        saved = self.loc
+        self.loc = span_loc(span, self.filename)
+        try:
+            return build()
+        finally:
+            self.loc = saved
 
     def terminate(self, terminator: Callable[[SSAValue], Operation], expr: c.Expr) -> None:
         """Ends the current block with `terminator` of the value of `expr`."""
@@ -132,6 +153,9 @@ class BodyBuilder:
     # ---- indices -----------------------------------------------------------------------------
     def index(self, expr: c.Expr) -> SSAValue:
         """`expr` (an integer expression) as an `index` value."""
+        return self.located(expr.span, lambda: self._index(expr))
+
+    def _index(self, expr: c.Expr) -> SSAValue:
         if isinstance(expr, c.Axis):
             return self.axes[expr.index]
         value = const_value(expr)
@@ -175,6 +199,9 @@ class BodyBuilder:
     # ---- values ------------------------------------------------------------------------------
     def value(self, expr: c.Expr) -> SSAValue:
         """`expr` as a scalar of its dtype."""
+        return self.located(expr.span, lambda: self._value(expr))
+
+    def _value(self, expr: c.Expr) -> SSAValue:
         if not isinstance(expr, c.Axis) and is_affine(expr) and axes_in(expr):
             applied = self.affine_apply(expr)
             return self.emit(arith.IndexCastOp(applied, element_type(expr.dtype)))
@@ -298,6 +325,16 @@ class BodyBuilder:
         return result
 
 
+def span_loc(span: Span, filename: str) -> FileLineColLoc:
+    """`loc("filename":line:col)` of the start of `span`."""
+    return FileLineColLoc(StringAttr(filename), IntAttr(span.line), IntAttr(span.col))
+
+
+def statement_loc(stmt: c.Statement, filename: str) -> FileLineColLoc:
+    """A statement's location: where its output is written (as its errors are located)."""
+    return span_loc(stmt.syntax.output_span, filename)
+
+
 def has_load(expr: c.Expr) -> bool:
     return isinstance(expr, c.Load) or any(has_load(e) for e in c.children(expr))
 
@@ -327,32 +364,39 @@ def affine_expr(expr: c.Expr, dims: dict[int, int]) -> AffineExpr:
     raise AssertionError(f"not an affine expression: {expr}")
 
 
-def build_scatter(stmt: c.Statement, tensors: dict[str, SSAValue]) -> ScatterOp:
+def build_scatter(stmt: c.Statement, tensors: dict[str, SSAValue], filename: str) -> ScatterOp:
     """`ein.scatter` of the tensor the statement updates (its current version)."""
     assert stmt.scatter is not None
     op = ScatterOp(stmt.output.name, stmt.combiner, stmt.axes, tensors[stmt.syntax.output])
-    body = BodyBuilder(op.body.block, tensors)
+    body = BodyBuilder(op.body.block, tensors, filename)
     indices = [body.index(i) for i in stmt.scatter]
     body.block.add_op(ScatterYieldOp(indices, body.value(stmt.expr)))
     op.result.name_hint = stmt.output.name
     return op
 
 
-def build_statement(stmt: c.Statement, tensors: dict[str, SSAValue]) -> EinsumOp | ScatterOp:
+def build_statement(
+    stmt: c.Statement, tensors: dict[str, SSAValue], filename: str = "<string>"
+) -> EinsumOp | ScatterOp:
+    """The statement's op, located at the statement; its body's ops at their sub-expressions
+    (a terminator, a branch's constant: the statement's)."""
     if stmt.scatter is not None:
-        return build_scatter(stmt, tensors)
-    result_type = TensorType(element_type(stmt.output.dtype), stmt.output.shape)
-    op = EinsumOp(stmt.output.name, stmt.combiner, stmt.axes, result_type)
-    body = BodyBuilder(op.body.block, tensors)
-    body.terminate(YieldOp, stmt.expr)
-    op.result.name_hint = stmt.output.name
+        op: EinsumOp | ScatterOp = build_scatter(stmt, tensors, filename)
+    else:
+        result_type = TensorType(element_type(stmt.output.dtype), stmt.output.shape)
+        op = EinsumOp(stmt.output.name, stmt.combiner, stmt.axes, result_type)
+        body = BodyBuilder(op.body.block, tensors, filename)
+        body.terminate(YieldOp, stmt.expr)
+        op.result.name_hint = stmt.output.name
+    stamp(op, statement_loc(stmt, filename))  # the op, its terminator, a branch's constant
     return op
 
 
 def build(
-    inputs: Sequence[TensorInfo], outputs: Sequence[TensorInfo], statements: Sequence[c.Statement]
+    inputs: Sequence[TensorInfo], outputs: Sequence[TensorInfo], statements: Sequence[c.Statement],
+    filename: str = "<string>",
 ) -> ModuleOp:
-    """The `func.func @kernel` module of a checked program."""
+    """The `func.func @kernel` module of a checked program, its ops located in `filename`."""
     arg_attrs = ArrayAttr([DictionaryAttr({"ein.name": StringAttr(t.name)}) for t in inputs])
     kernel = func.FuncOp(
         "kernel",
@@ -365,11 +409,12 @@ def build(
         arg.name_hint = info.name
         tensors[info.name] = arg
     for stmt in statements:
-        op = build_statement(stmt, tensors)
+        op = build_statement(stmt, tensors, filename)
         block.add_op(op)
         # a scatter's result is also read under the name of the tensor it updates
         tensors[stmt.syntax.output] = tensors[stmt.output.name] = op.result
-    block.add_op(func.ReturnOp(*[tensors[t.name] for t in outputs]))
+    block.add_op(ret := func.ReturnOp(*[tensors[t.name] for t in outputs]))
+    kernel.location = ret.location = span_loc(Span(0, 0, 1, 1), filename)
     module = ModuleOp([kernel])
     module.verify()
     return module

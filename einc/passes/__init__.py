@@ -177,10 +177,14 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 def run_pipeline(ctx: Context, module: ModuleOp, pipeline: str, label: str = "pass-pipeline") -> None:
     """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place;
     with `EINC_VERIFY_EACH=1`, verify the IR after each pass (`verify-egpu`). A pass that is
-    not registered or a bad option: a UsageError in the text `label` (`parse_passes`)."""
+    not registered or a bad option: a UsageError in the text `label` (`parse_passes`). The ops
+    each pass makes are located where what they were made from is
+    (einc.ir.locations.keeping_locations)."""
+    from einc.ir.locations import keeping_locations
+
     if not pipeline:
         return
-    passes = PassPipeline(parse_passes(pipeline, get_all_passes(), label))
+    passes = keeping_locations(PassPipeline(parse_passes(pipeline, get_all_passes(), label)))
     if os.environ.get("EINC_VERIFY_EACH", "") not in ("", "0"):
         from einc.passes.verify_egpu import verifying
 

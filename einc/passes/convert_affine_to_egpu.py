@@ -95,10 +95,14 @@ class ConvertAffineToEgpuPass(ModulePass):
                     name, k = f"{base}_{k}", k + 1
                 names.add(name)
                 kernel, buffers = outline(stmt, mapping, name, body)
+                kernel.location = stmt.main.location  # the statement's (the schedule op's)
                 if kernel.shared_bytes() > desc.shared_bytes_per_block:  # staged tiles: refused here
-                    desc.check_launch(name, mapping.launch.grid, mapping.launch.block, kernel.shared_bytes())
+                    desc.check_launch(name, mapping.launch.grid, mapping.launch.block, kernel.shared_bytes(),
+                                      origin=kernel.location)  # fmt: skip
                 Rewriter.insert_op(kernel, InsertPoint.after(host))
-                Rewriter.insert_op(egpu.LaunchOp(name, buffers), InsertPoint.before(stmt.ops[0]))
+                launch = egpu.LaunchOp(name, buffers)
+                launch.location = kernel.location
+                Rewriter.insert_op(launch, InsertPoint.before(stmt.ops[0]))
                 erase_statement(stmt)
             _erase_host_leftovers(body)
         # kernels follow their host function in launch order

@@ -69,6 +69,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import PassFailedException
 
+from einc.ir.locations import Located
 from einc.dialects import ein
 from einc.passes.utils.affine_index import affine_access
 from einc.passes.utils.combiner import build_combine, identity_constant
@@ -421,12 +422,12 @@ class ConvertEinToAffinePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _guard_integer_divisions(op)
-        PatternRewriteWalker(BufferizeSignature(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(Located(BufferizeSignature()), apply_recursively=False).rewrite_module(op)
         PatternRewriteWalker(
-            GreedyRewritePatternApplier(
+            Located(GreedyRewritePatternApplier(
                 [LowerEinsum(), LowerScatter(), LowerLoad(), LowerMaterialize(),
                  EraseDeadBridge()]
-            )
+            ))
         ).rewrite_module(op)
         for leftover in op.walk():
             if isinstance(leftover, _LEFTOVERS):

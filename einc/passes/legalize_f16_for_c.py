@@ -32,6 +32,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from einc.ir.locations import Located
+
 FloatCompute = (
     arith.FloatingPointLikeBinaryOperation
     | arith.NegfOp
@@ -89,4 +91,4 @@ class LegalizeF16ForCPass(ModulePass):
     name = "legalize-f16-for-c"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(ComputeF16InF32(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(Located(ComputeF16InF32()), apply_recursively=False).rewrite_module(op)

@@ -36,6 +36,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import Rewriter
 
 from einc.dialects import egpu
+from einc.ir.locations import Located
 from einc.passes.utils.affine_index import dims_to_operands
 
 
@@ -136,13 +137,13 @@ class LegalizeF16StoragePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
             PatternRewriteWalker(
-                GreedyRewritePatternApplier(
+                Located(GreedyRewritePatternApplier(
                     [LoadHalf(), RoundInsteadOfTruncate(), WidenConstant()]
-                ),
+                )),
                 apply_recursively=False,
             ).rewrite_region(kernel.body)
             _widen_remaining(kernel)
             PatternRewriteWalker(
-                GreedyRewritePatternApplier([StoreHalf(), DropIdentityExtension()]),
+                Located(GreedyRewritePatternApplier([StoreHalf(), DropIdentityExtension()])),
                 apply_recursively=False,
             ).rewrite_region(kernel.body)

@@ -61,6 +61,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from einc.ir.locations import Located
+
 
 def saturating_bounds(bits: int, signed: bool) -> tuple[int, int]:
     """The integer type's range [minimum, maximum]; `maximum + 1` is the first float too large."""
@@ -111,4 +113,4 @@ class LegalizeFloatToIntPass(ModulePass):
     name = "legalize-float-to-int"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(SaturateFloatToInt(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(Located(SaturateFloatToInt()), apply_recursively=False).rewrite_module(op)

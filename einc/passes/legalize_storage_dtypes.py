@@ -42,6 +42,7 @@ from einc.errors import TargetError
 from einc.targets.descriptions import description
 
 from einc.ir.attrs import DTYPE_ATTR, dtype_name
+from einc.ir.locations import at_op
 
 
 _dtype = dtype_name
@@ -51,15 +52,17 @@ def _wide(t: Attribute) -> AnyFloat | IntegerType:
     return f32 if isinstance(t, AnyFloat) else i32
 
 
-def _check_widenable(t: Attribute, storable: frozenset[str], target: str) -> None:
-    """Only narrow types are widened; a wide one the target cannot store is refused."""
+def _check_widenable(t: Attribute, storable: frozenset[str], target: str, where: Operation | None = None) -> None:
+    """Only narrow types are widened; a wide one the target cannot store is refused (at the
+    statement of `where`, the buffer's allocation or first use, when it is located)."""
     wide = _wide(t)
     narrow = isinstance(t, AnyFloat | IntegerType) and t.bitwidth < wide.bitwidth
     if not narrow or _dtype(wide) not in storable:
+        loc, notes = at_op(where.location) if where is not None else (None, ())
         raise TargetError(
             f"the {target} target cannot store {_dtype(t)} buffers "
-            f"(it stores {', '.join(sorted(storable))})"
-        )
+            f"(it stores {', '.join(sorted(storable))})", loc, notes,
+        )  # fmt: skip
 
 
 def _retype_args(f: func.FuncOp | egpu.FuncOp, types: dict[int, Attribute]) -> None:
@@ -112,7 +115,8 @@ class LegalizeStorageDtypesPass(ModulePass):
             for k, arg in enumerate(host.body.block.args):
                 t = _memref_type(arg)
                 if t is not None and _dtype(element := t.get_element_type()) not in storable:
-                    _check_widenable(element, storable, self.target)
+                    first_use = next((use.operation for use in arg.uses), None)
+                    _check_widenable(element, storable, self.target, first_use)
                     attrs[k][DTYPE_ATTR] = StringAttr(_dtype(element))
                     types[k] = MemRefType(_wide(element), t.get_shape())
             _retype_args(host, types)
@@ -121,7 +125,7 @@ class LegalizeStorageDtypesPass(ModulePass):
                 t = _memref_type(alloc.memref)
                 if t is None or _dtype(element := t.get_element_type()) in storable:
                     continue
-                _check_widenable(element, storable, self.target)
+                _check_widenable(element, storable, self.target, alloc)
                 alloc.attributes[DTYPE_ATTR] = StringAttr(_dtype(element))
                 Rewriter.replace_value_with_new_type(alloc.memref, MemRefType(_wide(element), t.get_shape()))
         kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, egpu.FuncOp)}
@@ -146,7 +150,7 @@ class LegalizeStorageDtypesPass(ModulePass):
                 t = _memref_type(alloc.memref)
                 if t is None or _dtype(element := t.get_element_type()) in storable:
                     continue
-                _check_widenable(element, storable, self.target)
+                _check_widenable(element, storable, self.target, alloc)
                 Rewriter.replace_value_with_new_type(alloc.memref, MemRefType(_wide(element), t.get_shape()))
                 _narrow_accesses(alloc.memref, element)
 

@@ -67,7 +67,7 @@ def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> T
     loc = staged_location(kernel) if needed - private_bytes(kernel) <= limit else None
     if loc is not None:
         return TargetError(message, loc)
-    return KernelError(message, SourceLocation("<target>", 1, 1), written_tensor(kernel))
+    return KernelError(message, SourceLocation("<target>", 1, 1), written_tensor(kernel), kernel.location)
 
 
 def _name(kernel: egpu.FuncOp, k: int) -> str:

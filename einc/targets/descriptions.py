@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from xdsl.ir import Attribute
+
 from einc.errors import SourceLocation, TargetError
 
 ALL_DTYPES = frozenset(
@@ -99,10 +101,12 @@ class TargetDescription:
     def check_launch(
         self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...], shared_bytes: int = 0,
         private_bytes: int = 0, loc: SourceLocation | None = None, tensor: str | None = None,
+        origin: Attribute | None = None,
     ) -> None:
         """Raise TargetError if the launch of `kernel` breaks a limit of this target (at
         `loc` when given: the schedule op that made the kernel's largest local array; else a
-        KernelError naming `tensor`, the kernel's output, when given)."""
+        KernelError naming `tensor`, the kernel's output, when given, and carrying `origin`,
+        the kernel's location)."""
         problems = []
         threads = math.prod(block)
         if threads > self.max_threads_per_block:
@@ -125,19 +129,24 @@ class TargetDescription:
             )
         if problems:
             message = f"{self.name} target: kernel {kernel} cannot be launched: " + "; ".join(problems)
-            if loc is None and tensor is not None:
-                raise KernelError(message, SourceLocation("<target>", 1, 1), tensor)
+            if loc is None and (tensor is not None or origin is not None):
+                raise KernelError(message, SourceLocation("<target>", 1, 1), tensor, origin)
             raise TargetError(message, loc or SourceLocation("<target>", 1, 1))
 
 
 class KernelError(TargetError):
-    """A limit of the target a lowered kernel breaks, found without the program's text:
-    `tensor` is the kernel's output, and the driver places the error at the statement
-    writing it (when no schedule op is responsible: `loc` is then `<target>:1:1`)."""
+    """A limit of the target a lowered kernel breaks, when no schedule op is responsible: at
+    the kernel's location `origin` (an xDSL location: its statement, with a note at each
+    schedule op that made its loops) when it has one; else at `loc` (`<target>:1:1`), and
+    the driver places it at the statement writing `tensor`, the kernel's output."""
 
-    def __init__(self, message: str, loc: SourceLocation, tensor: str | None):
-        super().__init__(message, loc)
+    def __init__(self, message: str, loc: SourceLocation, tensor: str | None, origin: Attribute | None = None):
+        from einc.ir.locations import at_op
+
+        located, notes = at_op(origin) if origin is not None else (None, ())
+        super().__init__(message, located or loc, notes)
         self.tensor = tensor
+        self.origin = origin
 
 
 _BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, "int16": 16,

@@ -336,7 +336,7 @@ class DeviceTarget(CLikeTarget):
             local = private_bytes(kernel)
             loc = staged_location(kernel) if local > desc.private_memory else None
             desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared, local, loc,
-                              written_tensor(kernel))
+                              written_tensor(kernel), kernel.location)
             launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,

@@ -41,6 +41,7 @@ from xdsl.ir.affine import (
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
+from einc.ir.locations import tag
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.ranges import Range, expr_range, value_range
 from einc.targets.c_lexicon import C_RESERVED, c_identifier, called_names, int_literal
@@ -190,6 +191,13 @@ class _Writer:
 
     # -- statements -----------------------------------------------------------------------------
     def statement(self, op: Operation) -> None:
+        try:
+            self._statement(op)
+        except Exception as exc:
+            tag(exc, op)  # an error or a bug here names the statement the op comes from
+            raise
+
+    def _statement(self, op: Operation) -> None:
         if op.results and all(self.inlined(r) for r in op.results):
             return
         handler = (
@@ -252,6 +260,13 @@ class _Writer:
         raise InternalCompilerError(f"{self.t.name} target: value used before its definition: {v}")
 
     def expression(self, op: Operation) -> Expr:
+        try:
+            return self._expression(op)
+        except Exception as exc:
+            tag(exc, op)  # the innermost op: an inlined operand's own sub-expression
+            raise
+
+    def _expression(self, op: Operation) -> Expr:
         if isinstance(op, arith.ConstantOp):
             return self.constant(op)
         handler = (

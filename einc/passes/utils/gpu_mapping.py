@@ -405,13 +405,20 @@ def _axis(loop: affine.ForOp) -> str:
 
 def schedule_error(message: str, loop: affine.ForOp | None = None) -> ScheduleError:
     """A ScheduleError at the bind op of `loop` (its `einc.bind_loc`, bind_loop records it),
+    else at the loop's statement (its location; a note at each schedule op that made it),
     else at the schedule's first line (the mapping pass runs after the schedule)."""
+    from einc.ir.locations import at_op
+
     loc = SourceLocation("<schedule>", 1, 1)
+    notes: tuple[tuple[SourceLocation, str], ...] = ()
     recorded = loop.attributes.get(BIND_LOC_ATTR) if loop is not None else None
     if isinstance(recorded, StringAttr):
         file, line, col = recorded.data.rsplit(":", 2)
         loc = SourceLocation(file, int(line), int(col))
-    return ScheduleError(f"convert-affine-to-egpu: {message}", loc)
+    elif loop is not None:
+        statement, notes = at_op(loop.location)
+        loc = statement or loc
+    return ScheduleError(f"convert-affine-to-egpu: {message}", loc, notes)
 
 
 def max_trip_count(loop: affine.ForOp) -> int | None:
