@@ -11,6 +11,7 @@
 #        hipcc libamdhip64-dev                         HIP compile checks (gfx90a, gfx1030)
 #        g++                                           SYCL shim, Poplar harness
 #        chromium                                      headless browser for `einc explain`'s page test
+#        python3-dev                                   Python's headers: the C kernels' call trampoline (einc.runtime.fastcall)
 #   pip  pyopencl wgpu cuda-python nvidia-cuda-nvrtc
 #        --with-sycl: intel-sycl-rt intel-opencl-rt (~1.6 GB), i.e. einc's [sycl] extra
 set -euo pipefail
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --with-sycl) with_sycl=1 ;;
     --venv) venv="$2"; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
@@ -35,6 +36,7 @@ apt_packages=(
   hipcc libamdhip64-dev
   g++
   chromium
+  python3-dev
 )
 pip_packages=(pyopencl wgpu cuda-python nvidia-cuda-nvrtc)
 sycl_packages=(intel-sycl-rt intel-opencl-rt)
