@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --with-sycl) with_sycl=1 ;;
     --venv) venv="$2"; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
