@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from einc.errors import SourceLocation, UsageError
+from einc.errors import RuntimeMissingError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
     from einc.tune.tuner import TuneResult
@@ -47,7 +47,11 @@ def tune_file_command(
     task = TuneTask.from_file(path, target)
     # A program error, or a target that cannot run here (no toolchain or device: HIP, CUDA
     # without a GPU), before any search: the default kernel is built and loaded once.
-    task.compilation(None).kernel()
+    kernel = task.compilation(None).kernel()
+    if kernel.unavailable is not None:  # compiled (source, manifest), but nothing runs it here
+        why = kernel.unavailable
+        why = why if "cannot run here" in why else f"{target} kernels cannot run here: {why}"
+        raise RuntimeMissingError(f"{why}; nothing to time, so nothing to tune", SourceLocation(path, 1, 1))
     db_file = Path(db_path) if db_path else default_db_path()
     db_file.parent.mkdir(parents=True, exist_ok=True)
     with RecordDB(db_file) as db:
