@@ -168,3 +168,28 @@ def test_user_errors_still_exit_1_without_reproducer(
     assert cli.main(["compile", "p.ein"]) == 1
     assert "p.ein:1:14: error:" in capsys.readouterr().err
     assert not list(tmp_path.glob("einc-crash-*"))
+
+
+def test_a_device_buffer_named_twice_is_an_internal_error() -> None:
+    """Two host buffers with one name (a pass's bug: an rfactor once named its partials twice)
+    make no manifest: an InternalCompilerError, not a user-facing TargetError."""
+    from xdsl.dialects import memref
+    from xdsl.dialects.builtin import StringAttr
+
+    from einc.driver import Compilation
+    from einc.targets.gpu import host_function
+    from einc.targets.opencl import OpenCLTarget
+
+    comp = Compilation(
+        "temp0[N] +=! input0[N, K]\noutput0[N] = temp0[N] * 2.0",
+        input_dict={"input0": {"dtype": "float32", "shape": [8, 4]}},
+        target="opencl",
+        schedule="none",
+        use_records=False,
+    )
+    module = comp.module("target").clone()
+    allocs = [op for op in host_function(module).walk() if isinstance(op, memref.AllocOp)]
+    assert allocs, "the temporary lives in a host allocation"
+    allocs[0].attributes["ein.name"] = StringAttr("input0")
+    with pytest.raises(InternalCompilerError, match="names buffer\\(s\\) input0 twice"):
+        OpenCLTarget.manifest(module)

@@ -325,6 +325,12 @@ class DeviceTarget(CLikeTarget):
 
         buffers = host_buffers(module)
         names = {id(value): b.name for value, b in buffers}
+        declared = [b.name for _, b in buffers]
+        if len(set(declared)) != len(declared):  # the passes name every buffer once
+            twice = sorted({n for n in declared if declared.count(n) > 1})
+            raise InternalCompilerError.wrap(
+                AssertionError(f"the {cls.name} host function names buffer(s) {', '.join(twice)} twice"), "target"
+            )
         kernels_by_name = {k.sym_name.data: k for k in module.ops if isinstance(k, egpu.FuncOp)}
         desc = cls.description()
         launches = []
