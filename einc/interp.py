@@ -336,10 +336,13 @@ EincArithFunctions = _with_tables(
 
 def _round_half_away(x: Any) -> Any:
     t = np.trunc(x)
-    return t + np.copysign(1, x) if abs(x - t) >= 0.5 else t
+    return np.where(np.abs(x - t) >= 0.5, t + np.copysign(1, x).astype(np.asarray(x).dtype), t)
 
 
-FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {
+_erf = np.frompyfunc(lambda v: math.erf(float(v)), 1, 1)
+
+
+FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {  # on NumPy scalars and arrays alike
     mathd.AbsFOp: np.abs,
     mathd.AcosOp: np.arccos,
     mathd.AcoshOp: np.arccosh,
@@ -351,7 +354,7 @@ FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     mathd.CeilOp: np.ceil,
     mathd.CosOp: np.cos,
     mathd.CoshOp: np.cosh,
-    mathd.ErfOp: lambda x: math.erf(float(x)),
+    mathd.ErfOp: lambda x: np.asarray(_erf(x), np.float64),
     mathd.ExpOp: np.exp,
     mathd.Exp2Op: np.exp2,
     mathd.ExpM1Op: np.expm1,
@@ -362,7 +365,7 @@ FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     mathd.Log2Op: np.log2,
     mathd.RoundEvenOp: np.rint,
     mathd.RoundOp: _round_half_away,
-    mathd.RsqrtOp: lambda x: type(x)(1) / np.sqrt(x),
+    mathd.RsqrtOp: lambda x: np.asarray(1, np.asarray(x).dtype) / np.sqrt(x),
     mathd.SinOp: np.sin,
     mathd.SinhOp: np.sinh,
     mathd.SqrtOp: np.sqrt,
@@ -377,7 +380,7 @@ FLOAT_BINARY_MATH: dict[type[Operation], Callable[[Any, Any], Any]] = {
 }
 
 
-def _ipow(base: int, exponent: int) -> int:
+def ipow(base: int, exponent: int) -> int:
     """Integer power; a negative exponent gives 0 unless |base| is 1 (as the C helper)."""
     if exponent >= 0:
         return base**exponent
@@ -400,7 +403,7 @@ class _MathSpecialFunctions(InterpreterFunctions):
     def run_ipowi(self, interp: Interpreter, op: mathd.IPowIOp, args: PythonValues):
         t = op.result.type
         base, exponent = signed(args[0], t), signed(args[1], t)
-        return (wrap(_ipow(base, exponent), t),)
+        return (wrap(ipow(base, exponent), t),)
 
     @impl(mathd.FPowIOp)
     def run_fpowi(self, interp: Interpreter, op: mathd.FPowIOp, args: PythonValues):

@@ -14,17 +14,16 @@ exact product in double then one rounding.
 from __future__ import annotations
 
 import functools
-import math
 import operator
 from collections.abc import Callable
 from typing import cast as typing_cast
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, VectorType
 from xdsl.ir import Attribute, Operation
 
+from einc import interp
 from einc.interp import bitwidth
 
 Lanes = np.ndarray
@@ -37,15 +36,6 @@ def lanes(value: object) -> Lanes:
     if isinstance(value, np.ndarray | np.generic):
         return typing_cast(Lanes, value)
     raise TypeError(f"not a lane value: {type(value).__name__}")
-
-
-def _ipow(base: int, exponent: int) -> int:
-    """Integer power; a negative exponent gives 0 unless |base| is 1 (as einc/interp.py)."""
-    if exponent >= 0:
-        return base**exponent
-    if base == 0:
-        raise ZeroDivisionError("math.ipowi: zero to a negative power")
-    return 1 if base == 1 else (-1) ** (-exponent) if base == -1 else 0
 
 
 class UnsupportedIR(Exception):
@@ -186,10 +176,10 @@ FLOAT_BINARY: dict[type[Operation], Callable[[Lanes, Lanes], Lanes]] = {
     arith.MinimumfOp: np.minimum,
     arith.MaxnumfOp: np.fmax,
     arith.MinnumfOp: np.fmin,
-    mathd.Atan2Op: np.arctan2,
-    mathd.CopySignOp: np.copysign,
-    mathd.PowFOp: np.power,
+    **interp.FLOAT_BINARY_MATH,
 }
+
+
 
 _CMPI: tuple[Callable[[Lanes, Lanes], Lanes], ...] = (
     operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge,
@@ -284,45 +274,8 @@ CASTS = (
 # ---- math -----------------------------------------------------------------------------------
 
 
-def _round_half_away(x: Lanes) -> Lanes:
-    t = np.trunc(x)
-    return np.where(np.abs(x - t) >= 0.5, t + np.copysign(1, x).astype(np.asarray(x).dtype), t)
-
-
-_erf = np.frompyfunc(lambda v: math.erf(float(v)), 1, 1)
-
-FLOAT_UNARY: dict[type[Operation], Callable[[Lanes], Lanes]] = {
-    mathd.AbsFOp: np.abs,
-    mathd.AcosOp: np.arccos,
-    mathd.AcoshOp: np.arccosh,
-    mathd.AsinOp: np.arcsin,
-    mathd.AsinhOp: np.arcsinh,
-    mathd.AtanOp: np.arctan,
-    mathd.AtanhOp: np.arctanh,
-    mathd.CbrtOp: np.cbrt,
-    mathd.CeilOp: np.ceil,
-    mathd.CosOp: np.cos,
-    mathd.CoshOp: np.cosh,
-    mathd.ErfOp: lambda x: np.asarray(_erf(x), np.float64),
-    mathd.ExpOp: np.exp,
-    mathd.Exp2Op: np.exp2,
-    mathd.ExpM1Op: np.expm1,
-    mathd.FloorOp: np.floor,
-    mathd.LogOp: np.log,
-    mathd.Log10Op: np.log10,
-    mathd.Log1pOp: np.log1p,
-    mathd.Log2Op: np.log2,
-    mathd.RoundEvenOp: np.rint,
-    mathd.RoundOp: _round_half_away,
-    mathd.RsqrtOp: lambda x: np.asarray(1, np.asarray(x).dtype) / np.sqrt(x),
-    mathd.SinOp: np.sin,
-    mathd.SinhOp: np.sinh,
-    mathd.SqrtOp: np.sqrt,
-    mathd.TanOp: np.tan,
-    mathd.TanhOp: np.tanh,
-    mathd.TruncOp: np.trunc,
-    arith.NegfOp: np.negative,
-}
+FLOAT_UNARY: dict[type[Operation], Callable[[Lanes], Lanes]] = {**interp.FLOAT_UNARY, arith.NegfOp: np.negative}
+"""The loop interpreter's table (its functions take arrays too), and negation."""
 
 
 def fma(a: Lanes, b: Lanes, c: Lanes, dtype: np.dtype) -> Lanes:
@@ -338,7 +291,7 @@ def ipowi(a: Lanes, b: Lanes, t: Attribute) -> Lanes:
     aa, bb = np.broadcast_arrays(np.asarray(a), np.asarray(b))
     out = np.empty(aa.shape, dtype)
     for k in np.ndindex(aa.shape):
-        v = _ipow(int(aa[k]), int(bb[k])) & ((1 << width) - 1)
+        v = interp.ipow(int(aa[k]), int(bb[k])) & ((1 << width) - 1)
         out[k] = v - (1 << width) if v >> (width - 1) else v
     return out
 
