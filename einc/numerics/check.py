@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from einc.schedule import Schedule
     from einc.targets.clike import CLikeTarget
 
+
+T = TypeVar("T")
 
 
 # ---- einc compile ---------------------------------------------------------------------------
@@ -55,22 +57,14 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
     notes: list[str] = []
     if not scalable and shape_scale not in (None, 1.0):
         notes.append("shapes kept: this program's input_dict cannot be written as declarations to scale")
-    for i, scale in enumerate(scales):
+
+    def build(scale: float) -> Compilation:
         text = scale_program(source, comp.filename, scale) if scale < 1.0 else source
-        sc = with_extra_passes(Compilation(text, comp.filename, input_dict, comp.extra_outputs, comp.target,
-                                           schedule if schedule is not None else "none", cflags=comp.cflags,
-                                           use_records=False), extra)  # fmt: skip
-        if i + 1 < len(scales):
-            try:
-                sc.run_until("source")
-            except EincError as err:
-                notes.append(f"scale {_fraction(scale)} refused ({_first_line(err)}); trying a larger one")
-                continue
-            except Exception:  # noqa: BLE001 - a crash: the walk finds the step that crashes
-                break
-        break
-    else:  # pragma: no cover - the last scale is always taken
-        raise AssertionError(scales)
+        return with_extra_passes(Compilation(text, comp.filename, input_dict, comp.extra_outputs, comp.target,
+                                             schedule if schedule is not None else "none", cflags=comp.cflags,
+                                             use_records=False), extra)  # fmt: skip
+
+    scale, sc = _first_accepted(scales, build, lambda sc: sc.run_until("source"), notes)
     return _walk_compilation(comp, sc, schedule, scale, seed, notes, extra)
 
 
@@ -240,6 +234,25 @@ def source_unavailable(target: str) -> str | None:
     return None if ok else f"not run: {why}"
 
 
+def _first_accepted(
+    scales: Sequence[float], build: Callable[[float], T], trial: Callable[[T], object], notes: list[str]
+) -> tuple[float, T]:
+    """The first of `scales` whose build `trial` accepts (the last one is taken untried), each
+    refused one noted; a crash takes that scale (the walk finds the step that crashes)."""
+    for i, scale in enumerate(scales):
+        built = build(scale)
+        if i + 1 < len(scales):
+            try:
+                trial(built)
+            except EincError as err:
+                notes.append(f"scale {_fraction(scale)} refused ({_first_line(err)}); trying a larger one")
+                continue
+            except Exception:  # noqa: BLE001 - a crash: the walk finds the step that crashes
+                return scale, built
+        return scale, built
+    raise AssertionError(scales)  # pragma: no cover - the last scale is always taken
+
+
 # ---- einc-opt ---------------------------------------------------------------------------------
 
 
@@ -253,19 +266,9 @@ def check_pipeline(
     is_ein = Path(filename).suffix == ".ein"
     scales = _scales(text if is_ein else "", filename, shape_scale if is_ein else 1.0)
     notes = [] if is_ein or shape_scale in (None, 1.0) else ["shapes kept: an MLIR input is not scaled"]
-    for i, scale in enumerate(scales):
-        module, program = _input_module(text, filename, scale, is_ein)
-        if i + 1 < len(scales):
-            try:
-                _plain(module.clone(), pipeline)
-            except EincError as err:
-                notes.append(f"scale {_fraction(scale)} refused ({_first_line(err)}); trying a larger one")
-                continue
-            except Exception:  # noqa: BLE001 - a crash: the walk finds the step that crashes
-                break
-        break
-    else:  # pragma: no cover
-        raise AssertionError(scales)
+    scale, (module, program) = _first_accepted(
+        scales, lambda scale: _input_module(text, filename, scale, is_ein), lambda mp: _plain(mp[0].clone(), pipeline), notes
+    )
     report = NumericsReport(filename, target or "mlir", seed, scale)
     report.notes = notes + ([_shapes_note(program, scale)] if program is not None else [])
     walk = _opt_walk(report, module, program)
