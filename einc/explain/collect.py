@@ -1,23 +1,17 @@
 """What the page shows, gathered from a Compilation: the pipeline's steps (a NumericsReport)
 and the context around them (shapes, the schedule text, the program).
 
-`collect` is the one place that decides how the steps are obtained: today a walk over the
-driver's stages (one step per stage, no numeric check), to be replaced by
+`collect` is the one place that decides how the steps are obtained:
 `einc.numerics.check_compilation` (one step per pass and per transform op, each checked).
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.printer import Printer
-
-from einc.driver import STAGES, Compilation
-from einc.numerics.types import NumericsReport, PipelineStep
-from einc.targets import LOOPS_PIPELINE
+from einc.driver import Compilation
+from einc.numerics.types import NumericsReport
 
 if TYPE_CHECKING:
     from einc.frontend import TensorInfo
@@ -29,37 +23,6 @@ def collect(comp: Compilation, seed: int = 0, shape_scale: float | None = None) 
     from einc.numerics import check_compilation
 
     return check_compilation(comp, seed=seed, shape_scale=shape_scale)
-
-
-def generic_text(module: ModuleOp) -> str:
-    """The module in MLIR's generic form (what NumericsReport steps hold)."""
-    out = io.StringIO()
-    Printer(stream=out, print_generic_format=True).print_op(module)
-    return out.getvalue().rstrip("\n") + "\n"
-
-
-_STEP = {
-    "ein": ("frontend", "frontend"),
-    "loops": (LOOPS_PIPELINE, "pass"),
-    "scheduled": ("einc-apply-schedule", "pass"),
-    "source": ("printer", "printer"),
-}
-
-
-def walk_stages(comp: Compilation, seed: int = 0, shape_scale: float | None = None) -> NumericsReport:
-    """One step per driver stage (ein, loops, scheduled, target, source), unchecked: the
-    stand-in for einc.numerics.check_compilation while the per-pass walk is not there (it runs
-    nothing, so the shapes are the program's own: `shape_scale` is not applied)."""
-    report = NumericsReport(comp.filename, comp.target, seed, 1.0)
-    previous = ""
-    for index, stage in enumerate(STAGES):
-        result = comp.run_until(stage)
-        text = result if isinstance(result, str) else generic_text(result)
-        name, kind = _STEP.get(stage, (comp.target_obj.pipeline, "pass"))
-        changed = text != previous
-        report.steps.append(PipelineStep(index, stage, name, kind, text, comp.seconds.get(stage, 0.0), changed))
-        previous = text
-    return report
 
 
 @dataclass(frozen=True)
