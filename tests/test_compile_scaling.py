@@ -4,12 +4,15 @@ time proportional to its length. The schedule once rescanned the whole module pe
 (every nest's accesses per fusion, a walk of the module per `match`): 400 statements took
 about 15 s in the schedule stage alone, 2000 did not finish in two minutes.
 
-benchmarks/compile_scaling.py prints the per-stage curve.
+benchmarks/compile_scaling.py prints the per-stage curve. What is compiled stays what it was:
+every shared program's C and OpenCL source (and every regression entry's, and random scripts')
+is the one recorded in tests/golden/sources.json before compile time was made linear.
 """
 
 from __future__ import annotations
 
 import cProfile
+import json
 import pstats
 import time
 
@@ -80,3 +83,22 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
         if schedule is not None:
             schedule.apply(loops)
     assert len(checked) > 200 and max(checked) > 1
+
+
+def test_sources_match_the_recorded_ones() -> None:
+    """Each compile of tests/default_schedule_golden.py's `source_cases` (the shared programs,
+    examples, big programs and chains on C and OpenCL under the default schedule, the
+    regression corpus under its own schedules, random scripts of every transform op) gives
+    the source (or the located refusal) recorded in tests/golden/sources.json: a speed-up
+    must not change what is compiled. Regenerate only for an intended change of output
+    (`--dump DIR` of two trees to see the difference)."""
+    from tests.default_schedule_golden import SOURCES, current_sources
+
+    recorded = json.loads(SOURCES.read_text())
+    current = current_sources()
+    assert set(current) == set(recorded) and {"c", "opencl"} <= set(recorded)
+    for target, cases in recorded.items():
+        assert set(current[target]) == set(cases), target
+        assert sum(not digest.startswith("refused ") for digest in cases.values()) >= len(cases) * 3 // 4
+        changed = [name for name, digest in cases.items() if current[target][name] != digest]
+        assert not changed, f"{target}: the source of {changed} changed"
