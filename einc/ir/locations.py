@@ -404,7 +404,11 @@ class Located(RewritePattern):
             self.pattern.match_and_rewrite(op, rewriter)
             return
         block = op.parent_block()
-        before = set(block.ops) if block is not None else set[Operation]()
+        # the ops new in the block: those now between op's neighbours (a builder inserting
+        # before op, as einsums' nests are built); the whole block only when a neighbour went
+        # (then compared with the ops it had), so a rewrite costs what it touches
+        first, last = (op.prev_op, op.next_op) if block is not None else (None, None)
+        ends = (block.first_op, block.last_op) if block is not None else (None, None)
         inserted: list[Operation] = []
         rewriter.operation_insertion_handler.append(inserted.append)
         try:
@@ -415,9 +419,32 @@ class Located(RewritePattern):
         finally:
             rewriter.operation_insertion_handler.remove(inserted.append)
         if block is not None:
-            inserted += [new for new in block.ops if new not in before]
+            inserted += _new_between(block, op, first, last, ends)
         for new in inserted:
             stamp(new, loc)
+
+
+def _new_between(
+    block: Block, op: Operation, first: Operation | None, last: Operation | None,
+    ends: tuple[Operation | None, Operation | None],
+) -> list[Operation]:
+    """The ops a rewrite of `op` put into `block` outside the rewriter: those between `op`'s
+    neighbours before it (`first`, `last`; `ends`: the block's first and last ops then),
+    `op` itself excepted. When a neighbour left the block or an end moved past the span (the
+    rewrite reached further), the span cannot tell: a walk of the block finds the ops with
+    an op still at `loc(unknown)` inside instead (those `stamp` changes; the ops before the
+    rewrite are all located)."""
+    anchors_kept = all(a is None or a.parent_block() is block for a in (first, last))
+    ends_kept = (first is None or block.first_op is ends[0]) and (last is None or block.last_op is ends[1])
+    if not (anchors_kept and ends_kept):
+        return [new for new in block.ops if new is not op and not all(map(has_location, new.walk()))]
+    new = first.next_op if first is not None else block.first_op
+    found: list[Operation] = []
+    while new is not None and new is not last:
+        if new is not op:
+            found.append(new)
+        new = new.next_op
+    return found
 
 
 def keeping_locations(pipeline: PassPipeline) -> PassPipeline:
