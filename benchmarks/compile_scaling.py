@@ -1,9 +1,13 @@
-"""Compile time against program size: a chain of N elementwise statements, per stage.
+"""Compile time against program size: a chain of N statements, per stage.
 
-    .venv/bin/python benchmarks/compile_scaling.py [--sizes 50,100,200,400,1000,2000] [--target c]
+    .venv/bin/python benchmarks/compile_scaling.py [--sizes 100,200,500,1000,2000] [--target c]
+        [--kind elementwise|mixed]
 
-The program is `temp0[N] = input0[N] + 1.0`, `temp{k}[N] = temp{k-1}[N] + input0[N]`, ...,
+`elementwise`: `temp0[N] = input0[N] + 1.0`, `temp{k}[N] = temp{k-1}[N] + input0[N]`, ...,
 `output0[N] = temp{K}[N] * 2.0`; the C default schedule fuses the whole chain into one loop.
+`mixed` (tests/default_schedule_golden.py `mixed_chain_program`): over a 64 x 256 matrix,
+elementwise steps with a row reduction every tenth statement (the next one subtracting it:
+a normalisation) and a contraction with a 256 x 256 input every twentieth.
 Stages are the driver's (ein: parsing and the ein module; loops; scheduled; target; source);
 `scheduled` is split into building the default schedule (`policy`) and applying it
 (`apply`). Times are the process's CPU time (the machine may be shared). The last column is
@@ -25,18 +29,19 @@ sys.path.insert(0, str(ROOT))
 
 from common import table
 
-from tests.default_schedule_golden import chain_program
+from tests.default_schedule_golden import chain_program, mixed_chain_program
 
 COLUMNS = ("ein", "loops", "policy", "apply", "target", "source")
 
 
-def stage_seconds(statements: int, target: str = "c") -> dict[str, float]:
+def stage_seconds(statements: int, target: str = "c", kind: str = "elementwise") -> dict[str, float]:
     """CPU seconds per stage compiling a chain of `statements` statements to source text
     (process time: the machine may be shared, and every stage runs on one thread)."""
     from einc.driver import Compilation
     from einc.schedule import resolve_schedule
 
-    comp = Compilation(chain_program(statements), f"chain{statements}.ein", target=target)
+    program = chain_program(statements) if kind == "elementwise" else mixed_chain_program(statements)
+    comp = Compilation(program, f"chain{statements}.ein", target=target, use_records=False)
     seconds: dict[str, float] = {}
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
@@ -56,16 +61,18 @@ def stage_seconds(statements: int, target: str = "c") -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="50,100,200,400,1000,2000")
+    parser.add_argument("--sizes", default="100,200,500,1000,2000")
     parser.add_argument("--target", default="c")
+    parser.add_argument("--kind", default="elementwise", choices=("elementwise", "mixed"))
     args = parser.parse_args()
     rows = []
+    stage_seconds(10, args.target, args.kind)  # imports and first-use caches out of the table
     for n in (int(s) for s in args.sizes.split(",")):
-        seconds = stage_seconds(n, args.target)
+        seconds = stage_seconds(n, args.target, args.kind)
         total = sum(seconds[c] for c in COLUMNS)
         rows.append([str(n), *(f"{seconds[c]:.2f}" for c in COLUMNS), f"{total:.2f}", f"{total / n * 1e3:.2f}"])
         print(f"{n} statements: {total:.2f} s", file=sys.stderr, flush=True)
-    print(f"# compile time in CPU seconds per stage, target {args.target}, elementwise chains")
+    print(f"# compile time in CPU seconds per stage, target {args.target}, {args.kind} chains")
     print(table(rows, ["statements", *COLUMNS, "total", "ms/stmt"]))
 
 

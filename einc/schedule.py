@@ -437,15 +437,20 @@ class EincTransformFunctions(InterpreterFunctions):
         return (OperationHandle(*found),)
 
     def _indexed_loops(self, op: et.MatchOp, stmt: StringAttr) -> list[affine.ForOp]:
-        """The loops of `stmt` in the payload, from the index; anything but einc's transforms
-        run since the last match (a pass) may have changed any loop: the index starts over."""
+        """The loops of `stmt` in the payload, from the index."""
+        self._sync_index(op)
+        return self.index.loops_of(stmt)
+
+    def _sync_index(self, op: Operation) -> None:
+        """Before `op` reads the index: anything but einc's transforms run since the last op
+        that read it (a pass) may have changed any loop and any store: the index starts
+        over."""
         prev = op.prev_op
         while prev is not None and prev is not self.last_match and isinstance(prev, INDEXED_OPS):
             prev = prev.prev_op
         if prev is not self.last_match:
             self.index.invalidate()
         self.last_match = op
-        return self.index.loops_of(stmt)
 
     @impl(et.KnobOp)
     def run_knob(self, interpreter: Interpreter, op: et.KnobOp, args: PythonValues) -> PythonValues:
@@ -565,7 +570,8 @@ class EincTransformFunctions(InterpreterFunctions):
         if plan is not None and plan.producer is producer and plan.loop is loop:
             self.check(op, apply_compute_at(plan))
         else:
-            self.check(op, compute_at(producer, loop))
+            self._sync_index(op)
+            self.check(op, compute_at(producer, loop, self.index.unwritten()))
         return ()
 
     @impl(et.ReverseComputeAtOp)
@@ -607,4 +613,4 @@ class EincTransformFunctions(InterpreterFunctions):
 
 INDEXED_OPS = (*et.EINC_TRANSFORM_OPS, transform.ParamConstantOp)
 """Ops that keep `LoopIndex`'s contract: they change only the loops their handles give
-(`EincTransformFunctions.loops` touches them)."""
+(`EincTransformFunctions.loops` touches them), and store into no buffer that had no store."""

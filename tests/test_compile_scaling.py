@@ -102,3 +102,34 @@ def test_sources_match_the_recorded_ones() -> None:
         assert sum(not digest.startswith("refused ") for digest in cases.values()) >= len(cases) * 3 // 4
         changed = [name for name, digest in cases.items() if current[target][name] != digest]
         assert not changed, f"{target}: the source of {changed} changed"
+
+
+def test_unwritten_buffers_stay_unwritten(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """compute_at trusts LoopIndex.unwritten (the arguments no store writes, found once per
+    index) instead of going through the uses of every input per statement fused: each time
+    it is asked, while the default schedules and the random scripts of the shared programs
+    are built and applied, no argument it names has a store (einc's transforms never store
+    into a buffer that had none)."""
+    from einc.passes.utils.loops import LoopIndex, is_stored
+    from einc.schedule import Schedule
+    from tests.default_schedule_golden import SCRIPTS, loop_modules
+
+    cached = LoopIndex.unwritten
+    asked = []
+
+    def checked(self):  # type: ignore[no-untyped-def]
+        found = cached(self)
+        assert not any(is_stored(arg) for arg in found)
+        asked.append(len(found))
+        return found
+
+    monkeypatch.setattr(LoopIndex, "unwritten", checked)
+    modules = dict(loop_modules())
+    for name, loops in modules.items():
+        schedule = resolve_schedule(None, "c", loops)
+        if schedule is not None:
+            schedule.apply(loops)
+    for name, script in json.loads(SCRIPTS.read_text())["c"].items():
+        if "compute_at" in script:
+            Schedule.parse(script).apply(modules[name])
+    assert len(asked) > 50 and max(asked) > 1

@@ -367,7 +367,7 @@ def fuse_producers(block_ops: list[Operation], b: ScheduleBuilder) -> list[affin
                 continue
             if _contraction(producer):  # keeps its own reordering and register blocking
                 continue
-            plan = plan_compute_at(producer, consumer)
+            plan = plan_compute_at(producer, consumer, b.functions.index.unwritten())
             if isinstance(plan, lt.Failure) or not plan.erase_original or plan.recompute != 1.0 or not plan.disjoint:
                 continue
             inputs = [a.buffer for m in [*plan.fills, producer] for a in accesses(m)]

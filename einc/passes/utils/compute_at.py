@@ -47,6 +47,7 @@ Contract (reverse_compute_at), otherwise a Failure and the IR unchanged:
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref
@@ -135,10 +136,13 @@ def _precedes(a: Operation, b: Operation) -> bool:
     return False
 
 
-def _written_inside(buffers: list[SSAValue], root: Operation) -> SSAValue | None:
+def _written_inside(buffers: list[SSAValue], root: Operation, unwritten: Container[SSAValue]) -> SSAValue | None:
     """One of `buffers` that a store nested in `root` writes, found through the buffers' uses
-    (not a walk of `root`, which may be a big fused nest)."""
+    (not a walk of `root`, which may be a big fused nest); those in `unwritten` (buffers no
+    store writes) are not looked at."""
     for buffer in buffers:
+        if buffer in unwritten:
+            continue
         # an input every statement reads has a use per statement: the test per use is kept
         # to a compare (a store's buffer is its operand 1, a load's its operand 0)
         for use in buffer.uses:
@@ -226,8 +230,12 @@ class ComputeAtPlan:
         return separates(induction_var(self.loop), step_of(self.loop), self.reads)
 
 
-def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan | Failure:
-    """Check compute_at of the nest `producer` at `loop` (module docstring); no rewrite."""
+def plan_compute_at(
+    producer: affine.ForOp, loop: affine.ForOp, unwritten: Container[SSAValue] = frozenset()
+) -> ComputeAtPlan | Failure:
+    """Check compute_at of the nest `producer` at `loop` (module docstring); no rewrite.
+    `unwritten`: buffers known to have no store (`LoopIndex.unwritten`): an input every
+    statement reads is not then gone through per statement fused."""
     block = producer.parent_block()
     if block is None:
         return Failure("compute_at: the producer is not in a block")
@@ -299,7 +307,7 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
     while op is not None:
         hit: SSAValue | None
         if op is consumer:
-            hit = _written_inside(inputs, consumer)
+            hit = _written_inside(inputs, consumer, unwritten)
         elif op in moved:
             hit = None
         else:
@@ -427,9 +435,12 @@ def _fold_new_applies(alloca: memref.AllocaOp, inserted: int, loads: list[Operat
             Rewriter.erase_op(op)
 
 
-def compute_at(producer: affine.ForOp, loop: affine.ForOp) -> memref.AllocaOp | Failure:
-    """compute_at (module docstring): plan, then rewrite. Returns the local buffer."""
-    plan = plan_compute_at(producer, loop)
+def compute_at(
+    producer: affine.ForOp, loop: affine.ForOp, unwritten: Container[SSAValue] = frozenset()
+) -> memref.AllocaOp | Failure:
+    """compute_at (module docstring): plan, then rewrite. Returns the local buffer.
+    `unwritten`: as for plan_compute_at."""
+    plan = plan_compute_at(producer, loop, unwritten)
     if isinstance(plan, Failure):
         return plan
     return apply_compute_at(plan)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 
 from xdsl.builder import Builder
-from xdsl.dialects import affine
+from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import IndexType, MemRefType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -91,6 +91,15 @@ def induction_var(loop: affine.ForOp) -> SSAValue:
     return loop.body.block.args[0]
 
 
+def is_stored(buffer: SSAValue) -> bool:
+    """Whether an `affine.store` or `memref.store` writes `buffer` (through its uses)."""
+    return any(use.index == 1 and type(use.operation) in _STORES for use in buffer.uses)
+
+
+_STORES = (affine.StoreOp, memref.StoreOp)
+"""Exact types, compared with `type(op) in`: `isinstance` on ops goes through ABC checks."""
+
+
 STMT = "einc.stmt"
 """The attribute naming the statement a loop computes (loop_transforms.STMT_ATTR)."""
 
@@ -112,7 +121,14 @@ class LoopIndex:
       any units (dropped when found detached);
     - any other change (a pass run over the module) calls `invalidate()`: everything is
       listed again at the next lookup.
-    `loops_of(stmt)` returns the loops tagged `stmt`, in `root.walk()` order."""
+    `loops_of(stmt)` returns the loops tagged `stmt`, in `root.walk()` order.
+
+    `unwritten()` gives the function arguments no store writes (no `affine.store` or
+    `memref.store` has them as its buffer: a program's inputs), found once: a transform
+    never stores into a buffer that had no store (its stores are copies of stores, or go
+    to buffers it makes or to a tensor already written), so the set stays true until
+    `invalidate()`. compute_at asks it which of a producer's inputs cannot be written inside
+    the consumer, instead of going through the uses of an input every statement reads."""
 
     def __init__(self, root: Operation):
         self.root = root
@@ -127,9 +143,21 @@ class LoopIndex:
         """unit -> its block and neighbours when touched (new units appear between them)"""
         self._touched_tags: set[Attribute | None] = set()
         """the tags of the loops in the touched loops (stale in each touched unit)"""
+        self._unwritten: frozenset[SSAValue] | None = None
 
     def invalidate(self) -> None:
         self._built = False
+        self._unwritten = None
+
+    def unwritten(self) -> frozenset[SSAValue]:
+        if self._unwritten is None:
+            found: set[SSAValue] = set()
+            for shell in self._shells():
+                for region in shell.regions:
+                    for block in region.blocks:
+                        found.update(arg for arg in block.args if not is_stored(arg))
+            self._unwritten = frozenset(found)
+        return self._unwritten
 
     def touch(self, loop: affine.ForOp) -> None:
         if not self._built:
