@@ -37,7 +37,7 @@ COLUMNS = ("ein", "loops", "policy", "apply", "target", "source")
 def stage_seconds(statements: int, target: str = "c", kind: str = "elementwise") -> dict[str, float]:
     """CPU seconds per stage compiling a chain of `statements` statements to source text
     (process time: the machine may be shared, and every stage runs on one thread)."""
-    from einc.driver import Compilation
+    from einc.driver import Compilation, fewer_collections
     from einc.schedule import resolve_schedule
 
     program = chain_program(statements) if kind == "elementwise" else mixed_chain_program(statements)
@@ -46,7 +46,8 @@ def stage_seconds(statements: int, target: str = "c", kind: str = "elementwise")
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
         start = time.process_time()
-        result = fn()
+        with fewer_collections():  # as the driver runs each stage
+            result = fn()
         seconds[name] = time.process_time() - start
         return result
 

@@ -159,6 +159,9 @@ class Schedule:
         self.staged_by: weakref.WeakKeyDictionary[Operation, Operation] = weakref.WeakKeyDictionary()
         """Each staging buffer (`memref.alloca`) an application made -> the op that made it
         (cache_read/_write, compute_at): checks after the schedule point at that op."""
+        self.built_on: tuple[ModuleOp, ModuleOp] | None = None
+        """(a module, the schedule applied to a clone of it) when a ScheduleBuilder made
+        this schedule by applying each op as it made it (`take_applied`)."""
 
     @classmethod
     def parse(cls, text: str, filename: str = "<schedule>") -> Schedule:
@@ -244,6 +247,22 @@ class Schedule:
         locations = {mapping[o]: loc for o, loc in self.locations.items() if o in mapping}
         return Schedule(clone, self.filename, self.source, locations)
 
+    def take_applied(self, payload: ModuleOp) -> ModuleOp:
+        """`apply(payload)`: what the ScheduleBuilder that made this schedule from `payload`
+        (the default schedule of a loop module) already applied to its clone while making
+        it, where `payload` is that module, once (the module must not have changed since);
+        else the schedule applied anew. A schedule is then interpreted once per compile."""
+        built, self.built_on = self.built_on, None
+        if built is None or built[0] is not payload:
+            return self.apply(payload)
+        module = built[1]
+        try:
+            locations.fill_locations(module)  # as apply_in_place, after the last op
+        except Exception as exc:  # noqa: BLE001 - as apply_in_place
+            schedule = self.source if self.source is not None else str(self.module)
+            raise InternalCompilerError.wrap(exc, "schedule", schedule=schedule)
+        return module
+
     def apply(self, payload: ModuleOp) -> ModuleOp:
         """A clone of `payload` with the schedule applied (the argument is not modified)."""
         module = payload.clone()
@@ -257,7 +276,7 @@ class Schedule:
         ctx = make_context()
         from einc.passes import get_all_passes
 
-        interpreter = Interpreter(self.module, listeners=(_LocatingListener(self, module), *listeners))
+        interpreter = Interpreter(self.module, listeners=(LocatingListener(self, module), *listeners))
         from einc.schedule_passes import RegisteredPassFunctions
 
         interpreter.register_implementations(RegisteredPassFunctions(self, ctx, get_all_passes()))
@@ -308,9 +327,10 @@ def check_schedule_argument(schedule: object) -> None:
 # ---- the interpreter ---------------------------------------------------------------------------
 
 
-class _LocatingListener(Interpreter.Listener):
+class LocatingListener(Interpreter.Listener):
     """Locates the payload ops each transform op makes (new ones, and clones) at
-    `fused[statement loc, schedule op loc]` (einc.ir.locations.derived_from)."""
+    `fused[statement loc, schedule op loc]` (einc.ir.locations.derived_from). An op that
+    raises leaves its watch behind: `forget()` drops it."""
 
     def __init__(self, schedule: Schedule, payload: ModuleOp):
         self.schedule = schedule
@@ -321,6 +341,9 @@ class _LocatingListener(Interpreter.Listener):
         if not isinstance(op, _NOT_TRANSFORMS):
             targets = [t for a in args if isinstance(a, OperationHandle) for t in a.ops]
             self.watches.append(locations.Watch.around(self.payload, targets))
+
+    def forget(self) -> None:
+        self.watches.clear()
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
         if isinstance(op, _NOT_TRANSFORMS) or not self.watches:

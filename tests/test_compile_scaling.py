@@ -133,3 +133,25 @@ def test_unwritten_buffers_stay_unwritten(monkeypatch) -> None:  # type: ignore[
         if "compute_at" in script:
             Schedule.parse(script).apply(modules[name])
     assert len(asked) > 50 and max(asked) > 1
+
+
+def test_a_default_schedule_is_applied_as_it_was_built() -> None:
+    """The driver takes the default schedule's scratch payload as the schedule applied to the
+    loops (Schedule.take_applied: it is interpreted once per compile, not twice): for every
+    shared program, that payload is what applying the schedule to the loops gives, each op
+    at the same location."""
+    from einc.driver import print_ir
+    from tests.default_schedule_golden import loop_modules
+
+    taken = 0
+    for name, loops in loop_modules():
+        schedule = resolve_schedule(None, "c", loops)
+        if schedule is None:
+            continue
+        applied = print_ir(schedule.apply(loops), debuginfo=True)
+        assert schedule.built_on is not None and schedule.built_on[0] is loops
+        assert print_ir(schedule.take_applied(loops), debuginfo=True) == applied, name
+        assert schedule.built_on is None  # taken once: a second take applies it anew
+        assert print_ir(schedule.take_applied(loops), debuginfo=True) == applied, name
+        taken += 1
+    assert taken > 50

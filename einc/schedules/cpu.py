@@ -459,7 +459,7 @@ def register_tile(lanes: int) -> tuple[int, int]:
 def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
     """The default schedule of a loop-level module for a CPU `target` (its vector width sets
     the tiles), or None when there is nothing to do. `module` is not modified."""
-    b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>")
+    b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>", cloned_from=module)
     lanes = target.vector_lanes()
     for f in b.payload.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
