@@ -375,10 +375,18 @@ class Watch:
         if tops is None:
             return
         made = [op for op in _all_ops(tops) or () if op not in self.existing]
-        _fill([op for op in made if not has_location(op)], {}, lambda found: derived_from(found, by))
+        derived: dict[int, tuple[LocationAttr, LocationAttr]] = {}  # by id: the ops made share locations
+
+        def derive(base: LocationAttr) -> LocationAttr:
+            found = derived.get(id(base))
+            if found is None:
+                found = derived[id(base)] = (base, derived_from(base, by))
+            return found[1]
+
+        _fill([op for op in made if not has_location(op)], {}, derive)
         for op in made:
             if not isinstance(op, _PROGRAM_OPS) and has_location(op):
-                op.location = derived_from(op.location, by)
+                op.location = derive(op.location)
 
 
 def stamp(op: Operation, loc: LocationAttr) -> None:
