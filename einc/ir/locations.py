@@ -426,7 +426,7 @@ class Located(RewritePattern):
             raise
         finally:
             rewriter.operation_insertion_handler.remove(inserted.append)
-        if block is not None:
+        if block is not None and rewriter.has_done_action:  # a rewrite changes IR through the rewriter
             inserted += _new_between(block, op, first, last, ends)
         for new in inserted:
             stamp(new, loc)
