@@ -1,7 +1,7 @@
 """Compile time against program size: a chain of N statements, per stage.
 
     .venv/bin/python benchmarks/compile_scaling.py [--sizes 100,200,500,1000,2000] [--target c]
-        [--kind elementwise|mixed]
+        [--kind elementwise|mixed] [--repeat 3]
 
 `elementwise`: `temp0[N] = input0[N] + 1.0`, `temp{k}[N] = temp{k-1}[N] + input0[N]`, ...,
 `output0[N] = temp{K}[N] * 2.0`; the C default schedule fuses the whole chain into one loop.
@@ -10,13 +10,16 @@ elementwise steps with a row reduction every tenth statement (the next one subtr
 a normalisation) and a contraction with a 256 x 256 input every twentieth.
 Stages are the driver's (ein: parsing and the ein module; loops; scheduled; target; source);
 `scheduled` is split into building the default schedule (`policy`) and applying it
-(`apply`). Times are the process's CPU time (the machine may be shared). The last column is
-the time per statement: a compiler linear in program size keeps it flat as N grows.
+(`apply`: with the default schedule, taking the payload the policy transformed as it built
+the schedule). Times are the process's CPU time (the machine may be shared), each size
+compiled after a collection of the garbage the compiles before left. The last column is the
+time per statement: a compiler linear in program size keeps it flat as N grows.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -65,15 +68,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,200,500,1000,2000")
     parser.add_argument("--target", default="c")
     parser.add_argument("--kind", default="elementwise", choices=("elementwise", "mixed"))
+    parser.add_argument("--repeat", type=int, default=1, help="compiles per size; the median one is shown")
     args = parser.parse_args()
     rows = []
     stage_seconds(10, args.target, args.kind)  # imports and first-use caches out of the table
     for n in (int(s) for s in args.sizes.split(",")):
-        seconds = stage_seconds(n, args.target, args.kind)
+        runs = []
+        for _ in range(max(1, args.repeat)):
+            gc.collect()  # the garbage of the compiles before, outside the times
+            runs.append(stage_seconds(n, args.target, args.kind))
+        runs.sort(key=lambda seconds: sum(seconds[c] for c in COLUMNS))
+        seconds = runs[len(runs) // 2]
         total = sum(seconds[c] for c in COLUMNS)
         rows.append([str(n), *(f"{seconds[c]:.2f}" for c in COLUMNS), f"{total:.2f}", f"{total / n * 1e3:.2f}"])
         print(f"{n} statements: {total:.2f} s", file=sys.stderr, flush=True)
-    print(f"# compile time in CPU seconds per stage, target {args.target}, {args.kind} chains")
+    print(f"# compile time in CPU seconds per stage, target {args.target}, {args.kind} chains"
+          + (f", the median of {args.repeat} compiles" if args.repeat > 1 else ""))
     print(table(rows, ["statements", *COLUMNS, "total", "ms/stmt"]))
 
 
