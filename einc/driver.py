@@ -55,12 +55,14 @@ R = TypeVar("R")
 
 STAGES = ("ein", "loops", "scheduled", "target", "source")
 
-YOUNG_COLLECTION_THRESHOLD = 50_000
+YOUNG_COLLECTION_THRESHOLD = 200_000
 """Allocations between two collections of Python's youngest generation while a stage runs
-(CPython's default: 700). A stage builds IR that lives on, a few objects per op, so the
-default collects (and, through the older generations, rescans) the growing module over and
-over: a third of the compile time of a 2,000-statement program, and growing faster than the
-program. Garbage is still collected, less often (benchmarks/compile_scaling.py)."""
+(CPython's default: 700). A stage builds IR that lives on, a dozen container objects per
+op: with the default, the collector scans the growing module's new objects over and over (a
+third of the compile time of a 2,000-statement program), and with 50,000 still promotes
+enough of them for the middle generation's collections to rescan them within the stage (its
+cost per statement growing with the program). Garbage is still collected, less often; the
+peak memory of a 2,000-statement compile is the same 217 MB (benchmarks/compile_scaling.py)."""
 
 _collections_lock = threading.Lock()
 _collections_users = 0

@@ -232,3 +232,40 @@ def test_a_default_schedule_is_applied_as_it_was_built() -> None:
         assert print_ir(schedule.take_applied(loops), debuginfo=True) == applied, name
         taken += 1
     assert taken > 50
+
+
+def test_stages_collect_garbage_less_often_and_restore_the_collector() -> None:
+    """Inside `fewer_collections` (each driver stage) the youngest generation is collected
+    every YOUNG_COLLECTION_THRESHOLD allocations; the thresholds are put back when the last
+    user leaves (nested, or from threads), and a higher threshold is never lowered."""
+    import gc
+    import threading
+
+    from einc.driver import YOUNG_COLLECTION_THRESHOLD, fewer_collections
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with fewer_collections():
+            assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 10, 10)
+            inside = threading.Event()
+            leave = threading.Event()
+
+            def other() -> None:
+                with fewer_collections():
+                    inside.set()
+                    leave.wait(10)
+
+            thread = threading.Thread(target=other)
+            thread.start()
+            inside.wait(10)
+        assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, 10, 10)  # the thread is inside
+        leave.set()
+        thread.join()
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(10 * YOUNG_COLLECTION_THRESHOLD, 5, 5)
+        with fewer_collections():
+            assert gc.get_threshold() == (10 * YOUNG_COLLECTION_THRESHOLD, 5, 5)
+        assert gc.get_threshold() == (10 * YOUNG_COLLECTION_THRESHOLD, 5, 5)
+    finally:
+        gc.set_threshold(*saved)
