@@ -132,8 +132,8 @@ class Compilation:
         """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
         self.ctx = make_context()
         self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
-        self.schedule_text: str | None = None
-        """The text of the schedule applied (the target's default one included), once known."""
+        self._schedule_text: str | None = None
+        self._text_of: Schedule | None = None  # the schedule whose text it is, printed when asked
         self.record: Record | None = None
         """The tuning record whose schedule was applied, if one was."""
         self.record_db: Path | None = None
@@ -146,6 +146,19 @@ class Compilation:
             ("target", self._target),
             ("source", self._source),
         ]
+
+    @property
+    def schedule_text(self) -> str | None:
+        """The text of the schedule applied (the target's default one included), once known
+        (a schedule built in memory is printed when first asked: a default schedule has as
+        many ops as the program has statements)."""
+        if self._schedule_text is None and self._text_of is not None:
+            self._schedule_text = str(self._text_of)
+        return self._schedule_text
+
+    @schedule_text.setter
+    def schedule_text(self, text: str | None) -> None:
+        self._schedule_text, self._text_of = text, None
 
     # ---- stages ------------------------------------------------------------------------------
     def _ein(self, _: StageResult | None) -> ModuleOp:
@@ -187,7 +200,7 @@ class Compilation:
     def _apply(self, schedule: Schedule | None, module: ModuleOp) -> ModuleOp:
         if schedule is None:
             return module
-        self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
+        self._schedule_text, self._text_of = schedule.source, schedule
         self.applied_schedule = schedule
         self.target_obj.check_schedule(schedule)
         scheduled = schedule.take_applied(module)  # a default schedule: applied as it was built
