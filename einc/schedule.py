@@ -384,7 +384,8 @@ class EincTransformFunctions(InterpreterFunctions):
             message = f"{op.name}: {message}"
         return ScheduleError(message, loc)
 
-    def loops(self, op: Operation, handle: object, what: str = "loop") -> list[affine.ForOp]:
+    def loops(self, op: Operation, handle: object, what: str = "loop", nested: bool = True) -> list[affine.ForOp]:
+        """The loops `handle` holds, touched in the index (`nested`: LoopIndex.touch)."""
         assert isinstance(handle, OperationHandle)
         result = []
         for payload_op in handle.ops:
@@ -392,7 +393,7 @@ class EincTransformFunctions(InterpreterFunctions):
                 raise self.fail(op, f"the {what} handle refers to an op a previous transform replaced (match it again)")
             if not isinstance(payload_op, affine.ForOp):
                 raise self.fail(op, f"expected affine.for ops, got '{payload_op.name}'")
-            self.index.touch(payload_op)  # every einc transform changes only what it is given
+            self.index.touch(payload_op, nested)  # every einc transform changes only what it is given
             result.append(payload_op)
         return result
 
@@ -588,7 +589,7 @@ class EincTransformFunctions(InterpreterFunctions):
     def run_compute_at(self, interpreter: Interpreter, op: et.ComputeAtOp, args: PythonValues) -> PythonValues:
         from einc.passes.utils.compute_at import apply_compute_at, compute_at
 
-        producer, loop = self._nest_and_loop(op, args, "producer")
+        producer, loop = self._nest_and_loop(op, args, "producer", inserts_only=True)
         plan, self.planned = self.planned, None
         if plan is not None and plan.producer is producer and plan.loop is loop:
             self.check(op, apply_compute_at(plan))
@@ -605,12 +606,15 @@ class EincTransformFunctions(InterpreterFunctions):
         self.check(op, reverse_compute_at(consumer, loop))
         return ()
 
-    def _nest_and_loop(self, op: et.AtLoopOp, args: PythonValues, what: str) -> tuple[affine.ForOp, affine.ForOp]:
+    def _nest_and_loop(
+        self, op: et.AtLoopOp, args: PythonValues, what: str, inserts_only: bool = False
+    ) -> tuple[affine.ForOp, affine.ForOp]:
         """The one outermost loop of the statement handle (a `match stmt` handle holds every
-        loop of the statement) and the one loop of the target handle."""
+        loop of the statement) and the one loop of the target handle (`inserts_only`: the
+        transform only inserts loops into it, compute_at's copies of the producer)."""
         found = self.loops(op, args[0], what)
         outermost = [x for x in found if not any(y is not x and y.is_ancestor(x) for y in found)]
-        loops = self.loops(op, args[1])
+        loops = self.loops(op, args[1], nested=not inserts_only)
         if len(outermost) != 1:
             raise self.fail(op, f"the {what} handle must hold one statement's nest, it holds {len(outermost)}")
         if len(loops) != 1:

@@ -297,9 +297,10 @@ the schedule, at their statement only: keeping locations stays linear in the mod
 
 
 def _all_ops(tops: Sequence[Operation], limit: int | None = None) -> list[Operation] | None:
-    """Every op under `tops` (preorder), or None when there are more than `limit`. A loop
-    over xDSL's links rather than its nested `walk` generators: a schedule runs it per
-    transform op."""
+    """Every op under `tops` (preorder), or None when there are more than `limit` (known as
+    soon as that many are found or waiting: a loop whose body holds a long fused chain is not
+    gone through to say so). A loop over xDSL's links rather than its nested `walk`
+    generators: a schedule runs it per transform op."""
     found: list[Operation] = []
     stack = list(reversed(tops))
     while stack:
@@ -314,6 +315,8 @@ def _all_ops(tops: Sequence[Operation], limit: int | None = None) -> list[Operat
                 child = block._first_op
                 while child is not None:
                     inner.append(child)
+                    if limit is not None and len(found) + len(stack) + len(inner) > limit:
+                        return None  # each of them is an op under `tops`
                     child = child._next_op
                 block = block._next_block
         stack.extend(reversed(inner))

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import IndexType, MemRefType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from einc.passes.utils.loop_analysis import walk_order
+from einc.passes.utils.loop_analysis import walk_ops, walk_order
 from einc.passes.utils.ranges import constant_trip_range as constant_trip_range  # its home
 
 
@@ -159,7 +159,11 @@ class LoopIndex:
             self._unwritten = frozenset(found)
         return self._unwritten
 
-    def touch(self, loop: affine.ForOp) -> None:
+    def touch(self, loop: affine.ForOp, nested: bool = True) -> None:
+        """Before a transform given `loop` runs (the contract above). `nested=False`: the
+        transform changes no loop nested in `loop`, it only inserts loops (copies of loops
+        it is given too: compute_at's consumer loop), and the loops of the unit need not
+        be gone through (a consumer that fused a long chain holds one loop per statement)."""
         if not self._built:
             return
         unit = self._unit_of(loop)
@@ -170,9 +174,14 @@ class LoopIndex:
             self._touched[unit] = (unit.parent_block(), unit.prev_op, unit.next_op)
         tags = self._touched_tags
         tags.add(loop.attributes.get(STMT))
-        for tag, loops in self._loops.get(unit, {}).items():
-            if tag not in tags and any(x is loop or loop.is_ancestor(x) for x in loops):
-                tags.add(tag)
+        if not nested:
+            return
+        if loop is unit:  # every loop listed in the unit is inside it
+            tags.update(self._loops.get(unit, {}))
+            return
+        for inner in walk_ops(loop):  # a loop inside a unit that may hold many statements
+            if isinstance(inner, affine.ForOp):
+                tags.add(inner.attributes.get(STMT))
 
     def loops_of(self, stmt: Attribute) -> list[affine.ForOp]:
         if not self._built:
