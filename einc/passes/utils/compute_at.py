@@ -51,7 +51,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, MemRefType, StringAttr
+from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr, MemRefType, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -150,6 +150,9 @@ def _written_inside(buffers: list[SSAValue], root: Operation, unwritten: Contain
                 return buffer
     return None
 
+
+_ALIGNMENT = IntegerAttr(64, 64)
+"""The local buffers' alignment (made once: every compute_at makes a buffer)."""
 
 _STORES = (affine.StoreOp, memref.StoreOp)
 """Exact types, compared with `type(op) in`: `isinstance` on ops goes through ABC checks."""
@@ -343,7 +346,7 @@ def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
     tensor, box, loop = plan.tensor, plan.box, plan.loop
     name = buffer_name(tensor)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
-    alloca = memref.AllocaOp.get(element, 64, box.shape)
+    alloca = memref.AllocaOp.get(element, _ALIGNMENT, box.shape)
     alloca.attributes["ein.name"] = StringAttr(f"{name}_local")
     alloca.memref.name_hint = f"{name}_local"
     local = alloca.memref

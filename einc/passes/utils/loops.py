@@ -6,13 +6,15 @@ build or where; these functions only build or read IR.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 
 from xdsl.builder import Builder
 from xdsl.dialects import affine, memref
-from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, MemRefType
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -51,12 +53,21 @@ def build_loop_nest(
         if depth < len(names) and names[depth]:
             block.args[0].name_hint = names[depth]
         block.add_op(affine.YieldOp.get())
-        loop = affine.ForOp.from_region((), (), (), (), 0, extent, Region(block))
+        lower, upper, step = _constant_bounds(extent)
+        loop = affine.ForOp.from_region((), (), (), (), lower, upper, Region(block), step)
         builder.insert(loop, point)
         loops.append(loop)
         ivs.append(block.args[0])
         point = InsertPoint.before(block.last_op)  # type: ignore[arg-type]
     return LoopNest(tuple(loops), tuple(ivs), point)
+
+
+@functools.lru_cache(maxsize=1024)
+def _constant_bounds(extent: int) -> tuple[AffineMapAttr, AffineMapAttr, IntegerAttr]:
+    """The bound maps and step of `affine.for 0 to extent`, made once per extent (a program
+    builds a nest per statement, mostly over the same few extents)."""
+    zero = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(0),)))
+    return zero, AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(extent),))), IntegerAttr.from_index_int_value(1)
 
 
 def build_elementwise_nest(
