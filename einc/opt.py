@@ -40,6 +40,7 @@ from einc.errors import (
     UsageError,
     span_location,
 )
+from einc.ir.depth import allow_deep_nests
 from einc.opt_support import (
     Instrumentation,
     check_diagnostics,
@@ -343,6 +344,7 @@ def pipeline_error(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     opt: EincOptMain | None = None
+    allow_deep_nests()  # a loop per axis: walks as deep as the program's rank
     try:
         opt = EincOptMain(description="einc modular optimizer driver", args=argv)
         if opt.args.list_passes or opt.args.list_targets:
