@@ -221,6 +221,20 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
     return extra
 
 
+def hook_error_on_command_line(err: EincError, argv: Sequence[str]) -> None:
+    """An error placed in a hook's pipeline text (`extra_passes['loops']:1:10`: a plugin
+    pass refusing an option when it runs) placed at that text on the command line instead."""
+    loc = err.loc
+    found = re.fullmatch(r"extra_passes\['(\w+)'\]", loc.file) if loc is not None else None
+    if loc is None or found is None or loc.source is None:
+        return
+    text = " ".join(["einc", *argv])
+    start = text.find(f"{found.group(1)}={loc.source}")
+    if start >= 0:
+        col = start + len(found.group(1)) + 1 + loc.col
+        err.loc = SourceLocation("<command line>", 1, col, loc.length, text)
+
+
 def stage_progress(forced: bool) -> Callable[[str, float], None] | None:
     """The progress printer of `--progress` (every stage), or on a terminal (the stages that
     end once the compilation has run 2 s); None when stderr is neither."""
@@ -412,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EincError as err:
         if err.loc is None:  # a runtime or toolchain error: point at the program itself
             err.loc = SourceLocation(getattr(args, "file", "<command line>"), 1, 1)
+        hook_error_on_command_line(err, argv)
         print(err.render(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -255,7 +255,7 @@ def _make_pass(
                 name.replace("_", "-") if name.replace("_", "-") in spec else name, at,
             )  # fmt: skip
     try:
-        return cls.from_pass_spec(arg)
+        made = cls.from_pass_spec(arg)
     except (ValueError, TypeError) as err:
         hints = get_type_hints(cls)
         for name, value in given.items():  # xDSL names the value, not the option: find it
@@ -266,4 +266,42 @@ def _make_pass(
                     f"pass '{arg.name}' option '{name}': '{shown}' is not a value of type {wanted}",
                     name.replace("_", "-") if name.replace("_", "-") in spec else name, at,
                 ) from None
+        named = option_named(str(err), list(options))  # the pass refused a value (__post_init__)
+        if named is not None:
+            place = PassPlace(spec, label, at)
+            raise UsageError(f"pass '{arg.name}' option '{named}': {err}", place.option(named)) from None
         raise error(f"pass '{arg.name}': {err}", arg.name) from None
+    object.__setattr__(made, PassPlace.ATTRIBUTE, PassPlace(spec, label, at))  # frozen: not a field
+    return made
+
+
+@dataclass(frozen=True)
+class PassPlace:
+    """Where a pass instance was written: the pipeline text, its label (the file name of
+    errors) and the offset of the pass's name in it; kept on the instance (`ATTRIBUTE`) so
+    that a value the pass refuses only when it runs is still shown at its option."""
+
+    spec: str
+    label: str
+    at: int
+    ATTRIBUTE = "einc_pass_place"
+
+    def option(self, name: str) -> SourceLocation:
+        """The place of option `name` (`name=value`, `-` or `_` as written), else the pass."""
+        word = name.replace("_", "-") if name.replace("_", "-") in self.spec[self.at :] else name
+        col, _ = _place(self.spec, word, self.at)
+        value = re.match(rf"{re.escape(word)}\s*=\s*(\"[^\"]*\"|[^\s,}}]*)", self.spec[col - 1 :])
+        length = len(value.group(0)) if value else len(word)
+        return SourceLocation(self.label, 1, col, length, self.spec)
+
+    @classmethod
+    def of(cls, p: ModulePass) -> PassPlace | None:
+        place = getattr(p, cls.ATTRIBUTE, None)
+        return place if isinstance(place, PassPlace) else None
+
+
+def option_named(message: str, options: list[str]) -> str | None:
+    """The option of a pass that `message` (a pass's ValueError) names, as a whole word
+    (`factor`, or `tile-size` for `tile_size`); None when it names none or several."""
+    named = [o for o in options if re.search(rf"(?<![\w-])({re.escape(o)}|{re.escape(o.replace('_', '-'))})(?![\w-])", message)]
+    return named[0] if len(named) == 1 else None
