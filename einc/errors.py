@@ -74,9 +74,11 @@ class EincError(Exception):
 
     def render(self) -> str:
         """The diagnostic in `file:line:col: error: message` form, with a caret under the span;
-        then each note, the same way."""
+        then each note, the same way. An error with no place in any source (a kernel or a
+        PyTorch op called with the wrong arrays, whose message names the call and argument) is
+        `einc: error: message`, as a command-line tool reports an error of its own."""
         if self.loc is None:
-            text = f"<unknown>:0:0: error: {self.message}"
+            text = f"einc: error: {self.message}"
         else:
             text = f"{self.loc}: error: {self.message}" + _caret(self.loc)
         for loc, note in self.notes:

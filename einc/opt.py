@@ -310,7 +310,7 @@ class EincOptMain(xDSLOptMain):
     def as_einc_error(self, err: Exception, offset: int, data: bytes = b"") -> EincError:
         """A chunk's failure as a located einc error (an xDSL parse error at its span, a
         verifier error; an einc error without a place of its own at the chunk's first
-        non-blank line, never at `<unknown>:0:0`)."""
+        non-blank line, never as a bare `einc: error:`)."""
         if isinstance(err, XdslParseError):
             err.span = dataclasses.replace(err.span, line_offset=offset)
             return mlir_parse_error(err)
