@@ -442,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+def _command(args: argparse.Namespace, argv: list[str]) -> int:
     """The command `args` names; its exit status."""
     from einc import driver
 

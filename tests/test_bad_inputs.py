@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
-
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np

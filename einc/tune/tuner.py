@@ -20,6 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from einc.errors import EincError
@@ -161,7 +162,7 @@ def tune(
     space: SearchSpace | None = None,
     builder: Builder | None = None,
     runner: Runner | None = None,
-    db: RecordDB | str | os.PathLike[str] | None = None,
+    db: RecordDB | str | Path | None = None,
     device: str | None = None,
     resume: bool = False,
     seed: int = 0,
@@ -184,7 +185,7 @@ def tune(
     from einc.tune.search import make_policy
     from einc.tune.space import SearchSpace
 
-    if isinstance(db, str | os.PathLike):
+    if isinstance(db, str | Path):
         with RecordDB(db) as opened:
             return tune(task, policy=policy, trials=trials, time_budget_s=time_budget_s, workers=workers,
                         threads=threads, batch=batch, space=space, builder=builder, runner=runner, db=opened,
