@@ -2,7 +2,8 @@
 
 Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
 line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
-written, see `report_internal_error`)."""
+written, see `report_internal_error`), 141 quietly when the reader of stdout went away
+(`einc records show 1 | head`), as einc-opt does."""
 
 from __future__ import annotations
 
