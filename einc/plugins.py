@@ -195,8 +195,8 @@ def _xdsl_pass_names() -> frozenset[str]:
 def _guarded(cls: type[ModulePass], origin: str) -> type[ModulePass]:
     """`cls` whose `apply` turns an exception that is not einc's located error into a
     PluginPassError naming the pass and `origin` (a subclass: options and `name` unchanged);
-    except a ValueError naming one of the pass's options, the pass refusing that option's
-    value: a UsageError at the option in the pipeline text the pass came from."""
+    except a ValueError naming one of the pass's options that its pipeline text sets, the pass
+    refusing that value: a UsageError at the option in the text the pass came from."""
     apply = cls.apply
     options = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
 
@@ -207,9 +207,9 @@ def _guarded(cls: type[ModulePass], origin: str) -> type[ModulePass]:
             raise
         except ValueError as exc:
             named = option_named(str(exc), options)
-            if named is None:
-                raise PluginPassError(cls.name, origin, exc) from exc
             place = PassPlace.of(self)
+            if named is None or (place is not None and not place.writes(named)):  # its own default: its bug
+                raise PluginPassError(cls.name, origin, exc) from exc
             value = getattr(self, named, None)
             raise UsageError(f"pass '{cls.name}' option '{named}' (= {value!r}): {exc}",
                              place.option(named) if place is not None else None) from None  # fmt: skip

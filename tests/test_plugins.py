@@ -180,6 +180,14 @@ class CheckedAtRun(ModulePass):
 
 
 @dataclass(frozen=True)
+class BadDefault(CheckedAtRun):
+    """Refuses its own default when it runs: a bug of the plugin, not of the pipeline."""
+
+    name = "bad-default"
+    tile_size: int = 0
+
+
+@dataclass(frozen=True)
 class RefuseConstants(ModulePass):
     """Refuses the first float constant, at its op (at_op's pair given whole, or spread)."""
 
@@ -237,6 +245,15 @@ def test_a_plugins_value_error_for_an_option_is_located_at_the_option(
     col = pipeline.index(option) + 1
     caret = " " * (col - 1) + "^" + "~" * (len(option) - 1)
     assert err == f"pass-pipeline:1:{col}: error: {message}\n{pipeline}\n{caret}\n"
+
+
+def test_a_plugin_refusing_its_own_default_is_the_plugins_bug(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("EINC_REPRO_DIR", str(tmp_path))
+    path = plugin(tmp_path, "checking", body=CHECKING)
+    code, _, err = opt_main(capsys, "examples/softmax.ein", "--load-pass-plugin", str(path), "-p", "bad-default")
+    assert code == 2
+    assert err.startswith(f"einc-opt: internal error in plugin pass 'bad-default' (from {path}): ValueError: tile-size")
 
 
 def test_an_option_refused_when_the_pass_runs_is_located_on_every_path(

@@ -286,13 +286,26 @@ class PassPlace:
     at: int
     ATTRIBUTE = "einc_pass_place"
 
+    def _written(self, name: str) -> re.Match[str] | None:
+        """`name=value` of this pass in the text (the option's `-` or `_` spelling)."""
+        braces = re.match(r"[\w.-]+\{([^}]*)\}", self.spec[self.at :])
+        if braces is None:
+            return None
+        spelled = "|".join(re.escape(n) for n in {name, name.replace("_", "-")})
+        return re.compile(rf"(?<![\w-])(?:{spelled})\s*=\s*(?:\"[^\"]*\"|[^\s,}}]*)").search(
+            self.spec, self.at + braces.start(1), self.at + braces.end(1))
+
+    def writes(self, name: str) -> bool:
+        """Whether the text gives option `name` a value (else the pass's default holds)."""
+        return self._written(name) is not None
+
     def option(self, name: str) -> SourceLocation:
-        """The place of option `name` (`name=value`, `-` or `_` as written), else the pass."""
-        word = name.replace("_", "-") if name.replace("_", "-") in self.spec[self.at :] else name
-        col, _ = _place(self.spec, word, self.at)
-        value = re.match(rf"{re.escape(word)}\s*=\s*(\"[^\"]*\"|[^\s,}}]*)", self.spec[col - 1 :])
-        length = len(value.group(0)) if value else len(word)
-        return SourceLocation(self.label, 1, col, length, self.spec)
+        """The place of option `name=value` in the text, else of the pass's name."""
+        found = self._written(name)
+        if found is None:
+            col, length = _place(self.spec, self.spec[self.at :].split("{")[0], self.at)
+            return SourceLocation(self.label, 1, col, length, self.spec)
+        return SourceLocation(self.label, 1, found.start() + 1, found.end() - found.start(), self.spec)
 
     @classmethod
     def of(cls, p: ModulePass) -> PassPlace | None:
