@@ -31,6 +31,7 @@ from einc.errors import (
     SourceLocation,
     TargetError,
 )
+from einc.ir.depth import allow_deep_nests
 from einc.targets import LOOPS_PIPELINE
 
 from einc.targets.descriptions import KernelError
@@ -87,6 +88,7 @@ class Compilation:
         from einc.schedule import check_schedule_argument
 
         check_schedule_argument(self.schedule)
+        allow_deep_nests()  # a loop per axis: walks as deep as the program's rank
         from einc.plugins import check_extra_passes
 
         self.hooks = check_extra_passes(self.extra_passes)

@@ -297,6 +297,16 @@ class DeviceTarget(CLikeTarget):
         return cls.limits
 
     @classmethod
+    def check_schedule(cls, schedule: Schedule) -> None:
+        """A target whose blocks have no shared memory (`shared_bytes_per_block` 0: Poplar)
+        refuses a `cache_read`/`cache_write` in "shared" at its op, before the schedule runs."""
+        from einc.passes.utils.staging import refuse_shared_memory
+
+        if cls.description().shared_bytes_per_block == 0:
+            refuse_shared_memory(schedule, cls.name, "shared memory",
+                                 'cannot be staged there; stage it in "local" memory (a copy per work-item)')  # fmt: skip
+
+    @classmethod
     def check_scheduled(cls, schedule: Schedule, scheduled: ModuleOp) -> None:
         """A local buffer in a kernel is private to one work-item: refused (at the schedule
         op that made it) when shared by work-items, too large, or of a type the target only

@@ -405,17 +405,20 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     return alloca
 
 
-def refuse_shared_memory(schedule: Any, target: str) -> None:
+def refuse_shared_memory(
+    schedule: Any, target: str, lacks: str = "GPU shared memory",
+    instead: str = 'needs a device target (stage in "local" memory on C)',
+) -> None:  # fmt: skip
     """Raise ScheduleError at the first cache op of `schedule` (an einc.schedule.Schedule)
-    staging in shared memory: `target` (C) has no GPU work-group memory."""
+    staging in shared memory, which `target` lacks (C: no GPU; Poplar: no memory its workers
+    share); `instead` says what to do."""
     from einc.dialects.einc_transform import CacheOp
     from einc.errors import ScheduleError
 
     for op in schedule.module.walk():
         if isinstance(op, CacheOp) and op.memory.data == "shared":
             raise ScheduleError(
-                f"the {target} target has no GPU shared memory: {op.name} of '{op.tensor.data}' "
-                'in "shared" needs a device target (stage in "local" memory on C)',
+                f"the {target} target has no {lacks}: {op.name} of '{op.tensor.data}' in \"shared\" {instead}",
                 schedule.locations.get(op),
             )
 
