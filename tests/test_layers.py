@@ -4,8 +4,8 @@ sideways, never up. The floors, bottom to top:
     errors, ir -> dialects -> passes.utils -> runtime -> targets -> passes ->
     dialects.einc_transform (the transform interpreter), context (every dialect) -> frontend ->
     schedule, default_schedule, schedules, schedule_builder -> reference, interp, interp_egpu ->
-    driver, tune (the tuner; the driver reads its records) -> numerics, explain (the pipeline
-    walked step by step, its HTML page) -> cli, opt, serve, torch (the command lines, the codegen
+    driver, tune (the tuner; the driver reads its records) -> numerics, explain, reduce (the pipeline
+    walked step by step, its HTML page, reproducers and the reducer) -> cli, opt, serve, torch (the command lines, the codegen
     service, PyTorch custom ops) -> einc
 
 A module may import its own floor or any floor below it. Imports under `if TYPE_CHECKING:`
@@ -34,7 +34,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("einc.schedule", "einc.schedule_passes", "einc.default_schedule", "einc.schedules", "einc.schedule_builder"),
     ("einc.reference", "einc.interp", "einc.interp_egpu"),
     ("einc.driver", "einc.tune"),
-    ("einc.numerics", "einc.explain"),
+    ("einc.numerics", "einc.explain", "einc.reduce"),
     ("einc.cli", "einc.opt", "einc.opt_support", "einc.serve", "einc.serve_jobs", "einc.serve_warm", "einc.torch"),
     ("einc",),
 ]

@@ -1,0 +1,204 @@
+"""The reducer's edits of a `.ein` program, on its text (the frontend's syntax tree gives the
+places; the result is a program of its own, checked by replaying it).
+
+    cut_statements(text, name, keep)      statements dropped; a dropped one still read by a
+                                          kept one becomes an input of its shape and dtype
+    drop_outputs(text, name, keep)        `output` declarations dropped
+    drop_unused_inputs(text, name)        inputs no statement reads
+    expression_edits(text, name)          each subexpression replaced by one of its operands,
+                                          or by a constant
+    shape_edits(text, name)               each dimension size lowered (its equal literals too)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from einc.frontend import ast
+
+
+def parse(text: str, filename: str) -> ast.Module:
+    from einc.frontend.diagnostics import SourceText
+    from einc.frontend.parser import parse as parse_text
+
+    return parse_text(SourceText(text, filename))
+
+
+def _span(text: str, node: ast.Statement | ast.InputDecl) -> str:
+    return text[node.span.start : node.span.end]
+
+
+def assemble(inputs: Sequence[str], outputs: Sequence[str], statements: Sequence[str]) -> str:
+    lines = list(inputs)
+    if outputs:
+        lines.append(f"output {', '.join(outputs)}")
+    if lines:
+        lines.append("")
+    return "\n".join([*lines, *statements]) + "\n"
+
+
+def _reads(statement: str, tensor: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(tensor)}\s*\[", statement) is not None
+
+
+def statement_count(text: str, filename: str) -> int:
+    return len(parse(text, filename).statements)
+
+
+def cut_statements(text: str, filename: str, keep: Sequence[int]) -> str | None:
+    """The program with only the statements `keep` (indices); a dropped statement's tensor
+    that a kept one reads is declared as an input (its shape and dtype); None when nothing
+    is left or the program does not check."""
+    from einc.frontend import parse_program
+
+    if not keep:
+        return None
+    module = parse(text, filename)
+    try:
+        program = parse_program(text, filename)
+    except Exception:  # noqa: BLE001 - only a program that checks is cut
+        return None
+    results = {s.output.name: s.output for s in program.statements}
+    kept = [_span(text, module.statements[i]) for i in sorted(set(keep))]
+    dropped = {module.statements[i].output for i in range(len(module.statements)) if i not in set(keep)}
+    defined = {module.statements[i].output for i in keep}
+    inputs = [_span(text, d) for d in module.inputs]
+    for name in sorted(dropped - defined):
+        info = results.get(name)
+        if info is not None and any(_reads(s, name) for s in kept):
+            dtype = "int8" if info.dtype == "bool" else info.dtype
+            inputs.append(f"input {name}: {dtype}[{', '.join(map(str, info.shape))}]")
+    outputs = [n for d in module.outputs for n, _ in d.names if n in defined]
+    return assemble(inputs, outputs, kept)
+
+
+def output_names(text: str, filename: str) -> list[str]:
+    return [n for d in parse(text, filename).outputs for n, _ in d.names]
+
+
+def drop_outputs(text: str, filename: str, keep: Sequence[str]) -> str:
+    module = parse(text, filename)
+    inputs = [_span(text, d) for d in module.inputs]
+    return assemble(inputs, [n for n in output_names(text, filename) if n in keep],
+                    [_span(text, s) for s in module.statements])  # fmt: skip
+
+
+def drop_unused_inputs(text: str, filename: str) -> str:
+    module = parse(text, filename)
+    statements = [_span(text, s) for s in module.statements]
+    inputs = [_span(text, d) for d in module.inputs if any(_reads(s, d.name) for s in statements)]
+    return assemble(inputs, output_names(text, filename), statements)
+
+
+def _nodes(expr: ast.Expr) -> Iterator[ast.Expr]:
+    """`expr` and its subexpressions, outermost first."""
+    yield expr
+    for child in ast.children(expr):
+        yield from _nodes(child)
+
+
+_LEAVES = (ast.Number, ast.String, ast.Name)
+
+
+def expression_edits(text: str, filename: str) -> Iterator[str]:
+    """Programs with one subexpression of a statement replaced by one of its operands (a
+    call, a cast or a condition dropped, one side of an operator kept) or by a constant;
+    outermost subexpressions first, statements from the last."""
+    module = parse(text, filename)
+    for statement in reversed(module.statements):
+        constant = "1" if statement.op.startswith(("&", "|")) else "1.0"
+        for node in _nodes(statement.expr):
+            if isinstance(node, _LEAVES) or isinstance(node, ast.Const | ast.DtypeOf | ast.AxisVal):
+                continue
+            start, end = balanced(text, node.span.start, node.span.end)
+            options: list[str] = []
+            if not isinstance(node, ast.Access):
+                for child in ast.children(node):
+                    if isinstance(child, ast.String):
+                        continue
+                    piece = text[slice(*balanced(text, child.span.start, child.span.end))].strip()
+                    simple = isinstance(child, ast.Access | ast.Number | ast.Name) or _wrapped(piece)
+                    enclosed = text[:start].rstrip().endswith("(") and text[end:].lstrip().startswith(")")
+                    options.append(piece if simple or enclosed else f"({piece})")
+            if isinstance(node, ast.When) and len(node.conditions) > 1:
+                for drop in node.conditions:
+                    rest = [text[c.span.start : c.span.end] for c in node.conditions if c is not drop]
+                    options.append(_replace_conditions(text, node, rest))
+            options.append(constant)
+            for option in options:
+                if option.startswith("\0"):
+                    yield option[1:]
+                else:
+                    yield text[:start] + option + text[end:]
+
+
+def _wrapped(piece: str) -> bool:
+    """`(...)`: one pair of parentheses around all of it."""
+    if not (piece.startswith("(") and piece.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(piece):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and i < len(piece) - 1:
+            return False
+    return True
+
+
+def balanced(text: str, start: int, end: int) -> tuple[int, int]:
+    """`start:end` widened to the parentheses it opens or closes without the other (a call
+    on a parenthesized operand starts inside its `(`)."""
+    depth = 0
+    for ch in text[start:end]:
+        depth += (ch == "(") - (ch == ")")
+    while depth < 0 and start > 0:
+        start -= 1
+        depth += (text[start] == "(") - (text[start] == ")")
+    while depth > 0 and end < len(text):
+        depth += (text[end] == "(") - (text[end] == ")")
+        end += 1
+    return start, end
+
+
+def _replace_conditions(text: str, node: ast.When, conditions: list[str]) -> str:
+    """The program with `node`'s condition list replaced (marked with a leading NUL: a whole text)."""
+    first, last = node.conditions[0].span, node.conditions[-1].span
+    return "\0" + text[: first.start] + ", ".join(conditions) + text[last.end :]
+
+
+def dimension_values(text: str, filename: str) -> list[int]:
+    """The distinct sizes of the program's declared dimensions and `where` extents, largest first."""
+    module = parse(text, filename)
+    values = {int(d.value) for decl in module.inputs for d in decl.dims if _int(d)}
+    values |= {int(w.extent.value) for s in module.statements for w in s.where if _int(w.extent)}
+    return sorted(values, reverse=True)
+
+
+def _int(node: ast.Expr) -> bool:
+    return isinstance(node, ast.Number) and not node.is_float and isinstance(node.value, int)
+
+
+def _literals(expr: ast.Expr) -> Iterator[ast.Number]:
+    for node in _nodes(expr):
+        if isinstance(node, ast.Number) and _int(node):
+            yield node
+
+
+def resize(text: str, filename: str, old: int, new: int) -> str:
+    """Every declared dimension, `where` extent and integer literal of a statement equal to
+    `old` made `new` (a literal equal to a dimension is most likely tied to it)."""
+    module = parse(text, filename)
+    targets = [d for decl in module.inputs for d in decl.dims if _int(d)]
+    for statement in module.statements:
+        for expr in (*statement.indices, statement.expr, *(w.extent for w in statement.where)):
+            targets.extend(_literals(expr))
+    edits = sorted({(n.span.start, n.span.end) for n in targets if isinstance(n, ast.Number) and n.value == old},
+                   reverse=True)  # fmt: skip
+    for start, end in edits:
+        text = text[:start] + str(new) + text[end:]
+    return text
+
+
+def smaller_sizes(value: int) -> list[int]:
+    """The sizes to try for a dimension of `value`, smallest first."""
+    return sorted({v for v in (1, 2, 4, value // 2) if 0 < v < value})
