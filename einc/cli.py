@@ -223,6 +223,11 @@ def _reduce_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Seque
     reduce.add_argument("-o", "--output", help="write the reduced reproducer here (default: FILE.reduced.txt)")
     reduce.add_argument("--time-budget", default="60s", help="stop after this long (e.g. 60s, 2m; default 60s)")
     reduce.add_argument("--jobs", type=int, default=None, help="candidates tested at once (default: cores, at most 4)")
+    reduce.add_argument(
+        "--cpu-time", action="store_true",
+        help="count the budget in CPU seconds (einc reduce's and its tests') instead of wall time, for "
+        "measurements on a shared machine",
+    )  # fmt: skip
     reduce.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -530,7 +535,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         from einc.tune.command import parse_duration
 
         budget = parse_duration(args.time_budget, argument_location(argv, "--time-budget"))
-        return reduce_command(args.file, args.output, budget, args.jobs, args.quiet)
+        return reduce_command(args.file, args.output, budget, args.jobs, args.quiet, cpu_time=args.cpu_time)
     extra: dict[str, list[str]] = {}
     progress: Callable[[str, float], None] | None = None
     if args.command in ("compile", "run", "check", "explain"):

@@ -185,7 +185,9 @@ def verdict(repro: Reproducer, got: Failure | None) -> tuple[bool, str]:
     if got is None:
         return False, f"no longer fails (it reported: {want.describe()})"
     if same_way(got, want, loose=False, stage=stage):
-        exact = got.signature() == want.signature() and (not want.detail or got.detail == want.detail or want.kind == "numerics")
+        exact = got.signature() == want.signature() and (
+            not want.detail or got.detail.rstrip() == want.detail.rstrip() or want.kind == "numerics"
+        )
         how = "identically" if exact else "the same way"
         return True, f"still fails {how}: {got.describe()}"
     if same_way(got, want, loose=True, stage=stage):
@@ -233,12 +235,13 @@ def reduced_name(path: str) -> str:
 
 
 def reduce_command(path: str, output: str | None, budget_s: float, jobs: int | None, quiet: bool = False,
-                   timeout: float | None = None) -> int:  # fmt: skip
+                   timeout: float | None = None, cpu_time: bool = False) -> int:  # fmt: skip
     """`einc reduce FILE`: say whether it still fails the same way, shrink it (progress on
     stderr), print the reduced reproducer and write it (`-o`, default FILE.reduced.txt)."""
     from einc.reduce.reducer import reduce
-    from einc.reduce.tester import Budget
+    from einc.reduce.tester import Budget, cpu_clock
 
+    budget = Budget(budget_s, cpu_clock) if cpu_time else Budget(budget_s)
     repro = Reproducer.read(path)
     first = replay(repro, fast=True)
     for note in first.notes:
@@ -252,7 +255,7 @@ def reduce_command(path: str, output: str | None, budget_s: float, jobs: int | N
         if not quiet:
             print(f"einc reduce: {line}", file=sys.stderr, flush=True)
 
-    result = reduce(repro, Budget(budget_s), jobs=jobs, progress=progress, timeout=timeout)
+    result = reduce(repro, budget, jobs=jobs, progress=progress, timeout=timeout)
     out = output or reduced_name(path)
     try:
         result.repro.write(out)

@@ -46,6 +46,11 @@ def statement_count(text: str, filename: str) -> int:
     return len(parse(text, filename).statements)
 
 
+def statement_names(text: str, filename: str) -> list[str]:
+    """Each statement's tensor, in order."""
+    return [s.output for s in parse(text, filename).statements]
+
+
 def cut_statements(text: str, filename: str, keep: Sequence[int]) -> str | None:
     """The program with only the statements `keep` (indices); a dropped statement's tensor
     that a kept one reads is declared as an input (its shape and dtype); None when nothing
@@ -104,9 +109,53 @@ _LEAVES = (ast.Number, ast.String, ast.Name)
 def expression_edits(text: str, filename: str) -> Iterator[str]:
     """Programs with one subexpression of a statement replaced by one of its operands (a
     call, a cast or a condition dropped, one side of an operator kept) or by a constant;
-    outermost subexpressions first, statements from the last."""
+    outermost subexpressions first, statements from the last. An axis that loses the
+    access that gave it its range gets a `where` range of the size it had."""
     module = parse(text, filename)
-    for statement in reversed(module.statements):
+    sizes = _axis_sizes(text, filename)
+    for index, edited in _expression_edits(text, module):
+        yield ranged(edited, filename, index, sizes)
+
+
+def _axis_sizes(text: str, filename: str) -> list[dict[str, int]]:
+    from einc.frontend import parse_program
+
+    try:
+        return [dict(s.axes) for s in parse_program(text, filename).statements]
+    except Exception:  # noqa: BLE001 - a program that does not check: no ranges to give
+        return []
+
+
+def ranged(text: str, filename: str, index: int, sizes: Sequence[dict[str, int]]) -> str:
+    """`text` with statement `index`'s `where` ranges: each axis it still uses that no plain
+    subscript (`t[..., A, ...]`) gives a range to, with its size in `sizes`; the ranges it
+    had for axes it still uses kept."""
+    if index >= len(sizes):
+        return text
+    try:
+        module = parse(text, filename)
+    except Exception:  # noqa: BLE001 - the checker will say what is wrong
+        return text
+    if index >= len(module.statements):
+        return text
+    statement = module.statements[index]
+    if statement.is_scatter:
+        return text
+    expr = text[slice(*balanced(text, statement.expr.span.start, statement.expr.span.end))]
+    indices = [text[i.span.start : i.span.end] for i in statement.indices]
+    plain = {i.name for a in _nodes(statement.expr) if isinstance(a, ast.Access) for i in a.indices if isinstance(i, ast.Name)}
+    named = {n.name for n in _nodes(statement.expr) if isinstance(n, ast.Name)} | set(indices)
+    old = {w.axis: text[w.extent.span.start : w.extent.span.end] for w in statement.where}
+    where = [(axis, extent) for axis, extent in old.items() if axis in named]
+    for axis, size in sizes[index].items():
+        if axis in named and axis not in plain and axis not in old:
+            where.append((axis, str(size)))
+    rebuilt = _statement_text(statement.output, indices, statement.op, expr, where)
+    return text[: statement.span.start] + rebuilt + text[statement.span.end :]
+
+
+def _expression_edits(text: str, module: ast.Module) -> Iterator[tuple[int, str]]:
+    for number, statement in reversed(list(enumerate(module.statements))):
         constant = "1" if statement.op.startswith(("&", "|")) else "1.0"
         for node in _nodes(statement.expr):
             if isinstance(node, _LEAVES) or isinstance(node, ast.Const | ast.DtypeOf | ast.AxisVal):
@@ -121,16 +170,29 @@ def expression_edits(text: str, filename: str) -> Iterator[str]:
                     simple = isinstance(child, ast.Access | ast.Number | ast.Name) or _wrapped(piece)
                     enclosed = text[:start].rstrip().endswith("(") and text[end:].lstrip().startswith(")")
                     options.append(piece if simple or enclosed else f"({piece})")
+            if isinstance(node, ast.When) and node.otherwise is not None:  # `.when([c])`: no else value
+                other = balanced(text, node.otherwise.span.start, node.otherwise.span.end)
+                cut = text[: other[0]].rstrip()
+                if cut.endswith(","):
+                    options.append("\0" + cut[:-1] + text[other[1] :])
             if isinstance(node, ast.When) and len(node.conditions) > 1:
                 for drop in node.conditions:
                     rest = [text[c.span.start : c.span.end] for c in node.conditions if c is not drop]
                     options.append(_replace_conditions(text, node, rest))
-            options.append(constant)
+            options.append("0" if _in_index(statement, node) else constant)
             for option in options:
                 if option.startswith("\0"):
-                    yield option[1:]
+                    yield number, option[1:]
                 else:
-                    yield text[:start] + option + text[end:]
+                    yield number, text[:start] + option + text[end:]
+
+
+def _in_index(statement: ast.Statement, node: ast.Expr) -> bool:
+    """Whether `node` is (inside) a subscript of an access of the statement's expression."""
+    for access in _nodes(statement.expr):
+        if isinstance(access, ast.Access) and any(node is n for index in access.indices for n in _nodes(index)):
+            return True
+    return False
 
 
 def _wrapped(piece: str) -> bool:
@@ -202,3 +264,40 @@ def resize(text: str, filename: str, old: int, new: int) -> str:
 def smaller_sizes(value: int) -> list[int]:
     """The sizes to try for a dimension of `value`, smallest first."""
     return sorted({v for v in (1, 2, 4, value // 2) if 0 < v < value})
+
+
+def _statement_text(name: str, indices: Sequence[str], op: str, expr: str, where: Sequence[tuple[str, str]]) -> str:
+    ranges = f" where {', '.join(f'{a} in {n}' for a, n in where)}" if where else ""
+    return f"{name}[{', '.join(indices)}] {op} {expr}{ranges}"
+
+
+def axis_edits(text: str, filename: str) -> Iterator[str]:
+    """Programs with one output axis of a statement dropped (the tensor one rank lower; the
+    axis, still read, becomes a reduction axis) and with `where` ranges of axes no longer
+    written dropped; statements from the last."""
+    module = parse(text, filename)
+    sizes = _axis_sizes(text, filename)
+    for edited in _axis_edits(text, module):
+        yield next((ranged(edited, filename, i, sizes) for i in range(len(module.statements))
+                    if edited[module.statements[i].span.start:] != text[module.statements[i].span.start:]), edited)  # fmt: skip
+
+
+def _axis_edits(text: str, module: ast.Module) -> Iterator[str]:
+    for statement in reversed(module.statements):
+        if statement.is_scatter:
+            continue
+        indices = [text[i.span.start : i.span.end] for i in statement.indices]
+        expr = text[slice(*balanced(text, statement.expr.span.start, statement.expr.span.end))]
+        where = [(w.axis, text[w.extent.span.start : w.extent.span.end]) for w in statement.where]
+        start, end = statement.span.start, statement.span.end
+        for k, index in enumerate(indices):
+            if not isinstance(statement.indices[k], ast.Name):
+                continue
+            kept = indices[:k] + indices[k + 1 :]
+            used = re.search(rf"(?<![\w.]){re.escape(index)}(?![\w])", expr) is not None
+            ranges = where if used else [(a, n) for a, n in where if a != index]
+            yield text[:start] + _statement_text(statement.output, kept, statement.op, expr, ranges) + text[end:]
+        for axis, _ in where:
+            if not re.search(rf"(?<![\w.]){re.escape(axis)}(?![\w])", expr) and axis not in indices:
+                ranges = [(a, n) for a, n in where if a != axis]
+                yield text[:start] + _statement_text(statement.output, indices, statement.op, expr, ranges) + text[end:]

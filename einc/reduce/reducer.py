@@ -8,12 +8,17 @@ each candidate tested by a fast replay, einc.reduce.replay.still_fails):
 
 1. the pipeline: the stage hooks' passes and the target's pipeline (`mode: compile`), or the
    pass pipeline (`mode: opt`); what runs after the failing step first of all;
-2. the schedule: none at all, else its ops (an op goes with the ops that use its handles);
-3. the statements (a dropped statement still read by a kept one becomes an input), the
-   declared outputs, the inputs no statement reads;
-4. the expressions: a subexpression replaced by one of its operands or by a constant;
-5. the shapes: each dimension size lowered (1, 2, 4, half), its equal literals with it;
-6. the schedule's sizes (`by N`, a knob's value) lowered;
+2. the schedule, when the failure does not need one;
+3. the statements (a dropped statement still read by a kept one becomes an input; the
+   schedule ops of a dropped statement go with it), the declared outputs, the inputs no
+   statement reads;
+4. the schedule's ops (an op goes with the ops that use its handles), then ops taken out
+   with their users given what they were given (a reorder's loops, a tile's loop, a knob's
+   value);
+5. the expressions: a subexpression replaced by one of its operands or by a constant, an
+   output axis dropped (an axis that loses its range gets a `where` range);
+6. the shapes: each dimension size lowered (1, 2, 4, half), its equal literals with it;
+7. the schedule's sizes (`by N`, a knob's value) lowered;
 
 and again from 2 while anything changed and the budget lasts. The program is first written at
 the shape scale the failure was found at (`shape-scale: 1`, so its shapes are literal). The
@@ -30,7 +35,14 @@ from dataclasses import dataclass, field
 from einc.reduce import program as prog
 from einc.reduce.replay import program_text, replay, still_fails
 from einc.reduce.reproducer import Failure, Reproducer, same_way
-from einc.reduce.schedule_edits import count_ops, schedule_ops, size_edits, without
+from einc.reduce.schedule_edits import (
+    bypass_edits,
+    count_ops,
+    schedule_ops,
+    size_edits,
+    without,
+    without_statements,
+)
 from einc.reduce.tester import Budget, Tester, default_jobs
 
 Progress = Callable[[str], None]
@@ -66,6 +78,19 @@ def ein_ops(repro: Reproducer) -> int | None:
     except Exception:  # noqa: BLE001 - a program the frontend refuses has no ein module
         return None
     return sum(1 for _ in module.walk()) - 1
+
+
+def program_size(text: str, filename: str) -> tuple[int, int] | None:
+    """A `.ein` program's size: its `ein` module's ops, then its length; None when the
+    frontend refuses it (a candidate not worth a test). An edit is taken only when it makes
+    the size smaller, so the edits end."""
+    from einc.frontend import build_module, parse_program
+
+    try:
+        module = build_module(parse_program(text, filename))
+    except Exception:  # noqa: BLE001 - refused (or a frontend crash: the test will tell)
+        return None
+    return sum(1 for _ in module.walk()) - 1, len(text)
 
 
 def size_line(repro: Reproducer) -> str:
@@ -215,39 +240,66 @@ class _Reducer:
             return False
         return self.ddmin(len(passes), lambda keep: _with_passes(base, [passes[i] for i in keep]), "passes")
 
-    def schedule(self) -> bool:
+    def no_schedule(self) -> bool:
+        """The whole schedule dropped (einc compile's pipeline: no schedule at all)."""
         base = self.best
         if base.schedule is None or base.mode != "compile":
-            return self._opt_schedule()
+            return False
         none = dataclasses.replace(base, schedule=None)
         if self.first([none]) is not None:
             self.best = none
             self.say(f"schedule: {count_ops(base.schedule)} ops -> none")
             return True
-        text = base.schedule
-        ops = schedule_ops(text)
-        return self.ddmin(len(ops), lambda keep: dataclasses.replace(
-            base, schedule=without(text, ops, set(range(len(ops))) - set(keep))), "schedule ops")  # fmt: skip
+        return False
 
-    def _opt_schedule(self) -> bool:
-        base = self.best
-        if base.schedule is None:
+    def schedule(self) -> bool:
+        if self.best.schedule is None:
             return False
+        return self._schedule_ops()
+
+    def _schedule_ops(self) -> bool:
+        """ddmin over the schedule's ops, then ops taken out with their handles' users given
+        what they were given (a reorder, a tile, a knob), then ddmin again."""
+        base = self.best
         text = base.schedule
+        assert text is not None
         ops = schedule_ops(text)
-        return self.ddmin(len(ops), lambda keep: dataclasses.replace(
+        changed = self.ddmin(len(ops), lambda keep: dataclasses.replace(
             base, schedule=without(text, ops, set(range(len(ops))) - set(keep))), "schedule ops")  # fmt: skip
+        bypassed = 0
+        while self.best.schedule is not None and not self.tester.budget.expired:
+            current = self.best.schedule
+            found = self.first([dataclasses.replace(self.best, schedule=t) for t in bypass_edits(current)])
+            if found is None:
+                break
+            self.best, bypassed = found, bypassed + 1
+        if bypassed:
+            self.say(f"schedule: {bypassed} ops taken out, their handles' users given what they were given")
+            base = self.best
+            text = base.schedule
+            assert text is not None
+            ops = schedule_ops(text)
+            self.ddmin(len(ops), lambda keep: dataclasses.replace(
+                base, schedule=without(text, ops, set(range(len(ops))) - set(keep))), "schedule ops")  # fmt: skip
+        return changed or bypassed > 0
+
 
     def statements(self) -> bool:
         base = self.best
         if not base.filename.endswith(".ein"):
             return False
         text = base.program
-        count = prog.statement_count(text, base.filename)
+        names = prog.statement_names(text, base.filename)
+        count = len(names)
 
         def build(keep: Sequence[int]) -> Reproducer | None:
             cut = prog.cut_statements(text, base.filename, keep)
-            return None if cut is None else dataclasses.replace(base, program=cut)
+            if cut is None:
+                return None
+            schedule = base.schedule
+            if schedule is not None:  # the ops of the statements cut go with them
+                schedule = without_statements(schedule, {names[i] for i in range(count) if i not in keep})
+            return dataclasses.replace(base, program=cut, schedule=schedule)
 
         changed = self.ddmin(count, build, "statements")
         base = self.best
@@ -257,7 +309,8 @@ class _Reducer:
                 base, program=prog.drop_outputs(base.program, base.filename, [names[i] for i in keep])), "outputs")  # fmt: skip
         base = self.best
         unused = prog.drop_unused_inputs(base.program, base.filename)
-        if unused != base.program and (found := self.first([dataclasses.replace(base, program=unused)])):
+        fewer = len(prog.parse(unused, base.filename).inputs) < len(prog.parse(base.program, base.filename).inputs)
+        if fewer and (found := self.first([dataclasses.replace(base, program=unused)])):
             self.best = found
             self.say("unused inputs dropped")
             changed = True
@@ -269,7 +322,11 @@ class _Reducer:
             base = self.best
             if not base.filename.endswith(".ein"):
                 break
-            edits = [dataclasses.replace(base, program=t) for t in prog.expression_edits(base.program, base.filename)]
+            texts = [*prog.expression_edits(base.program, base.filename), *prog.axis_edits(base.program, base.filename)]
+            current = program_size(base.program, base.filename)
+            sized = [(size, t) for t in texts if (size := program_size(t, base.filename)) is not None and size < current]
+            sized.sort(key=lambda st: st[0])  # the smallest first: the first that still fails is the smallest that does
+            edits = [dataclasses.replace(base, program=t) for _, t in sized]
             found = self.first(edits)
             if found is None:
                 break
@@ -339,8 +396,9 @@ def reduce(repro: Reproducer, budget: Budget | None = None, jobs: int | None = N
     reducer.say(f"start: {size_line(base)}; {base.failure.describe()}")
     reducer.pipeline()
     while not budget.expired:
-        changed = reducer.schedule()
+        changed = reducer.no_schedule()
         changed |= reducer.statements()
+        changed |= reducer.schedule()
         changed |= reducer.expressions()
         changed |= reducer.shapes()
         changed |= reducer.sizes()

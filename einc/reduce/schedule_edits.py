@@ -107,3 +107,50 @@ def _smaller(value: int) -> list[int]:
 def count_ops(text: str | None) -> int:
     """A schedule's ops (its entry's top-level ops but the yield); 0 without a schedule."""
     return 0 if text is None else len(schedule_ops(text))
+
+
+def _ordered(text: str) -> list[str]:
+    seen: list[str] = []
+    for value in _VALUE.findall(text):
+        if value not in seen:
+            seen.append(value)
+    return seen
+
+
+def _substitute(text: str, mapping: dict[str, str]) -> str:
+    if not mapping:
+        return text
+    pattern = re.compile("|".join(re.escape(k) + r"(?![\w.$-])" for k in sorted(mapping, key=len, reverse=True)))
+    return pattern.sub(lambda m: mapping[m.group(0)], text)
+
+
+def bypass_edits(text: str) -> Iterator[str]:
+    """Schedules with one op taken out and its handles' users given what it was given: a
+    reorder's loops in their old order, a tile's (or peel's, unroll's) loop untouched, a
+    knob's value written where it is used."""
+    ops = schedule_ops(text)
+    lines = text.splitlines()
+    for op in ops:
+        head, equal, rest = op.text.partition(" = ")
+        results = _ordered(head) if op.defines else []
+        operands = _ordered(rest if op.defines else op.text)
+        mapping: dict[str, str] = {}
+        knob = _KNOB.search(op.text)
+        if knob is not None and results:
+            mapping = {results[0]: knob.group(1)}
+        elif results and len(results) == len(operands):
+            mapping = dict(zip(results, operands, strict=True))
+        elif results and operands:
+            mapping = dict.fromkeys(results, operands[0])
+        else:
+            continue
+        kept = [line for n, line in enumerate(lines) if not op.first <= n <= op.last]
+        yield _substitute("\n".join(kept), mapping) + "\n"
+
+
+def without_statements(text: str, names: Set[str]) -> str:
+    """The schedule without the ops that match a statement of `names` (`match stmt "x"`,
+    `cache_read "x"` ...) and the ops using their handles."""
+    ops = schedule_ops(text)
+    drop = {i for i, op in enumerate(ops) if any(f'"{name}"' in op.text for name in names)}
+    return without(text, ops, drop) if drop else text
