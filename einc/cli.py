@@ -553,12 +553,14 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
                 argument_location(argv, "--dump-after"),
             )  # fmt: skip
         scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
-        on_failure = None
+        on_failure: Callable[[NumericsReport, str | None], None] | None = None
         if args.reproducer:
             from einc.reduce.command import write_for_report
 
-            def on_failure(report: NumericsReport, schedule_text: str | None) -> None:
+            def write_reproducer(report: NumericsReport, schedule_text: str | None) -> None:
                 write_for_report("einc", args, argv, report, args.reproducer, schedule_text)
+
+            on_failure = write_reproducer
 
         return compile_command(args.file, args.target, args.schedule, args.seed, scale,
                                use_records=not args.no_records, db=args.db, extra_passes=extra,

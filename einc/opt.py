@@ -448,14 +448,16 @@ def _run(opt: EincOptMain, argv: Sequence[str]) -> int:
     if opt.args.check_numerics:
         from einc.numerics.command import opt_command
 
-        on_failure = None
+        on_failure: Callable[[NumericsReport, str | None], None] | None = None
         if opt.args.reproducer:
             from einc.reduce.command import write_for_report
 
             args = opt.args
 
-            def on_failure(report: NumericsReport, schedule_text: str | None) -> None:
+            def write_reproducer(report: NumericsReport, schedule_text: str | None) -> None:
                 write_for_report("einc-opt", args, argv, report, args.reproducer)
+
+            on_failure = write_reproducer
 
         return opt_command(opt, on_failure)
     opt.run()

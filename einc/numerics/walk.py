@@ -24,6 +24,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 
 from einc.errors import EincError
+from einc.ir.pass_statistics import pass_scope
 from einc.numerics.execute import compare_all, run_at_level
 from einc.numerics.types import LevelRun, NumericsReport, PipelineStep
 
@@ -217,7 +218,8 @@ class Walk:
             before = module.clone() if self.execute and not self.failed else None  # to bisect its rewrites
             start = time.perf_counter()
             try:
-                p.apply(self.ctx, module)
+                with pass_scope(p, module):  # --pass-statistics, --debug-counter
+                    p.apply(self.ctx, module)
             except EincError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a pass bug: the step's failure

@@ -231,18 +231,21 @@ def _replace_conditions(text: str, node: ast.When, conditions: list[str]) -> str
 def dimension_values(text: str, filename: str) -> list[int]:
     """The distinct sizes of the program's declared dimensions and `where` extents, largest first."""
     module = parse(text, filename)
-    values = {int(d.value) for decl in module.inputs for d in decl.dims if _int(d)}
-    values |= {int(w.extent.value) for s in module.statements for w in s.where if _int(w.extent)}
+    values = {value for decl in module.inputs for d in decl.dims if (value := _int(d)) is not None}
+    values |= {value for s in module.statements for w in s.where if (value := _int(w.extent)) is not None}
     return sorted(values, reverse=True)
 
 
-def _int(node: ast.Expr) -> bool:
-    return isinstance(node, ast.Number) and not node.is_float and isinstance(node.value, int)
+def _int(node: ast.Expr) -> int | None:
+    """An integer literal's value, else None."""
+    if isinstance(node, ast.Number) and not node.is_float and isinstance(node.value, int):
+        return node.value
+    return None
 
 
 def _literals(expr: ast.Expr) -> Iterator[ast.Number]:
     for node in _nodes(expr):
-        if isinstance(node, ast.Number) and _int(node):
+        if isinstance(node, ast.Number) and _int(node) is not None:
             yield node
 
 
@@ -250,12 +253,11 @@ def resize(text: str, filename: str, old: int, new: int) -> str:
     """Every declared dimension, `where` extent and integer literal of a statement equal to
     `old` made `new` (a literal equal to a dimension is most likely tied to it)."""
     module = parse(text, filename)
-    targets = [d for decl in module.inputs for d in decl.dims if _int(d)]
+    targets = [d for decl in module.inputs for d in decl.dims if isinstance(d, ast.Number) and _int(d) is not None]
     for statement in module.statements:
         for expr in (*statement.indices, statement.expr, *(w.extent for w in statement.where)):
             targets.extend(_literals(expr))
-    edits = sorted({(n.span.start, n.span.end) for n in targets if isinstance(n, ast.Number) and n.value == old},
-                   reverse=True)  # fmt: skip
+    edits = sorted({(n.span.start, n.span.end) for n in targets if n.value == old}, reverse=True)
     for start, end in edits:
         text = text[:start] + str(new) + text[end:]
     return text

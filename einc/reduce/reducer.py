@@ -263,9 +263,7 @@ class _Reducer:
         base = self.best
         text = base.schedule
         assert text is not None
-        ops = schedule_ops(text)
-        changed = self.ddmin(len(ops), lambda keep: dataclasses.replace(
-            base, schedule=without(text, ops, set(range(len(ops))) - set(keep))), "schedule ops")  # fmt: skip
+        changed = self._ddmin_schedule(base, text)
         bypassed = 0
         while self.best.schedule is not None and not self.tester.budget.expired:
             current = self.best.schedule
@@ -275,13 +273,15 @@ class _Reducer:
             self.best, bypassed = found, bypassed + 1
         if bypassed:
             self.say(f"schedule: {bypassed} ops taken out, their handles' users given what they were given")
-            base = self.best
-            text = base.schedule
+            text = self.best.schedule
             assert text is not None
-            ops = schedule_ops(text)
-            self.ddmin(len(ops), lambda keep: dataclasses.replace(
-                base, schedule=without(text, ops, set(range(len(ops))) - set(keep))), "schedule ops")  # fmt: skip
+            self._ddmin_schedule(self.best, text)
         return changed or bypassed > 0
+
+    def _ddmin_schedule(self, base: Reproducer, text: str) -> bool:
+        ops = schedule_ops(text)
+        return self.ddmin(len(ops), lambda keep: dataclasses.replace(
+            base, schedule=without(text, ops, set(range(len(ops))) - set(keep))), "schedule ops")  # fmt: skip
 
 
     def statements(self) -> bool:
@@ -324,6 +324,8 @@ class _Reducer:
                 break
             texts = [*prog.expression_edits(base.program, base.filename), *prog.axis_edits(base.program, base.filename)]
             current = program_size(base.program, base.filename)
+            if current is None:
+                break
             sized = [(size, t) for t in texts if (size := program_size(t, base.filename)) is not None and size < current]
             sized.sort(key=lambda st: st[0])  # the smallest first: the first that still fails is the smallest that does
             edits = [dataclasses.replace(base, program=t) for _, t in sized]

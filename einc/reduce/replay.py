@@ -37,6 +37,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
+from einc.ir.pass_statistics import pass_scope
 from einc.numerics.types import LevelRun, NumericsReport, PipelineStep
 from einc.reduce.reproducer import Failure, Plugin, Reproducer, same_way
 
@@ -179,7 +180,7 @@ class _Probe:
         return False
 
     def step(self, stage: str, key: str, name: str, kind: str, module: ModuleOp, before: ModuleOp | None,
-             seconds: float, location: str | None = None) -> Failure | None:  # fmt: skip
+             seconds: float, location: str | None = None, p: ModulePass | None = None) -> Failure | None:  # fmt: skip
         return None
 
     def crashed(self, stage: str, name: str, kind: str, module: ModuleOp, exc: BaseException, location: str | None) -> None:
@@ -244,7 +245,7 @@ class _Fast(_Numbers):
         return c is not None and c.step == key and (not self.compare_stage or c.stage in (None, stage))
 
     def step(self, stage: str, key: str, name: str, kind: str, module: ModuleOp, before: ModuleOp | None,
-             seconds: float, location: str | None = None) -> Failure | None:  # fmt: skip
+             seconds: float, location: str | None = None, p: ModulePass | None = None) -> Failure | None:  # fmt: skip
         if before is None:
             return None
         earlier = self.run(before)
@@ -294,13 +295,17 @@ class _Full(_Numbers):
         return self.walk
 
     def watching(self, stage: str, key: str) -> bool:
-        return False
+        return not self._walk().failed  # the module before each step: to bisect a pass by its rewrites
 
     def step(self, stage: str, key: str, name: str, kind: str, module: ModuleOp, before: ModuleOp | None,
-             seconds: float, location: str | None = None) -> Failure | None:  # fmt: skip
+             seconds: float, location: str | None = None, p: ModulePass | None = None) -> Failure | None:  # fmt: skip
         walk = self._walk()
-        walk.step(stage, name, kind, module, seconds, location)
-        return numerics_failure(walk.steps[-1]) if walk.failed else None
+        step = walk.step(stage, name, kind, module, seconds, location)
+        if not walk.failed:
+            return None
+        if p is not None and before is not None and step.check is not None and not step.check.crashed:
+            step.rewrite = walk.first_rewrite(p, before)
+        return numerics_failure(step)
 
     def crashed(self, stage: str, name: str, kind: str, module: ModuleOp, exc: BaseException, location: str | None) -> None:
         self._walk().crashed(stage, name, kind, module, 0.0, exc, location)
@@ -421,7 +426,8 @@ def _run_pass(p: ModulePass, stage: str, module: ModuleOp, ctx: Context, probe: 
         if keep_locations:
             keeping_locations(PassPipeline((p,))).apply(ctx, module)
         else:
-            p.apply(ctx, module)
+            with pass_scope(p, module):
+                p.apply(ctx, module)
     except Exception as exc:  # noqa: BLE001 - the step's failure, whatever it is
         return _crash_or_error(stage, key, exc, probe, pass_name(p), kind, module, location)
     seconds = time.perf_counter() - start
@@ -429,7 +435,7 @@ def _run_pass(p: ModulePass, stage: str, module: ModuleOp, ctx: Context, probe: 
         failed = _verify_failure(module, stage, key)
         if failed is not None:
             return failed
-    return probe.step(stage, key, pass_name(p), kind, module, before, seconds, location)
+    return probe.step(stage, key, pass_name(p), kind, module, before, seconds, location, p)
 
 
 def _run_passes(passes: Sequence[ModulePass], stage: str, module: ModuleOp, ctx: Context, probe: _Probe,
