@@ -636,6 +636,10 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
     )  # fmt: skip
     print(report.render())
+    if not report.ok and args.reproducer:
+        from einc.reduce.command import write_for_run
+
+        write_for_run(args, argv, report.seed, report.render().splitlines()[-2].strip(), args.reproducer)
     return 0 if report.ok else 1
 
 

@@ -337,3 +337,23 @@ def test_an_ein_hook_is_checked_against_the_program_not_against_itself() -> None
     assert check.returncode == 1 and "plugin 'divide-as-multiply'" in check.stdout
     run = cli("einc", "run", *args, "--repeat", "1", "--seed", "1")
     assert run.returncode == 1 and "MISMATCH" in run.stdout
+
+
+def test_the_first_wrong_rewrite_is_on_the_explain_page_and_in_run_reproducers(tmp_path: Path) -> None:
+    from einc.explain import render_page
+    from einc.numerics import check_pipeline
+    from einc.plugins import load_pass_plugin
+
+    load_pass_plugin(str(ROOT / "examples/plugins/wrong_rewrites.py"))
+    text = (ROOT / "examples/layernorm.ein").read_text()
+    report = check_pipeline(text, "layernorm.ein", "convert-ein-to-affine,simplify-sub", target=None)
+    assert report.first_bad == 2 and report.steps[2].rewrite is not None
+    assert "rewrite 3 of 3 (pattern TurnBroadcastSub" in report.steps[2].rewrite
+    assert "the first rewrite that changes them: rewrite 3 of 3" in render_page(report)
+    # `einc run`'s mismatch: the reproducer's failure is the step the walk finds
+    found = tmp_path / "run.txt"
+    run = cli("einc", "run", SOFTMAX, "--no-records", "--load-pass-plugin", WRONG, "--pipeline-hook", "loops=flip-subf",
+              "--repeat", "1", "--seed", "3", "--reproducer", str(found))  # fmt: skip
+    assert run.returncode == 1 and "MISMATCH" in run.stdout
+    repro = Reproducer.read(str(found))
+    assert (repro.failure.kind, repro.failure.step, repro.seed, repro.check_numerics) == ("numerics", "flip-subf", 3, True)

@@ -334,3 +334,15 @@ def write_for_report(tool: str, args: object, argv: Sequence[str], report: Numer
     if failure.kind != "numerics":
         repro = settled(repro)
     return write(repro, path, tool)
+
+
+def write_for_run(args: object, argv: Sequence[str], seed: int, mismatch: str, path: str) -> Path:
+    """Write the reproducer of `einc run`'s mismatch: a numeric failure at a step the replay
+    finds (`--check-numerics`' walk, at its default scale, on the same seed); when the walk
+    does not find one, the mismatch as reported, at no step."""
+    failure = Failure("numerics", None, None, "wrong numbers", mismatch)
+    from einc.reduce.replay import effective_scale
+
+    repro = dataclasses.replace(for_einc(args, argv, failure, shape_scale=None), seed=seed, check_numerics=True)
+    repro = dataclasses.replace(repro, shape_scale=effective_scale(repro))
+    return write(settled(repro), path, "einc")

@@ -169,6 +169,11 @@ def _expression_edits(text: str, module: ast.Module) -> Iterator[tuple[int, str]
                     piece = text[slice(*balanced(text, child.span.start, child.span.end))].strip()
                     simple = isinstance(child, ast.Access | ast.Number | ast.Name) or _wrapped(piece)
                     enclosed = text[:start].rstrip().endswith("(") and text[end:].lstrip().startswith(")")
+                    if simple and enclosed:  # `(a + b).call(f)` -> `a.call(f)`: the grouping goes too
+                        opened = len(text[:start].rstrip()) - 1
+                        closed = end + (len(text[end:]) - len(text[end:].lstrip())) + 1
+                        options.append("\0" + text[:opened] + piece + text[closed:])
+                        continue
                     options.append(piece if simple or enclosed else f"({piece})")
             if isinstance(node, ast.When) and node.otherwise is not None:  # `.when([c])`: no else value
                 other = balanced(text, node.otherwise.span.start, node.otherwise.span.end)

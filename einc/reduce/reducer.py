@@ -371,6 +371,14 @@ class _Reducer:
         return changed > 0
 
 
+def reduced_filename(filename: str) -> str:
+    """`dir/prog.ein` -> `prog.reduced.ein`: the name the reduced program's locations carry."""
+    from pathlib import Path
+
+    stem = Path(filename).stem
+    return stem if stem.endswith(".reduced") else f"{stem}.reduced.ein"
+
+
 def materialized(repro: Reproducer) -> Reproducer:
     """The reproducer with its program written at its shape scale (`shape-scale: 1`)."""
     if repro.mode == "opt" and not repro.filename.endswith(".ein"):
@@ -409,6 +417,8 @@ def reduce(repro: Reproducer, budget: Budget | None = None, jobs: int | None = N
             break
     expired = budget.expired
     best = reducer.best
+    if best.program != repro.program and best.filename.endswith(".ein"):  # its locations are not the original's
+        best = dataclasses.replace(best, filename=reduced_filename(repro.filename))
     confirmed = replay(best).failure
     if not same_way(confirmed, best.failure, loose=True, stage=best.mode == "compile") and best is not base:
         reducer.say("the full replay of the reduced reproducer fails otherwise: keeping the original")
