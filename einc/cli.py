@@ -445,8 +445,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
                 seed=args.seed, report=args.report, progress=not args.quiet,
             )  # fmt: skip
-            if result.decision is not None:
-                return 0
+            if result.decision is not None:  # 1 where not even the default schedule computed right numbers
+                from einc.tune.tuner import DISQUALIFYING
+
+                return 1 if result.best is None or result.best.status in DISQUALIFYING else 0
             return 130 if result.stopped == "interrupted" else 1
         if args.command == "explain":
             from einc.explain.command import explain_file_command, write_page

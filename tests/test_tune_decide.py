@@ -104,9 +104,10 @@ def test_a_loaded_default_cannot_lose_to_a_kernel_the_load_favours() -> None:
     decision = decide({1: verdict}, {1: "serial()"})
     assert decision.kept_default and "the machine was busy" in decision.reason and "serial()" in decision.reason
     # a moderate load is discounted, not fatal: a kernel faster than the load can explain wins
-    some = Sample(1.0, 0.01, 0.3)
-    assert judge(pairs([some] * 6, [clean(0.5)] * 6), 3).significant  # 2 * 0.7 = 1.4 > 1.03
-    assert not judge(pairs([some] * 6, [clean(0.8)] * 6), 3).significant  # 1.25 * 0.7 < 1
+    some = Sample(1.0, 0.01, 0.2)
+    assert some.quiet_share == pytest.approx(0.8 / 1.2)
+    assert judge(pairs([some] * 6, [clean(0.6)] * 6), 3).significant  # 1.67 * 0.67 = 1.11 > 1.03
+    assert not judge(pairs([some] * 6, [clean(0.7)] * 6), 3).significant  # 1.43 * 0.67 = 0.95
 
 
 def test_failed_measurements_are_lost_rounds() -> None:

@@ -8,16 +8,22 @@ gives a pair: the default's time d and the finalist's time c (medians of their r
 
 - A round is a win when even the least speed-up it allows beats the margin:
 
-      d * (1 - load_d) / c  >  1 + margin + spread
+      d * (1 - load_d) / (1 + load_d) / c  >  1 + margin + spread
 
-  `load_d` is the fraction of the default's wall time its threads waited for a core (run-queue
-  wait, `einc.tune.timing`): on a quiet machine the default could have been faster by at most
-  that, while load never makes the finalist faster. So a loaded round can still be won, but only
-  by a finalist faster than the load could explain; with one core busy elsewhere a two-thread
-  default waits about 100% of the time, and nothing wins against it (a single-threaded kernel
-  beats a parallel one on a half-busy machine and loses on a quiet one: that is how a slower
-  kernel was once recorded as the best). `spread` is the larger of the two measurements' repeat
-  spreads ((p75 - p25) / median): the noise each median carries. `margin` (2%) is on top.
+  Load never makes the finalist faster (its time c on a quiet machine is at most c), but it may
+  have slowed the default: `load_d` is the fraction of the default's wall time its threads
+  waited for a core (run-queue wait, `einc.tune.timing`). The default could not have finished
+  sooner than 1 - load_d of its time for waiting alone; what it ran may have been slower too
+  (caches refilled after each preemption, threads moved between cores), for which as much again
+  is allowed: the divisor 1 + load_d. (Measured with one core busy: the default matmul, 1.42 ms
+  at load 0.86, ran its non-waiting part 1.24x slower than its least quiet time; the allowance
+  is 1.86x. Its CPU time, 1.6x its quiet work, is no usable bound.) So a round on a loaded
+  machine can still be won, but only by a finalist faster than the load could explain. With
+  one core busy elsewhere a two-thread default waits about 100% of the time and nothing wins
+  against it: a one-thread kernel beats a parallel one on a half-busy machine and loses on a
+  quiet one, which is how an earlier tuner recorded a best 5x slower than the default.
+  `spread` is the larger of the two measurements' repeat spreads ((p75 - p25) / median): the
+  noise each median carries. `margin` (2%) is on top.
 - A finalist is crowned only when its wins are significant: a one-sided sign test, the chance of
   at least that many wins in that many rounds were the two kernels equally fast, at most
   `alpha / finalists` (5%, Bonferroni over the finalists). With 3 finalists that is 6 wins in 6
@@ -44,8 +50,6 @@ CONFIDENCE = 0.90
 LOADED = 0.05
 """A measurement whose threads waited for a core more than this fraction of its wall time was
 taken on a loaded machine (`NoiseLimits.max_wait`)."""
-
-
 @dataclass(frozen=True)
 class Sample:
     """One measurement of a round: the median seconds per run (inf when it failed), the spread of
@@ -60,6 +64,12 @@ class Sample:
     @property
     def ok(self) -> bool:
         return math.isfinite(self.seconds) and self.seconds > 0
+
+    @property
+    def quiet_share(self) -> float:
+        """The least share of `seconds` the kernel could take on a quiet machine (see the module):
+        (1 - load) / (1 + load)."""
+        return (1.0 - self.load) / (1.0 + self.load)
 
     @classmethod
     def of(cls, seconds: float, extra: Mapping[str, object]) -> Sample:
@@ -101,8 +111,8 @@ class Pair:
 
     @property
     def bound(self) -> float:
-        """The least speed-up the round allows on a quiet machine: d * (1 - load_d) / c."""
-        return self.ratio * (1.0 - self.default.load) if self.ok else math.nan
+        """The least speed-up the round allows on a quiet machine: d * quiet_share_d / c."""
+        return self.ratio * self.default.quiet_share if self.ok else math.nan
 
     def needed(self, margin: float = MARGIN) -> float:
         """The bound a win needs: 1 + margin + the larger spread."""

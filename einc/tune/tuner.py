@@ -455,7 +455,8 @@ def _rounds(
         runs = measured.get(i, [])
         times = tuple(m.median_s for m in runs if m.ok)
         base = failed.get(i) or (runs[-1] if not times else MeasureResult(candidates[i], Status.OK, build_s=builds[i].seconds))
-        extra: dict[str, object] = {"loads": [round(_sample(m).load, 4) for m in runs]}
+        extra: dict[str, object] = {"loads": [round(_sample(m).load, 4) for m in runs],
+                                    "quiet": [round(_sample(m).quiet_share, 4) for m in runs]}  # fmt: skip
         if i in decision.verdicts:
             extra["verdict"] = decision.verdicts[i].to_json()
         finals.append(_final(base, times, tag, len(runs), extra))
