@@ -627,7 +627,8 @@ def show_lines(r: Record) -> Iterator[str]:
         what = "the default schedule, kept" if r.kept_default else "this schedule"
         yield f"  decision  the best is {what}: {r.decision}"
     if r.ok:
-        yield f"  median    {r.median_s * 1e3:.3f} ms over {len(r.times)} runs"
+        over = "final rounds (each a median of repeats)" if "final" in r.extra else "runs"
+        yield f"  median    {r.median_s * 1e3:.3f} ms over {len(r.times)} {over}"
     yield f"  point     {r.point().describe()}"
     yield f"  build     {r.build_s:.3f} s"
     yield f"  created   {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r.created))}" + (
