@@ -170,11 +170,8 @@ SIGNED_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
     arith.RemSIOp: _total(lambda a, b: a - _div_trunc(a, b) * b),
     arith.FloorDivSIOp: _total(operator.floordiv),
     arith.CeilDivSIOp: _total(lambda a, b: -(-a // b)),
-    arith.ShRSIOp: operator.rshift,
 }
 UNSIGNED_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
-    arith.ShLIOp: operator.lshift,
-    arith.ShRUIOp: operator.rshift,
     arith.DivUIOp: _total(operator.floordiv),
     arith.RemUIOp: _total(operator.mod),
     arith.CeilDivUIOp: _total(lambda a, b: -(-a // b)),
@@ -187,6 +184,15 @@ CMPI: tuple[Callable[[int, int], bool], ...] = (
     operator.lt, operator.le, operator.gt, operator.ge,
 )  # fmt: skip
 """By predicate number: eq ne slt sle sgt sge, then ult ule ugt uge (compared unsigned)."""
+
+
+def shift(value: int, amount: int, kind: str, width: int) -> int:
+    """`value << amount` or `value >> amount` (arithmetic for a signed `value`, logical for an
+    unsigned one) with the language's total rule (docs/LANGUAGE.md, "Shifts"): an `amount`
+    (unsigned) of `width` or more shifts every bit out (0, or -1 for a negative value shifted
+    right), as NumPy; the lowering guards every target's shifts to the same results."""
+    amount = min(amount, width)
+    return value << amount if kind == "shl" else value >> amount
 
 
 def _ordered(fn: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
@@ -278,6 +284,21 @@ class _ArithSpecialFunctions(InterpreterFunctions):
     @impl(arith.CmpfOp)
     def run_cmpf(self, interp: Interpreter, op: arith.CmpfOp, args: PythonValues):
         return (CMPF[op.predicate.value.data](*args),)
+
+    @impl(arith.ShLIOp)
+    def run_shli(self, interp: Interpreter, op: arith.ShLIOp, args: PythonValues):
+        t = op.result.type
+        return (wrap(shift(unsigned(args[0], t), unsigned(args[1], t), "shl", bitwidth(t)), t),)
+
+    @impl(arith.ShRSIOp)
+    def run_shrsi(self, interp: Interpreter, op: arith.ShRSIOp, args: PythonValues):
+        t = op.result.type
+        return (wrap(shift(signed(args[0], t), unsigned(args[1], t), "shr", bitwidth(t)), t),)
+
+    @impl(arith.ShRUIOp)
+    def run_shrui(self, interp: Interpreter, op: arith.ShRUIOp, args: PythonValues):
+        t = op.result.type
+        return (wrap(shift(unsigned(args[0], t), unsigned(args[1], t), "shr", bitwidth(t)), t),)
 
     @impl(arith.BitcastOp)
     def run_bitcast(self, interp: Interpreter, op: arith.BitcastOp, args: PythonValues):

@@ -101,6 +101,8 @@ _I64_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
 _CMP64 = {2: "einc_slt_s64({0}, {1})", 3: "!einc_slt_s64({1}, {0})",
           4: "einc_slt_s64({1}, {0})", 5: "!einc_slt_s64({0}, {1})"}  # fmt: skip
 """Signed predicates (slt sle sgt sge) by number."""
+_UCMP64 = {6: "{0} < {1}", 7: "{0} <= {1}", 8: "{0} > {1}", 9: "{0} >= {1}"}
+"""Unsigned predicates (ult ule ugt uge) by number: an i64 is a uint64_t already."""
 _BINARY64: dict[type[Operation], str] = {
     arith.DivSIOp: "divsi", arith.RemSIOp: "remsi", arith.FloorDivSIOp: "floordiv",
     arith.CeilDivSIOp: "ceildiv", arith.ShRSIOp: "shrsi", arith.MaxSIOp: "maxsi",
@@ -136,6 +138,9 @@ def _int64(w: _Writer, op: Operation) -> Expr:
     if isinstance(op, arith.CmpiOp) and operand == i64 and op.predicate.value.data in _CMP64:
         _use64(w, "slt")
         return Expr(_CMP64[op.predicate.value.data].format(*args), UNARY)
+    if isinstance(op, arith.CmpiOp) and operand == i64 and op.predicate.value.data in _UCMP64:
+        # already unsigned bits (glslang rejects a cast to uint64_t)
+        return w.spell(op, compare(_UCMP64[op.predicate.value.data]))
     if type(op) in _BINARY64 and operand == i64:
         return Expr(f"{_use64(w, _BINARY64[type(op)])}({args[0]}, {args[1]})")
     if isinstance(op, mathd.AbsIOp) and operand == i64:
