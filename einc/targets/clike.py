@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from einc.dialects.math_ext import ErfcOp
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.targets.spelling import (
     ADD,
@@ -188,6 +189,7 @@ class CLikeTarget:
         mathd.Atan2Op: call("atan2", 2), mathd.CbrtOp: call("cbrt"),
         mathd.CeilOp: call("ceil"), mathd.CopySignOp: call("copysign", 2),
         mathd.CosOp: call("cos"), mathd.CoshOp: call("cosh"), mathd.ErfOp: call("erf"),
+        ErfcOp: call("erfc"),
         mathd.ExpOp: call("exp"), mathd.Exp2Op: call("exp2"), mathd.ExpM1Op: call("expm1"),
         mathd.FloorOp: call("floor"), mathd.FmaOp: call("fma", 3),
         mathd.LogOp: call("log"), mathd.Log10Op: call("log10"), mathd.Log1pOp: call("log1p"),

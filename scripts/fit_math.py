@@ -1,0 +1,91 @@
+"""Fit the polynomial coefficients of einc's own math functions (einc/targets/hlsl_math.py).
+
+Each polynomial interpolates its function at Chebyshev nodes of its interval (near-minimax),
+in mpmath at 120 bits, with the lowest degree whose relative error over the interval is below
+the target; coefficients are printed rounded to float32 (`f`) or float64. Run:
+
+    python scripts/fit_math.py            # every fit, with its degree and maximum error
+
+The printed tables are what hlsl_math.py holds; rerun after changing an interval or a target.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import mpmath as mp
+
+mp.mp.prec = 120
+
+
+def chebyshev_fit(f: Callable[[mp.mpf], mp.mpf], lo: float, hi: float, degree: int,
+                  variable: Callable[[mp.mpf], mp.mpf] = lambda x: x) -> list[mp.mpf]:
+    """Monomial coefficients (in `variable(x)`, lowest first) of the polynomial interpolating
+    `f(x)` at the Chebyshev nodes of [lo, hi] (nodes in x, polynomial in variable(x))."""
+    n = degree + 1
+    nodes = [mp.mpf(lo) + (mp.mpf(hi) - lo) * (1 - mp.cos(mp.pi * (2 * k + 1) / (2 * n))) / 2 for k in range(n)]
+    rows = [[variable(x) ** j for j in range(n)] for x in nodes]
+    values = [f(x) for x in nodes]
+    return list(mp.lu_solve(mp.matrix(rows), mp.matrix(values)))
+
+
+def max_error(f, coefficients, lo, hi, variable=lambda x: x, relative=True, samples=2000):
+    worst = mp.mpf(0)
+    for k in range(samples + 1):
+        x = mp.mpf(lo) + (mp.mpf(hi) - lo) * k / samples
+        want = f(x)
+        got = mp.polyval(list(reversed(coefficients)), variable(x))
+        err = abs(got - want) / (abs(want) if relative and want != 0 else 1)
+        worst = max(worst, err)
+    return worst
+
+
+def fit(name: str, f, lo: float, hi: float, target: float, variable=lambda x: x,
+        relative=True, max_degree=30) -> list[mp.mpf]:
+    for degree in range(1, max_degree + 1):
+        c = chebyshev_fit(f, lo, hi, degree, variable)
+        err = max_error(f, c, lo, hi, variable, relative)
+        if err < target:
+            print(f"# {name}: degree {degree} on [{lo}, {hi}], max {'relative' if relative else 'absolute'} error {float(err):.3g}")
+            return c
+    raise SystemExit(f"{name}: no degree up to {max_degree} reaches {target}")
+
+
+def show(coefficients: list[mp.mpf], kind: str) -> str:
+    if kind == "f":
+        import numpy as np
+
+        return ", ".join(f"{np.float32(float(c))!r}".replace("np.float32(", "").rstrip(")") + "f" for c in coefficients)
+    return ", ".join(repr(float(c)) for c in coefficients)
+
+
+def erfcx(x):
+    return mp.erfc(x) * mp.exp(x * x)
+
+
+def main() -> None:
+    out = sys.stdout
+    f32 = 2.0**-30
+    # tanh(x) = x + x^3 * P(x^2), |x| < 0.625
+    c = fit("tanh f32", lambda x: (mp.tanh(x) - x) / x**3 if x != 0 else mp.mpf(-1) / 3, 1e-6, 0.625, f32,
+            variable=lambda x: x * x)
+    print("TANH_F32 =", show(c, "f"), file=out)
+    # erf(x) = x + x * P(x^2), |x| < 0.84375
+    c = fit("erf f32", lambda x: mp.erf(x) / x - 1 if x != 0 else 2 / mp.sqrt(mp.pi) - 1, 1e-6, 0.84375, f32,
+            variable=lambda x: x * x, relative=False)
+    print("ERF_F32 =", show(c, "f"), file=out)
+    # tan(x) = x + x^3 * P(x^2), |x| <= pi/4
+    c = fit("tan f32", lambda x: (mp.tan(x) - x) / x**3 if x != 0 else mp.mpf(1) / 3, 1e-6, float(mp.pi / 4) + 1e-6,
+            f32, variable=lambda x: x * x)
+    print("TAN_F32 =", show(c, "f"), file=out)
+    # erfc(x) = exp(-x^2) * G(x) on pieces, G in (x - mid)
+    pieces = [(0.5, 0.84375), (0.84375, 1.25), (1.25, 1.75), (1.75, 2.5), (2.5, 3.5), (3.5, 5.0), (5.0, 7.0), (7.0, 10.25)]
+    for lo, hi in pieces:
+        mid = (lo + hi) / 2
+        c = fit(f"erfcx f32 [{lo}, {hi}]", erfcx, lo, hi, f32, variable=lambda x, m=mid: x - m)
+        print(f"ERFCX_F32[{lo}, {hi}] (in x - {mid}) =", show(c, "f"), file=out)
+
+
+if __name__ == "__main__":
+    main()
