@@ -49,6 +49,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.ir.affine import AffineMap
 from xdsl.utils.exceptions import InterpretationError
 
+from einc.dialects.math_ext import ErfcOp
 from einc.runtime.signature import BufferSpec, KernelSignature, kernel_function, numpy_dtype
 
 # ---- values -------------------------------------------------------------------------------
@@ -123,11 +124,33 @@ def _eval_map(m: AffineMap, operands: Sequence[int]) -> tuple[int, ...]:
 
 
 def _maximumf(a: Any, b: Any) -> Any:
-    return a if (a != a or a > b) else b
+    """IEEE 754-2019 maximum (arith.maximumf): NaN from either operand, -0 below +0."""
+    if a != a or a > b:
+        return a
+    if b != b or b > a:
+        return b
+    return b if a == 0 and np.signbit(a) else a
 
 
 def _minimumf(a: Any, b: Any) -> Any:
-    return a if (a != a or a < b) else b
+    """IEEE 754-2019 minimum (arith.minimumf): NaN from either operand, -0 below +0."""
+    if a != a or a < b:
+        return a
+    if b != b or b < a:
+        return b
+    return b if a == 0 and not np.signbit(a) else a
+
+
+def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`_maximumf` on arrays: NumPy's maximum (NaN-propagating), -0 below +0."""
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, np.where(np.signbit(a), b, a), np.maximum(a, b))
+
+
+def minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`_minimumf` on arrays: NumPy's minimum (NaN-propagating), -0 below +0."""
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, np.where(np.signbit(a), a, b), np.minimum(a, b))
 
 
 FLOAT_BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
@@ -361,6 +384,7 @@ def _round_half_away(x: Any) -> Any:
 
 
 _erf = np.frompyfunc(lambda v: math.erf(float(v)), 1, 1)
+_erfc = np.frompyfunc(lambda v: math.erfc(float(v)), 1, 1)
 
 
 FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {  # on NumPy scalars and arrays alike
@@ -376,6 +400,7 @@ FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {  # on NumPy scalars
     mathd.CosOp: np.cos,
     mathd.CoshOp: np.cosh,
     mathd.ErfOp: lambda x: np.asarray(_erf(x), np.float64),
+    ErfcOp: lambda x: np.asarray(_erfc(x), np.float64),
     mathd.ExpOp: np.exp,
     mathd.Exp2Op: np.exp2,
     mathd.ExpM1Op: np.expm1,
