@@ -85,6 +85,20 @@ def main() -> None:
         mid = (lo + hi) / 2
         c = fit(f"erfcx f32 [{lo}, {hi}]", erfcx, lo, hi, f32, variable=lambda x, m=mid: x - m)
         print(f"ERFCX_F32[{lo}, {hi}] (in x - {mid}) =", show(c, "f"), file=out)
+    f64 = 2.0**-58
+    c = fit("tanh f64", lambda x: (mp.tanh(x) - x) / x**3 if x != 0 else mp.mpf(-1) / 3, 1e-9, 0.625, f64,
+            variable=lambda x: x * x)
+    print("TANH_F64 =", show(c, "d"), file=out)
+    c = fit("erf f64", lambda x: mp.erf(x) / x - 1 if x != 0 else 2 / mp.sqrt(mp.pi) - 1, 1e-9, 0.5, f64,
+            variable=lambda x: x * x, relative=False)
+    print("ERF_F64 =", show(c, "d"), file=out)
+    pieces = [(0.5, 0.75), (0.75, 1.0), (1.0, 1.25), (1.25, 1.5), (1.5, 1.875), (1.875, 2.25),
+              (2.25, 2.75), (2.75, 3.25), (3.25, 4.0), (4.0, 5.0), (5.0, 6.25), (6.25, 8.0),
+              (8.0, 10.5), (10.5, 14.0), (14.0, 19.0), (19.0, 27.5)]
+    for lo, hi in pieces:
+        mid = (lo + hi) / 2
+        c = fit(f"erfcx f64 [{lo}, {hi}]", erfcx, lo, hi, f64, variable=lambda x, m=mid: x - m)
+        print(f"    ({hi}, {mid}, [{show(c, 'd')}]),", file=out)
 
 
 if __name__ == "__main__":

@@ -79,9 +79,17 @@ LOG10E_HI, LOG10E_LO = _split(1 / math.log(10), 12)
 LOG10_2_HI, LOG10_2_LO = _split(math.log10(2), 12)
 PIO2_HI, PIO2_LO = _split(math.pi / 2, 8)
 
-TWO_OVER_PI = (0x00000000, 0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0, 0xDB629599,
-               0x3C439041, 0xFE5163AB, 0xDEBBC561)  # fmt: skip
-"""The bits of 2/pi after 32 zero bits (scripts/fit_math.py prints them)."""
+TWO_OVER_PI = (
+    0x00000000, 0x00000000, 0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0, 0xDB629599,
+    0x3C439041, 0xFE5163AB, 0xDEBBC561, 0xB7246E3A, 0x424DD2E0, 0x06492EEA, 0x09D1921C,
+    0xFE1DEB1C, 0xB129A73E, 0xE88235F5, 0x2EBB4484, 0xE99C7026, 0xB45F7E41, 0x3991D639,
+    0x835339F4, 0x9C845F8B, 0xBDF9283B, 0x1FF897FF, 0xDE05980F, 0xEF2F118B, 0x5A0A6D1F,
+    0x6D367ECF, 0x27CB09B7, 0x4F463F66, 0x9E5FEA2D, 0x7527BAC7, 0xEBE5F17B, 0x3D0739F7,
+    0x8A5292EA, 0x6BFB5FB1, 0x1F8D5D08, 0x56033046, 0xFC7B6BAB,
+)
+"""The bits of 2/pi after 64 zero bits, in 32-bit words (scripts/fit_math.py prints them)."""
+PIO2_Q62 = 7244019458077122842
+"""floor(pi/2 * 2^62)."""
 
 # scripts/fit_math.py
 TANH_F32 = [-0.33333334, 0.13333334, -0.053968254, 0.02186942, -0.008861562, 0.0035749013,
@@ -108,6 +116,41 @@ ERFCX_F32 = [  # (upper end, middle, coefficients in x - middle) of erfc(x) * ex
     (10.25, 8.625, [0.064982206, -0.0074361344, 0.0008455438, -9.5547446e-05, 1.073074e-05,
                     -1.195689e-06, 1.3269556e-07, -1.5759424e-08, 1.7273956e-09]),
 ]  # fmt: skip
+
+# float64 (scripts/fit_math.py)
+TANH_F64 = [-0.3333333333333333, 0.13333333333333333, -0.05396825396825397, 0.021869488536155203,
+            -0.008863235529902052, 0.003592128036559161, -0.001455834386438236,
+            0.0005900274250060934, -0.0002391288608199909, 9.691278673665791e-05,
+            -3.92607299632726e-05, 1.583870036148241e-05, -6.207055102867627e-06,
+            2.127290332440043e-06, -4.560433190924434e-07]  # fmt: skip
+ERF_F64 = [0.1283791670955126, -0.37612638903183754, 0.11283791670955125, -0.026866170645129122,
+           0.005223977625271039, -0.0008548326964602001, 0.00012055322815081628,
+           -1.4924696786594679e-05, 1.6412809871169065e-06, -1.5040080844080406e-07]  # fmt: skip
+ERFCX_F64 = [
+    (0.75, 0.625, [0.5568138808733625, -0.43236181600380946, 0.286587745870984, -0.16882964988963145, 0.0905346073431822, -0.04489820811899434, 0.020824409581205183, -0.0091094151496145, 0.003782695592344603, -0.0014989110049978508, 0.0005726279630028807, -0.00020902552235554318]),
+    (1.0, 0.875, [0.464311583202669, -0.3158338964908418, 0.18795692377318324, -0.10091439212620508, 0.049828415330766374, -0.022925811484302092, 0.009922776927405338, -0.004069537716571997, 0.0015904622736063875, -0.0005950744833733481, 0.0002151254639998011, -7.453699259223779e-05]),
+    (1.25, 1.125, [0.3956980795529959, -0.2380584881012718, 0.1278822804390654, -0.06279394840488244, 0.0286195442415685, -0.012238784453081762, 0.004950303970110052, -0.0019056264622925678, 0.0007016112060703613, -0.00024806563878487813, 8.492529808226711e-05, -2.7946426854363904e-05]),
+    (1.5, 1.375, [0.3432958898621254, -0.18431546997466777, 0.0898621186469573, -0.040503371223401134, 0.017084991607308836, -0.006804603105271702, 0.002576220801453373, -0.0009320855876790578, 0.0003236480309824724, -0.00010823602609943266, 3.512107741543196e-05, -1.0984229225264013e-05]),
+    (1.875, 1.6875, [0.2933816487652772, -0.1382161025127019, 0.06014197577509476, -0.024484345594822425, 0.009412321291261355, -0.0034404213657037073, 0.0012022034916774032, -0.0004033437671185162, 0.00013038586104082174, -4.0734403157786974e-05, 1.2439570278730979e-05, -3.6540535357083304e-06]),
+    (2.25, 2.0625, [0.24888049618416236, -0.10174712033584284, 0.03902706049148705, -0.014169205381434733, 0.004901537195962952, -0.0016239139657135547, 0.0005174049019247002, -0.0001590761197071295, 4.732642901934822e-05, -1.3658127203174196e-05, 3.860951353627866e-06, -1.0542528458456675e-06]),
+    (2.75, 2.5, [0.2108063640611436, -0.07434734678979467, 0.024937997086656904, -0.008001569382102993, 0.00246703681570177, -0.0007335909369619076, 0.00021101982424265024, -5.8868974413925456e-05, 1.596185543102241e-05, -4.214037033646475e-06, 1.0851615468871061e-06, -2.76259604831331e-07, 6.792056200810677e-08]),
+    (3.25, 3.0, [0.17900115118138996, -0.05437226000717287, 0.015884371159871843, -0.004479431018372687, 0.001223039052282243, -0.00032412554447595345, 8.355414608132536e-05, -2.098946588701692e-05, 5.14623762344707e-06, -1.2333237358733866e-06, 2.9209087637966734e-07, -6.709141457817152e-08]),
+    (4.0, 3.625, [0.15028972247426936, -0.038778679157059695, 0.009717010529927904, -0.0023696773240500634, 0.0005634651151286321, -0.00013084651252985046, 2.9715502186994784e-05, -6.607951491442342e-06, 1.4404236354346754e-06, -3.0804796603359406e-07, 6.470906332341144e-08, -1.3612436219574862e-08, 2.762807319664533e-09]),
+    (5.0, 4.5, [0.12248480427384142, -0.026015928630939815, 0.005413125434612216, -0.0011045761167898017, 0.0002212664545309336, -4.355082856393897e-05, 8.42924195260638e-06, -1.605497013589794e-06, 3.0112686390069487e-07, -5.565085307376166e-08, 1.0136576298634514e-08, -1.8217866412269658e-09, 3.3190334902930086e-10, -5.808233719088603e-11]),
+    (6.25, 5.625, [0.09878515717340754, -0.01704614889467775, 0.002900569640845178, -0.0004869631099489656, 8.070107369233352e-05, -1.3207828174732364e-05, 2.13568005121925e-06, -3.4132222075847067e-07, 5.393577600682941e-08, -8.429852087456086e-09, 1.3030601747935313e-09, -1.9942871731834114e-10, 3.116485431547134e-11, -4.673054032870381e-12]),
+    (8.0, 7.125, [0.07842658154261602, -0.010800380113234368, 0.0014738732358211466, -0.0001993555386724371, 2.6732511389909722e-05, -3.554558008140261e-06, 4.6876186165358576e-07, -6.13227814188975e-08, 7.959256189936702e-09, -1.025137243301141e-09, 1.3104317952556797e-10, -1.6614218912669393e-11, 2.0930310734590007e-12, -2.738489826502387e-13, 3.399698593558039e-14]),
+    (10.5, 9.25, [0.06064311514114366, -0.006481536984354883, 0.0006888980358610106, -7.282010176030595e-05, 7.65604728885358e-06, -8.006657357117056e-07, 8.329641227585865e-08, -8.621119556623742e-09, 8.87761548101259e-10, -9.096282446239665e-11, 9.274304055305219e-12, -9.396096271875937e-13, 9.488149586122025e-14, -1.0126223217754482e-14, 1.0124034516104185e-15]),
+    (14.0, 12.25, [0.045904344454949904, -0.0037227279492399825, 0.0003009270767601186, -2.4247505952362827e-05, 1.947564421828883e-06, -1.5593671394348064e-07, 1.2446558694903273e-08, -9.903914841682364e-10, 7.856572628915812e-11, -6.213554840023204e-12, 4.89954847140158e-13, -3.8517548428847705e-14, 3.0118282311251277e-15, -2.3538878467019494e-16, 1.9802460347016e-17, -1.538020129050722e-18]),
+    (19.0, 16.5, [0.034130853321913276, -0.002061007472374518, 0.0001242300277337253, -7.474676512048836e-06, 4.4893264245514456e-07, -2.6915164584930307e-08, 1.6108089405218722e-09, -9.623347564205427e-11, 5.73914437799868e-12, -3.416736258428352e-13, 2.03071847224872e-14, -1.2047901965171872e-15, 7.11165163472332e-17, -4.204896168490145e-18, 2.7173456995634043e-19, -1.6007347513956083e-20]),
+    (27.5, 23.25, [0.02424383530389913, -0.0010408254642029686, 4.464326118011028e-05, -1.9130945102684605e-06, 8.190690818441015e-08, -3.503557993528736e-09, 1.4972827821797888e-10, -6.39300666027248e-12, 2.727183619284614e-13, -1.1623381339984039e-14, 4.949459074225654e-16, -2.1057016031313926e-17, 8.953530033370381e-19, -3.8023988499434245e-20, 1.5968573222359098e-21, -6.769796704050551e-23, 3.35518343837581e-24, -1.4194802700396353e-25]),
+]
+"""(upper end, middle, coefficients in x - middle) of erfc(x) exp(x^2) on [0.5, 27.5]."""
+
+# split constants (high part short enough for exact products, low part from mpmath)
+LN2_HI64, LN2_LO64 = 0.6931471803691238, 1.9082149292705877e-10  # hi: 32 bits
+LOG2E_HI64, LOG2E_LO64 = 1.442695040255785, 6.331784189566044e-10  # hi: 29 bits
+LOG10E_HI64, LOG10E_LO64 = 0.43429448176175356, 1.414982685385801e-10  # hi: 29 bits
+LOG10_2_HI64, LOG10_2_LO64 = 0.30102999566395283, 2.8363394551044964e-14  # hi: 42 bits
 
 EXP_TAYLOR = [1 / math.factorial(n) for n in range(2, 9)]  # exp(r) = 1 + r + r^2 * P(r)
 EXP2_TAYLOR = [math.log(2) ** n / math.factorial(n) for n in range(1, 10)]
@@ -242,8 +285,8 @@ _ERFC_F32 = f"""inline float einc_erfc_f32(float x) {{
 
 
 def _two_over_pi_word() -> str:
-    chain = " : ".join(f"i == {k} ? 0x{w:08x}u" for k, w in enumerate(TWO_OVER_PI[:-1]))
-    return f"inline uint einc_twobypi_u32(int i) {{ return {chain} : 0x{TWO_OVER_PI[-1]:08x}u; }}"
+    cases = " ".join(f"case {k}: return 0x{w:08x}u;" for k, w in enumerate(TWO_OVER_PI) if w)
+    return f"inline uint einc_twobypi_u32(int i) {{ switch (i) {{ {cases} default: return 0u; }} }}"
 
 
 _REDUCE_F32 = f"""struct einc_reduced_f32 {{ float r; int q; }};
@@ -255,7 +298,7 @@ inline einc_reduced_f32 einc_reduce_f32(float a) {{
   uint u = asuint(a);
   int e = (int)(u >> 23) - 127;
   uint64_t m = (u & 0x007fffffu) | 0x00800000u;
-  int p = e + 7;
+  int p = e + 39;
   int w = p >> 5;
   uint sh = (uint)(p & 31);
   uint t0 = einc_twobypi_u32(w), t1 = einc_twobypi_u32(w + 1), t2 = einc_twobypi_u32(w + 2), t3 = einc_twobypi_u32(w + 3);
@@ -421,6 +464,261 @@ _SQRT_F64 = f"""inline double einc_sqrt_f64(double x) {{
 _RSQRT_F64 = """inline double einc_rsqrt_f64(double x) { return 1.0L / einc_sqrt_f64(x); }"""
 
 
+# ---- float64 transcendental functions ----------------------------------------------------------
+
+_POW2_F64 = f"""inline double einc_pow2_f64(int k) {{
+  // 2^k exactly, k in [-1074, 1023]: float32 powers of 2 multiplied
+  double p = 1.0L;
+  for (int i = 0; i < 9 && k > 127; i++) {{ p *= {d(2.0**127)}; k -= 127; }}
+  for (int i = 0; i < 9 && k < -126; i++) {{ p *= {d(2.0**-126)}; k += 126; }}
+  return p * (double)asfloat((uint)(k + 127) << 23);
+}}"""
+
+_LDEXP_F64 = f"""inline double einc_ldexp_f64(double x, int k) {{
+  // x * 2^k for x near 1 and k in [-1100, 1030], rounded once (a subnormal result too)
+  if (k < -1022) return (x * einc_pow2_f64(k + 200)) * {d(2.0**-200)};
+  if (k > 1023) {{ x *= 2.0L; k -= 1; }}
+  return x * einc_pow2_f64(k);
+}}"""
+
+_ILOGB_F64 = f"""inline int einc_ilogb_f64(double a) {{
+  // floor(log2 a) for a finite > 0: a scaled by 2^-+200 steps into float32's range, the
+  // exponent of its float32 conversion, less one where the conversion rounded up to 2^k
+  int e = 0;
+  double v = a;
+  for (int i = 0; i < 6 && v >= 1e30L; i++) {{ v *= {d(2.0**-200)}; e += 200; }}
+  for (int i = 0; i < 6 && v < 1e-30L; i++) {{ v *= {d(2.0**200)}; e -= 200; }}
+  int k = (int)((asuint((float)v) >> 23) & 255u) - 127;
+  if (v < einc_pow2_f64(k)) k -= 1;
+  return e + k;
+}}"""
+
+_ISNAN64 = "(asuint((float)x) & 0x7fffffffu) > 0x7f800000u"
+_INF64 = f"(double){INF}"
+_NAN64 = f"(double){NAN}"
+
+
+def _round_to_int(v: str) -> str:
+    return f"(int)({v} + ({v} >= 0.0L ? 0.5L : -0.5L))"
+
+
+_EXPK_F64 = f"""inline double einc_expk_f64(double a, double b) {{
+  // exp(a + b), b small: k = round(a / ln 2), r = a + b - k ln 2 (Cody-Waite), Taylor to r^14
+  double t = a * {d(1 / math.log(2))};
+  int k = {_round_to_int("t")};
+  double r = ((a - (double)k * {d(LN2_HI64)}) - (double)k * {d(LN2_LO64)}) + b;
+  double p = 1.0L + (r + r * r * ({horner("r", [1 / math.factorial(n) for n in range(2, 15)], d)}));
+  return einc_ldexp_f64(p, k);
+}}"""
+
+_EXP_F64 = f"""inline double einc_exp_f64(double x) {{
+  if ({_ISNAN64}) return x;
+  if (x > 709.8L) return {_INF64};
+  if (x < -746.0L) return 0.0L;
+  return einc_expk_f64(x, 0.0L);
+}}"""
+
+_EXP2_F64 = f"""inline double einc_exp2_f64(double x) {{
+  // 2^x = 2^k * 2^f, k = round(x), f = x - k exact, 2^f by its Taylor series (|f| <= 1/2)
+  if ({_ISNAN64}) return x;
+  if (x >= 1024.0L) return {_INF64};
+  if (x <= -1076.0L) return 0.0L;
+  int k = {_round_to_int("x")};
+  double t = x - (double)k;
+  return einc_ldexp_f64(1.0L + t * ({horner("t", [math.log(2) ** n / math.factorial(n) for n in range(1, 16)], d)}), k);
+}}"""
+
+_LOG_PROLOGUE_F64 = f"""  // x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1 exact, s = f / (2 + f):
+  // log(m) = f - hfsq + s (hfsq + R(s^2)), hfsq = f^2 / 2, R the atanh series
+  if ({_ISNAN64}) return x;
+  if (x == 0.0L) return -{_INF64};
+  if (x < 0.0L) return {_NAN64};
+  if (x > {d(1.7976931348623157e308)}) return x;
+  int e = einc_ilogb_f64(x);
+  double m = (x * einc_pow2_f64(-e / 2)) * einc_pow2_f64(-e - (-e / 2));
+  if (m > {d(math.sqrt(2))}) {{ m *= 0.5L; e += 1; }}
+  double f = m - 1.0L;
+  double k = (double)e;
+  double hfsq = 0.5L * f * f;
+  double s = f / (2.0L + f);
+  double z = s * s;
+  double R = z * ({horner("z", [2 / (2 * n + 1) for n in range(1, 12)], d)});"""
+
+_LOG_F64 = f"""inline double einc_log_f64(double x) {{
+{_LOG_PROLOGUE_F64}
+  return k * {d(LN2_HI64)} - ((hfsq - (s * (hfsq + R) + k * {d(LN2_LO64)})) - f);
+}}"""
+
+_LOG_HI_LO_F64 = """  // log(m) = hi + lo, hi cut to float32's 24 bits (no rewrite cancels lo)
+  double hi = (double)(float)(f - hfsq);
+  double lo = ((f - hi) - hfsq) + s * (hfsq + R);"""
+
+_LOG2_F64 = f"""inline double einc_log2_f64(double x) {{
+{_LOG_PROLOGUE_F64}
+{_LOG_HI_LO_F64}
+  double a = hi * {d(LOG2E_HI64)};
+  double w = k + a;
+  return w + ((((lo + hi) * {d(LOG2E_LO64)} + lo * {d(LOG2E_HI64)}) + ((k - w) + a)));
+}}"""
+
+_LOG10_F64 = f"""inline double einc_log10_f64(double x) {{
+{_LOG_PROLOGUE_F64}
+{_LOG_HI_LO_F64}
+  return (((k * {d(LOG10_2_LO64)} + (lo + hi) * {d(LOG10E_LO64)}) + lo * {d(LOG10E_HI64)}) + hi * {d(LOG10E_HI64)}) + k * {d(LOG10_2_HI64)};
+}}"""
+
+_TANH_F64 = f"""inline double einc_tanh_f64(double x) {{
+  // |x| < 0.625: x + x^3 P(x^2) (fitted); else 1 - 2 / (exp(2|x|) + 1); 1 from 19.5
+  if ({_ISNAN64}) return x;
+  double a = abs(x);
+  if (a < 0.625L) {{ double z = x * x; return x + x * z * ({horner("z", TANH_F64, d)}); }}
+  double r = a > 19.5L ? 1.0L : 1.0L - 2.0L / (einc_exp_f64(2.0L * a) + 1.0L);
+  return x < 0.0L ? -r : r;
+}}"""
+
+
+def _erfcx64_pieces() -> str:
+    lines = []
+    for k, (upper, middle, coefficients) in enumerate(ERFCX_F64):
+        test = f"if (a < {d(upper)}) " if k < len(ERFCX_F64) - 1 else ""
+        lines.append(f"  {test}{{ double t = a - {d(middle)}; return {horner('t', coefficients, d)}; }}")
+    return "\n".join(lines)
+
+
+_ERFCX_F64 = f"""inline double einc_erfcx_f64(double a) {{
+  // erfc(a) exp(a^2) for a in [0.5, 27.5]: a fitted polynomial per piece
+{_erfcx64_pieces()}
+}}"""
+
+_ERFC_LARGE_F64 = """inline double einc_erfcbig_f64(double a) {
+  // erfc(a) for a in [0.5, 27.5]: exp(-a^2) erfcx(a), -a^2 = -h^2 - (a - h)(a + h), h = a cut
+  // to float32's 24 bits (h^2 exact)
+  double h = (double)(float)a;
+  return einc_expk_f64(-h * h, -(a - h) * (a + h)) * einc_erfcx_f64(a);
+}"""
+
+_ERF_F64 = f"""inline double einc_erf_f64(double x) {{
+  // |x| < 0.5: x + x P(x^2) (fitted); below 6: 1 - erfc(|x|); then 1
+  if ({_ISNAN64}) return x;
+  double a = abs(x);
+  if (a < 0.5L) {{ double z = x * x; return x + x * ({horner("z", ERF_F64, d)}); }}
+  double r = a < 6.0L ? 1.0L - einc_erfcbig_f64(a) : 1.0L;
+  return x < 0.0L ? -r : r;
+}}"""
+
+_ERFC_F64 = f"""inline double einc_erfc_f64(double x) {{
+  // |x| < 0.5: 1 - erf(x); x <= -0.5: 2 - erfc(-x); else erfcbig
+  if ({_ISNAN64}) return x;
+  double a = abs(x);
+  if (a < 0.5L) {{ double z = x * x; return 1.0L - (x + x * ({horner("z", ERF_F64, d)})); }}
+  if (x < 0.0L) return a < 6.0L ? 2.0L - einc_erfcbig_f64(a) : 2.0L;
+  return a < 27.5L ? einc_erfcbig_f64(a) : 0.0L;
+}}"""
+
+
+def _reduce_f64() -> str:
+    window = "\n".join(
+        f"  uint t{k} = einc_twobypi_u32(w + {k});" for k in range(7)
+    )
+    words = "\n".join(
+        f"  uint w{k} = sh == 0u ? t{k} : (t{k} << sh) | (t{k + 1} >> (32u - sh));" for k in range(6)
+    )
+    accumulate = ["  uint64_t a0 = 0u, a1 = 0u, a2 = 0u, a3 = 0u, a4 = 0u, a5 = 0u, a6 = 0u, a7 = 0u;",
+                  "  uint64_t pr;"]
+    for k in range(6):
+        for half, col in (("ml", 5 - k), ("mh", 6 - k)):
+            accumulate.append(f"  pr = {half} * w{k}; a{col} += pr & 0xffffffffu; a{col + 1} += pr >> 32;")
+    carries = "\n".join(f"  a{c + 1} += a{c} >> 32; a{c} &= 0xffffffffu;" for c in range(6))
+    accumulated = "\n".join(accumulate)
+    return f"""struct einc_reduced_f64 {{ double r; int q; }};
+
+inline einc_reduced_f64 einc_reduce_f64(double a) {{
+  // a (finite, > pi/4) = (q + r / (pi/2)) pi/2, |r| <= pi/4: the 53-bit significand times 192
+  // bits of 2/pi from the bit that makes the product's bits above 2 multiples of 4
+  // (Payne-Hanek) in 32-bit limbs; the fraction's top 64 bits times pi/2 (as 2^62 pi/2) in
+  // integers too, rounded once to r's 53 bits: nothing here is float arithmetic a rewrite
+  // could change
+  int e = einc_ilogb_f64(a);
+  double M = a * einc_pow2_f64(52 - e);
+  uint64_t mh = (uint)(M * {d(2.0**-32)});
+  uint64_t ml = (uint)(M - (double)(uint)(M * {d(2.0**-32)}) * 4294967296.0L);
+  int p = e + 10;
+  int w = p >> 5;
+  uint sh = (uint)(p & 31);
+{window}
+{words}
+{accumulated}
+{carries}
+  // the product is 2^190 (q + fraction): q mod 4 is a5's bits 30, 31, the fraction's 128
+  // bits follow
+  int q = (int)((a5 >> 30) & 3u);
+  uint64_t fhi = ((a5 & 0x3fffffffu) << 34) | (a4 << 2) | (a3 >> 30);
+  uint64_t flo = ((a3 & 0x3fffffffu) << 34) | (a2 << 2) | (a1 >> 30);
+  double sgn = 1.0L;
+  if ((fhi >> 63) != 0u) {{
+    q += 1;
+    sgn = -1.0L;
+    flo = 0u - flo;
+    fhi = ~fhi + (flo == 0u ? 1u : 0u);
+  }}
+  uint h32 = (uint)(fhi >> 32), l32 = (uint)(fhi & 0xffffffffu);
+  int lz = h32 != 0u ? 31 - (int)firstbithigh(h32) : (l32 != 0u ? 63 - (int)firstbithigh(l32) : 64);
+  if (lz == 64) {{
+    fhi = flo; flo = 0u; lz = 0;
+    h32 = (uint)(fhi >> 32); l32 = (uint)(fhi & 0xffffffffu);
+    lz = h32 != 0u ? 31 - (int)firstbithigh(h32) : 63 - (int)firstbithigh(l32);
+    lz += 64;
+  }}
+  int s = lz & 63;
+  uint64_t top = s == 0 ? fhi : (fhi << (uint)s) | (flo >> (uint)(64 - s));
+  // top (64 bits, its top bit set) * floor(2^62 pi/2): the 128-bit product's high 64 bits
+  uint64_t th = top >> 32, tl = top & 0xffffffffu;
+  uint64_t ph = {PIO2_Q62 >> 32}u, pl = {PIO2_Q62 & 0xFFFFFFFF}u;
+  uint64_t hl = th * pl, lh = tl * ph;
+  uint64_t mid = ((tl * pl) >> 32) + (hl & 0xffffffffu) + (lh & 0xffffffffu);
+  uint64_t hi64 = th * ph + (hl >> 32) + (lh >> 32) + (mid >> 32);
+  uint shift = (hi64 >> 62) != 0u ? 10u : 9u;
+  uint64_t n = (hi64 >> shift) + ((hi64 >> (shift - 1u)) & 1u);
+  double nd = (double)(uint)(n >> 32) * 4294967296.0L + (double)(uint)(n & 0xffffffffu);
+  einc_reduced_f64 res;
+  res.r = sgn * nd * einc_pow2_f64((int)shift - 62 - lz);
+  res.q = q & 3;
+  return res;
+}}"""
+
+
+_SINK_F64 = f"""inline double einc_sink_f64(double r) {{
+  double z = r * r;
+  return r + r * z * ({horner("z", [(-1) ** n / math.factorial(2 * n + 1) for n in range(1, 10)], d)});
+}}"""
+
+_COSK_F64 = f"""inline double einc_cosk_f64(double r) {{
+  double z = r * r;
+  return 1.0L - (0.5L * z - z * z * ({horner("z", [(-1) ** n / math.factorial(2 * n) for n in range(2, 10)], d)}));
+}}"""
+
+
+def _trig64(name: str, body: str) -> str:
+    return f"""inline double einc_{name}_f64(double x) {{
+  // |x| <= pi/4: the kernels (Taylor); else reduced by einc_reduce_f64
+  if ({_ISNAN64}) return x;
+  double a = abs(x);
+  if (a > {d(1.7976931348623157e308)}) return {_NAN64};
+  double r = x;
+  int q = 0;
+  if (a > {d(math.pi / 4)}) {{ einc_reduced_f64 red = einc_reduce_f64(a); r = x < 0.0L ? -red.r : red.r; q = x < 0.0L ? (4 - red.q) & 3 : red.q; }}
+{body}
+}}"""
+
+
+_SIN_F64 = _trig64("sin", """  double v = (q & 1) == 0 ? einc_sink_f64(r) : einc_cosk_f64(r);
+  return (q & 2) == 0 ? v : -v;""")
+_COS_F64 = _trig64("cos", """  double v = (q & 1) == 0 ? einc_cosk_f64(r) : einc_sink_f64(r);
+  return ((q + 1) & 2) == 0 ? v : -v;""")
+_TAN_F64 = _trig64("tan", """  double s = einc_sink_f64(r), c = einc_cosk_f64(r);
+  return (q & 1) == 0 ? s / c : -c / s;""")
+
+
 HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ldexp_f32": (_LDEXP_F32, ()),
     "expk_f32": (_EXPK_F32, ("ldexp_f32",)),
@@ -449,6 +747,26 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "round_f64": (_ROUND_F64, ("trunc_f64",)),
     "sqrt_f64": (_SQRT_F64, ()),
     "rsqrt_f64": (_RSQRT_F64, ("sqrt_f64",)),
+    "pow2_f64": (_POW2_F64, ()),
+    "ldexp_f64": (_LDEXP_F64, ("pow2_f64",)),
+    "ilogb_f64": (_ILOGB_F64, ("pow2_f64",)),
+    "expk_f64": (_EXPK_F64, ("ldexp_f64",)),
+    "exp_f64": (_EXP_F64, ("expk_f64",)),
+    "exp2_f64": (_EXP2_F64, ("ldexp_f64",)),
+    "log_f64": (_LOG_F64, ("ilogb_f64",)),
+    "log2_f64": (_LOG2_F64, ("ilogb_f64",)),
+    "log10_f64": (_LOG10_F64, ("ilogb_f64",)),
+    "tanh_f64": (_TANH_F64, ("exp_f64",)),
+    "erfcx_f64": (_ERFCX_F64, ()),
+    "erfcbig_f64": (_ERFC_LARGE_F64, ("expk_f64", "erfcx_f64")),
+    "erf_f64": (_ERF_F64, ("erfcbig_f64",)),
+    "erfc_f64": (_ERFC_F64, ("erfcbig_f64",)),
+    "reduce_f64": (_reduce_f64(), ("twobypi_u32", "ilogb_f64")),
+    "sink_f64": (_SINK_F64, ()),
+    "cosk_f64": (_COSK_F64, ()),
+    "sin_f64": (_SIN_F64, ("reduce_f64", "sink_f64", "cosk_f64")),
+    "cos_f64": (_COS_F64, ("reduce_f64", "sink_f64", "cosk_f64")),
+    "tan_f64": (_TAN_F64, ("reduce_f64", "sink_f64", "cosk_f64")),
 }
 """name: (HLSL definition of `einc_<name>`, the helpers it calls)."""
 
@@ -462,6 +780,11 @@ FUNCTIONS: dict[tuple[type[Operation], Attribute], str] = {
     (mathd.TruncOp, f64): "trunc_f64", (mathd.FloorOp, f64): "floor_f64",
     (mathd.CeilOp, f64): "ceil_f64", (mathd.RoundOp, f64): "round_f64",
     (mathd.SqrtOp, f64): "sqrt_f64", (mathd.RsqrtOp, f64): "rsqrt_f64",
+    (mathd.ExpOp, f64): "exp_f64", (mathd.Exp2Op, f64): "exp2_f64",
+    (mathd.LogOp, f64): "log_f64", (mathd.Log2Op, f64): "log2_f64",
+    (mathd.Log10Op, f64): "log10_f64", (mathd.TanhOp, f64): "tanh_f64",
+    (mathd.ErfOp, f64): "erf_f64", (ErfcOp, f64): "erfc_f64",
+    (mathd.SinOp, f64): "sin_f64", (mathd.CosOp, f64): "cos_f64", (mathd.TanOp, f64): "tan_f64",
 }  # fmt: skip
 """The helper computing each math op of an element type (the others use HLSL's built-ins)."""
 

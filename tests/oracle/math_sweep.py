@@ -2,7 +2,7 @@
 edge values (zeros of both signs, subnormals, the largest finite values, infinities, NaN,
 negative bases, values near 1 for the logarithms, near 0 for tanh and erf, large negative ones
 for exp, normcdf and sigmoid, multiples of pi, halves for round) and random values, in one
-program per dtype (one statement per function), measured in ulps against an exact reference.
+program per target (two statements per dtype), measured in ulps against an exact reference.
 
 The reference: float64 NumPy / SciPy (scipy.special for erf and normcdf) for float16 and
 float32 results, whose ulps are 2^29 times a float64 ulp; mpmath at 96 bits, correctly
@@ -94,17 +94,51 @@ def pow_pairs(dtype: str, rng: np.random.Generator, n_random: int) -> tuple[np.n
     return np.concatenate([b, rb.astype(dtype)]), np.concatenate([e, re.astype(dtype)])
 
 
-def program(dtype: str, n: int, m: int, functions: tuple[str, ...] = FUNCTIONS) -> str:
-    """One statement per function: `f_<fn>[I]` of `x` (n values) or `f_<fn>[J]` of `px`, `py`
-    (m pairs)."""
-    lines = [f"input x: {dtype}[{n}]", f"input px: {dtype}[{m}]", f"input py: {dtype}[{m}]",
-             "output " + ", ".join(f"f_{fn}" for fn in functions)]  # fmt: skip
-    for fn in functions:
-        if fn in BINARY:
-            lines.append(f"f_{fn}[J] = px[J].call(`{fn}`, [py[J]])")
-        else:
-            lines.append(f"f_{fn}[I] = x[I].call(`{fn}`)")
-    return "\n".join(lines) + "\n"
+def program(sizes: dict[str, tuple[int, int]], refused: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+            group: int = 0) -> str:
+    """One program sweeping every dtype of `sizes` (dtype: (n, m)): per dtype D, inputs
+    `x_D` (n values), `px_D`, `py_D` (m pairs), and statements `unary_D_k[F, I]` (function
+    F of the k-th group of `UNARY`'s functions at `x_D[I]`) and `binary_D_k[G, J]` (function
+    G of `BINARY`'s at `px_D[J], py_D[J]`): each a kernel whose branches (`.when` on the
+    function's number) run one function per point. `group`: functions per statement (0: all
+    in one); `refused`: (function, dtype) pairs left out."""
+    lines, outputs, body = [], [], []
+    for dtype, (n, m) in sizes.items():
+        d = dtype.replace("float", "f")
+        lines += [f"input x_{d}: {dtype}[{n}]", f"input px_{d}: {dtype}[{m}]", f"input py_{d}: {dtype}[{m}]"]
+        for kind, axis, point, names in (("unary", "F", "I", UNARY), ("binary", "G", "J", BINARY)):
+            for k, fns in enumerate(_groups([fn for fn in names if (fn, dtype) not in refused], group)):
+                if kind == "unary":
+                    calls = [f"x_{d}[I].call(`{fn}`)" for fn in fns]
+                else:
+                    calls = [f"px_{d}[J].call(`{fn}`, [py_{d}[J]])" for fn in fns]
+                outputs.append(f"{kind}_{d}_{k}")
+                body.append(f"{kind}_{d}_{k}[{axis}, {point}] = {_chain(calls, axis)} where {axis} in {len(fns)}")
+    return "\n".join([*lines, "output " + ", ".join(outputs), *body]) + "\n"
+
+
+def _groups(fns: list[str], size: int) -> list[list[str]]:
+    size = size or len(fns)
+    return [fns[k : k + size] for k in range(0, len(fns), size)]
+
+
+def _chain(calls: list[str], axis: str) -> str:
+    """`calls[0].when(axis == 0, calls[1].when(axis == 1, ...))`: call k where axis == k."""
+    text = calls[-1]
+    for k in range(len(calls) - 2, -1, -1):
+        text = f"({calls[k]}).when({axis} == {k}, {text})"
+    return text
+
+
+def results(outputs: dict[str, np.ndarray], dtype: str, refused: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+            group: int = 0) -> dict[str, np.ndarray]:
+    """Each function's results of `dtype` from `program`'s outputs."""
+    d = dtype.replace("float", "f")
+    found = {}
+    for kind, names in (("unary", UNARY), ("binary", BINARY)):
+        for k, fns in enumerate(_groups([fn for fn in names if (fn, dtype) not in refused], group)):
+            found.update({fn: outputs[f"{kind}_{d}_{k}"][j] for j, fn in enumerate(fns)})
+    return found
 
 
 # ---- references ------------------------------------------------------------------------------
@@ -113,6 +147,17 @@ def program(dtype: str, n: int, m: int, functions: tuple[str, ...] = FUNCTIONS) 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
     t = np.trunc(x)
     return np.where(np.abs(x - t) >= 0.5, t + np.copysign(1.0, x), t)
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754-2019 maximum (docs/LANGUAGE.md): NaN from either operand, -0 below +0."""
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, np.where(np.signbit(a), b, a), np.maximum(a, b))
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, np.where(np.signbit(a), a, b), np.minimum(a, b))
 
 
 def _numpy_reference(fn: str) -> Callable[..., np.ndarray]:
@@ -124,7 +169,7 @@ def _numpy_reference(fn: str) -> Callable[..., np.ndarray]:
         "sigmoid": sp.expit, "erf": sp.erf, "normcdf": sp.ndtr, "sin": np.sin, "cos": np.cos,
         "tan": np.tan, "round": _round_half_away, "rfloor": np.floor, "rceil": np.ceil,
         "remainder": lambda x: x - np.floor(x), "abs": np.abs, "pow": np.power,
-        "max": np.maximum, "min": np.minimum,
+        "max": _maximum, "min": _minimum,
     }[fn]  # fmt: skip
 
 
