@@ -24,7 +24,7 @@ from einc.driver import Compilation, poisoned
 from einc.errors import TargetError
 from tests.oracle import math_sweep as sweep
 from tests.oracle.seeds import fresh_seed
-from tests.test_device_targets import require
+from tests.test_device_targets import COMPILED, require
 
 TARGETS = ("c", "opencl", "sycl", "hlsl", "poplar")
 DTYPES = ("float32", "float64", "float16")
@@ -101,6 +101,26 @@ def test_math_within_the_promised_ulps(target: str) -> None:
                 failures.append(f"{dtype} {fn}, beyond {LIMIT[dtype]} ulps:\n"
                                 + report(fn, args, got, exact[fn], errors, LIMIT[dtype]))  # fmt: skip
     assert not failures, f"{target} (seed {seed}):\n" + "\n".join(failures)
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t)) for t in COMPILED])
+def test_math_compiles_on_cuda_and_hip(target: str) -> None:
+    """CUDA and HIP print the same lowering (erfc, the IEEE max/min helpers, the guarded
+    shifts) with their own libraries' functions (within 4 ulps by their vendors' tables):
+    every function of every dtype compiles for each architecture."""
+    require(target)
+    values = {d: inputs(d, 1) for d in DTYPES}
+    sizes = {d: (len(v["x"]), len(v["px"])) for d, v in values.items()}
+    comp = Compilation(sweep.program(sizes), "<sweep>", target=target)
+    source = comp.run_until("source")
+    manifest = comp.target_obj.manifest(comp.module("target"))
+    if target == "cuda":
+        from einc.runtime.cuda import compile_check_cuda as check
+    else:
+        from einc.runtime.hip import compile_check_hip as check
+    for arch in COMPILED[target]:
+        report = check(source, manifest, arch).check()
+        assert {k.name for k in report.kernels} == {k.name for k in manifest.kernels}, arch
 
 
 @pytest.mark.parametrize(

@@ -166,8 +166,8 @@ def _numpy_reference(fn: str) -> Callable[..., np.ndarray]:
     return {
         "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "log10": np.log10,
         "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh,
-        "sigmoid": sp.expit, "erf": sp.erf, "normcdf": sp.ndtr, "sin": np.sin, "cos": np.cos,
-        "tan": np.tan, "round": _round_half_away, "rfloor": np.floor, "rceil": np.ceil,
+        "sigmoid": sp.expit, "erf": sp.erf, "erfc": sp.erfc, "normcdf": sp.ndtr, "sin": np.sin, "cos": np.cos,
+        "tan": np.tan, "round": _round_half_away, "rfloor": np.floor, "rceil": np.ceil, "trunc": np.trunc,
         "remainder": lambda x: x - np.floor(x), "abs": np.abs, "pow": np.power,
         "max": _maximum, "min": _minimum,
     }[fn]  # fmt: skip
@@ -178,7 +178,7 @@ def exact(fn: str, dtype: str, *args: np.ndarray) -> np.ndarray:
     results (the value the dtype then rounds) and as an object array of mpmath numbers for
     float64 results."""
     wide = [np.asarray(a, np.float64) for a in args]
-    if dtype != "float64" or fn in ("round", "rfloor", "rceil", "abs", "max", "min", "remainder"):
+    if dtype != "float64" or fn in ("round", "rfloor", "rceil", "trunc", "abs", "max", "min", "remainder"):
         with np.errstate(all="ignore"):
             value = _numpy_reference(fn)(*wide)
         if fn == "remainder":  # x - floor(x), one rounding to the dtype (x and floor(x) exact)
@@ -204,7 +204,8 @@ def _mp(fn: str, *xs: float):
                     "log": mp.inf if x > 0 else mp.nan, "log2": mp.inf if x > 0 else mp.nan,
                     "log10": mp.inf if x > 0 else mp.nan, "sqrt": mp.inf if x > 0 else mp.nan,
                     "rsqrt": mp.mpf(0) if x > 0 else mp.nan, "tanh": mp.sign(x), "sigmoid": mp.mpf(1) if x > 0 else mp.mpf(0),
-                    "erf": mp.sign(x), "normcdf": mp.mpf(1) if x > 0 else mp.mpf(0), "sin": mp.nan,
+                    "erf": mp.sign(x), "erfc": mp.mpf(0) if x > 0 else mp.mpf(2),
+                    "normcdf": mp.mpf(1) if x > 0 else mp.mpf(0), "sin": mp.nan,
                     "cos": mp.nan, "tan": mp.nan}[fn]  # fmt: skip
         if fn in ("log", "log2", "log10", "sqrt", "rsqrt") and x < 0:
             return mp.nan
@@ -212,15 +213,17 @@ def _mp(fn: str, *xs: float):
             return -mp.inf
         if fn == "rsqrt" and x == 0:
             return mp.inf if math.copysign(1, xs[0]) > 0 else -mp.inf
-        if fn in ("erf", "normcdf") and abs(x) > 100:  # (mpmath's erfc overflows there)
-            return (mp.sign(x) if fn == "erf" else (mp.mpf(1) if x > 0 else mp.mpf(10) ** -2200))
+        if fn in ("erf", "erfc", "normcdf") and abs(x) > 100:  # (mpmath's erfc overflows there)
+            tiny = mp.mpf(10) ** -2200
+            return {"erf": mp.sign(x), "erfc": tiny if x > 0 else mp.mpf(2),
+                    "normcdf": mp.mpf(1) if x > 0 else tiny}[fn]  # fmt: skip
         if fn in ("tanh", "erf", "sin", "tan", "sqrt") and x == 0:
             return xs[0]  # a float: mpmath has no negative zero
         return {
             "exp": mp.exp, "exp2": lambda v: mp.power(2, v), "log": mp.log,
             "log2": lambda v: mp.log(v, 2), "log10": mp.log10, "sqrt": mp.sqrt,
             "rsqrt": lambda v: 1 / mp.sqrt(v), "tanh": mp.tanh,
-            "sigmoid": lambda v: 1 / (1 + mp.exp(-v)), "erf": mp.erf, "normcdf": mp.ncdf,
+            "sigmoid": lambda v: 1 / (1 + mp.exp(-v)), "erf": mp.erf, "erfc": mp.erfc, "normcdf": mp.ncdf,
             "sin": mp.sin, "cos": mp.cos, "tan": mp.tan,
         }[fn](x)  # fmt: skip
 
@@ -264,6 +267,23 @@ def ulps(got: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
     for k, (g, w) in enumerate(zip(np.asarray(got, np.float64), want)):
         out[k] = ulps_one(float(g), w, dtype)
     return out
+
+
+def ulps_fast(got: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
+    """`ulps` for a float64 `want` (NumPy, vectorized): for float16/float32 results, or as a
+    first screen of float64 ones."""
+    p, emin = PRECISION[dtype], MIN_EXPONENT[dtype]
+    g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    largest = float(np.finfo(dtype).max)
+    with np.errstate(all="ignore"):
+        e = np.maximum(np.floor(np.log2(np.abs(w))) + 1, emin + 1)
+        errors = np.abs(g - w) / np.exp2(e - p)
+        overflow = np.isfinite(w) & (np.abs(w) >= largest * (1 + 2.0**-p))
+    same = (g == w) | (np.isnan(g) & np.isnan(w))
+    errors = np.where(same, 0.0, errors)
+    errors = np.where(overflow & np.isinf(g) & (np.sign(g) == np.sign(w)), 0.0, errors)
+    errors = np.where((g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w)), 1.0, errors)
+    return np.where(np.isnan(errors), np.inf, errors)
 
 
 def ulps_one(g: float, w: object, dtype: str) -> float:
