@@ -101,5 +101,46 @@ def main() -> None:
         print(f"    ({hi}, {mid}, [{show(c, 'd')}]),", file=out)
 
 
+
+
+def pow_table(scale: int = 128, invc_bits: int = 20) -> None:
+    """The float64 pow table of einc/targets/hlsl_math.py: for m in [0.75, 1.5) nearest to
+    c = 1 + j/scale (j from -scale/4 to scale/2), invc = 1/c cut to `invc_bits` bits (so m's
+    24-bit head times it is exact; exactly 1 for j = 0), and -log2(invc) as a 24-bit head and
+    a float64 rest."""
+    import math
+
+    print("POW_TABLE_F64 = [  # (invc, -log2(invc) cut to 24 bits, the rest), j = -32 .. 64")
+    for j in range(-scale // 4, scale // 2 + 1):
+        c = 1 + j / scale
+        m, e = math.frexp(1 / c)
+        invc = math.ldexp(math.floor(m * 2**invc_bits + 0.5), e - invc_bits)
+        lg = -mp.log(mp.mpf(invc), 2)
+        if lg == 0:
+            head, rest = 0.0, 0.0
+        else:
+            mh, eh = math.frexp(float(lg))
+            head = math.ldexp(math.trunc(mh * 2**24), eh - 24)
+            rest = float(lg - mp.mpf(head))
+        print(f"    ({invc!r}, {head!r}, {rest!r}),")
+    print("]")
+
+
+def split_constants() -> None:
+    """The float64 constants einc/targets/hlsl_math.py splits into a short head (exact products)
+    and the rest, from their 200-bit values."""
+    import math
+
+    with mp.workprec(200):
+        for name, value, bits in (("LN2", mp.log(2), 32), ("LOG2E", 1 / mp.log(2), 29),
+                                  ("LOG10E", 1 / mp.log(10), 29), ("LOG10_2", mp.log10(2), 42),
+                                  ("LOG2E (16 bits)", 1 / mp.log(2), 16)):  # fmt: skip
+            m, e = math.frexp(float(value))
+            head = math.ldexp(math.floor(m * 2**bits), e - bits)
+            print(f"{name}: {head!r}, {float(value - mp.mpf(head))!r}")
+
+
 if __name__ == "__main__":
     main()
+    pow_table()
+    split_constants()

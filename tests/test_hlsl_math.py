@@ -34,7 +34,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
         if ci():
             pytest.fail("g++ missing in CI")
         pytest.skip("g++ is not installed")
-    names = [f"{fn}_f32" for fn in F32] + [f"{fn}_f64" for fn in F64] + ["pow_f32"]
+    names = [f"{fn}_f32" for fn in F32] + [f"{fn}_f64" for fn in F64] + ["pow_f32", "pow_f64"]
     source = hlsl_math.cpp_source(names)
     for fn in F32:
         source += (f'extern "C" void run_{fn}_f32(const float* x, float* o, long n) '
@@ -42,8 +42,9 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     for fn in F64:
         source += (f'extern "C" void run_{fn}_f64(const double* x, double* o, long n) '
                    f"{{ for (long i = 0; i < n; i++) o[i] = einc_{fn}_f64(x[i]); }}\n")  # fmt: skip
-    source += ('extern "C" void run_pow_f32(const float* x, const float* y, float* o, long n) '
-               "{ for (long i = 0; i < n; i++) o[i] = einc_pow_f32(x[i], y[i]); }\n")  # fmt: skip
+    for t, s in (("float", "f32"), ("double", "f64")):
+        source += (f'extern "C" void run_pow_{s}(const {t}* x, const {t}* y, {t}* o, long n) '
+                   f"{{ for (long i = 0; i < n; i++) o[i] = einc_pow_{s}(x[i], y[i]); }}\n")  # fmt: skip
     folder = tmp_path_factory.mktemp("hlsl_math")
     (folder / "math.cpp").write_text(source)
     library = folder / "math.so"
@@ -126,3 +127,22 @@ def test_float64_within_4_ulps(library: ctypes.CDLL, fn: str) -> None:
     assert precise[k] <= 4, (
         f"{fn}({x[worst][k]!r}) = {got[worst][k]!r}, exact {float(exact[k])!r}: {precise[k]:.3g} ulps (seed {seed})"
     )
+
+
+def test_float64_pow_within_4_ulps(library: ctypes.CDLL) -> None:
+    """Including x near 1 with huge y, where y log2(x) needs log2(x) to ~2^-70."""
+    seed = fresh_seed() % 2**32
+    rng = np.random.default_rng(seed)
+    n = 5000
+    base = np.concatenate([rng.uniform(0, 10, n), 2.0 ** rng.uniform(-1074, 1023, n), 1 + rng.uniform(-1e-6, 1e-6, n),
+                           rng.uniform(-10, 10, n)])  # fmt: skip
+    power = np.concatenate([rng.uniform(-300, 300, n), rng.uniform(-1.2, 1.2, n), rng.uniform(-1e9, 1e9, n),
+                            np.round(rng.uniform(-300, 300, n))])  # fmt: skip
+    got = call(library, "pow_f64", base, power)
+    with np.errstate(all="ignore"):
+        rough = np.power(base, power)
+    worst = np.argsort(-sweep.ulps_fast(got, rough, "float64"))[:30]
+    exact = sweep.exact("pow", "float64", base[worst], power[worst])
+    precise = sweep.ulps(got[worst], exact, "float64")
+    k = int(np.argmax(precise))
+    assert precise[k] <= 4, f"pow({base[worst][k]!r}, {power[worst][k]!r}) = {got[worst][k]!r} (seed {seed})"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from einc.errors import TargetError
 from einc.frontend import checked
 from einc.frontend.diagnostics import SourceText
 from einc.targets import get_all_targets
@@ -37,16 +36,6 @@ def check_program_dtypes(target: str, program: Program) -> None:
                 raise desc.refuse_dtype(dtype, f"tensor '{expr.tensor}'", text.location(expr.span))
         elif not desc.computes(expr.dtype) and expr.dtype != "bool":
             raise desc.refuse_dtype(expr.dtype, "value", text.location(expr.span))
-        if isinstance(expr, checked.Call):
-            dtype = next((a.dtype for a in expr.args if a.dtype.startswith("float")), None)
-            for function, refused, why in desc.math_refused:
-                # a dtype computed in a wider one (float16 as float32) takes the wider one's math
-                if function == expr.function and dtype == refused and dtype in desc.arith_dtypes:
-                    raise TargetError(
-                        f"{desc.name} target: `{function}` of {dtype} is not supported ({why}; "
-                        "cast the operands)",
-                        text.location(expr.span),
-                    )
 
     for statement in program.statements:
         for expr in (*(statement.scatter or ()), statement.expr):  # a scatter's indices too

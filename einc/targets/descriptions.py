@@ -64,10 +64,6 @@ class TargetDescription:
     the target has no tiles to check."""
     dtype_notes: tuple[tuple[str, str], ...] = ()
     """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
-    math_refused: tuple[tuple[str, str, str], ...] = ()
-    """Math functions the target cannot compute to the language's accuracy in a dtype it
-    otherwise computes: (function, dtype, why) triples; the frontend refuses a call of one
-    (einc.frontend.target_check)."""
     private_memory: int = 64 * 1024
     """Bytes of local arrays (`memref.alloca`: staged tiles, compute_at boxes) one work-item
     of a kernel may hold: registers first, then the device's per-thread stack (CUDA/HIP

@@ -248,8 +248,7 @@ class HLSLTarget(DeviceTarget):
         max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
         subgroup_size=4, vector_width=4, default_block=64,
         storage_dtypes=GLSLANG_HLSL, arith_dtypes=GLSLANG_HLSL | {"bool"},
-        math_refused=(("pow", "float64", "einc's float64 pow needs extra precision that the "
-                       "Vulkan stack's fast-math rewriting cancels"),),
+
     )  # fmt: skip
     kernel_prefix: ClassVar[str] = ""
     index_type: ClassVar[str] = "int"

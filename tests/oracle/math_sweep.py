@@ -12,7 +12,7 @@ results: SciPy's `ndtr` is hundreds of ulps off in the lower tail, where it canc
 ulps: |got - exact| / ulp(exact), where ulp(v) is the spacing of the dtype's numbers at |v|
 (2^(e - p) for |v| in [2^(e-1), 2^e), never below the smallest subnormal). A NaN where the
 exact value is NaN, and the same infinity, are 0 ulps; any other NaN or infinity mismatch is
-infinitely far. A zero of the wrong sign counts as 1 ulp.
+infinitely far, and so is a zero of the wrong sign (a sign error, not a rounding one).
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def ulps_fast(got: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
     same = (g == w) | (np.isnan(g) & np.isnan(w))
     errors = np.where(same, 0.0, errors)
     errors = np.where(overflow & np.isinf(g) & (np.sign(g) == np.sign(w)), 0.0, errors)
-    errors = np.where((g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w)), 1.0, errors)
+    errors = np.where((g == 0) & (w == 0) & (np.signbit(g) != np.signbit(w)), np.inf, errors)
     return np.where(np.isnan(errors), np.inf, errors)
 
 
@@ -309,7 +309,7 @@ def ulps_one(g: float, w: object, dtype: str) -> float:
         if wm == 0 and g == 0:
             want_negative = isinstance(w, float | np.floating) and math.copysign(1, w) < 0
             want_negative = want_negative or (not isinstance(w, float | np.floating) and str(w).startswith("-"))
-            return 0.0 if want_negative == (math.copysign(1, g) < 0) else 1.0
+            return 0.0 if want_negative == (math.copysign(1, g) < 0) else math.inf
         e = int(mp.floor(mp.log(abs(wm), 2))) + 1 if wm != 0 else emin
         ulp = mp.mpf(2) ** (max(e, emin + 1) - p)
         return float(abs(mp.mpf(g) - wm) / ulp)
