@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import mpmath as mp
 
 mp.mp.prec = 120
 
 
-def chebyshev_fit(f: Callable[[mp.mpf], mp.mpf], lo: float, hi: float, degree: int,
-                  variable: Callable[[mp.mpf], mp.mpf] = lambda x: x) -> list[mp.mpf]:
+def chebyshev_fit(f: Callable[[Any], Any], lo: float, hi: float, degree: int,
+                  variable: Callable[[Any], Any] = lambda x: x) -> list[Any]:
     """Monomial coefficients (in `variable(x)`, lowest first) of the polynomial interpolating
     `f(x)` at the Chebyshev nodes of [lo, hi] (nodes in x, polynomial in variable(x))."""
     n = degree + 1
@@ -42,7 +43,7 @@ def max_error(f, coefficients, lo, hi, variable=lambda x: x, relative=True, samp
 
 
 def fit(name: str, f, lo: float, hi: float, target: float, variable=lambda x: x,
-        relative=True, max_degree=30) -> list[mp.mpf]:
+        relative=True, max_degree=30) -> list[Any]:
     for degree in range(1, max_degree + 1):
         c = chebyshev_fit(f, lo, hi, degree, variable)
         err = max_error(f, c, lo, hi, variable, relative)
@@ -52,7 +53,7 @@ def fit(name: str, f, lo: float, hi: float, target: float, variable=lambda x: x,
     raise SystemExit(f"{name}: no degree up to {max_degree} reaches {target}")
 
 
-def show(coefficients: list[mp.mpf], kind: str) -> str:
+def show(coefficients: list[Any], kind: str) -> str:
     if kind == "f":
         import numpy as np
 

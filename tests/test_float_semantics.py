@@ -83,7 +83,7 @@ def expected(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {
             "ne": i8(x != y) + 2 * i8(x != x),
             "eq": i8(x == y) + 2 * i8(x == x),
-            "lt": i8(x < y) + 2 * np.where((x < y) | (x != y), i8(x >= y), i8(1)),
+            "lt": i8(x < y) + 2 * np.where((x < y) | (x != y), i8(x >= y), np.int8(1)),
             "le": i8(x <= y) + 2 * i8(x <= x),
             "gt": i8(x > y) + 2 * i8(~(x > y)),
             "ge": i8(x >= y) + 2 * i8(x >= x),

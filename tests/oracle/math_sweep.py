@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +36,6 @@ MIN_EXPONENT = {"float16": -14, "float32": -126, "float64": -1022}
 def edge_values(dtype: str) -> np.ndarray:
     """The unary functions' edge values of `dtype` (every value also negated)."""
     info = np.finfo(dtype)
-    t = np.dtype(dtype).type
     tiny, sub = float(info.smallest_normal), float(info.smallest_subnormal)
     eps = float(info.eps)
     big = float(info.max)
@@ -60,7 +59,7 @@ def edge_values(dtype: str) -> np.ndarray:
         arr = np.array(values, np.float64).astype(dtype)
         arr = np.concatenate([arr, -arr])
     arr = arr[np.isfinite(arr) | ~np.isfinite(np.array(values * 2, np.float64))]
-    assert arr.dtype == np.dtype(dtype) and t is not None
+    assert arr.dtype == np.dtype(dtype)
     return np.unique(arr.view(f"u{arr.itemsize}")).view(dtype)  # distinct bit patterns
 
 
@@ -94,20 +93,19 @@ def pow_pairs(dtype: str, rng: np.random.Generator, n_random: int) -> tuple[np.n
     return np.concatenate([b, rb.astype(dtype)]), np.concatenate([e, re.astype(dtype)])
 
 
-def program(sizes: dict[str, tuple[int, int]], refused: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
-            group: int = 0) -> str:
+def program(sizes: dict[str, tuple[int, int]], group: int = 0) -> str:
     """One program sweeping every dtype of `sizes` (dtype: (n, m)): per dtype D, inputs
     `x_D` (n values), `px_D`, `py_D` (m pairs), and statements `unary_D_k[F, I]` (function
     F of the k-th group of `UNARY`'s functions at `x_D[I]`) and `binary_D_k[G, J]` (function
     G of `BINARY`'s at `px_D[J], py_D[J]`): each a kernel whose branches (`.when` on the
     function's number) run one function per point. `group`: functions per statement (0: all
-    in one); `refused`: (function, dtype) pairs left out."""
+    in one)."""
     lines, outputs, body = [], [], []
     for dtype, (n, m) in sizes.items():
         d = dtype.replace("float", "f")
         lines += [f"input x_{d}: {dtype}[{n}]", f"input px_{d}: {dtype}[{m}]", f"input py_{d}: {dtype}[{m}]"]
         for kind, axis, point, names in (("unary", "F", "I", UNARY), ("binary", "G", "J", BINARY)):
-            for k, fns in enumerate(_groups([fn for fn in names if (fn, dtype) not in refused], group)):
+            for k, fns in enumerate(_groups(list(names), group)):
                 if kind == "unary":
                     calls = [f"x_{d}[I].call(`{fn}`)" for fn in fns]
                 else:
@@ -130,13 +128,12 @@ def _chain(calls: list[str], axis: str) -> str:
     return text
 
 
-def results(outputs: dict[str, np.ndarray], dtype: str, refused: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
-            group: int = 0) -> dict[str, np.ndarray]:
+def results(outputs: dict[str, np.ndarray], dtype: str, group: int = 0) -> dict[str, np.ndarray]:
     """Each function's results of `dtype` from `program`'s outputs."""
     d = dtype.replace("float", "f")
     found = {}
     for kind, names in (("unary", UNARY), ("binary", BINARY)):
-        for k, fns in enumerate(_groups([fn for fn in names if (fn, dtype) not in refused], group)):
+        for k, fns in enumerate(_groups(list(names), group)):
             found.update({fn: outputs[f"{kind}_{d}_{k}"][j] for j, fn in enumerate(fns)})
     return found
 
@@ -286,14 +283,14 @@ def ulps_fast(got: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
     return np.where(np.isnan(errors), np.inf, errors)
 
 
-def ulps_one(g: float, w: object, dtype: str) -> float:
+def ulps_one(g: float, w: Any, dtype: str) -> float:
     """`ulps` of one result `g` (a float) and exact value `w` (a float or an mpmath number)."""
     import mpmath as mp
 
     p, emin = PRECISION[dtype], MIN_EXPONENT[dtype]
     emax = 1 - emin
     with mp.workprec(160):
-        wm = mp.mpf(w)  # type: ignore[arg-type]
+        wm = mp.mpf(w)
         if mp.isnan(wm) or math.isnan(g):
             return 0.0 if (mp.isnan(wm) and math.isnan(g)) else math.inf
         largest = mp.mpf(2) ** emax * (2 - mp.mpf(2) ** (1 - p))
@@ -313,16 +310,3 @@ def ulps_one(g: float, w: object, dtype: str) -> float:
         e = int(mp.floor(mp.log(abs(wm), 2))) + 1 if wm != 0 else emin
         ulp = mp.mpf(2) ** (max(e, emin + 1) - p)
         return float(abs(mp.mpf(g) - wm) / ulp)
-
-
-@dataclass
-class Worst:
-    fn: str
-    ulps: float
-    args: tuple[float, ...]
-    got: float
-    want: float
-
-    def __str__(self) -> str:
-        args = ", ".join(repr(a) for a in self.args)
-        return f"{self.fn}({args}) = {self.got!r}, exact {self.want!r}: {self.ulps:.3g} ulps"
