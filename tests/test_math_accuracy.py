@@ -121,6 +121,28 @@ def test_math_compiles_on_cuda_and_hip(target: str) -> None:
         assert {k.name for k in report.kernels} == {k.name for k in manifest.kernels}, arch
 
 
+def test_math_on_the_egpu_interpreter() -> None:
+    """The CUDA lowering of the sweep (its normcdf, sigmoid and max/min as printed) executed by
+    einc.interp_egpu, whose math functions are NumPy's: the same bounds."""
+    from einc.interp_egpu import run_lowered
+
+    seed = fresh_seed() % 2**32
+    values = {d: inputs(d, seed) for d in DTYPES}
+    sizes = {d: (len(v["x"]), len(v["px"])) for d, v in values.items()}
+    module = Compilation(sweep.program(sizes), "<sweep>", target="cuda").run_until("target")
+    feed = {f"{k}_{d.replace('float', 'f')}": v for d, vs in values.items() for k, v in vs.items()}
+    outputs = run_lowered(module, feed, target="cuda")
+    failures = []
+    for dtype in DTYPES:
+        exact = exact_values(dtype, seed)
+        for fn, got in sweep.results(outputs, dtype).items():
+            errors = sweep.ulps(got, exact[fn], dtype)
+            if errors.max() > LIMIT[dtype]:
+                args = (values[dtype]["px"], values[dtype]["py"]) if fn in sweep.BINARY else (values[dtype]["x"],)
+                failures.append(f"{dtype} {fn}:\n" + report(fn, args, got, exact[fn], errors, LIMIT[dtype]))
+    assert not failures, f"(seed {seed})\n" + "\n".join(failures)
+
+
 def test_poplar_refuses_float64_at_the_first_read() -> None:
     """The one dtype a target cannot compute: Poplar's float64 (the IPU has none), refused
     before lowering at the tensor's first read."""
