@@ -221,16 +221,19 @@ class CLikeTarget:
         "mod": "{t} r = a % b; return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;",
         "maxsi": "return a > b ? a : b;",
         "minsi": "return a < b ? a : b;",
-        "maximumf": "return (a > b || a != a) ? a : (b > a || b != b) ? b : (a == 0 && 1 / a < 0) ? b : a;",
-        "minimumf": "return (a < b || a != a) ? a : (b < a || b != b) ? b : (a == 0 && 1 / a > 0) ? b : a;",
+        "maximumf": "{t} r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
+        "return (a == 0) & (b == 0) ? a + b : r;",
+        "minimumf": "{t} r = a < b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
+        "return (a == 0) & (b == 0) ? -(-a - b) : r;",
         "absi": "return a < 0 ? -a : a;",
         "ipowi": "if (b < 0) return a == 1 ? 1 : a == -1 ? (b & 1 ? -1 : 1) : 0; "
         "{t} r = 1; for (; b; b >>= 1, a *= a) if (b & 1) r *= a; return r;",
     }
     """Bodies of the helper functions `static inline {t} einc_<name>_<s>({t} a, {t} b)`,
     printed once per type used. maximumf/minimumf are IEEE 754-2019's maximum/minimum: NaN
-    from either operand (C's fmax drops it), -0 below +0 (`1 / a` tells a zero's sign), so
-    they are commutative and associative and every reduction order gives the same result."""
+    from either operand (C's fmax drops it), -0 below +0 (of two zeros, `a + b` is the larger,
+    `-(-a - b)` the smaller), so they are commutative and associative and every reduction order
+    gives the same result; selects only, so gcc vectorizes them as it did `a > b ? a : b`."""
     helper_prefix: ClassVar[str] = "static inline"
     unary_helpers: ClassVar[frozenset[str]] = frozenset({"absi"})
     """Helpers taking one argument `a` (the others take `a, b`)."""

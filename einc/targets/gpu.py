@@ -199,8 +199,8 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
         raise InternalCompilerError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
     # max/min as arith.maximumf / minimumf (the `maximumf` helper's body): NaN from either
     # operand, -0 below +0; integers compare plainly
-    float_max = "(a > b || a != a) ? a : (b > a || b != b) ? b : (a == 0 && 1 / a < 0) ? b : a"
-    float_min = "(a < b || a != a) ? a : (b < a || b != b) ? b : (a == 0 && 1 / a > 0) ? b : a"
+    float_max = "(a != a || b != b) ? a + b : ((a == 0) & (b == 0)) ? a + b : a > b ? a : b"
+    float_min = "(a != a || b != b) ? a + b : ((a == 0) & (b == 0)) ? -(-a - b) : a < b ? a : b"
     floats = isinstance(op.result.type, AnyFloat)
     combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
                egpu.ReduceKind.MAX: float_max if floats else "a > b ? a : b",

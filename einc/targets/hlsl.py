@@ -301,10 +301,11 @@ class HLSLTarget(DeviceTarget):
     helpers = {
         **CLikeTarget.helpers,
         "round": "{t} r = trunc(a); return abs(a - r) >= 0.5f ? r + (a < 0 ? -1 : 1) : r;",
-        "maximumf": f"return (a > b || {_ISNAN}) ? a : (b > a || {_isnan('b')}) ? b : "
-        "(a == 0 && (asuint((float)a) >> 31) != 0u) ? b : a;",
-        "minimumf": f"return (a < b || {_ISNAN}) ? a : (b < a || {_isnan('b')}) ? b : "
-        "(a == 0 && (asuint((float)a) >> 31) == 0u) ? b : a;",
+        # (of two zeros, the sign bit picks: `a + b` could be rewritten as fast math)
+        "maximumf": f"{{t}} r = a > b ? a : b; r = {_isnan('b')} ? b : r; r = {_ISNAN} ? a : r; "
+        "return (a == 0 && b == 0) ? ((asuint((float)a) >> 31) != 0u ? b : a) : r;",
+        "minimumf": f"{{t}} r = a < b ? a : b; r = {_isnan('b')} ? b : r; r = {_ISNAN} ? a : r; "
+        "return (a == 0 && b == 0) ? ((asuint((float)a) >> 31) != 0u ? a : b) : r;",
         "copysign": "return (a < 0) == (b < 0 || (b == 0 && asuint(b) != 0)) ? a : -a;",
         # glslang turns HLSL's int `%` into OpSMod (floor modulo), which naga computes through
         # floats (MIN % 7 gave 96); the quotient (OpSDiv) is exact.
