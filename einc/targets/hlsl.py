@@ -8,9 +8,13 @@
 HLSL has no 8- or 16-bit types (without 16-bit extensions): `legalize-storage-dtypes`
 stores int8/int16/float16 buffers as int32/float32 (the manifest's `storage_dtype`),
 `legalize-narrow-ints` computes int8/int16 in int (wrapping), and halves are float values
-rounded with `f32tof16`. Indices are 32-bit `int`. Math: overloaded names (`exp`), `abs`,
-`max`/`min`, `mad`; `erf` and C's `round` (half away from zero) are helpers. HLSL has no
-double-precision transcendental functions: a float64 `exp` is refused (TargetError).
+rounded with `f32tof16`. Indices are 32-bit `int`. Math: HLSL's overloaded built-ins where
+they are accurate (`sqrt`, `rsqrt`, `floor`, `abs`, `mad`, ...), C's `round` (half away from
+zero) as a helper, and einc's own functions (einc.targets.hlsl_math) where Vulkan's precision
+rules let the built-in fall short, or it is missing or float32-precision for float64: float32
+`exp exp2 log log2 log10 tanh erf erfc sin cos tan pow`, every float64 function. NaN is
+tested on the bits, in every float compare that a NaN must make true or that fast-math
+folding could (`x != x` was false on the Vulkan stack), and in `max`/`min`.
 glslang has no signed 64-bit integer type: int64 is printed as `uint64_t` (two's complement
 bits) with the signed operations as helpers (below).
 """
