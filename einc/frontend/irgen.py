@@ -310,11 +310,12 @@ class BodyBuilder:
         erfc's relative change is 2 A^2 times its argument A's, so A = |x| / sqrt(2) rounded
         would cost hundreds of ulps in the tail; and the rounding error of a product, as a
         value computed from it, is algebraically 0, which fast-math rewriting (the HLSL stack's)
-        cancels. So A is split as `A0 + b`: `A0 = ah * ch` exact (`ah` = |x| cut to the top half
-        of its bits by `floor`, `ch` = 1 / sqrt(2) cut likewise, clamped to [0, B] where the
-        result is already 0 or 1; NaN stays NaN), `b = ah * cl + al * c` the small rest (no
-        identity cancels it), and, with `y = erfcx`, `y' / y = g = 2 A0 - (2 / sqrt(pi)) exp(-A0^2)
-        / erfc(A0)` and `y'' / y = 2 + 2 A0 g`:
+        cancels. So A is split as `A0 + b`: `A0 = ah * ch` exact (|x| clamped to [0, B], beyond
+        which the result is 0 or 1 already, NaN staying NaN, then cut by `floor` at 2^-8 for
+        float32, 2^-20 for float64: `ah`, and `ch` = 1 / sqrt(2) cut to 12 or 26 bits, short
+        enough for an exact product), `b = ah * cl + al * c` the small rest (`al = |x| - ah`,
+        `cl` = 1 / sqrt(2) - ch; no identity cancels it), and, with `y = erfcx`, `y' / y = g =
+        2 A0 - (2 / sqrt(pi)) exp(-A0^2) / erfc(A0)` and `y'' / y = 2 + 2 A0 g`:
 
             erfc(A) = erfc(A0) exp(-b (2 A0 + b)) (1 + b (g + b (1 + A0 g)))
 
