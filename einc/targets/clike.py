@@ -222,9 +222,9 @@ class CLikeTarget:
         "maxsi": "return a > b ? a : b;",
         "minsi": "return a < b ? a : b;",
         "maximumf": "{t} r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
-        "return (a == 0) & (b == 0) ? a + b : r;",
+        "return ((a == 0) & (b == 0)) ? a + b : r;",
         "minimumf": "{t} r = a < b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
-        "return (a == 0) & (b == 0) ? -(-a - b) : r;",
+        "return ((a == 0) & (b == 0)) ? -(-a - b) : r;",
         "absi": "return a < 0 ? -a : a;",
         "ipowi": "if (b < 0) return a == 1 ? 1 : a == -1 ? (b & 1 ? -1 : 1) : 0; "
         "{t} r = 1; for (; b; b >>= 1, a *= a) if (b & 1) r *= a; return r;",
