@@ -1,7 +1,7 @@
 """Run generated SYCL source on NumPy arrays: runtime compilation on Intel's OpenCL CPU device.
 
 Contract with the SYCL printer (checked with intel-sycl-rt 2026.2, libsycl 9):
-- one source text, C++17, starting with `#include <sycl/sycl.hpp>`; each manifest kernel is
+- one source text, C++17, starting with the SYCL headers it uses; each manifest kernel is
   a free-function nd-range kernel with C linkage, named `KernelLaunch.name`:
 
       namespace syclext = sycl::ext::oneapi;

@@ -44,7 +44,13 @@ class SYCLTarget(DeviceTarget):
         subgroup_size=8, vector_width=16, default_block=64,
         storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
     )  # fmt: skip
-    includes: ClassVar[tuple[str, ...]] = ("sycl/sycl.hpp",)
+    includes: ClassVar[tuple[str, ...]] = (
+        "cstdint", "limits", "sycl/builtins.hpp", "sycl/group_barrier.hpp", "sycl/half_type.hpp",
+        "sycl/ext/oneapi/free_function_queries.hpp", "sycl/ext/oneapi/free_function_kernel_properties.hpp",
+        "sycl/ext/oneapi/work_group_static.hpp",
+    )
+    """What the printed code uses, not all of `sycl/sycl.hpp`: the runtime compiler parses these
+    in about a sixth of the time (0.24 s against 1.4 s of CPU for a small kernel)."""
     preamble: ClassVar[tuple[str, ...]] = (
         "namespace syclext = sycl::ext::oneapi;",
         "namespace syclexp = sycl::ext::oneapi::experimental;",

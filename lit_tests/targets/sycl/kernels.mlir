@@ -14,7 +14,14 @@ func.func @matmul(%A: tensor<4x3xf32> {ein.name = "A"}, %B: tensor<3x5xf32> {ein
   func.return %C : tensor<4x5xf32>
 }
 
-// CHECK:      #include <sycl/sycl.hpp>
+// CHECK:      #include <cstdint>
+// CHECK-NEXT: #include <limits>
+// CHECK-NEXT: #include <sycl/builtins.hpp>
+// CHECK-NEXT: #include <sycl/group_barrier.hpp>
+// CHECK-NEXT: #include <sycl/half_type.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/free_function_queries.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/free_function_kernel_properties.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/work_group_static.hpp>
 // CHECK-NEXT: namespace syclext = sycl::ext::oneapi;
 // CHECK-NEXT: namespace syclexp = sycl::ext::oneapi::experimental;
 // CHECK-EMPTY:
@@ -48,7 +55,14 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
   func.return %y : tensor<3x100xf32>
 }
 
-// CHECK:      #include <sycl/sycl.hpp>
+// CHECK:      #include <cstdint>
+// CHECK-NEXT: #include <limits>
+// CHECK-NEXT: #include <sycl/builtins.hpp>
+// CHECK-NEXT: #include <sycl/group_barrier.hpp>
+// CHECK-NEXT: #include <sycl/half_type.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/free_function_queries.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/free_function_kernel_properties.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/work_group_static.hpp>
 // CHECK-NEXT: namespace syclext = sycl::ext::oneapi;
 // CHECK-NEXT: namespace syclexp = sycl::ext::oneapi::experimental;
 // CHECK-EMPTY:
@@ -88,7 +102,14 @@ func.func @halves_and_bytes(%H: tensor<8xf16> {ein.name = "H"}, %Q: tensor<8xi8>
   func.return %y : tensor<8xf16>
 }
 
-// CHECK:      #include <sycl/sycl.hpp>
+// CHECK:      #include <cstdint>
+// CHECK-NEXT: #include <limits>
+// CHECK-NEXT: #include <sycl/builtins.hpp>
+// CHECK-NEXT: #include <sycl/group_barrier.hpp>
+// CHECK-NEXT: #include <sycl/half_type.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/free_function_queries.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/free_function_kernel_properties.hpp>
+// CHECK-NEXT: #include <sycl/ext/oneapi/work_group_static.hpp>
 // CHECK-NEXT: namespace syclext = sycl::ext::oneapi;
 // CHECK-NEXT: namespace syclexp = sycl::ext::oneapi::experimental;
 // CHECK-EMPTY:
