@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from einc.driver import Compilation, poisoned
 from einc.errors import ScheduleError, TargetError
-from einc.targets.descriptions import description
+from einc.targets import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs

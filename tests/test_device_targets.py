@@ -202,11 +202,12 @@ def test_launch_over_the_thread_limit_is_refused_before_printing(target: str) ->
     from einc.context import make_context
     from einc.driver import resolve_target
     from einc.passes import run_pipeline
+    from einc.targets import LOOPS_PIPELINE
 
     ctx = make_context()
     module = Parser(ctx, BOUND).parse_module()
     target_obj = resolve_target(target)
-    run_pipeline(ctx, module, target_obj.lowering())
+    run_pipeline(ctx, module, f"{LOOPS_PIPELINE},{target_obj.pipeline}")
     with pytest.raises(TargetError, match="4096 threads per block"):
         target_obj.emit(module)
 

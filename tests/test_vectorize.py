@@ -26,7 +26,7 @@ from einc.passes import run_pipeline
 from einc.passes.utils import loop_transforms as lt
 from einc.passes.utils.loop_analysis import trip_count
 from einc.targets.c import CTarget
-from einc.targets.descriptions import description
+from einc.targets import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs

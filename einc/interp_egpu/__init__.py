@@ -32,7 +32,8 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, UnitAttr
 
 from einc.errors import RuntimeInputError
-from einc.interp_egpu.machine import Machine, poison
+from einc.interp_egpu.machine import Machine
+from einc.interp_egpu.state import poison
 from einc.interp_egpu.memory import Buffer, KernelFault
 from einc.interp_egpu.values import UnsupportedIR, dtype_of
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR

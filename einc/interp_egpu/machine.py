@@ -11,44 +11,21 @@ combines them as the warp shuffles do (a butterfly over lane ids `l ^ offset`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import affine, func, scf
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from einc.dialects import egpu
 from einc.interp_egpu import values as V
 from einc.interp_egpu.expand import Nest, independent_prefix, run_expanded
 from einc.interp_egpu.memory import Buffer, DataRace, Grid, KernelFault, Window
-from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, lanes, select
+from einc.interp_egpu.ops import COMPILERS
+from einc.interp_egpu.state import Step, merge
+from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, lanes
 from einc.ir.attrs import NAME_ATTR
-
-Step = Callable[["Lanes | None"], None]
-
-
-def poison(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """A fresh buffer whose contents betray any element never written (as einc/interp.py)."""
-    if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype)
-    if dtype == np.bool_:
-        return np.ones(shape, np.bool_)
-    return np.frombuffer(b"\xa5" * (dtype.itemsize * int(np.prod(shape))), dtype).reshape(shape).copy()
-
-
-def memref_shape(t: Attribute) -> tuple[tuple[int, ...], np.dtype]:
-    assert isinstance(t, MemRefType), t
-    return tuple(int(d) for d in t.get_shape()), dtype_of(t.get_element_type())
-
-
-def merge(mask: Lanes, new: object, old: object) -> object:
-    """`new` in the lanes of `mask`, `old` elsewhere (buffers are the same in every lane)."""
-    if isinstance(new, Buffer) or isinstance(old, Buffer):
-        return new
-    a, b = lanes(new), lanes(old)
-    return select(mask, a, b, np.ndim(a) == 2 or np.ndim(b) == 2)
-
 
 class Machine:
     """Runs one module. Each block is compiled once into a list of steps (closures over the
@@ -89,8 +66,6 @@ class Machine:
     # ---- regions -----------------------------------------------------------------------------
 
     def compile_block(self, block: Block) -> tuple[list[int], list[Step], list[int]]:
-        from einc.interp_egpu.ops import COMPILERS
-
         args = [self.slot(a) for a in block.args]
         steps: list[Step] = []
         yields: list[int] = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import affine, arith, memref, scf
@@ -20,11 +21,14 @@ from einc.dialects import egpu
 from einc.interp import wrap
 from einc.interp_egpu import values as V
 from einc.interp_egpu.affine_eval import Evaluator, evaluators
-from einc.interp_egpu.machine import Machine, Step, memref_shape, merge, poison
+from einc.interp_egpu.state import Step, memref_shape, merge, poison
 from einc.interp_egpu.memory import Buffer, KernelFault
 from einc.interp_egpu.values import Lanes, UnsupportedIR, dtype_of, lanes, select
 
-Compiler = Callable[[Machine, Operation], Step]
+if TYPE_CHECKING:
+    from einc.interp_egpu.machine import Machine
+
+Compiler = Callable[["Machine", Operation], Step]
 COMPILERS: dict[type[Operation], Compiler] = {}
 
 

@@ -53,7 +53,8 @@ from einc.passes.utils.outline import (
     erase_statement,
     outline,
 )
-from einc.targets.descriptions import TargetDescription, description
+from einc.targets import description
+from einc.targets.descriptions import TargetDescription
 
 
 def _written_name(stmt: gpu_mapping.Statement) -> str:

@@ -27,7 +27,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.targets.descriptions import description
+from einc.targets import description
 
 EXACT = (
     arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShRSIOp, arith.RemSIOp, arith.SelectOp,

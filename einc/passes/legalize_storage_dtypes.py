@@ -39,7 +39,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.errors import TargetError
-from einc.targets.descriptions import description
+from einc.targets import description
 
 from einc.ir.attrs import DTYPE_ATTR, dtype_name
 from einc.ir.locations import at_op

@@ -37,7 +37,8 @@ from einc.passes.utils.vertex_split import (
     unsplit,
     whole_reads,
 )
-from einc.targets.descriptions import KernelError, TargetDescription, description
+from einc.targets import description
+from einc.targets.descriptions import KernelError, TargetDescription
 
 POINTS_PER_WORKER = 8
 """Fewest points a split gives each worker of a vertex when memory allows: a vertex's start
@@ -48,8 +49,6 @@ for several points per worker."""
 def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> TargetError:
     """At the schedule op that made the kernel's largest local array when the vertex fits
     without its local arrays, else (a KernelError) at the statement the kernel computes."""
-    from einc.targets.gpu import private_bytes, written_tensor
-
     spread = f" spread over {tiles} tiles" if tiles > 1 else " on one tile"
     gathers = [
         f"'{_name(kernel, k)}' ({_whole_bytes(a)} bytes)"
@@ -64,10 +63,10 @@ def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> T
     message = (f"poplar target: kernel {kernel.sym_name.data} needs {needed} bytes of tile memory per "
                f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes"
                f"{reason}")  # fmt: skip
-    loc = staged_location(kernel) if needed - private_bytes(kernel) <= limit else None
+    loc = staged_location(kernel) if needed - kernel.private_bytes() <= limit else None
     if loc is not None:
         return TargetError(message, loc)
-    return KernelError(message, SourceLocation("<target>", 1, 1), written_tensor(kernel), kernel.location)
+    return KernelError(message, SourceLocation("<target>", 1, 1), kernel.written_tensor(), kernel.location)
 
 
 def _name(kernel: egpu.FuncOp, k: int) -> str:

@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
+from einc.targets.descriptions import TargetDescription
 from einc.targets.spelling import (
     ADD,
     ATOM,
@@ -90,8 +91,12 @@ class CLikeTarget:
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,canonicalize,cse"
     )
-    """Run on the loops (the driver's `scheduled` stage): `lowering()` starts at the `ein` level."""
+    """Run on the scheduled loops (the driver's `target` stage)."""
+    limits: ClassVar[TargetDescription | None] = None
+    """The device's launch limits and dtypes (what the mapping and legalization passes read);
+    None for a target without kernels to launch (C)."""
     compile_check: ClassVar[CompileCheck | None] = None
+    """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
     runtime_device: ClassVar[str | None] = None
     """The `einc.runtime` module whose `device_description()` names the device the kernels run
     on (tuning records are kept per device); None: they run on this CPU."""
@@ -101,7 +106,6 @@ class CLikeTarget:
     shared_library: ClassVar[bool] = False
     """Whether `build` makes a shared library with a C ABI (the tuner's runner then loads the
     library itself instead of compiling again in its worker)."""
-    """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
 
     @classmethod
     def check_schedule(cls, schedule: Any) -> None:
@@ -355,14 +359,6 @@ class CLikeTarget:
     def emit(cls, module: ModuleOp) -> str:
         """The source text of every function of a lowered module."""
         return Writer(cls).module(module)
-
-    @classmethod
-    def lowering(cls) -> str:
-        """The pipeline from an `ein`-level module: the loops' conversion, then `pipeline`
-        (what the driver runs as two stages, for tests and tools that start at `ein`)."""
-        from einc.targets import LOOPS_PIPELINE
-
-        return f"{LOOPS_PIPELINE},{cls.pipeline}"
 
     @classmethod
     def declarations(cls, module: ModuleOp) -> list[str]:

@@ -209,30 +209,6 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
     return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix, n=lanes))
 
 
-def written_tensor(kernel: egpu.FuncOp) -> str | None:
-    """The name of the first tensor argument `kernel` stores to (its statement's output)."""
-    args = set(kernel.body.block.args)
-    for op in kernel.walk():
-        if isinstance(op, affine.StoreOp | memref.StoreOp) and op.memref in args:
-            name = op.memref.name_hint
-            return name if isinstance(name, str) else None
-    return None
-
-
-def private_bytes(kernel: egpu.FuncOp) -> int:
-    """Bytes of the local arrays (`memref.alloca`) of a kernel: each work-item's own."""
-    total = 0
-    for op in kernel.walk():
-        if isinstance(op, memref.AllocaOp):
-            t = op.memref.type
-            element = t.get_element_type()
-            bits = element.bitwidth if isinstance(element, AnyFloat) else (
-                element.width.data if isinstance(element, IntegerType) else 64
-            )
-            total += math.prod(t.get_shape()) * max(1, bits // 8)
-    return total
-
-
 class DeviceTarget(CLikeTarget):
     """A C-like device language: kernels, work-item indices, a launch manifest."""
 
@@ -290,7 +266,7 @@ class DeviceTarget(CLikeTarget):
         return cls.description().vector_width
 
     limits: ClassVar[TargetDescription]
-    """The device's limits and dtypes (what the mapping and legalization passes read)."""
+    """The device's limits and dtypes: every device target has them."""
 
     @classmethod
     def description(cls) -> TargetDescription:
@@ -339,10 +315,10 @@ class DeviceTarget(CLikeTarget):
                 continue
             kernel = kernels_by_name[launch.callee.string_value()]
             shared = kernel.shared_bytes()
-            local = private_bytes(kernel)
+            local = kernel.private_bytes()
             loc = staged_location(kernel) if local > desc.private_memory else None
             desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared, local, loc,
-                              written_tensor(kernel), kernel.location)
+                              kernel.written_tensor(), kernel.location)
             launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,

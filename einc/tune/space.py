@@ -43,7 +43,7 @@ def _lanes(target: str) -> int:
 
 def _max_threads(target: str) -> int:
     try:
-        from einc.targets.descriptions import description
+        from einc.targets import description
 
         return int(description(target).max_threads_per_block)
     except Exception:  # noqa: BLE001 - a target without a device description

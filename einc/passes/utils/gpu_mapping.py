@@ -58,12 +58,9 @@ from einc.errors import ScheduleError, SourceLocation
 from einc.passes.utils.affine_index import dims_to_operands
 from einc.passes.utils.combiner import accumulation
 from einc.passes.utils.loop_build import describe
-from einc.passes.utils.loop_transforms import (
-    BIND_ATTR,
-    BIND_AXES,
-    BIND_LOC_ATTR,
-)
+from einc.ir.attrs import BIND_ATTR, BIND_AXES, BIND_LOC_ATTR
 from einc.passes.utils.loops import constant_trip_range, induction_var
+from einc.passes.utils.ranges import max_trip_count
 
 
 @dataclass
@@ -421,19 +418,6 @@ def schedule_error(message: str, loop: affine.ForOp | None = None) -> ScheduleEr
     return ScheduleError(f"convert-affine-to-egpu: {message}", loc, notes)
 
 
-def max_trip_count(loop: affine.ForOp) -> int | None:
-    """The trip count of a loop with a constant lower bound, the largest one when its upper
-    bound is a min with a constant term; None otherwise."""
-    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
-    if lb.num_dims or lb.num_symbols or len(lb.results) != 1:
-        return None
-    lower = lb.eval([], [])[0]
-    constants = [r.value for r in ub.results if isinstance(r, AffineConstantExpr)]
-    if not constants:
-        return None
-    return max(0, -(-(min(constants) - lower) // loop.step.value.data))
-
-
 def narrowest_store_bytes(stmt: Statement) -> int:
     """Bytes of the narrowest element the statement stores."""
     widths = [8]
@@ -558,7 +542,6 @@ __all__ = [
     "index_constant",
     "is_pure",
     "linear_thread_id",
-    "max_trip_count",
     "narrowest_store_bytes",
     "parallel_prefix",
     "perfect_chain",

@@ -54,10 +54,10 @@ from einc.passes.utils.loop_build import (
 
 # (AXIS_ATTR, STMT_ATTR: read as lt.AXIS_ATTR, lt.STMT_ATTR by the schedule code and tests)
 from einc.ir.attrs import (
-    AXIS_ATTR, BIND_ATTR, BIND_LOC_ATTR, PARALLEL_ATTR, STMT_ATTR, TAIL_ATTR, UNROLL_ATTR,
+    AXIS_ATTR, BIND_ATTR, BIND_AXES, BIND_LOC_ATTR, PARALLEL_ATTR, STMT_ATTR, TAIL_ATTR, UNROLL_ATTR,
     VECTORIZE_ATTR,
 )  # fmt: skip
-BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
+from einc.passes.utils.ranges import max_trip_count
 
 
 # ---- tile -------------------------------------------------------------------------------------
@@ -358,8 +358,6 @@ def bind_loop(
     and, for thread axes, the threads bound in the nest multiply to at most `max_threads`,
     counting each loop's largest trip count (a partial tile `min(32, N - i)` counts 32: the
     kernel checks the overshoot)."""
-    from einc.passes.utils.gpu_mapping import max_trip_count
-
     if axis not in BIND_AXES:
         return Failure(f"unknown bind axis '{axis}' (one of {', '.join(BIND_AXES)})")
     failure = _dependence_failure("bind", loop)

@@ -200,6 +200,19 @@ def trip_count(loop: affine.ForOp) -> int | None:
     return max(0, -(-(hi.value - lo.value) // loop.step.value.data))
 
 
+def max_trip_count(loop: affine.ForOp) -> int | None:
+    """The trip count of a loop with a constant lower bound, the largest one when its upper
+    bound is a min with a constant term; None otherwise."""
+    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
+    if lb.num_dims or lb.num_symbols or len(lb.results) != 1:
+        return None
+    lower = lb.eval([], [])[0]
+    constants = [r.value for r in ub.results if isinstance(r, AffineConstantExpr)]
+    if not constants:
+        return None
+    return max(0, -(-(min(constants) - lower) // loop.step.value.data))
+
+
 def value_range(v: SSAValue) -> Range:
     """Inclusive bounds of an index value: loop variables with constant bounds, work-item
     ids, constants and `affine.apply`s of them; unbounded otherwise."""
