@@ -33,8 +33,8 @@ COLUMNS = ("ein", "loops", "policy", "apply", "target", "source")
 def stage_seconds(statements: int, target: str = "c") -> dict[str, float]:
     """CPU seconds per stage compiling a chain of `statements` statements to source text
     (process time: the machine may be shared, and every stage runs on one thread)."""
-    from einc.driver import Compilation
-    from einc.schedule import resolve_schedule
+    from einc.compiler.driver import Compilation
+    from einc.schedule.script import resolve_schedule
 
     comp = Compilation(chain_program(statements), f"chain{statements}.ein", target=target)
     seconds: dict[str, float] = {}

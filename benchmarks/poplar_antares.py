@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation, poisoned
 from einc.errors import EincError
 
 

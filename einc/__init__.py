@@ -10,7 +10,7 @@
 `einc.torch` (PyTorch custom ops, the [torch] extra) is imported on first use.
 """
 
-from einc.driver import Kernel, compile
+from einc.compiler.driver import Kernel, compile
 from einc.errors import EincError, InternalCompilerError, einc_version
 
 __all__ = ["EincError", "InternalCompilerError", "Kernel", "compile"]

@@ -1,4 +1,4 @@
-"""`einc` command line: argument parsing only; the work is in `einc.driver`.
+"""`einc` command line: argument parsing only; the work is in `einc.compiler.driver`.
 
 Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
 line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
-    from einc.tune.records import TaskRow
+    from einc.compiler.records import TaskRow
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -42,7 +42,7 @@ def usage_error(message: str, argv: Sequence[str], prog: str, tool: str = "einc"
 
 
 def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    from einc.driver import STAGES
+    from einc.compiler.driver import STAGES
 
     parser = _ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.", argv=argv)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -75,7 +75,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     _record_options(comp)
     _plugin_options(comp)
-    from einc.numerics.command import add_arguments
+    from einc.tools.numerics.command import add_arguments
 
     add_arguments(comp)
 
@@ -141,7 +141,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 def _serve_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
-    """`einc serve` (einc.serve): the codegen service."""
+    """`einc serve` (einc.tools.serve.app): the codegen service."""
     serve = sub.add_parser(
         "serve", help="the codegen service: POST /compile answers source and manifest (HTTP)", argv=argv,
         description="Serve compile requests over HTTP: POST /compile with JSON {\"ir\", \"input_dict\", \"target\", "
@@ -192,7 +192,7 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
     a malformed hook, an unknown stage, pass or option: a UsageError at its place in the
     command line."""
     from einc.passes import did_you_mean, parse_passes
-    from einc.plugins import HOOK_STAGES
+    from einc.compiler.plugins import HOOK_STAGES
 
     text = " ".join(["einc", *argv])
     extra: dict[str, list[str]] = {}
@@ -255,13 +255,7 @@ def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequ
 
 def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """`einc records list|show|export|import`."""
-    from einc.tune.records import (
-        RecordDB,
-        RecordError,
-        default_db_path,
-        read_jsonl,
-        show_lines,
-    )
+    from einc.compiler.records import RecordDB, RecordError, default_db_path, read_jsonl, show_lines
 
     path = Path(args.db) if args.db else default_db_path()
     action = args.records_command
@@ -393,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(err.render(), file=sys.stderr)
         return 1
-    from einc import driver
+    from einc.compiler import driver
 
     try:
         check_arguments(args, argv)
@@ -402,12 +396,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra: dict[str, list[str]] = {}
         progress: Callable[[str, float], None] | None = None
         if args.command in ("compile", "run", "check", "explain"):
-            from einc.plugins import load_pass_plugins
+            from einc.compiler.plugins import load_pass_plugins
 
             load_pass_plugins(args.load_pass_plugin, argv)
             extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
         if args.command == "compile" and args.check_numerics:
-            from einc.numerics.command import compile_command, parse_scale
+            from einc.tools.numerics.command import compile_command, parse_scale
 
             scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
             return compile_command(args.file, args.target, args.schedule, args.seed, scale,
@@ -447,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )  # fmt: skip
             return 0 if result.best is not None else 1
         if args.command == "explain":
-            from einc.explain.command import explain_file_command, write_page
+            from einc.tools.explain.command import explain_file_command, write_page
 
             page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
                                         use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
@@ -465,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(checked.render())
             return 0 if checked.ok else 1
         if args.command == "serve":
-            from einc.serve import Settings, default_workers, serve_command
+            from einc.tools.serve.app import Settings, default_workers, serve_command
 
             options = ("host", "port", "workers", "timeout", "max_body")
             where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, Shrink
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from einc.context import einc_dialects, load_einc_transform_ops
+from einc.dialects.context import einc_dialects, load_einc_transform_ops
 from einc.errors import (
     EincError,
     InternalCompilerError,
@@ -40,7 +40,7 @@ from einc.errors import (
     UsageError,
     span_location,
 )
-from einc.opt_support import (
+from einc.tools.opt_support import (
     Instrumentation,
     check_diagnostics,
     expected_diagnostics,
@@ -83,7 +83,7 @@ class EincOptMain(xDSLOptMain):
         self.available_frontends["ein"] = parse_ein
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
-            from einc.schedule import PARSED_AT, parse_with_locations
+            from einc.schedule.script import PARSED_AT, parse_with_locations
 
             module, locations = parse_with_locations(
                 self.ctx, io.read().decode(), self.get_input_name(), self.chunk_line_offset,
@@ -96,7 +96,7 @@ class EincOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        from einc.opt_support import einc_transform_interpreter
+        from einc.tools.opt_support import einc_transform_interpreter
         from einc.passes import get_all_passes
 
         for name, factory in get_all_passes().items():
@@ -152,7 +152,7 @@ class EincOptMain(xDSLOptMain):
             help="after every pass, also run verify-egpu (the kernel-level checks); a failure "
             "is an internal compiler error",
         )
-        from einc.numerics.command import add_arguments
+        from einc.tools.numerics.command import add_arguments
 
         add_arguments(arg_parser)
 
@@ -197,7 +197,7 @@ class EincOptMain(xDSLOptMain):
 
     def setup_pipeline(self) -> None:
         from einc.passes import parse_passes, strip_module_wrapper
-        from einc.plugins import load_pass_plugins
+        from einc.compiler.plugins import load_pass_plugins
 
         for name in load_pass_plugins(self.args.load_pass_plugin, self.argv, tool="einc-opt"):
             self.register_pass(name, lambda name=name: _plugin_class(name))
@@ -221,7 +221,7 @@ class EincOptMain(xDSLOptMain):
 
     def where(self, op: Operation | None) -> SourceLocation:
         """Where einc-opt found `op` in its input (an MLIR input's ops), else the input."""
-        from einc.schedule import PARSED_AT
+        from einc.schedule.script import PARSED_AT
 
         found = PARSED_AT.get(op) if op is not None else None
         return found or SourceLocation(self.get_input_name(), 1, 1)
@@ -350,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             return 0
         if opt.args.check_numerics:
-            from einc.numerics.command import opt_command
+            from einc.tools.numerics.command import opt_command
 
             return opt_command(opt)
         opt.run()

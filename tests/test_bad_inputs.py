@@ -14,10 +14,10 @@ import pytest
 
 import einc
 from einc import cli, opt
-from einc.driver import lower_to_stage
+from einc.compiler.driver import lower_to_stage
 from einc.errors import EincError, RuntimeInputError, ScheduleError, SemanticError
 from einc.frontend import MAX_PROGRAM_BYTES
-from einc.schedule import Schedule
+from einc.schedule.script import Schedule
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 MM = {"input0": {"dtype": "float32", "shape": [8, 4]}, "input1": {"dtype": "float32", "shape": [4, 6]}}
@@ -356,7 +356,7 @@ def test_bind_on_c_is_refused_at_the_bind(tmp_path: Path, capsys: pytest.Capture
       {"input0": {"dtype": "float32", "shape": [1, 3, 10, 10]}, "input1": {"dtype": "float32", "shape": [4, 3, 3, 3]}})],
 )  # fmt: skip
 def test_default_c_schedule_never_binds(ir: str, inputs: dict) -> None:
-    from einc.default_schedule import default_schedule_text
+    from einc.schedule.default import default_schedule_text
 
     text = default_schedule_text("c", lower_to_stage(ir, inputs, stage="loops"))
     assert text is not None and "transform.einc.bind" not in text
@@ -413,7 +413,7 @@ def test_full_unroll_within_the_limit_is_correct() -> None:
 def test_handle_used_before_its_definition_is_located(tmp_path: Path) -> None:
     """xDSL's parser resolves forward references; a schedule checks dominance itself."""
     from einc.errors import ScheduleError
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     text = (
         "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"

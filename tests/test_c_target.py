@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_lowering import CASE_IDS, CASES, MATMUL, PAD, Case, check_outputs, lower, parse
 
-from einc.context import make_context
+from einc.dialects.context import make_context
 from einc.errors import InternalCompilerError, RuntimeInputError, ToolchainError
 from einc.passes import run_pipeline
 from einc.runtime.c import CKernel, compile_c, load_c_kernel, native_vector_bits

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation
-from einc.interp import run_interpreted
-from einc.reference import run_reference
+from einc.compiler.driver import Compilation
+from einc.semantics.loops import run_interpreted
+from einc.semantics.reference import run_reference
 from einc.runtime.c import CFLAGS, compile_c
 from einc.runtime.signature import KernelSignature
 from einc.targets.c import CTarget

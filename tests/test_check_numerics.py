@@ -20,10 +20,10 @@ from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 
 import einc.passes
-from einc.driver import Compilation
-from einc.numerics import NumericsReport, check_compilation, check_pipeline, render
-from einc.numerics.check import with_extra_passes
-from einc.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
+from einc.compiler.driver import Compilation
+from einc.tools.numerics import NumericsReport, check_compilation, check_pipeline, render
+from einc.tools.numerics.check import with_extra_passes
+from einc.tools.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -116,7 +116,7 @@ def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsy
 
 
 def _compilation(text: str, target: str, extra: dict[str, list[str]] | None = None, **kw: object) -> Compilation:
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     schedule = kw.get("schedule")
     assert schedule is None or isinstance(schedule, Schedule)
@@ -181,7 +181,7 @@ def test_wrong_transform_op_is_named_with_its_location(wrong_passes_registered: 
         "  transform.yield\n"
         "}\n"
     )
-    from einc.driver import read_schedule
+    from einc.compiler.driver import read_schedule
 
     report = check_compilation(_compilation(MATMUL, "c", schedule=read_schedule(str(schedule))))
     bad = report.steps[report.first_bad or 0]

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from einc.driver import Compilation
-from einc.schedule import resolve_schedule
+from einc.compiler.driver import Compilation
+from einc.schedule.script import resolve_schedule
 from tests.default_schedule_golden import chain_program
 
 
@@ -60,8 +60,8 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
     loop index, the loops a walk of the whole module finds, in the same order."""
     from xdsl.dialects import affine
 
-    from einc.passes.utils.loops import STMT
-    from einc.schedule import EincTransformFunctions
+    from einc.transforms.loops import STMT
+    from einc.schedule.script import EincTransformFunctions
     from tests.default_schedule_golden import loop_modules
 
     indexed = EincTransformFunctions._indexed_loops

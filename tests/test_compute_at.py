@@ -1,4 +1,4 @@
-"""compute_at and reverse_compute_at (einc/passes/utils/compute_at.py): each op against NumPy on C
+"""compute_at and reverse_compute_at (einc/transforms/compute_at.py): each op against NumPy on C
 (and OpenCL for an epilogue), refusals located at the op with the IR untouched, random
 choices on random and shared multi-statement programs against the oracle / NumPy, and the
 default C schedule fusing softmax into one nest."""
@@ -16,13 +16,13 @@ from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import StringAttr
 
 import einc
-from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
+from einc.compiler.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
-from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.compute_at import compute_at, reverse_compute_at
-from einc.passes.utils.loop_analysis import accesses
-from einc.reference import run_reference
-from einc.schedule import Schedule
+from einc.transforms import loop_transforms as lt
+from einc.transforms.compute_at import compute_at, reverse_compute_at
+from einc.transforms.loop_analysis import accesses
+from einc.semantics.reference import run_reference
+from einc.schedule.script import Schedule
 from tests.oracle.budget import examples
 from tests.oracle.genprog import GenProgram, programs
 from tests.programs import PROGRAMS

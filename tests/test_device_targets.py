@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation, poisoned
 from einc.errors import EincError, TargetError
 from einc.runtime.manifest import LaunchManifest
 from tests.test_conformance import ALL, Program, check_against_reference, fresh_seed, random_inputs
@@ -199,8 +199,8 @@ func.func @kernel(%A: memref<4096xf32> {ein.name = "A"}, %B: memref<4096xf32> {e
 def test_launch_over_the_thread_limit_is_refused_before_printing(target: str) -> None:
     from xdsl.parser import Parser
 
-    from einc.context import make_context
-    from einc.driver import resolve_target
+    from einc.dialects.context import make_context
+    from einc.compiler.driver import resolve_target
     from einc.passes import run_pipeline
     from einc.targets import LOOPS_PIPELINE
 

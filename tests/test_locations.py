@@ -22,11 +22,11 @@ from xdsl.dialects.builtin import FileLineColLoc, FusedLoc, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import EincError, InternalCompilerError, TargetError
 from einc.ir.locations import keeping_locations, schedule_locations, statement_location
 from einc.passes import get_all_passes
-from einc.schedule import Schedule
+from einc.schedule.script import Schedule
 from einc.targets import get_all_targets
 from tests.programs import EIN_FILES, PROGRAMS
 

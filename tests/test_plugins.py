@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import einc
-from einc import opt, passes, plugins
+from einc import opt, passes
+from einc.compiler import plugins
 from einc.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,8 +172,8 @@ def test_example_plugin_in_einc_compile_api() -> None:
 
 
 def test_the_hooked_pass_ran_at_its_stage() -> None:
-    from einc.driver import Compilation
-    from einc.plugins import load_pass_plugin
+    from einc.compiler.driver import Compilation
+    from einc.compiler.plugins import load_pass_plugin
 
     load_pass_plugin(str(EXAMPLE))
     source = (ROOT / "examples" / "softmax.ein").read_text()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation, poisoned
 from einc.errors import TargetError
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import script
@@ -177,7 +177,7 @@ def test_kernel_over_a_tiles_memory_spreads_over_more_tiles() -> None:
     do not fit a tile, so it is cut into vertices of 6 rows (480 KB each)."""
     require("poplar")
     from einc.dialects.egpu_attrs import TileSplitAttr
-    from einc.passes.utils.vertex_split import vertex_bytes
+    from einc.transforms.vertex_split import vertex_bytes
 
     comp = _compile("output0[N] +=! input0[N, K]", _ROWS)
     kernels = [k for k in comp.results["target"].ops if hasattr(k, "block_size")]

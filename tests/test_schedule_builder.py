@@ -14,12 +14,12 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 
-from einc.context import make_context
+from einc.dialects.context import make_context
 from einc.dialects import einc_transform as et
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import EincError
-from einc.schedule import Knob, Schedule, resolve_schedule
-from einc.schedule_builder import Failure, IllegalStep, ScheduleBuilder
+from einc.schedule.script import Knob, Schedule, resolve_schedule
+from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 
 ROW_SUM = "temp0[N] +=! input0[N, C]; output0[N] = temp0[N] * 2.0"
 """A fill (`temp0` N init), a reduction nest (`temp0` N, C) and an elementwise nest (`output0` N)."""
@@ -29,7 +29,7 @@ def row_sum_loops() -> ModuleOp:
     return Compilation(ROW_SUM, "<b>", {"input0": {"dtype": "float32", "shape": [8, 64]}}, None, "c").run_until("loops")
 
 
-# two sibling loops computing exp(x - m) each (einc.passes.utils.loop_cse)
+# two sibling loops computing exp(x - m) each (einc.transforms.loop_cse)
 TWO_LOOPS = """
 func.func @f(%x: memref<64xf32>, %m: memref<1xf32>, %s: memref<1xf32>, %y: memref<64xf32>) {
   affine.for %i = 0 to 64 {

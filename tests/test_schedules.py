@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import einc
-from einc.default_schedule import default_schedule_text, register_tile
-from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
+from einc.schedule.default import default_schedule_text, register_tile
+from einc.compiler.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
-from einc.passes.utils import loop_transforms as lt
-from einc.reference import run_reference
-from einc.schedule import Schedule
+from einc.transforms import loop_transforms as lt
+from einc.semantics.reference import run_reference
+from einc.schedule.script import Schedule
 from einc.targets.c import CTarget
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
@@ -355,8 +355,8 @@ def random_schedule(module, rng: random.Random) -> list[str]:  # type: ignore[no
                 nxt = nxt.next_op
             result = lt.fuse_loops(loop, nxt) if nxt is not None else lt.Failure("no sibling")
         elif kind == "cache":
-            from einc.passes.utils.staging import cache_tensor
-            from einc.passes.utils.loop_analysis import accesses, buffer_name
+            from einc.transforms.staging import cache_tensor
+            from einc.transforms.loop_analysis import accesses, buffer_name
 
             access = rng.choice(accesses(loop) or [None])
             if access is None:

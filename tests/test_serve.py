@@ -1,4 +1,4 @@
-"""`einc serve` (einc/serve.py, einc/serve_jobs.py): the real server, started with uvicorn in a
+"""`einc serve` (einc/tools/serve/app.py, einc/tools/serve/jobs.py): the real server, started with uvicorn in a
 subprocess on 127.0.0.1 (a free port chosen by the system), asked over HTTP. Each answer is
 compared with what the compiler gives in this process (the same source and manifest as
 `einc compile`); malformed requests get located errors; a compile over the time limit is cut
@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 
 from einc.cli import main
-from einc.driver import Compilation, max_error, tolerance
+from einc.compiler.driver import Compilation, max_error, tolerance
 from einc.runtime import toolchains
 from einc.runtime.c import CFLAGS, LIBS, compiler
 from einc.runtime.manifest import LaunchManifest
-from einc.serve_jobs import CompileRequest, compile_job
-from einc.tune.records import RecordDB, device_fingerprint
+from einc.tools.serve.jobs import CompileRequest, compile_job
+from einc.compiler.records import RecordDB, device_fingerprint
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent

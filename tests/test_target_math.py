@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import TargetError
 from einc.frontend.dtype_rules import FUNCTIONS
 

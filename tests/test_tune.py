@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from einc.cli import main
-from einc.schedule import Schedule
+from einc.schedule.script import Schedule
 from einc.tune.measure import LocalBuilder, LocalRunner
-from einc.tune.records import RecordDB
+from einc.compiler.records import RecordDB
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import tune
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
@@ -77,7 +77,7 @@ def test_tiny_tune_finds_a_correct_kernel_and_records_every_trial(program: Path,
 
 
 def _device(db: RecordDB, task: TuneTask) -> str:
-    from einc.tune.records import device_fingerprint
+    from einc.compiler.records import device_fingerprint
 
     return device_fingerprint(task.target)
 

@@ -1,4 +1,4 @@
-"""Tuning records (einc/tune/records.py): the SQLite database under concurrent writers and a
+"""Tuning records (einc/compiler/records.py): the SQLite database under concurrent writers and a
 killed writer, JSON-lines sharing, and their use by `einc compile`, `einc run`, `einc.compile`."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 
 import einc
 from einc.cli import main
-from einc.driver import Compilation
-from einc.schedule import Schedule
-from einc.tune.records import (
+from einc.compiler.driver import Compilation
+from einc.schedule.script import Schedule
+from einc.compiler.records import (
     Record,
     RecordDB,
     RecordError,
@@ -183,7 +183,7 @@ def test_device_fingerprint_of_c_names_the_cpu_and_vector_width() -> None:
 WRITER = f"""
 import sys, time
 from pathlib import Path
-from einc.tune.records import RecordDB
+from einc.compiler.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 db_path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 task = TuneTask({SMALL!r})

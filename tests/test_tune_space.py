@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError
-from einc.schedule import Schedule, resolve_schedule
+from einc.schedule.script import Schedule, resolve_schedule
 from einc.tune.sketches import cpu, gpu
 from einc.tune.sketches.base import RuleContext, analyse
 from einc.tune.space import SearchSpace, describe_sketches, loops_of

@@ -2,7 +2,7 @@
 
 The registry holds einc's own passes (`builtin_passes`) and the passes plugins registered
 (`register_plugin_pass`: a `--load-pass-plugin` file or an `einc.passes` entry point, see
-einc.plugins); `get_all_passes()` has both, so every pipeline text einc parses
+einc.compiler.plugins); `get_all_passes()` has both, so every pipeline text einc parses
 (`run_pipeline`, einc-opt, `transform.apply_registered_pass`, the stage hooks) sees them.
 """
 
@@ -38,14 +38,14 @@ _PLUGINS: dict[str, PluginPass] = {}
 
 
 def register_plugin_pass(cls: type[ModulePass], origin: str) -> None:
-    """Register `cls` under its `name` (einc.plugins checks clashes before calling this)."""
+    """Register `cls` under its `name` (einc.compiler.plugins checks clashes before calling this)."""
     _PLUGINS[cls.name] = PluginPass(cls, origin)
 
 
 def plugin_passes() -> dict[str, PluginPass]:
     """The plugin passes: those loaded from files, and the `einc.passes` entry points of the
     installed packages (read once, on the first call)."""
-    from einc.plugins import load_entry_points
+    from einc.compiler.plugins import load_entry_points
 
     load_entry_points()
     return dict(_PLUGINS)
@@ -85,7 +85,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         return LegalizeF16StoragePass
 
     def einc_apply_schedule():
-        from einc.passes.apply_schedule import ApplySchedulePass
+        from einc.schedule.apply_pass import ApplySchedulePass
 
         return ApplySchedulePass
 

@@ -27,7 +27,7 @@ clustered (warp-shuffle) reductions that fit (`_combine_partials`).
 Tiles a schedule staged in shared memory become `egpu.alloc_shared` buffers with a
 cooperative copy and barriers, and a kernel whose staged bytes break the target's
 `shared_bytes_per_block` is a TargetError. Intermediates stay host allocations (temp
-buffers of the launch manifest). The mechanism: `einc.passes.utils.gpu_mapping` (how
+buffers of the launch manifest). The mechanism: `einc.transforms.gpu_mapping` (how
 iterations map onto work-items), `outline` (building the kernels), `cross_thread_reduce` and
 `shared_staging`.
 """
@@ -45,14 +45,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.passes.utils import gpu_mapping
-from einc.passes.utils.loop_build import describe
-from einc.passes.utils.outline import (
-    buffer_name,
-    enclose_private_buffers,
-    erase_statement,
-    outline,
-)
+from einc.transforms import gpu_mapping
+from einc.transforms.loop_build import describe
+from einc.transforms.outline import buffer_name, enclose_private_buffers, erase_statement, outline
 from einc.targets import description
 from einc.targets.descriptions import TargetDescription
 

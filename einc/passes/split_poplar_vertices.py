@@ -7,12 +7,12 @@ reads the final loop and accesses).
         #egpu.tile_split<vertices = 7, bytes = 1296, points = 300, chunk = 43,
                          written = [1 at 1 * point + 0], read = [...]>} { ... }
 
-Policy: a kernel that may be split (einc/passes/utils/vertex_split.py, with its contract)
+Policy: a kernel that may be split (einc/transforms/vertex_split.py, with its contract)
 gets at least POINTS_PER_WORKER points per worker, on at most the description's `tiles`
 vertices, unless a vertex's data do not fit its tile's `tile_memory`: then the points are
 cut into more vertices (a power of two or the most, up to one word's worth of points per
 vertex) until they fit; when no range of points fits (a column or window of an input read
-as the hull of its rows), the points are cut into boxes (einc/passes/utils/vertex_boxes.py).
+as the hull of its rows), the points are cut into boxes (einc/transforms/vertex_boxes.py).
 A kernel that cannot be split is one vertex on tile 0. When no choice fits, a TargetError
 names the bytes and the limit (and a gathered table larger than a tile).
 """
@@ -29,14 +29,9 @@ from xdsl.passes import ModulePass
 
 from einc.dialects import egpu
 from einc.errors import SourceLocation, TargetError
-from einc.passes.utils.staging import staged_location
-from einc.passes.utils.vertex_boxes import BoxSpace, point_shape
-from einc.passes.utils.vertex_split import (
-    element_bytes,
-    splittable,
-    unsplit,
-    whole_reads,
-)
+from einc.transforms.staging import staged_location
+from einc.transforms.vertex_boxes import BoxSpace, point_shape
+from einc.transforms.vertex_split import element_bytes, splittable, unsplit, whole_reads
 from einc.targets import description
 from einc.targets.descriptions import KernelError, TargetDescription
 

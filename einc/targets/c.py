@@ -28,7 +28,7 @@ from einc.targets.clike import CLikeTarget
 from einc.targets.writer import Writer
 
 if TYPE_CHECKING:
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
 SIMD_MATH: Mapping[type[Operation], str] = {
     math.ExpOp: "exp", math.LogOp: "log", math.SinOp: "sin", math.CosOp: "cos", math.TanhOp: "tanh",
@@ -75,7 +75,7 @@ class CTarget(CLikeTarget):
     def check_schedule(cls, schedule: Schedule) -> None:
         """C has no GPU: a `cache_read`/`cache_write` in "shared" memory, or a `bind`, is
         refused at its op before the schedule runs."""
-        from einc.passes.utils.staging import refuse_shared_memory
+        from einc.transforms.staging import refuse_shared_memory
 
         refuse_shared_memory(schedule, cls.name)
         for op in schedule.module.walk():
@@ -89,8 +89,8 @@ class CTarget(CLikeTarget):
 
     @classmethod
     def default_schedule(cls, loops: ModuleOp) -> object:
-        """The CPU policy (einc.schedules.cpu) for this host's vector width."""
-        from einc.schedules.cpu import default_schedule
+        """The CPU policy (einc.schedule.policies.cpu) for this host's vector width."""
+        from einc.schedule.policies.cpu import default_schedule
 
         return default_schedule(cls, loops)
 

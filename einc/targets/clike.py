@@ -109,14 +109,14 @@ class CLikeTarget:
 
     @classmethod
     def check_schedule(cls, schedule: Any) -> None:
-        """Refuse, before it is applied, a schedule (einc.schedule.Schedule) the target cannot
+        """Refuse, before it is applied, a schedule (einc.schedule.script.Schedule) the target cannot
         run (ScheduleError at the op responsible). The default accepts every schedule."""
 
     @classmethod
     def default_schedule(cls, loops: ModuleOp) -> object:
-        """The schedule (an einc.schedule.Schedule) applied to a loop-level module when the user
+        """The schedule (an einc.schedule.script.Schedule) applied to a loop-level module when the user
         gives none, or None for no schedule. The default schedules nothing; a target with a
-        policy (einc.schedules) overrides this."""
+        policy (einc.schedule.policies) overrides this."""
         return None
 
     @classmethod

@@ -13,7 +13,7 @@ A `memref.alloca` left in a kernel (a tile staged in "local" memory, a compute_a
 the work-item's own array (`private_array`: `float a[16];`); the launch check refuses a
 kernel whose local arrays exceed the description's `private_memory` per work-item. That
 each work-item may own it (it lies inside the bound loops) is checked after the schedule
-(`einc.passes.utils.staging.check_private_buffers`).
+(`einc.transforms.staging.check_private_buffers`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from einc.targets.descriptions import TargetDescription
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
 
 if TYPE_CHECKING:
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
@@ -277,7 +277,7 @@ class DeviceTarget(CLikeTarget):
         """A local buffer in a kernel is private to one work-item: refused (at the schedule
         op that made it) when shared by work-items, too large, or of a type the target only
         computes wider."""
-        from einc.passes.utils.staging import check_private_buffers
+        from einc.transforms.staging import check_private_buffers
 
         check_private_buffers(scheduled, schedule, cls.name, cls.description().arith_dtypes)
 
@@ -297,7 +297,7 @@ class DeviceTarget(CLikeTarget):
     @classmethod
     def manifest(cls, module: ModuleOp) -> LaunchManifest:
         """The launches of a module after `pipeline`; TargetError if one breaks a limit."""
-        from einc.passes.utils.staging import staged_location
+        from einc.transforms.staging import staged_location
 
         buffers = host_buffers(module)
         names = {id(value): b.name for value, b in buffers}

@@ -19,7 +19,7 @@ from xdsl.ir import Operation, SSAValue
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError
 from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
-from einc.passes.utils.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands
 from einc.targets.spelling import ADD, UNARY, Expr
 
 if TYPE_CHECKING:

@@ -33,8 +33,8 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects import egpu
-from einc.passes.utils.affine_index import dims_to_operands
-from einc.passes.utils.vertex_split import READS, WRITES, point_loop
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.vertex_split import READS, WRITES, point_loop
 from einc.targets.c_lexicon import c_identifier
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers

@@ -42,8 +42,8 @@ from xdsl.ir.affine import (
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
 from einc.ir.locations import tag
-from einc.passes.utils.affine_index import dims_to_operands
-from einc.passes.utils.ranges import Range, expr_range, value_range
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.ranges import Range, expr_range, value_range
 from einc.targets.c_lexicon import C_RESERVED, c_identifier, called_names, int_literal
 from einc.targets.op_printers import (
     EXPRESSIONS,

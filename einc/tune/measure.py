@@ -36,7 +36,7 @@ from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
 
 if TYPE_CHECKING:
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
 
 class Builder(Protocol):
@@ -68,7 +68,7 @@ class RebuildArtifact:
 def candidate_schedule(text: str) -> Schedule | str | None:
     """A candidate's schedule for `TuneTask.compilation`: its text parsed (located as
     `<candidate>`); "none" for the untouched loops; "" for the target's default schedule."""
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     if not text.strip():
         return None
@@ -296,8 +296,8 @@ class TaskData:
 
     @classmethod
     def of(cls, task: TuneTask, seed: int) -> TaskData:
-        from einc.driver import random_inputs, tolerance
-        from einc.reference import run_reference
+        from einc.compiler.driver import random_inputs, tolerance
+        from einc.semantics.reference import run_reference
 
         comp = task.compilation("none")
         module = comp.module("ein")
@@ -341,7 +341,7 @@ class LocalRunner:
 
     `timeout_s` bounds one run of the kernel (the worker reports after each repeat);
     `load_timeout_s` bounds starting the worker and loading (or rebuilding) the kernel.
-    Inputs are `einc.driver.random_inputs(seed)`; the reference is computed once per task.
+    Inputs are `einc.compiler.driver.random_inputs(seed)`; the reference is computed once per task.
     Outputs are poisoned before the first run and checked against the reference after it and
     again after the timed runs (a kernel that accumulates across runs is wrong too); inputs
     must be left unchanged, and guard bytes around every array untouched (no write out of

@@ -18,8 +18,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.errors import ScheduleError, SourceLocation
-from einc.schedule import Schedule, resolve_schedule
-from einc.schedule_builder import ScheduleBuilder
+from einc.schedule.script import Schedule, resolve_schedule
+from einc.schedule.builder import ScheduleBuilder
 from einc.tune.sketches import rules_for
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch, analyse
 from einc.tune.types import Candidate, Point, TuneTask
@@ -51,7 +51,7 @@ def _max_threads(target: str) -> int:
 
 
 def default_roles(schedule: Schedule, nests: list[Nest]) -> dict[str, KnobRole]:
-    """Roles of the default CPU policy's knobs (einc.schedules.cpu: `stmt.tile_i|j|k|rows`)."""
+    """Roles of the default CPU policy's knobs (einc.schedule.policies.cpu: `stmt.tile_i|j|k|rows`)."""
     roles = {}
     for name in schedule.knobs():
         stmt, _, what = name.rpartition(".")

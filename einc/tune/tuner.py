@@ -28,7 +28,7 @@ from einc.tune.workload import throughput
 
 if TYPE_CHECKING:
     from einc.tune.measure import Builder, Runner
-    from einc.tune.records import RecordDB
+    from einc.compiler.records import RecordDB
     from einc.tune.search import SearchPolicy
     from einc.tune.space import SearchSpace
 
@@ -191,7 +191,7 @@ def tune(
     builder = builder or LocalBuilder(workers=workers)
     runner = runner or LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
     if db is not None and device is None:
-        from einc.tune.records import device_fingerprint
+        from einc.compiler.records import device_fingerprint
 
         device = device_fingerprint(task.target)
     tuner_id = f"{policy.name}-{uuid.uuid4().hex[:8]}"
@@ -260,7 +260,7 @@ def tune(
     return result
 
 
-def record_result(record) -> MeasureResult:  # record: einc.tune.records.Record
+def record_result(record) -> MeasureResult:  # record: einc.compiler.records.Record
     """A database record as the measurement it was (for resuming a search)."""
     candidate = Candidate(record.point(), record.schedule)
     return MeasureResult(candidate, Status(record.status), record.reason, tuple(record.times), record.build_s)

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from einc.frontend import Program
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,14 @@ class TuneTask:
 
     @classmethod
     def from_file(cls, path: str | Path, target: str = "c") -> TuneTask:
-        from einc.driver import read_program
+        from einc.compiler.driver import read_program
 
         return cls(read_program(str(path)), target, str(path))
 
     def compilation(self, schedule: Schedule | str | None = None) -> Compilation:
         """A fresh Compilation of this task with `schedule` (a Schedule, its text, "none", or
         None for the target's default schedule); tuning records are never consulted."""
-        from einc.driver import Compilation
+        from einc.compiler.driver import Compilation
 
         return Compilation(self.source, self.filename, self.input_dict, self.extra_outputs, self.target, schedule,
                            use_records=False)  # fmt: skip

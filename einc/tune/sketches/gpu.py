@@ -13,7 +13,7 @@ import math
 from xdsl.dialects import affine
 from xdsl.ir import SSAValue
 
-from einc.passes.utils.loop_analysis import band_from
+from einc.transforms.loop_analysis import band_from
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch
 from einc.tune.sketches.cpu import _Build, build_sketch
 

@@ -1,0 +1,633 @@
+"""The compiler driver: an ordered table of named stages, each one printable on its own.
+
+    parse      .ein / Antares text -> checked program (frontend)
+    ein        -> `ein` dialect module (einsum meaning)
+    loops      -> affine/scf loops on memrefs (`convert-ein-to-affine`)
+    scheduled  -> the loops with a schedule applied (identity without a schedule)
+    target     -> the target's legalized IR (its own pass pipeline)
+    source     -> the target's source text (its printer)
+
+`einc compile --dump-after=STAGE` prints the program after a stage; `lower_to_stage` returns it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from einc.dialects.context import make_context
+from einc.errors import (
+    EincError,
+    InternalCompilerError,
+    RuntimeMissingError,
+    ScheduleError,
+    SourceLocation,
+    TargetError,
+)
+from einc.targets import LOOPS_PIPELINE
+
+from einc.targets.descriptions import KernelError
+from einc.compiler.kernel import Kernel, MissingRuntime
+from einc.compiler.kernel import poisoned as poisoned
+
+if TYPE_CHECKING:
+    from einc.frontend import Program, TensorInfo
+    from einc.runtime.device import CompileReport
+    from einc.schedule.script import Schedule
+    from einc.targets.clike import CLikeTarget
+    from einc.compiler.records import Record
+
+Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
+StageResult = ModuleOp | str
+"""What a stage gives: a module, or the source text (`source`)."""
+T = TypeVar("T")
+R = TypeVar("R")
+
+STAGES = ("ein", "loops", "scheduled", "target", "source")
+
+
+def resolve_target(name: str, loc: SourceLocation | None = None) -> type[CLikeTarget]:
+    """The target class registered under `name`, or a TargetError listing the known ones."""
+    from einc.targets import get_target
+
+    return get_target(name, loc)
+
+
+@dataclass
+class Compilation:
+    """One program on its way through the stages; each stage's result is kept."""
+
+    source: str
+    filename: str = "<string>"
+    input_dict: Mapping[str, Mapping[str, object]] | None = None
+    extra_outputs: Sequence[str] | None = None
+    target: str = "c"
+    schedule: Schedule | str | None = None
+    cflags: Sequence[str] = ()
+    results: dict[str, StageResult] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    use_records: bool = True
+    """Without a schedule, apply the best tuning record for this program and device, if any."""
+    db: str | Path | None = None
+    """The tuning database (default: `einc.compiler.records.default_db_path()`)."""
+    extra_passes: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Stage name (ein, loops, scheduled, target) -> pass pipeline texts run at the end of
+    that stage, after its own passes (plugin passes included: einc.compiler.plugins)."""
+    progress: Callable[[str, float], None] | None = None
+    """Called after each stage with its name and its seconds (`einc compile --progress`)."""
+
+    def __post_init__(self) -> None:
+        from einc.schedule.script import check_schedule_argument
+
+        check_schedule_argument(self.schedule)
+        from einc.compiler.plugins import check_extra_passes
+
+        self.hooks = check_extra_passes(self.extra_passes)
+        """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
+        self.ctx = make_context()
+        self.target_obj = resolve_target(self.target, SourceLocation(self.filename, 1, 1))
+        self.schedule_text: str | None = None
+        """The text of the schedule applied (the target's default one included), once known."""
+        self.record: Record | None = None
+        """The tuning record whose schedule was applied, if one was."""
+        self.record_db: Path | None = None
+        self.applied_schedule: Schedule | None = None
+        """The schedule applied (the target's default one included), once known."""
+        self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
+            ("ein", self._ein),
+            ("loops", self._loops),
+            ("scheduled", self._scheduled),
+            ("target", self._target),
+            ("source", self._source),
+        ]
+
+    # ---- stages ------------------------------------------------------------------------------
+    def _ein(self, _: StageResult | None) -> ModuleOp:
+        from einc.frontend import build_module, parse_program
+
+        # Only the usual forms are converted; anything else reaches the checker as it is,
+        # which refuses it with a located error. A single string is one extra output's name.
+        input_dict = dict(self.input_dict) if isinstance(self.input_dict, Mapping) else self.input_dict
+        extra_outputs = self.extra_outputs
+        if isinstance(extra_outputs, str):
+            extra_outputs = [extra_outputs]
+        elif isinstance(extra_outputs, list | tuple):
+            extra_outputs = list(extra_outputs)
+        self.program = parse_program(
+            self.source, filename=self.filename, input_dict=input_dict, extra_outputs=extra_outputs
+        )
+        return build_module(self.program)
+
+    def _loops(self, previous: StageResult | None) -> ModuleOp:
+        from einc.passes import run_pipeline
+
+        module = _module(previous).clone()
+        run_pipeline(self.ctx, module, LOOPS_PIPELINE)
+        return module
+
+    def _scheduled(self, previous: StageResult | None) -> ModuleOp:
+        """The schedule given (a Schedule, its text, or "none"), else the target's default
+        schedule, applied to a clone of the loops."""
+        from einc.schedule.script import resolve_schedule
+
+        module = _module(previous)
+        if self.schedule is None and self.use_records:
+            scheduled = self._apply_record(module)
+            if scheduled is not None:
+                return scheduled
+        given = None if is_default_schedule(self.schedule) else self.schedule
+        return self._apply(resolve_schedule(given, self.target, module), module)
+
+    def _apply(self, schedule: Schedule | None, module: ModuleOp) -> ModuleOp:
+        if schedule is None:
+            return module
+        self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
+        self.applied_schedule = schedule
+        self.target_obj.check_schedule(schedule)
+        scheduled = schedule.apply(module)
+        self.target_obj.check_scheduled(schedule, scheduled)
+        return scheduled
+
+    def _apply_record(self, module: ModuleOp) -> ModuleOp | None:
+        """The loops scheduled by the best tuning record, or None (no record, or one whose
+        schedule this einc refuses: a warning, and the target's default schedule is used)."""
+        from einc.schedule.script import Schedule
+        from einc.compiler.records import find_record, warn
+
+        found = find_record(str(self.module("ein")), self.target, self.db)
+        if found is None:
+            return None
+        record, path = found
+        try:
+            scheduled = self._apply(Schedule.parse(record.schedule, f"<tuning record {record.id}>"), module)
+        except EincError as err:
+            self.schedule_text = None
+            warn(f"tuning record {record.id} in {path} no longer applies, using the default schedule:\n{err}")
+            return None
+        self.record, self.record_db = record, path
+        return scheduled
+
+    def _target(self, previous: StageResult | None) -> ModuleOp:
+        from einc.passes import run_pipeline
+        from einc.frontend.target_check import check_program_dtypes
+
+        check_program_dtypes(self.target, self.program)
+        module = _module(previous).clone()
+        try:
+            run_pipeline(self.ctx, module, self.target_obj.pipeline)
+        except KernelError as err:
+            raise self._at_statement(err) from None
+        return module
+
+    def _source(self, previous: StageResult | None) -> str:
+        try:
+            return self.target_obj.emit(_module(previous))
+        except KernelError as err:
+            raise self._at_statement(err) from None
+
+    def sources(self) -> dict[str, str]:
+        """The texts errors' locations point into: the program, the schedule (for the caret)."""
+        found = {self.filename: self.source} if isinstance(self.source, str) else {}
+        schedule = self.applied_schedule
+        if schedule is not None and schedule.source is not None:
+            found.setdefault(schedule.filename, schedule.source)
+        return found
+
+    def _at_statement(self, err: KernelError) -> TargetError:
+        """A kernel's refusal at its location (the statement it computes, a note at each
+        schedule op that made its loops), else at the output of the statement writing the
+        kernel's tensor."""
+        from einc.frontend.diagnostics import SourceText
+
+        if err.loc is not None and err.loc.file != "<target>":  # located at the kernel's op
+            return TargetError(err.message, err.loc, err.notes).with_sources(self.sources())
+        for statement in self.program.statements:
+            if statement.output.name == err.tensor:
+                text = SourceText(self.program.source, self.program.filename)
+                return TargetError(err.message, text.location(statement.syntax.output_span))
+        return err
+
+    # ---- running -----------------------------------------------------------------------------
+    def run_until(self, stage: str) -> StageResult:
+        """Run the stages up to and including `stage` (those already run are reused)."""
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+        value: StageResult | None = None
+        for name, fn in self._table:
+            if name in self.results:
+                value = self.results[name]
+            else:
+                start = time.perf_counter()
+                value = self._guarded(name, fn, value)
+                if name in self.hooks:
+                    value = self._guarded(name, self._hooked(name), value)
+                self.seconds[name] = time.perf_counter() - start
+                self.results[name] = value
+                if self.progress is not None:
+                    self.progress(name, self.seconds[name])
+            if name == stage:
+                assert value is not None
+                return value
+        raise AssertionError(stage)
+
+    def _hooked(self, stage: str) -> Callable[[StageResult], ModuleOp]:
+        """The stage's extra passes (`extra_passes[stage]`), run on a clone of its result."""
+
+        def run(value: StageResult) -> ModuleOp:
+            from xdsl.passes import PassPipeline
+
+            module = _module(value).clone()
+            for passes in self.hooks[stage]:
+                PassPipeline(passes).apply(self.ctx, module)
+            return module
+
+        return run
+
+    def module(self, stage: str) -> ModuleOp:
+        """The module after `stage` (any stage but `source`)."""
+        return _module(self.run_until(stage))
+
+    def source_text(self) -> str:
+        """The target's source text (the `source` stage)."""
+        text = self.run_until("source")
+        assert isinstance(text, str)
+        return text
+
+    def _guarded(self, stage: str, fn: Callable[[T], R], value: T) -> R:
+        """`fn(value)`; an exception that is not an EincError is a bug in einc: raised as an
+        InternalCompilerError naming the stage, with what reproduces it."""
+        try:
+            return fn(value)
+        except EincError as err:
+            raise err.with_sources(self.sources())  # an op's location has no text for the caret
+        except Exception as exc:  # noqa: BLE001 - the boundary of a stage
+            context = self.reproducer_context()
+            pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
+            if pipeline is not None:
+                context["pipeline"] = pipeline
+            if stage in self.hooks:
+                context["extra passes"] = ",".join(self.extra_passes[stage])
+            raise InternalCompilerError.wrap(exc, stage, **context)
+
+    def reproducer_context(self) -> dict[str, str]:
+        """What reproduces this compilation: the program, its inputs, the target, the schedule."""
+        context = {"program": self.source if isinstance(self.source, str) else repr(self.source),
+                   "filename": self.filename, "target": self.target}  # fmt: skip
+        if self.input_dict is not None:
+            context["input_dict"] = repr(self.input_dict)
+        if self.extra_outputs is not None:
+            context["extra_outputs"] = repr(self.extra_outputs)
+        if self.schedule_text is not None:
+            context["schedule"] = self.schedule_text
+        elif self.schedule is not None:
+            context["schedule"] = str(self.schedule)
+        return context
+
+    def kernel(self, *, debug: bool | None = None, allow_copy: bool = False) -> Kernel:
+        """The compiled kernel (see einc.compiler.kernel); a target whose runtime is missing
+        here gives a kernel that only raises, when called, what is missing."""
+        source = self.source_text()
+        start = time.perf_counter()
+        if isinstance(self.cflags, str):
+            raise TargetError(
+                f"cflags is a list of flags, e.g. [{self.cflags!r}], not a string",
+                SourceLocation(self.filename, 1, 1),
+            )
+        if self.cflags and self.target != "c":
+            raise TargetError(
+                f"cflags apply to the C target only, not '{self.target}'", SourceLocation(self.filename, 1, 1)
+            )
+        flags = {"cflags": tuple(self.cflags)} if self.cflags else {}
+        runner: Runner | MissingRuntime
+        try:
+            runner = self._guarded(
+                "build", lambda s: self.target_obj.build(s, self.module("target"), **flags), source
+            )
+        except RuntimeMissingError as err:  # the source is still wanted: calling it says what is missing
+            runner = MissingRuntime(self.target, err.message)
+        self.seconds["build"] = time.perf_counter() - start
+        if self.progress is not None:
+            self.progress("build", self.seconds["build"])
+        manifest = getattr(self.target_obj, "manifest", None)
+        return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record,
+                      manifest=manifest(self.module("target")) if manifest is not None else None,
+                      compile_check=self.target_obj.compile_check,
+                      debug=debug, allow_copy=allow_copy)  # fmt: skip
+
+
+def _module(result: StageResult | None) -> ModuleOp:
+    """A module stage's result (the stages before `source` give modules)."""
+    assert isinstance(result, ModuleOp), type(result)
+    return result
+
+
+def compile(
+    ir: str,
+    input_dict: Mapping[str, Mapping[str, object]] | None = None,
+    target: str = "c",
+    extra_outputs: Sequence[str] | None = None,
+    schedule: Schedule | str | None = None,
+    filename: str = "<string>",
+    cflags: Sequence[str] = (),
+    use_records: bool = True,
+    db: str | Path | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    pass_plugins: Sequence[str] = (),
+    debug: bool | None = None,
+    allow_copy: bool = False,
+) -> Kernel:
+    """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
+    `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more).
+    Without a schedule, the best tuning record for the program on this device is applied
+    (`Kernel.record`); `schedule="default"` or `use_records=False` keep the target's default.
+    `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db).
+    `pass_plugins`: Python files whose ModulePass subclasses are registered (einc.compiler.plugins);
+    `extra_passes`: stage (ein, loops, scheduled, target) -> pipeline texts run at its end.
+    `debug`: poison outputs before every run (default: `$EINC_DEBUG`); `allow_copy`: copy
+    non-contiguous arrays instead of refusing them. A target whose runtime is missing here
+    (no GPU driver, ...) still compiles: `.source`, `.manifest`, `.check()` work and only a
+    call raises a ToolchainError (einc.compiler.kernel)."""
+    from einc.compiler.plugins import load_pass_plugin
+
+    for plugin in [pass_plugins] if isinstance(pass_plugins, str) else pass_plugins:
+        load_pass_plugin(plugin, SourceLocation("<pass_plugins argument>", 1, 1))
+    comp = Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags,
+                       use_records=use_records, db=db, extra_passes=extra_passes or {})  # fmt: skip
+    return comp.kernel(debug=debug, allow_copy=allow_copy)
+
+
+def lower_to_stage(
+    ir: str,
+    input_dict: Mapping[str, Mapping[str, object]] | None = None,
+    extra_outputs: Sequence[str] | None = None,
+    stage: str = "loops",
+    target: str = "c",
+    filename: str = "<string>",
+    schedule: Schedule | str | None = None,
+) -> StageResult:
+    """The program after `stage`: an xDSL module, or the source text for `source`."""
+    return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).run_until(stage)
+
+
+# ---- the command-line jobs -----------------------------------------------------------------------
+def read_program(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise EincError(f"cannot read program: {err}", SourceLocation(path, 1, 1)) from None
+
+
+def is_default_schedule(schedule: object) -> bool:
+    """`schedule="default"`: the target's default schedule, never a tuning record."""
+    return isinstance(schedule, str) and schedule.strip() == "default"
+
+
+def read_schedule(path: str | None) -> Schedule | str | None:
+    """`--schedule FILE` parsed (with locations), `none` (untouched loops), `default` (the
+    target's default schedule, no tuning record), or None (a record, else the default)."""
+    if path is None or path in ("none", "default"):
+        return path
+    from einc.schedule.script import Schedule
+
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(path, 1, 1)) from None
+    return Schedule.parse(text, path)
+
+
+def compile_file_command(
+    path: str,
+    target: str,
+    schedule: str | None = None,
+    dump_after: str | None = None,
+    manifest_path: str | None = None,
+    use_records: bool = True,
+    db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
+    print_debuginfo: bool = False,
+) -> str:
+    """The source (or, with `dump_after`, the IR after that stage, each op's location
+    printed with `print_debuginfo`)."""
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
+    result = comp.run_until(dump_after or "source")
+    say_record(comp)
+    if manifest_path is not None and dump_after is None:
+        write_manifest(comp, manifest_path)
+    text = str(result) if isinstance(result, str) or not print_debuginfo else print_ir(result, debuginfo=True)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def print_ir(module: ModuleOp, debuginfo: bool = False) -> str:
+    """`module` as text (xDSL's printer, as `str(module)`), with each op's `loc(...)` when
+    `debuginfo`."""
+    import io
+
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
+    return out.getvalue()
+
+
+def say_record(comp: Compilation) -> None:
+    """Tell the command's user (stderr) which tuning record the compilation applied."""
+    if comp.record is not None and comp.record_db is not None:
+        from einc.compiler.records import used_line
+
+        print(used_line(comp.record, comp.record_db), file=sys.stderr)
+
+
+def write_manifest(comp: Compilation, path: str) -> None:
+    """A device target's launch manifest (JSON), for hosts that launch the source's
+    kernels; targets without one (C) write nothing."""
+    manifest = getattr(comp.target_obj, "manifest", None)
+    if manifest is not None:
+        Path(path).write_text(manifest(comp.module("target")).to_json() + "\n")
+
+
+@dataclass
+class RunReport:
+    name: str
+    target: str
+    errors: dict[str, float]
+    tolerances: dict[str, float]
+    median_s: float
+    compile_s: float
+    seed: int
+
+    @property
+    def ok(self) -> bool:
+        return all(self.errors[k] <= self.tolerances[k] for k in self.errors)
+
+    def render(self) -> str:
+        lines = [f"{self.name}: target {self.target}, inputs seeded with {self.seed}"]
+        for out, err in self.errors.items():
+            verdict = "ok" if err <= self.tolerances[out] else "MISMATCH"
+            lines.append(
+                f"  {out}: max error {err:.3e} vs the NumPy float64 reference "
+                f"(tolerance {self.tolerances[out]:.1e}) {verdict}"
+            )
+        lines.append(f"  compile {self.compile_s * 1e3:.1f} ms, run {self.median_s * 1e3:.3f} ms (median)")
+        return "\n".join(lines)
+
+
+def random_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Non-zero random data: floats in ±[0.5, 2), ints in [1, 7] (small: safe as gather
+    indices into any dimension of 8 or more, and for shifts)."""
+    arrays = {}
+    for t in program.inputs:
+        if np.dtype(t.dtype).kind == "f":
+            mag = rng.uniform(0.5, 2.0, t.shape)
+            arrays[t.name] = np.asarray(mag * rng.choice([-1.0, 1.0], t.shape), dtype=t.dtype)
+        else:
+            arrays[t.name] = np.asarray(rng.integers(1, 8, t.shape), dtype=t.dtype)
+    return arrays  # rank 0: a 0-d array (rng draws a NumPy scalar for shape ())
+
+
+def tolerance(dtype: str) -> float:
+    return {"float64": 1e-9, "float32": 1e-4, "float16": 2e-2}.get(dtype, 0.0)
+
+
+def max_error(got: np.ndarray, want: np.ndarray) -> float:
+    """Largest error, relative to the reference's magnitude for floats; exact for ints."""
+    if got.size == 0:
+        return 0.0
+    if got.dtype.kind != "f":
+        return float(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64))))
+    scale = max(1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)))
+    diff = np.abs(got.astype(np.float64) - want)
+    same_inf = np.isinf(want) & (got.astype(np.float64) == want)
+    diff = np.where(same_inf | (np.isnan(want) & np.isnan(got)), 0.0, diff)
+    return float(np.max(diff)) / scale
+
+
+def run_file_command(
+    path: str,
+    target: str,
+    schedule: str | None = None,
+    repeat: int = 5,
+    seed: int | None = None,
+    use_records: bool = True,
+    db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> RunReport:
+    from einc.semantics.reference import run_reference
+
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
+    start = time.perf_counter()
+    kernel = comp.kernel()
+    compile_s = time.perf_counter() - start
+    say_record(comp)
+    if seed is None:
+        entropy = np.random.SeedSequence().entropy  # drawn from the OS: an int
+        assert isinstance(entropy, int)
+        seed = entropy % (1 << 32)
+    arrays = random_inputs(comp.program, np.random.default_rng(seed))
+    outputs = kernel(**arrays)
+    reference = run_reference(comp.module("ein"), arrays)
+    errors = {k: max_error(v, reference[k]) for k, v in outputs.items()}
+    tols = {o.name: tolerance(o.dtype) for o in comp.program.outputs}
+    times = []
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        kernel(**arrays)
+        times.append(time.perf_counter() - t0)
+    return RunReport(Path(path).stem, target, errors, tols, float(np.median(times)), compile_s, seed)
+
+
+# ---- compile checks for targets without an executor here ------------------------------------------
+
+@dataclass
+class CheckReport:
+    name: str
+    target: str
+    reports: list[CompileReport]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.reports) and not self.problems
+
+    def render(self) -> str:
+        lines = [f"{self.name}: target {self.target}, compile-checked with the real toolchain"]
+        for report in self.reports:
+            lines.append(f"  {report.arch}: {'compiled' if report.ok else 'FAILED'}, {report.binary_bytes} B binary")
+            for k in report.kernels:
+                lines.append(
+                    f"    {k.name}: {k.registers} registers, {k.spills} B spills, "
+                    f"{k.shared_bytes} B shared"
+                )
+        lines += [f"  problem: {p}" for p in self.problems] or ["  resources within the launch's limits"]
+        return "\n".join(lines)
+
+
+def check_file_command(
+    path: str,
+    target: str,
+    archs: Sequence[str] | None = None,
+    schedule: str | None = None,
+    use_records: bool = True,
+    db: str | None = None,
+    extra_passes: Mapping[str, Sequence[str]] | None = None,
+    progress: Callable[[str, float], None] | None = None,
+) -> CheckReport:
+    """Compile a program's device code with the target's real compiler for each architecture
+    and check the reported resources against the launch: no register spills, static shared
+    memory within the target's limit, registers x threads per block within the register file.
+    `schedule`: as `einc compile --schedule` (a file, `none`, `default`; None: the best tuning
+    record, else the target's default schedule)."""
+    from einc.targets import get_all_targets, get_target
+    from einc.targets.gpu import DeviceTarget
+
+    spec = get_target(target, SourceLocation(path, 1, 1)).compile_check
+    if spec is None:
+        checked = [n for n, t in get_all_targets().items() if t().compile_check is not None]
+        raise TargetError(
+            f"'einc check' compile-checks {', '.join(checked)}; run the {target} target with 'einc run'",
+            SourceLocation(path, 1, 1),
+        )
+    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+                       use_records=use_records, db=db, extra_passes=extra_passes or {},
+                       progress=progress)  # fmt: skip
+    source = comp.source_text()
+    say_record(comp)
+    device = comp.target_obj
+    assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
+    manifest = device.manifest(comp.module("target"))
+    limits = device.description()
+    check = spec.checker()
+    reports: list[CompileReport] = []
+    problems: list[str] = []
+    for arch in archs or spec.archs:
+        report = check(source, manifest, arch).check()
+        reports.append(report)
+        for launch in manifest.kernels:
+            res = report.kernel(launch.name)
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            if res.spills:
+                problems.append(f"{arch} {launch.name}: {res.spills} bytes of register spills")
+            if res.shared_bytes > limits.shared_bytes_per_block:
+                problems.append(
+                    f"{arch} {launch.name}: {res.shared_bytes} B shared memory "
+                    f"(limit {limits.shared_bytes_per_block})"
+                )
+            if res.registers * threads > spec.register_file:
+                problems.append(
+                    f"{arch} {launch.name}: {res.registers} registers x {threads} threads "
+                    f"exceeds the register file ({spec.register_file})"
+                )
+    return CheckReport(Path(path).stem, target, reports, problems)
