@@ -17,9 +17,10 @@ import time
 
 import numpy as np
 
-from einc.compiler.driver import Compilation, max_error, random_inputs, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.semantics.egpu import run_lowered
-from einc.passes import run_pipeline
+from einc.compiler.registry import run_pipeline
 from einc.semantics.reference import run_reference
 
 PROGRAMS = {

@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from einc.compiler.records import RecordDB
+from einc.tune.records import RecordDB
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import tune
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask

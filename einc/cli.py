@@ -1,4 +1,5 @@
-"""`einc` command line: argument parsing only; the work is in `einc.compiler.driver`.
+"""`einc` command line: argument parsing only; the work is in `einc.tools.jobs` (compile, run,
+check) and the tools it names.
 
 Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
 line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
@@ -191,8 +192,9 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
     """`--pipeline-hook STAGE=PASSES` options as `extra_passes` (stage -> pipeline texts);
     a malformed hook, an unknown stage, pass or option: a UsageError at its place in the
     command line."""
-    from einc.passes import did_you_mean, parse_passes
-    from einc.compiler.plugins import HOOK_STAGES
+    from einc.passes.pipeline import did_you_mean, parse_passes
+    from einc.compiler.driver import HOOK_STAGES
+    from einc.compiler.registry import get_all_passes
 
     text = " ".join(["einc", *argv])
     extra: dict[str, list[str]] = {}
@@ -211,7 +213,7 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
                 f"(stages: {', '.join(HOOK_STAGES)})", where,
             )  # fmt: skip
         try:
-            parse_passes(passes)
+            parse_passes(passes, get_all_passes())
         except UsageError as err:
             if err.loc is not None and start >= 0:
                 col = start + len(hook) - len(passes) + err.loc.col
@@ -255,7 +257,8 @@ def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequ
 
 def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """`einc records list|show|export|import`."""
-    from einc.compiler.records import RecordDB, RecordError, default_db_path, read_jsonl, show_lines
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import RecordError, default_db_path, read_jsonl, show_lines
 
     path = Path(args.db) if args.db else default_db_path()
     action = args.records_command
@@ -387,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(err.render(), file=sys.stderr)
         return 1
-    from einc.compiler import driver
+    from einc.tools import jobs
 
     try:
         check_arguments(args, argv)
@@ -396,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra: dict[str, list[str]] = {}
         progress: Callable[[str, float], None] | None = None
         if args.command in ("compile", "run", "check", "explain"):
-            from einc.compiler.plugins import load_pass_plugins
+            from einc.compiler.registry import load_pass_plugins
 
             load_pass_plugins(args.load_pass_plugin, argv)
             extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
@@ -407,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return compile_command(args.file, args.target, args.schedule, args.seed, scale,
                                    use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
         if args.command == "compile":
-            text = driver.compile_file_command(
+            text = jobs.compile_file_command(
                 args.file,
                 target=args.target,
                 schedule=args.schedule,
@@ -452,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(page.summary(args.output), file=sys.stderr)
             return 0 if page.ok else 1
         if args.command == "check":
-            checked = driver.check_file_command(
+            checked = jobs.check_file_command(
                 args.file, target=args.target, archs=args.arch, schedule=args.schedule,
                 use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
             )  # fmt: skip
@@ -471,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rule_at = argument_location(argv, "--rule")
             sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
             return 0
-        report = driver.run_file_command(
+        report = jobs.run_file_command(
             args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
             use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
         )  # fmt: skip

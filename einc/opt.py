@@ -97,7 +97,7 @@ class EincOptMain(xDSLOptMain):
     def register_all_passes(self) -> None:
         super().register_all_passes()
         from einc.tools.opt_support import einc_transform_interpreter
-        from einc.passes import get_all_passes
+        from einc.compiler.registry import get_all_passes
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
@@ -116,7 +116,7 @@ class EincOptMain(xDSLOptMain):
             raise usage_error(message, self.argv, "einc-opt", "einc-opt")
 
         arg_parser.error = error
-        from einc.passes import builtin_passes
+        from einc.compiler.registry import builtin_passes
 
         every_pass, self.available_passes = self.available_passes, dict(builtin_passes())
         try:  # xDSL's -p help lists the passes registered now: einc's, not xDSL's ~150
@@ -196,8 +196,8 @@ class EincOptMain(xDSLOptMain):
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def setup_pipeline(self) -> None:
-        from einc.passes import parse_passes, strip_module_wrapper
-        from einc.compiler.plugins import load_pass_plugins
+        from einc.passes.pipeline import parse_passes, strip_module_wrapper
+        from einc.compiler.registry import load_pass_plugins
 
         for name in load_pass_plugins(self.args.load_pass_plugin, self.argv, tool="einc-opt"):
             self.register_pass(name, lambda name=name: _plugin_class(name))
@@ -321,7 +321,7 @@ class EincOptMain(xDSLOptMain):
 
 
 def _plugin_class(name: str) -> type[ModulePass]:
-    from einc.passes import plugin_passes
+    from einc.compiler.registry import plugin_passes
 
     return plugin_passes()[name].cls
 

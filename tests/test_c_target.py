@@ -11,10 +11,11 @@ from test_lowering import CASE_IDS, CASES, MATMUL, PAD, Case, check_outputs, low
 
 from einc.dialects.context import make_context
 from einc.errors import InternalCompilerError, RuntimeInputError, ToolchainError
-from einc.passes import run_pipeline
+from einc.compiler.registry import run_pipeline
 from einc.runtime.c import CKernel, compile_c, load_c_kernel, native_vector_bits
 from einc.runtime.signature import KernelSignature
-from einc.targets import LOOPS_PIPELINE, get_all_targets
+from einc.passes.pipeline import LOOPS_PIPELINE
+from einc.targets import get_all_targets
 from einc.targets.c import CTarget
 
 C_LOWERING = f"{LOOPS_PIPELINE},{CTarget.pipeline}"

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
 from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 
-import einc.passes
+import einc.compiler.registry
 from einc.compiler.driver import Compilation
 from einc.tools.numerics import NumericsReport, check_compilation, check_pipeline, render
 from einc.tools.numerics.check import with_extra_passes
@@ -45,7 +45,7 @@ WRONG = _load_wrong_passes()
 @pytest.fixture
 def wrong_passes_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The wrong passes in einc's registry, as `--load-pass-plugin` registers a plugin's."""
-    builtin = einc.passes.get_all_passes
+    builtin = einc.compiler.registry.get_all_passes
 
     def with_plugins() -> dict[str, Callable[[], type[ModulePass]]]:
         passes = builtin()
@@ -53,7 +53,7 @@ def wrong_passes_registered(monkeypatch: pytest.MonkeyPatch) -> None:
         passes["shorten-reduction"] = lambda: WRONG.ShortenReductionPass
         return passes
 
-    monkeypatch.setattr(einc.passes, "get_all_passes", with_plugins)
+    monkeypatch.setattr(einc.compiler.registry, "get_all_passes", with_plugins)
 
 
 def _first_bad(report: NumericsReport) -> str:
@@ -181,7 +181,7 @@ def test_wrong_transform_op_is_named_with_its_location(wrong_passes_registered: 
         "  transform.yield\n"
         "}\n"
     )
-    from einc.compiler.driver import read_schedule
+    from einc.tools.jobs import read_schedule
 
     report = check_compilation(_compilation(MATMUL, "c", schedule=read_schedule(str(schedule))))
     bad = report.steps[report.first_bad or 0]

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from einc.compiler.registry import get_all_passes
 from einc.compiler.driver import Compilation
 from einc.schedule.script import resolve_schedule
 from tests.default_schedule_golden import chain_program
@@ -39,7 +40,7 @@ def _schedule_calls(statements: int, rows: int | None = None) -> int:
     profile.enable()
     schedule = resolve_schedule(None, "c", loops)
     assert schedule is not None
-    scheduled = schedule.apply(loops)
+    scheduled = schedule.apply(loops, get_all_passes())
     profile.disable()
     assert str(scheduled).count("affine.for") == (1 if rows is None else statements + 1)  # all fused
     return pstats.Stats(profile).total_calls  # type: ignore[attr-defined, no-any-return]
@@ -61,7 +62,7 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
     from xdsl.dialects import affine
 
     from einc.transforms.loops import STMT
-    from einc.schedule.script import EincTransformFunctions
+    from einc.schedule.interpreter import EincTransformFunctions
     from tests.default_schedule_golden import loop_modules
 
     indexed = EincTransformFunctions._indexed_loops
@@ -78,5 +79,5 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
     for _, loops in loop_modules():
         schedule = resolve_schedule(None, "c", loops)
         if schedule is not None:
-            schedule.apply(loops)
+            schedule.apply(loops, get_all_passes())
     assert len(checked) > 200 and max(checked) > 1

@@ -16,7 +16,9 @@ from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import StringAttr
 
 import einc
-from einc.compiler.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
+from einc.compiler.registry import get_all_passes
+from einc.compiler.driver import Compilation, lower_to_stage
+from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
 from einc.transforms import loop_transforms as lt
 from einc.transforms.compute_at import compute_at, reverse_compute_at
@@ -179,14 +181,14 @@ def test_refusals_are_located_and_leave_the_ir_untouched(ir: str, inputs: dict, 
     stmt, moved, axis, op, before = where
     text = at(stmt, moved, axis, op, *before)
     with pytest.raises(ScheduleError, match=message) as info:
-        Schedule.parse(text, "bad.mlir").apply(lower_to_stage(ir, inputs, stage="loops"))
+        Schedule.parse(text, "bad.mlir").apply(lower_to_stage(ir, inputs, stage="loops"), get_all_passes())
     loc = info.value.loc
     assert loc is not None and loc.file == "bad.mlir" and loc.col == 5
     assert f"transform.einc.{op} %nest" in text.splitlines()[loc.line - 1]
     # the utility refuses with the same reason before rewriting anything
     module = lower_to_stage(ir, inputs, stage="loops").clone()
     if before:
-        Schedule.parse(script(*before)).apply_in_place(module)
+        Schedule.parse(script(*before)).apply_in_place(module, get_all_passes())
     snapshot = str(module)
     fn = reverse_compute_at if op == "reverse_compute_at" else compute_at
     result = fn(_tagged(module, moved), _tagged(module, stmt, axis))

@@ -22,7 +22,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from einc.compiler.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import ScheduleError
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_schedules import random_inputs

@@ -18,7 +18,8 @@ from xdsl.parser import Parser
 from einc.dialects.context import make_context
 from einc.schedule.default import default_schedule
 from einc.dialects import einc_transform as et
-from einc.compiler.driver import Compilation, max_error, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
 from einc.transforms import loop_transforms as lt
 from einc.transforms.vectorize import REDUCTION_ATTR, mark_reduction_loop
 from einc.schedule.script import Schedule

@@ -25,7 +25,8 @@ import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
-from einc.compiler.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import ScheduleError, TargetError
 from einc.targets import description
 from tests.oracle.budget import examples

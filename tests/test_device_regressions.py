@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.compiler.driver import Compilation, max_error, random_inputs, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.semantics.reference import run_reference
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_local import compile_check

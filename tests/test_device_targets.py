@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.compiler.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import EincError, TargetError
 from einc.runtime.manifest import LaunchManifest
 from tests.test_conformance import ALL, Program, check_against_reference, fresh_seed, random_inputs
@@ -201,8 +202,8 @@ def test_launch_over_the_thread_limit_is_refused_before_printing(target: str) ->
 
     from einc.dialects.context import make_context
     from einc.compiler.driver import resolve_target
-    from einc.passes import run_pipeline
-    from einc.targets import LOOPS_PIPELINE
+    from einc.compiler.registry import run_pipeline
+    from einc.passes.pipeline import LOOPS_PIPELINE
 
     ctx = make_context()
     module = Parser(ctx, BOUND).parse_module()

@@ -22,7 +22,7 @@ from xdsl.parser import Parser
 from einc.dialects.context import make_context
 from einc.compiler.driver import Compilation
 from einc.errors import EincError, InternalCompilerError, TargetError
-from einc.passes import run_pipeline
+from einc.compiler.registry import run_pipeline
 from einc.passes.verify_egpu import verify_egpu
 from tests.test_conformance import ALL
 from tests.test_device_differential import REFUSED_BY_DESIGN

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.compiler.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.semantics.loops import run_interpreted
 from einc.semantics.reference import run_reference
 from tests.oracle.seeds import fresh_seed

@@ -13,7 +13,7 @@ import pytest
 import einc
 from einc import cli, opt
 from einc.errors import EincError, InternalCompilerError
-from einc.passes import get_all_passes
+from einc.compiler.registry import get_all_passes
 from einc.schedule.script import Schedule
 from einc.targets.c import CTarget
 
@@ -90,7 +90,7 @@ def test_schedule_interpreter_bug_is_internal(monkeypatch: pytest.MonkeyPatch) -
     loops = einc.compiler.driver.lower_to_stage(PROGRAM, stage="loops")
     monkeypatch.setattr(loop_transforms, "tile_loop", boom)
     with pytest.raises(InternalCompilerError) as info:
-        Schedule.parse(SCHEDULE, "s.mlir").apply(loops)
+        Schedule.parse(SCHEDULE, "s.mlir").apply(loops, get_all_passes())
     assert info.value.stage == "schedule" and isinstance(info.value.__cause__, Boom)
     assert info.value.context["schedule"] == SCHEDULE
 

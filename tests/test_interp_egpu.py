@@ -30,12 +30,13 @@ from xdsl.parser import Parser
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.compiler.driver import Compilation, max_error, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
 from einc.errors import RuntimeInputError, TargetError
 from einc.semantics.loops import run_interpreted
 from einc.semantics.egpu import KernelFault, UnsupportedIR, run_lowered
 from einc.semantics.egpu.memory import DataRace
-from einc.passes import run_pipeline
+from einc.compiler.registry import run_pipeline
 from einc.semantics.reference import run_reference
 from tests.test_conformance import ALL, Program, random_inputs
 from tests.test_cross_thread_reduce import rows
@@ -73,7 +74,7 @@ def passes(pipeline: str) -> list[str]:
 def inputs_for(prog: Program, comp: Compilation, seed: int = 0) -> dict[str, np.ndarray]:
     if prog.name in {p.name for p in ALL}:
         return random_inputs(prog, seed)
-    from einc.compiler.driver import random_inputs as driver_inputs
+    from einc.semantics.compare import random_inputs as driver_inputs
 
     return driver_inputs(comp.program, np.random.default_rng(seed))
 

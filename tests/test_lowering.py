@@ -22,7 +22,7 @@ from einc.dialects.context import make_context
 from einc.dialects import ein
 from einc.errors import RuntimeInputError
 from einc.semantics.loops import make_interpreter, run_interpreted
-from einc.passes import run_pipeline
+from einc.compiler.registry import run_pipeline
 from einc.runtime.signature import KernelSignature
 
 Arrays = dict[str, np.ndarray]

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import einc
-from einc import opt, passes
-from einc.compiler import plugins
+from einc import opt
+from einc.compiler import registry
 from einc.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,12 +45,12 @@ class {cls}(ModulePass):
 @pytest.fixture(autouse=True)
 def clean_registry() -> Iterator[None]:
     """Each test registers its own plugins; the registry is put back afterwards."""
-    saved, files = dict(passes._PLUGINS), dict(plugins._LOADED_FILES)
+    saved, files = dict(registry._PLUGINS), dict(registry._LOADED_FILES)
     yield
-    passes._PLUGINS.clear()
-    passes._PLUGINS.update(saved)
-    plugins._LOADED_FILES.clear()
-    plugins._LOADED_FILES.update(files)
+    registry._PLUGINS.clear()
+    registry._PLUGINS.update(saved)
+    registry._LOADED_FILES.clear()
+    registry._LOADED_FILES.update(files)
 
 
 def plugin(tmp_path: Path, name: str, cls: str = "NotePass", body: str | None = None) -> Path:
@@ -78,7 +78,7 @@ def test_plugin_pass_runs_in_einc_opt_with_options(tmp_path: Path, capsys: pytes
                               "--pass-pipeline", "convert-ein-to-affine,note-consts{factor=2}")  # fmt: skip
     assert code == 0, err
     assert out.count('note = "x2"') == 2  # softmax's two float constants (-inf and 0)
-    assert plugins.load_pass_plugin(str(path)) == ["note-consts"]  # loading again: the same names
+    assert registry.load_pass_plugin(str(path)) == ["note-consts"]  # loading again: the same names
 
 
 def test_list_passes_shows_einc_and_plugin_passes_with_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,7 +173,7 @@ def test_example_plugin_in_einc_compile_api() -> None:
 
 def test_the_hooked_pass_ran_at_its_stage() -> None:
     from einc.compiler.driver import Compilation
-    from einc.compiler.plugins import load_pass_plugin
+    from einc.compiler.registry import load_pass_plugin
 
     load_pass_plugin(str(EXAMPLE))
     source = (ROOT / "examples" / "softmax.ein").read_text()

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.compiler.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import TargetError
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import script

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 
+from einc.compiler.registry import get_all_passes
 from einc.dialects.context import make_context
 from einc.dialects import einc_transform as et
 from einc.compiler.driver import Compilation
@@ -94,7 +95,7 @@ def test_each_method_makes_its_op_and_runs_it_on_the_payload(name: str) -> None:
     schedule = b.finish()
     assert isinstance(schedule, Schedule) and schedule.ops(kind) == [ops[-1]]
     # one pathway: the schedule does to a fresh copy what the steps did to the scratch one
-    assert str(schedule.apply(loops)) == str(b.payload)
+    assert str(schedule.apply(loops, get_all_passes())) == str(b.payload)
     assert str(loops) == before  # apply works on a clone
 
 
@@ -114,7 +115,7 @@ def test_knobs_are_listed_with_their_options() -> None:
     (tile,) = schedule.ops(et.TileOp)
     assert tile.size is knob and tile.static_size is None
     # a search sets the knob, and the schedule then tiles by it
-    scheduled = schedule.with_values({"temp0.tile_c": 32}).apply(row_sum_loops())
+    scheduled = schedule.with_values({"temp0.tile_c": 32}).apply(row_sum_loops(), get_all_passes())
     assert "step 32" in str(scheduled) and "step 16" not in str(scheduled)
 
 

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from einc.compiler.registry import get_all_passes
 from einc.compiler.driver import Compilation
 from einc.errors import TargetError
 from tests.oracle.budget import examples
@@ -204,7 +205,7 @@ def test_fuzzer_makes_each_kind_of_script() -> None:
             try:
                 from einc.schedule.script import Schedule
 
-                Schedule.parse(text, "<fuzz>").apply(comp.results["loops"])
+                Schedule.parse(text, "<fuzz>").apply(comp.results["loops"], get_all_passes())
             except Exception as err:  # noqa: BLE001 - only located EincErrors may escape
                 from einc.errors import EincError
 

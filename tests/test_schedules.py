@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import einc
+from einc.compiler.registry import get_all_passes
 from einc.schedule.default import default_schedule_text, register_tile
-from einc.compiler.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
+from einc.compiler.driver import Compilation, lower_to_stage
+from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
 from einc.transforms import loop_transforms as lt
 from einc.semantics.reference import run_reference
@@ -215,7 +217,7 @@ def test_bind_marks_loops_within_the_thread_limit() -> None:
         'transform.einc.bind %n to "block.x"',
         'transform.einc.bind %m to "thread.x" max_threads 32',
     ))
-    out = sched.apply(loops)
+    out = sched.apply(loops, get_all_passes())
     assert 'einc.bind = "thread.x"' in str(out) and 'einc.bind = "block.x"' in str(out)
 
 
@@ -237,7 +239,7 @@ def test_knobs_listed_set_in_memory_and_reapplied_to_clones() -> None:
     for value in (3, 8, 24):
         variant = sched.with_values({"tile_m": value})
         assert variant.knobs()["tile_m"].selected == value
-        out = variant.apply(loops)
+        out = variant.apply(loops, get_all_passes())
         assert f"step {value}" in str(out)
         check(MATMUL, MM, variant)
     assert str(loops) == before  # the payload is never modified

@@ -26,12 +26,14 @@ import numpy as np
 import pytest
 
 from einc.cli import main
-from einc.compiler.driver import Compilation, max_error, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
 from einc.runtime import toolchains
 from einc.runtime.c import CFLAGS, LIBS, compiler
 from einc.runtime.manifest import LaunchManifest
 from einc.tools.serve.jobs import CompileRequest, compile_job
-from einc.compiler.records import RecordDB, device_fingerprint
+from einc.tune.records import RecordDB
+from einc.compiler.records import device_fingerprint
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -26,7 +26,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 import einc
 import einc.torch
 from einc.errors import EincError, RuntimeInputError, SemanticError, TargetError, UsageError
-from einc.compiler.records import RecordDB, device_fingerprint
+from einc.tune.records import RecordDB
+from einc.compiler.records import device_fingerprint
 from einc.tune.types import TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ import pytest
 from einc.cli import main
 from einc.schedule.script import Schedule
 from einc.tune.measure import LocalBuilder, LocalRunner
-from einc.compiler.records import RecordDB
+from einc.tune.records import RecordDB
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import tune
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask

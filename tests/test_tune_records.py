@@ -20,14 +20,8 @@ import einc
 from einc.cli import main
 from einc.compiler.driver import Compilation
 from einc.schedule.script import Schedule
-from einc.compiler.records import (
-    Record,
-    RecordDB,
-    RecordError,
-    default_db_path,
-    device_fingerprint,
-    find_record,
-)
+from einc.compiler.records import Record, RecordError, default_db_path, device_fingerprint, find_record
+from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,7 +177,7 @@ def test_device_fingerprint_of_c_names_the_cpu_and_vector_width() -> None:
 WRITER = f"""
 import sys, time
 from pathlib import Path
-from einc.compiler.records import RecordDB
+from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 db_path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 task = TuneTask({SMALL!r})

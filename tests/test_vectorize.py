@@ -21,8 +21,10 @@ from xdsl.dialects import affine
 from xdsl.parser import Parser
 
 from einc.dialects.context import make_context
-from einc.compiler.driver import Compilation, max_error, poisoned, tolerance
-from einc.passes import run_pipeline
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
+from einc.runtime.arrays import poisoned
+from einc.compiler.registry import run_pipeline
 from einc.transforms import loop_transforms as lt
 from einc.transforms.loop_analysis import trip_count
 from einc.targets.c import CTarget

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,21 +20,23 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 from einc.dialects.context import make_context
 from einc.errors import (
     EincError,
     InternalCompilerError,
     RuntimeMissingError,
-    ScheduleError,
     SourceLocation,
     TargetError,
+    UsageError,
 )
-from einc.targets import LOOPS_PIPELINE
+from einc.compiler import registry
+from einc.compiler.registry import load_pass_plugin, run_pipeline
+from einc.passes.pipeline import LOOPS_PIPELINE, did_you_mean, parse_passes
 
 from einc.targets.descriptions import KernelError
 from einc.compiler.kernel import Kernel, MissingRuntime
-from einc.compiler.kernel import poisoned as poisoned
 
 if TYPE_CHECKING:
     from einc.frontend import Program, TensorInfo
@@ -51,6 +52,28 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 STAGES = ("ein", "loops", "scheduled", "target", "source")
+HOOK_STAGES = ("ein", "loops", "scheduled", "target")
+"""The stages that take extra passes at their end (`extra_passes`, `--pipeline-hook`)."""
+
+
+def check_extra_passes(extra: object) -> dict[str, list[tuple[ModulePass, ...]]]:
+    """`extra_passes` parsed: stage -> the passes of each pipeline text. An unknown stage, a
+    pipeline given as one string instead of a list, an unknown pass or a bad option: a
+    UsageError (in the text `extra_passes['loops']`)."""
+    where = SourceLocation("<extra_passes argument>", 1, 1)
+    if not isinstance(extra, Mapping):
+        raise UsageError(f"extra_passes= maps a stage name to pipeline texts, not {type(extra).__name__}", where)
+    hooks: dict[str, list[tuple[ModulePass, ...]]] = {}
+    for stage, texts in extra.items():
+        if stage not in HOOK_STAGES:
+            raise UsageError(
+                f"extra_passes: unknown stage {stage!r}{did_you_mean(str(stage), HOOK_STAGES)} "
+                f"(stages: {', '.join(HOOK_STAGES)})", where,
+            )  # fmt: skip
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise UsageError(f"extra_passes[{stage!r}] is a list of pipeline texts, e.g. [{texts!r}]", where)
+        hooks[stage] = [parse_passes(str(text), registry.get_all_passes(), f"extra_passes[{stage!r}]") for text in texts]
+    return hooks
 
 
 def resolve_target(name: str, loc: SourceLocation | None = None) -> type[CLikeTarget]:
@@ -79,7 +102,7 @@ class Compilation:
     """The tuning database (default: `einc.compiler.records.default_db_path()`)."""
     extra_passes: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """Stage name (ein, loops, scheduled, target) -> pass pipeline texts run at the end of
-    that stage, after its own passes (plugin passes included: einc.compiler.plugins)."""
+    that stage, after its own passes (plugin passes included: einc.compiler.registry)."""
     progress: Callable[[str, float], None] | None = None
     """Called after each stage with its name and its seconds (`einc compile --progress`)."""
 
@@ -87,8 +110,6 @@ class Compilation:
         from einc.schedule.script import check_schedule_argument
 
         check_schedule_argument(self.schedule)
-        from einc.compiler.plugins import check_extra_passes
-
         self.hooks = check_extra_passes(self.extra_passes)
         """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
         self.ctx = make_context()
@@ -126,8 +147,6 @@ class Compilation:
         return build_module(self.program)
 
     def _loops(self, previous: StageResult | None) -> ModuleOp:
-        from einc.passes import run_pipeline
-
         module = _module(previous).clone()
         run_pipeline(self.ctx, module, LOOPS_PIPELINE)
         return module
@@ -151,7 +170,7 @@ class Compilation:
         self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
         self.applied_schedule = schedule
         self.target_obj.check_schedule(schedule)
-        scheduled = schedule.apply(module)
+        scheduled = schedule.apply(module, registry.get_all_passes())
         self.target_obj.check_scheduled(schedule, scheduled)
         return scheduled
 
@@ -175,7 +194,6 @@ class Compilation:
         return scheduled
 
     def _target(self, previous: StageResult | None) -> ModuleOp:
-        from einc.passes import run_pipeline
         from einc.frontend.target_check import check_program_dtypes
 
         check_program_dtypes(self.target, self.program)
@@ -348,14 +366,12 @@ def compile(
     Without a schedule, the best tuning record for the program on this device is applied
     (`Kernel.record`); `schedule="default"` or `use_records=False` keep the target's default.
     `db`: the tuning database (default `$EINC_TUNING_DB`, else ~/.cache/einc/tuning.db).
-    `pass_plugins`: Python files whose ModulePass subclasses are registered (einc.compiler.plugins);
+    `pass_plugins`: Python files whose ModulePass subclasses are registered (einc.compiler.registry);
     `extra_passes`: stage (ein, loops, scheduled, target) -> pipeline texts run at its end.
     `debug`: poison outputs before every run (default: `$EINC_DEBUG`); `allow_copy`: copy
     non-contiguous arrays instead of refusing them. A target whose runtime is missing here
     (no GPU driver, ...) still compiles: `.source`, `.manifest`, `.check()` work and only a
     call raises a ToolchainError (einc.compiler.kernel)."""
-    from einc.compiler.plugins import load_pass_plugin
-
     for plugin in [pass_plugins] if isinstance(pass_plugins, str) else pass_plugins:
         load_pass_plugin(plugin, SourceLocation("<pass_plugins argument>", 1, 1))
     comp = Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags,
@@ -376,7 +392,7 @@ def lower_to_stage(
     return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).run_until(stage)
 
 
-# ---- the command-line jobs -----------------------------------------------------------------------
+# ---- reading a program file ------------------------------------------------------------------------
 def read_program(path: str) -> str:
     try:
         return Path(path).read_text()
@@ -387,247 +403,3 @@ def read_program(path: str) -> str:
 def is_default_schedule(schedule: object) -> bool:
     """`schedule="default"`: the target's default schedule, never a tuning record."""
     return isinstance(schedule, str) and schedule.strip() == "default"
-
-
-def read_schedule(path: str | None) -> Schedule | str | None:
-    """`--schedule FILE` parsed (with locations), `none` (untouched loops), `default` (the
-    target's default schedule, no tuning record), or None (a record, else the default)."""
-    if path is None or path in ("none", "default"):
-        return path
-    from einc.schedule.script import Schedule
-
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(path, 1, 1)) from None
-    return Schedule.parse(text, path)
-
-
-def compile_file_command(
-    path: str,
-    target: str,
-    schedule: str | None = None,
-    dump_after: str | None = None,
-    manifest_path: str | None = None,
-    use_records: bool = True,
-    db: str | None = None,
-    extra_passes: Mapping[str, Sequence[str]] | None = None,
-    progress: Callable[[str, float], None] | None = None,
-    print_debuginfo: bool = False,
-) -> str:
-    """The source (or, with `dump_after`, the IR after that stage, each op's location
-    printed with `print_debuginfo`)."""
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db, extra_passes=extra_passes or {},
-                       progress=progress)  # fmt: skip
-    result = comp.run_until(dump_after or "source")
-    say_record(comp)
-    if manifest_path is not None and dump_after is None:
-        write_manifest(comp, manifest_path)
-    text = str(result) if isinstance(result, str) or not print_debuginfo else print_ir(result, debuginfo=True)
-    return text if text.endswith("\n") else text + "\n"
-
-
-def print_ir(module: ModuleOp, debuginfo: bool = False) -> str:
-    """`module` as text (xDSL's printer, as `str(module)`), with each op's `loc(...)` when
-    `debuginfo`."""
-    import io
-
-    from xdsl.printer import Printer
-
-    out = io.StringIO()
-    Printer(stream=out, print_debuginfo=debuginfo).print_op(module)
-    return out.getvalue()
-
-
-def say_record(comp: Compilation) -> None:
-    """Tell the command's user (stderr) which tuning record the compilation applied."""
-    if comp.record is not None and comp.record_db is not None:
-        from einc.compiler.records import used_line
-
-        print(used_line(comp.record, comp.record_db), file=sys.stderr)
-
-
-def write_manifest(comp: Compilation, path: str) -> None:
-    """A device target's launch manifest (JSON), for hosts that launch the source's
-    kernels; targets without one (C) write nothing."""
-    manifest = getattr(comp.target_obj, "manifest", None)
-    if manifest is not None:
-        Path(path).write_text(manifest(comp.module("target")).to_json() + "\n")
-
-
-@dataclass
-class RunReport:
-    name: str
-    target: str
-    errors: dict[str, float]
-    tolerances: dict[str, float]
-    median_s: float
-    compile_s: float
-    seed: int
-
-    @property
-    def ok(self) -> bool:
-        return all(self.errors[k] <= self.tolerances[k] for k in self.errors)
-
-    def render(self) -> str:
-        lines = [f"{self.name}: target {self.target}, inputs seeded with {self.seed}"]
-        for out, err in self.errors.items():
-            verdict = "ok" if err <= self.tolerances[out] else "MISMATCH"
-            lines.append(
-                f"  {out}: max error {err:.3e} vs the NumPy float64 reference "
-                f"(tolerance {self.tolerances[out]:.1e}) {verdict}"
-            )
-        lines.append(f"  compile {self.compile_s * 1e3:.1f} ms, run {self.median_s * 1e3:.3f} ms (median)")
-        return "\n".join(lines)
-
-
-def random_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Non-zero random data: floats in ±[0.5, 2), ints in [1, 7] (small: safe as gather
-    indices into any dimension of 8 or more, and for shifts)."""
-    arrays = {}
-    for t in program.inputs:
-        if np.dtype(t.dtype).kind == "f":
-            mag = rng.uniform(0.5, 2.0, t.shape)
-            arrays[t.name] = np.asarray(mag * rng.choice([-1.0, 1.0], t.shape), dtype=t.dtype)
-        else:
-            arrays[t.name] = np.asarray(rng.integers(1, 8, t.shape), dtype=t.dtype)
-    return arrays  # rank 0: a 0-d array (rng draws a NumPy scalar for shape ())
-
-
-def tolerance(dtype: str) -> float:
-    return {"float64": 1e-9, "float32": 1e-4, "float16": 2e-2}.get(dtype, 0.0)
-
-
-def max_error(got: np.ndarray, want: np.ndarray) -> float:
-    """Largest error, relative to the reference's magnitude for floats; exact for ints."""
-    if got.size == 0:
-        return 0.0
-    if got.dtype.kind != "f":
-        return float(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64))))
-    scale = max(1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)))
-    diff = np.abs(got.astype(np.float64) - want)
-    same_inf = np.isinf(want) & (got.astype(np.float64) == want)
-    diff = np.where(same_inf | (np.isnan(want) & np.isnan(got)), 0.0, diff)
-    return float(np.max(diff)) / scale
-
-
-def run_file_command(
-    path: str,
-    target: str,
-    schedule: str | None = None,
-    repeat: int = 5,
-    seed: int | None = None,
-    use_records: bool = True,
-    db: str | None = None,
-    extra_passes: Mapping[str, Sequence[str]] | None = None,
-    progress: Callable[[str, float], None] | None = None,
-) -> RunReport:
-    from einc.semantics.reference import run_reference
-
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db, extra_passes=extra_passes or {},
-                       progress=progress)  # fmt: skip
-    start = time.perf_counter()
-    kernel = comp.kernel()
-    compile_s = time.perf_counter() - start
-    say_record(comp)
-    if seed is None:
-        entropy = np.random.SeedSequence().entropy  # drawn from the OS: an int
-        assert isinstance(entropy, int)
-        seed = entropy % (1 << 32)
-    arrays = random_inputs(comp.program, np.random.default_rng(seed))
-    outputs = kernel(**arrays)
-    reference = run_reference(comp.module("ein"), arrays)
-    errors = {k: max_error(v, reference[k]) for k, v in outputs.items()}
-    tols = {o.name: tolerance(o.dtype) for o in comp.program.outputs}
-    times = []
-    for _ in range(max(1, repeat)):
-        t0 = time.perf_counter()
-        kernel(**arrays)
-        times.append(time.perf_counter() - t0)
-    return RunReport(Path(path).stem, target, errors, tols, float(np.median(times)), compile_s, seed)
-
-
-# ---- compile checks for targets without an executor here ------------------------------------------
-
-@dataclass
-class CheckReport:
-    name: str
-    target: str
-    reports: list[CompileReport]
-    problems: list[str]
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.reports) and not self.problems
-
-    def render(self) -> str:
-        lines = [f"{self.name}: target {self.target}, compile-checked with the real toolchain"]
-        for report in self.reports:
-            lines.append(f"  {report.arch}: {'compiled' if report.ok else 'FAILED'}, {report.binary_bytes} B binary")
-            for k in report.kernels:
-                lines.append(
-                    f"    {k.name}: {k.registers} registers, {k.spills} B spills, "
-                    f"{k.shared_bytes} B shared"
-                )
-        lines += [f"  problem: {p}" for p in self.problems] or ["  resources within the launch's limits"]
-        return "\n".join(lines)
-
-
-def check_file_command(
-    path: str,
-    target: str,
-    archs: Sequence[str] | None = None,
-    schedule: str | None = None,
-    use_records: bool = True,
-    db: str | None = None,
-    extra_passes: Mapping[str, Sequence[str]] | None = None,
-    progress: Callable[[str, float], None] | None = None,
-) -> CheckReport:
-    """Compile a program's device code with the target's real compiler for each architecture
-    and check the reported resources against the launch: no register spills, static shared
-    memory within the target's limit, registers x threads per block within the register file.
-    `schedule`: as `einc compile --schedule` (a file, `none`, `default`; None: the best tuning
-    record, else the target's default schedule)."""
-    from einc.targets import get_all_targets, get_target
-    from einc.targets.gpu import DeviceTarget
-
-    spec = get_target(target, SourceLocation(path, 1, 1)).compile_check
-    if spec is None:
-        checked = [n for n, t in get_all_targets().items() if t().compile_check is not None]
-        raise TargetError(
-            f"'einc check' compile-checks {', '.join(checked)}; run the {target} target with 'einc run'",
-            SourceLocation(path, 1, 1),
-        )
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
-                       use_records=use_records, db=db, extra_passes=extra_passes or {},
-                       progress=progress)  # fmt: skip
-    source = comp.source_text()
-    say_record(comp)
-    device = comp.target_obj
-    assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
-    manifest = device.manifest(comp.module("target"))
-    limits = device.description()
-    check = spec.checker()
-    reports: list[CompileReport] = []
-    problems: list[str] = []
-    for arch in archs or spec.archs:
-        report = check(source, manifest, arch).check()
-        reports.append(report)
-        for launch in manifest.kernels:
-            res = report.kernel(launch.name)
-            threads = launch.block[0] * launch.block[1] * launch.block[2]
-            if res.spills:
-                problems.append(f"{arch} {launch.name}: {res.spills} bytes of register spills")
-            if res.shared_bytes > limits.shared_bytes_per_block:
-                problems.append(
-                    f"{arch} {launch.name}: {res.shared_bytes} B shared memory "
-                    f"(limit {limits.shared_bytes_per_block})"
-                )
-            if res.registers * threads > spec.register_file:
-                problems.append(
-                    f"{arch} {launch.name}: {res.registers} registers x {threads} threads "
-                    f"exceeds the register file ({spec.register_file})"
-                )
-    return CheckReport(Path(path).stem, target, reports, problems)

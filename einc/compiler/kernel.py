@@ -43,6 +43,7 @@ from einc.runtime.arrays import (
     dlpack_device,
     empty_like_library,
     host_array,
+    poison,
 )
 
 if TYPE_CHECKING:
@@ -62,22 +63,6 @@ DEBUG_ENV = "EINC_DEBUG"
 def debug_from_env() -> bool:
     """`$EINC_DEBUG` set to anything but "", "0", "false", "no", "off"."""
     return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def poisoned(shape: Sequence[int], dtype: str | np.dtype) -> np.ndarray:
-    """An array filled with a value no correct kernel leaves behind: NaN, or 0x5A bytes."""
-    out = np.empty(tuple(shape), dtype=np.dtype(dtype))
-    poison(out)
-    return out
-
-
-def poison(out: np.ndarray) -> None:
-    if out.dtype.kind in "fc":
-        out.fill(np.nan)
-    elif out.flags.c_contiguous:
-        out.reshape(-1).view(np.uint8).fill(0x5A)
-    else:
-        out[...] = np.frombuffer(b"\x5a" * out.dtype.itemsize, out.dtype)[0]
 
 
 class MissingRuntime:

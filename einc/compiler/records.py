@@ -1,12 +1,12 @@
 """Tuning records: every measured candidate in an SQLite database (WAL mode, one short
-transaction per record), keyed by the normalised program, the target and the device.
+transaction per record), keyed by the normalised program, the target and the device. An
+input of the compiler: `einc compile`, `einc run` and `einc.compile` apply the best record
+(`find_record`); the tuner adds them (einc.tune.records.RecordDB).
 
-    db = RecordDB(default_db_path())           # $EINC_TUNING_DB, else ~/.cache/einc/tuning.db
-    db.add(task, device_fingerprint("c"), measure_result, tuner="bayes")
-    db.best(task.key, "c", device_fingerprint("c"))   # the fastest OK record, or None
+    store = RecordStore(default_db_path())     # $EINC_TUNING_DB, else ~/.cache/einc/tuning.db
+    store.best(program_key(text), "c", device_fingerprint("c"))   # the fastest OK record, or None
 
-`einc compile`, `einc run` and `einc.compile` apply the best record (`find_record`); JSON
-lines (`export_jsonl` / `import_jsonl`) carry records between machines.
+JSON lines (`export_jsonl` / `import_jsonl`) carry records between machines.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Self, TextIO, TypedDict
 
 from einc.errors import EincError, SourceLocation
-from einc.tune.types import MeasureResult, Point, Status, TuneTask, program_key
 
 DB_ENV = "EINC_TUNING_DB"
 SCHEMA_VERSION = 1
@@ -36,7 +36,7 @@ BUSY_TIMEOUT_MS = 60_000
 
 
 class Row(TypedDict):
-    """A record as the database stores it (what `add` writes), in JSON types."""
+    """A record as the database stores it (what the tuner's `add` writes), in JSON types."""
 
     task_key: str
     target: str
@@ -83,6 +83,42 @@ def default_db_path() -> Path:
         return Path(chosen).expanduser()
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "einc" / "tuning.db"
+
+
+def program_key(normalized: str) -> str:
+    """The database key of a program from its printed `ein` module: sha256, 16 hex digits."""
+    return hashlib.sha256(normalized.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    """One schedule of a space: a sketch and a value for each of its knobs (sorted by name)."""
+
+    sketch: str
+    knobs: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, sketch: str, knobs: Mapping[str, int]) -> Point:
+        return cls(sketch, tuple(sorted((str(k), int(v)) for k, v in knobs.items())))
+
+    def values(self) -> dict[str, int]:
+        return dict(self.knobs)
+
+    def describe(self) -> str:
+        return f"{self.sketch}(" + ", ".join(f"{k}={v}" for k, v in self.knobs) + ")"
+
+
+class Status(str, Enum):
+    """How a candidate ended. Only OK candidates have a time; every other status is a failure
+    with a reason, recorded and never ranked."""
+
+    OK = "ok"
+    REFUSED = "refused"  # an EincError: the schedule is illegal for this program (expected)
+    INTERNAL = "internal-error"  # an InternalCompilerError or a C compiler failure: an einc bug
+    CRASHED = "crashed"  # the kernel killed its worker (signal, abort)
+    TIMEOUT = "timeout"  # the kernel ran past the runner's time limit
+    WRONG = "wrong"  # outputs differ from the NumPy float64 reference
+    NOISY = "noisy"  # timings stayed unreliable after re-measuring (foreign load)
 
 
 # ---- the device -----------------------------------------------------------------------------
@@ -210,9 +246,11 @@ _FINAL = "json_extract(r.extra, '$.final')"
 """A record's final ranking (the tuner run that re-measured its finalists), NULL for a trial."""
 
 
-class RecordDB:
-    """A tuning database. Safe for several processes at once (WAL, a busy timeout, one short
-    transaction per write); `create=False` refuses a missing file instead of creating it."""
+class RecordStore:
+    """A tuning database: opening (the schema made or checked), reading, and adding rows
+    (`import_rows`, and the tuner's einc.tune.records.RecordDB). Safe for several processes at
+    once (WAL, a busy timeout, one short transaction per write); `create=False` refuses a
+    missing file instead of creating it."""
 
     def __init__(self, path: str | Path, *, create: bool = True):
         self.path = Path(path)
@@ -283,31 +321,6 @@ class RecordDB:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ---- writing --------------------------------------------------------------------------
-    def add(self, task: TuneTask, device: str, result: MeasureResult, tuner: str = "") -> int:
-        """Record one measured candidate (committed before it returns); its id."""
-        return self.add_many(task, device, [result], tuner)[0]
-
-    def add_many(self, task: TuneTask, device: str, results: Iterable[MeasureResult], tuner: str = "") -> list[int]:
-        """Record several candidates of one task in one transaction; their ids."""
-        rows = [self._row(task, device, r, tuner) for r in results]
-        with self._guard("write"), self._transaction():
-            self._insert_program(task.key, task.normalized, program_summary(task.source))
-            return [self._insert(row)[0] for row in rows]
-
-    def _row(self, task: TuneTask, device: str, result: MeasureResult, tuner: str) -> Row:
-        extra = dict(result.extra)
-        if result.run_s:
-            extra.setdefault("run_s", result.run_s)
-        times = [float(t) for t in result.times]  # kept for every status; only OK ones rank
-        return {
-            "task_key": task.key, "target": task.target, "device": device,
-            "sketch": result.candidate.point.sketch, "knobs": result.candidate.point.values(),
-            "schedule": result.candidate.schedule, "status": result.status.value,
-            "reason": result.reason, "times": times, "build_s": float(result.build_s),
-            "created": time.time(), "tuner": tuner, "extra": json.loads(json.dumps(extra, default=str)),
-        }  # fmt: skip
 
     def _insert_program(self, key: str, program: str, summary: str) -> None:
         self.conn.execute("INSERT OR IGNORE INTO programs VALUES (?, ?, ?)", (key, program, summary))
@@ -507,7 +520,7 @@ def find_record(program: str, target: str, db: str | Path | None = None) -> tupl
         return None
     key = program_key(program)
     try:
-        with RecordDB(path, create=False) as records:
+        with RecordStore(path, create=False) as records:
             if not records.has_task(key, target):
                 return None
             record = records.best(key, target, device_fingerprint(target))

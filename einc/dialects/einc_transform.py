@@ -15,7 +15,7 @@ syntax xDSL's declarative format can say exactly have an `assembly_format`; the 
 parse by hand (a variadic result count, a literal that must be range-checked where it
 stands, a clause that is optional in the text but always printed). Each op's
 semantics is a utility of einc.transforms.loop_transforms; the interpreter implementation
-is einc.schedule.script.EincTransformFunctions.
+is einc.schedule.interpreter.EincTransformFunctions.
 """
 
 from __future__ import annotations

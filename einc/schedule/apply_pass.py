@@ -17,9 +17,10 @@ and a refusal points at the cache/compute_at op that made the buffer:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects import transform
@@ -28,6 +29,7 @@ from xdsl.interpreter import Interpreter
 from xdsl.passes import ModulePass
 
 from einc.errors import ScheduleError, SourceLocation
+from einc.passes.pipeline import PassFactories
 from einc.schedule.script import ENTRY, PARSED_AT, Schedule
 
 
@@ -37,6 +39,18 @@ class ApplySchedulePass(ModulePass):
 
     file: str | None = None
     target: str | None = None
+
+    available: ClassVar[Callable[[], PassFactories]] = dict
+    """The passes the schedule's `transform.apply_registered_pass` ops may name: the registry
+    this pass was registered with (`using`); none for the class itself."""
+
+    @classmethod
+    def using(cls, available: Callable[[], PassFactories]) -> type[ApplySchedulePass]:
+        """This pass handing `available()` (a registry, read when the pass runs) to the
+        schedule interpreter: what einc.compiler.registry registers."""
+        attrs = {"available": staticmethod(available), "__module__": cls.__module__, "__doc__": cls.__doc__,
+                 "__qualname__": cls.__qualname__}  # fmt: skip
+        return type(cls.__name__, (cls,), attrs)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.run(op, self.schedule_for(op))
@@ -77,6 +91,6 @@ class ApplySchedulePass(ModulePass):
         target = get_target(self.target) if self.target is not None else None
         if target is not None:
             target.check_schedule(schedule)
-        schedule.apply_in_place(op, listeners)
+        schedule.apply_in_place(op, self.available(), listeners)
         if target is not None:
             target.check_scheduled(schedule, op)

@@ -10,7 +10,7 @@
 
 Each method creates one `transform.einc.*` op (einc.dialects.einc_transform) at the end of
 `transform.named_sequence @__transform_main` and runs it at once through the interpreter's
-own implementation (einc.schedule.script.EincTransformFunctions) on the scratch payload: a policy
+own implementation (einc.schedule.interpreter.EincTransformFunctions) on the scratch payload: a policy
 sees what the schedule will do, and an illegal step fails as it would when the schedule is
 applied. Outside `try_` an illegal step raises `IllegalStep` (a bug in the policy, not a
 user error); inside, `try_` returns the failure as a value and removes the ops the attempt
@@ -33,7 +33,8 @@ from xdsl.rewriter import InsertPoint
 from einc.dialects import einc_transform as et
 from einc.errors import ScheduleError
 from einc.transforms import loop_transforms as lt
-from einc.schedule.script import ENTRY, EincTransformFunctions, Schedule
+from einc.schedule.script import ENTRY, Schedule
+from einc.schedule.interpreter import EincTransformFunctions
 
 if TYPE_CHECKING:
     from einc.transforms.compute_at import ComputeAtPlan

@@ -69,7 +69,7 @@ def _value(value: object) -> str:
 def list_passes(available: dict[str, Callable[[], type[ModulePass]]], show_all: bool) -> str:
     """`einc-opt --list-passes [--all]`: einc's passes, then the plugins', then (with
     `show_all`) xDSL's, each with its summary and options."""
-    from einc.passes import builtin_passes, plugin_passes
+    from einc.compiler.registry import builtin_passes, plugin_passes
 
     ours = builtin_passes()
     plugins = plugin_passes()
@@ -96,7 +96,8 @@ def list_passes(available: dict[str, Callable[[], type[ModulePass]]], show_all: 
 
 def list_targets() -> str:
     """`einc-opt --list-targets`: each target and the pipeline that reaches its level."""
-    from einc.targets import LOOPS_PIPELINE, get_all_targets
+    from einc.passes.pipeline import LOOPS_PIPELINE
+    from einc.targets import get_all_targets
 
     lines = ["targets (-t NAME prints a module at the target's level; from the loops, run its pipeline first):"]
     for name, factory in sorted(get_all_targets().items()):
@@ -110,7 +111,8 @@ def target_level_error(module: ModuleOp, target: str, where: Callable[[Operation
     """A UsageError when `module` is above the level `target`'s printer takes (ein ops, or
     loops outside any kernel for a device target), naming the pipeline to run first."""
     from einc.errors import UsageError
-    from einc.targets import LOOPS_PIPELINE, get_all_targets
+    from einc.passes.pipeline import LOOPS_PIPELINE
+    from einc.targets import get_all_targets
 
     targets = get_all_targets()
     if target not in targets:

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
-from einc.compiler.driver import Compilation, Kernel
+from einc.compiler.driver import Compilation
+from einc.compiler.kernel import Kernel
 from einc.errors import SourceLocation, UsageError
 from einc.torch.tensors import TensorSpec, check_inputs, device_type, example_input_dict, is_examples, launch
 
@@ -243,7 +244,8 @@ class EincOp:
         ~/.cache/einc/tuning.db), then compile it again: this op and every op made later of
         the same program, target and device (in this process or another) run the best record."""
         from einc.tune.command import POLICIES
-        from einc.compiler.records import RecordDB, default_db_path
+        from einc.tune.records import RecordDB
+        from einc.compiler.records import default_db_path
         from einc.tune.tuner import tune
         from einc.tune.types import TuneTask
 

@@ -10,7 +10,7 @@ from typing import cast
 import numpy as np
 import torch
 
-from einc.compiler.driver import Kernel
+from einc.compiler.kernel import Kernel
 from einc.errors import RuntimeInputError, SourceLocation, UsageError
 from einc.frontend import TensorInfo
 

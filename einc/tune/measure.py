@@ -296,7 +296,7 @@ class TaskData:
 
     @classmethod
     def of(cls, task: TuneTask, seed: int) -> TaskData:
-        from einc.compiler.driver import random_inputs, tolerance
+        from einc.semantics.compare import random_inputs, tolerance
         from einc.semantics.reference import run_reference
 
         comp = task.compilation("none")
@@ -341,7 +341,7 @@ class LocalRunner:
 
     `timeout_s` bounds one run of the kernel (the worker reports after each repeat);
     `load_timeout_s` bounds starting the worker and loading (or rebuilding) the kernel.
-    Inputs are `einc.compiler.driver.random_inputs(seed)`; the reference is computed once per task.
+    Inputs are `einc.semantics.compare.random_inputs(seed)`; the reference is computed once per task.
     Outputs are poisoned before the first run and checked against the reference after it and
     again after the timed runs (a kernel that accumulates across runs is wrong too); inputs
     must be left unchanged, and guard bytes around every array untouched (no write out of

@@ -28,7 +28,7 @@ from einc.tune.workload import throughput
 
 if TYPE_CHECKING:
     from einc.tune.measure import Builder, Runner
-    from einc.compiler.records import RecordDB
+    from einc.tune.records import RecordDB
     from einc.tune.search import SearchPolicy
     from einc.tune.space import SearchSpace
 

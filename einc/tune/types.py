@@ -3,18 +3,19 @@ measuring a point gave. Every type here is picklable (it crosses process boundar
 
     TuneTask   one program on one target and device: what is tuned, and the database key
     Point      a sketch's name and a value for each of its knobs: one schedule of the space
+               (with Status and program_key, einc.compiler.records' vocabulary: records hold them)
     Candidate  a point with its schedule text, ready to build
     BuildResult / MeasureResult   what the builder and the runner report, failures as values
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
+
+from einc.compiler.records import Point, Status, program_key
 
 if TYPE_CHECKING:
     from einc.compiler.driver import Compilation
@@ -82,48 +83,12 @@ class TuneTask:
         return count_bytes(self)
 
 
-def program_key(normalized: str) -> str:
-    """The database key of a program from its printed `ein` module: sha256, 16 hex digits."""
-    return hashlib.sha256(normalized.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True, order=True)
-class Point:
-    """One schedule of a space: a sketch and a value for each of its knobs (sorted by name)."""
-
-    sketch: str
-    knobs: tuple[tuple[str, int], ...] = ()
-
-    @classmethod
-    def of(cls, sketch: str, knobs: Mapping[str, int]) -> Point:
-        return cls(sketch, tuple(sorted((str(k), int(v)) for k, v in knobs.items())))
-
-    def values(self) -> dict[str, int]:
-        return dict(self.knobs)
-
-    def describe(self) -> str:
-        return f"{self.sketch}(" + ", ".join(f"{k}={v}" for k, v in self.knobs) + ")"
-
-
 @dataclass(frozen=True)
 class Candidate:
     """A point ready to build: its schedule as text (`Schedule.parse` reads it back)."""
 
     point: Point
     schedule: str
-
-
-class Status(str, Enum):
-    """How a candidate ended. Only OK candidates have a time; every other status is a failure
-    with a reason, recorded and never ranked."""
-
-    OK = "ok"
-    REFUSED = "refused"  # an EincError: the schedule is illegal for this program (expected)
-    INTERNAL = "internal-error"  # an InternalCompilerError or a C compiler failure: an einc bug
-    CRASHED = "crashed"  # the kernel killed its worker (signal, abort)
-    TIMEOUT = "timeout"  # the kernel ran past the runner's time limit
-    WRONG = "wrong"  # outputs differ from the NumPy float64 reference
-    NOISY = "noisy"  # timings stayed unreliable after re-measuring (foreign load)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from einc.compiler.driver import max_error, poisoned
+from einc.semantics.compare import max_error
+from einc.runtime.arrays import poisoned
 from einc.errors import EincError, InternalCompilerError, ToolchainError
 from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, candidate_schedule
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing

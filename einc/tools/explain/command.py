@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from einc.compiler.driver import Compilation, read_program, read_schedule, say_record
+from einc.compiler.driver import Compilation, read_program
+from einc.tools.jobs import read_schedule, say_record
 from einc.tools.explain.collect import collect, page_context
 from einc.tools.explain.page import render_page
 from einc.tools.explain.verdicts import overall

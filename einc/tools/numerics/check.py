@@ -124,7 +124,7 @@ def _walk_compilation(
     notes: list[str], extra: Mapping[str, Sequence[str]],
 ) -> NumericsReport:  # fmt: skip
     from einc.frontend.target_check import check_program_dtypes
-    from einc.targets import LOOPS_PIPELINE
+    from einc.passes.pipeline import LOOPS_PIPELINE
     from einc.targets.descriptions import KernelError
 
     start = time.perf_counter()
@@ -164,7 +164,7 @@ def _walk_compilation(
 
 
 def _start(report: NumericsReport, program: Program, ein: ModuleOp, sc: Compilation) -> Walk:
-    from einc.compiler.driver import tolerance
+    from einc.semantics.compare import tolerance
     from einc.semantics.reference import run_reference
 
     inputs = program_inputs(program, np.random.default_rng(report.seed))
@@ -175,10 +175,10 @@ def _start(report: NumericsReport, program: Program, ein: ModuleOp, sc: Compilat
 
 
 def program_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """einc.compiler.driver.random_inputs (floats in ±[0.5, 2), integers in [1, 7]), with the integers
+    """einc.semantics.compare.random_inputs (floats in ±[0.5, 2), integers in [1, 7]), with the integers
     folded into [1, d - 1] for the program's smallest dimension d > 1: valid as gather indices
     into any of its tensors, also once its shapes are scaled down."""
-    from einc.compiler.driver import random_inputs
+    from einc.semantics.compare import random_inputs
 
     arrays = random_inputs(program, rng)
     dims = [d for t in (*program.inputs, *program.outputs) for d in t.shape if d > 1]
@@ -336,7 +336,7 @@ def _input_module(text: str, filename: str, scale: float, is_ein: bool) -> tuple
 
 def _opt_walk(report: NumericsReport, module: ModuleOp, program: Program | None) -> Walk:
     from einc.dialects.context import make_context
-    from einc.compiler.driver import tolerance
+    from einc.semantics.compare import tolerance
     from einc.tools.numerics.execute import EXECUTORS
 
     rng = np.random.default_rng(report.seed)
@@ -368,7 +368,7 @@ def _module_specs(module: ModuleOp) -> tuple[dict[str, tuple[tuple[int, ...], st
     """An MLIR input's inputs (name -> shape, dtype) and its outputs' tolerances."""
     from xdsl.dialects.builtin import StringAttr
 
-    from einc.compiler.driver import tolerance
+    from einc.semantics.compare import tolerance
     from einc.runtime.signature import KernelSignature, kernel_function, numpy_dtype
 
     if level_of(module) != "ein":
@@ -388,7 +388,7 @@ def _module_specs(module: ModuleOp) -> tuple[dict[str, tuple[tuple[int, ...], st
 
 
 def _random(specs: Mapping[str, tuple[tuple[int, ...], str]], rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """The same data as einc.compiler.driver.random_inputs: floats in ±[0.5, 2), ints in [1, 7]."""
+    """The same data as einc.semantics.compare.random_inputs: floats in ±[0.5, 2), ints in [1, 7]."""
     arrays = {}
     for name, (shape, dtype) in specs.items():
         if np.dtype(dtype).kind == "f":

@@ -69,7 +69,8 @@ def compile_command(
     extra_passes: Mapping[str, Sequence[str]] | None = None,
 ) -> int:  # fmt: skip
     """`einc compile --check-numerics`: the report printed; the exit status."""
-    from einc.compiler.driver import Compilation, read_program, read_schedule, say_record
+    from einc.compiler.driver import Compilation, read_program
+    from einc.tools.jobs import read_schedule, say_record
     from einc.tools.numerics.check import check_compilation, with_extra_passes
 
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),

@@ -138,7 +138,7 @@ def run_source(
     tolerances: Mapping[str, float], specs: Mapping[str, tuple[tuple[int, ...], str]], level: str,
 ) -> LevelRun:  # fmt: skip
     """Run a built kernel (`runner(inputs, outputs)`) into NaN/0x5A-poisoned outputs."""
-    from einc.compiler.driver import poisoned
+    from einc.runtime.arrays import poisoned
 
     outputs = {name: poisoned(shape, dtype) for name, (shape, dtype) in specs.items()}
     start = time.perf_counter()
@@ -177,7 +177,7 @@ def compare_all(
 
 
 def compare(name: str, got: np.ndarray, want: np.ndarray, tolerance: float) -> OutputCheck:
-    """`got` against the float64 oracle `want`, as `einc run` judges (einc.compiler.driver.max_error:
+    """`got` against the float64 oracle `want`, as `einc run` judges (einc.semantics.compare.max_error:
     the error relative to the oracle's largest magnitude, at least 1); the first element
     outside the tolerance in row-major order."""
     if got.shape != want.shape:

@@ -46,7 +46,7 @@ def generic_text(module: ModuleOp) -> str:
 def parse_passes(pipeline: Sequence[PassSpec] | str) -> list[ModulePass]:
     """Pass objects from pipeline texts (parsed by xDSL's PassPipeline against einc's registry,
     which holds plugin passes once loaded) and pass objects."""
-    import einc.passes
+    import einc.compiler.registry
 
     items = [pipeline] if isinstance(pipeline, str) else list(pipeline)
     passes: list[ModulePass] = []
@@ -54,7 +54,7 @@ def parse_passes(pipeline: Sequence[PassSpec] | str) -> list[ModulePass]:
         if isinstance(item, ModulePass):
             passes.append(item)
         elif item.strip():
-            passes.extend(PassPipeline.parse_spec(einc.passes.get_all_passes(), item.strip()).passes)
+            passes.extend(PassPipeline.parse_spec(einc.compiler.registry.get_all_passes(), item.strip()).passes)
     return passes
 
 
@@ -186,6 +186,7 @@ class Walk:
                        run: Callable[[ModuleOp, Sequence[Interpreter.Listener]], None] | None = None) -> bool:  # fmt: skip
         """Apply a Schedule to `module` in place, each top-level transform op a step; `run`
         applies it (default `schedule.apply_in_place`), e.g. with a target's checks."""
+        import einc.compiler.registry
         from einc.schedule.script import Schedule
 
         assert isinstance(schedule, Schedule)
@@ -193,7 +194,7 @@ class Walk:
         start = time.perf_counter()
         try:
             if run is None:
-                schedule.apply_in_place(module, (listener,))
+                schedule.apply_in_place(module, einc.compiler.registry.get_all_passes(), (listener,))
             else:
                 run(module, (listener,))
         except EincError:

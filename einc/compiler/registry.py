@@ -1,14 +1,17 @@
-"""Pass plugins: passes written outside einc, registered under their `name` so that every
-pipeline text einc parses (einc-opt's `--pass-pipeline`, `einc compile --pipeline-hook`,
-`einc.compile(extra_passes=...)`, `transform.apply_registered_pass`) can name them.
+"""The pass registry: einc's own passes (`builtin_passes`), the xDSL passes einc pipelines use,
+and the passes plugins register, so that every pipeline text einc parses (`run_pipeline`,
+einc-opt, `transform.apply_registered_pass`, the stage hooks) can name them.
 
+    get_all_passes()                   # name -> a function returning the pass class
     load_pass_plugin("my_passes.py")   # -> ["my-pass"]: every ModulePass subclass defined there
     load_entry_points()                # the `einc.passes` entry points of installed packages
 
 A plugin that cannot be imported, defines no pass, or names a pass like one already
 registered is a UsageError (at the command-line option when the caller gives its place).
 An exception raised by a plugin pass while it runs is a `PluginPassError`: an internal
-error that names the pass and its plugin instead of blaming einc.
+error that names the pass and its plugin instead of blaming einc. The registry is handed to
+those who parse pipelines (einc.passes.pipeline.parse_passes, the schedule interpreter);
+they never fetch it themselves.
 """
 
 from __future__ import annotations
@@ -16,49 +19,193 @@ from __future__ import annotations
 import functools
 import importlib.util
 import inspect
+import os
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
-from einc.passes import (
-    _PLUGINS,
-    builtin_passes,
-    did_you_mean,
-    parse_passes,
-    register_plugin_pass,
-)
+from einc.passes.pipeline import parse_passes, place
 
+
+@dataclass(frozen=True)
+class PluginPass:
+    """A pass a plugin registered: its class and where it came from (the plugin file, or
+    `entry point NAME of DIST`), for listings and for the errors it raises."""
+
+    cls: type[ModulePass]
+    origin: str
+
+
+_PLUGINS: dict[str, PluginPass] = {}
+
+
+def register_plugin_pass(cls: type[ModulePass], origin: str) -> None:
+    """Register `cls` under its `name` (einc.compiler.plugins checks clashes before calling this)."""
+    _PLUGINS[cls.name] = PluginPass(cls, origin)
+
+
+def plugin_passes() -> dict[str, PluginPass]:
+    """The plugin passes: those loaded from files, and the `einc.passes` entry points of the
+    installed packages (read once, on the first call)."""
+    load_entry_points()
+    return dict(_PLUGINS)
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Pass name -> a function returning the pass class: einc's own passes, the xDSL passes
+    einc pipelines use, and the plugins' passes."""
+    passes = builtin_passes()
+    for name, plugin in plugin_passes().items():
+        passes[name] = lambda cls=plugin.cls: cls
+    return passes
+
+
+def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Pass name -> a function returning the pass class (imported on demand): einc's own
+    passes and the xDSL passes einc pipelines use."""
+
+    def convert_ein_to_affine():
+        from einc.passes.convert_ein_to_affine import ConvertEinToAffinePass
+
+        return ConvertEinToAffinePass
+
+    def legalize_f16_for_c():
+        from einc.passes.legalize_f16_for_c import LegalizeF16ForCPass
+
+        return LegalizeF16ForCPass
+
+    def convert_affine_to_egpu():
+        from einc.passes.convert_affine_to_egpu import ConvertAffineToEgpuPass
+
+        return ConvertAffineToEgpuPass
+
+    def legalize_f16_storage():
+        from einc.passes.legalize_f16_storage import LegalizeF16StoragePass
+
+        return LegalizeF16StoragePass
+
+    def einc_apply_schedule():
+        from einc.schedule.apply_pass import ApplySchedulePass
+
+        return ApplySchedulePass.using(get_all_passes)  # the schedule's apply_registered_pass: this registry
+
+    def einc_tile():
+        from einc.passes.tile_loops import TileLoopsPass
+
+        return TileLoopsPass
+
+    def legalize_storage_dtypes():
+        from einc.passes.legalize_storage_dtypes import LegalizeStorageDtypesPass
+
+        return LegalizeStorageDtypesPass
+
+    def legalize_float_to_int():
+        from einc.passes.legalize_float_to_int import LegalizeFloatToIntPass
+
+        return LegalizeFloatToIntPass
+
+    def legalize_narrow_ints():
+        from einc.passes.legalize_narrow_ints import LegalizeNarrowIntsPass
+
+        return LegalizeNarrowIntsPass
+
+    def einc_vectorize_loops():
+        from einc.passes.vectorize_loops import VectorizeLoopsPass
+
+        return VectorizeLoopsPass
+
+    def verify_egpu():
+        from einc.passes.verify_egpu import VerifyEgpuPass
+
+        return VerifyEgpuPass
+
+    def split_poplar_vertices():
+        from einc.passes.split_poplar_vertices import SplitPoplarVerticesPass
+
+        return SplitPoplarVerticesPass
+
+    def canonicalize():
+        from xdsl.transforms.canonicalize import CanonicalizePass
+
+        return CanonicalizePass
+
+    def cse():
+        from xdsl.transforms.common_subexpression_elimination import (
+            CommonSubexpressionElimination,
+        )
+
+        return CommonSubexpressionElimination
+
+    def dce():
+        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+        return DeadCodeElimination
+
+    def licm():
+        from xdsl.transforms.loop_invariant_code_motion import (
+            LoopInvariantCodeMotionPass,
+        )
+
+        return LoopInvariantCodeMotionPass
+
+    def lower_affine():
+        from xdsl.transforms.lower_affine import LowerAffinePass
+
+        return LowerAffinePass
+
+    return {
+        "convert-ein-to-affine": convert_ein_to_affine,
+        "legalize-f16-for-c": legalize_f16_for_c,
+        "convert-affine-to-egpu": convert_affine_to_egpu,
+        "legalize-f16-storage": legalize_f16_storage,
+        "legalize-storage-dtypes": legalize_storage_dtypes,
+        "legalize-narrow-ints": legalize_narrow_ints,
+        "legalize-float-to-int": legalize_float_to_int,
+        "einc-apply-schedule": einc_apply_schedule,
+        "einc-tile": einc_tile,
+        "einc-vectorize-loops": einc_vectorize_loops,
+        "verify-egpu": verify_egpu,
+        "split-poplar-vertices": split_poplar_vertices,
+        "canonicalize": canonicalize,
+        "cse": cse,
+        "dce": dce,
+        "licm": licm,
+        "lower-affine": lower_affine,
+    }
+
+
+def run_pipeline(ctx: Context, module: ModuleOp, pipeline: str, label: str = "pass-pipeline") -> None:
+    """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place;
+    with `EINC_VERIFY_EACH=1`, verify the IR after each pass (`verify-egpu`). A pass that is
+    not registered or a bad option: a UsageError in the text `label` (`parse_passes`). The ops
+    each pass makes are located where what they were made from is
+    (einc.ir.locations.keeping_locations)."""
+    from einc.ir.locations import keeping_locations
+
+    if not pipeline:
+        return
+    passes = keeping_locations(PassPipeline(parse_passes(pipeline, get_all_passes(), label)))
+    if os.environ.get("EINC_VERIFY_EACH", "") not in ("", "0"):
+        from einc.passes.verify_egpu import verifying
+
+        passes = verifying(passes)
+    passes.apply(ctx, module)
+
+
+# ---- pipeline texts: unknown passes and bad options as located errors ------------------------
+
+
+# ---- plugins: pass files and the entry points of installed packages ---------------------------
 ENTRY_POINT_GROUP = "einc.passes"
-HOOK_STAGES = ("ein", "loops", "scheduled", "target")
-"""The stages that take extra passes at their end (`extra_passes`, `--pipeline-hook`)."""
-
-
-def check_extra_passes(extra: object) -> dict[str, list[tuple[ModulePass, ...]]]:
-    """`extra_passes` parsed: stage -> the passes of each pipeline text. An unknown stage, a
-    pipeline given as one string instead of a list, an unknown pass or a bad option: a
-    UsageError (in the text `extra_passes['loops']`)."""
-    where = SourceLocation("<extra_passes argument>", 1, 1)
-    if not isinstance(extra, Mapping):
-        raise UsageError(f"extra_passes= maps a stage name to pipeline texts, not {type(extra).__name__}", where)
-    hooks: dict[str, list[tuple[ModulePass, ...]]] = {}
-    for stage, texts in extra.items():
-        if stage not in HOOK_STAGES:
-            raise UsageError(
-                f"extra_passes: unknown stage {stage!r}{did_you_mean(str(stage), HOOK_STAGES)} "
-                f"(stages: {', '.join(HOOK_STAGES)})", where,
-            )  # fmt: skip
-        if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise UsageError(f"extra_passes[{stage!r}] is a list of pipeline texts, e.g. [{texts!r}]", where)
-        hooks[stage] = [parse_passes(str(text), label=f"extra_passes[{stage!r}]") for text in texts]
-    return hooks
 
 
 _LOADED_FILES: dict[Path, list[str]] = {}
@@ -122,10 +269,8 @@ def load_pass_plugins(paths: list[str], argv: list[str] | None = None, tool: str
     for path in paths:
         where = None
         if argv is not None:
-            from einc.passes import _place
-
             text = " ".join([tool, *argv])
-            col, length = _place(text, path)
+            col, length = place(text, path)
             where = SourceLocation("<command line>", 1, col, length, text)
         names += load_pass_plugin(path, where)
     return names
