@@ -106,7 +106,8 @@ def canonical(schedule: Any) -> str:
 
 def current_texts() -> dict[str, dict[str, str | None]]:
     """{vector bits: {program: canonical default schedule, or None}} from the current code."""
-    from einc.schedule.script import resolve_schedule
+    from einc.schedule.default import default_schedule
+    from einc.targets import get_target
 
     saved = os.environ.get("EINC_C_VECTOR_BITS")
     texts: dict[str, dict[str, str | None]] = {}
@@ -115,7 +116,7 @@ def current_texts() -> dict[str, dict[str, str | None]]:
             os.environ["EINC_C_VECTOR_BITS"] = bits
             texts[bits] = {}
             for name, loops in loop_modules():
-                schedule = resolve_schedule(None, "c", loops)
+                schedule = default_schedule(get_target("c"), loops)
                 texts[bits][name] = None if schedule is None else canonical(schedule)
     finally:
         if saved is None:

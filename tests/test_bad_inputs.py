@@ -357,8 +357,9 @@ def test_bind_on_c_is_refused_at_the_bind(tmp_path: Path, capsys: pytest.Capture
 )  # fmt: skip
 def test_default_c_schedule_never_binds(ir: str, inputs: dict) -> None:
     from einc.schedule.default import default_schedule_text
+    from einc.targets import get_target
 
-    text = default_schedule_text("c", lower_to_stage(ir, inputs, stage="loops"))
+    text = default_schedule_text(get_target("c"), lower_to_stage(ir, inputs, stage="loops"))
     assert text is not None and "transform.einc.bind" not in text
     einc.compile(ir, inputs)  # the driver's check accepts it
 

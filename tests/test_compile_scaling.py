@@ -17,7 +17,8 @@ import pytest
 
 from einc.compiler.registry import get_all_passes
 from einc.compiler.driver import Compilation
-from einc.schedule.script import resolve_schedule
+from einc.schedule.default import default_schedule
+from einc.targets import get_target
 from tests.default_schedule_golden import chain_program
 
 
@@ -38,7 +39,7 @@ def _schedule_calls(statements: int, rows: int | None = None) -> int:
     loops = Compilation(chain_program(statements, 256, rows), "chain.ein").run_until("loops")
     profile = cProfile.Profile()
     profile.enable()
-    schedule = resolve_schedule(None, "c", loops)
+    schedule = default_schedule(get_target("c"), loops)
     assert schedule is not None
     scheduled = schedule.apply(loops, get_all_passes())
     profile.disable()
@@ -77,7 +78,7 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
 
     monkeypatch.setattr(EincTransformFunctions, "_indexed_loops", both)
     for _, loops in loop_modules():
-        schedule = resolve_schedule(None, "c", loops)
+        schedule = default_schedule(get_target("c"), loops)
         if schedule is not None:
             schedule.apply(loops, get_all_passes())
     assert len(checked) > 200 and max(checked) > 1

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from xdsl.dialects import affine, arith
 from xdsl.parser import Parser
 
+from einc.targets import get_target
 from einc.dialects.context import make_context
 from einc.schedule.default import default_schedule
 from einc.dialects import einc_transform as et
@@ -36,7 +37,7 @@ def f32(*shape: int) -> dict[str, Any]:
 
 def c_schedule(comp: Compilation) -> Schedule:
     """The default C schedule of a compilation's loops (which must have one)."""
-    schedule = default_schedule("c", comp.run_until("loops"))
+    schedule = default_schedule(get_target("c"), comp.run_until("loops"))
     assert schedule is not None
     return schedule
 
@@ -335,7 +336,7 @@ def test_random_row_programs_match_the_reference(shared: str, reduce: str, n: in
     ir = f"temp0[N] {reduce} {shared}; output0[N, C] = {shared} * temp0[N] + input0[N, C]"
     inputs = {"input0": f32(n, c), "input1": f32(c)}
     comp = Compilation(ir, "<row>", inputs, None, "c")
-    note(f"{ir}\n{default_schedule('c', comp.run_until('loops'))}")
+    note(f"{ir}\n{default_schedule(get_target('c'), comp.run_until('loops'))}")
     kernel = comp.kernel()
     rng = np.random.default_rng(seed)
     arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}

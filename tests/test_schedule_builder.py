@@ -19,7 +19,9 @@ from einc.dialects.context import make_context
 from einc.dialects import einc_transform as et
 from einc.compiler.driver import Compilation
 from einc.errors import EincError
-from einc.schedule.script import Knob, Schedule, resolve_schedule
+from einc.schedule.default import default_schedule
+from einc.schedule.script import Knob, Schedule
+from einc.targets import get_target
 from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 
 ROW_SUM = "temp0[N] +=! input0[N, C]; output0[N] = temp0[N] * 2.0"
@@ -172,8 +174,8 @@ def test_the_default_schedule_comes_from_the_target_as_ops() -> None:
     """C's default policy gives a Schedule built as ops (no text parsed: no source); a target
     without a policy (CUDA) gives none."""
     loops = row_sum_loops()
-    schedule = resolve_schedule(None, "c", loops)
+    schedule = default_schedule(get_target("c"), loops)
     assert isinstance(schedule, Schedule) and schedule.source is None
     (vectorized,) = schedule.ops(et.VectorizeReductionOp)
     assert isinstance(match := vectorized.target.owner, et.MatchOp) and match.axis == StringAttr("C")
-    assert resolve_schedule(None, "cuda", loops) is None
+    assert default_schedule(get_target("cuda"), loops) is None

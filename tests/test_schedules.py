@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import einc
+from einc.targets import get_target
 from einc.compiler.registry import get_all_passes
 from einc.schedule.default import default_schedule_text, register_tile
 from einc.compiler.driver import Compilation, lower_to_stage
@@ -138,7 +139,7 @@ def test_default_matmul_knobs_with_and_without_a_peel_rest() -> None:
     dividing one leaves the remainder handle empty, and the steps on it do nothing)."""
     big = {"input0": f32(130, 64), "input1": f32(64, 128)}
     comp = Compilation(MATMUL, "<test>", big, None, "c", None)
-    text = default_schedule_text("c", comp.run_until("loops"))
+    text = default_schedule_text(get_target("c"), comp.run_until("loops"))
     assert text is not None
     schedule = Schedule.parse(text)
     for rows in schedule.knobs()["output0.tile_i"].options:
@@ -272,7 +273,7 @@ def test_default_matmul_schedule_blocks_registers() -> None:
     assert "#pragma omp parallel for" in src and f"einc_vload_f32x{C_LANES}" in src and "K_i" in src
     assert "float output0_local[" in src  # the output tile staged across the reduction
     # the k-by-j panel of input1 packed once per k tile, the tiles sized to the host's vectors
-    text = default_schedule_text("c", lower_to_stage(MATMUL, big, stage="loops"))
+    text = default_schedule_text(get_target("c"), lower_to_stage(MATMUL, big, stage="loops"))
     assert text is not None and 'cache_read "input1"' in text
     vectors, rows = register_tile()
     assert f'"output0.tile_j" = {vectors * C_LANES}' in text and "float input1_local[" in src

@@ -34,6 +34,8 @@ from einc.errors import (
 from einc.compiler import registry
 from einc.compiler.registry import load_pass_plugin, run_pipeline
 from einc.passes.pipeline import LOOPS_PIPELINE, did_you_mean, parse_passes
+from einc.schedule.checks import check_schedule, check_scheduled
+from einc.schedule.default import resolve_schedule
 
 from einc.targets.descriptions import KernelError
 from einc.compiler.kernel import Kernel, MissingRuntime
@@ -107,7 +109,7 @@ class Compilation:
     """Called after each stage with its name and its seconds (`einc compile --progress`)."""
 
     def __post_init__(self) -> None:
-        from einc.schedule.script import check_schedule_argument
+        from einc.schedule.default import check_schedule_argument
 
         check_schedule_argument(self.schedule)
         self.hooks = check_extra_passes(self.extra_passes)
@@ -154,24 +156,22 @@ class Compilation:
     def _scheduled(self, previous: StageResult | None) -> ModuleOp:
         """The schedule given (a Schedule, its text, or "none"), else the target's default
         schedule, applied to a clone of the loops."""
-        from einc.schedule.script import resolve_schedule
-
         module = _module(previous)
         if self.schedule is None and self.use_records:
             scheduled = self._apply_record(module)
             if scheduled is not None:
                 return scheduled
         given = None if is_default_schedule(self.schedule) else self.schedule
-        return self._apply(resolve_schedule(given, self.target, module), module)
+        return self._apply(resolve_schedule(given, self.target_obj, module), module)
 
     def _apply(self, schedule: Schedule | None, module: ModuleOp) -> ModuleOp:
         if schedule is None:
             return module
         self.schedule_text = schedule.source if schedule.source is not None else str(schedule)
         self.applied_schedule = schedule
-        self.target_obj.check_schedule(schedule)
+        check_schedule(schedule, self.target_obj)
         scheduled = schedule.apply(module, registry.get_all_passes())
-        self.target_obj.check_scheduled(schedule, scheduled)
+        check_scheduled(schedule, scheduled, self.target_obj)
         return scheduled
 
     def _apply_record(self, module: ModuleOp) -> ModuleOp | None:

@@ -30,6 +30,7 @@ from xdsl.passes import ModulePass
 
 from einc.errors import ScheduleError, SourceLocation
 from einc.passes.pipeline import PassFactories
+from einc.schedule.checks import check_schedule, check_scheduled
 from einc.schedule.script import ENTRY, PARSED_AT, Schedule
 
 
@@ -90,7 +91,7 @@ class ApplySchedulePass(ModulePass):
 
         target = get_target(self.target) if self.target is not None else None
         if target is not None:
-            target.check_schedule(schedule)
+            check_schedule(schedule, target)
         schedule.apply_in_place(op, self.available(), listeners)
         if target is not None:
-            target.check_scheduled(schedule, op)
+            check_scheduled(schedule, op, target)

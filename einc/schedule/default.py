@@ -1,25 +1,39 @@
-"""The default schedule of a target, by the target's name: a thin entry point for callers
-that want the script itself (the policies are in einc.schedule.policies, reached through the target's
-`default_schedule`; einc.schedule.script.resolve_schedule applies them)."""
+"""The default schedule: what einc applies to the loops when the user gives none, chosen by the
+schedule layer from the target's facts (its schedule family, `sketches`), not by the target.
+`policies/cpu.py` for a CPU target (C); device targets have no default policy (their loops are
+mapped by `convert-affine-to-egpu`).
+
+    default_schedule(get_target("c"), loops)   # a Schedule built as ops, or None
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
 from xdsl.dialects.builtin import ModuleOp
 
+from einc.errors import ScheduleError, SourceLocation
+from einc.schedule.policies import cpu
 from einc.schedule.script import Schedule
 
+if TYPE_CHECKING:
+    from einc.targets.clike import CLikeTarget
 
-def default_schedule(target: str, module: ModuleOp) -> Schedule | None:
-    """`target`'s default schedule of a loop-level module (None when the target has no
-    default policy, or nothing to do)."""
-    from einc.targets import get_target
+Policy = Callable[["type[CLikeTarget]", ModuleOp], Schedule | None]
 
-    schedule = get_target(target).default_schedule(module)
-    assert schedule is None or isinstance(schedule, Schedule), schedule
-    return schedule
+POLICIES: Mapping[str, Policy] = {"cpu": cpu.default_schedule}
+"""Default policy by schedule family (`CLikeTarget.sketches`); a family missing here has none."""
 
 
-def default_schedule_text(target: str, module: ModuleOp) -> str | None:
+def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
+    """`target`'s default schedule of a loop-level module (None when its family has no default
+    policy, or there is nothing to do). `module` is not modified."""
+    policy = POLICIES.get(target.sketches)
+    return None if policy is None else policy(target, module)
+
+
+def default_schedule_text(target: type[CLikeTarget], module: ModuleOp) -> str | None:
     """The default schedule printed (for reading and debugging; never parsed back by einc)."""
     schedule = default_schedule(target, module)
     return None if schedule is None else str(schedule)
@@ -27,7 +41,32 @@ def default_schedule_text(target: str, module: ModuleOp) -> str | None:
 
 def register_tile() -> tuple[int, int]:
     """(vectors, rows) of the accumulator tile of a blocked matmul on this host's C target."""
-    from einc.schedule.policies.cpu import register_tile as tile
     from einc.targets.c import CTarget
 
-    return tile(CTarget.vector_lanes())
+    return cpu.register_tile(CTarget.vector_lanes())
+
+
+def resolve_schedule(schedule: object, target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
+    """The schedule to apply to `module`: a Schedule as is, schedule text parsed, None for
+    the target's default schedule, "none" for no schedule at all."""
+    if isinstance(schedule, Schedule):
+        return schedule
+    if schedule is None:
+        return default_schedule(target, module)
+    if isinstance(schedule, str):
+        if schedule.strip() == "none":
+            return None
+        return Schedule.parse(schedule, "<schedule>")
+    check_schedule_argument(schedule)
+    raise AssertionError(schedule)
+
+
+def check_schedule_argument(schedule: object) -> None:
+    """Refuse a `schedule=` argument that is not a Schedule, schedule text, or None."""
+    if schedule is None or isinstance(schedule, Schedule | str):
+        return
+    raise ScheduleError(
+        f"schedule= takes a Schedule, the text of a schedule script or 'none', "
+        f"not {type(schedule).__name__} ({schedule!r:.40})",
+        SourceLocation("<schedule argument>", 1, 1),
+    )

@@ -239,33 +239,3 @@ class Schedule:
 
     def __str__(self) -> str:
         return str(self.module)
-
-
-def resolve_schedule(schedule: object, target: str, module: ModuleOp) -> Schedule | None:
-    """The schedule to apply to `module`: a Schedule as is, schedule text parsed, None for
-    the target's default schedule, "none" for no schedule at all."""
-    if isinstance(schedule, Schedule):
-        return schedule
-    if schedule is None:
-        from einc.targets import get_target
-
-        default = get_target(target).default_schedule(module)
-        assert default is None or isinstance(default, Schedule), default
-        return default
-    if isinstance(schedule, str):
-        if schedule.strip() == "none":
-            return None
-        return Schedule.parse(schedule, "<schedule>")
-    check_schedule_argument(schedule)
-    raise AssertionError(schedule)
-
-
-def check_schedule_argument(schedule: object) -> None:
-    """Refuse a `schedule=` argument that is not a Schedule, schedule text, or None."""
-    if schedule is None or isinstance(schedule, Schedule | str):
-        return
-    raise ScheduleError(
-        f"schedule= takes a Schedule, the text of a schedule script or 'none', "
-        f"not {type(schedule).__name__} ({schedule!r:.40})",
-        SourceLocation("<schedule argument>", 1, 1),
-    )

@@ -101,28 +101,11 @@ class CLikeTarget:
     """The `einc.runtime` module whose `device_description()` names the device the kernels run
     on (tuning records are kept per device); None: they run on this CPU."""
     sketches: ClassVar[str] = ""
-    """Which family of the tuner's sketch rules fits the target ("cpu", "gpu"; "": only its
-    default schedule is tuned)."""
+    """The target's schedule family ("cpu", "gpu"; "": none): which default policy
+    (einc.schedule.default) and which of the tuner's sketch rules fit it."""
     shared_library: ClassVar[bool] = False
     """Whether `build` makes a shared library with a C ABI (the tuner's runner then loads the
     library itself instead of compiling again in its worker)."""
-
-    @classmethod
-    def check_schedule(cls, schedule: Any) -> None:
-        """Refuse, before it is applied, a schedule (einc.schedule.script.Schedule) the target cannot
-        run (ScheduleError at the op responsible). The default accepts every schedule."""
-
-    @classmethod
-    def default_schedule(cls, loops: ModuleOp) -> object:
-        """The schedule (an einc.schedule.script.Schedule) applied to a loop-level module when the user
-        gives none, or None for no schedule. The default schedules nothing; a target with a
-        policy (einc.schedule.policies) overrides this."""
-        return None
-
-    @classmethod
-    def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:
-        """Refuse what `schedule` made of the loops (`scheduled`) when the target cannot run
-        it (ScheduleError at the schedule op that made it). The default accepts it."""
 
     includes: ClassVar[tuple[str, ...]] = ()
     preamble: ClassVar[tuple[str, ...]] = ()

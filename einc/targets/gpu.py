@@ -13,14 +13,14 @@ A `memref.alloca` left in a kernel (a tile staged in "local" memory, a compute_a
 the work-item's own array (`private_array`: `float a[16];`); the launch check refuses a
 kernel whose local arrays exceed the description's `private_memory` per work-item. That
 each work-item may own it (it lies inside the bound loops) is checked after the schedule
-(`einc.transforms.staging.check_private_buffers`).
+(einc.schedule.checks.check_private_buffers).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 from xdsl.dialects import affine, func, memref
@@ -45,9 +45,6 @@ from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
 from einc.targets.descriptions import TargetDescription
 
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
-
-if TYPE_CHECKING:
-    from einc.schedule.script import Schedule
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
@@ -271,15 +268,6 @@ class DeviceTarget(CLikeTarget):
     @classmethod
     def description(cls) -> TargetDescription:
         return cls.limits
-
-    @classmethod
-    def check_scheduled(cls, schedule: Schedule, scheduled: ModuleOp) -> None:
-        """A local buffer in a kernel is private to one work-item: refused (at the schedule
-        op that made it) when shared by work-items, too large, or of a type the target only
-        computes wider."""
-        from einc.transforms.staging import check_private_buffers
-
-        check_private_buffers(scheduled, schedule, cls.name, cls.description().arith_dtypes)
 
     @classmethod
     def top_level(cls, w: _Writer, op: Operation) -> None:

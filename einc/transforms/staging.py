@@ -19,7 +19,7 @@ staging would sit between bound loops).
 On a device target a local buffer inside a kernel is the private memory of one work-item
 (`float a[16];`), so it must lie inside every bound loop of its nest, and a written-back
 tile must be the work-item's own: `private_buffer_failure`, checked after the whole
-schedule (binds may come after the cache op) by `check_private_buffers`.
+schedule (binds may come after the cache op) by einc.schedule.checks.check_private_buffers.
 
 `memory = "shared"` (GPU work-group memory, as TVM's `cache_read(..., "shared")` plus
 compute_at): the box is the footprint of *all threads of the block* in one iteration of
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
@@ -49,7 +49,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
-    ModuleOp,
     StringAttr,
     UnitAttr,
 )
@@ -400,21 +399,6 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     return alloca
 
 
-def refuse_shared_memory(schedule: Any, target: str) -> None:
-    """Raise ScheduleError at the first cache op of `schedule` (an einc.schedule.script.Schedule)
-    staging in shared memory: `target` (C) has no GPU work-group memory."""
-    from einc.dialects.einc_transform import CacheOp
-    from einc.errors import ScheduleError
-
-    for op in schedule.module.walk():
-        if isinstance(op, CacheOp) and op.memory.data == "shared":
-            raise ScheduleError(
-                f"the {target} target has no GPU shared memory: {op.name} of '{op.tensor.data}' "
-                'in "shared" needs a device target (stage in "local" memory on C)',
-                schedule.locations.get(op),
-            )
-
-
 def private_buffer_failure(alloca: memref.AllocaOp) -> Failure | None:
     """Why a local (not shared) buffer cannot be the private memory of a GPU work-item, or
     None. In a device kernel a `memref.alloca` is per work-item (registers or stack), so:
@@ -454,42 +438,6 @@ def private_buffer_failure(alloca: memref.AllocaOp) -> Failure | None:
                     )
             loop = loop.parent_op()
     return None
-
-
-def _dtype(element: Any) -> str:
-    if isinstance(element, IntegerType):
-        return "bool" if element.width.data == 1 else f"int{element.width.data}"
-    return f"float{element.bitwidth}" if isinstance(element, AnyFloat) else str(element)
-
-
-def check_private_buffers(module: ModuleOp, schedule: Any, target: str, dtypes: frozenset[str]) -> None:
-    """For device targets, after `schedule` (an einc.schedule.script.Schedule) made `module`: raise
-    ScheduleError at the schedule op that made the first local buffer breaking
-    `private_buffer_failure` (binds may come after the cache op in the script), or whose
-    element type is not in `dtypes` (the types `target` computes in: OpenCL C without
-    cl_khr_fp16 cannot declare a half array, HLSL has no 8- or 16-bit types)."""
-    from einc.errors import ScheduleError, SourceLocation
-
-    for op in module.walk():
-        if not isinstance(op, memref.AllocaOp) or op.attributes.get(MEMORY_ATTR) == StringAttr("shared"):
-            continue
-        failure = private_buffer_failure(op)
-        dtype = _dtype(op.memref.type.get_element_type())
-        if failure is None and dtype not in dtypes:
-            failure = Failure(
-                f"the local buffer '{buffer_name(op.memref)}': the {target} target has no local "
-                f"arrays of {dtype} (it computes {dtype} in a wider type)"
-            )
-        if failure is None:
-            continue
-        made_by = schedule.staged_by.get(op)
-        loc = schedule.locations.get(made_by) if made_by is not None else None
-        if loc is None:  # not made by a located op: the schedule's first line
-            raise ScheduleError(
-                f"{made_by.name if made_by else 'the schedule'}: {failure.message}",
-                SourceLocation(schedule.filename, 1, 1, source=schedule.source),
-            )
-        raise ScheduleError(failure.message, loc)
 
 
 def staged_location(root: Operation) -> SourceLocation | None:

@@ -18,8 +18,10 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.errors import ScheduleError, SourceLocation
-from einc.schedule.script import Schedule, resolve_schedule
+from einc.schedule.default import default_schedule
+from einc.schedule.script import Schedule
 from einc.schedule.builder import ScheduleBuilder
+from einc.targets import get_target
 from einc.tune.sketches import rules_for
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch, analyse
 from einc.tune.types import Candidate, Point, TuneTask
@@ -36,8 +38,6 @@ def loops_of(task: TuneTask) -> ModuleOp:
 
 
 def _lanes(target: str) -> int:
-    from einc.targets import get_target
-
     return get_target(target).vector_lanes()
 
 
@@ -93,7 +93,7 @@ class SearchSpace:
         loops = loops_of(task)
         nests = analyse(loops)
         lanes = _lanes(task.target)
-        default = resolve_schedule(None, task.target, loops)
+        default = default_schedule(get_target(task.target), loops)
         if default is None:  # no default policy: the empty script schedules nothing, like it
             default = ScheduleBuilder(loops.clone(), "<default schedule>").finish()
         sketches = {"default": Sketch("default", default, f"the {task.target} target's default schedule",
@@ -214,7 +214,6 @@ def describe_sketches(path: str, target: str = "c", rule: str | None = None,
     `rule`: only that rule's (`default`: the target's default schedule). An unknown rule is a
     UsageError at `where`."""
     from einc.errors import UsageError
-    from einc.targets import get_target
 
     get_target(target, where)
     known = ["default", *rules_for(target)]

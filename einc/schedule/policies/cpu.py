@@ -1,5 +1,5 @@
 """The CPU default schedule: what einc does to the loops when the user gives no schedule
-(the C target's `default_schedule`).
+(einc.schedule.default picks it for the C target).
 
 The policy decides, per loop nest, from the nest's tags and the dependence tests; it builds
 the schedule op by op with a ScheduleBuilder (einc.schedule.builder), which runs each op on

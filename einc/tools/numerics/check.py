@@ -109,14 +109,15 @@ def applied_schedule(comp: Compilation) -> Schedule | None:
     """The schedule `comp` applied (after `run_until("scheduled")`): the user's, a tuning
     record's, the target's default one, or None."""
     from einc.compiler.driver import is_default_schedule
-    from einc.schedule.script import Schedule, resolve_schedule
+    from einc.schedule.default import resolve_schedule
+    from einc.schedule.script import Schedule
 
     if comp.record is not None:
         return Schedule.parse(comp.record.schedule, f"<tuning record {comp.record.id}>")
     if isinstance(comp.schedule, Schedule):
         return comp.schedule
     given = None if is_default_schedule(comp.schedule) else comp.schedule
-    return resolve_schedule(given, comp.target, comp.module("loops"))
+    return resolve_schedule(given, comp.target_obj, comp.module("loops"))
 
 
 def _walk_compilation(
@@ -125,6 +126,7 @@ def _walk_compilation(
 ) -> NumericsReport:  # fmt: skip
     from einc.frontend.target_check import check_program_dtypes
     from einc.passes.pipeline import LOOPS_PIPELINE
+    from einc.schedule.checks import check_schedule, check_scheduled
     from einc.targets.descriptions import KernelError
 
     start = time.perf_counter()
@@ -144,10 +146,10 @@ def _walk_compilation(
     if not (hook("ein") and walk.run_passes(module, "loops", parse_passes(LOOPS_PIPELINE)) and hook("loops")):
         return report
     if schedule is not None:
-        target.check_schedule(schedule)
+        check_schedule(schedule, target)
         if not walk.apply_schedule(module, schedule):
             return report
-        target.check_scheduled(schedule, module)
+        check_scheduled(schedule, module, target)
     if not hook("scheduled"):
         return report
     check_program_dtypes(sc.target, program)
