@@ -75,7 +75,7 @@ def expected(x: np.ndarray, dtype: str) -> np.ndarray:
 
 def pairs(target: str) -> list[tuple[str, str]]:
     """(float, int) dtype pairs the target stores and computes."""
-    desc = getattr(get_target(target), "limits", None)
+    desc = get_target(target).limits
     ok = [d for d in (*FLOATS, *INTS) if desc is None or (desc.stores(d) and desc.computes(d))]
     return [(f, i) for f in FLOATS for i in INTS if f in ok and i in ok]
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from einc.targets import get_target
 from einc.cli import main
 from einc.compiler.driver import Compilation
 from einc.semantics.compare import max_error, tolerance
@@ -112,9 +113,9 @@ def post(server: Server, body: dict[str, object] | bytes) -> tuple[int, dict[str
 def expected(body: dict[str, object], target: str) -> tuple[str, dict[str, object]]:
     """The source and manifest of `body` compiled here, as `einc compile -o OUT` writes them."""
     comp = Compilation(str(body["ir"]), "<ir>", body["input_dict"], target=target, use_records=False)
-    manifest = getattr(comp.target_obj, "manifest", None)
+    manifest = comp.target_obj.manifest(comp.module("target"))
     assert manifest is not None
-    return comp.source_text(), json.loads(manifest(comp.module("target")).to_json())
+    return comp.source_text(), json.loads(manifest.to_json())
 
 
 # ---- answers ---------------------------------------------------------------------------------
@@ -316,7 +317,7 @@ def test_tuning_records_are_used_and_reported(server: Server) -> None:
     task = TuneTask(str(body["ir"]), "c", "<ir>", body["input_dict"])
     with RecordDB(server.db) as db:
         candidate = Candidate(Point.of("hand", {}), TUNED_SCHEDULE)
-        rid = db.add(task, device_fingerprint("c"), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
+        rid = db.add(task, device_fingerprint(get_target("c")), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
     status, answer = post(server, body)
     assert status == 200, answer
     record = answer["record"]

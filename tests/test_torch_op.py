@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 import einc
 import einc.torch
+from einc.targets import get_target
 from einc.errors import EincError, RuntimeInputError, SemanticError, TargetError, UsageError
 from einc.tune.records import RecordDB
 from einc.compiler.records import device_fingerprint
@@ -295,8 +296,8 @@ def test_tune_records_the_best_and_later_ops_use_it(tmp_path: Path, gen: torch.G
     assert result.best is not None and result.best.ok
     with RecordDB(db) as records:
         task = TuneTask(MATMUL, "c", input_dict=spec)
-        best = records.best(task.key, "c", device_fingerprint("c"))
-        assert best is not None and len(records.trials(task.key, "c", device_fingerprint("c"))) >= 3
+        best = records.best(task.key, "c", device_fingerprint(get_target("c")))
+        assert best is not None and len(records.trials(task.key, "c", device_fingerprint(get_target("c")))) >= 3
     # the op was compiled again with the best record, and computes the same numbers
     assert made.record is not None and made.record.id == best.id
     assert made.kernel.source != einc.compile(MATMUL, spec, use_records=False).source or best.sketch == "default"

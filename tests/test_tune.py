@@ -78,8 +78,9 @@ def test_tiny_tune_finds_a_correct_kernel_and_records_every_trial(program: Path,
 
 def _device(db: RecordDB, task: TuneTask) -> str:
     from einc.compiler.records import device_fingerprint
+    from einc.targets import get_target
 
-    return device_fingerprint(task.target)
+    return device_fingerprint(get_target(task.target))
 
 
 # ---- faults never win ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import einc
+from einc.targets import get_target
 from einc.cli import main
 from einc.compiler.driver import Compilation
 from einc.schedule.script import Schedule
@@ -169,8 +170,8 @@ def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 def test_device_fingerprint_of_c_names_the_cpu_and_vector_width() -> None:
     from einc.runtime.c import native_vector_bits
 
-    fingerprint = device_fingerprint("c")
-    assert f"{native_vector_bits()}-bit vectors" in fingerprint and fingerprint == device_fingerprint("c")
+    fingerprint = device_fingerprint(get_target("c"))
+    assert f"{native_vector_bits()}-bit vectors" in fingerprint and fingerprint == device_fingerprint(get_target("c"))
 
 
 # ---- several processes -------------------------------------------------------------------------
@@ -247,7 +248,7 @@ def sources() -> dict[str, str]:
 def tuned_db(path: Path, device: str | None = None, target: str = "c") -> Record:
     """A database holding one record of the matmul: the tuned C schedule (by default on this
     machine's CPU and the C target)."""
-    task, device = matmul_task(target), device or device_fingerprint("c")
+    task, device = matmul_task(target), device or device_fingerprint(get_target("c"))
     with RecordDB(path) as db:
         rid = db.add(task, device, result(tuned_candidate(matmul_task())))
         record = db.get(rid)
@@ -318,7 +319,7 @@ def test_a_stale_record_is_skipped_with_a_warning(tmp_path: Path, sources: dict[
     db, task = tmp_path / "t.db", matmul_task()
     stale = Candidate(Point.of("ssrsrs", TUNED), tuned_candidate(task).schedule.replace('axis "K"', 'axis "Q"'))
     with RecordDB(db) as records:
-        rid = records.add(task, device_fingerprint("c"), result(stale))
+        rid = records.add(task, device_fingerprint(get_target("c")), result(stale))
     comp = Compilation(task.source, task.filename, db=db)
     assert comp.source_text() == sources["default"] and comp.record is None
     err = capsys.readouterr().err
@@ -338,7 +339,7 @@ def test_unreadable_database_is_a_warning_not_a_failure(tmp_path: Path, sources:
     assert main(["compile", str(MATMUL), "--db", str(missing)]) == 0
     out, err = capsys.readouterr()
     assert out == sources["default"] and "no tuning database" in err and not missing.exists()
-    assert find_record("anything", "c", tmp_path) is None
+    assert find_record("anything", get_target("c"), tmp_path) is None
     assert "it is a directory" in capsys.readouterr().err
 
 

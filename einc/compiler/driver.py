@@ -180,7 +180,7 @@ class Compilation:
         from einc.schedule.script import Schedule
         from einc.compiler.records import find_record, warn
 
-        found = find_record(str(self.module("ein")), self.target, self.db)
+        found = find_record(str(self.module("ein")), self.target_obj, self.db)
         if found is None:
             return None
         record, path = found
@@ -196,10 +196,10 @@ class Compilation:
     def _target(self, previous: StageResult | None) -> ModuleOp:
         from einc.frontend.target_check import check_program_dtypes
 
-        check_program_dtypes(self.target, self.program)
+        check_program_dtypes(self.target_obj.limits, self.program)
         module = _module(previous).clone()
         try:
-            run_pipeline(self.ctx, module, self.target_obj.pipeline)
+            run_pipeline(self.ctx, module, self.target_obj.pipeline, target=self.target_obj)
         except KernelError as err:
             raise self._at_statement(err) from None
         return module
@@ -287,7 +287,7 @@ class Compilation:
             raise err.with_sources(self.sources())  # an op's location has no text for the caret
         except Exception as exc:  # noqa: BLE001 - the boundary of a stage
             context = self.reproducer_context()
-            pipeline = {"loops": LOOPS_PIPELINE, "target": getattr(self.target_obj, "pipeline", None)}.get(stage)
+            pipeline = {"loops": LOOPS_PIPELINE, "target": self.target_obj.pipeline}.get(stage)
             if pipeline is not None:
                 context["pipeline"] = pipeline
             if stage in self.hooks:
@@ -318,7 +318,7 @@ class Compilation:
                 f"cflags is a list of flags, e.g. [{self.cflags!r}], not a string",
                 SourceLocation(self.filename, 1, 1),
             )
-        if self.cflags and self.target != "c":
+        if self.cflags and not self.target_obj.takes_cflags:
             raise TargetError(
                 f"cflags apply to the C target only, not '{self.target}'", SourceLocation(self.filename, 1, 1)
             )
@@ -333,9 +333,8 @@ class Compilation:
         self.seconds["build"] = time.perf_counter() - start
         if self.progress is not None:
             self.progress("build", self.seconds["build"])
-        manifest = getattr(self.target_obj, "manifest", None)
         return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record,
-                      manifest=manifest(self.module("target")) if manifest is not None else None,
+                      manifest=self.target_obj.manifest(self.module("target")),
                       compile_check=self.target_obj.compile_check,
                       debug=debug, allow_copy=allow_copy)  # fmt: skip
 

@@ -4,7 +4,7 @@ input of the compiler: `einc compile`, `einc run` and `einc.compile` apply the b
 (`find_record`); the tuner adds them (einc.tune.records.RecordDB).
 
     store = RecordStore(default_db_path())     # $EINC_TUNING_DB, else ~/.cache/einc/tuning.db
-    store.best(program_key(text), "c", device_fingerprint("c"))   # the fastest OK record, or None
+    store.best(program_key(text), "c", device_fingerprint(CTarget))   # the best record, or None
 
 JSON lines (`export_jsonl` / `import_jsonl`) carry records between machines.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -25,9 +26,12 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Self, TextIO, TypedDict
+from typing import TYPE_CHECKING, Self, TextIO, TypedDict
 
 from einc.errors import EincError, SourceLocation
+
+if TYPE_CHECKING:
+    from einc.targets.clike import CLikeTarget
 
 DB_ENV = "EINC_TUNING_DB"
 SCHEMA_VERSION = 1
@@ -123,21 +127,17 @@ class Status(str, Enum):
 
 # ---- the device -----------------------------------------------------------------------------
 @functools.cache
-def device_fingerprint(target: str) -> str:
+def device_fingerprint(target: type[CLikeTarget]) -> str:
     """What a record's times are valid on. C (and the targets run by a CPU harness): the CPU
     model, the C target's vector width and the core count. Device targets: the device name
     their runtime reports (`<target>: no device` where none is present)."""
-    from einc.targets import get_target
-
-    runtime = get_target(target).runtime_device
+    runtime = target.runtime_device
     if runtime is None:  # records are keyed by target too: the CPU alone names the machine
         return _cpu_fingerprint()
-    import importlib
-
     try:
         return str(importlib.import_module(f"einc.runtime.{runtime}").device_description())
     except EincError:
-        return f"{target}: no device"
+        return f"{target.name}: no device"
 
 
 def _cpu_fingerprint() -> str:
@@ -509,7 +509,7 @@ def warn(message: str) -> None:
     print(f"einc: warning: {message}", file=sys.stderr)
 
 
-def find_record(program: str, target: str, db: str | Path | None = None) -> tuple[Record, Path] | None:
+def find_record(program: str, target: type[CLikeTarget], db: str | Path | None = None) -> tuple[Record, Path] | None:
     """The best record for the normalised `program` on `target` and this machine's device,
     with the database it came from; None when there is none. Never creates a database; a
     database einc cannot read is a warning, not an error (the default schedule is used)."""
@@ -521,9 +521,9 @@ def find_record(program: str, target: str, db: str | Path | None = None) -> tupl
     key = program_key(program)
     try:
         with RecordStore(path, create=False) as records:
-            if not records.has_task(key, target):
+            if not records.has_task(key, target.name):
                 return None
-            record = records.best(key, target, device_fingerprint(target))
+            record = records.best(key, target.name, device_fingerprint(target))
     except EincError as err:
         warn(f"tuning records not used: {err.render()}")
         return None

@@ -33,7 +33,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
+from einc.ir.locations import keeping_locations
 from einc.passes.pipeline import parse_passes, place
+from einc.passes.targeted import bind_target
+from einc.targets.clike import CLikeTarget
 
 
 @dataclass(frozen=True)
@@ -183,25 +186,24 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     }
 
 
-def run_pipeline(ctx: Context, module: ModuleOp, pipeline: str, label: str = "pass-pipeline") -> None:
+def run_pipeline(
+    ctx: Context, module: ModuleOp, pipeline: str, label: str = "pass-pipeline", target: type[CLikeTarget] | None = None
+) -> None:
     """Apply a flat pipeline spec (`a,b{opt=1}`) of registered passes to `module` in place;
     with `EINC_VERIFY_EACH=1`, verify the IR after each pass (`verify-egpu`). A pass that is
-    not registered or a bad option: a UsageError in the text `label` (`parse_passes`). The ops
-    each pass makes are located where what they were made from is
+    not registered or a bad option: a UsageError in the text `label` (`parse_passes`). With
+    `target`, the passes that read a target's facts are handed that target (`bind_target`).
+    The ops each pass makes are located where what they were made from is
     (einc.ir.locations.keeping_locations)."""
-    from einc.ir.locations import keeping_locations
-
     if not pipeline:
         return
-    passes = keeping_locations(PassPipeline(parse_passes(pipeline, get_all_passes(), label)))
+    parsed = parse_passes(pipeline, get_all_passes(), label)
+    passes = keeping_locations(PassPipeline(bind_target(parsed, target) if target is not None else parsed))
     if os.environ.get("EINC_VERIFY_EACH", "") not in ("", "0"):
         from einc.passes.verify_egpu import verifying
 
         passes = verifying(passes)
     passes.apply(ctx, module)
-
-
-# ---- pipeline texts: unknown passes and bad options as located errors ------------------------
 
 
 # ---- plugins: pass files and the entry points of installed packages ---------------------------

@@ -41,14 +41,13 @@ from xdsl.context import Context
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import ModuleOp, f32, f64, i32, i64
 from xdsl.ir import Block
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.transforms import gpu_mapping
 from einc.transforms.loop_build import describe
 from einc.transforms.outline import buffer_name, enclose_private_buffers, erase_statement, outline
-from einc.targets import description
+from einc.passes.targeted import TargetedPass
 from einc.targets.descriptions import TargetDescription
 
 
@@ -62,7 +61,7 @@ def _written_name(stmt: gpu_mapping.Statement) -> str:
 
 
 @dataclass(frozen=True)
-class ConvertAffineToEgpuPass(ModulePass):
+class ConvertAffineToEgpuPass(TargetedPass):
     name = "convert-affine-to-egpu"
 
     target: str = "opencl"
@@ -71,7 +70,7 @@ class ConvertAffineToEgpuPass(ModulePass):
     """Work-items per work-group of the flattened mapping (0: the target's default)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        desc = description(self.target)
+        desc = self.limits()
         block = self.block or desc.default_block
         for host in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             body = host.body.block
@@ -107,7 +106,7 @@ class ConvertAffineToEgpuPass(ModulePass):
     def _mapping(self, stmt: gpu_mapping.Statement, block: int) -> gpu_mapping.Mapping:
         """Bound loops map onto their coordinates; otherwise the parallel prefix is
         flattened onto x."""
-        desc = description(self.target)
+        desc = self.limits()
         reduction = gpu_mapping.cross_thread_reduction(stmt.main)
         levels = gpu_mapping.bound_loops(stmt.main, reduction)
         if reduction is not None:

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.ir import SSAValue
-from xdsl.passes import ModulePass
 
 from einc.dialects import egpu
 from einc.errors import SourceLocation, TargetError
 from einc.transforms.staging import staged_location
 from einc.transforms.vertex_boxes import BoxSpace, point_shape
 from einc.transforms.vertex_split import element_bytes, splittable, unsplit, whole_reads
-from einc.targets import description
+from einc.passes.targeted import TargetedPass
 from einc.targets.descriptions import KernelError, TargetDescription
 
 POINTS_PER_WORKER = 8
@@ -104,11 +103,12 @@ def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:
 
 
 @dataclass(frozen=True)
-class SplitPoplarVerticesPass(ModulePass):
+class SplitPoplarVerticesPass(TargetedPass):
     name = "split-poplar-vertices"
+    default_target = "poplar"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        desc = description("poplar")
+        desc = self.limits()
         for kernel in op.ops:
             if isinstance(kernel, egpu.FuncOp):
                 kernel.attributes["egpu.tile_split"] = egpu.TileSplitAttr(tile_split(kernel, desc))

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
+from einc.passes.targeted import TargetedPass
 from einc.transforms.loop_analysis import trip_count
 from einc.transforms.loop_build import Failure
 from einc.transforms.loop_transforms import VECTORIZE_ATTR
@@ -31,17 +31,15 @@ from einc.transforms.vectorize import REDUCTION_ATTR, vectorize_loop
 
 
 @dataclass(frozen=True)
-class VectorizeLoopsPass(ModulePass):
+class VectorizeLoopsPass(TargetedPass):
     name = "einc-vectorize-loops"
 
     target: str = "c"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from einc.targets import get_target
-
-        target = get_target(self.target)
+        target = self.target_facts()
         lanes, elements = target.vector_lanes(), target.vector_elements
-        math_ops = target.vector_math | getattr(target, "lanewise_vector_math", frozenset())
+        math_ops = target.vector_math | target.lanewise_vector_math
         if not elements:
             return
         marked = [

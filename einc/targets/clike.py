@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import TargetDescription
 from einc.targets.spelling import (
     ADD,
@@ -103,6 +104,8 @@ class CLikeTarget:
     sketches: ClassVar[str] = ""
     """The target's schedule family ("cpu", "gpu"; "": none): which default policy
     (einc.schedule.default) and which of the tuner's sketch rules fit it."""
+    takes_cflags: ClassVar[bool] = False
+    """Whether `build` takes extra C compiler flags (`einc.compile(cflags=...)`)."""
     shared_library: ClassVar[bool] = False
     """Whether `build` makes a shared library with a C ABI (the tuner's runner then loads the
     library itself instead of compiling again in its worker)."""
@@ -240,6 +243,9 @@ class CLikeTarget:
     })  # fmt: skip
     """Ops whose scalar operator spelling applies to vectors as is; other elementwise ops
     call a lane-wise helper `einc_v<op>_<s>x<n>` built from their scalar spelling."""
+    lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset()
+    """Math ops `einc-vectorize-loops` may put on vectors although the language's functions
+    take scalars (printed as lane-wise helpers: C, through libmvec)."""
     vector_math: ClassVar[frozenset[type[Operation]]] = frozenset()
     """`math` ops whose scalar spelling takes vectors as is (OpenCL's overloaded builtins):
     `einc-vectorize-loops` vectorizes loops calling them; other math keeps a loop scalar."""
@@ -348,6 +354,12 @@ class CLikeTarget:
         """Lines the source needs after its includes and preamble, from what `module` uses
         (e.g. C's vector-math declarations); none by default."""
         return []
+
+    @classmethod
+    def manifest(cls, module: ModuleOp) -> LaunchManifest | None:
+        """The launches of a lowered module, for hosts that launch the source's kernels; None
+        for a target whose source is one host function (C)."""
+        return None
 
     @classmethod
     def build(

@@ -83,9 +83,9 @@ def say_record(comp: Compilation) -> None:
 def write_manifest(comp: Compilation, path: str) -> None:
     """A device target's launch manifest (JSON), for hosts that launch the source's
     kernels; targets without one (C) write nothing."""
-    manifest = getattr(comp.target_obj, "manifest", None)
+    manifest = comp.target_obj.manifest(comp.module("target"))
     if manifest is not None:
-        Path(path).write_text(manifest(comp.module("target")).to_json() + "\n")
+        Path(path).write_text(manifest.to_json() + "\n")
 
 
 @dataclass

@@ -2,7 +2,7 @@
 compiler reads (einc.compiler.records holds the store, its schema and its queries).
 
     db = RecordDB(default_db_path())           # $EINC_TUNING_DB, else ~/.cache/einc/tuning.db
-    db.add(task, device_fingerprint(target), measure_result, tuner="bayes")
+    db.add(task, device_fingerprint(get_target(task.target)), measure_result, tuner="bayes")
     db.best(task.key, "c", device)             # the fastest OK record, or None
 """
 

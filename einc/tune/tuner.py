@@ -192,8 +192,9 @@ def tune(
     runner = runner or LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
     if db is not None and device is None:
         from einc.compiler.records import device_fingerprint
+        from einc.targets import get_target
 
-        device = device_fingerprint(task.target)
+        device = device_fingerprint(get_target(task.target))
     tuner_id = f"{policy.name}-{uuid.uuid4().hex[:8]}"
     result = TuneResult(task, policy.name)
     default_point = space.default_point()

@@ -152,7 +152,7 @@ def _walk_compilation(
         check_scheduled(schedule, module, target)
     if not hook("scheduled"):
         return report
-    check_program_dtypes(sc.target, program)
+    check_program_dtypes(sc.target_obj.limits, program)
     try:
         if not (walk.run_passes(module, "target", parse_passes(target.pipeline)) and hook("target")):
             return report

@@ -188,9 +188,9 @@ def manifest_of(comp: Compilation) -> JSON:
     compile -o OUT` writes it); for C, the buffers and the function's name, prototype and
     argument order."""
     module = comp.module("target")
-    launch = getattr(comp.target_obj, "manifest", None)
+    launch = comp.target_obj.manifest(module)
     if launch is not None:
-        return cast(JSON, json.loads(launch(module).to_json()))
+        return cast(JSON, json.loads(launch.to_json()))
     signature = KernelSignature.from_module(module)
     prototype = re.search(rf"^[^\n]*\b{re.escape(signature.name)}\([^)]*\)", comp.source_text(), re.M)
     buffers = [asdict(Buffer(b.name, str(b.dtype), b.shape, "output" if b.is_output else "input"))
