@@ -85,10 +85,13 @@ def test_plugin_pass_object_is_named_on_c() -> None:
     assert out.max_abs > out.tolerance
     printed = report.steps[-1]
     assert printed.kind == "printer" and printed.check is not None and printed.check.ran
-    assert not printed.check.ok  # the C kernel computes the wrong numbers too
+    assert not printed.check.ok  # the C kernel computes the wrong numbers too ...
+    assert printed.check.inherited and printed.check.inherits_from == bad.index  # ... the plugin's, unchanged
+    assert check.inherits_from is None and check.previous_step == 1  # the culprit: against convert-ein-to-affine
     text = render(report)
-    diff = text.split("+++ after step 3 (flip-subf [plugin])")[1]
-    assert '-        %7 = "arith.subf"(%5, %6)' in diff and '+        %7 = "arith.addf"(%5, %6)' in diff
+    assert "↳   5 source    printer" in text and "inherited from step 3" in text
+    diff = text.split("+++ after step 3 (flip-subf [plugin])")[1]  # in the custom form, as einc-opt prints
+    assert "-        %7 = arith.subf %5, %6 : f32" in diff and "+        %7 = arith.addf %5, %6 : f32" in diff
 
 
 def test_clean_pipeline_agrees() -> None:
@@ -327,7 +330,7 @@ def test_einc_opt_names_a_plugin_loaded_from_its_file_on_c() -> None:
                "--pass-pipeline=convert-ein-to-affine,canonicalize,flip-subf,cse", "--check-numerics")  # fmt: skip
     assert res.returncode == 1, res.stdout + res.stderr
     assert "step 3, plugin 'flip-subf'" in res.stdout and "is the first that changes the numbers" in res.stdout
-    assert "-        %7 = \"arith.subf\"" in res.stdout and "+        %7 = \"arith.addf\"" in res.stdout
+    assert "-        %7 = arith.subf %5, %6 : f32" in res.stdout and "+        %7 = arith.addf %5, %6 : f32" in res.stdout
     assert "✔   1 loops     convert-ein-to-affine" in res.stdout  # the pass before it agreed
     assert "Traceback" not in res.stderr
 

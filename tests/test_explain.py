@@ -311,3 +311,78 @@ def test_page_names_a_miscompiling_pass() -> None:
     step_html = page[page.index(f'id="step-{bad}"'):]
     step_html = step_html[: step_html.index("</details>")]
     assert "<del>addf</del>" in step_html and "<ins>subf</ins>" in step_html
+
+
+class DivToMul(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.DivfOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, arith.MulfOp(op.lhs, op.rhs))
+
+
+class WrongDiv(ModulePass):
+    """A second wrong pass: every float division becomes a multiplication."""
+
+    name = "wrong-div"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(DivToMul()).rewrite_module(op)
+
+
+def test_page_shows_custom_form_and_tells_the_culprit_from_steps_downstream() -> None:
+    """wrong-add is the culprit (✘); lower-affine rewrites the loops but keeps its numbers, and
+    the C kernel computes them: both inherit its error (↳); wrong-div, later, changes the
+    numbers again: ✘ of its own. The IR is in the custom form einc-opt prints."""
+    import einc.tools.numerics
+
+    text = (EXAMPLES / "softmax.ein").read_text()
+    passes = ["convert-ein-to-affine", "canonicalize", WrongAdd(), "lower-affine", WrongDiv(), "cse"]
+    report = einc.tools.numerics.check_pipeline(text, "softmax.ein", passes, seed=0, target="c")
+    by_name = {s.name: s for s in report.steps}
+    culprit, lowered, again, printed = (by_name[n] for n in ("wrong-add", "lower-affine", "wrong-div", "printer"))
+    assert report.first_bad == culprit.index
+    checks = [s.check for s in (culprit, lowered, again, printed)]
+    assert all(c is not None and c.ran and not c.ok for c in checks), einc.tools.numerics.render(report)
+    assert culprit.check is not None and culprit.check.inherits_from is None
+    assert lowered.check is not None and lowered.check.inherits_from == culprit.index
+    assert lowered.check.previous_step == culprit.index
+    assert again.check is not None and again.check.inherits_from is None and again.check.previous_step == lowered.index
+    assert printed.check is not None and printed.check.inherits_from == again.index  # (cse between: ↳ too)
+
+    page = render_page(report)
+    parsed = Elements(page)
+    assert parsed.by_id("first-bad")[1]["href"] == f"#step-{culprit.index}"
+    marks = {name: css for css, name in re.findall(r'<li class="(\w+) \w+" data-name="([\w-]+)"', page)}
+    assert marks["wrong-add"] == "bad" and marks["wrong-div"] == "bad"
+    assert marks["lower-affine"] == "inherited" and marks["printer"] == "inherited"
+    assert marks["convert-ein-to-affine"] == "ok"
+    row = page[page.index(f'<tr class="inherited"><td class="num"><a href="#step-{lowered.index}">'):]
+    assert f"inherits the error of #{culprit.index}" in row[: row.index("</tr>")]
+    assert "↳" in row[: row.index("</tr>")]
+    summary = page[page.index('id="summary"'):page.index('id="checks"')]
+    assert f"#{again.index} wrong-div fails on its own" in summary
+    assert "3 later executed steps only carry the error on" in summary  # lower-affine, cse, the printer
+
+    # the IR as einc-opt prints it, not the generic form (several times longer)
+    step_html = page[page.index(f'id="step-{culprit.index}"'):]
+    step_html = step_html[: step_html.index("</details>")]
+    assert "<del>addf</del>" in step_html and "<ins>subf</ins>" in step_html
+    assert "affine.for %" in page and '"affine.for"' not in page and '"builtin.module"' not in page
+    assert culprit.ir_custom is not None and 2 * len(culprit.ir_custom) < len(culprit.ir_after)
+    assert culprit.ir_after.startswith('"builtin.module"() ({')  # the generic form: what `changed` compares
+
+
+def test_a_step_without_a_custom_form_is_diffed_in_the_generic_form() -> None:
+    """Steps carry the custom form beside the generic one; where a step has none (its custom
+    printer raised), its diff sets generic against generic, never one form against the other."""
+    report = hand_report()
+    custom = ["builtin.module {\n  %0 = ein.load %x : f32\n}\n", "builtin.module {\n  %0 = affine.load %x[] : f32\n}\n"]
+    for step, text in zip(report.steps, custom):
+        step.ir_custom = text
+    page = render_page(report)
+    one = page[page.index('id="step-1"'):]
+    one = one[: one.index("</details>")]
+    assert "affine.load %x[]" in one and "&quot;affine.load&quot;" not in one  # custom beside custom
+    two = page[page.index('id="step-2"'):]
+    two = two[: two.index("</details>")]
+    assert "&quot;affine.load&quot;" in two and "affine.load %x[]" not in two  # generic beside generic
+    assert report.steps[1].ir_shown == custom[1] and report.steps[2].ir_shown == report.steps[2].ir_after

@@ -1,6 +1,8 @@
 """einc.torch.op: einc kernels as PyTorch custom ops, eager, under torch.compile and in
-torch.export, against torch itself and a float64 reference; bad inputs get clear errors;
-`.tune()` writes records that later ops (in this process and in a new one) use.
+torch.export, against torch itself and a float64 reference; one op takes every shape its
+program can (a kernel compiled per shape signature: the last, partial batch of an epoch, a
+dynamic batch under torch.compile and a `Dim` in torch.export); bad inputs get clear, located
+errors; `.tune()` writes records per shape that later ops (in this process and in a new one) use.
 
 torch comes from the [torch] extra; without it these tests skip, except in CI (`CI` set),
 where a missing torch fails them."""
@@ -66,11 +68,14 @@ def test_matmul_from_an_input_dict_matches_torch(gen: torch.Generator) -> None:
 
 def test_torchs_opcheck_passes(gen: torch.Generator) -> None:
     """torch.library.opcheck: the schema, the fake kernel against the real one (static and
-    dynamic shapes through AOTAutograd), and the autograd registration."""
+    dynamic shapes through AOTAutograd: the fake's shapes from the axis relations), and the
+    autograd registration; at the example's shapes and at others (kernels compiled on call)."""
     a, b = rand(gen, 8, 6), rand(gen, 6, 5)
     mm = einc.torch.op(MATMUL, [a, b])
-    report = torch.library.opcheck(mm.op, (a, b))
-    assert set(report.values()) == {"SUCCESS"}, report
+    for args in [(a, b), (rand(gen, 3, 7), rand(gen, 7, 2))]:
+        report = torch.library.opcheck(mm.op, args)
+        assert set(report.values()) == {"SUCCESS"}, report
+    assert set(mm.kernels) == {((8, 6), (6, 5)), ((3, 7), (7, 2))}
 
 
 def test_elementwise_op_from_example_tensors_matches_torch(gen: torch.Generator) -> None:
@@ -116,18 +121,38 @@ def test_a_program_text_with_declarations_and_non_contiguous_inputs(gen: torch.G
     data, w0, w1, w2, b0, b1, b2 = args
     want = torch.relu(torch.relu(data @ w0 + b0) @ w1 + b1) @ w2 + b2
     close(net(*args), want, rtol=1e-4, atol=1e-4)
+    # declared shapes are the program's: none varies, and another batch is a located error
+    assert net.dynamic == ()
+    with pytest.raises(RuntimeInputError, match=r"argument 0 \('data'\) has shape \[8, 784\], the op was made for "
+                       r"\[64, 784\]: its dimension 0, axis N, is 64 \('data' is declared float32\[64, 784\]") as info:
+        net(data[:8], *args[1:])
+    assert info.value.render().startswith("examples/mnist.ein:2:")  # the declaration
 
 
-def test_the_same_program_is_the_same_op_and_other_shapes_another(gen: torch.Generator) -> None:
+def test_the_same_program_is_the_same_op_whatever_its_example_shapes(gen: torch.Generator) -> None:
+    """The name digests the program's tokens, dtypes and the sizes that cannot vary: another
+    example shape is the same op (a loader of an exported program need not know the shapes),
+    another dtype, fixed shapes (dynamic=False) or another `dynamic` is another."""
     spec = {"input0": {"dtype": "float32", "shape": [8, 8]}, "input1": {"dtype": "float32", "shape": [8, 8]}}
-    one, two = einc.torch.op(MATMUL, spec), einc.torch.op(MATMUL + "  ", spec)
+    one, two = einc.torch.op(MATMUL, spec), einc.torch.op(MATMUL + "  # a comment", spec)
     assert one.name == two.name
     other = einc.torch.op(MATMUL, {**spec, "input1": {"dtype": "float32", "shape": [8, 4]}})
     named = einc.torch.op(MATMUL, spec, name="mm")
-    assert other.name != one.name and named.name == "einc::mm_" + one.opname.split("_")[-1]
+    assert other.name == one.name and named.name == "einc::mm_" + one.opname.split("_")[-1]
+    fixed = einc.torch.op(MATMUL, spec, dynamic=False)
+    fixed_other = einc.torch.op(MATMUL, {**spec, "input1": {"dtype": "float32", "shape": [8, 4]}}, dynamic=False)
+    batch = einc.torch.op(MATMUL, spec, dynamic=["N"])
+    doubles = einc.torch.op(MATMUL, {k: {**v, "dtype": "float64"} for k, v in spec.items()})
+    assert len({one.name, fixed.name, fixed_other.name, batch.name, doubles.name}) == 5
+    assert (one.dynamic, fixed.dynamic, batch.dynamic) == (("K", "M", "N"), (), ("N",))
     a, b = rand(gen, 8, 8), rand(gen, 8, 8)
     close(one(a, b), two(a, b), rtol=0, atol=0)
     close(named(a, b), a @ b, rtol=1e-5)
+    a, b = rand(gen, 5, 3), rand(gen, 3, 9)
+    close(one(a, b), a @ b, rtol=1e-5)  # any shapes the program takes
+    with pytest.raises(RuntimeInputError, match=r"argument 0 \('input0'\) has shape \[5, 3\], the op was made for "
+                       r"\[8, 8\]: its dimension 0, axis N, is 8 \(the op was made with dynamic=False\)"):
+        fixed(a, b)
 
 
 # ---- the MLP of examples/mnist.ein as three einc ops -----------------------------------------
@@ -172,50 +197,80 @@ class EincMLP(torch.nn.Module):
         return x
 
 
+LAST_BATCH = 17
+"""An epoch of 145 samples in batches of 64: two full batches, then a partial one of 17."""
+
+
 @pytest.fixture(scope="module")
 def mlps() -> tuple[TorchMLP, EincMLP, torch.Tensor]:
+    """The models and a full batch, made once for the module (each new batch size compiles
+    three kernels, once: the tests share them)."""
     gen = torch.Generator().manual_seed(7)
     reference = TorchMLP(gen)
     return reference, EincMLP(reference), rand(gen, BATCH, 784)
 
 
+def batches(x: torch.Tensor) -> list[torch.Tensor]:
+    """An epoch: the full batch, the same again scaled, and the last, partial batch."""
+    return [x, x * 0.5, x[:LAST_BATCH] * 1.5]
+
+
 def test_mlp_eager_matches_the_torch_module(mlps: tuple[TorchMLP, EincMLP, torch.Tensor]) -> None:
     reference, model, x = mlps
     with torch.no_grad():
-        want = reference(x)
-        close(model(x), want, rtol=1e-4, atol=1e-5)
+        for batch in batches(x):
+            close(model(batch), reference(batch), rtol=1e-4, atol=1e-5)
         want64 = copy.deepcopy(reference).double()(x.double()).float()  # the float64 reference
     close(model(x).detach(), want64, rtol=1e-4, atol=1e-5)  # parameters requiring grad: forward works
+    # the partial batch compiled one more kernel per layer, for its shapes, once
+    for layer, (k, m) in zip(model.layers, SIZES):
+        assert {((BATCH, k), (k, m), (m,)), ((LAST_BATCH, k), (k, m), (m,))} <= set(layer.kernels)
+        assert layer.dynamic == ("K", "M", "N")
 
 
-def test_mlp_under_torch_compile_is_one_graph_and_matches(mlps: tuple[TorchMLP, EincMLP, torch.Tensor]) -> None:
+def test_mlp_under_torch_compile_is_one_graph_and_takes_every_batch(
+    mlps: tuple[TorchMLP, EincMLP, torch.Tensor],
+) -> None:
+    """fullgraph: no graph break around the einc ops. A second batch size makes Dynamo mark
+    the batch dynamic (the fake kernels' output shapes are the input's SymInt); a third size
+    runs that graph without recompiling, its kernels compiled on their first call."""
+    from torch._dynamo.utils import counters
+
     reference, model, x = mlps
     torch._dynamo.reset()
-    compiled = torch.compile(model, fullgraph=True)  # fullgraph: no graph break around the einc ops
+    counters.clear()
+    compiled = torch.compile(model, fullgraph=True)
     with torch.no_grad():
-        want = reference(x)
-        close(compiled(x), want, rtol=1e-4, atol=1e-5)
-        close(compiled(x * 0.5), reference(x * 0.5), rtol=1e-4, atol=1e-5)
+        for batch in [*batches(x), x[:30]]:
+            close(compiled(batch), reference(batch), rtol=1e-4, atol=1e-5)
+    assert counters["stats"]["unique_graphs"] == 2, dict(counters["stats"])  # static, then dynamic batch
+    assert all(((30, k), (k, m), (m,)) in layer.kernels for layer, (k, m) in zip(model.layers, SIZES))
     # with parameters requiring grad, AOTAutograd traces the backward too: the forward runs ...
-    y = compiled(x)
-    close(y.detach(), want, rtol=1e-4, atol=1e-5)
+    y = compiled(x[:LAST_BATCH])
+    with torch.no_grad():
+        close(y.detach(), reference(x[:LAST_BATCH]), rtol=1e-4, atol=1e-5)
     # ... and backward through it is the clear error, not a silent zero gradient
     with pytest.raises(UsageError, match="has no derivative"):
         y.sum().backward()
 
 
-def test_mlp_in_torch_export(mlps: tuple[TorchMLP, EincMLP, torch.Tensor], tmp_path: Path) -> None:
+def test_mlp_in_torch_export_with_a_dynamic_batch(mlps: tuple[TorchMLP, EincMLP, torch.Tensor], tmp_path: Path) -> None:
+    from torch.export import Dim
+
     reference, model, x = mlps
-    program = torch.export.export(model, (x,))
+    program = torch.export.export(model, (x,), dynamic_shapes={"x": {0: Dim("batch")}})
     called = [str(n.target) for n in program.graph.nodes if n.op == "call_function"]
     assert [c.split(".")[0] for c in called] == ["einc"] * 3, called
+    out = next(n for n in program.graph.nodes if n.op == "output").args[0][0]
+    assert isinstance(out.meta["val"].shape[0], torch.SymInt)  # the output's batch is the input's
     # saved and loaded again (the loading process must have made the same ops: same names)
     torch.export.save(program, tmp_path / "mlp.pt2")
     loaded = torch.export.load(tmp_path / "mlp.pt2")
     with torch.no_grad():
-        want = reference(x)
-        close(program.module()(x), want, rtol=1e-4, atol=1e-5)
-        close(loaded.module()(x), want, rtol=1e-4, atol=1e-5)
+        for batch in batches(x):
+            want = reference(batch)
+            close(program.module()(batch), want, rtol=1e-4, atol=1e-5)
+            close(loaded.module()(batch), want, rtol=1e-4, atol=1e-5)
 
 
 # ---- mistakes ----------------------------------------------------------------------------------
@@ -229,8 +284,8 @@ def mm() -> einc.torch.EincOp:
     ("args", "message"),
     [
         (lambda: (torch.ones(4, 6, dtype=torch.float64), torch.ones(6, 5)), r"argument 0 \('input0'\) has dtype torch.float64, the op was made for torch.float32"),
-        (lambda: (torch.ones(4, 6), torch.ones(5, 6)), r"argument 1 \('input1'\) has shape \[5, 6\], the op was made for \[6, 5\]"),
-        (lambda: (torch.ones(4, 6),), r"takes 2 tensors \(input0: float32\[4, 6\], input1: float32\[6, 5\]\), got 1"),
+        (lambda: (torch.ones(4, 6), torch.ones(6, 5, 1)), r"argument 1 \('input1'\) has shape \[6, 5, 1\], 3 dimensions; the op takes float32\[K, M\], 2"),
+        (lambda: (torch.ones(4, 6),), r"takes 2 tensors \(input0: float32\[N, K\], input1: float32\[K, M\]\), got 1"),
         (lambda: (torch.ones(4, 6), torch.ones(6, 5, device="meta")), r"argument 1 \('input1'\) is on meta, but the op runs on cpu tensors"),
     ],
 )  # fmt: skip
@@ -239,12 +294,70 @@ def test_wrong_tensors_are_clear_errors(mm: einc.torch.EincOp, args, message: st
         mm(*args())
 
 
-def test_wrong_tensors_under_torch_compile_name_the_argument(mm: einc.torch.EincOp) -> None:
+INCONSISTENT = (
+    r"einc::output0_\w+: argument 1 \('input1'\) has shape \[5, 4\]: its dimension 0 is axis K, which is 6 in "
+    r"argument 0 \('input0', its dimension 1\); the program needs them equal"
+)
+
+
+def test_shapes_the_program_cannot_take_are_located_errors(mm: einc.torch.EincOp) -> None:
+    """Sizes the program ties together must agree: the error points at the index in the
+    program (and, in a note, at the one the axis took its extent from), nothing compiles."""
+    before = set(mm.kernels)
+    with pytest.raises(RuntimeInputError, match=INCONSISTENT) as info:
+        mm(torch.ones(4, 6), torch.ones(5, 4))
+    text = info.value.render()
+    assert text.startswith("<string>:1:41: error:"), text  # input1[K, M]'s K
+    assert "<string>:1:29: note: axis K takes its extent from dimension 1 of 'input0' here" in text
+    assert set(mm.kernels) == before
+    # a size the relations allow but an index does not: the frontend's located error, as the caller's
+    shifted = einc.torch.op("output0[N] = input0[N] + input1[N + 1]", [torch.ones(4), torch.ones(5)])
+    with pytest.raises(RuntimeInputError, match=r"cannot take inputs of these shapes \(input0: \[5\], input1: \[5\]\)"):
+        shifted(torch.ones(5), torch.ones(5))
+    close(shifted(torch.ones(5), torch.ones(6)), torch.full((5,), 2.0), rtol=0, atol=0)
+
+
+def test_wrong_tensors_under_torch_compile_are_the_ops_error(mm: einc.torch.EincOp) -> None:
+    """torch.compile runs the frame eagerly where the op refuses its tensors, so the error is
+    the op's own, located; with fullgraph=True Dynamo cannot, and says so; the registered op
+    called directly fails in its fake kernel with the same words."""
     torch._dynamo.reset()
-    f = torch.compile(lambda a, b: mm(a, b) * 2, fullgraph=True)
-    with pytest.raises(Exception, match=r"argument 1 \('input1'\) has shape \[6, 4\]"):
-        f(torch.ones(4, 6), torch.ones(6, 4))
+    f = torch.compile(lambda a, b: mm(a, b) * 2)
     close(f(torch.ones(4, 6), torch.ones(6, 5)), torch.full((4, 5), 12.0), rtol=0, atol=0)
+    with pytest.raises(RuntimeInputError, match=INCONSISTENT):
+        f(torch.ones(4, 6), torch.ones(5, 4))
+    close(f(torch.ones(3, 2), torch.ones(2, 7)), torch.full((3, 7), 4.0), rtol=0, atol=0)  # new shapes: fine
+    strict = torch.compile(lambda a, b: mm(a, b) * 2, fullgraph=True)
+    with pytest.raises(Exception, match="an einc op does not take its input tensors"):
+        strict(torch.ones(4, 6), torch.ones(5, 4))
+    direct = torch.compile(lambda a, b: mm.op(a, b) * 2, fullgraph=True)
+    with pytest.raises(Exception, match=INCONSISTENT):
+        direct(torch.ones(4, 6), torch.ones(5, 4))
+
+
+def test_only_the_declared_axes_vary(gen: torch.Generator) -> None:
+    """dynamic=["N"]: the batch varies (eager and in torch.export with a Dim), K and M are the
+    example's; an axis the program lacks is a located usage error."""
+    from torch.export import Dim
+
+    a, b = rand(gen, 8, 6), rand(gen, 6, 5)
+    batch = einc.torch.op(MATMUL, [a, b], dynamic=["N"])
+    assert repr(batch).startswith(f"<einc op {batch.name} (input0: float32[N, 6], input1: float32[6, 5])")
+    close(batch(a[:3], b), a[:3] @ b, rtol=1e-5)
+    with pytest.raises(RuntimeInputError, match=r"its dimension 1, axis K, is 6 \(axis 'K' is not in the op's dynamic=\['N'\]\)"):
+        batch(rand(gen, 8, 7), rand(gen, 7, 5))
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return torch.relu(batch(x, w))
+
+    program = torch.export.export(Model(), (a, b), dynamic_shapes={"x": {0: Dim("n")}, "w": None})
+    x = rand(gen, 11, 6)
+    close(program.module()(x, b), torch.relu(x @ b), rtol=1e-5)
+    with pytest.raises(UsageError, match=r"dynamic names 'Q', which is no axis indexing an input dimension .*\(those are K, M, N\)"):
+        einc.torch.op(MATMUL, [a, b], dynamic=["Q"])
+    with pytest.raises(UsageError, match="dynamic is True, False or a list of axis names"):
+        einc.torch.op(MATMUL, [a, b], dynamic="N")
 
 
 def test_backward_through_an_einc_op_is_a_clear_error(mm: einc.torch.EincOp) -> None:
@@ -316,6 +429,23 @@ def test_tune_records_the_best_and_later_ops_use_it(tmp_path: Path, gen: torch.G
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [made.name, str(best.id)]
     assert "using tuning record" not in done.stderr or str(best.id) in done.stderr
+    # records are per shape: the last, partial batch has none until it is tuned itself
+    a17 = rand(gen, 17, 96)
+    close(made(a17, b), a17 @ b, rtol=1e-5)
+    partial = ((17, 96), (96, 80))
+    assert made.kernels[partial].record is None
+    tuned = made.tune(trials=2, inputs=(a17, b), workers=1, threads=1, seed=5)
+    assert tuned.best is not None and tuned.best.ok
+    record = made.kernels[partial].record
+    assert record is not None and record.id != best.id
+    assert made.record is not None and made.record.id == best.id  # the full batch keeps its own
+    with RecordDB(db) as records:
+        task17 = TuneTask(MATMUL, "c", input_dict={**spec, "input0": {"dtype": "float32", "shape": [17, 96]}})
+        best17 = records.best(task17.key, "c", device_fingerprint(get_target("c")))
+        assert best17 is not None and best17.id == record.id
+    close(made(a17, b), a17 @ b, rtol=1e-5)
+    with pytest.raises(RuntimeInputError, match="axis K"):
+        made.tune(trials=1, inputs=(a17, rand(gen, 95, 80)))
 
 
 # ---- GPUs (run only where torch sees one; never required in CI) -------------------------------

@@ -3,7 +3,7 @@ call's tensors, and `launch`, the one place an einc kernel runs on torch tensors
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -100,31 +100,37 @@ def is_examples(value: object) -> bool:
     return isinstance(value, list | tuple) and len(value) > 0 and all(isinstance(v, torch.Tensor) for v in value)
 
 
-def check_inputs(op: str, specs: Sequence[TensorSpec], tensors: Sequence[torch.Tensor], device: str) -> None:
-    """RuntimeInputError unless `tensors` match `specs` one by one (count, dtype, shape) and
-    all lie on one device of type `device`. Works on fake tensors too (the compile-time check)."""
+def check_inputs(
+    op: str, specs: Sequence[TensorSpec], tensors: Sequence[torch.Tensor], device: str,
+    describe: Callable[[int], str] | None = None,
+) -> None:  # fmt: skip
+    """RuntimeInputError unless `tensors` match `specs` one by one (count, dtype, rank) and
+    all lie on one device of type `device`; their sizes are the op's shapes' to check
+    (einc.torch.shapes). `describe(k)`: input k in words (default: its spec's dtype and
+    shape). Works on fake tensors too (the compile-time check)."""
+    words = describe or (lambda k: specs[k].describe())
     if len(tensors) != len(specs):
         raise RuntimeInputError(
-            f"{op} takes {len(specs)} tensors ({', '.join(f'{s.name}: {s.describe()}' for s in specs)}), "
+            f"{op} takes {len(specs)} tensors ({', '.join(f'{s.name}: {words(k)}' for k, s in enumerate(specs))}), "
             f"got {len(tensors)}"
         )
     first: torch.device | None = None
     for k, (spec, t) in enumerate(zip(specs, tensors)):
         if (
-            isinstance(t, torch.Tensor) and t.dtype == spec.dtype and t.shape == spec.shape
+            isinstance(t, torch.Tensor) and t.dtype == spec.dtype and t.dim() == len(spec.shape)
             and t.device.type == device and (first is None or t.device == first)
         ):  # fmt: skip
             first = t.device
             continue
         where = f"{op}: argument {k} ('{spec.name}')"
         if not isinstance(t, torch.Tensor):
-            raise RuntimeInputError(f"{where} must be a torch.Tensor of {spec.describe()}, got {type(t).__name__}")
+            raise RuntimeInputError(f"{where} must be a torch.Tensor of {words(k)}, got {type(t).__name__}")
         if t.dtype != spec.dtype:
             raise RuntimeInputError(f"{where} has dtype {t.dtype}, the op was made for {spec.dtype}")
-        if tuple(t.shape) != spec.shape:
+        if t.dim() != len(spec.shape):
             raise RuntimeInputError(
-                f"{where} has shape {list(t.shape)}, the op was made for {list(spec.shape)} "
-                "(einc compiles for fixed shapes: make another op for these)"
+                f"{where} has shape {list(t.shape)}, {t.dim()} dimension{'s' if t.dim() != 1 else ''}; "
+                f"the op takes {words(k)}, {len(spec.shape)}"
             )
         if t.device.type != device:
             raise RuntimeInputError(

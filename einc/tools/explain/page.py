@@ -24,7 +24,6 @@ from einc.tools.explain.highlight import highlight_source, highlight_styles
 from einc.tools.explain.verdicts import (
     Overall,
     Verdict,
-    describe_output,
     duration,
     index_text,
     number,
@@ -52,9 +51,9 @@ def render_page(report: NumericsReport, context: PageContext | None = None) -> s
     """The whole page as one HTML string."""
     context = context or PageContext()
     steps = report.steps
-    befores = _befores(steps)
+    befores, afters = _texts(steps)
     stats = [
-        diff_stats(befores[i] or "", s.ir_after) if s.changed and s.kind != "printer" else DiffStats(0, 0)
+        diff_stats(befores[i] or "", afters[i]) if s.changed and s.kind != "printer" else DiffStats(0, 0)
         for i, s in enumerate(steps)
     ]
     verdicts = [verdict(s.check) for s in steps]
@@ -67,7 +66,7 @@ def render_page(report: NumericsReport, context: PageContext | None = None) -> s
             '<main id="main">',
             _summary(report, context, head, stats),
             _checks(steps, verdicts),
-            _steps(steps, befores, stats, verdicts, head, op_lines),
+            _steps(steps, befores, afters, stats, verdicts, head, op_lines),
             _schedule(steps, context, stats, verdicts, op_lines),
             _source(steps, report.target, context.source),
             _times(steps),
@@ -82,16 +81,24 @@ def render_page(report: NumericsReport, context: PageContext | None = None) -> s
     )
 
 
-def _befores(steps: list[PipelineStep]) -> list[str | None]:
-    """The IR each step started from: the previous step's, the printer's text excepted;
-    None for the first step."""
-    out: list[str | None] = []
-    last: str | None = None
+def _texts(steps: list[PipelineStep]) -> tuple[list[str | None], list[str]]:
+    """Each step's IR before and after it, as its diff shows them: the custom form (as
+    einc-opt prints) where both sides have one, else the generic form, so a diff never sets
+    one form against the other. The IR before a step is the previous step's (the printer's
+    text excepted); None for the first step."""
+    befores: list[str | None] = []
+    afters: list[str] = []
+    last: PipelineStep | None = None
     for step in steps:
-        out.append(last)
-        if step.kind != "printer":
-            last = step.ir_after
-    return out
+        if step.kind == "printer":
+            befores.append(None if last is None else last.ir_shown)
+            afters.append(step.ir_after)
+            continue
+        custom = step.ir_custom is not None and (last is None or last.ir_custom is not None)
+        befores.append(None if last is None else last.ir_custom if custom else last.ir_after)
+        afters.append(step.ir_shown if custom else step.ir_after)
+        last = step
+    return befores, afters
 
 
 def schedule_lines(steps: list[PipelineStep], schedule: str | None) -> dict[int, int]:
@@ -172,6 +179,8 @@ def _summary(report: NumericsReport, context: PageContext, head: Overall, stats:
             f'<a href="#{_anchor(head.first_bad)}" id="first-bad">{verdict_html}</a>'
             f'<div class="why">{escape(why)}</div>'
         )
+        if head.downstream:
+            verdict_html += f'<div class="downstream">after it: {escape(head.downstream)}</div>'
     rows = [
         ("program", escape(report.program)),
         ("target", escape(report.target)),
@@ -212,7 +221,7 @@ def _checks(steps: list[PipelineStep], verdicts: list[Verdict]) -> str:
         worst_rel = max((o.max_rel for o in outputs), default=None)
         first = next((o for o in outputs if o.first_bad_index is not None), None)
         where = "" if first is None else f"{escape(first.name)}{escape(index_text(first.first_bad_index or ()))}"
-        detail = "; ".join(describe_output(o) for o in outputs if not o.ok) if v.css == "bad" else v.why
+        detail = v.why
         rows.append(
             f'<tr class="{v.css}"><td class="num"><a href="#{_anchor(i)}">#{step.index}</a></td>'
             f"<td>{escape(step.name)}</td><td>{_stage(step.stage)}</td><td>{escape(v.level) or '–'}</td>"
@@ -224,7 +233,9 @@ def _checks(steps: list[PipelineStep], verdicts: list[Verdict]) -> str:
     return (
         '<section id="checks" class="section"><h2>Numeric checks</h2>'
         "<p>Each step's module executed at its level on the same seeded inputs and compared with "
-        "the float64 NumPy oracle. ✔ within the dtype's tolerance, ✘ differs or crashed, – not executed.</p>"
+        "the float64 NumPy oracle, and with the step executed before it. ✔ within the dtype's tolerance; "
+        "✘ differs, and this step changed the numbers (or crashed); ↳ differs, but with the numbers of "
+        "the step before it, unchanged: it inherits an earlier step's error; – not executed.</p>"
         '<div class="scroll"><table class="checks"><thead><tr><th>step</th><th>name</th><th>stage</th>'
         "<th>level</th><th></th><th>max abs</th><th>max rel</th><th>first bad index</th><th>detail</th>"
         f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>'
@@ -235,6 +246,7 @@ def _checks(steps: list[PipelineStep], verdicts: list[Verdict]) -> str:
 def _steps(
     steps: list[PipelineStep],
     befores: list[str | None],
+    afters: list[str],
     stats: list[DiffStats],
     verdicts: list[Verdict],
     head: Overall,
@@ -259,17 +271,17 @@ def _steps(
             continue
         flush()
         full = ""
-        if step.kind != "printer" and len(step.ir_after) <= budget:
-            budget -= len(step.ir_after)
-            full = step.ir_after
+        if step.kind != "printer" and len(afters[i]) <= budget:
+            budget -= len(afters[i])
+            full = afters[i]
         opened = i == head.first_bad or (changed <= OPEN_ALL_UP_TO and step.kind != "printer")
-        parts.append(_changed(i, step, befores[i], stats[i], v, full, opened, op_lines.get(i)))
+        parts.append(_changed(i, step, befores[i], afters[i], stats[i], v, full, opened, op_lines.get(i)))
     flush()
     return (
         '<section id="steps" class="section"><h2>Steps</h2>'
-        "<p>The IR after each step beside the IR before it: removed lines on the left (red), "
-        "added on the right (green), the words that changed inside a line marked. Unchanged "
-        "steps are folded.</p>" + "".join(parts) + "</section>"
+        "<p>The IR after each step beside the IR before it, in the custom form each dialect prints "
+        "(as <code>einc-opt</code> prints it): removed lines on the left (red), added on the "
+        "right (green), the words that changed inside a line marked. Unchanged steps are folded.</p>" + "".join(parts) + "</section>"
     )
 
 
@@ -297,6 +309,7 @@ def _changed(
     i: int,
     step: PipelineStep,
     before: str | None,
+    after: str,
     stats: DiffStats,
     v: Verdict,
     full: str,
@@ -309,10 +322,10 @@ def _changed(
     elif not step.changed:
         body = "<p>The IR did not change.</p>"
     elif before is None:
-        body = f'<pre class="listing">{escape(step.ir_after)}</pre>'
+        body = f'<pre class="listing">{escape(after)}</pre>'
         full = ""
     else:
-        body = side_by_side(before, step.ir_after) or "<p>Only whitespace or order changed.</p>"
+        body = side_by_side(before, after) or "<p>Only whitespace, order or the generic form's details changed.</p>"
     listing = ""
     if full:
         lines = full.count("\n") + 1

@@ -22,12 +22,17 @@ def short_name(step: PipelineStep) -> str:
 @dataclass(frozen=True)
 class Verdict:
     mark: str
-    """✔ (all outputs within tolerance), ✘ (an output differs, or the step crashed), – (not run)."""
+    """✔ (all outputs within tolerance), ✘ (this step changed the numbers: an output differs
+    from the oracle and from the step before, or the step crashed), ↳ (wrong numbers
+    inherited: those of the step before it, unchanged), – (not run)."""
     css: str
-    """ok, bad, skip."""
+    """ok, bad, inherited, skip."""
     level: str
     why: str
     """One line: the worst output's error, the crash, or why the step was not executed."""
+
+
+INHERITED = "↳"
 
 
 def verdict(check: LevelRun | None) -> Verdict:
@@ -38,8 +43,19 @@ def verdict(check: LevelRun | None) -> Verdict:
     if check.crashed:
         return Verdict("✘", "bad", check.level, f"crashed: {check.reason or 'no message'}")
     bad = [o for o in check.outputs if not o.ok]
+    if bad and check.inherited:
+        source = "its numbers" if check.previous_step == check.inherits_from else f"the numbers of #{check.previous_step} before it"
+        return Verdict(
+            INHERITED, "inherited", check.level,
+            f"inherits the error of #{check.inherits_from}: {source}, unchanged (no difference of its own); "
+            + "; ".join(describe_output(o) for o in bad),
+        )  # fmt: skip
     if bad:
-        return Verdict("✘", "bad", check.level, "; ".join(describe_output(o) for o in bad))
+        why = "; ".join(describe_output(o) for o in bad)
+        moved = [o for o in check.against_previous if not o.ok]
+        if check.previous_step is not None and moved:
+            why += f"; its numbers differ from those of #{check.previous_step} before it too: this step changed them"
+        return Verdict("✘", "bad", check.level, why)
     if not check.outputs:
         return Verdict("✔", "ok", check.level, "ran (no outputs compared)")
     worst = max(check.outputs, key=lambda o: o.max_rel)
@@ -81,6 +97,9 @@ class Overall:
     css: str
     headline: str
     first_bad: int | None
+    downstream: str = ""
+    """What the steps after the first bad one did: how many inherit its error, which
+    changed the numbers again ("" when none ran)."""
 
 
 def overall(report: NumericsReport) -> Overall:
@@ -89,7 +108,7 @@ def overall(report: NumericsReport) -> Overall:
     bad = report.first_bad if report.first_bad is not None else first_failing(steps)
     if bad is not None and 0 <= bad < len(steps):
         step = steps[bad]
-        return Overall("bad", f"✘ first bad step: #{step.index} {step.name}", bad)
+        return Overall("bad", f"✘ first bad step: #{step.index} {step.name}", bad, downstream(steps[bad + 1 :]))
     if bad is not None:  # an index outside the steps: still a failure
         return Overall("bad", f"✘ a step differs from the oracle (step {bad})", None)
     ran = [s for s in steps if s.check is not None and s.check.ran]
@@ -101,3 +120,21 @@ def overall(report: NumericsReport) -> Overall:
 def first_failing(steps: list[PipelineStep]) -> int | None:
     """The position of the first step whose check is ✘ (for reports without first_bad)."""
     return next((i for i, s in enumerate(steps) if verdict(s.check).css == "bad"), None)
+
+
+def downstream(later: list[PipelineStep]) -> str:
+    """The steps after the first bad one, in words: those that only carry an error on (↳),
+    those that fail on their own (✘)."""
+    verdicts = [(s, verdict(s.check)) for s in later]
+    inherited = [s for s, v in verdicts if v.css == "inherited"]
+    again = [s for s, v in verdicts if v.css == "bad"]
+    parts = []
+    if again:
+        parts.append(", ".join(f"#{s.index} {short_name(s)}" for s in again)
+                     + f" {'fails' if len(again) == 1 else 'fail'} on {'its' if len(again) == 1 else 'their'} own "
+                     "(✘: the numbers changed again, or a crash)")  # fmt: skip
+    if inherited:
+        n = len(inherited)
+        parts.append(f"{n} later executed step{'s' if n > 1 else ''} only {'carry' if n > 1 else 'carries'} "
+                     f"the error on ({INHERITED}: the numbers of the step before, unchanged)")  # fmt: skip
+    return "; ".join(parts)

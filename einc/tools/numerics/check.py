@@ -12,6 +12,7 @@ refused (a schedule's tiles that do not fit) is passed over for the next larger 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -218,7 +219,7 @@ def source_level(
         signature = KernelSignature.from_module(module)
         specs = {b.name: (b.shape, str(b.dtype)) for b in signature.outputs}
     run = run_source(runner, walk.inputs, walk.oracle, walk.tolerances, specs, level)
-    return LevelRun(run.level, run.ran, run.reason, run.crashed, run.outputs, time.perf_counter() - start)
+    return dataclasses.replace(run, seconds=time.perf_counter() - start)
 
 
 def source_unavailable(target: str) -> str | None:

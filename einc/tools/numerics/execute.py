@@ -129,7 +129,8 @@ def run_at_level(
         return LevelRun(level, ran=True, reason=describe(exc), crashed=True,
                         seconds=time.perf_counter() - start)  # fmt: skip
     seconds = time.perf_counter() - start
-    return LevelRun(level, ran=True, outputs=compare_all(outputs, oracle, tolerances), seconds=seconds)
+    return LevelRun(level, ran=True, outputs=compare_all(outputs, oracle, tolerances), seconds=seconds,
+                    values=outputs)  # fmt: skip
 
 
 def run_source(
@@ -148,7 +149,8 @@ def run_source(
         return LevelRun(level, ran=True, reason=describe(exc), crashed=True,
                         seconds=time.perf_counter() - start)  # fmt: skip
     seconds = time.perf_counter() - start
-    return LevelRun(level, ran=True, outputs=compare_all(outputs, oracle, tolerances), seconds=seconds)
+    return LevelRun(level, ran=True, outputs=compare_all(outputs, oracle, tolerances), seconds=seconds,
+                    values=outputs)  # fmt: skip
 
 
 def describe(exc: BaseException) -> str:

@@ -50,6 +50,9 @@ def step_line(step: PipelineStep, paint: _Paint, bad: bool = False) -> str:
     if check.ok:
         return f"  {paint('ok', '✔')} {head} {check.level:<9} max error {_max_error(check):.1e}  {paint('dim', times)}"
     worst = next(o for o in check.outputs if not o.ok)
+    if check.inherited:  # downstream of the culprit: the numbers of the step before, unchanged
+        return paint("dim", f"  ↳ {head} {check.level:<9} {worst.name}: max error {worst.max_abs:.2e}, "
+                            f"inherited from step {check.inherits_from}  {times}")  # fmt: skip
     return paint("bad", f"  ✘ {head} {check.level:<9} {worst.name}: max error {worst.max_abs:.2e}") + f"  {paint('dim', times)}"
 
 
@@ -63,9 +66,28 @@ def render(report: NumericsReport, colour: bool = False) -> str:
         lines.append(paint("ok", f"all {executed} executed steps of {len(report.steps)} agree with the "
                                  "float64 reference"))  # fmt: skip
         return "\n".join(lines) + "\n"
+    lines += later(report, paint)
     lines.append("")
     lines += failure(report, report.steps[report.first_bad], paint)
     return "\n".join(lines) + "\n"
+
+
+def later(report: NumericsReport, paint: _Paint) -> list[str]:
+    """What the executed steps after the first bad one did: inherit its error (↳: their
+    numbers are the step's before them) or fail on their own (✘)."""
+    assert report.first_bad is not None
+    after = [s for s in report.steps[report.first_bad + 1 :] if s.check is not None and s.check.ran]
+    inherited = [s for s in after if s.check is not None and s.check.inherited]
+    own = [s for s in after if s.check is not None and not s.check.ok and not s.check.inherited]
+    lines = []
+    if inherited:
+        n = len(inherited)
+        lines.append(f"↳ {n} later step{'s' if n > 1 else ''} only {'carry' if n > 1 else 'carries'} the error on "
+                     f"(the numbers of the step before {'them' if n > 1 else 'it'}, unchanged)")  # fmt: skip
+    if own:
+        names = ", ".join(f"{s.index} ({_name(s)})" for s in own)
+        lines.append(paint("bad", f"✘ later steps that change the numbers again or crash: {names}"))
+    return lines
 
 
 def failure(report: NumericsReport, step: PipelineStep, paint: _Paint) -> list[str]:
@@ -121,12 +143,18 @@ def _output_lines(out: OutputCheck) -> list[str]:
 
 
 def diff_lines(report: NumericsReport, step: PipelineStep, paint: _Paint) -> list[str]:
-    """The IR before and after `step` as a unified diff (the printer: the IR and the source)."""
-    before = report.steps[step.index - 1].ir_after if step.index > 0 else ""
+    """The IR before and after `step` as a unified diff (the printer: the IR and the source),
+    in the custom form where both sides have one (as einc-opt prints), else the generic."""
+    previous = report.steps[step.index - 1] if step.index > 0 else None
+    before = "" if previous is None else previous.ir_after
+    after = step.ir_after
+    if previous is not None and previous.ir_custom is not None and (step.ir_custom is not None or step.kind == "printer"):
+        before = previous.ir_custom
+        after = step.ir_custom if step.ir_custom is not None else step.ir_after
     if step.kind == "printer":
         return [f"--- the IR the printer was given (step {step.index - 1}), then the printed source:",
-                *before.splitlines(), "+++", *step.ir_after.splitlines()]  # fmt: skip
-    diff = list(difflib.unified_diff(before.splitlines(), step.ir_after.splitlines(),
+                *before.splitlines(), "+++", *after.splitlines()]  # fmt: skip
+    diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(),
                                      f"after step {step.index - 1} (the IR before)",
                                      f"after step {step.index} ({_name(step)})", lineterm=""))  # fmt: skip
     if not diff:

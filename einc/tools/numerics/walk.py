@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from xdsl.context import Context
@@ -24,7 +24,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 
 from einc.errors import EincError
-from einc.tools.numerics.execute import run_at_level
+from einc.tools.numerics.execute import compare_all, run_at_level
 from einc.tools.numerics.types import LevelRun, NumericsReport, PipelineStep
 
 STAGE_OF_LEVEL = {"ein": "ein", "loops": "loops", "egpu": "target"}
@@ -40,6 +40,21 @@ def generic_text(module: ModuleOp) -> str:
 
     out = io.StringIO()
     Printer(stream=out, print_generic_format=True).print_op(module)
+    return out.getvalue() + "\n"
+
+
+def custom_text(module: ModuleOp) -> str | None:
+    """The module in MLIR's custom form, each op as its dialect prints it and the generic
+    form for the others (as einc-opt prints; what PipelineStep.ir_custom holds), or None
+    where a custom printer raises on it (a wrong pass may leave IR only the generic form
+    can print)."""
+    import io
+
+    out = io.StringIO()
+    try:
+        Printer(stream=out).print_op(module)
+    except Exception:  # noqa: BLE001 - the generic form is shown instead
+        return None
     return out.getvalue() + "\n"
 
 
@@ -71,6 +86,17 @@ def pass_name(p: ModulePass) -> str:
         return p.name
 
 
+@dataclass(frozen=True)
+class _Executed:
+    """A step executed without crashing: its outputs, whether they agreed with the oracle,
+    and the step that introduced their difference (itself, or the one it inherits from)."""
+
+    index: int
+    values: Mapping[str, np.ndarray]
+    ok: bool
+    origin: int
+
+
 class StepCrashed(Exception):
     """A pass or transform op raised something other than an EincError: the step's failure."""
 
@@ -92,6 +118,8 @@ class Walk:
     """Why the interpreted levels (loops and below) are not executed: a program too large for
     einc's interpreters (einc.tools.numerics.scale.MAX_INTERPRETED_POINTS), or None."""
     _previous: str = ""
+    _last: _Executed | None = None
+    """The last step executed without crashing: what the next executed step is compared with."""
 
     @property
     def steps(self) -> list[PipelineStep]:
@@ -107,16 +135,16 @@ class Walk:
     ) -> PipelineStep:  # fmt: skip
         """Record the module after a step; execute it when it changed (or `check` says how)."""
         return self.record(stage, name, kind, generic_text(module), seconds, location,
-                           check or (lambda: self.run(module)))  # fmt: skip
+                           check or (lambda: self.run(module)), custom=custom_text(module))  # fmt: skip
 
     def record(
         self, stage: str, name: str, kind: str, text: str, seconds: float, location: str | None,
-        check: Callable[[], LevelRun], always: bool = False,
+        check: Callable[[], LevelRun], always: bool = False, custom: str | None = None,
     ) -> PipelineStep:  # fmt: skip
         """A step whose check runs when the IR changed in a way an executor sees (`always`:
-        whatever changed, e.g. a step that raised)."""
+        whatever changed, e.g. a step that raised); `custom`: the module's custom form."""
         changed = text != self._previous
-        step = PipelineStep(len(self.steps), stage, name, kind, text, seconds, changed, location)
+        step = PipelineStep(len(self.steps), stage, name, kind, text, seconds, changed, location, ir_custom=custom)
         if kind == "printer":
             step.changed = True
         elif always:
@@ -126,12 +154,30 @@ class Walk:
         elif _semantic(text) == _semantic(self._previous):
             step.check = LevelRun(self._level(), ran=False, reason="only attributes changed (no executor reads them)")
         if step.check is None and self.execute:
-            step.check = check()
+            step.check = self._against_previous(step.index, check())
             if not step.check.ok and step.check.ran and self.report.first_bad is None:
                 self.report.first_bad = step.index
         self._previous = text if kind != "printer" else self._previous
         self.steps.append(step)
         return step
+
+    def _against_previous(self, index: int, run: LevelRun) -> LevelRun:
+        """`run` (of step `index`) also compared with the last executed step's outputs: where
+        both differ from the oracle and this one's numbers are that step's, it inherits the
+        difference (`inherits_from`: the step that introduced it) rather than adding one."""
+        values, run = run.values, replace(run, values=None)
+        if not run.ran or run.crashed or values is None:
+            return run
+        last = self._last
+        origin = index
+        if last is not None:
+            against = compare_all(values, last.values, self.tolerances)
+            same = bool(against) and all(o.ok for o in against)
+            inherits = last.origin if same and not run.ok and not last.ok else None
+            run = replace(run, previous_step=last.index, against_previous=against, inherits_from=inherits)
+            origin = inherits if inherits is not None else index
+        self._last = _Executed(index, values, run.ok, origin)
+        return run
 
     def crashed(self, stage: str, name: str, kind: str, module: ModuleOp, seconds: float,
                 error: BaseException, location: str | None = None) -> None:  # fmt: skip
@@ -142,7 +188,7 @@ class Walk:
         level = self._level()
         self.record(stage, name, kind, text, seconds, location,
                     lambda: LevelRun(level, ran=True, crashed=True, reason=f"the step raised {describe(error)}"),
-                    always=True)  # fmt: skip
+                    always=True, custom=custom_text(module))  # fmt: skip
         if self.report.first_bad is None:
             self.report.first_bad = len(self.steps) - 1
 
