@@ -3,7 +3,8 @@ check) and the tools it names.
 
 Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
 line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
-written, see `report_internal_error`)."""
+written, see `report_internal_error`), 141 quietly when the reader of stdout went away
+(`einc records show 1 | head`), as einc-opt does."""
 
 from __future__ import annotations
 
@@ -223,6 +224,20 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
     return extra
 
 
+def hook_error_on_command_line(err: EincError, argv: Sequence[str]) -> None:
+    """An error placed in a hook's pipeline text (`extra_passes['loops']:1:10`: a plugin
+    pass refusing an option when it runs) placed at that text on the command line instead."""
+    loc = err.loc
+    found = re.fullmatch(r"extra_passes\['(\w+)'\]", loc.file) if loc is not None else None
+    if loc is None or found is None or loc.source is None:
+        return
+    text = " ".join(["einc", *argv])
+    start = text.find(f"{found.group(1)}={loc.source}")
+    if start >= 0:
+        col = start + len(found.group(1)) + 1 + loc.col
+        err.loc = SourceLocation("<command line>", 1, col, loc.length, text)
+
+
 def stage_progress(forced: bool) -> Callable[[str, float], None] | None:
     """The progress printer of `--progress` (every stage), or on a terminal (the stages that
     end once the compilation has run 2 s); None when stderr is neither."""
@@ -376,6 +391,15 @@ def report_internal_error(ice: InternalCompilerError, tool: str, **context: str)
     return path
 
 
+def closed_stdout() -> int:
+    """`... | head`: the reader of stdout is gone. Point stdout at /dev/null (so that the
+    flush at exit cannot fail again) and end quietly with 141, a shell's status for SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def _read(path: str | None) -> str | None:
     try:
         return Path(path).read_text(errors="replace") if path and path != "none" else None
@@ -390,99 +414,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(err.render(), file=sys.stderr)
         return 1
-    from einc.tools import jobs
-
     try:
         check_arguments(args, argv)
-        if args.command == "records":
-            return records_command(args, argv)
-        extra: dict[str, list[str]] = {}
-        progress: Callable[[str, float], None] | None = None
-        if args.command in ("compile", "run", "check", "explain"):
-            from einc.compiler.registry import load_pass_plugins
-
-            load_pass_plugins(args.load_pass_plugin, argv)
-            extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
-        if args.command == "compile" and args.check_numerics:
-            from einc.tools.numerics.command import compile_command, parse_scale
-
-            scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
-            return compile_command(args.file, args.target, args.schedule, args.seed, scale,
-                                   use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
-        if args.command == "compile":
-            text = jobs.compile_file_command(
-                args.file,
-                target=args.target,
-                schedule=args.schedule,
-                dump_after=args.dump_after,
-                print_debuginfo=args.print_debuginfo,
-                manifest_path=f"{args.output}.json" if args.output else None,
-                use_records=not args.no_records,
-                db=args.db,
-                extra_passes=extra, progress=progress,
-            )
-            if args.output:
-                try:
-                    Path(args.output).write_text(text)
-                except OSError as err:
-                    raise UsageError(
-                        f"cannot write the output: {err.strerror or err}",
-                        argument_location(argv, "-o", "--output"),
-                    ) from None
-            else:
-                sys.stdout.write(text)
-            return 0
-        if args.command == "tune":
-            from einc.tune.command import parse_duration, tune_file_command
-
-            budget = args.time_budget
-            result = tune_file_command(
-                args.file, args.target, args.trials, args.db, output=args.output,
-                time_budget_s=parse_duration(budget, argument_location(argv, "--time-budget")) if budget else None,
-                workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
-                seed=args.seed, report=args.report, progress=not args.quiet,
-            )  # fmt: skip
-            return 0 if result.best is not None else 1
-        if args.command == "explain":
-            from einc.tools.explain.command import explain_file_command, write_page
-
-            page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
-                                        use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
-            try:
-                write_page(page.html, args.output)
-            except OSError as err:
-                raise UsageError(f"cannot write the page: {err.strerror or err}", argument_location(argv, "-o", "--output")) from None
-            print(page.summary(args.output), file=sys.stderr)
-            return 0 if page.ok else 1
-        if args.command == "check":
-            checked = jobs.check_file_command(
-                args.file, target=args.target, archs=args.arch, schedule=args.schedule,
-                use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
-            )  # fmt: skip
-            print(checked.render())
-            return 0 if checked.ok else 1
-        if args.command == "serve":
-            from einc.tools.serve.app import Settings, default_workers, serve_command
-
-            options = ("host", "port", "workers", "timeout", "max_body")
-            where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
-            settings = Settings(args.workers or default_workers(), args.timeout, args.max_body, args.db)
-            return serve_command(args.host, args.port, settings, where)
-        if args.command == "sketches":
-            from einc.tune.space import describe_sketches
-
-            rule_at = argument_location(argv, "--rule")
-            sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
-            return 0
-        report = jobs.run_file_command(
-            args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
-            use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
-        )  # fmt: skip
-        print(report.render())
-        return 0 if report.ok else 1
+        status = _command(args, argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:  # `einc records show 1 | head`: the reader is gone
+        return closed_stdout()
     except EincError as err:
         if err.loc is None:  # a runtime or toolchain error: point at the program itself
             err.loc = SourceLocation(getattr(args, "file", "<command line>"), 1, 1)
+        hook_error_on_command_line(err, argv)
         print(err.render(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -496,6 +438,105 @@ def main(argv: Sequence[str] | None = None) -> int:
             context["schedule"] = schedule
         report_internal_error(ice, "einc", **context)
         return 2
+
+
+def _command(args: argparse.Namespace, argv: list[str]) -> int:
+    """The command `args` names; its exit status."""
+    from einc.tools import jobs
+
+    if args.command == "records":
+        return records_command(args, argv)
+    extra: dict[str, list[str]] = {}
+    progress: Callable[[str, float], None] | None = None
+    if args.command in ("compile", "run", "check", "explain"):
+        from einc.compiler.registry import load_pass_plugins
+
+        load_pass_plugins(args.load_pass_plugin, argv)
+        extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
+    if args.command == "compile" and args.check_numerics:
+        from einc.tools.numerics.command import compile_command, parse_scale
+
+        if args.dump_after is not None:
+            raise UsageError(
+                "--check-numerics checks the compiled source and prints its report; --dump-after "
+                "prints a stage's IR instead of the source: run them as two commands",
+                argument_location(argv, "--dump-after"),
+            )  # fmt: skip
+        scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
+        return compile_command(args.file, args.target, args.schedule, args.seed, scale,
+                               use_records=not args.no_records, db=args.db, extra_passes=extra,
+                               output=args.output, output_at=argument_location(argv, "-o", "--output"))  # fmt: skip
+    if args.command == "compile":
+        text = jobs.compile_file_command(
+            args.file,
+            target=args.target,
+            schedule=args.schedule,
+            dump_after=args.dump_after,
+            print_debuginfo=args.print_debuginfo,
+            manifest_path=f"{args.output}.json" if args.output else None,
+            use_records=not args.no_records,
+            db=args.db,
+            extra_passes=extra, progress=progress,
+        )
+        if args.output:
+            try:
+                Path(args.output).write_text(text)
+            except OSError as err:
+                raise UsageError(
+                    f"cannot write the output: {err.strerror or err}",
+                    argument_location(argv, "-o", "--output"),
+                ) from None
+        else:
+            sys.stdout.write(text)
+        return 0
+    if args.command == "tune":
+        from einc.tune.command import parse_duration, tune_file_command
+
+        budget = args.time_budget
+        result = tune_file_command(
+            args.file, args.target, args.trials, args.db, output=args.output,
+            time_budget_s=parse_duration(budget, argument_location(argv, "--time-budget")) if budget else None,
+            workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
+            seed=args.seed, report=args.report, progress=not args.quiet,
+        )  # fmt: skip
+        return 0 if result.best is not None else 1
+    if args.command == "explain":
+        from einc.tools.explain.command import explain_file_command, write_page
+
+        page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
+                                    use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
+        try:
+            write_page(page.html, args.output)
+        except OSError as err:
+            raise UsageError(f"cannot write the page: {err.strerror or err}", argument_location(argv, "-o", "--output")) from None
+        print(page.summary(args.output), file=sys.stderr)
+        return 0 if page.ok else 1
+    if args.command == "check":
+        checked = jobs.check_file_command(
+            args.file, target=args.target, archs=args.arch, schedule=args.schedule,
+            use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
+        )  # fmt: skip
+        print(checked.render())
+        return 0 if checked.ok else 1
+    if args.command == "serve":
+        from einc.tools.serve.app import Settings, default_workers, serve_command
+
+        options = ("host", "port", "workers", "timeout", "max_body")
+        where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
+        settings = Settings(args.workers or default_workers(), args.timeout, args.max_body, args.db)
+        return serve_command(args.host, args.port, settings, where)
+    if args.command == "sketches":
+        from einc.tune.space import describe_sketches
+
+        rule_at = argument_location(argv, "--rule")
+        sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
+        return 0
+    report = jobs.run_file_command(
+        args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
+        use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
+    )  # fmt: skip
+    print(report.render())
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

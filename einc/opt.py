@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -40,6 +39,7 @@ from einc.errors import (
     UsageError,
     span_location,
 )
+from einc.ir.depth import allow_deep_nests
 from einc.tools.opt_support import (
     Instrumentation,
     check_diagnostics,
@@ -104,10 +104,15 @@ class EincOptMain(xDSLOptMain):
         self.register_pass("transform-interpreter", einc_transform_interpreter)
 
     def register_all_targets(self) -> None:
+        """einc's targets and xDSL's `mlir` (the IR as text). xDSL's other targets (arm-asm,
+        csl, llvm, mps, riscv-asm, wat, wgsl, x86-asm) print dialects no einc pipeline lowers
+        to: on einc's IR they crashed or printed nothing, so `-t` refuses them."""
         from einc.targets import get_all_xdsl_targets
 
         self.available_targets.update(get_all_xdsl_targets())
         super().register_all_targets()
+        ours = set(get_all_xdsl_targets()) | {"mlir"}
+        self.available_targets = {name: t for name, t in self.available_targets.items() if name in ours}
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         from einc.cli import usage_error
@@ -305,7 +310,7 @@ class EincOptMain(xDSLOptMain):
     def as_einc_error(self, err: Exception, offset: int, data: bytes = b"") -> EincError:
         """A chunk's failure as a located einc error (an xDSL parse error at its span, a
         verifier error; an einc error without a place of its own at the chunk's first
-        non-blank line, never at `<unknown>:0:0`)."""
+        non-blank line, never as a bare `einc: error:`)."""
         if isinstance(err, XdslParseError):
             err.span = dataclasses.replace(err.span, line_offset=offset)
             return mlir_parse_error(err)
@@ -343,6 +348,7 @@ def pipeline_error(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     opt: EincOptMain | None = None
+    allow_deep_nests()  # a loop per axis: walks as deep as the program's rank
     try:
         opt = EincOptMain(description="einc modular optimizer driver", args=argv)
         if opt.args.list_passes or opt.args.list_targets:
@@ -357,9 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return 0
     except BrokenPipeError:  # `einc-opt ... | head`: the reader is gone; end quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+        from einc.cli import closed_stdout
+
+        return closed_stdout()
     except ChunksFailed:
         return 1
     except EincError as err:

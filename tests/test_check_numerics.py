@@ -206,6 +206,58 @@ def test_einc_compile_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert bad == 1 and "--shape-scale" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("target", ["c", "opencl"])
+def test_einc_compile_check_numerics_writes_the_output(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """`-o` was ignored (no file, exit status 0): the source is written as `einc compile -o`
+    writes it (a device target's manifest beside it)."""
+    from einc.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    program = str(EXAMPLES / "softmax.ein")
+    assert main(["compile", program, "-t", target, "--no-records", "-o", "plain"]) == 0
+    status = main(["compile", program, "-t", target, "--no-records", "--check-numerics", "--shape-scale", "1/8",
+                   "-o", "checked"])  # fmt: skip
+    assert status == 0, capsys.readouterr().out
+    assert (tmp_path / "checked").read_text() == (tmp_path / "plain").read_text()
+    assert (tmp_path / "checked.json").exists() == (target != "c") == (tmp_path / "plain.json").exists()
+    if target != "c":
+        assert (tmp_path / "checked.json").read_text() == (tmp_path / "plain.json").read_text()
+
+
+def test_einc_compile_check_numerics_writes_no_output_when_a_step_is_wrong(
+    wrong_passes_registered: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from einc.cli import main
+
+    out = tmp_path / "k.c"
+    status = main(["compile", str(EXAMPLES / "matmul.ein"), "--no-records", "--pipeline-hook", "loops=shorten-reduction",
+                   "--check-numerics", "--shape-scale", "1/8", "-o", str(out)])  # fmt: skip
+    assert status == 1 and not out.exists()
+    assert f"einc: {out} not written: the numerics check failed" in capsys.readouterr().err
+
+
+def test_einc_compile_check_numerics_refuses_dump_after(capsys: pytest.CaptureFixture[str]) -> None:
+    from einc.cli import main
+
+    argv = ["compile", str(EXAMPLES / "softmax.ein"), "--check-numerics", "--dump-after", "loops"]
+    assert main(argv) == 1
+    col = len("einc " + " ".join(argv[:3])) + 2
+    assert capsys.readouterr().err.startswith(f"<command line>:1:{col}: error: --check-numerics checks the compiled "
+                                              "source and prints its report; --dump-after prints a stage's IR")  # fmt: skip
+
+
+def test_einc_opt_check_numerics_writes_the_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from einc.opt import main
+
+    path, out = str(EXAMPLES / "matmul.ein"), tmp_path / "out.c"
+    pipeline = "--pass-pipeline=convert-ein-to-affine,canonicalize"
+    assert main([path, pipeline, "--check-numerics", "-t", "c", "-o", str(out)]) == 0
+    assert main([path, pipeline, "-t", "c", "-o", str(tmp_path / "plain.c")]) == 0
+    assert out.read_text() == (tmp_path / "plain.c").read_text() and "void kernel(" in out.read_text()
+    assert "agree with the float64 reference" in capsys.readouterr().out
+
+
 # ---- scaling -------------------------------------------------------------------------------------
 
 

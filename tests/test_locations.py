@@ -307,7 +307,7 @@ def test_a_bug_in_a_located_pattern_reports_the_op_it_was_rewriting() -> None:
 
 def test_a_storage_refusal_in_einc_opt_names_the_statement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """legalize-storage-dtypes refusing a float64 buffer on Poplar (einc-opt runs no
-    frontend dtype check): at the statement using the buffer, not `<unknown>:0:0`."""
+    frontend dtype check): at the statement using the buffer, never without a place."""
     from einc.opt import main
 
     prog = tmp_path / "f64.ein"

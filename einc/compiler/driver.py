@@ -35,7 +35,8 @@ from einc.compiler import registry
 from einc.compiler.registry import load_pass_plugin, run_pipeline
 from einc.passes.pipeline import LOOPS_PIPELINE, did_you_mean, parse_passes
 from einc.schedule.checks import check_schedule, check_scheduled
-from einc.schedule.default import resolve_schedule
+from einc.ir.depth import allow_deep_nests
+from einc.schedule.default import check_schedule_argument, resolve_schedule
 
 from einc.targets.descriptions import KernelError
 from einc.compiler.kernel import Kernel, MissingRuntime
@@ -109,9 +110,8 @@ class Compilation:
     """Called after each stage with its name and its seconds (`einc compile --progress`)."""
 
     def __post_init__(self) -> None:
-        from einc.schedule.default import check_schedule_argument
-
         check_schedule_argument(self.schedule)
+        allow_deep_nests()  # a loop per axis: walks as deep as the program's rank
         self.hooks = check_extra_passes(self.extra_passes)
         """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
         self.ctx = make_context()

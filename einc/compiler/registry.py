@@ -16,6 +16,7 @@ they never fetch it themselves.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import inspect
@@ -34,7 +35,7 @@ from xdsl.passes import ModulePass, PassPipeline
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 from einc.ir.locations import keeping_locations
-from einc.passes.pipeline import parse_passes, place
+from einc.passes.pipeline import PassPlace, option_named, parse_passes, place
 from einc.passes.targeted import bind_target
 from einc.targets.clike import CLikeTarget
 
@@ -338,14 +339,25 @@ def _xdsl_pass_names() -> frozenset[str]:
 
 def _guarded(cls: type[ModulePass], origin: str) -> type[ModulePass]:
     """`cls` whose `apply` turns an exception that is not einc's located error into a
-    PluginPassError naming the pass and `origin` (a subclass: options and `name` unchanged)."""
+    PluginPassError naming the pass and `origin` (a subclass: options and `name` unchanged);
+    except a ValueError naming one of the pass's options that its pipeline text sets, the pass
+    refusing that value: a UsageError at the option in the text the pass came from."""
     apply = cls.apply
+    options = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
 
     def guarded_apply(self: ModulePass, ctx: Context, op: ModuleOp) -> None:
         try:
             apply(self, ctx, op)
         except (EincError, InternalCompilerError):
             raise
+        except ValueError as exc:
+            named = option_named(str(exc), options)
+            place = PassPlace.of(self)
+            if named is None or (place is not None and not place.writes(named)):  # its own default: its bug
+                raise PluginPassError(cls.name, origin, exc) from exc
+            value = getattr(self, named, None)
+            raise UsageError(f"pass '{cls.name}' option '{named}' (= {value!r}): {exc}",
+                             place.option(named) if place is not None else None) from None  # fmt: skip
         except Exception as exc:
             raise PluginPassError(cls.name, origin, exc) from exc
 

@@ -23,6 +23,7 @@ from einc.frontend.diagnostics import SourceText
 from einc.frontend.dtype_rules import COMBINERS, INT64_MAX, INT64_MIN, Weak, convert
 from einc.frontend.expr_check import ExprChecker
 from einc.frontend.lexer import is_identifier
+from einc.ir.depth import MAX_AXES
 
 MAX_EXTENT = (1 << 31) - 1  # axes are int32 values
 
@@ -373,6 +374,13 @@ class Checker:
                 )
         axes: dict[str, AxisInfo] = {}
         order = list(first_use)
+        if len(order) > MAX_AXES:
+            name = order[MAX_AXES]
+            self.error(
+                f"statement has {len(order)} axes; einc compiles at most {MAX_AXES} axes in one "
+                f"statement (its loops nest one per axis), and '{name}' is axis {MAX_AXES + 1}",
+                first_use[name],
+            )
         for name in order:
             if name in explicit:
                 extent = explicit[name]

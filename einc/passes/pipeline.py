@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import get_type_hints
 
 from xdsl.passes import ModulePass
@@ -86,7 +86,7 @@ def _make_pass(
                 name.replace("_", "-") if name.replace("_", "-") in spec else name, at,
             )  # fmt: skip
     try:
-        return cls.from_pass_spec(arg)
+        made = cls.from_pass_spec(arg)
     except (ValueError, TypeError) as err:
         hints = get_type_hints(cls)
         for name, value in given.items():  # xDSL names the value, not the option: find it
@@ -97,4 +97,55 @@ def _make_pass(
                     f"pass '{arg.name}' option '{name}': '{shown}' is not a value of type {wanted}",
                     name.replace("_", "-") if name.replace("_", "-") in spec else name, at,
                 ) from None
+        named = option_named(str(err), list(options))  # the pass refused a value (__post_init__)
+        if named is not None:
+            where = PassPlace(spec, label, at)
+            raise UsageError(f"pass '{arg.name}' option '{named}': {err}", where.option(named)) from None
         raise error(f"pass '{arg.name}': {err}", arg.name) from None
+    object.__setattr__(made, PassPlace.ATTRIBUTE, PassPlace(spec, label, at))  # frozen: not a field
+    return made
+
+
+@dataclass(frozen=True)
+class PassPlace:
+    """Where a pass instance was written: the pipeline text, its label (the file name of
+    errors) and the offset of the pass's name in it; kept on the instance (`ATTRIBUTE`) so
+    that a value the pass refuses only when it runs is still shown at its option."""
+
+    spec: str
+    label: str
+    at: int
+    ATTRIBUTE = "einc_pass_place"
+
+    def _written(self, name: str) -> re.Match[str] | None:
+        """`name=value` of this pass in the text (the option's `-` or `_` spelling)."""
+        braces = re.match(r"[\w.-]+\{([^}]*)\}", self.spec[self.at :])
+        if braces is None:
+            return None
+        spelled = "|".join(re.escape(n) for n in {name, name.replace("_", "-")})
+        return re.compile(rf"(?<![\w-])(?:{spelled})\s*=\s*(?:\"[^\"]*\"|[^\s,}}]*)").search(
+            self.spec, self.at + braces.start(1), self.at + braces.end(1))
+
+    def writes(self, name: str) -> bool:
+        """Whether the text gives option `name` a value (else the pass's default holds)."""
+        return self._written(name) is not None
+
+    def option(self, name: str) -> SourceLocation:
+        """The place of option `name=value` in the text, else of the pass's name."""
+        found = self._written(name)
+        if found is None:
+            col, length = place(self.spec, self.spec[self.at :].split("{")[0], self.at)
+            return SourceLocation(self.label, 1, col, length, self.spec)
+        return SourceLocation(self.label, 1, found.start() + 1, found.end() - found.start(), self.spec)
+
+    @classmethod
+    def of(cls, p: ModulePass) -> PassPlace | None:
+        place = getattr(p, cls.ATTRIBUTE, None)
+        return place if isinstance(place, PassPlace) else None
+
+
+def option_named(message: str, options: list[str]) -> str | None:
+    """The option of a pass that `message` (a pass's ValueError) names, as a whole word
+    (`factor`, or `tile-size` for `tile_size`); None when it names none or several."""
+    named = [o for o in options if re.search(rf"(?<![\w-])({re.escape(o)}|{re.escape(o.replace('_', '-'))})(?![\w-])", message)]
+    return named[0] if len(named) == 1 else None

@@ -4,7 +4,7 @@ the loops (`check_scheduled`). Each refusal is a ScheduleError at the schedule o
 
 - A target without kernels to launch (no `limits`: C) has no GPU blocks, threads or shared
   memory: a `bind`, or a cache op staging in "shared" memory, is refused before the schedule
-  runs.
+  runs; so is shared memory on a device whose blocks have none (Poplar).
 - On a device target (`limits`), a local buffer (`memref.alloca`) is each work-item's own: it
   must lie inside the bound loops, a tile written back must be the work-item's alone
   (einc.transforms.staging.private_buffer_failure), and its element type one the device
@@ -33,8 +33,12 @@ if TYPE_CHECKING:
 
 def check_schedule(schedule: Schedule, target: type[CLikeTarget]) -> None:
     """Refuse, before it is applied, a schedule `target` cannot run (ScheduleError at the op
-    responsible): on a target without kernels, shared memory and binds."""
+    responsible): on a target without kernels, shared memory and binds; on a device whose
+    blocks have no shared memory (`shared_bytes_per_block` 0: Poplar), shared memory."""
     if target.limits is not None:
+        if target.limits.shared_bytes_per_block == 0:
+            refuse_shared_memory(schedule, target.name, "shared memory",
+                                 'cannot be staged there; stage it in "local" memory (a copy per work-item)')  # fmt: skip
         return
     refuse_shared_memory(schedule, target.name)
     for op in schedule.ops(BindOp):
@@ -52,14 +56,16 @@ def check_scheduled(schedule: Schedule, scheduled: ModuleOp, target: type[CLikeT
         check_private_buffers(scheduled, schedule, target.name, target.limits.arith_dtypes)
 
 
-def refuse_shared_memory(schedule: Schedule, target: str) -> None:
-    """Raise ScheduleError at the first cache op of `schedule` staging in shared memory:
-    `target` (C) has no GPU work-group memory."""
+def refuse_shared_memory(
+    schedule: Schedule, target: str, lacks: str = "GPU shared memory",
+    instead: str = 'needs a device target (stage in "local" memory on C)',
+) -> None:  # fmt: skip
+    """Raise ScheduleError at the first cache op of `schedule` staging in shared memory, which
+    `target` lacks (C: no GPU; Poplar: no memory its workers share); `instead` says what to do."""
     for op in schedule.module.walk():
         if isinstance(op, CacheOp) and op.memory.data == "shared":
             raise ScheduleError(
-                f"the {target} target has no GPU shared memory: {op.name} of '{op.tensor.data}' "
-                'in "shared" needs a device target (stage in "local" memory on C)',
+                f"the {target} target has no {lacks}: {op.name} of '{op.tensor.data}' in \"shared\" {instead}",
                 schedule.locations.get(op),
             )
 

@@ -110,6 +110,10 @@ class RegisteredPassFunctions(TransformFunctions):
                 pipeline.apply(self.ctx, target)
             except DiagnosticException as err:
                 raise self.schedule.error(op, f"pass '{op.pass_name.data}' failed: {err}") from None
+            except EincError as err:  # a plugin pass refusing an option's value: at this op
+                if err.loc is None or err.loc.file != "transform.apply_registered_pass":
+                    raise
+                raise self.schedule.error(op, f"transform.apply_registered_pass: {err.message}") from None
         return (targets,)
 
 

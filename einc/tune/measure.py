@@ -173,6 +173,9 @@ class LocalBuilder:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
+            from einc.tune.main_guard import check_main_guard
+
+            check_main_guard("einc's tuner")  # its spawn workers import the main script again
             self._executor = ProcessPoolExecutor(
                 self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_build_worker
             )

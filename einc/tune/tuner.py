@@ -20,6 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from einc.errors import EincError
@@ -161,7 +162,7 @@ def tune(
     space: SearchSpace | None = None,
     builder: Builder | None = None,
     runner: Runner | None = None,
-    db: RecordDB | None = None,
+    db: RecordDB | str | Path | None = None,
     device: str | None = None,
     resume: bool = False,
     seed: int = 0,
@@ -176,12 +177,22 @@ def tune(
 
     `policy`: "bayes", "random" or a SearchPolicy. Builder and runner default to a local
     process pool of `workers` and an isolated worker running the kernel on `threads`
-    threads. Every result is added to `db` as it arrives (keyed by the task and `device`,
-    by default this machine's fingerprint for the target)."""
+    threads. Every result is added to `db` (a RecordDB, or the path of one: opened here, and
+    refused before any measurement when it cannot be) as it arrives (keyed by the task and
+    `device`, by default this machine's fingerprint for the target)."""
     from einc.tune.measure import LocalBuilder, LocalRunner
+    from einc.tune.records import RecordDB
     from einc.tune.search import make_policy
     from einc.tune.space import SearchSpace
 
+    if isinstance(db, str | Path):
+        with RecordDB(db) as opened:
+            return tune(task, policy=policy, trials=trials, time_budget_s=time_budget_s, workers=workers,
+                        threads=threads, batch=batch, space=space, builder=builder, runner=runner, db=opened,
+                        device=device, resume=resume, seed=seed, progress=progress, verify=verify,
+                        runner_options=runner_options, finalists=finalists, rounds=rounds, on_trial=on_trial)  # fmt: skip
+    if db is not None and not isinstance(db, RecordDB):
+        raise TypeError(f"tune(db=...) takes a RecordDB or a path, not {type(db).__name__}")
     start = time.perf_counter()
     space = space or SearchSpace.from_task(task)
     if isinstance(policy, str):

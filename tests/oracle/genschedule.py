@@ -426,5 +426,5 @@ def script_case(prog: Any, seed: int, target: str, widen: frozenset[str] | None 
         record_failure(genprog_case(prog, target, gen.draft.failed, seed, "random script"), err)
         raise
     for refusal in draft.refusals:
-        assert not refusal.startswith("<unknown>:0:0"), f"refusal without a location: {refusal}"
+        assert not refusal.startswith("einc: error:"), f"refusal without a location: {refusal}"
     return genprog_case(prog, target, draft.text, seed, "random script"), draft

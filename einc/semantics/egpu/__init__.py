@@ -85,18 +85,18 @@ def run_lowered(
             continue
         known.add(name)
         if name not in inputs:
-            raise RuntimeInputError(f"missing input '{name}' ({dtype}{list(shape)})")
+            raise RuntimeInputError(f"run_lowered: missing input '{name}' ({dtype}{list(shape)})")
         given = np.asarray(inputs[name])
         if given.shape != shape or given.dtype != dtype:
             raise RuntimeInputError(
-                f"input '{name}' is {given.dtype}{list(given.shape)}, the kernel takes {dtype}{list(shape)}"
+                f"run_lowered: input '{name}' is {given.dtype}{list(given.shape)}, the kernel takes {dtype}{list(shape)}"
             )
         data = (given if given.flags.c_contiguous else np.ascontiguousarray(given)).astype(storage, copy=False).view()
         data.flags.writeable = False
         args.append(Buffer(data, name, readonly=True))
     for name in inputs:
         if name not in known:
-            raise RuntimeInputError(f"unknown input '{name}' (the kernel takes {', '.join(sorted(known)) or 'none'})")
+            raise RuntimeInputError(f"run_lowered: unknown input '{name}' (the kernel takes {', '.join(sorted(known)) or 'none'})")
     machine.host_block = host.body.block
     machine.host_buffers = list(args)
     with np.errstate(all="ignore"):

@@ -67,10 +67,16 @@ def compile_command(
     path: str, target: str, schedule: str | None, seed: int, shape_scale: float | None,
     use_records: bool = True, db: str | None = None,
     extra_passes: Mapping[str, Sequence[str]] | None = None,
+    output: str | None = None, output_at: SourceLocation | None = None,
 ) -> int:  # fmt: skip
-    """`einc compile --check-numerics`: the report printed; the exit status."""
+    """`einc compile --check-numerics [-o OUTPUT]`: the report printed; the exit status.
+    With `output`, the source (and a device target's manifest, OUTPUT.json) is written as
+    `einc compile -o` writes it when every step agrees with the reference, and not written
+    (said on stderr) when one does not; a write error is a UsageError at `output_at`."""
+    from pathlib import Path
+
     from einc.compiler.driver import Compilation, read_program
-    from einc.tools.jobs import read_schedule, say_record
+    from einc.tools.jobs import read_schedule, say_record, write_manifest
     from einc.tools.numerics.check import check_compilation, with_extra_passes
 
     comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
@@ -78,7 +84,17 @@ def compile_command(
     comp = with_extra_passes(comp, extra_passes or {})
     report = check_compilation(comp, seed=seed, shape_scale=shape_scale)
     say_record(comp)
-    return emit(report)
+    status = emit(report)
+    if output is not None:
+        if not report.ok:
+            print(f"einc: {output} not written: the numerics check failed", file=sys.stderr)
+            return status
+        try:
+            Path(output).write_text(comp.source_text())
+            write_manifest(comp, f"{output}.json")
+        except OSError as err:
+            raise UsageError(f"cannot write the output: {err.strerror or err}", output_at) from None
+    return status
 
 
 def opt_command(opt: object) -> int:
@@ -101,4 +117,10 @@ def opt_command(opt: object) -> int:
     scale = parse_scale(args.shape_scale, SourceLocation("--shape-scale", 1, 1))
     target = args.target if args.target != "mlir" else None
     report = check_pipeline(text, args.input_file, passes, seed=args.seed, shape_scale=scale, target=target)
-    return emit(report)
+    status = emit(report)
+    if args.output_file:  # the output as without --check-numerics, when the check passed
+        if not report.ok:
+            print(f"einc-opt: {args.output_file} not written: the numerics check failed", file=sys.stderr)
+            return status
+        getattr(opt, "run")()  # noqa: B009 - as above
+    return status

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import logging
 import multiprocessing
 import os
@@ -82,7 +83,8 @@ class CodegenService:
             Route("/targets", self.targets, methods=["GET"]),
             Route("/compile", self.compile, methods=["POST"]),
         ]
-        self.app = Starlette(routes=routes, lifespan=self.lifespan, exception_handlers={HTTPException: http_error})
+        handlers = {HTTPException: http_error, Exception: unexpected_error}
+        self.app = Starlette(routes=routes, lifespan=self.lifespan, exception_handlers=handlers)
 
     @asynccontextmanager
     async def lifespan(self, _: Starlette) -> AsyncIterator[None]:
@@ -144,7 +146,7 @@ class CodegenService:
             return error(500, f"internal compiler error in the service: {type(exc).__name__}: {exc}")
         if result.log is not None:
             LOG.error("internal compiler error:\n%s", result.log)
-        return JSONResponse(result.body, status_code=result.status)
+        return Answer(result.body, status_code=result.status)
 
 
 async def http_error(_: Request, exc: Exception) -> Response:
@@ -153,8 +155,23 @@ async def http_error(_: Request, exc: Exception) -> Response:
     return error(exc.status_code, exc.detail)
 
 
+async def unexpected_error(_: Request, exc: Exception) -> Response:
+    """A bug in the service itself (not in a compile): a JSON 500 like the others (Starlette
+    logs the traceback)."""
+    return error(500, f"internal compiler error in the service: {type(exc).__name__}: {exc}")
+
+
+class Answer(JSONResponse):
+    """JSON as Starlette writes it, except that a lone surrogate in a string (which UTF-8
+    cannot encode) is written as its `\\udXXX` escape instead of failing the answer."""
+
+    def render(self, content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None,
+                          separators=(",", ":")).encode("utf-8", "backslashreplace")  # fmt: skip
+
+
 def error(status: int, text: str) -> Response:
-    return JSONResponse({"error": text}, status_code=status)
+    return Answer({"error": text}, status_code=status)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -46,11 +47,17 @@ FIELDS = ("ir", "input_dict", "target", "schedule", "extra_outputs", "use_record
 JSON = dict[str, object]
 T = TypeVar("T")
 MAX_SHOWN_LINE = 400
+MAX_DEPTH = 32
+"""The deepest nesting of arrays and objects a request may have (a compile request has 4)."""
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
+"""A JSON text's strings, brackets and numbers, in order."""
+_ESCAPES = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)")
 
 
 class RequestError(EincError):
     """A compile request the service cannot use: not JSON, a missing or unknown field, a
-    value of the wrong type, a body over the size limit."""
+    value of the wrong type, a body over the size limit, nested too deep, an integer Python
+    does not read, a lone surrogate."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,11 @@ def parse_request(body: bytes) -> CompileRequest:
         raise RequestError(
             f"the request body is not JSON: {err.msg}", _at(text, err.lineno, err.colno, 1)
         ) from None
+    except RecursionError:  # nested past Python's recursion limit: past MAX_DEPTH too
+        raise _too_deep(text) from None
+    except ValueError:  # Python's limit on the digits of an integer
+        raise _too_long_number(text) from None
+    _check_values(data, text)
     if not isinstance(data, dict):
         raise RequestError(
             f'the request body is a JSON object like {{"ir": ..., "input_dict": ..., "target": ...}}, '
@@ -117,6 +129,94 @@ def parse_request(body: bytes) -> CompileRequest:
         )
     resolve_target(target, _key_location(text, "target"))  # an unknown target: a TargetError listing them
     return CompileRequest(ir, fields.get("input_dict"), target, schedule, cast("list[str] | None", extra), use_records)
+
+
+def _check_values(data: object, text: str) -> None:
+    """A RequestError for what JSON allows but a request cannot hold: arrays and objects
+    nested deeper than MAX_DEPTH, strings with a lone surrogate (`\\ud800`: no Unicode
+    character, so neither a program nor a name). Iterative: the data may be ~1000 deep."""
+    stack: list[tuple[object, int, str | None]] = [(data, 1, None)]
+    while stack:
+        value, depth, key = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                raise _too_deep(text)
+            items = cast(JSON, value).items() if isinstance(value, dict) else ((None, v) for v in cast(list[object], value))
+            for k, v in items:
+                if k is not None:
+                    _check_string(k, key, text)
+                stack.append((v, depth + 1, key if key is not None or k is None else k))
+        elif isinstance(value, str):
+            _check_string(value, key, text)
+
+
+def _check_string(value: str, key: str | None, text: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        code = f"\\u{ord(value[err.start]):04x}"
+        where = f"'{key}'" if key is not None else "the request"
+        found = _lone_surrogate(text)
+        raise RequestError(
+            f"{where} holds a lone surrogate {code}, which is no Unicode character (JSON writes a "
+            "character beyond U+FFFF as a high surrogate \\ud800-\\udbff followed by a low one "
+            "\\udc00-\\udfff)",
+            _offset_at(text, found, 6) if found is not None else _key_location(text, key or ""),
+        ) from None
+
+
+def _lone_surrogate(text: str) -> int | None:
+    """The offset of the first `\\uXXXX` escape in `text` that is a surrogate without its pair."""
+    pending: int | None = None  # a high surrogate's escape, waiting for its low one
+    for escape in _ESCAPES.finditer(text):
+        code = int(escape.group(1), 16) if escape.group(1) else -1
+        if pending is not None:
+            if 0xDC00 <= code <= 0xDFFF and escape.start() == pending + 6:
+                pending = None
+                continue
+            return pending
+        if 0xD800 <= code <= 0xDBFF:
+            pending = escape.start()
+        elif 0xDC00 <= code <= 0xDFFF:
+            return escape.start()
+    return pending
+
+
+def _too_deep(text: str) -> RequestError:
+    """The error for a body nested deeper than MAX_DEPTH, at the first bracket that is."""
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                what = "arrays" if bracket == "[" else "objects"
+                return RequestError(
+                    f"the request nests {what} more than {MAX_DEPTH} deep (a compile request needs 4 levels)",
+                    _offset_at(text, token.start(), 1),
+                )
+        elif bracket in "]}":
+            depth -= 1
+    return RequestError(f"the request nests arrays or objects more than {MAX_DEPTH} deep", _at(text, 1, 1, 1))
+
+
+def _too_long_number(text: str) -> RequestError:
+    """The error for a number with more digits than Python reads (sys.get_int_max_str_digits)."""
+    limit = sys.get_int_max_str_digits()
+    for token in _TOKENS.finditer(text):
+        number = token.group().lstrip("-")
+        if number[:1].isdigit() and number.isdigit() and len(number) > limit:
+            return RequestError(
+                f"the request has an integer of {len(number)} digits; the service reads integers of "
+                f"at most {limit} digits", _offset_at(text, token.start(), len(token.group())),
+            )  # fmt: skip
+    return RequestError(f"the request has an integer of more than {limit} digits", _at(text, 1, 1, 1))
+
+
+def _offset_at(text: str, offset: int, length: int) -> SourceLocation:
+    """The place in the request's text at `offset`."""
+    line = text.count("\n", 0, offset) + 1
+    return _at(text, line, offset - (text.rfind("\n", 0, offset) + 1) + 1, length)
 
 
 def _typed(fields: JSON, key: str, kind: type[T], what: str, text: str, default: object = ...) -> T:
