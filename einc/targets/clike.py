@@ -104,6 +104,11 @@ class CLikeTarget:
     sketches: ClassVar[str] = ""
     """The target's schedule family ("cpu", "gpu"; "": none): which default policy
     (einc.schedule.default) and which of the tuner's sketch rules fit it."""
+    torch_device: ClassVar[str] = "cpu"
+    """The torch device type of the tensors `einc.torch` ops on this target take ("cuda": a
+    GPU's; "cpu": host tensors, which a device runtime copies over)."""
+    lexer: ClassVar[str] = "c"
+    """Pygments' lexer for the source (`einc explain` highlights it)."""
     takes_cflags: ClassVar[bool] = False
     """Whether `build` takes extra C compiler flags (`einc.compile(cflags=...)`)."""
     shared_library: ClassVar[bool] = False
@@ -354,6 +359,12 @@ class CLikeTarget:
         """Lines the source needs after its includes and preamble, from what `module` uses
         (e.g. C's vector-math declarations); none by default."""
         return []
+
+    @classmethod
+    def cannot_run(cls) -> str | None:
+        """Why the target's kernels cannot run on this machine (its toolchain or its device is
+        missing), or None. C runs on this CPU."""
+        return None
 
     @classmethod
     def manifest(cls, module: ModuleOp) -> LaunchManifest | None:

@@ -36,6 +36,8 @@ class CudaFamily(DeviceTarget):
     subgroup_reduce = {k: "einc_warp_{kind}_{s}({0}, {n})" for k in egpu.ReduceKind}
     subgroup_clusters: ClassVar[bool] = True
     subgroup_lanes: ClassVar[str] = "warpSize"
+    torch_device: ClassVar[str] = "cuda"  # ROCm builds of torch call their devices `cuda` too
+    lexer: ClassVar[str] = "cuda"
 
 
 class CUDATarget(CudaFamily):
@@ -96,6 +98,14 @@ class CUDATarget(CudaFamily):
         "for (int o = w / 2; o > 0; o >>= 1) "
         "{{ {t} b = __shfl_xor_sync(m, a, o, w); a = {combine}; }} return a; }}"
     )
+
+    @classmethod
+    def cannot_run(cls) -> str | None:
+        """CUDA source runs on an NVIDIA GPU (NVRTC alone compiles it)."""
+        from einc.runtime.toolchains import available
+
+        ok, why = available("cuda-gpu")
+        return None if ok else f"CUDA source runs on an NVIDIA GPU, none here ({why.split(' (')[0]})"
 
     @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:

@@ -266,6 +266,14 @@ class DeviceTarget(CLikeTarget):
     """The device's limits and dtypes: every device target has them."""
 
     @classmethod
+    def cannot_run(cls) -> str | None:
+        """Why not, from the target's toolchain check (einc.runtime.toolchains)."""
+        from einc.runtime.toolchains import available
+
+        ok, why = available(cls.name)
+        return None if ok else why
+
+    @classmethod
     def description(cls) -> TargetDescription:
         return cls.limits
 

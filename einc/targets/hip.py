@@ -53,6 +53,11 @@ class HIPTarget(CudaFamily):
     )
 
     @classmethod
+    def cannot_run(cls) -> str | None:
+        """HIP source runs on an AMD GPU; hipcc here only compiles it."""
+        return "HIP source runs on an AMD GPU, none here (einc check -t hip compile-checks it)"
+
+    @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:
         """No AMD GPU executor: TargetError; compile checks with
         `einc.runtime.hip.compile_check_hip(source, manifest, arch)`."""

@@ -180,6 +180,7 @@ def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
 
 class HLSLTarget(DeviceTarget):
     name: ClassVar[str] = "hlsl"
+    lexer: ClassVar[str] = "hlsl"
     runtime_device: ClassVar[str | None] = "vulkan"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"

@@ -266,6 +266,7 @@ def _box_strides(extent: Sequence[int]) -> list[int]:
 
 class PoplarTarget(DeviceTarget):
     name: ClassVar[str] = "poplar"
+    lexer: ClassVar[str] = "cpp"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=poplar},"

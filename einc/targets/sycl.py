@@ -32,6 +32,7 @@ _DIMS = {"x": 2, "y": 1, "z": 0}
 
 class SYCLTarget(DeviceTarget):
     name: ClassVar[str] = "sycl"
+    lexer: ClassVar[str] = "cpp"
     runtime_device: ClassVar[str | None] = "sycl"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"

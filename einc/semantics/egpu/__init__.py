@@ -45,8 +45,8 @@ def _subgroup_size(target: str | None) -> int | None:
         return None
     from einc.targets import get_target
 
-    limits = getattr(get_target(target), "limits", None)
-    return getattr(limits, "subgroup_size", None)
+    limits = get_target(target).limits
+    return limits.subgroup_size if limits is not None else None
 
 
 def run_lowered(

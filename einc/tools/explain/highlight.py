@@ -9,8 +9,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
-LEXERS = {"c": "c", "opencl": "c", "cuda": "cuda", "hip": "cuda", "hlsl": "hlsl", "sycl": "cpp", "poplar": "cpp"}
-"""Pygments' lexer for each target's language (it has no OpenCL C lexer: C's is close)."""
+from einc.targets import get_all_targets
+
 CSS_CLASS = "hl"
 
 
@@ -21,7 +21,8 @@ def _formatter() -> HtmlFormatter[str]:
 def highlight_source(text: str, target: str) -> str:
     """`text` as highlighted HTML (escaped by Pygments), line numbers in a column."""
     try:
-        lexer = get_lexer_by_name(LEXERS.get(target, "cpp"))
+        targets = get_all_targets()  # each target names its language's lexer (OpenCL C: C's)
+        lexer = get_lexer_by_name(targets[target]().lexer if target in targets else "cpp")
     except ClassNotFound:
         return f'<pre class="listing">{escape(text)}</pre>'
     return highlight(text, lexer, _formatter())

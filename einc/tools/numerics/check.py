@@ -202,9 +202,9 @@ def source_level(
     crashed = next((s for s in walk.steps if s.check is not None and s.check.crashed), None)
     if crashed is not None:  # native code that writes out of bounds could corrupt this process
         return LevelRun(level, ran=False, reason=f"not run: step {crashed.index} ({crashed.name}) crashed")
-    why = source_unavailable(name)
+    why = target.cannot_run()
     if why is not None:
-        return LevelRun(level, ran=False, reason=why)
+        return LevelRun(level, ran=False, reason=f"not run: {why}")
     start = time.perf_counter()
     try:
         runner = target.build(source, module)
@@ -220,21 +220,6 @@ def source_level(
         specs = {b.name: (b.shape, str(b.dtype)) for b in signature.outputs}
     run = run_source(runner, walk.inputs, walk.oracle, walk.tolerances, specs, level)
     return dataclasses.replace(run, seconds=time.perf_counter() - start)
-
-
-def source_unavailable(target: str) -> str | None:
-    """Why the target's source cannot run here, or None."""
-    if target == "c":
-        return None
-    from einc.runtime.toolchains import available
-
-    if target == "cuda":
-        ok, why = available("cuda-gpu")
-        return None if ok else f"not run: CUDA source runs on an NVIDIA GPU, none here ({why.split(' (')[0]})"
-    if target == "hip":
-        return "not run: HIP source runs on an AMD GPU, none here (einc check -t hip compile-checks it)"
-    ok, why = available(target)
-    return None if ok else f"not run: {why}"
 
 
 def _first_accepted(
