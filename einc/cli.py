@@ -401,10 +401,18 @@ def closed_stdout() -> int:
 
 
 def _read(path: str | None) -> str | None:
+    """A file's text for a reproducer (None for no file, or one that cannot be read)."""
     try:
-        return Path(path).read_text(errors="replace") if path and path != "none" else None
+        return Path(path).read_text(errors="replace") if path else None
     except OSError:
         return None
+
+
+def _schedule_file(argument: str | None) -> str | None:
+    """The file `--schedule` names (not `none` or `default`)."""
+    from einc.schedule.choice import ScheduleChoice
+
+    return argument if argument not in ScheduleChoice.WORDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -434,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         context = {"command line": " ".join(["einc", *argv]), "target": getattr(args, "target", "")}
         if args.command != "records" and (program := _read(getattr(args, "file", None))) is not None:
             context["program"] = program
-        if (schedule := _read(getattr(args, "schedule", None))) is not None:
+        if (schedule := _read(_schedule_file(getattr(args, "schedule", None)))) is not None:
             context["schedule"] = schedule
         report_internal_error(ice, "einc", **context)
         return 2

@@ -119,10 +119,11 @@ def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsy
 
 
 def _compilation(text: str, target: str, extra: dict[str, list[str]] | None = None, **kw: object) -> Compilation:
+    from einc.schedule.choice import ScheduleChoice
     from einc.schedule.script import Schedule
 
     schedule = kw.get("schedule")
-    assert schedule is None or isinstance(schedule, Schedule)
+    assert schedule is None or isinstance(schedule, Schedule | ScheduleChoice)
     return with_extra_passes(Compilation(text, "prog.ein", target=target, schedule=schedule, use_records=False), extra or {})
 
 
@@ -184,9 +185,9 @@ def test_wrong_transform_op_is_named_with_its_location(wrong_passes_registered: 
         "  transform.yield\n"
         "}\n"
     )
-    from einc.tools.jobs import read_schedule
+    from einc.schedule.choice import ScheduleChoice
 
-    report = check_compilation(_compilation(MATMUL, "c", schedule=read_schedule(str(schedule))))
+    report = check_compilation(_compilation(MATMUL, "c", schedule=ScheduleChoice.read(str(schedule))))
     bad = report.steps[report.first_bad or 0]
     assert report.first_bad is not None and bad.kind == "transform", render(report)
     assert "apply_registered_pass" in bad.name

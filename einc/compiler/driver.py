@@ -36,7 +36,8 @@ from einc.compiler.registry import load_pass_plugin, run_pipeline
 from einc.passes.pipeline import LOOPS_PIPELINE, did_you_mean, parse_passes
 from einc.schedule.checks import check_schedule, check_scheduled
 from einc.ir.depth import allow_deep_nests
-from einc.schedule.default import check_schedule_argument, resolve_schedule
+from einc.schedule.choice import Kind, ScheduleChoice
+from einc.schedule.script import Schedule
 
 from einc.targets.descriptions import KernelError
 from einc.compiler.kernel import Kernel, MissingRuntime
@@ -44,7 +45,6 @@ from einc.compiler.kernel import Kernel, MissingRuntime
 if TYPE_CHECKING:
     from einc.frontend import Program, TensorInfo
     from einc.runtime.device import CompileReport
-    from einc.schedule.script import Schedule
     from einc.targets.clike import CLikeTarget
     from einc.compiler.records import Record
 
@@ -95,7 +95,8 @@ class Compilation:
     input_dict: Mapping[str, Mapping[str, object]] | None = None
     extra_outputs: Sequence[str] | None = None
     target: str = "c"
-    schedule: Schedule | str | None = None
+    schedule: ScheduleChoice | Schedule | str | None = None
+    """The schedule= argument as given (`choice` is what it means)."""
     cflags: Sequence[str] = ()
     results: dict[str, StageResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -110,7 +111,8 @@ class Compilation:
     """Called after each stage with its name and its seconds (`einc compile --progress`)."""
 
     def __post_init__(self) -> None:
-        check_schedule_argument(self.schedule)
+        self.choice = ScheduleChoice.of(self.schedule)
+        """Which schedule to apply: a record (BEST), the default one, none, or the one given."""
         allow_deep_nests()  # a loop per axis: walks as deep as the program's rank
         self.hooks = check_extra_passes(self.extra_passes)
         """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
@@ -154,15 +156,14 @@ class Compilation:
         return module
 
     def _scheduled(self, previous: StageResult | None) -> ModuleOp:
-        """The schedule given (a Schedule, its text, or "none"), else the target's default
-        schedule, applied to a clone of the loops."""
+        """The best tuning record's schedule (BEST, with `use_records`), else the choice's (the
+        one given, the target's default one, or none), applied to a clone of the loops."""
         module = _module(previous)
-        if self.schedule is None and self.use_records:
+        if self.choice.takes_records and self.use_records:
             scheduled = self._apply_record(module)
             if scheduled is not None:
                 return scheduled
-        given = None if is_default_schedule(self.schedule) else self.schedule
-        return self._apply(resolve_schedule(given, self.target_obj, module), module)
+        return self._apply(self.choice.resolve(self.target_obj, module), module)
 
     def _apply(self, schedule: Schedule | None, module: ModuleOp) -> ModuleOp:
         if schedule is None:
@@ -177,7 +178,6 @@ class Compilation:
     def _apply_record(self, module: ModuleOp) -> ModuleOp | None:
         """The loops scheduled by the best tuning record, or None (no record, or one whose
         schedule this einc refuses: a warning, and the target's default schedule is used)."""
-        from einc.schedule.script import Schedule
         from einc.compiler.records import find_record, warn
 
         found = find_record(str(self.module("ein")), self.target_obj, self.db)
@@ -304,8 +304,8 @@ class Compilation:
             context["extra_outputs"] = repr(self.extra_outputs)
         if self.schedule_text is not None:
             context["schedule"] = self.schedule_text
-        elif self.schedule is not None:
-            context["schedule"] = str(self.schedule)
+        elif self.choice.kind is not Kind.BEST:
+            context["schedule"] = str(self.choice)
         return context
 
     def kernel(self, *, debug: bool | None = None, allow_copy: bool = False) -> Kernel:
@@ -350,7 +350,7 @@ def compile(
     input_dict: Mapping[str, Mapping[str, object]] | None = None,
     target: str = "c",
     extra_outputs: Sequence[str] | None = None,
-    schedule: Schedule | str | None = None,
+    schedule: ScheduleChoice | Schedule | str | None = None,
     filename: str = "<string>",
     cflags: Sequence[str] = (),
     use_records: bool = True,
@@ -385,7 +385,7 @@ def lower_to_stage(
     stage: str = "loops",
     target: str = "c",
     filename: str = "<string>",
-    schedule: Schedule | str | None = None,
+    schedule: ScheduleChoice | Schedule | str | None = None,
 ) -> StageResult:
     """The program after `stage`: an xDSL module, or the source text for `source`."""
     return Compilation(ir, filename, input_dict, extra_outputs, target, schedule).run_until(stage)
@@ -397,8 +397,3 @@ def read_program(path: str) -> str:
         return Path(path).read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise EincError(f"cannot read program: {err}", SourceLocation(path, 1, 1)) from None
-
-
-def is_default_schedule(schedule: object) -> bool:
-    """`schedule="default"`: the target's default schedule, never a tuning record."""
-    return isinstance(schedule, str) and schedule.strip() == "default"

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.errors import ScheduleError, SourceLocation
 from einc.schedule.policies import cpu
 from einc.schedule.script import Schedule
 
@@ -44,29 +43,3 @@ def register_tile() -> tuple[int, int]:
     from einc.targets.c import CTarget
 
     return cpu.register_tile(CTarget.vector_lanes())
-
-
-def resolve_schedule(schedule: object, target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
-    """The schedule to apply to `module`: a Schedule as is, schedule text parsed, None for
-    the target's default schedule, "none" for no schedule at all."""
-    if isinstance(schedule, Schedule):
-        return schedule
-    if schedule is None:
-        return default_schedule(target, module)
-    if isinstance(schedule, str):
-        if schedule.strip() == "none":
-            return None
-        return Schedule.parse(schedule, "<schedule>")
-    check_schedule_argument(schedule)
-    raise AssertionError(schedule)
-
-
-def check_schedule_argument(schedule: object) -> None:
-    """Refuse a `schedule=` argument that is not a Schedule, schedule text, or None."""
-    if schedule is None or isinstance(schedule, Schedule | str):
-        return
-    raise ScheduleError(
-        f"schedule= takes a Schedule, the text of a schedule script or 'none', "
-        f"not {type(schedule).__name__} ({schedule!r:.40})",
-        SourceLocation("<schedule argument>", 1, 1),
-    )

@@ -16,25 +16,13 @@ from xdsl.dialects.builtin import ModuleOp
 
 from einc.compiler.driver import Compilation, read_program
 from einc.compiler.records import used_line
-from einc.errors import ScheduleError, SourceLocation, TargetError
-from einc.schedule.script import Schedule
+from einc.errors import SourceLocation, TargetError
+from einc.schedule.choice import ScheduleChoice
 from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.semantics.reference import run_reference
 
 if TYPE_CHECKING:
     from einc.runtime.device import CompileReport
-
-
-def read_schedule(path: str | None) -> Schedule | str | None:
-    """`--schedule FILE` parsed (with locations), `none` (untouched loops), `default` (the
-    target's default schedule, no tuning record), or None (a record, else the default)."""
-    if path is None or path in ("none", "default"):
-        return path
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScheduleError(f"cannot read schedule: {err}", SourceLocation(path, 1, 1)) from None
-    return Schedule.parse(text, path)
 
 
 def compile_file_command(
@@ -51,7 +39,7 @@ def compile_file_command(
 ) -> str:
     """The source (or, with `dump_after`, the IR after that stage, each op's location
     printed with `print_debuginfo`)."""
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+    comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
                        progress=progress)  # fmt: skip
     result = comp.run_until(dump_after or "source")
@@ -125,7 +113,7 @@ def run_file_command(
     extra_passes: Mapping[str, Sequence[str]] | None = None,
     progress: Callable[[str, float], None] | None = None,
 ) -> RunReport:
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+    comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
                        progress=progress)  # fmt: skip
     start = time.perf_counter()
@@ -198,7 +186,7 @@ def check_file_command(
             f"'einc check' compile-checks {', '.join(checked)}; run the {target} target with 'einc run'",
             SourceLocation(path, 1, 1),
         )
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+    comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
                        progress=progress)  # fmt: skip
     source = comp.source_text()

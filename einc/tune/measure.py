@@ -26,17 +26,15 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import Protocol, Self
 
 import numpy as np
 
 from einc.errors import EincError, InternalCompilerError, ToolchainError
 from einc.runtime.signature import KernelSignature
+from einc.schedule.choice import ScheduleChoice
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
-
-if TYPE_CHECKING:
-    from einc.schedule.script import Schedule
 
 
 class Builder(Protocol):
@@ -65,18 +63,6 @@ class RebuildArtifact:
     schedule: str
 
 
-def candidate_schedule(text: str) -> Schedule | str | None:
-    """A candidate's schedule for `TuneTask.compilation`: its text parsed (located as
-    `<candidate>`); "none" for the untouched loops; "" for the target's default schedule."""
-    from einc.schedule.script import Schedule
-
-    if not text.strip():
-        return None
-    if text.strip() == "none":
-        return "none"
-    return Schedule.parse(text, "<candidate>")
-
-
 def c_artifact(source: str, signature: KernelSignature) -> CArtifact:
     """C `source` compiled (or found in the build cache) into a CArtifact."""
     from einc.runtime.c import compile_c
@@ -101,7 +87,7 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
         return BuildResult(candidate, status, reason, artifact, time.perf_counter() - start)
 
     try:
-        comp = task.compilation(candidate_schedule(candidate.schedule))
+        comp = task.compilation(ScheduleChoice.of(candidate.schedule, "<candidate>"))
         if comp.target_obj.shared_library:
             source = comp.source_text()
             signature = KernelSignature.from_module(comp.module("target"))
@@ -302,7 +288,7 @@ class TaskData:
         from einc.semantics.compare import random_inputs, tolerance
         from einc.semantics.reference import run_reference
 
-        comp = task.compilation("none")
+        comp = task.compilation(ScheduleChoice.NONE)
         module = comp.module("ein")
         inputs = random_inputs(comp.program, np.random.default_rng(seed))
         reference = run_reference(module, inputs)

@@ -18,6 +18,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.errors import ScheduleError, SourceLocation
+from einc.schedule.choice import ScheduleChoice
 from einc.schedule.default import default_schedule
 from einc.schedule.script import Schedule
 from einc.schedule.builder import ScheduleBuilder
@@ -34,7 +35,7 @@ SKETCH_CHANGE_P = 0.1
 
 def loops_of(task: TuneTask) -> ModuleOp:
     """The task's loop-level module (what schedules apply to)."""
-    return task.compilation("none").module("loops")
+    return task.compilation(ScheduleChoice.NONE).module("loops")
 
 
 def _lanes(target: str) -> int:

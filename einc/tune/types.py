@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from einc.compiler.records import Point, Status, program_key
+from einc.schedule.choice import ScheduleChoice
 
 if TYPE_CHECKING:
     from einc.compiler.driver import Compilation
@@ -41,17 +42,18 @@ class TuneTask:
 
         return cls(read_program(str(path)), target, str(path))
 
-    def compilation(self, schedule: Schedule | str | None = None) -> Compilation:
-        """A fresh Compilation of this task with `schedule` (a Schedule, its text, "none", or
-        None for the target's default schedule); tuning records are never consulted."""
+    def compilation(self, schedule: ScheduleChoice | Schedule | str | None = None) -> Compilation:
+        """A fresh Compilation of this task with `schedule` (as einc.compile takes it; None:
+        the target's default schedule); tuning records are never consulted."""
         from einc.compiler.driver import Compilation
 
-        return Compilation(self.source, self.filename, self.input_dict, self.extra_outputs, self.target, schedule,
+        choice = ScheduleChoice.DEFAULT if schedule is None else schedule
+        return Compilation(self.source, self.filename, self.input_dict, self.extra_outputs, self.target, choice,
                            use_records=False)  # fmt: skip
 
     @cached_property
     def program(self) -> Program:
-        comp = self.compilation("none")
+        comp = self.compilation(ScheduleChoice.NONE)
         comp.run_until("ein")
         return comp.program
 
@@ -59,7 +61,7 @@ class TuneTask:
     def normalized(self) -> str:
         """The program as einc understands it (the printed `ein` module: names, shapes, dtypes
         and statements; no comments or spacing): two texts of one program share records."""
-        return str(self.compilation("none").module("ein"))
+        return str(self.compilation(ScheduleChoice.NONE).module("ein"))
 
     @cached_property
     def key(self) -> str:

@@ -25,7 +25,8 @@ import numpy as np
 from einc.semantics.compare import max_error
 from einc.runtime.arrays import poisoned
 from einc.errors import EincError, InternalCompilerError, ToolchainError
-from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, candidate_schedule
+from einc.schedule.choice import ScheduleChoice
+from einc.tune.measure import CArtifact, RebuildArtifact, TaskData
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
 from einc.tune.types import Status, TuneTask
 
@@ -140,7 +141,7 @@ class Job:
             return lambda k: function(*pointers[k])
         assert isinstance(artifact, RebuildArtifact), artifact
         try:
-            kernel = task.compilation(candidate_schedule(artifact.schedule)).kernel()
+            kernel = task.compilation(ScheduleChoice.of(artifact.schedule, "<candidate>")).kernel()
         except ToolchainError as err:
             raise Failed(Status.INTERNAL, err.render()) from None
         except EincError as err:

@@ -10,6 +10,7 @@ import numpy as np
 from xdsl.dialects import arith, math as xmath
 
 from einc.dialects import ein
+from einc.schedule.choice import ScheduleChoice
 
 if TYPE_CHECKING:
     from einc.tune.types import TuneTask
@@ -22,7 +23,7 @@ def count_flops(task: TuneTask) -> int:
     """Operations of one run: per iteration point of each statement, one per arithmetic op of
     its body (a `math` function counts one), plus one for a reduction's combine; a
     multiply-add reduction (a matmul) counts 2 per point."""
-    module = task.compilation("none").module("ein")
+    module = task.compilation(ScheduleChoice.NONE).module("ein")
     total = 0
     for op in module.walk():
         if isinstance(op, ein.EinsumOp | ein.ScatterOp):

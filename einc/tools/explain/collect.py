@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from einc.schedule.choice import Kind
 from einc.compiler.driver import Compilation
 from einc.tools.numerics.types import NumericsReport
 
@@ -52,8 +53,8 @@ def page_context(comp: Compilation, schedule_path: str | None = None) -> PageCon
 
     if comp.record is not None:
         origin = f"tuning record {comp.record.id} ({comp.record_db})"
-    elif schedule_path not in (None, "none", "default"):
-        origin = str(schedule_path)
+    elif comp.choice.kind is Kind.GIVEN:
+        origin = str(schedule_path) if schedule_path is not None else comp.choice.filename
     else:
         origin = f"the default schedule of the {comp.target} target"
     return PageContext(

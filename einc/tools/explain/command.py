@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from einc.compiler.driver import Compilation, read_program
-from einc.tools.jobs import read_schedule, say_record
+from einc.schedule.choice import ScheduleChoice
+from einc.tools.jobs import say_record
 from einc.tools.explain.collect import collect, page_context
 from einc.tools.explain.page import render_page
 from einc.tools.explain.verdicts import overall
@@ -43,7 +44,7 @@ def explain_file_command(
     extra_passes: Mapping[str, Sequence[str]] | None = None,
 ) -> ExplainResult:
     """Compile `path` step by step and build the page (the caller writes it)."""
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+    comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db, extra_passes=dict(extra_passes or {}))  # fmt: skip
     report = collect(comp, seed=seed, shape_scale=shape_scale)
     say_record(comp)

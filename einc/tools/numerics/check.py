@@ -48,6 +48,7 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
     real target), each step executed on the same inputs and compared with the oracle.
     An EincError of the compilation itself (the user's program or schedule) propagates."""
     from einc.compiler.driver import Compilation
+    from einc.schedule.choice import ScheduleChoice
 
     comp.run_until("source")  # at its own shapes: which schedule applies; its errors as einc reports them
     schedule = applied_schedule(comp)
@@ -62,7 +63,7 @@ def check_compilation(comp: Compilation, *, seed: int = 0, shape_scale: float | 
     def build(scale: float) -> Compilation:
         text = scale_program(source, comp.filename, scale) if scale < 1.0 else source
         return with_extra_passes(Compilation(text, comp.filename, input_dict, comp.extra_outputs, comp.target,
-                                             schedule if schedule is not None else "none", cflags=comp.cflags,
+                                             schedule if schedule is not None else ScheduleChoice.NONE, cflags=comp.cflags,
                                              use_records=False), extra)  # fmt: skip
 
     scale, sc = _first_accepted(scales, build, lambda sc: sc.run_until("source"), notes)
@@ -109,16 +110,11 @@ def with_extra_passes(comp: Compilation, extra: Mapping[str, Sequence[str]]) -> 
 def applied_schedule(comp: Compilation) -> Schedule | None:
     """The schedule `comp` applied (after `run_until("scheduled")`): the user's, a tuning
     record's, the target's default one, or None."""
-    from einc.compiler.driver import is_default_schedule
-    from einc.schedule.default import resolve_schedule
     from einc.schedule.script import Schedule
 
     if comp.record is not None:
         return Schedule.parse(comp.record.schedule, f"<tuning record {comp.record.id}>")
-    if isinstance(comp.schedule, Schedule):
-        return comp.schedule
-    given = None if is_default_schedule(comp.schedule) else comp.schedule
-    return resolve_schedule(given, comp.target_obj, comp.module("loops"))
+    return comp.choice.resolve(comp.target_obj, comp.module("loops"))
 
 
 def _walk_compilation(

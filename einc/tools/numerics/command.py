@@ -76,10 +76,11 @@ def compile_command(
     from pathlib import Path
 
     from einc.compiler.driver import Compilation, read_program
-    from einc.tools.jobs import read_schedule, say_record, write_manifest
+    from einc.schedule.choice import ScheduleChoice
+    from einc.tools.jobs import say_record, write_manifest
     from einc.tools.numerics.check import check_compilation, with_extra_passes
 
-    comp = Compilation(read_program(path), path, target=target, schedule=read_schedule(schedule),
+    comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db)  # fmt: skip
     comp = with_extra_passes(comp, extra_passes or {})
     report = check_compilation(comp, seed=seed, shape_scale=shape_scale)
