@@ -198,6 +198,12 @@ class Schedule:
             if isinstance(op, et.KnobOp)
         }
 
+    def same_as(self, other: Schedule) -> bool:
+        """Whether the two scripts are the same ops with the same attributes (knob values
+        included), compared as IR: what printing both and comparing the texts would say,
+        without printing."""
+        return self.module.is_structurally_equivalent(other.module)
+
     def ops(self, kind: type[OpT]) -> list[OpT]:
         """The schedule's ops of one kind (`et.TileOp`, ...), in order."""
         return [op for op in self.module.walk() if isinstance(op, kind)]

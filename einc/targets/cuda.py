@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
+from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.dialects import egpu
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.gpu import DeviceTarget, Runner
@@ -108,12 +109,12 @@ class CUDATarget(CudaFamily):
         return None if ok else f"CUDA source runs on an NVIDIA GPU, none here ({why.split(' (')[0]})"
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         """Runs where an NVIDIA GPU and driver are (TargetError elsewhere); compile checks
         everywhere: `einc.runtime.cuda.compile_check_cuda(source, manifest, arch)`."""
         from einc.runtime.cuda import load_cuda_kernel
 
-        return load_cuda_kernel(source, cls.manifest(module))
+        return load_cuda_kernel(source, manifest)
 
 
 def _checker():

@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
-from einc.errors import InternalCompilerError, TargetError
+from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import Expr
@@ -320,6 +320,19 @@ class DeviceTarget(CLikeTarget):
                 kernel.grid_size, kernel.block_size,
             ))  # fmt: skip
         return LaunchManifest(cls.name, tuple(b for _, b in buffers), tuple(launches))
+
+    @classmethod
+    def build(cls, source: str, module: ModuleOp) -> Runner:
+        """The kernels of `source` loaded with the target's runtime (`load`), launched as the
+        module's manifest says."""
+        return cls.load(source, cls.manifest(module))
+
+    @classmethod
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
+        """A runner of the kernels of `source` (emitted from a lowered module whose launches
+        `manifest` describes), built by the target's runtime; the tuner's runner loads a
+        candidate this way without compiling it again."""
+        raise RuntimeMissingError(f"the {cls.name} target has no runtime on this machine")
 
     @classmethod
     def emit(cls, module: ModuleOp) -> str:

@@ -318,7 +318,7 @@ class HLSLTarget(DeviceTarget):
         return dataclasses.replace(manifest, buffers=buffers)
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.vulkan import load_hlsl_kernel
 
-        return load_hlsl_kernel(source, cls.manifest(module))
+        return load_hlsl_kernel(source, manifest)

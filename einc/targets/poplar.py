@@ -35,6 +35,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from einc.dialects import egpu
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.vertex_split import READS, WRITES, point_loop
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.c_lexicon import c_identifier
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers
@@ -554,10 +555,10 @@ class PoplarTarget(DeviceTarget):
         return w.module(module)
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.poplar import load_poplar_kernel
 
-        return load_poplar_kernel(source, cls.manifest(module))
+        return load_poplar_kernel(source, manifest)
 
 
 __all__ = ["PoplarTarget"]

@@ -17,8 +17,9 @@ import dataclasses
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import ModuleOp, f16, f32, f64
+from xdsl.dialects.builtin import f16, f32, f64
 
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import call
@@ -84,7 +85,7 @@ class SYCLTarget(DeviceTarget):
     """C's math functions as SYCL's overloaded built-ins (`sycl::exp`, `sycl::fmax`)."""
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.sycl import load_sycl_kernel
 
-        return load_sycl_kernel(source, cls.manifest(module))
+        return load_sycl_kernel(source, manifest)

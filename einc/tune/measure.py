@@ -31,6 +31,7 @@ from typing import Protocol, Self
 import numpy as np
 
 from einc.errors import EincError, InternalCompilerError, ToolchainError
+from einc.runtime.manifest import LaunchManifest
 from einc.runtime.signature import KernelSignature
 from einc.schedule.choice import ScheduleChoice
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
@@ -58,9 +59,12 @@ class CArtifact:
 @dataclass(frozen=True)
 class RebuildArtifact:
     """A kernel for a target whose runtime builds in-process (OpenCL, HLSL, SYCL, Poplar, CUDA):
-    the schedule text, compiled again in the runner's worker (the toolchains cache it)."""
+    the source the builder compiled and its launch manifest; the runner's worker loads it with
+    the target's runtime (`DeviceTarget.load`: the toolchains cache the binary the builder
+    made), without compiling the candidate again."""
 
-    schedule: str
+    source: str
+    manifest: LaunchManifest
 
 
 def c_artifact(source: str, signature: KernelSignature) -> CArtifact:
@@ -93,7 +97,9 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
             signature = KernelSignature.from_module(comp.module("target"))
             return result(Status.OK, artifact=c_artifact(source, signature))
         comp.kernel()  # builds with the target's toolchain (and warms its cache for the runner)
-        return result(Status.OK, artifact=RebuildArtifact(candidate.schedule))
+        manifest = comp.target_obj.manifest(comp.module("target"))
+        assert manifest is not None, comp.target  # only C makes a shared library, and has none
+        return result(Status.OK, artifact=RebuildArtifact(comp.source_text(), manifest))
     except ToolchainError as err:
         return result(Status.INTERNAL, err.render())
     except EincError as err:

@@ -112,7 +112,7 @@ class SearchSpace:
             if not made:
                 skipped[name] = "does not apply"
             for sketch in made:
-                if all(str(s.schedule) != str(sketch.schedule) for s in sketches.values()):
+                if not any(s.schedule.same_as(sketch.schedule) for s in sketches.values()):
                     sketches[sketch.name] = sketch
         return cls(task, sketches, nests, lanes, skipped)
 

@@ -236,7 +236,7 @@ def rule_tile(ctx: RuleContext) -> list[Sketch]:
         sketch = build_sketch(ctx, f"tile{suffix}", "multi-level tiling (space outer parallel, reduction, space, "
                               "reduction, register tile unrolled and vectorized)" + what,
                               lambda build, nest, top, cw=cw, cr=cr: tile_nest(build, nest, top, cw, cr))  # fmt: skip
-        if sketch is not None and not any(str(s.schedule) == str(sketch.schedule) for s in found):
+        if sketch is not None and not any(s.schedule.same_as(sketch.schedule) for s in found):
             found.append(sketch)
     return found
 
