@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -43,10 +43,8 @@ from einc.targets.descriptions import KernelError
 from einc.compiler.kernel import Kernel, MissingRuntime
 
 if TYPE_CHECKING:
-    from einc.frontend import Program, TensorInfo
-    from einc.runtime.device import CompileReport
-    from einc.targets.clike import CLikeTarget
     from einc.compiler.records import Record
+    from einc.targets.clike import CLikeTarget
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 StageResult = ModuleOp | str
@@ -67,15 +65,16 @@ def check_extra_passes(extra: object) -> dict[str, list[tuple[ModulePass, ...]]]
     if not isinstance(extra, Mapping):
         raise UsageError(f"extra_passes= maps a stage name to pipeline texts, not {type(extra).__name__}", where)
     hooks: dict[str, list[tuple[ModulePass, ...]]] = {}
-    for stage, texts in extra.items():
-        if stage not in HOOK_STAGES:
+    for stage, texts in cast("Mapping[object, object]", extra).items():
+        if not isinstance(stage, str) or stage not in HOOK_STAGES:
             raise UsageError(
                 f"extra_passes: unknown stage {stage!r}{did_you_mean(str(stage), HOOK_STAGES)} "
                 f"(stages: {', '.join(HOOK_STAGES)})", where,
             )  # fmt: skip
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise UsageError(f"extra_passes[{stage!r}] is a list of pipeline texts, e.g. [{texts!r}]", where)
-        hooks[stage] = [parse_passes(str(text), registry.get_all_passes(), f"extra_passes[{stage!r}]") for text in texts]
+        pipelines = cast("Sequence[object]", texts)
+        hooks[stage] = [parse_passes(str(text), registry.get_all_passes(), f"extra_passes[{stage!r}]") for text in pipelines]
     return hooks
 
 
@@ -98,13 +97,13 @@ class Compilation:
     schedule: ScheduleChoice | Schedule | str | None = None
     """The schedule= argument as given (`choice` is what it means)."""
     cflags: Sequence[str] = ()
-    results: dict[str, StageResult] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
+    results: dict[str, StageResult] = field(default_factory=dict[str, StageResult])
+    seconds: dict[str, float] = field(default_factory=dict[str, float])
     use_records: bool = True
     """Without a schedule, apply the best tuning record for this program and device, if any."""
     db: str | Path | None = None
     """The tuning database (default: `einc.compiler.records.default_db_path()`)."""
-    extra_passes: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    extra_passes: Mapping[str, Sequence[str]] = field(default_factory=dict[str, Sequence[str]])
     """Stage name (ein, loops, scheduled, target) -> pass pipeline texts run at the end of
     that stage, after its own passes (plugin passes included: einc.compiler.registry)."""
     progress: Callable[[str, float], None] | None = None
@@ -212,7 +211,8 @@ class Compilation:
 
     def sources(self) -> dict[str, str]:
         """The texts errors' locations point into: the program, the schedule (for the caret)."""
-        found = {self.filename: self.source} if isinstance(self.source, str) else {}
+        given = cast(object, self.source)  # einc.compile may be handed anything: the frontend refuses it
+        found = {self.filename: given} if isinstance(given, str) else {}
         schedule = self.applied_schedule
         if schedule is not None and schedule.source is not None:
             found.setdefault(schedule.filename, schedule.source)
@@ -296,7 +296,8 @@ class Compilation:
 
     def reproducer_context(self) -> dict[str, str]:
         """What reproduces this compilation: the program, its inputs, the target, the schedule."""
-        context = {"program": self.source if isinstance(self.source, str) else repr(self.source),
+        given = cast(object, self.source)
+        context = {"program": given if isinstance(given, str) else repr(given),
                    "filename": self.filename, "target": self.target}  # fmt: skip
         if self.input_dict is not None:
             context["input_dict"] = repr(self.input_dict)

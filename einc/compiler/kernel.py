@@ -170,11 +170,12 @@ class Kernel:
     def _invoke(self, arrays: dict[str, object], out: object) -> dict[str, np.ndarray]:
         fast = self._fast
         if fast is not None and not self.debug:
+            kind = type(out)  # (not narrowing `out`: it stays any object below)
             if out is None:
                 result = fast(self._spec, arrays, None)
-            elif type(out) is dict:
-                result = fast(self._spec, arrays, out)
-            elif type(out) is np.ndarray and self._one_out is not None:
+            elif kind is dict:
+                result = fast(self._spec, arrays, cast("dict[str, object]", out))
+            elif kind is np.ndarray and self._one_out is not None:
                 result = fast(self._spec, arrays, {self._one_out: out})
             else:
                 result = None
@@ -191,10 +192,16 @@ class Kernel:
         if torch is None or self._fast is None:
             return None
         tensor = torch.Tensor
-        given = {self._one_out: out} if type(out) is tensor and self._one_out is not None else out
-        if given is not None and type(given) is not dict:
+        given: dict[str, object]
+        if type(out) is tensor and self._one_out is not None:
+            given = {self._one_out: out}
+        elif out is None:
+            given = {}
+        elif type(out) is dict:
+            given = cast("dict[str, object]", out)
+        else:
             return None
-        for value in (*arrays.values(), *(given.values() if given else ())):
+        for value in (*arrays.values(), *given.values()):
             if type(value) is not tensor or not getattr(value, "is_cpu") or getattr(value, "requires_grad"):
                 return None
         views = {name: getattr(value, "numpy")() for name, value in arrays.items()}
@@ -237,7 +244,7 @@ class Kernel:
                     f"missing input '{info.name}' ({_describe(info)}); the kernel takes {_names(self._ins.values())}"
                 )
             obj = arrays[info.name]
-            if example is None and not isinstance(obj, np.ndarray):
+            if example is None and not _is_numpy(obj):
                 example = obj
             inputs[info.name] = self._take("input", info, obj)
         on_device = next((a for a in inputs.values() if isinstance(a, DeviceArray)), None)
@@ -277,10 +284,11 @@ class Kernel:
         if out is None:
             return {}
         if isinstance(out, Mapping):
-            for name in out:
+            given = cast("Mapping[str, object]", out)
+            for name in given:
                 if name not in self._outs:
                     raise RuntimeInputError(f"unknown output '{name}' (the kernel produces {_names(self._outs.values())})")
-            return dict(out)
+            return dict(given)
         if len(self._outs) != 1:
             raise RuntimeInputError(
                 f"out= is one array, but the kernel produces {len(self._outs)} outputs "
@@ -330,6 +338,10 @@ class Kernel:
             raise RuntimeInputError(f"{role} '{info.name}' has dtype {dtype}, expected {want} ({describe(obj)})")
         if tuple(shape) != tuple(info.shape):
             raise RuntimeInputError(f"{role} '{info.name}' has shape {list(shape)}, expected {list(info.shape)}")
+
+
+def _is_numpy(obj: object) -> bool:
+    return isinstance(obj, np.ndarray)
 
 
 def _check_no_overlap(inputs: Mapping[str, Arg], outputs: Mapping[str, Arg]) -> None:

@@ -21,12 +21,12 @@ import platform
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Self, TextIO, TypedDict
+from typing import TYPE_CHECKING, Self, TextIO, TypedDict, cast
 
 from einc.errors import EincError, SourceLocation
 
@@ -177,7 +177,7 @@ class Record:
     build_s: float
     created: float  # seconds since the epoch
     tuner: str
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict[str, object])
 
     def point(self) -> Point:
         return Point.of(self.sketch, self.knobs)
@@ -303,7 +303,7 @@ class RecordStore:
 
     # ---- plumbing -------------------------------------------------------------------------
     @contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
+    def _guard(self, what: str) -> Generator[None]:
         """SQLite errors of an operation as a RecordError at the database's path."""
         try:
             yield
@@ -432,7 +432,7 @@ class RecordStore:
 
 
 @contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+def _transaction(conn: sqlite3.Connection) -> Generator[None]:
     """BEGIN IMMEDIATE (the write lock at once: writers queue on the busy timeout instead of
     failing on a lock upgrade) ... COMMIT, or ROLLBACK on an exception."""
     conn.execute("BEGIN IMMEDIATE")
@@ -478,6 +478,7 @@ def _parse_line(line: str, loc: SourceLocation) -> ImportedRow:
         raise RecordError(f"not a JSON record: {err.msg} (column {err.colno})", loc) from None
     if not isinstance(row, dict):
         raise RecordError(f"a record is a JSON object, not {type(row).__name__}", loc)
+    row = cast("dict[str, object]", row)
     if row.get("format") != EXPORT_FORMAT:
         raise RecordError(f"not an einc tuning record (format {row.get('format')!r}, expected {EXPORT_FORMAT!r})", loc)
     for name, kind in _FIELDS.items():
@@ -487,20 +488,24 @@ def _parse_line(line: str, loc: SourceLocation) -> ImportedRow:
             raise RecordError(f"'{name}' has the wrong type ({type(row[name]).__name__})", loc)
     if row["status"] not in {s.value for s in Status}:
         raise RecordError(f"unknown status {row['status']!r}", loc)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in row["knobs"].values()):
+    knobs = cast("dict[str, object]", row["knobs"])
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in knobs.values()):
         raise RecordError("knob values must be integers", loc)
-    times = row["times"]
+    times = cast("list[object]", row["times"])
     if not all(isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in times):
         raise RecordError("times must be non-negative numbers of seconds", loc)
+    numbers = cast("list[float]", times)
+    text = cast("dict[str, str]", row)  # the string fields, checked above
     if row["status"] == Status.OK.value and not times:
         raise RecordError("an ok record has no times", loc)
-    if program_key(row["program"]) != row["task_key"]:
+    if program_key(text["program"]) != text["task_key"]:
         raise RecordError("task_key is not the key of the record's program (edited or corrupt)", loc)
     summary = row.get("summary", "")
-    return ImportedRow(task_key=row["task_key"], target=row["target"], device=row["device"], program=row["program"],
-                       sketch=row["sketch"], knobs=row["knobs"], schedule=row["schedule"], status=row["status"],
-                       reason=row["reason"], times=[float(t) for t in times], build_s=float(row["build_s"]),
-                       created=float(row["created"]), tuner=row["tuner"], extra=row["extra"],
+    return ImportedRow(task_key=text["task_key"], target=text["target"], device=text["device"], program=text["program"],
+                       sketch=text["sketch"], knobs=cast("dict[str, int]", knobs), schedule=text["schedule"],
+                       status=text["status"], reason=text["reason"], times=[float(t) for t in numbers],
+                       build_s=float(cast(float, row["build_s"])), created=float(cast(float, row["created"])),
+                       tuner=text["tuner"], extra=cast("dict[str, object]", row["extra"]),
                        summary=summary if isinstance(summary, str) else "")  # fmt: skip
 
 

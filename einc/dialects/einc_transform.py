@@ -20,7 +20,7 @@ is einc.schedule.interpreter.EincTransformFunctions.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, UnitAttr, i64
@@ -104,7 +104,7 @@ class SizedLoopOp(IRDLOperation):
             raise VerifyException(f"{self.name} needs exactly one size: a param or an integer")
 
     @classmethod
-    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+    def parse(cls, parser: Parser) -> Self:
         target = _operand(parser, HANDLE)
         parser.parse_keyword("by")
         dynamic, static = _size(parser, f"{cls.name.removeprefix('transform.einc.')} size")
@@ -398,7 +398,7 @@ class CacheOp(IRDLOperation):
             raise VerifyException(f"{self.name}: memory must be \"local\" or \"shared\"")
 
     @classmethod
-    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+    def parse(cls, parser: Parser) -> Self:
         tensor = parser.parse_str_literal()
         parser.parse_keyword("at")
         target = _operand(parser, HANDLE)

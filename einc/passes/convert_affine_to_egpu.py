@@ -111,9 +111,9 @@ class ConvertAffineToEgpuPass(TargetedPass):
         levels = gpu_mapping.bound_loops(stmt.main, reduction)
         if reduction is not None:
             mapping = gpu_mapping.bound_mapping(levels)
-            block = list(mapping.launch.block)
-            block[reduction.dim.index] = reduction.threads
-            mapping.launch = gpu_mapping.Launch(mapping.launch.grid, tuple(block))  # type: ignore[arg-type]
+            sizes = list(mapping.launch.block)
+            sizes[reduction.dim.index] = reduction.threads
+            mapping.launch = gpu_mapping.Launch(mapping.launch.grid, (sizes[0], sizes[1], sizes[2]))
             mapping.reduction = _combine_partials(reduction, desc)
             return mapping
         if levels:

@@ -20,7 +20,7 @@ made. Handles are SSA values; `loops(h)` gives the payload ops a handle holds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import affine, transform
@@ -34,7 +34,7 @@ from einc.dialects import einc_transform as et
 from einc.errors import ScheduleError
 from einc.transforms import loop_transforms as lt
 from einc.schedule.script import ENTRY, Schedule
-from einc.schedule.interpreter import EincTransformFunctions
+from einc.schedule.interpreter import EincTransformFunctions, handle_ops
 
 if TYPE_CHECKING:
     from einc.transforms.compute_at import ComputeAtPlan
@@ -123,8 +123,7 @@ class ScheduleBuilder:
     def loops(self, handle: SSAValue) -> list[affine.ForOp]:
         """The payload ops `handle` holds now."""
         (value,) = self.interpreter.get_values([handle])
-        assert isinstance(value, OperationHandle)
-        return list(value.ops)  # type: ignore[arg-type]
+        return cast("list[affine.ForOp]", list(handle_ops(value)))  # a loop handle's
 
     def loop(self, handle: SSAValue) -> affine.ForOp:
         """The one payload loop `handle` holds."""

@@ -72,7 +72,7 @@ def refuse_shared_memory(
 
 def _dtype(element: Attribute) -> str:
     if isinstance(element, IntegerType):
-        return "bool" if element.width.data == 1 else f"int{element.width.data}"
+        return "bool" if element.bitwidth == 1 else f"int{element.bitwidth}"
     return f"float{element.bitwidth}" if isinstance(element, AnyFloat) else str(element)
 
 

@@ -14,13 +14,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from xdsl.context import Context
 from xdsl.dialects import affine, memref, transform
 from xdsl.dialects.builtin import (
+    AnyFloat,
     ArrayAttr,
     FloatAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     LocationAttr,
@@ -96,14 +98,13 @@ class RegisteredPassFunctions(TransformFunctions):
         self, interpreter: Interpreter, op: transform.ApplyRegisteredPassOp, args: PythonValues
     ) -> PythonValues:
         (targets,) = args
-        assert isinstance(targets, OperationHandle)
         options = " ".join(f"{k}={_option_text(v)}" for k, v in op.options.data.items())
         spec = f"{op.pass_name.data}{{{options}}}" if options else op.pass_name.data
         try:
             pipeline = PassPipeline(parse_passes(spec, self.passes, "transform.apply_registered_pass"))
         except EincError as err:
             raise self.schedule.error(op, f"transform.apply_registered_pass: {err.message}") from None
-        for target in targets.ops:
+        for target in handle_ops(targets):
             if not isinstance(target, ModuleOp):
                 raise self.schedule.error(op, "transform.apply_registered_pass applies to the module (%root) only")
             try:
@@ -117,18 +118,26 @@ class RegisteredPassFunctions(TransformFunctions):
         return (targets,)
 
 
+def handle_ops(handle: object) -> tuple[Operation, ...]:
+    """The payload ops of a transform handle (an OperationHandle: the interpreter's value of
+    every `!transform.any_op`)."""
+    assert isinstance(handle, OperationHandle), handle
+    return cast("OperationHandle[Operation]", handle).ops
+
+
 def _option_text(value: Attribute) -> str:
     """A pass option's attribute as pipeline text (`size=32`, `target="cuda"`, `flag=true`)."""
     if isinstance(value, StringAttr):
         return f'"{value.data}"'
     if isinstance(value, IntegerAttr):
-        if value.type == IntegerType(1):
-            return "true" if value.value.data else "false"
-        return str(value.value.data)
+        integer = cast("IntegerAttr[IntegerType | IndexType]", value)
+        if integer.type == IntegerType(1):
+            return "true" if integer.value.data else "false"
+        return str(integer.value.data)
     if isinstance(value, FloatAttr):
-        return str(value.value.data)
+        return str(cast("FloatAttr[AnyFloat]", value).value.data)
     if isinstance(value, ArrayAttr):
-        return ",".join(_option_text(v) for v in value.data)
+        return ",".join(_option_text(v) for v in cast("ArrayAttr[Attribute]", value).data)
     return str(value)
 
 
@@ -146,7 +155,7 @@ class _LocatingListener(Interpreter.Listener):
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
         if not isinstance(op, _NOT_TRANSFORMS):
-            targets = [t for a in args if isinstance(a, OperationHandle) for t in a.ops]
+            targets = [t for a in args if isinstance(a, OperationHandle) for t in handle_ops(cast(object, a))]
             self.watches.append(locations.Watch.around(self.payload, targets))
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
@@ -189,9 +198,8 @@ class EincTransformFunctions(InterpreterFunctions):
         return ScheduleError(message, loc)
 
     def loops(self, op: Operation, handle: object, what: str = "loop") -> list[affine.ForOp]:
-        assert isinstance(handle, OperationHandle)
-        result = []
-        for payload_op in handle.ops:
+        result: list[affine.ForOp] = []
+        for payload_op in handle_ops(handle):
             if not self._attached(payload_op):
                 raise self.fail(op, f"the {what} handle refers to an op a previous transform replaced (match it again)")
             if not isinstance(payload_op, affine.ForOp):
@@ -211,11 +219,12 @@ class EincTransformFunctions(InterpreterFunctions):
     def size(self, op: et.SizedLoopOp, args: PythonValues) -> int:
         if op.static_size is not None:
             return op.static_size.value.data
-        value = args[1]
+        value: object = args[1]
         if isinstance(value, list | tuple):
-            value = value[0] if len(value) == 1 else None
+            values = cast("Sequence[object]", value)
+            value = values[0] if len(values) == 1 else None
         if isinstance(value, IntegerAttr):
-            value = value.value.data
+            value = cast("IntegerAttr[IntegerType | IndexType]", value).value.data
         if not isinstance(value, int):
             raise self.fail(op, "the size param holds no single integer")
         return value
@@ -238,10 +247,9 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.MatchOp)
     def run_match(self, interpreter: Interpreter, op: et.MatchOp, args: PythonValues) -> PythonValues:
         (roots,) = args
-        assert isinstance(roots, OperationHandle)
         name = op.op_name.data if op.op_name is not None else affine.ForOp.name
-        found = []
-        for root in roots.ops:
+        found: list[Operation] = []
+        for root in handle_ops(roots):
             if root is self.payload and name == affine.ForOp.name and op.stmt is not None:
                 candidates: Iterable[Operation] = self._indexed_loops(op, op.stmt)
             else:
@@ -257,7 +265,7 @@ class EincTransformFunctions(InterpreterFunctions):
                 if name == affine.ForOp.name and (("einc.init" in attrs) != (op.init is not None)):
                     continue
                 found.append(candidate)
-        if not found and roots.ops:  # inside an empty handle (a peel with no rest): nothing
+        if not found and handle_ops(roots):  # inside an empty handle (a peel with no rest): nothing
             raise self.fail(op, "matched no operation")
         return (OperationHandle(*found),)
 
@@ -286,7 +294,8 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.TileOp)
     def run_tile(self, interpreter: Interpreter, op: et.TileOp, args: PythonValues) -> PythonValues:
         size = self.size(op, args)
-        outers, inners = [], []
+        outers: list[affine.ForOp] = []
+        inners: list[affine.ForOp] = []
         for loop in self.loops(op, args[0]):
             outer, inner = self.check(op, lt.tile_loop(loop, size))
             outers.append(outer)
@@ -315,7 +324,8 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.RfactorOp)
     def run_rfactor(self, interpreter: Interpreter, op: et.RfactorOp, args: PythonValues) -> PythonValues:
         factor = self.size(op, args)
-        parts, combines = [], []
+        parts: list[affine.ForOp] = []
+        combines: list[affine.ForOp] = []
         for loop in self.loops(op, args[0]):
             part, combine = self.check(op, rfactor_loop(loop, factor))
             for store in part.walk():  # partials private to an enclosing loop's iteration
@@ -327,7 +337,7 @@ class EincTransformFunctions(InterpreterFunctions):
 
     @impl(et.ReorderOp)
     def run_reorder(self, interpreter: Interpreter, op: et.ReorderOp, args: PythonValues) -> PythonValues:
-        loops = []
+        loops: list[affine.ForOp] = []
         for handle in args:
             found = self.loops(op, handle)
             if len(found) != 1:
@@ -414,7 +424,7 @@ class EincTransformFunctions(InterpreterFunctions):
         return self._cache(op, args, write=True)
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
-        allocs = []
+        allocs: list[memref.AllocaOp] = []
         for loop in self.loops(op, args[0]):
             allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data)))
         return (OperationHandle(*allocs),)

@@ -40,8 +40,9 @@ from einc.dialects import egpu
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
 from einc.targets.clike import CLikeTarget
+from einc.targets.op_printers import expression, statement
 from einc.targets.spelling import Expr
-from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
+from einc.targets.writer import Writer
 from einc.targets.descriptions import TargetDescription
 
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
@@ -98,34 +99,14 @@ def host_buffers(module: ModuleOp) -> list[tuple[SSAValue, Buffer]]:
 # ---- printers of egpu ops --------------------------------------------------------------------
 
 
-def statement(kind: type[OpT], printer: Callable[[_Writer, OpT], None]) -> Callable[[_Writer, Operation], None]:
-    """`printer` of the ops of `kind` as a `statement_printers` entry (looked up by type)."""
-
-    def print_op(w: _Writer, op: Operation) -> None:
-        assert isinstance(op, kind), op
-        printer(w, op)
-
-    return print_op
-
-
-def expression(kind: type[OpT], printer: Callable[[_Writer, OpT], Expr]) -> Callable[[_Writer, Operation], Expr]:
-    """`printer` of the ops of `kind` as an `expression_printers` entry (looked up by type)."""
-
-    def print_op(w: _Writer, op: Operation) -> Expr:
-        assert isinstance(op, kind), op
-        return printer(w, op)
-
-    return print_op
-
-
-def device(w: _Writer) -> type[DeviceTarget]:
+def device(w: Writer) -> type[DeviceTarget]:
     """The target `w` prints for: a device target (the egpu printers are only its own)."""
     t = w.t
     assert issubclass(t, DeviceTarget), t
     return t
 
 
-def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
+def index_expression(w: Writer, op: egpu.IndexOp) -> Expr:
     key = f"{op.name.removeprefix('egpu.')}.{op.dimension.value}"
     spelling = w.t.work_item_index.get(key)
     if spelling is not None:
@@ -136,15 +117,15 @@ def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
     return Expr(str(lo))  # a launch constant (block or grid size)
 
 
-def _return(w: _Writer, op: Operation) -> None:
+def _return(w: Writer, op: Operation) -> None:
     """The end of a kernel's body: implicit."""
 
 
-def _barrier(w: _Writer, op: Operation) -> None:
+def _barrier(w: Writer, op: Operation) -> None:
     w.line(w.t.barrier)
 
 
-def _alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
+def _alloc_shared(w: Writer, op: egpu.AllocSharedOp) -> None:
     t = op.memref.type
     assert isinstance(t, MemRefType)
     name = w.declare(op.memref, op.memref.name_hint or "shared", buffer=True)
@@ -152,31 +133,31 @@ def _alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
     w.line(device(w).shared_decl.format(t=w.ctype(t.get_element_type()), name=name, n=count))
 
 
-def use_text(w: _Writer, key: str, text: str) -> None:
+def use_text(w: Writer, key: str, text: str) -> None:
     """Print `text` (helper functions) once, before the kernels."""
     if text and (key, "") not in w.helpers_used:
         w.helpers_used[(key, "")] = text
 
 
-def _half_support(w: _Writer) -> None:
+def _half_support(w: Writer) -> None:
     use_text(w, "half", device(w).half_support.format(p=w.t.helper_prefix))
 
 
-def _load_extf(w: _Writer, op: egpu.LoadExtfOp) -> Expr:
+def _load_extf(w: Writer, op: egpu.LoadExtfOp) -> Expr:
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt = device(w).load_extf
     return Expr(fmt.format(buf=w.value(op.memref).text, i=index.text))
 
 
-def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
+def _store_truncf(w: Writer, op: egpu.StoreTruncfOp) -> None:
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt = device(w).store_truncf
     w.line(fmt.format(v=w.value(op.value).text, buf=w.value(op.memref).text, i=index.text) + ";")
 
 
-def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
+def _round(w: Writer, op: egpu.RoundOp) -> Expr:
     if op.as_type != f16 or op.result.type != f32:
         raise InternalCompilerError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
     _half_support(w)
@@ -185,7 +166,7 @@ def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
     return Expr(f"einc_round_f16({w.value(op.value).text})")
 
 
-def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
+def _subgroup_reduce(w: Writer, op: egpu.SubgroupReduceOp) -> Expr:
     target = device(w)
     t = w.ctype(op.result.type)
     kind = op.kind.data
@@ -232,14 +213,14 @@ class DeviceTarget(CLikeTarget):
     """A helper function per kind and type the reductions call (`{p}` prefix, `{t}` type,
     `{kind}`, `{s}`, `{combine}` an expression of `a` and `b`)."""
 
-    statement_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], None]]] = {
+    statement_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], None]]] = {
         egpu.ReturnOp: _return,
         egpu.BarrierOp: _barrier,
         egpu.AllocSharedOp: statement(egpu.AllocSharedOp, _alloc_shared),
         egpu.StoreTruncfOp: statement(egpu.StoreTruncfOp, _store_truncf),
     }
-    expression_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], Expr]]] = {
-        **{op: expression(egpu.IndexOp, _index) for op in (
+    expression_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], Expr]]] = {
+        **{op: expression(egpu.IndexOp, index_expression) for op in (
             egpu.BlockIdOp, egpu.ThreadIdOp, egpu.GlobalIdOp, egpu.BlockDimOp, egpu.GridDimOp,
         )},  # fmt: skip
         egpu.LoadExtfOp: expression(egpu.LoadExtfOp, _load_extf),
@@ -278,7 +259,7 @@ class DeviceTarget(CLikeTarget):
         return cls.limits
 
     @classmethod
-    def top_level(cls, w: _Writer, op: Operation) -> None:
+    def top_level(cls, w: Writer, op: Operation) -> None:
         if isinstance(op, egpu.FuncOp):
             w.function(op)  # type: ignore[arg-type]
         elif isinstance(op, func.FuncOp):
@@ -287,7 +268,7 @@ class DeviceTarget(CLikeTarget):
             raise InternalCompilerError(f"{cls.name} target: cannot print top-level {op.name}")
 
     @classmethod
-    def host(cls, w: _Writer, op: func.FuncOp) -> None:
+    def host(cls, w: Writer, op: func.FuncOp) -> None:
         """The host function prints nothing (the manifest describes it)."""
 
     @classmethod
@@ -340,4 +321,4 @@ class DeviceTarget(CLikeTarget):
         return super().emit(module)
 
 
-__all__ = ["DeviceTarget", "device", "expression", "host_buffers", "host_function", "numpy_dtype", "statement"]
+__all__ = ["DeviceTarget", "device", "host_buffers", "host_function", "numpy_dtype"]

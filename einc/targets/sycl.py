@@ -23,7 +23,7 @@ from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import call
-from einc.targets.writer import _CALLEE  # pyright: ignore[reportPrivateUsage]
+from einc.targets.writer import CALLEE
 from einc.targets.cuda import CUDATarget
 from einc.targets.gpu import DeviceTarget, Runner
 
@@ -78,7 +78,7 @@ class SYCLTarget(DeviceTarget):
     math_suffix = {f64: "", f32: ""}
     literal_suffix = {f64: "", f32: "f"}
     ops = {
-        **{op: dataclasses.replace(s, fmt="sycl::" + s.fmt) if _CALLEE.match(s.fmt) else s
+        **{op: dataclasses.replace(s, fmt="sycl::" + s.fmt) if CALLEE.match(s.fmt) else s
            for op, s in CLikeTarget.ops.items()},
         mathd.RsqrtOp: call("sycl::rsqrt"),
     }  # fmt: skip

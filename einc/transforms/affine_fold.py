@@ -16,7 +16,7 @@ from xdsl.rewriter import Rewriter
 from einc.transforms.affine_index import dims_to_operands
 
 
-def _compose(m: AffineMap, operands: Sequence[SSAValue]) -> tuple[AffineMap, list[SSAValue]] | None:
+def compose(m: AffineMap, operands: Sequence[SSAValue]) -> tuple[AffineMap, list[SSAValue]] | None:
     """Fold the first operand defined by a single-result `affine.apply` into `m`."""
     m = dims_to_operands(m)
     for p, operand in enumerate(operands):
@@ -44,7 +44,7 @@ def fold_one_apply(op: Operation) -> Operation | None:
     indices = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
     if not any(isinstance(v.owner, affine.ApplyOp) for v in indices):
         return None
-    folded = _compose(op.map.data, indices)
+    folded = compose(op.map.data, indices)
     if folded is None:
         return None
     m, operands = folded

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from xdsl.builder import Builder
 from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     IndexType,
     MemRefType,
 )
@@ -120,7 +121,7 @@ def _accumulate(
         coordinate = tid
         if lower or step != 1:
             m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
-            coordinate = b.insert(affine.ApplyOp([tid], affine.AffineMapAttr(m))).result
+            coordinate = b.insert(affine.ApplyOp([tid], AffineMapAttr(m))).result
         mapper[induction_var(op)] = coordinate
         body = list(op.body.block.ops)
         if constant_trip_range(op) is not None:
@@ -200,11 +201,11 @@ def _two_stage(
     mine.name_hint = "warp_total"
     linear = linear_thread_id(b, launch.block)
     d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
-    lane = b.insert(affine.ApplyOp([tid], affine.AffineMapAttr(AffineMap(1, 0, (d0 % warp,))))).result
+    lane = b.insert(affine.ApplyOp([tid], AffineMapAttr(AffineMap(1, 0, (d0 % warp,))))).result
     leader = b.insert(arith.CmpiOp(lane, index_constant(b, 0), "eq")).result
     guard = b.insert(scf.IfOp(leader, [], [scf.YieldOp()]))
     inner = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
-    inner.insert(affine.StoreOp(mine, shared.memref, [linear], affine.AffineMapAttr(AffineMap(1, 0, (d0 // warp,)))))
+    inner.insert(affine.StoreOp(mine, shared.memref, [linear], AffineMapAttr(AffineMap(1, 0, (d0 // warp,)))))
     b.insert(egpu.BarrierOp())
     present = b.insert(arith.CmpiOp(tid, index_constant(b, per_row), "slt")).result
     # the row's first slot is (linear - x) / warp: a row is `threads` work-items
@@ -212,7 +213,7 @@ def _two_stage(
     slot = AffineMap(2, 0, ((d0 - d1) // warp + d1,)) if rows > 1 else AffineMap(2, 0, (d1,))
     value = _select_region(
         b, present, partial.type,
-        lambda at: at.insert(affine.LoadOp(shared.memref, [linear, tid], affine.AffineMapAttr(slot))).result,
+        lambda at: at.insert(affine.LoadOp(shared.memref, [linear, tid], AffineMapAttr(slot))).result,
         identity,
     )  # fmt: skip
     total = b.insert(egpu.SubgroupReduceOp(kind, value, lanes)).result
@@ -236,8 +237,8 @@ def _tree(
     slot = tid if math.prod(launch.block) == red.threads else linear_thread_id(b, launch.block)
     stride = math.prod(launch.block[: red.dim.index])
 
-    def at(offset: int) -> affine.AffineMapAttr:
-        return affine.AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + offset,)))
+    def at(offset: int) -> AffineMapAttr:
+        return AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + offset,)))
 
     b.insert(affine.StoreOp(partial, shared.memref, [slot], at(0)))
     b.insert(egpu.BarrierOp())

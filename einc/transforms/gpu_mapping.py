@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from xdsl.builder import Builder
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     AnyFloat,
     IndexType,
     IntegerAttr,
@@ -501,7 +502,7 @@ def delinearize(
             e = e // inner
         if k > 0:
             e = e % extent
-        apply = b.insert(affine.ApplyOp([flat], affine.AffineMapAttr(AffineMap(1, 0, (e,)))))
+        apply = b.insert(affine.ApplyOp([flat], AffineMapAttr(AffineMap(1, 0, (e,)))))
         apply.result.name_hint = induction_var(loops[k]).name_hint
         ivs.append(apply.result)
     return ivs
@@ -522,7 +523,7 @@ def linear_thread_id(b: Builder, sizes: tuple[int, int, int]) -> SSAValue:
         return index_constant(b, 0)
     if len(ids) == 1:
         return ids[0]
-    tid = b.insert(affine.ApplyOp(ids, affine.AffineMapAttr(AffineMap(len(ids), 0, (expr,))))).result
+    tid = b.insert(affine.ApplyOp(ids, AffineMapAttr(AffineMap(len(ids), 0, (expr,))))).result
     tid.name_hint = "tid"
     return tid
 

@@ -273,6 +273,7 @@ def separates(iv: SSAValue, step: int, group: Sequence[Access]) -> bool:
     """Whether, within one run of the loop of `iv` (which moves by at least `step`),
     different iterations make every access of `group` (one buffer) touch disjoint elements."""
     loop = iv.owner.parent_op()  # type: ignore[union-attr]
+    assert loop is not None, iv
     return separates_all([(iv, loop, a) for a in group], step)
 
 

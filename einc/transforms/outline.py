@@ -16,6 +16,7 @@ import math
 from xdsl.builder import Builder
 from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     DictionaryAttr,
     IndexType,
     StringAttr,
@@ -210,7 +211,7 @@ def outline(
                 if lower or step != 1:
                     coordinate.name_hint = f"{level}_{dim.value}"
                     m = AffineMap(1, 0, (AffineExpr.dimension(0) * step + lower,))
-                    coordinate = b.insert(affine.ApplyOp([coordinate], affine.AffineMapAttr(m))).result
+                    coordinate = b.insert(affine.ApplyOp([coordinate], AffineMapAttr(m))).result
                     coordinate.name_hint = induction_var(loop).name_hint
             else:  # a unit loop between bound loops: its one value
                 coordinate = index_constant(b, lower)

@@ -5,6 +5,8 @@ partials into the output); the mechanism behind `transform.einc.rfactor`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xdsl.builder import Builder
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, StringAttr, UnitAttr
@@ -25,6 +27,9 @@ from einc.transforms.loop_analysis import (
     written_groups,
 )
 from einc.transforms.loop_build import Failure, _depends_on_loop, _new_loop, _retag, describe
+
+if TYPE_CHECKING:
+    from einc.dialects.ein import Combiner
 
 
 def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.ForOp] | Failure:
@@ -183,7 +188,7 @@ def rfactor_loop(loop: affine.ForOp, factor: int) -> tuple[affine.ForOp, affine.
     return outer, comb_loops[0]
 
 
-def _combiner_of(op: Operation | None, acc: SSAValue):  # type: ignore[no-untyped-def]
+def _combiner_of(op: Operation | Block | None, acc: SSAValue) -> Combiner | None:
     from einc.dialects.ein import Combiner
 
     table = {
@@ -191,7 +196,7 @@ def _combiner_of(op: Operation | None, acc: SSAValue):  # type: ignore[no-untype
         arith.MuliOp: Combiner.MUL, arith.MaximumfOp: Combiner.MAX, arith.MinimumfOp: Combiner.MIN,
         arith.MaxSIOp: Combiner.MAX, arith.MinSIOp: Combiner.MIN,
     }
-    if op is None or type(op) not in table or op.operands[0] is not acc:
+    if not isinstance(op, Operation) or type(op) not in table or op.operands[0] is not acc:
         return None
     return table[type(op)]
 

@@ -67,7 +67,7 @@ from xdsl.traits import is_side_effect_free
 from einc.dialects import egpu
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.loop_analysis import constant_bounds, linear_form, step_of, uses_dim
-from einc.transforms.affine_fold import _compose  # pyright: ignore[reportPrivateUsage]
+from einc.transforms.affine_fold import compose
 from einc.transforms.loop_build import Failure, describe
 from einc.transforms.loop_transforms import PARALLEL_ATTR, VECTORIZE_ATTR
 
@@ -128,7 +128,7 @@ class _Plan:
 
 def _flatten(m: AffineMap, operands: Sequence[SSAValue]) -> tuple[AffineMap, list[SSAValue]]:
     m, ops = dims_to_operands(m), list(operands)
-    while (folded := _compose(m, ops)) is not None:
+    while (folded := compose(m, ops)) is not None:
         m, ops = folded
     return m, ops
 

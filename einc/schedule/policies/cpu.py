@@ -39,17 +39,21 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects import affine, func
-from xdsl.dialects.builtin import ModuleOp, f16
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
 
 from einc.transforms import loop_transforms as lt
 from einc.transforms.loop_analysis import (
+    Access,
+    accesses,
     band_from,
+    buffer_name,
     determined_loops,
     induction_var,
     linear_form,
@@ -70,11 +74,25 @@ REDUCTION_MIN_TRIP = 32
 """Innermost reduction loops shorter than this stay scalar (two vectors of 16 floats)."""
 
 
-def _unit_stride(access_map, operands, iv) -> bool:  # type: ignore[no-untyped-def]
+def _unit_stride(access_map: AffineMap | None, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
     if access_map is None or not access_map.results:
         return False
     form = linear_form(access_map.results[-1], operands)
     return form is not None and form[0].get(iv) == 1
+
+
+def _tag(loop: affine.ForOp, name: str) -> str:
+    """A tagged loop's statement (`lt.STMT_ATTR`) or axis (`lt.AXIS_ATTR`)."""
+    tag = loop.attributes[name]
+    assert isinstance(tag, StringAttr), tag
+    return tag.data
+
+
+def _element(buffer: SSAValue) -> Attribute:
+    """The element type of a memref value."""
+    memory = buffer.type
+    assert isinstance(memory, MemRefType), memory
+    return cast("MemRefType[Attribute]", memory).get_element_type()
 
 
 def _tagged(loop: affine.ForOp) -> bool:
@@ -116,7 +134,7 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
     if work >= PARALLEL_MIN_WORK and (trip_count(outer) or 0) > 1:
         b.try_(lambda: b.parallelize(b.handle(outer)))
     inner = band_from(band[0])[-1]
-    stores = [a for a in written_groups(inner).get(next(iter(written_groups(inner)), None), []) if a.write]  # type: ignore[arg-type]
+    stores = [a for a in next(iter(written_groups(inner).values()), ()) if a.write]
     if stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
         if _tagged(inner) and not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):
             return
@@ -132,9 +150,7 @@ def _vectorize_reduction(inner: affine.ForOp, b: ScheduleBuilder) -> None:
     b.try_(lambda: b.vectorize_reduction(b.handle(inner)))
 
 
-def _loads(root: affine.ForOp):  # type: ignore[no-untyped-def]
-    from einc.transforms.loop_analysis import accesses
-
+def _loads(root: affine.ForOp) -> list[Access]:
     return [a for a in accesses(root) if not a.write]
 
 
@@ -166,7 +182,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     tk = next((t for t in (256, 128, 64) if nk % t == 0), None)
     if tj is None or tk is None:
         return band[0]
-    stmt = i.attributes[lt.STMT_ATTR].data  # type: ignore[union-attr]
+    stmt = _tag(i, lt.STMT_ATTR)
     knob_j, knob_i, knob_k = (
         b.knob(f"{stmt}.{name}", value, options)
         for name, value, options in (("tile_j", tj, (16, 32, 64, 128)), ("tile_i", ti, (1, 2, 4, 6, 8)), ("tile_k", tk, (64, 128, 256, 512)))
@@ -199,16 +215,13 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
         return new[0]
     if isinstance(b.try_(lambda: b.unroll(b.handle(ii_new), knob_i)), lt.Failure):
         return new[0]
-    stmt, axis = ji_new.attributes[lt.STMT_ATTR], ji_new.attributes[lt.AXIS_ATTR]
-    b.vectorize(b.match(stmt.data, axis.data))  # type: ignore[union-attr]
+    b.vectorize(b.match(_tag(ji_new, lt.STMT_ATTR), _tag(ji_new, lt.AXIS_ATTR)))
     # stage the output tile in a local array across the reduction: fixed-shape accumulators
     # the C compiler keeps in registers instead of a load and store per k step
-    from einc.transforms.loop_analysis import buffer_name
-
     io_new, ko_new = new[-4], new[-5]
     # not for f16: gcc may keep a local _Float16 accumulator at float precision
     # (-fexcess-precision=fast), where the output in memory is rounded at every step
-    if out.type.get_element_type() != f16:
+    if _element(out) != f16:
         b.try_(lambda: b.cache_write(buffer_name(out), b.handle(io_new)))
     # pack the k-by-j panel of the input the vector loop reads (B) into a local array once per
     # k tile: every i tile then reads it contiguously, where B's rows a matrix row apart map
@@ -222,8 +235,9 @@ ROW_BLOCK_MAX_ELEMENTS = 1024
 """The largest output tile `_block_rows` keeps in a local array (4 KiB of float32)."""
 
 
-def _moves_with(access, iv) -> bool:  # type: ignore[no-untyped-def]
-    """Whether an access's index may change with the loop variable `iv`."""
+def _moves_with(access: Access, iv: SSAValue) -> bool:
+    """Whether an access's (affine) index may change with the loop variable `iv`."""
+    assert access.map is not None, access
     for e in access.map.results:
         form = linear_form(e, access.operands)
         if form is None or form[0].get(iv):
@@ -240,13 +254,11 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
     a local array across the reductions at the last outer parallel loop (cache_write):
     accumulators in registers, each vector of input loaded once per tile instead of once per
     output channel. Returns the band's new outermost loop."""
-    from einc.transforms.loop_analysis import buffer_name
-
     outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
     nj = trip_count(j)
     if n_outer < 1 or nj is None or nj < 16:
         return band[0]
-    ((out, group),) = written_groups(band[0]).items()
+    (out,) = written_groups(band[0])
     jv = induction_var(j)
     vector_inputs = [a for a in _loads(band[0]) if a.buffer is not out and _unit_stride(a.map, a.operands, jv)]
     candidates = [loop for loop in outer if (trip_count(loop) or 0) >= 4
@@ -264,7 +276,7 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
     ti = next((t for t in fits if t * per_row <= budget), 2 if 2 in fits else None)
     if ti is None:
         return band[0]
-    stmt = i.attributes[lt.STMT_ATTR].data  # type: ignore[union-attr]
+    stmt = _tag(i, lt.STMT_ATTR)
     # only sizes that divide i: the unroll needs the tile loop's constant trip count
     options = {t for t in (2, 4, 8) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS}
     knob = b.knob(f"{stmt}.tile_rows", ti, options)
@@ -284,10 +296,10 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
         return new[0]
     if isinstance(b.try_(lambda: b.unroll(b.handle(ii_new), knob)), lt.Failure):
         return new[0]
-    b.vectorize(b.match(stmt, j_new.attributes[lt.AXIS_ATTR].data))  # type: ignore[union-attr]
+    b.vectorize(b.match(stmt, _tag(j_new, lt.AXIS_ATTR)))
     at = new[n_outer - 1]
     # not for f16 (see _block_matmul)
-    if out.type.get_element_type() != f16:
+    if _element(out) != f16:
         b.try_(lambda: b.cache_write(buffer_name(out), b.handle(at)))
     return new[0]
 
@@ -327,7 +339,8 @@ def _contraction(top: affine.ForOp) -> bool:
     for a in _loads(top):
         if a.buffer is buffer or not _unit_stride(a.map, a.operands, p):
             continue
-        if any(form is not None and set(form[0]) & set(reduction) for e in a.map.results if (form := linear_form(e, a.operands))):
+        forms = [linear_form(e, a.operands) for e in a.map.results] if a.map is not None else []
+        if any(form is not None and set(form[0]) & set(reduction) for form in forms):
             return True
     return False
 
@@ -384,7 +397,7 @@ def fuse_producers(block_ops: list[Operation], b: ScheduleBuilder) -> list[affin
             if any(isinstance(op, affine.ForOp) for op in inner.body.walk()) or not _tagged(inner):
                 continue
             groups = written_groups(inner)
-            stores = [a for a in next(iter(groups.values()), []) if a.write]
+            stores = [a for a in next(iter(groups.values()), ()) if a.write]
             if len(groups) == 1 and stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
                 if not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):  # noqa: B023
                     continue
@@ -398,9 +411,9 @@ class _Producers:
     writers of each tensor read, once, that come before the position given with it."""
 
     writers: dict[SSAValue, list[int]]
-    heap: list[int] = field(default_factory=list)  # minus positions
-    queued: set[int] = field(default_factory=set)
-    seen: set[SSAValue] = field(default_factory=set)
+    heap: list[int] = field(default_factory=list[int])  # minus positions
+    queued: set[int] = field(default_factory=set[int])
+    seen: set[SSAValue] = field(default_factory=set[SSAValue])
 
     def read(self, buffers: Iterable[SSAValue], before: int) -> None:
         for buffer in buffers:
