@@ -316,12 +316,12 @@ def render_tasks(tasks: Sequence[TaskRow], path: Path) -> str:
     """`einc records list`: a table, one row per task key, target and device."""
     if not tasks:
         return f"no tuning records in {path}"
-    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id")
+    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id", "best")
     rows = [(t["task_key"], t["target"], t["device"], t["summary"], str(t["trials"]), str(t["ok"]),
              "-" if t["best_s"] is None else f"{t['best_s'] * 1e3:.3f}",
-             "-" if t["best_id"] is None else str(t["best_id"])) for t in tasks]  # fmt: skip
+             "-" if t["best_id"] is None else str(t["best_id"]), t["best_note"] or "-") for t in tasks]  # fmt: skip
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+    lines = ["  ".join(c.ljust(w) if i < 4 or i == 8 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in (head, *rows)]  # fmt: skip
     return "\n".join(line.rstrip() for line in lines) + f"\n({path})"
 
@@ -507,7 +507,11 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
             seed=args.seed, report=args.report, progress=not args.quiet,
         )  # fmt: skip
-        return 0 if result.best is not None else 1
+        if result.decision is not None:  # 1 where not even the default schedule computed right numbers
+            from einc.tune.tuner import DISQUALIFYING
+
+            return 1 if result.best is None or result.best.status in DISQUALIFYING else 0
+        return 130 if result.stopped == "interrupted" else 1
     if args.command == "explain":
         from einc.tools.explain.command import explain_file_command, write_page
 

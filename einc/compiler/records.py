@@ -73,8 +73,9 @@ class TaskRow(TypedDict):
     summary: str  # the program's first statement
     trials: int
     ok: int
-    best_s: float | None  # None without an OK record
+    best_s: float | None  # the best record's median (None without a best, or without a time)
     best_id: int | None
+    best_note: str  # the best's sketch, "default kept", or "" without a best
 
 
 class RecordError(EincError):
@@ -123,6 +124,18 @@ class Status(str, Enum):
     TIMEOUT = "timeout"  # the kernel ran past the runner's time limit
     WRONG = "wrong"  # outputs differ from the NumPy float64 reference
     NOISY = "noisy"  # timings stayed unreliable after re-measuring (foreign load)
+
+
+def readonly_reason(path: Path) -> str | None:
+    """Why einc cannot write the database at `path` (an existing file, or where one is to be
+    made), None when it can: a WAL database needs its file and its folder writable (SQLite
+    makes its `-wal` and `-shm` files beside it)."""
+    folder = path.parent
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is read-only"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} is read-only"
+    return None
 
 
 # ---- the device -----------------------------------------------------------------------------
@@ -186,10 +199,30 @@ class Record:
     def ok(self) -> bool:
         return self.status == Status.OK.value
 
+    @property
+    def is_decision(self) -> bool:
+        """Whether a tuner decided this record is the best (`extra["best"]`, with the reason)."""
+        return self.extra.get("best") is True
+
+    @property
+    def kept_default(self) -> bool:
+        """Whether this is a decision that kept the default schedule (no finalist was faster)."""
+        return self.is_decision and self.extra.get("kept_default") is True
+
+    @property
+    def decision(self) -> str:
+        """Why the tuner decided this record is the best ("" for a record that is no decision)."""
+        reason = self.extra.get("decision")
+        return reason if self.is_decision and isinstance(reason, str) else ""
+
     def describe(self) -> str:
-        """`record 12 (sketch ssrsrs, 1.234 ms, tuned 2026-11-25)`."""
+        """`record 12 (sketch ssrsrs, 1.234 ms, tuned 2026-11-25)`; a decision that kept the
+        default: `record 12 (the default schedule, kept by the tuner, tuned 2026-11-25)`."""
         when = time.strftime("%Y-%m-%d", time.localtime(self.created))
-        return f"record {self.id} (sketch {self.sketch}, {self.median_s * 1e3:.3f} ms, tuned {when})"
+        if self.kept_default:
+            return f"record {self.id} (the default schedule, kept by the tuner, tuned {when})"
+        time_text = f"{self.median_s * 1e3:.3f} ms" if math.isfinite(self.median_s) else self.status
+        return f"record {self.id} (sketch {self.sketch}, {time_text}, tuned {when})"
 
     def to_json(self, summary: str = "") -> dict[str, object]:
         """The exported form (no id: ids are local to a database)."""
@@ -243,14 +276,23 @@ _COLUMNS = ("r.id, r.task_key, r.target, r.device, p.program, r.sketch, r.knobs,
             "r.status, r.reason, r.times, r.median_s, r.build_s, r.created, r.tuner, r.extra")  # fmt: skip
 _FROM = "FROM records r JOIN programs p ON p.task_key = r.task_key"
 _FINAL = "json_extract(r.extra, '$.final')"
-"""A record's final ranking (the tuner run that re-measured its finalists), NULL for a trial."""
+"""A record's final rounds (the tuner run that re-measured its finalists), NULL for a trial."""
+_DECISION = "json_extract(r.extra, '$.best') = 1"
+"""A record a tuner decided is the best (the crowned finalist, or the default schedule kept)."""
+_TRIAL = "json_extract(r.extra, '$.trial') = 1"
+"""A trial of a search (measured once: never the best by itself)."""
 
 
 class RecordStore:
     """A tuning database: opening (the schema made or checked), reading, and adding rows
     (`import_rows`, and the tuner's einc.tune.records.RecordDB). Safe for several processes at
     once (WAL, a busy timeout, one short transaction per write); `create=False` refuses a
-    missing file instead of creating it."""
+    missing file instead of creating it.
+
+    A database einc cannot write (a read-only file or folder, a read-only file system) is
+    opened read-only (SQLite's `mode=ro`, else `immutable=1` where the folder cannot hold the
+    WAL's shared-memory file): every read works, and a write is a RecordError saying why
+    (`writable` and `readonly_reason` tell beforehand), never a record lost in silence."""
 
     def __init__(self, path: str | Path, *, create: bool = True):
         self.path = Path(path)
@@ -259,32 +301,65 @@ class RecordStore:
             raise RecordError("cannot use this as a tuning database: it is a directory", self.loc)
         if not create and not self.path.exists():
             raise RecordError("no tuning database here", self.loc)
-        if create:
+        if create and not self.path.exists():
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise RecordError(f"cannot create the tuning database's folder: {err}", self.loc) from None
-        try:
-            self.conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        except sqlite3.Error as err:
-            raise RecordError(f"cannot open the tuning database: {err}", self.loc) from None
+            if (why := readonly_reason(self.path)) is not None:
+                raise RecordError(f"cannot create a tuning database here: {why}", self.loc)
+        self.readonly_reason = readonly_reason(self.path) if self.path.exists() else None
+        """Why einc cannot write this database (None: it can)."""
+        self.conn = self._connect()
         try:
             self._setup(create)
         except BaseException:
             self.conn.close()
             raise
 
+    @property
+    def writable(self) -> bool:
+        return self.readonly_reason is None
+
+    def _connect(self) -> sqlite3.Connection:
+        """A connection: read-write, or for a database einc cannot write, read-only (`mode=ro`),
+        else immutable (a folder where SQLite cannot make the `-shm` file a WAL reader needs;
+        nothing can write the database there either)."""
+        timeout = BUSY_TIMEOUT_MS / 1000
+        if self.writable:
+            try:
+                return sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            except sqlite3.Error as err:
+                raise RecordError(f"cannot open the tuning database: {err}", self.loc) from None
+        uri = self.path.resolve().as_uri()
+        error: sqlite3.Error | None = None
+        for query in ("?mode=ro", "?mode=ro&immutable=1"):
+            try:
+                conn = sqlite3.connect(uri + query, timeout=timeout, isolation_level=None, uri=True)
+            except sqlite3.Error as err:
+                error = err
+                continue
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return conn
+            except sqlite3.Error as err:  # e.g. "unable to open database file": no -shm possible
+                conn.close()
+                error = err
+        raise RecordError(f"cannot open the tuning database ({self.readonly_reason}): {error}", self.loc)
+
     def _setup(self, create: bool) -> None:
         with self._guard("open"):
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if "schema_version" not in tables:
                 if not create:
                     raise RecordError("not an einc tuning database (no schema_version table)", self.loc)
+                self.require_writable("create its tables in")
                 self._create_schema()
-            if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a killed process loses nothing committed
+            if self.writable:
+                self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    self.conn.execute("PRAGMA journal_mode = WAL")
+                self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a killed process loses nothing committed
             row = self.conn.execute("SELECT max(version) FROM schema_version").fetchone()
         version = row[0] if row else None
         if version != SCHEMA_VERSION:
@@ -292,6 +367,11 @@ class RecordStore:
                 f"tuning database schema version {version}; this einc reads version {SCHEMA_VERSION}",
                 self.loc,
             )
+
+    def require_writable(self, what: str = "write records to") -> None:
+        if self.readonly_reason is not None:
+            raise RecordError(f"cannot {what} the tuning database: {self.readonly_reason} (it can be read, not "
+                              f"written; give a writable one with --db or ${DB_ENV})", self.loc)  # fmt: skip
 
     def _create_schema(self) -> None:
         with self._transaction():
@@ -356,17 +436,27 @@ class RecordStore:
                              (task_key, target, device), "ORDER BY r.id")  # fmt: skip
 
     def best(self, task_key: str, target: str, device: str) -> Record | None:
-        """The winner of the task's latest final ranking (its finalists re-measured against each
-        other: `extra["final"]`), else the OK record with the least median time (the earliest
-        among equals), or None."""
-        where = "r.task_key = ? AND r.target = ? AND r.device = ? AND r.status = ? AND r.median_s IS NOT NULL"
-        args = (task_key, target, device, Status.OK.value)
-        latest = (f"SELECT {_FINAL} FROM records r WHERE r.task_key = ? AND r.target = ? AND r.device = ?"
-                  f" AND {_FINAL} IS NOT NULL ORDER BY r.id DESC LIMIT 1")  # fmt: skip
-        found = self._records(f"{where} AND {_FINAL} = ({latest})", (*args, task_key, target, device),
-                              "ORDER BY r.median_s, r.id LIMIT 1")  # fmt: skip
+        """The best record of a task on a target and device: what `einc compile` applies,
+        `einc records list` names and the tuner's summary reported. That is
+
+        1. the latest decision of a tuner (`extra["best"]`: the finalist its final rounds
+           crowned, or the default schedule kept, with the reason in `extra["decision"]`);
+        2. else (records of an einc before decisions) the fastest of the latest final ranking;
+        3. else the fastest OK record that is no search trial (one added by hand or imported).
+
+        A search's trials are never the best by themselves (a search interrupted before its
+        decision leaves none): a trial was measured once, perhaps while the machine was busy."""
+        scope = "r.task_key = ? AND r.target = ? AND r.device = ?"
+        args = (task_key, target, device)
+        found = self._records(f"{scope} AND {_DECISION}", args, "ORDER BY r.id DESC LIMIT 1")
+        if found:
+            return found[0]
+        ranked = f"{scope} AND r.status = '{Status.OK.value}' AND r.median_s IS NOT NULL"
+        latest = f"SELECT {_FINAL} FROM records r WHERE {scope} AND {_FINAL} IS NOT NULL ORDER BY r.id DESC LIMIT 1"
+        found = self._records(f"{ranked} AND {_FINAL} = ({latest})", (*args, *args), "ORDER BY r.median_s, r.id LIMIT 1")
         if not found:
-            found = self._records(where, args, "ORDER BY r.median_s, r.id LIMIT 1")
+            found = self._records(f"{ranked} AND {_FINAL} IS NULL AND NOT coalesce({_TRIAL}, 0)", args,
+                                  "ORDER BY r.median_s, r.id LIMIT 1")  # fmt: skip
         return found[0] if found else None
 
     def has_task(self, task_key: str, target: str) -> bool:
@@ -388,19 +478,23 @@ class RecordStore:
 
     def tasks(self) -> list[TaskRow]:
         """One row per (task_key, target, device): task_key, target, device, summary (the
-        program's first statement), trials, ok, best_s and best_id (None without an OK record)."""
-        best_id = ("(SELECT b.id FROM records b WHERE b.task_key = r.task_key AND b.target = r.target"
-                   " AND b.device = r.device AND b.median_s IS NOT NULL ORDER BY b.median_s, b.id LIMIT 1)")
+        program's first statement), trials, ok, and the `best` record's median (best_s), id
+        (best_id) and what it is (best_note: its sketch, or "default kept"); None and "" where
+        there is no best."""
         with self._guard("read"):
             rows = self.conn.execute(
-                "SELECT r.task_key, r.target, r.device, p.summary, count(*), sum(r.status = ?),"
-                f" min(r.median_s), {best_id} {_FROM} GROUP BY r.task_key, r.target, r.device"
-                " ORDER BY min(r.id)", (Status.OK.value,),
+                "SELECT r.task_key, r.target, r.device, p.summary, count(*), sum(r.status = ?)"
+                f" {_FROM} GROUP BY r.task_key, r.target, r.device ORDER BY min(r.id)", (Status.OK.value,),
             ).fetchall()  # fmt: skip
-        return [TaskRow(task_key=str(key), target=str(target), device=str(device), summary=str(summary),
-                        trials=int(trials), ok=int(ok), best_s=None if best_s is None else float(best_s),
-                        best_id=None if best_id is None else int(best_id))
-                for key, target, device, summary, trials, ok, best_s, best_id in rows]  # fmt: skip
+        tasks: list[TaskRow] = []
+        for key, target, device, summary, trials, ok in rows:
+            best = self.best(str(key), str(target), str(device))
+            best_s = best.median_s if best is not None and math.isfinite(best.median_s) else None
+            note = "" if best is None else "default kept" if best.kept_default else best.sketch
+            tasks.append(TaskRow(task_key=str(key), target=str(target), device=str(device), summary=str(summary),
+                                 trials=int(trials), ok=int(ok), best_s=best_s,
+                                 best_id=None if best is None else best.id, best_note=note))  # fmt: skip
+        return tasks
 
     def __len__(self) -> int:
         with self._guard("read"):
@@ -424,6 +518,7 @@ class RecordStore:
     def import_rows(self, rows: Iterable[ImportedRow]) -> int:
         """Add records read by `read_jsonl` (one transaction), skipping those present."""
         added = 0
+        self.require_writable("import records into")
         with self._guard("write"), self._transaction():
             for row in rows:
                 self._insert_program(row["task_key"], row["program"], row["summary"])
@@ -545,8 +640,12 @@ def show_lines(r: Record) -> Iterator[str]:
     yield f"record {r.id}"
     yield f"  task      {r.task_key} on {r.target}, device {r.device}"
     yield f"  status    {r.status}" + (f": {r.reason}" if r.reason else "")
+    if r.is_decision:
+        what = "the default schedule, kept" if r.kept_default else "this schedule"
+        yield f"  decision  the best is {what}: {r.decision}"
     if r.ok:
-        yield f"  median    {r.median_s * 1e3:.3f} ms over {len(r.times)} runs"
+        over = "final rounds (each a median of repeats)" if "final" in r.extra else "runs"
+        yield f"  median    {r.median_s * 1e3:.3f} ms over {len(r.times)} {over}"
     yield f"  point     {r.point().describe()}"
     yield f"  build     {r.build_s:.3f} s"
     yield f"  created   {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r.created))}" + (

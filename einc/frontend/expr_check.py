@@ -222,6 +222,13 @@ class ExprChecker:
                 self.error(
                     f"type error: '{op}' needs integer operands, found {dtype}", expr.op_span
                 )
+            amount = const_value(b)
+            if amount is not None and not 0 <= amount < c.BITS[dtype]:
+                self.error(
+                    f"shift amount {amount} is out of range for {dtype} (0 to "
+                    f"{c.BITS[dtype] - 1}; a computed amount outside it shifts every bit out)",
+                    expr.rhs.span,
+                )
             return c.Binary(SHIFT_OPS[op], a, b, dtype, expr.span)
         name = ARITH_OPS[op]
         if is_int(dtype):

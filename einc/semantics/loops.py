@@ -49,6 +49,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.ir.affine import AffineMap
 from xdsl.utils.exceptions import InterpretationError
 
+from einc.dialects.math_ext import ErfcOp
 from einc.runtime.signature import BufferSpec, KernelSignature, kernel_function, numpy_dtype
 
 # ---- values -------------------------------------------------------------------------------
@@ -123,11 +124,33 @@ def _eval_map(m: AffineMap, operands: Sequence[int]) -> tuple[int, ...]:
 
 
 def _maximumf(a: Any, b: Any) -> Any:
-    return a if (a != a or a > b) else b
+    """IEEE 754-2019 maximum (arith.maximumf): NaN from either operand, -0 below +0."""
+    if a != a or a > b:
+        return a
+    if b != b or b > a:
+        return b
+    return b if a == 0 and np.signbit(a) else a
 
 
 def _minimumf(a: Any, b: Any) -> Any:
-    return a if (a != a or a < b) else b
+    """IEEE 754-2019 minimum (arith.minimumf): NaN from either operand, -0 below +0."""
+    if a != a or a < b:
+        return a
+    if b != b or b < a:
+        return b
+    return b if a == 0 and not np.signbit(a) else a
+
+
+def maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`_maximumf` on arrays: NumPy's maximum (NaN-propagating), -0 below +0."""
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, np.where(np.signbit(a), b, a), np.maximum(a, b))
+
+
+def minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`_minimumf` on arrays: NumPy's minimum (NaN-propagating), -0 below +0."""
+    zeros = (a == 0) & (b == 0)
+    return np.where(zeros, np.where(np.signbit(a), a, b), np.minimum(a, b))
 
 
 FLOAT_BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
@@ -170,11 +193,8 @@ SIGNED_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
     arith.RemSIOp: _total(lambda a, b: a - _div_trunc(a, b) * b),
     arith.FloorDivSIOp: _total(operator.floordiv),
     arith.CeilDivSIOp: _total(lambda a, b: -(-a // b)),
-    arith.ShRSIOp: operator.rshift,
 }
 UNSIGNED_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
-    arith.ShLIOp: operator.lshift,
-    arith.ShRUIOp: operator.rshift,
     arith.DivUIOp: _total(operator.floordiv),
     arith.RemUIOp: _total(operator.mod),
     arith.CeilDivUIOp: _total(lambda a, b: -(-a // b)),
@@ -187,6 +207,15 @@ CMPI: tuple[Callable[[int, int], bool], ...] = (
     operator.lt, operator.le, operator.gt, operator.ge,
 )  # fmt: skip
 """By predicate number: eq ne slt sle sgt sge, then ult ule ugt uge (compared unsigned)."""
+
+
+def shift(value: int, amount: int, kind: str, width: int) -> int:
+    """`value << amount` or `value >> amount` (arithmetic for a signed `value`, logical for an
+    unsigned one) with the language's total rule (docs/LANGUAGE.md, "Shifts"): an `amount`
+    (unsigned) of `width` or more shifts every bit out (0, or -1 for a negative value shifted
+    right), as NumPy; the lowering guards every target's shifts to the same results."""
+    amount = min(amount, width)
+    return value << amount if kind == "shl" else value >> amount
 
 
 def _ordered(fn: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
@@ -279,6 +308,21 @@ class _ArithSpecialFunctions(InterpreterFunctions):
     def run_cmpf(self, interp: Interpreter, op: arith.CmpfOp, args: PythonValues):
         return (CMPF[op.predicate.value.data](*args),)
 
+    @impl(arith.ShLIOp)
+    def run_shli(self, interp: Interpreter, op: arith.ShLIOp, args: PythonValues):
+        t = op.result.type
+        return (wrap(shift(unsigned(args[0], t), unsigned(args[1], t), "shl", bitwidth(t)), t),)
+
+    @impl(arith.ShRSIOp)
+    def run_shrsi(self, interp: Interpreter, op: arith.ShRSIOp, args: PythonValues):
+        t = op.result.type
+        return (wrap(shift(signed(args[0], t), unsigned(args[1], t), "shr", bitwidth(t)), t),)
+
+    @impl(arith.ShRUIOp)
+    def run_shrui(self, interp: Interpreter, op: arith.ShRUIOp, args: PythonValues):
+        t = op.result.type
+        return (wrap(shift(unsigned(args[0], t), unsigned(args[1], t), "shr", bitwidth(t)), t),)
+
     @impl(arith.BitcastOp)
     def run_bitcast(self, interp: Interpreter, op: arith.BitcastOp, args: PythonValues):
         return (_bitcast(args[0], op.input.type, op.result.type),)
@@ -340,6 +384,7 @@ def _round_half_away(x: Any) -> Any:
 
 
 _erf = np.frompyfunc(lambda v: math.erf(float(v)), 1, 1)
+_erfc = np.frompyfunc(lambda v: math.erfc(float(v)), 1, 1)
 
 
 FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {  # on NumPy scalars and arrays alike
@@ -355,6 +400,7 @@ FLOAT_UNARY: dict[type[Operation], Callable[[Any], Any]] = {  # on NumPy scalars
     mathd.CosOp: np.cos,
     mathd.CoshOp: np.cosh,
     mathd.ErfOp: lambda x: np.asarray(_erf(x), np.float64),
+    ErfcOp: lambda x: np.asarray(_erfc(x), np.float64),
     mathd.ExpOp: np.exp,
     mathd.Exp2Op: np.exp2,
     mathd.ExpM1Op: np.expm1,

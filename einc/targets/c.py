@@ -63,6 +63,7 @@ class CTarget(CLikeTarget):
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
     sketches: ClassVar[str] = "cpu"
     takes_cflags: ClassVar[bool] = True
+    openmp: ClassVar[bool] = True
     shared_library: ClassVar[bool] = True
     buffer_suffix: ClassVar[str] = " restrict"
     lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset(SIMD_MATH)

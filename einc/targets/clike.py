@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from einc.dialects.math_ext import ErfcOp
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import TargetDescription
@@ -109,6 +110,8 @@ class CLikeTarget:
     GPU's; "cpu": host tensors, which a device runtime copies over)."""
     lexer: ClassVar[str] = "c"
     """Pygments' lexer for the source (`einc explain` highlights it)."""
+    openmp: ClassVar[bool] = False
+    """Whether the kernels run on this CPU's OpenMP threads (einc run reports how they wait)."""
     takes_cflags: ClassVar[bool] = False
     """Whether `build` takes extra C compiler flags (`einc.compile(cflags=...)`)."""
     shared_library: ClassVar[bool] = False
@@ -183,6 +186,7 @@ class CLikeTarget:
         mathd.Atan2Op: call("atan2", 2), mathd.CbrtOp: call("cbrt"),
         mathd.CeilOp: call("ceil"), mathd.CopySignOp: call("copysign", 2),
         mathd.CosOp: call("cos"), mathd.CoshOp: call("cosh"), mathd.ErfOp: call("erf"),
+        ErfcOp: call("erfc"),
         mathd.ExpOp: call("exp"), mathd.Exp2Op: call("exp2"), mathd.ExpM1Op: call("expm1"),
         mathd.FloorOp: call("floor"), mathd.FmaOp: call("fma", 3),
         mathd.LogOp: call("log"), mathd.Log10Op: call("log10"), mathd.Log1pOp: call("log1p"),
@@ -214,14 +218,19 @@ class CLikeTarget:
         "mod": "{t} r = a % b; return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;",
         "maxsi": "return a > b ? a : b;",
         "minsi": "return a < b ? a : b;",
-        "maximumf": "return (a > b || a != a) ? a : b;",
-        "minimumf": "return (a < b || a != a) ? a : b;",
+        "maximumf": "{t} r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
+        "return ((a == 0) & (b == 0)) ? a + b : r;",
+        "minimumf": "{t} r = a < b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
+        "return ((a == 0) & (b == 0)) ? -(-a - b) : r;",
         "absi": "return a < 0 ? -a : a;",
         "ipowi": "if (b < 0) return a == 1 ? 1 : a == -1 ? (b & 1 ? -1 : 1) : 0; "
         "{t} r = 1; for (; b; b >>= 1, a *= a) if (b & 1) r *= a; return r;",
     }
     """Bodies of the helper functions `static inline {t} einc_<name>_<s>({t} a, {t} b)`,
-    printed once per type used. maximumf/minimumf propagate NaN (C's fmax does not)."""
+    printed once per type used. maximumf/minimumf are IEEE 754-2019's maximum/minimum: NaN
+    from either operand (C's fmax drops it), -0 below +0 (of two zeros, `a + b` is the larger,
+    `-(-a - b)` the smaller), so they are commutative and associative and every reduction order
+    gives the same result; selects only, so gcc vectorizes them as it did `a > b ? a : b`."""
     helper_prefix: ClassVar[str] = "static inline"
     unary_helpers: ClassVar[frozenset[str]] = frozenset({"absi"})
     """Helpers taking one argument `a` (the others take `a, b`)."""

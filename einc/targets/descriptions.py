@@ -64,9 +64,6 @@ class TargetDescription:
     the target has no tiles to check."""
     dtype_notes: tuple[tuple[str, str], ...] = ()
     """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
-    math_dtypes: frozenset[str] | None = None
-    """Float dtypes the target's math library takes (`exp`, `sqrt`, `floor`, `pow`, ...);
-    None: every float dtype it computes."""
     private_memory: int = 64 * 1024
     """Bytes of local arrays (`memref.alloca`: staged tiles, compute_at boxes) one work-item
     of a kernel may hold: registers first, then the device's per-thread stack (CUDA/HIP

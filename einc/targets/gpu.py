@@ -175,10 +175,14 @@ def _subgroup_reduce(w: Writer, op: egpu.SubgroupReduceOp) -> Expr:
         raise InternalCompilerError(f"{w.t.name} target: no subgroup {kind} reduction")
     if op.cluster_size is not None and not target.subgroup_clusters:
         raise InternalCompilerError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
-    # max/min propagate NaN (as arith.maximumf / minimumf); `a != a` is false for integers
+    # max/min as arith.maximumf / minimumf (the `maximumf` helper's body): NaN from either
+    # operand, -0 below +0; integers compare plainly
+    float_max = "(a != a || b != b) ? a + b : ((a == 0) & (b == 0)) ? a + b : a > b ? a : b"
+    float_min = "(a != a || b != b) ? a + b : ((a == 0) & (b == 0)) ? -(-a - b) : a < b ? a : b"
+    floats = isinstance(op.result.type, AnyFloat)
     combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
-               egpu.ReduceKind.MAX: "(a > b || a != a) ? a : b",
-               egpu.ReduceKind.MIN: "(a < b || a != a) ? a : b"}[kind]  # fmt: skip
+               egpu.ReduceKind.MAX: float_max if floats else "a > b ? a : b",
+               egpu.ReduceKind.MIN: float_min if floats else "a < b ? a : b"}[kind]  # fmt: skip
     suffix = w.suffix(op.result.type)
     helper = target.subgroup_helper
     use_text(w, f"subgroup_{kind}_{suffix}", helper.format(

@@ -19,7 +19,10 @@ from einc.compiler.records import used_line
 from einc.errors import SourceLocation, TargetError
 from einc.schedule.choice import ScheduleChoice
 from einc.semantics.compare import max_error, random_inputs, tolerance
+from einc.runtime.openmp import passive_while_loading
 from einc.semantics.reference import run_reference
+from einc.tune.timing import NoiseLimits, Timing, run_queue_wait
+from einc.tune.workload import module_flops, program_bytes, rate
 
 if TYPE_CHECKING:
     from einc.runtime.device import CompileReport
@@ -82,13 +85,56 @@ class RunReport:
     target: str
     errors: dict[str, float]
     tolerances: dict[str, float]
-    median_s: float
+    times: list[float]
+    """Each timed run's seconds."""
     compile_s: float
     seed: int
+    rate: tuple[float, str] | None = None
+    """The median's GFLOP/s or GB/s (`einc.tune.workload.rate`), None where not meaningful."""
+    cpu_s: float = 0.0
+    """CPU time of all the process's threads during the timed runs (with `wall_s`, `wait_s`:
+    the load signals of `einc.tune.timing.NoiseLimits`)."""
+    wall_s: float = 0.0
+    wait_s: float | None = None
+    """Seconds the process's threads waited for a core during the timed runs (None: unknown)."""
+    wait_policy: str = ""
+    """How the kernel's OpenMP threads wait (`einc.runtime.openmp`), "" where none ran."""
 
     @property
     def ok(self) -> bool:
         return all(self.errors[k] <= self.tolerances[k] for k in self.errors)
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.times))
+
+    def timing(self) -> Timing:
+        """The timed runs as the tuner's noise rules read a measurement."""
+        return Timing(tuple(self.times), self.cpu_s, self.wall_s, self.wait_s)
+
+    @property
+    def noise(self) -> str:
+        """Why the timings are not to be trusted ("" when they look clean)."""
+        return NoiseLimits().noise(self.timing())
+
+    def timing_lines(self) -> list[str]:
+        """The run time: median, spread (quartiles, min and max), rate, and a warning when noisy."""
+        ms = [t * 1e3 for t in self.times]
+        line = f"  compile {self.compile_s * 1e3:.1f} ms, run {self.median_s * 1e3:.3f} ms (median of {len(ms)}"
+        if len(ms) > 1:
+            q1, q3 = np.percentile(ms, [25, 75])
+            line += f"; quartiles {q1:.3f}-{q3:.3f} ms, min {min(ms):.3f}, max {max(ms):.3f}"
+        line += ")"
+        if self.rate is not None:
+            line += f", {self.rate[0]:.2f} {self.rate[1]}"
+        lines = [line]
+        if len(ms) < 5:
+            lines.append(f"  note: {len(ms)} timed run{'s' if len(ms) > 1 else ''}: too few for a spread (--repeat)")
+        if noise := self.noise:
+            policy = f"; OpenMP threads wait: {self.wait_policy}" if self.wait_policy else ""
+            lines.append(f"  warning: noisy timings ({noise}{policy}): the machine is busy or the runs vary; "
+                         "compare times on a quiet machine, with more --repeat")  # fmt: skip
+        return lines
 
     def render(self) -> str:
         lines = [f"{self.name}: target {self.target}, inputs seeded with {self.seed}"]
@@ -98,7 +144,7 @@ class RunReport:
                 f"  {out}: max error {err:.3e} vs the NumPy float64 reference "
                 f"(tolerance {self.tolerances[out]:.1e}) {verdict}"
             )
-        lines.append(f"  compile {self.compile_s * 1e3:.1f} ms, run {self.median_s * 1e3:.3f} ms (median)")
+        lines.extend(self.timing_lines())
         return "\n".join(lines)
 
 
@@ -117,7 +163,8 @@ def run_file_command(
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
                        progress=progress)  # fmt: skip
     start = time.perf_counter()
-    kernel = comp.kernel()
+    with passive_while_loading() as wait_policy:  # libgomp reads it when the kernel loads it
+        kernel = comp.kernel()
     compile_s = time.perf_counter() - start
     say_record(comp)
     if seed is None:
@@ -129,12 +176,19 @@ def run_file_command(
     reference = run_reference(comp.module("ein"), arrays)
     errors = {k: max_error(v, reference[k]) for k, v in outputs.items()}
     tols = {o.name: tolerance(o.dtype) for o in comp.program.outputs}
-    times = []
+    times: list[float] = []
+    q0, c0, w0 = run_queue_wait(), time.process_time(), time.perf_counter()
     for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
         kernel(**arrays)
         times.append(time.perf_counter() - t0)
-    return RunReport(Path(path).stem, target, errors, tols, float(np.median(times)), compile_s, seed)
+    w1, c1, q1 = time.perf_counter(), time.process_time(), run_queue_wait()
+    median = float(np.median(times))
+    flops, nbytes = module_flops(comp.module("ein")), program_bytes(comp.program)
+    return RunReport(Path(path).stem, target, errors, tols, times, compile_s, seed,
+                     rate=rate(flops, nbytes, median) if flops or nbytes else None, cpu_s=c1 - c0, wall_s=w1 - w0,
+                     wait_s=None if q0 is None or q1 is None else q1 - q0,
+                     wait_policy=wait_policy if comp.target_obj.openmp else "")  # fmt: skip
 
 
 @dataclass

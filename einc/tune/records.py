@@ -3,7 +3,7 @@ compiler reads (einc.compiler.records holds the store, its schema and its querie
 
     db = RecordDB(default_db_path())           # $EINC_TUNING_DB, else ~/.cache/einc/tuning.db
     db.add(task, device_fingerprint(get_target(task.target)), measure_result, tuner="bayes")
-    db.best(task.key, "c", device)             # the fastest OK record, or None
+    db.best(task.key, "c", device)             # the tuner's latest decision, or None
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class RecordDB(RecordStore):
     def add_many(self, task: TuneTask, device: str, results: Iterable[MeasureResult], tuner: str = "") -> list[int]:
         """Record several candidates of one task in one transaction; their ids."""
         rows = [self._row(task, device, r, tuner) for r in results]
+        self.require_writable()
         with self._guard("write"), self._transaction():
             self._insert_program(task.key, task.normalized, program_summary(task.source))
             return [self._insert(row)[0] for row in rows]

@@ -172,8 +172,8 @@ FLOAT_BINARY: dict[type[Operation], Callable[[Lanes, Lanes], Lanes]] = {
     arith.SubfOp: operator.sub,
     arith.MulfOp: operator.mul,
     arith.DivfOp: operator.truediv,
-    arith.MaximumfOp: np.maximum,
-    arith.MinimumfOp: np.minimum,
+    arith.MaximumfOp: interp.maximum,
+    arith.MinimumfOp: interp.minimum,
     arith.MaxnumfOp: np.fmax,
     arith.MinnumfOp: np.fmin,
     **interp.FLOAT_BINARY_MATH,
@@ -299,10 +299,10 @@ def ipowi(a: Lanes, b: Lanes, t: Attribute) -> Lanes:
 REDUCE: dict[str, Callable[[Lanes, Lanes], Lanes]] = {
     "add": operator.add,
     "mul": operator.mul,
-    "max": np.maximum,
-    "min": np.minimum,
+    "max": interp.maximum,
+    "min": interp.minimum,
 }
-"""egpu.vreduce / subgroup_reduce combiners (max/min propagate NaN, as arith.maximumf)."""
+"""egpu.vreduce / subgroup_reduce combiners (max/min as arith.maximumf: NaN, -0 below +0)."""
 
 
 def combine(kind: str, a: Lanes, b: Lanes) -> Lanes:
