@@ -110,8 +110,7 @@ class Compilation:
     """Called after each stage with its name and its seconds (`einc compile --progress`)."""
 
     def __post_init__(self) -> None:
-        self.choice = ScheduleChoice.of(self.schedule)
-        """Which schedule to apply: a record (BEST), the default one, none, or the one given."""
+        ScheduleChoice.of(self.schedule)  # a schedule= of the wrong type: refused before any work
         allow_deep_nests()  # a loop per axis: walks as deep as the program's rank
         self.hooks = check_extra_passes(self.extra_passes)
         """`extra_passes` parsed: stage -> the passes of each of its pipeline texts."""
@@ -131,6 +130,12 @@ class Compilation:
             ("target", self._target),
             ("source", self._source),
         ]
+
+    @property
+    def choice(self) -> ScheduleChoice:
+        """Which schedule to apply: a record (BEST), the default one, none, or the one given
+        (read when the stage runs: `schedule` may be set after the Compilation is made)."""
+        return ScheduleChoice.of(self.schedule)
 
     # ---- stages ------------------------------------------------------------------------------
     def _ein(self, _: StageResult | None) -> ModuleOp:
