@@ -1,4 +1,5 @@
-"""`einc` command line: argument parsing only; the work is in `einc.driver`.
+"""`einc` command line: argument parsing only; the work is in `einc.tools.jobs` (compile, run,
+check) and the tools it names.
 
 Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
 line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
-    from einc.tune.records import TaskRow
+    from einc.compiler.records import TaskRow
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -43,7 +44,7 @@ def usage_error(message: str, argv: Sequence[str], prog: str, tool: str = "einc"
 
 
 def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    from einc.driver import STAGES
+    from einc.compiler.driver import STAGES
 
     parser = _ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.", argv=argv)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -76,7 +77,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     _record_options(comp)
     _plugin_options(comp)
-    from einc.numerics.command import add_arguments
+    from einc.tools.numerics.command import add_arguments
 
     add_arguments(comp)
 
@@ -142,7 +143,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 def _serve_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
-    """`einc serve` (einc.serve): the codegen service."""
+    """`einc serve` (einc.tools.serve.app): the codegen service."""
     serve = sub.add_parser(
         "serve", help="the codegen service: POST /compile answers source and manifest (HTTP)", argv=argv,
         description="Serve compile requests over HTTP: POST /compile with JSON {\"ir\", \"input_dict\", \"target\", "
@@ -192,8 +193,9 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
     """`--pipeline-hook STAGE=PASSES` options as `extra_passes` (stage -> pipeline texts);
     a malformed hook, an unknown stage, pass or option: a UsageError at its place in the
     command line."""
-    from einc.passes import did_you_mean, parse_passes
-    from einc.plugins import HOOK_STAGES
+    from einc.passes.pipeline import did_you_mean, parse_passes
+    from einc.compiler.driver import HOOK_STAGES
+    from einc.compiler.registry import get_all_passes
 
     text = " ".join(["einc", *argv])
     extra: dict[str, list[str]] = {}
@@ -212,7 +214,7 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
                 f"(stages: {', '.join(HOOK_STAGES)})", where,
             )  # fmt: skip
         try:
-            parse_passes(passes)
+            parse_passes(passes, get_all_passes())
         except UsageError as err:
             if err.loc is not None and start >= 0:
                 col = start + len(hook) - len(passes) + err.loc.col
@@ -270,13 +272,8 @@ def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequ
 
 def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """`einc records list|show|export|import`."""
-    from einc.tune.records import (
-        RecordDB,
-        RecordError,
-        default_db_path,
-        read_jsonl,
-        show_lines,
-    )
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import RecordError, default_db_path, read_jsonl, show_lines
 
     path = Path(args.db) if args.db else default_db_path()
     action = args.records_command
@@ -404,10 +401,18 @@ def closed_stdout() -> int:
 
 
 def _read(path: str | None) -> str | None:
+    """A file's text for a reproducer (None for no file, or one that cannot be read)."""
     try:
-        return Path(path).read_text(errors="replace") if path and path != "none" else None
+        return Path(path).read_text(errors="replace") if path else None
     except OSError:
         return None
+
+
+def _schedule_file(argument: str | None) -> str | None:
+    """The file `--schedule` names (not `none` or `default`)."""
+    from einc.schedule.choice import ScheduleChoice
+
+    return argument if argument not in ScheduleChoice.WORDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -437,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         context = {"command line": " ".join(["einc", *argv]), "target": getattr(args, "target", "")}
         if args.command != "records" and (program := _read(getattr(args, "file", None))) is not None:
             context["program"] = program
-        if (schedule := _read(getattr(args, "schedule", None))) is not None:
+        if (schedule := _read(_schedule_file(getattr(args, "schedule", None)))) is not None:
             context["schedule"] = schedule
         report_internal_error(ice, "einc", **context)
         return 2
@@ -445,19 +450,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(args: argparse.Namespace, argv: list[str]) -> int:
     """The command `args` names; its exit status."""
-    from einc import driver
+    from einc.tools import jobs
 
     if args.command == "records":
         return records_command(args, argv)
     extra: dict[str, list[str]] = {}
     progress: Callable[[str, float], None] | None = None
     if args.command in ("compile", "run", "check", "explain"):
-        from einc.plugins import load_pass_plugins
+        from einc.compiler.registry import load_pass_plugins
 
         load_pass_plugins(args.load_pass_plugin, argv)
         extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
     if args.command == "compile" and args.check_numerics:
-        from einc.numerics.command import compile_command, parse_scale
+        from einc.tools.numerics.command import compile_command, parse_scale
 
         if args.dump_after is not None:
             raise UsageError(
@@ -470,7 +475,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
                                use_records=not args.no_records, db=args.db, extra_passes=extra,
                                output=args.output, output_at=argument_location(argv, "-o", "--output"))  # fmt: skip
     if args.command == "compile":
-        text = driver.compile_file_command(
+        text = jobs.compile_file_command(
             args.file,
             target=args.target,
             schedule=args.schedule,
@@ -508,7 +513,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             return 1 if result.best is None or result.best.status in DISQUALIFYING else 0
         return 130 if result.stopped == "interrupted" else 1
     if args.command == "explain":
-        from einc.explain.command import explain_file_command, write_page
+        from einc.tools.explain.command import explain_file_command, write_page
 
         page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
                                     use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
@@ -519,14 +524,14 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         print(page.summary(args.output), file=sys.stderr)
         return 0 if page.ok else 1
     if args.command == "check":
-        checked = driver.check_file_command(
+        checked = jobs.check_file_command(
             args.file, target=args.target, archs=args.arch, schedule=args.schedule,
             use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
         )  # fmt: skip
         print(checked.render())
         return 0 if checked.ok else 1
     if args.command == "serve":
-        from einc.serve import Settings, default_workers, serve_command
+        from einc.tools.serve.app import Settings, default_workers, serve_command
 
         options = ("host", "port", "workers", "timeout", "max_body")
         where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
@@ -538,7 +543,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         rule_at = argument_location(argv, "--rule")
         sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
         return 0
-    report = driver.run_file_command(
+    report = jobs.run_file_command(
         args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
         use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
     )  # fmt: skip

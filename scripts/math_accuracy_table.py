@@ -11,7 +11,8 @@ import sys
 
 import numpy as np
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from tests.oracle import math_sweep as sweep
 from tests.test_math_accuracy import TARGETS, dtypes, exact_values, group, inputs
 

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import EincError, TargetError
 from einc.runtime.manifest import LaunchManifest
 from tests.test_conformance import ALL, Program, check_against_reference, fresh_seed, random_inputs
@@ -199,14 +200,15 @@ func.func @kernel(%A: memref<4096xf32> {ein.name = "A"}, %B: memref<4096xf32> {e
 def test_launch_over_the_thread_limit_is_refused_before_printing(target: str) -> None:
     from xdsl.parser import Parser
 
-    from einc.context import make_context
-    from einc.driver import resolve_target
-    from einc.passes import run_pipeline
+    from einc.dialects.context import make_context
+    from einc.compiler.driver import resolve_target
+    from einc.compiler.registry import run_pipeline
+    from einc.passes.pipeline import LOOPS_PIPELINE
 
     ctx = make_context()
     module = Parser(ctx, BOUND).parse_module()
     target_obj = resolve_target(target)
-    run_pipeline(ctx, module, target_obj.lowering())
+    run_pipeline(ctx, module, f"{LOOPS_PIPELINE},{target_obj.pipeline}")
     with pytest.raises(TargetError, match="4096 threads per block"):
         target_obj.emit(module)
 

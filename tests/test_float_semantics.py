@@ -18,9 +18,10 @@ import math
 import numpy as np
 import pytest
 
-from einc.driver import Compilation, poisoned
-from einc.interp import maximum, minimum, run_interpreted
-from einc.reference import run_reference
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
+from einc.semantics.loops import maximum, minimum, run_interpreted
+from einc.semantics.reference import run_reference
 from tests.test_device_targets import require
 
 TARGETS = ("c", "opencl", "sycl", "hlsl", "poplar")

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import TargetError
 from tests.oracle import math_sweep as sweep
 from tests.oracle.seeds import fresh_seed
@@ -123,8 +124,8 @@ def test_math_compiles_on_cuda_and_hip(target: str) -> None:
 
 def test_math_on_the_egpu_interpreter() -> None:
     """The CUDA lowering of the sweep (its normcdf, sigmoid and max/min as printed) executed by
-    einc.interp_egpu, whose math functions are NumPy's: the same bounds."""
-    from einc.interp_egpu import run_lowered
+    einc.semantics.egpu, whose math functions are NumPy's: the same bounds."""
+    from einc.semantics.egpu import run_lowered
 
     seed = fresh_seed() % 2**32
     values = {d: inputs(d, seed) for d in DTYPES}

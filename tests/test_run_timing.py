@@ -1,4 +1,4 @@
-"""`einc run`'s timing (einc/driver.py RunReport) and OpenMP's wait policy for einc's own timing
+"""`einc run`'s timing (einc/compiler/driver.py RunReport) and OpenMP's wait policy for einc's own timing
 (einc/runtime/openmp.py): the spread and the rate are shown, noisy timings are warned about
 (decided on made-up timings: nothing here asserts a speed), and the kernels einc times, in
 `einc run` and in the tuner's worker, get OpenMP threads that sleep when they wait, as libgomp
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from einc.driver import RunReport
+from einc.tools.jobs import RunReport
 from einc.runtime import openmp
 from einc.tune.timing import NoiseLimits
 from einc.tune.measure import build_candidate

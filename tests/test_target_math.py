@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.frontend.dtype_rules import FUNCTIONS
 
 BINARY = ("max", "min", "pow")

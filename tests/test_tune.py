@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from einc.cli import main
-from einc.schedule import Schedule
+from einc.schedule.script import Schedule
 from einc.tune.decide import rounds_needed
 from einc.tune.measure import LocalBuilder, LocalRunner
 from einc.tune.records import RecordDB
@@ -87,9 +87,10 @@ def test_tiny_tune_finds_a_correct_kernel_and_records_every_trial(program: Path,
 
 
 def _device(db: RecordDB, task: TuneTask) -> str:
-    from einc.tune.records import device_fingerprint
+    from einc.compiler.records import device_fingerprint
+    from einc.targets import get_target
 
-    return device_fingerprint(task.target)
+    return device_fingerprint(get_target(task.target))
 
 
 # ---- faults never win ------------------------------------------------------------------------

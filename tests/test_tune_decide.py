@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from einc.targets import get_target
 from einc.cli import render_tasks
 from einc.tune import tuner as tuner_module
 from einc.tune.decide import (
@@ -28,7 +29,8 @@ from einc.tune.decide import (
     rounds_needed,
     sign_p,
 )
-from einc.tune.records import RecordDB, find_record, used_line
+from einc.tune.records import RecordDB
+from einc.compiler.records import find_record, used_line
 from einc.tune.report import marks
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import TuneResult, bar_postfix, tune
@@ -228,8 +230,8 @@ def test_a_truly_faster_kernel_is_crowned_and_named_alike_everywhere(
         assert all(len(f.times) == rounds_needed(3) for f in result.finals)  # 6 rounds, in turn
         assert_one_best(result, db, task, tmp_path)
         # a compile applies exactly that record
-        monkeypatch.setattr("einc.tune.records.device_fingerprint", lambda target: DEVICE)
-        found = find_record(task.normalized, "c", db.path)
+        monkeypatch.setattr("einc.compiler.records.device_fingerprint", lambda target: DEVICE)
+        found = find_record(task.normalized, get_target("c"), db.path)
         best = db.best(task.key, "c", DEVICE)
         assert found is not None and best is not None and found[0].id == best.id
         assert "sketch " + result.best.candidate.point.sketch in used_line(*found)

@@ -1,4 +1,4 @@
-"""Tuning records (einc/tune/records.py): the SQLite database under concurrent writers and a
+"""Tuning records (einc/compiler/records.py): the SQLite database under concurrent writers and a
 killed writer, JSON-lines sharing, and their use by `einc compile`, `einc run`, `einc.compile`."""
 
 from __future__ import annotations
@@ -17,18 +17,12 @@ import numpy as np
 import pytest
 
 import einc
+from einc.targets import get_target
 from einc.cli import main
-from einc.driver import Compilation
-from einc.schedule import Schedule
-from einc.tune.records import (
-    Record,
-    RecordDB,
-    RecordError,
-    default_db_path,
-    device_fingerprint,
-    find_record,
-    show_lines,
-)
+from einc.compiler.driver import Compilation
+from einc.schedule.script import Schedule
+from einc.compiler.records import Record, RecordError, default_db_path, device_fingerprint, find_record, show_lines
+from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,8 +170,8 @@ def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 def test_device_fingerprint_of_c_names_the_cpu_and_vector_width() -> None:
     from einc.runtime.c import native_vector_bits
 
-    fingerprint = device_fingerprint("c")
-    assert f"{native_vector_bits()}-bit vectors" in fingerprint and fingerprint == device_fingerprint("c")
+    fingerprint = device_fingerprint(get_target("c"))
+    assert f"{native_vector_bits()}-bit vectors" in fingerprint and fingerprint == device_fingerprint(get_target("c"))
 
 
 # ---- several processes -------------------------------------------------------------------------
@@ -254,7 +248,7 @@ def sources() -> dict[str, str]:
 def tuned_db(path: Path, device: str | None = None, target: str = "c") -> Record:
     """A database holding one record of the matmul: the tuned C schedule (by default on this
     machine's CPU and the C target)."""
-    task, device = matmul_task(target), device or device_fingerprint("c")
+    task, device = matmul_task(target), device or device_fingerprint(get_target("c"))
     with RecordDB(path) as db:
         rid = db.add(task, device, result(tuned_candidate(matmul_task())))
         record = db.get(rid)
@@ -325,7 +319,7 @@ def test_a_stale_record_is_skipped_with_a_warning(tmp_path: Path, sources: dict[
     db, task = tmp_path / "t.db", matmul_task()
     stale = Candidate(Point.of("ssrsrs", TUNED), tuned_candidate(task).schedule.replace('axis "K"', 'axis "Q"'))
     with RecordDB(db) as records:
-        rid = records.add(task, device_fingerprint("c"), result(stale))
+        rid = records.add(task, device_fingerprint(get_target("c")), result(stale))
     comp = Compilation(task.source, task.filename, db=db)
     assert comp.source_text() == sources["default"] and comp.record is None
     err = capsys.readouterr().err
@@ -345,7 +339,7 @@ def test_unreadable_database_is_a_warning_not_a_failure(tmp_path: Path, sources:
     assert main(["compile", str(MATMUL), "--db", str(missing)]) == 0
     out, err = capsys.readouterr()
     assert out == sources["default"] and "no tuning database" in err and not missing.exists()
-    assert find_record("anything", "c", tmp_path) is None
+    assert find_record("anything", get_target("c"), tmp_path) is None
     assert "it is a directory" in capsys.readouterr().err
 
 
@@ -457,7 +451,9 @@ READER = """
 import json, sys
 from pathlib import Path
 from einc.cli import main
-from einc.tune.records import RecordDB, RecordError, find_record
+from einc.compiler.records import RecordError, find_record
+from einc.targets import get_target
+from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 path, program = Path(sys.argv[1]), sys.argv[2]
 out = {}
@@ -469,7 +465,7 @@ with RecordDB(path, create=False) as db:
         out["add"] = "written"
     except RecordError as err:
         out["add"] = err.render()
-found = find_record(TuneTask(program).normalized, "c", path)
+found = find_record(TuneTask(program).normalized, get_target("c"), path)
 out["found"] = None if found is None else found[0].id
 out["list"] = main(["records", "list", "--db", str(path)])
 out["tune"] = main(["tune", sys.argv[3], "--db", str(path), "--trials", "1", "--quiet"])
@@ -506,7 +502,7 @@ def test_a_read_only_database_is_read_and_refuses_writes_with_the_reason(tmp_pat
     program.write_text(MATMUL.read_text())
     task = matmul_task()
     with RecordDB(db) as records:  # WAL mode: a reader would need to make -shm beside it
-        decided = records.add(task, device_fingerprint("c"), MeasureResult(
+        decided = records.add(task, device_fingerprint(get_target("c")), MeasureResult(
             tuned_candidate(task), Status.OK, times=(1e-3,),
             extra={"final": "final-x", "best": True, "kept_default": False, "decision": "faster"}))  # fmt: skip
         with open(jsonl, "w") as out:

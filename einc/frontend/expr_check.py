@@ -13,7 +13,7 @@ from einc.frontend import ast
 from einc.frontend import checked as c
 from einc.frontend.affine_ranges import const_value, interval, is_affine
 from einc.frontend.ast import Span
-from einc.frontend.checked import DTYPES, TensorInfo, is_float, is_int
+from einc.frontend.checked import DTYPES, AxisInfo, TensorInfo, is_float, is_int
 from einc.frontend.dtype_rules import (
     ARITH_OPS,
     COMPARE_OPS,
@@ -33,7 +33,7 @@ from einc.frontend.dtype_rules import (
 )
 
 if TYPE_CHECKING:
-    from einc.frontend.sema import AxisInfo, Checker
+    from einc.frontend.sema import Checker
 
 
 class ExprChecker:

@@ -7,19 +7,18 @@ from typing import TYPE_CHECKING
 
 from einc.frontend import checked
 from einc.frontend.diagnostics import SourceText
-from einc.targets import get_all_targets
 
 if TYPE_CHECKING:
     from einc.frontend import Program
+    from einc.targets.descriptions import TargetDescription
 
 
-def check_program_dtypes(target: str, program: Program) -> None:
+def check_program_dtypes(desc: TargetDescription | None, program: Program) -> None:
     """Refuse, before any lowering, a checked frontend program (einc.frontend.Program) that
-    stores a tensor or computes a value of a dtype the device target lacks: TargetError
-    naming the tensor (or the value) and its dtype, at the first place in the source that
-    needs it (a tensor's first read or its statement's output; an input read nowhere, at
-    line 1). Targets without a description (C) accept every dtype."""
-    desc = getattr(get_all_targets()[target](), "limits", None)
+    stores a tensor or computes a value of a dtype the device target lacks (`desc`: its
+    limits, given by the caller): TargetError naming the tensor (or the value) and its dtype,
+    at the first place in the source that needs it (a tensor's first read or its statement's
+    output; an input read nowhere, at line 1). Targets without limits (C) accept every dtype."""
     if desc is None:
         return
     text = SourceText(program.source, program.filename)

@@ -78,9 +78,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from einc.ir.locations import Located
 from einc.dialects import ein
-from einc.passes.utils.affine_index import affine_access
-from einc.passes.utils.combiner import build_combine, identity_constant
-from einc.passes.utils.loops import build_elementwise_nest, build_loop_nest, enclosing_loops
+from einc.transforms.affine_index import affine_access
+from einc.transforms.combiner import build_combine, identity_constant
+from einc.transforms.loops import build_elementwise_nest, build_loop_nest, enclosing_loops
 
 from einc.ir.attrs import AXIS_ATTR, COPY_ATTR, INIT_ATTR, NAME_ATTR, OUTPUT_ATTR, STMT_ATTR
 

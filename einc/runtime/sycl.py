@@ -62,7 +62,7 @@ from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.toolchains import cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
+from einc.runtime.finders import cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
 
 SHIM_SOURCE = Path(__file__).with_name("sycl_shim.cpp")
 SHIM_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-shared", "-fPIC")

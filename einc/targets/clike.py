@@ -49,6 +49,8 @@ from xdsl.ir import Attribute, Operation
 
 from einc.dialects.math_ext import ErfcOp
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
+from einc.runtime.manifest import LaunchManifest
+from einc.targets.descriptions import TargetDescription
 from einc.targets.spelling import (
     ADD,
     ATOM,
@@ -91,35 +93,30 @@ class CLikeTarget:
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,canonicalize,cse"
     )
-    """Run on the loops (the driver's `scheduled` stage): `lowering()` starts at the `ein` level."""
+    """Run on the scheduled loops (the driver's `target` stage)."""
+    limits: ClassVar[TargetDescription | None] = None
+    """The device's launch limits and dtypes (what the mapping and legalization passes read);
+    None for a target without kernels to launch (C)."""
     compile_check: ClassVar[CompileCheck | None] = None
+    """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
     runtime_device: ClassVar[str | None] = None
     """The `einc.runtime` module whose `device_description()` names the device the kernels run
     on (tuning records are kept per device); None: they run on this CPU."""
     sketches: ClassVar[str] = ""
-    """Which family of the tuner's sketch rules fits the target ("cpu", "gpu"; "": only its
-    default schedule is tuned)."""
+    """The target's schedule family ("cpu", "gpu"; "": none): which default policy
+    (einc.schedule.default) and which of the tuner's sketch rules fit it."""
+    torch_device: ClassVar[str] = "cpu"
+    """The torch device type of the tensors `einc.torch` ops on this target take ("cuda": a
+    GPU's; "cpu": host tensors, which a device runtime copies over)."""
+    lexer: ClassVar[str] = "c"
+    """Pygments' lexer for the source (`einc explain` highlights it)."""
+    openmp: ClassVar[bool] = False
+    """Whether the kernels run on this CPU's OpenMP threads (einc run reports how they wait)."""
+    takes_cflags: ClassVar[bool] = False
+    """Whether `build` takes extra C compiler flags (`einc.compile(cflags=...)`)."""
     shared_library: ClassVar[bool] = False
     """Whether `build` makes a shared library with a C ABI (the tuner's runner then loads the
     library itself instead of compiling again in its worker)."""
-    """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
-
-    @classmethod
-    def check_schedule(cls, schedule: Any) -> None:
-        """Refuse, before it is applied, a schedule (einc.schedule.Schedule) the target cannot
-        run (ScheduleError at the op responsible). The default accepts every schedule."""
-
-    @classmethod
-    def default_schedule(cls, loops: ModuleOp) -> object:
-        """The schedule (an einc.schedule.Schedule) applied to a loop-level module when the user
-        gives none, or None for no schedule. The default schedules nothing; a target with a
-        policy (einc.schedules) overrides this."""
-        return None
-
-    @classmethod
-    def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:
-        """Refuse what `schedule` made of the loops (`scheduled`) when the target cannot run
-        it (ScheduleError at the schedule op that made it). The default accepts it."""
 
     includes: ClassVar[tuple[str, ...]] = ()
     preamble: ClassVar[tuple[str, ...]] = ()
@@ -260,6 +257,9 @@ class CLikeTarget:
     })  # fmt: skip
     """Ops whose scalar operator spelling applies to vectors as is; other elementwise ops
     call a lane-wise helper `einc_v<op>_<s>x<n>` built from their scalar spelling."""
+    lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset()
+    """Math ops `einc-vectorize-loops` may put on vectors although the language's functions
+    take scalars (printed as lane-wise helpers: C, through libmvec)."""
     vector_math: ClassVar[frozenset[type[Operation]]] = frozenset()
     """`math` ops whose scalar spelling takes vectors as is (OpenCL's overloaded builtins):
     `einc-vectorize-loops` vectorizes loops calling them; other math keeps a loop scalar."""
@@ -364,18 +364,22 @@ class CLikeTarget:
         return Writer(cls).module(module)
 
     @classmethod
-    def lowering(cls) -> str:
-        """The pipeline from an `ein`-level module: the loops' conversion, then `pipeline`
-        (what the driver runs as two stages, for tests and tools that start at `ein`)."""
-        from einc.targets import LOOPS_PIPELINE
-
-        return f"{LOOPS_PIPELINE},{cls.pipeline}"
-
-    @classmethod
     def declarations(cls, module: ModuleOp) -> list[str]:
         """Lines the source needs after its includes and preamble, from what `module` uses
         (e.g. C's vector-math declarations); none by default."""
         return []
+
+    @classmethod
+    def cannot_run(cls) -> str | None:
+        """Why the target's kernels cannot run on this machine (its toolchain or its device is
+        missing), or None. C runs on this CPU."""
+        return None
+
+    @classmethod
+    def manifest(cls, module: ModuleOp) -> LaunchManifest | None:
+        """The launches of a lowered module, for hosts that launch the source's kernels; None
+        for a target whose source is one host function (C)."""
+        return None
 
     @classmethod
     def build(

@@ -37,8 +37,9 @@ from einc.targets import hlsl_math
 from einc.targets.descriptions import GLSLANG_HLSL, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import CAST, UNARY, Expr, Spelling, call, compare, helper
-from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
-from einc.targets.gpu import DeviceTarget, Runner, host_buffers, statement, use_text
+from einc.targets.writer import Writer
+from einc.targets.gpu import DeviceTarget, Runner, host_buffers, use_text
+from einc.targets.op_printers import statement
 
 HLSL_KEYWORDS = frozenset(
     """in out inout uniform line lineadj point triangle triangleadj sample vector matrix
@@ -143,7 +144,7 @@ _CMPF_HELPERS = {  # predicate number: (name, body on a and b)
 `ogt olt one`, which a NaN already makes false, and their negations `ueq uge ule`)."""
 
 
-def _cmpf(w: _Writer, op: Operation) -> Expr:
+def _cmpf(w: Writer, op: Operation) -> Expr:
     assert isinstance(op, arith.CmpfOp)
     predicate = op.predicate.value.data
     if predicate not in _CMPF_HELPERS:
@@ -155,7 +156,7 @@ def _cmpf(w: _Writer, op: Operation) -> Expr:
     return Expr(f"{function}({w.value(op.lhs).text}, {w.value(op.rhs).text})")
 
 
-def _own_math(w: _Writer, op: Operation) -> Expr:
+def _own_math(w: Writer, op: Operation) -> Expr:
     """A math op einc computes itself on HLSL (einc.targets.hlsl_math), else HLSL's built-in."""
     name = hlsl_math.FUNCTIONS.get((type(op), op.results[0].type))
     if name is None:
@@ -165,7 +166,7 @@ def _own_math(w: _Writer, op: Operation) -> Expr:
     return Expr(f"einc_{name}({', '.join(w.value(v).text for v in op.operands)})")
 
 
-def _use64(w: _Writer, name: str) -> str:
+def _use64(w: Writer, name: str) -> str:
     """Print the i64 helper `name` (after those it calls) once; its function name."""
     text, calls = _I64_HELPERS[name]
     for callee in calls:
@@ -174,7 +175,7 @@ def _use64(w: _Writer, name: str) -> str:
     return f"einc_{name}_s64"
 
 
-def _default(w: _Writer, op: Operation) -> Expr:
+def _default(w: Writer, op: Operation) -> Expr:
     spelling = w.t.ops.get(type(op))
     if isinstance(op, arith.CmpiOp):
         spelling = compare(w.t.cmpi[op.predicate.value.data])
@@ -186,7 +187,7 @@ def _default(w: _Writer, op: Operation) -> Expr:
     return w.spell(op, spelling)
 
 
-def _int64(w: _Writer, op: Operation) -> Expr:
+def _int64(w: Writer, op: Operation) -> Expr:
     """Signed operations on or conversions to and from i64, as helpers (else as usual)."""
     operand, result = op.operands[0].type, op.results[0].type
     args = [w.value(v).text for v in op.operands]
@@ -210,7 +211,7 @@ def _int64(w: _Writer, op: Operation) -> Expr:
     return _default(w, op)
 
 
-class _HLSLWriter(_Writer):
+class _HLSLWriter(Writer):
     """Builds i64 constants outside int's range from two 32-bit halves at run time."""
 
     def constant(self, op: arith.ConstantOp) -> Expr:
@@ -224,7 +225,7 @@ class _HLSLWriter(_Writer):
         return Expr(f"{_use64(self, 'bits')}({bits >> 32}u, {bits & 0xFFFFFFFF}u)")
 
 
-def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
+def _hlsl_alloc_shared(w: Writer, op: egpu.AllocSharedOp) -> None:
     """`groupshared` arrays are globals: declared before the kernels."""
     t = op.memref.type
     assert isinstance(t, MemRefType)
@@ -240,6 +241,7 @@ def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
 
 class HLSLTarget(DeviceTarget):
     name: ClassVar[str] = "hlsl"
+    lexer: ClassVar[str] = "hlsl"
     runtime_device: ClassVar[str | None] = "vulkan"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
@@ -341,7 +343,7 @@ class HLSLTarget(DeviceTarget):
     }
 
     @classmethod
-    def host(cls, w: _Writer, op: func.FuncOp) -> None:
+    def host(cls, w: Writer, op: func.FuncOp) -> None:
         """Every buffer is a global `RWStructuredBuffer` at its manifest binding."""
         module = op.parent_op()
         assert isinstance(module, ModuleOp)
@@ -352,7 +354,7 @@ class HLSLTarget(DeviceTarget):
             w.line(f"RWStructuredBuffer<{element}> {name} : register(u{k});")
 
     @classmethod
-    def top_level(cls, w: _Writer, op: Operation) -> None:
+    def top_level(cls, w: Writer, op: Operation) -> None:
         if isinstance(op, egpu.FuncOp):
             module = op.parent_op()
             assert module is not None
@@ -363,7 +365,7 @@ class HLSLTarget(DeviceTarget):
         super().top_level(w, op)
 
     @classmethod
-    def signature(cls, w: _Writer, f: func.FuncOp, params: Sequence[str]) -> str:
+    def signature(cls, w: Writer, f: func.FuncOp, params: Sequence[str]) -> str:
         assert isinstance(f, egpu.FuncOp), f  # HLSL prints only the kernels (`host` declares buffers)
         x, y, z = f.block_size
         return (
@@ -384,7 +386,7 @@ class HLSLTarget(DeviceTarget):
         return dataclasses.replace(manifest, buffers=buffers)
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.vulkan import load_hlsl_kernel
 
-        return load_hlsl_kernel(source, cls.manifest(module))
+        return load_hlsl_kernel(source, manifest)

@@ -17,12 +17,13 @@ import dataclasses
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import ModuleOp, f16, f32, f64
+from xdsl.dialects.builtin import f16, f32, f64
 
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import call
-from einc.targets.writer import _CALLEE  # pyright: ignore[reportPrivateUsage]
+from einc.targets.writer import CALLEE
 from einc.targets.cuda import CUDATarget
 from einc.targets.gpu import DeviceTarget, Runner
 
@@ -32,6 +33,7 @@ _DIMS = {"x": 2, "y": 1, "z": 0}
 
 class SYCLTarget(DeviceTarget):
     name: ClassVar[str] = "sycl"
+    lexer: ClassVar[str] = "cpp"
     runtime_device: ClassVar[str | None] = "sycl"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
@@ -82,14 +84,14 @@ class SYCLTarget(DeviceTarget):
     math_suffix = {f64: "", f32: ""}
     literal_suffix = {f64: "", f32: "f"}
     ops = {
-        **{op: dataclasses.replace(s, fmt="sycl::" + s.fmt) if _CALLEE.match(s.fmt) else s
+        **{op: dataclasses.replace(s, fmt="sycl::" + s.fmt) if CALLEE.match(s.fmt) else s
            for op, s in CLikeTarget.ops.items()},
         mathd.RsqrtOp: call("sycl::rsqrt"),
     }  # fmt: skip
     """C's math functions as SYCL's overloaded built-ins (`sycl::exp`, `sycl::fmax`)."""
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.sycl import load_sycl_kernel
 
-        return load_sycl_kernel(source, cls.manifest(module))
+        return load_sycl_kernel(source, manifest)

@@ -38,7 +38,8 @@ def tune_file_command(
     report: str | None = None,
     progress: bool = True,
 ) -> TuneResult:
-    from einc.tune.records import RecordDB, default_db_path
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import default_db_path
     from einc.tune.tuner import tune
     from einc.tune.types import TuneTask
     from einc.targets import get_target

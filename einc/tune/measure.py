@@ -26,18 +26,17 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import Protocol, Self
 
 import numpy as np
 
 from einc.errors import EincError, InternalCompilerError, ToolchainError
+from einc.runtime.manifest import LaunchManifest
 from einc.runtime.openmp import timing_env, user_policy
 from einc.runtime.signature import KernelSignature
+from einc.schedule.choice import ScheduleChoice
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
-
-if TYPE_CHECKING:
-    from einc.schedule import Schedule
 
 
 class Builder(Protocol):
@@ -61,21 +60,12 @@ class CArtifact:
 @dataclass(frozen=True)
 class RebuildArtifact:
     """A kernel for a target whose runtime builds in-process (OpenCL, HLSL, SYCL, Poplar, CUDA):
-    the schedule text, compiled again in the runner's worker (the toolchains cache it)."""
+    the source the builder compiled and its launch manifest; the runner's worker loads it with
+    the target's runtime (`DeviceTarget.load`: the toolchains cache the binary the builder
+    made), without compiling the candidate again."""
 
-    schedule: str
-
-
-def candidate_schedule(text: str) -> Schedule | str | None:
-    """A candidate's schedule for `TuneTask.compilation`: its text parsed (located as
-    `<candidate>`); "none" for the untouched loops; "" for the target's default schedule."""
-    from einc.schedule import Schedule
-
-    if not text.strip():
-        return None
-    if text.strip() == "none":
-        return "none"
-    return Schedule.parse(text, "<candidate>")
+    source: str
+    manifest: LaunchManifest
 
 
 def c_artifact(source: str, signature: KernelSignature) -> CArtifact:
@@ -102,13 +92,15 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
         return BuildResult(candidate, status, reason, artifact, time.perf_counter() - start)
 
     try:
-        comp = task.compilation(candidate_schedule(candidate.schedule))
+        comp = task.compilation(ScheduleChoice.of(candidate.schedule, "<candidate>"))
         if comp.target_obj.shared_library:
             source = comp.source_text()
             signature = KernelSignature.from_module(comp.module("target"))
             return result(Status.OK, artifact=c_artifact(source, signature))
         comp.kernel()  # builds with the target's toolchain (and warms its cache for the runner)
-        return result(Status.OK, artifact=RebuildArtifact(candidate.schedule))
+        manifest = comp.target_obj.manifest(comp.module("target"))
+        assert manifest is not None, comp.target  # only C makes a shared library, and has none
+        return result(Status.OK, artifact=RebuildArtifact(comp.source_text(), manifest))
     except ToolchainError as err:
         return result(Status.INTERNAL, err.render())
     except EincError as err:
@@ -322,10 +314,10 @@ class TaskData:
 
     @classmethod
     def of(cls, task: TuneTask, seed: int) -> TaskData:
-        from einc.driver import random_inputs, tolerance
-        from einc.reference import run_reference
+        from einc.semantics.compare import random_inputs, tolerance
+        from einc.semantics.reference import run_reference
 
-        comp = task.compilation("none")
+        comp = task.compilation(ScheduleChoice.NONE)
         module = comp.module("ein")
         inputs = random_inputs(comp.program, np.random.default_rng(seed))
         reference = run_reference(module, inputs)
@@ -371,7 +363,7 @@ class LocalRunner:
 
     `timeout_s` bounds one run of the kernel (the worker reports after each repeat);
     `load_timeout_s` bounds starting the worker and loading (or rebuilding) the kernel.
-    Inputs are `einc.driver.random_inputs(seed)`; the reference is computed once per task.
+    Inputs are `einc.semantics.compare.random_inputs(seed)`; the reference is computed once per task.
     Outputs are poisoned before the first run and checked against the reference after it and
     again after the timed runs (a kernel that accumulates across runs is wrong too); inputs
     must be left unchanged, and guard bytes around every array untouched (no write out of

@@ -258,9 +258,10 @@ def tune(
     builder = builder or LocalBuilder(workers=workers)
     runner = runner or LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
     if db is not None and device is None:
-        from einc.tune.records import device_fingerprint
+        from einc.compiler.records import device_fingerprint
+        from einc.targets import get_target
 
-        device = device_fingerprint(task.target)
+        device = device_fingerprint(get_target(task.target))
     tuner_id = f"{policy.name}-{uuid.uuid4().hex[:8]}"
     result = TuneResult(task, policy.name)
     default_point = space.default_point()
@@ -325,7 +326,7 @@ def tune(
     return result
 
 
-def record_result(record) -> MeasureResult:  # record: einc.tune.records.Record
+def record_result(record) -> MeasureResult:  # record: einc.compiler.records.Record
     """A database record as the measurement it was (for resuming a search)."""
     candidate = Candidate(record.point(), record.schedule)
     return MeasureResult(candidate, Status(record.status), record.reason, tuple(record.times), record.build_s,

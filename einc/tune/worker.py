@@ -22,9 +22,13 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from einc.driver import max_error, poisoned
-from einc.errors import EincError, InternalCompilerError, ToolchainError
-from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, candidate_schedule, die_with_parent
+from einc.compiler.kernel import Kernel, MissingRuntime, Runner
+from einc.errors import EincError, InternalCompilerError, RuntimeMissingError, ToolchainError
+from einc.runtime.arrays import poisoned
+from einc.semantics.compare import max_error
+from einc.targets import get_target
+from einc.targets.gpu import DeviceTarget
+from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, die_with_parent
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing, run_queue_wait
 from einc.tune.types import Status, TuneTask
 
@@ -37,6 +41,19 @@ ROTATE_BELOW_S = 1e-3
 """Kernels whose first run takes longer than this are timed on one copy of their data: where
 their data sit when a run starts changes their time by a few microseconds at most."""
 
+
+def loaded_kernel(task: TuneTask, artifact: RebuildArtifact) -> Kernel:
+    """The builder's kernel loaded here with the target's runtime (no compilation: the source
+    and manifest come from the builder), called as einc.compile's kernels are."""
+    target = get_target(task.target)
+    assert issubclass(target, DeviceTarget), target  # a shared library (C) is a CArtifact
+    runner: Runner | MissingRuntime
+    try:
+        runner = target.load(artifact.source, artifact.manifest)
+    except RuntimeMissingError as err:  # as einc.compile: calling the kernel says what is missing
+        runner = MissingRuntime(task.target, err.message)
+    return Kernel(source=artifact.source, program=task.program, runner=runner, target=task.target,
+                  manifest=artifact.manifest, compile_check=target.compile_check)  # fmt: skip
 
 class Failed(Exception):
     """A job's end other than a measurement: a status and a reason."""
@@ -124,7 +141,7 @@ class Job:
             return lambda k: function(*pointers[k])
         assert isinstance(artifact, RebuildArtifact), artifact
         try:
-            kernel = task.compilation(candidate_schedule(artifact.schedule)).kernel()
+            kernel = loaded_kernel(task, artifact)
         except ToolchainError as err:
             raise Failed(Status.INTERNAL, err.render()) from None
         except EincError as err:

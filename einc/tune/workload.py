@@ -10,6 +10,7 @@ import numpy as np
 from xdsl.dialects import arith, math as xmath
 
 from einc.dialects import ein
+from einc.schedule.choice import ScheduleChoice
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -23,7 +24,7 @@ _FREE = (arith.ConstantOp, arith.IndexCastOp, ein.LoadOp, ein.YieldOp, ein.Scatt
 
 def count_flops(task: TuneTask) -> int:
     """Operations of one run of `task` (`module_flops` of its `ein` module)."""
-    return module_flops(task.compilation("none").module("ein"))
+    return module_flops(task.compilation(ScheduleChoice.NONE).module("ein"))
 
 
 def module_flops(module: ModuleOp) -> int:
