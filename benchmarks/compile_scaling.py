@@ -33,8 +33,9 @@ COLUMNS = ("ein", "loops", "policy", "apply", "target", "source")
 def stage_seconds(statements: int, target: str = "c") -> dict[str, float]:
     """CPU seconds per stage compiling a chain of `statements` statements to source text
     (process time: the machine may be shared, and every stage runs on one thread)."""
-    from einc.driver import Compilation
-    from einc.schedule import resolve_schedule
+    from einc.compiler.driver import Compilation
+    from einc.schedule.default import default_schedule
+    from einc.targets import get_target
 
     comp = Compilation(chain_program(statements), f"chain{statements}.ein", target=target)
     seconds: dict[str, float] = {}
@@ -47,7 +48,7 @@ def stage_seconds(statements: int, target: str = "c") -> dict[str, float]:
 
     timed("ein", lambda: comp.run_until("ein"))
     loops = timed("loops", lambda: comp.run_until("loops"))
-    schedule = timed("policy", lambda: resolve_schedule(None, target, loops))
+    schedule = timed("policy", lambda: default_schedule(get_target(target), loops))
     comp.schedule = schedule if schedule is not None else "none"
     for stage, name in (("scheduled", "apply"), ("target", "target"), ("source", "source")):
         timed(name, lambda: comp.run_until(stage))  # noqa: B023

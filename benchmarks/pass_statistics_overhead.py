@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from einc.driver import Compilation  # noqa: E402
+from einc.compiler.driver import Compilation  # noqa: E402
 from einc.ir.pass_statistics import Statistics, instrumenting  # noqa: E402
 
 PROGRAMS = ["examples/matmul.ein", "examples/softmax.ein", "examples/layernorm.ein", "examples/mnist.ein",

@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "reducer"))
 
 from suite import CASES, Case  # noqa: E402
 
-from einc.reduce.reducer import ein_ops  # noqa: E402
-from einc.reduce.reproducer import Reproducer  # noqa: E402
-from einc.reduce.schedule_edits import count_ops  # noqa: E402
+from einc.tools.reduce.reducer import ein_ops  # noqa: E402
+from einc.tools.reduce.reproducer import Reproducer  # noqa: E402
+from einc.tools.reduce.schedule_edits import count_ops  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -86,7 +86,7 @@ def run_case(case: Case, folder: Path, budget: float, jobs: int) -> dict[str, ob
 
 
 def _at_scale(repro: Reproducer) -> Reproducer:
-    from einc.reduce.reducer import materialized
+    from einc.tools.reduce.reducer import materialized
 
     return materialized(repro)
 

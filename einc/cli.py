@@ -1,4 +1,5 @@
-"""`einc` command line: argument parsing only; the work is in `einc.driver`.
+"""`einc` command line: argument parsing only; the work is in `einc.tools.jobs` (compile, run,
+check) and the tools it names.
 
 Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
 line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
@@ -20,9 +21,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
+    from einc.compiler.records import TaskRow
     from einc.ir.pass_statistics import Statistics
-    from einc.numerics.types import NumericsReport
-    from einc.tune.records import TaskRow
+    from einc.tools.numerics.types import NumericsReport
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -45,7 +46,7 @@ def usage_error(message: str, argv: Sequence[str], prog: str, tool: str = "einc"
 
 
 def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    from einc.driver import STAGES
+    from einc.compiler.driver import STAGES
 
     parser = _ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.", argv=argv)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -79,7 +80,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _record_options(comp)
     _plugin_options(comp)
     _research_options(comp)
-    from einc.numerics.command import add_arguments
+    from einc.tools.numerics.command import add_arguments
 
     add_arguments(comp)
 
@@ -148,7 +149,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 def _serve_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
-    """`einc serve` (einc.serve): the codegen service."""
+    """`einc serve` (einc.tools.serve.app): the codegen service."""
     serve = sub.add_parser(
         "serve", help="the codegen service: POST /compile answers source and manifest (HTTP)", argv=argv,
         description="Serve compile requests over HTTP: POST /compile with JSON {\"ir\", \"input_dict\", \"target\", "
@@ -212,7 +213,7 @@ def _research_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _reduce_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
-    """`einc reduce` (einc.reduce): shrink a reproducer while it fails the same way."""
+    """`einc reduce` (einc.tools.reduce): shrink a reproducer while it fails the same way."""
     reduce = sub.add_parser(
         "reduce", help="shrink a reproducer while it fails the same way (delta debugging)", argv=argv,
         description="Replay a reproducer (written by --reproducer, or for an internal error), then shrink its "
@@ -235,8 +236,9 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
     """`--pipeline-hook STAGE=PASSES` options as `extra_passes` (stage -> pipeline texts);
     a malformed hook, an unknown stage, pass or option: a UsageError at its place in the
     command line."""
-    from einc.passes import did_you_mean, parse_passes
-    from einc.plugins import HOOK_STAGES
+    from einc.passes.pipeline import did_you_mean, parse_passes
+    from einc.compiler.driver import HOOK_STAGES
+    from einc.compiler.registry import get_all_passes
 
     text = " ".join(["einc", *argv])
     extra: dict[str, list[str]] = {}
@@ -255,7 +257,7 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
                 f"(stages: {', '.join(HOOK_STAGES)})", where,
             )  # fmt: skip
         try:
-            parse_passes(passes)
+            parse_passes(passes, get_all_passes())
         except UsageError as err:
             if err.loc is not None and start >= 0:
                 col = start + len(hook) - len(passes) + err.loc.col
@@ -313,13 +315,8 @@ def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequ
 
 def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """`einc records list|show|export|import`."""
-    from einc.tune.records import (
-        RecordDB,
-        RecordError,
-        default_db_path,
-        read_jsonl,
-        show_lines,
-    )
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import RecordError, default_db_path, read_jsonl, show_lines
 
     path = Path(args.db) if args.db else default_db_path()
     action = args.records_command
@@ -362,12 +359,12 @@ def render_tasks(tasks: Sequence[TaskRow], path: Path) -> str:
     """`einc records list`: a table, one row per task key, target and device."""
     if not tasks:
         return f"no tuning records in {path}"
-    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id")
+    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id", "best")
     rows = [(t["task_key"], t["target"], t["device"], t["summary"], str(t["trials"]), str(t["ok"]),
              "-" if t["best_s"] is None else f"{t['best_s'] * 1e3:.3f}",
-             "-" if t["best_id"] is None else str(t["best_id"])) for t in tasks]  # fmt: skip
+             "-" if t["best_id"] is None else str(t["best_id"]), t["best_note"] or "-") for t in tasks]  # fmt: skip
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+    lines = ["  ".join(c.ljust(w) if i < 4 or i == 8 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in (head, *rows)]  # fmt: skip
     return "\n".join(line.rstrip() for line in lines) + f"\n({path})"
 
@@ -420,7 +417,7 @@ def report_internal_error(
     ice: InternalCompilerError, tool: str, write: Callable[[], Path | None] | None = None, **context: str
 ) -> Path | None:
     """Print `ice` and write its reproducer (in EINC_REPRO_DIR, else the current directory,
-    else the temporary directory): the replayable one `write` writes (einc.reduce.command),
+    else the temporary directory): the replayable one `write` writes (einc.tools.reduce.command),
     else the plain report of `ice`; the reproducer's path, None when none could be written."""
     ice.add_context(**context)
     if os.environ.get("EINC_TRACEBACK"):  # the traceback on stderr too (it is in the reproducer)
@@ -452,10 +449,18 @@ def closed_stdout() -> int:
 
 
 def _read(path: str | None) -> str | None:
+    """A file's text for a reproducer (None for no file, or one that cannot be read)."""
     try:
-        return Path(path).read_text(errors="replace") if path and path != "none" else None
+        return Path(path).read_text(errors="replace") if path else None
     except OSError:
         return None
+
+
+def _schedule_file(argument: str | None) -> str | None:
+    """The file `--schedule` names (not `none` or `default`)."""
+    from einc.schedule.choice import ScheduleChoice
+
+    return argument if argument not in ScheduleChoice.WORDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -486,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hook_error_on_command_line(err, argv)
         print(err.render(), file=sys.stderr)
         if getattr(args, "reproducer", None) and not isinstance(err, UsageError):
-            from einc.reduce.command import write_for_error
+            from einc.tools.reduce.command import write_for_error
 
             write_for_error("einc", args, argv, err, args.reproducer)
         return 1
@@ -497,11 +502,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         context = {"command line": " ".join(["einc", *argv]), "target": getattr(args, "target", "")}
         if args.command != "records" and (program := _read(getattr(args, "file", None))) is not None:
             context["program"] = program
-        if (schedule := _read(getattr(args, "schedule", None))) is not None:
+        if (schedule := _read(_schedule_file(getattr(args, "schedule", None)))) is not None:
             context["schedule"] = schedule
         writer: Callable[[], Path | None] | None = None
         if getattr(args, "file", None) and args.command in ("compile", "run", "check"):
-            from einc.reduce.command import write_for_error
+            from einc.tools.reduce.command import write_for_error
 
             writer = lambda: write_for_error("einc", args, argv, ice, getattr(args, "reproducer", None))  # noqa: E731
         report_internal_error(ice, "einc", writer, **context)
@@ -526,12 +531,12 @@ def statistics_requested(args: argparse.Namespace, argv: Sequence[str]) -> Stati
 
 def _command(args: argparse.Namespace, argv: list[str]) -> int:
     """The command `args` names; its exit status."""
-    from einc import driver
+    from einc.tools import jobs
 
     if args.command == "records":
         return records_command(args, argv)
     if args.command == "reduce":
-        from einc.reduce.command import reduce_command
+        from einc.tools.reduce.command import reduce_command
         from einc.tune.command import parse_duration
 
         budget = parse_duration(args.time_budget, argument_location(argv, "--time-budget"))
@@ -539,12 +544,12 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     extra: dict[str, list[str]] = {}
     progress: Callable[[str, float], None] | None = None
     if args.command in ("compile", "run", "check", "explain"):
-        from einc.plugins import load_pass_plugins
+        from einc.compiler.registry import load_pass_plugins
 
         load_pass_plugins(args.load_pass_plugin, argv)
         extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
     if args.command == "compile" and args.check_numerics:
-        from einc.numerics.command import compile_command, parse_scale
+        from einc.tools.numerics.command import compile_command, parse_scale
 
         if args.dump_after is not None:
             raise UsageError(
@@ -555,7 +560,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
         on_failure: Callable[[NumericsReport, str | None], None] | None = None
         if args.reproducer:
-            from einc.reduce.command import write_for_report
+            from einc.tools.reduce.command import write_for_report
 
             def write_reproducer(report: NumericsReport, schedule_text: str | None) -> None:
                 write_for_report("einc", args, argv, report, args.reproducer, schedule_text)
@@ -567,7 +572,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
                                output=args.output, output_at=argument_location(argv, "-o", "--output"),
                                on_failure=on_failure)  # fmt: skip
     if args.command == "compile":
-        text = driver.compile_file_command(
+        text = jobs.compile_file_command(
             args.file,
             target=args.target,
             schedule=args.schedule,
@@ -599,9 +604,13 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
             seed=args.seed, report=args.report, progress=not args.quiet,
         )  # fmt: skip
-        return 0 if result.best is not None else 1
+        if result.decision is not None:  # 1 where not even the default schedule computed right numbers
+            from einc.tune.tuner import DISQUALIFYING
+
+            return 1 if result.best is None or result.best.status in DISQUALIFYING else 0
+        return 130 if result.stopped == "interrupted" else 1
     if args.command == "explain":
-        from einc.explain.command import explain_file_command, write_page
+        from einc.tools.explain.command import explain_file_command, write_page
 
         page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
                                     use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
@@ -612,14 +621,14 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         print(page.summary(args.output), file=sys.stderr)
         return 0 if page.ok else 1
     if args.command == "check":
-        checked = driver.check_file_command(
+        checked = jobs.check_file_command(
             args.file, target=args.target, archs=args.arch, schedule=args.schedule,
             use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
         )  # fmt: skip
         print(checked.render())
         return 0 if checked.ok else 1
     if args.command == "serve":
-        from einc.serve import Settings, default_workers, serve_command
+        from einc.tools.serve.app import Settings, default_workers, serve_command
 
         options = ("host", "port", "workers", "timeout", "max_body")
         where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
@@ -631,15 +640,16 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         rule_at = argument_location(argv, "--rule")
         sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
         return 0
-    report = driver.run_file_command(
+    report = jobs.run_file_command(
         args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
         use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
     )  # fmt: skip
     print(report.render())
     if not report.ok and args.reproducer:
-        from einc.reduce.command import write_for_run
+        from einc.tools.reduce.command import write_for_run
 
-        write_for_run(args, argv, report.seed, report.render().splitlines()[-2].strip(), args.reproducer)
+        mismatch = next(line.strip() for line in report.render().splitlines() if line.endswith(" MISMATCH"))
+        write_for_run(args, argv, report.seed, mismatch, args.reproducer)
     return 0 if report.ok else 1
 
 

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, Shrink
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from einc.context import einc_dialects, load_einc_transform_ops
+from einc.dialects.context import einc_dialects, load_einc_transform_ops
 from einc.errors import (
     EincError,
     InternalCompilerError,
@@ -42,7 +42,7 @@ from einc.errors import (
 )
 from einc.ir.depth import allow_deep_nests
 from einc.ir.pass_statistics import Statistics, instrumenting, requested
-from einc.opt_support import (
+from einc.tools.opt_support import (
     Instrumentation,
     check_diagnostics,
     expected_diagnostics,
@@ -54,7 +54,7 @@ from einc.opt_support import (
 )
 
 if TYPE_CHECKING:
-    from einc.numerics.types import NumericsReport
+    from einc.tools.numerics.types import NumericsReport
 
 
 class ChunksFailed(Exception):
@@ -88,7 +88,7 @@ class EincOptMain(xDSLOptMain):
         self.available_frontends["ein"] = parse_ein
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
-            from einc.schedule import PARSED_AT, parse_with_locations
+            from einc.schedule.script import PARSED_AT, parse_with_locations
 
             module, locations = parse_with_locations(
                 self.ctx, io.read().decode(), self.get_input_name(), self.chunk_line_offset,
@@ -101,8 +101,8 @@ class EincOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        from einc.opt_support import einc_transform_interpreter
-        from einc.passes import get_all_passes
+        from einc.tools.opt_support import einc_transform_interpreter
+        from einc.compiler.registry import get_all_passes
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
@@ -126,7 +126,7 @@ class EincOptMain(xDSLOptMain):
             raise usage_error(message, self.argv, "einc-opt", "einc-opt")
 
         arg_parser.error = error
-        from einc.passes import builtin_passes
+        from einc.compiler.registry import builtin_passes
 
         every_pass, self.available_passes = self.available_passes, dict(builtin_passes())
         try:  # xDSL's -p help lists the passes registered now: einc's, not xDSL's ~150
@@ -182,7 +182,7 @@ class EincOptMain(xDSLOptMain):
             help="after every pass, also run verify-egpu (the kernel-level checks); a failure "
             "is an internal compiler error",
         )
-        from einc.numerics.command import add_arguments
+        from einc.tools.numerics.command import add_arguments
 
         add_arguments(arg_parser)
 
@@ -226,8 +226,8 @@ class EincOptMain(xDSLOptMain):
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def setup_pipeline(self) -> None:
-        from einc.passes import parse_passes, strip_module_wrapper
-        from einc.plugins import load_pass_plugins
+        from einc.passes.pipeline import parse_passes, strip_module_wrapper
+        from einc.compiler.registry import load_pass_plugins
 
         for name in load_pass_plugins(self.args.load_pass_plugin, self.argv, tool="einc-opt"):
             self.register_pass(name, lambda name=name: _plugin_class(name))
@@ -251,7 +251,7 @@ class EincOptMain(xDSLOptMain):
 
     def where(self, op: Operation | None) -> SourceLocation:
         """Where einc-opt found `op` in its input (an MLIR input's ops), else the input."""
-        from einc.schedule import PARSED_AT
+        from einc.schedule.script import PARSED_AT
 
         found = PARSED_AT.get(op) if op is not None else None
         return found or SourceLocation(self.get_input_name(), 1, 1)
@@ -351,7 +351,7 @@ class EincOptMain(xDSLOptMain):
 
 
 def _plugin_class(name: str) -> type[ModulePass]:
-    from einc.passes import plugin_passes
+    from einc.compiler.registry import plugin_passes
 
     return plugin_passes()[name].cls
 
@@ -381,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.flush()
             return 0
         if opt.args.run_reproducer:
-            from einc.reduce.command import run_reproducer_command
+            from einc.tools.reduce.command import run_reproducer_command
 
             return run_reproducer_command(opt.args.run_reproducer)
         stats = statistics_requested(opt, argv)
@@ -407,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pass
         print(err.render(), file=sys.stderr)
         if opt is not None and opt.args.reproducer and opt.args.input_file and not isinstance(err, UsageError):
-            from einc.reduce.command import write_for_error
+            from einc.tools.reduce.command import write_for_error
 
             write_for_error("einc-opt", opt.args, argv, err, opt.args.reproducer)
         return 1
@@ -435,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pass
         writer: Callable[[], Path | None] | None = None
         if opt is not None and opt.args.input_file:
-            from einc.reduce.command import write_for_error
+            from einc.tools.reduce.command import write_for_error
 
             args = opt.args
             writer = lambda: write_for_error("einc-opt", args, argv, ice, args.reproducer)  # noqa: E731
@@ -446,11 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(opt: EincOptMain, argv: Sequence[str]) -> int:
     """The run the arguments ask for: `--check-numerics`'s walk, else xDSL's driver's."""
     if opt.args.check_numerics:
-        from einc.numerics.command import opt_command
+        from einc.tools.numerics.command import opt_command
 
         on_failure: Callable[[NumericsReport, str | None], None] | None = None
         if opt.args.reproducer:
-            from einc.reduce.command import write_for_report
+            from einc.tools.reduce.command import write_for_report
 
             args = opt.args
 

@@ -74,7 +74,7 @@ def chain_program(statements: int, length: int = 1024, rows: int | None = None) 
 
 def loop_modules() -> Iterator[tuple[str, ModuleOp]]:
     """Every program's loop module (the default schedule's input), by name."""
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from tests.programs import EIN_FILES, PROGRAMS
 
     for prog in PROGRAMS:
@@ -91,7 +91,7 @@ def loop_modules() -> Iterator[tuple[str, ModuleOp]]:
 
 def canonical(schedule: Any) -> str:
     """A schedule (a Schedule or its text) printed without value names."""
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     module = (Schedule.parse(schedule) if isinstance(schedule, str) else schedule).module.clone()
     for op in module.walk():
@@ -106,7 +106,8 @@ def canonical(schedule: Any) -> str:
 
 def current_texts() -> dict[str, dict[str, str | None]]:
     """{vector bits: {program: canonical default schedule, or None}} from the current code."""
-    from einc.schedule import resolve_schedule
+    from einc.schedule.default import default_schedule
+    from einc.targets import get_target
 
     saved = os.environ.get("EINC_C_VECTOR_BITS")
     texts: dict[str, dict[str, str | None]] = {}
@@ -115,7 +116,7 @@ def current_texts() -> dict[str, dict[str, str | None]]:
             os.environ["EINC_C_VECTOR_BITS"] = bits
             texts[bits] = {}
             for name, loops in loop_modules():
-                schedule = resolve_schedule(None, "c", loops)
+                schedule = default_schedule(get_target("c"), loops)
                 texts[bits][name] = None if schedule is None else canonical(schedule)
     finally:
         if saved is None:

@@ -15,10 +15,10 @@ import pytest
 
 import einc
 from einc import cli, opt
-from einc.driver import lower_to_stage
+from einc.compiler.driver import lower_to_stage
 from einc.errors import EincError, RuntimeInputError, ScheduleError, SemanticError
 from einc.frontend import MAX_PROGRAM_BYTES
-from einc.schedule import Schedule
+from einc.schedule.script import Schedule
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 MM = {"input0": {"dtype": "float32", "shape": [8, 4]}, "input1": {"dtype": "float32", "shape": [4, 6]}}
@@ -357,9 +357,10 @@ def test_bind_on_c_is_refused_at_the_bind(tmp_path: Path, capsys: pytest.Capture
       {"input0": {"dtype": "float32", "shape": [1, 3, 10, 10]}, "input1": {"dtype": "float32", "shape": [4, 3, 3, 3]}})],
 )  # fmt: skip
 def test_default_c_schedule_never_binds(ir: str, inputs: dict) -> None:
-    from einc.default_schedule import default_schedule_text
+    from einc.schedule.default import default_schedule_text
+    from einc.targets import get_target
 
-    text = default_schedule_text("c", lower_to_stage(ir, inputs, stage="loops"))
+    text = default_schedule_text(get_target("c"), lower_to_stage(ir, inputs, stage="loops"))
     assert text is not None and "transform.einc.bind" not in text
     einc.compile(ir, inputs)  # the driver's check accepts it
 
@@ -414,7 +415,7 @@ def test_full_unroll_within_the_limit_is_correct() -> None:
 def test_handle_used_before_its_definition_is_located(tmp_path: Path) -> None:
     """xDSL's parser resolves forward references; a schedule checks dominance itself."""
     from einc.errors import ScheduleError
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     text = (
         "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
@@ -456,7 +457,7 @@ def default_recursion_limit() -> Iterator[None]:
 @pytest.mark.parametrize("target", DEEP_TARGETS)
 def test_a_rank_200_program_prints_on_every_target(target: str, default_recursion_limit: None) -> None:
     """200 nested loops: the passes, xDSL's printer and the target's printer walk them."""
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
 
     ir, inputs = deep_program(200)
     comp = Compilation(ir, "<ir>", inputs, target=target, use_records=False)
@@ -468,7 +469,7 @@ def test_a_rank_200_c_kernel_computes_the_reduction(default_recursion_limit: Non
     """NumPy makes no array of rank 200, so the C kernel is called on flat buffers."""
     import ctypes
 
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from einc.runtime.c import compile_c
     from einc.runtime.signature import KernelSignature
 

@@ -19,11 +19,11 @@ from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
 from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 
-import einc.passes
-from einc.driver import Compilation
-from einc.numerics import NumericsReport, check_compilation, check_pipeline, render
-from einc.numerics.check import with_extra_passes
-from einc.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
+import einc.compiler.registry
+from einc.compiler.driver import Compilation
+from einc.tools.numerics import NumericsReport, check_compilation, check_pipeline, render
+from einc.tools.numerics.check import with_extra_passes
+from einc.tools.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -45,7 +45,7 @@ WRONG = _load_wrong_passes()
 @pytest.fixture
 def wrong_passes_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The wrong passes in einc's registry, as `--load-pass-plugin` registers a plugin's."""
-    builtin = einc.passes.get_all_passes
+    builtin = einc.compiler.registry.get_all_passes
 
     def with_plugins() -> dict[str, Callable[[], type[ModulePass]]]:
         passes = builtin()
@@ -53,7 +53,7 @@ def wrong_passes_registered(monkeypatch: pytest.MonkeyPatch) -> None:
         passes["shorten-reduction"] = lambda: WRONG.ShortenReductionPass
         return passes
 
-    monkeypatch.setattr(einc.passes, "get_all_passes", with_plugins)
+    monkeypatch.setattr(einc.compiler.registry, "get_all_passes", with_plugins)
 
 
 def _first_bad(report: NumericsReport) -> str:
@@ -119,10 +119,11 @@ def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsy
 
 
 def _compilation(text: str, target: str, extra: dict[str, list[str]] | None = None, **kw: object) -> Compilation:
-    from einc.schedule import Schedule
+    from einc.schedule.choice import ScheduleChoice
+    from einc.schedule.script import Schedule
 
     schedule = kw.get("schedule")
-    assert schedule is None or isinstance(schedule, Schedule)
+    assert schedule is None or isinstance(schedule, Schedule | ScheduleChoice)
     return with_extra_passes(Compilation(text, "prog.ein", target=target, schedule=schedule, use_records=False), extra or {})
 
 
@@ -184,9 +185,9 @@ def test_wrong_transform_op_is_named_with_its_location(wrong_passes_registered: 
         "  transform.yield\n"
         "}\n"
     )
-    from einc.driver import read_schedule
+    from einc.schedule.choice import ScheduleChoice
 
-    report = check_compilation(_compilation(MATMUL, "c", schedule=read_schedule(str(schedule))))
+    report = check_compilation(_compilation(MATMUL, "c", schedule=ScheduleChoice.read(str(schedule))))
     bad = report.steps[report.first_bad or 0]
     assert report.first_bad is not None and bad.kind == "transform", render(report)
     assert "apply_registered_pass" in bad.name

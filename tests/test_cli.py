@@ -166,14 +166,16 @@ def closed_stdout() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def records_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from einc.tune.records import RecordDB, device_fingerprint
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import device_fingerprint
+    from einc.targets import get_target
     from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
     path = tmp_path_factory.mktemp("records") / "records.db"
     task = TuneTask("output0[N] = input0[N] * 2.0", "c", "<ir>", {"input0": {"dtype": "float32", "shape": [8]}})
     schedule = "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n  transform.yield\n}\n"
     with RecordDB(path) as db:
-        db.add(task, device_fingerprint("c"), MeasureResult(Candidate(Point.of("hand", {}), schedule), Status.OK,
+        db.add(task, device_fingerprint(get_target("c")), MeasureResult(Candidate(Point.of("hand", {}), schedule), Status.OK,
                                                             times=(1e-3,)), tuner="test")  # fmt: skip
     return path
 

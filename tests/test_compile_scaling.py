@@ -15,8 +15,10 @@ import time
 
 import pytest
 
-from einc.driver import Compilation
-from einc.schedule import resolve_schedule
+from einc.compiler.registry import get_all_passes
+from einc.compiler.driver import Compilation
+from einc.schedule.default import default_schedule
+from einc.targets import get_target
 from tests.default_schedule_golden import chain_program
 
 
@@ -37,9 +39,9 @@ def _schedule_calls(statements: int, rows: int | None = None) -> int:
     loops = Compilation(chain_program(statements, 256, rows), "chain.ein").run_until("loops")
     profile = cProfile.Profile()
     profile.enable()
-    schedule = resolve_schedule(None, "c", loops)
+    schedule = default_schedule(get_target("c"), loops)
     assert schedule is not None
-    scheduled = schedule.apply(loops)
+    scheduled = schedule.apply(loops, get_all_passes())
     profile.disable()
     assert str(scheduled).count("affine.for") == (1 if rows is None else statements + 1)  # all fused
     return pstats.Stats(profile).total_calls  # type: ignore[attr-defined, no-any-return]
@@ -60,8 +62,8 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
     loop index, the loops a walk of the whole module finds, in the same order."""
     from xdsl.dialects import affine
 
-    from einc.passes.utils.loops import STMT
-    from einc.schedule import EincTransformFunctions
+    from einc.transforms.loops import STMT
+    from einc.schedule.interpreter import EincTransformFunctions
     from tests.default_schedule_golden import loop_modules
 
     indexed = EincTransformFunctions._indexed_loops
@@ -76,7 +78,7 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
 
     monkeypatch.setattr(EincTransformFunctions, "_indexed_loops", both)
     for _, loops in loop_modules():
-        schedule = resolve_schedule(None, "c", loops)
+        schedule = default_schedule(get_target("c"), loops)
         if schedule is not None:
-            schedule.apply(loops)
+            schedule.apply(loops, get_all_passes())
     assert len(checked) > 200 and max(checked) > 1

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import run_on_device, script
@@ -222,9 +222,9 @@ def test_shared_box_whose_offset_depends_on_a_thread_id_is_refused() -> None:
     from xdsl.dialects import affine
     from xdsl.parser import Parser
 
-    from einc.context import make_context
-    from einc.passes.utils.staging import cache_tensor
-    from einc.passes.utils.loop_build import Failure
+    from einc.dialects.context import make_context
+    from einc.transforms.staging import cache_tensor
+    from einc.transforms.loop_build import Failure
 
     text = """
     func.func @f(%A: memref<8x8xf32>, %C: memref<8xf32>) {

@@ -13,8 +13,8 @@ import pytest
 import einc
 from einc import cli, opt
 from einc.errors import EincError, InternalCompilerError
-from einc.passes import get_all_passes
-from einc.schedule import Schedule
+from einc.compiler.registry import get_all_passes
+from einc.schedule.script import Schedule
 from einc.targets.c import CTarget
 
 PROGRAM = """input input0: float32[8, 4]
@@ -85,12 +85,12 @@ def test_frontend_bug_is_internal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_schedule_interpreter_bug_is_internal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from einc.passes.utils import loop_transforms
+    from einc.transforms import loop_transforms
 
-    loops = einc.driver.lower_to_stage(PROGRAM, stage="loops")
+    loops = einc.compiler.driver.lower_to_stage(PROGRAM, stage="loops")
     monkeypatch.setattr(loop_transforms, "tile_loop", boom)
     with pytest.raises(InternalCompilerError) as info:
-        Schedule.parse(SCHEDULE, "s.mlir").apply(loops)
+        Schedule.parse(SCHEDULE, "s.mlir").apply(loops, get_all_passes())
     assert info.value.stage == "schedule" and isinstance(info.value.__cause__, Boom)
     assert info.value.context["schedule"] == SCHEDULE
 
@@ -176,7 +176,7 @@ def test_a_device_buffer_named_twice_is_an_internal_error() -> None:
     from xdsl.dialects import memref
     from xdsl.dialects.builtin import StringAttr
 
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from einc.targets.gpu import host_function
     from einc.targets.opencl import OpenCLTarget
 

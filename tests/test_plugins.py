@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import einc
-from einc import opt, passes, plugins
+from einc import opt
+from einc.compiler import registry
 from einc.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,12 +45,12 @@ class {cls}(ModulePass):
 @pytest.fixture(autouse=True)
 def clean_registry() -> Iterator[None]:
     """Each test registers its own plugins; the registry is put back afterwards."""
-    saved, files = dict(passes._PLUGINS), dict(plugins._LOADED_FILES)
+    saved, files = dict(registry._PLUGINS), dict(registry._LOADED_FILES)
     yield
-    passes._PLUGINS.clear()
-    passes._PLUGINS.update(saved)
-    plugins._LOADED_FILES.clear()
-    plugins._LOADED_FILES.update(files)
+    registry._PLUGINS.clear()
+    registry._PLUGINS.update(saved)
+    registry._LOADED_FILES.clear()
+    registry._LOADED_FILES.update(files)
 
 
 def plugin(tmp_path: Path, name: str, cls: str = "NotePass", body: str | None = None) -> Path:
@@ -77,7 +78,7 @@ def test_plugin_pass_runs_in_einc_opt_with_options(tmp_path: Path, capsys: pytes
                               "--pass-pipeline", "convert-ein-to-affine,note-consts{factor=2}")  # fmt: skip
     assert code == 0, err
     assert out.count('note = "x2"') == 2  # softmax's two float constants (-inf and 0)
-    assert plugins.load_pass_plugin(str(path)) == ["note-consts"]  # loading again: the same names
+    assert registry.load_pass_plugin(str(path)) == ["note-consts"]  # loading again: the same names
 
 
 def test_list_passes_shows_einc_and_plugin_passes_with_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -263,7 +264,7 @@ def test_an_option_refused_when_the_pass_runs_is_located_on_every_path(
     the op) and extra_passes= (in its text)."""
     from einc import cli as einc_cli
     from einc.errors import ScheduleError
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     path = plugin(tmp_path, "checking", body=CHECKING)
     argv = ["compile", "examples/softmax.ein", "--load-pass-plugin", str(path), "--pipeline-hook",
@@ -314,8 +315,8 @@ def test_example_plugin_in_einc_compile_api() -> None:
 
 
 def test_the_hooked_pass_ran_at_its_stage() -> None:
-    from einc.driver import Compilation
-    from einc.plugins import load_pass_plugin
+    from einc.compiler.driver import Compilation
+    from einc.compiler.registry import load_pass_plugin
 
     load_pass_plugin(str(EXAMPLE))
     source = (ROOT / "examples" / "softmax.ein").read_text()

@@ -1,4 +1,4 @@
-"""Reproducers, their replay, `einc reduce`, pass statistics and debug counters (einc.reduce,
+"""Reproducers, their replay, `einc reduce`, pass statistics and debug counters (einc.tools.reduce,
 einc.ir.pass_statistics; docs/RESEARCH.md).
 
 The end-to-end tests go from discovery to a reduced reproducer with two commands, through real
@@ -18,14 +18,14 @@ from xdsl.dialects import arith
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
-from einc.context import make_context
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
+from einc.dialects.context import make_context
 from einc.ir.pass_statistics import Statistics, instrumenting, parse_counters, requested
-from einc.reduce import program as prog
-from einc.reduce.reducer import ein_ops, split_pipeline
-from einc.reduce.reproducer import Failure, Plugin, Reproducer, same_way
-from einc.reduce.schedule_edits import bypass_edits, count_ops, schedule_ops, without, without_statements
-from einc.reduce import tester as testing
+from einc.tools.reduce import program as prog
+from einc.tools.reduce import tester as testing
+from einc.tools.reduce.reducer import ein_ops, split_pipeline
+from einc.tools.reduce.reproducer import Failure, Plugin, Reproducer, same_way
+from einc.tools.reduce.schedule_edits import bypass_edits, count_ops, schedule_ops, without, without_statements
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -283,7 +283,7 @@ def test_a_crash_goes_from_discovery_to_a_reduced_reproducer_and_replays_identic
     repro = Reproducer.read(str(found))
     assert repro.failure == Failure("crash", "target", "crash-rsqrt", "KeyError", "'math.rsqrt'")
     assert "Traceback" in repro.traceback and "crash_rsqrt.py" in repro.traceback
-    from einc.reduce.command import settled
+    from einc.tools.reduce.command import settled
 
     assert settled(repro).render() == found.read_text()  # the replay makes the same file
     small = tmp_path / "small.txt"
@@ -340,9 +340,9 @@ def test_an_ein_hook_is_checked_against_the_program_not_against_itself() -> None
 
 
 def test_the_first_wrong_rewrite_is_on_the_explain_page_and_in_run_reproducers(tmp_path: Path) -> None:
-    from einc.explain import render_page
-    from einc.numerics import check_pipeline
-    from einc.plugins import load_pass_plugin
+    from einc.compiler.registry import load_pass_plugin
+    from einc.tools.explain import render_page
+    from einc.tools.numerics import check_pipeline
 
     load_pass_plugin(str(ROOT / "examples/plugins/wrong_rewrites.py"))
     text = (ROOT / "examples/layernorm.ein").read_text()

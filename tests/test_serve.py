@@ -1,4 +1,4 @@
-"""`einc serve` (einc/serve.py, einc/serve_jobs.py): the real server, started with uvicorn in a
+"""`einc serve` (einc/tools/serve/app.py, einc/tools/serve/jobs.py): the real server, started with uvicorn in a
 subprocess on 127.0.0.1 (a free port chosen by the system), asked over HTTP. Each answer is
 compared with what the compiler gives in this process (the same source and manifest as
 `einc compile`); malformed requests get located errors; a compile over the time limit is cut
@@ -25,14 +25,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from einc.targets import get_target
 from einc.cli import main
-from einc.driver import Compilation, max_error, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
 from einc.runtime import toolchains
-from einc.runtime.c import CFLAGS, LIBS, compiler
+from einc.runtime.c import CFLAGS, LIBS
+from einc.runtime.finders import compiler
 from einc.runtime.manifest import LaunchManifest
-from einc.serve import Answer
-from einc.serve_jobs import MAX_DEPTH, CompileRequest, RequestError, compile_job, parse_request
-from einc.tune.records import RecordDB, device_fingerprint
+from einc.tools.serve.app import Answer
+from einc.tools.serve.jobs import MAX_DEPTH, CompileRequest, RequestError, compile_job, parse_request
+from einc.tune.records import RecordDB
+from einc.compiler.records import device_fingerprint
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,9 +115,9 @@ def post(server: Server, body: dict[str, object] | bytes) -> tuple[int, dict[str
 def expected(body: dict[str, object], target: str) -> tuple[str, dict[str, object]]:
     """The source and manifest of `body` compiled here, as `einc compile -o OUT` writes them."""
     comp = Compilation(str(body["ir"]), "<ir>", body["input_dict"], target=target, use_records=False)
-    manifest = getattr(comp.target_obj, "manifest", None)
+    manifest = comp.target_obj.manifest(comp.module("target"))
     assert manifest is not None
-    return comp.source_text(), json.loads(manifest(comp.module("target")).to_json())
+    return comp.source_text(), json.loads(manifest.to_json())
 
 
 # ---- answers ---------------------------------------------------------------------------------
@@ -358,7 +362,7 @@ def test_tuning_records_are_used_and_reported(server: Server) -> None:
     task = TuneTask(str(body["ir"]), "c", "<ir>", body["input_dict"])
     with RecordDB(server.db) as db:
         candidate = Candidate(Point.of("hand", {}), TUNED_SCHEDULE)
-        rid = db.add(task, device_fingerprint("c"), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
+        rid = db.add(task, device_fingerprint(get_target("c")), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
     status, answer = post(server, body)
     assert status == 200, answer
     record = answer["record"]

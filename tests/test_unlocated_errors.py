@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import einc
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import EincError, RuntimeInputError, SourceLocation, UsageError
-from einc.interp_egpu import run_lowered
+from einc.semantics.egpu import run_lowered
 
 ADD = "output0[N] = input0[N] + 1.0"
 INPUTS: dict[str, dict[str, object]] = {"input0": {"dtype": "float32", "shape": [4]}}

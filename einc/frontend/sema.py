@@ -18,7 +18,7 @@ from einc.dialects.ein import Combiner
 from einc.frontend import ast
 from einc.frontend import checked as c
 from einc.frontend.ast import Span
-from einc.frontend.checked import DTYPES, TensorInfo, is_int
+from einc.frontend.checked import DTYPES, AxisInfo, TensorInfo, is_int
 from einc.frontend.diagnostics import SourceText
 from einc.frontend.dtype_rules import COMBINERS, INT64_MAX, INT64_MIN, Weak, convert
 from einc.frontend.expr_check import ExprChecker
@@ -58,12 +58,6 @@ def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
 
 
 # ---- the checker -----------------------------------------------------------------------------
-
-
-@dataclass
-class AxisInfo:
-    index: int
-    extent: int
 
 
 @dataclass

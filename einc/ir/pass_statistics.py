@@ -13,9 +13,9 @@ While `instrumenting` is on, two hooks are installed, and removed when it ends (
 is changed, so nothing costs):
 
 - xDSL's `PassPipeline.apply` (the pipelines einc runs: the driver's stages and stage hooks,
-  `einc.passes.run_pipeline`, a schedule's `apply_registered_pass`) and einc-opt's own pass loop
-  (`pass_scope`) bracket each pass: the ops it created and erased (by identity: any pass, with
-  the rewriter or without), its runs and time.
+  `einc.compiler.registry.run_pipeline`, a schedule's `apply_registered_pass`) and einc-opt's
+  own pass loop (`pass_scope`) bracket each pass: the ops it created and erased (by identity:
+  any pass, with the rewriter or without), its runs and time.
 - xDSL's `PatternRewriteWalker.rewrite_region` (every pass that applies rewrite patterns:
   einc's, xDSL's, a plugin's): each pattern is wrapped so that its rewrites are counted, and a
   listener (xDSL's `PatternRewriterListener`, the walker's own mechanism) counts the ops the

@@ -87,7 +87,7 @@ from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import check_manifest, stage, storage_dtype
 from einc.runtime.manifest import LaunchManifest
-from einc.runtime.toolchains import cxx_compiler, tool_version
+from einc.runtime.finders import cxx_compiler, tool_version
 
 SDK_INCLUDE = Path(__file__).with_name("poplar_sdk") / "include"
 # -O1: as quick to compile as -O0 here (about 2 s with the precompiled mirror headers, 4 s

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import EincError, ScheduleError, SemanticError, TargetError
 from tests.oracle.compare import Expected, check_output
 
@@ -119,7 +119,7 @@ def compile_case(case: Case) -> Compilation:
 def _schedule(text: str) -> Any:
     if text == "none":
         return "none"
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     return Schedule.parse(text, "<schedule>")
 
