@@ -22,6 +22,8 @@ from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageE
 
 if TYPE_CHECKING:
     from einc.compiler.records import TaskRow
+    from einc.ir.pass_statistics import Statistics
+    from einc.tools.numerics.types import NumericsReport
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -77,6 +79,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     _record_options(comp)
     _plugin_options(comp)
+    _research_options(comp)
     from einc.tools.numerics.command import add_arguments
 
     add_arguments(comp)
@@ -94,6 +97,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
     _record_options(run)
     _plugin_options(run)
+    _research_options(run)
     tune = sub.add_parser(
         "tune", help="search schedules for a program; the best is kept in the tuning records", argv=argv
     )
@@ -123,6 +127,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     _record_options(check)
     _plugin_options(check)
+    _research_options(check)
     explain = sub.add_parser("explain", help="the pipeline as one HTML page: IR diffs, schedule, source, checks", argv=argv)
     explain.add_argument("file", help="the .ein program")
     explain.add_argument("-t", "--target", default="c", help="target (default: c)")
@@ -133,6 +138,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _record_options(explain)
     _plugin_options(explain)
     _records_parser(sub, argv)
+    _reduce_parser(sub, argv)
     # -- einc sketches (the tuner's search space, einc.tune.space) --
     sketches = sub.add_parser("sketches", help="print the tuner's sketches of a program (its search space)", argv=argv)
     sketches.add_argument("file", help="the .ein program")
@@ -187,6 +193,43 @@ def _plugin_options(parser: argparse.ArgumentParser) -> None:
         help="print each stage's time on stderr as it ends (default: only on a terminal, "
         "once the compilation has taken 2 s)",
     )  # fmt: skip
+
+
+def _research_options(parser: argparse.ArgumentParser) -> None:
+    """`--reproducer`, `--pass-statistics` and `--debug-counter` (docs/RESEARCH.md)."""
+    parser.add_argument(
+        "--reproducer", metavar="FILE",
+        help="when the command fails (an internal error, an error, a --check-numerics mismatch), write a "
+        "reproducer here: replay it with einc-opt --run-reproducer, shrink it with einc reduce",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pass-statistics", action="store_true",
+        help="after the compilation, each pass's ops created and erased and its rewrites per pattern (stderr)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--debug-counter", action="append", default=[], metavar="PASS-skip=N,PASS-count=M",
+        help="apply only some of a pass's pattern rewrites: skip the first N, apply the next M (-1: all)",
+    )  # fmt: skip
+
+
+def _reduce_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
+    """`einc reduce` (einc.tools.reduce): shrink a reproducer while it fails the same way."""
+    reduce = sub.add_parser(
+        "reduce", help="shrink a reproducer while it fails the same way (delta debugging)", argv=argv,
+        description="Replay a reproducer (written by --reproducer, or for an internal error), then shrink its "
+        "pipeline, schedule, statements, expressions and shapes while it fails the same way at the same step. "
+        "See docs/RESEARCH.md.",
+    )  # fmt: skip
+    reduce.add_argument("file", help="the reproducer")
+    reduce.add_argument("-o", "--output", help="write the reduced reproducer here (default: FILE.reduced.txt)")
+    reduce.add_argument("--time-budget", default="60s", help="stop after this long (e.g. 60s, 2m; default 60s)")
+    reduce.add_argument("--jobs", type=int, default=None, help="candidates tested at once (default: cores, at most 4)")
+    reduce.add_argument(
+        "--cpu-time", action="store_true",
+        help="count the budget in CPU seconds (einc reduce's and its tests') instead of wall time, for "
+        "measurements on a shared machine",
+    )  # fmt: skip
+    reduce.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
 def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[str]]:
@@ -344,7 +387,7 @@ def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Refuse option values no job can use, before any work (UsageError at the option)."""
     if getattr(args, "seed", None) is not None and args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, got {args.seed}", argument_location(argv, "--seed"))
-    for flag in ("trials", "workers", "threads"):
+    for flag in ("trials", "workers", "threads", "jobs"):
         value = getattr(args, flag, None)
         if value is not None and value < 1:
             raise UsageError(f"--{flag} must be at least 1, got {value}", argument_location(argv, f"--{flag}"))
@@ -370,12 +413,18 @@ def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
             raise UsageError(f"cannot write the output to '{output}': no directory '{folder}'", where)
 
 
-def report_internal_error(ice: InternalCompilerError, tool: str, **context: str) -> Path | None:
+def report_internal_error(
+    ice: InternalCompilerError, tool: str, write: Callable[[], Path | None] | None = None, **context: str
+) -> Path | None:
     """Print `ice` and write its reproducer (in EINC_REPRO_DIR, else the current directory,
-    else the temporary directory); the reproducer's path, None when none could be written."""
+    else the temporary directory): the replayable one `write` writes (einc.tools.reduce.command),
+    else the plain report of `ice`; the reproducer's path, None when none could be written."""
     ice.add_context(**context)
     if os.environ.get("EINC_TRACEBACK"):  # the traceback on stderr too (it is in the reproducer)
         traceback.print_exception(ice)
+    print(f"{tool}: {ice}", file=sys.stderr)
+    if write is not None and (path := write()) is not None:
+        return path
     path = None
     for folder in (None, tempfile.gettempdir()):
         try:
@@ -383,7 +432,6 @@ def report_internal_error(ice: InternalCompilerError, tool: str, **context: str)
             break
         except OSError:
             continue
-    print(f"{tool}: {ice}", file=sys.stderr)
     if path is not None:
         print(f"{tool}: a reproducer is in {path}", file=sys.stderr)
     else:
@@ -422,9 +470,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(err.render(), file=sys.stderr)
         return 1
+    stats = None
     try:
         check_arguments(args, argv)
-        status = _command(args, argv)
+        stats = statistics_requested(args, argv)
+        if stats is None:
+            status = _command(args, argv)
+        else:
+            from einc.ir.pass_statistics import instrumenting
+
+            with instrumenting(stats):
+                status = _command(args, argv)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except BrokenPipeError:  # `einc records show 1 | head`: the reader is gone
@@ -434,6 +490,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             err.loc = SourceLocation(getattr(args, "file", "<command line>"), 1, 1)
         hook_error_on_command_line(err, argv)
         print(err.render(), file=sys.stderr)
+        if getattr(args, "reproducer", None) and not isinstance(err, UsageError):
+            from einc.tools.reduce.command import write_for_error
+
+            write_for_error("einc", args, argv, err, args.reproducer)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -444,8 +504,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             context["program"] = program
         if (schedule := _read(_schedule_file(getattr(args, "schedule", None)))) is not None:
             context["schedule"] = schedule
-        report_internal_error(ice, "einc", **context)
+        writer: Callable[[], Path | None] | None = None
+        if getattr(args, "file", None) and args.command in ("compile", "run", "check"):
+            from einc.tools.reduce.command import write_for_error
+
+            writer = lambda: write_for_error("einc", args, argv, ice, getattr(args, "reproducer", None))  # noqa: E731
+        report_internal_error(ice, "einc", writer, **context)
         return 2
+    finally:
+        if stats is not None and getattr(args, "pass_statistics", False):
+            sys.stderr.write(stats.render())
+
+
+def statistics_requested(args: argparse.Namespace, argv: Sequence[str]) -> Statistics | None:
+    """The pass statistics `--pass-statistics` / `--debug-counter` ask for (None: neither);
+    a malformed counter is a UsageError at the option."""
+    if not getattr(args, "pass_statistics", False) and not getattr(args, "debug_counter", None):
+        return None
+    from einc.ir.pass_statistics import requested
+
+    try:
+        return requested(args.pass_statistics, args.debug_counter)
+    except ValueError as err:
+        raise UsageError(f"--debug-counter: {err}", argument_location(argv, "--debug-counter")) from None
 
 
 def _command(args: argparse.Namespace, argv: list[str]) -> int:
@@ -454,6 +535,12 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
 
     if args.command == "records":
         return records_command(args, argv)
+    if args.command == "reduce":
+        from einc.tools.reduce.command import reduce_command
+        from einc.tune.command import parse_duration
+
+        budget = parse_duration(args.time_budget, argument_location(argv, "--time-budget"))
+        return reduce_command(args.file, args.output, budget, args.jobs, args.quiet, cpu_time=args.cpu_time)
     extra: dict[str, list[str]] = {}
     progress: Callable[[str, float], None] | None = None
     if args.command in ("compile", "run", "check", "explain"):
@@ -471,9 +558,19 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
                 argument_location(argv, "--dump-after"),
             )  # fmt: skip
         scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
+        on_failure: Callable[[NumericsReport, str | None], None] | None = None
+        if args.reproducer:
+            from einc.tools.reduce.command import write_for_report
+
+            def write_reproducer(report: NumericsReport, schedule_text: str | None) -> None:
+                write_for_report("einc", args, argv, report, args.reproducer, schedule_text)
+
+            on_failure = write_reproducer
+
         return compile_command(args.file, args.target, args.schedule, args.seed, scale,
                                use_records=not args.no_records, db=args.db, extra_passes=extra,
-                               output=args.output, output_at=argument_location(argv, "-o", "--output"))  # fmt: skip
+                               output=args.output, output_at=argument_location(argv, "-o", "--output"),
+                               on_failure=on_failure)  # fmt: skip
     if args.command == "compile":
         text = jobs.compile_file_command(
             args.file,
@@ -548,6 +645,11 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
     )  # fmt: skip
     print(report.render())
+    if not report.ok and args.reproducer:
+        from einc.tools.reduce.command import write_for_run
+
+        mismatch = next(line.strip() for line in report.render().splitlines() if line.endswith(" MISMATCH"))
+        write_for_run(args, argv, report.seed, mismatch, args.reproducer)
     return 0 if report.ok else 1
 
 

@@ -14,13 +14,14 @@ target's level (naming the pipeline to run), a closed pipe ends it quietly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, TYPE_CHECKING, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -40,6 +41,7 @@ from einc.errors import (
     span_location,
 )
 from einc.ir.depth import allow_deep_nests
+from einc.ir.pass_statistics import Statistics, instrumenting, requested
 from einc.tools.opt_support import (
     Instrumentation,
     check_diagnostics,
@@ -50,6 +52,9 @@ from einc.tools.opt_support import (
     target_level_error,
     verify_located,
 )
+
+if TYPE_CHECKING:
+    from einc.tools.numerics.types import NumericsReport
 
 
 class ChunksFailed(Exception):
@@ -151,6 +156,26 @@ class EincOptMain(xDSLOptMain):
                            ("after-failure", "after a pass that failed")):  # fmt: skip
             arg_parser.add_argument(f"--print-ir-{when}", action="store_true", help=f"print the IR {what} (on stderr)")
         arg_parser.add_argument("--timing", action="store_true", help="a table of each pass's time on stderr")
+        arg_parser.add_argument(
+            "--pass-statistics", action="store_true",
+            help="after the run, each pass's ops created and erased and, for passes that rewrite with "
+            "patterns, its rewrites per pattern (on stderr)",
+        )  # fmt: skip
+        arg_parser.add_argument(
+            "--debug-counter", action="append", default=[], metavar="PASS-skip=N,PASS-count=M",
+            help="apply only some of a pass's pattern rewrites: skip the first N, apply the next M "
+            "(-1: all), skip the rest; to bisect inside a pass (repeatable)",
+        )  # fmt: skip
+        arg_parser.add_argument(
+            "--reproducer", metavar="FILE",
+            help="when the run fails (an internal error, a verifier failure, an error, a --check-numerics "
+            "mismatch), write a reproducer here: replay it with --run-reproducer, shrink it with `einc reduce`",
+        )  # fmt: skip
+        arg_parser.add_argument(
+            "--run-reproducer", metavar="FILE",
+            help="replay a reproducer (written by --reproducer or for an internal error) and say whether "
+            "it still fails the same way (exit status 0 when it does)",
+        )  # fmt: skip
         arg_parser.add_argument(
             "--verify-each",
             action="store_true",
@@ -355,13 +380,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(list_passes(opt.available_passes, opt.args.all) if opt.args.list_passes else list_targets())
             sys.stdout.flush()
             return 0
-        if opt.args.check_numerics:
-            from einc.tools.numerics.command import opt_command
+        if opt.args.run_reproducer:
+            from einc.tools.reduce.command import run_reproducer_command
 
-            return opt_command(opt)
-        opt.run()
+            return run_reproducer_command(opt.args.run_reproducer)
+        stats = statistics_requested(opt, argv)
+        try:
+            with instrumenting(stats) if stats is not None else contextlib.nullcontext():
+                status = _run(opt, argv)
+        finally:
+            if stats is not None and opt.args.pass_statistics:
+                sys.stderr.write(stats.render())
         sys.stdout.flush()
-        return 0
+        return status
     except BrokenPipeError:  # `einc-opt ... | head`: the reader is gone; end quietly
         from einc.cli import closed_stdout
 
@@ -375,6 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, UnicodeDecodeError):
                 pass
         print(err.render(), file=sys.stderr)
+        if opt is not None and opt.args.reproducer and opt.args.input_file and not isinstance(err, UsageError):
+            from einc.tools.reduce.command import write_for_error
+
+            write_for_error("einc-opt", opt.args, argv, err, opt.args.reproducer)
         return 1
     except DiagnosticException as err:
         print(str(err), file=sys.stderr)
@@ -398,8 +433,47 @@ def main(argv: Sequence[str] | None = None) -> int:
                     context["input"] = Path(opt.args.input_file).read_text(errors="replace")
                 except OSError:
                     pass
-        report_internal_error(ice, "einc-opt", **context)
+        writer: Callable[[], Path | None] | None = None
+        if opt is not None and opt.args.input_file:
+            from einc.tools.reduce.command import write_for_error
+
+            args = opt.args
+            writer = lambda: write_for_error("einc-opt", args, argv, ice, args.reproducer)  # noqa: E731
+        report_internal_error(ice, "einc-opt", writer, **context)
         return 2
+
+
+def _run(opt: EincOptMain, argv: Sequence[str]) -> int:
+    """The run the arguments ask for: `--check-numerics`'s walk, else xDSL's driver's."""
+    if opt.args.check_numerics:
+        from einc.tools.numerics.command import opt_command
+
+        on_failure: Callable[[NumericsReport, str | None], None] | None = None
+        if opt.args.reproducer:
+            from einc.tools.reduce.command import write_for_report
+
+            args = opt.args
+
+            def write_reproducer(report: NumericsReport, schedule_text: str | None) -> None:
+                write_for_report("einc-opt", args, argv, report, args.reproducer)
+
+            on_failure = write_reproducer
+
+        return opt_command(opt, on_failure)
+    opt.run()
+    return 0
+
+
+def statistics_requested(opt: EincOptMain, argv: Sequence[str]) -> Statistics | None:
+    """The pass statistics `--pass-statistics` / `--debug-counter` ask for (None: neither)."""
+    if not opt.args.pass_statistics and not opt.args.debug_counter:
+        return None
+    try:
+        return requested(opt.args.pass_statistics, opt.args.debug_counter)
+    except ValueError as err:
+        from einc.cli import argument_location
+
+        raise UsageError(f"--debug-counter: {err}", argument_location(argv, "--debug-counter", tool="einc-opt")) from None
 
 
 if __name__ == "__main__":

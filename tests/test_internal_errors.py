@@ -116,7 +116,7 @@ def test_cli_compile_writes_reproducer_and_exits_2(
     assert str(next(repro.glob("einc-crash-*.txt"))) in err
     assert f"einc {einc.__version__}" in text and "stage: source" in text
     assert PROGRAM in text and SCHEDULE in text
-    assert "--- target ---\nc\n" in text
+    assert "\ntarget: c\n" in text and "\nkind: crash\n" in text and "\nstep: printer\n" in text
     assert "Traceback" in text and "Boom: the planted bug" in text
     assert f"einc compile {prog} --schedule {sched}" in text
 
@@ -144,7 +144,7 @@ def test_cli_check_writes_reproducer(
     assert cli.main(["check", str(tmp_path / "p.ein"), "-t", "cuda"]) == 2
     assert "bug in einc" in capsys.readouterr().err
     text = only_reproducer(tmp_path)
-    assert "--- target ---\ncuda\n" in text and PROGRAM in text
+    assert "\ntarget: cuda\n" in text and PROGRAM in text
 
 
 def test_einc_opt_writes_reproducer(
@@ -156,7 +156,7 @@ def test_einc_opt_writes_reproducer(
     err = capsys.readouterr().err
     assert err.startswith("einc-opt: internal compiler error") and "bug in einc" in err
     text = only_reproducer(tmp_path / "r")
-    assert PROGRAM in text and "--- pass pipeline ---\nconvert-ein-to-affine\n" in text
+    assert PROGRAM in text and "\npipeline: convert-ein-to-affine\n" in text and "\nmode: opt\n" in text
     assert "Boom: the planted bug" in text
 
 

@@ -14,7 +14,7 @@ form anywhere, inside a folder included. The floors, bottom to top:
     semantics                  the NumPy reference and the IR interpreters
     compiler                   the pass registry, the driver, records, Kernel
     tune                       the auto-tuner
-    tools                      the work of einc's commands: jobs, einc-opt's, serve, explain, numerics
+    tools                      the work of einc's commands: jobs, einc-opt's, serve, explain, numerics, reduce
     torch                      PyTorch custom ops
     cli, opt, einc             the console scripts and the public package (modules)
 

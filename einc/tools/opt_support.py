@@ -21,6 +21,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.hints import type_repr
 
 from einc.errors import EincError, SourceLocation
+from einc.ir.pass_statistics import pass_scope
 
 # ---- listings --------------------------------------------------------------------------------
 
@@ -172,7 +173,8 @@ class Instrumentation:
             before = str(module) if self.after_change else None
             start = time.perf_counter()
             try:
-                p.apply(ctx, module)
+                with pass_scope(p, module):
+                    p.apply(ctx, module)
             except BaseException:
                 if self.after_failure:
                     self.dump(module, "After Failure", p.name)

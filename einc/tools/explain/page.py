@@ -179,6 +179,8 @@ def _summary(report: NumericsReport, context: PageContext, head: Overall, stats:
             f'<a href="#{_anchor(head.first_bad)}" id="first-bad">{verdict_html}</a>'
             f'<div class="why">{escape(why)}</div>'
         )
+        if step.rewrite is not None:  # a pattern pass bisected by its rewrites (einc.tools.reduce.bisect)
+            verdict_html += f'<div class="why">the first rewrite that changes them: {escape(step.rewrite)}</div>'
         if head.downstream:
             verdict_html += f'<div class="downstream">after it: {escape(head.downstream)}</div>'
     rows = [

@@ -121,14 +121,16 @@ def _walk_compilation(
     comp: Compilation, sc: Compilation, schedule: Schedule | None, scale: float, seed: int,
     notes: list[str], extra: Mapping[str, Sequence[str]],
 ) -> NumericsReport:  # fmt: skip
+    from einc.frontend import build_module
     from einc.frontend.target_check import check_program_dtypes
     from einc.passes.pipeline import LOOPS_PIPELINE
     from einc.schedule.checks import check_schedule, check_scheduled
     from einc.targets.descriptions import KernelError
 
     start = time.perf_counter()
-    ein = sc.module("ein").clone()
+    sc.module("ein")
     program = sc.program
+    ein = build_module(program)  # the program's own: not an `ein` stage hook's (that is a step)
     report = NumericsReport(comp.filename, comp.target, seed, scale)
     report.notes = notes + [_shapes_note(program, scale)]
     walk = _start(report, program, ein, sc)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import TextIO
 
@@ -68,6 +68,7 @@ def compile_command(
     use_records: bool = True, db: str | None = None,
     extra_passes: Mapping[str, Sequence[str]] | None = None,
     output: str | None = None, output_at: SourceLocation | None = None,
+    on_failure: Callable[[NumericsReport, str | None], None] | None = None,
 ) -> int:  # fmt: skip
     """`einc compile --check-numerics [-o OUTPUT]`: the report printed; the exit status.
     With `output`, the source (and a device target's manifest, OUTPUT.json) is written as
@@ -86,6 +87,8 @@ def compile_command(
     report = check_compilation(comp, seed=seed, shape_scale=shape_scale)
     say_record(comp)
     status = emit(report)
+    if not report.ok and on_failure is not None:  # `--reproducer FILE` (einc.tools.reduce.command)
+        on_failure(report, comp.schedule_text)
     if output is not None:
         if not report.ok:
             print(f"einc: {output} not written: the numerics check failed", file=sys.stderr)
@@ -98,7 +101,7 @@ def compile_command(
     return status
 
 
-def opt_command(opt: object) -> int:
+def opt_command(opt: object, on_failure: Callable[[NumericsReport, str | None], None] | None = None) -> int:
     """`einc-opt FILE --pass-pipeline=P --check-numerics`: `opt` is the EincOptMain whose
     arguments and pipeline are parsed (xDSL's driver does both on construction)."""
     from pathlib import Path
@@ -119,6 +122,8 @@ def opt_command(opt: object) -> int:
     target = args.target if args.target != "mlir" else None
     report = check_pipeline(text, args.input_file, passes, seed=args.seed, shape_scale=scale, target=target)
     status = emit(report)
+    if not report.ok and on_failure is not None:  # `--reproducer FILE` (einc.tools.reduce.command)
+        on_failure(report, None)
     if args.output_file:  # the output as without --check-numerics, when the check passed
         if not report.ok:
             print(f"einc-opt: {args.output_file} not written: the numerics check failed", file=sys.stderr)

@@ -113,6 +113,8 @@ def failure(report: NumericsReport, step: PipelineStep, paint: _Paint) -> list[s
     for out in check.outputs:
         if not out.ok:
             lines += _output_lines(out)
+    if step.rewrite is not None:
+        lines.append(f"  the first rewrite that changes them: {step.rewrite}")
     lines.append("")
     lines += diff_lines(report, step, paint)
     return lines

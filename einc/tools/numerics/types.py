@@ -94,6 +94,10 @@ class PipelineStep:
     einc-opt prints modules; several times shorter than the generic form); None where the
     custom printer failed on the module, and for the printer step."""
 
+    rewrite: str | None = None
+    """For the first bad step of a pass that rewrites with xDSL's patterns: the first of its
+    rewrites that changes the numbers, found by a debug counter (einc.tools.reduce.bisect)."""
+
     @property
     def ir_shown(self) -> str:
         """The text to show a reader: the custom form where there is one, else `ir_after`."""

@@ -24,6 +24,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 
 from einc.errors import EincError
+from einc.ir.pass_statistics import pass_scope
 from einc.tools.numerics.execute import compare_all, run_at_level
 from einc.tools.numerics.types import LevelRun, NumericsReport, PipelineStep
 
@@ -214,9 +215,11 @@ class Walk:
         from einc.tools.numerics.execute import level_of
 
         for p in passes:
+            before = module.clone() if self.execute and not self.failed else None  # to bisect its rewrites
             start = time.perf_counter()
             try:
-                p.apply(self.ctx, module)
+                with pass_scope(p, module):  # --pass-statistics, --debug-counter
+                    p.apply(self.ctx, module)
             except EincError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a pass bug: the step's failure
@@ -224,9 +227,23 @@ class Walk:
                              module, time.perf_counter() - start, exc, location)  # fmt: skip
                 return False
             seconds = time.perf_counter() - start
-            self.step(stage or STAGE_OF_LEVEL[level_of(module)], pass_name(p), kind or pass_kind(p), module,
-                      seconds, location)  # fmt: skip
+            step = self.step(stage or STAGE_OF_LEVEL[level_of(module)], pass_name(p), kind or pass_kind(p), module,
+                             seconds, location)  # fmt: skip
+            if before is not None and self.report.first_bad == step.index and step.check is not None and not step.check.crashed:
+                step.rewrite = self.first_rewrite(p, before)
         return True
+
+    def first_rewrite(self, p: ModulePass, before: ModuleOp) -> str | None:
+        """The first rewrite of `p` (on `before`) that changes the numbers, in words, or None
+        (a pass that does not rewrite with xDSL's patterns)."""
+        from einc.tools.reduce.bisect import bisect_rewrites
+
+        def bad(module: ModuleOp) -> bool:
+            run = self.run(module)
+            return run.ran and not run.ok
+
+        found = bisect_rewrites(p, before, self.ctx, bad)
+        return found.describe() if found is not None else None
 
     def apply_schedule(self, module: ModuleOp, schedule: object, stage: str = "scheduled",
                        run: Callable[[ModuleOp, Sequence[Interpreter.Listener]], None] | None = None) -> bool:  # fmt: skip
