@@ -578,3 +578,42 @@ def test_mirror_refuses_what_poplar_would(mirror_cases: Any, monkeypatch: pytest
         mirror_cases({"x": x}, {"y": np.zeros(8, np.float32)})
     assert error.value.message == "the Poplar program failed on einc's Poplar mirror: " + _MIRROR_MESSAGES[case]
 
+
+_SCALE = """
+#include <poplar/Vertex.hpp>
+class EincScale : public poplar::Vertex {
+public:
+  poplar::Input<poplar::Vector<float>> in;
+  poplar::Output<poplar::Vector<float>> out;
+  bool compute() { for (unsigned i = 0; i < out.size(); ++i) out[i] = FACTOR * in[i]; return true; }
+};
+#ifdef EINC_POPLAR_HOST
+#include <poplar/Graph.hpp>
+#include <poplar/Program.hpp>
+EINC_POPLAR_VERTEX(EincScale, in, out)
+void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers,
+                      poplar::program::Sequence &prog) {
+  for (const poplar::Tensor &buffer : buffers) graph.setTileMapping(buffer, 0);
+  poplar::ComputeSet cs = graph.addComputeSet("scale");
+  graph.setTileMapping(graph.addVertex(cs, "EincScale", {{"in", buffers[0]}, {"out", buffers[1]}}), 0);
+  prog.add(poplar::program::Execute(cs));
+}
+#endif
+"""
+
+
+def test_kernels_loaded_together_keep_their_own_vertex_types() -> None:
+    """Two programs loaded in one process, each with a vertex type named EincScale: each
+    kernel's graph makes its own library's vertices (the registry is per library)."""
+    require("poplar")
+    from einc.runtime.manifest import Buffer, LaunchManifest
+    from einc.runtime.poplar import load_poplar_kernel
+
+    manifest = LaunchManifest(
+        "poplar", (Buffer("in", "float32", (5,), "input"), Buffer("out", "float32", (5,), "output")), ())
+    kernels = {factor: load_poplar_kernel(_SCALE.replace("FACTOR", f"{factor}.0f"), manifest) for factor in (2, 3)}
+    x = np.random.default_rng(fresh_seed()).uniform(-2, 2, 5).astype(np.float32)
+    for factor, kernel in [*kernels.items(), *reversed(kernels.items())]:
+        out = poisoned((5,), np.dtype(np.float32))
+        kernel({"in": x}, {"out": out})
+        np.testing.assert_array_equal(out, factor * x)
