@@ -483,7 +483,8 @@ void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &b
   if (c == "both-write") copy(y, 3);
   if (c == "reads-written") graph.connect(r["rows"], y.reshape({2, 4}));
   if (c == "word") {
-    for (unsigned k = 0; k < 2; ++k) graph.setTileMapping(graph.addVertex(cs, "EincHalf", {{"out", h.slice(k, k + 1)}}), 4);
+    for (unsigned k = 0; k < 2; ++k)
+      graph.setTileMapping(graph.addVertex(cs, "EincHalf", {{"out", h.slice(k, k + 1)}}), 4);
   }
   if (c == "constant") {
     poplar::Tensor k = graph.addConstant<float>(poplar::FLOAT, {8}, 1.0f, "k");

@@ -1,11 +1,15 @@
 """Run generated Graphcore Poplar programs on NumPy arrays, on a CPU mirror of the Poplar API.
 
-No Graphcore SDK can be installed here, so `einc/runtime/poplar_sdk/include/poplar/` holds a
-small header-only mirror of the parts of the API a codelet and a host program use (Vertex,
-MultiVertex, Input/Output/InOut, Vector, Graph, Tensor views, program::Sequence/Execute/
-Copy/Repeat, Engine, IPUModel). The harness compiles the printer's source, together with a
-generated host `main`, into a shared library with g++ (cached on disk by content hash) and
-calls it with ctypes.
+No Graphcore SDK can be installed here, so `einc/runtime/poplar_sdk/` holds a small mirror
+of the parts of the API a codelet and a host program use (Vertex, MultiVertex, Input/Output/
+InOut, Vector, Graph, Tensor views, program::Sequence/Execute/Copy/Repeat, Engine, IPUModel):
+headers (`include/poplar/`: the declarations, and what a codelet's compute() runs: field
+access and its bounds check) and their implementation (`src/*.cpp`: the Graph, the tensor
+views, the Engine and its checks, the host program), which g++ compiles once per cache into
+`<cache>/poplar-mirror/<key>.so` (`_mirror_library`). Each kernel is the printer's source and
+a generated host table (`harness_source`) compiled with g++ against the precompiled headers
+into a shared library that links the mirror's (cached on disk by content hash), called with
+ctypes.
 
 Contract with the Poplar printer: one source text with two parts.
 
@@ -65,9 +69,14 @@ elements each field is connected to), without running it. When `popc` is on PATH
 compiled with it (`popc -O2`, EINC_POPLAR_HOST undefined) as a check; that path is untested
 here.
 
-Thread safety: every call builds its own graph, engine and device in the harness (the only
-shared state, the mirror's vertex registry, is filled when the library is loaded and only
-read afterwards), so a kernel may be called from several threads at once.
+Several kernels may be loaded in one process: they share the mirror's library, which holds
+no state of its own, and each keeps its vertex types (EINC_POPLAR_VERTEX registers into a
+table with hidden visibility, one per kernel library, that the Graph the kernel's harness
+constructs reads), so two kernels may name a vertex type alike.
+
+Thread safety: every call builds its own graph, engine and device (the only state outside
+them, the kernel's table of vertex types, is filled when its library is loaded and only read
+afterwards), so a kernel may be called from several threads at once.
 """
 
 from __future__ import annotations
