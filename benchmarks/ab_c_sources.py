@@ -57,7 +57,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from schedules_vs_numpy import benches, conv, softmax
 
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from einc.runtime.c import load_c_kernel
     from einc.runtime.signature import KernelSignature
 

@@ -43,7 +43,7 @@ IR = "output0[N] = input0[N] + input1[N]"
 def rows_for(n: int) -> list[tuple[str, Callable[[], object]]]:
     import einc
     from einc.runtime.c import CtypesSpec, ctypes_call
-    from einc.runtime.kernel import Kernel
+    from einc.compiler.kernel import Kernel
 
     spec = {"input0": {"dtype": "float32", "shape": [n]}, "input1": {"dtype": "float32", "shape": [n]}}
     kernel = einc.compile(IR, spec, use_records=False, debug=False)

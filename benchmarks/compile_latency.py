@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--target", default="c")
     args = parser.parse_args()
     os.environ["EINC_CACHE_DIR"] = tempfile.mkdtemp(prefix="einc-bench-cache-")
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from tests.programs import PROGRAMS
 
     rows, totals = [], []

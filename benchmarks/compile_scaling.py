@@ -40,8 +40,9 @@ COLUMNS = ("ein", "loops", "policy", "apply", "target", "source")
 def stage_seconds(statements: int, target: str = "c", kind: str = "elementwise") -> dict[str, float]:
     """CPU seconds per stage compiling a chain of `statements` statements to source text
     (process time: the machine may be shared, and every stage runs on one thread)."""
-    from einc.driver import Compilation, fewer_collections
-    from einc.schedule import resolve_schedule
+    from einc.compiler.driver import Compilation, fewer_collections
+    from einc.schedule.default import default_schedule
+    from einc.targets import get_target
 
     program = chain_program(statements) if kind == "elementwise" else mixed_chain_program(statements)
     comp = Compilation(program, f"chain{statements}.ein", target=target, use_records=False)
@@ -56,7 +57,7 @@ def stage_seconds(statements: int, target: str = "c", kind: str = "elementwise")
 
     timed("ein", lambda: comp.run_until("ein"))
     loops = timed("loops", lambda: comp.run_until("loops"))
-    schedule = timed("policy", lambda: resolve_schedule(None, target, loops))
+    schedule = timed("policy", lambda: default_schedule(get_target(target), loops))
     comp.schedule = schedule if schedule is not None else "none"
     for stage, name in (("scheduled", "apply"), ("target", "target"), ("source", "source")):
         timed(name, lambda: comp.run_until(stage))  # noqa: B023

@@ -1,4 +1,4 @@
-"""How long `einc.interp_egpu.run_lowered` takes on each module a target's pipeline passes through.
+"""How long `einc.semantics.egpu.run_lowered` takes on each module a target's pipeline passes through.
 
     PYTHONPATH=. python benchmarks/interp_egpu.py [--targets c,cuda,...] [--repeat 3]
 
@@ -17,10 +17,11 @@ import time
 
 import numpy as np
 
-from einc.driver import Compilation, max_error, random_inputs, tolerance
-from einc.interp_egpu import run_lowered
-from einc.passes import run_pipeline
-from einc.reference import run_reference
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, random_inputs, tolerance
+from einc.semantics.egpu import run_lowered
+from einc.compiler.registry import run_pipeline
+from einc.semantics.reference import run_reference
 
 PROGRAMS = {
     "matmul 16x16x16": ("output0[N, M] +=! input0[N, K] * input1[K, M]",

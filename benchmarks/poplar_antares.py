@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import EincError
 
 

@@ -10,7 +10,8 @@
 `einc.torch` (PyTorch custom ops, the [torch] extra) is imported on first use.
 """
 
-from einc.driver import Kernel, compile
+from einc.compiler.kernel import Kernel
+from einc.compiler.driver import compile
 from einc.errors import EincError, InternalCompilerError, einc_version
 
 __all__ = ["EincError", "InternalCompilerError", "Kernel", "compile"]

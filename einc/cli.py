@@ -1,8 +1,10 @@
-"""`einc` command line: argument parsing only; the work is in `einc.driver`.
+"""`einc` command line: argument parsing only; the work is in `einc.tools.jobs` (compile, run,
+check) and the tools it names.
 
 Exit status: 0 success, 1 a located error in the user's input (program, schedule, command
 line) or a failed check, 2 a bug in einc (an `InternalCompilerError`: a reproducer file is
-written, see `report_internal_error`)."""
+written, see `report_internal_error`), 141 quietly when the reader of stdout went away
+(`einc records show 1 | head`), as einc-opt does."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
-    from einc.tune.records import TaskRow
+    from einc.compiler.records import TaskRow
+    from einc.ir.pass_statistics import Statistics
+    from einc.tools.numerics.types import NumericsReport
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -42,7 +46,7 @@ def usage_error(message: str, argv: Sequence[str], prog: str, tool: str = "einc"
 
 
 def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    from einc.driver import STAGES
+    from einc.compiler.driver import STAGES
 
     parser = _ArgumentParser(prog="einc", description="Compile Antares IR tensor programs.", argv=argv)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -75,7 +79,8 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     _record_options(comp)
     _plugin_options(comp)
-    from einc.numerics.command import add_arguments
+    _research_options(comp)
+    from einc.tools.numerics.command import add_arguments
 
     add_arguments(comp)
 
@@ -92,6 +97,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None, help="seed of the random inputs (0 or more)")
     _record_options(run)
     _plugin_options(run)
+    _research_options(run)
     tune = sub.add_parser(
         "tune", help="search schedules for a program; the best is kept in the tuning records", argv=argv
     )
@@ -121,6 +127,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     _record_options(check)
     _plugin_options(check)
+    _research_options(check)
     explain = sub.add_parser("explain", help="the pipeline as one HTML page: IR diffs, schedule, source, checks", argv=argv)
     explain.add_argument("file", help="the .ein program")
     explain.add_argument("-t", "--target", default="c", help="target (default: c)")
@@ -131,6 +138,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     _record_options(explain)
     _plugin_options(explain)
     _records_parser(sub, argv)
+    _reduce_parser(sub, argv)
     # -- einc sketches (the tuner's search space, einc.tune.space) --
     sketches = sub.add_parser("sketches", help="print the tuner's sketches of a program (its search space)", argv=argv)
     sketches.add_argument("file", help="the .ein program")
@@ -141,7 +149,7 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
 
 def _serve_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
-    """`einc serve` (einc.serve): the codegen service."""
+    """`einc serve` (einc.tools.serve.app): the codegen service."""
     serve = sub.add_parser(
         "serve", help="the codegen service: POST /compile answers source and manifest (HTTP)", argv=argv,
         description="Serve compile requests over HTTP: POST /compile with JSON {\"ir\", \"input_dict\", \"target\", "
@@ -187,12 +195,50 @@ def _plugin_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _research_options(parser: argparse.ArgumentParser) -> None:
+    """`--reproducer`, `--pass-statistics` and `--debug-counter` (docs/RESEARCH.md)."""
+    parser.add_argument(
+        "--reproducer", metavar="FILE",
+        help="when the command fails (an internal error, an error, a --check-numerics mismatch), write a "
+        "reproducer here: replay it with einc-opt --run-reproducer, shrink it with einc reduce",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pass-statistics", action="store_true",
+        help="after the compilation, each pass's ops created and erased and its rewrites per pattern (stderr)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--debug-counter", action="append", default=[], metavar="PASS-skip=N,PASS-count=M",
+        help="apply only some of a pass's pattern rewrites: skip the first N, apply the next M (-1: all)",
+    )  # fmt: skip
+
+
+def _reduce_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
+    """`einc reduce` (einc.tools.reduce): shrink a reproducer while it fails the same way."""
+    reduce = sub.add_parser(
+        "reduce", help="shrink a reproducer while it fails the same way (delta debugging)", argv=argv,
+        description="Replay a reproducer (written by --reproducer, or for an internal error), then shrink its "
+        "pipeline, schedule, statements, expressions and shapes while it fails the same way at the same step. "
+        "See docs/RESEARCH.md.",
+    )  # fmt: skip
+    reduce.add_argument("file", help="the reproducer")
+    reduce.add_argument("-o", "--output", help="write the reduced reproducer here (default: FILE.reduced.txt)")
+    reduce.add_argument("--time-budget", default="60s", help="stop after this long (e.g. 60s, 2m; default 60s)")
+    reduce.add_argument("--jobs", type=int, default=None, help="candidates tested at once (default: cores, at most 4)")
+    reduce.add_argument(
+        "--cpu-time", action="store_true",
+        help="count the budget in CPU seconds (einc reduce's and its tests') instead of wall time, for "
+        "measurements on a shared machine",
+    )  # fmt: skip
+    reduce.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
 def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[str]]:
     """`--pipeline-hook STAGE=PASSES` options as `extra_passes` (stage -> pipeline texts);
     a malformed hook, an unknown stage, pass or option: a UsageError at its place in the
     command line."""
-    from einc.passes import did_you_mean, parse_passes
-    from einc.plugins import HOOK_STAGES
+    from einc.passes.pipeline import did_you_mean, parse_passes
+    from einc.compiler.driver import HOOK_STAGES
+    from einc.compiler.registry import get_all_passes
 
     text = " ".join(["einc", *argv])
     extra: dict[str, list[str]] = {}
@@ -211,7 +257,7 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
                 f"(stages: {', '.join(HOOK_STAGES)})", where,
             )  # fmt: skip
         try:
-            parse_passes(passes)
+            parse_passes(passes, get_all_passes())
         except UsageError as err:
             if err.loc is not None and start >= 0:
                 col = start + len(hook) - len(passes) + err.loc.col
@@ -219,6 +265,20 @@ def pipeline_hooks(hooks: Sequence[str], argv: Sequence[str]) -> dict[str, list[
             raise
         extra.setdefault(stage, []).append(passes)
     return extra
+
+
+def hook_error_on_command_line(err: EincError, argv: Sequence[str]) -> None:
+    """An error placed in a hook's pipeline text (`extra_passes['loops']:1:10`: a plugin
+    pass refusing an option when it runs) placed at that text on the command line instead."""
+    loc = err.loc
+    found = re.fullmatch(r"extra_passes\['(\w+)'\]", loc.file) if loc is not None else None
+    if loc is None or found is None or loc.source is None:
+        return
+    text = " ".join(["einc", *argv])
+    start = text.find(f"{found.group(1)}={loc.source}")
+    if start >= 0:
+        col = start + len(found.group(1)) + 1 + loc.col
+        err.loc = SourceLocation("<command line>", 1, col, loc.length, text)
 
 
 def stage_progress(forced: bool) -> Callable[[str, float], None] | None:
@@ -255,13 +315,8 @@ def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequ
 
 def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """`einc records list|show|export|import`."""
-    from einc.tune.records import (
-        RecordDB,
-        RecordError,
-        default_db_path,
-        read_jsonl,
-        show_lines,
-    )
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import RecordError, default_db_path, read_jsonl, show_lines
 
     path = Path(args.db) if args.db else default_db_path()
     action = args.records_command
@@ -304,12 +359,12 @@ def render_tasks(tasks: Sequence[TaskRow], path: Path) -> str:
     """`einc records list`: a table, one row per task key, target and device."""
     if not tasks:
         return f"no tuning records in {path}"
-    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id")
+    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id", "best")
     rows = [(t["task_key"], t["target"], t["device"], t["summary"], str(t["trials"]), str(t["ok"]),
              "-" if t["best_s"] is None else f"{t['best_s'] * 1e3:.3f}",
-             "-" if t["best_id"] is None else str(t["best_id"])) for t in tasks]  # fmt: skip
+             "-" if t["best_id"] is None else str(t["best_id"]), t["best_note"] or "-") for t in tasks]  # fmt: skip
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+    lines = ["  ".join(c.ljust(w) if i < 4 or i == 8 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in (head, *rows)]  # fmt: skip
     return "\n".join(line.rstrip() for line in lines) + f"\n({path})"
 
@@ -332,7 +387,7 @@ def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
     """Refuse option values no job can use, before any work (UsageError at the option)."""
     if getattr(args, "seed", None) is not None and args.seed < 0:
         raise UsageError(f"--seed must be 0 or more, got {args.seed}", argument_location(argv, "--seed"))
-    for flag in ("trials", "workers", "threads"):
+    for flag in ("trials", "workers", "threads", "jobs"):
         value = getattr(args, flag, None)
         if value is not None and value < 1:
             raise UsageError(f"--{flag} must be at least 1, got {value}", argument_location(argv, f"--{flag}"))
@@ -358,12 +413,18 @@ def check_arguments(args: argparse.Namespace, argv: Sequence[str]) -> None:
             raise UsageError(f"cannot write the output to '{output}': no directory '{folder}'", where)
 
 
-def report_internal_error(ice: InternalCompilerError, tool: str, **context: str) -> Path | None:
+def report_internal_error(
+    ice: InternalCompilerError, tool: str, write: Callable[[], Path | None] | None = None, **context: str
+) -> Path | None:
     """Print `ice` and write its reproducer (in EINC_REPRO_DIR, else the current directory,
-    else the temporary directory); the reproducer's path, None when none could be written."""
+    else the temporary directory): the replayable one `write` writes (einc.tools.reduce.command),
+    else the plain report of `ice`; the reproducer's path, None when none could be written."""
     ice.add_context(**context)
     if os.environ.get("EINC_TRACEBACK"):  # the traceback on stderr too (it is in the reproducer)
         traceback.print_exception(ice)
+    print(f"{tool}: {ice}", file=sys.stderr)
+    if write is not None and (path := write()) is not None:
+        return path
     path = None
     for folder in (None, tempfile.gettempdir()):
         try:
@@ -371,7 +432,6 @@ def report_internal_error(ice: InternalCompilerError, tool: str, **context: str)
             break
         except OSError:
             continue
-    print(f"{tool}: {ice}", file=sys.stderr)
     if path is not None:
         print(f"{tool}: a reproducer is in {path}", file=sys.stderr)
     else:
@@ -379,11 +439,28 @@ def report_internal_error(ice: InternalCompilerError, tool: str, **context: str)
     return path
 
 
+def closed_stdout() -> int:
+    """`... | head`: the reader of stdout is gone. Point stdout at /dev/null (so that the
+    flush at exit cannot fail again) and end quietly with 141, a shell's status for SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def _read(path: str | None) -> str | None:
+    """A file's text for a reproducer (None for no file, or one that cannot be read)."""
     try:
-        return Path(path).read_text(errors="replace") if path and path != "none" else None
+        return Path(path).read_text(errors="replace") if path else None
     except OSError:
         return None
+
+
+def _schedule_file(argument: str | None) -> str | None:
+    """The file `--schedule` names (not `none` or `default`)."""
+    from einc.schedule.choice import ScheduleChoice
+
+    return argument if argument not in ScheduleChoice.WORDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -393,100 +470,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(err.render(), file=sys.stderr)
         return 1
-    from einc import driver
-
+    stats = None
     try:
         check_arguments(args, argv)
-        if args.command == "records":
-            return records_command(args, argv)
-        extra: dict[str, list[str]] = {}
-        progress: Callable[[str, float], None] | None = None
-        if args.command in ("compile", "run", "check", "explain"):
-            from einc.plugins import load_pass_plugins
+        stats = statistics_requested(args, argv)
+        if stats is None:
+            status = _command(args, argv)
+        else:
+            from einc.ir.pass_statistics import instrumenting
 
-            load_pass_plugins(args.load_pass_plugin, argv)
-            extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
-        if args.command == "compile" and args.check_numerics:
-            from einc.numerics.command import compile_command, parse_scale
-
-            scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
-            return compile_command(args.file, args.target, args.schedule, args.seed, scale,
-                                   use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
-        if args.command == "compile":
-            text = driver.compile_file_command(
-                args.file,
-                target=args.target,
-                schedule=args.schedule,
-                dump_after=args.dump_after,
-                print_debuginfo=args.print_debuginfo,
-                manifest_path=f"{args.output}.json" if args.output else None,
-                use_records=not args.no_records,
-                db=args.db,
-                extra_passes=extra, progress=progress,
-            )
-            if args.output:
-                try:
-                    Path(args.output).write_text(text)
-                except OSError as err:
-                    raise UsageError(
-                        f"cannot write the output: {err.strerror or err}",
-                        argument_location(argv, "-o", "--output"),
-                    ) from None
-            else:
-                sys.stdout.write(text)
-            return 0
-        if args.command == "tune":
-            from einc.tune.command import parse_duration, tune_file_command
-
-            budget = args.time_budget
-            result = tune_file_command(
-                args.file, args.target, args.trials, args.db, output=args.output,
-                time_budget_s=parse_duration(budget, argument_location(argv, "--time-budget")) if budget else None,
-                workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
-                seed=args.seed, report=args.report, progress=not args.quiet,
-            )  # fmt: skip
-            return 0 if result.best is not None else 1
-        if args.command == "explain":
-            from einc.explain.command import explain_file_command, write_page
-
-            page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
-                                        use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
-            try:
-                write_page(page.html, args.output)
-            except OSError as err:
-                raise UsageError(f"cannot write the page: {err.strerror or err}", argument_location(argv, "-o", "--output")) from None
-            print(page.summary(args.output), file=sys.stderr)
-            return 0 if page.ok else 1
-        if args.command == "check":
-            checked = driver.check_file_command(
-                args.file, target=args.target, archs=args.arch, schedule=args.schedule,
-                use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
-            )  # fmt: skip
-            print(checked.render())
-            return 0 if checked.ok else 1
-        if args.command == "serve":
-            from einc.serve import Settings, default_workers, serve_command
-
-            options = ("host", "port", "workers", "timeout", "max_body")
-            where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
-            settings = Settings(args.workers or default_workers(), args.timeout, args.max_body, args.db)
-            return serve_command(args.host, args.port, settings, where)
-        if args.command == "sketches":
-            from einc.tune.space import describe_sketches
-
-            rule_at = argument_location(argv, "--rule")
-            sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
-            return 0
-        report = driver.run_file_command(
-            args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
-            use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
-        )  # fmt: skip
-        print(report.render())
-        return 0 if report.ok else 1
+            with instrumenting(stats):
+                status = _command(args, argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:  # `einc records show 1 | head`: the reader is gone
+        return closed_stdout()
     except EincError as err:
         if err.loc is None:  # a runtime or toolchain error: point at the program itself
             err.loc = SourceLocation(getattr(args, "file", "<command line>"), 1, 1)
+        hook_error_on_command_line(err, argv)
         print(err.render(), file=sys.stderr)
+        if getattr(args, "reproducer", None) and not isinstance(err, UsageError):
+            from einc.tools.reduce.command import write_for_error
+
+            write_for_error("einc", args, argv, err, args.reproducer)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -495,10 +502,155 @@ def main(argv: Sequence[str] | None = None) -> int:
         context = {"command line": " ".join(["einc", *argv]), "target": getattr(args, "target", "")}
         if args.command != "records" and (program := _read(getattr(args, "file", None))) is not None:
             context["program"] = program
-        if (schedule := _read(getattr(args, "schedule", None))) is not None:
+        if (schedule := _read(_schedule_file(getattr(args, "schedule", None)))) is not None:
             context["schedule"] = schedule
-        report_internal_error(ice, "einc", **context)
+        writer: Callable[[], Path | None] | None = None
+        if getattr(args, "file", None) and args.command in ("compile", "run", "check"):
+            from einc.tools.reduce.command import write_for_error
+
+            writer = lambda: write_for_error("einc", args, argv, ice, getattr(args, "reproducer", None))  # noqa: E731
+        report_internal_error(ice, "einc", writer, **context)
         return 2
+    finally:
+        if stats is not None and getattr(args, "pass_statistics", False):
+            sys.stderr.write(stats.render())
+
+
+def statistics_requested(args: argparse.Namespace, argv: Sequence[str]) -> Statistics | None:
+    """The pass statistics `--pass-statistics` / `--debug-counter` ask for (None: neither);
+    a malformed counter is a UsageError at the option."""
+    if not getattr(args, "pass_statistics", False) and not getattr(args, "debug_counter", None):
+        return None
+    from einc.ir.pass_statistics import requested
+
+    try:
+        return requested(args.pass_statistics, args.debug_counter)
+    except ValueError as err:
+        raise UsageError(f"--debug-counter: {err}", argument_location(argv, "--debug-counter")) from None
+
+
+def _command(args: argparse.Namespace, argv: list[str]) -> int:
+    """The command `args` names; its exit status."""
+    from einc.tools import jobs
+
+    if args.command == "records":
+        return records_command(args, argv)
+    if args.command == "reduce":
+        from einc.tools.reduce.command import reduce_command
+        from einc.tune.command import parse_duration
+
+        budget = parse_duration(args.time_budget, argument_location(argv, "--time-budget"))
+        return reduce_command(args.file, args.output, budget, args.jobs, args.quiet, cpu_time=args.cpu_time)
+    extra: dict[str, list[str]] = {}
+    progress: Callable[[str, float], None] | None = None
+    if args.command in ("compile", "run", "check", "explain"):
+        from einc.compiler.registry import load_pass_plugins
+
+        load_pass_plugins(args.load_pass_plugin, argv)
+        extra, progress = pipeline_hooks(args.pipeline_hook, argv), stage_progress(args.progress)
+    if args.command == "compile" and args.check_numerics:
+        from einc.tools.numerics.command import compile_command, parse_scale
+
+        if args.dump_after is not None:
+            raise UsageError(
+                "--check-numerics checks the compiled source and prints its report; --dump-after "
+                "prints a stage's IR instead of the source: run them as two commands",
+                argument_location(argv, "--dump-after"),
+            )  # fmt: skip
+        scale = parse_scale(args.shape_scale, argument_location(argv, "--shape-scale"))
+        on_failure: Callable[[NumericsReport, str | None], None] | None = None
+        if args.reproducer:
+            from einc.tools.reduce.command import write_for_report
+
+            def write_reproducer(report: NumericsReport, schedule_text: str | None) -> None:
+                write_for_report("einc", args, argv, report, args.reproducer, schedule_text)
+
+            on_failure = write_reproducer
+
+        return compile_command(args.file, args.target, args.schedule, args.seed, scale,
+                               use_records=not args.no_records, db=args.db, extra_passes=extra,
+                               output=args.output, output_at=argument_location(argv, "-o", "--output"),
+                               on_failure=on_failure)  # fmt: skip
+    if args.command == "compile":
+        text = jobs.compile_file_command(
+            args.file,
+            target=args.target,
+            schedule=args.schedule,
+            dump_after=args.dump_after,
+            print_debuginfo=args.print_debuginfo,
+            manifest_path=f"{args.output}.json" if args.output else None,
+            use_records=not args.no_records,
+            db=args.db,
+            extra_passes=extra, progress=progress,
+        )
+        if args.output:
+            try:
+                Path(args.output).write_text(text)
+            except OSError as err:
+                raise UsageError(
+                    f"cannot write the output: {err.strerror or err}",
+                    argument_location(argv, "-o", "--output"),
+                ) from None
+        else:
+            sys.stdout.write(text)
+        return 0
+    if args.command == "tune":
+        from einc.tune.command import parse_duration, tune_file_command
+
+        budget = args.time_budget
+        result = tune_file_command(
+            args.file, args.target, args.trials, args.db, output=args.output,
+            time_budget_s=parse_duration(budget, argument_location(argv, "--time-budget")) if budget else None,
+            workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
+            seed=args.seed, report=args.report, progress=not args.quiet,
+        )  # fmt: skip
+        if result.decision is not None:  # 1 where not even the default schedule computed right numbers
+            from einc.tune.tuner import DISQUALIFYING
+
+            return 1 if result.best is None or result.best.status in DISQUALIFYING else 0
+        return 130 if result.stopped == "interrupted" else 1
+    if args.command == "explain":
+        from einc.tools.explain.command import explain_file_command, write_page
+
+        page = explain_file_command(args.file, args.target, args.schedule, args.seed, args.shape_scale,
+                                    use_records=not args.no_records, db=args.db, extra_passes=extra)  # fmt: skip
+        try:
+            write_page(page.html, args.output)
+        except OSError as err:
+            raise UsageError(f"cannot write the page: {err.strerror or err}", argument_location(argv, "-o", "--output")) from None
+        print(page.summary(args.output), file=sys.stderr)
+        return 0 if page.ok else 1
+    if args.command == "check":
+        checked = jobs.check_file_command(
+            args.file, target=args.target, archs=args.arch, schedule=args.schedule,
+            use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
+        )  # fmt: skip
+        print(checked.render())
+        return 0 if checked.ok else 1
+    if args.command == "serve":
+        from einc.tools.serve.app import Settings, default_workers, serve_command
+
+        options = ("host", "port", "workers", "timeout", "max_body")
+        where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
+        settings = Settings(args.workers or default_workers(), args.timeout, args.max_body, args.db)
+        return serve_command(args.host, args.port, settings, where)
+    if args.command == "sketches":
+        from einc.tune.space import describe_sketches
+
+        rule_at = argument_location(argv, "--rule")
+        sys.stdout.write(describe_sketches(args.file, args.target, args.rule, rule_at))
+        return 0
+    report = jobs.run_file_command(
+        args.file, target=args.target, schedule=args.schedule, repeat=args.repeat, seed=args.seed,
+        use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
+    )  # fmt: skip
+    print(report.render())
+    if not report.ok and args.reproducer:
+        from einc.tools.reduce.command import write_for_run
+
+        mismatch = next(line.strip() for line in report.render().splitlines() if line.endswith(" MISMATCH"))
+        write_for_run(args, argv, report.seed, mismatch, args.reproducer)
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

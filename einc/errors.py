@@ -43,23 +43,42 @@ def span_location(span: object) -> SourceLocation:
     return SourceLocation(where.file, where.line, int(where.col), max(1, span.len), source)  # type: ignore[attr-defined]
 
 
-class EincError(Exception):
-    """Base class of every user-facing error of einc."""
+Notes = tuple[tuple[SourceLocation, str], ...]
+"""An error's notes: each a place and what it says there."""
 
-    def __init__(self, message: str, loc: SourceLocation | None = None,
-                 notes: tuple[tuple[SourceLocation, str], ...] = ()):  # fmt: skip
+
+class EincError(Exception):
+    """Base class of every user-facing error of einc. `loc` is a SourceLocation, or None
+    (no place: the tools put it at the input's start), or the pair `einc.ir.locations.at_op`
+    gives for an op (its statement and the notes at the schedule ops that made it), so that
+    `EincError(message, at_op(op.location))` and `EincError(message, *at_op(op.location))`
+    say the same."""
+
+    def __init__(self, message: str, loc: SourceLocation | tuple[SourceLocation | None, Notes] | None = None,
+                 notes: Notes = ()):  # fmt: skip
         super().__init__(message)
+        if isinstance(loc, tuple) and len(loc) == 2 and isinstance(loc[1], tuple):
+            loc, notes = loc[0], (*loc[1], *notes)
+        if not (loc is None or isinstance(loc, SourceLocation)) or not all(
+            isinstance(n, tuple) and len(n) == 2 and isinstance(n[0], SourceLocation) for n in notes
+        ):
+            raise TypeError(
+                f"{type(self).__name__}'s location is a SourceLocation, None or at_op(op.location) "
+                f"(with notes as (SourceLocation, text) pairs), not {type(loc).__name__}"
+            )
         self.message = message
-        self.loc = loc
-        self.notes = notes
+        self.loc: SourceLocation | None = loc
+        self.notes: Notes = notes
         """More places the error involves, MLIR-style `file:line:col: note: ...` lines (the
         schedule op that made the op an error is about)."""
 
     def render(self) -> str:
         """The diagnostic in `file:line:col: error: message` form, with a caret under the span;
-        then each note, the same way."""
+        then each note, the same way. An error with no place in any source (a kernel or a
+        PyTorch op called with the wrong arrays, whose message names the call and argument) is
+        `einc: error: message`, as a command-line tool reports an error of its own."""
         if self.loc is None:
-            text = f"<unknown>:0:0: error: {self.message}"
+            text = f"einc: error: {self.message}"
         else:
             text = f"{self.loc}: error: {self.message}" + _caret(self.loc)
         for loc, note in self.notes:

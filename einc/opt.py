@@ -14,14 +14,14 @@ target's level (naming the pipeline to run), a closed pipe ends it quietly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import io
-import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, TYPE_CHECKING, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, Shrink
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from einc.context import einc_dialects, load_einc_transform_ops
+from einc.dialects.context import einc_dialects, load_einc_transform_ops
 from einc.errors import (
     EincError,
     InternalCompilerError,
@@ -40,7 +40,9 @@ from einc.errors import (
     UsageError,
     span_location,
 )
-from einc.opt_support import (
+from einc.ir.depth import allow_deep_nests
+from einc.ir.pass_statistics import Statistics, instrumenting, requested
+from einc.tools.opt_support import (
     Instrumentation,
     check_diagnostics,
     expected_diagnostics,
@@ -50,6 +52,9 @@ from einc.opt_support import (
     target_level_error,
     verify_located,
 )
+
+if TYPE_CHECKING:
+    from einc.tools.numerics.types import NumericsReport
 
 
 class ChunksFailed(Exception):
@@ -83,7 +88,7 @@ class EincOptMain(xDSLOptMain):
         self.available_frontends["ein"] = parse_ein
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
-            from einc.schedule import PARSED_AT, parse_with_locations
+            from einc.schedule.script import PARSED_AT, parse_with_locations
 
             module, locations = parse_with_locations(
                 self.ctx, io.read().decode(), self.get_input_name(), self.chunk_line_offset,
@@ -96,18 +101,23 @@ class EincOptMain(xDSLOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        from einc.opt_support import einc_transform_interpreter
-        from einc.passes import get_all_passes
+        from einc.tools.opt_support import einc_transform_interpreter
+        from einc.compiler.registry import get_all_passes
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
         self.register_pass("transform-interpreter", einc_transform_interpreter)
 
     def register_all_targets(self) -> None:
+        """einc's targets and xDSL's `mlir` (the IR as text). xDSL's other targets (arm-asm,
+        csl, llvm, mps, riscv-asm, wat, wgsl, x86-asm) print dialects no einc pipeline lowers
+        to: on einc's IR they crashed or printed nothing, so `-t` refuses them."""
         from einc.targets import get_all_xdsl_targets
 
         self.available_targets.update(get_all_xdsl_targets())
         super().register_all_targets()
+        ours = set(get_all_xdsl_targets()) | {"mlir"}
+        self.available_targets = {name: t for name, t in self.available_targets.items() if name in ours}
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         from einc.cli import usage_error
@@ -116,7 +126,7 @@ class EincOptMain(xDSLOptMain):
             raise usage_error(message, self.argv, "einc-opt", "einc-opt")
 
         arg_parser.error = error
-        from einc.passes import builtin_passes
+        from einc.compiler.registry import builtin_passes
 
         every_pass, self.available_passes = self.available_passes, dict(builtin_passes())
         try:  # xDSL's -p help lists the passes registered now: einc's, not xDSL's ~150
@@ -147,12 +157,32 @@ class EincOptMain(xDSLOptMain):
             arg_parser.add_argument(f"--print-ir-{when}", action="store_true", help=f"print the IR {what} (on stderr)")
         arg_parser.add_argument("--timing", action="store_true", help="a table of each pass's time on stderr")
         arg_parser.add_argument(
+            "--pass-statistics", action="store_true",
+            help="after the run, each pass's ops created and erased and, for passes that rewrite with "
+            "patterns, its rewrites per pattern (on stderr)",
+        )  # fmt: skip
+        arg_parser.add_argument(
+            "--debug-counter", action="append", default=[], metavar="PASS-skip=N,PASS-count=M",
+            help="apply only some of a pass's pattern rewrites: skip the first N, apply the next M "
+            "(-1: all), skip the rest; to bisect inside a pass (repeatable)",
+        )  # fmt: skip
+        arg_parser.add_argument(
+            "--reproducer", metavar="FILE",
+            help="when the run fails (an internal error, a verifier failure, an error, a --check-numerics "
+            "mismatch), write a reproducer here: replay it with --run-reproducer, shrink it with `einc reduce`",
+        )  # fmt: skip
+        arg_parser.add_argument(
+            "--run-reproducer", metavar="FILE",
+            help="replay a reproducer (written by --reproducer or for an internal error) and say whether "
+            "it still fails the same way (exit status 0 when it does)",
+        )  # fmt: skip
+        arg_parser.add_argument(
             "--verify-each",
             action="store_true",
             help="after every pass, also run verify-egpu (the kernel-level checks); a failure "
             "is an internal compiler error",
         )
-        from einc.numerics.command import add_arguments
+        from einc.tools.numerics.command import add_arguments
 
         add_arguments(arg_parser)
 
@@ -196,8 +226,8 @@ class EincOptMain(xDSLOptMain):
         return super().parse_chunk(io.BytesIO(data), file_extension, start_offset)
 
     def setup_pipeline(self) -> None:
-        from einc.passes import parse_passes, strip_module_wrapper
-        from einc.plugins import load_pass_plugins
+        from einc.passes.pipeline import parse_passes, strip_module_wrapper
+        from einc.compiler.registry import load_pass_plugins
 
         for name in load_pass_plugins(self.args.load_pass_plugin, self.argv, tool="einc-opt"):
             self.register_pass(name, lambda name=name: _plugin_class(name))
@@ -221,7 +251,7 @@ class EincOptMain(xDSLOptMain):
 
     def where(self, op: Operation | None) -> SourceLocation:
         """Where einc-opt found `op` in its input (an MLIR input's ops), else the input."""
-        from einc.schedule import PARSED_AT
+        from einc.schedule.script import PARSED_AT
 
         found = PARSED_AT.get(op) if op is not None else None
         return found or SourceLocation(self.get_input_name(), 1, 1)
@@ -305,7 +335,7 @@ class EincOptMain(xDSLOptMain):
     def as_einc_error(self, err: Exception, offset: int, data: bytes = b"") -> EincError:
         """A chunk's failure as a located einc error (an xDSL parse error at its span, a
         verifier error; an einc error without a place of its own at the chunk's first
-        non-blank line, never at `<unknown>:0:0`)."""
+        non-blank line, never as a bare `einc: error:`)."""
         if isinstance(err, XdslParseError):
             err.span = dataclasses.replace(err.span, line_offset=offset)
             return mlir_parse_error(err)
@@ -321,7 +351,7 @@ class EincOptMain(xDSLOptMain):
 
 
 def _plugin_class(name: str) -> type[ModulePass]:
-    from einc.passes import plugin_passes
+    from einc.compiler.registry import plugin_passes
 
     return plugin_passes()[name].cls
 
@@ -343,23 +373,30 @@ def pipeline_error(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     opt: EincOptMain | None = None
+    allow_deep_nests()  # a loop per axis: walks as deep as the program's rank
     try:
         opt = EincOptMain(description="einc modular optimizer driver", args=argv)
         if opt.args.list_passes or opt.args.list_targets:
             sys.stdout.write(list_passes(opt.available_passes, opt.args.all) if opt.args.list_passes else list_targets())
             sys.stdout.flush()
             return 0
-        if opt.args.check_numerics:
-            from einc.numerics.command import opt_command
+        if opt.args.run_reproducer:
+            from einc.tools.reduce.command import run_reproducer_command
 
-            return opt_command(opt)
-        opt.run()
+            return run_reproducer_command(opt.args.run_reproducer)
+        stats = statistics_requested(opt, argv)
+        try:
+            with instrumenting(stats) if stats is not None else contextlib.nullcontext():
+                status = _run(opt, argv)
+        finally:
+            if stats is not None and opt.args.pass_statistics:
+                sys.stderr.write(stats.render())
         sys.stdout.flush()
-        return 0
+        return status
     except BrokenPipeError:  # `einc-opt ... | head`: the reader is gone; end quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+        from einc.cli import closed_stdout
+
+        return closed_stdout()
     except ChunksFailed:
         return 1
     except EincError as err:
@@ -369,6 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, UnicodeDecodeError):
                 pass
         print(err.render(), file=sys.stderr)
+        if opt is not None and opt.args.reproducer and opt.args.input_file and not isinstance(err, UsageError):
+            from einc.tools.reduce.command import write_for_error
+
+            write_for_error("einc-opt", opt.args, argv, err, opt.args.reproducer)
         return 1
     except DiagnosticException as err:
         print(str(err), file=sys.stderr)
@@ -392,8 +433,47 @@ def main(argv: Sequence[str] | None = None) -> int:
                     context["input"] = Path(opt.args.input_file).read_text(errors="replace")
                 except OSError:
                     pass
-        report_internal_error(ice, "einc-opt", **context)
+        writer: Callable[[], Path | None] | None = None
+        if opt is not None and opt.args.input_file:
+            from einc.tools.reduce.command import write_for_error
+
+            args = opt.args
+            writer = lambda: write_for_error("einc-opt", args, argv, ice, args.reproducer)  # noqa: E731
+        report_internal_error(ice, "einc-opt", writer, **context)
         return 2
+
+
+def _run(opt: EincOptMain, argv: Sequence[str]) -> int:
+    """The run the arguments ask for: `--check-numerics`'s walk, else xDSL's driver's."""
+    if opt.args.check_numerics:
+        from einc.tools.numerics.command import opt_command
+
+        on_failure: Callable[[NumericsReport, str | None], None] | None = None
+        if opt.args.reproducer:
+            from einc.tools.reduce.command import write_for_report
+
+            args = opt.args
+
+            def write_reproducer(report: NumericsReport, schedule_text: str | None) -> None:
+                write_for_report("einc-opt", args, argv, report, args.reproducer)
+
+            on_failure = write_reproducer
+
+        return opt_command(opt, on_failure)
+    opt.run()
+    return 0
+
+
+def statistics_requested(opt: EincOptMain, argv: Sequence[str]) -> Statistics | None:
+    """The pass statistics `--pass-statistics` / `--debug-counter` ask for (None: neither)."""
+    if not opt.args.pass_statistics and not opt.args.debug_counter:
+        return None
+    try:
+        return requested(opt.args.pass_statistics, opt.args.debug_counter)
+    except ValueError as err:
+        from einc.cli import argument_location
+
+        raise UsageError(f"--debug-counter: {err}", argument_location(argv, "--debug-counter", tool="einc-opt")) from None
 
 
 if __name__ == "__main__":

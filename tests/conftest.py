@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, settings
 os.environ.setdefault("EINC_VERIFY_EACH", "1")
 # Kernels compiled by the tests poison their outputs before every run (NaN, 0x5A bytes), so a
 # kernel that leaves an output unwritten cannot pass a check by reusing memory that happened to
-# hold the right numbers (einc.runtime.kernel; tests of the non-debug path pass debug=False).
+# hold the right numbers (einc.compiler.kernel; tests of the non-debug path pass debug=False).
 os.environ.setdefault("EINC_DEBUG", "1")
 # Crash reproducers of internal errors go to a scratch folder, not the checkout (tests that
 # check where a reproducer lands set EINC_REPRO_DIR or unset it themselves).

@@ -117,7 +117,7 @@ def mixed_chain_program(statements: int, length: int = 256, rows: int = 64) -> s
 
 def loop_modules() -> Iterator[tuple[str, ModuleOp]]:
     """Every program's loop module (the default schedule's input), by name."""
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from tests.programs import EIN_FILES, PROGRAMS
 
     for prog in PROGRAMS:
@@ -134,7 +134,7 @@ def loop_modules() -> Iterator[tuple[str, ModuleOp]]:
 
 def canonical(schedule: Any) -> str:
     """A schedule (a Schedule or its text) printed without value names."""
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     module = (Schedule.parse(schedule) if isinstance(schedule, str) else schedule).module.clone()
     for op in module.walk():
@@ -149,7 +149,8 @@ def canonical(schedule: Any) -> str:
 
 def current_texts() -> dict[str, dict[str, str | None]]:
     """{vector bits: {program: canonical default schedule, or None}} from the current code."""
-    from einc.schedule import resolve_schedule
+    from einc.schedule.default import default_schedule
+    from einc.targets import get_target
 
     saved = os.environ.get("EINC_C_VECTOR_BITS")
     texts: dict[str, dict[str, str | None]] = {}
@@ -158,7 +159,7 @@ def current_texts() -> dict[str, dict[str, str | None]]:
             os.environ["EINC_C_VECTOR_BITS"] = bits
             texts[bits] = {}
             for name, loops in loop_modules():
-                schedule = resolve_schedule(None, "c", loops)
+                schedule = default_schedule(get_target("c"), loops)
                 texts[bits][name] = None if schedule is None else canonical(schedule)
     finally:
         if saved is None:
@@ -176,7 +177,7 @@ Case = tuple[str, str, Callable[[], object]]
 
 def _compile(text: str, filename: str, inputs: Any = None, extra: Any = None, target: str = "c",
              schedule: Any = None) -> Callable[[], object]:  # fmt: skip
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
 
     def run() -> object:
         return Compilation(text, filename, inputs, extra, target, schedule, use_records=False).run_until("source")
@@ -196,7 +197,7 @@ def _small_programs() -> Iterator[tuple[str, str, str, Any, Any]]:
 
 def source_cases() -> Iterator[Case]:
     """Every compile the source golden records (module docstring), by name and target."""
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     for target in SOURCE_TARGETS:
         for name, text, filename, inputs, extra in _small_programs():
@@ -271,9 +272,9 @@ def draw_scripts(seed: int = 25) -> dict[str, dict[str, str]]:
     schedule are left out."""
     import random
 
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from einc.errors import EincError
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
     from tests.oracle.genschedule import random_script
 
     scripts: dict[str, dict[str, str]] = {}

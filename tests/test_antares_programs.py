@@ -1,6 +1,6 @@
 """Antares' own programs (its AntaresIR.md and built-in function table, at small sizes) on
 every executed target: C, OpenCL, HLSL, SYCL and Poplar, each compared with the float64
-reference (einc/reference.py) and, for the constructs einc reads as Antares defines them
+reference (einc/semantics/reference.py) and, for the constructs einc reads as Antares defines them
 (`x.dtype()` of a tensor, `const(v, dtype=...)`, `.call(fn, y)` without a list, the scatter
 `=.` / `+=.`, `floor`/`ceil` giving integers, `rfloor`/`rceil`/`remainder`/`normcdf`), with
 an independent NumPy expectation.
@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ParseError, ScheduleError, SemanticError, TargetError
-from einc.reference import run_reference
+from einc.semantics.reference import run_reference
 from tests.oracle.compare import check_reference
 from tests.test_device_differential import run_on_device
 from tests.test_device_targets import require

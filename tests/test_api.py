@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import einc
-from einc.driver import STAGES, lower_to_stage
+from einc.compiler.driver import STAGES, lower_to_stage
 from einc.errors import RuntimeInputError, ScheduleError, SemanticError, TargetError
 from tests.oracle.seeds import fresh_seed
 

@@ -5,8 +5,9 @@ einc-opt inputs, schedule mistakes, binds on C, Kernel.run without outputs, huge
 from __future__ import annotations
 
 import os
-
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +15,10 @@ import pytest
 
 import einc
 from einc import cli, opt
-from einc.driver import lower_to_stage
+from einc.compiler.driver import lower_to_stage
 from einc.errors import EincError, RuntimeInputError, ScheduleError, SemanticError
 from einc.frontend import MAX_PROGRAM_BYTES
-from einc.schedule import Schedule
+from einc.schedule.script import Schedule
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 MM = {"input0": {"dtype": "float32", "shape": [8, 4]}, "input1": {"dtype": "float32", "shape": [4, 6]}}
@@ -356,9 +357,10 @@ def test_bind_on_c_is_refused_at_the_bind(tmp_path: Path, capsys: pytest.Capture
       {"input0": {"dtype": "float32", "shape": [1, 3, 10, 10]}, "input1": {"dtype": "float32", "shape": [4, 3, 3, 3]}})],
 )  # fmt: skip
 def test_default_c_schedule_never_binds(ir: str, inputs: dict) -> None:
-    from einc.default_schedule import default_schedule_text
+    from einc.schedule.default import default_schedule_text
+    from einc.targets import get_target
 
-    text = default_schedule_text("c", lower_to_stage(ir, inputs, stage="loops"))
+    text = default_schedule_text(get_target("c"), lower_to_stage(ir, inputs, stage="loops"))
     assert text is not None and "transform.einc.bind" not in text
     einc.compile(ir, inputs)  # the driver's check accepts it
 
@@ -413,7 +415,7 @@ def test_full_unroll_within_the_limit_is_correct() -> None:
 def test_handle_used_before_its_definition_is_located(tmp_path: Path) -> None:
     """xDSL's parser resolves forward references; a schedule checks dominance itself."""
     from einc.errors import ScheduleError
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     text = (
         "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
@@ -425,3 +427,81 @@ def test_handle_used_before_its_definition_is_located(tmp_path: Path) -> None:
     with pytest.raises(ScheduleError) as info:
         Schedule.parse(text, "s.mlir")
     assert info.value.render().startswith("s.mlir:2:3: error: %n is used before its definition")
+
+
+# ---- deep loop nests: a loop per axis -------------------------------------------------------------
+DEEP_TARGETS = ("c", "opencl", "cuda", "hip", "hlsl", "sycl", "poplar")
+
+
+def deep_shape(rank: int) -> list[int]:
+    return [1] * (rank - 2) + [3, 2, 2]
+
+
+def deep_program(rank: int) -> tuple[str, dict[str, dict[str, object]]]:
+    """A reduction whose output has `rank` axes (all but two of extent 1) and one more axis K."""
+    axes = ", ".join(f"A{i}" for i in range(rank))
+    return f"output0[{axes}] +=! input0[{axes}, K] * 2.0", {"input0": {"dtype": "float32", "shape": deep_shape(rank)}}
+
+
+@pytest.fixture
+def default_recursion_limit() -> Iterator[None]:
+    """Python's default recursion limit (1000), as a fresh process has it: einc raises it."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(max(before, sys.getrecursionlimit()))
+
+
+@pytest.mark.parametrize("target", DEEP_TARGETS)
+def test_a_rank_200_program_prints_on_every_target(target: str, default_recursion_limit: None) -> None:
+    """200 nested loops: the passes, xDSL's printer and the target's printer walk them."""
+    from einc.compiler.driver import Compilation
+
+    ir, inputs = deep_program(200)
+    comp = Compilation(ir, "<ir>", inputs, target=target, use_records=False)
+    assert str(comp.module("target"))  # xDSL's printer
+    assert "output0" in comp.source_text()
+
+
+def test_a_rank_200_c_kernel_computes_the_reduction(default_recursion_limit: None) -> None:
+    """NumPy makes no array of rank 200, so the C kernel is called on flat buffers."""
+    import ctypes
+
+    from einc.compiler.driver import Compilation
+    from einc.runtime.c import compile_c
+    from einc.runtime.signature import KernelSignature
+
+    ir, inputs = deep_program(200)
+    comp = Compilation(ir, "<ir>", inputs, target="c", use_records=False)
+    assert str(comp.module("loops")).count("affine.for") > 200  # nested 201 deep
+    signature = KernelSignature.from_module(comp.module("target"))
+    function = getattr(ctypes.CDLL(str(compile_c(comp.source_text()).path)), signature.name)
+    function.argtypes = [ctypes.c_void_p] * 2
+    x = np.random.default_rng(12).standard_normal(12).astype(np.float32)
+    out = np.full(6, np.nan, np.float32)
+    function(x.ctypes.data, out.ctypes.data)
+    np.testing.assert_allclose(out, (x.astype(np.float64).reshape(6, 2) * 2).sum(axis=1), rtol=1e-6)
+
+
+def test_einc_opt_prints_a_rank_200_program(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            default_recursion_limit: None) -> None:  # fmt: skip
+    ir, _ = deep_program(200)
+    shape = ", ".join(str(d) for d in deep_shape(200))
+    path = tmp_path / "deep.ein"
+    path.write_text(f"input input0: float32[{shape}]\n{ir}\n")
+    assert opt.main([str(path), "-p", "convert-ein-to-affine", "-t", "c"]) == 0
+    assert "output0" in capsys.readouterr().out
+
+
+def test_a_statement_over_the_axis_limit_is_refused_at_the_axis() -> None:
+    from einc.ir.depth import MAX_AXES
+
+    ir, inputs = deep_program(MAX_AXES)  # MAX_AXES output axes and K: one too many
+    with pytest.raises(SemanticError) as info:
+        einc.compile(ir, inputs)
+    col = ir.index(", K]") + 3
+    assert info.value.render().startswith(
+        f"<string>:1:{col}: error: statement has {MAX_AXES + 1} axes; einc compiles at most {MAX_AXES} axes "
+        f"in one statement (its loops nest one per axis), and 'K' is axis {MAX_AXES + 1}")

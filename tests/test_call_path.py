@@ -1,4 +1,4 @@
-"""The kernel call path (einc.runtime.kernel): DLPack inputs of any array library, outputs in
+"""The kernel call path (einc.compiler.kernel): DLPack inputs of any array library, outputs in
 the caller's type or written into `out=`, the checks (dtype, shape, device, contiguity,
 overlap), debug-mode poisoning, the C trampoline, device-array marshalling, and kernels of
 targets whose runtime is missing here (CUDA, HIP: source, manifest and compile check work,
@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 import einc
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import RuntimeInputError, RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.arrays import CUDA, DeviceArray, dlpack_view, host_array
 from einc.runtime.c import load_c_kernel
 from einc.runtime.device import stage
-from einc.runtime.kernel import Kernel
+from einc.compiler.kernel import Kernel
 from einc.runtime.signature import KernelSignature
 from tests.oracle.seeds import fresh_seed
 

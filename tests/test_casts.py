@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation
-from einc.interp import run_interpreted
-from einc.reference import run_reference
+from einc.compiler.driver import Compilation
+from einc.semantics.loops import run_interpreted
+from einc.semantics.reference import run_reference
 from einc.runtime.c import CFLAGS, compile_c
 from einc.runtime.signature import KernelSignature
 from einc.targets.c import CTarget
@@ -75,7 +75,7 @@ def expected(x: np.ndarray, dtype: str) -> np.ndarray:
 
 def pairs(target: str) -> list[tuple[str, str]]:
     """(float, int) dtype pairs the target stores and computes."""
-    desc = getattr(get_target(target), "limits", None)
+    desc = get_target(target).limits
     ok = [d for d in (*FLOATS, *INTS) if desc is None or (desc.stores(d) and desc.computes(d))]
     return [(f, i) for f in FLOATS for i in INTS if f in ok and i in ok]
 

@@ -19,11 +19,11 @@ from xdsl.dialects.builtin import AffineMapAttr, ModuleOp
 from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 
-import einc.passes
-from einc.driver import Compilation
-from einc.numerics import NumericsReport, check_compilation, check_pipeline, render
-from einc.numerics.check import with_extra_passes
-from einc.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
+import einc.compiler.registry
+from einc.compiler.driver import Compilation
+from einc.tools.numerics import NumericsReport, check_compilation, check_pipeline, render
+from einc.tools.numerics.check import with_extra_passes
+from einc.tools.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -45,7 +45,7 @@ WRONG = _load_wrong_passes()
 @pytest.fixture
 def wrong_passes_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     """The wrong passes in einc's registry, as `--load-pass-plugin` registers a plugin's."""
-    builtin = einc.passes.get_all_passes
+    builtin = einc.compiler.registry.get_all_passes
 
     def with_plugins() -> dict[str, Callable[[], type[ModulePass]]]:
         passes = builtin()
@@ -53,7 +53,7 @@ def wrong_passes_registered(monkeypatch: pytest.MonkeyPatch) -> None:
         passes["shorten-reduction"] = lambda: WRONG.ShortenReductionPass
         return passes
 
-    monkeypatch.setattr(einc.passes, "get_all_passes", with_plugins)
+    monkeypatch.setattr(einc.compiler.registry, "get_all_passes", with_plugins)
 
 
 def _first_bad(report: NumericsReport) -> str:
@@ -119,10 +119,11 @@ def test_einc_opt_names_the_registered_pass(wrong_passes_registered: None, capsy
 
 
 def _compilation(text: str, target: str, extra: dict[str, list[str]] | None = None, **kw: object) -> Compilation:
-    from einc.schedule import Schedule
+    from einc.schedule.choice import ScheduleChoice
+    from einc.schedule.script import Schedule
 
     schedule = kw.get("schedule")
-    assert schedule is None or isinstance(schedule, Schedule)
+    assert schedule is None or isinstance(schedule, Schedule | ScheduleChoice)
     return with_extra_passes(Compilation(text, "prog.ein", target=target, schedule=schedule, use_records=False), extra or {})
 
 
@@ -184,9 +185,9 @@ def test_wrong_transform_op_is_named_with_its_location(wrong_passes_registered: 
         "  transform.yield\n"
         "}\n"
     )
-    from einc.driver import read_schedule
+    from einc.schedule.choice import ScheduleChoice
 
-    report = check_compilation(_compilation(MATMUL, "c", schedule=read_schedule(str(schedule))))
+    report = check_compilation(_compilation(MATMUL, "c", schedule=ScheduleChoice.read(str(schedule))))
     bad = report.steps[report.first_bad or 0]
     assert report.first_bad is not None and bad.kind == "transform", render(report)
     assert "apply_registered_pass" in bad.name
@@ -204,6 +205,58 @@ def test_einc_compile_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert "shapes scaled by 1/8: input0: float32[8, 128]" in out and "✔" in out
     bad = main(["compile", str(EXAMPLES / "softmax.ein"), "--check-numerics", "--shape-scale", "2"])
     assert bad == 1 and "--shape-scale" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["c", "opencl"])
+def test_einc_compile_check_numerics_writes_the_output(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """`-o` was ignored (no file, exit status 0): the source is written as `einc compile -o`
+    writes it (a device target's manifest beside it)."""
+    from einc.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    program = str(EXAMPLES / "softmax.ein")
+    assert main(["compile", program, "-t", target, "--no-records", "-o", "plain"]) == 0
+    status = main(["compile", program, "-t", target, "--no-records", "--check-numerics", "--shape-scale", "1/8",
+                   "-o", "checked"])  # fmt: skip
+    assert status == 0, capsys.readouterr().out
+    assert (tmp_path / "checked").read_text() == (tmp_path / "plain").read_text()
+    assert (tmp_path / "checked.json").exists() == (target != "c") == (tmp_path / "plain.json").exists()
+    if target != "c":
+        assert (tmp_path / "checked.json").read_text() == (tmp_path / "plain.json").read_text()
+
+
+def test_einc_compile_check_numerics_writes_no_output_when_a_step_is_wrong(
+    wrong_passes_registered: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from einc.cli import main
+
+    out = tmp_path / "k.c"
+    status = main(["compile", str(EXAMPLES / "matmul.ein"), "--no-records", "--pipeline-hook", "loops=shorten-reduction",
+                   "--check-numerics", "--shape-scale", "1/8", "-o", str(out)])  # fmt: skip
+    assert status == 1 and not out.exists()
+    assert f"einc: {out} not written: the numerics check failed" in capsys.readouterr().err
+
+
+def test_einc_compile_check_numerics_refuses_dump_after(capsys: pytest.CaptureFixture[str]) -> None:
+    from einc.cli import main
+
+    argv = ["compile", str(EXAMPLES / "softmax.ein"), "--check-numerics", "--dump-after", "loops"]
+    assert main(argv) == 1
+    col = len("einc " + " ".join(argv[:3])) + 2
+    assert capsys.readouterr().err.startswith(f"<command line>:1:{col}: error: --check-numerics checks the compiled "
+                                              "source and prints its report; --dump-after prints a stage's IR")  # fmt: skip
+
+
+def test_einc_opt_check_numerics_writes_the_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from einc.opt import main
+
+    path, out = str(EXAMPLES / "matmul.ein"), tmp_path / "out.c"
+    pipeline = "--pass-pipeline=convert-ein-to-affine,canonicalize"
+    assert main([path, pipeline, "--check-numerics", "-t", "c", "-o", str(out)]) == 0
+    assert main([path, pipeline, "-t", "c", "-o", str(tmp_path / "plain.c")]) == 0
+    assert out.read_text() == (tmp_path / "plain.c").read_text() and "void kernel(" in out.read_text()
+    assert "agree with the float64 reference" in capsys.readouterr().out
 
 
 # ---- scaling -------------------------------------------------------------------------------------

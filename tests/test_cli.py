@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -144,3 +147,52 @@ def test_run_rank0_input(tmp_path: Path) -> None:
     res = run("einc", "run", prog, "--seed", "3")
     assert res.returncode == 0, res.stderr
     assert "out: max error" in res.stdout and " ok" in res.stdout
+
+
+# ---- a closed pipe (`einc ... | head`) ends quietly -------------------------------------------------
+@contextmanager
+def closed_stdout() -> Iterator[None]:
+    """stdout is a pipe whose reader is gone (`| head` after its lines): every write fails."""
+    read, write_end = os.pipe()
+    os.close(read)
+    stream, before = open(write_end, "w"), sys.stdout  # noqa: SIM115 - closed below
+    sys.stdout = stream
+    try:
+        yield
+    finally:
+        sys.stdout = before
+        stream.close()  # einc pointed the descriptor at /dev/null: this last flush succeeds
+
+
+@pytest.fixture(scope="module")
+def records_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import device_fingerprint
+    from einc.targets import get_target
+    from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
+
+    path = tmp_path_factory.mktemp("records") / "records.db"
+    task = TuneTask("output0[N] = input0[N] * 2.0", "c", "<ir>", {"input0": {"dtype": "float32", "shape": [8]}})
+    schedule = "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n  transform.yield\n}\n"
+    with RecordDB(path) as db:
+        db.add(task, device_fingerprint(get_target("c")), MeasureResult(Candidate(Point.of("hand", {}), schedule), Status.OK,
+                                                            times=(1e-3,)), tuner="test")  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["records", "show", "1", "--db", "{db}"], ["records", "list", "--db", "{db}"],
+     ["records", "export", "--db", "{db}"], ["sketches", "examples/matmul.ein"],
+     ["compile", "examples/matmul.ein", "--dump-after", "loops"], ["compile", "examples/matmul.ein"]],
+    ids=["records show", "records list", "records export", "sketches", "compile --dump-after", "compile"],
+)  # fmt: skip
+def test_a_closed_pipe_ends_einc_quietly(args: list[str], records_db: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """It was an internal error (a BrokenPipeError and a crash file)."""
+    from einc import cli
+
+    monkeypatch.chdir(ROOT)
+    with closed_stdout():
+        assert cli.main([a.format(db=records_db) for a in args]) == 141
+    assert capsys.readouterr().err == ""

@@ -23,12 +23,14 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.core import IRUses
 from xdsl.utils.worklist import Worklist
 
-from einc.driver import Compilation
-from einc.schedule import resolve_schedule
+from einc.compiler.driver import Compilation
+from einc.compiler.registry import get_all_passes
+from einc.schedule.default import default_schedule
+from einc.targets import get_target
 from tests.default_schedule_golden import chain_program, mixed_chain_program
 
 
@@ -116,9 +118,9 @@ def _schedule_calls(statements: int, rows: int | None = None) -> int:
     loops = Compilation(chain_program(statements, 256, rows), "chain.ein").run_until("loops")
     profile = cProfile.Profile()
     profile.enable()
-    schedule = resolve_schedule(None, "c", loops)
+    schedule = default_schedule(get_target("c"), loops)
     assert schedule is not None
-    scheduled = schedule.apply(loops)
+    scheduled = schedule.apply(loops, get_all_passes())
     profile.disable()
     assert str(scheduled).count("affine.for") == (1 if rows is None else statements + 1)  # all fused
     return pstats.Stats(profile).total_calls  # type: ignore[attr-defined, no-any-return]
@@ -141,8 +143,8 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
     loop index, the loops a walk of the whole module finds, in the same order."""
     from xdsl.dialects import affine
 
-    from einc.passes.utils.loops import STMT
-    from einc.schedule import EincTransformFunctions
+    from einc.transforms.loops import STMT
+    from einc.schedule.interpreter import EincTransformFunctions
     from tests.default_schedule_golden import loop_modules
 
     indexed = EincTransformFunctions._indexed_loops
@@ -157,9 +159,9 @@ def test_indexed_matches_find_what_a_walk_finds(monkeypatch) -> None:  # type: i
 
     monkeypatch.setattr(EincTransformFunctions, "_indexed_loops", both)
     for _, loops in loop_modules():
-        schedule = resolve_schedule(None, "c", loops)
+        schedule = default_schedule(get_target("c"), loops)
         if schedule is not None:
-            schedule.apply(loops)
+            schedule.apply(loops, get_all_passes())
     assert len(checked) > 200 and max(checked) > 1
 
 
@@ -183,20 +185,20 @@ def test_sources_match_the_recorded_ones(monkeypatch: pytest.MonkeyPatch) -> Non
         assert not changed, f"{target}: the source of {changed} changed"
 
 
-def test_unwritten_buffers_stay_unwritten(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_unwritten_buffers_stay_unwritten(monkeypatch: pytest.MonkeyPatch) -> None:
     """compute_at trusts LoopIndex.unwritten (the arguments no store writes, found once per
     index) instead of going through the uses of every input per statement fused: each time
     it is asked, while the default schedules and the random scripts of the shared programs
     are built and applied, no argument it names has a store (einc's transforms never store
     into a buffer that had none)."""
-    from einc.passes.utils.loops import LoopIndex, is_stored
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
+    from einc.transforms.loops import LoopIndex, is_stored
     from tests.default_schedule_golden import SCRIPTS, loop_modules
 
     cached = LoopIndex.unwritten
-    asked = []
+    asked: list[int] = []
 
-    def checked(self):  # type: ignore[no-untyped-def]
+    def checked(self: LoopIndex) -> frozenset[SSAValue]:
         found = cached(self)
         assert not any(is_stored(arg) for arg in found)
         asked.append(len(found))
@@ -205,12 +207,12 @@ def test_unwritten_buffers_stay_unwritten(monkeypatch) -> None:  # type: ignore[
     monkeypatch.setattr(LoopIndex, "unwritten", checked)
     modules = dict(loop_modules())
     for name, loops in modules.items():
-        schedule = resolve_schedule(None, "c", loops)
+        schedule = default_schedule(get_target("c"), loops)
         if schedule is not None:
-            schedule.apply(loops)
+            schedule.apply(loops, get_all_passes())
     for name, script in json.loads(SCRIPTS.read_text())["c"].items():
         if "compute_at" in script:
-            Schedule.parse(script).apply(modules[name])
+            Schedule.parse(script).apply(modules[name], get_all_passes())
     assert len(asked) > 50 and max(asked) > 1
 
 
@@ -219,19 +221,20 @@ def test_a_default_schedule_is_applied_as_it_was_built() -> None:
     loops (Schedule.take_applied: it is interpreted once per compile, not twice): for every
     shared program, that payload is what applying the schedule to the loops gives, each op
     at the same location."""
-    from einc.driver import print_ir
+    from einc.tools.jobs import print_ir
     from tests.default_schedule_golden import loop_modules
 
+    passes = get_all_passes()
     taken = 0
     for name, loops in loop_modules():
-        schedule = resolve_schedule(None, "c", loops)
+        schedule = default_schedule(get_target("c"), loops)
         if schedule is None:
             continue
-        applied = print_ir(schedule.apply(loops), debuginfo=True)
+        applied = print_ir(schedule.apply(loops, passes), debuginfo=True)
         assert schedule.built_on is not None and schedule.built_on[0] is loops
-        assert print_ir(schedule.take_applied(loops), debuginfo=True) == applied, name
+        assert print_ir(schedule.take_applied(loops, passes), debuginfo=True) == applied, name
         assert schedule.built_on is None  # taken once: a second take applies it anew
-        assert print_ir(schedule.take_applied(loops), debuginfo=True) == applied, name
+        assert print_ir(schedule.take_applied(loops, passes), debuginfo=True) == applied, name
         taken += 1
     assert taken > 50
 
@@ -243,7 +246,7 @@ def test_stages_collect_garbage_less_often_and_restore_the_collector() -> None:
     import gc
     import threading
 
-    from einc.driver import YOUNG_COLLECTION_THRESHOLD, fewer_collections
+    from einc.compiler.driver import YOUNG_COLLECTION_THRESHOLD, fewer_collections
 
     saved = gc.get_threshold()
     try:

@@ -1,4 +1,4 @@
-"""compute_at and reverse_compute_at (einc/passes/utils/compute_at.py): each op against NumPy on C
+"""compute_at and reverse_compute_at (einc/transforms/compute_at.py): each op against NumPy on C
 (and OpenCL for an epilogue), refusals located at the op with the IR untouched, random
 choices on random and shared multi-statement programs against the oracle / NumPy, and the
 default C schedule fusing softmax into one nest."""
@@ -16,13 +16,15 @@ from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import StringAttr
 
 import einc
-from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
+from einc.compiler.registry import get_all_passes
+from einc.compiler.driver import Compilation, lower_to_stage
+from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
-from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.compute_at import compute_at, reverse_compute_at
-from einc.passes.utils.loop_analysis import accesses
-from einc.reference import run_reference
-from einc.schedule import Schedule
+from einc.transforms import loop_transforms as lt
+from einc.transforms.compute_at import compute_at, reverse_compute_at
+from einc.transforms.loop_analysis import accesses
+from einc.semantics.reference import run_reference
+from einc.schedule.script import Schedule
 from tests.oracle.budget import examples
 from tests.oracle.genprog import GenProgram, programs
 from tests.programs import PROGRAMS
@@ -179,14 +181,14 @@ def test_refusals_are_located_and_leave_the_ir_untouched(ir: str, inputs: dict, 
     stmt, moved, axis, op, before = where
     text = at(stmt, moved, axis, op, *before)
     with pytest.raises(ScheduleError, match=message) as info:
-        Schedule.parse(text, "bad.mlir").apply(lower_to_stage(ir, inputs, stage="loops"))
+        Schedule.parse(text, "bad.mlir").apply(lower_to_stage(ir, inputs, stage="loops"), get_all_passes())
     loc = info.value.loc
     assert loc is not None and loc.file == "bad.mlir" and loc.col == 5
     assert f"transform.einc.{op} %nest" in text.splitlines()[loc.line - 1]
     # the utility refuses with the same reason before rewriting anything
     module = lower_to_stage(ir, inputs, stage="loops").clone()
     if before:
-        Schedule.parse(script(*before)).apply_in_place(module)
+        Schedule.parse(script(*before)).apply_in_place(module, get_all_passes())
     snapshot = str(module)
     fn = reverse_compute_at if op == "reverse_compute_at" else compute_at
     result = fn(_tagged(module, moved), _tagged(module, stmt, axis))

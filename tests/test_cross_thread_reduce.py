@@ -22,7 +22,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import ScheduleError
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_schedules import random_inputs
@@ -438,7 +439,7 @@ def test_subgroup_reduce_cluster_must_be_a_power_of_two() -> None:
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import VerifyException
 
-    from einc.context import make_context
+    from einc.dialects.context import make_context
 
     text = """builtin.module {
   egpu.func @k(%a: memref<4xf32>) grid [1, 1, 1] block [8, 1, 1] {

@@ -15,13 +15,15 @@ from hypothesis import strategies as st
 from xdsl.dialects import affine, arith
 from xdsl.parser import Parser
 
-from einc.context import make_context
-from einc.default_schedule import default_schedule
+from einc.targets import get_target
+from einc.dialects.context import make_context
+from einc.schedule.default import default_schedule
 from einc.dialects import einc_transform as et
-from einc.driver import Compilation, max_error, tolerance
-from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.vectorize import REDUCTION_ATTR, mark_reduction_loop
-from einc.schedule import Schedule
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
+from einc.transforms import loop_transforms as lt
+from einc.transforms.vectorize import REDUCTION_ATTR, mark_reduction_loop
+from einc.schedule.script import Schedule
 from einc.targets.c import CTarget
 from tests.oracle.budget import examples
 
@@ -35,7 +37,7 @@ def f32(*shape: int) -> dict[str, Any]:
 
 def c_schedule(comp: Compilation) -> Schedule:
     """The default C schedule of a compilation's loops (which must have one)."""
-    schedule = default_schedule("c", comp.run_until("loops"))
+    schedule = default_schedule(get_target("c"), comp.run_until("loops"))
     assert schedule is not None
     return schedule
 
@@ -206,7 +208,7 @@ def _two_loops(between: str = "", bounds: str = "0 to 64", index: str = "%j") ->
 def test_reuse_stores_the_shared_exp_and_loads_it_in_the_second_loop() -> None:
     from xdsl.dialects import math, memref
 
-    from einc.passes.utils.loop_cse import reuse_values
+    from einc.transforms.loop_cse import reuse_values
 
     module, (first, second) = _two_loops()
     allocas = reuse_values(first, second)
@@ -231,7 +233,7 @@ def test_reuse_stores_the_shared_exp_and_loads_it_in_the_second_loop() -> None:
     ("", "0 to 64", "63 - %j", "no value"),
 ])  # fmt: skip
 def test_reuse_is_refused_when_the_values_differ(between: str, bounds: str, index: str, message: str) -> None:
-    from einc.passes.utils.loop_cse import reuse_values
+    from einc.transforms.loop_cse import reuse_values
 
     module, (first, second) = _two_loops(between, bounds, index)
     before = str(module)
@@ -329,12 +331,12 @@ def test_random_row_programs_match_the_reference(shared: str, reduce: str, n: in
     """A row reduction of a shared expression, then an elementwise use of both (softmax's
     shape): fused, reused, reduction-vectorized as the default schedule decides, at sizes
     below, at and around the vector width; equal to the float64 reference interpreter."""
-    from einc.reference import run_reference
+    from einc.semantics.reference import run_reference
 
     ir = f"temp0[N] {reduce} {shared}; output0[N, C] = {shared} * temp0[N] + input0[N, C]"
     inputs = {"input0": f32(n, c), "input1": f32(c)}
     comp = Compilation(ir, "<row>", inputs, None, "c")
-    note(f"{ir}\n{default_schedule('c', comp.run_until('loops'))}")
+    note(f"{ir}\n{default_schedule(get_target('c'), comp.run_until('loops'))}")
     kernel = comp.kernel()
     rng = np.random.default_rng(seed)
     arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}

@@ -25,9 +25,10 @@ import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import ScheduleError, TargetError
-from einc.targets.descriptions import description
+from einc.targets import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs
@@ -172,7 +173,7 @@ def script(lines: list[str]) -> str:
 def _band(top: Any) -> list[Any]:
     from xdsl.dialects import affine
 
-    from einc.passes.utils import loop_transforms as lt
+    from einc.transforms import loop_transforms as lt
 
     band = [top]
     while True:
@@ -188,8 +189,8 @@ def statement_nests(args: tuple[str, Any, Any]) -> list[tuple[str, list[tuple[st
     the length of its identity fill's band (0: no fill, not a reduction)."""
     from xdsl.dialects import affine, func
 
-    from einc.passes.utils import loop_transforms as lt
-    from einc.passes.utils.loop_analysis import trip_count
+    from einc.transforms import loop_transforms as lt
+    from einc.transforms.loop_analysis import trip_count
 
     text, input_dict, extra = args
     loops = Compilation(text, "<random>", input_dict, extra, "c", "none").run_until("loops")
@@ -239,8 +240,8 @@ def statement_reads(args: tuple[str, Any, Any]) -> dict[str, list[str]]:
     """Per statement: the tensors with a rank its loop nest reads (not its own), in order."""
     from xdsl.dialects import affine, func
 
-    from einc.passes.utils import loop_transforms as lt
-    from einc.passes.utils.loop_analysis import buffer_name
+    from einc.transforms import loop_transforms as lt
+    from einc.transforms.loop_analysis import buffer_name
 
     text, input_dict, extra = args
     loops = Compilation(text, "<random>", input_dict, extra, "c", "none").run_until("loops")

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_schedules import MATMUL, matmul_lines, random_inputs
@@ -340,9 +340,9 @@ def test_overlapping_thread_tiles_are_refused() -> None:
     from xdsl.dialects import memref
     from xdsl.parser import Parser
 
-    from einc.context import make_context
-    from einc.passes.utils.staging import private_buffer_failure
-    from einc.passes.utils.loop_build import Failure
+    from einc.dialects.context import make_context
+    from einc.transforms.staging import private_buffer_failure
+    from einc.transforms.loop_build import Failure
 
     def failure(step: int) -> Failure | None:
         text = f"""

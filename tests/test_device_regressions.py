@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation, max_error, random_inputs, tolerance
-from einc.reference import run_reference
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, random_inputs, tolerance
+from einc.semantics.reference import run_reference
 from tests.test_device_differential import run_on_device, script
 from tests.test_device_local import compile_check
 from tests.test_device_targets import require, require_run
@@ -149,7 +150,7 @@ def test_rank0_rfactor_makes_independent_partials() -> None:
 def fill_pairs(case: Case) -> list[tuple[bool, str]]:
     from xdsl.dialects import func
 
-    from einc.passes.utils import gpu_mapping
+    from einc.transforms import gpu_mapping
 
     module = case.compilation("opencl").run_until("scheduled")
     host = next(f for f in module.walk() if isinstance(f, func.FuncOp))

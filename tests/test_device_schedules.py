@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import run_on_device, script
@@ -130,6 +130,40 @@ def test_shared_memory_on_c_is_refused() -> None:
         comp.run_until("source")
 
 
+ROW_SUM_LINES = [
+    '%n = transform.einc.match stmt "output0" axis "N" in %root',
+    '%k = transform.einc.match stmt "output0" axis "K" in %root',
+    "%no, %ni = transform.einc.tile %n by 4",
+    "%ko, %ki = transform.einc.tile %k by 4",
+    'transform.einc.bind %no to "block.x"',
+    'transform.einc.bind %ni to "thread.x"',
+]
+
+
+@pytest.mark.parametrize("op", ['cache_write "output0"', 'cache_read "input0"'])
+def test_shared_memory_on_poplar_is_refused_at_the_cache_op_before_the_schedule_runs(op: str) -> None:
+    """Poplar's workers share no memory; the refusal came at launch, at the tile op."""
+    comp = Compilation("output0[N] +=! input0[N, K]", "<t>", {"input0": {"dtype": "float32", "shape": [16, 12]}},
+                       None, "poplar", script([*ROW_SUM_LINES, f'%s = transform.einc.{op} at %ko in "shared"']))  # fmt: skip
+    with pytest.raises(ScheduleError) as err:
+        comp.run_until("scheduled")
+    assert err.value.render().startswith(
+        f"<schedule>:9:5: error: the poplar target has no shared memory: transform.einc.{op.split()[0]} of "
+        f"'{op.split()[1][1:-1]}' in \"shared\" cannot be staged there; stage it in \"local\" memory")
+
+
+@pytest.mark.poplar
+def test_local_staging_on_poplar_matches_numpy() -> None:
+    """What the refusal suggests runs: the same schedule staging in "local" memory."""
+    require_run("poplar")
+    comp = Compilation("output0[N] +=! input0[N, K]", "<t>", {"input0": {"dtype": "float32", "shape": [16, 12]}},
+                       None, "poplar", script([*ROW_SUM_LINES, '%s = transform.einc.cache_write "output0" at %ko in "local"']))  # fmt: skip
+    assert "einc_thread" in comp.source_text()  # the threads are the workers
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, inputs["input0"].astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
 CHECKS = {"cuda": "sm_90", "hip": "gfx90a"}
 
 
@@ -188,9 +222,9 @@ def test_shared_box_whose_offset_depends_on_a_thread_id_is_refused() -> None:
     from xdsl.dialects import affine
     from xdsl.parser import Parser
 
-    from einc.context import make_context
-    from einc.passes.utils.staging import cache_tensor
-    from einc.passes.utils.loop_build import Failure
+    from einc.dialects.context import make_context
+    from einc.transforms.staging import cache_tensor
+    from einc.transforms.loop_build import Failure
 
     text = """
     func.func @f(%A: memref<8x8xf32>, %C: memref<8xf32>) {

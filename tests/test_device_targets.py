@@ -5,8 +5,9 @@ SYCL (Intel's OpenCL CPU device), Poplar (einc's CPU mirror) and CUDA where an N
 
 A missing toolchain skips its tests with the reason (einc.runtime.toolchains), and fails
 them when CI=true. Programs a target cannot express are checked to be refused with a
-TargetError saying why (HLSL: no float64 math; Poplar: no float64, refused before any
-lowering), never miscompiled. HLSL computes int64 as uint64_t with signed helpers.
+TargetError saying why (Poplar: no float64, refused before any
+lowering), never miscompiled. HLSL computes int64 as uint64_t with signed helpers, and its
+float64 math with einc's own functions (einc/targets/hlsl_math.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import EincError, TargetError
 from einc.runtime.manifest import LaunchManifest
 from tests.test_conformance import ALL, Program, check_against_reference, fresh_seed, random_inputs
@@ -29,7 +31,6 @@ EXECUTED = ("opencl", "hlsl", "sycl", "poplar", "cuda")
 COMPILED = {"cuda": ("sm_80", "sm_90"), "hip": ("gfx90a", "gfx1030")}
 
 UNSUPPORTED: dict[str, dict[str, str]] = {
-    "hlsl": {"float64_math": r"hlsl target: `\w+` of float64 is not supported"},
     "poplar": {
         name: r"poplar target: float64 (tensor '\w+'|value) is not supported"
         for name in ("float64_math", "axis_val_and_dtype", "scalar_file")
@@ -199,14 +200,15 @@ func.func @kernel(%A: memref<4096xf32> {ein.name = "A"}, %B: memref<4096xf32> {e
 def test_launch_over_the_thread_limit_is_refused_before_printing(target: str) -> None:
     from xdsl.parser import Parser
 
-    from einc.context import make_context
-    from einc.driver import resolve_target
-    from einc.passes import run_pipeline
+    from einc.dialects.context import make_context
+    from einc.compiler.driver import resolve_target
+    from einc.compiler.registry import run_pipeline
+    from einc.passes.pipeline import LOOPS_PIPELINE
 
     ctx = make_context()
     module = Parser(ctx, BOUND).parse_module()
     target_obj = resolve_target(target)
-    run_pipeline(ctx, module, target_obj.lowering())
+    run_pipeline(ctx, module, f"{LOOPS_PIPELINE},{target_obj.pipeline}")
     with pytest.raises(TargetError, match="4096 threads per block"):
         target_obj.emit(module)
 

@@ -19,8 +19,8 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import einc
-from einc.driver import lower_to_stage
-from einc.interp import run_interpreted
+from einc.compiler.driver import lower_to_stage
+from einc.semantics.loops import run_interpreted
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs

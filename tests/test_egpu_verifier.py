@@ -19,10 +19,10 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from einc.context import make_context
-from einc.driver import Compilation
+from einc.dialects.context import make_context
+from einc.compiler.driver import Compilation
 from einc.errors import EincError, InternalCompilerError, TargetError
-from einc.passes import run_pipeline
+from einc.compiler.registry import run_pipeline
 from einc.passes.verify_egpu import verify_egpu
 from tests.test_conformance import ALL
 from tests.test_device_differential import REFUSED_BY_DESIGN

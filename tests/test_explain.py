@@ -21,11 +21,11 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
 from einc import cli
-from einc.driver import STAGES
-from einc.explain import PageContext, render_page
-from einc.explain.diff import diff_stats, inline_diff, side_by_side
-from einc.explain.page import OPEN_ALL_UP_TO, schedule_lines
-from einc.numerics.types import LevelRun, NumericsReport, OutputCheck, PipelineStep
+from einc.compiler.driver import STAGES
+from einc.tools.explain import PageContext, render_page
+from einc.tools.explain.diff import diff_stats, inline_diff, side_by_side
+from einc.tools.explain.page import OPEN_ALL_UP_TO, schedule_lines
+from einc.tools.numerics.types import LevelRun, NumericsReport, OutputCheck, PipelineStep
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -295,13 +295,13 @@ class WrongAdd(ModulePass):
 
 
 def test_page_names_a_miscompiling_pass() -> None:
-    """A pass that turns `addf` into `subf`, walked by einc.numerics after the lowering: the
+    """A pass that turns `addf` into `subf`, walked by einc.tools.numerics after the lowering: the
     page's verdict names it, links to it, and its diff marks the changed op."""
-    import einc.numerics
+    import einc.tools.numerics
 
     text = (EXAMPLES / "softmax.ein").read_text()
     passes = ["convert-ein-to-affine", "canonicalize", WrongAdd(), "cse"]
-    report = einc.numerics.check_pipeline(text, "softmax.ein", passes, seed=0, target="c")
+    report = einc.tools.numerics.check_pipeline(text, "softmax.ein", passes, seed=0, target="c")
     page = render_page(report)
     parsed = Elements(page)
     bad = report.first_bad
@@ -332,16 +332,16 @@ def test_page_shows_custom_form_and_tells_the_culprit_from_steps_downstream() ->
     """wrong-add is the culprit (✘); lower-affine rewrites the loops but keeps its numbers, and
     the C kernel computes them: both inherit its error (↳); wrong-div, later, changes the
     numbers again: ✘ of its own. The IR is in the custom form einc-opt prints."""
-    import einc.numerics
+    import einc.tools.numerics
 
     text = (EXAMPLES / "softmax.ein").read_text()
     passes = ["convert-ein-to-affine", "canonicalize", WrongAdd(), "lower-affine", WrongDiv(), "cse"]
-    report = einc.numerics.check_pipeline(text, "softmax.ein", passes, seed=0, target="c")
+    report = einc.tools.numerics.check_pipeline(text, "softmax.ein", passes, seed=0, target="c")
     by_name = {s.name: s for s in report.steps}
     culprit, lowered, again, printed = (by_name[n] for n in ("wrong-add", "lower-affine", "wrong-div", "printer"))
     assert report.first_bad == culprit.index
     checks = [s.check for s in (culprit, lowered, again, printed)]
-    assert all(c is not None and c.ran and not c.ok for c in checks), einc.numerics.render(report)
+    assert all(c is not None and c.ran and not c.ok for c in checks), einc.tools.numerics.render(report)
     assert culprit.check is not None and culprit.check.inherits_from is None
     assert lowered.check is not None and lowered.check.inherits_from == culprit.index
     assert lowered.check.previous_step == culprit.index

@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import IndexType, ModuleOp, StringAttr, TensorType, f
 from xdsl.ir import BlockArgument, Operation
 from xdsl.parser import Parser
 
-from einc.context import make_context
+from einc.dialects.context import make_context
 from einc.dialects.ein import Combiner, EinsumOp, LoadOp, YieldOp
 from einc.errors import SemanticError
 from einc.frontend import Program, TensorInfo, build_module, checked, parse_program

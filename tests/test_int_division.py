@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation, poisoned
-from einc.interp import run_interpreted
-from einc.reference import run_reference
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
+from einc.semantics.loops import run_interpreted
+from einc.semantics.reference import run_reference
 from tests.oracle.seeds import fresh_seed
 from tests.test_device_targets import require
 

@@ -13,8 +13,8 @@ import pytest
 import einc
 from einc import cli, opt
 from einc.errors import EincError, InternalCompilerError
-from einc.passes import get_all_passes
-from einc.schedule import Schedule
+from einc.compiler.registry import get_all_passes
+from einc.schedule.script import Schedule
 from einc.targets.c import CTarget
 
 PROGRAM = """input input0: float32[8, 4]
@@ -85,12 +85,12 @@ def test_frontend_bug_is_internal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_schedule_interpreter_bug_is_internal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from einc.passes.utils import loop_transforms
+    from einc.transforms import loop_transforms
 
-    loops = einc.driver.lower_to_stage(PROGRAM, stage="loops")
+    loops = einc.compiler.driver.lower_to_stage(PROGRAM, stage="loops")
     monkeypatch.setattr(loop_transforms, "tile_loop", boom)
     with pytest.raises(InternalCompilerError) as info:
-        Schedule.parse(SCHEDULE, "s.mlir").apply(loops)
+        Schedule.parse(SCHEDULE, "s.mlir").apply(loops, get_all_passes())
     assert info.value.stage == "schedule" and isinstance(info.value.__cause__, Boom)
     assert info.value.context["schedule"] == SCHEDULE
 
@@ -116,7 +116,7 @@ def test_cli_compile_writes_reproducer_and_exits_2(
     assert str(next(repro.glob("einc-crash-*.txt"))) in err
     assert f"einc {einc.__version__}" in text and "stage: source" in text
     assert PROGRAM in text and SCHEDULE in text
-    assert "--- target ---\nc\n" in text
+    assert "\ntarget: c\n" in text and "\nkind: crash\n" in text and "\nstep: printer\n" in text
     assert "Traceback" in text and "Boom: the planted bug" in text
     assert f"einc compile {prog} --schedule {sched}" in text
 
@@ -144,7 +144,7 @@ def test_cli_check_writes_reproducer(
     assert cli.main(["check", str(tmp_path / "p.ein"), "-t", "cuda"]) == 2
     assert "bug in einc" in capsys.readouterr().err
     text = only_reproducer(tmp_path)
-    assert "--- target ---\ncuda\n" in text and PROGRAM in text
+    assert "\ntarget: cuda\n" in text and PROGRAM in text
 
 
 def test_einc_opt_writes_reproducer(
@@ -156,7 +156,7 @@ def test_einc_opt_writes_reproducer(
     err = capsys.readouterr().err
     assert err.startswith("einc-opt: internal compiler error") and "bug in einc" in err
     text = only_reproducer(tmp_path / "r")
-    assert PROGRAM in text and "--- pass pipeline ---\nconvert-ein-to-affine\n" in text
+    assert PROGRAM in text and "\npipeline: convert-ein-to-affine\n" in text and "\nmode: opt\n" in text
     assert "Boom: the planted bug" in text
 
 
@@ -176,7 +176,7 @@ def test_a_device_buffer_named_twice_is_an_internal_error() -> None:
     from xdsl.dialects import memref
     from xdsl.dialects.builtin import StringAttr
 
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from einc.targets.gpu import host_function
     from einc.targets.opencl import OpenCLTarget
 

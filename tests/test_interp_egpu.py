@@ -1,10 +1,10 @@
-"""einc.interp_egpu.run_lowered: every level below `ein` executed and compared with the oracle.
+"""einc.semantics.egpu.run_lowered: every level below `ein` executed and compared with the oracle.
 
 1. A corpus of programs (matmul, convolution, softmax, layer norm, reductions, casts, float16
    and narrow-int programs) on every target with its default schedule: the module after every
    prefix of the target's `pipeline` (one pass at a time, from the scheduled loops to the
    legalized IR: egpu kernels, vectors, narrow-float storage, Poplar's tile split) runs and
-   matches the NumPy oracle (einc/reference.py) within the dtype's tolerance (driver.tolerance).
+   matches the NumPy oracle (einc/semantics/reference.py) within the dtype's tolerance (driver.tolerance).
 2. Random legal schedules on the device targets: tiles bound to blocks and threads, tensors
    staged in shared memory (tests/test_device_differential.py's generator), cross-thread
    reductions combined by a shared-memory tree with barriers or by `egpu.subgroup_reduce`.
@@ -30,13 +30,14 @@ from xdsl.parser import Parser
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.driver import Compilation, max_error, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
 from einc.errors import RuntimeInputError, TargetError
-from einc.interp import run_interpreted
-from einc.interp_egpu import KernelFault, UnsupportedIR, run_lowered
-from einc.interp_egpu.memory import DataRace
-from einc.passes import run_pipeline
-from einc.reference import run_reference
+from einc.semantics.loops import run_interpreted
+from einc.semantics.egpu import KernelFault, UnsupportedIR, run_lowered
+from einc.semantics.egpu.memory import DataRace
+from einc.compiler.registry import run_pipeline
+from einc.semantics.reference import run_reference
 from tests.test_conformance import ALL, Program, random_inputs
 from tests.test_cross_thread_reduce import rows
 from tests.test_device_differential import (
@@ -73,7 +74,7 @@ def passes(pipeline: str) -> list[str]:
 def inputs_for(prog: Program, comp: Compilation, seed: int = 0) -> dict[str, np.ndarray]:
     if prog.name in {p.name for p in ALL}:
         return random_inputs(prog, seed)
-    from einc.driver import random_inputs as driver_inputs
+    from einc.semantics.compare import random_inputs as driver_inputs
 
     return driver_inputs(comp.program, np.random.default_rng(seed))
 
@@ -139,7 +140,7 @@ def test_every_pass_of_every_target_matches_the_oracle(target: str) -> None:
 
 
 def test_loop_level_agrees_with_the_loop_interpreter() -> None:
-    """At the loops level the older xDSL-based interpreter (einc/interp.py) gives the same
+    """At the loops level the older xDSL-based interpreter (einc/semantics/loops.py) gives the same
     numbers, bit for bit (the lanes of a parallel loop nest compute what its iterations do)."""
     for name in ("matmul", "softmax", "int_shifts", "mixed_promotion"):
         prog = PROGRAMS[name]
@@ -209,7 +210,7 @@ builtin.module {
 def test_dependent_iterations_run_in_order() -> None:
     """A loop whose iterations depend on each other through memory (a running sum) is tried
     as lanes, found racing, and run in order: the sequential meaning, not the lanes'."""
-    from einc.context import make_context
+    from einc.dialects.context import make_context
 
     x = np.arange(1, 9, dtype=np.float32)
     module = Parser(make_context(), SCAN).parse_module()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import TargetError
 from tests.test_schedules import script
 

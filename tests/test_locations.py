@@ -22,11 +22,11 @@ from xdsl.dialects.builtin import FileLineColLoc, FusedLoc, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import EincError, InternalCompilerError, TargetError
 from einc.ir.locations import keeping_locations, schedule_locations, statement_location
-from einc.passes import get_all_passes
-from einc.schedule import Schedule
+from einc.compiler.registry import get_all_passes
+from einc.schedule.script import Schedule
 from einc.targets import get_all_targets
 from tests.programs import EIN_FILES, PROGRAMS
 
@@ -49,7 +49,7 @@ def unlocated(module: ModuleOp, filename: str) -> list[str]:
 
 def check_stages(comp: Compilation, what: str) -> None:
     """Every op located after ein, loops, scheduled, and after each pass of the target's
-    pipeline (run as the driver runs it: einc.passes.run_pipeline keeps locations the same
+    pipeline (run as the driver runs it: einc.compiler.registry.run_pipeline keeps locations the same
     way)."""
     for stage in ("ein", "loops", "scheduled"):
         bad = unlocated(comp.module(stage), comp.filename)
@@ -307,7 +307,7 @@ def test_a_bug_in_a_located_pattern_reports_the_op_it_was_rewriting() -> None:
 
 def test_a_storage_refusal_in_einc_opt_names_the_statement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """legalize-storage-dtypes refusing a float64 buffer on Poplar (einc-opt runs no
-    frontend dtype check): at the statement using the buffer, not `<unknown>:0:0`."""
+    frontend dtype check): at the statement using the buffer, never without a place."""
     from einc.opt import main
 
     prog = tmp_path / "f64.ein"

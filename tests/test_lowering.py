@@ -18,11 +18,11 @@ from xdsl.interpreter import Interpreter
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import InterpretationError
 
-from einc.context import make_context
+from einc.dialects.context import make_context
 from einc.dialects import ein
 from einc.errors import RuntimeInputError
-from einc.interp import make_interpreter, run_interpreted
-from einc.passes import run_pipeline
+from einc.semantics.loops import make_interpreter, run_interpreted
+from einc.compiler.registry import run_pipeline
 from einc.runtime.signature import KernelSignature
 
 Arrays = dict[str, np.ndarray]

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import einc
-from einc import opt, passes, plugins
+from einc import opt
+from einc.compiler import registry
 from einc.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,12 +45,12 @@ class {cls}(ModulePass):
 @pytest.fixture(autouse=True)
 def clean_registry() -> Iterator[None]:
     """Each test registers its own plugins; the registry is put back afterwards."""
-    saved, files = dict(passes._PLUGINS), dict(plugins._LOADED_FILES)
+    saved, files = dict(registry._PLUGINS), dict(registry._LOADED_FILES)
     yield
-    passes._PLUGINS.clear()
-    passes._PLUGINS.update(saved)
-    plugins._LOADED_FILES.clear()
-    plugins._LOADED_FILES.update(files)
+    registry._PLUGINS.clear()
+    registry._PLUGINS.update(saved)
+    registry._LOADED_FILES.clear()
+    registry._LOADED_FILES.update(files)
 
 
 def plugin(tmp_path: Path, name: str, cls: str = "NotePass", body: str | None = None) -> Path:
@@ -77,7 +78,7 @@ def test_plugin_pass_runs_in_einc_opt_with_options(tmp_path: Path, capsys: pytes
                               "--pass-pipeline", "convert-ein-to-affine,note-consts{factor=2}")  # fmt: skip
     assert code == 0, err
     assert out.count('note = "x2"') == 2  # softmax's two float constants (-inf and 0)
-    assert plugins.load_pass_plugin(str(path)) == ["note-consts"]  # loading again: the same names
+    assert registry.load_pass_plugin(str(path)) == ["note-consts"]  # loading again: the same names
 
 
 def test_list_passes_shows_einc_and_plugin_passes_with_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -143,6 +144,149 @@ def test_a_plugin_pass_that_raises_names_the_plugin(tmp_path: Path) -> None:
     assert res.returncode == 2 and "plugin pass 'boom'" in res.stderr and "a bug in einc" not in res.stderr
 
 
+CHECKING = '''
+from dataclasses import dataclass
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from einc.errors import TargetError
+from einc.ir.locations import at_op
+
+
+@dataclass(frozen=True)
+class CheckedAtParse(ModulePass):
+    """Refuses a factor below 1 when the pipeline is parsed."""
+
+    name = "checked-at-parse"
+    factor: int = 1
+
+    def __post_init__(self) -> None:
+        if self.factor < 1:
+            raise ValueError(f"factor must be at least 1, got {self.factor}")
+
+    def apply(self, ctx, op: ModuleOp) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class CheckedAtRun(ModulePass):
+    """Refuses a tile_size below 1 when it runs."""
+
+    name = "checked-at-run"
+    tile_size: int = 1
+
+    def apply(self, ctx, op: ModuleOp) -> None:
+        if self.tile_size < 1:
+            raise ValueError(f"tile-size must be at least 1, got {self.tile_size}")
+
+
+@dataclass(frozen=True)
+class BadDefault(CheckedAtRun):
+    """Refuses its own default when it runs: a bug of the plugin, not of the pipeline."""
+
+    name = "bad-default"
+    tile_size: int = 0
+
+
+@dataclass(frozen=True)
+class RefuseConstants(ModulePass):
+    """Refuses the first float constant, at its op (at_op's pair given whole, or spread)."""
+
+    name = "refuse-constants"
+    spread: bool = False
+
+    def apply(self, ctx, op: ModuleOp) -> None:
+        for c in op.walk():
+            if isinstance(c, arith.ConstantOp):
+                if self.spread:
+                    raise TargetError("this pass refuses constants", *at_op(c.location))
+                raise TargetError("this pass refuses constants", at_op(c.location))
+'''
+
+
+@pytest.mark.parametrize("spread", ["false", "true"])
+def test_a_plugin_error_at_an_ops_place_renders_in_einc_opt(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            spread: str) -> None:  # fmt: skip
+    """`EincError(message, at_op(op.location))` (the pair as one argument) crashed the
+    renderer with a traceback; it means the same as the spread form."""
+    path = plugin(tmp_path, "checking", body=CHECKING)
+    code, out, err = opt_main(capsys, "examples/softmax.ein", "--load-pass-plugin", str(path),
+                              "-p", f"convert-ein-to-affine,refuse-constants{{spread={spread}}}")  # fmt: skip
+    assert (code, out) == (1, "")
+    assert err == "examples/softmax.ein:4:1: error: this pass refuses constants\ntemp0[N] >=! input0[N, C]\n^\n"
+
+
+def test_an_error_location_of_another_type_is_refused_when_the_error_is_made() -> None:
+    """Not later, when the error is printed (a traceback from the renderer)."""
+    from typing import cast
+
+    from einc.errors import EincError, SourceLocation
+
+    with pytest.raises(TypeError, match="EincError's location is a SourceLocation, None or at_op"):
+        EincError("x", cast(SourceLocation, "prog.ein:1:1"))
+    notes = ((SourceLocation("s", 1, 1), "n"),)
+    assert EincError("x", (SourceLocation("a", 2, 3), notes)).render() == "a:2:3: error: x\ns:1:1: note: n"
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "message"),
+    [("checked-at-parse", "factor=0", "pass 'checked-at-parse' option 'factor': factor must be at least 1, got 0"),
+     ("checked-at-run", "tile-size=-2", "pass 'checked-at-run' option 'tile_size' (= -2): tile-size must be at least 1, "
+      "got -2")],
+)  # fmt: skip
+def test_a_plugins_value_error_for_an_option_is_located_at_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, option: str, message: str
+) -> None:
+    """It was an internal error when raised while the pass ran (and at the pass's name when
+    raised while the pipeline was parsed)."""
+    path = plugin(tmp_path, "checking", body=CHECKING)
+    pipeline = f"convert-ein-to-affine,canonicalize,{name}{{{option}}}"
+    code, _, err = opt_main(capsys, "examples/softmax.ein", "--load-pass-plugin", str(path), "-p", pipeline)
+    assert code == 1
+    col = pipeline.index(option) + 1
+    caret = " " * (col - 1) + "^" + "~" * (len(option) - 1)
+    assert err == f"pass-pipeline:1:{col}: error: {message}\n{pipeline}\n{caret}\n"
+
+
+def test_a_plugin_refusing_its_own_default_is_the_plugins_bug(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("EINC_REPRO_DIR", str(tmp_path))
+    path = plugin(tmp_path, "checking", body=CHECKING)
+    code, _, err = opt_main(capsys, "examples/softmax.ein", "--load-pass-plugin", str(path), "-p", "bad-default")
+    assert code == 2
+    assert err.startswith(f"einc-opt: internal error in plugin pass 'bad-default' (from {path}): ValueError: tile-size")
+
+
+def test_an_option_refused_when_the_pass_runs_is_located_on_every_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stage hook (at its text on the command line), a schedule's apply_registered_pass (at
+    the op) and extra_passes= (in its text)."""
+    from einc import cli as einc_cli
+    from einc.errors import ScheduleError
+    from einc.schedule.script import Schedule
+
+    path = plugin(tmp_path, "checking", body=CHECKING)
+    argv = ["compile", "examples/softmax.ein", "--load-pass-plugin", str(path), "--pipeline-hook",
+            "loops=checked-at-run{tile_size=0}"]  # fmt: skip
+    assert einc_cli.main(argv) == 1
+    col = len(" ".join(["einc", *argv])) - len("tile_size=0}") + 1
+    assert capsys.readouterr().err.startswith(
+        f"<command line>:1:{col}: error: pass 'checked-at-run' option 'tile_size' (= 0): tile-size must be")
+    schedule = tmp_path / "s.mlir"
+    schedule.write_text("transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+                        '  %m = transform.apply_registered_pass "checked-at-run" with options = {"tile_size" = 0 : i64}'
+                        " to %root : (!transform.any_op) -> !transform.any_op\n  transform.yield\n}\n")  # fmt: skip
+    program = (ROOT / "examples" / "softmax.ein").read_text()
+    with pytest.raises(ScheduleError) as info:
+        einc.compile(program, schedule=Schedule.parse(schedule.read_text(), str(schedule)))
+    assert info.value.render().startswith(f"{schedule}:2:3: error: transform.apply_registered_pass: pass "
+                                          "'checked-at-run' option 'tile_size' (= 0)")  # fmt: skip
+    with pytest.raises(UsageError) as refused:
+        einc.compile(program, extra_passes={"scheduled": ["checked-at-run{tile_size=0}"]})
+    assert refused.value.render().startswith("extra_passes['scheduled']:1:16: error: pass 'checked-at-run' option")
+
+
 # ---- einc compile / run and einc.compile -----------------------------------------------------
 
 
@@ -171,8 +315,8 @@ def test_example_plugin_in_einc_compile_api() -> None:
 
 
 def test_the_hooked_pass_ran_at_its_stage() -> None:
-    from einc.driver import Compilation
-    from einc.plugins import load_pass_plugin
+    from einc.compiler.driver import Compilation
+    from einc.compiler.registry import load_pass_plugin
 
     load_pass_plugin(str(EXAMPLE))
     source = (ROOT / "examples" / "softmax.ein").read_text()

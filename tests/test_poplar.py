@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from einc.driver import Compilation, poisoned
+from einc.compiler.driver import Compilation
+from einc.runtime.arrays import poisoned
 from einc.errors import TargetError
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import script
@@ -177,7 +178,7 @@ def test_kernel_over_a_tiles_memory_spreads_over_more_tiles() -> None:
     do not fit a tile, so it is cut into vertices of 6 rows (480 KB each)."""
     require("poplar")
     from einc.dialects.egpu_attrs import TileSplitAttr
-    from einc.passes.utils.vertex_split import vertex_bytes
+    from einc.transforms.vertex_split import vertex_bytes
 
     comp = _compile("output0[N] +=! input0[N, K]", _ROWS)
     kernels = [k for k in comp.results["target"].ops if hasattr(k, "block_size")]
@@ -287,11 +288,10 @@ def test_boxes_of_points_read_windows_and_columns(
     (its rows and columns plus the kernel's halo) and its filters or columns of input1;
     every read is bounds-checked against the box, and the results are NumPy's."""
     require("poplar")
-    import einc.passes.split_poplar_vertices as poplar
     from einc.targets.poplar import PoplarTarget
 
     small = dataclasses.replace(PoplarTarget.limits, tile_memory=1024)
-    monkeypatch.setattr(poplar, "description", lambda name: small)
+    monkeypatch.setattr(PoplarTarget, "limits", small)  # only split-poplar-vertices reads tile_memory
     comp = _compile(ir, inputs)
     kernel = next(k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes)
     split = kernel.attributes["egpu.tile_split"].data
@@ -414,3 +414,207 @@ def test_random_programs_on_vertices_of_few_points_match_oracle(monkeypatch: pyt
         check_program(prog, seed, "poplar")
 
     run()
+
+
+# ---- the mirror's checks and messages ---------------------------------------------------------------
+
+_MIRROR_CASES = r"""
+#include <poplar/Vertex.hpp>
+class EincCopy : public poplar::Vertex {
+public:
+  poplar::Input<poplar::Vector<float>> in;
+  poplar::Output<poplar::Vector<float>> out;
+  unsigned n;
+  bool compute() {
+    for (unsigned i = 0; i < n; ++i) out[i] = in[i];
+    return n != 7;
+  }
+};
+class EincRows : public poplar::MultiVertex {
+public:
+  poplar::Vector<poplar::Input<poplar::Vector<float>>> rows;
+  poplar::Output<float> out;
+  bool compute(unsigned worker) {
+    if (worker == 0) *out = rows[1][0] + rows[0][1];
+    return true;
+  }
+};
+class EincHalf : public poplar::Vertex {
+public:
+  poplar::Output<poplar::Vector<half>> out;
+  bool compute() { out[0] = 1; return true; }
+};
+#ifdef EINC_POPLAR_HOST
+#include <cstdlib>
+#include <string>
+#include <poplar/Graph.hpp>
+#include <poplar/Program.hpp>
+EINC_POPLAR_VERTEX(EincCopy, in, out, n)
+EINC_POPLAR_VERTEX(EincRows, rows, out)
+EINC_POPLAR_VERTEX(EincHalf, out)
+
+// One graph per case (EINC_MIRROR_CASE): 0 is valid, every other one breaks one rule.
+void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers,
+                      poplar::program::Sequence &prog) {
+  const char *name = std::getenv("EINC_MIRROR_CASE");
+  const std::string c = name ? name : "";
+  const poplar::Tensor &x = buffers[0], &y = buffers[1], &s = buffers[2], &t = buffers[3], &h = buffers[4];
+  if (c != "unmapped-element") graph.setTileMapping(y, 0);
+  for (const poplar::Tensor &b : {x, s, t, h}) graph.setTileMapping(b, 0);
+  poplar::ComputeSet cs = graph.addComputeSet("cs");
+  poplar::VertexRef v = graph.addVertex(cs, c == "unknown-type" ? "EincNope" : "EincCopy");
+  graph.connect(v["in"], c == "type-mismatch" ? t : x.transpose().flatten());
+  graph.connect(v[c == "unknown-field" ? "nope" : "out"], y);
+  if (c != "unset-field") graph.setInitialValue(v["n"], c == "returns-false" ? 7 : 8);
+  if (c != "unmapped-vertex") graph.setTileMapping(v, c == "tile-out-of-range" ? 1472 : 1);
+  poplar::VertexRef r = graph.addVertex(cs, "EincRows");
+  graph.connect(r["rows"], c == "list-of-scalar" ? x[0][0] : x.reshape({2, 4}));
+  graph.connect(r["out"], c == "scalar-of-many" ? x : s);
+  graph.setTileMapping(r, 2);
+  if (c == "plain-connected") graph.connect(v["n"], x);
+  if (c == "edge-set") graph.setInitialValue(v["in"], 1);
+  if (c == "not-a-list") graph.connect(v["in"][0], x);
+  if (c == "list-unsized") graph.connect(graph.addVertex(cs, "EincRows")["rows"][0], x);
+  auto copy = [&](const poplar::Tensor &out, unsigned tile) {
+    poplar::VertexRef w = graph.addVertex(cs, "EincCopy", {{"in", x.flatten()}, {"out", out}});
+    graph.setInitialValue(w["n"], 8);
+    graph.setTileMapping(w, tile);
+  };
+  if (c == "both-write") copy(y, 3);
+  if (c == "reads-written") graph.connect(r["rows"], y.reshape({2, 4}));
+  if (c == "word") {
+    for (unsigned k = 0; k < 2; ++k)
+      graph.setTileMapping(graph.addVertex(cs, "EincHalf", {{"out", h.slice(k, k + 1)}}), 4);
+  }
+  if (c == "constant") {
+    poplar::Tensor k = graph.addConstant<float>(poplar::FLOAT, {8}, 1.0f, "k");
+    graph.setTileMapping(k, 0);
+    copy(k, 5);
+  }
+  if (c == "constant-count") graph.addConstant<float>(poplar::FLOAT, {2}, {1.0f, 2.0f, 3.0f}, "k");
+  if (c == "unknown-compute-set") graph.addVertex(poplar::ComputeSet(), "EincCopy");
+  if (c == "slice") x.slice(0, 9);
+  if (c == "reshape") x.reshape({3});
+  if (c == "transpose") y.transpose();
+  if (c == "index-scalar") s[0];
+  if (c == "concat") poplar::concat(x.flatten(), y);
+  if (c == "copy") prog.add(poplar::program::Copy(y, t));
+  if (c == "stream") graph.createHostWrite("x", x);
+  prog.add(poplar::program::Execute(cs));
+  // a Copy and a Repeat: y is written back unchanged
+  prog.add(poplar::program::Repeat(2, poplar::program::Copy(y, y)));
+}
+#endif
+"""
+
+_MIRROR_MESSAGES = {
+    "unmapped-element": "element 0 of tensor 'y' is not mapped to a tile (Graph::setTileMapping)",
+    "unmapped-vertex": "a vertex of type 'EincCopy' is not mapped to a tile",
+    "unset-field": "field 'n' of a vertex of type 'EincCopy' is not connected or set",
+    "both-write": "vertices of types 'EincCopy' and 'EincCopy' in compute set 'cs' race: both write element 0 of tensor 'y'",
+    "reads-written": "vertices of types 'EincRows' and 'EincCopy' in compute set 'cs' race: one reads what the other "
+                     "writes element 0 of tensor 'y'",
+    "word": "vertices of types 'EincHalf' and 'EincHalf' in compute set 'cs' race: both write the 32-bit word of "
+            "element 1 of tensor 'h'",
+    "returns-false": "a vertex of type 'EincCopy' in compute set 'cs' returned false",
+    "constant": "a vertex writes to constant 'k'",
+    "unknown-type": "unknown vertex type 'EincNope' (einc's Poplar mirror needs EINC_POPLAR_VERTEX(EincNope, fields...))",
+    "unknown-field": "vertex type 'EincCopy' has no field 'nope' (fields are listed in EINC_POPLAR_VERTEX)",
+    "type-mismatch": "EincCopy.in: a float field connected to a int tensor",
+    "plain-connected": "EincCopy.n: field is a plain value, not an edge",
+    "edge-set": "EincCopy.in: field is an edge, not a plain value",
+    "scalar-of-many": "EincRows.out: a scalar field connected to a tensor of 8 elements",
+    "list-of-scalar": "EincRows.rows: a list of edges needs a tensor of rank >= 1",
+    "not-a-list": "field is not a list of edges",
+    "list-unsized": "edge 0 of a list of 0 (call setFieldSize first)",
+    "tile-out-of-range": "tile 1472 out of range (the target has 1472 tiles)",
+    "constant-count": "addConstant: 3 values for a tensor of 2 elements",
+    "unknown-compute-set": "addVertex: unknown compute set",
+    "slice": "slice [0, 9) out of range for dimension 0 of a tensor of shape {4,2}",
+    "reshape": "cannot reshape {4,2} to {3}",
+    "transpose": "transpose needs a rank-2 tensor, got {8}",
+    "index-scalar": "cannot index a scalar tensor",
+    "concat": "einc's Poplar mirror concatenates only views of one variable",
+    "copy": "Copy between tensors of different size or type: {8} float to {8} int",
+    "stream": "a host stream named 'x' exists already",
+}  # fmt: skip
+"""What the mirror says for each broken graph of _MIRROR_CASES (after the runner's prefix)."""
+
+
+@pytest.fixture(scope="module")
+def mirror_cases() -> Any:
+    require("poplar")
+    from einc.runtime.manifest import Buffer, LaunchManifest
+    from einc.runtime.poplar import load_poplar_kernel
+
+    manifest = LaunchManifest(
+        "poplar", (Buffer("x", "float32", (4, 2), "input"), Buffer("y", "float32", (8,), "output"),
+                   Buffer("s", "float32", (), "temp"), Buffer("t", "int32", (8,), "temp"),
+                   Buffer("h", "float16", (8,), "temp")), ())  # fmt: skip
+    return load_poplar_kernel(_MIRROR_CASES, manifest)
+
+
+def test_mirror_runs_the_valid_case(mirror_cases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EINC_MIRROR_CASE", "valid")
+    x = np.random.default_rng(fresh_seed()).uniform(-2, 2, (4, 2)).astype(np.float32)
+    y = poisoned((8,), np.dtype(np.float32))
+    mirror_cases({"x": x}, {"y": y})
+    from einc.runtime.poplar import FieldRecord
+
+    np.testing.assert_array_equal(y, x.T.ravel())
+    records = mirror_cases.graph()
+    assert [(r.type, r.tile) for r in records] == [("EincCopy", 1), ("EincRows", 2)]
+    assert records[1].fields["rows"] == FieldRecord("x", 0, 7, 8, False)
+
+
+@pytest.mark.parametrize("case", sorted(_MIRROR_MESSAGES))
+def test_mirror_refuses_what_poplar_would(mirror_cases: Any, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Every check of the mirror (graph construction, the Engine's graph checks, a vertex's
+    run), one broken graph each, with its whole message."""
+    from einc.errors import ToolchainError
+
+    monkeypatch.setenv("EINC_MIRROR_CASE", case)
+    x = np.zeros((4, 2), np.float32)
+    with pytest.raises(ToolchainError) as error:
+        mirror_cases({"x": x}, {"y": np.zeros(8, np.float32)})
+    assert error.value.message == "the Poplar program failed on einc's Poplar mirror: " + _MIRROR_MESSAGES[case]
+
+
+_SCALE = """
+#include <poplar/Vertex.hpp>
+class EincScale : public poplar::Vertex {
+public:
+  poplar::Input<poplar::Vector<float>> in;
+  poplar::Output<poplar::Vector<float>> out;
+  bool compute() { for (unsigned i = 0; i < out.size(); ++i) out[i] = FACTOR * in[i]; return true; }
+};
+#ifdef EINC_POPLAR_HOST
+#include <poplar/Graph.hpp>
+#include <poplar/Program.hpp>
+EINC_POPLAR_VERTEX(EincScale, in, out)
+void einc_build_graph(poplar::Graph &graph, const std::vector<poplar::Tensor> &buffers,
+                      poplar::program::Sequence &prog) {
+  for (const poplar::Tensor &buffer : buffers) graph.setTileMapping(buffer, 0);
+  poplar::ComputeSet cs = graph.addComputeSet("scale");
+  graph.setTileMapping(graph.addVertex(cs, "EincScale", {{"in", buffers[0]}, {"out", buffers[1]}}), 0);
+  prog.add(poplar::program::Execute(cs));
+}
+#endif
+"""
+
+
+def test_kernels_loaded_together_keep_their_own_vertex_types() -> None:
+    """Two programs loaded in one process, each with a vertex type named EincScale: each
+    kernel's graph makes its own library's vertices (the registry is per library)."""
+    require("poplar")
+    from einc.runtime.manifest import Buffer, LaunchManifest
+    from einc.runtime.poplar import load_poplar_kernel
+
+    manifest = LaunchManifest(
+        "poplar", (Buffer("in", "float32", (5,), "input"), Buffer("out", "float32", (5,), "output")), ())
+    kernels = {factor: load_poplar_kernel(_SCALE.replace("FACTOR", f"{factor}.0f"), manifest) for factor in (2, 3)}
+    x = np.random.default_rng(fresh_seed()).uniform(-2, 2, 5).astype(np.float32)
+    for factor, kernel in [*kernels.items(), *reversed(kernels.items())]:
+        out = poisoned((5,), np.dtype(np.float32))
+        kernel({"in": x}, {"out": out})
+        np.testing.assert_array_equal(out, factor * x)

@@ -27,13 +27,14 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from xdsl.dialects import affine, func
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
-from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.gpu_mapping import max_trip_count, perfect_chain
-from einc.passes.utils.loop_analysis import accesses, buffer_name
-from einc.passes.utils.staging import cache_tensor
-from einc.targets.descriptions import description
+from einc.transforms import loop_transforms as lt
+from einc.transforms.gpu_mapping import perfect_chain
+from einc.transforms.ranges import max_trip_count
+from einc.transforms.loop_analysis import accesses, buffer_name
+from einc.transforms.staging import cache_tensor
+from einc.targets import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.corpus import located

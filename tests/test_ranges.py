@@ -1,4 +1,4 @@
-"""einc/passes/utils/ranges.py: the one set of interval rules for affine expressions, on
+"""einc/transforms/ranges.py: the one set of interval rules for affine expressions, on
 scalar bounds (`expr_range`) and per point of a loop (`point_expr_range`), checked sound
 against every value and identical on the two carriers."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineExpr
 
-from einc.passes.utils.ranges import Points, Unbounded, expr_range, point_expr_range
+from einc.transforms.ranges import Points, Unbounded, expr_range, point_expr_range
 
 d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
 s0 = AffineExpr.symbol(0)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 
 
 def script(*lines: str) -> str:

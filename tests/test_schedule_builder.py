@@ -14,12 +14,15 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 
-from einc.context import make_context
+from einc.compiler.registry import get_all_passes
+from einc.dialects.context import make_context
 from einc.dialects import einc_transform as et
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import EincError
-from einc.schedule import Knob, Schedule, resolve_schedule
-from einc.schedule_builder import Failure, IllegalStep, ScheduleBuilder
+from einc.schedule.default import default_schedule
+from einc.schedule.script import Knob, Schedule
+from einc.targets import get_target
+from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 
 ROW_SUM = "temp0[N] +=! input0[N, C]; output0[N] = temp0[N] * 2.0"
 """A fill (`temp0` N init), a reduction nest (`temp0` N, C) and an elementwise nest (`output0` N)."""
@@ -29,7 +32,7 @@ def row_sum_loops() -> ModuleOp:
     return Compilation(ROW_SUM, "<b>", {"input0": {"dtype": "float32", "shape": [8, 64]}}, None, "c").run_until("loops")
 
 
-# two sibling loops computing exp(x - m) each (einc.passes.utils.loop_cse)
+# two sibling loops computing exp(x - m) each (einc.transforms.loop_cse)
 TWO_LOOPS = """
 func.func @f(%x: memref<64xf32>, %m: memref<1xf32>, %s: memref<1xf32>, %y: memref<64xf32>) {
   affine.for %i = 0 to 64 {
@@ -94,7 +97,7 @@ def test_each_method_makes_its_op_and_runs_it_on_the_payload(name: str) -> None:
     schedule = b.finish()
     assert isinstance(schedule, Schedule) and schedule.ops(kind) == [ops[-1]]
     # one pathway: the schedule does to a fresh copy what the steps did to the scratch one
-    assert str(schedule.apply(loops)) == str(b.payload)
+    assert str(schedule.apply(loops, get_all_passes())) == str(b.payload)
     assert str(loops) == before  # apply works on a clone
 
 
@@ -114,7 +117,7 @@ def test_knobs_are_listed_with_their_options() -> None:
     (tile,) = schedule.ops(et.TileOp)
     assert tile.size is knob and tile.static_size is None
     # a search sets the knob, and the schedule then tiles by it
-    scheduled = schedule.with_values({"temp0.tile_c": 32}).apply(row_sum_loops())
+    scheduled = schedule.with_values({"temp0.tile_c": 32}).apply(row_sum_loops(), get_all_passes())
     assert "step 32" in str(scheduled) and "step 16" not in str(scheduled)
 
 
@@ -171,8 +174,8 @@ def test_the_default_schedule_comes_from_the_target_as_ops() -> None:
     """C's default policy gives a Schedule built as ops (no text parsed: no source); a target
     without a policy (CUDA) gives none."""
     loops = row_sum_loops()
-    schedule = resolve_schedule(None, "c", loops)
+    schedule = default_schedule(get_target("c"), loops)
     assert isinstance(schedule, Schedule) and schedule.source is None
     (vectorized,) = schedule.ops(et.VectorizeReductionOp)
     assert isinstance(match := vectorized.target.owner, et.MatchOp) and match.axis == StringAttr("C")
-    assert resolve_schedule(None, "cuda", loops) is None
+    assert default_schedule(get_target("cuda"), loops) is None

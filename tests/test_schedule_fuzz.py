@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from einc.driver import Compilation
+from einc.compiler.registry import get_all_passes
+from einc.compiler.driver import Compilation
 from einc.errors import TargetError
 from tests.oracle.budget import examples
 from tests.oracle.corpus import REFUSED_BY_DESIGN, check_case, genprog_case
@@ -202,9 +203,9 @@ def test_fuzzer_makes_each_kind_of_script() -> None:
             text = fuzz_script(comp, mode, random.Random(seed))
             assert "transform.named_sequence" in text or mode == "token"
             try:
-                from einc.schedule import Schedule
+                from einc.schedule.script import Schedule
 
-                Schedule.parse(text, "<fuzz>").apply(comp.results["loops"])
+                Schedule.parse(text, "<fuzz>").apply(comp.results["loops"], get_all_passes())
             except Exception as err:  # noqa: BLE001 - only located EincErrors may escape
                 from einc.errors import EincError
 

@@ -14,12 +14,15 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import einc
-from einc.default_schedule import default_schedule_text, register_tile
-from einc.driver import Compilation, lower_to_stage, max_error, random_inputs, tolerance
+from einc.targets import get_target
+from einc.compiler.registry import get_all_passes
+from einc.schedule.default import default_schedule_text, register_tile
+from einc.compiler.driver import Compilation, lower_to_stage
+from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.errors import ScheduleError
-from einc.passes.utils import loop_transforms as lt
-from einc.reference import run_reference
-from einc.schedule import Schedule
+from einc.transforms import loop_transforms as lt
+from einc.semantics.reference import run_reference
+from einc.schedule.script import Schedule
 from einc.targets.c import CTarget
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
@@ -136,7 +139,7 @@ def test_default_matmul_knobs_with_and_without_a_peel_rest() -> None:
     dividing one leaves the remainder handle empty, and the steps on it do nothing)."""
     big = {"input0": f32(130, 64), "input1": f32(64, 128)}
     comp = Compilation(MATMUL, "<test>", big, None, "c", None)
-    text = default_schedule_text("c", comp.run_until("loops"))
+    text = default_schedule_text(get_target("c"), comp.run_until("loops"))
     assert text is not None
     schedule = Schedule.parse(text)
     for rows in schedule.knobs()["output0.tile_i"].options:
@@ -215,7 +218,7 @@ def test_bind_marks_loops_within_the_thread_limit() -> None:
         'transform.einc.bind %n to "block.x"',
         'transform.einc.bind %m to "thread.x" max_threads 32',
     ))
-    out = sched.apply(loops)
+    out = sched.apply(loops, get_all_passes())
     assert 'einc.bind = "thread.x"' in str(out) and 'einc.bind = "block.x"' in str(out)
 
 
@@ -237,7 +240,7 @@ def test_knobs_listed_set_in_memory_and_reapplied_to_clones() -> None:
     for value in (3, 8, 24):
         variant = sched.with_values({"tile_m": value})
         assert variant.knobs()["tile_m"].selected == value
-        out = variant.apply(loops)
+        out = variant.apply(loops, get_all_passes())
         assert f"step {value}" in str(out)
         check(MATMUL, MM, variant)
     assert str(loops) == before  # the payload is never modified
@@ -270,7 +273,7 @@ def test_default_matmul_schedule_blocks_registers() -> None:
     assert "#pragma omp parallel for" in src and f"einc_vload_f32x{C_LANES}" in src and "K_i" in src
     assert "float output0_local[" in src  # the output tile staged across the reduction
     # the k-by-j panel of input1 packed once per k tile, the tiles sized to the host's vectors
-    text = default_schedule_text("c", lower_to_stage(MATMUL, big, stage="loops"))
+    text = default_schedule_text(get_target("c"), lower_to_stage(MATMUL, big, stage="loops"))
     assert text is not None and 'cache_read "input1"' in text
     vectors, rows = register_tile()
     assert f'"output0.tile_j" = {vectors * C_LANES}' in text and "float input1_local[" in src
@@ -355,8 +358,8 @@ def random_schedule(module, rng: random.Random) -> list[str]:  # type: ignore[no
                 nxt = nxt.next_op
             result = lt.fuse_loops(loop, nxt) if nxt is not None else lt.Failure("no sibling")
         elif kind == "cache":
-            from einc.passes.utils.staging import cache_tensor
-            from einc.passes.utils.loop_analysis import accesses, buffer_name
+            from einc.transforms.staging import cache_tensor
+            from einc.transforms.loop_analysis import accesses, buffer_name
 
             access = rng.choice(accesses(loop) or [None])
             if access is None:
@@ -500,7 +503,7 @@ def test_every_transform_op_is_in_the_reference() -> None:
 def check_random_script(prog: GenProgram, seed: int, target: str, widen: frozenset[str] | None = None) -> None:
     """A random legal script for `prog` on `target` (every op of the dialect, rank-0 results
     and inputs, local caches with unroll / peel / rfactor): the kernel matches the oracle, or
-    the target refuses the program by design; a refusal must be located (not <unknown>:0:0)."""
+    the target refuses the program by design; a refusal must be located (never a bare `einc: error:`)."""
     case, draft = script_case(prog, seed, target, widen)
     note(case.reproducer())
     note(f"kept: {draft.kept if draft else None}; refused: {draft.refusals if draft else None}")
@@ -531,7 +534,7 @@ def test_schedule_generator_reaches_every_op(target: str) -> None:
         comp = Compilation(case.ir, "<p>", case.input_dict, case.extra_outputs, target, "none")
         comp.run_until("loops")
         draft = random_script(comp, random.Random(seed), steps=8)
-        assert not any(r.startswith("<unknown>:0:0") for r in draft.refusals), draft.refusals
+        assert not any(r.startswith("einc: error:") for r in draft.refusals), draft.refusals
         tried |= draft.tried
         kept |= set(draft.kept)
     names = {op.name.removeprefix("transform.einc.") for op in EINC_TRANSFORM_OPS}

@@ -1,4 +1,4 @@
-"""`einc serve` (einc/serve.py, einc/serve_jobs.py): the real server, started with uvicorn in a
+"""`einc serve` (einc/tools/serve/app.py, einc/tools/serve/jobs.py): the real server, started with uvicorn in a
 subprocess on 127.0.0.1 (a free port chosen by the system), asked over HTTP. Each answer is
 compared with what the compiler gives in this process (the same source and manifest as
 `einc compile`); malformed requests get located errors; a compile over the time limit is cut
@@ -25,13 +25,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from einc.targets import get_target
 from einc.cli import main
-from einc.driver import Compilation, max_error, tolerance
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
 from einc.runtime import toolchains
-from einc.runtime.c import CFLAGS, LIBS, compiler
+from einc.runtime.c import CFLAGS, LIBS
+from einc.runtime.finders import compiler
 from einc.runtime.manifest import LaunchManifest
-from einc.serve_jobs import CompileRequest, compile_job
-from einc.tune.records import RecordDB, device_fingerprint
+from einc.tools.serve.app import Answer
+from einc.tools.serve.jobs import MAX_DEPTH, CompileRequest, RequestError, compile_job, parse_request
+from einc.tune.records import RecordDB
+from einc.compiler.records import device_fingerprint
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,9 +115,9 @@ def post(server: Server, body: dict[str, object] | bytes) -> tuple[int, dict[str
 def expected(body: dict[str, object], target: str) -> tuple[str, dict[str, object]]:
     """The source and manifest of `body` compiled here, as `einc compile -o OUT` writes them."""
     comp = Compilation(str(body["ir"]), "<ir>", body["input_dict"], target=target, use_records=False)
-    manifest = getattr(comp.target_obj, "manifest", None)
+    manifest = comp.target_obj.manifest(comp.module("target"))
     assert manifest is not None
-    return comp.source_text(), json.loads(manifest(comp.module("target")).to_json())
+    return comp.source_text(), json.loads(manifest.to_json())
 
 
 # ---- answers ---------------------------------------------------------------------------------
@@ -210,6 +215,15 @@ MALFORMED = [
      "<ir>:1:1: error: input_dict['input0'] must be a dict with 'dtype' and 'shape'"),
     ("illegal schedule", json.dumps({**ADD, "schedule": SCHEDULE_BAD}).encode(),
      "<schedule>:2:3: error: matched no operation"),
+    # JSON the parser reads but a request cannot hold (each was a plain-text 500 with a traceback)
+    ("arrays 30k deep", b'{"ir": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
+     "<request>:1:39: error: the request nests arrays more than 32 deep (a compile request needs 4 levels)"),
+    ("objects 5000 deep", b'{"ir": "x", "input_dict": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5001,
+     "<request>:1:213: error: the request nests objects more than 32 deep"),
+    ("a 5001-digit integer", b'{"ir": "x", "input_dict": {"input0": {"shape": [' + b"7" * 5001 + b"]}}}",
+     "<request>:1:49: error: the request has an integer of 5001 digits; the service reads integers of at most 4300"),
+    ("a lone surrogate", b'{"ir": "\\ud800", "target": "c"}',
+     "<request>:1:9: error: 'ir' holds a lone surrogate \\ud800, which is no Unicode character"),
 ]  # fmt: skip
 
 
@@ -236,6 +250,40 @@ def test_oversize_body_gets_413_and_other_methods_405(server: Server) -> None:
     assert status == 413 and f"limit of {MAX_BODY} bytes" in str(answer["error"])
     assert get(server.url + "/compile") == (405, {"error": "Method Not Allowed"})
     assert post(server, ADD)[0] == 200  # and the next request is answered
+
+
+@pytest.mark.parametrize("depth", [33, 900, 2000])
+def test_nesting_past_the_limit_is_located_at_its_first_bracket(depth: int) -> None:
+    """Past MAX_DEPTH, below and past Python's recursion limit (which the JSON parser meets)."""
+    body = b'{"ir": "x", "input_dict": {"input0": {"shape": ' + b"[" * depth + b"]" * depth + b"}}}"
+    with pytest.raises(RequestError) as info:
+        parse_request(body)
+    col = body.index(b"[") + 1 + MAX_DEPTH - 3  # the object's three levels count
+    assert info.value.render().startswith(f"<request>:1:{col}: error: the request nests arrays more than {MAX_DEPTH} deep")
+    parse_request(b'{"ir": "x", "input_dict": {"input0": {"shape": ' + b"[" * 29 + b"]" * 29 + b"}}}")  # at the limit
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_not_lone_surrogates() -> None:
+    assert parse_request(b'{"ir": "a\\ud83d\\ude00b"}').ir == "a\U0001f600b"
+    assert parse_request(b'{"ir": "\\\\ud800"}').ir == "\\ud800"  # a backslash, then "ud800"
+    with pytest.raises(RequestError, match=r"^<request>:1:30: error: 'input_dict' holds a lone surrogate \\ud800"):
+        parse_request(b'{"ir": "x", "input_dict": {"a\\ud800\\u0041\\udc00": 1}}')
+
+
+def test_an_answer_with_a_lone_surrogate_is_still_json() -> None:
+    """The IR's error quotes its line: a surrogate there is written as its escape, never a 500."""
+    result = compile_job(CompileRequest("\ud800", None, "c"), None)
+    assert result.status == 400
+    assert json.loads(Answer(result.body).body) == result.body
+
+
+def test_a_rank_200_program_is_compiled(server: Server) -> None:
+    axes = ", ".join(f"A{i}" for i in range(200))
+    body = {"ir": f"output0[{axes}] = input0[{axes}] + 1.0",
+            "input_dict": {"input0": {"dtype": "float32", "shape": [1] * 198 + [3, 2]}}}  # fmt: skip
+    status, answer = post(server, body)
+    assert status == 200, answer
+    assert "A199" in str(answer["source"])
 
 
 # ---- time limit --------------------------------------------------------------------------------
@@ -314,7 +362,7 @@ def test_tuning_records_are_used_and_reported(server: Server) -> None:
     task = TuneTask(str(body["ir"]), "c", "<ir>", body["input_dict"])
     with RecordDB(server.db) as db:
         candidate = Candidate(Point.of("hand", {}), TUNED_SCHEDULE)
-        rid = db.add(task, device_fingerprint("c"), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
+        rid = db.add(task, device_fingerprint(get_target("c")), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
     status, answer = post(server, body)
     assert status == 200, answer
     record = answer["record"]

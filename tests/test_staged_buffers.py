@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError
 from tests.test_schedules import check, f32, script
 

@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 import einc
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.runtime import toolchains
 from tests.test_device_targets import require, require_run
 

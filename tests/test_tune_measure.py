@@ -47,7 +47,7 @@ def matmul_task(target: str = "c") -> TuneTask:
 def default_candidate(task: TuneTask) -> Candidate:
     comp = task.compilation(None)
     comp.run_until("scheduled")
-    return Candidate(Point("default"), comp.schedule_text or "")  # "": no default schedule
+    return Candidate(Point("default"), comp.schedule_text or "default")  # a target without a default schedule
 
 
 def runner(**kwargs: object) -> LocalRunner:

@@ -1,4 +1,4 @@
-"""Tuning records (einc/tune/records.py): the SQLite database under concurrent writers and a
+"""Tuning records (einc/compiler/records.py): the SQLite database under concurrent writers and a
 killed writer, JSON-lines sharing, and their use by `einc compile`, `einc run`, `einc.compile`."""
 
 from __future__ import annotations
@@ -17,17 +17,12 @@ import numpy as np
 import pytest
 
 import einc
+from einc.targets import get_target
 from einc.cli import main
-from einc.driver import Compilation
-from einc.schedule import Schedule
-from einc.tune.records import (
-    Record,
-    RecordDB,
-    RecordError,
-    default_db_path,
-    device_fingerprint,
-    find_record,
-)
+from einc.compiler.driver import Compilation
+from einc.schedule.script import Schedule
+from einc.compiler.records import Record, RecordError, default_db_path, device_fingerprint, find_record, show_lines
+from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,8 +170,8 @@ def test_default_db_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 def test_device_fingerprint_of_c_names_the_cpu_and_vector_width() -> None:
     from einc.runtime.c import native_vector_bits
 
-    fingerprint = device_fingerprint("c")
-    assert f"{native_vector_bits()}-bit vectors" in fingerprint and fingerprint == device_fingerprint("c")
+    fingerprint = device_fingerprint(get_target("c"))
+    assert f"{native_vector_bits()}-bit vectors" in fingerprint and fingerprint == device_fingerprint(get_target("c"))
 
 
 # ---- several processes -------------------------------------------------------------------------
@@ -253,7 +248,7 @@ def sources() -> dict[str, str]:
 def tuned_db(path: Path, device: str | None = None, target: str = "c") -> Record:
     """A database holding one record of the matmul: the tuned C schedule (by default on this
     machine's CPU and the C target)."""
-    task, device = matmul_task(target), device or device_fingerprint("c")
+    task, device = matmul_task(target), device or device_fingerprint(get_target("c"))
     with RecordDB(path) as db:
         rid = db.add(task, device, result(tuned_candidate(matmul_task())))
         record = db.get(rid)
@@ -324,7 +319,7 @@ def test_a_stale_record_is_skipped_with_a_warning(tmp_path: Path, sources: dict[
     db, task = tmp_path / "t.db", matmul_task()
     stale = Candidate(Point.of("ssrsrs", TUNED), tuned_candidate(task).schedule.replace('axis "K"', 'axis "Q"'))
     with RecordDB(db) as records:
-        rid = records.add(task, device_fingerprint("c"), result(stale))
+        rid = records.add(task, device_fingerprint(get_target("c")), result(stale))
     comp = Compilation(task.source, task.filename, db=db)
     assert comp.source_text() == sources["default"] and comp.record is None
     err = capsys.readouterr().err
@@ -344,7 +339,7 @@ def test_unreadable_database_is_a_warning_not_a_failure(tmp_path: Path, sources:
     assert main(["compile", str(MATMUL), "--db", str(missing)]) == 0
     out, err = capsys.readouterr()
     assert out == sources["default"] and "no tuning database" in err and not missing.exists()
-    assert find_record("anything", "c", tmp_path) is None
+    assert find_record("anything", get_target("c"), tmp_path) is None
     assert "it is a directory" in capsys.readouterr().err
 
 
@@ -356,11 +351,11 @@ def test_records_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         failed = records.add(matmul_task(), "dev", result(small_candidate(1), Status.CRASHED, (), "SIGSEGV"))
     assert main(["records", "list", "--db", str(db)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["task", "target", "device", "program", "trials", "ok", "best", "ms", "best", "id"]
+    assert out[0].split() == ["task", "target", "device", "program", "trials", "ok", "best", "ms", "best", "id", "best"]
     rows = {line.split()[0] + " " + ("dev" if "  dev  " in line else "cpu"): line.split() for line in out[1:-1]}
     key = record.task_key
-    assert rows[f"{key} cpu"][-4:] == ["1", "1", "2.000", str(record.id)]
-    assert rows[f"{key} dev"][-4:] == ["1", "0", "-", "-"]
+    assert rows[f"{key} cpu"][-5:] == ["1", "1", "2.000", str(record.id), "ssrsrs"]
+    assert rows[f"{key} dev"][-5:] == ["1", "0", "-", "-", "-"]
     assert "output0[N, M] +=! input0[N, K] * input1[K, M]" in out[1] and out[-1] == f"({db})"
 
     assert main(["records", "show", str(record.id), "--db", str(db)]) == 0
@@ -416,3 +411,118 @@ def test_best_follows_the_latest_final_ranking_and_finalists_are_no_trials(tmp_p
         db.add(task, "dev", final(1, 1.9e-3, "final-b"))
         best = db.best(task.key, "c", "dev")
         assert best is not None and best.id == later
+
+
+def test_a_decision_is_the_best_and_a_search_trial_never_is(tmp_path: Path) -> None:
+    task = TuneTask(SMALL)
+
+    def trial(i: int, t: float) -> MeasureResult:
+        return MeasureResult(small_candidate(i), Status.OK, "", (t,), extra={"trial": True})
+
+    def final(i: int, t: float, tag: str, **decision: object) -> MeasureResult:
+        return MeasureResult(small_candidate(i), Status.OK, "", (t, t), extra={"final": tag, "rounds": 2, **decision})
+
+    with RecordDB(tmp_path / "d.db") as db:
+        db.add(task, "dev", trial(0, 1e-3))
+        db.add(task, "dev", trial(1, 0.1e-3))  # fast once, maybe a fluke: not the best by itself
+        assert db.best(task.key, "c", "dev") is None
+        [row] = db.tasks()
+        assert (row["best_id"], row["best_s"], row["best_note"]) == (None, None, "")
+        # a decision that kept the default, though a finalist's median looks faster
+        kept = db.add(task, "dev", final(0, 1e-3, "final-a", best=True, kept_default=True, decision="the machine was busy"))
+        db.add(task, "dev", final(1, 0.5e-3, "final-a"))
+        best = db.best(task.key, "c", "dev")
+        assert best is not None and best.id == kept and best.kept_default and best.decision == "the machine was busy"
+        assert best.describe().startswith(f"record {kept} (the default schedule, kept by the tuner, tuned ")
+        [row] = db.tasks()
+        assert (row["best_id"], row["best_note"]) == (kept, "default kept") and row["best_s"] == 1e-3
+        assert "decision  the best is the default schedule, kept: the machine was busy" in "\n".join(show_lines(best))
+        # a later decision replaces it: the crowned finalist (not the fastest record of all)
+        crowned = db.add(task, "dev", final(1, 0.8e-3, "final-b", best=True, kept_default=False, decision="1.25x"))
+        db.add(task, "dev", final(0, 1e-3, "final-b"))
+        best = db.best(task.key, "c", "dev")
+        assert best is not None and best.id == crowned and not best.kept_default and best.decision == "1.25x"
+        assert db.tasks()[0]["best_note"] == "s"
+        assert [r.id for r in db.trials(task.key, "c", "dev")] == [1, 2]  # finals are no trials
+
+
+# ---- a database einc cannot write ---------------------------------------------------------------
+READER = """
+import json, sys
+from pathlib import Path
+from einc.cli import main
+from einc.compiler.records import RecordError, find_record
+from einc.targets import get_target
+from einc.tune.records import RecordDB
+from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
+path, program = Path(sys.argv[1]), sys.argv[2]
+out = {}
+with RecordDB(path, create=False) as db:
+    out["writable"], out["why"] = db.writable, db.readonly_reason
+    out["tasks"] = [(t["best_id"], t["best_note"]) for t in db.tasks()]
+    try:
+        db.add(TuneTask(program), "dev", MeasureResult(Candidate(Point("s"), "// s"), Status.OK, times=(1.0,)))
+        out["add"] = "written"
+    except RecordError as err:
+        out["add"] = err.render()
+found = find_record(TuneTask(program).normalized, get_target("c"), path)
+out["found"] = None if found is None else found[0].id
+out["list"] = main(["records", "list", "--db", str(path)])
+out["tune"] = main(["tune", sys.argv[3], "--db", str(path), "--trials", "1", "--quiet"])
+out["new"] = main(["records", "import", sys.argv[4], "--db", str(path.parent / "new.db")])
+print("RESULT " + json.dumps(out))
+"""
+
+
+def _without_dac_override() -> None:
+    """In the child before exec: drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the bounding
+    set, so a process of root (who may write anywhere) meets file permissions like anyone."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            os._exit(97)
+
+
+def read_only_reader(db: Path, program: Path, jsonl: Path) -> tuple[dict, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", READER, str(db), program.read_text(), str(program), str(jsonl)],
+                          capture_output=True, text=True, env=env, timeout=300,
+                          preexec_fn=_without_dac_override if os.geteuid() == 0 else None)  # fmt: skip
+    assert done.returncode == 0 and "RESULT " in done.stdout, (done.returncode, done.stdout, done.stderr)
+    return json.loads(done.stdout.split("RESULT ", 1)[1]), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_a_read_only_database_is_read_and_refuses_writes_with_the_reason(tmp_path: Path, what: str) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    db, program, jsonl = folder / "t.db", tmp_path / "mm.ein", tmp_path / "records.jsonl"
+    program.write_text(MATMUL.read_text())
+    task = matmul_task()
+    with RecordDB(db) as records:  # WAL mode: a reader would need to make -shm beside it
+        decided = records.add(task, device_fingerprint(get_target("c")), MeasureResult(
+            tuned_candidate(task), Status.OK, times=(1e-3,),
+            extra={"final": "final-x", "best": True, "kept_default": False, "decision": "faster"}))  # fmt: skip
+        with open(jsonl, "w") as out:
+            records.export_jsonl(out)
+    assert not Path(f"{db}-wal").exists()  # checkpointed when the last connection closed
+    os.chmod(db, 0o444) if what == "file" else os.chmod(folder, 0o555)
+    try:
+        out, text = read_only_reader(db, program, jsonl)
+    finally:
+        os.chmod(folder, 0o755)
+        os.chmod(db, 0o644)
+    why = "the file is read-only" if what == "file" else f"its folder {folder} is read-only"
+    assert out["writable"] is False and out["why"] == why, text
+    assert out["tasks"] == [[decided, "ssrsrs"]] and out["found"] == decided, text
+    assert out["add"] == (f"{db}:1:1: error: cannot write records to the tuning database: {why} (it can be read, "
+                          "not written; give a writable one with --db or $EINC_TUNING_DB)"), text  # fmt: skip
+    assert out["list"] == 0 and f"{decided}  ssrsrs" in text
+    assert out["tune"] == 1 and f"{db}:1:1: error: cannot record tuning results in the tuning database: {why}" in text
+    if what == "folder":
+        assert out["new"] == 1 and f"new.db:1:1: error: cannot create a tuning database here: {why}" in text
+    assert "attempt to write a readonly database" not in text and "Traceback" not in text
+    with RecordDB(db) as records:  # nothing was written, and nothing lost
+        assert len(records) == 1

@@ -13,9 +13,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError
-from einc.schedule import Schedule, resolve_schedule
+from einc.schedule.default import default_schedule
+from einc.schedule.script import Schedule
+from einc.targets import get_target
 from einc.tune.sketches import cpu, gpu
 from einc.tune.sketches.base import RuleContext, analyse
 from einc.tune.space import SearchSpace, describe_sketches, loops_of
@@ -113,7 +115,7 @@ def test_default_point_is_the_default_schedule(name: str, target: str) -> None:
     t = task(name, target)
     space = SearchSpace.from_task(t)
     loops = loops_of(t)
-    default = resolve_schedule(None, target, loops)
+    default = default_schedule(get_target(target), loops)
     text = space.candidate(space.default_point()).schedule
     if default is None:
         assert Compilation(t.source, t.filename, None, None, target, "none").module("scheduled").is_structurally_equivalent(

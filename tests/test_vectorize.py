@@ -1,4 +1,4 @@
-"""The SIMD lowering (`einc-vectorize-loops`, einc/passes/utils/vectorize.py) end to end: loops a
+"""The SIMD lowering (`einc-vectorize-loops`, einc/transforms/vectorize.py) end to end: loops a
 schedule marks `einc.vectorize` become vector code on C (GCC vector extensions) and the device
 targets, with scalar remainders for trip counts the width does not divide (constant and
 `min` bounds from tiling), and give the oracle's answer on random programs; the default C
@@ -20,13 +20,15 @@ from hypothesis import strategies as st
 from xdsl.dialects import affine
 from xdsl.parser import Parser
 
-from einc.context import make_context
-from einc.driver import Compilation, max_error, poisoned, tolerance
-from einc.passes import run_pipeline
-from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.loop_analysis import trip_count
+from einc.dialects.context import make_context
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
+from einc.runtime.arrays import poisoned
+from einc.compiler.registry import run_pipeline
+from einc.transforms import loop_transforms as lt
+from einc.transforms.loop_analysis import trip_count
 from einc.targets.c import CTarget
-from einc.targets.descriptions import description
+from einc.targets import description
 from tests.oracle.budget import examples
 from tests.oracle.compare import check_output
 from tests.oracle.genprog import GenProgram, programs

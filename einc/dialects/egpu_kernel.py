@@ -6,11 +6,13 @@ the host's `egpu.launch`, the work-item coordinates (`egpu.block_id`, `thread_id
 
 from __future__ import annotations
 
+import math
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import (
     I64,
     AnyFloat,
@@ -20,6 +22,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     SymbolRefAttr,
@@ -112,6 +115,28 @@ class FuncOp(IRDLOperation):
     def shared_bytes(self) -> int:
         """Bytes of work-group memory the kernel allocates."""
         return sum(op.bytes for op in self.body.block.ops if isinstance(op, AllocSharedOp))
+
+    def private_bytes(self) -> int:
+        """Bytes of the kernel's local arrays (`memref.alloca`): each work-item's own."""
+        total = 0
+        for op in self.walk():
+            if isinstance(op, memref.AllocaOp):
+                t = op.memref.type
+                element = t.get_element_type()
+                bits = element.bitwidth if isinstance(element, AnyFloat) else (
+                    element.width.data if isinstance(element, IntegerType) else 64
+                )
+                total += math.prod(t.get_shape()) * max(1, bits // 8)
+        return total
+
+    def written_tensor(self) -> str | None:
+        """The name of the first tensor argument the kernel stores to (its statement's output)."""
+        args = set(self.body.block.args)
+        for op in self.walk():
+            if isinstance(op, affine.StoreOp | memref.StoreOp) and op.memref in args:
+                name = op.memref.name_hint
+                return name if isinstance(name, str) else None
+        return None
 
     def verify_(self) -> None:
         for what, shape in (("grid", self.grid_size), ("block", self.block_size)):

@@ -14,13 +14,13 @@ upstream `transform` dialect keeps its name. Handles are `!transform.any_op`, kn
 syntax xDSL's declarative format can say exactly have an `assembly_format`; the others
 parse by hand (a variadic result count, a literal that must be range-checked where it
 stands, a clause that is optional in the text but always printed). Each op's
-semantics is a utility of einc.passes.utils.loop_transforms; the interpreter implementation
-is einc.schedule.EincTransformFunctions.
+semantics is a utility of einc.transforms.loop_transforms; the interpreter implementation
+is einc.schedule.interpreter.EincTransformFunctions.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, UnitAttr, i64
@@ -104,7 +104,7 @@ class SizedLoopOp(IRDLOperation):
             raise VerifyException(f"{self.name} needs exactly one size: a param or an integer")
 
     @classmethod
-    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+    def parse(cls, parser: Parser) -> Self:
         target = _operand(parser, HANDLE)
         parser.parse_keyword("by")
         dynamic, static = _size(parser, f"{cls.name.removeprefix('transform.einc.')} size")
@@ -195,7 +195,7 @@ class VectorizeOp(MarkLoopOp):
 class VectorizeReductionOp(MarkLoopOp):
     """Vectorize an innermost loop whose only carried dependences are reductions
     (`acc = acc + x`, `*`, max, min) into vector partial accumulators and a final lane
-    reduction (einc.passes.utils.vectorize.mark_reduction_loop). Float sums are
+    reduction (einc.transforms.vectorize.mark_reduction_loop). Float sums are
     reassociated: results differ from the sequential order by rounding."""
 
     name = "transform.einc.vectorize_reduction"
@@ -332,7 +332,7 @@ class ReuseOp(IRDLOperation):
     """`transform.einc.reuse %first in %second`: a value two sibling innermost loops of the
     same bounds both compute per iteration (the same ops on the same loads, inputs not
     written in between) is kept in a local array by `first` and loaded by `second` instead
-    of computed again (einc.passes.utils.loop_cse). No results: the loops stay."""
+    of computed again (einc.transforms.loop_cse). No results: the loops stay."""
 
     name = "transform.einc.reuse"
     first = operand_def(AnyOpType)
@@ -361,7 +361,7 @@ class ComputeAtOp(AtLoopOp):
     consumer's loop, compute the box of the producer's tensor that the iteration reads (into
     a local buffer; overlapping boxes are recomputed); the original producer goes when
     nothing else reads its tensor. The handle %producer may hold a statement's loops (the
-    outermost is its nest). Mechanism: einc.passes.utils.compute_at."""
+    outermost is its nest). Mechanism: einc.transforms.compute_at."""
 
     name = "transform.einc.compute_at"
 
@@ -398,7 +398,7 @@ class CacheOp(IRDLOperation):
             raise VerifyException(f"{self.name}: memory must be \"local\" or \"shared\"")
 
     @classmethod
-    def parse(cls, parser: Parser):  # type: ignore[no-untyped-def]
+    def parse(cls, parser: Parser) -> Self:
         tensor = parser.parse_str_literal()
         parser.parse_keyword("at")
         target = _operand(parser, HANDLE)
@@ -431,7 +431,7 @@ class CacheWriteOp(CacheOp):
 class KnobOp(IRDLOperation):
     """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
     allowed values and the selected one (as MLIR's `transform.tune.knob`). A search sets
-    `selected` in memory (einc.schedule.Schedule.with_values), never in the text."""
+    `selected` in memory (einc.schedule.script.Schedule.with_values), never in the text."""
 
     name = "transform.einc.knob"
     knob_name = prop_def(StringAttr)

@@ -23,6 +23,7 @@ from einc.errors import EincError, InternalCompilerError, SemanticError
 from einc.frontend import ast, checked, irgen, parser, sema
 from einc.frontend.checked import TensorInfo
 from einc.frontend.diagnostics import SourceText
+from einc.ir.depth import allow_deep_nests
 
 __all__ = [
     "MAX_PROGRAM_BYTES", "InternalCompilerError", "Program", "TensorInfo", "build_module", "parse_program",
@@ -80,6 +81,7 @@ def parse_program(
                         text.location(None))  # fmt: skip
 
     def run() -> Program:
+        allow_deep_nests()
         module = parser.parse(text)
         inputs, outputs, statements = sema.Checker(text).check(module, input_dict, extra_outputs)
         check_total_size(text, module, inputs, statements)

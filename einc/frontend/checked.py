@@ -63,6 +63,14 @@ class TensorInfo:
 # ---- expressions ---------------------------------------------------------------------------
 
 
+@dataclass
+class AxisInfo:
+    """An axis of the statement being checked: its position and its extent."""
+
+    index: int
+    extent: int
+
+
 @dataclass(frozen=True)
 class Axis:
     """Axis number `index` of the statement, used as an index or as an int32 value."""

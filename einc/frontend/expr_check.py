@@ -13,7 +13,7 @@ from einc.frontend import ast
 from einc.frontend import checked as c
 from einc.frontend.affine_ranges import const_value, interval, is_affine
 from einc.frontend.ast import Span
-from einc.frontend.checked import DTYPES, TensorInfo, is_float, is_int
+from einc.frontend.checked import DTYPES, AxisInfo, TensorInfo, is_float, is_int
 from einc.frontend.dtype_rules import (
     ARITH_OPS,
     COMPARE_OPS,
@@ -33,7 +33,7 @@ from einc.frontend.dtype_rules import (
 )
 
 if TYPE_CHECKING:
-    from einc.frontend.sema import AxisInfo, Checker
+    from einc.frontend.sema import Checker
 
 
 class ExprChecker:
@@ -221,6 +221,13 @@ class ExprChecker:
             if not is_int(dtype):
                 self.error(
                     f"type error: '{op}' needs integer operands, found {dtype}", expr.op_span
+                )
+            amount = const_value(b)
+            if amount is not None and not 0 <= amount < c.BITS[dtype]:
+                self.error(
+                    f"shift amount {amount} is out of range for {dtype} (0 to "
+                    f"{c.BITS[dtype] - 1}; a computed amount outside it shifts every bit out)",
+                    expr.rhs.span,
                 )
             return c.Binary(SHIFT_OPS[op], a, b, dtype, expr.span)
         name = ARITH_OPS[op]

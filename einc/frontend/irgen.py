@@ -27,7 +27,7 @@ computes; the function and its return carry the program's start (`FILE:1:1`).
 from __future__ import annotations
 
 import functools
-
+import math as pymath
 from typing import cast
 
 from collections.abc import Callable, Sequence
@@ -60,6 +60,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects.ein import EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp
+from einc.dialects.math_ext import ErfcOp
 from einc.frontend import checked as c
 from einc.frontend.ast import Span
 from einc.ir.locations import stamp
@@ -278,16 +279,12 @@ class BodyBuilder:
         args = [self.value(a) for a in expr.args]
         floats = is_float(expr.dtype)
         match expr.function:
-            case "sigmoid":
-                one = self.constant(1.0, expr.dtype)
-                exp = self.emit(math.ExpOp(self.emit(arith.NegfOp(args[0]))))
-                return self.emit(arith.DivfOp(one, self.emit(arith.AddfOp(one, exp))))
-            case "normcdf":
-                # The standard normal CDF: (1 + erf(x / sqrt(2))) / 2.
-                scaled = self.emit(arith.MulfOp(args[0], self.constant(0.5**0.5, expr.dtype)))
-                one = self.constant(1.0, expr.dtype)
-                total = self.emit(arith.AddfOp(one, self.emit(math.ErfOp(scaled))))
-                return self.emit(arith.MulfOp(total, self.constant(0.5, expr.dtype)))
+            case "sigmoid" | "normcdf":
+                # computed as a whole in float32 for float16 (as every float16 math function)
+                dtype = "float32" if expr.dtype == "float16" else expr.dtype
+                x = self.convert(args[0], expr.dtype, dtype)
+                build = self.sigmoid if expr.function == "sigmoid" else self.normcdf
+                return self.convert(build(x, dtype), dtype, expr.dtype)
             case "abs":
                 return self.emit(math.AbsFOp(args[0]) if floats else math.AbsIOp(args[0]))
             case "max" | "min" | "pow":
@@ -297,6 +294,70 @@ class BodyBuilder:
                     result = self.emit(combine(result, arg))
                 return result
         return self.emit(MATH_FUNCTIONS[expr.function](args[0]))
+
+    def sigmoid(self, x: SSAValue, dtype: str) -> SSAValue:
+        """`1 / (1 + exp(-x))` as `select(x < 0, t, 1) / (1 + t)`, `t = exp(-|x|)`: exp never
+        overflows, and where the result is tiny (subnormal) it is `t / (1 + t)`, not 0."""
+        t = self.emit(math.ExpOp(self.emit(arith.NegfOp(self.emit(math.AbsFOp(x))))))
+        one = self.constant(1.0, dtype)
+        negative = self.emit(arith.CmpfOp(x, self.constant(0.0, dtype), "olt"))
+        numerator = self.emit(arith.SelectOp(negative, t, one))
+        return self.emit(arith.DivfOp(numerator, self.emit(arith.AddfOp(one, t))))
+
+    def normcdf(self, x: SSAValue, dtype: str) -> SSAValue:
+        """The standard normal CDF from `t = erfc(|x| / sqrt(2)) / 2` (`(1 + erf(x / sqrt(2))) /
+        2` cancels to 0 in the lower tail): `t` for x <= 0, `1 - t` above.
+
+        erfc's relative change is 2 A^2 times its argument A's, so A = |x| / sqrt(2) rounded
+        would cost hundreds of ulps in the tail; and the rounding error of a product, as a
+        value computed from it, is algebraically 0, which fast-math rewriting (the HLSL stack's)
+        cancels. So A is split as `A0 + b`: `A0 = ah * ch` exact (|x| clamped to [0, B], beyond
+        which the result is 0 or 1 already, NaN staying NaN, then cut by `floor` at 2^-8 for
+        float32, 2^-20 for float64: `ah`, and `ch` = 1 / sqrt(2) cut to 12 or 26 bits, short
+        enough for an exact product), `b = ah * cl + al * c` the small rest (`al = |x| - ah`,
+        `cl` = 1 / sqrt(2) - ch; no identity cancels it), and, with `y = erfcx`, `y' / y = g =
+        2 A0 - (2 / sqrt(pi)) exp(-A0^2) / erfc(A0)` and `y'' / y = 2 + 2 A0 g`:
+
+            erfc(A) = erfc(A0) exp(-b (2 A0 + b)) (1 + b (g + b (1 + A0 g)))
+
+        (exact but for the b^3 term of erfcx's Taylor series, ~2^-36 relative; the small
+        exp by its Taylor series)."""
+        bound, scale, bits = (16.0, 2.0**8, 12) if dtype == "float32" else (40.0, 2.0**20, 26)
+        c = 0.5**0.5
+        ch = _truncate(c, bits)
+
+        def k(value: float) -> SSAValue:
+            return self.constant(value, dtype)
+
+        def mul(a: SSAValue, b: SSAValue) -> SSAValue:
+            return self.emit(arith.MulfOp(a, b))
+
+        def add(a: SSAValue, b: SSAValue) -> SSAValue:
+            return self.emit(arith.AddfOp(a, b))
+
+        def sub(a: SSAValue, b: SSAValue) -> SSAValue:
+            return self.emit(arith.SubfOp(a, b))
+
+        a = self.emit(arith.MinimumfOp(self.emit(math.AbsFOp(x)), k(bound)))
+        ah = mul(self.emit(math.FloorOp(mul(a, k(scale)))), k(1 / scale))
+        al = sub(a, ah)
+        a0 = mul(ah, k(ch))
+        b = add(mul(ah, k(_RSQRT2_LOW[bits])), mul(al, k(c)))
+        tail = self.emit(ErfcOp(a0))
+        slope = mul(self.emit(math.ExpOp(self.emit(arith.NegfOp(mul(a0, a0))))), k(2 / pymath.sqrt(pymath.pi)))
+        positive = self.emit(arith.CmpfOp(tail, k(0.0), "ogt"))
+        g = sub(add(a0, a0), self.emit(arith.DivfOp(slope, tail)))
+        g = self.emit(arith.SelectOp(positive, g, k(0.0)))
+        second = add(k(1.0), mul(a0, g))
+        ratio = add(k(1.0), mul(b, add(g, mul(b, second))))
+        # exp(-d), d = b (2 A0 + b) <= 0.09 (float32; 7e-5 float64): its Taylor series to d^5
+        d = mul(b, add(add(a0, a0), b))
+        shift = k(-1 / 120)
+        for coefficient in (1 / 24, -1 / 6, 1 / 2, -1.0, 1.0):
+            shift = add(k(coefficient), mul(d, shift))
+        t = mul(mul(mul(tail, shift), ratio), k(0.5))
+        upper = self.emit(arith.CmpfOp(x, k(0.0), "ogt"))
+        return self.emit(arith.SelectOp(upper, sub(k(1.0), t), t))
 
     def when(self, expr: c.When) -> SSAValue:
         if not expr.conditions:
@@ -325,6 +386,17 @@ class BodyBuilder:
             then_block, else_block = (decided, evaluate) if merge_any else (evaluate, decided)
             result = self.emit(scf.IfOp(result, [i1], [then_block], [else_block]))
         return result
+
+
+_RSQRT2_LOW = {12: 7.55311865475244e-05, 26: 1.210161710447897e-08}
+"""1 / sqrt(2) minus `_truncate(0.5**0.5, bits)`, from its exact value (mpmath at 200 bits): the
+float64 `0.5**0.5 - _truncate(...)` is 0.6 ulps off, which erfc multiplies by 2 A^2."""
+
+
+def _truncate(value: float, bits: int) -> float:
+    """`value` with its significand cut to its top `bits` bits."""
+    mantissa, exponent = pymath.frexp(value)
+    return pymath.ldexp(pymath.floor(mantissa * 2.0**bits), exponent - bits)
 
 
 def span_loc(span: Span, filename: str) -> FileLineColLoc:

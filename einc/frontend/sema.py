@@ -18,11 +18,12 @@ from einc.dialects.ein import Combiner
 from einc.frontend import ast
 from einc.frontend import checked as c
 from einc.frontend.ast import Span
-from einc.frontend.checked import DTYPES, TensorInfo, is_int
+from einc.frontend.checked import DTYPES, AxisInfo, TensorInfo, is_int
 from einc.frontend.diagnostics import SourceText
 from einc.frontend.dtype_rules import COMBINERS, INT64_MAX, INT64_MIN, Weak, convert
 from einc.frontend.expr_check import ExprChecker
 from einc.frontend.lexer import is_identifier
+from einc.ir.depth import MAX_AXES
 
 MAX_EXTENT = (1 << 31) - 1  # axes are int32 values
 
@@ -57,12 +58,6 @@ def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
 
 
 # ---- the checker -----------------------------------------------------------------------------
-
-
-@dataclass
-class AxisInfo:
-    index: int
-    extent: int
 
 
 @dataclass
@@ -379,6 +374,13 @@ class Checker:
                 )
         axes: dict[str, AxisInfo] = {}
         order = list(first_use)
+        if len(order) > MAX_AXES:
+            name = order[MAX_AXES]
+            self.error(
+                f"statement has {len(order)} axes; einc compiles at most {MAX_AXES} axes in one "
+                f"statement (its loops nest one per axis), and '{name}' is axis {MAX_AXES + 1}",
+                first_use[name],
+            )
         for name in order:
             if name in explicit:
                 extent = explicit[name]

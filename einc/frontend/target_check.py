@@ -5,28 +5,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from einc.errors import TargetError
 from einc.frontend import checked
 from einc.frontend.diagnostics import SourceText
-from einc.targets import get_all_targets
 
 if TYPE_CHECKING:
     from einc.frontend import Program
-
-OWN_MATH = frozenset({"erf", "normcdf", "round", "abs", "max", "min"})
-"""Functions einc computes from arithmetic (helpers or compares), without the target's math
-library: they need no `math_dtypes`."""
-FLOORING = {"floordiv": "//", "mod": "%"}
-"""Float operators lowered through `floor` (the math library's)."""
+    from einc.targets.descriptions import TargetDescription
 
 
-def check_program_dtypes(target: str, program: Program) -> None:
+def check_program_dtypes(desc: TargetDescription | None, program: Program) -> None:
     """Refuse, before any lowering, a checked frontend program (einc.frontend.Program) that
-    stores a tensor or computes a value of a dtype the device target lacks: TargetError
-    naming the tensor (or the value) and its dtype, at the first place in the source that
-    needs it (a tensor's first read or its statement's output; an input read nowhere, at
-    line 1). Targets without a description (C) accept every dtype."""
-    desc = getattr(get_all_targets()[target](), "limits", None)
+    stores a tensor or computes a value of a dtype the device target lacks (`desc`: its
+    limits, given by the caller): TargetError naming the tensor (or the value) and its dtype,
+    at the first place in the source that needs it (a tensor's first read or its statement's
+    output; an input read nowhere, at line 1). Targets without limits (C) accept every dtype."""
     if desc is None:
         return
     text = SourceText(program.source, program.filename)
@@ -43,21 +35,6 @@ def check_program_dtypes(target: str, program: Program) -> None:
                 raise desc.refuse_dtype(dtype, f"tensor '{expr.tensor}'", text.location(expr.span))
         elif not desc.computes(expr.dtype) and expr.dtype != "bool":
             raise desc.refuse_dtype(expr.dtype, "value", text.location(expr.span))
-        if desc.math_dtypes is None:
-            return
-        what, dtype = None, None
-        if isinstance(expr, checked.Call) and expr.function not in OWN_MATH:
-            what = f"`{expr.function}`"
-            dtype = next((a.dtype for a in expr.args if a.dtype.startswith("float")), None)
-        elif isinstance(expr, checked.Binary) and expr.op in FLOORING and expr.dtype.startswith("float"):
-            what, dtype = f"`{FLOORING[expr.op]}` (floor division)", expr.dtype
-        # a dtype computed in a wider one (float16 as float32) takes the wider one's math
-        if dtype is not None and dtype in desc.arith_dtypes and dtype not in desc.math_dtypes:
-            raise TargetError(
-                f"{desc.name} target: {what} of {dtype} is not supported (its math "
-                f"functions take {', '.join(sorted(desc.math_dtypes))} only; cast the operands)",
-                text.location(expr.span),
-            )
 
     for statement in program.statements:
         for expr in (*(statement.scatter or ()), statement.expr):  # a scatter's indices too

@@ -35,6 +35,8 @@ UNROLL_ATTR = "einc.unroll"
 TAIL_ATTR = "einc.tail"
 BIND_ATTR = "einc.bind"
 """On a loop: the schedule's marks (parallelize, vectorize, unroll's tail, bind's axis)."""
+BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
+"""The axes `bind` takes (the value of BIND_ATTR)."""
 STAGED_LOC_ATTR = "einc.staged_loc"
 """On a local buffer (`memref.alloca`) a schedule op made: that op's `file:line:col`, for a
 refusal of the kernel's memory after the schedule (local arrays, Poplar tile memory)."""

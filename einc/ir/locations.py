@@ -118,7 +118,7 @@ def schedule_locations(attr: Attribute, sources: dict[str, str] | None = None) -
 
 def at_op(attr: Attribute, sources: dict[str, str] | None = None) -> tuple[SourceLocation | None, tuple[tuple[SourceLocation, str], ...]]:
     """Where an error about an op at `attr` goes: its statement, and a note at each schedule
-    op that made it (`EincError(message, *at_op(op.location))`)."""
+    op that made it (`EincError(message, at_op(op.location))`, or spread: `*at_op(...)`)."""
     notes = tuple((loc, "in the code this schedule op made") for loc in schedule_locations(attr, sources))
     return statement_location(attr, sources), notes
 

@@ -27,7 +27,7 @@ clustered (warp-shuffle) reductions that fit (`_combine_partials`).
 Tiles a schedule staged in shared memory become `egpu.alloc_shared` buffers with a
 cooperative copy and barriers, and a kernel whose staged bytes break the target's
 `shared_bytes_per_block` is a TargetError. Intermediates stay host allocations (temp
-buffers of the launch manifest). The mechanism: `einc.passes.utils.gpu_mapping` (how
+buffers of the launch manifest). The mechanism: `einc.transforms.gpu_mapping` (how
 iterations map onto work-items), `outline` (building the kernels), `cross_thread_reduce` and
 `shared_staging`.
 """
@@ -41,20 +41,20 @@ from xdsl.context import Context
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import ModuleOp, f32, f64, i32, i64
 from xdsl.ir import Block
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.passes.utils import gpu_mapping
-from einc.passes.utils.loop_build import describe
-from einc.passes.utils.outline import (
+from einc.transforms import gpu_mapping
+from einc.transforms.loop_build import describe
+from einc.transforms.outline import (
     buffer_name,
     enclose_private_buffers,
     erase_statement,
     host_order,
     outline,
 )
-from einc.targets.descriptions import TargetDescription, description
+from einc.passes.targeted import TargetedPass
+from einc.targets.descriptions import TargetDescription
 
 
 def _written_name(stmt: gpu_mapping.Statement) -> str:
@@ -67,7 +67,7 @@ def _written_name(stmt: gpu_mapping.Statement) -> str:
 
 
 @dataclass(frozen=True)
-class ConvertAffineToEgpuPass(ModulePass):
+class ConvertAffineToEgpuPass(TargetedPass):
     name = "convert-affine-to-egpu"
 
     target: str = "opencl"
@@ -76,7 +76,7 @@ class ConvertAffineToEgpuPass(ModulePass):
     """Work-items per work-group of the flattened mapping (0: the target's default)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        desc = description(self.target)
+        desc = self.limits()
         block = self.block or desc.default_block
         for host in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             body = host.body.block
@@ -113,14 +113,14 @@ class ConvertAffineToEgpuPass(ModulePass):
     def _mapping(self, stmt: gpu_mapping.Statement, block: int) -> gpu_mapping.Mapping:
         """Bound loops map onto their coordinates; otherwise the parallel prefix is
         flattened onto x."""
-        desc = description(self.target)
+        desc = self.limits()
         reduction = gpu_mapping.cross_thread_reduction(stmt.main)
         levels = gpu_mapping.bound_loops(stmt.main, reduction)
         if reduction is not None:
             mapping = gpu_mapping.bound_mapping(levels)
-            block = list(mapping.launch.block)
-            block[reduction.dim.index] = reduction.threads
-            mapping.launch = gpu_mapping.Launch(mapping.launch.grid, tuple(block))  # type: ignore[arg-type]
+            sizes = list(mapping.launch.block)
+            sizes[reduction.dim.index] = reduction.threads
+            mapping.launch = gpu_mapping.Launch(mapping.launch.grid, (sizes[0], sizes[1], sizes[2]))
             mapping.reduction = _combine_partials(reduction, desc)
             return mapping
         if levels:

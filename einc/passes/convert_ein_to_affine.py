@@ -32,6 +32,13 @@ selects 0 where b == 0 and `0 - a` where b == -1 (a remainder by 1 is already 0)
 `a // 0 == a % 0 == 0` and `MIN // -1 == MIN` on every target without per-printer code, and no
 target ever executes a trapping division. Floats and constant divisors (`x // 2`) are
 untouched.
+
+Shifts are total too (docs/LANGUAGE.md, "Shifts"): an amount outside [0, W) of a W-bit
+integer, read as unsigned (a negative amount is then at least W), gives `x << n == 0` and
+`x >> n == (x < 0 ? -1 : 0)`, NumPy's results. Before lowering, every `shli` whose amount is
+not a constant in [0, W) becomes `select(n <u W, x << (n & (W - 1)), 0)` and every `shrsi`
+such a one shifts by `select(n <u W, n, W - 1)`, so no target ever shifts out of range (C
+and SYCL leave that undefined, OpenCL, HLSL and Poplar take the amount modulo W).
 """
 
 from __future__ import annotations
@@ -71,10 +78,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from einc.ir.locations import Located
 from einc.dialects import ein
-from einc.passes.utils.affine_index import affine_access
-from einc.passes.utils.combiner import build_combine, identity_constant
-from einc.passes.utils.loop_analysis import is_a, walk_ops
-from einc.passes.utils.loops import build_elementwise_nest, build_loop_nest, enclosing_loops
+from einc.transforms.affine_index import affine_access
+from einc.transforms.combiner import build_combine, identity_constant
+from einc.transforms.loop_analysis import is_a, walk_ops
+from einc.transforms.loops import build_elementwise_nest, build_loop_nest, enclosing_loops
 
 from einc.ir.attrs import AXIS_ATTR, COPY_ATTR, INIT_ATTR, NAME_ATTR, OUTPUT_ATTR, STMT_ATTR
 
@@ -344,6 +351,7 @@ class EraseDeadBridge(RewritePattern):
 
 _QUOTIENTS = (arith.FloorDivSIOp, arith.DivSIOp, arith.CeilDivSIOp)
 _INT_DIVISIONS = (*_QUOTIENTS, arith.RemSIOp)
+_SHIFTS = (arith.ShLIOp, arith.ShRSIOp)
 
 
 def _constant_int(value: SSAValue) -> int | None:
@@ -400,12 +408,43 @@ def guard_integer_division(
     )
 
 
+def guard_shift(op: arith.ShLIOp | arith.ShRSIOp) -> None:
+    """Make a shift total, in place: an amount `n` outside [0, W), read as unsigned, gives
+    `x << n == 0` and `x >> n == x >> (W - 1)` (0 or -1), whatever the target's hardware does.
+
+    Contract: an amount that is a constant in [0, W) leaves `op` unchanged. Otherwise a left
+    shift shifts by `n & (W - 1)` and its uses read `select(n <u W, x << that, 0)`; a right
+    shift shifts by `select(n <u W, n, W - 1)`."""
+    t = op.result.type
+    assert isinstance(t, IntegerType | IndexType)
+    width = 64 if isinstance(t, IndexType) else t.width.data
+    amount = _constant_int(op.rhs)
+    if amount is not None and 0 <= amount % (1 << width) < width:
+        return
+    builder = Builder(InsertPoint.before(op))
+
+    def constant(value: int) -> SSAValue:
+        return builder.insert(arith.ConstantOp(IntegerAttr(value, t))).result
+
+    n = op.rhs
+    in_range = builder.insert(arith.CmpiOp(n, constant(width), "ult")).result
+    if isinstance(op, arith.ShRSIOp):
+        op.operands[1] = builder.insert(arith.SelectOp(in_range, n, constant(width - 1))).result
+        return
+    op.operands[1] = builder.insert(arith.AndIOp(n, constant(width - 1))).result
+    total = Builder(InsertPoint.after(op)).insert(arith.SelectOp(in_range, op.result, constant(0)))
+    op.result.replace_uses_with_if(total.result, lambda use: use.operation is not total)
+
+
 def _guard_integer_divisions(module: ModuleOp) -> None:
-    """Guard the divisions in einsum bodies: the language's own arithmetic (the loops this
-    pass builds, and IR already lowered by an earlier run, are left alone)."""
+    """Guard the divisions and shifts in einsum bodies: the language's own arithmetic (the
+    loops this pass builds, and IR already lowered by an earlier run, are left alone)."""
     divisions = [o for o in module.walk() if isinstance(o, _INT_DIVISIONS) and _inside_einsum(o)]
     for op in divisions:
         guard_integer_division(op)
+    shifts = [o for o in module.walk() if isinstance(o, _SHIFTS) and _inside_einsum(o)]
+    for op in shifts:
+        guard_shift(op)
 
 
 def _inside_einsum(op: Operation) -> bool:

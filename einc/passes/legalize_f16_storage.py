@@ -37,7 +37,7 @@ from xdsl.rewriter import Rewriter
 
 from einc.dialects import egpu
 from einc.ir.locations import Located
-from einc.passes.utils.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands
 
 
 def _is_f16_buffer(value: SSAValue) -> bool:

@@ -23,11 +23,10 @@ from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, i32
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.targets.descriptions import description
+from einc.passes.targeted import TargetedPass
 
 EXACT = (
     arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShRSIOp, arith.RemSIOp, arith.SelectOp,
@@ -114,13 +113,13 @@ def legalize_kernel(kernel: egpu.FuncOp, narrow: frozenset[int]) -> None:
 
 
 @dataclass(frozen=True)
-class LegalizeNarrowIntsPass(ModulePass):
+class LegalizeNarrowIntsPass(TargetedPass):
     name = "legalize-narrow-ints"
 
     target: str = "hlsl"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        computable = description(self.target).arith_dtypes
+        computable = self.limits().arith_dtypes
         narrow = frozenset(b for b in (8, 16) if f"int{b}" not in computable)
         if not narrow:
             return

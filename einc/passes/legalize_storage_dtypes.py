@@ -34,12 +34,11 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.errors import TargetError
-from einc.targets.descriptions import description
+from einc.passes.targeted import TargetedPass
 
 from einc.ir.attrs import DTYPE_ATTR, dtype_name
 from einc.ir.locations import at_op
@@ -98,13 +97,13 @@ def _narrow_accesses(buffer: SSAValue, narrow: Attribute) -> None:
 
 
 @dataclass(frozen=True)
-class LegalizeStorageDtypesPass(ModulePass):
+class LegalizeStorageDtypesPass(TargetedPass):
     name = "legalize-storage-dtypes"
 
     target: str = "hlsl"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        storable = description(self.target).storage_dtypes
+        storable = self.limits().storage_dtypes
         for host in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             attrs = (
                 [dict(a.data) for a in host.arg_attrs.data]

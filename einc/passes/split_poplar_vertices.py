@@ -7,12 +7,12 @@ reads the final loop and accesses).
         #egpu.tile_split<vertices = 7, bytes = 1296, points = 300, chunk = 43,
                          written = [1 at 1 * point + 0], read = [...]>} { ... }
 
-Policy: a kernel that may be split (einc/passes/utils/vertex_split.py, with its contract)
+Policy: a kernel that may be split (einc/transforms/vertex_split.py, with its contract)
 gets at least POINTS_PER_WORKER points per worker, on at most the description's `tiles`
 vertices, unless a vertex's data do not fit its tile's `tile_memory`: then the points are
 cut into more vertices (a power of two or the most, up to one word's worth of points per
 vertex) until they fit; when no range of points fits (a column or window of an input read
-as the hull of its rows), the points are cut into boxes (einc/passes/utils/vertex_boxes.py).
+as the hull of its rows), the points are cut into boxes (einc/transforms/vertex_boxes.py).
 A kernel that cannot be split is one vertex on tile 0. When no choice fits, a TargetError
 names the bytes and the limit (and a gathered table larger than a tile).
 """
@@ -25,19 +25,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr
 from xdsl.ir import SSAValue
-from xdsl.passes import ModulePass
 
 from einc.dialects import egpu
 from einc.errors import SourceLocation, TargetError
-from einc.passes.utils.staging import staged_location
-from einc.passes.utils.vertex_boxes import BoxSpace, point_shape
-from einc.passes.utils.vertex_split import (
-    element_bytes,
-    splittable,
-    unsplit,
-    whole_reads,
-)
-from einc.targets.descriptions import KernelError, TargetDescription, description
+from einc.transforms.staging import staged_location
+from einc.transforms.vertex_boxes import BoxSpace, point_shape
+from einc.transforms.vertex_split import element_bytes, splittable, unsplit, whole_reads
+from einc.passes.targeted import TargetedPass
+from einc.targets.descriptions import KernelError, TargetDescription
 
 POINTS_PER_WORKER = 8
 """Fewest points a split gives each worker of a vertex when memory allows: a vertex's start
@@ -48,8 +43,6 @@ for several points per worker."""
 def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> TargetError:
     """At the schedule op that made the kernel's largest local array when the vertex fits
     without its local arrays, else (a KernelError) at the statement the kernel computes."""
-    from einc.targets.gpu import private_bytes, written_tensor
-
     spread = f" spread over {tiles} tiles" if tiles > 1 else " on one tile"
     gathers = [
         f"'{_name(kernel, k)}' ({_whole_bytes(a)} bytes)"
@@ -64,10 +57,10 @@ def _memory_error(kernel: egpu.FuncOp, needed: int, limit: int, tiles: int) -> T
     message = (f"poplar target: kernel {kernel.sym_name.data} needs {needed} bytes of tile memory per "
                f"vertex{spread} (its inputs, outputs and local arrays), more than a tile's {limit} bytes"
                f"{reason}")  # fmt: skip
-    loc = staged_location(kernel) if needed - private_bytes(kernel) <= limit else None
+    loc = staged_location(kernel) if needed - kernel.private_bytes() <= limit else None
     if loc is not None:
         return TargetError(message, loc)
-    return KernelError(message, SourceLocation("<target>", 1, 1), written_tensor(kernel), kernel.location)
+    return KernelError(message, SourceLocation("<target>", 1, 1), kernel.written_tensor(), kernel.location)
 
 
 def _name(kernel: egpu.FuncOp, k: int) -> str:
@@ -110,11 +103,12 @@ def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:
 
 
 @dataclass(frozen=True)
-class SplitPoplarVerticesPass(ModulePass):
+class SplitPoplarVerticesPass(TargetedPass):
     name = "split-poplar-vertices"
+    default_target = "poplar"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        desc = description("poplar")
+        desc = self.limits()
         for kernel in op.ops:
             if isinstance(kernel, egpu.FuncOp):
                 kernel.attributes["egpu.tile_split"] = egpu.TileSplitAttr(tile_split(kernel, desc))

@@ -14,8 +14,8 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from einc.passes.utils.loop_build import Failure
-from einc.passes.utils.loop_transforms import AXIS_ATTR, STMT_ATTR, tile_loop
+from einc.transforms.loop_build import Failure
+from einc.transforms.loop_transforms import AXIS_ATTR, STMT_ATTR, tile_loop
 
 
 @dataclass(frozen=True)

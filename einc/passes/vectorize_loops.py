@@ -8,7 +8,7 @@ types from the target's `vector_elements` (types its printer has vectors of), th
 functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins) and
 `lanewise_vector_math` (C: printed lane by lane, which gcc vectorizes through libmvec; see
 einc.targets.c). The mechanism
-and its contract are in `einc.passes.utils.vectorize`. A loop the mechanism refuses (a
+and its contract are in `einc.transforms.vectorize`. A loop the mechanism refuses (a
 gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
 `#pragma omp simd` for it. That is the documented fallback, not an error. Loops marked
 `einc.vectorize_reduction` (reductions, checked by `mark_reduction_loop`) are vectorized the
@@ -22,26 +22,24 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
-from einc.passes.utils.loop_analysis import trip_count
-from einc.passes.utils.loop_build import Failure
-from einc.passes.utils.loop_transforms import VECTORIZE_ATTR
-from einc.passes.utils.vectorize import REDUCTION_ATTR, vectorize_loop
+from einc.passes.targeted import TargetedPass
+from einc.transforms.loop_analysis import trip_count
+from einc.transforms.loop_build import Failure
+from einc.transforms.loop_transforms import VECTORIZE_ATTR
+from einc.transforms.vectorize import REDUCTION_ATTR, vectorize_loop
 
 
 @dataclass(frozen=True)
-class VectorizeLoopsPass(ModulePass):
+class VectorizeLoopsPass(TargetedPass):
     name = "einc-vectorize-loops"
 
     target: str = "c"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from einc.targets import get_target
-
-        target = get_target(self.target)
+        target = self.target_facts()
         lanes, elements = target.vector_lanes(), target.vector_elements
-        math_ops = target.vector_math | getattr(target, "lanewise_vector_math", frozenset())
+        math_ops = target.vector_math | target.lanewise_vector_math
         if not elements:
             return
         marked = [

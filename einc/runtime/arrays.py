@@ -10,6 +10,8 @@ copies, and the outputs given back in the caller's array type.
   library's `from_dlpack` (cupy.from_dlpack, jax.numpy.from_dlpack; torch.from_numpy, the
   same zero-copy view, cheaper; else the `from_dlpack` of the type's top-level module),
   zero-copy; NumPy otherwise. Torch CPU tensors are read with `Tensor.numpy()` (zero-copy).
+- `poisoned` / `poison`: outputs filled with a value no correct kernel leaves behind (debug
+  mode, the tuner's runner, the tests).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -227,3 +229,19 @@ def empty_like_library(example: object, shape: tuple[int, ...], dtype: np.dtype,
         f"{role} '{name}': einc cannot allocate device memory for {describe(example)} inputs; "
         "pass the output arrays with out="
     )
+
+
+def poisoned(shape: Sequence[int], dtype: str | np.dtype) -> np.ndarray:
+    """An array filled with a value no correct kernel leaves behind: NaN, or 0x5A bytes."""
+    out = np.empty(tuple(shape), dtype=np.dtype(dtype))
+    poison(out)
+    return out
+
+
+def poison(out: np.ndarray) -> None:
+    if out.dtype.kind in "fc":
+        out.fill(np.nan)
+    elif out.flags.c_contiguous:
+        out.reshape(-1).view(np.uint8).fill(0x5A)
+    else:
+        out[...] = np.frombuffer(b"\x5a" * out.dtype.itemsize, out.dtype)[0]

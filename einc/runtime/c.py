@@ -44,6 +44,7 @@ import numpy as np
 
 from einc.errors import RuntimeInputError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
+from einc.runtime.finders import compiler, compiler_identity
 from einc.runtime.signature import KernelSignature, check_array, check_no_overlap
 
 CFLAGS: tuple[str, ...] = (
@@ -72,20 +73,6 @@ def env_cflags() -> tuple[str, ...]:
         return tuple(shlex.split(text))
     except ValueError as error:
         raise ToolchainError(f"{CFLAGS_ENV}={text!r} cannot be split into flags: {error}") from error
-
-
-def compiler() -> str:
-    return os.environ.get("CC") or "cc"
-
-
-@functools.cache
-def compiler_identity(cc: str) -> str:
-    """`cc --version`, part of the cache key (a different compiler rebuilds)."""
-    try:
-        done = subprocess.run([cc, "--version"], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as error:
-        raise ToolchainError(f"the C compiler '{cc}' cannot be run: {error}") from error
-    return done.stdout
 
 
 VECTOR_BITS_ENV = "EINC_C_VECTOR_BITS"

@@ -35,6 +35,7 @@ import numpy as np
 
 from einc.errors import ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
+from einc.runtime.finders import compiler, compiler_identity
 
 MAX_ARGS = 64
 """Kernels with more arguments than this are called through ctypes."""
@@ -227,8 +228,6 @@ def _includes() -> tuple[str, str]:
 def load() -> ModuleType | None:
     """The trampoline module (built, or reused from the cache), or None where it cannot be
     built here: kernels are then called through ctypes."""
-    from einc.runtime.c import compiler, compiler_identity
-
     python_inc, numpy_inc = _includes()
     if not (Path(python_inc) / "Python.h").is_file():
         return None

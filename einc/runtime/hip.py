@@ -31,7 +31,7 @@ from einc.errors import RuntimeMissingError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels
 from einc.runtime.manifest import LaunchManifest
-from einc.runtime.toolchains import HIP_DEVICE_LIBS, hip_compiler, tool_version
+from einc.runtime.finders import HIP_DEVICE_LIBS, hip_compiler, tool_version
 
 ARCHS: tuple[str, ...] = ("gfx90a", "gfx1030")
 FLAGS: tuple[str, ...] = ("-O3", "-Rpass-analysis=kernel-resource-usage")

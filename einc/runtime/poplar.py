@@ -1,11 +1,15 @@
 """Run generated Graphcore Poplar programs on NumPy arrays, on a CPU mirror of the Poplar API.
 
-No Graphcore SDK can be installed here, so `einc/runtime/poplar_sdk/include/poplar/` holds a
-small header-only mirror of the parts of the API a codelet and a host program use (Vertex,
-MultiVertex, Input/Output/InOut, Vector, Graph, Tensor views, program::Sequence/Execute/
-Copy/Repeat, Engine, IPUModel). The harness compiles the printer's source, together with a
-generated host `main`, into a shared library with g++ (cached on disk by content hash) and
-calls it with ctypes.
+No Graphcore SDK can be installed here, so `einc/runtime/poplar_sdk/` holds a small mirror
+of the parts of the API a codelet and a host program use (Vertex, MultiVertex, Input/Output/
+InOut, Vector, Graph, Tensor views, program::Sequence/Execute/Copy/Repeat, Engine, IPUModel):
+headers (`include/poplar/`: the declarations, and what a codelet's compute() runs: field
+access and its bounds check) and their implementation (`src/*.cpp`: the Graph, the tensor
+views, the Engine and its checks, the host program), which g++ compiles once per cache into
+`<cache>/poplar-mirror/<key>.so` (`_mirror_library`). Each kernel is the printer's source and
+a generated host table (`harness_source`) compiled with g++ against the precompiled headers
+into a shared library that links the mirror's (cached on disk by content hash), called with
+ctypes.
 
 Contract with the Poplar printer: one source text with two parts.
 
@@ -65,9 +69,14 @@ elements each field is connected to), without running it. When `popc` is on PATH
 compiled with it (`popc -O2`, EINC_POPLAR_HOST undefined) as a check; that path is untested
 here.
 
-Thread safety: every call builds its own graph, engine and device in the harness (the only
-shared state, the mirror's vertex registry, is filled when the library is loaded and only
-read afterwards), so a kernel may be called from several threads at once.
+Several kernels may be loaded in one process: they share the mirror's library, which holds
+no state of its own, and each keeps its vertex types (EINC_POPLAR_VERTEX registers into a
+table with hidden visibility, one per kernel library, that the Graph the kernel's harness
+constructs reads), so two kernels may name a vertex type alike.
+
+Thread safety: every call builds its own graph, engine and device (the only state outside
+them, the kernel's table of vertex types, is filled when its library is loaded and only read
+afterwards), so a kernel may be called from several threads at once.
 """
 
 from __future__ import annotations
@@ -87,18 +96,25 @@ from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import check_manifest, stage, storage_dtype
 from einc.runtime.manifest import LaunchManifest
-from einc.runtime.toolchains import cxx_compiler, tool_version
+from einc.runtime.finders import cxx_compiler, tool_version
 
 SDK_INCLUDE = Path(__file__).with_name("poplar_sdk") / "include"
-# -O1: as quick to compile as -O0 here (about 2 s with the precompiled mirror headers, 4 s
-# without), and it inlines the mirror's bounds-checked field indexing: a 1024x512x512 matmul
-# runs in 3 s instead of two minutes at -O0. -Wno-init-list-lifetime: ArrayRef views braced
-# lists, as Poplar's does.
+SDK_SOURCES = Path(__file__).with_name("poplar_sdk") / "src"
+# -O1: as quick to compile as -O0 here, and it inlines the mirror's bounds-checked field
+# indexing: a 1024x512x512 matmul runs in 3 s instead of two minutes at -O0.
+# -Wno-init-list-lifetime: ArrayRef views braced lists, as Poplar's does.
 CXXFLAGS: tuple[str, ...] = (
     "-std=c++17", "-O1", "-fPIC", "-Wno-attributes", "-Wno-init-list-lifetime", "-DEINC_POPLAR_HOST",
 )  # fmt: skip
+# The mirror's library (SDK_SOURCES: Graph, Tensor, Engine, ... compiled once per cache).
+LIBRARY_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-fPIC", "-Wno-attributes", "-Wno-init-list-lifetime")
+LIBRARY_KIND = "poplar-mirror"
+# The mirror's headers (declarations and what a codelet's compute() runs) and the standard
+# headers the harness and the printer's source include: parsed once, precompiled.
 PCH_HEADERS: tuple[str, ...] = (
-    "poplar/Engine.hpp", "poplar/Graph.hpp", "poplar/IPUModel.hpp", "poplar/Program.hpp", "poplar/Vertex.hpp",
+    "algorithm", "cmath", "cstddef", "cstdio", "string", "vector",
+    "poplar/EincHarness.hpp", "poplar/Engine.hpp", "poplar/Graph.hpp", "poplar/IPUModel.hpp", "poplar/Program.hpp",
+    "poplar/Vertex.hpp",
 )  # fmt: skip
 POPC_FLAGS: tuple[str, ...] = ("-O2",)
 
@@ -119,118 +135,44 @@ POPLAR_TYPES: dict[str, str] = {
 ERROR_BYTES = 8192
 
 
-# The graph as the mirror recorded it: one line per vertex, `compute set \t vertex type \t
-# tile`, then per field `\t name=tensor:first:last:count:w` (the elements it touches; `w`
-# if it writes them), or `\t name=` for a plain field.
-DESCRIBE_GRAPH = r"""
-static std::string einc_describe(const poplar::Graph &graph) {
-  std::string out;
-  const auto &state = *graph.einc_state();
-  for (const auto &v : state.vertices) {
-    out += state.computeSets[v->computeSet] + "\t" + v->type + "\t" + std::to_string(v->tile);
-    for (const auto &[name, field] : v->fields) {
-      std::vector<poplar::einc::Access> accesses;
-      field->accesses(accesses);
-      out += "\t" + name + "=";
-      if (accesses.empty()) continue;
-      std::size_t first = accesses[0].element, last = first, count = 0;
-      bool writes = false;
-      for (const auto &a : accesses) {
-        first = std::min(first, a.element);
-        last = std::max(last, a.element);
-        count += a.writes ? 0 : 1;
-        writes = writes || a.writes;
-      }
-      if (count == 0) count = accesses.size();
-      out += accesses[0].storage->name + ":" + std::to_string(first) + ":" + std::to_string(last) + ":" +
-             std::to_string(count) + ":" + (writes ? "w" : "r");
-    }
-    out += "\n";
-  }
-  return out;
-}
-"""
-
-
 def harness_source(manifest: LaunchManifest) -> str:
-    """The generated host program: variables for the buffers, the printer's graph, host
-    streams, one run, exported as `int einc_poplar_run(void *const *host, char *error,
-    size_t error_size)` (host pointers in manifest buffer order, null for temps); and
-    `int einc_poplar_graph(char *out, size_t size)`, the graph without running it, described
-    as DESCRIBE_GRAPH says."""
-    variables = []
+    """The generated host program: the manifest's buffers as a table (name, Poplar type,
+    rank, role, bytes; their dimensions in `einc_dims`) and two exports that hand it, with
+    the printer's `einc_build_graph` and the kernel's vertex types, to the mirror's library
+    (poplar/EincHarness.hpp): `int einc_poplar_run(void *const *host, char *error, size_t
+    error_size)` (host pointers in manifest buffer order, null for temps: variables, the
+    graph, host streams, one run) and `int einc_poplar_graph(char *out, size_t size)`, the
+    graph without running it, described by `poplar::einc::describe` (a line per vertex,
+    VertexRecord)."""
+    roles = {"input": "Input", "output": "Output", "temp": "Temp"}
+    dims = [str(d) for buffer in manifest.buffers for d in buffer.shape]
+    table = []
     for buffer in manifest.buffers:
-        dims = ", ".join(str(d) for d in buffer.shape)
-        variables.append(
-            f"  buffers.push_back(graph.addVariable(poplar::{_poplar_type(buffer.name, storage_dtype(buffer))}, "
-            f'{{{dims}}}, "{buffer.name}"));'
+        dtype = storage_dtype(buffer)
+        size = int(np.prod(buffer.shape, dtype=np.int64)) * dtype.itemsize
+        table.append(
+            f'    {{"{buffer.name}", &poplar::{_poplar_type(buffer.name, dtype)}, {len(buffer.shape)}, '
+            f"poplar::einc::HarnessBuffer::Role::{roles[buffer.role]}, {size}}},"
         )
+    harness = f"{{poplar::einc::vertex_types, einc_build_graph, einc_buffers, {len(table)}, einc_dims}}"
     lines = [
         "// generated by einc/runtime/poplar.py",
-        "#include <algorithm>",
         "#include <cstddef>",
-        "#include <cstdio>",
-        "#include <exception>",
-        "#include <string>",
         "#include <vector>",
         '#include "kernel.cpp"',
-        "#include <poplar/Engine.hpp>",
-        "#include <poplar/Graph.hpp>",
-        "#include <poplar/IPUModel.hpp>",
-        "#include <poplar/Program.hpp>",
-        DESCRIBE_GRAPH,
-        "static std::vector<poplar::Tensor> einc_graph(poplar::Graph &graph, poplar::program::Sequence &prog) {",
-        '  graph.addCodelets("kernel.cpp");',
-        "  std::vector<poplar::Tensor> buffers;",
-        *variables,
-        "  einc_build_graph(graph, buffers, prog);",
-        "  return buffers;",
-        "}",
+        "#include <poplar/EincHarness.hpp>",
+        "",
+        f"static const std::size_t einc_dims[] = {{{', '.join([*dims, '0'])}}};  // and a 0: never empty",
+        "static const poplar::einc::HarnessBuffer einc_buffers[] = {",
+        *(table or ['    {"", &poplar::FLOAT, 0, poplar::einc::HarnessBuffer::Role::Temp, 0},  // none: never empty']),
+        "};",
         "",
         'extern "C" int einc_poplar_graph(char *out, std::size_t size) {',
-        "  try {",
-        '    poplar::Graph graph(poplar::IPUModel("ipu2").createDevice().getTarget());',
-        "    poplar::program::Sequence prog;",
-        "    einc_graph(graph, prog);",
-        '    std::snprintf(out, size, "%s", einc_describe(graph).c_str());',
-        "    return 0;",
-        "  } catch (const std::exception &e) {",
-        '    std::snprintf(out, size, "%s", e.what());',
-        "    return 1;",
-        "  }",
+        f"  return poplar::einc::describe_harness({harness}, out, size);",
         "}",
         "",
         'extern "C" int einc_poplar_run(void *const *host, char *error, std::size_t error_size) {',
-        "  try {",
-        '    poplar::IPUModel model("ipu2");',
-        "    poplar::Device device = model.createDevice();",
-        "    poplar::Graph graph(device.getTarget());",
-        "    poplar::program::Sequence prog;",
-        "    std::vector<poplar::Tensor> buffers = einc_graph(graph, prog);",
-    ]
-    for k, buffer in enumerate(manifest.buffers):
-        if buffer.role == "input":
-            lines.append(f'    graph.createHostWrite("{buffer.name}", buffers[{k}]);')
-        elif buffer.role == "output":
-            lines.append(f'    graph.createHostRead("{buffer.name}", buffers[{k}]);')
-    lines += ["    poplar::Engine engine(graph, prog);", "    engine.load(device);"]
-    for k, buffer in enumerate(manifest.buffers):
-        size = int(np.prod(buffer.shape, dtype=np.int64)) * storage_dtype(buffer).itemsize
-        if buffer.role == "input":
-            lines.append(
-                f'    engine.writeTensor("{buffer.name}", host[{k}], static_cast<const char *>(host[{k}]) + {size});'
-            )
-    lines.append("    engine.run(0);")
-    for k, buffer in enumerate(manifest.buffers):
-        size = int(np.prod(buffer.shape, dtype=np.int64)) * storage_dtype(buffer).itemsize
-        if buffer.role == "output":
-            lines.append(f'    engine.readTensor("{buffer.name}", host[{k}], static_cast<char *>(host[{k}]) + {size});')
-    lines += [
-        "  } catch (const std::exception &e) {",
-        '    std::snprintf(error, error_size, "%s", e.what());',
-        "    return 1;",
-        "  }",
-        "  return 0;",
+        f"  return poplar::einc::run_harness({harness}, host, error, error_size);",
         "}",
         "",
     ]
@@ -248,9 +190,10 @@ def _poplar_type(name: str, dtype: np.dtype) -> str:
 
 @functools.cache
 def _sdk_identity() -> str:
-    """The mirror headers' content, part of the cache key (editing them rebuilds)."""
-    parts = [f"{p.relative_to(SDK_INCLUDE)}\0{p.read_text()}" for p in sorted(SDK_INCLUDE.rglob("*.hpp"))]
-    return content_key(*parts)
+    """The mirror's headers and sources, part of the cache keys (editing them rebuilds)."""
+    root = SDK_INCLUDE.parent
+    files = sorted([*SDK_INCLUDE.rglob("*.hpp"), *SDK_SOURCES.glob("*.cpp")])
+    return content_key(*(f"{p.relative_to(root)}\0{p.read_text()}" for p in files))
 
 
 def _check_with_popc(source: str) -> None:
@@ -290,13 +233,34 @@ def _precompiled_header(cxx: str) -> Path:
     return header
 
 
+def _mirror_library(cxx: str) -> Path:
+    """The mirror's implementation (SDK_SOURCES) as one shared library, built once per cache
+    (`<cache>/poplar-mirror/<key>.so`, its soname `<key>.so`): every kernel's harness links
+    it and finds it through its rpath, `$ORIGIN/../poplar-mirror`."""
+    key = content_key(_sdk_identity(), cxx, tool_version(cxx), "\0".join(LIBRARY_FLAGS))
+
+    def build(path: Path) -> None:
+        sources = [str(p) for p in sorted(SDK_SOURCES.glob("*.cpp"))]
+        command = [
+            cxx, *LIBRARY_FLAGS, "-shared", f"-Wl,-soname,{key}.so", f"-I{SDK_INCLUDE}", *sources, "-o", str(path),
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ToolchainError(f"building einc's Poplar mirror failed\n$ {' '.join(command)}\n{done.stderr}")
+
+    return cached_artifact(LIBRARY_KIND, key, ".so", build).path
+
+
 def build_poplar(source: str, manifest: LaunchManifest) -> Path:
-    """The harness library for `source` and `manifest`, built with g++ or taken from the cache."""
+    """The harness library for `source` and `manifest`, built with g++ or taken from the cache.
+    It holds the codelets, the graph and the harness; the mirror's Graph, Engine and tensor
+    views are in `_mirror_library`, which it links."""
     cxx = cxx_compiler()
     if cxx is None:
         raise RuntimeMissingError("the Poplar harness needs a C++ compiler (g++)")
     harness = harness_source(manifest)
-    key = content_key(source, harness, _sdk_identity(), cxx, tool_version(cxx), "\0".join(CXXFLAGS))
+    library = _mirror_library(cxx)
+    key = content_key(source, harness, library.name, _sdk_identity(), cxx, tool_version(cxx), "\0".join(CXXFLAGS))
 
     def build(path: Path) -> None:
         _check_with_popc(source)
@@ -305,7 +269,7 @@ def build_poplar(source: str, manifest: LaunchManifest) -> Path:
             (Path(tmp) / "harness.cpp").write_text(harness)
             command = [
                 cxx, *CXXFLAGS, "-shared", f"-I{SDK_INCLUDE}", f"-I{tmp}", "-include", str(_precompiled_header(cxx)),
-                str(Path(tmp) / "harness.cpp"), "-o", str(path),
+                str(Path(tmp) / "harness.cpp"), str(library), f"-Wl,-rpath,$ORIGIN/../{LIBRARY_KIND}", "-o", str(path),
             ]  # fmt: skip
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:

@@ -1,7 +1,7 @@
 """Run generated SYCL source on NumPy arrays: runtime compilation on Intel's OpenCL CPU device.
 
 Contract with the SYCL printer (checked with intel-sycl-rt 2026.2, libsycl 9):
-- one source text, C++17, starting with `#include <sycl/sycl.hpp>`; each manifest kernel is
+- one source text, C++17, starting with the SYCL headers it uses; each manifest kernel is
   a free-function nd-range kernel with C linkage, named `KernelLaunch.name`:
 
       namespace syclext = sycl::ext::oneapi;
@@ -62,7 +62,7 @@ from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.toolchains import cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
+from einc.runtime.finders import cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
 
 SHIM_SOURCE = Path(__file__).with_name("sycl_shim.cpp")
 SHIM_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-shared", "-fPIC")

@@ -8,22 +8,19 @@ toolchains (`scripts/install_toolchains.sh --with-sycl` installs them all, so CI
 `cuda-gpu` is hardware (an NVIDIA GPU and its driver), which no CI machine has, so it is
 never required.
 
-The cheap finders here (`sycl_prefix`, `hip_compiler`, ...) are shared with the runtimes.
-Answers are cached per process.
+The cheap finders the checks use (`sycl_prefix`, `hip_compiler`, ...) are in
+einc.runtime.finders, shared with the runtimes. Answers are cached per process.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import functools
+import importlib
 import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 from einc.errors import TargetError
+from einc.runtime.finders import cxx_compiler, hip_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
 
 TOOLCHAIN_TARGETS: tuple[str, ...] = ("opencl", "hlsl", "sycl", "poplar", "cuda", "hip")
 HARDWARE_TARGETS: tuple[str, ...] = ("cuda-gpu",)
@@ -58,69 +55,6 @@ def required(target: str) -> bool:
     in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
     optional = {t.strip() for t in os.environ.get("EINC_OPTIONAL_TOOLCHAINS", "").split(",")}
     return in_ci and target in TOOLCHAIN_TARGETS and target not in optional
-
-
-# --- finders shared with the runtimes -------------------------------------------------
-
-
-def venv_prefix() -> Path:
-    return Path(sys.prefix)
-
-
-def sycl_prefix() -> Path | None:
-    """The prefix holding `include/sycl/sycl.hpp` and `lib/libsycl.so` (the pip wheels
-    `intel-sycl-rt` and `intel-opencl-rt` install into the environment's prefix)."""
-    for prefix in (venv_prefix(), Path(sys.base_prefix)):
-        if (prefix / "include" / "sycl" / "sycl.hpp").is_file() and any(
-            (prefix / "lib").glob("libsycl.so*")
-        ):
-            return prefix
-    return None
-
-
-def intel_opencl_cpu_library(prefix: Path) -> Path | None:
-    """Intel's OpenCL CPU driver, `lib/libintelocl.so.<version>` (its .icd file holds a
-    placeholder path, so the runtime names the library in OCL_ICD_FILENAMES)."""
-    versioned = sorted((prefix / "lib").glob("libintelocl.so.*"))
-    if versioned:
-        return versioned[-1]
-    plain = prefix / "lib" / "libintelocl.so"
-    return plain if plain.is_file() else None
-
-
-def cxx_compiler() -> str | None:
-    return shutil.which(os.environ.get("CXX") or "g++")
-
-
-HIP_DEVICE_LIBS = Path("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode")
-
-
-def hip_compiler() -> tuple[str, str] | None:
-    """`("hipcc", path)` or `("clang", path)`: hipcc (with HIP_PLATFORM=amd) where
-    installed, else Debian's clang++-15 with the ROCm device libraries."""
-    hipcc = shutil.which("hipcc")
-    if hipcc is not None:
-        return ("hipcc", hipcc)
-    clang = shutil.which("clang++-15")
-    if clang is not None and HIP_DEVICE_LIBS.is_dir():
-        return ("clang", clang)
-    return None
-
-
-@functools.cache
-def tool_version(path: str, *args: str) -> str:
-    """The first line of `path --version` (part of cache keys)."""
-    try:
-        done = subprocess.run(
-            [path, *(args or ("--version",))],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "HIP_PLATFORM": "amd"},
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"unknown ({error})"
-    return (done.stdout or done.stderr).strip()
 
 
 # --- the checks ----------------------------------------------------------------------

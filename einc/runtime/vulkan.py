@@ -56,7 +56,7 @@ from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import Staged, check_manifest, nbytes, stage, storage_dtype
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.toolchains import tool_version
+from einc.runtime.finders import tool_version
 
 GLSLANG_FLAGS: tuple[str, ...] = ("-D", "-V", "-S", "comp", "--target-env", "vulkan1.1")
 SPIRV_ENV = "vulkan1.1"

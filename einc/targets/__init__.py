@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from einc.errors import SourceLocation, TargetError
 from einc.targets.clike import CLikeTarget
+from einc.targets.descriptions import TargetDescription
 
 
 LOOPS_PIPELINE = "convert-ein-to-affine"
@@ -72,6 +73,18 @@ def get_all_targets() -> dict[str, Callable[[], type[CLikeTarget]]]:
         "c": c, "opencl": opencl, "cuda": cuda, "hip": hip, "hlsl": hlsl, "sycl": sycl,
         "poplar": poplar,
     }  # fmt: skip
+
+
+def description(target: str) -> TargetDescription:
+    """The limits of device target `target` (its class's `limits`), or a TargetError."""
+    limits = get_target(target, SourceLocation("<target>", 1, 1)).limits if target in get_all_targets() else None
+    if limits is None:
+        known = [n for n, f in get_all_targets().items() if f().limits is not None]
+        raise TargetError(
+            f"no device description for target '{target}' (known: {', '.join(sorted(known))})",
+            SourceLocation("<target>", 1, 1),
+        )
+    return limits
 
 
 def get_all_xdsl_targets() -> dict[str, Callable[[ModuleOp, IO[str]], None]]:

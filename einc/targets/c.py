@@ -17,7 +17,7 @@ functions are within 1-2 ulp), so results may differ from the scalar ones in the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects import affine, func, math, memref, scf
@@ -26,9 +26,6 @@ from xdsl.ir import Operation
 
 from einc.targets.clike import CLikeTarget
 from einc.targets.writer import Writer
-
-if TYPE_CHECKING:
-    from einc.schedule import Schedule
 
 SIMD_MATH: Mapping[type[Operation], str] = {
     math.ExpOp: "exp", math.LogOp: "log", math.SinOp: "sin", math.CosOp: "cos", math.TanhOp: "tanh",
@@ -65,34 +62,13 @@ class CTarget(CLikeTarget):
     )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
     sketches: ClassVar[str] = "cpu"
+    takes_cflags: ClassVar[bool] = True
+    openmp: ClassVar[bool] = True
     shared_library: ClassVar[bool] = True
     buffer_suffix: ClassVar[str] = " restrict"
     lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset(SIMD_MATH)
     """Math ops `einc-vectorize-loops` may put on vectors although C's functions take
     scalars: printed as lane-wise helpers, which gcc vectorizes through libmvec."""
-
-    @classmethod
-    def check_schedule(cls, schedule: Schedule) -> None:
-        """C has no GPU: a `cache_read`/`cache_write` in "shared" memory, or a `bind`, is
-        refused at its op before the schedule runs."""
-        from einc.passes.utils.staging import refuse_shared_memory
-
-        refuse_shared_memory(schedule, cls.name)
-        for op in schedule.module.walk():
-            if op.name == "transform.einc.bind":  # by name: the transform dialect is a floor up
-                axis = op.properties["axis"]
-                raise schedule.error(
-                    op,
-                    f"the {cls.name} target has no GPU blocks or threads to bind a loop to "
-                    f'("{getattr(axis, "data", axis)}"); parallelize the loop instead',
-                )
-
-    @classmethod
-    def default_schedule(cls, loops: ModuleOp) -> object:
-        """The CPU policy (einc.schedules.cpu) for this host's vector width."""
-        from einc.schedules.cpu import default_schedule
-
-        return default_schedule(cls, loops)
 
     @classmethod
     def local_array(cls, element: str, count: int, name: str) -> str:

@@ -47,7 +47,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from einc.dialects.math_ext import ErfcOp
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
+from einc.runtime.manifest import LaunchManifest
+from einc.targets.descriptions import TargetDescription
 from einc.targets.spelling import (
     ADD,
     ATOM,
@@ -90,35 +93,30 @@ class CLikeTarget:
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,canonicalize,cse"
     )
-    """Run on the loops (the driver's `scheduled` stage): `lowering()` starts at the `ein` level."""
+    """Run on the scheduled loops (the driver's `target` stage)."""
+    limits: ClassVar[TargetDescription | None] = None
+    """The device's launch limits and dtypes (what the mapping and legalization passes read);
+    None for a target without kernels to launch (C)."""
     compile_check: ClassVar[CompileCheck | None] = None
+    """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
     runtime_device: ClassVar[str | None] = None
     """The `einc.runtime` module whose `device_description()` names the device the kernels run
     on (tuning records are kept per device); None: they run on this CPU."""
     sketches: ClassVar[str] = ""
-    """Which family of the tuner's sketch rules fits the target ("cpu", "gpu"; "": only its
-    default schedule is tuned)."""
+    """The target's schedule family ("cpu", "gpu"; "": none): which default policy
+    (einc.schedule.default) and which of the tuner's sketch rules fit it."""
+    torch_device: ClassVar[str] = "cpu"
+    """The torch device type of the tensors `einc.torch` ops on this target take ("cuda": a
+    GPU's; "cpu": host tensors, which a device runtime copies over)."""
+    lexer: ClassVar[str] = "c"
+    """Pygments' lexer for the source (`einc explain` highlights it)."""
+    openmp: ClassVar[bool] = False
+    """Whether the kernels run on this CPU's OpenMP threads (einc run reports how they wait)."""
+    takes_cflags: ClassVar[bool] = False
+    """Whether `build` takes extra C compiler flags (`einc.compile(cflags=...)`)."""
     shared_library: ClassVar[bool] = False
     """Whether `build` makes a shared library with a C ABI (the tuner's runner then loads the
     library itself instead of compiling again in its worker)."""
-    """How `einc check` compile-checks the target with its real toolchain (None: it does not)."""
-
-    @classmethod
-    def check_schedule(cls, schedule: Any) -> None:
-        """Refuse, before it is applied, a schedule (einc.schedule.Schedule) the target cannot
-        run (ScheduleError at the op responsible). The default accepts every schedule."""
-
-    @classmethod
-    def default_schedule(cls, loops: ModuleOp) -> object:
-        """The schedule (an einc.schedule.Schedule) applied to a loop-level module when the user
-        gives none, or None for no schedule. The default schedules nothing; a target with a
-        policy (einc.schedules) overrides this."""
-        return None
-
-    @classmethod
-    def check_scheduled(cls, schedule: Any, scheduled: ModuleOp) -> None:
-        """Refuse what `schedule` made of the loops (`scheduled`) when the target cannot run
-        it (ScheduleError at the schedule op that made it). The default accepts it."""
 
     includes: ClassVar[tuple[str, ...]] = ()
     preamble: ClassVar[tuple[str, ...]] = ()
@@ -188,6 +186,7 @@ class CLikeTarget:
         mathd.Atan2Op: call("atan2", 2), mathd.CbrtOp: call("cbrt"),
         mathd.CeilOp: call("ceil"), mathd.CopySignOp: call("copysign", 2),
         mathd.CosOp: call("cos"), mathd.CoshOp: call("cosh"), mathd.ErfOp: call("erf"),
+        ErfcOp: call("erfc"),
         mathd.ExpOp: call("exp"), mathd.Exp2Op: call("exp2"), mathd.ExpM1Op: call("expm1"),
         mathd.FloorOp: call("floor"), mathd.FmaOp: call("fma", 3),
         mathd.LogOp: call("log"), mathd.Log10Op: call("log10"), mathd.Log1pOp: call("log1p"),
@@ -219,14 +218,19 @@ class CLikeTarget:
         "mod": "{t} r = a % b; return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;",
         "maxsi": "return a > b ? a : b;",
         "minsi": "return a < b ? a : b;",
-        "maximumf": "return (a > b || a != a) ? a : b;",
-        "minimumf": "return (a < b || a != a) ? a : b;",
+        "maximumf": "{t} r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
+        "return ((a == 0) & (b == 0)) ? a + b : r;",
+        "minimumf": "{t} r = a < b ? a : b; r = b != b ? b : r; r = a != a ? a : r; "
+        "return ((a == 0) & (b == 0)) ? -(-a - b) : r;",
         "absi": "return a < 0 ? -a : a;",
         "ipowi": "if (b < 0) return a == 1 ? 1 : a == -1 ? (b & 1 ? -1 : 1) : 0; "
         "{t} r = 1; for (; b; b >>= 1, a *= a) if (b & 1) r *= a; return r;",
     }
     """Bodies of the helper functions `static inline {t} einc_<name>_<s>({t} a, {t} b)`,
-    printed once per type used. maximumf/minimumf propagate NaN (C's fmax does not)."""
+    printed once per type used. maximumf/minimumf are IEEE 754-2019's maximum/minimum: NaN
+    from either operand (C's fmax drops it), -0 below +0 (of two zeros, `a + b` is the larger,
+    `-(-a - b)` the smaller), so they are commutative and associative and every reduction order
+    gives the same result; selects only, so gcc vectorizes them as it did `a > b ? a : b`."""
     helper_prefix: ClassVar[str] = "static inline"
     unary_helpers: ClassVar[frozenset[str]] = frozenset({"absi"})
     """Helpers taking one argument `a` (the others take `a, b`)."""
@@ -253,6 +257,9 @@ class CLikeTarget:
     })  # fmt: skip
     """Ops whose scalar operator spelling applies to vectors as is; other elementwise ops
     call a lane-wise helper `einc_v<op>_<s>x<n>` built from their scalar spelling."""
+    lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset()
+    """Math ops `einc-vectorize-loops` may put on vectors although the language's functions
+    take scalars (printed as lane-wise helpers: C, through libmvec)."""
     vector_math: ClassVar[frozenset[type[Operation]]] = frozenset()
     """`math` ops whose scalar spelling takes vectors as is (OpenCL's overloaded builtins):
     `einc-vectorize-loops` vectorizes loops calling them; other math keeps a loop scalar."""
@@ -357,18 +364,22 @@ class CLikeTarget:
         return Writer(cls).module(module)
 
     @classmethod
-    def lowering(cls) -> str:
-        """The pipeline from an `ein`-level module: the loops' conversion, then `pipeline`
-        (what the driver runs as two stages, for tests and tools that start at `ein`)."""
-        from einc.targets import LOOPS_PIPELINE
-
-        return f"{LOOPS_PIPELINE},{cls.pipeline}"
-
-    @classmethod
     def declarations(cls, module: ModuleOp) -> list[str]:
         """Lines the source needs after its includes and preamble, from what `module` uses
         (e.g. C's vector-math declarations); none by default."""
         return []
+
+    @classmethod
+    def cannot_run(cls) -> str | None:
+        """Why the target's kernels cannot run on this machine (its toolchain or its device is
+        missing), or None. C runs on this CPU."""
+        return None
+
+    @classmethod
+    def manifest(cls, module: ModuleOp) -> LaunchManifest | None:
+        """The launches of a lowered module, for hosts that launch the source's kernels; None
+        for a target whose source is one host function (C)."""
+        return None
 
     @classmethod
     def build(

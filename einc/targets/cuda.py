@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
+from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.dialects import egpu
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.gpu import DeviceTarget, Runner
@@ -36,6 +37,8 @@ class CudaFamily(DeviceTarget):
     subgroup_reduce = {k: "einc_warp_{kind}_{s}({0}, {n})" for k in egpu.ReduceKind}
     subgroup_clusters: ClassVar[bool] = True
     subgroup_lanes: ClassVar[str] = "warpSize"
+    torch_device: ClassVar[str] = "cuda"  # ROCm builds of torch call their devices `cuda` too
+    lexer: ClassVar[str] = "cuda"
 
 
 class CUDATarget(CudaFamily):
@@ -98,12 +101,20 @@ class CUDATarget(CudaFamily):
     )
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def cannot_run(cls) -> str | None:
+        """CUDA source runs on an NVIDIA GPU (NVRTC alone compiles it)."""
+        from einc.runtime.toolchains import available
+
+        ok, why = available("cuda-gpu")
+        return None if ok else f"CUDA source runs on an NVIDIA GPU, none here ({why.split(' (')[0]})"
+
+    @classmethod
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         """Runs where an NVIDIA GPU and driver are (TargetError elsewhere); compile checks
         everywhere: `einc.runtime.cuda.compile_check_cuda(source, manifest, arch)`."""
         from einc.runtime.cuda import load_cuda_kernel
 
-        return load_cuda_kernel(source, cls.manifest(module))
+        return load_cuda_kernel(source, manifest)
 
 
 def _checker():

@@ -64,9 +64,6 @@ class TargetDescription:
     the target has no tiles to check."""
     dtype_notes: tuple[tuple[str, str], ...] = ()
     """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
-    math_dtypes: frozenset[str] | None = None
-    """Float dtypes the target's math library takes (`exp`, `sqrt`, `floor`, `pow`, ...);
-    None: every float dtype it computes."""
     private_memory: int = 64 * 1024
     """Bytes of local arrays (`memref.alloca`: staged tiles, compute_at boxes) one work-item
     of a kernel may hold: registers first, then the device's per-thread stack (CUDA/HIP
@@ -154,17 +151,3 @@ _BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, 
 _NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
 GLSLANG_HLSL = frozenset({"float64", "float32", "int64", "int32"})  # int64 as uint64_t
 SHUFFLED = frozenset({"float64", "float32", "int64", "int32"})  # CUDA/HIP warp shuffles
-
-def description(target: str) -> TargetDescription:
-    """The limits of device target `target` (its class's `limits`), or a TargetError."""
-    from einc.targets import get_all_targets
-
-    factory = get_all_targets().get(target)
-    limits = getattr(factory(), "limits", None) if factory is not None else None
-    if limits is None:
-        known = [n for n, f in get_all_targets().items() if getattr(f(), "limits", None) is not None]
-        raise TargetError(
-            f"no device description for target '{target}' (known: {', '.join(sorted(known))})",
-            SourceLocation("<target>", 1, 1),
-        )
-    return limits

@@ -13,14 +13,14 @@ A `memref.alloca` left in a kernel (a tile staged in "local" memory, a compute_a
 the work-item's own array (`private_array`: `float a[16];`); the launch check refuses a
 kernel whose local arrays exceed the description's `private_memory` per work-item. That
 each work-item may own it (it lies inside the bound loops) is checked after the schedule
-(`einc.passes.utils.staging.check_private_buffers`).
+(einc.schedule.checks.check_private_buffers).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 import numpy as np
 from xdsl.dialects import affine, func, memref
@@ -37,17 +37,15 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
-from einc.errors import InternalCompilerError, TargetError
+from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
 from einc.targets.clike import CLikeTarget
+from einc.targets.op_printers import expression, statement
 from einc.targets.spelling import Expr
-from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
+from einc.targets.writer import Writer
 from einc.targets.descriptions import TargetDescription
 
 from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
-
-if TYPE_CHECKING:
-    from einc.schedule import Schedule
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
@@ -101,34 +99,14 @@ def host_buffers(module: ModuleOp) -> list[tuple[SSAValue, Buffer]]:
 # ---- printers of egpu ops --------------------------------------------------------------------
 
 
-def statement(kind: type[OpT], printer: Callable[[_Writer, OpT], None]) -> Callable[[_Writer, Operation], None]:
-    """`printer` of the ops of `kind` as a `statement_printers` entry (looked up by type)."""
-
-    def print_op(w: _Writer, op: Operation) -> None:
-        assert isinstance(op, kind), op
-        printer(w, op)
-
-    return print_op
-
-
-def expression(kind: type[OpT], printer: Callable[[_Writer, OpT], Expr]) -> Callable[[_Writer, Operation], Expr]:
-    """`printer` of the ops of `kind` as an `expression_printers` entry (looked up by type)."""
-
-    def print_op(w: _Writer, op: Operation) -> Expr:
-        assert isinstance(op, kind), op
-        return printer(w, op)
-
-    return print_op
-
-
-def device(w: _Writer) -> type[DeviceTarget]:
+def device(w: Writer) -> type[DeviceTarget]:
     """The target `w` prints for: a device target (the egpu printers are only its own)."""
     t = w.t
     assert issubclass(t, DeviceTarget), t
     return t
 
 
-def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
+def index_expression(w: Writer, op: egpu.IndexOp) -> Expr:
     key = f"{op.name.removeprefix('egpu.')}.{op.dimension.value}"
     spelling = w.t.work_item_index.get(key)
     if spelling is not None:
@@ -139,15 +117,15 @@ def _index(w: _Writer, op: egpu.IndexOp) -> Expr:
     return Expr(str(lo))  # a launch constant (block or grid size)
 
 
-def _return(w: _Writer, op: Operation) -> None:
+def _return(w: Writer, op: Operation) -> None:
     """The end of a kernel's body: implicit."""
 
 
-def _barrier(w: _Writer, op: Operation) -> None:
+def _barrier(w: Writer, op: Operation) -> None:
     w.line(w.t.barrier)
 
 
-def _alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
+def _alloc_shared(w: Writer, op: egpu.AllocSharedOp) -> None:
     t = op.memref.type
     assert isinstance(t, MemRefType)
     name = w.declare(op.memref, op.memref.name_hint or "shared", buffer=True)
@@ -155,31 +133,31 @@ def _alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
     w.line(device(w).shared_decl.format(t=w.ctype(t.get_element_type()), name=name, n=count))
 
 
-def use_text(w: _Writer, key: str, text: str) -> None:
+def use_text(w: Writer, key: str, text: str) -> None:
     """Print `text` (helper functions) once, before the kernels."""
     if text and (key, "") not in w.helpers_used:
         w.helpers_used[(key, "")] = text
 
 
-def _half_support(w: _Writer) -> None:
+def _half_support(w: Writer) -> None:
     use_text(w, "half", device(w).half_support.format(p=w.t.helper_prefix))
 
 
-def _load_extf(w: _Writer, op: egpu.LoadExtfOp) -> Expr:
+def _load_extf(w: Writer, op: egpu.LoadExtfOp) -> Expr:
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt = device(w).load_extf
     return Expr(fmt.format(buf=w.value(op.memref).text, i=index.text))
 
 
-def _store_truncf(w: _Writer, op: egpu.StoreTruncfOp) -> None:
+def _store_truncf(w: Writer, op: egpu.StoreTruncfOp) -> None:
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt = device(w).store_truncf
     w.line(fmt.format(v=w.value(op.value).text, buf=w.value(op.memref).text, i=index.text) + ";")
 
 
-def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
+def _round(w: Writer, op: egpu.RoundOp) -> Expr:
     if op.as_type != f16 or op.result.type != f32:
         raise InternalCompilerError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
     _half_support(w)
@@ -188,7 +166,7 @@ def _round(w: _Writer, op: egpu.RoundOp) -> Expr:
     return Expr(f"einc_round_f16({w.value(op.value).text})")
 
 
-def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
+def _subgroup_reduce(w: Writer, op: egpu.SubgroupReduceOp) -> Expr:
     target = device(w)
     t = w.ctype(op.result.type)
     kind = op.kind.data
@@ -197,40 +175,20 @@ def _subgroup_reduce(w: _Writer, op: egpu.SubgroupReduceOp) -> Expr:
         raise InternalCompilerError(f"{w.t.name} target: no subgroup {kind} reduction")
     if op.cluster_size is not None and not target.subgroup_clusters:
         raise InternalCompilerError(f"{w.t.name} target: no clustered subgroup reductions (egpu.subgroup_reduce cluster)")
-    # max/min propagate NaN (as arith.maximumf / minimumf); `a != a` is false for integers
+    # max/min as arith.maximumf / minimumf (the `maximumf` helper's body): NaN from either
+    # operand, -0 below +0; integers compare plainly
+    float_max = "(a != a || b != b) ? a + b : ((a == 0) & (b == 0)) ? a + b : a > b ? a : b"
+    float_min = "(a != a || b != b) ? a + b : ((a == 0) & (b == 0)) ? -(-a - b) : a < b ? a : b"
+    floats = isinstance(op.result.type, AnyFloat)
     combine = {egpu.ReduceKind.ADD: "a + b", egpu.ReduceKind.MUL: "a * b",
-               egpu.ReduceKind.MAX: "(a > b || a != a) ? a : b",
-               egpu.ReduceKind.MIN: "(a < b || a != a) ? a : b"}[kind]  # fmt: skip
+               egpu.ReduceKind.MAX: float_max if floats else "a > b ? a : b",
+               egpu.ReduceKind.MIN: float_min if floats else "a < b ? a : b"}[kind]  # fmt: skip
     suffix = w.suffix(op.result.type)
     helper = target.subgroup_helper
     use_text(w, f"subgroup_{kind}_{suffix}", helper.format(
         p=w.t.helper_prefix, t=t, kind=kind, s=suffix, combine=combine))  # fmt: skip
     lanes = str(op.cluster_size.value.data) if op.cluster_size is not None else target.subgroup_lanes
     return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix, n=lanes))
-
-
-def written_tensor(kernel: egpu.FuncOp) -> str | None:
-    """The name of the first tensor argument `kernel` stores to (its statement's output)."""
-    args = set(kernel.body.block.args)
-    for op in kernel.walk():
-        if isinstance(op, affine.StoreOp | memref.StoreOp) and op.memref in args:
-            name = op.memref.name_hint
-            return name if isinstance(name, str) else None
-    return None
-
-
-def private_bytes(kernel: egpu.FuncOp) -> int:
-    """Bytes of the local arrays (`memref.alloca`) of a kernel: each work-item's own."""
-    total = 0
-    for op in kernel.walk():
-        if isinstance(op, memref.AllocaOp):
-            t = op.memref.type
-            element = t.get_element_type()
-            bits = element.bitwidth if isinstance(element, AnyFloat) else (
-                element.width.data if isinstance(element, IntegerType) else 64
-            )
-            total += math.prod(t.get_shape()) * max(1, bits // 8)
-    return total
 
 
 class DeviceTarget(CLikeTarget):
@@ -259,14 +217,14 @@ class DeviceTarget(CLikeTarget):
     """A helper function per kind and type the reductions call (`{p}` prefix, `{t}` type,
     `{kind}`, `{s}`, `{combine}` an expression of `a` and `b`)."""
 
-    statement_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], None]]] = {
+    statement_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], None]]] = {
         egpu.ReturnOp: _return,
         egpu.BarrierOp: _barrier,
         egpu.AllocSharedOp: statement(egpu.AllocSharedOp, _alloc_shared),
         egpu.StoreTruncfOp: statement(egpu.StoreTruncfOp, _store_truncf),
     }
-    expression_printers: ClassVar[Mapping[type[Operation], Callable[[_Writer, Operation], Expr]]] = {
-        **{op: expression(egpu.IndexOp, _index) for op in (
+    expression_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], Expr]]] = {
+        **{op: expression(egpu.IndexOp, index_expression) for op in (
             egpu.BlockIdOp, egpu.ThreadIdOp, egpu.GlobalIdOp, egpu.BlockDimOp, egpu.GridDimOp,
         )},  # fmt: skip
         egpu.LoadExtfOp: expression(egpu.LoadExtfOp, _load_extf),
@@ -290,23 +248,22 @@ class DeviceTarget(CLikeTarget):
         return cls.description().vector_width
 
     limits: ClassVar[TargetDescription]
-    """The device's limits and dtypes (what the mapping and legalization passes read)."""
+    """The device's limits and dtypes: every device target has them."""
+
+    @classmethod
+    def cannot_run(cls) -> str | None:
+        """Why not, from the target's toolchain check (einc.runtime.toolchains)."""
+        from einc.runtime.toolchains import available
+
+        ok, why = available(cls.name)
+        return None if ok else why
 
     @classmethod
     def description(cls) -> TargetDescription:
         return cls.limits
 
     @classmethod
-    def check_scheduled(cls, schedule: Schedule, scheduled: ModuleOp) -> None:
-        """A local buffer in a kernel is private to one work-item: refused (at the schedule
-        op that made it) when shared by work-items, too large, or of a type the target only
-        computes wider."""
-        from einc.passes.utils.staging import check_private_buffers
-
-        check_private_buffers(scheduled, schedule, cls.name, cls.description().arith_dtypes)
-
-    @classmethod
-    def top_level(cls, w: _Writer, op: Operation) -> None:
+    def top_level(cls, w: Writer, op: Operation) -> None:
         if isinstance(op, egpu.FuncOp):
             w.function(op)  # type: ignore[arg-type]
         elif isinstance(op, func.FuncOp):
@@ -315,13 +272,13 @@ class DeviceTarget(CLikeTarget):
             raise InternalCompilerError(f"{cls.name} target: cannot print top-level {op.name}")
 
     @classmethod
-    def host(cls, w: _Writer, op: func.FuncOp) -> None:
+    def host(cls, w: Writer, op: func.FuncOp) -> None:
         """The host function prints nothing (the manifest describes it)."""
 
     @classmethod
     def manifest(cls, module: ModuleOp) -> LaunchManifest:
         """The launches of a module after `pipeline`; TargetError if one breaks a limit."""
-        from einc.passes.utils.staging import staged_location
+        from einc.transforms.staging import staged_location
 
         buffers = host_buffers(module)
         names = {id(value): b.name for value, b in buffers}
@@ -339,10 +296,10 @@ class DeviceTarget(CLikeTarget):
                 continue
             kernel = kernels_by_name[launch.callee.string_value()]
             shared = kernel.shared_bytes()
-            local = private_bytes(kernel)
+            local = kernel.private_bytes()
             loc = staged_location(kernel) if local > desc.private_memory else None
             desc.check_launch(kernel.sym_name.data, kernel.grid_size, kernel.block_size, shared, local, loc,
-                              written_tensor(kernel), kernel.location)
+                              kernel.written_tensor(), kernel.location)
             launches.append(KernelLaunch(  # work-group memory is static: no shared_bytes
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,
@@ -350,9 +307,22 @@ class DeviceTarget(CLikeTarget):
         return LaunchManifest(cls.name, tuple(b for _, b in buffers), tuple(launches))
 
     @classmethod
+    def build(cls, source: str, module: ModuleOp) -> Runner:
+        """The kernels of `source` loaded with the target's runtime (`load`), launched as the
+        module's manifest says."""
+        return cls.load(source, cls.manifest(module))
+
+    @classmethod
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
+        """A runner of the kernels of `source` (emitted from a lowered module whose launches
+        `manifest` describes), built by the target's runtime; the tuner's runner loads a
+        candidate this way without compiling it again."""
+        raise RuntimeMissingError(f"the {cls.name} target has no runtime on this machine")
+
+    @classmethod
     def emit(cls, module: ModuleOp) -> str:
         cls.manifest(module)  # refuse impossible launches before printing anything
         return super().emit(module)
 
 
-__all__ = ["DeviceTarget", "device", "expression", "host_buffers", "host_function", "numpy_dtype", "statement"]
+__all__ = ["DeviceTarget", "device", "host_buffers", "host_function", "numpy_dtype"]

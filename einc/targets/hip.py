@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ModuleOp
-
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.cuda import CudaFamily
@@ -53,12 +52,17 @@ class HIPTarget(CudaFamily):
     )
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def cannot_run(cls) -> str | None:
+        """HIP source runs on an AMD GPU; hipcc here only compiles it."""
+        return "HIP source runs on an AMD GPU, none here (einc check -t hip compile-checks it)"
+
+    @classmethod
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         """No AMD GPU executor: TargetError; compile checks with
         `einc.runtime.hip.compile_check_hip(source, manifest, arch)`."""
         from einc.runtime.hip import load_hip_kernel
 
-        return load_hip_kernel(source, cls.manifest(module))
+        return load_hip_kernel(source, manifest)
 
 
 def _checker():

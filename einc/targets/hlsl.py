@@ -8,9 +8,13 @@
 HLSL has no 8- or 16-bit types (without 16-bit extensions): `legalize-storage-dtypes`
 stores int8/int16/float16 buffers as int32/float32 (the manifest's `storage_dtype`),
 `legalize-narrow-ints` computes int8/int16 in int (wrapping), and halves are float values
-rounded with `f32tof16`. Indices are 32-bit `int`. Math: overloaded names (`exp`), `abs`,
-`max`/`min`, `mad`; `erf` and C's `round` (half away from zero) are helpers. HLSL has no
-double-precision transcendental functions: a float64 `exp` is refused (TargetError).
+rounded with `f32tof16`. Indices are 32-bit `int`. Math: HLSL's overloaded built-ins where
+they are accurate (`sqrt`, `rsqrt`, `floor`, `abs`, `mad`, ...), C's `round` (half away from
+zero) as a helper, and einc's own functions (einc.targets.hlsl_math) where Vulkan's precision
+rules let the built-in fall short, or it is missing or float32-precision for float64: float32
+`exp exp2 log log2 log10 tanh erf erfc sin cos tan pow`, every float64 function. NaN is
+tested on the bits, in every float compare that a NaN must make true or that fast-math
+folding could (`x != x` was false on the Vulkan stack), and in `max`/`min`.
 glslang has no signed 64-bit integer type: int64 is printed as `uint64_t` (two's complement
 bits) with the signed operations as helpers (below).
 """
@@ -27,12 +31,15 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, 
 from xdsl.ir import Operation
 
 from einc.dialects import egpu
+from einc.dialects.math_ext import ErfcOp
 from einc.runtime.manifest import LaunchManifest
+from einc.targets import hlsl_math
 from einc.targets.descriptions import GLSLANG_HLSL, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import CAST, UNARY, Expr, Spelling, call, compare, helper
-from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
-from einc.targets.gpu import DeviceTarget, Runner, host_buffers, statement, use_text
+from einc.targets.writer import Writer
+from einc.targets.gpu import DeviceTarget, Runner, host_buffers, use_text
+from einc.targets.op_printers import statement
 
 HLSL_KEYWORDS = frozenset(
     """in out inout uniform line lineadj point triangle triangleadj sample vector matrix
@@ -101,6 +108,8 @@ _I64_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
 _CMP64 = {2: "einc_slt_s64({0}, {1})", 3: "!einc_slt_s64({1}, {0})",
           4: "einc_slt_s64({1}, {0})", 5: "!einc_slt_s64({0}, {1})"}  # fmt: skip
 """Signed predicates (slt sle sgt sge) by number."""
+_UCMP64 = {6: "{0} < {1}", 7: "{0} <= {1}", 8: "{0} > {1}", 9: "{0} >= {1}"}
+"""Unsigned predicates (ult ule ugt uge) by number: an i64 is a uint64_t already."""
 _BINARY64: dict[type[Operation], str] = {
     arith.DivSIOp: "divsi", arith.RemSIOp: "remsi", arith.FloorDivSIOp: "floordiv",
     arith.CeilDivSIOp: "ceildiv", arith.ShRSIOp: "shrsi", arith.MaxSIOp: "maxsi",
@@ -108,7 +117,56 @@ _BINARY64: dict[type[Operation], str] = {
 }  # fmt: skip
 
 
-def _use64(w: _Writer, name: str) -> str:
+# ---- NaN -----------------------------------------------------------------------------------------
+# The Vulkan stack treats HLSL's `!=` (OpFUnordNotEqual) as ordered (`x != x` was false for a
+# NaN x: naga and lavapipe), and a driver may fold the reflexive compares (`x == x` to true) as
+# fast math. So NaN is tested on the bits (`asuint`; a double through its float conversion,
+# which keeps NaN and turns a large double into an infinity, not a NaN), and every float
+# compare that a NaN must make true, or that folding could make true, is a helper on it.
+
+def _isnan(v: str) -> str:
+    return f"(asuint((float){v}) & 0x7fffffffu) > 0x7f800000u"
+
+
+_ISNAN = _isnan("a")
+_EITHER_NAN = f"{_isnan('a')} || {_isnan('b')}"
+_CMPF_HELPERS = {  # predicate number: (name, body on a and b)
+    1: ("oeq", f"return a == b && !({_ISNAN});"),
+    3: ("oge", f"return a >= b && !({_ISNAN});"),
+    5: ("ole", f"return a <= b && !({_ISNAN});"),
+    7: ("ord", f"return !({_EITHER_NAN});"),
+    9: ("ugt", f"return !(a <= b) || {_EITHER_NAN};"),
+    11: ("ult", f"return !(a >= b) || {_EITHER_NAN};"),
+    13: ("une", f"return !(a == b) || {_EITHER_NAN};"),
+    14: ("uno", f"return {_EITHER_NAN};"),
+}
+"""The float predicates printed as helpers (the others: C's irreflexive ordered operators,
+`ogt olt one`, which a NaN already makes false, and their negations `ueq uge ule`)."""
+
+
+def _cmpf(w: Writer, op: Operation) -> Expr:
+    assert isinstance(op, arith.CmpfOp)
+    predicate = op.predicate.value.data
+    if predicate not in _CMPF_HELPERS:
+        return w.spell(op, compare(w.t.cmpf[predicate]))
+    name, body = _CMPF_HELPERS[predicate]
+    t, s = w.ctype(op.lhs.type), w.suffix(op.lhs.type)
+    function = f"einc_{name}_{s}"
+    w.helpers_used.setdefault((f"cmpf_{name}", s), f"inline bool {function}({t} a, {t} b) {{ {body} }}")
+    return Expr(f"{function}({w.value(op.lhs).text}, {w.value(op.rhs).text})")
+
+
+def _own_math(w: Writer, op: Operation) -> Expr:
+    """A math op einc computes itself on HLSL (einc.targets.hlsl_math), else HLSL's built-in."""
+    name = hlsl_math.FUNCTIONS.get((type(op), op.results[0].type))
+    if name is None:
+        return _default(w, op)
+    for helper, text in hlsl_math.definitions(name):
+        w.helpers_used.setdefault((helper, "math"), text)
+    return Expr(f"einc_{name}({', '.join(w.value(v).text for v in op.operands)})")
+
+
+def _use64(w: Writer, name: str) -> str:
     """Print the i64 helper `name` (after those it calls) once; its function name."""
     text, calls = _I64_HELPERS[name]
     for callee in calls:
@@ -117,7 +175,7 @@ def _use64(w: _Writer, name: str) -> str:
     return f"einc_{name}_s64"
 
 
-def _default(w: _Writer, op: Operation) -> Expr:
+def _default(w: Writer, op: Operation) -> Expr:
     spelling = w.t.ops.get(type(op))
     if isinstance(op, arith.CmpiOp):
         spelling = compare(w.t.cmpi[op.predicate.value.data])
@@ -129,13 +187,16 @@ def _default(w: _Writer, op: Operation) -> Expr:
     return w.spell(op, spelling)
 
 
-def _int64(w: _Writer, op: Operation) -> Expr:
+def _int64(w: Writer, op: Operation) -> Expr:
     """Signed operations on or conversions to and from i64, as helpers (else as usual)."""
     operand, result = op.operands[0].type, op.results[0].type
     args = [w.value(v).text for v in op.operands]
     if isinstance(op, arith.CmpiOp) and operand == i64 and op.predicate.value.data in _CMP64:
         _use64(w, "slt")
         return Expr(_CMP64[op.predicate.value.data].format(*args), UNARY)
+    if isinstance(op, arith.CmpiOp) and operand == i64 and op.predicate.value.data in _UCMP64:
+        # already unsigned bits (glslang rejects a cast to uint64_t)
+        return w.spell(op, compare(_UCMP64[op.predicate.value.data]))
     if type(op) in _BINARY64 and operand == i64:
         return Expr(f"{_use64(w, _BINARY64[type(op)])}({args[0]}, {args[1]})")
     if isinstance(op, mathd.AbsIOp) and operand == i64:
@@ -150,7 +211,7 @@ def _int64(w: _Writer, op: Operation) -> Expr:
     return _default(w, op)
 
 
-def _launches(w: _Writer, module: Operation) -> dict[str, list[egpu.LaunchOp]]:
+def _launches(w: Writer, module: Operation) -> dict[str, list[egpu.LaunchOp]]:
     """The launches of each kernel of `module`, in walk order: one walk per writer (not one
     per kernel)."""
     found = w.launches if isinstance(w, _HLSLWriter) else None
@@ -164,7 +225,7 @@ def _launches(w: _Writer, module: Operation) -> dict[str, list[egpu.LaunchOp]]:
     return found
 
 
-class _HLSLWriter(_Writer):
+class _HLSLWriter(Writer):
     """Builds i64 constants outside int's range from two 32-bit halves at run time."""
 
     launches: dict[str, list[egpu.LaunchOp]] | None = None
@@ -181,7 +242,7 @@ class _HLSLWriter(_Writer):
         return Expr(f"{_use64(self, 'bits')}({bits >> 32}u, {bits & 0xFFFFFFFF}u)")
 
 
-def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
+def _hlsl_alloc_shared(w: Writer, op: egpu.AllocSharedOp) -> None:
     """`groupshared` arrays are globals: declared before the kernels."""
     t = op.memref.type
     assert isinstance(t, MemRefType)
@@ -197,6 +258,7 @@ def _hlsl_alloc_shared(w: _Writer, op: egpu.AllocSharedOp) -> None:
 
 class HLSLTarget(DeviceTarget):
     name: ClassVar[str] = "hlsl"
+    lexer: ClassVar[str] = "hlsl"
     runtime_device: ClassVar[str | None] = "vulkan"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
@@ -209,7 +271,7 @@ class HLSLTarget(DeviceTarget):
         max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
         subgroup_size=4, vector_width=4, default_block=64,
         storage_dtypes=GLSLANG_HLSL, arith_dtypes=GLSLANG_HLSL | {"bool"},
-        math_dtypes=frozenset({"float32"}),  # HLSL's transcendental intrinsics are float-only
+
     )  # fmt: skip
     kernel_prefix: ClassVar[str] = ""
     index_type: ClassVar[str] = "int"
@@ -251,7 +313,6 @@ class HLSLTarget(DeviceTarget):
         arith.MinnumfOp: Spelling("min({0}, {1})", operands=(0,)),
         mathd.FmaOp: Spelling("mad({0}, {1}, {2})", operands=(0,)),
         mathd.RsqrtOp: call("rsqrt"),
-        mathd.ErfOp: helper("erf", 1),
         mathd.RoundOp: helper("round", 1),
         mathd.RoundEvenOp: call("round"),
         mathd.TruncOp: call("trunc"),
@@ -262,17 +323,18 @@ class HLSLTarget(DeviceTarget):
     }  # fmt: skip
     helpers = {
         **CLikeTarget.helpers,
-        # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)
-        "erf": "{t} s = a < 0 ? -1 : 1; a = abs(a); {t} t = 1 / (1 + 0.3275911f * a); "
-        "{t} y = 1 - ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t "
-        "- 0.284496736f) * t + 0.254829592f) * t * exp(-a * a); return s * y;",
         "round": "{t} r = trunc(a); return abs(a - r) >= 0.5f ? r + (a < 0 ? -1 : 1) : r;",
+        # (of two zeros, the sign bit picks: `a + b` could be rewritten as fast math)
+        "maximumf": f"{{t}} r = a > b ? a : b; r = {_isnan('b')} ? b : r; r = {_ISNAN} ? a : r; "
+        "return (a == 0 && b == 0) ? ((asuint((float)a) >> 31) != 0u ? b : a) : r;",
+        "minimumf": f"{{t}} r = a < b ? a : b; r = {_isnan('b')} ? b : r; r = {_ISNAN} ? a : r; "
+        "return (a == 0 && b == 0) ? ((asuint((float)a) >> 31) != 0u ? a : b) : r;",
         "copysign": "return (a < 0) == (b < 0 || (b == 0 && asuint(b) != 0)) ? a : -a;",
         # glslang turns HLSL's int `%` into OpSMod (floor modulo), which naga computes through
         # floats (MIN % 7 gave 96); the quotient (OpSDiv) is exact.
         "remsi": "return a - (a / b) * b;",
     }
-    unary_helpers = frozenset({"absi", "erf", "round"})
+    unary_helpers = frozenset({"absi", "round"})
     round_f16: ClassVar[str] = "return f16tof32(f32tof16(a));"
     subgroup_reduce = {
         egpu.ReduceKind.ADD: "WaveActiveSum({0})", egpu.ReduceKind.MUL: "WaveActiveProduct({0})",
@@ -282,8 +344,15 @@ class HLSLTarget(DeviceTarget):
         **DeviceTarget.statement_printers,
         egpu.AllocSharedOp: statement(egpu.AllocSharedOp, _hlsl_alloc_shared),
     }
+    cmpf = tuple(
+        f"einc_{_CMPF_HELPERS[k][0]}({{0}}, {{1}})" if k in _CMPF_HELPERS else spelling
+        for k, spelling in enumerate(CLikeTarget.cmpf)
+    )
+    """C's predicates, and the helpers of `_CMPF_HELPERS` (printed by `_cmpf`)."""
     expression_printers = {
         **DeviceTarget.expression_printers,
+        arith.CmpfOp: _cmpf,
+        **{op: _own_math for op, _ in hlsl_math.FUNCTIONS},
         **{op: _int64 for op in (
             arith.CmpiOp, *_BINARY64, mathd.AbsIOp, arith.SIToFPOp, arith.FPToSIOp,
             arith.ExtSIOp, arith.ExtUIOp, arith.IndexCastOp,
@@ -291,7 +360,7 @@ class HLSLTarget(DeviceTarget):
     }
 
     @classmethod
-    def host(cls, w: _Writer, op: func.FuncOp) -> None:
+    def host(cls, w: Writer, op: func.FuncOp) -> None:
         """Every buffer is a global `RWStructuredBuffer` at its manifest binding."""
         module = op.parent_op()
         assert isinstance(module, ModuleOp)
@@ -302,7 +371,7 @@ class HLSLTarget(DeviceTarget):
             w.line(f"RWStructuredBuffer<{element}> {name} : register(u{k});")
 
     @classmethod
-    def top_level(cls, w: _Writer, op: Operation) -> None:
+    def top_level(cls, w: Writer, op: Operation) -> None:
         if isinstance(op, egpu.FuncOp):
             module = op.parent_op()
             assert module is not None
@@ -312,7 +381,7 @@ class HLSLTarget(DeviceTarget):
         super().top_level(w, op)
 
     @classmethod
-    def signature(cls, w: _Writer, f: func.FuncOp, params: Sequence[str]) -> str:
+    def signature(cls, w: Writer, f: func.FuncOp, params: Sequence[str]) -> str:
         assert isinstance(f, egpu.FuncOp), f  # HLSL prints only the kernels (`host` declares buffers)
         x, y, z = f.block_size
         return (
@@ -333,7 +402,7 @@ class HLSLTarget(DeviceTarget):
         return dataclasses.replace(manifest, buffers=buffers)
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.vulkan import load_hlsl_kernel
 
-        return load_hlsl_kernel(source, cls.manifest(module))
+        return load_hlsl_kernel(source, manifest)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects import math as mathd
@@ -19,11 +19,33 @@ from xdsl.ir import Operation, SSAValue
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError
 from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
-from einc.passes.utils.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands
 from einc.targets.spelling import ADD, UNARY, Expr
 
 if TYPE_CHECKING:
     from einc.targets.writer import Writer
+
+OpT = TypeVar("OpT", bound=Operation)
+
+
+def statement(kind: type[OpT], printer: Callable[[Writer, OpT], None]) -> Callable[[Writer, Operation], None]:
+    """`printer` of the ops of `kind` as a `statement_printers` entry (looked up by type)."""
+
+    def print_op(w: Writer, op: Operation) -> None:
+        assert isinstance(op, kind), op
+        printer(w, op)
+
+    return print_op
+
+
+def expression(kind: type[OpT], printer: Callable[[Writer, OpT], Expr]) -> Callable[[Writer, Operation], Expr]:
+    """`printer` of the ops of `kind` as an `expression_printers` entry (looked up by type)."""
+
+    def print_op(w: Writer, op: Operation) -> Expr:
+        assert isinstance(op, kind), op
+        return printer(w, op)
+
+    return print_op
 
 
 def _affine_for(w: Writer, op: affine.ForOp) -> None:
@@ -250,38 +272,38 @@ def _vfma(w: Writer, op: egpu.VFmaOp) -> Expr:
 
 
 VECTOR_STATEMENTS: dict[type[Operation], Callable[[Writer, Operation], None]] = {
-    egpu.VStoreOp: _vstore,  # type: ignore[dict-item]
+    egpu.VStoreOp: statement(egpu.VStoreOp, _vstore),
 }
 VECTOR_EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
-    egpu.VLoadOp: _vload,  # type: ignore[dict-item]
-    egpu.VBroadcastOp: _vbroadcast,  # type: ignore[dict-item]
-    egpu.VConvertOp: _vconvert,  # type: ignore[dict-item]
-    egpu.VReduceOp: _vreduce,  # type: ignore[dict-item]
-    egpu.VFmaOp: _vfma,  # type: ignore[dict-item]
+    egpu.VLoadOp: expression(egpu.VLoadOp, _vload),
+    egpu.VBroadcastOp: expression(egpu.VBroadcastOp, _vbroadcast),
+    egpu.VConvertOp: expression(egpu.VConvertOp, _vconvert),
+    egpu.VReduceOp: expression(egpu.VReduceOp, _vreduce),
+    egpu.VFmaOp: expression(egpu.VFmaOp, _vfma),
 }
 """Printers of the vector ops: their results are always named (never inlined)."""
 
 
 STATEMENTS: dict[type[Operation], Callable[[Writer, Operation], None]] = {
-    affine.ForOp: _affine_for,  # type: ignore[dict-item]
-    affine.YieldOp: _yield,  # type: ignore[dict-item]
-    affine.StoreOp: _store,  # type: ignore[dict-item]
-    scf.ForOp: _scf_for,  # type: ignore[dict-item]
-    scf.IfOp: _scf_if,  # type: ignore[dict-item]
-    scf.YieldOp: _yield,  # type: ignore[dict-item]
-    memref.StoreOp: _store,  # type: ignore[dict-item]
-    memref.AllocOp: _alloc,  # type: ignore[dict-item]
-    memref.AllocaOp: _alloca,  # type: ignore[dict-item]
-    memref.DeallocOp: _dealloc,  # type: ignore[dict-item]
-    func.ReturnOp: _return,  # type: ignore[dict-item]
+    affine.ForOp: statement(affine.ForOp, _affine_for),
+    affine.YieldOp: statement(affine.YieldOp, _yield),
+    affine.StoreOp: statement(affine.StoreOp, _store),
+    scf.ForOp: statement(scf.ForOp, _scf_for),
+    scf.IfOp: statement(scf.IfOp, _scf_if),
+    scf.YieldOp: statement(scf.YieldOp, _yield),
+    memref.StoreOp: statement(memref.StoreOp, _store),
+    memref.AllocOp: statement(memref.AllocOp, _alloc),
+    memref.AllocaOp: statement(memref.AllocaOp, _alloca),
+    memref.DeallocOp: statement(memref.DeallocOp, _dealloc),
+    func.ReturnOp: statement(func.ReturnOp, _return),
 }
 INLINE_INTO_STATEMENTS = (affine.StoreOp, memref.StoreOp, affine.YieldOp, scf.YieldOp, scf.IfOp)
 """Statements whose operands may be inlined expressions (not loop bounds or carried inits:
 those are printed before the loop and must not move past other statements)."""
 
 EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
-    affine.LoadOp: _affine_load,  # type: ignore[dict-item]
-    memref.LoadOp: _memref_load,  # type: ignore[dict-item]
-    affine.ApplyOp: _affine_apply,  # type: ignore[dict-item]
-    affine.MinOp: _affine_min,  # type: ignore[dict-item]
+    affine.LoadOp: expression(affine.LoadOp, _affine_load),
+    memref.LoadOp: expression(memref.LoadOp, _memref_load),
+    affine.ApplyOp: expression(affine.ApplyOp, _affine_apply),
+    affine.MinOp: expression(affine.MinOp, _affine_min),
 }

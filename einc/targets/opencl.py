@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IndexType, ModuleOp, f16, f32, f64, i1, i8, i16, i32, i64
+from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
 
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.gpu import DeviceTarget, Runner
@@ -79,7 +80,7 @@ class OpenCLTarget(DeviceTarget):
     """OpenCL's math builtins are overloaded for `floatN`/`doubleN`: the same call on vectors."""
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.opencl import load_opencl_kernel
 
-        return load_opencl_kernel(source, cls.manifest(module))
+        return load_opencl_kernel(source, manifest)

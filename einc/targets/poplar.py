@@ -33,14 +33,15 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects import egpu
-from einc.passes.utils.affine_index import dims_to_operands
-from einc.passes.utils.vertex_split import READS, WRITES, point_loop
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.vertex_split import READS, WRITES, point_loop
+from einc.runtime.manifest import LaunchManifest
 from einc.targets.c_lexicon import c_identifier
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.gpu import DeviceTarget, Runner, host_buffers
-from einc.targets.gpu import _index as _device_index  # pyright: ignore[reportPrivateUsage]
+from einc.targets.gpu import index_expression as _device_index
 from einc.targets.spelling import ADD, MUL, Expr
-from einc.targets.writer import _Writer  # pyright: ignore[reportPrivateUsage]
+from einc.targets.writer import Writer
 
 TILE_SPLIT = egpu.TileSplitAttr.name
 
@@ -105,7 +106,7 @@ def _work_items(kernel: egpu.FuncOp) -> tuple[int, int, int, dict[str, Expr]] | 
     return blocks, threads, workers, spellings
 
 
-def _poplar_index(w: _Writer, op: egpu.IndexOp) -> Expr:
+def _poplar_index(w: Writer, op: egpu.IndexOp) -> Expr:
     """A work-item index: the kernel's own spelling (`_work_items`), else the table's."""
     key = f"{op.name.removeprefix('egpu.')}.{op.dimension.value}"
     spellings = w.spellings if isinstance(w, _PoplarWriter) else {}
@@ -166,7 +167,7 @@ def _plain_fields(split: egpu.TileSplit | None) -> list[str]:
     return ["einc_begin", "einc_end", *(f"einc_base{k}" for k in split.bases)]
 
 
-class _PoplarWriter(_Writer):
+class _PoplarWriter(Writer):
     """Indexes a split kernel's written slices from their first element."""
 
     loop: scf.ForOp | None = None
@@ -266,6 +267,7 @@ def _box_strides(extent: Sequence[int]) -> list[int]:
 
 class PoplarTarget(DeviceTarget):
     name: ClassVar[str] = "poplar"
+    lexer: ClassVar[str] = "cpp"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=poplar},"
@@ -324,7 +326,7 @@ class PoplarTarget(DeviceTarget):
         return dataclasses.replace(cls.limits, max_grid=(2**31 - 1,) * 3)
 
     @classmethod
-    def top_level(cls, w: _Writer, op: Operation) -> None:
+    def top_level(cls, w: Writer, op: Operation) -> None:
         if isinstance(op, func.FuncOp):
             return  # the host part is printed after the last codelet
         if not isinstance(op, egpu.FuncOp):
@@ -337,7 +339,7 @@ class PoplarTarget(DeviceTarget):
             cls.graph(w, module)
 
     @classmethod
-    def codelet(cls, w: _Writer, kernel: egpu.FuncOp) -> None:
+    def codelet(cls, w: Writer, kernel: egpu.FuncOp) -> None:
         if w.lines:
             w.line("")
         attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
@@ -405,7 +407,7 @@ class PoplarTarget(DeviceTarget):
             w.spellings = {}
 
     @classmethod
-    def graph(cls, w: _Writer, module: ModuleOp) -> None:
+    def graph(cls, w: Writer, module: ModuleOp) -> None:
         """`einc_build_graph`: every buffer on tile 0, then a compute set per kernel with one
         vertex on tile 0, or one vertex per tile for a split kernel, its written slices
         mapped to its tile."""
@@ -456,7 +458,7 @@ class PoplarTarget(DeviceTarget):
 
     @staticmethod
     def split_vertices(
-        w: _Writer, k: int, vertex: str, split: egpu.TileSplit, fields: list[str],
+        w: Writer, k: int, vertex: str, split: egpu.TileSplit, fields: list[str],
         tensors: dict[int, str],
     ) -> None:  # fmt: skip
         """The loop adding compute set `cs<k>`'s vertices, one per tile: written slices
@@ -493,7 +495,7 @@ class PoplarTarget(DeviceTarget):
 
     @staticmethod
     def box_vertices(
-        w: _Writer, k: int, vertex: str, split: egpu.TileSplit, fields: list[str],
+        w: Writer, k: int, vertex: str, split: egpu.TileSplit, fields: list[str],
         tensors: dict[int, str], shaped: dict[int, str], args: Sequence[SSAValue],
     ) -> None:  # fmt: skip
         """The loop adding compute set `cs<k>`'s vertices of a box split, one per tile: the
@@ -553,10 +555,10 @@ class PoplarTarget(DeviceTarget):
         return w.module(module)
 
     @classmethod
-    def build(cls, source: str, module: ModuleOp) -> Runner:
+    def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.poplar import load_poplar_kernel
 
-        return load_poplar_kernel(source, cls.manifest(module))
+        return load_poplar_kernel(source, manifest)
 
 
 __all__ = ["PoplarTarget"]

@@ -42,8 +42,8 @@ from xdsl.ir.affine import (
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
 from einc.ir.locations import tag
-from einc.passes.utils.affine_index import dims_to_operands
-from einc.passes.utils.ranges import Range, expr_range, value_range
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.ranges import Range, expr_range, value_range
 from einc.targets.c_lexicon import C_RESERVED, c_identifier, called_names, int_literal
 from einc.targets.op_printers import (
     EXPRESSIONS,
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from einc.targets.clike import CLikeTarget
 
 
-class _Writer:
+class Writer:
     """One emission: names, inlining decisions, helpers used, output lines."""
 
     def __init__(self, target: type[CLikeTarget]):
@@ -80,7 +80,7 @@ class _Writer:
         """Names of the function's buffers: other values never take them."""
         self.names: dict[SSAValue, str] = {}
         self.helpers_used: dict[tuple[str, str], str] = {}
-        functions = {m.group(1) for s in target.ops.values() if (m := _CALLEE.match(s.fmt))}
+        functions = {m.group(1) for s in target.ops.values() if (m := CALLEE.match(s.fmt))}
         functions |= called_names(target)
         self.reserved = (
             C_RESERVED | functions | {f + "f" for f in functions} | target.reserved_words
@@ -562,7 +562,7 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return strides[::-1]
 
 
-_CALLEE = re.compile(r"([A-Za-z_]\w*)\{f\}\(")
+CALLEE = re.compile(r"([A-Za-z_]\w*)\{f\}\(")
 _LOADS = frozenset({affine.LoadOp, memref.LoadOp})
 _WRITES = (affine.StoreOp, memref.StoreOp, memref.DeallocOp, func.CallOp, egpu.VStoreOp)
 _READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
@@ -603,5 +603,4 @@ def _is_written(buffer: SSAValue) -> bool:
     )
 
 
-Writer = _Writer
 """The printer state a target's hooks receive (`signature`, `function`, ...)."""

@@ -42,14 +42,15 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 import torch
 
-from einc.driver import Compilation, Kernel
+from einc.compiler.driver import Compilation
+from einc.compiler.kernel import Kernel
 from einc.errors import RuntimeInputError, SemanticError, SourceLocation, UsageError
 from einc.torch.shapes import OpShapes
 from einc.torch.tensors import TensorSpec, check_inputs, device_type, example_input_dict, is_examples, launch
 
 if TYPE_CHECKING:
-    from einc.schedule import Schedule
-    from einc.tune.records import Record
+    from einc.schedule.script import Schedule
+    from einc.compiler.records import Record
     from einc.tune.tuner import TuneResult
 
 NAMESPACE = "einc"
@@ -334,7 +335,8 @@ class EincOp:
         (in this process or another) run the best record for them. Records are per shape:
         the kernels for other shapes keep theirs (tune each shape that matters)."""
         from einc.tune.command import POLICIES
-        from einc.tune.records import RecordDB, default_db_path
+        from einc.tune.records import RecordDB
+        from einc.compiler.records import default_db_path
         from einc.tune.tuner import tune
         from einc.tune.types import TuneTask
 
@@ -411,7 +413,7 @@ def op(
     `RuntimeInputError` for tensors that do not match it when it is called."""
     loc = SourceLocation(filename, 1, 1)
     if isinstance(target, str):
-        from einc.driver import resolve_target
+        from einc.compiler.driver import resolve_target
 
         resolve_target(target, loc)  # an unknown target before the tensors are looked at
     if input_dict is not None and is_examples(input_dict):

@@ -10,9 +10,10 @@ from typing import cast
 import numpy as np
 import torch
 
-from einc.driver import Kernel
+from einc.compiler.kernel import Kernel
 from einc.errors import RuntimeInputError, SourceLocation, UsageError
 from einc.frontend import TensorInfo
+from einc.targets import get_all_targets, get_target
 
 TORCH_DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
@@ -29,14 +30,16 @@ result as int8, so outputs are never torch.bool)."""
 
 EINC_DTYPES: dict[torch.dtype, str] = {t: name for name, t in TORCH_DTYPES.items()}
 
-DEVICE_TARGETS = {"cuda": "cuda", "hip": "cuda"}
-"""Targets whose tensors live on a GPU (ROCm builds of torch call their devices `cuda` too);
-every other target runs on CPU tensors (OpenCL, SYCL, HLSL and Poplar copy them over)."""
-
-
 def device_type(target: str) -> str:
-    """The torch device type of `target`'s tensors: "cuda" for CUDA and HIP, else "cpu"."""
-    return DEVICE_TARGETS.get(target, "cpu")
+    """The torch device type of `target`'s tensors (its `torch_device`): "cuda" for CUDA and
+    HIP (ROCm builds of torch call their devices `cuda` too), else "cpu" (OpenCL, SYCL, HLSL
+    and Poplar copy host tensors over)."""
+    return get_target(target).torch_device
+
+
+def targets_on(device: str) -> list[str]:
+    """The targets whose tensors are on torch device type `device`."""
+    return [name for name, target in get_all_targets().items() if target().torch_device == device]
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ def example_input_dict(
             spec[name] = cast("Mapping[str, object]", value)  # einc.compile checks it, with a location
             continue
         if value.device.type != wanted:
-            other = "'cuda' or 'hip'" if value.device.type == "cuda" else "'c' (or another CPU target)"
+            gpu = targets_on(value.device.type) if value.device.type != "cpu" else []
+            other = " or ".join(f"'{n}'" for n in gpu) if gpu else "'c' (or another CPU target)"
             raise UsageError(
                 f"the example tensor '{name}' is on {value.device}, but target '{target}' runs on "
                 f"{wanted} tensors; use target={other}",
@@ -135,7 +139,7 @@ def check_inputs(
         if t.device.type != device:
             raise RuntimeInputError(
                 f"{where} is on {t.device}, but the op runs on {device} tensors "
-                f"(its target is {'a GPU target' if device == 'cuda' else 'a CPU target'})"
+                f"(its target is {'a CPU target' if device == 'cpu' else 'a GPU target'})"
             )
         raise RuntimeInputError(f"{where} is on {t.device}, the earlier arguments on {first}")
 

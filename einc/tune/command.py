@@ -38,7 +38,8 @@ def tune_file_command(
     report: str | None = None,
     progress: bool = True,
 ) -> TuneResult:
-    from einc.tune.records import RecordDB, default_db_path
+    from einc.tune.records import RecordDB
+    from einc.compiler.records import default_db_path
     from einc.tune.tuner import tune
     from einc.tune.types import TuneTask
     from einc.targets import get_target
@@ -53,28 +54,31 @@ def tune_file_command(
         why = why if "cannot run here" in why else f"{target} kernels cannot run here: {why}"
         raise RuntimeMissingError(f"{why}; nothing to time, so nothing to tune", SourceLocation(path, 1, 1))
     db_file = Path(db_path) if db_path else default_db_path()
-    db_file.parent.mkdir(parents=True, exist_ok=True)
     with RecordDB(db_file) as db:
-        def run(policy: str, resume: bool = False) -> TuneResult:
+        db.require_writable("record tuning results in")  # before any search: no result is lost
+        def run(policy: str, resume: bool = False, decide: bool = True) -> TuneResult:
             return tune(task, policy=policy, resume=resume, trials=trials, time_budget_s=time_budget_s,
-                        workers=workers, threads=threads, db=db, seed=seed, progress=progress)  # fmt: skip
+                        workers=workers, threads=threads, db=db, seed=seed, progress=progress,
+                        decide_best=decide)  # fmt: skip
 
         result = run(policy, resume)
         print(result.summary())
         results = {policy: result}
         if report is not None and result.stopped != "interrupted":
             other = "random" if policy == "bayes" else "bayes"
-            print(f"einc: the same budget with {other} search, for the report", file=sys.stderr)
-            results[other] = run(other)
+            print(f"einc: the same budget with {other} search, for the report's comparison (its trials are "
+                  f"recorded; the best stays the one {policy} search decided)", file=sys.stderr)  # fmt: skip
+            results[other] = run(other, decide=False)
             print(results[other].summary())
     if result.best is not None:
         text = result.best.candidate.schedule
+        which = "the default schedule, kept," if result.kept_default else "the best schedule"
         if output:
             try:
                 Path(output).write_text(text if text.endswith("\n") else text + "\n")
             except OSError as err:
                 raise UsageError(f"cannot write the schedule: {err.strerror or err}", SourceLocation(output, 1, 1)) from None
-            print(f"einc: the best schedule is in {output}")
+            print(f"einc: {which} is in {output}")
         else:
             print(text)
         print(f"einc: records in {db_file}; `einc compile {path} --target {target}"

@@ -26,17 +26,17 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import Protocol, Self
 
 import numpy as np
 
 from einc.errors import EincError, InternalCompilerError, ToolchainError
+from einc.runtime.manifest import LaunchManifest
+from einc.runtime.openmp import timing_env, user_policy
 from einc.runtime.signature import KernelSignature
+from einc.schedule.choice import ScheduleChoice
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
-
-if TYPE_CHECKING:
-    from einc.schedule import Schedule
 
 
 class Builder(Protocol):
@@ -60,21 +60,12 @@ class CArtifact:
 @dataclass(frozen=True)
 class RebuildArtifact:
     """A kernel for a target whose runtime builds in-process (OpenCL, HLSL, SYCL, Poplar, CUDA):
-    the schedule text, compiled again in the runner's worker (the toolchains cache it)."""
+    the source the builder compiled and its launch manifest; the runner's worker loads it with
+    the target's runtime (`DeviceTarget.load`: the toolchains cache the binary the builder
+    made), without compiling the candidate again."""
 
-    schedule: str
-
-
-def candidate_schedule(text: str) -> Schedule | str | None:
-    """A candidate's schedule for `TuneTask.compilation`: its text parsed (located as
-    `<candidate>`); "none" for the untouched loops; "" for the target's default schedule."""
-    from einc.schedule import Schedule
-
-    if not text.strip():
-        return None
-    if text.strip() == "none":
-        return "none"
-    return Schedule.parse(text, "<candidate>")
+    source: str
+    manifest: LaunchManifest
 
 
 def c_artifact(source: str, signature: KernelSignature) -> CArtifact:
@@ -101,13 +92,15 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
         return BuildResult(candidate, status, reason, artifact, time.perf_counter() - start)
 
     try:
-        comp = task.compilation(candidate_schedule(candidate.schedule))
+        comp = task.compilation(ScheduleChoice.of(candidate.schedule, "<candidate>"))
         if comp.target_obj.shared_library:
             source = comp.source_text()
             signature = KernelSignature.from_module(comp.module("target"))
             return result(Status.OK, artifact=c_artifact(source, signature))
         comp.kernel()  # builds with the target's toolchain (and warms its cache for the runner)
-        return result(Status.OK, artifact=RebuildArtifact(candidate.schedule))
+        manifest = comp.target_obj.manifest(comp.module("target"))
+        assert manifest is not None, comp.target  # only C makes a shared library, and has none
+        return result(Status.OK, artifact=RebuildArtifact(comp.source_text(), manifest))
     except ToolchainError as err:
         return result(Status.INTERNAL, err.render())
     except EincError as err:
@@ -131,6 +124,28 @@ def _on_alarm(signum: int, frame: object) -> None:
 def _init_build_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGALRM, _on_alarm)
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # a spawned worker: its sentinel is a pipe the parent holds open
+        die_with_parent(parent.sentinel)
+
+
+def die_with_parent(fd: int) -> None:
+    """End this process (SIGKILL) as soon as `fd` reads end-of-file: the read end of a pipe
+    whose only write end the parent holds, which the system closes when the parent dies, however
+    it dies (`kill -9` included, where no clean-up of the parent's runs). A daemon thread waits
+    on it, without polling; whatever the main thread is doing (a build, a kernel run), the
+    process does not outlive its parent."""
+    import threading
+
+    def watch() -> None:
+        try:
+            while os.read(fd, 1):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="einc-lifeline", daemon=True).start()
 
 
 def _run_build_job(job: BuildJob, task: TuneTask, candidate: Candidate, timeout_s: float) -> BuildResult:
@@ -173,6 +188,9 @@ class LocalBuilder:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
+            from einc.tune.main_guard import check_main_guard
+
+            check_main_guard("einc's tuner")  # its spawn workers import the main script again
             self._executor = ProcessPoolExecutor(
                 self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_build_worker
             )
@@ -296,10 +314,10 @@ class TaskData:
 
     @classmethod
     def of(cls, task: TuneTask, seed: int) -> TaskData:
-        from einc.driver import random_inputs, tolerance
-        from einc.reference import run_reference
+        from einc.semantics.compare import random_inputs, tolerance
+        from einc.semantics.reference import run_reference
 
-        comp = task.compilation("none")
+        comp = task.compilation(ScheduleChoice.NONE)
         module = comp.module("ein")
         inputs = random_inputs(comp.program, np.random.default_rng(seed))
         reference = run_reference(module, inputs)
@@ -321,6 +339,7 @@ class _Worker:
     log: Path
     task_key: str | None = None
     log_start: int = 0  # where the current job's part of the log begins
+    lifeline: int | None = None  # the write end of the worker's lifeline pipe (never written)
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -328,6 +347,9 @@ class _Worker:
         self.process.wait()
         self.send.close()
         self.receive.close()
+        if self.lifeline is not None:
+            os.close(self.lifeline)
+            self.lifeline = None
 
 
 CUTOFF_FACTOR = 3.0
@@ -341,12 +363,14 @@ class LocalRunner:
 
     `timeout_s` bounds one run of the kernel (the worker reports after each repeat);
     `load_timeout_s` bounds starting the worker and loading (or rebuilding) the kernel.
-    Inputs are `einc.driver.random_inputs(seed)`; the reference is computed once per task.
+    Inputs are `einc.semantics.compare.random_inputs(seed)`; the reference is computed once per task.
     Outputs are poisoned before the first run and checked against the reference after it and
     again after the timed runs (a kernel that accumulates across runs is wrong too); inputs
     must be left unchanged, and guard bytes around every array untouched (no write out of
     bounds). The worker is restarted after a WRONG kernel, which may have corrupted it.
-    Inputs are rotated: when the inputs and outputs of one run are smaller than the L2 cache,
+    The worker's OpenMP threads sleep when they wait (`OMP_WAIT_POLICY=passive`, unless the user
+    chose a policy: `einc.runtime.openmp`), and it dies with the runner's process (a lifeline
+    pipe: `die_with_parent`). Inputs are rotated: when the inputs and outputs of one run are smaller than the L2 cache,
     the worker makes copies of them enough to span twice the L2 cache (at most 64) and each run
     takes the next copy, so a small kernel reads its data from L2/L3, not from where the run
     before left it in L1. `noise` decides when to measure again (up to `max_retries` times) and
@@ -379,7 +403,8 @@ class LocalRunner:
     def _start_worker(self) -> _Worker:
         job_read, job_write = os.pipe()
         reply_read, reply_write = os.pipe()
-        env = dict(os.environ)
+        life_read, life_write = os.pipe()  # the worker dies when this end closes (einc.tune.worker)
+        env = timing_env(os.environ)  # OpenMP threads sleep when they wait (einc.runtime.openmp)
         root = str(Path(__file__).resolve().parents[2])  # the checkout (or site-packages) holding einc
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
         if self.threads is not None:
@@ -387,16 +412,21 @@ class LocalRunner:
         fd, log = tempfile.mkstemp(prefix="einc-worker-", suffix=".log")
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "einc.tune.worker", str(job_read), str(reply_write)],
+                [sys.executable, "-m", "einc.tune.worker", str(job_read), str(reply_write), str(life_read)],
                 stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=env,
-                pass_fds=(job_read, reply_write), start_new_session=True,
+                pass_fds=(job_read, reply_write, life_read), start_new_session=True,
             )  # fmt: skip
+        except BaseException:
+            os.close(life_write)
+            raise
         finally:
             os.close(fd)
             os.close(job_read)
             os.close(reply_write)
+            os.close(life_read)
+        os.set_inheritable(life_write, False)
         return _Worker(process, Connection(job_write, readable=False), Connection(reply_read, writable=False),
-                       Path(log))  # fmt: skip
+                       Path(log), lifeline=life_write)  # fmt: skip
 
     def _stop_worker(self) -> None:
         worker, self._worker = self._worker, None
@@ -461,7 +491,8 @@ class LocalRunner:
         extra: dict[str, object] = dict(reply[3])
         best, noise, hopeless = self.noise.verdict(attempts)
         extra.update(cpu_s=best.cpu_s, wall_s=best.wall_s, wait_s=best.wait_s, spread=best.spread,
-                     retries=len(attempts) - 1, threads=self.threads or inherited_threads())  # fmt: skip
+                     retries=len(attempts) - 1, threads=self.threads or inherited_threads(),
+                     wait_policy=user_policy(os.environ) or "passive")  # fmt: skip
         if noise:
             extra["noisy"] = noise
         if hopeless:

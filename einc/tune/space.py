@@ -18,8 +18,11 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.errors import ScheduleError, SourceLocation
-from einc.schedule import Schedule, resolve_schedule
-from einc.schedule_builder import ScheduleBuilder
+from einc.schedule.choice import ScheduleChoice
+from einc.schedule.default import default_schedule
+from einc.schedule.script import Schedule
+from einc.schedule.builder import ScheduleBuilder
+from einc.targets import get_target
 from einc.tune.sketches import rules_for
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch, analyse
 from einc.tune.types import Candidate, Point, TuneTask
@@ -32,18 +35,16 @@ SKETCH_CHANGE_P = 0.1
 
 def loops_of(task: TuneTask) -> ModuleOp:
     """The task's loop-level module (what schedules apply to)."""
-    return task.compilation("none").module("loops")
+    return task.compilation(ScheduleChoice.NONE).module("loops")
 
 
 def _lanes(target: str) -> int:
-    from einc.targets import get_target
-
     return get_target(target).vector_lanes()
 
 
 def _max_threads(target: str) -> int:
     try:
-        from einc.targets.descriptions import description
+        from einc.targets import description
 
         return int(description(target).max_threads_per_block)
     except Exception:  # noqa: BLE001 - a target without a device description
@@ -51,7 +52,7 @@ def _max_threads(target: str) -> int:
 
 
 def default_roles(schedule: Schedule, nests: list[Nest]) -> dict[str, KnobRole]:
-    """Roles of the default CPU policy's knobs (einc.schedules.cpu: `stmt.tile_i|j|k|rows`)."""
+    """Roles of the default CPU policy's knobs (einc.schedule.policies.cpu: `stmt.tile_i|j|k|rows`)."""
     roles = {}
     for name in schedule.knobs():
         stmt, _, what = name.rpartition(".")
@@ -93,7 +94,7 @@ class SearchSpace:
         loops = loops_of(task)
         nests = analyse(loops)
         lanes = _lanes(task.target)
-        default = resolve_schedule(None, task.target, loops)
+        default = default_schedule(get_target(task.target), loops)
         if default is None:  # no default policy: the empty script schedules nothing, like it
             default = ScheduleBuilder(loops.clone(), "<default schedule>").finish()
         sketches = {"default": Sketch("default", default, f"the {task.target} target's default schedule",
@@ -111,7 +112,7 @@ class SearchSpace:
             if not made:
                 skipped[name] = "does not apply"
             for sketch in made:
-                if all(str(s.schedule) != str(sketch.schedule) for s in sketches.values()):
+                if not any(s.schedule.same_as(sketch.schedule) for s in sketches.values()):
                     sketches[sketch.name] = sketch
         return cls(task, sketches, nests, lanes, skipped)
 
@@ -214,7 +215,6 @@ def describe_sketches(path: str, target: str = "c", rule: str | None = None,
     `rule`: only that rule's (`default`: the target's default schedule). An unknown rule is a
     UsageError at `where`."""
     from einc.errors import UsageError
-    from einc.targets import get_target
 
     get_target(target, where)
     known = ["default", *rules_for(target)]

@@ -6,6 +6,7 @@ and its worker subprocess (`einc.tune.worker`)."""
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 from collections.abc import Sequence
@@ -96,3 +97,18 @@ class MeasureSettings(TypedDict):
     max_retries: int
     noise: NoiseLimits
     cutoff_s: float | None
+
+
+def run_queue_wait() -> float | None:
+    """Seconds the process's threads have waited on a run queue (`/proc/self/task/*/schedstat`,
+    second field, ns); None where the kernel does not say."""
+    total = 0
+    found = False
+    for path in glob.glob("/proc/self/task/*/schedstat"):
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[1])
+                found = True
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9 if found else None

@@ -1,13 +1,24 @@
 """The tuning loop: propose points, build them in parallel, measure them one by one in an
-isolated worker, record every result, and keep the best that computed the right numbers.
+isolated worker, record every result, then decide in final rounds whether any is the best.
 
     result = tune(TuneTask.from_file("mm.ein"), trials=64, db=RecordDB(path))
     result.best.candidate.schedule        # the best script (text), checked against NumPy
+    result.decision.reason                # why it is the best, or why the default was kept
 
 Each batch is recorded as its results arrive (a killed tuner loses only the batch in
 flight); `resume=True` feeds a task's earlier trials to the search and counts them towards
-`trials`. Ctrl-C ends the loop after the candidate in flight, with every record kept. The
-winner is measured once more on fresh inputs (another seed) before it is reported.
+`trials`. Ctrl-C ends the loop after the candidate in flight, with every record kept and
+nothing decided.
+
+A search's trials are measured once each, maybe while the machine was busy: the fastest trial is
+no more than a finalist. The best is decided in final rounds (`einc.tune.decide`): the default
+schedule and the fastest few trials measured again, in turn, in paired rounds; a finalist is the
+best only when it beat the default beyond the noise and the load in enough rounds to be
+significant, else the default schedule is kept and the decision says why. The best is measured
+once more on fresh inputs (another seed) before it is recorded. The decision is recorded with
+the final rounds (`extra["best"]` on the record of the kept or crowned schedule), and that one
+record is what the summary, the progress bar, `einc records list`, a compile and the report's
+plot all name as the best.
 """
 
 from __future__ import annotations
@@ -18,11 +29,14 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from einc.errors import EincError
+from einc.tune.decide import Decision, Pair, Sample, Verdict, decide, judge, rounds_needed
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from einc.tune.workload import throughput
 
@@ -48,13 +62,24 @@ class TuneResult:
     task: TuneTask
     policy: str
     best: MeasureResult | None = None
+    """The decision's schedule, as the final rounds measured it: the crowned finalist, or the
+    default schedule kept. None before a decision (interrupted, or `decide=False`)."""
     default: MeasureResult | None = None
+    """The default schedule: its final rounds once decided, else its search trial."""
+    fastest: MeasureResult | None = None
+    """The fastest trial of the search (measured once: a finalist, not the best)."""
+    decision: Decision | None = None
     history: list[Trial] = field(default_factory=list)
-    resumed: int = 0  # trials read back from the database
+    earlier: list[MeasureResult] = field(default_factory=list)  # trials read back from the database
     seconds: float = 0.0
     stopped: str = "trials"  # trials | time | exhausted | interrupted
-    verified: MeasureResult | None = None  # the best, measured again on fresh inputs
-    finals: list[MeasureResult] = field(default_factory=list)  # the finalists' paired rounds
+    verified: MeasureResult | None = None  # the crowned finalist, measured again on fresh inputs
+    finals: list[MeasureResult] = field(default_factory=list)  # the final rounds (the default first)
+    decided_s: float = 0.0  # seconds of the final rounds
+
+    @property
+    def resumed(self) -> int:
+        return len(self.earlier)
 
     @property
     def trials(self) -> int:
@@ -64,8 +89,12 @@ class TuneResult:
     def failures(self) -> Counter[str]:
         return Counter(t.result.status.value for t in self.history if not t.result.ok)
 
+    @property
+    def kept_default(self) -> bool:
+        return self.decision is not None and self.decision.kept_default
+
     def best_so_far(self) -> list[tuple[int, float, float]]:
-        """(trial, elapsed seconds, best median seconds so far) after each trial."""
+        """(trial, elapsed seconds, fastest trial's median seconds so far) after each trial."""
         best, curve = math.inf, []
         for t in self.history:
             if t.result.ok:
@@ -74,16 +103,25 @@ class TuneResult:
         return curve
 
     def reached(self, fraction: float = 0.9) -> tuple[int, float] | None:
-        """The first (trial, seconds) at which the best-so-far throughput was `fraction` of
-        the final best's (time <= final / fraction)."""
+        """The first (trial, seconds) at which the fastest trial so far had `fraction` of the
+        speed of the search's fastest (time <= fastest / fraction)."""
         searched = [t.result.median_s for t in self.history if t.result.ok]
-        if self.best is None or not searched:
+        if not searched:
             return None
-        goal = min(searched) / fraction  # the search's own best (finalists are re-measured apart)
+        goal = min(searched) / fraction
         for index, elapsed, best in self.best_so_far():
             if best <= goal:
                 return index, elapsed
         return None
+
+    def best_line(self) -> str:
+        """The best in words (what the summary and the progress bar say)."""
+        if self.best is None or self.decision is None:
+            return "none decided"
+        if self.decision.kept_default:
+            speed = f"{_speed(self.task, self.best.median_s)}, " if self.best.ok else ""
+            return f"the default schedule ({speed}kept)"
+        return f"{_speed(self.task, self.best.median_s)}  {self.best.candidate.point.describe()}"
 
     def summary(self) -> str:
         lines = [f"{self.policy}: {self.trials} trials in {self.seconds:.1f} s ({self.stopped})"]
@@ -92,31 +130,41 @@ class TuneResult:
         fails = self.failures
         if fails:
             lines.append("  failed: " + ", ".join(f"{n} {s}" for s, n in sorted(fails.items())))
+        if self.fastest is not None:
+            lines.append(f"  fastest trial: {_speed(self.task, self.fastest.median_s)}  "
+                         f"{self.fastest.candidate.point.describe()} (measured once)")  # fmt: skip
+            if (hit := self.reached()) is not None:
+                lines.append(f"  90% of its speed after {hit[0] + 1} trials, {hit[1]:.1f} s")
+        if len(self.finals) > 1:
+            rounds = max(_int(f.extra.get("rounds")) for f in self.finals)
+            lines.append(f"  final rounds: the default and {len(self.finals) - 1} finalist"
+                         f"{'s' if len(self.finals) > 2 else ''} measured in turn, {rounds} rounds, "
+                         f"{self.decided_s:.1f} s")  # fmt: skip
         if self.default is not None and self.default.ok:
             lines.append(f"  default schedule: {_speed(self.task, self.default.median_s)}")
-        if self.best is None:
-            lines.append("  no candidate computed the right numbers")
+        if self.decision is None:
+            if self.stopped == "interrupted":
+                lines.append("  best: none decided (interrupted; every trial is recorded: --resume goes on)")
+            elif self.fastest is None:
+                lines.append("  no candidate computed the right numbers")
+            else:
+                lines.append("  best: none decided")
             return "\n".join(lines)
-        line = f"  best: {_speed(self.task, self.best.median_s)}  {self.best.candidate.point.describe()}"
-        if self.default is not None and self.default.ok:
-            line += f"  ({self.default.median_s / self.best.median_s:.2f}x the default)"
-        lines.append(line)
-        if (hit := self.reached()) is not None:
-            lines.append(f"  90% of the best after {hit[0] + 1} trials, {hit[1]:.1f} s")
-        if self.finals:
-            lines.append(f"  final ranking: {len(self.finals)} finalists (the default among them) re-measured "
-                         f"{self.finals[0].extra.get('rounds')} times in turn")  # fmt: skip
+        lines.append(f"  best: {self.best_line()}")
+        lines.append(f"    because {self.decision.reason}")
         if self.verified is not None:
-            lines.append(
-                "  re-checked on fresh inputs: "
-                + (_speed(self.task, self.verified.median_s) if self.verified.ok else self.verified.reason)
-            )
+            lines.append("  re-checked on fresh inputs: "
+                         + ("right numbers" if self.verified.ok else f"{self.verified.status.value}: {self.verified.reason}"))  # fmt: skip
         return "\n".join(lines)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _speed(task: TuneTask, seconds: float) -> str:
     value, unit = throughput(task, seconds)
-    return f"{seconds * 1e3:.3f} ms, {value:.1f} {unit}"
+    return f"{seconds * 1e3:.3f} ms, {value:.3g} {unit}"
 
 
 def _refused(candidate: Candidate, message: str) -> MeasureResult:
@@ -161,7 +209,7 @@ def tune(
     space: SearchSpace | None = None,
     builder: Builder | None = None,
     runner: Runner | None = None,
-    db: RecordDB | None = None,
+    db: RecordDB | str | Path | None = None,
     device: str | None = None,
     resume: bool = False,
     seed: int = 0,
@@ -169,20 +217,39 @@ def tune(
     verify: bool = True,
     runner_options: dict | None = None,
     finalists: int = 3,
-    rounds: int = 3,
+    rounds: int = 5,
+    decide_best: bool = True,
     on_trial: Callable[[Trial], None] | None = None,
 ) -> TuneResult:
-    """Search `task`'s schedule space for `trials` candidates (or `time_budget_s` seconds).
+    """Search `task`'s schedule space for `trials` candidates (or `time_budget_s` seconds), then
+    decide the best in final rounds: the default schedule and the `finalists` fastest trials,
+    at least `rounds` rounds (more where the finalists need them to be significant; see
+    `einc.tune.decide`). `decide_best=False` searches only (nothing is crowned or recorded as
+    the best).
 
     `policy`: "bayes", "random" or a SearchPolicy. Builder and runner default to a local
     process pool of `workers` and an isolated worker running the kernel on `threads`
-    threads. Every result is added to `db` as it arrives (keyed by the task and `device`,
-    by default this machine's fingerprint for the target)."""
+    threads. Every result is added to `db` (a RecordDB, or the path of one: opened here, and
+    refused before any measurement when it cannot be) as it arrives (keyed by the task and
+    `device`, by default this machine's fingerprint for the target), the decision with its
+    final rounds."""
     from einc.tune.measure import LocalBuilder, LocalRunner
+    from einc.tune.records import RecordDB
     from einc.tune.search import make_policy
     from einc.tune.space import SearchSpace
 
+    if isinstance(db, str | Path):
+        with RecordDB(db) as opened:
+            return tune(task, policy=policy, trials=trials, time_budget_s=time_budget_s, workers=workers,
+                        threads=threads, batch=batch, space=space, builder=builder, runner=runner, db=opened,
+                        device=device, resume=resume, seed=seed, progress=progress, verify=verify,
+                        runner_options=runner_options, finalists=finalists, rounds=rounds, decide_best=decide_best,
+                        on_trial=on_trial)  # fmt: skip
+    if db is not None and not isinstance(db, RecordDB):
+        raise TypeError(f"tune(db=...) takes a RecordDB or a path, not {type(db).__name__}")
     start = time.perf_counter()
+    if db is not None:
+        db.require_writable("record tuning results in")  # before any work: no result is lost
     space = space or SearchSpace.from_task(task)
     if isinstance(policy, str):
         policy = make_policy(policy, space, seed=seed)
@@ -191,23 +258,29 @@ def tune(
     builder = builder or LocalBuilder(workers=workers)
     runner = runner or LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
     if db is not None and device is None:
-        from einc.tune.records import device_fingerprint
+        from einc.compiler.records import device_fingerprint
+        from einc.targets import get_target
 
-        device = device_fingerprint(task.target)
+        device = device_fingerprint(get_target(task.target))
     tuner_id = f"{policy.name}-{uuid.uuid4().hex[:8]}"
     result = TuneResult(task, policy.name)
     default_point = space.default_point()
+
+    def record(results: Sequence[MeasureResult]) -> None:
+        if db is not None:
+            assert device is not None
+            db.add_many(task, device, results, tuner=tuner_id)
 
     if resume and db is not None:
         assert device is not None
         earlier = [(r.point(), record_result(r)) for r in db.trials(task.key, task.target, device)]
         policy.observe(earlier)
-        result.resumed = len(earlier)
         for point, measured in earlier:
+            result.earlier.append(measured)
             _consider(result, point, measured, default_point)
 
+    bar = _progress_bar(trials, result.resumed) if progress else None
     try:
-        bar = _progress_bar(trials, result.resumed) if progress else None
         batch = batch or max(2 * workers, 4)
         try:
             while result.resumed + result.trials < trials:
@@ -219,14 +292,12 @@ def tune(
                     result.stopped = "exhausted"
                     break
                 if (set_best := getattr(runner, "set_best", None)) is not None:
-                    set_best(result.best.median_s if result.best is not None else None)
+                    set_best(result.fastest.median_s if result.fastest is not None else None)
                 measured = measure_points(task, space, points, builder, runner)
                 for point, m in zip(points, measured):
                     trial = Trial(result.resumed + result.trials, time.perf_counter() - start, m)
                     result.history.append(trial)
-                    if db is not None:
-                        assert device is not None
-                        db.add(task, device, m, tuner=tuner_id)
+                    record([dataclasses.replace(m, extra={**m.extra, "trial": True})])
                     _consider(result, point, m, default_point)
                     if bar is not None:
                         _update_bar(bar, result)
@@ -235,24 +306,19 @@ def tune(
                 policy.observe(list(zip(points, measured)))
         except KeyboardInterrupt:
             result.stopped = "interrupted"
-        finally:
-            if bar is not None:
-                bar.close()
-            result.seconds = time.perf_counter() - start
-        if result.best is not None and result.stopped != "interrupted" and finalists > 1:
-            _final_ranking(task, result, builder, runner, finalists, rounds,
-                           lambda m: db.add(task, device, m, tuner=tuner_id) if db is not None and device else None)  # fmt: skip
-        if verify and result.best is not None and result.stopped != "interrupted":
-            result.verified = _verify(task, result.best, builder, runner)
-            if result.verified.status in DISQUALIFYING:  # a winner that fails on fresh inputs is no winner
-                result.best = None
-                for trial in sorted(
-                    (t for t in result.history if t.result.ok), key=lambda t: t.result.median_s
-                ):
-                    if trial.result.candidate != result.verified.candidate:
-                        result.best = trial.result
-                        break
+        result.seconds = time.perf_counter() - start
+        if decide_best and result.stopped != "interrupted":
+            try:
+                _decide(task, result, space, builder, runner, finalists, rounds, bar, verify)
+            except KeyboardInterrupt:  # nothing decided, nothing recorded but the trials
+                result.stopped, result.best, result.decision, result.finals = "interrupted", None, None, []
+            if result.decision is not None:
+                record(result.finals)
     finally:
+        if bar is not None:
+            bar.set_description("tuned" if result.decision is not None else "tuning")
+            bar.set_postfix(bar_postfix(result), refresh=True)
+            bar.close()
         if own_runner:
             _close(runner)
         if own_builder:
@@ -260,66 +326,185 @@ def tune(
     return result
 
 
-def record_result(record) -> MeasureResult:  # record: einc.tune.records.Record
+def record_result(record) -> MeasureResult:  # record: einc.compiler.records.Record
     """A database record as the measurement it was (for resuming a search)."""
     candidate = Candidate(record.point(), record.schedule)
-    return MeasureResult(candidate, Status(record.status), record.reason, tuple(record.times), record.build_s)
+    return MeasureResult(candidate, Status(record.status), record.reason, tuple(record.times), record.build_s,
+                         extra=record.extra)  # fmt: skip
 
 
 def _consider(result: TuneResult, point: Point, measured: MeasureResult, default_point: Point) -> None:
-    if point == default_point and result.default is None:
+    if point == default_point and (result.default is None or not result.default.ok):
         result.default = measured
-    if measured.ok and (result.best is None or measured.median_s < result.best.median_s):
-        result.best = measured
+    if measured.ok and (result.fastest is None or measured.median_s < result.fastest.median_s):
+        result.fastest = measured
 
 
-def _final_ranking(
-    task: TuneTask, result: TuneResult, builder: Builder, runner: Runner, top: int, rounds: int,
-    record: Callable[[MeasureResult], object],
-) -> None:
-    """The best `top` candidates and the default, measured again against each other: `rounds`
-    rounds, each measuring every finalist once in turn (a rotating order), so that load
-    drifting during the search does not decide between near-equal kernels. The winner has the
-    least median over the rounds; each finalist's rounds are recorded (`extra["final"]`), and
-    the records' best follows the latest final ranking."""
-    ranked = sorted((t.result for t in result.history if t.result.ok), key=lambda m: m.median_s)
+def _finalists(result: TuneResult, default_point: Point, top: int) -> list[MeasureResult]:
+    """The `top` fastest distinct trials (earlier ones included) other than the default, each
+    faster than the default's own trial where that was measured."""
+    bar = result.default.median_s if result.default is not None and result.default.ok else math.inf
+    ranked = sorted((m for m in [*result.earlier, *(t.result for t in result.history)] if m.ok),
+                    key=lambda m: m.median_s)  # fmt: skip
     chosen: list[MeasureResult] = []
     for m in ranked:
-        if all(m.candidate != c.candidate for c in chosen):
-            chosen.append(m)
-        if len(chosen) == top:
+        if len(chosen) == top or m.median_s >= bar:
             break
-    if result.default is not None and result.default.ok and all(result.default.candidate != c.candidate for c in chosen):
-        chosen.append(result.default)
-    if len(chosen) < 2:
-        return
-    if (set_best := getattr(runner, "set_best", None)) is not None:
-        set_best(None)  # every finalist timed in full
-    builds = builder.build(task, [c.candidate for c in chosen])
-    medians: list[list[float]] = [[] for _ in chosen]
-    for r in range(rounds):
-        order = [(r + k) % len(chosen) for k in range(len(chosen))]
-        for k in order:
-            if builds[k].status is Status.OK:
-                (m,) = runner.run(task, [builds[k]])
-                if m.ok:
-                    medians[k].append(m.median_s)
+        if m.candidate.point != default_point and all(m.candidate != c.candidate for c in chosen):
+            chosen.append(m)
+    return chosen
+
+
+def _decide(
+    task: TuneTask, result: TuneResult, space: SearchSpace, builder: Builder, runner: Runner, top: int,
+    rounds: int, bar, verify: bool,
+) -> None:
+    """The final rounds, the decision, and the crowned finalist checked on fresh inputs: sets
+    `result.decision`, `best`, `default`, `finals` (the default's first; the record of the
+    kept or crowned schedule carries `extra["best"]` and the reason)."""
+    start = time.perf_counter()
+    default_point = space.default_point()
     tag = f"final-{uuid.uuid4().hex[:8]}"
-    finals = [
-        MeasureResult(c.candidate, Status.OK, times=tuple(times), build_s=c.build_s, extra={"final": tag, "rounds": rounds})
-        for c, times in zip(chosen, medians)
-        if len(times) == rounds  # a finalist that failed a round is out
-    ]
-    # A ranking needs two finalists: a lone survivor (the others noisy or failed) was compared
-    # with nothing, and the search's best stands (nothing recorded as a final).
-    if len(finals) >= 2:
-        for final in finals:
-            record(final)
-        result.finals = finals
-        result.best = min(finals, key=lambda m: m.median_s)
-        default = next((f for f in finals if result.default is not None and f.candidate == result.default.candidate), None)
+    challengers = _finalists(result, default_point, top)
+    try:
+        default = space.candidate(default_point)
+    except EincError as err:
+        default = None
+        reason = f"the default schedule is not in the search space: {err.render()}"
+    if default is None or not challengers:
         if default is not None:
-            result.default = default
+            reason = ("no trial was faster than the default schedule's" if result.fastest is not None
+                      else "no candidate computed the right numbers")  # fmt: skip
+        base = result.default or MeasureResult(default or Candidate(default_point, ""), Status.REFUSED, reason)
+        result.decision = Decision(None, {}, reason)
+        result.finals = [_final(base, base.times if base.ok else (), tag, 0)]
+        _crown(result)
+        return
+    with _final_settings(runner):
+        _rounds(task, result, builder, runner, [default, *(c.candidate for c in challengers)], rounds, bar, tag)
+    result.decided_s = time.perf_counter() - start
+    _crown(result)
+    if verify and not result.kept_default and result.best is not None:
+        result.verified = _verify(task, result.best, builder, runner)
+        if result.verified.status in DISQUALIFYING:  # a winner that fails on fresh inputs is no winner
+            why = f"{result.best.candidate.point.describe()} failed on fresh inputs ({result.verified.reason})"
+            assert result.decision is not None
+            result.decision = Decision(None, result.decision.verdicts, why)
+            _crown(result)
+
+
+FINAL_REPEATS = 5
+FINAL_MIN_REPEAT_S = 0.02
+"""A LocalRunner's measurements in the final rounds: 5 repeats of at least 20 ms (or the
+runner's own, where shorter). The rounds, each pairing the default and a finalist, carry the
+statistics; a measurement need not be as long as a search's."""
+
+
+@contextmanager
+def _final_settings(runner: Runner) -> Iterator[None]:
+    """`runner` set for the final rounds (every candidate timed in full, FINAL_REPEATS)."""
+    from einc.tune.measure import LocalRunner
+
+    if (set_best := getattr(runner, "set_best", None)) is not None:
+        set_best(None)
+    if not isinstance(runner, LocalRunner):
+        yield
+        return
+    saved = runner.repeats, runner.min_repeat_s
+    runner.repeats, runner.min_repeat_s = min(FINAL_REPEATS, runner.repeats), min(FINAL_MIN_REPEAT_S, runner.min_repeat_s)
+    try:
+        yield
+    finally:
+        runner.repeats, runner.min_repeat_s = saved
+
+
+def _rounds(
+    task: TuneTask, result: TuneResult, builder: Builder, runner: Runner, candidates: list[Candidate], rounds: int,
+    bar, tag: str,
+) -> None:
+    """The final rounds of `candidates` (the default first) and the decision: sets
+    `result.decision` and `result.finals` (the default's first, then the finalists')."""
+    builds = builder.build(task, candidates)
+    alive = [i for i, b in enumerate(builds) if b.status is Status.OK]
+    measured: dict[int, list[MeasureResult]] = {i: [] for i in alive}
+    failed: dict[int, MeasureResult] = {i: _from_build(b) for i, b in enumerate(builds) if b.status is not Status.OK}
+    if 0 in failed:
+        result.decision = Decision(None, {}, f"the default schedule failed to build for the final rounds: "
+                                             f"{failed[0].reason}")  # fmt: skip
+        result.finals = [_final(failed[0], (), tag, 0)]
+        return
+    others = [i for i in alive if i]
+    total = max(rounds, rounds_needed(len(others)))
+
+    def play(indices: list[int], count: int) -> None:
+        for r in range(count):
+            played = len(measured[indices[0]])
+            for i in (indices[(played + k) % len(indices)] for k in range(len(indices))):  # a rotating order
+                (m,) = runner.run(task, [builds[i]])
+                measured[i].append(m)
+            if bar is not None:
+                bar.set_description("final rounds")
+                bar.set_postfix_str(f"round {played + 1}", refresh=True)
+
+    def verdicts() -> dict[int, Verdict]:
+        return {i: judge([Pair(_sample(d), _sample(c)) for d, c in zip(measured[0], measured[i])], len(others))
+                for i in others}  # fmt: skip
+
+    names = {i: candidates[i].point.describe() for i in alive}
+    if others:
+        play(alive, total)
+        judged = verdicts()
+        decision = decide(judged, names)
+        # Load may have cost the closest finalist its rounds: measure it against the default for
+        # as many rounds again (once), and judge it on all of them.
+        closest = max(others, key=lambda i: judged[i].speedup if math.isfinite(judged[i].speedup) else -math.inf)
+        if decision.kept_default and judged[closest].loaded and judged[closest].speedup > 1.0:
+            play([0, closest], total)
+            decision = decide({**judged, closest: verdicts()[closest]}, names)
+    else:
+        decision = Decision(None, {}, "no finalist built: " + "; ".join(f"{names.get(i, candidates[i].point.describe())}: "
+                                                                      f"{failed[i].reason}" for i in failed))  # fmt: skip
+    finals = []
+    for i in [0, *others, *sorted(failed)]:
+        runs = measured.get(i, [])
+        times = tuple(m.median_s for m in runs if m.ok)
+        base = failed.get(i) or (runs[-1] if not times else MeasureResult(candidates[i], Status.OK, build_s=builds[i].seconds))
+        extra: dict[str, object] = {"loads": [round(_sample(m).load, 4) for m in runs],
+                                    "quiet": [round(_sample(m).quiet_share, 4) for m in runs]}  # fmt: skip
+        if i in decision.verdicts:
+            extra["verdict"] = decision.verdicts[i].to_json()
+        finals.append(_final(base, times, tag, len(runs), extra))
+    result.finals = finals
+    result.decision = decision if decision.crowned is None else Decision(others.index(decision.crowned) + 1,
+                                                                          decision.verdicts, decision.reason)  # fmt: skip
+
+
+def _sample(m: MeasureResult) -> Sample:
+    return Sample.of(m.median_s, m.extra) if m.ok else Sample(math.inf)
+
+
+def _final(base: MeasureResult, times: Sequence[float], tag: str, rounds: int,
+           extra: dict[str, object] | None = None) -> MeasureResult:  # fmt: skip
+    """A finalist's record of the final rounds: its medians, one per round it was measured in."""
+    status, reason = (Status.OK, "") if times else (base.status if not base.ok else Status.NOISY, base.reason)
+    return MeasureResult(base.candidate, status, reason, tuple(times), base.build_s,
+                         extra={"final": tag, "rounds": rounds, **(extra or {})})  # fmt: skip
+
+
+def _crown(result: TuneResult) -> None:
+    """`best` and `default` from the decision: `finals[decision.crowned]` (the default's
+    record, first, when kept), marked `best` with the reason; no other final is marked."""
+    assert result.decision is not None and result.finals
+    chosen = result.decision.crowned or 0
+    marked = []
+    for i, f in enumerate(result.finals):
+        extra = {k: v for k, v in f.extra.items() if k not in ("best", "decision", "kept_default")}
+        if i == chosen:
+            extra.update(best=True, kept_default=result.decision.kept_default, decision=result.decision.reason)
+        marked.append(dataclasses.replace(f, extra=extra))
+    result.finals = marked
+    result.best = marked[chosen]
+    result.default = marked[0] if marked[0].ok or result.default is None else result.default
 
 
 DISQUALIFYING = (Status.WRONG, Status.CRASHED, Status.TIMEOUT, Status.INTERNAL, Status.REFUSED)
@@ -358,8 +543,14 @@ def _progress_bar(total: int, done: int):  # -> tqdm
 def _update_bar(bar, result: TuneResult) -> None:
     bar.update(1)
     postfix: dict[str, object] = {"failed": sum(result.failures.values())}
-    if result.best is not None:
-        value, unit = throughput(result.task, result.best.median_s)
-        postfix["best"] = f"{result.best.median_s * 1e3:.3f}ms"
-        postfix[unit] = f"{value:.1f}"
+    if result.fastest is not None:
+        postfix["fastest trial"] = f"{result.fastest.median_s * 1e3:.3f}ms"
     bar.set_postfix(postfix, refresh=False)
+
+
+def bar_postfix(result: TuneResult) -> dict[str, str]:
+    """What the progress bar shows when the tuner is done: the best as the summary names it."""
+    if result.decision is None:
+        fastest = f"{result.fastest.median_s * 1e3:.3f}ms" if result.fastest is not None else "none"
+        return {"best": "none decided", "fastest trial": fastest}
+    return {"best": result.best_line()}

@@ -3,23 +3,25 @@ measuring a point gave. Every type here is picklable (it crosses process boundar
 
     TuneTask   one program on one target and device: what is tuned, and the database key
     Point      a sketch's name and a value for each of its knobs: one schedule of the space
+               (with Status and program_key, einc.compiler.records' vocabulary: records hold them)
     Candidate  a point with its schedule text, ready to build
     BuildResult / MeasureResult   what the builder and the runner report, failures as values
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from einc.compiler.records import Point, Status, program_key
+from einc.schedule.choice import ScheduleChoice
+
 if TYPE_CHECKING:
-    from einc.driver import Compilation
+    from einc.compiler.driver import Compilation
     from einc.frontend import Program
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
 
 @dataclass(frozen=True)
@@ -36,21 +38,22 @@ class TuneTask:
 
     @classmethod
     def from_file(cls, path: str | Path, target: str = "c") -> TuneTask:
-        from einc.driver import read_program
+        from einc.compiler.driver import read_program
 
         return cls(read_program(str(path)), target, str(path))
 
-    def compilation(self, schedule: Schedule | str | None = None) -> Compilation:
-        """A fresh Compilation of this task with `schedule` (a Schedule, its text, "none", or
-        None for the target's default schedule); tuning records are never consulted."""
-        from einc.driver import Compilation
+    def compilation(self, schedule: ScheduleChoice | Schedule | str | None = None) -> Compilation:
+        """A fresh Compilation of this task with `schedule` (as einc.compile takes it; None:
+        the target's default schedule); tuning records are never consulted."""
+        from einc.compiler.driver import Compilation
 
-        return Compilation(self.source, self.filename, self.input_dict, self.extra_outputs, self.target, schedule,
+        choice = ScheduleChoice.DEFAULT if schedule is None else schedule
+        return Compilation(self.source, self.filename, self.input_dict, self.extra_outputs, self.target, choice,
                            use_records=False)  # fmt: skip
 
     @cached_property
     def program(self) -> Program:
-        comp = self.compilation("none")
+        comp = self.compilation(ScheduleChoice.NONE)
         comp.run_until("ein")
         return comp.program
 
@@ -58,7 +61,7 @@ class TuneTask:
     def normalized(self) -> str:
         """The program as einc understands it (the printed `ein` module: names, shapes, dtypes
         and statements; no comments or spacing): two texts of one program share records."""
-        return str(self.compilation("none").module("ein"))
+        return str(self.compilation(ScheduleChoice.NONE).module("ein"))
 
     @cached_property
     def key(self) -> str:
@@ -82,48 +85,12 @@ class TuneTask:
         return count_bytes(self)
 
 
-def program_key(normalized: str) -> str:
-    """The database key of a program from its printed `ein` module: sha256, 16 hex digits."""
-    return hashlib.sha256(normalized.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True, order=True)
-class Point:
-    """One schedule of a space: a sketch and a value for each of its knobs (sorted by name)."""
-
-    sketch: str
-    knobs: tuple[tuple[str, int], ...] = ()
-
-    @classmethod
-    def of(cls, sketch: str, knobs: Mapping[str, int]) -> Point:
-        return cls(sketch, tuple(sorted((str(k), int(v)) for k, v in knobs.items())))
-
-    def values(self) -> dict[str, int]:
-        return dict(self.knobs)
-
-    def describe(self) -> str:
-        return f"{self.sketch}(" + ", ".join(f"{k}={v}" for k, v in self.knobs) + ")"
-
-
 @dataclass(frozen=True)
 class Candidate:
     """A point ready to build: its schedule as text (`Schedule.parse` reads it back)."""
 
     point: Point
     schedule: str
-
-
-class Status(str, Enum):
-    """How a candidate ended. Only OK candidates have a time; every other status is a failure
-    with a reason, recorded and never ranked."""
-
-    OK = "ok"
-    REFUSED = "refused"  # an EincError: the schedule is illegal for this program (expected)
-    INTERNAL = "internal-error"  # an InternalCompilerError or a C compiler failure: an einc bug
-    CRASHED = "crashed"  # the kernel killed its worker (signal, abort)
-    TIMEOUT = "timeout"  # the kernel ran past the runner's time limit
-    WRONG = "wrong"  # outputs differ from the NumPy float64 reference
-    NOISY = "noisy"  # timings stayed unreliable after re-measuring (foreign load)
 
 
 @dataclass(frozen=True)

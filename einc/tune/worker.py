@@ -1,4 +1,4 @@
-"""The runner's worker process: `python -m einc.tune.worker JOB_FD REPLY_FD`.
+"""The runner's worker process: `python -m einc.tune.worker JOB_FD REPLY_FD LIFELINE_FD`.
 
 It reads jobs from JOB_FD and answers on REPLY_FD (pickled, `multiprocessing.connection`
 frames; its stdout and stderr are the runner's log, so a kernel's printing cannot corrupt the
@@ -22,10 +22,14 @@ from multiprocessing.connection import Connection
 
 import numpy as np
 
-from einc.driver import max_error, poisoned
-from einc.errors import EincError, InternalCompilerError, ToolchainError
-from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, candidate_schedule
-from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
+from einc.compiler.kernel import Kernel, MissingRuntime, Runner
+from einc.errors import EincError, InternalCompilerError, RuntimeMissingError, ToolchainError
+from einc.runtime.arrays import poisoned
+from einc.semantics.compare import max_error
+from einc.targets import get_target
+from einc.targets.gpu import DeviceTarget
+from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, die_with_parent
+from einc.tune.timing import MeasureSettings, NoiseLimits, Timing, run_queue_wait
 from einc.tune.types import Status, TuneTask
 
 MAX_COPIES = 64
@@ -37,6 +41,19 @@ ROTATE_BELOW_S = 1e-3
 """Kernels whose first run takes longer than this are timed on one copy of their data: where
 their data sit when a run starts changes their time by a few microseconds at most."""
 
+
+def loaded_kernel(task: TuneTask, artifact: RebuildArtifact) -> Kernel:
+    """The builder's kernel loaded here with the target's runtime (no compilation: the source
+    and manifest come from the builder), called as einc.compile's kernels are."""
+    target = get_target(task.target)
+    assert issubclass(target, DeviceTarget), target  # a shared library (C) is a CArtifact
+    runner: Runner | MissingRuntime
+    try:
+        runner = target.load(artifact.source, artifact.manifest)
+    except RuntimeMissingError as err:  # as einc.compile: calling the kernel says what is missing
+        runner = MissingRuntime(task.target, err.message)
+    return Kernel(source=artifact.source, program=task.program, runner=runner, target=task.target,
+                  manifest=artifact.manifest, compile_check=target.compile_check)  # fmt: skip
 
 class Failed(Exception):
     """A job's end other than a measurement: a status and a reason."""
@@ -67,21 +84,6 @@ def rotation_copies(nbytes: int, l2: int) -> int:
     if nbytes >= l2:
         return 1
     return min(MAX_COPIES, max(1, math.ceil(2 * l2 / max(1, nbytes))))
-
-
-def run_queue_wait() -> float | None:
-    """Seconds the process's threads have waited on a run queue (`/proc/self/task/*/schedstat`,
-    second field, ns); None where the kernel does not say."""
-    total = 0
-    found = False
-    for path in glob.glob("/proc/self/task/*/schedstat"):
-        try:
-            with open(path) as f:
-                total += int(f.read().split()[1])
-                found = True
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended meanwhile
-    return total / 1e9 if found else None
 
 
 class Job:
@@ -139,7 +141,7 @@ class Job:
             return lambda k: function(*pointers[k])
         assert isinstance(artifact, RebuildArtifact), artifact
         try:
-            kernel = task.compilation(candidate_schedule(artifact.schedule)).kernel()
+            kernel = loaded_kernel(task, artifact)
         except ToolchainError as err:
             raise Failed(Status.INTERNAL, err.render()) from None
         except EincError as err:
@@ -284,7 +286,11 @@ def serve(jobs: Connection, replies: Connection) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """`JOB_FD REPLY_FD [LIFELINE_FD]`: the lifeline is a pipe whose write end the runner holds;
+    the worker ends when it closes (the runner died, even by `kill -9`, mid-job included)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's to handle
+    if len(argv) > 2:
+        die_with_parent(int(argv[2]))
     jobs = Connection(int(argv[0]), writable=False)
     replies = Connection(int(argv[1]), readable=False)
     serve(jobs, replies)

@@ -10,8 +10,12 @@ import numpy as np
 from xdsl.dialects import arith, math as xmath
 
 from einc.dialects import ein
+from einc.schedule.choice import ScheduleChoice
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+    from einc.frontend import Program
     from einc.tune.types import TuneTask
 
 _FREE = (arith.ConstantOp, arith.IndexCastOp, ein.LoadOp, ein.YieldOp, ein.ScatterYieldOp)
@@ -19,10 +23,14 @@ _FREE = (arith.ConstantOp, arith.IndexCastOp, ein.LoadOp, ein.YieldOp, ein.Scatt
 
 
 def count_flops(task: TuneTask) -> int:
-    """Operations of one run: per iteration point of each statement, one per arithmetic op of
-    its body (a `math` function counts one), plus one for a reduction's combine; a
-    multiply-add reduction (a matmul) counts 2 per point."""
-    module = task.compilation("none").module("ein")
+    """Operations of one run of `task` (`module_flops` of its `ein` module)."""
+    return module_flops(task.compilation(ScheduleChoice.NONE).module("ein"))
+
+
+def module_flops(module: ModuleOp) -> int:
+    """Operations of one run of an `ein` module: per iteration point of each statement, one
+    per arithmetic op of its body (a `math` function counts one), plus one for a reduction's
+    combine; a multiply-add reduction (a matmul) counts 2 per point."""
     total = 0
     for op in module.walk():
         if isinstance(op, ein.EinsumOp | ein.ScatterOp):
@@ -39,7 +47,11 @@ def count_flops(task: TuneTask) -> int:
 
 def count_bytes(task: TuneTask) -> int:
     """Bytes of every input read once and every output written once."""
-    program = task.program
+    return program_bytes(task.program)
+
+
+def program_bytes(program: Program) -> int:
+    """Bytes of every input of `program` read once and every output written once."""
     return sum(
         math.prod(t.shape) * np.dtype(t.dtype).itemsize for t in (*program.inputs, *program.outputs)
     )
@@ -48,8 +60,13 @@ def count_bytes(task: TuneTask) -> int:
 def throughput(task: TuneTask, seconds: float) -> tuple[float, str]:
     """The figure a person reads for a time: GFLOP/s for a compute-bound program (more than
     4 operations per compulsory byte), GB/s otherwise."""
+    return rate(task.flops, task.bytes_moved, seconds)
+
+
+def rate(flops: int, nbytes: int, seconds: float) -> tuple[float, str]:
+    """`throughput` of a program doing `flops` operations on `nbytes` compulsory bytes."""
     if seconds <= 0 or not math.isfinite(seconds):
         return 0.0, "GFLOP/s"
-    if task.flops > 4 * task.bytes_moved:
-        return task.flops / seconds / 1e9, "GFLOP/s"
-    return task.bytes_moved / seconds / 1e9, "GB/s"
+    if flops > 4 * nbytes:
+        return flops / seconds / 1e9, "GFLOP/s"
+    return nbytes / seconds / 1e9, "GB/s"

@@ -7,8 +7,8 @@ float64 expectation (tests/oracle/compare.py `Expected`) -- or, for a case that 
 refused, the error class, a message pattern and where it is located.
 
 `check_case` compiles, runs and compares. A refusal (a located ScheduleError / TargetError /
-SemanticError) is returned, not raised, for the random suites to assume away; a refusal at
-`<unknown>:0:0` fails. With EINC_CORPUS_PENDING set (scripts/explore.py), every failing case
+SemanticError) is returned, not raised, for the random suites to assume away; a refusal
+without a place (`einc: error: ...`) fails. With EINC_CORPUS_PENDING set (scripts/explore.py), every failing case
 is written there as `<signature>.json` (the last one of a signature wins: Hypothesis replays
 the shrunk example last) and every outcome is counted in EINC_EXPLORE_STATS.
 tests/regressions/*.json are such files, run by tests/test_regressions.py.
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import EincError, ScheduleError, SemanticError, TargetError
 from tests.oracle.compare import Expected, check_output
 
@@ -41,7 +41,7 @@ REFUSED_BY_DESIGN = re.compile(
 
 
 class Unlocated(AssertionError):
-    """A refusal without a location (`<unknown>:0:0`)."""
+    """A refusal without a location (rendered `einc: error: ...`)."""
 
 
 
@@ -104,7 +104,7 @@ class Case:
 
 
 def located(err: EincError) -> None:
-    """Fails on a refusal at `<unknown>:0:0`."""
+    """Fails on a refusal without a location."""
     if err.loc is None:
         raise Unlocated(f"refusal without a location: {err.render()}")
 
@@ -119,7 +119,7 @@ def compile_case(case: Case) -> Compilation:
 def _schedule(text: str) -> Any:
     if text == "none":
         return "none"
-    from einc.schedule import Schedule
+    from einc.schedule.script import Schedule
 
     return Schedule.parse(text, "<schedule>")
 

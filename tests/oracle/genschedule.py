@@ -35,11 +35,11 @@ from typing import Any
 
 from xdsl.dialects import affine, func, memref
 
-from einc.driver import Compilation
+from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
-from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.gpu_mapping import perfect_chain
-from einc.passes.utils.loop_analysis import accesses, buffer_name, constant_bounds
+from einc.transforms import loop_transforms as lt
+from einc.transforms.gpu_mapping import perfect_chain
+from einc.transforms.loop_analysis import accesses, buffer_name, constant_bounds
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
@@ -426,5 +426,5 @@ def script_case(prog: Any, seed: int, target: str, widen: frozenset[str] | None 
         record_failure(genprog_case(prog, target, gen.draft.failed, seed, "random script"), err)
         raise
     for refusal in draft.refusals:
-        assert not refusal.startswith("<unknown>:0:0"), f"refusal without a location: {refusal}"
+        assert not refusal.startswith("einc: error:"), f"refusal without a location: {refusal}"
     return genprog_case(prog, target, draft.text, seed, "random script"), draft

@@ -17,8 +17,8 @@ from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import SSAValue
 
-from einc.passes.utils import loop_transforms as lt
-from einc.passes.utils.loop_analysis import (
+from einc.transforms import loop_transforms as lt
+from einc.transforms.loop_analysis import (
     band_from,
     accesses,
     buffer_name,
@@ -29,7 +29,7 @@ from einc.passes.utils.loop_analysis import (
     trip_count,
     written_groups,
 )
-from einc.schedule import Schedule
+from einc.schedule.script import Schedule
 
 MAX_OPTIONS = 12
 """The longest candidate list of a knob (a spread of the divisors and powers of two)."""

@@ -5,7 +5,7 @@ a register tile unrolled and vectorized innermost) with the output tile staged i
 same after the default's producer fusion (`compute_at`); consumer fusion
 (`reverse_compute_at`) into a tiled contraction; `rfactor` of a reduction with little
 spatial parallelism. Nests a rule does not handle get the default policy's per-nest schedule
-(einc.schedules.cpu). Knob names: `stmt.axis.l1` (how many inner tiles an outer tile
+(einc.schedule.policies.cpu). Knob names: `stmt.axis.l1` (how many inner tiles an outer tile
 covers; on the first spatial axis this sets the parallel grain), `stmt.axis.l2` (the
 register tile), `stmt.axis.rfactor`.
 """
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from xdsl.dialects import affine, func
 from xdsl.ir import SSAValue
 
-from einc.passes.utils.loop_analysis import band_from
-from einc.passes.utils import loop_transforms as lt
-from einc.schedule_builder import IllegalStep, ScheduleBuilder
-from einc.schedules import cpu as policy
+from einc.transforms.loop_analysis import band_from
+from einc.transforms import loop_transforms as lt
+from einc.schedule.builder import IllegalStep, ScheduleBuilder
+from einc.schedule.policies import cpu as policy
 from einc.tune.sketches.base import (
     KnobRole,
     Nest,
@@ -236,7 +236,7 @@ def rule_tile(ctx: RuleContext) -> list[Sketch]:
         sketch = build_sketch(ctx, f"tile{suffix}", "multi-level tiling (space outer parallel, reduction, space, "
                               "reduction, register tile unrolled and vectorized)" + what,
                               lambda build, nest, top, cw=cw, cr=cr: tile_nest(build, nest, top, cw, cr))  # fmt: skip
-        if sketch is not None and not any(str(s.schedule) == str(sketch.schedule) for s in found):
+        if sketch is not None and not any(s.schedule.same_as(sketch.schedule) for s in found):
             found.append(sketch)
     return found
 

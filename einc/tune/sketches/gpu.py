@@ -13,7 +13,7 @@ import math
 from xdsl.dialects import affine
 from xdsl.ir import SSAValue
 
-from einc.passes.utils.loop_analysis import band_from
+from einc.transforms.loop_analysis import band_from
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch
 from einc.tune.sketches.cpu import _Build, build_sketch
 
@@ -71,7 +71,7 @@ def rule_bind(ctx: RuleContext) -> list[Sketch]:
         sketch = build_sketch(ctx, name, "the innermost spatial loops tiled and bound to work-groups and work-items, "
                               "the rest of each nest run by each work-item" + what,
                               lambda build, nest, top, private=private: bind_nest(build, nest, top, private), fallback=False)  # fmt: skip
-        if sketch is not None and not any(str(s.schedule) == str(sketch.schedule) for s in found):
+        if sketch is not None and not any(s.schedule.same_as(sketch.schedule) for s in found):
             found.append(sketch)
     return found
 

@@ -18,7 +18,7 @@ func.func @identities(%X: tensor<3x4xf32> {ein.name = "X"}, %I: tensor<3x4xi32> 
   func.return %m, %n : tensor<3xf32>, tensor<3xi32>
 }
 
-// CHECK:      static inline float einc_maximumf_f32(float a, float b) { return (a > b || a != a) ? a : b; }
+// CHECK:      static inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
 // CHECK-NEXT: static inline int32_t einc_minsi_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 // CHECK:        Mx[N] = -INFINITY;
 // CHECK:        Mx[N] = einc_maximumf_f32(Mx[N], expf(X[N * 4 + C]));

@@ -56,7 +56,7 @@ func.func @row_max(%x: memref<4x64xf32> {ein.name = "x"}, %m: memref<4xf32> {ein
   func.return
 }
 
-// CHECK:      static inline float einc_maximumf_f32(float a, float b) { return (a > b || a != a) ? a : b; }
+// CHECK:      static inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
 // CHECK:      static inline einc_f32x16 einc_vmaximumf_f32x16(einc_f32x16 a, einc_f32x16 b) { einc_f32x16 r; for (int k = 0; k < 16; k++) r[k] = einc_maximumf_f32((a[k]), (b[k])); return r; }
 // CHECK-NEXT: static inline float einc_vreduce_max_f32x16(einc_f32x16 a) { float r = a[0]; for (int k = 1; k < 16; k++) r = einc_maximumf_f32(r, (a[k])); return r; }
 // CHECK:      void row_max(const float* restrict x, float* restrict m) {

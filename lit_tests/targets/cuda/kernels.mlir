@@ -43,7 +43,7 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
   func.return %y : tensor<3x100xf32>
 }
 
-// CHECK:      static __device__ inline float einc_maximumf_f32(float a, float b) { return (a > b || a != a) ? a : b; }
+// CHECK:      static __device__ inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
 // CHECK-EMPTY:
 // CHECK-NEXT: extern "C" __global__ void row_max_then_scale_Mx(const float* __restrict__ X, float* __restrict__ Mx) {
 // CHECK-NEXT:   long long N = ((long long)blockIdx.x * blockDim.x + threadIdx.x);

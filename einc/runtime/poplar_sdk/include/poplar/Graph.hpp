@@ -6,8 +6,15 @@
 // naming the fields the graph connects or sets (public members; a non-template class at
 // global scope). With Graphcore's SDK that macro is defined empty, and addCodelets()
 // compiles the codelet source as usual.
+//
+// Registered types go to a table of the shared object the macro is compiled into (hidden:
+// every kernel library loaded in a process has its own), and a Graph constructed there
+// makes its vertices from that table. The Graph's methods are defined once, in the
+// mirror's library (src/Graph.cpp); what is defined here is per vertex type (making a
+// vertex, running compute()) or a template over the caller's values.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,68 +38,66 @@
 #include <poplar/Vertex.hpp>
 #include <poplar/exceptions.hpp>
 
+// What stays inside the shared object it is compiled into.
+#define EINC_POPLAR_LOCAL __attribute__((visibility("hidden")))
+
 namespace poplar {
 
 enum class CodeletFileType { PreprocessedAsmSource, AsmSource, CSource, CppSource, IrSource, Object, Auto };
 
 namespace einc {
 
-// A plain (non-edge) member, set once with Graph::setInitialValue.
-template <class T> class PlainField : public Field {
- public:
-  explicit PlainField(T &member) : member_(member) {}
-  void connect(const Tensor &) override { throw graph_connection_error("field is a plain value, not an edge"); }
-  void set_initial_value(double v) override {
-    member_ = static_cast<T>(v);
-    set_ = true;
-  }
-  bool ready() const override { return set_; }
-  std::size_t bytes() const override { return sizeof(T); }
-
- private:
-  T &member_;
-  bool set_ = false;
+// A member EINC_POPLAR_VERTEX lists: an edge (a Field of the codelet object, not owned), or
+// a plain member, set once with Graph::setInitialValue (`set` casts the value to its type).
+struct FieldHandle {
+  Field *edge;
+  void *plain;
+  std::size_t size;
+  void (*set)(void *member, double value);
 };
 
-template <class F> std::shared_ptr<Field> handle(F &field) {
+template <class T> void set_plain(void *member, double value) { *static_cast<T *>(member) = static_cast<T>(value); }
+
+template <class F> FieldHandle handle(F &field) {
   if constexpr (std::is_base_of_v<Field, F>) {
-    return std::shared_ptr<Field>(std::shared_ptr<Field>(), &field);  // not owned
+    return {&field, nullptr, 0, nullptr};
   } else {
     static_assert(std::is_arithmetic_v<F> || std::is_same_v<F, half>,
                   "EINC_POPLAR_VERTEX lists edges and plain arithmetic members only");
-    return std::make_shared<PlainField<F>>(field);
+    return {nullptr, &field, sizeof(F), &set_plain<F>};
   }
 }
 
-template <class... F> std::vector<std::shared_ptr<Field>> handles(F &...fields) { return {handle(fields)...}; }
-
-inline std::vector<std::string> split_names(const char *text) {
-  std::vector<std::string> names(1);
-  for (const char *c = text; *c; ++c) {
-    if (*c == ',') names.emplace_back();
-    else if (*c != ' ' && *c != '\t' && *c != '\n') names.back() += *c;
-  }
-  return names;
-}
+template <class... F> std::array<FieldHandle, sizeof...(F)> handles(F &...fields) { return {{handle(fields)...}}; }
 
 // One vertex of a graph: the codelet object and its fields by name.
 class VertexInstance {
  public:
-  virtual ~VertexInstance() = default;
+  VertexInstance();
+  virtual ~VertexInstance();
   virtual bool run() = 0;  // compute(), or compute(w) for every worker of a MultiVertex
   std::string type;
   unsigned computeSet = 0;
   int tile = -1;
   std::map<std::string, std::shared_ptr<Field>> fields;
+
+  // The vertex's type and its fields: `names` (EINC_POPLAR_VERTEX's list, comma-separated)
+  // name the `count` handles in order.
+  void einc_init(const char *name, const char *names, const FieldHandle *list, std::size_t count);
 };
 
-template <class T> class VertexOf : public VertexInstance {
+// A registered vertex type: its name, its fields' names, how to make one; the next in its
+// library's table.
+struct VertexType {
+  const char *name;
+  const char *fields;
+  std::unique_ptr<VertexInstance> (*make)(const VertexType &type);
+  const VertexType *next;
+};
+
+template <class T> class VertexOf final : public VertexInstance {
  public:
-  VertexOf(const std::string &name, const std::vector<std::string> &names) {
-    type = name;
-    std::vector<std::shared_ptr<Field>> list = object_.einc_fields();
-    for (std::size_t i = 0; i < names.size(); ++i) fields[names[i]] = list[i];
-  }
+  explicit VertexOf(const VertexType &t) { object_.einc_fields(*this, t); }
   bool run() override {
     if constexpr (std::is_base_of_v<MultiVertex, T>) {
       for (unsigned w = 0; w < MultiVertex::numWorkers(); ++w)
@@ -115,22 +120,28 @@ template <class T> class VertexOf : public VertexInstance {
   T object_;
 };
 
-using Factory = std::function<std::unique_ptr<VertexInstance>()>;
-
-inline std::map<std::string, Factory> &registry() {
-  static std::map<std::string, Factory> vertices;
-  return vertices;
+template <class T> std::unique_ptr<VertexInstance> make_vertex(const VertexType &t) {
+  return std::unique_ptr<VertexInstance>(new VertexOf<T>(t));
 }
 
-template <class T> bool register_vertex(const char *name, const char *fields) {
-  std::string type(name);
-  std::vector<std::string> names = split_names(fields);
-  registry()[type] = [type, names] { return std::unique_ptr<VertexInstance>(new VertexOf<T>(type, names)); };
+template <std::size_t N>
+void init_vertex(VertexInstance &vertex, const VertexType &t, const std::array<FieldHandle, N> &list) {
+  vertex.einc_init(t.name, t.fields, list.data(), N);
+}
+
+// This shared object's vertex types, the last registered first (it wins over an earlier one
+// of the same name).
+EINC_POPLAR_LOCAL inline const VertexType *vertex_types = nullptr;
+
+EINC_POPLAR_LOCAL inline bool register_vertex(VertexType &type) {
+  type.next = vertex_types;
+  vertex_types = &type;
   return true;
 }
 
 struct GraphState {
   Target target;
+  const VertexType *vertexTypes = nullptr;  // those of the library that made the Graph
   std::vector<std::shared_ptr<Storage>> variables;
   std::vector<std::string> computeSets;
   std::vector<std::unique_ptr<VertexInstance>> vertices;
@@ -140,24 +151,24 @@ struct GraphState {
 
 }  // namespace einc
 
-#define EINC_POPLAR_VERTEX(Type, ...)                                                       \
-  namespace einc_poplar_vertices {                                                          \
-  struct Type##_ : ::Type {                                                                 \
-    std::vector<std::shared_ptr<::poplar::einc::Field>> einc_fields() {                     \
-      return ::poplar::einc::handles(__VA_ARGS__);                                          \
-    }                                                                                       \
-  };                                                                                        \
-  }                                                                                         \
-  static const bool einc_poplar_registered_##Type =                                         \
-      ::poplar::einc::register_vertex<einc_poplar_vertices::Type##_>(#Type, #__VA_ARGS__);
+#define EINC_POPLAR_VERTEX(Type, ...)                                                                          \
+  namespace einc_poplar_vertices {                                                                             \
+  struct Type##_ : ::Type {                                                                                    \
+    void einc_fields(::poplar::einc::VertexInstance &einc_poplar_vertex,                                       \
+                     const ::poplar::einc::VertexType &einc_poplar_type) {                                     \
+      ::poplar::einc::init_vertex(einc_poplar_vertex, einc_poplar_type, ::poplar::einc::handles(__VA_ARGS__)); \
+    }                                                                                                          \
+  };                                                                                                           \
+  }                                                                                                            \
+  static ::poplar::einc::VertexType einc_poplar_type_##Type{                                                   \
+      #Type, #__VA_ARGS__, &::poplar::einc::make_vertex<einc_poplar_vertices::Type##_>, nullptr};              \
+  static const bool einc_poplar_registered_##Type = ::poplar::einc::register_vertex(einc_poplar_type_##Type);
 
 class FieldRef {
  public:
   FieldRef(einc::VertexInstance *vertex, einc::Field *field, std::string path)
       : vertex_(vertex), field_(field), path_(std::move(path)) {}
-  FieldRef operator[](std::size_t i) const {
-    return FieldRef(vertex_, &field_->element(i), path_ + "[" + std::to_string(i) + "]");
-  }
+  FieldRef operator[](std::size_t i) const;
   einc::Field &einc_field() const { return *field_; }
   const std::string &einc_path() const { return path_; }
 
@@ -171,13 +182,7 @@ class VertexRef {
  public:
   VertexRef() = default;
   VertexRef(einc::VertexInstance *vertex, unsigned id) : vertex_(vertex), id_(id) {}
-  FieldRef operator[](StringRef name) const {
-    auto it = vertex_->fields.find(name);
-    if (it == vertex_->fields.end())
-      throw graph_connection_error("vertex type '" + vertex_->type + "' has no field '" + name +
-                                   "' (fields are listed in EINC_POPLAR_VERTEX)");
-    return FieldRef(vertex_, it->second.get(), vertex_->type + "." + name);
-  }
+  FieldRef operator[](StringRef name) const;
   unsigned getId() const { return id_; }
   einc::VertexInstance *einc_vertex() const { return vertex_; }
 
@@ -188,23 +193,17 @@ class VertexRef {
 
 class Graph {
  public:
-  explicit Graph(const Target &target) : state_(std::make_shared<einc::GraphState>()) { state_->target = target; }
-  explicit Graph(const Device &device) : Graph(device.getTarget()) {}
+  // The graph makes the vertex types registered in the shared object that constructs it.
+  EINC_POPLAR_LOCAL explicit Graph(const Target &target) : Graph(target, einc::vertex_types) {}
+  EINC_POPLAR_LOCAL explicit Graph(const Device &device) : Graph(device.getTarget()) {}
+  Graph(const Target &target, const einc::VertexType *vertexTypes);
+  ~Graph();
 
   const Target &getTarget() const { return state_->target; }
 
-  void addCodelets(StringRef source, CodeletFileType = CodeletFileType::Auto, StringRef = "", StringRef = "") {
-    state_->codelets.push_back(source);  // mirror: codelets are compiled into this program
-  }
+  void addCodelets(StringRef source, CodeletFileType = CodeletFileType::Auto, StringRef = "", StringRef = "");
 
-  Tensor addVariable(const Type &type, ArrayRef<std::size_t> shape, const DebugContext &debug = {}) {
-    std::vector<std::size_t> s = shape.vec();
-    auto storage = std::make_shared<einc::Storage>(type, debug.getPathName(), einc::product(s));
-    state_->variables.push_back(storage);
-    std::vector<std::size_t> elements(storage->numElements());
-    for (std::size_t i = 0; i < elements.size(); ++i) elements[i] = i;
-    return Tensor(storage, s, elements);
-  }
+  Tensor addVariable(const Type &type, ArrayRef<std::size_t> shape, const DebugContext &debug = {});
 
   template <class T>
   Tensor addConstant(const Type &type, ArrayRef<std::size_t> shape, ArrayRef<T> values, const DebugContext &debug = {}) {
@@ -225,70 +224,26 @@ class Graph {
     return t;
   }
 
-  ComputeSet addComputeSet(const DebugContext &debug = {}) {
-    state_->computeSets.push_back(debug.getPathName());
-    return ComputeSet(static_cast<unsigned>(state_->computeSets.size() - 1));
-  }
+  ComputeSet addComputeSet(const DebugContext &debug = {});
 
-  VertexRef addVertex(ComputeSet cs, StringRef vertexType) {
-    if (cs.getId() >= state_->computeSets.size()) throw poplar_error("addVertex: unknown compute set");
-    auto it = einc::registry().find(vertexType);
-    if (it == einc::registry().end())
-      throw poplar_error("unknown vertex type '" + vertexType +
-                         "' (einc's Poplar mirror needs EINC_POPLAR_VERTEX(" + vertexType + ", fields...))");
-    std::unique_ptr<einc::VertexInstance> vertex = it->second();
-    vertex->computeSet = cs.getId();
-    state_->vertices.push_back(std::move(vertex));
-    return VertexRef(state_->vertices.back().get(), static_cast<unsigned>(state_->vertices.size() - 1));
-  }
-
+  VertexRef addVertex(ComputeSet cs, StringRef vertexType);
   VertexRef addVertex(ComputeSet cs, StringRef vertexType,
-                      std::initializer_list<std::pair<const std::string, Tensor>> connections) {
-    VertexRef v = addVertex(cs, vertexType);
-    for (const auto &[field, tensor] : connections) connect(v[field], tensor);
-    return v;
-  }
+                      std::initializer_list<std::pair<const std::string, Tensor>> connections);
 
-  void connect(FieldRef field, const Tensor &tensor) {
-    try {
-      field.einc_field().connect(tensor);
-    } catch (const graph_connection_error &e) {
-      throw graph_connection_error(field.einc_path() + ": " + e.what());
-    }
-  }
-
-  void connect(FieldRef field, const std::vector<Tensor> &tensors) {
-    try {
-      field.einc_field().connect_list(tensors);
-    } catch (const graph_connection_error &e) {
-      throw graph_connection_error(field.einc_path() + ": " + e.what());
-    }
-  }
-
-  void setFieldSize(FieldRef field, std::size_t size) { field.einc_field().set_size(size); }
+  void connect(FieldRef field, const Tensor &tensor);
+  void connect(FieldRef field, const std::vector<Tensor> &tensors);
+  void setFieldSize(FieldRef field, std::size_t size);
 
   template <class T> void setInitialValue(FieldRef field, T value) {
-    try {
-      field.einc_field().set_initial_value(static_cast<double>(value));
-    } catch (const graph_connection_error &e) {
-      throw graph_connection_error(field.einc_path() + ": " + e.what());
-    }
+    set_initial_value(field, static_cast<double>(value));
   }
 
-  void setTileMapping(VertexRef v, unsigned tile) {
-    check_tile(tile);
-    v.einc_vertex()->tile = static_cast<int>(tile);
-  }
-
-  void setTileMapping(const Tensor &t, unsigned tile) {
-    check_tile(tile);
-    for (std::size_t e : t.einc_elements()) t.einc_storage()->tiles[e] = static_cast<int>(tile);
-  }
-
+  void setTileMapping(VertexRef v, unsigned tile);
+  void setTileMapping(const Tensor &t, unsigned tile);
   void setPerfEstimate(VertexRef, std::uint64_t) {}
 
-  void createHostWrite(StringRef handle, const Tensor &t, bool = false) { add_stream(handle, t, true); }
-  void createHostRead(StringRef handle, const Tensor &t, bool = false) { add_stream(handle, t, false); }
+  void createHostWrite(StringRef handle, const Tensor &t, bool = false);
+  void createHostRead(StringRef handle, const Tensor &t, bool = false);
 
   const std::shared_ptr<einc::GraphState> &einc_state() const { return state_; }
 
@@ -312,18 +267,21 @@ class Graph {
     else throw poplar_error("addConstant: unsupported type " + t.toString());
   }
 
-  void check_tile(unsigned tile) const {
-    if (tile >= state_->target.getNumTiles())
-      throw poplar_error("tile " + std::to_string(tile) + " out of range (the target has " +
-                         std::to_string(state_->target.getNumTiles()) + " tiles)");
-  }
-
-  void add_stream(const std::string &handle, const Tensor &t, bool write) {
-    if (!state_->streams.emplace(handle, std::make_pair(t, write)).second)
-      throw poplar_error("a host stream named '" + handle + "' exists already");
-  }
+  void set_initial_value(FieldRef field, double value);
+  void check_tile(unsigned tile) const;
+  void add_stream(const std::string &handle, const Tensor &t, bool write);
 
   std::shared_ptr<einc::GraphState> state_;
 };
+
+namespace einc {
+
+// The graph as the mirror recorded it, without running it: one line per vertex, `compute
+// set \t vertex type \t tile`, then per field `\t name=tensor:first:last:count:r|w` (the
+// elements it touches: `count` reads, or writes when it only writes; `w` if it writes), or
+// `\t name=` for a plain field (einc/runtime/poplar.py's VertexRecord reads it).
+std::string describe(const Graph &graph);
+
+}  // namespace einc
 
 }  // namespace poplar

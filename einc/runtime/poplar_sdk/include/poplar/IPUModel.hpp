@@ -10,11 +10,7 @@ namespace poplar {
 class IPUModel {
  public:
   explicit IPUModel(const char *ipuVersion = "ipu2") : version(ipuVersion) {}
-  Device createDevice() const {
-    Target t = Target::createIPUTarget(numIPUs, version);
-    if (tilesPerIPU != 0) t = Target(numIPUs, tilesPerIPU, version);
-    return Device(t);
-  }
+  Device createDevice() const;  // src/Device.cpp
   std::string version;
   unsigned numIPUs = 1;
   unsigned tilesPerIPU = 0;  // 0: the architecture's count

@@ -33,9 +33,10 @@ struct Node {
 };
 }  // namespace einc_detail
 
+// The constructors are defined in the mirror's library (src/Program.cpp).
 class Program {
  public:
-  Program() : node_(std::make_shared<einc_detail::Node>(einc_detail::Node{einc_detail::Node::Kind::Sequence, {}})) {}
+  Program();
   std::shared_ptr<const einc_detail::Node> einc_node() const { return node_; }
 
  protected:
@@ -45,43 +46,25 @@ class Program {
 
 class Sequence : public Program {
  public:
-  Sequence(const DebugContext & = {}) : Program(make()) {}
-  Sequence(std::initializer_list<Program> programs, const DebugContext & = {}) : Program(make()) {
-    for (const Program &p : programs) add(p);
-  }
+  Sequence(const DebugContext & = {});
+  Sequence(std::initializer_list<Program> programs, const DebugContext & = {});
   // Copies of a Sequence share its node, so adding to one adds to all (as in Poplar).
-  void add(const Program &p) { node_->children.push_back(p.einc_node()); }
-
- private:
-  static std::shared_ptr<einc_detail::Node> make() {
-    return std::make_shared<einc_detail::Node>(einc_detail::Node{einc_detail::Node::Kind::Sequence, {}});
-  }
+  void add(const Program &p);
 };
 
 class Execute : public Program {
  public:
-  explicit Execute(ComputeSet cs, const DebugContext & = {})
-      : Program(std::make_shared<einc_detail::Node>(
-            einc_detail::Node{einc_detail::Node::Kind::Execute, {}, cs.getId()})) {}
+  explicit Execute(ComputeSet cs, const DebugContext & = {});
 };
 
 class Copy : public Program {
  public:
-  Copy(const Tensor &src, const Tensor &dst, bool = false, const DebugContext & = {})
-      : Program(std::make_shared<einc_detail::Node>(
-            einc_detail::Node{einc_detail::Node::Kind::Copy, {}, 0, src, dst})) {
-    if (src.numElements() != dst.numElements() || src.elementType() != dst.elementType())
-      throw poplar_error("Copy between tensors of different size or type: " + src.shapeToString() + " " +
-                         src.elementType().toString() + " to " + dst.shapeToString() + " " +
-                         dst.elementType().toString());
-  }
+  Copy(const Tensor &src, const Tensor &dst, bool = false, const DebugContext & = {});
 };
 
 class Repeat : public Program {
  public:
-  Repeat(unsigned count, const Program &body, const DebugContext & = {})
-      : Program(std::make_shared<einc_detail::Node>(
-            einc_detail::Node{einc_detail::Node::Kind::Repeat, {body.einc_node()}, 0, {}, {}, count})) {}
+  Repeat(unsigned count, const Program &body, const DebugContext & = {});
 };
 
 }  // namespace program

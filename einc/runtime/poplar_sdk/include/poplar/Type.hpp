@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -19,9 +20,9 @@ class Type {
   constexpr Type(const char *name, unsigned size, Kind kind) : name_(name), size_(size), kind_(kind) {}
 
   std::string toString() const { return name_; }
-  bool operator==(const Type &other) const { return std::string(name_) == other.name_; }
+  bool operator==(const Type &other) const { return std::strcmp(name_, other.name_) == 0; }
   bool operator!=(const Type &other) const { return !(*this == other); }
-  bool operator<(const Type &other) const { return std::string(name_) < other.name_; }
+  bool operator<(const Type &other) const { return std::strcmp(name_, other.name_) < 0; }
 
   // mirror-only: bytes per element and the kind of number
   unsigned einc_size() const { return size_; }

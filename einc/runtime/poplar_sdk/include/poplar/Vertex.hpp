@@ -14,14 +14,15 @@
 // copied back and the copy is freed. A 1-D field's indexing is bounds-checked (poplar_error): a vertex connected to
 // a slice of a tensor cannot read or write past it. Field::bytes() is what the field's data
 // take in tile memory (Engine checks each tile's total against Target::getBytesPerTile()).
+//
+// What a codelet's compute() runs (field access, indexing and its check) is defined here;
+// the rest (connecting, copying, the checks' messages) once, in the mirror's library
+// (src/Vertex.cpp).
 #pragma once
 
 #include <cstddef>
-#include <cstring>
 #include <memory>
-#include <string>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include <poplar/Tensor.hpp>
@@ -60,22 +61,23 @@ struct Access {
   bool writes;
 };
 
-// A vertex field as the graph sees it.
+// A vertex field as the graph sees it. The defaults: not a list of edges, not a plain value,
+// nothing to copy, no elements, no bytes.
 class Field {
  public:
-  virtual ~Field() = default;
+  virtual ~Field();
   virtual void connect(const Tensor &t) = 0;
-  virtual void connect_list(const std::vector<Tensor> &) { throw graph_connection_error("field is not a list of edges"); }
-  virtual Field &element(std::size_t) { throw graph_connection_error("field is not a list of edges"); }
-  virtual void set_size(std::size_t) { throw graph_connection_error("field is not a list of edges"); }
-  virtual void set_initial_value(double) { throw graph_connection_error("field is an edge, not a plain value"); }
+  virtual void connect_list(const std::vector<Tensor> &);
+  virtual Field &element(std::size_t);
+  virtual void set_size(std::size_t);
+  virtual void set_initial_value(double);
   virtual bool ready() const = 0;
-  virtual void gather() {}
-  virtual void scatter() {}
-  virtual void accesses(std::vector<Access> &) const {}
+  virtual void gather();
+  virtual void scatter();
+  virtual void accesses(std::vector<Access> &) const;
   // Bytes of tile memory the field's data take (edges: their connected elements, in
   // kTileAlignment units; plain fields: their size).
-  virtual std::size_t bytes() const { return 0; }
+  virtual std::size_t bytes() const;
 };
 
 // A field's data start on an 8-byte boundary of tile memory (einc counts the same).
@@ -87,44 +89,20 @@ enum class Direction { In, Out, InOut };
 // The connected tensor of an edge and copying its elements in and out.
 class Edge {
  public:
-  void bind(const Tensor &t, const Type &want, std::size_t count_or_zero) {
-    if (!t.valid()) throw graph_connection_error("connecting an invalid tensor");
-    if (t.elementType() != want)
-      throw graph_connection_error("a " + want.toString() + " field connected to a " +
-                                   t.elementType().toString() + " tensor");
-    if (count_or_zero != 0 && t.numElements() != count_or_zero)
-      throw graph_connection_error("a scalar field connected to a tensor of " +
-                                   std::to_string(t.numElements()) + " elements");
-    tensor_ = t;
-  }
+  void bind(const Tensor &t, const Type &want, std::size_t count_or_zero);
   bool bound() const { return tensor_.valid(); }
   std::size_t size() const { return tensor_.numElements(); }
-  std::size_t bytes() const { return bound() ? aligned_bytes(size() * tensor_.elementType().einc_size()) : 0; }
-  void read(void *dst) const {
-    auto &s = *tensor_.einc_storage();
-    std::size_t w = s.type.einc_size();
-    auto *out = static_cast<unsigned char *>(dst);
-    for (std::size_t i = 0; i < tensor_.numElements(); ++i)
-      std::memcpy(out + i * w, s.element(tensor_.einc_elements()[i]), w);
-  }
-  void write(const void *src) const {
-    auto &s = *tensor_.einc_storage();
-    if (s.constant) throw poplar_error("a vertex writes to constant '" + s.name + "'");
-    std::size_t w = s.type.einc_size();
-    auto *in = static_cast<const unsigned char *>(src);
-    for (std::size_t i = 0; i < tensor_.numElements(); ++i)
-      std::memcpy(s.element(tensor_.einc_elements()[i]), in + i * w, w);
-  }
-  void accesses(std::vector<Access> &out, Direction d) const {
-    for (std::size_t e : tensor_.einc_elements()) {
-      if (d != Direction::Out) out.push_back({tensor_.einc_storage().get(), e, false});
-      if (d != Direction::In) out.push_back({tensor_.einc_storage().get(), e, true});
-    }
-  }
+  std::size_t bytes() const;
+  void read(void *dst) const;
+  void write(const void *src) const;
+  void accesses(std::vector<Access> &out, Direction d) const;
 
  private:
   Tensor tensor_;
 };
+
+// A 1-D field indexed at `i` of its `size` elements (poplar_error).
+[[noreturn]] void index_error(std::size_t i, std::size_t size);
 
 // A scalar edge.
 template <class T, Direction D> class ScalarField : public Field {
@@ -167,9 +145,7 @@ template <class T, Direction D> class VectorField : public Field {
   // Indexing is checked: on the IPU an index past the connected elements reads or writes
   // whatever lies beside them in tile memory.
   std::size_t checked(std::size_t i) const {
-    if (i >= edge_.size())
-      throw poplar_error("a vertex indexes element " + std::to_string(static_cast<long long>(i)) +
-                         " of a field connected to " + std::to_string(edge_.size()) + " elements");
+    if (i >= edge_.size()) index_error(i, edge_.size());
     return i;
   }
   Edge edge_;
@@ -248,53 +224,34 @@ class InOut<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::I
 
 namespace einc {
 
-template <class T> class EdgeList : public Field {
+// The edges of a list, whatever their type (src/Vertex.cpp): connect() makes one edge per row
+// (index of dimension 0).
+class Edges : public Field {
  public:
+  ~Edges() override;
   std::size_t size() const { return items_.size(); }
-  T &operator[](std::size_t i) { return *items_[i]; }
-  const T &operator[](std::size_t i) const { return *items_[i]; }
+  void connect(const Tensor &t) override;
+  void connect_list(const std::vector<Tensor> &ts) override;
+  Field &element(std::size_t i) override;
+  void set_size(std::size_t n) override;
+  bool ready() const override;
+  void gather() override;
+  void scatter() override;
+  void accesses(std::vector<Access> &out) const override;
+  std::size_t bytes() const override;
 
-  void connect(const Tensor &t) override {  // one edge per row (index of dimension 0)
-    if (t.rank() < 1) throw graph_connection_error("a list of edges needs a tensor of rank >= 1");
-    set_size(t.dim(0));
-    for (std::size_t i = 0; i < items_.size(); ++i) items_[i]->connect(t[i]);
-  }
-  void connect_list(const std::vector<Tensor> &ts) override {
-    set_size(ts.size());
-    for (std::size_t i = 0; i < ts.size(); ++i) items_[i]->connect(ts[i]);
-  }
-  Field &element(std::size_t i) override {
-    if (i >= items_.size())
-      throw graph_connection_error("edge " + std::to_string(i) + " of a list of " +
-                                   std::to_string(items_.size()) + " (call setFieldSize first)");
-    return *items_[i];
-  }
-  void set_size(std::size_t n) override {
-    items_.clear();
-    for (std::size_t i = 0; i < n; ++i) items_.push_back(std::make_unique<T>());
-  }
-  bool ready() const override {
-    for (auto &item : items_)
-      if (!item->ready()) return false;
-    return true;
-  }
-  void gather() override {
-    for (auto &item : items_) item->gather();
-  }
-  void scatter() override {
-    for (auto &item : items_) item->scatter();
-  }
-  void accesses(std::vector<Access> &out) const override {
-    for (auto &item : items_) item->accesses(out);
-  }
-  std::size_t bytes() const override {
-    std::size_t n = 0;
-    for (auto &item : items_) n += item->bytes();
-    return n;
-  }
+ protected:
+  virtual std::unique_ptr<Field> make_item() const = 0;
+  std::vector<std::unique_ptr<Field>> items_;
+};
 
- private:
-  std::vector<std::unique_ptr<T>> items_;
+template <class T> class EdgeList : public Edges {
+ public:
+  T &operator[](std::size_t i) { return static_cast<T &>(*items_[i]); }
+  const T &operator[](std::size_t i) const { return static_cast<const T &>(*items_[i]); }
+
+ protected:
+  std::unique_ptr<Field> make_item() const override { return std::make_unique<T>(); }
 };
 
 // What Vector<float> is when it only names a data vector inside Input<...>.

@@ -1,0 +1,238 @@
+"""Building a schedule as ops, step by step, on a scratch payload.
+
+    b = ScheduleBuilder(loops.clone())         # the payload each step transforms at once
+    k = b.knob("output0.tile_j", 64, (16, 32, 128))
+    n = b.handle(loop)                          # `transform.einc.match` of the loop's tags
+    outer, inner = b.tile(n, k)                 # the op, run on the payload as it is made
+    done = b.try_(lambda: b.vectorize(b.handle(inner_loop)))
+    if isinstance(done, Failure): ...           # the step was illegal: schedule unchanged
+    schedule = b.finish()                       # a Schedule (never text)
+
+Each method creates one `transform.einc.*` op (einc.dialects.einc_transform) at the end of
+`transform.named_sequence @__transform_main` and runs it at once through the interpreter's
+own implementation (einc.schedule.interpreter.EincTransformFunctions) on the scratch payload: a policy
+sees what the schedule will do, and an illegal step fails as it would when the schedule is
+applied. Outside `try_` an illegal step raises `IllegalStep` (a bug in the policy, not a
+user error); inside, `try_` returns the failure as a value and removes the ops the attempt
+made. Handles are SSA values; `loops(h)` gives the payload ops a handle holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, TypeVar, cast
+
+from xdsl.builder import Builder
+from xdsl.dialects import affine, transform
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.transform import OperationHandle
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from einc.dialects import einc_transform as et
+from einc.errors import ScheduleError
+from einc.transforms import loop_transforms as lt
+from einc.schedule.script import ENTRY, Schedule
+from einc.schedule.interpreter import EincTransformFunctions, LocatingListener, handle_ops
+
+if TYPE_CHECKING:
+    from einc.transforms.compute_at import ComputeAtPlan
+
+T = TypeVar("T")
+
+Failure = lt.Failure
+"""What `try_` returns for an illegal step: the transform's own message."""
+
+
+class IllegalStep(Exception):
+    """A step the payload refuses, outside `try_` (a policy that should have tried it)."""
+
+
+_READ_ONLY = (et.MatchOp, et.KnobOp)
+"""Ops that leave the payload as it is (an attempt may fail after them and be undone)."""
+
+
+class ScheduleBuilder:
+    """A `@__transform_main` under construction and the payload its ops have transformed."""
+
+    def __init__(self, payload: ModuleOp, filename: str = "<schedule>", cloned_from: ModuleOp | None = None):
+        """`cloned_from`: the module `payload` is a clone of, when the schedule is for it: the
+        driver then takes the payload as the schedule applied to it (Schedule.take_applied)
+        instead of applying the schedule again."""
+        self.payload = payload
+        self.cloned_from = cloned_from
+        body = Block(arg_types=[et.HANDLE])
+        self.sequence = transform.NamedSequenceOp(ENTRY, ([et.HANDLE], []), Region(body))
+        self.schedule = Schedule(ModuleOp([self.sequence]), filename)
+        self.root: SSAValue = body.args[0]
+        self.builder = Builder(InsertPoint.at_end(body))
+        self.handles: dict[Operation, SSAValue] = {}
+        """payload loop -> the handle that names it (made by `handle` or `remember`)"""
+        # the payload's ops located as Schedule.apply locates them (the same payload)
+        self.locating = LocatingListener(self.schedule, payload)
+        self.interpreter = Interpreter(self.schedule.module, listeners=(self.locating,))
+        self.functions = EincTransformFunctions(self.schedule, payload)
+        self.interpreter.register_implementations(self.functions)
+        self.interpreter.set_values([(self.root, OperationHandle(payload))])
+        self._attempt: list[bool] | None = None  # in `try_`: [whether a step changed the payload]
+        self._undo: list[tuple[Operation, SSAValue | None]] = []  # handles named, to forget
+
+    # -- the mechanism ----------------------------------------------------------------------
+    def _step(self, op: Operation) -> tuple[SSAValue, ...]:
+        """Insert `op` and run it on the payload; an illegal step is removed again."""
+        self.builder.insert(op)
+        try:
+            results = self.interpreter.run_op(op, self.interpreter.get_values(op.operands))
+        except ScheduleError as err:
+            self.locating.forget()
+            op.detach()
+            op.erase()
+            if self._attempt is not None and self._attempt[0]:
+                raise AssertionError(f"{op.name} failed after a step of the same attempt changed the payload") from err
+            raise IllegalStep(err.message) from None
+        if self._attempt is not None and not isinstance(op, _READ_ONLY):
+            self._attempt[0] = True
+        self.interpreter.set_values(zip(op.results, results))
+        return tuple(op.results)
+
+    def try_(self, attempt: Callable[[], T]) -> T | Failure:
+        """`attempt()` (steps of this builder), or the Failure of its illegal step, with the
+        ops it made removed and the handles as before. Only its last step may change the
+        payload (matches and knobs before it are free): the payload is left as it was."""
+        block = self.sequence.body.block
+        mark, undo, outer = block.last_op, len(self._undo), self._attempt
+        last_match = self.functions.last_match
+        self._attempt = [False]
+        try:
+            return attempt()
+        except IllegalStep as failure:
+            while block.last_op is not mark:
+                op = block.last_op
+                assert op is not None
+                op.detach()
+                op.erase()
+            while len(self._undo) > undo:
+                loop, previous = self._undo.pop()
+                if previous is None:
+                    del self.handles[loop]
+                else:
+                    self.handles[loop] = previous
+            self.functions.last_match = last_match  # the payload's loop index is still true
+            return Failure(str(failure))
+        finally:
+            if outer is not None and self._attempt[0]:
+                outer[0] = True
+            if outer is None:
+                self._undo.clear()  # kept: nothing left to undo
+            self._attempt = outer
+
+    def loops(self, handle: SSAValue) -> list[affine.ForOp]:
+        """The payload ops `handle` holds now."""
+        (value,) = self.interpreter.get_values([handle])
+        return cast("list[affine.ForOp]", list(handle_ops(value)))  # a loop handle's
+
+    def loop(self, handle: SSAValue) -> affine.ForOp:
+        """The one payload loop `handle` holds."""
+        (loop,) = self.loops(handle)
+        return loop
+
+    def remember(self, loops: Iterable[Operation], handles: Iterable[SSAValue]) -> None:
+        """Name each loop by its handle from now on (`handle(loop)` returns it)."""
+        for loop, h in zip(loops, handles):
+            self._name(loop, h)
+
+    def _name(self, loop: Operation, h: SSAValue) -> None:
+        if self._attempt is not None:
+            self._undo.append((loop, self.handles.get(loop)))
+        self.handles[loop] = h
+
+    def empty(self) -> bool:
+        return self.sequence.body.block.first_op is None
+
+    def finish(self) -> Schedule:
+        """The schedule (ended by `transform.yield`); the builder is done (its payload, the
+        schedule applied to `cloned_from`, goes with the schedule: `Schedule.built_on`)."""
+        self.builder.insert(transform.YieldOp())
+        if self.cloned_from is not None:
+            self.schedule.built_on = (self.cloned_from, self.payload)
+        return self.schedule
+
+    # -- handles and knobs ------------------------------------------------------------------
+    def match(self, stmt: str | None = None, axis: str | None = None, init: bool = False, op_name: str | None = None) -> SSAValue:
+        """`transform.einc.match`: the payload loops (or `op_name` ops) with these tags."""
+        (h,) = self._step(et.MatchOp(self.root, op_name, stmt, axis, init))
+        return h
+
+    def handle(self, loop: affine.ForOp) -> SSAValue:
+        """The handle naming `loop`: remembered, or a match of its tags (made once)."""
+        if loop not in self.handles:
+            stmt, axis = loop.attributes[lt.STMT_ATTR], loop.attributes[lt.AXIS_ATTR]
+            assert isinstance(stmt, StringAttr) and isinstance(axis, StringAttr)
+            self._name(loop, self.match(stmt.data, axis.data, "einc.init" in loop.attributes))
+        return self.handles[loop]
+
+    def knob(self, name: str, value: int, options: Iterable[int]) -> SSAValue:
+        """`transform.einc.knob`: a tunable size, `value` now, a search may pick any of the
+        options (sorted, `value` among them)."""
+        (k,) = self._step(et.KnobOp(name, sorted(set(options) | {value}), value))
+        return k
+
+    # -- loop transforms --------------------------------------------------------------------
+    def tile(self, h: SSAValue, size: SSAValue | int) -> tuple[SSAValue, SSAValue]:
+        outer, inner = self._step(et.TileOp(h, size))
+        return outer, inner
+
+    def peel(self, h: SSAValue, size: SSAValue | int) -> tuple[SSAValue, SSAValue]:
+        main, rest = self._step(et.PeelOp(h, size))
+        return main, rest
+
+    def unroll(self, h: SSAValue, factor: SSAValue | int) -> SSAValue:
+        (left,) = self._step(et.UnrollOp(h, factor))
+        return left
+
+    def rfactor(self, h: SSAValue, factor: SSAValue | int) -> tuple[SSAValue, SSAValue]:
+        partials, combine = self._step(et.RfactorOp(h, factor))
+        return partials, combine
+
+    def reorder(self, handles: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return self._step(et.ReorderOp(list(handles)))
+
+    def parallelize(self, h: SSAValue) -> None:
+        self._step(et.ParallelizeOp(h))
+
+    def vectorize(self, h: SSAValue) -> None:
+        self._step(et.VectorizeOp(h))
+
+    def vectorize_reduction(self, h: SSAValue) -> None:
+        self._step(et.VectorizeReductionOp(h))
+
+    def bind(self, h: SSAValue, axis: str, max_threads: int | None = None) -> None:
+        self._step(et.BindOp(h, axis, max_threads))
+
+    def fuse(self, first: SSAValue, second: SSAValue) -> SSAValue:
+        (fused,) = self._step(et.FuseOp(first, second))
+        return fused
+
+    def reuse(self, first: SSAValue, second: SSAValue) -> None:
+        self._step(et.ReuseOp(first, second))
+
+    def compute_at(self, producer: SSAValue, loop: SSAValue, plan: ComputeAtPlan | None = None) -> None:
+        """`plan`: plan_compute_at's answer for these two loops on the payload as it is now
+        (a policy that planned to decide), applied instead of planned again."""
+        self.functions.planned = plan
+        try:
+            self._step(et.ComputeAtOp(producer, loop))
+        finally:
+            self.functions.planned = None
+
+    def reverse_compute_at(self, consumer: SSAValue, loop: SSAValue) -> None:
+        self._step(et.ReverseComputeAtOp(consumer, loop))
+
+    def cache_read(self, tensor: str, at: SSAValue, memory: str = "local") -> SSAValue:
+        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory))
+        return buffer
+
+    def cache_write(self, tensor: str, at: SSAValue, memory: str = "local") -> SSAValue:
+        (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory))
+        return buffer

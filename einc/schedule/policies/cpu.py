@@ -1,0 +1,483 @@
+"""The CPU default schedule: what einc does to the loops when the user gives no schedule
+(einc.schedule.default picks it for the C target).
+
+The policy decides, per loop nest, from the nest's tags and the dependence tests; it builds
+the schedule op by op with a ScheduleBuilder (einc.schedule.builder), which runs each op on
+a scratch clone through the schedule interpreter as it is made, and keeps only the steps
+that succeeded. The result (with its knobs) is an ordinary Schedule: `einc compile
+--dump-after=scheduled` shows its effect, `str(schedule)` the script itself, and a search
+can tune its knobs like any other.
+
+C (CPU) policy. First, producers are fused into consumers: an elementwise statement's
+producers are computed at its outermost loop (compute_at) when that recomputes nothing (each
+iteration reads its own row of the producer's tensor: softmax and layernorm become one
+parallel loop over rows, each row's max, sum and output computed while it is in L1) and the
+producer is no contraction (a matmul or convolution keeps its own schedule below); the
+fused nest is parallelized and its innermost loops vectorized by the rules below. Then, per
+remaining statement nest:
+- a matmul-like reduction (the innermost output axis is also the innermost axis of an input)
+  is reordered to `outer parallel axes, reduction axes, innermost output axis` (i-k-j) and,
+  when big enough, register-blocked: the innermost axis tiled by a vector-friendly knob, the
+  one above it unrolled by a knob, the reduction tiled for the cache, and the output tile
+  staged in a local array across the reduction (cache_write) so the accumulators stay in
+  registers instead of a load and store of the output per k step, and the k-by-j panel of
+  the vector input packed in a local array once per k tile (cache_read); the tile follows
+  the host's vector registers (4 vectors by 8 rows with AVX-512, 2 vectors by 6 rows with
+  AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
+  (a convolution) the output loop the vectorized input does not move with (the output
+  channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
+  way (`_block_rows`);
+- the outermost loop runs in parallel (OpenMP) when the nest does enough work and the loop
+  carries no dependence;
+- the innermost loop is vectorized (`omp simd`) when it is unit-stride in the output and
+  carries no dependence, or into vector partial accumulators (vectorize_reduction) when it
+  is a reduction over a unit-stride input whose only carried dependence is the reduction
+  (row sums and maxima, softmax's max and sum; float sums are reassociated).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
+
+from xdsl.dialects import affine, func
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+
+from einc.transforms import loop_transforms as lt
+from einc.transforms.loop_analysis import (
+    Access,
+    accesses,
+    band_from,
+    buffer_name,
+    determined_loops,
+    induction_var,
+    linear_form,
+    perfect_band,
+    trip_count,
+    written_groups,
+)
+from einc.schedule.script import Schedule
+from einc.schedule.builder import ScheduleBuilder
+
+if TYPE_CHECKING:
+    from einc.targets.clike import CLikeTarget
+
+PARALLEL_MIN_WORK = 1 << 15
+"""Nests doing fewer iterations than this stay sequential (OpenMP's fork costs ~µs)."""
+
+REDUCTION_MIN_TRIP = 32
+"""Innermost reduction loops shorter than this stay scalar (two vectors of 16 floats)."""
+
+
+def _unit_stride(access_map: AffineMap | None, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
+    if access_map is None or not access_map.results:
+        return False
+    form = linear_form(access_map.results[-1], operands)
+    return form is not None and form[0].get(iv) == 1
+
+
+def _tag(loop: affine.ForOp, name: str) -> str:
+    """A tagged loop's statement (`lt.STMT_ATTR`) or axis (`lt.AXIS_ATTR`)."""
+    tag = loop.attributes[name]
+    assert isinstance(tag, StringAttr), tag
+    return tag.data
+
+
+def _element(buffer: SSAValue) -> Attribute:
+    """The element type of a memref value."""
+    memory = buffer.type
+    assert isinstance(memory, MemRefType), memory
+    return cast("MemRefType[Attribute]", memory).get_element_type()
+
+
+def _tagged(loop: affine.ForOp) -> bool:
+    return lt.STMT_ATTR in loop.attributes and lt.AXIS_ATTR in loop.attributes and "einc.copy" not in loop.attributes
+
+
+def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
+    """The default schedule of the nest under `top`, added to `b`: a contraction's
+    unit-stride output loop moved innermost and register-blocked, the outer loop parallel
+    given enough work, the innermost loop vectorized (or its reduction vector-accumulated);
+    nothing for a nest whose band is not perfect or has untagged (or copied) loops."""
+    band = band_from(top)
+    if not all(_tagged(loop) for loop in band) or not perfect_band(band):
+        return
+    groups = written_groups(top)
+    work = math.prod(trip_count(loop) or 1 for loop in band)
+    if len(groups) == 1:
+        (buffer, group), = groups.items()
+        ivs = [induction_var(loop) for loop in band]
+        fixed = determined_loops(group, ivs)
+        parallel = [loop for loop in band if induction_var(loop) in fixed]
+        reduction = [loop for loop in band if induction_var(loop) not in fixed]
+        stores = [a for a in group if a.write]
+        if parallel and reduction and band[-1] in reduction and stores:
+            p = parallel[-1]
+            iv = induction_var(p)
+            reads = [a for a in _loads(top) if a.buffer is not buffer]
+            if _unit_stride(stores[0].map, stores[0].operands, iv) and any(
+                _unit_stride(a.map, a.operands, iv) for a in reads
+            ):
+                order = [*parallel[:-1], *reduction, p]
+                handles = [b.handle(loop) for loop in order]
+                reordered = b.try_(lambda: b.reorder(handles))
+                if not isinstance(reordered, lt.Failure):
+                    new = [b.loop(h) for h in reordered]
+                    b.remember(new, reordered)
+                    band = band_from(_block_matmul(new, len(parallel) - 1, b, lanes))
+    outer = band[0]
+    if work >= PARALLEL_MIN_WORK and (trip_count(outer) or 0) > 1:
+        b.try_(lambda: b.parallelize(b.handle(outer)))
+    inner = band_from(band[0])[-1]
+    stores = [a for a in next(iter(written_groups(inner).values()), ()) if a.write]
+    if stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
+        if _tagged(inner) and not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):
+            return
+    _vectorize_reduction(inner, b)
+
+
+def _vectorize_reduction(inner: affine.ForOp, b: ScheduleBuilder) -> None:
+    """Vector partial accumulators for an innermost reduction loop (a row sum, a row max)
+    of at least `REDUCTION_MIN_TRIP` iterations whose only carried dependences are its
+    reductions (checked by mark_reduction_loop)."""
+    if not _tagged(inner) or (trip_count(inner) or 0) < REDUCTION_MIN_TRIP:
+        return
+    b.try_(lambda: b.vectorize_reduction(b.handle(inner)))
+
+
+def _loads(root: affine.ForOp) -> list[Access]:
+    return [a for a in accesses(root) if not a.write]
+
+
+def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+    """Register-block an i-k-j band `[outer parallel..., reductions..., j]` of a big
+    matmul-like nest: j tiled by a vector-width multiple, i (the last outer parallel loop)
+    tiled and its tile moved inside the reduction and unrolled, the reduction tiled for L2,
+    the order `j tiles, k tiles, i tiles, k, i, j` and the output tile staged locally.
+    Sizes are knobs; j and k take dividing sizes, i's tile loop is peeled so that its whole
+    tiles have a fixed trip count (which keeps gcc's accumulators in registers) and a
+    partial last tile stays a loop. Returns the band's new outermost loop."""
+    if n_outer < 1:
+        return band[0]
+    i, j = band[n_outer - 1], band[-1]
+    reductions = band[n_outer:-1]
+    if len(reductions) != 1:
+        return _block_rows(band, n_outer, b, lanes)
+    k = reductions[0]
+    ni, nj, nk = trip_count(i), trip_count(j), trip_count(k)
+    if ni is None or nj is None or nk is None or ni < 64 or nj < 64 or nk < 64:
+        return band[0]
+    # the accumulator tile: with 32 vector registers (AVX-512) 4 vectors by 8 rows; with 16
+    # (AVX2, SSE) 2 vectors by 6 rows, 12 accumulators beside two vectors of B and a
+    # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
+    # rows, which spills). When the rows do not divide i, the i tile loop is peeled: its
+    # whole tiles have a constant trip count and unroll, the last partial tile stays a loop.
+    vectors, ti = register_tile(lanes)
+    tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
+    tk = next((t for t in (256, 128, 64) if nk % t == 0), None)
+    if tj is None or tk is None:
+        return band[0]
+    stmt = _tag(i, lt.STMT_ATTR)
+    knob_j, knob_i, knob_k = (
+        b.knob(f"{stmt}.{name}", value, options)
+        for name, value, options in (("tile_j", tj, (16, 32, 64, 128)), ("tile_i", ti, (1, 2, 4, 6, 8)), ("tile_k", tk, (64, 128, 256, 512)))
+    )  # fmt: skip
+    hi, hk, hj = b.handle(i), b.handle(k), b.handle(j)
+    # i -> io, ii ; k -> ko, ki ; j -> jo, ji ; order jo, ko, io, ki, ii, ji: a k-by-j panel
+    # of the right input stays in L2 while every i tile passes over it
+    tiles = [b.tile(hi, knob_i), b.tile(hk, knob_k), b.tile(hj, knob_j)]
+    (io, ii), (ko, ki), (jo, ji) = ((b.loop(o), b.loop(n)) for o, n in tiles)
+    handles = dict(zip((io, ii, ko, ki, jo, ji), (h for pair in tiles for h in pair)))
+    band_now = band_from(band[0] if n_outer > 1 else io)
+    wanted = [*band_now[: n_outer - 1], jo, ko, io, ki, ii, ji]
+    for loop in band_now[: n_outer - 1]:
+        handles[loop] = b.handle(loop)
+    reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
+    if isinstance(reordered, lt.Failure):
+        # e.g. a guarded body the tiles cannot be moved across: keep the (legal) tiling only
+        return band_now[0]
+    new = [b.loop(h) for h in reordered]
+    b.remember(new, reordered)
+    ii_new, ji_new = new[-2], new[-1]
+    # a legality check only: the vectorize below marks this loop with its copies
+    if isinstance(lt.vectorize_loop(ji_new), lt.Failure):
+        return new[0]
+    (out,) = written_groups(new[-4])
+    panel = [a.buffer for a in _loads(ji_new)
+             if a.buffer is not out and _unit_stride(a.map, a.operands, induction_var(ji_new))]  # fmt: skip
+    # the whole i tiles apart from a partial last one (none when the knob divides i)
+    if isinstance(b.try_(lambda: b.peel(b.handle(new[-4]), 1)), lt.Failure):
+        return new[0]
+    if isinstance(b.try_(lambda: b.unroll(b.handle(ii_new), knob_i)), lt.Failure):
+        return new[0]
+    b.vectorize(b.match(_tag(ji_new, lt.STMT_ATTR), _tag(ji_new, lt.AXIS_ATTR)))
+    # stage the output tile in a local array across the reduction: fixed-shape accumulators
+    # the C compiler keeps in registers instead of a load and store per k step
+    io_new, ko_new = new[-4], new[-5]
+    # not for f16: gcc may keep a local _Float16 accumulator at float precision
+    # (-fexcess-precision=fast), where the output in memory is rounded at every step
+    if _element(out) != f16:
+        b.try_(lambda: b.cache_write(buffer_name(out), b.handle(io_new)))
+    # pack the k-by-j panel of the input the vector loop reads (B) into a local array once per
+    # k tile: every i tile then reads it contiguously, where B's rows a matrix row apart map
+    # to the same L1 sets (AVX2, 1024^3: 32 to 48 GFLOP/s unpacked from run to run, 52.7 packed)
+    if len(panel) == 1:
+        b.try_(lambda: b.cache_read(buffer_name(panel[0]), b.handle(ko_new)))
+    return new[0]
+
+
+ROW_BLOCK_MAX_ELEMENTS = 1024
+"""The largest output tile `_block_rows` keeps in a local array (4 KiB of float32)."""
+
+
+def _moves_with(access: Access, iv: SSAValue) -> bool:
+    """Whether an access's (affine) index may change with the loop variable `iv`."""
+    assert access.map is not None, access
+    for e in access.map.results:
+        form = linear_form(e, access.operands)
+        if form is None or form[0].get(iv):
+            return True
+    return False
+
+
+def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+    """Register-block a band `[outer parallel..., reductions..., j]` with several reductions
+    (a convolution: `N, F, HO, C, KH, KW, WO`): the innermost outer parallel loop `i` the
+    vector input (unit-stride in j) does not move with (F: each output channel reuses the
+    same input row, as matmul's rows reuse a row of B) is tiled by a knob, its tile loop
+    moved just above j and unrolled, j vectorized, and the output tile (tile x j) staged in
+    a local array across the reductions at the last outer parallel loop (cache_write):
+    accumulators in registers, each vector of input loaded once per tile instead of once per
+    output channel. Returns the band's new outermost loop."""
+    outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
+    nj = trip_count(j)
+    if n_outer < 1 or nj is None or nj < 16:
+        return band[0]
+    (out,) = written_groups(band[0])
+    jv = induction_var(j)
+    vector_inputs = [a for a in _loads(band[0]) if a.buffer is not out and _unit_stride(a.map, a.operands, jv)]
+    candidates = [loop for loop in outer if (trip_count(loop) or 0) >= 4
+                  and not any(_moves_with(a, induction_var(loop)) for a in vector_inputs)]  # fmt: skip
+    if not vector_inputs or not candidates:
+        return band[0]
+    i = candidates[-1]
+    ni = trip_count(i) or 0
+    # rows of accumulators that fit the vector registers: a row of j is its whole vectors
+    # and the narrower vectors of its remainder (AVX2, 30 columns: 8+8+8+4+2, five registers
+    # a row, two rows: 42.6 GFLOP/s against 36.1 for four rows, which spill)
+    per_row = nj // lanes + bin((nj % lanes) >> 1).count("1")
+    budget = 24 if lanes >= 16 else 12
+    fits = [t for t in (4, 2) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS]
+    ti = next((t for t in fits if t * per_row <= budget), 2 if 2 in fits else None)
+    if ti is None:
+        return band[0]
+    stmt = _tag(i, lt.STMT_ATTR)
+    # only sizes that divide i: the unroll needs the tile loop's constant trip count
+    options = {t for t in (2, 4, 8) if ni % t == 0 and t * nj <= ROW_BLOCK_MAX_ELEMENTS}
+    knob = b.knob(f"{stmt}.tile_rows", ti, options)
+    handles = {loop: b.handle(loop) for loop in band}
+    outer_h, inner_h = b.tile(handles[i], knob)
+    io, ii = b.loop(outer_h), b.loop(inner_h)
+    handles[io], handles[ii] = outer_h, inner_h
+    wanted = [io if loop is i else loop for loop in outer] + [*reductions, ii, j]
+    reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
+    if isinstance(reordered, lt.Failure):
+        return band_from(band[0] if band[0] is not i else io)[0]  # the (legal) tiling only
+    new = [b.loop(h) for h in reordered]
+    b.remember(new, reordered)
+    ii_new, j_new = new[-2], new[-1]
+    # a legality check only: the vectorize below marks this loop with its copies
+    if isinstance(lt.vectorize_loop(j_new), lt.Failure):
+        return new[0]
+    if isinstance(b.try_(lambda: b.unroll(b.handle(ii_new), knob)), lt.Failure):
+        return new[0]
+    b.vectorize(b.match(stmt, _tag(j_new, lt.AXIS_ATTR)))
+    at = new[n_outer - 1]
+    # not for f16 (see _block_matmul)
+    if _element(out) != f16:
+        b.try_(lambda: b.cache_write(buffer_name(out), b.handle(at)))
+    return new[0]
+
+
+def _elementwise(top: affine.ForOp) -> bool:
+    """A perfect tagged band writing one tensor at every one of its loop variables."""
+    band = band_from(top)
+    if not all(_tagged(loop) for loop in band) or not perfect_band(band) or "einc.init" in top.attributes:
+        return False
+    groups = written_groups(top)
+    if len(groups) != 1:
+        return False
+    (group,) = groups.values()
+    return determined_loops(group, [induction_var(loop) for loop in band]) == {induction_var(loop) for loop in band}
+
+
+def _contraction(top: affine.ForOp) -> bool:
+    """A matmul/convolution-like nest the per-nest policy reorders and blocks: a reduction
+    innermost, the output unit-stride in its last parallel loop, and an input unit-stride
+    in that loop that also moves with a reduction loop (input1[K, M]; not a broadcast
+    row such as softmax's temp0[N])."""
+    band = band_from(top)
+    groups = written_groups(top)
+    if not perfect_band(band) or len(groups) != 1:
+        return False
+    ((buffer, group),) = groups.items()
+    ivs = [induction_var(loop) for loop in band]
+    fixed = determined_loops(group, ivs)
+    parallel = [iv for iv in ivs if iv in fixed]
+    reduction = [iv for iv in ivs if iv not in fixed]
+    stores = [a for a in group if a.write]
+    if not parallel or not reduction or ivs[-1] in fixed or not stores:
+        return False
+    p = parallel[-1]
+    if not _unit_stride(stores[0].map, stores[0].operands, p):
+        return False
+    for a in _loads(top):
+        if a.buffer is buffer or not _unit_stride(a.map, a.operands, p):
+            continue
+        forms = [linear_form(e, a.operands) for e in a.map.results] if a.map is not None else []
+        if any(form is not None and set(form[0]) & set(reduction) for form in forms):
+            return True
+    return False
+
+
+def fuse_producers(block_ops: list[Operation], b: ScheduleBuilder) -> list[affine.ForOp]:
+    """Compute each elementwise statement's producers at its outermost loop when that costs
+    no recomputation (each iteration reads its own box of the producer's tensor, and the
+    boxes tile it: the softmax/layernorm row pattern) and the producer's nest then goes
+    away; nearest producer first, so a producer of a producer follows it in. The fused nest
+    stays parallel where the consumer was big enough, and its innermost loops are
+    vectorized where the usual rule allows. Returns the fused consumers."""
+    from einc.transforms.compute_at import plan_compute_at
+    from einc.transforms.loop_analysis import accesses
+
+    tops = [op for op in block_ops if isinstance(op, affine.ForOp)]
+    # A producer is a nest writing a tensor the consumer reads: compute_at refuses any other
+    # (it computes the tensor the producer writes where the consumer reads it). Candidates
+    # are found through the tensors read, not by trying every earlier nest, and taken
+    # nearest first; a fused producer's own inputs bring their writers in. The nests
+    # writing each tensor are indexed once: fusion only erases nests and puts copies inside
+    # consumers, so the index of the nests left stays true.
+    writers: dict[SSAValue, list[int]] = {}
+    for k, top in enumerate(tops):
+        for buffer in dict.fromkeys(a.buffer for a in accesses(top) if a.write):
+            writers.setdefault(buffer, []).append(k)
+    fused: list[affine.ForOp] = []
+    for position, consumer in reversed(list(enumerate(tops))):
+        if consumer.parent_block() is None or not _elementwise(consumer):
+            continue
+        work = math.prod(trip_count(loop) or 1 for loop in band_from(consumer))
+        count = 0
+        candidates = _Producers(writers)
+        candidates.read((a.buffer for a in accesses(consumer)), position)
+        while (at := candidates.nearest()) is not None:
+            producer = tops[at]
+            if producer.parent_block() is None or "einc.init" in producer.attributes or not _tagged(producer):
+                continue
+            if _contraction(producer):  # keeps its own reordering and register blocking
+                continue
+            plan = plan_compute_at(producer, consumer, b.functions.index.unwritten())
+            if isinstance(plan, lt.Failure) or not plan.erase_original or plan.recompute != 1.0 or not plan.disjoint:
+                continue
+            inputs = [a.buffer for m in [*plan.fills, producer] for a in accesses(m)]
+            b.compute_at(b.handle(producer), b.handle(consumer), plan)
+            candidates.read(inputs, at)
+            count += 1
+        if not count:
+            continue
+        fused.append(consumer)
+        _reuse_between_loops(consumer, b)
+        if work >= PARALLEL_MIN_WORK and (trip_count(consumer) or 0) > 1:
+            b.try_(lambda: b.parallelize(b.handle(consumer)))  # noqa: B023
+        for inner in [op for op in consumer.walk() if isinstance(op, affine.ForOp)]:
+            if any(isinstance(op, affine.ForOp) for op in inner.body.walk()) or not _tagged(inner):
+                continue
+            groups = written_groups(inner)
+            stores = [a for a in next(iter(groups.values()), ()) if a.write]
+            if len(groups) == 1 and stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
+                if not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):  # noqa: B023
+                    continue
+            _vectorize_reduction(inner, b)
+    return fused
+
+
+@dataclass
+class _Producers:
+    """The nests (by position) that may produce what a consumer reads, nearest first: the
+    writers of each tensor read, once, that come before the position given with it."""
+
+    writers: dict[SSAValue, list[int]]
+    heap: list[int] = field(default_factory=list[int])  # minus positions
+    queued: set[int] = field(default_factory=set[int])
+    seen: set[SSAValue] = field(default_factory=set[SSAValue])
+
+    def read(self, buffers: Iterable[SSAValue], before: int) -> None:
+        for buffer in buffers:
+            if buffer in self.seen:
+                continue
+            self.seen.add(buffer)
+            for k in self.writers.get(buffer, ()):
+                if k < before and k not in self.queued:
+                    self.queued.add(k)
+                    heapq.heappush(self.heap, -k)
+
+    def nearest(self) -> int | None:
+        return -heapq.heappop(self.heap) if self.heap else None
+
+
+COSTLY_DIALECTS = frozenset({"math"})
+"""Ops worth a store and a load to compute once (transcendental functions): a value of a
+fused loop built from them is reused by a later loop instead of computed again."""
+
+
+def _reuse_between_loops(nest: affine.ForOp, b: ScheduleBuilder) -> None:
+    """In a fused nest, a later innermost loop reuses (transform.einc.reuse) what an earlier
+    sibling loop computed the same way per iteration, when that saves a costly op (softmax:
+    the sum's `exp(x - max)` is stored in a row-local array, the normalisation loads it)."""
+    from einc.transforms.loop_cse import plan_reuse
+
+    inner = [op for op in nest.walk() if isinstance(op, affine.ForOp) and _tagged(op)
+             and not any(isinstance(o, affine.ForOp) for o in op.body.walk())]  # fmt: skip
+    for k, second in enumerate(inner):
+        # what a reuse saves are ops of the second loop's body: without a costly one there,
+        # no pair is worth planning (a long fused chain has as many loops as statements)
+        costly = _costly(second)
+        for first in inner[:k]:
+            if not costly:
+                break
+            plan = plan_reuse(first, second)
+            if isinstance(plan, lt.Failure):
+                continue
+            if not any(op.dialect_name() in COSTLY_DIALECTS for op in plan.ops_saved()):
+                continue
+            b.reuse(b.handle(first), b.handle(second))
+            costly = _costly(second)
+
+
+def _costly(loop: affine.ForOp) -> bool:
+    return any(op.dialect_name() in COSTLY_DIALECTS for op in loop.body.block.ops)
+
+
+def register_tile(lanes: int) -> tuple[int, int]:
+    """(vectors, rows) of the accumulator tile of a blocked matmul on a host with `lanes`
+    float32 lanes a vector: 4 x 8 with 32 vector registers (AVX-512), 2 x 6 with 16 (AVX2,
+    SSE)."""
+    return (4, 8) if lanes >= 16 else (2, 6)
+
+
+def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
+    """The default schedule of a loop-level module for a CPU `target` (its vector width sets
+    the tiles), or None when there is nothing to do. `module` is not modified."""
+    b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>", cloned_from=module)
+    lanes = target.vector_lanes()
+    for f in b.payload.walk():
+        if isinstance(f, func.FuncOp) and f.body.blocks:
+            fused = set(fuse_producers(list(f.body.block.ops), b))
+            for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
+                if top not in fused:
+                    schedule_nest(top, b, lanes)
+    return None if b.empty() else b.finish()

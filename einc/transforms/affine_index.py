@@ -1,0 +1,135 @@
+"""Turning index computations into affine expressions and maps.
+
+Mechanism shared by the ein lowering (is this `ein.load` index affine in the loop variables?)
+and the schedule transforms (rewriting accesses after tiling or interchange). Failure is a
+returned `None`; nothing here modifies IR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import affine, arith
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
+
+# Range and expr_range live in ranges.py; re-exported for the modules that import them here.
+from einc.transforms.ranges import Range as Range
+from einc.transforms.ranges import expr_range as expr_range
+
+
+def affine_expr_of(value: SSAValue, dims: Sequence[SSAValue]) -> AffineExpr | None:
+    """`value` as an affine expression whose dimension `d<k>` is `dims[k]`, or None.
+
+    Contract: recognises the `dims` themselves, `index` constants, `affine.apply` (dims and
+    symbols of its map alike) and `arith.addi/subi` on index, `arith.muli` by a constant and
+    `arith.floordivsi/ceildivsi` by a positive constant, recursively. Anything else (a value
+    loaded from memory, `remsi`, a product of two variables, ...) gives None, as does any
+    expression that reaches a value outside `dims`.
+    """
+    for position, dim in enumerate(dims):
+        if value is dim:
+            return AffineExpr.dimension(position)
+    if not isinstance(value.type, IndexType):
+        return None
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return AffineExpr.constant(owner.value.value.data)
+    if isinstance(owner, affine.ApplyOp):
+        operands = [affine_expr_of(o, dims) for o in owner.mapOperands]
+        if any(o is None for o in operands):
+            return None
+        m = owner.map.data
+        return m.results[0].replace_dims_and_symbols(
+            operands[: m.num_dims],  # type: ignore[arg-type]
+            operands[m.num_dims :],  # type: ignore[arg-type]
+        )
+    if not isinstance(
+        owner,
+        arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.FloorDivSIOp | arith.CeilDivSIOp,
+    ):
+        return None
+    lhs = affine_expr_of(owner.lhs, dims)
+    rhs = affine_expr_of(owner.rhs, dims)
+    if lhs is None or rhs is None:
+        return None
+    match owner:
+        case arith.AddiOp():
+            return lhs + rhs
+        case arith.SubiOp():
+            return lhs - rhs
+        case arith.MuliOp():
+            if isinstance(lhs, AffineConstantExpr) or isinstance(rhs, AffineConstantExpr):
+                return lhs * rhs
+            return None
+        case arith.FloorDivSIOp():
+            if isinstance(rhs, AffineConstantExpr) and rhs.value > 0:
+                return lhs // rhs
+            return None
+        case _:
+            if isinstance(rhs, AffineConstantExpr) and rhs.value > 0:
+                return lhs.ceil_div(rhs)
+            return None
+
+
+def affine_access(
+    indices: Sequence[SSAValue], dims: Sequence[SSAValue]
+) -> tuple[AffineMap, tuple[SSAValue, ...]] | None:
+    """An access `memref[indices]` as `(map, operands)` for `affine.load/store`, or None.
+
+    Contract: every index must satisfy `affine_expr_of(index, dims)`. The map has one result
+    per index and one dimension per operand; the operands are the `dims` that the indices
+    actually use, in `dims` order (unused ones are dropped). No symbols.
+    """
+    exprs = [affine_expr_of(i, dims) for i in indices]
+    if any(e is None for e in exprs):
+        return None
+    full = AffineMap(len(dims), 0, tuple(exprs))  # type: ignore[arg-type]
+    used = full.used_dims()
+    kept = tuple(d for k, d in enumerate(dims) if k in used)
+    compact = full.drop_dims([k not in used for k in range(len(dims))])
+    return AffineMap(
+        compact.num_dims, 0, tuple(simplify(e, compact.num_dims) for e in compact.results)
+    ), kept
+
+
+def simplify(expr: AffineExpr, num_dims: int, num_symbols: int = 0) -> AffineExpr:
+    """xDSL's flattening simplification of a purely linear expression (it folds `d0 + 1 - 1`);
+    expressions with floordiv/ceildiv/mod are returned unchanged, since flattening rewrites
+    `e mod c` as `e - (e floordiv c) * c`, which reads (and prints) worse. A dimension or a
+    constant alone is already simple (most indices are a loop variable)."""
+    if type(expr) is AffineDimExpr or type(expr) is AffineConstantExpr:
+        return expr
+    if any(
+        isinstance(e, AffineBinaryOpExpr)
+        and e.kind not in (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul)
+        for e in expr.dfs()
+    ):
+        return expr
+    try:
+        return expr.simplify(num_dims, num_symbols)
+    except (NotImplementedError, ZeroDivisionError):
+        return expr
+
+
+def dims_to_operands(m: AffineMap) -> AffineMap:
+    """The same map with its symbols renumbered as trailing dimensions (`()[s0] -> (s0)`
+    becomes `(d0) -> (d0)`): the operand list is unchanged. Accesses parsed from text use
+    symbols, which the lowering utilities treat as dims."""
+    if not m.num_symbols:
+        return m
+    new_syms = [AffineExpr.dimension(m.num_dims + k) for k in range(m.num_symbols)]
+    dims = [AffineExpr.dimension(k) for k in range(m.num_dims)]
+    return AffineMap(
+        m.num_dims + m.num_symbols,
+        0,
+        tuple(r.replace_dims_and_symbols(dims, new_syms) for r in m.results),
+    )

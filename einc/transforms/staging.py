@@ -1,0 +1,471 @@
+"""Staging a tensor's tile in a local buffer (`transform.einc.cache_read/_write`).
+
+`cache_read(loop, "B")`: at the top of `loop`'s body, a `memref.alloca` of the footprint box
+of B's accesses inside the loop (indices defined outside the body fixed, inner indices over
+their ranges), a copy-in nest filling it, and every load of B inside redirected to it with
+the box offset subtracted. `cache_write(loop, "C")`: the same for the written tensor, plus a
+copy-out nest at the end of the body (the whole box is written back; elements the body does
+not write are written back unchanged). With the accumulation in a small local array of
+fixed shape, a C compiler keeps it in registers across the reduction loops.
+
+Contract: legal when every access to the tensor inside the loop is an affine load/store
+whose index is linear in loop variables of bounded range, every access has the same outer
+part per dimension (one box), and (cache_read) the tensor is not written inside the loop.
+Otherwise a Failure is returned and the IR is unchanged. A box that may reach outside the
+tensor (a partial tile, `min(4, N - i)`) is copied in and out without the elements outside,
+which no iteration touches. No loop inside `loop` may be bound to a GPU coordinate (the
+staging would sit between bound loops).
+
+On a device target a local buffer inside a kernel is the private memory of one work-item
+(`float a[16];`), so it must lie inside every bound loop of its nest, and a written-back
+tile must be the work-item's own: `private_buffer_failure`, checked after the whole
+schedule (binds may come after the cache op) by einc.schedule.checks.check_private_buffers.
+
+`memory = "shared"` (GPU work-group memory, as TVM's `cache_read(..., "shared")` plus
+compute_at): the box is the footprint of *all threads of the block* in one iteration of
+`loop`, so the variables of the enclosing thread-bound loops range over their trip counts
+like the loops inside. The alloca is marked `einc.memory = "shared"` and the outermost loop
+of each copy nest `einc.shared = "in" | "out"`; `convert-affine-to-egpu` hoists the buffer to
+`egpu.alloc_shared`, splits each copy among the block's threads and puts barriers around
+the copies (shared_staging.py). Extra contract: `loop` lies inside a bound loop and is not
+bound itself, the box's offset and the trip counts of `loop` and of the loops between it and
+the thread-bound loops do not depend on a thread id (every thread reaches each barrier), the
+tensor is not float16 (OpenCL without cl_khr_fp16 has no half arrays), and
+(cache_write) the boxes of two blocks never overlap. A box may reach outside the tensor (a
+partial tile): the copies skip those elements, which no in-range thread reads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import affine, arith, memref, scf
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    Float16Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from einc.transforms.loop_analysis import (
+    Access,
+    accesses,
+    buffer_name,
+    constant_bounds,
+    defined_inside,
+    induction_var,
+    linear_form,
+    separates,
+    step_of,
+    trip_count,
+    value_range,
+)
+from einc.transforms.loop_build import Failure, _new_loop, describe
+from einc.transforms.loop_transforms import AXIS_ATTR, BIND_ATTR, STMT_ATTR, VECTORIZE_ATTR
+
+MAX_LOCAL_ELEMENTS = 1 << 14
+"""Boxes larger than this (64 KiB of float32) are refused: they belong on the heap, not the stack."""
+
+Terms = dict[SSAValue, int]
+
+from einc.ir.attrs import MEMORY_ATTR, SHARED_COPY_ATTR
+
+if TYPE_CHECKING:
+    from einc.errors import SourceLocation
+
+
+@dataclass
+class Box:
+    """The footprint: per dimension, the outer terms (fixed in one iteration), the lowest
+    inner offset and the extent; each access's inner linear form per dimension."""
+
+    outer: list[Terms]
+    low: list[int]
+    shape: list[int]
+    inner: dict[Access, list[tuple[Terms, int]]]
+    sizes: list[int]
+    """The tensor's shape."""
+    overhang: list[tuple[bool, bool]]
+    """Per dimension: the box may reach below 0 / past the end of the tensor (shared boxes of
+    partial tiles)."""
+
+
+def _value_range(v: SSAValue) -> tuple[int | None, int | None]:
+    """value_range, with the last iterate of a constant-bound stepped loop (a tile loop
+    `0 to 20 step 4` ends at 16, not 19)."""
+    if isinstance(v, BlockArgument) and isinstance(loop := v.block.parent_op(), affine.ForOp):
+        bounds, n = constant_bounds(loop), trip_count(loop)
+        if bounds is not None and n:
+            return bounds[0], bounds[0] + (n - 1) * step_of(loop)
+    return value_range(v)
+
+
+def _range_of(terms: Terms, const: int) -> tuple[int, int] | None:
+    lo = hi = const
+    for v, c in terms.items():
+        v_lo, v_hi = _value_range(v)
+        if v_lo is None or v_hi is None:
+            return None
+        lo += min(c * v_lo, c * v_hi)
+        hi += max(c * v_lo, c * v_hi)
+    return lo, hi
+
+
+def footprint(
+    loop: affine.ForOp, tensor: str, accs: list[Access], spread: set[SSAValue] | None = None,
+    partial: bool = False,
+) -> Box | Failure:
+    """The box of `accs` (accesses to `tensor` inside `loop`) one iteration of `loop`
+    touches, or a Failure. `spread` (shared memory): variables of enclosing loops that range
+    over the box like inner ones (the thread-bound loops), and the box may overhang the
+    tensor; `partial`: the box may overhang the tensor (a partial tile: the copies skip the
+    elements outside, which no iteration touches)."""
+    where = f"'{tensor}' inside {describe(loop)}"
+    spread = spread or set()
+    may_overhang = bool(spread) or partial
+    buffer_type = accs[0].buffer.type
+    assert isinstance(buffer_type, MemRefType)
+    dims = buffer_type.get_shape()
+    iv = induction_var(loop)
+    outer: list[Terms | None] = [None] * len(dims)
+    ranges: list[list[tuple[int, int]]] = [[] for _ in dims]
+    inner: dict[Access, list[tuple[Terms, int]]] = {}
+    for a in accs:
+        if a.map is None:
+            return Failure(f"cannot cache {where}: an access is not affine")
+        forms = []
+        for d, e in enumerate(a.map.results):
+            form = linear_form(e, a.operands)
+            if form is None:
+                return Failure(f"cannot cache {where}: an index is not affine in the loops")
+            terms, const = form
+            out = {v: c for v, c in terms.items() if v not in spread and (v is iv or not defined_inside(v, loop))}
+            ins = {v: c for v, c in terms.items() if v not in out}
+            if outer[d] is None:
+                outer[d] = out
+            elif outer[d] != out:
+                return Failure(f"cannot cache {where}: its accesses are not one tile (dimension {d} is offset differently)")
+            span = _range_of(ins, const)
+            if span is None:
+                return Failure(f"cannot cache {where}: an index inside has no bounded range")
+            ranges[d].append(span)
+            forms.append((ins, const))
+        inner[a] = forms
+    low = [min(lo for lo, _ in r) for r in ranges]
+    shape = [max(hi for _, hi in r) - lo + 1 for r, lo in zip(ranges, low)]
+    overhang = []
+    for d, size in enumerate(dims):
+        span = _range_of(outer[d] or {}, 0)
+        if span is None:
+            return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
+        below, past = span[0] + low[d] < 0, span[1] + low[d] + shape[d] > size
+        if (below or past) and not may_overhang:
+            return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
+        overhang.append((below, past))
+    if not spread and math.prod(shape) > MAX_LOCAL_ELEMENTS:
+        return Failure(f"cannot cache {where}: its tile {'x'.join(map(str, shape))} is larger than {MAX_LOCAL_ELEMENTS} elements")
+    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang)
+
+
+def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> AffineMap:
+    """The map of `operands` whose result d is `forms[d]` (terms over the operands, constant)."""
+    results = []
+    for terms, const in forms:
+        e: AffineExpr = AffineExpr.constant(const)
+        for v, c in terms.items():
+            e = e + AffineExpr.dimension(operands.index(v)) * c
+        results.append(e)
+    return AffineMap(len(operands), 0, tuple(results))
+
+
+def _copy_nest(
+    loop: affine.ForOp, point: InsertPoint, box: Box, tensor: SSAValue, local: SSAValue,
+    into_local: bool, shared: bool = False,
+) -> None:
+    """A nest over the box copying tensor[offset + x] -> local[x] (or back); elements
+    outside the tensor (an overhanging shared box) are skipped."""
+    stmt = loop.attributes.get(STMT_ATTR)
+    name = buffer_name(tensor)
+    loops = []
+    for d, extent in enumerate(box.shape):
+        f = _new_loop((), (), 0, extent, 1, f"{name}_c{d}")
+        if isinstance(stmt, StringAttr):
+            f.attributes[STMT_ATTR] = stmt
+        f.attributes[AXIS_ATTR] = StringAttr(f"{name}.{'in' if into_local else 'out'}{d}")
+        f.attributes["einc.copy"] = UnitAttr()
+        Rewriter.insert_op(f, point)
+        loops.append(f)
+        point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
+    guarded = any(below or past for below, past in box.overhang)
+    if loops and not shared and not guarded:  # a rank-0 tensor is one element: no loop
+        loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
+    if loops and shared:
+        loops[0].attributes[SHARED_COPY_ATTR] = StringAttr("in" if into_local else "out")
+    ivs = [induction_var(f) for f in loops]
+    outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
+    operands = [*outer_vars, *ivs]
+    forms = [({**terms, iv: 1}, low) for terms, low, iv in zip(box.outer, box.low, ivs)]
+    far = AffineMapAttr(linear_map(forms, operands))
+    if guarded:
+        point = _inside_tensor(point, box, forms, operands)
+    element = tensor.type.get_element_type()  # type: ignore[attr-defined]
+    if into_local:
+        load = affine.LoadOp(tensor, operands, far, element)
+        store = affine.StoreOp(load.result, local, ivs)
+    else:
+        load = affine.LoadOp(local, ivs, None, element)
+        store = affine.StoreOp(load.result, tensor, operands, far)
+    Rewriter.insert_op(load, point)
+    Rewriter.insert_op(store, point)
+
+
+def _inside_tensor(point: InsertPoint, box: Box, forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> InsertPoint:
+    """Insert at `point` the test that the copied element lies inside the tensor (in the
+    overhanging dimensions) and return the point inside its `scf.if`."""
+    cond: SSAValue | None = None
+    for form, size, (below, past) in zip(forms, box.sizes, box.overhang):
+        if not (below or past):
+            continue
+        index = affine.ApplyOp(operands, AffineMapAttr(linear_map([form], operands)))
+        Rewriter.insert_op(index, point)
+        for needed, bound, predicate in ((below, 0, "sge"), (past, size, "slt")):
+            if not needed:
+                continue
+            limit = arith.ConstantOp.from_int_and_width(bound, IndexType())
+            test = arith.CmpiOp(index.result, limit.result, predicate)
+            ops: list[Operation] = [limit, test]
+            if cond is not None:
+                ops.append(arith.AndIOp(cond, test.result))
+            for op in ops:
+                Rewriter.insert_op(op, point)
+            cond = ops[-1].results[0]
+    assert cond is not None
+    guard = scf.IfOp(cond, [], [scf.YieldOp()])
+    Rewriter.insert_op(guard, point)
+    return InsertPoint.before(guard.true_region.block.last_op)  # type: ignore[arg-type]
+
+
+def _bind_of(loop: Operation) -> str | None:
+    attr = loop.attributes.get(BIND_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def _depends_on(value: SSAValue, ivs: set[SSAValue], depth: int = 0) -> bool:
+    """Whether `value` is computed from one of `ivs` (through ops' operands)."""
+    if value in ivs:
+        return True
+    owner = value.owner
+    if not isinstance(owner, Operation) or depth > 32:
+        return False
+    return any(_depends_on(o, ivs, depth + 1) for o in owner.operands)
+
+
+def _shared_failure(loop: affine.ForOp, tensor: str, write: bool, box: Box, threads: set[SSAValue]) -> Failure | None:
+    """The shared-memory conditions of the module docstring, checked on the box."""
+    kind = "cache_write" if write else "cache_read"
+    for d, terms in enumerate(box.outer):
+        if any(_depends_on(v, threads) for v in terms):
+            return Failure(
+                f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: the tile's "
+                f"offset in dimension {d} depends on a thread id (every thread of the block "
+                "must stage the same tile)"
+            )
+    op: Operation | None = loop
+    while op is not None and not (_bind_of(op) or "").startswith("thread."):
+        if isinstance(op, affine.ForOp) and any(_depends_on(v, threads) for v in op.operands):
+            return Failure(
+                f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: the trip "
+                f"count of {describe(op)} depends on a thread id (every thread must reach "
+                "each barrier)"
+            )
+        op = op.parent_op()
+    if write:
+        blocks = [v for terms in box.outer for v in terms if isinstance(v, BlockArgument)
+                  and (_bind_of(v.block.parent_op()) or "").startswith("block.")]  # type: ignore[arg-type]
+        for b in dict.fromkeys(blocks):
+            step = step_of(b.block.parent_op())  # type: ignore[arg-type]
+            if not any(
+                set(terms) & set(blocks) == {b} and abs(terms[b] * step) >= box.shape[d]
+                for d, terms in enumerate(box.outer)
+            ):
+                return Failure(
+                    f"cannot cache_write '{tensor}' at {describe(loop)} in shared memory: the "
+                    "tiles of two blocks may overlap"
+                )
+    return None
+
+
+def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> memref.AllocaOp | Failure:
+    """Stage `tensor`'s tile in a local buffer for each iteration of `loop` (see the module
+    docstring for the contract). Returns the `memref.alloca`."""
+    kind = "cache_write" if write else "cache_read"
+    if memory not in ("local", "shared"):
+        return Failure(f"{kind} of '{tensor}' at {describe(loop)}: unknown memory '{memory}' (local or shared)")
+    inside = [op for op in loop.body.walk() if isinstance(op, affine.ForOp) and _bind_of(op)]
+    if inside:
+        hint = "" if memory == "shared" else (
+            '; a local buffer is private to one work-item: use "shared" for a tile shared by the block\'s threads'
+        )
+        return Failure(
+            f"cannot {kind} '{tensor}' at {describe(loop)}: {describe(inside[0])} inside it is bound "
+            f"to {_bind_of(inside[0])} (stage at a loop inside the bound loops{hint})"
+        )
+    shared = memory == "shared"
+    threads: set[SSAValue] = set()
+    if shared:
+        if _bind_of(loop):
+            return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: the loop is bound to {_bind_of(loop)} (stage at a loop inside the bound loops)")
+        enclosing = []
+        parent = loop.parent_op()
+        while parent is not None:
+            if isinstance(parent, affine.ForOp) and _bind_of(parent):
+                enclosing.append(parent)
+            parent = parent.parent_op()
+        if not enclosing:
+            return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: no enclosing loop is bound to a GPU block or thread")
+        threads = {induction_var(f) for f in enclosing if (_bind_of(f) or "").startswith("thread.")}
+    accs = [a for a in accesses(loop) if buffer_name(a.buffer) == tensor]
+    if not accs:
+        return Failure(f"{kind}: '{tensor}' is not accessed inside {describe(loop)}")
+    buffer = accs[0].buffer
+    if any(a.buffer is not buffer for a in accs):
+        return Failure(f"{kind}: two buffers are named '{tensor}' inside {describe(loop)}")
+    ops = {a.op for a in accs}
+    # inside the loop (walked already by `accesses`), not through the buffer's uses: an
+    # input read by every statement has one per statement
+    if any(op not in ops and any(v is buffer for v in op.operands) for op in loop.walk()):
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)}: an operation other than a load or store uses it inside")
+    # a staging buffer an earlier op allocated in the loop's body (compute_at, rfactor): the
+    # copies go after its allocation; allocated deeper, each inner iteration has its own
+    start = InsertPoint.at_start(loop.body.block)
+    owner = buffer.owner
+    if isinstance(owner, Operation) and loop.is_ancestor(owner):
+        if owner.parent_block() is not loop.body.block:
+            inner = owner.parent_op()
+            while inner is not None and not isinstance(inner, affine.ForOp):
+                inner = inner.parent_op()
+            assert inner is not None, "a buffer inside `loop` has a loop above it"
+            return Failure(
+                f"cannot {kind} '{tensor}' at {describe(loop)}: it is allocated anew in each "
+                f"iteration of {describe(inner)} inside (stage it at that loop or inside it)"
+            )
+        start = InsertPoint.after(owner)
+    written = any(a.write for a in accs)
+    if write and not written:
+        return Failure(f"cannot cache_write '{tensor}' at {describe(loop)}: it is not written inside (use cache_read)")
+    if not write and written:
+        return Failure(f"cannot cache_read '{tensor}' at {describe(loop)}: it is written inside (use cache_write)")
+    if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
+    if shared and isinstance(buffer.type.get_element_type(), Float16Type):  # type: ignore[attr-defined]
+        # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: float16 tiles are not supported")
+    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared)
+    if isinstance(box, Failure):
+        return box
+    if shared:
+        failure = _shared_failure(loop, tensor, write, box, threads)
+        if failure is not None:
+            return failure
+    element = buffer.type.get_element_type()  # type: ignore[attr-defined]
+    alloca = memref.AllocaOp.get(element, 64, box.shape)
+    suffix = "shared" if shared else "local"
+    alloca.attributes["ein.name"] = StringAttr(f"{tensor}_{suffix}")
+    if shared:
+        alloca.attributes[MEMORY_ATTR] = StringAttr("shared")
+    alloca.memref.name_hint = f"{tensor}_{suffix}"
+    local = alloca.memref
+    body = loop.body.block
+    Rewriter.insert_op(alloca, start)
+    _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared)
+    if write:
+        _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared)  # type: ignore[arg-type]
+    for a, forms in box.inner.items():
+        shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
+        operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))
+        new_map = AffineMapAttr(linear_map(shifted, operands))
+        if isinstance(a.op, affine.LoadOp):
+            Rewriter.replace_op(a.op, affine.LoadOp(local, operands, new_map, element))
+        else:
+            assert isinstance(a.op, affine.StoreOp)
+            Rewriter.replace_op(a.op, affine.StoreOp(a.op.value, local, operands, new_map))
+    return alloca
+
+
+def private_buffer_failure(alloca: memref.AllocaOp) -> Failure | None:
+    """Why a local (not shared) buffer cannot be the private memory of a GPU work-item, or
+    None. In a device kernel a `memref.alloca` is per work-item (registers or stack), so:
+    - it lies inside every loop of its nest bound to a block or thread: no bound loop runs
+      inside its scope (else each thread would use its own copy, filled by the others);
+    - a buffer written back to a tensor (cache_write) holds a tile no other work-item
+      touches: every bound loop around it gives its iterations disjoint elements of the
+      tensor (the whole tile is copied back, elements the body did not write included)."""
+    name = buffer_name(alloca.memref)
+    scope = alloca.parent_op()
+    block = alloca.parent_block()
+    if scope is None or block is None:
+        return None
+    where = f"the local buffer '{name}'" + (f" at {describe(scope)}" if isinstance(scope, affine.ForOp) else "")
+    for op in block.walk():
+        if isinstance(op, affine.ForOp) and (axis := _bind_of(op)):
+            return Failure(
+                f"{where} lies outside {describe(op)}, which is bound to {axis}: a local buffer is "
+                "private to one work-item (stage at a loop inside the bound loops, or use "
+                '"shared" for a tile shared by the block\'s threads)'
+            )
+    written_back = {
+        a.buffer for a in accesses(scope)
+        if a.write and isinstance(a.op, affine.StoreOp) and isinstance(load := a.op.value.owner, affine.LoadOp)
+        and load.memref is alloca.memref
+    }  # fmt: skip
+    for tensor in written_back:
+        group = [a for a in accesses(scope) if a.buffer is tensor]
+        loop: Operation | None = scope
+        while loop is not None:
+            if isinstance(loop, affine.ForOp) and (axis := _bind_of(loop)):
+                if not separates(induction_var(loop), step_of(loop), group):
+                    return Failure(
+                        f"{where} is written back to '{buffer_name(tensor)}', but the tiles of two "
+                        f"iterations of {describe(loop)} (bound to {axis}) may overlap: each "
+                        "work-item writes its whole tile back"
+                    )
+            loop = loop.parent_op()
+    return None
+
+
+def staged_location(root: Operation) -> SourceLocation | None:
+    """The location (an einc.errors.SourceLocation) of the schedule op that made the largest
+    local buffer inside `root` (its `einc.staged_loc`), or None when no schedule op made one."""
+    from einc.errors import SourceLocation
+    from einc.ir.attrs import STAGED_LOC_ATTR
+
+    best: tuple[int, str] | None = None
+    for op in root.walk():
+        if not isinstance(op, memref.AllocaOp):
+            continue
+        recorded = op.attributes.get(STAGED_LOC_ATTR)
+        if isinstance(recorded, StringAttr):
+            memory = op.memref.type
+            assert isinstance(memory, MemRefType)
+            size = math.prod(memory.get_shape()) * _bytes(memory.get_element_type())
+            if best is None or size > best[0]:
+                best = (size, recorded.data)
+    if best is None:
+        return None
+    file, line, col = best[1].rsplit(":", 2)
+    return SourceLocation(file, int(line), int(col))
+
+
+def _bytes(element: Attribute) -> int:
+    if isinstance(element, IntegerType):
+        return max(1, element.width.data // 8)
+    return max(1, element.bitwidth // 8) if isinstance(element, AnyFloat) else 8

@@ -1,0 +1,159 @@
+"""Box splits of a Poplar kernel (the second form of einc/transforms/vertex_split.py's
+split, for kernels whose contiguous ranges of points read too much): the point space is
+taken as its written buffer's shape and cut into boxes of `tile` points; each vertex writes
+its box of that buffer and reads, of every read-only buffer the interval analysis bounds,
+one box per dimension (the same extents on every vertex, its low corner per vertex), so a
+column or a window of an input is connected instead of the hull of its rows.
+
+The boxes are exact: per-dimension read ranges are evaluated at every point (in batches), and
+reduced per fine tile (at most FINE_TILES of them); a vertex's box is the hull of its fine
+tiles' boxes (a tile is a whole number of fine tiles). docs/POPLAR.md has the design.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType
+
+from einc.dialects import egpu
+from einc.dialects.egpu_attrs import TileSplit
+from einc.transforms.ranges import Unbounded
+from einc.transforms.vertex_split import (
+    BATCH_POINTS,
+    Bounds,
+    Splittable,
+    element_bytes,
+    inside,
+    read_dims,
+    vertex_bytes,
+)
+
+FINE_TILES = 1 << 15
+"""Most fine tiles the point space is cut into to bound the boxes (their hulls are exact)."""
+
+
+def point_shape(space: Splittable, write_granule: int) -> tuple[int, ...] | None:
+    """The point space as the written buffers' common shape, when every written buffer is
+    written at 1 * point + 0, has one element per point and elements of at least a word."""
+    shapes = set()
+    for k, (s, c) in space.written.items():
+        t = space.kernel.body.block.args[k].type
+        assert isinstance(t, MemRefType)
+        if s != 1 or c != 0 or math.prod(t.get_shape()) != space.points or element_bytes(t) < write_granule:
+            return None
+        shapes.add(tuple(t.get_shape()))
+    return shapes.pop() if len(shapes) == 1 else None
+
+
+def _fine(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The fine tile: the shape cut evenly, outer dimensions first, into <= FINE_TILES."""
+    counts = [1] * len(shape)
+    grown = True
+    while grown:
+        grown = False
+        for i, size in enumerate(shape):
+            if counts[i] < size and math.prod(counts) * 2 <= FINE_TILES:
+                counts[i] = min(size, counts[i] * 2)
+                grown = True
+    return tuple(-(-size // c) for size, c in zip(shape, counts))
+
+
+class BoxSpace:
+    """The fine boxes of a splittable kernel's reads over its point shape."""
+
+    def __init__(self, space: Splittable, shape: tuple[int, ...]):
+        self.space, self.shape = space, shape
+        self.fine = _fine(shape)
+        self.grid = tuple(-(-p // t) for p, t in zip(shape, self.fine))
+        args = space.kernel.body.block.args
+        self.sizes = {k: tuple(a.type.get_shape()) for k, a in enumerate(args) if isinstance(a.type, MemRefType)}
+        self.reads: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        """Read argument -> (lows, highs) of shape grid + (rank,), clipped to the tensor."""
+        self._evaluate()
+
+    def _evaluate(self) -> None:
+        kernel, loop = self.space.kernel, self.space.loop
+        args = kernel.body.block.args
+        candidates = [
+            k for k, a in enumerate(args)
+            if k not in self.space.written and a.uses
+            and all(inside(u.operation, loop) and not isinstance(u.operation, egpu.VLoadOp) for u in a.uses)
+        ]  # fmt: skip
+        count, per = math.prod(self.grid), math.prod(self.fine)
+        strides = np.array([math.prod(self.shape[i + 1:]) for i in range(len(self.shape))], np.int64)
+        offsets = np.stack(np.unravel_index(np.arange(per), self.fine), axis=1).astype(np.int64)
+        top = np.array(self.shape, np.int64) - 1
+        batch = max(1, BATCH_POINTS // per)
+        lows: dict[int, list[np.ndarray]] = {k: [] for k in candidates}
+        highs: dict[int, list[np.ndarray]] = {k: [] for k in candidates}
+        for first in range(0, count, batch):
+            tiles = np.arange(first, min(first + batch, count))
+            corner = np.stack(np.unravel_index(tiles, self.grid), axis=1).astype(np.int64) * np.array(self.fine)
+            coords = np.minimum(corner[:, None, :] + offsets[None, :, :], top)  # repeats: same hull
+            points = (coords @ strides).reshape(-1)
+            bounds = Bounds(loop, points)
+            for k in list(lows):
+                try:
+                    ranges = [read_dims(u.operation, bounds) for u in args[k].uses]
+                except Unbounded:
+                    del lows[k], highs[k]
+                    continue
+                lo = np.stack([np.minimum.reduce([r[d][0] for r in ranges]) for d in range(len(ranges[0]))], axis=-1)
+                hi = np.stack([np.maximum.reduce([r[d][1] for r in ranges]) for d in range(len(ranges[0]))], axis=-1)
+                lows[k].append(lo.reshape(len(tiles), per, -1).min(axis=1))
+                highs[k].append(hi.reshape(len(tiles), per, -1).max(axis=1))
+        for k, parts in lows.items():
+            size = np.array(self.sizes[k], np.int64)
+            lo = np.concatenate(parts).reshape(*self.grid, len(size))
+            hi = np.concatenate(highs[k]).reshape(*self.grid, len(size))
+            self.reads[k] = np.clip(lo, 0, size - 1), np.clip(hi, 0, size - 1)
+
+    def _boxes(self, multiples: tuple[int, ...]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per read argument, every vertex's (lows, highs) for tiles of `multiples` fine tiles."""
+        counts = [-(-g // m) for g, m in zip(self.grid, multiples)]
+        found = {}
+        for k, (lo, hi) in self.reads.items():
+            rank = lo.shape[-1]
+            pad = [(0, c * m - g) for c, m, g in zip(counts, multiples, self.grid)] + [(0, 0)]
+            big = np.iinfo(np.int64).max
+            lo = np.pad(lo, pad, constant_values=big).reshape(*(x for c, m in zip(counts, multiples) for x in (c, m)), rank)
+            hi = np.pad(hi, pad, constant_values=-1).reshape(*(x for c, m in zip(counts, multiples) for x in (c, m)), rank)
+            axes = tuple(range(1, 2 * len(counts), 2))
+            found[k] = lo.min(axis=axes).reshape(-1, rank), hi.max(axis=axes).reshape(-1, rank)
+        return found
+
+    def split(self, multiples: tuple[int, ...]) -> TileSplit:
+        """The kernel in boxes of `multiples` fine tiles, with its read boxes and bytes."""
+        tile = tuple(min(m * f, p) for m, f, p in zip(multiples, self.fine, self.shape))
+        vertices = math.prod(-(-p // t) for p, t in zip(self.shape, tile))
+        boxes = []
+        for k, (lo, hi) in sorted(self._boxes(multiples).items()):
+            size = np.array(self.sizes[k], np.int64)
+            extent = np.maximum(hi - lo + 1, 0).max(axis=0)
+            low = np.minimum(np.where(hi >= lo, lo, 0), size - extent)
+            tables = tuple(() if e == n else tuple(int(x) for x in low[:, d]) for d, (e, n) in enumerate(zip(extent, size)))
+            boxes.append((k, tuple(int(e) for e in extent), tables))
+        written = tuple((k, s, c) for k, (s, c) in sorted(self.space.written.items()))
+        split = TileSplit(vertices, 0, self.space.points, 0, written, (), self.shape, tile, tuple(boxes))
+        return dataclasses.replace(split, bytes=vertex_bytes(self.space.kernel, split))
+
+    def search(self, limit: int, tiles: int, preferred: int) -> TileSplit | None:
+        """Halve the tile in the dimension that most shrinks a vertex's bytes (outer first on
+        ties) while it does not fit or has fewer than `preferred` vertices, within `tiles`."""
+        multiples = list(self.grid)
+        split = self.split(tuple(multiples))
+        while split.bytes > limit or split.vertices < preferred:
+            options = []
+            for i, m in enumerate(multiples):
+                if m > 1:
+                    trial = tuple(-(-m // 2) if j == i else x for j, x in enumerate(multiples))
+                    if math.prod(-(-g // x) for g, x in zip(self.grid, trial)) <= tiles:
+                        options.append((self.split(trial), i, trial))
+            if not options:
+                break
+            split, _, best = min(options, key=lambda o: (o[0].bytes, o[1]))
+            multiples = list(best)
+        return split if split.bytes <= limit else None

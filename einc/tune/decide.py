@@ -1,0 +1,278 @@
+"""When a tuned kernel is the best: never unless it beats the default schedule beyond the noise
+and the load of its measurements. The rule is pure (timings in, a verdict out), so it is tested
+on made-up timings; `einc.tune.tuner` measures the rounds it judges.
+
+The final rounds measure the default schedule and each finalist once per round, one right after
+the other in a rotating order, so that load which comes and goes slows both alike. A round
+gives a pair: the default's time d and the finalist's time c (medians of their repeats).
+
+- A round is a win when even the least speed-up it allows beats the margin:
+
+      d * (1 - load_d) / (1 + load_d) / c  >  1 + margin + spread
+
+  Load never makes the finalist faster (its time c on a quiet machine is at most c), but it may
+  have slowed the default: `load_d` is the fraction of the default's wall time its threads
+  waited for a core (run-queue wait, `einc.tune.timing`). The default could not have finished
+  sooner than 1 - load_d of its time for waiting alone; what it ran may have been slower too
+  (caches refilled after each preemption, threads moved between cores), for which as much again
+  is allowed: the divisor 1 + load_d. (Measured with one core busy: the default matmul, 1.42 ms
+  at load 0.86, ran its non-waiting part 1.24x slower than its least quiet time; the allowance
+  is 1.86x. Its CPU time, 1.6x its quiet work, is no usable bound.) So a round on a loaded
+  machine can still be won, but only by a finalist faster than the load could explain. With
+  one core busy elsewhere a two-thread default waits about 100% of the time and nothing wins
+  against it: a one-thread kernel beats a parallel one on a half-busy machine and loses on a
+  quiet one, which is how an earlier tuner recorded a best 5x slower than the default.
+  `spread` is the larger of the two measurements' repeat spreads ((p75 - p25) / median): the
+  noise each median carries. `margin` (2%) is on top.
+- A finalist is crowned only when its wins are significant: a one-sided sign test, the chance of
+  at least that many wins in that many rounds were the two kernels equally fast, at most
+  `alpha / finalists` (5%, Bonferroni over the finalists). With 3 finalists that is 6 wins in 6
+  rounds; a lost round (noise, load, a failed measurement) takes more rounds to make up.
+- Of the crowned finalists the one with the greatest median speed-up is the best; with none
+  the default schedule is kept, and the decision says why.
+
+The speed-up reported is the median of the rounds' ratios d / c, with a distribution-free
+confidence interval of that median (order statistics of the ratios).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+MARGIN = 0.02
+"""The least speed-up (beyond each round's noise and load) that counts as a win: 2%."""
+ALPHA = 0.05
+"""The chance, were the finalist no faster, that the rule crowns it anyway (over all finalists)."""
+CONFIDENCE = 0.90
+"""Of the speed-up's reported interval."""
+LOADED = 0.05
+"""A measurement whose threads waited for a core more than this fraction of its wall time was
+taken on a loaded machine (`NoiseLimits.max_wait`)."""
+@dataclass(frozen=True)
+class Sample:
+    """One measurement of a round: the median seconds per run (inf when it failed), the spread of
+    its repeats, and its load: the fraction of its wall time its threads waited for a core (from
+    the run-queue wait; where that is unknown, the share of the wall time the process did not
+    run), 0 on a quiet machine."""
+
+    seconds: float
+    spread: float = 0.0
+    load: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return math.isfinite(self.seconds) and self.seconds > 0
+
+    @property
+    def quiet_share(self) -> float:
+        """The least share of `seconds` the kernel could take on a quiet machine (see the module):
+        (1 - load) / (1 + load)."""
+        return (1.0 - self.load) / (1.0 + self.load)
+
+    @classmethod
+    def of(cls, seconds: float, extra: Mapping[str, object]) -> Sample:
+        """From a measurement's median and its runner's `extra` (`spread`, `wall_s`, `wait_s`,
+        `cpu_s`, as `einc.tune.measure.LocalRunner` records them)."""
+        return cls(seconds, _number(extra.get("spread")), load_of(extra))
+
+
+def load_of(extra: Mapping[str, object]) -> float:
+    """A measurement's load (see `Sample`), from its runner's `extra`; 0 where nothing says."""
+    wall = _number(extra.get("wall_s"))
+    if wall <= 0:
+        return 0.0
+    wait = extra.get("wait_s")
+    if isinstance(wait, int | float) and not isinstance(wait, bool) and math.isfinite(wait):
+        return min(1.0, max(0.0, wait / wall))
+    return min(1.0, max(0.0, 1.0 - _number(extra.get("cpu_s")) / wall)) if "cpu_s" in extra else 0.0
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) else 0.0
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One round: the default's and the finalist's measurement."""
+
+    default: Sample
+    challenger: Sample
+
+    @property
+    def ok(self) -> bool:
+        return self.default.ok and self.challenger.ok
+
+    @property
+    def ratio(self) -> float:
+        """The round's speed-up d / c (nan when either measurement failed)."""
+        return self.default.seconds / self.challenger.seconds if self.ok else math.nan
+
+    @property
+    def bound(self) -> float:
+        """The least speed-up the round allows on a quiet machine: d * quiet_share_d / c."""
+        return self.ratio * self.default.quiet_share if self.ok else math.nan
+
+    def needed(self, margin: float = MARGIN) -> float:
+        """The bound a win needs: 1 + margin + the larger spread."""
+        return 1.0 + margin + max(self.default.spread, self.challenger.spread)
+
+    def won(self, margin: float = MARGIN) -> bool:
+        return self.ok and self.bound > self.needed(margin)
+
+    @property
+    def loaded(self) -> bool:
+        return max(self.default.load, self.challenger.load) > LOADED
+
+
+def sign_p(wins: int, rounds: int) -> float:
+    """P(at least `wins` heads in `rounds` fair coin tosses): the one-sided sign test."""
+    if rounds <= 0:
+        return 1.0
+    return sum(math.comb(rounds, k) for k in range(max(0, wins), rounds + 1)) / 2.0**rounds
+
+
+def rounds_needed(finalists: int, alpha: float = ALPHA) -> int:
+    """The fewest rounds in which all wins can be significant for one of `finalists`."""
+    return max(1, math.ceil(math.log2(max(1, finalists) / alpha)))
+
+
+def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median of `values`: the k-th least and
+    k-th greatest, k the largest with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2 (the
+    whole range where n is too small for any better; nan for no values)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return math.nan, math.nan
+    tail = (1.0 - confidence) / 2
+    k = 1
+    while k < (n + 1) // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n <= tail:
+        k += 1
+    return ordered[k - 1], ordered[n - k]
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return math.nan
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One finalist judged against the default over its rounds."""
+
+    pairs: tuple[Pair, ...]
+    alpha: float
+    margin: float = MARGIN
+
+    @property
+    def rounds(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def wins(self) -> int:
+        return sum(p.won(self.margin) for p in self.pairs)
+
+    @property
+    def p_value(self) -> float:
+        return sign_p(self.wins, self.rounds)
+
+    @property
+    def significant(self) -> bool:
+        return self.rounds > 0 and self.p_value <= self.alpha
+
+    @property
+    def ratios(self) -> list[float]:
+        return [p.ratio for p in self.pairs if p.ok]
+
+    @property
+    def speedup(self) -> float:
+        """The median of the rounds' d / c (nan without a round measured on both sides)."""
+        return _median(self.ratios)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return median_interval(self.ratios)
+
+    @property
+    def loaded(self) -> int:
+        """Rounds measured on a loaded machine."""
+        return sum(p.loaded for p in self.pairs)
+
+    @property
+    def failed(self) -> int:
+        """Rounds in which either measurement failed."""
+        return sum(not p.ok for p in self.pairs)
+
+    @property
+    def max_load(self) -> float:
+        return max((p.default.load for p in self.pairs), default=0.0)
+
+    def describe(self) -> str:
+        """`1.43x the default (90% interval 1.38-1.49x), faster beyond the noise in 6 of 6 rounds`."""
+        if not self.ratios:
+            return f"not measured in any of {self.rounds} rounds"
+        low, high = self.interval
+        text = (f"{self.speedup:.2f}x the default ({CONFIDENCE:.0%} interval {low:.2f}-{high:.2f}x), "
+                f"faster beyond the noise in {self.wins} of {self.rounds} rounds")  # fmt: skip
+        notes = []
+        if self.loaded:
+            notes.append(f"{self.loaded} loaded: the default's threads waited for a core up to {self.max_load:.0%} "
+                         "of the time")  # fmt: skip
+        if self.failed:
+            notes.append(f"{self.failed} not measured")
+        return text + (f" ({'; '.join(notes)})" if notes else "")
+
+    def to_json(self) -> dict[str, object]:
+        low, high = self.interval
+        return {"speedup": _finite(self.speedup), "interval": [_finite(low), _finite(high)], "wins": self.wins,
+                "rounds": self.rounds, "p": self.p_value, "alpha": self.alpha, "loaded": self.loaded,
+                "bounds": [_finite(p.bound) for p in self.pairs]}  # fmt: skip
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def judge(pairs: Sequence[Pair], finalists: int = 1, *, alpha: float = ALPHA, margin: float = MARGIN) -> Verdict:
+    """One finalist's verdict over its rounds, one of `finalists` judged at once."""
+    return Verdict(tuple(pairs), alpha / max(1, finalists), margin)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the final rounds decided: the index of the crowned finalist (None: the default
+    schedule is kept), each finalist's verdict (by index), and why, in a sentence."""
+
+    crowned: int | None
+    verdicts: Mapping[int, Verdict] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def kept_default(self) -> bool:
+        return self.crowned is None
+
+
+def decide(verdicts: Mapping[int, Verdict], names: Mapping[int, str]) -> Decision:
+    """The finalist to crown among `verdicts` (the significant one with the greatest median
+    speed-up), or the default kept, with the reason."""
+    crowned = [i for i, v in verdicts.items() if v.significant]
+    if crowned:
+        best = max(crowned, key=lambda i: (verdicts[i].speedup, -i))
+        return Decision(best, dict(verdicts), f"{names[best]} is {verdicts[best].describe()}")
+    if not verdicts:
+        return Decision(None, {}, "no finalist to compare with the default")
+    closest = max(verdicts, key=lambda i: (_or(verdicts[i].speedup), -i))
+    v = verdicts[closest]
+    why = f"no finalist beat the default beyond the noise in enough rounds; the closest, {names[closest]}, is {v.describe()}"
+    if v.loaded and v.loaded * 2 >= v.rounds:
+        why += "; the machine was busy: tune on a quieter machine (or with fewer --threads) to decide"
+    return Decision(None, dict(verdicts), why)
+
+
+def _or(x: float, default: float = -math.inf) -> float:
+    return x if math.isfinite(x) else default

@@ -1,0 +1,361 @@
+"""When the tuner names a best (einc/tune/decide.py, the final rounds of einc/tune/tuner.py): the
+significance rule on made-up timings, and whole tunes with injected timings (a fake builder and
+runner; no kernel runs, so nothing here depends on this machine's load). A tuned kernel is never
+a slower one: a fluke trial, a machine busy during the search or the final rounds, or a winner
+that fails on fresh inputs keep the default schedule, and say why; and every place that names
+the best (summary, progress bar, records, compile, plot) names the same one."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from einc.targets import get_target
+from einc.cli import render_tasks
+from einc.tune import tuner as tuner_module
+from einc.tune.decide import (
+    MARGIN,
+    Pair,
+    Sample,
+    decide,
+    judge,
+    load_of,
+    median_interval,
+    rounds_needed,
+    sign_p,
+)
+from einc.tune.records import RecordDB
+from einc.compiler.records import find_record, used_line
+from einc.tune.report import marks
+from einc.tune.space import SearchSpace
+from einc.tune.tuner import TuneResult, bar_postfix, tune
+from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
+from einc.tune.workload import throughput
+
+DEVICE = "test device"
+
+
+def clean(seconds: float, spread: float = 0.01) -> Sample:
+    return Sample(seconds, spread, 0.0)
+
+
+def pairs(default: list[Sample], challenger: list[Sample]) -> list[Pair]:
+    return [Pair(d, c) for d, c in zip(default, challenger)]
+
+
+# ---- the rule ----------------------------------------------------------------------------------
+def test_sign_test_and_rounds_needed() -> None:
+    assert sign_p(6, 6) == 1 / 64 and sign_p(5, 6) == 7 / 64 and sign_p(0, 6) == 1.0
+    assert sign_p(11, 12) == 13 / 4096
+    assert rounds_needed(1) == 5 and rounds_needed(3) == 6  # 2^-n <= 5% / finalists
+    assert sign_p(rounds_needed(3), rounds_needed(3)) <= 0.05 / 3 < sign_p(5, 5)
+
+
+def test_median_interval_is_by_order_statistics() -> None:
+    assert median_interval([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]) == (1.0, 6.0)  # n = 6: the whole range
+    values = [float(i) for i in range(1, 21)]
+    assert median_interval(values) == (6.0, 15.0)  # P(Bin(20, 1/2) <= 5) = 2.1% <= 5% < P(<= 6)
+    assert all(math.isnan(x) for x in median_interval([]))
+
+
+def test_load_of_a_measurement() -> None:
+    assert load_of({"wall_s": 1.0, "wait_s": 0.25, "cpu_s": 1.0}) == 0.25
+    assert load_of({"wall_s": 1.0, "wait_s": 1.6, "cpu_s": 0.4}) == 1.0  # two threads waiting: clamped
+    assert load_of({"wall_s": 1.0, "wait_s": None, "cpu_s": 0.7}) == pytest.approx(0.3)  # no schedstat
+    assert load_of({}) == 0.0 and load_of({"wall_s": 0.0, "wait_s": 1.0}) == 0.0
+
+
+def test_a_clean_faster_kernel_is_significant() -> None:
+    verdict = judge(pairs([clean(1.0)] * 6, [clean(0.8)] * 6), finalists=3)
+    assert verdict.wins == 6 and verdict.significant
+    assert verdict.speedup == pytest.approx(1.25) and verdict.interval == pytest.approx((1.25, 1.25))
+    assert "1.25x the default" in verdict.describe() and "6 of 6 rounds" in verdict.describe()
+
+
+def test_a_win_needs_the_margin_beyond_the_spread() -> None:
+    just = 1.0 / (1 + MARGIN + 0.01 + 0.005)  # 1.5% better than the noise allows
+    assert judge(pairs([clean(1.0)] * 6, [clean(just)] * 6), 3).significant
+    within = 1.0 / (1 + MARGIN + 0.01 - 0.005)
+    assert judge(pairs([clean(1.0)] * 6, [clean(within)] * 6), 3).wins == 0
+    noisy = judge(pairs([clean(1.0, spread=0.2)] * 6, [clean(0.9)] * 6), 3)  # 11% faster, 20% spread
+    assert noisy.wins == 0 and not noisy.significant
+
+
+def test_one_lost_round_is_not_enough_with_three_finalists() -> None:
+    rounds = [clean(0.8)] * 5 + [clean(1.1)]
+    verdict = judge(pairs([clean(1.0)] * 6, rounds), finalists=3)
+    assert verdict.wins == 5 and not verdict.significant  # p = 7/64
+    alone = judge(pairs([clean(1.0)] * 6, rounds), finalists=1)
+    assert not alone.significant  # still 7/64 > 5%
+    more = judge(pairs([clean(1.0)] * 12, rounds + [clean(0.8)] * 6), finalists=3)
+    assert more.wins == 11 and more.significant  # 13/4096
+
+
+def test_a_loaded_default_cannot_lose_to_a_kernel_the_load_favours() -> None:
+    # One core busy elsewhere: the two-thread default waits for a core all the time (load 1)
+    # and takes 3x its quiet time; a one-thread candidate runs on the free core, clean. It is
+    # twice as fast here and half as fast on the quiet machine: it must not win a round.
+    busy = Sample(3.0e-4, 0.05, 1.0)
+    verdict = judge(pairs([busy] * 6, [clean(1.5e-4)] * 6), finalists=3)
+    assert verdict.speedup == pytest.approx(2.0) and verdict.wins == 0 and verdict.loaded == 6
+    decision = decide({1: verdict}, {1: "serial()"})
+    assert decision.kept_default and "the machine was busy" in decision.reason and "serial()" in decision.reason
+    # a moderate load is discounted, not fatal: a kernel faster than the load can explain wins
+    some = Sample(1.0, 0.01, 0.2)
+    assert some.quiet_share == pytest.approx(0.8 / 1.2)
+    assert judge(pairs([some] * 6, [clean(0.6)] * 6), 3).significant  # 1.67 * 0.67 = 1.11 > 1.03
+    assert not judge(pairs([some] * 6, [clean(0.7)] * 6), 3).significant  # 1.43 * 0.67 = 0.95
+
+
+def test_failed_measurements_are_lost_rounds() -> None:
+    failed = Sample(math.inf)
+    verdict = judge(pairs([clean(1.0)] * 6, [clean(0.5)] * 5 + [failed]), 1)
+    assert verdict.wins == 5 and verdict.failed == 1 and "1 not measured" in verdict.describe()
+    assert not judge(pairs([failed] * 6, [clean(0.5)] * 6), 1).significant
+
+
+def test_decide_crowns_the_greatest_significant_speedup() -> None:
+    verdicts = {
+        1: judge(pairs([clean(1.0)] * 6, [clean(0.8)] * 6), 3),
+        2: judge(pairs([clean(1.0)] * 6, [clean(0.7)] * 6), 3),
+        3: judge(pairs([clean(1.0)] * 6, [clean(0.5)] * 5 + [clean(2.0)]), 3),  # fastest median, not significant
+    }
+    decision = decide(verdicts, {1: "a()", 2: "b()", 3: "c()"})
+    assert decision.crowned == 2 and decision.reason.startswith("b() is 1.43x the default")
+    kept = decide({3: verdicts[3]}, {3: "c()"})
+    assert kept.kept_default and "the closest, c()" in kept.reason and "5 of 6 rounds" in kept.reason
+
+
+# ---- whole tunes with injected timings -----------------------------------------------------------
+SMALL = "input a: float32[16, 32]\ninput b: float32[32, 24]\n\noutput0[N, M] +=! a[N, K] * b[K, M]\n"
+
+
+@pytest.fixture(scope="module")
+def task() -> TuneTask:
+    return TuneTask(SMALL)
+
+
+@pytest.fixture(scope="module")
+def space(task: TuneTask) -> SearchSpace:
+    return SearchSpace.from_task(task)
+
+
+def factor(point: Point) -> float:
+    """A point's quiet time relative to the default's, fixed by its name: 0.55 to 1.45."""
+    digest = hashlib.sha256(point.describe().encode()).digest()
+    return 0.55 + 0.9 * digest[0] / 255
+
+
+class FakeBuilder:
+    def build(self, task: TuneTask, candidates: Sequence[Candidate]) -> list[BuildResult]:
+        return [BuildResult(c, Status.OK, artifact=c.schedule) for c in candidates]
+
+
+Timing = Callable[[Point, int, bool], tuple[float, float]]
+"""(point, call number, in the final rounds) -> (median seconds, load)."""
+
+
+class FakeRunner:
+    """Measurements made up by `timing`: each a median with repeats spread 1% and the load the
+    timing gives (as `wait_s` / `wall_s`, as the LocalRunner reports them)."""
+
+    def __init__(self, default: Point, timing: Timing):
+        self.default, self.timing = default, timing
+        self.calls, self.finals = 0, False
+
+    def set_best(self, best_s: float | None) -> None:
+        self.finals = best_s is None and self.calls > 0  # the final rounds time everything in full
+
+    def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
+        out = []
+        for build in builds:
+            seconds, load = self.timing(build.candidate.point, self.calls, self.finals)
+            self.calls += 1
+            times = (seconds * 0.995, seconds, seconds * 1.005)
+            extra = {"spread": 0.01, "wall_s": 1.0, "wait_s": load, "cpu_s": 1.0 - load}
+            out.append(MeasureResult(build.candidate, Status.OK, times=times, extra=extra))
+        return out
+
+
+def run_tune(task: TuneTask, space: SearchSpace, tmp_path: Path, timing: Timing, trials: int = 10,
+             batch: int | None = None, decide_best: bool = True) -> tuple[TuneResult, RecordDB]:  # fmt: skip
+    db = RecordDB(tmp_path / "t.db")
+    runner = FakeRunner(space.default_point(), timing)
+    result = tune(task, policy="random", trials=trials, batch=batch or trials, space=space, builder=FakeBuilder(),
+                  runner=runner, db=db, device=DEVICE, seed=4, verify=False, decide_best=decide_best)
+    return result, db
+
+
+def quiet(default: Point) -> Timing:
+    return lambda p, call, finals: (1e-3 * (1.0 if p == default else factor(p)), 0.0)
+
+
+def assert_one_best(result: TuneResult, db: RecordDB, task: TuneTask, tmp_path: Path) -> None:
+    """The summary, the progress bar, the records (`best`, `einc records list`), the record a
+    compile applies and the plot all name the same best, with the same figure."""
+    assert result.decision is not None and result.best is not None
+    summary = result.summary()
+    line = result.best_line()
+    assert f"best: {line}" in summary and result.decision.reason in summary
+    assert bar_postfix(result) == {"best": line}
+    record = db.best(task.key, task.target, DEVICE)
+    assert record is not None and record.is_decision and record.decision == result.decision.reason
+    assert record.point() == result.best.candidate.point and record.schedule == result.best.candidate.schedule
+    assert record.median_s == pytest.approx(result.best.median_s)
+    assert record.kept_default == result.decision.kept_default
+    [row] = db.tasks()
+    assert row["best_id"] == record.id and row["best_s"] == pytest.approx(result.best.median_s)
+    listing = render_tasks(db.tasks(), db.path)
+    assert f"{result.best.median_s * 1e3:.3f}" in listing
+    assert ("default kept" if result.kept_default else record.sketch) in listing
+    plot = marks(result)
+    assert plot.best == pytest.approx(throughput(task, result.best.median_s)[0]) and line in plot.best_label
+    assert result.default is not None and plot.default == pytest.approx(throughput(task, result.default.median_s)[0])
+
+
+def test_a_truly_faster_kernel_is_crowned_and_named_alike_everywhere(
+    task: TuneTask, space: SearchSpace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, db = run_tune(task, space, tmp_path, quiet(space.default_point()))
+    with db:
+        assert result.decision is not None and not result.kept_default, result.summary()
+        finalists = [f.candidate.point for f in result.finals[1:]]
+        assert len(finalists) == 3 and result.finals[0].candidate.point == space.default_point()
+        assert result.best is not None and result.best.candidate.point == min(finalists, key=factor)  # the fastest wins
+        assert all(len(f.times) == rounds_needed(3) for f in result.finals)  # 6 rounds, in turn
+        assert_one_best(result, db, task, tmp_path)
+        # a compile applies exactly that record
+        monkeypatch.setattr("einc.compiler.records.device_fingerprint", lambda target: DEVICE)
+        found = find_record(task.normalized, get_target("c"), db.path)
+        best = db.best(task.key, "c", DEVICE)
+        assert found is not None and best is not None and found[0].id == best.id
+        assert "sketch " + result.best.candidate.point.sketch in used_line(*found)
+
+
+def test_a_fluke_trial_is_not_crowned(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
+    # A trial measured once at a third of the default's time (a fluke: 7 of 16 trials noisy)
+    # is 2.7x slower than the default when measured again: the default is kept.
+    default = space.default_point()
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if point == default:
+            return 1e-3, 0.0
+        return (0.3e-3 if not finals else 2.7e-3), 0.0
+
+    result, db = run_tune(task, space, tmp_path, timing, trials=16)
+    with db:
+        assert result.fastest is not None and result.fastest.median_s == pytest.approx(0.3e-3)
+        assert result.kept_default and result.best is not None and result.best.candidate.point == default
+        assert result.decision is not None and "no finalist beat the default" in result.decision.reason
+        assert "the default schedule" in result.summary() and "kept" in result.summary()
+        assert_one_best(result, db, task, tmp_path)
+
+
+def test_a_busy_machine_keeps_the_default_and_says_why(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
+    # One core busy throughout: the parallel default waits for a core all the time (load 1) and
+    # looks 3x slower than on a quiet machine; the other (here: every) candidate looks faster.
+    default = space.default_point()
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        return (3e-3, 1.0) if point == default else (1.5e-3, 0.0)
+
+    result, db = run_tune(task, space, tmp_path, timing)
+    with db:
+        assert result.kept_default, result.summary()
+        assert result.decision is not None and "the machine was busy" in result.decision.reason
+        # the closest finalist was measured again (its lead could have been hidden by the load)
+        assert max(len(f.times) for f in result.finals) == 2 * rounds_needed(3)
+        assert_one_best(result, db, task, tmp_path)
+
+
+def test_load_during_some_rounds_is_measured_again(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
+    default = space.default_point()
+    final_calls: list[int] = []
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if finals:
+            final_calls.append(call)
+        loaded = finals and len(final_calls) <= 4  # the first final round: the default loaded
+        if point == default:
+            return (1e-3, 0.6) if loaded else (1e-3, 0.0)
+        return 1e-3 * factor(point), 0.0
+
+    result, db = run_tune(task, space, tmp_path, timing)
+    with db:
+        assert not result.kept_default, result.summary()
+        rounds = [len(f.times) for f in result.finals]
+        assert rounds[0] == max(rounds) == 2 * rounds_needed(3)  # 5 of 6 won, then 6 more rounds
+        assert_one_best(result, db, task, tmp_path)
+
+
+def test_a_winner_wrong_on_fresh_inputs_keeps_the_default(
+    task: TuneTask, space: SearchSpace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def wrong(task: TuneTask, best: MeasureResult, builder: object, runner: object) -> MeasureResult:
+        return MeasureResult(best.candidate, Status.WRONG, "output 'output0': max error 1 vs the float64 reference")
+
+    monkeypatch.setattr(tuner_module, "_verify", wrong)
+    db = RecordDB(tmp_path / "t.db")
+    runner = FakeRunner(space.default_point(), quiet(space.default_point()))
+    result = tune(task, policy="random", trials=10, batch=10, space=space, builder=FakeBuilder(), runner=runner,
+                  db=db, device=DEVICE, seed=4)
+    with db:
+        assert result.decision is not None and result.kept_default
+        assert "failed on fresh inputs (output 'output0'" in result.decision.reason
+        assert "re-checked on fresh inputs: wrong" in result.summary()
+        assert_one_best(result, db, task, tmp_path)
+
+
+def test_no_trial_faster_than_the_default_decides_without_final_rounds(
+    task: TuneTask, space: SearchSpace, tmp_path: Path
+) -> None:
+    default = space.default_point()
+    result, db = run_tune(task, space, tmp_path, lambda p, c, f: (1e-3 if p == default else 2e-3, 0.0))
+    with db:
+        assert result.decision is not None and result.kept_default
+        assert result.decision.reason == "no trial was faster than the default schedule's"
+        assert len(result.finals) == 1 and "final rounds" not in result.summary()
+        assert_one_best(result, db, task, tmp_path)
+
+
+def test_an_interrupted_search_decides_nothing_and_its_trials_are_never_the_best(
+    task: TuneTask, space: SearchSpace, tmp_path: Path
+) -> None:
+    default = space.default_point()
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if call == 5:
+            raise KeyboardInterrupt
+        return (1e-3 if point == default else 0.1e-3), 0.0
+
+    result, db = run_tune(task, space, tmp_path, timing, batch=2)
+    with db:
+        assert result.stopped == "interrupted" and result.decision is None and result.best is None
+        assert "none decided (interrupted" in result.summary()
+        assert bar_postfix(result)["best"] == "none decided"
+        assert db.best(task.key, "c", DEVICE) is None  # the 0.1 ms trials were measured once: not the best
+        [row] = db.tasks()
+        assert row["best_id"] is None and "-" in render_tasks(db.tasks(), db.path).splitlines()[1]
+
+
+def test_the_report_run_decides_nothing(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
+    result, db = run_tune(task, space, tmp_path, quiet(space.default_point()), decide_best=False)
+    with db:
+        assert result.decision is None and result.best is None and not result.finals
+        assert db.best(task.key, "c", DEVICE) is None and len(db) == 10
+
+
+def test_summary_of_a_crowned_best_gives_the_speedup_and_its_interval(task: TuneTask, space: SearchSpace,
+                                                                      tmp_path: Path) -> None:  # fmt: skip
+    result, db = run_tune(task, space, tmp_path, quiet(space.default_point()))
+    db.close()
+    summary = result.summary()
+    assert re.search(r"because .+ is \d\.\d\dx the default \(90% interval \d\.\d\d-\d\.\d\dx\), faster beyond "
+                     r"the noise in 6 of 6 rounds", summary), summary  # fmt: skip
+    assert "final rounds: the default and 3 finalists measured in turn, 6 rounds" in summary
+    assert "fastest trial:" in summary and "(measured once)" in summary
