@@ -179,17 +179,23 @@ def snapshot(root: Operation) -> Context:
     were): an op the change moves into a new op (a loop around it, a kernel) gives the new
     op its statement's location."""
     context: Context = {}
-
-    def visit(op: Operation, enclosing: LocationAttr | None) -> None:
+    # preorder over xDSL's links (not nested `walk` generators: taken before every pass)
+    stack: list[tuple[Operation, LocationAttr | None]] = [(root, _enclosing(root))]
+    while stack:
+        op, enclosing = stack.pop()
         own = op.location if has_location(op) else None
         context[op] = enclosing or own
         inner = enclosing if isinstance(op, _PROGRAM_OPS) or own is None else own
+        children: list[tuple[Operation, LocationAttr | None]] = []
         for region in op.regions:
-            for block in region.blocks:
-                for child in block.ops:
-                    visit(child, inner)
-
-    visit(root, _enclosing(root))
+            block = region._first_block
+            while block is not None:
+                child = block._first_op
+                while child is not None:
+                    children.append((child, inner))
+                    child = child._next_op
+                block = block._next_block
+        stack.extend(reversed(children))
     return context
 
 
@@ -252,12 +258,11 @@ def fill_locations(
     roots = [root] if isinstance(root, Operation) else list(root)
     pending: list[Operation] = []
     located = False
-    for top in roots:
-        for op in top.walk():
-            if has_location(op):
-                located = True
-            elif not isinstance(op, _PROGRAM_OPS):
-                pending.append(op)
+    for op in _all_ops(roots) or ():  # every op, preorder (as `walk`), through xDSL's links
+        if has_location(op):
+            located = True
+        elif not isinstance(op, _PROGRAM_OPS):
+            pending.append(op)
     if not pending or not (located or any(has_location(op) for op in _outermost(roots[0]).walk())):
         return 0
     return _fill(pending, context or {}, wrap)
