@@ -13,7 +13,8 @@ Stages are the driver's (ein: parsing and the ein module; loops; scheduled; targ
 (`apply`: with the default schedule, taking the payload the policy transformed as it built
 the schedule). Times are the process's CPU time (the machine may be shared), each size
 compiled after a collection of the garbage the compiles before left. The last column is the
-time per statement: a compiler linear in program size keeps it flat as N grows.
+time per statement: a compiler linear in program size keeps it flat as N grows; a second
+table gives each stage's time per statement and its ratio, largest size over smallest.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="compiles per size; the median one is shown")
     args = parser.parse_args()
     rows = []
+    per_statement: list[dict[str, float]] = []  # ms per statement, each stage and the total
     stage_seconds(10, args.target, args.kind)  # imports and first-use caches out of the table
     for n in (int(s) for s in args.sizes.split(",")):
         runs = []
@@ -81,11 +83,18 @@ def main() -> None:
         runs.sort(key=lambda seconds: sum(seconds[c] for c in COLUMNS))
         seconds = runs[len(runs) // 2]
         total = sum(seconds[c] for c in COLUMNS)
+        per_statement.append({c: seconds[c] / n * 1e3 for c in COLUMNS} | {"total": total / n * 1e3})
         rows.append([str(n), *(f"{seconds[c]:.2f}" for c in COLUMNS), f"{total:.2f}", f"{total / n * 1e3:.2f}"])
         print(f"{n} statements: {total:.2f} s", file=sys.stderr, flush=True)
     print(f"# compile time in CPU seconds per stage, target {args.target}, {args.kind} chains"
           + (f", the median of {args.repeat} compiles" if args.repeat > 1 else ""))
     print(table(rows, ["statements", *COLUMNS, "total", "ms/stmt"]))
+    sizes = args.sizes.split(",")
+    first, last = per_statement[0], per_statement[-1]
+    ratios = [f"{last[c] / first[c]:.2f}" if first[c] > 0 else "-" for c in (*COLUMNS, "total")]
+    print(f"\n# ms per statement per stage; the last row: at {sizes[-1]} statements over at {sizes[0]}")
+    print(table([[n, *(f"{ms[c]:.3f}" for c in (*COLUMNS, "total"))] for n, ms in zip(sizes, per_statement)]
+                + [[f"{sizes[-1]}/{sizes[0]}", *ratios]], ["statements", *COLUMNS, "total"]))
 
 
 if __name__ == "__main__":
