@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the device toolchains einc's runtimes use (see einc/runtime/toolchains.py).
+# Install the device toolchains einc's runtimes use (see einc/targets/toolchains.py and each runtime's toolchain_check).
 # Idempotent: installed apt packages are skipped, pip installs are no-ops when satisfied.
 #
 #   scripts/install_toolchains.sh [--with-sycl] [--venv DIR]
@@ -64,8 +64,8 @@ fi
 # Report what einc sees (a missing toolchain is printed, not fatal, here; the test suite
 # fails on it in CI).
 "$venv/bin/python" - <<'PY' || echo "(einc is not importable yet: toolchain report skipped)"
-from einc.runtime.toolchains import TOOLCHAIN_TARGETS, available
-for target in TOOLCHAIN_TARGETS:
+from einc.targets.toolchains import available, toolchain_targets
+for target in toolchain_targets():
     ok, why = available(target)
     print(f"{'ok     ' if ok else 'MISSING'} {target:7} {why}")
 PY

@@ -331,7 +331,7 @@ def test_stage_passes_device_arrays_and_checks_their_storage_dtype() -> None:
 
 
 def test_opencl_reuses_its_buffers_between_calls(rng: np.random.Generator) -> None:
-    from einc.runtime import toolchains
+    from einc.targets import toolchains
 
     ok, why = toolchains.available("opencl")
     if not ok:

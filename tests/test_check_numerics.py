@@ -143,7 +143,7 @@ def test_compilation_names_plugin_on_c(wrong_passes_registered: None) -> None:
 
 
 def _device(target: str) -> None:
-    from einc.runtime.toolchains import available, required
+    from einc.targets.toolchains import available, required
 
     ok, why = available(target)
     if not ok and not required(target):

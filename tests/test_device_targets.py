@@ -3,7 +3,7 @@ compared with its NumPy reference on OpenCL (PoCL), HLSL (glslang -> SPIR-V -> l
 SYCL (Intel's OpenCL CPU device), Poplar (einc's CPU mirror) and CUDA where an NVIDIA GPU is
 (`require_run`), compile-checked for CUDA (sm_80, sm_90, NVRTC) and HIP (gfx90a, gfx1030).
 
-A missing toolchain skips its tests with the reason (einc.runtime.toolchains), and fails
+A missing toolchain skips its tests with the reason (einc.targets.toolchains), and fails
 them when CI=true. Programs a target cannot express are checked to be refused with a
 TargetError saying why (Poplar: no float64, refused before any
 lowering), never miscompiled. HLSL computes int64 as uint64_t with signed helpers, and its
@@ -41,7 +41,7 @@ UNSUPPORTED: dict[str, dict[str, str]] = {
 
 def require(target: str) -> None:
     """Skip (or, in CI, fail) when the target's toolchain is missing here (C needs none)."""
-    from einc.runtime.toolchains import available, required
+    from einc.targets.toolchains import available, required
 
     if target == "c":
         return

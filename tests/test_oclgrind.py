@@ -63,7 +63,7 @@ def run(names: list[str]) -> None:
 
 
 def require_oclgrind() -> None:
-    from einc.runtime.toolchains import required
+    from einc.targets.toolchains import required
 
     if shutil.which("oclgrind") is None:
         if required("opencl"):

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from einc.errors import RuntimeInputError, TargetError, ToolchainError
-from einc.runtime import toolchains
+from einc.targets import toolchains
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
 
 M, N, K = 12, 20, 100  # K is not a multiple of the 64-wide work-group: strided partial sums
@@ -754,3 +754,18 @@ def test_missing_toolchains_fail_only_in_ci(monkeypatch: pytest.MonkeyPatch) -> 
     assert not toolchains.required("sycl")
     with pytest.raises(ValueError, match="unknown target"):
         toolchains.available("metal")
+    with pytest.raises(ValueError, match="unknown target"):
+        toolchains.available("c")  # needs only the C compiler: no toolchain check
+
+
+def test_toolchain_checks_come_from_the_targets_themselves() -> None:
+    """Every device target in the registry answers its own toolchain check (its runtime's
+    `toolchain_check`), hardware comes from `hardware_checks`: nothing lists targets by hand."""
+    from einc.targets import get_all_targets, get_target
+
+    devices = {name for name in get_all_targets() if get_target(name).needs_toolchain}
+    assert set(toolchains.toolchain_targets()) == devices and "c" not in devices
+    for name in devices:
+        ok, why = toolchains.available(name)
+        assert isinstance(ok, bool) and why and "\n" not in why
+    assert "cuda-gpu" in get_target("cuda").hardware_checks()

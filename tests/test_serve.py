@@ -29,7 +29,7 @@ from einc.targets import get_target
 from einc.cli import main
 from einc.compiler.driver import Compilation
 from einc.semantics.compare import max_error, tolerance
-from einc.runtime import toolchains
+from einc.targets import toolchains
 from einc.runtime.c import CFLAGS, LIBS
 from einc.runtime.finders import compiler
 from einc.runtime.manifest import LaunchManifest

@@ -35,7 +35,7 @@ import pytest
 
 import einc
 from einc.compiler.driver import Compilation
-from einc.runtime import toolchains
+from einc.targets import toolchains
 from tests.test_device_targets import require, require_run
 
 THREADS = 4

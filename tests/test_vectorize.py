@@ -367,7 +367,7 @@ def test_vectorized_kernels_compile_for_cuda_and_hip(target: str, arch: str, cas
         from einc.runtime.hip import compile_check_hip as check
     report = check(source, manifest, arch).check()
     assert {k.name for k in report.kernels} == {k.name for k in manifest.kernels}
-    from einc.runtime.toolchains import available
+    from einc.targets.toolchains import available
 
     if target == "cuda" and available("cuda-gpu")[0]:
         from einc.runtime.cuda import load_cuda_kernel

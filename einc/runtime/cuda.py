@@ -54,6 +54,7 @@ from einc.runtime.arrays import CUDA, CUDA_MANAGED, DeviceArray
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels, nbytes, stage
 from einc.runtime.manifest import Buffer, LaunchManifest
+from einc.runtime.finders import INSTALL_HINT, reason
 from einc.runtime.once import locked_cache
 
 ARCHS: tuple[str, ...] = ("sm_80", "sm_90")
@@ -447,3 +448,31 @@ def _free(allocations: dict[str, tuple[int, int]]) -> None:
 def load_cuda_kernel(source: str, manifest: LaunchManifest, *, options: Sequence[str] = NVRTC_OPTIONS) -> CudaKernel:
     """Compile for the local GPU and return the runner; RuntimeMissingError when there is no GPU."""
     return CudaKernel(source, manifest, options)
+
+
+@functools.cache
+def toolchain_check() -> tuple[bool, str]:
+    """Whether CUDA source can be compiled here (NVRTC), and a one-line reason
+    (einc.targets.toolchains)."""
+    try:
+        nvrtc = importlib.import_module("cuda.bindings.nvrtc")  # a binary module: no stubs
+
+        err, major, minor = nvrtc.nvrtcVersion()
+    except Exception as error:  # noqa: BLE001
+        return False, (
+            f"CUDA: NVRTC is not usable: {reason(error)} (install: pip cuda-python "
+            f"nvidia-cuda-nvrtc; or {INSTALL_HINT})"
+        )
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return False, f"CUDA: nvrtcVersion failed: {err}"
+    return True, f"CUDA: NVRTC {major}.{minor}"
+
+
+@functools.cache
+def gpu_check() -> tuple[bool, str]:
+    """Whether CUDA kernels can run here (an NVIDIA GPU and its driver: hardware, never
+    required in CI), and a one-line reason."""
+    try:
+        return True, device_description()
+    except Exception as error:  # noqa: BLE001
+        return False, f"CUDA execution: {reason(error)}"

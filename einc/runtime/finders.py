@@ -1,5 +1,5 @@
 """Where this machine's compilers and SDKs are: the cheap finders the runtimes and the
-toolchain checks (einc.runtime.toolchains) share, and the version lines that go into build
+toolchain checks (each runtime's `toolchain_check`) share, and the version lines that go into build
 cache keys. Nothing here imports a runtime."""
 
 from __future__ import annotations
@@ -12,6 +12,16 @@ import sys
 from pathlib import Path
 
 from einc.errors import ToolchainError
+
+
+INSTALL_HINT = "scripts/install_toolchains.sh"
+"""Where a toolchain check's message points for installing everything at once."""
+
+
+def reason(error: Exception) -> str:
+    """An exception as one short line for a toolchain check (einc's errors without their
+    location prefix)."""
+    return getattr(error, "message", None) or f"{error.__class__.__name__}: {error}"
 
 
 def compiler() -> str:

@@ -19,6 +19,7 @@ compiler. There is no AMD GPU to run on: `load_hip_kernel` raises RuntimeMissing
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -31,7 +32,7 @@ from einc.errors import RuntimeMissingError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels
 from einc.runtime.manifest import LaunchManifest
-from einc.runtime.finders import HIP_DEVICE_LIBS, hip_compiler, tool_version
+from einc.runtime.finders import HIP_DEVICE_LIBS, INSTALL_HINT, hip_compiler, tool_version
 
 ARCHS: tuple[str, ...] = ("gfx90a", "gfx1030")
 FLAGS: tuple[str, ...] = ("-O3", "-Rpass-analysis=kernel-resource-usage")
@@ -128,3 +129,17 @@ def load_hip_kernel(source: str, manifest: LaunchManifest) -> NoReturn:
         "HIP kernels cannot run here: einc has no AMD GPU executor (HIP is compile-checked only: "
         "compile_check_hip reports resources)"
     )
+
+
+@functools.cache
+def toolchain_check() -> tuple[bool, str]:
+    """Whether HIP source can be compiled here (hipcc, or clang++-15 with the ROCm device
+    libraries), and a one-line reason (einc.targets.toolchains)."""
+    found = hip_compiler()
+    if found is None:
+        return False, (
+            "HIP: neither hipcc nor clang++-15 with the ROCm device libraries is installed "
+            f"(install: apt hipcc libamdhip64-dev; or {INSTALL_HINT})"
+        )
+    kind, path = found
+    return True, f"HIP: {kind} at {path} ({tool_version(path).splitlines()[0]})"

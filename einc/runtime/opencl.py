@@ -26,6 +26,7 @@ uploads to the read-backs: calls from several threads run one after the other.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from einc.errors import RuntimeMissingError, ToolchainError
+from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.device import check_manifest, nbytes, stage
+from einc.runtime.finders import INSTALL_HINT, reason
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
 
@@ -178,3 +180,18 @@ def load_opencl_kernel(
 ) -> OpenCLKernel:
     """Build (or reuse) the OpenCL program and return its runner."""
     return OpenCLKernel(source, manifest, options)
+
+
+@functools.cache
+def toolchain_check() -> tuple[bool, str]:
+    """Whether OpenCL kernels can run here (pyopencl and a CPU device), and a one-line reason
+    (einc.targets.toolchains)."""
+    try:
+        return True, device_description()
+    except TargetError as error:  # says how to install
+        return False, f"OpenCL: {error.message}"
+    except Exception as error:  # noqa: BLE001 - any failure is the reason
+        return False, (
+            f"OpenCL: {reason(error)} (install: apt pocl-opencl-icd ocl-icd-opencl-dev; "
+            f"pip pyopencl; or {INSTALL_HINT})"
+        )

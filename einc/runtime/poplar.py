@@ -360,3 +360,16 @@ class PoplarKernel:
 def load_poplar_kernel(source: str, manifest: LaunchManifest) -> PoplarKernel:
     """Build (or reuse) the Poplar program with the harness and return its runner."""
     return PoplarKernel(source, manifest)
+
+
+@functools.cache
+def toolchain_check() -> tuple[bool, str]:
+    """Whether Poplar codelets can run here (g++ for the CPU mirror; popc if present), and a
+    one-line reason (einc.targets.toolchains)."""
+    popc = shutil.which("popc")
+    cxx = cxx_compiler()
+    if cxx is None:
+        return False, "Poplar: no C++ compiler (g++) to build the codelet harness"
+    if popc is not None:
+        return True, f"Poplar: popc at {popc}; codelets run on einc's CPU mirror with {cxx}"
+    return True, f"Poplar: einc's CPU mirror of the Poplar API, built with {cxx} (no popc)"

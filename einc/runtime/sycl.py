@@ -48,6 +48,7 @@ TargetError saying how to install.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 import subprocess
@@ -62,7 +63,7 @@ from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.finders import cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
+from einc.runtime.finders import INSTALL_HINT, cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
 
 SHIM_SOURCE = Path(__file__).with_name("sycl_shim.cpp")
 SHIM_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-shared", "-fPIC")
@@ -299,3 +300,20 @@ def _free(shim: object, pointers: dict[str, int]) -> None:
 def load_sycl_kernel(source: str, manifest: LaunchManifest, *, options: tuple[str, ...] = ()) -> SyclKernel:
     """Build (or reuse) the SYCL source on Intel's OpenCL CPU device and return its runner."""
     return SyclKernel(source, manifest, options)
+
+
+@functools.cache
+def toolchain_check() -> tuple[bool, str]:
+    """Whether SYCL kernels can run here (the Intel SYCL and OpenCL CPU runtimes, g++), and a
+    one-line reason (einc.targets.toolchains)."""
+    prefix = sycl_prefix()
+    if prefix is None:
+        return False, (
+            "SYCL: the SYCL runtime is not installed in this environment (install: "
+            f"pip install -e '.[sycl]', i.e. intel-sycl-rt intel-opencl-rt; or {INSTALL_HINT} --with-sycl)"
+        )
+    if intel_opencl_cpu_library(prefix) is None:
+        return False, f"SYCL: no libintelocl.so in {prefix / 'lib'} (pip install intel-opencl-rt)"
+    if cxx_compiler() is None:
+        return False, "SYCL: no C++ compiler (g++) to build einc's SYCL shim"
+    return True, f"SYCL runtime in {prefix}"

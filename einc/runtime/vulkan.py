@@ -38,6 +38,7 @@ Calls from several threads are therefore serialised; SPIR-V compilation is not.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import struct
@@ -56,7 +57,7 @@ from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import Staged, check_manifest, nbytes, stage, storage_dtype
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.finders import tool_version
+from einc.runtime.finders import INSTALL_HINT, reason, tool_version
 
 GLSLANG_FLAGS: tuple[str, ...] = ("-D", "-V", "-S", "comp", "--target-env", "vulkan1.1")
 SPIRV_ENV = "vulkan1.1"
@@ -388,3 +389,24 @@ def load_hlsl_kernel(source: str, manifest: LaunchManifest) -> VulkanKernel:
 
 
 load_vulkan_kernel = load_hlsl_kernel
+
+
+@functools.cache
+def toolchain_check() -> tuple[bool, str]:
+    """Whether HLSL kernels can run here (glslang, spirv-val and a Vulkan device), and a
+    one-line reason (einc.targets.toolchains)."""
+    for tool in ("glslangValidator", "spirv-val"):
+        if shutil.which(tool) is None:
+            return False, (
+                f"HLSL: {tool} is not on PATH (install: apt glslang-tools spirv-tools; "
+                f"or {INSTALL_HINT})"
+            )
+    try:
+        return True, device_description()
+    except TargetError as error:  # says how to install
+        return False, f"HLSL: {error.message}"
+    except Exception as error:  # noqa: BLE001
+        return False, (
+            f"HLSL: no Vulkan executor: {reason(error)} (install: apt mesa-vulkan-drivers "
+            f"libvulkan1; pip wgpu; or {INSTALL_HINT})"
+        )

@@ -375,6 +375,23 @@ class CLikeTarget:
         missing), or None. C runs on this CPU."""
         return None
 
+    needs_toolchain: ClassVar[bool] = False
+    """Whether the target needs a toolchain beyond a C compiler (its `toolchain_check` says
+    whether it is here)."""
+
+    @classmethod
+    def toolchain_check(cls) -> tuple[bool, str] | None:
+        """Whether the toolchain the target needs is here, and a one-line reason (its runtime's
+        `toolchain_check`); None for a target that needs nothing beyond einc's own (C).
+        A missing toolchain fails the tests in CI (einc.targets.toolchains)."""
+        return None
+
+    @classmethod
+    def hardware_checks(cls) -> Mapping[str, Callable[[], tuple[bool, str]]]:
+        """Checks of hardware the target's kernels run on, by name (e.g. `cuda-gpu`): asked by
+        tests that need it, never required in CI."""
+        return {}
+
     @classmethod
     def manifest(cls, module: ModuleOp) -> LaunchManifest | None:
         """The launches of a lowered module, for hosts that launch the source's kernels; None

@@ -8,6 +8,7 @@ where a GPU and driver are present.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
@@ -103,10 +104,22 @@ class CUDATarget(CudaFamily):
     @classmethod
     def cannot_run(cls) -> str | None:
         """CUDA source runs on an NVIDIA GPU (NVRTC alone compiles it)."""
-        from einc.runtime.toolchains import available
+        from einc.runtime.cuda import gpu_check
 
-        ok, why = available("cuda-gpu")
+        ok, why = gpu_check()
         return None if ok else f"CUDA source runs on an NVIDIA GPU, none here ({why.split(' (')[0]})"
+
+    @classmethod
+    def hardware_checks(cls) -> Mapping[str, Callable[[], tuple[bool, str]]]:
+        from einc.runtime.cuda import gpu_check
+
+        return {"cuda-gpu": gpu_check}
+
+    @classmethod
+    def toolchain_check(cls) -> tuple[bool, str]:
+        from einc.runtime.cuda import toolchain_check
+
+        return toolchain_check()
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

@@ -250,13 +250,13 @@ class DeviceTarget(CLikeTarget):
     limits: ClassVar[TargetDescription]
     """The device's limits and dtypes: every device target has them."""
 
+    needs_toolchain: ClassVar[bool] = True
+
     @classmethod
     def cannot_run(cls) -> str | None:
-        """Why not, from the target's toolchain check (einc.runtime.toolchains)."""
-        from einc.runtime.toolchains import available
-
-        ok, why = available(cls.name)
-        return None if ok else why
+        """Why not, from the target's toolchain check."""
+        check = cls.toolchain_check()
+        return None if check is None or check[0] else check[1]
 
     @classmethod
     def description(cls) -> TargetDescription:

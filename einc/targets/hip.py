@@ -57,6 +57,12 @@ class HIPTarget(CudaFamily):
         return "HIP source runs on an AMD GPU, none here (einc check -t hip compile-checks it)"
 
     @classmethod
+    def toolchain_check(cls) -> tuple[bool, str]:
+        from einc.runtime.hip import toolchain_check
+
+        return toolchain_check()
+
+    @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         """No AMD GPU executor: TargetError; compile checks with
         `einc.runtime.hip.compile_check_hip(source, manifest, arch)`."""

@@ -402,6 +402,12 @@ class HLSLTarget(DeviceTarget):
         return dataclasses.replace(manifest, buffers=buffers)
 
     @classmethod
+    def toolchain_check(cls) -> tuple[bool, str]:
+        from einc.runtime.vulkan import toolchain_check
+
+        return toolchain_check()
+
+    @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.vulkan import load_hlsl_kernel
 

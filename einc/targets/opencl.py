@@ -80,6 +80,12 @@ class OpenCLTarget(DeviceTarget):
     """OpenCL's math builtins are overloaded for `floatN`/`doubleN`: the same call on vectors."""
 
     @classmethod
+    def toolchain_check(cls) -> tuple[bool, str]:
+        from einc.runtime.opencl import toolchain_check
+
+        return toolchain_check()
+
+    @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.opencl import load_opencl_kernel
 

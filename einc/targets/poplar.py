@@ -555,6 +555,12 @@ class PoplarTarget(DeviceTarget):
         return w.module(module)
 
     @classmethod
+    def toolchain_check(cls) -> tuple[bool, str]:
+        from einc.runtime.poplar import toolchain_check
+
+        return toolchain_check()
+
+    @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.poplar import load_poplar_kernel
 

@@ -91,6 +91,12 @@ class SYCLTarget(DeviceTarget):
     """C's math functions as SYCL's overloaded built-ins (`sycl::exp`, `sycl::fmax`)."""
 
     @classmethod
+    def toolchain_check(cls) -> tuple[bool, str]:
+        from einc.runtime.sycl import toolchain_check
+
+        return toolchain_check()
+
+    @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.sycl import load_sycl_kernel
 
