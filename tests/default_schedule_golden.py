@@ -1,18 +1,34 @@
 """The default C schedule of every shared program, recorded: a change of the policy's
-decisions shows up as a difference from `tests/golden/default_schedules.json`.
+decisions shows up as a difference from `tests/golden/default_schedules.json`. And the
+source every program compiles to, recorded: a change of what is compiled shows up as a
+difference from `tests/golden/sources.json`.
 
-    PYTHONPATH=. .venv/bin/python tests/default_schedule_golden.py   # rewrite the golden file
+    PYTHONPATH=. .venv/bin/python tests/default_schedule_golden.py   # rewrite the schedules
+    PYTHONPATH=. .venv/bin/python tests/default_schedule_golden.py --sources   # the sources
+    PYTHONPATH=. .venv/bin/python tests/default_schedule_golden.py --dump DIR  # texts, to diff
 
 The schedules depend on the host's vector width, so each program is recorded for 128-, 256-
 and 512-bit vectors (`EINC_C_VECTOR_BITS`). A schedule is kept in a canonical form (parsed
 and printed without value names), so the spelling of its SSA names does not matter.
+
+The sources (`source_cases`): the C and OpenCL source of every shared program (tests/programs.py,
+examples/*.ein, the big programs below, chains of both kinds) under the target's default
+schedule with 256-bit vectors, every regression-corpus entry on each of its targets under
+its own schedule, and each small program under a random legal script of the transform
+dialect (tests/oracle/genschedule.py; the scripts are kept in
+`tests/golden/random_scripts.json`, drawn once, so a change of the generator or of what
+it accepts does not change them). Each is recorded as the SHA-256 of its text, or the
+refusal (error class, location and message) where the compile refuses it; `--dump DIR` writes the
+texts, to diff two trees' outputs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +36,10 @@ from xdsl.dialects.builtin import ModuleOp
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "default_schedules.json"
+SOURCES = ROOT / "tests" / "golden" / "sources.json"
+SCRIPTS = ROOT / "tests" / "golden" / "random_scripts.json"
 VECTOR_BITS = ("128", "256", "512")
+SOURCE_TARGETS = ("c", "opencl")
 
 
 def _f32(*shape: int) -> dict[str, Any]:
@@ -69,6 +88,30 @@ def chain_program(statements: int, length: int = 1024, rows: int | None = None) 
     lines = [f"input input0: float32[{shape}]", f"temp0{at} = input0{at} + 1.0"]
     lines += [f"temp{k}{at} = temp{k - 1}{at} + input0{at}" for k in range(1, statements - 1)]
     lines.append(f"output0{at} = temp{statements - 2}{at} * 2.0")
+    return "\n".join(lines) + "\n"
+
+
+def mixed_chain_program(statements: int, length: int = 256, rows: int = 64) -> str:
+    """A `.ein` program of `statements` statements over a `rows` x `length` matrix, each
+    reading the one before, the shape of a network layer: elementwise steps, a row reduction
+    every tenth statement (`temp10[N] +=! temp9[N, C]`, its next statement subtracting it
+    from the rows: a normalisation) and a contraction every twentieth (`temp20[N, C] +=!
+    temp19[N, K] * input1[K, C]`)."""
+    lines = [f"input input0: float32[{rows}, {length}]", f"input input1: float32[{length}, {length}]",
+             "temp0[N, C] = input0[N, C] + 1.0"]  # fmt: skip
+    last = "temp0"  # the last statement computing a rows x length matrix
+    for k in range(1, statements - 1):
+        if k % 20 == 0:
+            lines.append(f"temp{k}[N, C] +=! {last}[N, K] * input1[K, C]")
+        elif k % 10 == 0:
+            lines.append(f"temp{k}[N] +=! {last}[N, C]")
+            continue
+        elif k % 10 == 1 and k > 1 and k % 20 != 1:
+            lines.append(f"temp{k}[N, C] = {last}[N, C] - temp{k - 1}[N]")
+        else:
+            lines.append(f"temp{k}[N, C] = {last}[N, C] + input0[N, C]")
+        last = f"temp{k}"
+    lines.append(f"output0[N, C] = {last}[N, C] * 2.0")
     return "\n".join(lines) + "\n"
 
 
@@ -126,7 +169,148 @@ def current_texts() -> dict[str, dict[str, str | None]]:
     return texts
 
 
+# ---- the sources --------------------------------------------------------------------------------
+
+Case = tuple[str, str, Callable[[], object]]
+"""(name, target, a function compiling it to source text)."""
+
+
+def _compile(text: str, filename: str, inputs: Any = None, extra: Any = None, target: str = "c",
+             schedule: Any = None) -> Callable[[], object]:  # fmt: skip
+    from einc.compiler.driver import Compilation
+
+    def run() -> object:
+        return Compilation(text, filename, inputs, extra, target, schedule, use_records=False).run_until("source")
+
+    return run
+
+
+def _small_programs() -> Iterator[tuple[str, str, str, Any, Any]]:
+    """(name, program text, file name, input_dict, extra_outputs) of the shared programs."""
+    from tests.programs import EIN_FILES, PROGRAMS
+
+    for prog in PROGRAMS:
+        yield prog.name, prog.ir, prog.name, prog.input_dict, prog.extra_outputs
+    for name, text in EIN_FILES:
+        yield f"ein:{name}", text, f"{name}.ein", None, None
+
+
+def source_cases() -> Iterator[Case]:
+    """Every compile the source golden records (module docstring), by name and target."""
+    from einc.schedule.script import Schedule
+
+    for target in SOURCE_TARGETS:
+        for name, text, filename, inputs, extra in _small_programs():
+            yield name, target, _compile(text, filename, inputs, extra, target)
+        for path in sorted((ROOT / "examples").glob("*.ein")):
+            yield f"examples/{path.name}", target, _compile(path.read_text(), str(path), target=target)
+        for name, ir, inputs in BIG:
+            yield f"big:{name}", target, _compile(ir, name, inputs, target=target)
+        for n in (12, 60):
+            yield f"chain_{n}", target, _compile(chain_program(n), "chain.ein", target=target)
+        yield "chain_rows_12", target, _compile(chain_program(12, 128, rows=16), "chain.ein", target=target)
+        yield "mixed_chain_45", target, _compile(mixed_chain_program(45, 64, 16), "mixed.ein", target=target)
+    for path in sorted((ROOT / "tests" / "regressions").glob("*.json")):
+        entry = json.loads(path.read_text())
+        schedule = entry["schedule"]
+        if schedule not in (None, "none"):
+            schedule = Schedule.parse(schedule, "<schedule>")
+        for target in entry["targets"]:
+            yield (f"regressions/{path.name}", target,
+                   _compile(entry["program"], "<program>", entry["input_dict"], entry["extra_outputs"], target, schedule))  # fmt: skip
+    scripts = json.loads(SCRIPTS.read_text())
+    for target, by_name in scripts.items():
+        programs = {name: rest for name, *rest in _small_programs()}
+        for name, script in by_name.items():
+            text, filename, inputs, extra = programs[name]
+            yield f"script:{name}", target, _compile(text, filename, inputs, extra, target, Schedule.parse(script, "<script>"))
+
+
+def _outcome(compile: Callable[[], object]) -> str:
+    """A compile's source text, or its refusal (`refused ErrorClass at file:line:col: message`)."""
+    from einc.errors import EincError
+
+    try:
+        result = compile()
+    except EincError as err:
+        return f"refused {type(err).__name__} at {err.loc}: {err.message}"
+    assert isinstance(result, str)
+    return result
+
+
+def _digest(outcome: str) -> str:
+    return outcome if outcome.startswith("refused ") else hashlib.sha256(outcome.encode()).hexdigest()
+
+
+def current_outcomes(with_text: bool = False) -> Iterator[tuple[str, str, str]]:
+    """(target, name, digest or refusal; the text with `with_text`) of every source case,
+    compiled with 256-bit C vectors."""
+    saved = os.environ.get("EINC_C_VECTOR_BITS")
+    os.environ["EINC_C_VECTOR_BITS"] = "256"
+    try:
+        for name, target, compile in source_cases():
+            outcome = _outcome(compile)
+            yield target, name, outcome if with_text else _digest(outcome)
+    finally:
+        if saved is None:
+            os.environ.pop("EINC_C_VECTOR_BITS", None)
+        else:
+            os.environ["EINC_C_VECTOR_BITS"] = saved
+
+
+def current_sources() -> dict[str, dict[str, str]]:
+    """{target: {case: SHA-256 of the source, or the refusal}} from the current code."""
+    found: dict[str, dict[str, str]] = {}
+    for target, name, digest in current_outcomes():
+        found.setdefault(target, {})[name] = digest
+    return found
+
+
+def draw_scripts(seed: int = 25) -> dict[str, dict[str, str]]:
+    """{target: {program: a random legal script}} for each small program on each source
+    target (tests/oracle/genschedule.py), drawn from `seed`; programs without loops to
+    schedule are left out."""
+    import random
+
+    from einc.compiler.driver import Compilation
+    from einc.errors import EincError
+    from einc.schedule.script import Schedule
+    from tests.oracle.genschedule import random_script
+
+    scripts: dict[str, dict[str, str]] = {}
+    for target in SOURCE_TARGETS:
+        rng = random.Random(seed)
+        for name, text, filename, inputs, extra in _small_programs():
+            comp = Compilation(text, filename, inputs, extra, target, "none", use_records=False)
+            try:
+                comp.run_until("loops")
+            except EincError:
+                continue
+            for _ in range(4):  # one that compiles to source if a few draws give one
+                draft = random_script(comp, rng, steps=6)
+                if draft.kept:
+                    scripts.setdefault(target, {})[name] = draft.text
+                    run = _compile(text, filename, inputs, extra, target, Schedule.parse(draft.text, "<script>"))
+                    if not _outcome(run).startswith("refused "):
+                        break
+    return scripts
+
+
 if __name__ == "__main__":
     GOLDEN.parent.mkdir(exist_ok=True)
-    GOLDEN.write_text(json.dumps(current_texts(), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN}")
+    if sys.argv[1:2] == ["--scripts"]:
+        SCRIPTS.write_text(json.dumps(draw_scripts(), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {SCRIPTS}")
+    elif sys.argv[1:2] == ["--sources"]:
+        SOURCES.write_text(json.dumps(current_sources(), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {SOURCES}")
+    elif sys.argv[1:2] == ["--dump"]:
+        out = Path(sys.argv[2])
+        for target, name, text in current_outcomes(with_text=True):
+            path = out / target / (name.replace("/", "_").replace(":", "_") + ".txt")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        print(f"wrote {out}")
+    else:
+        GOLDEN.write_text(json.dumps(current_texts(), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {GOLDEN}")

@@ -7,6 +7,7 @@ the host's `egpu.launch`, the work-item coordinates (`egpu.block_id`, `thread_id
 from __future__ import annotations
 
 import math
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
@@ -227,9 +228,15 @@ class LaunchOp(IRDLOperation):
         super().__init__(operands=[buffers], properties={"callee": SymbolRefAttr(callee)})
 
     def kernel(self) -> FuncOp:
+        """The `egpu.func @callee`, as `SymbolTable.lookup_symbol` finds it, through a table
+        of the symbols of the launch's symbol table (the module) by name, made once and made
+        again when it misses or names an op no longer there: every launch's verifier asks,
+        and a lookup goes through all of the module's ops."""
         from xdsl.traits import SymbolTable
 
-        op = SymbolTable.lookup_symbol(self, self.callee)
+        op = _lookup_symbol(self, self.callee)
+        if op is None:
+            op = SymbolTable.lookup_symbol(self, self.callee)
         if not isinstance(op, FuncOp):
             raise VerifyException(f"egpu.launch: no egpu.func {self.callee}")
         return op
@@ -242,6 +249,44 @@ class LaunchOp(IRDLOperation):
             raise VerifyException(
                 f"egpu.launch: buffer types differ from those of {self.callee}"
             )
+
+
+_SYMBOLS: weakref.WeakKeyDictionary[Operation, dict[str, Operation]] = weakref.WeakKeyDictionary()
+"""A symbol table op -> its symbols by name (the first op of each name, as lookups find)."""
+
+
+def _lookup_symbol(op: Operation, name: SymbolRefAttr) -> Operation | None:
+    """The op `name` refers to from `op` (a flat reference), from `_SYMBOLS`; None when the
+    table cannot say (a nested reference, no symbol table, no such symbol: the caller asks
+    `SymbolTable.lookup_symbol`, which explains)."""
+    from xdsl.traits import SymbolTable
+
+    if name.nested_references.data:
+        return None
+    anchor = op.parent_op()
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    if anchor is None:
+        return None
+    key = name.root_reference.data
+
+    def current(found: Operation | None) -> bool:
+        interface = found.get_trait(SymbolOpInterface) if found is not None else None
+        return (
+            found is not None and interface is not None and found.parent_op() is anchor
+            and (sym := interface.get_sym_attr_name(found)) is not None and sym.data == key
+        )
+
+    table = _SYMBOLS.get(anchor)
+    if table is not None and current(table.get(key)):
+        return table[key]
+    table = {}
+    for other in anchor.regions[0].block.ops:
+        interface = other.get_trait(SymbolOpInterface)
+        if interface is not None and (sym := interface.get_sym_attr_name(other)) is not None:
+            table.setdefault(sym.data, other)
+    _SYMBOLS[anchor] = table
+    return table.get(key)
 
 
 # ---- work-item coordinates --------------------------------------------------------------------

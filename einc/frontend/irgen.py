@@ -26,6 +26,7 @@ computes; the function and its return carry the program's start (`FILE:1:1`).
 
 from __future__ import annotations
 
+import functools
 import math as pymath
 from typing import cast
 
@@ -400,7 +401,13 @@ def _truncate(value: float, bits: int) -> float:
 
 def span_loc(span: Span, filename: str) -> FileLineColLoc:
     """`loc("filename":line:col)` of the start of `span`."""
-    return FileLineColLoc(StringAttr(filename), IntAttr(span.line), IntAttr(span.col))
+    return FileLineColLoc(_file_attr(filename), IntAttr(span.line), IntAttr(span.col))
+
+
+@functools.lru_cache(maxsize=64)
+def _file_attr(filename: str) -> StringAttr:
+    """The file name as an attribute, made once (every op of a program carries it)."""
+    return StringAttr(filename)
 
 
 def statement_loc(stmt: c.Statement, filename: str) -> FileLineColLoc:

@@ -98,6 +98,9 @@ class Lexer:
 
     def token(self, index: int) -> Token:
         """The token at `index`; the EOF token for any index past the end."""
+        tokens = self.tokens
+        if index < len(tokens):  # lexed already (the parser looks at each token many times)
+            return tokens[index]
         while len(self.tokens) <= index and not self.done:
             self.step()
         return self.tokens[min(index, len(self.tokens) - 1)]

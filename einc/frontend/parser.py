@@ -61,10 +61,12 @@ class Parser:
         return tok
 
     def is_op(self, *texts: str) -> bool:
-        return self.tok.kind == Kind.OP and self.tok.text in texts
+        tok = self.lexer.token(self.pos)
+        return tok.kind == Kind.OP and tok.text in texts
 
     def is_ident(self, text: str | None = None) -> bool:
-        return self.tok.kind == Kind.IDENT and (text is None or self.tok.text == text)
+        tok = self.lexer.token(self.pos)
+        return tok.kind == Kind.IDENT and (text is None or tok.text == text)
 
     def error(self, message: str, tok: Token | None = None) -> NoReturn:
         tok = tok or self.tok

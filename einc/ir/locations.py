@@ -179,17 +179,23 @@ def snapshot(root: Operation) -> Context:
     were): an op the change moves into a new op (a loop around it, a kernel) gives the new
     op its statement's location."""
     context: Context = {}
-
-    def visit(op: Operation, enclosing: LocationAttr | None) -> None:
+    # preorder over xDSL's links (not nested `walk` generators: taken before every pass)
+    stack: list[tuple[Operation, LocationAttr | None]] = [(root, _enclosing(root))]
+    while stack:
+        op, enclosing = stack.pop()
         own = op.location if has_location(op) else None
         context[op] = enclosing or own
         inner = enclosing if isinstance(op, _PROGRAM_OPS) or own is None else own
+        children: list[tuple[Operation, LocationAttr | None]] = []
         for region in op.regions:
-            for block in region.blocks:
-                for child in block.ops:
-                    visit(child, inner)
-
-    visit(root, _enclosing(root))
+            block = region._first_block
+            while block is not None:
+                child = block._first_op
+                while child is not None:
+                    children.append((child, inner))
+                    child = child._next_op
+                block = block._next_block
+        stack.extend(reversed(children))
     return context
 
 
@@ -252,12 +258,11 @@ def fill_locations(
     roots = [root] if isinstance(root, Operation) else list(root)
     pending: list[Operation] = []
     located = False
-    for top in roots:
-        for op in top.walk():
-            if has_location(op):
-                located = True
-            elif not isinstance(op, _PROGRAM_OPS):
-                pending.append(op)
+    for op in _all_ops(roots) or ():  # every op, preorder (as `walk`), through xDSL's links
+        if has_location(op):
+            located = True
+        elif not isinstance(op, _PROGRAM_OPS):
+            pending.append(op)
     if not pending or not (located or any(has_location(op) for op in _outermost(roots[0]).walk())):
         return 0
     return _fill(pending, context or {}, wrap)
@@ -297,9 +302,10 @@ the schedule, at their statement only: keeping locations stays linear in the mod
 
 
 def _all_ops(tops: Sequence[Operation], limit: int | None = None) -> list[Operation] | None:
-    """Every op under `tops` (preorder), or None when there are more than `limit`. A loop
-    over xDSL's links rather than its nested `walk` generators: a schedule runs it per
-    transform op."""
+    """Every op under `tops` (preorder), or None when there are more than `limit` (known as
+    soon as that many are found or waiting: a loop whose body holds a long fused chain is not
+    gone through to say so). A loop over xDSL's links rather than its nested `walk`
+    generators: a schedule runs it per transform op."""
     found: list[Operation] = []
     stack = list(reversed(tops))
     while stack:
@@ -314,6 +320,8 @@ def _all_ops(tops: Sequence[Operation], limit: int | None = None) -> list[Operat
                 child = block._first_op
                 while child is not None:
                     inner.append(child)
+                    if limit is not None and len(found) + len(stack) + len(inner) > limit:
+                        return None  # each of them is an op under `tops`
                     child = child._next_op
                 block = block._next_block
         stack.extend(reversed(inner))
@@ -375,10 +383,18 @@ class Watch:
         if tops is None:
             return
         made = [op for op in _all_ops(tops) or () if op not in self.existing]
-        _fill([op for op in made if not has_location(op)], {}, lambda found: derived_from(found, by))
+        derived: dict[int, tuple[LocationAttr, LocationAttr]] = {}  # by id: the ops made share locations
+
+        def derive(base: LocationAttr) -> LocationAttr:
+            found = derived.get(id(base))
+            if found is None:
+                found = derived[id(base)] = (base, derived_from(base, by))
+            return found[1]
+
+        _fill([op for op in made if not has_location(op)], {}, derive)
         for op in made:
             if not isinstance(op, _PROGRAM_OPS) and has_location(op):
-                op.location = derived_from(op.location, by)
+                op.location = derive(op.location)
 
 
 def stamp(op: Operation, loc: LocationAttr) -> None:
@@ -404,7 +420,11 @@ class Located(RewritePattern):
             self.pattern.match_and_rewrite(op, rewriter)
             return
         block = op.parent_block()
-        before = set(block.ops) if block is not None else set[Operation]()
+        # the ops new in the block: those now between op's neighbours (a builder inserting
+        # before op, as einsums' nests are built); the whole block only when a neighbour went
+        # (then compared with the ops it had), so a rewrite costs what it touches
+        first, last = (op.prev_op, op.next_op) if block is not None else (None, None)
+        ends = (block.first_op, block.last_op) if block is not None else (None, None)
         inserted: list[Operation] = []
         rewriter.operation_insertion_handler.append(inserted.append)
         try:
@@ -414,10 +434,33 @@ class Located(RewritePattern):
             raise
         finally:
             rewriter.operation_insertion_handler.remove(inserted.append)
-        if block is not None:
-            inserted += [new for new in block.ops if new not in before]
+        if block is not None and rewriter.has_done_action:  # a rewrite changes IR through the rewriter
+            inserted += _new_between(block, op, first, last, ends)
         for new in inserted:
             stamp(new, loc)
+
+
+def _new_between(
+    block: Block, op: Operation, first: Operation | None, last: Operation | None,
+    ends: tuple[Operation | None, Operation | None],
+) -> list[Operation]:
+    """The ops a rewrite of `op` put into `block` outside the rewriter: those between `op`'s
+    neighbours before it (`first`, `last`; `ends`: the block's first and last ops then),
+    `op` itself excepted. When a neighbour left the block or an end moved past the span (the
+    rewrite reached further), the span cannot tell: a walk of the block finds the ops with
+    an op still at `loc(unknown)` inside instead (those `stamp` changes; the ops before the
+    rewrite are all located)."""
+    anchors_kept = all(a is None or a.parent_block() is block for a in (first, last))
+    ends_kept = (first is None or block.first_op is ends[0]) and (last is None or block.last_op is ends[1])
+    if not (anchors_kept and ends_kept):
+        return [new for new in block.ops if new is not op and not all(map(has_location, new.walk()))]
+    new = first.next_op if first is not None else block.first_op
+    found: list[Operation] = []
+    while new is not None and new is not last:
+        if new is not op:
+            found.append(new)
+        new = new.next_op
+    return found
 
 
 def keeping_locations(pipeline: PassPipeline) -> PassPipeline:

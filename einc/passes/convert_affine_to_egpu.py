@@ -46,7 +46,13 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from einc.dialects import egpu
 from einc.transforms import gpu_mapping
 from einc.transforms.loop_build import describe
-from einc.transforms.outline import buffer_name, enclose_private_buffers, erase_statement, outline
+from einc.transforms.outline import (
+    buffer_name,
+    enclose_private_buffers,
+    erase_statement,
+    host_order,
+    outline,
+)
 from einc.passes.targeted import TargetedPass
 from einc.targets.descriptions import TargetDescription
 
@@ -77,6 +83,7 @@ class ConvertAffineToEgpuPass(TargetedPass):
             names: set[str] = set()
             enclose_private_buffers(body)
             pending = gpu_mapping.statements(body)
+            order = host_order(body)
             while pending:
                 stmt = pending.pop(0)
                 mapping = self._mapping(stmt, block)
@@ -89,7 +96,7 @@ class ConvertAffineToEgpuPass(TargetedPass):
                 while name in names:
                     name, k = f"{base}_{k}", k + 1
                 names.add(name)
-                kernel, buffers = outline(stmt, mapping, name, body)
+                kernel, buffers = outline(stmt, mapping, name, body, order)
                 kernel.location = stmt.main.location  # the statement's (the schedule op's)
                 if kernel.shared_bytes() > desc.shared_bytes_per_block:  # staged tiles: refused here
                     desc.check_launch(name, mapping.launch.grid, mapping.launch.block, kernel.shared_bytes(),

@@ -80,6 +80,7 @@ from einc.ir.locations import Located
 from einc.dialects import ein
 from einc.transforms.affine_index import affine_access
 from einc.transforms.combiner import build_combine, identity_constant
+from einc.transforms.loop_analysis import is_a, walk_ops
 from einc.transforms.loops import build_elementwise_nest, build_loop_nest, enclosing_loops
 
 from einc.ir.attrs import AXIS_ATTR, COPY_ATTR, INIT_ATTR, NAME_ATTR, OUTPUT_ATTR, STMT_ATTR
@@ -468,8 +469,8 @@ class ConvertEinToAffinePass(ModulePass):
                  EraseDeadBridge()]
             ))
         ).rewrite_module(op)
-        for leftover in op.walk():
-            if isinstance(leftover, _LEFTOVERS):
+        for leftover in walk_ops(op):
+            if is_a(leftover, _LEFTOVERS):
                 raise PassFailedException(
                     f"convert-ein-to-affine: could not lower {leftover.name} "
                     "(its tensor operand is not an argument or an einsum result)"

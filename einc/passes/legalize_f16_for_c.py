@@ -19,6 +19,7 @@ the C-like printers only ever see f16 in memory and in conversions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from xdsl.context import Context
 from xdsl.dialects import arith, math
@@ -33,6 +34,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from einc.ir.locations import Located
+from einc.transforms.loop_analysis import is_a, walk_ops
 
 FloatCompute = (
     arith.FloatingPointLikeBinaryOperation
@@ -91,4 +93,15 @@ class LegalizeF16ForCPass(ModulePass):
     name = "legalize-f16-for-c"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(_computes_f16(inner) for inner in walk_ops(op)):
+            return  # nothing to rewrite: no walk of the pattern rewriter (a PatternRewriter per op)
         PatternRewriteWalker(Located(ComputeF16InF32()), apply_recursively=False).rewrite_module(op)
+
+
+_FLOAT_COMPUTE: tuple[type[Operation], ...] = get_args(FloatCompute)
+"""FloatCompute's op classes."""
+
+
+def _computes_f16(op: Operation) -> bool:
+    """Whether ComputeF16InF32 rewrites `op` (its match's type and first test)."""
+    return is_a(op, _FLOAT_COMPUTE) and any(isinstance(t, Float16Type) for t in (*op.operand_types, *op.result_types))

@@ -62,6 +62,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from einc.ir.locations import Located
+from einc.transforms.loop_analysis import is_a, walk_ops
 
 
 def saturating_bounds(bits: int, signed: bool) -> tuple[int, int]:
@@ -113,4 +114,10 @@ class LegalizeFloatToIntPass(ModulePass):
     name = "legalize-float-to-int"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not any(is_a(inner, _CONVERSIONS) for inner in walk_ops(op)):
+            return  # nothing to rewrite: no walk of the pattern rewriter (a PatternRewriter per op)
         PatternRewriteWalker(Located(SaturateFloatToInt()), apply_recursively=False).rewrite_module(op)
+
+
+_CONVERSIONS = (arith.FPToSIOp, arith.FPToUIOp)
+"""The ops SaturateFloatToInt rewrites (its match's type)."""

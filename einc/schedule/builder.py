@@ -34,7 +34,7 @@ from einc.dialects import einc_transform as et
 from einc.errors import ScheduleError
 from einc.transforms import loop_transforms as lt
 from einc.schedule.script import ENTRY, Schedule
-from einc.schedule.interpreter import EincTransformFunctions, handle_ops
+from einc.schedule.interpreter import EincTransformFunctions, LocatingListener, handle_ops
 
 if TYPE_CHECKING:
     from einc.transforms.compute_at import ComputeAtPlan
@@ -56,8 +56,12 @@ _READ_ONLY = (et.MatchOp, et.KnobOp)
 class ScheduleBuilder:
     """A `@__transform_main` under construction and the payload its ops have transformed."""
 
-    def __init__(self, payload: ModuleOp, filename: str = "<schedule>"):
+    def __init__(self, payload: ModuleOp, filename: str = "<schedule>", cloned_from: ModuleOp | None = None):
+        """`cloned_from`: the module `payload` is a clone of, when the schedule is for it: the
+        driver then takes the payload as the schedule applied to it (Schedule.take_applied)
+        instead of applying the schedule again."""
         self.payload = payload
+        self.cloned_from = cloned_from
         body = Block(arg_types=[et.HANDLE])
         self.sequence = transform.NamedSequenceOp(ENTRY, ([et.HANDLE], []), Region(body))
         self.schedule = Schedule(ModuleOp([self.sequence]), filename)
@@ -65,7 +69,9 @@ class ScheduleBuilder:
         self.builder = Builder(InsertPoint.at_end(body))
         self.handles: dict[Operation, SSAValue] = {}
         """payload loop -> the handle that names it (made by `handle` or `remember`)"""
-        self.interpreter = Interpreter(self.schedule.module)
+        # the payload's ops located as Schedule.apply locates them (the same payload)
+        self.locating = LocatingListener(self.schedule, payload)
+        self.interpreter = Interpreter(self.schedule.module, listeners=(self.locating,))
         self.functions = EincTransformFunctions(self.schedule, payload)
         self.interpreter.register_implementations(self.functions)
         self.interpreter.set_values([(self.root, OperationHandle(payload))])
@@ -79,6 +85,7 @@ class ScheduleBuilder:
         try:
             results = self.interpreter.run_op(op, self.interpreter.get_values(op.operands))
         except ScheduleError as err:
+            self.locating.forget()
             op.detach()
             op.erase()
             if self._attempt is not None and self._attempt[0]:
@@ -144,8 +151,11 @@ class ScheduleBuilder:
         return self.sequence.body.block.first_op is None
 
     def finish(self) -> Schedule:
-        """The schedule (ended by `transform.yield`); the builder is done."""
+        """The schedule (ended by `transform.yield`); the builder is done (its payload, the
+        schedule applied to `cloned_from`, goes with the schedule: `Schedule.built_on`)."""
         self.builder.insert(transform.YieldOp())
+        if self.cloned_from is not None:
+            self.schedule.built_on = (self.cloned_from, self.payload)
         return self.schedule
 
     # -- handles and knobs ------------------------------------------------------------------

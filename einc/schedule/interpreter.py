@@ -7,7 +7,7 @@
 - `RegisteredPassFunctions`: xDSL's transform interpreter (`transform.structured.match`,
   `transform.apply_registered_pass`), its registered passes taking the op's options (xDSL
   drops them) from the registry the caller hands in, every mistake a ScheduleError at the op;
-- `_LocatingListener`: the payload ops each transform makes, located at the statement and
+- `LocatingListener`: the payload ops each transform makes, located at the statement and
   the schedule op (einc.ir.locations).
 """
 
@@ -66,7 +66,7 @@ def interpret(
     `TransformFunctions(ctx, available_passes)`); nothing here fetches a registry.
     `listeners` observe each schedule op. A transform's refusal is a ScheduleError at its op;
     any other exception is an InternalCompilerError carrying the schedule."""
-    interpreter = Interpreter(schedule.module, listeners=(_LocatingListener(schedule, module), *listeners))
+    interpreter = Interpreter(schedule.module, listeners=(LocatingListener(schedule, module), *listeners))
     interpreter.register_implementations(RegisteredPassFunctions(schedule, make_context(), passes))
     interpreter.register_implementations(EincTransformFunctions(schedule, module))
     try:
@@ -144,9 +144,10 @@ def _option_text(value: Attribute) -> str:
 # ---- transform.einc.* -------------------------------------------------------------------------
 
 
-class _LocatingListener(Interpreter.Listener):
+class LocatingListener(Interpreter.Listener):
     """Locates the payload ops each transform op makes (new ones, and clones) at
-    `fused[statement loc, schedule op loc]` (einc.ir.locations.derived_from)."""
+    `fused[statement loc, schedule op loc]` (einc.ir.locations.derived_from). An op that
+    raises leaves its watch behind: `forget()` drops it."""
 
     def __init__(self, schedule: Schedule, payload: ModuleOp):
         self.schedule = schedule
@@ -157,6 +158,9 @@ class _LocatingListener(Interpreter.Listener):
         if not isinstance(op, _NOT_TRANSFORMS):
             targets = [t for a in args if isinstance(a, OperationHandle) for t in handle_ops(cast(object, a))]
             self.watches.append(locations.Watch.around(self.payload, targets))
+
+    def forget(self) -> None:
+        self.watches.clear()
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
         if isinstance(op, _NOT_TRANSFORMS) or not self.watches:
@@ -197,14 +201,15 @@ class EincTransformFunctions(InterpreterFunctions):
             message = f"{op.name}: {message}"
         return ScheduleError(message, loc)
 
-    def loops(self, op: Operation, handle: object, what: str = "loop") -> list[affine.ForOp]:
+    def loops(self, op: Operation, handle: object, what: str = "loop", nested: bool = True) -> list[affine.ForOp]:
+        """The loops `handle` holds, touched in the index (`nested`: LoopIndex.touch)."""
         result: list[affine.ForOp] = []
         for payload_op in handle_ops(handle):
             if not self._attached(payload_op):
                 raise self.fail(op, f"the {what} handle refers to an op a previous transform replaced (match it again)")
             if not isinstance(payload_op, affine.ForOp):
                 raise self.fail(op, f"expected affine.for ops, got '{payload_op.name}'")
-            self.index.touch(payload_op)  # every einc transform changes only what it is given
+            self.index.touch(payload_op, nested)  # every einc transform changes only what it is given
             result.append(payload_op)
         return result
 
@@ -270,15 +275,20 @@ class EincTransformFunctions(InterpreterFunctions):
         return (OperationHandle(*found),)
 
     def _indexed_loops(self, op: et.MatchOp, stmt: StringAttr) -> list[affine.ForOp]:
-        """The loops of `stmt` in the payload, from the index; anything but einc's transforms
-        run since the last match (a pass) may have changed any loop: the index starts over."""
+        """The loops of `stmt` in the payload, from the index."""
+        self._sync_index(op)
+        return self.index.loops_of(stmt)
+
+    def _sync_index(self, op: Operation) -> None:
+        """Before `op` reads the index: anything but einc's transforms run since the last op
+        that read it (a pass) may have changed any loop and any store: the index starts
+        over."""
         prev = op.prev_op
         while prev is not None and prev is not self.last_match and isinstance(prev, INDEXED_OPS):
             prev = prev.prev_op
         if prev is not self.last_match:
             self.index.invalidate()
         self.last_match = op
-        return self.index.loops_of(stmt)
 
     @impl(et.KnobOp)
     def run_knob(self, interpreter: Interpreter, op: et.KnobOp, args: PythonValues) -> PythonValues:
@@ -389,12 +399,13 @@ class EincTransformFunctions(InterpreterFunctions):
 
     @impl(et.ComputeAtOp)
     def run_compute_at(self, interpreter: Interpreter, op: et.ComputeAtOp, args: PythonValues) -> PythonValues:
-        producer, loop = self._nest_and_loop(op, args, "producer")
+        producer, loop = self._nest_and_loop(op, args, "producer", inserts_only=True)
         plan, self.planned = self.planned, None
         if plan is not None and plan.producer is producer and plan.loop is loop:
             self.check(op, apply_compute_at(plan))
         else:
-            self.check(op, compute_at(producer, loop))
+            self._sync_index(op)
+            self.check(op, compute_at(producer, loop, self.index.unwritten()))
         return ()
 
     @impl(et.ReverseComputeAtOp)
@@ -403,12 +414,15 @@ class EincTransformFunctions(InterpreterFunctions):
         self.check(op, reverse_compute_at(consumer, loop))
         return ()
 
-    def _nest_and_loop(self, op: et.AtLoopOp, args: PythonValues, what: str) -> tuple[affine.ForOp, affine.ForOp]:
+    def _nest_and_loop(
+        self, op: et.AtLoopOp, args: PythonValues, what: str, inserts_only: bool = False
+    ) -> tuple[affine.ForOp, affine.ForOp]:
         """The one outermost loop of the statement handle (a `match stmt` handle holds every
-        loop of the statement) and the one loop of the target handle."""
+        loop of the statement) and the one loop of the target handle (`inserts_only`: the
+        transform only inserts loops into it, compute_at's copies of the producer)."""
         found = self.loops(op, args[0], what)
         outermost = [x for x in found if not any(y is not x and y.is_ancestor(x) for y in found)]
-        loops = self.loops(op, args[1])
+        loops = self.loops(op, args[1], nested=not inserts_only)
         if len(outermost) != 1:
             raise self.fail(op, f"the {what} handle must hold one statement's nest, it holds {len(outermost)}")
         if len(loops) != 1:
@@ -432,4 +446,4 @@ class EincTransformFunctions(InterpreterFunctions):
 
 INDEXED_OPS = (*et.EINC_TRANSFORM_OPS, transform.ParamConstantOp)
 """Ops that keep `LoopIndex`'s contract: they change only the loops their handles give
-(`EincTransformFunctions.loops` touches them)."""
+(`EincTransformFunctions.loops` touches them), and store into no buffer that had no store."""

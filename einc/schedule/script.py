@@ -31,7 +31,8 @@ from xdsl.utils.lexer import Span
 
 from einc.dialects import einc_transform as et
 from einc.dialects.context import make_context
-from einc.errors import ParseError, ScheduleError, SourceLocation, span_location
+from einc.errors import InternalCompilerError, ParseError, ScheduleError, SourceLocation, span_location
+from einc.ir import locations
 from einc.passes.pipeline import PassFactories
 from einc.schedule.interpreter import interpret
 
@@ -136,6 +137,9 @@ class Schedule:
         self.staged_by: weakref.WeakKeyDictionary[Operation, Operation] = weakref.WeakKeyDictionary()
         """Each staging buffer (`memref.alloca`) an application made -> the op that made it
         (cache_read/_write, compute_at): checks after the schedule point at that op."""
+        self.built_on: tuple[ModuleOp, ModuleOp] | None = None
+        """(a module, the schedule applied to a clone of it) when a ScheduleBuilder made
+        this schedule by applying each op as it made it (`take_applied`)."""
 
     @classmethod
     def parse(cls, text: str, filename: str = "<schedule>") -> Schedule:
@@ -226,6 +230,23 @@ class Schedule:
             op.selected = IntegerAttr(value, op.selected.type)
         locations = {mapping[o]: loc for o, loc in self.locations.items() if o in mapping}
         return Schedule(clone, self.filename, self.source, locations)
+
+    def take_applied(self, payload: ModuleOp, passes: PassFactories) -> ModuleOp:
+        """`apply(payload, passes)`: what the ScheduleBuilder that made this schedule from
+        `payload` (the default schedule of a loop module) already applied to its clone while
+        making it, where `payload` is that module, once (the module must not have changed
+        since); else the schedule applied anew. A schedule is then interpreted once per
+        compile."""
+        built, self.built_on = self.built_on, None
+        if built is None or built[0] is not payload:
+            return self.apply(payload, passes)
+        module = built[1]
+        try:
+            locations.fill_locations(module)  # as interpret does, after the last op
+        except Exception as exc:  # noqa: BLE001 - as interpret
+            text = self.source if self.source is not None else str(self.module)
+            raise InternalCompilerError.wrap(exc, "schedule", schedule=text)
+        return module
 
     def apply(self, payload: ModuleOp, passes: PassFactories) -> ModuleOp:
         """A clone of `payload` with the schedule applied (the argument is not modified).

@@ -211,8 +211,25 @@ def _int64(w: Writer, op: Operation) -> Expr:
     return _default(w, op)
 
 
+def _launches(w: Writer, module: Operation) -> dict[str, list[egpu.LaunchOp]]:
+    """The launches of each kernel of `module`, in walk order: one walk per writer (not one
+    per kernel)."""
+    found = w.launches if isinstance(w, _HLSLWriter) else None
+    if found is None:
+        found = {}
+        for launch in module.walk():
+            if isinstance(launch, egpu.LaunchOp):
+                found.setdefault(launch.callee.string_value(), []).append(launch)
+        if isinstance(w, _HLSLWriter):
+            w.launches = found
+    return found
+
+
 class _HLSLWriter(Writer):
     """Builds i64 constants outside int's range from two 32-bit halves at run time."""
+
+    launches: dict[str, list[egpu.LaunchOp]] | None = None
+    """Each kernel's launches by name, found by one walk of the module (`_launches`)."""
 
     def constant(self, op: arith.ConstantOp) -> Expr:
         value = op.value
@@ -358,10 +375,9 @@ class HLSLTarget(DeviceTarget):
         if isinstance(op, egpu.FuncOp):
             module = op.parent_op()
             assert module is not None
-            for launch in module.walk():
-                if isinstance(launch, egpu.LaunchOp) and launch.callee.string_value() == op.sym_name.data:
-                    for arg, buffer in zip(op.body.block.args, launch.buffers):
-                        w.names[arg] = w.names[buffer]
+            for launch in _launches(w, module).get(op.sym_name.data, ()):
+                for arg, buffer in zip(op.body.block.args, launch.buffers):
+                    w.names[arg] = w.names[buffer]
         super().top_level(w, op)
 
     @classmethod

@@ -16,6 +16,7 @@ from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
     AffineConstantExpr,
+    AffineDimExpr,
     AffineExpr,
     AffineMap,
 )
@@ -103,7 +104,10 @@ def affine_access(
 def simplify(expr: AffineExpr, num_dims: int, num_symbols: int = 0) -> AffineExpr:
     """xDSL's flattening simplification of a purely linear expression (it folds `d0 + 1 - 1`);
     expressions with floordiv/ceildiv/mod are returned unchanged, since flattening rewrites
-    `e mod c` as `e - (e floordiv c) * c`, which reads (and prints) worse."""
+    `e mod c` as `e - (e floordiv c) * c`, which reads (and prints) worse. A dimension or a
+    constant alone is already simple (most indices are a loop variable)."""
+    if type(expr) is AffineDimExpr or type(expr) is AffineConstantExpr:
+        return expr
     if any(
         isinstance(e, AffineBinaryOpExpr)
         and e.kind not in (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul)

@@ -47,10 +47,11 @@ Contract (reverse_compute_at), otherwise a Failure and the IR unchanged:
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, MemRefType, StringAttr
+from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr, MemRefType, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -130,10 +131,13 @@ def _precedes(a: Operation, b: Operation) -> bool:
     return False
 
 
-def _written_inside(buffers: list[SSAValue], root: Operation) -> SSAValue | None:
+def _written_inside(buffers: list[SSAValue], root: Operation, unwritten: Container[SSAValue]) -> SSAValue | None:
     """One of `buffers` that a store nested in `root` writes, found through the buffers' uses
-    (not a walk of `root`, which may be a big fused nest)."""
+    (not a walk of `root`, which may be a big fused nest); those in `unwritten` (buffers no
+    store writes) are not looked at."""
     for buffer in buffers:
+        if buffer in unwritten:
+            continue
         # an input every statement reads has a use per statement: the test per use is kept
         # to a compare (a store's buffer is its operand 1, a load's its operand 0)
         for use in buffer.uses:
@@ -141,6 +145,9 @@ def _written_inside(buffers: list[SSAValue], root: Operation) -> SSAValue | None
                 return buffer
     return None
 
+
+_ALIGNMENT = IntegerAttr(64, 64)
+"""The local buffers' alignment (made once: every compute_at makes a buffer)."""
 
 _STORES = (affine.StoreOp, memref.StoreOp)
 """Exact types, compared with `type(op) in`: `isinstance` on ops goes through ABC checks."""
@@ -221,8 +228,12 @@ class ComputeAtPlan:
         return separates(induction_var(self.loop), step_of(self.loop), self.reads)
 
 
-def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan | Failure:
-    """Check compute_at of the nest `producer` at `loop` (module docstring); no rewrite."""
+def plan_compute_at(
+    producer: affine.ForOp, loop: affine.ForOp, unwritten: Container[SSAValue] = frozenset()
+) -> ComputeAtPlan | Failure:
+    """Check compute_at of the nest `producer` at `loop` (module docstring); no rewrite.
+    `unwritten`: buffers known to have no store (`LoopIndex.unwritten`): an input every
+    statement reads is not then gone through per statement fused."""
     block = producer.parent_block()
     if block is None:
         return Failure("compute_at: the producer is not in a block")
@@ -294,7 +305,7 @@ def plan_compute_at(producer: affine.ForOp, loop: affine.ForOp) -> ComputeAtPlan
     while op is not None:
         hit: SSAValue | None
         if op is consumer:
-            hit = _written_inside(inputs, consumer)
+            hit = _written_inside(inputs, consumer, unwritten)
         elif op in moved:
             hit = None
         else:
@@ -330,7 +341,7 @@ def apply_compute_at(plan: ComputeAtPlan) -> memref.AllocaOp:
     tensor, box, loop = plan.tensor, plan.box, plan.loop
     name = buffer_name(tensor)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
-    alloca = memref.AllocaOp.get(element, 64, box.shape)
+    alloca = memref.AllocaOp.get(element, _ALIGNMENT, box.shape)
     alloca.attributes["ein.name"] = StringAttr(f"{name}_local")
     alloca.memref.name_hint = f"{name}_local"
     local = alloca.memref
@@ -422,9 +433,12 @@ def _fold_new_applies(alloca: memref.AllocaOp, inserted: int, loads: list[Operat
             Rewriter.erase_op(op)
 
 
-def compute_at(producer: affine.ForOp, loop: affine.ForOp) -> memref.AllocaOp | Failure:
-    """compute_at (module docstring): plan, then rewrite. Returns the local buffer."""
-    plan = plan_compute_at(producer, loop)
+def compute_at(
+    producer: affine.ForOp, loop: affine.ForOp, unwritten: Container[SSAValue] = frozenset()
+) -> memref.AllocaOp | Failure:
+    """compute_at (module docstring): plan, then rewrite. Returns the local buffer.
+    `unwritten`: as for plan_compute_at."""
+    plan = plan_compute_at(producer, loop, unwritten)
     if isinstance(plan, Failure):
         return plan
     return apply_compute_at(plan)

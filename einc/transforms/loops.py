@@ -6,17 +6,19 @@ build or where; these functions only build or read IR.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
 
 from xdsl.builder import Builder
-from xdsl.dialects import affine
-from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.dialects import affine, memref
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, MemRefType
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from einc.transforms.loop_analysis import walk_order
+from einc.transforms.loop_analysis import walk_ops, walk_order
 from einc.transforms.ranges import constant_trip_range as constant_trip_range  # its home
 
 
@@ -51,12 +53,21 @@ def build_loop_nest(
         if depth < len(names) and names[depth]:
             block.args[0].name_hint = names[depth]
         block.add_op(affine.YieldOp.get())
-        loop = affine.ForOp.from_region((), (), (), (), 0, extent, Region(block))
+        lower, upper, step = _constant_bounds(extent)
+        loop = affine.ForOp.from_region((), (), (), (), lower, upper, Region(block), step)
         builder.insert(loop, point)
         loops.append(loop)
         ivs.append(block.args[0])
         point = InsertPoint.before(block.last_op)  # type: ignore[arg-type]
     return LoopNest(tuple(loops), tuple(ivs), point)
+
+
+@functools.lru_cache(maxsize=1024)
+def _constant_bounds(extent: int) -> tuple[AffineMapAttr, AffineMapAttr, IntegerAttr]:
+    """The bound maps and step of `affine.for 0 to extent`, made once per extent (a program
+    builds a nest per statement, mostly over the same few extents)."""
+    zero = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(0),)))
+    return zero, AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(extent),))), IntegerAttr.from_index_int_value(1)
 
 
 def build_elementwise_nest(
@@ -91,6 +102,15 @@ def induction_var(loop: affine.ForOp) -> SSAValue:
     return loop.body.block.args[0]
 
 
+def is_stored(buffer: SSAValue) -> bool:
+    """Whether an `affine.store` or `memref.store` writes `buffer` (through its uses)."""
+    return any(use.index == 1 and type(use.operation) in _STORES for use in buffer.uses)
+
+
+_STORES = (affine.StoreOp, memref.StoreOp)
+"""Exact types, compared with `type(op) in`: `isinstance` on ops goes through ABC checks."""
+
+
 STMT = "einc.stmt"
 """The attribute naming the statement a loop computes (loop_transforms.STMT_ATTR)."""
 
@@ -112,7 +132,14 @@ class LoopIndex:
       any units (dropped when found detached);
     - any other change (a pass run over the module) calls `invalidate()`: everything is
       listed again at the next lookup.
-    `loops_of(stmt)` returns the loops tagged `stmt`, in `root.walk()` order."""
+    `loops_of(stmt)` returns the loops tagged `stmt`, in `root.walk()` order.
+
+    `unwritten()` gives the function arguments no store writes (no `affine.store` or
+    `memref.store` has them as its buffer: a program's inputs), found once: a transform
+    never stores into a buffer that had no store (its stores are copies of stores, or go
+    to buffers it makes or to a tensor already written), so the set stays true until
+    `invalidate()`. compute_at asks it which of a producer's inputs cannot be written inside
+    the consumer, instead of going through the uses of an input every statement reads."""
 
     def __init__(self, root: Operation):
         self.root = root
@@ -127,11 +154,27 @@ class LoopIndex:
         """unit -> its block and neighbours when touched (new units appear between them)"""
         self._touched_tags: set[Attribute | None] = set()
         """the tags of the loops in the touched loops (stale in each touched unit)"""
+        self._unwritten: frozenset[SSAValue] | None = None
 
     def invalidate(self) -> None:
         self._built = False
+        self._unwritten = None
 
-    def touch(self, loop: affine.ForOp) -> None:
+    def unwritten(self) -> frozenset[SSAValue]:
+        if self._unwritten is None:
+            found: set[SSAValue] = set()
+            for shell in self._shells():
+                for region in shell.regions:
+                    for block in region.blocks:
+                        found.update(arg for arg in block.args if not is_stored(arg))
+            self._unwritten = frozenset(found)
+        return self._unwritten
+
+    def touch(self, loop: affine.ForOp, nested: bool = True) -> None:
+        """Before a transform given `loop` runs (the contract above). `nested=False`: the
+        transform changes no loop nested in `loop`, it only inserts loops (copies of loops
+        it is given too: compute_at's consumer loop), and the loops of the unit need not
+        be gone through (a consumer that fused a long chain holds one loop per statement)."""
         if not self._built:
             return
         unit = self._unit_of(loop)
@@ -142,9 +185,14 @@ class LoopIndex:
             self._touched[unit] = (unit.parent_block(), unit.prev_op, unit.next_op)
         tags = self._touched_tags
         tags.add(loop.attributes.get(STMT))
-        for tag, loops in self._loops.get(unit, {}).items():
-            if tag not in tags and any(x is loop or loop.is_ancestor(x) for x in loops):
-                tags.add(tag)
+        if not nested:
+            return
+        if loop is unit:  # every loop listed in the unit is inside it
+            tags.update(self._loops.get(unit, {}))
+            return
+        for inner in walk_ops(loop):  # a loop inside a unit that may hold many statements
+            if isinstance(inner, affine.ForOp):
+                tags.add(inner.attributes.get(STMT))
 
     def loops_of(self, stmt: Attribute) -> list[affine.ForOp]:
         if not self._built:

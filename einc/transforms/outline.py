@@ -121,9 +121,19 @@ def buffer_name(value: SSAValue) -> str | None:
     return value.name_hint
 
 
-def _host_values(stmt: Statement, host: Block) -> tuple[list[SSAValue], list[Operation]]:
+def host_order(host: Block) -> dict[Operation, int]:
+    """Each op of the host block -> its position: the order of `_host_values`' results, made
+    once for all the statements of a host (outlining erases ops and inserts launches, which
+    keeps the order of those left)."""
+    return {op: k for k, op in enumerate(host.ops)}
+
+
+def _host_values(
+    stmt: Statement, host: Block, order: dict[Operation, int] | None = None
+) -> tuple[list[SSAValue], list[Operation]]:
     """The buffers the statement uses (host block arguments and allocations, in order) and
-    the floating host ops it needs, in program order."""
+    the floating host ops it needs, in program order (`order`: `host_order(host)`, made
+    before ops were inserted or moved; made here when missing or missing an op)."""
     needed: set[Operation] = set()
     buffers: set[SSAValue] = set()
 
@@ -151,7 +161,8 @@ def _host_values(stmt: Statement, host: Block) -> tuple[list[SSAValue], list[Ope
         for inner in op.walk():
             for o in inner.operands:
                 visit(o)
-    order = {op: k for k, op in enumerate(host.ops)}
+    if order is None or any(op not in order for op in needed) or any(b.owner not in order for b in buffers if b not in host.args):
+        order = host_order(host)
     args = [a for a in host.args if a in buffers]
     allocs = sorted((b for b in buffers if b not in host.args), key=lambda b: order[b.owner])  # type: ignore[index]
     floating = sorted(needed, key=order.__getitem__)
@@ -159,12 +170,12 @@ def _host_values(stmt: Statement, host: Block) -> tuple[list[SSAValue], list[Ope
 
 
 def outline(
-    stmt: Statement, mapping: Mapping, name: str, host: Block
+    stmt: Statement, mapping: Mapping, name: str, host: Block, order: dict[Operation, int] | None = None
 ) -> tuple[egpu.FuncOp, list[SSAValue]]:
     """Build the kernel `name` computing `stmt` with `mapping`; returns it and the host
     buffers to launch it with. The statement's ops are left in place (the caller erases
-    them)."""
-    buffers, floating = _host_values(stmt, host)
+    them). `order`: `host_order(host)`, made once for the host's statements."""
+    buffers, floating = _host_values(stmt, host, order)
     arg_attrs = [
         DictionaryAttr({NAME_ATTR: StringAttr(n)} if (n := buffer_name(v)) else {})
         for v in buffers

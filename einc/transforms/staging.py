@@ -340,7 +340,9 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     if any(a.buffer is not buffer for a in accs):
         return Failure(f"{kind}: two buffers are named '{tensor}' inside {describe(loop)}")
     ops = {a.op for a in accs}
-    if any(loop.is_ancestor(use.operation) and use.operation not in ops for use in buffer.uses):
+    # inside the loop (walked already by `accesses`), not through the buffer's uses: an
+    # input read by every statement has one per statement
+    if any(op not in ops and any(v is buffer for v in op.operands) for op in loop.walk()):
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)}: an operation other than a load or store uses it inside")
     # a staging buffer an earlier op allocated in the loop's body (compute_at, rfactor): the
     # copies go after its allocation; allocated deeper, each inner iteration has its own

@@ -44,6 +44,8 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -361,6 +363,13 @@ def _bound_value(m: AffineMap, operands: Sequence[SSAValue], ops: list[Operation
     return op.results[0]
 
 
+@functools.lru_cache(maxsize=256)
+def _vector_type(element: Attribute, width: int) -> VectorType:
+    """`vector<width x element>`, made once per element type and width (each vectorized
+    loop makes several)."""
+    return VectorType(element, [width])
+
+
 def _map(n: int, *results: AffineExpr) -> AffineMapAttr:
     return AffineMapAttr(AffineMap(n, 0, tuple(results)))
 
@@ -426,7 +435,7 @@ def vectorize_loop(
         t = red.store.value.type
         kind = REDUCTIONS[type(red.combine)]
         identity = _identity(kind, t)
-        splat = egpu.VBroadcastOp(identity.result, VectorType(t, [W]))
+        splat = egpu.VBroadcastOp(identity.result, _vector_type(t, W))
         before += [identity, splat]
         inits.append(splat.result)
         kinds.append(kind)
@@ -441,7 +450,7 @@ def vectorize_loop(
     def vector(v: SSAValue) -> SSAValue:
         if v in vectors:
             return vectors[v]
-        splat = egpu.VBroadcastOp(mapping.get(v, v), VectorType(v.type, [W]))
+        splat = egpu.VBroadcastOp(mapping.get(v, v), _vector_type(v.type, W))
         ops.append(splat)
         vectors[v] = splat.result
         return splat.result
@@ -466,7 +475,7 @@ def vectorize_loop(
         if access is not None and access.unit:
             indices = _indices(ops, access, mapping)
             if isinstance(op, affine.LoadOp):
-                vload = egpu.VLoadOp(op.memref, indices, VectorType(_element(op.memref), [W]))
+                vload = egpu.VLoadOp(op.memref, indices, _vector_type(_element(op.memref), W))
                 ops.append(vload)
                 vectors[op.result] = vload.result
             else:
@@ -476,14 +485,14 @@ def vectorize_loop(
         if isinstance(op, affine.ApplyOp) and op.result in plan.varying:
             continue  # folded into the accesses
         if type(op) in CASTS and op.results[0] in plan.varying:
-            convert = egpu.VConvertOp(vector(op.operands[0]), VectorType(op.results[0].type, [W]))
+            convert = egpu.VConvertOp(vector(op.operands[0]), _vector_type(op.results[0].type, W))
             ops.append(convert)
             vectors[op.results[0]] = convert.result
             continue
         if op.results and op.results[0] in plan.varying:
             new = type(op).create(
                 operands=[vector(o) for o in op.operands],
-                result_types=[VectorType(r.type, [W]) for r in op.results],
+                result_types=[_vector_type(r.type, W) for r in op.results],
                 properties=dict(op.properties),
             )
             ops.append(new)

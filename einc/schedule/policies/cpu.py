@@ -380,7 +380,7 @@ def fuse_producers(block_ops: list[Operation], b: ScheduleBuilder) -> list[affin
                 continue
             if _contraction(producer):  # keeps its own reordering and register blocking
                 continue
-            plan = plan_compute_at(producer, consumer)
+            plan = plan_compute_at(producer, consumer, b.functions.index.unwritten())
             if isinstance(plan, lt.Failure) or not plan.erase_original or plan.recompute != 1.0 or not plan.disjoint:
                 continue
             inputs = [a.buffer for m in [*plan.fills, producer] for a in accesses(m)]
@@ -472,7 +472,7 @@ def register_tile(lanes: int) -> tuple[int, int]:
 def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
     """The default schedule of a loop-level module for a CPU `target` (its vector width sets
     the tiles), or None when there is nothing to do. `module` is not modified."""
-    b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>")
+    b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>", cloned_from=module)
     lanes = target.vector_lanes()
     for f in b.payload.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
