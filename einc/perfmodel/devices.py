@@ -43,6 +43,7 @@ no published figure: the launch overhead, a typical value, and the AMD/Intel blo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -194,6 +195,17 @@ def get_device(spec: str | Device, loc: SourceLocation | None = None) -> Device:
 
 
 def read_device(path: str, loc: SourceLocation) -> Device:
+    """`_read_device`, its errors shown with the file's line."""
+    try:
+        return _read_device(path, loc)
+    except UsageError as err:
+        if err.loc is not None and err.loc.file == path:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                err.with_sources({path: Path(path).read_text()})
+        raise
+
+
+def _read_device(path: str, loc: SourceLocation) -> Device:
     """A device described by the JSON object in `path`: every field of `Device` by name (units
     in the names), or `"base": "<built-in device>"` and the fields that differ from it. Errors
     are UsageErrors located in the file (at the offending key where it can be found)."""

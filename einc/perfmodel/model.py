@@ -112,7 +112,7 @@ class ModelReport:
 
     @property
     def problems(self) -> list[str]:
-        return [p for k in self.kernels for p in k.problems]
+        return [f"{k.counts.name}: {p}" for k in self.kernels for p in k.problems]
 
     def render(self, name: str = "") -> str:
         d = self.device
@@ -166,6 +166,12 @@ def _family(arch: str) -> str:
     return found.group() if found else arch
 
 
+def compatible(arch: str, archs: Sequence[str]) -> bool:
+    """Whether a compiler building for `archs` builds for `arch` too (the same kind: `sm_*`,
+    `gfx*`)."""
+    return bool(arch) and _family(arch) in {_family(a) for a in archs}
+
+
 def compiled_resources(
     target: type[CLikeTarget] | None, source: str | None, manifest: LaunchManifest | None, device: Device
 ) -> tuple[dict[str, KernelResources], str, list[str]]:
@@ -175,7 +181,7 @@ def compiled_resources(
     spec = target.compile_check if target is not None else None
     if spec is None or source is None or manifest is None or not device.arch:
         return {}, "", []
-    if _family(device.arch) not in {_family(a) for a in spec.archs}:
+    if not compatible(device.arch, spec.archs):
         return {}, "", [f"the {target.name if target else ''} compiler does not build for {device.arch}: registers estimated"]
     try:
         report = spec.checker()(source, manifest, device.arch).check()
