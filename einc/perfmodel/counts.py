@@ -2,9 +2,10 @@
 floating-point operations, warp instructions, global memory sectors (coalescing), shared
 memory wavefronts (bank conflicts), local memory and barriers.
 
-The kernel is walked as warps execute it. A sample of warps (each work-group dimension and the
-warps of a work-group: the first, a middle one and the last, the middle one standing for all
-the others) runs side by side, one row of lanes per sampled warp, each row weighted by the
+The kernel is walked as warps execute it. A sample of warps (along each work-group dimension
+the first, a middle and the last work-group, the middle one standing for all the others; in
+each, every warp, or the first, a middle and the last where that would be over 256 warps) runs
+side by side, one row of lanes per sampled warp, each row weighted by the
 warps it stands for. Index values (work-item ids, loop variables, `affine.apply`, integer
 `arith`) are evaluated per lane; float values are not needed. A loop runs a sample of its
 iterations per row in the same way: all of them up to 4, else its first, a middle and its
@@ -62,6 +63,9 @@ Lanes = np.ndarray
 FULL_LOOP = 4
 """Loops of at most this many iterations run every iteration."""
 PATH_BUDGET = 512
+ROW_BUDGET = 256
+"""Every warp of a sampled work-group runs (a tail work-group's guards cut between its warps)
+while the sampled warps stay within this many; else its first, a middle and its last."""
 """Sampled paths through a loop nest before deeper loops run one middle iteration."""
 
 
@@ -247,10 +251,11 @@ class KernelWalk:
         threads = math.prod(block)
         warps = -(-threads // self.warp)
         rows: list[tuple[int, int, int, int, float]] = []
+        every = math.prod(len(_samples(g)) for g in grid) * warps <= ROW_BUDGET  # all warps of a sampled block
         for bx, wx in _samples(grid[0]):
             for by, wy in _samples(grid[1]):
                 for bz, wz in _samples(grid[2]):
-                    for w, ww in _samples(warps):
+                    for w, ww in [(w, 1) for w in range(warps)] if every else _samples(warps):
                         rows.append((bx, by, bz, w, float(wx * wy * wz * ww)))
         self.rows = len(rows)
         lane = np.arange(self.warp, dtype=np.int64)
