@@ -327,6 +327,8 @@ class KernelWalk:
             return
         if isinstance(op, scf.IfOp):
             cond = self.value(op.cond)
+            if cond is None:
+                self.counts.notes.append("a branch on data: its then-branch counted for every lane")
             taken = mask if cond is None else mask & (np.asarray(cond) != 0)
             self.block(op.true_region.block, taken, weight)
             if op.false_region.blocks:
