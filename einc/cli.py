@@ -115,7 +115,8 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     tune.add_argument("--report", help="also run the other policy at the same budget and plot both here (.png)")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     check = sub.add_parser(
-        "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory",
+        "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory; "
+        "with --model, model the kernels' performance on a device",
         argv=argv,
     )
     check.add_argument("file", help="the .ein program")
@@ -125,6 +126,13 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "--schedule", help="a schedule script (.mlir), `none` or `default` (default: the best "
         "tuning record, else the target's default schedule)"
     )
+    check.add_argument(
+        "--model", metavar="DEVICE",
+        help="also report, per kernel, the performance model's FLOPs, memory sectors, bank conflicts, "
+        "occupancy and roofline time on DEVICE (h100, a100, mi250x, rtx4090, a770, ipu-m2000, or a "
+        "JSON file describing one); modelled, not measured",
+    )
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
     _record_options(check)
     _plugin_options(check)
     _research_options(check)
@@ -624,8 +632,14 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
         checked = jobs.check_file_command(
             args.file, target=args.target, archs=args.arch, schedule=args.schedule,
             use_records=not args.no_records, db=args.db, extra_passes=extra, progress=progress,
+            model=args.model, model_at=argument_location(argv, "--model"),
         )  # fmt: skip
-        print(checked.render())
+        if args.json:
+            import json
+
+            print(json.dumps(checked.to_json_dict(), indent=2))
+        else:
+            print(checked.render())
         return 0 if checked.ok else 1
     if args.command == "serve":
         from einc.tools.serve.app import Settings, default_workers, serve_command

@@ -10,6 +10,7 @@ form anywhere, inside a folder included. The floors, bottom to top:
     runtime                    build, load and call compiled kernels per toolchain
     targets                    facts (limits, dtypes, families) and printers; the registry
     passes                     one ModulePass per file; pipeline texts
+    perfmodel                  the device performance model: counts of lowered kernels, devices, roofline
     schedule                   scripts, the interpreter, the builder, checks, default policies
     semantics                  the NumPy reference and the IR interpreters
     compiler                   the pass registry, the driver, records, Kernel
@@ -44,6 +45,7 @@ FLOORS: list[str] = [
     "einc.runtime",
     "einc.targets",
     "einc.passes",
+    "einc.perfmodel",
     "einc.schedule",
     "einc.semantics",
     "einc.compiler",

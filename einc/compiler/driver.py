@@ -396,7 +396,8 @@ class Compilation:
         return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record,
                       manifest=self.target_obj.manifest(self.module("target")),
                       compile_check=self.target_obj.compile_check,
-                      debug=debug, allow_copy=allow_copy)  # fmt: skip
+                      debug=debug, allow_copy=allow_copy,
+                      lowered=self.module("target") if self.target_obj.limits is not None else None)  # fmt: skip
 
 
 def _module(result: StageResult | None) -> ModuleOp:

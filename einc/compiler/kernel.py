@@ -21,6 +21,9 @@ The call path:
 - A kernel whose runtime is missing here (no NVIDIA driver, no AMD GPU, no pyopencl...) is
   still a kernel: `.source`, `.manifest` and `.check()` work; calling it raises a
   ToolchainError saying what is missing (`available` is False, `unavailable` says why).
+- `kernel.model("h100")`: the device performance model of the kernel's lowered kernels on a
+  device (einc.perfmodel): FLOPs, memory sectors, bank conflicts, occupancy, roofline time.
+  Modelled, not measured: it needs neither the device nor its runtime.
 """
 
 from __future__ import annotations
@@ -47,7 +50,10 @@ from einc.runtime.arrays import (
 )
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from einc.frontend import Program, TensorInfo
+    from einc.perfmodel import Device, ModelReport
     from einc.runtime.device import CompileReport
     from einc.runtime.manifest import LaunchManifest
     from einc.targets.clike import CompileCheck
@@ -95,6 +101,7 @@ class Kernel:
         compile_check: CompileCheck | None = None,
         debug: bool | None = None,
         allow_copy: bool = False,
+        lowered: ModuleOp | None = None,
     ):
         self.source = source
         self.program = program
@@ -104,6 +111,8 @@ class Kernel:
         self.manifest = manifest
         """The launch manifest (device targets: kernels, launch geometry, argument order), or None (C)."""
         self._compile_check = compile_check
+        self.lowered = lowered
+        """The lowered module the source was printed from (the driver's `target` stage), or None."""
         self.debug = debug_from_env() if debug is None else bool(debug)
         """Poison outputs before each run (see the module's docstring)."""
         self.allow_copy = allow_copy
@@ -150,6 +159,22 @@ class Kernel:
             raise TargetError(f"the {self.target} target has no compile check (einc check); call the kernel to test it")
         check = spec.checker()
         return [check(self.source, self.manifest, arch).check() for arch in archs or spec.archs]
+
+    def model(self, device: str | Device = "h100") -> ModelReport:
+        """The performance model of the kernel's device kernels on `device` (a name the model
+        knows: h100, a100, mi250x, rtx4090, a770, ipu-m2000; a JSON file describing one; or an
+        `einc.perfmodel.Device`): per kernel FLOPs, global sectors, shared bank conflicts,
+        registers (from the target's compiler where it builds for the device), occupancy and a
+        roofline time with what bounds it (`report.render()`, `report.to_json_dict()`).
+        Modelled, not measured: it needs no device. A TargetError for a target without device
+        kernels (C) or a kernel built without its lowered module."""
+        from einc.perfmodel import get_device, model_module
+        from einc.targets import get_target
+
+        target = get_target(self.target)
+        if self.lowered is None or target.limits is None:
+            raise TargetError(f"the performance model covers device kernels; the {self.target} kernel has none")
+        return model_module(self.lowered, get_device(device), target, source=self.source, manifest=self.manifest)
 
     # ---- calling -------------------------------------------------------------------------------
     def __call__(self, /, out: object = None, **arrays: object) -> dict[str, np.ndarray]:

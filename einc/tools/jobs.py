@@ -26,6 +26,7 @@ from einc.tune.timing import NoiseLimits, Timing, run_queue_wait
 from einc.tune.workload import module_flops, program_bytes, rate
 
 if TYPE_CHECKING:
+    from einc.perfmodel import ModelReport
     from einc.runtime.device import CompileReport
 
 
@@ -198,13 +199,17 @@ class CheckReport:
     target: str
     reports: list[CompileReport]
     problems: list[str]
+    model: ModelReport | None = None
+    """The performance model's report (`einc check --model DEVICE`), if asked for."""
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.reports) and not self.problems
+        return all(r.ok for r in self.reports) and not self.problems and not (self.model and self.model.problems)
 
     def render(self) -> str:
-        lines = [f"{self.name}: target {self.target}, compile-checked with the real toolchain"]
+        lines: list[str] = []
+        if self.reports or self.model is None:
+            lines.append(f"{self.name}: target {self.target}, compile-checked with the real toolchain")
         for report in self.reports:
             lines.append(f"  {report.arch}: {'compiled' if report.ok else 'FAILED'}, {report.binary_bytes} B binary")
             for k in report.kernels:
@@ -212,8 +217,19 @@ class CheckReport:
                     f"    {k.name}: {k.registers} registers, {k.spills} B spills, "
                     f"{k.shared_bytes} B shared"
                 )
-        lines += [f"  problem: {p}" for p in self.problems] or ["  resources within the launch's limits"]
+        if self.model is not None:
+            lines.append(self.model.render(self.name))  # with its own problems
+        lines += [f"  problem: {p}" for p in self.problems]
+        if self.ok:
+            lines.append("  resources within the launch's limits")
         return "\n".join(lines)
+
+    def to_json_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name, "target": self.target, "ok": self.ok,
+            "compiled": [r.to_json_dict() for r in self.reports], "problems": self.problems,
+            "model": self.model.to_json_dict() if self.model is not None else None,
+        }  # fmt: skip
 
 
 def check_file_command(
@@ -225,50 +241,73 @@ def check_file_command(
     db: str | None = None,
     extra_passes: Mapping[str, Sequence[str]] | None = None,
     progress: Callable[[str, float], None] | None = None,
+    model: str | None = None,
+    model_at: SourceLocation | None = None,
 ) -> CheckReport:
     """Compile a program's device code with the target's real compiler for each architecture
     and check the reported resources against the launch: no register spills, static shared
     memory within the target's limit, registers x threads per block within the register file.
     `schedule`: as `einc compile --schedule` (a file, `none`, `default`; None: the best tuning
-    record, else the target's default schedule)."""
+    record, else the target's default schedule). `model`: a device the performance model
+    knows, or a JSON file describing one (einc.perfmodel; errors located at `model_at`): the
+    report then holds the model of every kernel on it, and the compile check (on a target that
+    has one) builds for the device's architecture unless `archs` are given."""
+    from einc.perfmodel import get_device, model_module
+    from einc.perfmodel.model import compatible
     from einc.targets import get_all_targets, get_target
     from einc.targets.gpu import DeviceTarget
 
-    spec = get_target(target, SourceLocation(path, 1, 1)).compile_check
-    if spec is None:
+    where = SourceLocation(path, 1, 1)
+    device = get_device(model, model_at) if model is not None else None
+    target_class = get_target(target, where)
+    spec = target_class.compile_check
+    if device is not None and target_class.limits is None:
+        modelled = [n for n, t in get_all_targets().items() if t().limits is not None]
+        raise TargetError(
+            f"'einc check --model' models the kernels of device targets ({', '.join(modelled)}); "
+            f"the {target} target has none", where,
+        )  # fmt: skip
+    if spec is None and device is None:
         checked = [n for n, t in get_all_targets().items() if t().compile_check is not None]
         raise TargetError(
-            f"'einc check' compile-checks {', '.join(checked)}; run the {target} target with 'einc run'",
-            SourceLocation(path, 1, 1),
+            f"'einc check' compile-checks {', '.join(checked)} (and models any device target with "
+            f"--model DEVICE); run the {target} target with 'einc run'",
+            where,
         )
     comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
                        progress=progress)  # fmt: skip
     source = comp.source_text()
     say_record(comp)
-    device = comp.target_obj
-    assert issubclass(device, DeviceTarget), device  # the compile-checked targets are device targets
-    manifest = device.manifest(comp.module("target"))
-    limits = device.description()
-    check = spec.checker()
+    device_target = comp.target_obj
+    assert issubclass(device_target, DeviceTarget), device_target  # checked and modelled targets are device targets
+    manifest = device_target.manifest(comp.module("target"))
+    limits = device_target.description()
     reports: list[CompileReport] = []
     problems: list[str] = []
-    for arch in archs or spec.archs:
-        report = check(source, manifest, arch).check()
-        reports.append(report)
-        for launch in manifest.kernels:
-            res = report.kernel(launch.name)
-            threads = launch.block[0] * launch.block[1] * launch.block[2]
-            if res.spills:
-                problems.append(f"{arch} {launch.name}: {res.spills} bytes of register spills")
-            if res.shared_bytes > limits.shared_bytes_per_block:
-                problems.append(
-                    f"{arch} {launch.name}: {res.shared_bytes} B shared memory "
-                    f"(limit {limits.shared_bytes_per_block})"
-                )
-            if res.registers * threads > spec.register_file:
-                problems.append(
-                    f"{arch} {launch.name}: {res.registers} registers x {threads} threads "
-                    f"exceeds the register file ({spec.register_file})"
-                )
-    return CheckReport(Path(path).stem, target, reports, problems)
+    if spec is not None:
+        if not archs and device is not None:
+            archs = [device.arch] if compatible(device.arch, spec.archs) else None
+        check = spec.checker()
+        for arch in archs or spec.archs:
+            report = check(source, manifest, arch).check()
+            reports.append(report)
+            for launch in manifest.kernels:
+                res = report.kernel(launch.name)
+                threads = launch.block[0] * launch.block[1] * launch.block[2]
+                if res.spills:
+                    problems.append(f"{arch} {launch.name}: {res.spills} bytes of register spills")
+                if res.shared_bytes > limits.shared_bytes_per_block:
+                    problems.append(
+                        f"{arch} {launch.name}: {res.shared_bytes} B shared memory "
+                        f"(limit {limits.shared_bytes_per_block})"
+                    )
+                if res.registers * threads > spec.register_file:
+                    problems.append(
+                        f"{arch} {launch.name}: {res.registers} registers x {threads} threads "
+                        f"exceeds the register file ({spec.register_file})"
+                    )
+    modelled = None
+    if device is not None:
+        modelled = model_module(comp.module("target"), device, device_target, source=source, manifest=manifest)
+    return CheckReport(Path(path).stem, target, reports, problems, modelled)

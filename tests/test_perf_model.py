@@ -1,0 +1,396 @@
+"""The device performance model (einc/perfmodel): counts against hand counts, coalescing and
+bank conflicts on small hand-written schedules and kernels, the roofline's verdicts, the
+registers NVRTC reports, the device table and descriptions, `einc check --model` and
+`Kernel.model`. Nothing here needs a GPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from xdsl.parser import Parser
+
+import einc
+from einc.compiler.driver import Compilation
+from einc.dialects.context import make_context
+from einc.errors import TargetError, UsageError
+from einc.perfmodel import DEVICES, KernelCounts, get_device, model_module
+from einc.perfmodel.counts import count_kernel, kernels
+from einc.targets import toolchains
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def script(lines: list[str]) -> str:
+    body = "\n".join("    " + line for line in [*lines, "transform.yield"])
+    return ("builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+            f"{body}\n  }}\n}}\n")  # fmt: skip
+
+
+def counts_of(program: str, target: str = "cuda", schedule: str = "none", warp: int = 32) -> list[KernelCounts]:
+    comp = Compilation(program, "prog.ein", target=target, schedule=schedule, use_records=False)
+    return [count_kernel(k, warp, 32) for k in kernels(comp.module("target"))]
+
+
+def flops(program: str, target: str = "cuda", schedule: str = "none") -> float:
+    return sum(c.total_flops for c in counts_of(program, target, schedule))
+
+
+MATMUL = "input input0: float32[{n}, {k}]\ninput input1: float32[{k}, {m}]\noutput0[N, M] +=! input0[N, K] * input1[K, M]\n"
+SOFTMAX = (ROOT / "examples/softmax.ein").read_text()  # 64 x 1024
+
+
+# ---- FLOPs against hand counts ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["cuda", "opencl", "poplar"])
+def test_matmul_flops_are_2nmk(target: str) -> None:
+    assert flops(MATMUL.format(n=48, k=40, m=24), target) == 2 * 48 * 40 * 24
+
+
+def test_softmax_flops_are_7_per_element() -> None:
+    # max: 1 per element; sum of exp(x - max): sub, exp, add; output: sub, exp, div
+    assert flops(SOFTMAX) == 7 * 64 * 1024
+
+
+@pytest.mark.parametrize(
+    "statement, per_point",
+    [("output0[N] +=! input0[N, C]", 1), ("output0[N] >=! input0[N, C]", 1),
+     ("output0[N] +=! input0[N, C] * input0[N, C]", 2)],
+)  # fmt: skip
+def test_reduction_flops(statement: str, per_point: int) -> None:
+    program = f"input input0: float32[50, 70]\n{statement}\n"  # 50 rows: a partial block, guarded
+    assert flops(program) == per_point * 50 * 70
+
+
+def test_cross_thread_reduction_counts_its_tree() -> None:
+    rows = script([
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%c = transform.einc.match stmt "output0" axis "C" in %root',
+        'transform.einc.bind %n to "block.x"',
+        "%co, %ci = transform.einc.tile %c by 64",
+        'transform.einc.bind %ci to "thread.x"',
+    ])  # fmt: skip
+    program = "input input0: float32[8, 1000]\noutput0[N] +=! input0[N, C]\n"
+    # the partial sums (1000 adds a row), then per block two warps' 5-step butterflies (64
+    # lanes x 5), one 2-lane step (64 lanes x 1) and the leader's final add
+    assert flops(program, "cuda", rows) == 8 * (1000 + 64 * 5 + 64 * 1 + 1)
+
+
+# ---- coalescing -------------------------------------------------------------------------------------
+
+ADD = "input input0: float32[64, 32]\ninput input1: float32[64, 32]\noutput0[N, M] = input0[N, M] + input1[N, M]\n"
+
+
+def bound(first: str, second: str, stmt: str = "output0") -> str:
+    return script([
+        f'%n = transform.einc.match stmt "{stmt}" axis "N" in %root',
+        f'%m = transform.einc.match stmt "{stmt}" axis "M" in %root',
+        f'transform.einc.bind %n to "{first}"',
+        f'transform.einc.bind %m to "{second}"',
+    ])  # fmt: skip
+
+
+def test_unit_stride_across_lanes_touches_four_sectors_a_warp() -> None:
+    (c,) = counts_of(ADD, schedule=bound("block.x", "thread.x"))  # a warp reads one row of 32 floats
+    assert c.global_requests == 64 * 3  # 64 warps, 2 loads + 1 store each
+    assert c.global_sectors == 64 * 3 * 4  # 128 bytes = 4 sectors of 32 bytes
+    assert c.buffers["input0"].load_sectors == 64 * 4
+
+
+def test_strided_access_touches_a_sector_per_lane() -> None:
+    (c,) = counts_of(ADD, schedule=bound("thread.x", "block.x"))  # a warp reads a column: stride 128 B
+    assert c.global_requests == 64 * 3
+    assert c.global_sectors == 64 * 3 * 32
+
+
+def test_matmul_binds_decide_which_input_is_coalesced() -> None:
+    program = MATMUL.format(n=64, k=64, m=64)
+    (rows,) = counts_of(program, schedule=bound("block.x", "thread.x"))  # lanes along M
+    (cols,) = counts_of(program, schedule=bound("thread.x", "block.x"))  # lanes along N
+    warps_k = 64 * 2 * 64  # 64 blocks of 2 warps, 64 iterations of K
+    # lanes along M: input0[N, K] is one word for the warp, input1[K, M] 32 consecutive floats
+    assert rows.buffers["input0"].load_sectors == warps_k * 1
+    assert rows.buffers["input1"].load_sectors == warps_k * 4
+    # lanes along N: input0[N, K] strides by a row (a sector per lane), input1 is one word
+    assert cols.buffers["input0"].load_sectors == warps_k * 32
+    assert cols.buffers["input1"].load_sectors == warps_k * 1
+    # the accumulator's address does not change with K: loaded and stored once per thread
+    assert rows.buffers["output0"].load_sectors == 64 * 2 * 4
+    assert cols.buffers["output0"].load_sectors == 64 * 2 * 32
+
+
+def test_partial_warps_and_guards_mask_lanes() -> None:
+    program = "input input0: float32[1000]\noutput0[N] = input0[N] + input0[N]\n"
+    (c,) = counts_of(program)
+    assert c.total_flops == 1000  # the guard masks the 24 work-items past the end
+    assert c.global_bytes == 2 * 4 * 1000  # one load (the second is the same address) + one store
+
+
+# ---- shared memory bank conflicts -------------------------------------------------------------------
+
+
+def shared_kernel(columns: int, column_read: bool) -> KernelCounts:
+    """A warp reading a 32 x `columns` shared tile down a column (or along a row)."""
+    index = "[%tx, %c0]" if column_read else "[%c0, %tx]"
+    text = f"""builtin.module {{
+  egpu.func @tile(%out: memref<32xf32>) grid [1, 1, 1] block [32, 1, 1] {{
+    %tile = egpu.alloc_shared : memref<32x{columns}xf32>
+    %tx = egpu.thread_id x
+    %c0 = arith.constant 0 : index
+    %v = memref.load %tile{index} : memref<32x{columns}xf32>
+    memref.store %v, %out[%tx] : memref<32xf32>
+    egpu.return
+  }}
+}}"""
+    module = Parser(make_context(), text).parse_module()
+    (kernel,) = kernels(module)
+    return count_kernel(kernel, 32, 32)
+
+
+def test_column_of_an_unpadded_tile_is_a_32_way_conflict() -> None:
+    c = shared_kernel(32, column_read=True)  # every lane's word in bank 0
+    assert (c.shared_requests, c.shared_wavefronts, c.bank_conflicts) == (1, 32, 31)
+
+
+def test_padding_the_tile_removes_the_conflict() -> None:
+    c = shared_kernel(33, column_read=True)  # row stride 33 words: lane t in bank t
+    assert (c.shared_requests, c.shared_wavefronts, c.bank_conflicts) == (1, 1, 0)
+    row = shared_kernel(32, column_read=False)
+    assert (row.shared_wavefronts, row.bank_conflicts) == (1, 0)
+
+
+# ---- the roofline's verdicts ------------------------------------------------------------------------
+
+
+def test_elementwise_is_memory_bound() -> None:
+    program = "input input0: float32[4096, 4096]\ninput input1: float32[4096, 4096]\noutput0[N, M] = input0[N, M] + input1[N, M]\n"
+    comp = Compilation(program, "add.ein", target="opencl", schedule="none", use_records=False)
+    report = model_module(comp.module("target"), get_device("h100"))
+    (k,) = report.kernels
+    assert k.bound == "memory"
+    assert k.dram_bytes == 3 * 4096 * 4096 * 4  # two inputs read, one output written
+    assert k.terms["memory"] == pytest.approx(3 * 4096 * 4096 * 4 / 3.35e12)
+
+
+def register_tiled_matmul(n: int = 2048) -> str:
+    """A 128 x 128 block tile of 16 x 16 threads, each an 8 x 8 register tile fed by float4
+    loads from K-major shared tiles (8 x 128): the shape of a classic SGEMM kernel. The
+    operands of its FMAs are not the outer product's (only the counts matter here)."""
+    fmas = []
+    for r in range(16):
+        a, b = f"%a{r % 2}", f"%b{(r // 2) % 2}"
+        fmas += [f"      %acc{r} = egpu.vload %acc[%c{r // 2}, %c{4 * (r % 2)}] : memref<8x8xf32> -> vector<4xf32>",
+                 f"      %f{r} = egpu.vfma {a}, {b}, %acc{r} : vector<4xf32>",
+                 f"      egpu.vstore %f{r}, %acc[%c{r // 2}, %c{4 * (r % 2)}] : vector<4xf32>, memref<8x8xf32>"]  # fmt: skip
+    consts = "\n".join(f"    %c{v} = arith.constant {v} : index" for v in range(8))
+    body = "\n".join(fmas)
+    mem = f"memref<{n}x{n}xf32>"
+    return f"""builtin.module {{
+  egpu.func @sgemm(%a: {mem}, %b: {mem}, %c: {mem}) grid [{n // 128}, {n // 128}, 1] block [16, 16, 1] {{
+    %as = egpu.alloc_shared : memref<8x128xf32>
+    %bs = egpu.alloc_shared : memref<8x128xf32>
+    %acc = memref.alloca() : memref<8x8xf32>
+{consts}
+    %tx = egpu.thread_id x
+    %ty = egpu.thread_id y
+    %bx = egpu.block_id x
+    %by = egpu.block_id y
+    affine.for %ko = 0 to {n} step 8 {{
+      affine.for %e = 0 to 4 {{
+        %row = affine.apply affine_map<(d0, d1, d2) -> (((d0 * 256 + d1 + d2 * 16) floordiv 128))> (%e, %tx, %ty)
+        %col = affine.apply affine_map<(d0, d1, d2) -> (((d0 * 256 + d1 + d2 * 16) mod 128))> (%e, %tx, %ty)
+        %va = affine.load %a[%ko + %row, %by * 128 + %col] : {mem}
+        affine.store %va, %as[%row, %col] : memref<8x128xf32>
+        %vb = affine.load %b[%ko + %row, %bx * 128 + %col] : {mem}
+        affine.store %vb, %bs[%row, %col] : memref<8x128xf32>
+      }}
+      egpu.barrier
+      affine.for %ki = 0 to 8 {{
+      %ra = affine.apply affine_map<(d0) -> (d0 * 8)> (%ty)
+      %ra4 = affine.apply affine_map<(d0) -> (d0 * 8 + 4)> (%ty)
+      %rb = affine.apply affine_map<(d0) -> (d0 * 8)> (%tx)
+      %rb4 = affine.apply affine_map<(d0) -> (d0 * 8 + 4)> (%tx)
+      %a0 = egpu.vload %as[%ki, %ra] : memref<8x128xf32> -> vector<4xf32>
+      %a1 = egpu.vload %as[%ki, %ra4] : memref<8x128xf32> -> vector<4xf32>
+      %b0 = egpu.vload %bs[%ki, %rb] : memref<8x128xf32> -> vector<4xf32>
+      %b1 = egpu.vload %bs[%ki, %rb4] : memref<8x128xf32> -> vector<4xf32>
+{body}
+      }}
+      egpu.barrier
+    }}
+    egpu.return
+  }}
+}}"""
+
+
+def test_large_register_tiled_matmul_is_compute_bound() -> None:
+    module = Parser(make_context(), register_tiled_matmul()).parse_module()
+    report = model_module(module, get_device("h100"))
+    (k,) = report.kernels
+    # per thread and K step: 16 FMAs of 4 lanes (8 x 8 x 2 FLOPs)
+    assert k.counts.total_flops == 2 * 2048**3
+    assert k.bound == "compute"
+    assert k.terms["compute"] == pytest.approx(2 * 2048**3 / 67e12 * 132 * 2 / 256, rel=1e-6)  # 256 blocks: 2 waves of 132
+    assert k.counts.shared_requests > 0 and k.registers_from == "estimated"
+
+
+def test_naive_matmul_is_not_compute_bound_and_launches_cost() -> None:
+    comp = Compilation(MATMUL.format(n=256, k=256, m=256), "mm.ein", target="opencl", schedule="none", use_records=False)
+    report = model_module(comp.module("target"), get_device("a100"))
+    assert report.bound in ("on-chip", "issue", "launch")
+    assert report.time_s >= report.kernels[0].launch_s == pytest.approx(3e-6)
+    tiny = Compilation("input input0: float32[8]\noutput0[N] = input0[N] + input0[N]\n", "t.ein", target="opencl",
+                       schedule="none", use_records=False)  # fmt: skip
+    assert model_module(tiny.module("target"), get_device("a100")).bound == "launch"
+
+
+# ---- registers from the compilers -------------------------------------------------------------------
+
+
+def require(target: str) -> None:
+    ok, why = toolchains.available(target)
+    if not ok:
+        if toolchains.required(target):
+            pytest.fail(f"CI needs the {target} toolchain: {why}")
+        pytest.skip(why)
+
+
+@pytest.mark.cuda
+def test_cuda_registers_come_from_nvrtc() -> None:
+    require("cuda")
+    kernel = einc.compile(MATMUL.format(n=64, k=64, m=64), target="cuda", schedule="none", use_records=False)
+    (compiled,) = kernel.check(["sm_90"])
+    report = kernel.model("h100")
+    (k,) = report.kernels
+    assert k.registers == compiled.kernel(k.counts.name).registers
+    assert k.registers_from == "cuda compiler, sm_90"
+    a100 = kernel.model("a100").kernels[0]
+    assert a100.registers_from == "cuda compiler, sm_80"
+    assert kernel.model("mi250x").kernels[0].registers_from == "estimated"  # NVRTC builds no gfx code
+
+
+@pytest.mark.hip
+def test_hip_registers_come_from_hipcc() -> None:
+    require("hip")
+    kernel = einc.compile(MATMUL.format(n=64, k=64, m=64), target="hip", schedule="none", use_records=False)
+    (k,) = kernel.model("mi250x").kernels
+    assert k.registers_from == "hip compiler, gfx90a" and k.registers > 0
+
+
+def test_kernel_model_refuses_the_c_target() -> None:
+    kernel = einc.compile(MATMUL.format(n=4, k=4, m=4), target="c", schedule="none", use_records=False)
+    with pytest.raises(TargetError, match="device kernels"):
+        kernel.model("h100")
+
+
+# ---- the device table and descriptions --------------------------------------------------------------
+
+
+def test_the_table_holds_the_devices_the_issue_names() -> None:
+    assert {"h100", "a100", "mi250x", "rtx4090", "a770", "ipu-m2000"} <= set(DEVICES)
+    for key, d in DEVICES.items():
+        assert d.fp32_tflops > 0 and d.dram_gbps > 0 and d.sms > 0 and d.warp > 0, key
+        # the FP32 peak is lanes x 2 x clock (within rounding of the published figures)
+        assert d.fp32_tflops == pytest.approx(d.sms * d.clock_ghz * 2 * _lanes(key) / 1e3, rel=0.03), key
+    assert DEVICES["ipu-m2000"].sms == 1472 and DEVICES["ipu-m2000"].tile_memory == 624 * 1024
+    assert get_device("H100").key == "h100" and get_device("ipu").key == "ipu-m2000"
+
+
+def _lanes(key: str) -> int:
+    """FP32 FMA lanes per SM: 128 on Hopper/Ada, 64 on Ampere A100 and CDNA 2, 128 per Xe-core,
+    2 per IPU tile."""
+    return {"a100": 64, "mi250x": 64, "ipu-m2000": 2}.get(key, 128)
+
+
+def test_unknown_device_lists_the_known_ones() -> None:
+    with pytest.raises(UsageError, match="unknown device 'h200': the model knows a100, a770, h100, ipu-m2000, mi250x, rtx4090"):
+        get_device("h200")
+
+
+def test_custom_device_from_json(tmp_path: Path) -> None:
+    path = tmp_path / "half.json"
+    path.write_text(json.dumps({"base": "h100", "name": "half an H100", "sms": 66, "dram_gbps": 1675}))
+    d = get_device(str(path))
+    assert (d.name, d.sms, d.dram_gbps, d.warp, d.key) == ("half an H100", 66, 1675, 32, str(path))
+
+
+@pytest.mark.parametrize(
+    "text, where, message",
+    [('{"base": "h100",\n  "sms": -4}', ":2:3:", "'sms' must be above 0, got -4"),
+     ('{"base": "h100",\n  "warp": 32.5}', ":2:3:", "'warp' must be a whole number"),
+     ('{"base": "h100",\n  "fp32_tflops": "fast"}', ":2:3:", "'fp32_tflops' must be a number"),
+     ('{"base": "h100",\n  "colour": 1}', ":2:3:", "unknown field 'colour'"),
+     ('{"base": "h999"}', ":1:2:", "'base' names a built-in device"),
+     ('{"name": "x"}', ":1:1:", "the device description lacks fp32_tflops"),
+     ('{"name": "x",\n', ":2:1:", "invalid JSON"),
+     ('[1, 2]', ":1:1:", "a device description is a JSON object")],
+)  # fmt: skip
+def test_bad_device_descriptions_are_located(tmp_path: Path, text: str, where: str, message: str) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text(text)
+    with pytest.raises(UsageError) as err:
+        get_device(str(path))
+    assert str(err.value).startswith(f"{path}{where} error: {message}"), str(err.value)
+
+
+# ---- the command line -------------------------------------------------------------------------------
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "einc"), *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_check_model_prints_the_roofline() -> None:
+    res = run("check", "examples/softmax.ein", "-t", "opencl", "--model", "a770", "--no-records")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "softmax: target opencl, modelled on Intel Arc A770 16GB (a roofline from published figures, not measured)" in out
+    for kernel in ("kernel_temp0", "kernel_temp1", "kernel_output0"):
+        assert f"  {kernel}: grid" in out
+    assert "FLOPs" in out and "sectors of 64 B" in out and "occupancy" in out and "-bound (compute" in out
+    assert "registers 32 (estimated)" in out
+
+
+def test_check_model_json(tmp_path: Path) -> None:
+    res = run("check", "examples/softmax.ein", "-t", "hlsl", "--model", "rtx4090", "--json", "--schedule", "none")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    model = report["model"]
+    assert model["modelled"] is True and model["device"]["name"] == "NVIDIA GeForce RTX 4090"
+    assert model["flops"] == 7 * 64 * 1024
+    k = model["kernels"][0]
+    assert set(k) >= {"flops", "global", "shared", "registers", "occupancy", "time_s", "terms_s", "bound"}
+    assert k["bound"] in ("compute", "issue", "memory", "on-chip", "launch")
+    assert model["time_s"] == pytest.approx(sum(k["time_s"] for k in model["kernels"]))
+
+
+@pytest.mark.cuda
+def test_check_model_on_cuda_compiles_for_the_device() -> None:
+    require("cuda")
+    res = run("check", "examples/matmul.ein", "-t", "cuda", "--model", "a100", "--no-records")
+    assert res.returncode == 0, res.stderr
+    assert "sm_80: compiled" in res.stdout and "sm_90" not in res.stdout
+    assert "(cuda compiler, sm_80)" in res.stdout
+
+
+def test_check_model_errors() -> None:
+    res = run("check", "examples/softmax.ein", "-t", "opencl", "--model", "h200")
+    assert res.returncode == 1
+    assert res.stderr.startswith("<command line>:1:")
+    assert "unknown device 'h200': the model knows a100, a770, h100, ipu-m2000, mi250x, rtx4090" in res.stderr
+    res = run("check", "examples/softmax.ein", "-t", "c", "--model", "h100")
+    assert res.returncode == 1
+    assert "error: 'einc check --model' models the kernels of device targets" in res.stderr
+
+
+def test_check_model_bad_file(tmp_path: Path) -> None:
+    path = tmp_path / "dev.json"
+    path.write_text('{"base": "h100",\n  "sms": 0}\n')
+    res = run("check", "examples/softmax.ein", "-t", "opencl", "--model", str(path))
+    assert res.returncode == 1
+    assert res.stderr.startswith(f"{path}:2:3: error: 'sms' must be above 0, got 0"), res.stderr
