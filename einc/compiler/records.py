@@ -876,8 +876,9 @@ def stale_note(others: list[tuple[RecordContext | None, int]], now: RecordContex
     count = sum(n for _, n in others)
     phrases = list(dict.fromkeys(p for context, _ in others for p in (context.changes(now) if context else [LEGACY])))
     shown = "; ".join(phrases[:3]) + (f"; and {len(phrases) - 3} more (`einc records list`)" if len(phrases) > 3 else "")
-    records = "tuning record was" if count == 1 else "tuning records were"
-    return f"{count} {records} of this program for target {target} {shown}: not used; re-tune (`einc tune`)"
+    records = "tuning record" if count == 1 else "tuning records"
+    return (f"{count} {records} of this program for target {target} {'was' if count == 1 else 'were'} {shown}:"
+            " not used; re-tune (`einc tune`)")  # fmt: skip
 
 
 def find_record(program: str, target: type[CLikeTarget], db: str | Path | None = None,
