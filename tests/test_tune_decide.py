@@ -7,6 +7,7 @@ the best (summary, progress bar, records, compile, plot) names the same one."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -30,14 +31,15 @@ from einc.tune.decide import (
     sign_p,
 )
 from einc.tune.records import RecordDB
-from einc.compiler.records import find_record, used_line
+from einc.compiler.records import find_record, record_context, used_line
 from einc.tune.report import marks
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import TuneResult, bar_postfix, tune
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from einc.tune.workload import throughput
 
-DEVICE = "test device"
+DEVICE = dataclasses.replace(record_context(get_target("c")), device="test device")
+"""This machine's context for C but a made-up device (what the monkeypatched fingerprint names)."""
 
 
 def clean(seconds: float, spread: float = 0.01) -> Sample:

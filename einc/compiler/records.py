@@ -190,7 +190,7 @@ class RecordContext:
     def changes(self, now: RecordContext) -> list[str]:
         """How a record made under this context differs from `now`, a phrase per field that
         differs (`made with gcc 12.1.0 (now gcc 12.2.0)`); [] when it applies."""
-        phrases = []
+        phrases: list[str] = []
         if self.device != now.device:
             phrases.append(f"made on {_short(self.device)} (this is {_short(now.device)})")
         if self.isa != now.isa:
@@ -369,7 +369,7 @@ class Record:
     def to_json(self, summary: str = "") -> dict[str, object]:
         """The exported form (no id: ids are local to a database); the key fields beside the
         device are null for a record without a context."""
-        context = {f: None if self.context is None else getattr(self.context, f) for f in KEY_FIELDS[1:]}
+        context: dict[str, object] = {f: None if self.context is None else getattr(self.context, f) for f in KEY_FIELDS[1:]}
         return context | {
             "format": EXPORT_FORMAT, "task_key": self.task_key, "target": self.target,
             "device": self.device, "program": self.program, "summary": summary,
