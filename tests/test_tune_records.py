@@ -777,13 +777,15 @@ def test_lookups_search_the_indexes_among_100k_records(tmp_path: Path) -> None:
         db.others(task.key, "c", here)
         db.has_task(task.key, "c")
         db.conn.set_trace_callback(None)
-        assert len(statements) >= 6
+        assert len(statements) >= 7
+        indexes, used = ("records_by_context", "records_decisions", "records_finals", "records_ranked"), set()
         for sql in statements:
             plan = [row[3] for row in db.conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
             searches = [step for step in plan if step.startswith(("SEARCH r ", "SEARCH records "))]
             assert searches and not any(step.startswith(("SCAN r", "SCAN records")) for step in plan), (sql, plan)
             assert all("(task_key=? AND target=?" in step for step in searches), (sql, plan)
-            assert any(i in s for s in searches for i in ("records_by_context", "records_decisions", "records_finals"))
+            used |= {i for step in searches for i in indexes if f" INDEX {i} " in step}
+        assert used == set(indexes)  # the decision, the final ranking, the ranked records, trials
 
 
 # ---- the search space's version ------------------------------------------------------------------

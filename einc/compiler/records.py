@@ -414,10 +414,15 @@ _INDEXES = (
     " WHERE json_extract(extra, '$.best') = 1",
     "CREATE INDEX IF NOT EXISTS records_finals ON records (task_key, target, context, id)"
     " WHERE json_extract(extra, '$.final') IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS records_ranked ON records (task_key, target, context, median_s)"
+    " WHERE status = 'ok' AND median_s IS NOT NULL AND json_extract(extra, '$.final') IS NULL"
+    " AND NOT coalesce(json_extract(extra, '$.trial') = 1, 0)",
 )
 """A lookup (`best`, `trials`) is a search of `records_by_context` on (program, target,
-context), the latest decision and final ranking each a search of a partial index (tests
-check the query plans; benchmarks/records_lookup.py times them)."""
+context); the latest decision, the latest final ranking and the ranked records that are no
+trials (`best`'s three steps) each a search of a partial index, whose WHERE the queries repeat
+word for word (SQLite uses a partial index only then). Tests check the query plans among
+100,000 records; benchmarks/records_lookup.py times them."""
 _MIGRATION = (
     *(f"ALTER TABLE records ADD COLUMN {c} TEXT" for c in _CONTEXT_COLUMNS),
     "DROP INDEX IF EXISTS records_by_task",
@@ -617,10 +622,14 @@ class RecordStore:
         return self.conn.execute("SELECT id FROM records WHERE digest = ?", (digest,)).fetchone()[0], False
 
     # ---- reading --------------------------------------------------------------------------
-    def _records(self, where: str, args: tuple[object, ...], tail: str = "") -> list[Record]:
+    def _records(self, where: str, args: tuple[object, ...], tail: str = "", index: str = "") -> list[Record]:
+        """The records WHERE `where` (`index`: ` INDEXED BY name`, the index the query must
+        search: SQLite's planner does not weigh a partial index's WHERE, so it would rather
+        search the wider index on (program, target, context, status, median_s))."""
         columns = _COLUMNS + _KEY_COLUMNS[self.version]
+        source = f"FROM records r{index} JOIN programs p ON p.task_key = r.task_key"
         with self._guard("read"):
-            rows = self.conn.execute(f"SELECT {columns} {_FROM} WHERE {where} {tail}", args).fetchall()
+            rows = self.conn.execute(f"SELECT {columns} {source} WHERE {where} {tail}", args).fetchall()
         return [_record(row) for row in rows]
 
     def _scope(self, task_key: str, target: str, context: RecordContext) -> tuple[str, tuple[object, ...]]:
@@ -653,15 +662,20 @@ class RecordStore:
 
     def _best(self, scope: str, args: tuple[object, ...]) -> Record | None:
         """`best` among the records of `scope` (WHERE, arguments)."""
-        found = self._records(f"{scope} AND {_DECISION}", args, "ORDER BY r.id DESC LIMIT 1")
+        indexed = (lambda name: f" INDEXED BY {name}") if self.version >= 2 else (lambda name: "")
+        found = self._records(f"{scope} AND {_DECISION}", args, "ORDER BY r.id DESC LIMIT 1", indexed("records_decisions"))
         if found:
             return found[0]
+        with self._guard("read"):
+            latest = self.conn.execute(f"SELECT {_FINAL} FROM records r{indexed('records_finals')} WHERE {scope} AND"
+                                       f" {_FINAL} IS NOT NULL ORDER BY r.id DESC LIMIT 1", args).fetchone()  # fmt: skip
         ranked = f"{scope} AND r.status = '{Status.OK.value}' AND r.median_s IS NOT NULL"
-        latest = f"SELECT {_FINAL} FROM records r WHERE {scope} AND {_FINAL} IS NOT NULL ORDER BY r.id DESC LIMIT 1"
-        found = self._records(f"{ranked} AND {_FINAL} = ({latest})", (*args, *args), "ORDER BY r.median_s, r.id LIMIT 1")
+        if latest is not None:
+            found = self._records(f"{ranked} AND {_FINAL} IS NOT NULL AND {_FINAL} = ?", (*args, latest[0]),
+                                  "ORDER BY r.median_s, r.id LIMIT 1", indexed("records_finals"))  # fmt: skip
         if not found:
             found = self._records(f"{ranked} AND {_FINAL} IS NULL AND NOT coalesce({_TRIAL}, 0)", args,
-                                  "ORDER BY r.median_s, r.id LIMIT 1")  # fmt: skip
+                                  "ORDER BY r.median_s, r.id LIMIT 1", indexed("records_ranked"))  # fmt: skip
         return found[0] if found else None
 
     def others(self, task_key: str, target: str, context: RecordContext) -> list[tuple[RecordContext | None, int]]:
