@@ -232,7 +232,7 @@ def test_a_truly_faster_kernel_is_crowned_and_named_alike_everywhere(
         assert all(len(f.times) == rounds_needed(3) for f in result.finals)  # 6 rounds, in turn
         assert_one_best(result, db, task, tmp_path)
         # a compile applies exactly that record
-        monkeypatch.setattr("einc.compiler.records.device_fingerprint", lambda target: DEVICE)
+        monkeypatch.setattr("einc.compiler.records.device_fingerprint", lambda target: DEVICE.device)
         found = find_record(task.normalized, get_target("c"), db.path)
         best = db.best(task.key, "c", DEVICE)
         assert found is not None and best is not None and found[0].id == best.id

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Self, TextIO, TypedDict, cast
 
 from einc.errors import EincError, SourceLocation
 from einc.runtime.finders import known
-from einc.schedule.default import space_version
 
 if TYPE_CHECKING:
     from einc.targets.clike import CLikeTarget
@@ -234,6 +233,8 @@ def record_context(target: type[CLikeTarget], cflags: Iterable[str] = ()) -> Rec
     what a record must have been made under to be used here. Never raises (a part that cannot
     be known reads `unknown (why)`); cheap after the first call per process (the device, the
     compiler's version and the ISA flags are asked once)."""
+    from einc.schedule.default import space_version  # loads the default policies: not at import
+
     cpu = target.runtime_device is None
     compiler, flags = target.toolchain_identity(tuple(cflags))
     return RecordContext(
@@ -634,7 +635,7 @@ class RecordStore:
 
     def _scope(self, task_key: str, target: str, context: RecordContext) -> tuple[str, tuple[object, ...]]:
         """The records of a task on a target made under `context` (WHERE, arguments): a search
-        of the `records_by_context` index. None in a version 1 database (no record has one)."""
+        of the `records_by_context` index; none in a version 1 database (no record has one)."""
         if self.version < 2:
             return "0", ()
         return "r.task_key = ? AND r.target = ? AND r.context = ?", (task_key, target, context.key)
