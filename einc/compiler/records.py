@@ -663,7 +663,9 @@ class RecordStore:
 
     def _best(self, scope: str, args: tuple[object, ...]) -> Record | None:
         """`best` among the records of `scope` (WHERE, arguments)."""
-        indexed = (lambda name: f" INDEXED BY {name}") if self.version >= 2 else (lambda name: "")
+        def indexed(name: str) -> str:  # a version 1 database has none of the partial indexes
+            return f" INDEXED BY {name}" if self.version >= 2 else ""
+
         found = self._records(f"{scope} AND {_DECISION}", args, "ORDER BY r.id DESC LIMIT 1", indexed("records_decisions"))
         if found:
             return found[0]
