@@ -36,7 +36,7 @@ from einc.compiler.driver import Compilation
 from einc.semantics.compare import random_inputs  # noqa: E402
 from einc.tune.decide import median_interval  # noqa: E402
 from einc.tune.records import RecordDB
-from einc.compiler.records import device_fingerprint  # noqa: E402
+from einc.compiler.records import record_context  # noqa: E402
 from einc.targets import get_target  # noqa: E402
 from einc.tune.types import TuneTask  # noqa: E402
 
@@ -81,7 +81,7 @@ def compare(program: Path, db: Path, rounds: int) -> dict[str, object]:
     """The recorded best against the default schedule, both timed here in alternating rounds."""
     task = TuneTask.from_file(program)
     with RecordDB(db, create=False) as records:
-        best = records.best(task.key, "c", device_fingerprint(get_target("c")))
+        best = records.best(task.key, "c", record_context(get_target("c")))
     assert best is not None, "no best recorded"
     tuned = Compilation(task.source, str(program), schedule=best.schedule, use_records=False).kernel()
     default = Compilation(task.source, str(program), use_records=False).kernel()

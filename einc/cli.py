@@ -14,14 +14,14 @@ import re
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from einc.errors import EincError, InternalCompilerError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
-    from einc.compiler.records import TaskRow
+    from einc.compiler.records import RecordContext, TaskRow
     from einc.ir.pass_statistics import Statistics
     from einc.tools.numerics.types import NumericsReport
 
@@ -309,7 +309,9 @@ def stage_progress(forced: bool) -> Callable[[str, float], None] | None:
 def _records_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequence[str]) -> None:
     records = sub.add_parser("records", help="list, show, export or import tuning records", argv=argv)
     actions = records.add_subparsers(dest="records_command", required=True)
-    listing = actions.add_parser("list", help="one line per tuned program, target and device", argv=argv)
+    listing = actions.add_parser(
+        "list", help="one line per tuned program, target and context (device, compiler, ...), and whether it applies here",
+        argv=argv)  # fmt: skip
     show = actions.add_parser("show", help="a record and its schedule", argv=argv)
     show.add_argument("id", type=int, help="the record's id (`einc records list` shows each task's best)")
     export = actions.add_parser("export", help="records as JSON lines", argv=argv)
@@ -345,12 +347,13 @@ def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 0
     with RecordDB(path, create=False) as db:
         if action == "list":
-            print(render_tasks(db.tasks(), path))
+            tasks = db.tasks()
+            print(render_tasks(tasks, path, _contexts_here({t["target"] for t in tasks})))
         elif action == "show":
             record = db.get(args.id)
             if record is None:
                 raise UsageError(f"no record {args.id} in {path}", argument_location(argv, str(args.id)))
-            print("\n".join(show_lines(record)))
+            print("\n".join(show_lines(record, _contexts_here({record.target}).get(record.target))))
         elif args.output:
             try:
                 with open(args.output, "w") as out:
@@ -363,16 +366,43 @@ def records_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
-def render_tasks(tasks: Sequence[TaskRow], path: Path) -> str:
-    """`einc records list`: a table, one row per task key, target and device."""
+def _contexts_here(targets: set[str]) -> dict[str, RecordContext]:
+    """This machine's record context for each of `targets` that einc knows (a record of another
+    target, e.g. imported from a plugin's, has none)."""
+    from einc.compiler.records import record_context
+    from einc.targets import get_all_targets, get_target
+
+    known = get_all_targets()
+    return {t: record_context(get_target(t)) for t in sorted(targets) if t in known}
+
+
+def applies(task: TaskRow, here: Mapping[str, RecordContext]) -> str:
+    """`einc records list`'s last column: `yes`, or `no (compiler, flags)`: the key fields of the
+    row's records that differ from this machine's (`no (before keys)`: records of an einc before
+    contexts; `?`: a target einc does not know)."""
+    now = here.get(task["target"])
+    if now is None:
+        return "?"
+    if task["context"] is None:
+        return "no (before keys)"
+    differing = task["context"].differing(now)
+    return "yes" if not differing else f"no ({', '.join(differing)})"
+
+
+def render_tasks(tasks: Sequence[TaskRow], path: Path, here: Mapping[str, RecordContext] | None = None) -> str:
+    """`einc records list`: a table, one row per task key, target and context (`here`: this
+    machine's context per target, for the `applies` column: whether `einc compile` uses the
+    row's records, else which key fields differ; `einc records show ID` shows them)."""
     if not tasks:
         return f"no tuning records in {path}"
-    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id", "best")
+    here = here or {}
+    head = ("task", "target", "device", "program", "trials", "ok", "best ms", "best id", "best", "applies")
     rows = [(t["task_key"], t["target"], t["device"], t["summary"], str(t["trials"]), str(t["ok"]),
              "-" if t["best_s"] is None else f"{t['best_s'] * 1e3:.3f}",
-             "-" if t["best_id"] is None else str(t["best_id"]), t["best_note"] or "-") for t in tasks]  # fmt: skip
+             "-" if t["best_id"] is None else str(t["best_id"]), t["best_note"] or "-", applies(t, here))
+            for t in tasks]  # fmt: skip
     widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 4 or i == 8 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+    lines = ["  ".join(c.ljust(w) if i < 4 or i >= 8 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
              for r in (head, *rows)]  # fmt: skip
     return "\n".join(line.rstrip() for line in lines) + f"\n({path})"
 

@@ -167,7 +167,7 @@ def closed_stdout() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def records_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from einc.tune.records import RecordDB
-    from einc.compiler.records import device_fingerprint
+    from einc.compiler.records import record_context
     from einc.targets import get_target
     from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
@@ -175,7 +175,7 @@ def records_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     task = TuneTask("output0[N] = input0[N] * 2.0", "c", "<ir>", {"input0": {"dtype": "float32", "shape": [8]}})
     schedule = "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n  transform.yield\n}\n"
     with RecordDB(path) as db:
-        db.add(task, device_fingerprint(get_target("c")), MeasureResult(Candidate(Point.of("hand", {}), schedule), Status.OK,
+        db.add(task, record_context(get_target("c")), MeasureResult(Candidate(Point.of("hand", {}), schedule), Status.OK,
                                                             times=(1e-3,)), tuner="test")  # fmt: skip
     return path
 

@@ -133,6 +133,7 @@ def test_tune_takes_the_path_of_its_database(tmp_path: Path) -> None:
     result = tune(task, trials=3, builder=InstantBuilder(), runner=InstantRunner(), db=str(path), verify=False)
     assert result.trials == 3
     with RecordDB(path, create=False) as db:
-        assert len(db.trials(task.key, "c", next(iter(db.tasks()))["device"])) == 3
+        context = next(iter(db.tasks()))["context"]
+        assert context is not None and len(db.trials(task.key, "c", context)) == 3
     with pytest.raises(TypeError, match=r"tune\(db=...\) takes a RecordDB or a path, not dict"):
         tune(task, trials=1, builder=InstantBuilder(), runner=InstantRunner(), db=cast(RecordDB, {}))

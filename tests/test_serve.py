@@ -36,7 +36,7 @@ from einc.runtime.manifest import LaunchManifest
 from einc.tools.serve.app import Answer
 from einc.tools.serve.jobs import MAX_DEPTH, CompileRequest, RequestError, compile_job, parse_request
 from einc.tune.records import RecordDB
-from einc.compiler.records import device_fingerprint
+from einc.compiler.records import record_context
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -362,7 +362,7 @@ def test_tuning_records_are_used_and_reported(server: Server) -> None:
     task = TuneTask(str(body["ir"]), "c", "<ir>", body["input_dict"])
     with RecordDB(server.db) as db:
         candidate = Candidate(Point.of("hand", {}), TUNED_SCHEDULE)
-        rid = db.add(task, device_fingerprint(get_target("c")), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
+        rid = db.add(task, record_context(get_target("c")), MeasureResult(candidate, Status.OK, times=(1e-3,)), tuner="test")
     status, answer = post(server, body)
     assert status == 200, answer
     record = answer["record"]

@@ -30,7 +30,7 @@ import einc.torch
 from einc.targets import get_target
 from einc.errors import EincError, RuntimeInputError, SemanticError, TargetError, UsageError
 from einc.tune.records import RecordDB
-from einc.compiler.records import device_fingerprint
+from einc.compiler.records import record_context
 from einc.tune.types import TuneTask
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -409,8 +409,8 @@ def test_tune_records_the_best_and_later_ops_use_it(tmp_path: Path, gen: torch.G
     assert result.best is not None and result.best.ok
     with RecordDB(db) as records:
         task = TuneTask(MATMUL, "c", input_dict=spec)
-        best = records.best(task.key, "c", device_fingerprint(get_target("c")))
-        assert best is not None and len(records.trials(task.key, "c", device_fingerprint(get_target("c")))) >= 3
+        best = records.best(task.key, "c", record_context(get_target("c")))
+        assert best is not None and len(records.trials(task.key, "c", record_context(get_target("c")))) >= 3
     # the op was compiled again with the best record, and computes the same numbers
     assert made.record is not None and made.record.id == best.id
     assert made.kernel.source != einc.compile(MATMUL, spec, use_records=False).source or best.sketch == "default"
@@ -441,7 +441,7 @@ def test_tune_records_the_best_and_later_ops_use_it(tmp_path: Path, gen: torch.G
     assert made.record is not None and made.record.id == best.id  # the full batch keeps its own
     with RecordDB(db) as records:
         task17 = TuneTask(MATMUL, "c", input_dict={**spec, "input0": {"dtype": "float32", "shape": [17, 96]}})
-        best17 = records.best(task17.key, "c", device_fingerprint(get_target("c")))
+        best17 = records.best(task17.key, "c", record_context(get_target("c")))
         assert best17 is not None and best17.id == record.id
     close(made(a17, b), a17 @ b, rtol=1e-5)
     with pytest.raises(RuntimeInputError, match="axis K"):

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from einc.compiler.records import RecordContext
 from einc.cli import main
 from einc.schedule.script import Schedule
 from einc.tune.decide import rounds_needed
@@ -86,11 +87,11 @@ def test_tiny_tune_finds_a_correct_kernel_and_records_every_trial(program: Path,
     np.testing.assert_allclose(kernel(input0=a, input1=b)["output0"], a.astype(np.float64) @ b, rtol=1e-4)
 
 
-def _device(db: RecordDB, task: TuneTask) -> str:
-    from einc.compiler.records import device_fingerprint
+def _device(db: RecordDB, task: TuneTask) -> RecordContext:
+    from einc.compiler.records import record_context
     from einc.targets import get_target
 
-    return device_fingerprint(get_target(task.target))
+    return record_context(get_target(task.target))
 
 
 # ---- faults never win ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ the best (summary, progress bar, records, compile, plot) names the same one."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -30,14 +31,15 @@ from einc.tune.decide import (
     sign_p,
 )
 from einc.tune.records import RecordDB
-from einc.compiler.records import find_record, used_line
+from einc.compiler.records import find_record, record_context, used_line
 from einc.tune.report import marks
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import TuneResult, bar_postfix, tune
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from einc.tune.workload import throughput
 
-DEVICE = "test device"
+DEVICE = dataclasses.replace(record_context(get_target("c")), device="test device")
+"""This machine's context for C but a made-up device (what the monkeypatched fingerprint names)."""
 
 
 def clean(seconds: float, spread: float = 0.01) -> Sample:
@@ -230,7 +232,7 @@ def test_a_truly_faster_kernel_is_crowned_and_named_alike_everywhere(
         assert all(len(f.times) == rounds_needed(3) for f in result.finals)  # 6 rounds, in turn
         assert_one_best(result, db, task, tmp_path)
         # a compile applies exactly that record
-        monkeypatch.setattr("einc.compiler.records.device_fingerprint", lambda target: DEVICE)
+        monkeypatch.setattr("einc.compiler.records.device_fingerprint", lambda target: DEVICE.device)
         found = find_record(task.normalized, get_target("c"), db.path)
         best = db.best(task.key, "c", DEVICE)
         assert found is not None and best is not None and found[0].id == best.id

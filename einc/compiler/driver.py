@@ -237,7 +237,8 @@ class Compilation:
         schedule this einc refuses: a warning, and the target's default schedule is used)."""
         from einc.compiler.records import find_record, warn
 
-        found = find_record(str(self.module("ein")), self.target_obj, self.db)
+        cflags = () if isinstance(self.cflags, str) else self.cflags  # a str is refused when building
+        found = find_record(str(self.module("ein")), self.target_obj, self.db, cflags)
         if found is None:
             return None
         record, path = found

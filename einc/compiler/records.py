@@ -1,10 +1,13 @@
 """Tuning records: every measured candidate in an SQLite database (WAL mode, one short
-transaction per record), keyed by the normalised program, the target and the device. An
-input of the compiler: `einc compile`, `einc run` and `einc.compile` apply the best record
-(`find_record`); the tuner adds them (einc.tune.records.RecordDB).
+transaction per record), keyed by the normalised program, the target and what the times were
+measured under (`RecordContext`: the device, its ISA flags or driver, the compiler and its
+flags, the search space's version). An input of the compiler: `einc compile`, `einc run` and
+`einc.compile` apply the best record whose every key field is this machine's (`find_record`;
+records that no longer apply are skipped with a note); the tuner adds them
+(einc.tune.records.RecordDB).
 
     store = RecordStore(default_db_path())     # $EINC_TUNING_DB, else ~/.cache/einc/tuning.db
-    store.best(program_key(text), "c", device_fingerprint(CTarget))   # the best record, or None
+    store.best(program_key(text), "c", record_context(CTarget))   # the best record, or None
 
 JSON lines (`export_jsonl` / `import_jsonl`) carry records between machines.
 """
@@ -18,6 +21,7 @@ import json
 import math
 import os
 import platform
+import re
 import sqlite3
 import sys
 import time
@@ -29,13 +33,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self, TextIO, TypedDict, cast
 
 from einc.errors import EincError, SourceLocation
+from einc.runtime.finders import known
 
 if TYPE_CHECKING:
     from einc.targets.clike import CLikeTarget
 
 DB_ENV = "EINC_TUNING_DB"
-SCHEMA_VERSION = 1
-EXPORT_FORMAT = "einc-tuning-record/1"
+SCHEMA_VERSION = 2
+"""2: records keyed by their context too (`RecordContext`); a version 1 database (an einc
+before) is migrated when it is opened writable, and read as it is otherwise; its records have
+no context and are never used."""
+EXPORT_FORMAT = "einc-tuning-record/2"
+IMPORT_FORMATS = ("einc-tuning-record/1", EXPORT_FORMAT)
+"""What `einc records import` reads (a /1 line has no key fields: its record is never used)."""
 BUSY_TIMEOUT_MS = 60_000
 
 
@@ -55,6 +65,11 @@ class Row(TypedDict):
     created: float
     tuner: str
     extra: dict[str, object]
+    isa: str | None  # the key fields of `RecordContext` beside the device (None: a record
+    driver: str | None  # of an einc before them, never used)
+    compiler: str | None
+    flags: str | None
+    space: str | None
 
 
 class ImportedRow(Row):
@@ -65,11 +80,12 @@ class ImportedRow(Row):
 
 
 class TaskRow(TypedDict):
-    """One task key, target and device of `RecordDB.tasks()`."""
+    """One task key, target and context of `RecordDB.tasks()`."""
 
     task_key: str
     target: str
     device: str
+    context: RecordContext | None  # None: records of an einc before contexts (never used)
     summary: str  # the program's first statement
     trials: int
     ok: int
@@ -138,12 +154,136 @@ def readonly_reason(path: Path) -> str | None:
     return None
 
 
-# ---- the device -----------------------------------------------------------------------------
+# ---- what a record applies to ---------------------------------------------------------------
+KEY_FIELDS = ("device", "isa", "driver", "compiler", "flags", "space")
+"""The fields of `RecordContext`, in the database's and the exported records' order."""
+
+
+@dataclass(frozen=True)
+class RecordContext:
+    """What a record was measured under, besides its program and target: a record is used only
+    where every field is the one `record_context` gives for this machine.
+
+    device    the CPU model, vector width and core count (`device_fingerprint`); on a device
+              target the device name its runtime reports
+    isa       CPU targets: the CPU's instruction-set flags (`isa_fingerprint`); "" on devices
+    driver    device targets: the driver's version (`driver_fingerprint`); "" on CPU targets
+    compiler  the compiler of the kernels: `$CC --version`'s first line, NVRTC's version, the
+              OpenCL platform's, glslang's, ... (`CLikeTarget.toolchain_identity`)
+    flags     the flags einc builds with (C: CFLAGS, a compile's `cflags`, `$EINC_CFLAGS`)
+    space     the version of einc's search space for the target's schedule family (`cpu.1`:
+              einc.schedule.default.SPACE_VERSIONS)"""
+
+    device: str
+    isa: str
+    driver: str
+    compiler: str
+    flags: str
+    space: str
+
+    @property
+    def key(self) -> str:
+        """The fields' digest, which the database indexes (sha256, 16 hex digits)."""
+        return hashlib.sha256(json.dumps([getattr(self, f) for f in KEY_FIELDS]).encode()).hexdigest()[:16]
+
+    def changes(self, now: RecordContext) -> list[str]:
+        """How a record made under this context differs from `now`, a phrase per field that
+        differs (`made with gcc 12.1.0 (now gcc 12.2.0)`); [] when it applies."""
+        phrases: list[str] = []
+        if self.device != now.device:
+            phrases.append(f"made on {_short(self.device)} (this is {_short(now.device)})")
+        if self.isa != now.isa:
+            phrases.append(f"made for other ISA flags (here {_token_changes(self.isa, now.isa)})")
+        if self.driver != now.driver:
+            phrases.append(f"made with driver {_short(self.driver)} (now {_short(now.driver)})")
+        if self.compiler != now.compiler:
+            phrases.append(f"made with {_short(self.compiler)} (now {_short(now.compiler)})")
+        if self.flags != now.flags:
+            phrases.append(f"made with other compiler flags (here {_token_changes(self.flags, now.flags)})")
+        if self.space != now.space:
+            phrases.append(f"made by search space {self.space} (now {now.space})")
+        return phrases
+
+    def differing(self, now: RecordContext) -> list[str]:
+        """The names of the fields that differ from `now` (`einc records list`)."""
+        return [f for f in KEY_FIELDS if getattr(self, f) != getattr(now, f)]
+
+
+LEGACY = "made by an einc that did not record the compiler, flags and search space"
+"""Why a record without a context (schema version 1, an export of format /1) is never used."""
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _token_changes(old: str, new: str) -> str:
+    """`+avx512f -avx2`: the words `new` has and `old` lacks, then those it lacks; `same words,
+    another order` when only their order changed."""
+    before, after = old.split(), new.split()
+    added = [w for w in dict.fromkeys(after) if w not in before]
+    removed = [w for w in dict.fromkeys(before) if w not in after]
+    if not added and not removed:
+        return "same words, another order"
+    return _short(" ".join([*(f"+{w}" for w in added), *(f"-{w}" for w in removed)]))
+
+
+def record_context(target: type[CLikeTarget], cflags: Iterable[str] = ()) -> RecordContext:
+    """This machine's context for `target`'s records (a compile with extra C flags `cflags`):
+    what a record must have been made under to be used here. Never raises (a part that cannot
+    be known reads `unknown (why)`); cheap after the first call per process (the device, the
+    compiler's version and the ISA flags are asked once)."""
+    from einc.schedule.default import space_version  # loads the default policies: not at import
+
+    cpu = target.runtime_device is None
+    compiler, flags = target.toolchain_identity(tuple(cflags))
+    return RecordContext(
+        device=device_fingerprint(target), isa=isa_fingerprint() if cpu else "",
+        driver="" if cpu else driver_fingerprint(target), compiler=compiler, flags=flags,
+        space=space_version(target),
+    )  # fmt: skip
+
+
+ISA_FLAGS = re.compile(
+    r"sse\w*|pni|ssse3|avx\w*|fma\w*|f16c|bmi\d|amx\w*|popcnt|abm|lzcnt|movbe|xop"  # x86-64
+    r"|asimd\w*|sve\w*|sme\d*|sme[bfi]\w*|fphp|i8mm|bf16|dotprod|neon|vfp\w*"  # Arm (not x86's smep)
+)
+"""The /proc/cpuinfo flags that change the code a compiler makes for this CPU (`-march=native`,
+PoCL's LLVM): vector and fused multiply-add extensions. The other flags (security mitigations,
+virtualisation, power management) come and go with kernels and hypervisors and are left out."""
+
+
+@functools.cache
+def isa_fingerprint() -> str:
+    """This CPU's instruction-set flags (`ISA_FLAGS` of /proc/cpuinfo's first `flags` or, on
+    Arm, `Features` line), sorted and space-separated; the machine's name where there is no
+    /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            line = next((ln for ln in cpuinfo if ln.split(":", 1)[0].strip() in ("flags", "Features")), "")
+    except OSError:
+        line = ""
+    if ":" not in line:
+        return platform.machine()
+    return " ".join(sorted(f for f in line.split(":", 1)[1].split() if ISA_FLAGS.fullmatch(f)))
+
+
+@functools.cache
+def driver_fingerprint(target: type[CLikeTarget]) -> str:
+    """The driver of the device a device target runs on (its runtime's `driver_version()`);
+    `unknown (why)` where there is none."""
+    runtime = target.runtime_device
+    if runtime is None:
+        return ""
+    return known(lambda: str(importlib.import_module(f"einc.runtime.{runtime}").driver_version()))
+
+
 @functools.cache
 def device_fingerprint(target: type[CLikeTarget]) -> str:
-    """What a record's times are valid on. C (and the targets run by a CPU harness): the CPU
-    model, the C target's vector width and the core count. Device targets: the device name
-    their runtime reports (`<target>: no device` where none is present)."""
+    """The device a record's times are valid on (one field of `RecordContext`). C (and the
+    targets run by a CPU harness): the CPU model, the C target's vector width and the core
+    count. Device targets: the device name their runtime reports (`<target>: no device` where
+    none is present)."""
     runtime = target.runtime_device
     if runtime is None:  # records are keyed by target too: the CPU alone names the machine
         return _cpu_fingerprint()
@@ -191,6 +331,9 @@ class Record:
     created: float  # seconds since the epoch
     tuner: str
     extra: dict[str, object] = field(default_factory=dict[str, object])
+    context: RecordContext | None = None
+    """What it was measured under (its `device` is `context.device`); None for a record of an
+    einc before contexts: it is never used."""
 
     def point(self) -> Point:
         return Point.of(self.sketch, self.knobs)
@@ -225,8 +368,10 @@ class Record:
         return f"record {self.id} (sketch {self.sketch}, {time_text}, tuned {when})"
 
     def to_json(self, summary: str = "") -> dict[str, object]:
-        """The exported form (no id: ids are local to a database)."""
-        return {
+        """The exported form (no id: ids are local to a database); the key fields beside the
+        device are null for a record without a context."""
+        context: dict[str, object] = {f: None if self.context is None else getattr(self.context, f) for f in KEY_FIELDS[1:]}
+        return context | {
             "format": EXPORT_FORMAT, "task_key": self.task_key, "target": self.target,
             "device": self.device, "program": self.program, "summary": summary,
             "sketch": self.sketch, "knobs": self.knobs, "schedule": self.schedule,
@@ -242,9 +387,12 @@ def _median(times: Iterable[float]) -> float:
 
 
 def _digest(row: Mapping[str, object]) -> str:
-    """What makes two records the same record (an import skips a record already present)."""
+    """What makes two records the same record (an import skips a record already present): a
+    record without a context has the digest an einc before contexts gave it."""
     keys = ("task_key", "target", "device", "sketch", "knobs", "schedule", "status", "reason",
             "times", "build_s", "created", "tuner")  # fmt: skip
+    if any(row.get(k) is not None for k in KEY_FIELDS[1:]):
+        keys += KEY_FIELDS[1:]
     canon = json.dumps([row[k] for k in keys], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 
@@ -258,6 +406,31 @@ def program_summary(source: str, width: int = 60) -> str:
     return ""
 
 
+_CONTEXT_COLUMNS = ("isa", "driver", "compiler", "flags", "space", "context")
+"""The columns of schema version 2: the key fields beside the device, and `context`, their
+digest with the device's (`RecordContext.key`: NULL for a record without a context)."""
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS records_by_context ON records (task_key, target, context, status, median_s)",
+    "CREATE INDEX IF NOT EXISTS records_decisions ON records (task_key, target, context, id)"
+    " WHERE json_extract(extra, '$.best') = 1",
+    "CREATE INDEX IF NOT EXISTS records_finals ON records (task_key, target, context, id)"
+    " WHERE json_extract(extra, '$.final') IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS records_ranked ON records (task_key, target, context, median_s)"
+    " WHERE status = 'ok' AND median_s IS NOT NULL AND json_extract(extra, '$.final') IS NULL"
+    " AND NOT coalesce(json_extract(extra, '$.trial') = 1, 0)",
+)
+"""A lookup (`best`, `trials`) is a search of `records_by_context` on (program, target,
+context); the latest decision, the latest final ranking and the ranked records that are no
+trials (`best`'s three steps) each a search of a partial index, whose WHERE the queries repeat
+word for word (SQLite uses a partial index only then). Tests check the query plans among
+100,000 records; benchmarks/records_lookup.py times them."""
+_MIGRATION = (
+    *(f"ALTER TABLE records ADD COLUMN {c} TEXT" for c in _CONTEXT_COLUMNS),
+    "DROP INDEX IF EXISTS records_by_task",
+    *_INDEXES,
+)
+"""Version 1 -> 2 (one transaction): the context's columns, NULL in every old record."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS programs (
@@ -268,12 +441,16 @@ CREATE TABLE IF NOT EXISTS records (
     device TEXT NOT NULL, sketch TEXT NOT NULL, knobs TEXT NOT NULL, schedule TEXT NOT NULL,
     status TEXT NOT NULL, reason TEXT NOT NULL, times TEXT NOT NULL, median_s REAL,
     build_s REAL NOT NULL, created REAL NOT NULL, tuner TEXT NOT NULL, extra TEXT NOT NULL,
-    digest TEXT NOT NULL UNIQUE);
-CREATE INDEX IF NOT EXISTS records_by_task ON records (task_key, target, device, status, median_s);
-"""
+    digest TEXT NOT NULL UNIQUE,
+    isa TEXT, driver TEXT, compiler TEXT, flags TEXT, space TEXT, context TEXT);
+""" + "".join(f"\n{statement};" for statement in _INDEXES)
+"""Version 2's schema: the columns of version 1, then the context's (what `_MIGRATION` adds to
+a version 1 database: NULL in its records), and the indexes."""
 
 _COLUMNS = ("r.id, r.task_key, r.target, r.device, p.program, r.sketch, r.knobs, r.schedule, "
             "r.status, r.reason, r.times, r.median_s, r.build_s, r.created, r.tuner, r.extra")  # fmt: skip
+_KEY_COLUMNS = {2: ", r.isa, r.driver, r.compiler, r.flags, r.space", 1: ", NULL, NULL, NULL, NULL, NULL"}
+"""The key fields beside the device, by schema version (a version 1 database read as it is)."""
 _FROM = "FROM records r JOIN programs p ON p.task_key = r.task_key"
 _FINAL = "json_extract(r.extra, '$.final')"
 """A record's final rounds (the tuner run that re-measured its finalists), NULL for a trial."""
@@ -360,13 +537,33 @@ class RecordStore:
                 if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                     self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a killed process loses nothing committed
-            row = self.conn.execute("SELECT max(version) FROM schema_version").fetchone()
-        version = row[0] if row else None
-        if version != SCHEMA_VERSION:
+            version = self._version()
+            if version == 1 and self.writable:
+                version = self._migrate()
+        if version not in (1, SCHEMA_VERSION):
             raise RecordError(
-                f"tuning database schema version {version}; this einc reads version {SCHEMA_VERSION}",
+                f"tuning database schema version {version}; this einc reads versions 1 and {SCHEMA_VERSION}",
                 self.loc,
             )
+        self.version: int = version
+        """The schema version: 2, or 1 for a database of an einc before contexts that einc
+        cannot write (read as it is: its records are listed, shown and exported, never used)."""
+
+    def _version(self) -> int | None:
+        row = self.conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        return row[0] if row else None
+
+    def _migrate(self) -> int | None:
+        """Version 1 -> 2 in one transaction (another process may have done it meanwhile):
+        the context's columns, NULL in every old record, so none of them is ever used."""
+        with self._transaction():
+            version = self._version()
+            if version == 1:
+                for statement in _MIGRATION:
+                    self.conn.execute(statement)
+                self.conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+                version = SCHEMA_VERSION
+        return version
 
     def require_writable(self, what: str = "write records to") -> None:
         if self.readonly_reason is not None:
@@ -409,14 +606,16 @@ class RecordStore:
         """Insert `row` unless the same record is present: (its id, whether it was new)."""
         digest = _digest(row)
         median = _median(row["times"]) if row["status"] == Status.OK.value else math.inf
+        context = _row_context(row)
         cursor = self.conn.execute(
             "INSERT OR IGNORE INTO records (task_key, target, device, sketch, knobs, schedule, status,"
-            " reason, times, median_s, build_s, created, tuner, extra, digest)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " reason, times, median_s, build_s, created, tuner, extra, digest, isa, driver, compiler,"
+            " flags, space, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (row["task_key"], row["target"], row["device"], row["sketch"], json.dumps(row["knobs"]),
              row["schedule"], row["status"], row["reason"], json.dumps(row["times"]),
              median if math.isfinite(median) else None, row["build_s"], row["created"], row["tuner"],
-             json.dumps(row["extra"]), digest),
+             json.dumps(row["extra"]), digest, row["isa"], row["driver"], row["compiler"], row["flags"],
+             row["space"], None if context is None else context.key),
         )  # fmt: skip
         if cursor.rowcount == 1:
             assert cursor.lastrowid is not None
@@ -424,19 +623,33 @@ class RecordStore:
         return self.conn.execute("SELECT id FROM records WHERE digest = ?", (digest,)).fetchone()[0], False
 
     # ---- reading --------------------------------------------------------------------------
-    def _records(self, where: str, args: tuple[object, ...], tail: str = "") -> list[Record]:
+    def _records(self, where: str, args: tuple[object, ...], tail: str = "", index: str = "") -> list[Record]:
+        """The records WHERE `where` (`index`: ` INDEXED BY name`, the index the query must
+        search: SQLite's planner does not weigh a partial index's WHERE, so it would rather
+        search the wider index on (program, target, context, status, median_s))."""
+        columns = _COLUMNS + _KEY_COLUMNS[self.version]
+        source = f"FROM records r{index} JOIN programs p ON p.task_key = r.task_key"
         with self._guard("read"):
-            rows = self.conn.execute(f"SELECT {_COLUMNS} {_FROM} WHERE {where} {tail}", args).fetchall()
+            rows = self.conn.execute(f"SELECT {columns} {source} WHERE {where} {tail}", args).fetchall()
         return [_record(row) for row in rows]
 
-    def trials(self, task_key: str, target: str, device: str) -> list[Record]:
-        """Every trial of a task on a target and device, in the order they were added (not the
-        finalists' paired re-measurements, which are no trials of a search)."""
-        return self._records(f"r.task_key = ? AND r.target = ? AND r.device = ? AND {_FINAL} IS NULL",
-                             (task_key, target, device), "ORDER BY r.id")  # fmt: skip
+    def _scope(self, task_key: str, target: str, context: RecordContext) -> tuple[str, tuple[object, ...]]:
+        """The records of a task on a target made under `context` (WHERE, arguments): a search
+        of the `records_by_context` index; none in a version 1 database (no record has one)."""
+        if self.version < 2:
+            return "0", ()
+        return "r.task_key = ? AND r.target = ? AND r.context = ?", (task_key, target, context.key)
 
-    def best(self, task_key: str, target: str, device: str) -> Record | None:
-        """The best record of a task on a target and device: what `einc compile` applies,
+    def trials(self, task_key: str, target: str, context: RecordContext) -> list[Record]:
+        """Every trial of a task on a target made under `context` (the same device, compiler,
+        flags, ...), in the order they were added (not the finalists' paired re-measurements,
+        which are no trials of a search)."""
+        scope, args = self._scope(task_key, target, context)
+        return self._records(f"{scope} AND {_FINAL} IS NULL", args, "ORDER BY r.id")
+
+    def best(self, task_key: str, target: str, context: RecordContext) -> Record | None:
+        """The best record of a task on a target among those made under `context` (every key
+        field the same; `record_context` gives this machine's): what `einc compile` applies,
         `einc records list` names and the tuner's summary reported. That is
 
         1. the latest decision of a tuner (`extra["best"]`: the finalist its final rounds
@@ -446,18 +659,43 @@ class RecordStore:
 
         A search's trials are never the best by themselves (a search interrupted before its
         decision leaves none): a trial was measured once, perhaps while the machine was busy."""
-        scope = "r.task_key = ? AND r.target = ? AND r.device = ?"
-        args = (task_key, target, device)
-        found = self._records(f"{scope} AND {_DECISION}", args, "ORDER BY r.id DESC LIMIT 1")
+        return self._best(*self._scope(task_key, target, context))
+
+    def _best(self, scope: str, args: tuple[object, ...]) -> Record | None:
+        """`best` among the records of `scope` (WHERE, arguments)."""
+        def indexed(name: str) -> str:  # a version 1 database has none of the partial indexes
+            return f" INDEXED BY {name}" if self.version >= 2 else ""
+
+        found = self._records(f"{scope} AND {_DECISION}", args, "ORDER BY r.id DESC LIMIT 1", indexed("records_decisions"))
         if found:
             return found[0]
+        with self._guard("read"):
+            latest = self.conn.execute(f"SELECT {_FINAL} FROM records r{indexed('records_finals')} WHERE {scope} AND"
+                                       f" {_FINAL} IS NOT NULL ORDER BY r.id DESC LIMIT 1", args).fetchone()  # fmt: skip
         ranked = f"{scope} AND r.status = '{Status.OK.value}' AND r.median_s IS NOT NULL"
-        latest = f"SELECT {_FINAL} FROM records r WHERE {scope} AND {_FINAL} IS NOT NULL ORDER BY r.id DESC LIMIT 1"
-        found = self._records(f"{ranked} AND {_FINAL} = ({latest})", (*args, *args), "ORDER BY r.median_s, r.id LIMIT 1")
+        if latest is not None:
+            found = self._records(f"{ranked} AND {_FINAL} IS NOT NULL AND {_FINAL} = ?", (*args, latest[0]),
+                                  "ORDER BY r.median_s, r.id LIMIT 1", indexed("records_finals"))  # fmt: skip
         if not found:
             found = self._records(f"{ranked} AND {_FINAL} IS NULL AND NOT coalesce({_TRIAL}, 0)", args,
-                                  "ORDER BY r.median_s, r.id LIMIT 1")  # fmt: skip
+                                  "ORDER BY r.median_s, r.id LIMIT 1", indexed("records_ranked"))  # fmt: skip
         return found[0] if found else None
+
+    def others(self, task_key: str, target: str, context: RecordContext) -> list[tuple[RecordContext | None, int]]:
+        """The records of a task on a target that were made under another context than
+        `context` (or under none: an einc before contexts): each such context and how many
+        records it has, the most first. What `find_record`'s note says is not used."""
+        with self._guard("read"):
+            if self.version < 2:
+                row = self.conn.execute("SELECT count(*) FROM records WHERE task_key = ? AND target = ?",
+                                        (task_key, target)).fetchone()  # fmt: skip
+                return [(None, int(row[0]))] if row[0] else []
+            rows = self.conn.execute(
+                "SELECT device, isa, driver, compiler, flags, space, count(*) AS n, min(id) FROM records"
+                " WHERE task_key = ? AND target = ? AND context IS NOT ? GROUP BY context ORDER BY n DESC",
+                (task_key, target, context.key),
+            ).fetchall()  # fmt: skip
+        return [(_context(row[:6]), int(row[6])) for row in rows]
 
     def has_task(self, task_key: str, target: str) -> bool:
         """Whether any record of the task on the target exists (any device): cheap, and no
@@ -477,21 +715,31 @@ class RecordStore:
         return row[0] if row else ""
 
     def tasks(self) -> list[TaskRow]:
-        """One row per (task_key, target, device): task_key, target, device, summary (the
-        program's first statement), trials, ok, and the `best` record's median (best_s), id
-        (best_id) and what it is (best_note: its sketch, or "default kept"); None and "" where
-        there is no best."""
+        """One row per (task_key, target, context): task_key, target, device, context (None
+        for records of an einc before contexts), summary (the program's first statement),
+        trials, ok, and the `best` record's median (best_s), id (best_id) and what it is
+        (best_note: its sketch, or "default kept"); None and "" where there is no best. Records
+        without a context are one row per device, their best chosen as an einc before chose it
+        (for reading: it is never used)."""
+        group = "r.context" if self.version >= 2 else "NULL"
         with self._guard("read"):
             rows = self.conn.execute(
-                "SELECT r.task_key, r.target, r.device, p.summary, count(*), sum(r.status = ?)"
-                f" {_FROM} GROUP BY r.task_key, r.target, r.device ORDER BY min(r.id)", (Status.OK.value,),
+                f"SELECT r.task_key, r.target, r.device, {group}, p.summary, count(*), sum(r.status = ?),"
+                f" min(r.id) {_KEY_COLUMNS[self.version]} {_FROM} GROUP BY r.task_key, r.target, {group},"
+                f" CASE WHEN {group} IS NULL THEN r.device END ORDER BY min(r.id)", (Status.OK.value,),
             ).fetchall()  # fmt: skip
         tasks: list[TaskRow] = []
-        for key, target, device, summary, trials, ok in rows:
-            best = self.best(str(key), str(target), str(device))
+        for key, target, device, context_key, summary, trials, ok, _, *fields in rows:
+            context = _context((device, *fields)) if context_key is not None else None
+            if context is not None:
+                best = self.best(str(key), str(target), context)
+            else:
+                null = "r.context IS NULL AND " if self.version >= 2 else ""
+                best = self._best(f"{null}r.task_key = ? AND r.target = ? AND r.device = ?", (key, target, device))
             best_s = best.median_s if best is not None and math.isfinite(best.median_s) else None
             note = "" if best is None else "default kept" if best.kept_default else best.sketch
-            tasks.append(TaskRow(task_key=str(key), target=str(target), device=str(device), summary=str(summary),
+            tasks.append(TaskRow(task_key=str(key), target=str(target), device=str(device), context=context,
+                                 summary=str(summary),
                                  trials=int(trials), ok=int(ok), best_s=best_s,
                                  best_id=None if best is None else best.id, best_note=note))  # fmt: skip
         return tasks
@@ -540,16 +788,30 @@ def _transaction(conn: sqlite3.Connection) -> Generator[None]:
     conn.execute("COMMIT")
 
 
-_RecordRow = tuple[int, str, str, str, str, str, str, str, str, str, str, float | None, float, float, str, str]
-"""A row of `_COLUMNS` as sqlite returns it (the schema's types; knobs, times and extra as JSON)."""
+_RecordRow = tuple[int, str, str, str, str, str, str, str, str, str, str, float | None, float, float, str, str,
+                   str | None, str | None, str | None, str | None, str | None]
+"""A row of `_COLUMNS` and `_KEY_COLUMNS` as sqlite returns it (the schema's types; knobs,
+times and extra as JSON)."""
 
 
 def _record(row: _RecordRow) -> Record:
     (id_, key, target, device, program, sketch, knobs, schedule, status, reason, times, median,
-     build_s, created, tuner, extra) = row  # fmt: skip
+     build_s, created, tuner, extra, *fields) = row  # fmt: skip
     return Record(id_, key, target, device, program, sketch, json.loads(knobs), schedule, status,
                   reason, tuple(json.loads(times)), math.inf if median is None else median,
-                  build_s, created, tuner, json.loads(extra))  # fmt: skip
+                  build_s, created, tuner, json.loads(extra), _context((device, *fields)))  # fmt: skip
+
+
+def _context(fields: Iterable[object]) -> RecordContext | None:
+    """The context of a record's key fields (`KEY_FIELDS` order); None where one is missing."""
+    values = list(fields)
+    if len(values) != len(KEY_FIELDS) or not all(isinstance(v, str) for v in values):
+        return None
+    return RecordContext(*cast("list[str]", values))
+
+
+def _row_context(row: Row) -> RecordContext | None:
+    return _context([row["device"], row["isa"], row["driver"], row["compiler"], row["flags"], row["space"]])
 
 
 _FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -574,8 +836,14 @@ def _parse_line(line: str, loc: SourceLocation) -> ImportedRow:
     if not isinstance(row, dict):
         raise RecordError(f"a record is a JSON object, not {type(row).__name__}", loc)
     row = cast("dict[str, object]", row)
-    if row.get("format") != EXPORT_FORMAT:
+    if row.get("format") not in IMPORT_FORMATS:
         raise RecordError(f"not an einc tuning record (format {row.get('format')!r}, expected {EXPORT_FORMAT!r})", loc)
+    fields = [row.get(f) for f in KEY_FIELDS[1:]]
+    if any(f is not None and not isinstance(f, str) for f in fields):
+        raise RecordError(f"the key fields {', '.join(KEY_FIELDS[1:])} are strings (or null)", loc)
+    if any(f is None for f in fields) and any(f is not None for f in fields):
+        raise RecordError(f"the key fields {', '.join(KEY_FIELDS[1:])} are all null or all set", loc)
+    key = cast("list[str | None]", fields)
     for name, kind in _FIELDS.items():
         if name not in row:
             raise RecordError(f"the record has no '{name}'", loc)
@@ -601,6 +869,7 @@ def _parse_line(line: str, loc: SourceLocation) -> ImportedRow:
                        status=text["status"], reason=text["reason"], times=[float(t) for t in numbers],
                        build_s=float(cast(float, row["build_s"])), created=float(cast(float, row["created"])),
                        tuner=text["tuner"], extra=cast("dict[str, object]", row["extra"]),
+                       isa=key[0], driver=key[1], compiler=key[2], flags=key[3], space=key[4],
                        summary=summary if isinstance(summary, str) else "")  # fmt: skip
 
 
@@ -609,10 +878,35 @@ def warn(message: str) -> None:
     print(f"einc: warning: {message}", file=sys.stderr)
 
 
-def find_record(program: str, target: type[CLikeTarget], db: str | Path | None = None) -> tuple[Record, Path] | None:
-    """The best record for the normalised `program` on `target` and this machine's device,
-    with the database it came from; None when there is none. Never creates a database; a
-    database einc cannot read is a warning, not an error (the default schedule is used)."""
+def note(message: str) -> None:
+    print(f"einc: note: {message}", file=sys.stderr)
+
+
+_noted: set[tuple[str, str, str, str]] = set()
+"""(database, program key, target, context key) whose stale records `find_record` noted."""
+
+
+def stale_note(others: list[tuple[RecordContext | None, int]], now: RecordContext, target: str) -> str:
+    """The one line saying why records of a program on `target` are not used here: how many,
+    and how they differ from this machine's context `now` (each field that differs, for the
+    contexts with the most records)."""
+    count = sum(n for _, n in others)
+    phrases = list(dict.fromkeys(p for context, _ in others for p in (context.changes(now) if context else [LEGACY])))
+    shown = "; ".join(phrases[:3]) + (f"; and {len(phrases) - 3} more (`einc records list`)" if len(phrases) > 3 else "")
+    records = "tuning record" if count == 1 else "tuning records"
+    return (f"{count} {records} of this program for target {target} {'was' if count == 1 else 'were'} {shown}:"
+            " not used; re-tune (`einc tune`)")  # fmt: skip
+
+
+def find_record(program: str, target: type[CLikeTarget], db: str | Path | None = None,
+                cflags: Iterable[str] = ()) -> tuple[Record, Path] | None:  # fmt: skip
+    """The best record for the normalised `program` on `target` whose every key field is this
+    machine's (`record_context(target, cflags)`: the device, its ISA flags or driver, the
+    compiler and its flags, the search space's version), with the database it came from; None
+    when there is none. Records of the program and target that no longer apply are skipped
+    with a one-line note on stderr (once per database, program, target and context in a
+    process). Never creates a database; a database einc cannot read is a warning, not an
+    error (the default schedule is used)."""
     path = Path(db) if db is not None else default_db_path()
     if not path.exists():
         if db is not None:
@@ -623,10 +917,15 @@ def find_record(program: str, target: type[CLikeTarget], db: str | Path | None =
         with RecordStore(path, create=False) as records:
             if not records.has_task(key, target.name):
                 return None
-            record = records.best(key, target.name, device_fingerprint(target))
+            context = record_context(target, cflags)
+            record = records.best(key, target.name, context)
+            others = records.others(key, target.name, context) if record is None else []
     except EincError as err:
         warn(f"tuning records not used: {err.render()}")
         return None
+    if others and (seen := (str(path.resolve()), key, target.name, context.key)) not in _noted:
+        _noted.add(seen)
+        note(stale_note(others, context, target.name))
     return (record, path) if record is not None else None
 
 
@@ -635,10 +934,20 @@ def used_line(record: Record, path: str | Path) -> str:
     return f"einc: using tuning {record.describe()} from {path}"
 
 
-def show_lines(r: Record) -> Iterator[str]:
-    """`einc records show`: a record's fields, then its schedule."""
+def show_lines(r: Record, now: RecordContext | None = None) -> Iterator[str]:
+    """`einc records show`: a record's fields (with `now`, this machine's context for its
+    target: whether it applies here, else how it differs), then its schedule."""
     yield f"record {r.id}"
     yield f"  task      {r.task_key} on {r.target}, device {r.device}"
+    if r.context is None:
+        yield f"  key       none beside the device: {LEGACY} (never used)"
+    else:
+        for name in KEY_FIELDS[1:]:
+            if value := getattr(r.context, name):
+                yield f"  {name:<9} {value}"
+    if now is not None:
+        changes = [LEGACY] if r.context is None else r.context.changes(now)
+        yield "  applies   " + ("yes (every key field is this machine's)" if not changes else "no: " + "; ".join(changes))
     yield f"  status    {r.status}" + (f": {r.reason}" if r.reason else "")
     if r.is_decision:
         what = "the default schedule, kept" if r.kept_default else "this schedule"

@@ -44,7 +44,7 @@ import numpy as np
 
 from einc.errors import RuntimeInputError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
-from einc.runtime.finders import compiler, compiler_identity
+from einc.runtime.finders import compiler, compiler_identity, first_line, known
 from einc.runtime.signature import KernelSignature, check_array, check_no_overlap
 
 CFLAGS: tuple[str, ...] = (
@@ -114,6 +114,16 @@ def host_identity() -> str:
             return "\n".join(dict.fromkeys(lines))
     except OSError:
         return f"{platform.machine()} {platform.processor()}"
+
+
+def toolchain_identity(extra_flags: Sequence[str] = ()) -> tuple[str, str]:
+    """The compiler kernels are built with (the first line of `$CC --version`) and its flags
+    (`CFLAGS`, then `extra_flags`, then `$EINC_CFLAGS`), as tuning records key them. Never
+    raises: what cannot be known reads `unknown (why)` (the build itself reports it)."""
+    cc = compiler()
+    return known(lambda: first_line(compiler_identity(cc))), known(
+        lambda: shlex.join((*CFLAGS, *extra_flags, *env_cflags()))
+    )
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ import threading
 import weakref
 import os
 import re
+import shlex
 import shutil
 import struct
 import sys
@@ -54,7 +55,7 @@ from einc.runtime.arrays import CUDA, CUDA_MANAGED, DeviceArray
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels, nbytes, stage
 from einc.runtime.manifest import Buffer, LaunchManifest
-from einc.runtime.finders import INSTALL_HINT, reason
+from einc.runtime.finders import INSTALL_HINT, known, reason
 from einc.runtime.once import locked_cache
 
 ARCHS: tuple[str, ...] = ("sm_80", "sm_90")
@@ -343,6 +344,19 @@ def _gpu() -> _Gpu:
 def device_description() -> str:
     gpu = _gpu()
     return f"CUDA: {gpu.name} ({gpu.arch})"
+
+
+def driver_version() -> str:
+    """The CUDA driver's version (`cuDriverGetVersion`, e.g. 12040 as 12.4; part of tuning
+    records' keys)."""
+    driver = importlib.import_module("cuda.bindings.driver")  # a binary module: no stubs
+    version = int(_check(driver.cuDriverGetVersion(), "cuDriverGetVersion"))
+    return f"CUDA driver {version // 1000}.{version % 1000 // 10}"
+
+
+def toolchain_identity() -> tuple[str, str]:
+    """NVRTC's version and einc's NVRTC options, as tuning records key them."""
+    return known(lambda: f"NVRTC {nvrtc_version()}"), shlex.join(NVRTC_OPTIONS)
 
 
 class CudaKernel:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from einc.errors import ToolchainError
@@ -22,6 +23,19 @@ def reason(error: Exception) -> str:
     """An exception as one short line for a toolchain check (einc's errors without their
     location prefix)."""
     return getattr(error, "message", None) or f"{error.__class__.__name__}: {error}"
+
+
+def known(what: Callable[[], str]) -> str:
+    """`what()`, or `unknown (why)` where it fails: a part of a tuning record's key that cannot
+    be known here (the build or the device reports the failure itself when it is used)."""
+    try:
+        return what()
+    except Exception as error:  # noqa: BLE001 - any failure is the reason
+        return f"unknown ({reason(error)})"
+
+
+def first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
 
 
 def compiler() -> str:

@@ -23,6 +23,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 from pathlib import Path
@@ -32,7 +33,7 @@ from einc.errors import RuntimeMissingError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels
 from einc.runtime.manifest import LaunchManifest
-from einc.runtime.finders import HIP_DEVICE_LIBS, INSTALL_HINT, hip_compiler, tool_version
+from einc.runtime.finders import HIP_DEVICE_LIBS, INSTALL_HINT, first_line, hip_compiler, tool_version
 
 ARCHS: tuple[str, ...] = ("gfx90a", "gfx1030")
 FLAGS: tuple[str, ...] = ("-O3", "-Rpass-analysis=kernel-resource-usage")
@@ -121,6 +122,12 @@ def compile_check_hip(source: str, manifest: LaunchManifest, arch: str = "gfx90a
         validate=lambda p: CompileReport.from_json_dict(json.loads(p.read_text())),
     ).path  # fmt: skip
     return CompileReport.from_json_dict(json.loads(path.read_text()))
+
+
+def toolchain_identity() -> tuple[str, str]:
+    """The HIP compiler's version and einc's flags, as tuning records key them."""
+    found = hip_compiler()
+    return ("no HIP compiler" if found is None else first_line(tool_version(found[1]))), shlex.join(FLAGS)
 
 
 def load_hip_kernel(source: str, manifest: LaunchManifest) -> NoReturn:

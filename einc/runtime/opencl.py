@@ -27,6 +27,7 @@ uploads to the read-backs: calls from several threads run one after the other.
 from __future__ import annotations
 
 import functools
+import shlex
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ import numpy as np
 
 from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.device import check_manifest, nbytes, stage
-from einc.runtime.finders import INSTALL_HINT, reason
+from einc.runtime.finders import INSTALL_HINT, known, reason
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
 
@@ -90,6 +91,21 @@ def _device() -> _Device:
 def device_description() -> str:
     device = _device().device
     return f"OpenCL: {device.name} ({device.platform.name}, {device.platform.version})"
+
+
+def driver_version() -> str:
+    """The OpenCL driver's version (part of tuning records' keys)."""
+    return str(_device().device.driver_version)
+
+
+def toolchain_identity() -> tuple[str, str]:
+    """The compiler of OpenCL kernels (the platform's: its name and version, with its LLVM) and
+    einc's build options, as tuning records key them."""
+    def platform() -> str:
+        device = _device().device
+        return f"{device.platform.name}: {device.platform.version}"
+
+    return known(platform), shlex.join(BUILD_OPTIONS)
 
 
 @locked_cache

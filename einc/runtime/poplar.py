@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -96,7 +97,7 @@ from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import check_manifest, stage, storage_dtype
 from einc.runtime.manifest import LaunchManifest
-from einc.runtime.finders import cxx_compiler, tool_version
+from einc.runtime.finders import cxx_compiler, first_line, known, tool_version
 
 SDK_INCLUDE = Path(__file__).with_name("poplar_sdk") / "include"
 SDK_SOURCES = Path(__file__).with_name("poplar_sdk") / "src"
@@ -194,6 +195,16 @@ def _sdk_identity() -> str:
     root = SDK_INCLUDE.parent
     files = sorted([*SDK_INCLUDE.rglob("*.hpp"), *SDK_SOURCES.glob("*.cpp")])
     return content_key(*(f"{p.relative_to(root)}\0{p.read_text()}" for p in files))
+
+
+def toolchain_identity() -> tuple[str, str]:
+    """The C++ compiler of the mirror's kernels (its version, and the mirror's own digest) and
+    their flags, as tuning records key them."""
+    def compiler() -> str:
+        cxx = cxx_compiler()
+        return "no C++ compiler" if cxx is None else f"{first_line(tool_version(cxx))}, mirror {_sdk_identity()[:12]}"
+
+    return known(compiler), shlex.join(CXXFLAGS)
 
 
 def _check_with_popc(source: str) -> None:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import threading
 import subprocess
 import weakref
@@ -63,7 +64,7 @@ from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.finders import INSTALL_HINT, cxx_compiler, intel_opencl_cpu_library, sycl_prefix, tool_version
+from einc.runtime.finders import INSTALL_HINT, cxx_compiler, intel_opencl_cpu_library, known, sycl_prefix, tool_version
 
 SHIM_SOURCE = Path(__file__).with_name("sycl_shim.cpp")
 SHIM_FLAGS: tuple[str, ...] = ("-std=c++17", "-O2", "-shared", "-fPIC")
@@ -181,6 +182,23 @@ def _shim() -> _Shim:
 
 def device_description() -> str:
     return f"SYCL: {_shim().device_name()}"
+
+
+def driver_version() -> str:
+    """The OpenCL CPU driver the SYCL runtime runs kernels on (its library's versioned name;
+    part of tuning records' keys)."""
+    library = intel_opencl_cpu_library(_prefix())
+    return library.name if library is not None else "no Intel OpenCL CPU library"
+
+
+def toolchain_identity() -> tuple[str, str]:
+    """The SYCL runtime that compiles kernels (its libraries' versioned names) and einc's
+    options for it (none), as tuning records key them."""
+    def runtime() -> str:
+        names = [p.name for p in (_prefix() / "lib").glob("libsycl.so.*") if re.fullmatch(r"libsycl\.so[.\d]+", p.name)]
+        return "SYCL runtime " + (max(names, key=len) if names else "libsycl.so")
+
+    return known(runtime), ""
 
 
 class _Bundle:

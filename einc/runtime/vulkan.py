@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import struct
 import subprocess
@@ -57,7 +58,7 @@ from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import Staged, check_manifest, nbytes, stage, storage_dtype
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.finders import INSTALL_HINT, reason, tool_version
+from einc.runtime.finders import INSTALL_HINT, first_line, known, reason, tool_version
 
 GLSLANG_FLAGS: tuple[str, ...] = ("-D", "-V", "-S", "comp", "--target-env", "vulkan1.1")
 SPIRV_ENV = "vulkan1.1"
@@ -235,6 +236,18 @@ def _gpu() -> _Gpu:
 def device_description() -> str:
     info = _gpu().adapter.info
     return f"Vulkan: {info['device']} ({info['description']}) through wgpu"
+
+
+def driver_version() -> str:
+    """The Vulkan driver (the adapter's description, e.g. `Mesa 22.3.6 (LLVM 15.0.6)`) and
+    wgpu's version (part of tuning records' keys)."""
+    gpu = _gpu()
+    return f"{gpu.adapter.info['description']}, wgpu {getattr(gpu.wgpu, '__version__', '?')}"
+
+
+def toolchain_identity() -> tuple[str, str]:
+    """glslang's version and einc's glslang flags, as tuning records key them."""
+    return known(lambda: first_line(tool_version(_tool("glslangValidator")))), shlex.join(GLSLANG_FLAGS)
 
 
 def _binding_buffers(manifest: LaunchManifest) -> dict[int, Buffer]:

@@ -25,6 +25,23 @@ POLICIES: Mapping[str, Policy] = {"cpu": cpu.default_schedule}
 """Default policy by schedule family (`CLikeTarget.sketches`); a family missing here has none."""
 
 
+SPACE_VERSIONS: Mapping[str, int] = {"cpu": 1, "gpu": 1, "": 1}
+"""The version of each schedule family's search space (`CLikeTarget.sketches`): what the
+family's default policy (above) and the tuner's sketch rules for it (einc.tune.sketches) make
+of a program. Every tuning record is keyed by it (`space_version`): a record made by a search
+of another version is not used, and `einc tune` searches again. Bump a family's number when
+a change to its rules or policy changes the sketches, knobs or options a search tries or the
+default it is compared with; tests/test_tune_records.py holds a digest of the family's
+spaces for reference programs and fails, naming the family, when they change without a bump
+(a change that leaves every record valid, e.g. a renamed description, updates the digest
+only)."""
+
+
+def space_version(target: type[CLikeTarget]) -> str:
+    """`cpu.1`: the target's schedule family (`none` without one) and its space's version."""
+    return f"{target.sketches or 'none'}.{SPACE_VERSIONS.get(target.sketches, 1)}"
+
+
 def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
     """`target`'s default schedule of a loop-level module (None when its family has no default
     policy, or there is nothing to do). `module` is not modified."""

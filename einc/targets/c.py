@@ -91,6 +91,12 @@ class CTarget(CLikeTarget):
         return [text] if text else []
 
     @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        from einc.runtime.c import toolchain_identity
+
+        return toolchain_identity(cflags)
+
+    @classmethod
     def build(
         cls, source: str, module: ModuleOp, cflags: Sequence[str] = ()
     ) -> Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]:

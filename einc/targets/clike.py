@@ -387,6 +387,15 @@ class CLikeTarget:
         return None
 
     @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        """The compiler the target's kernels are built with and its flags, one line each (its
+        runtime's `toolchain_identity`): tuning records are keyed by them, so a record made
+        with another compiler or other flags is not used. `cflags`: a compile's extra C flags
+        (targets that `takes_cflags`). Never raises (`unknown (why)`); a target that does not
+        say: ("", "")."""
+        return "", ""
+
+    @classmethod
     def hardware_checks(cls) -> Mapping[str, Callable[[], tuple[bool, str]]]:
         """Checks of hardware the target's kernels run on, by name (e.g. `cuda-gpu`): asked by
         tests that need it, never required in CI."""

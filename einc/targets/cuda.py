@@ -8,7 +8,7 @@ where a GPU and driver are present.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
@@ -120,6 +120,12 @@ class CUDATarget(CudaFamily):
         from einc.runtime.cuda import toolchain_check
 
         return toolchain_check()
+
+    @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        from einc.runtime.cuda import toolchain_identity
+
+        return toolchain_identity()
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

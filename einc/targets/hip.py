@@ -8,6 +8,7 @@ Compile-checked for gfx90a and gfx1030.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from einc.runtime.manifest import LaunchManifest
@@ -61,6 +62,12 @@ class HIPTarget(CudaFamily):
         from einc.runtime.hip import toolchain_check
 
         return toolchain_check()
+
+    @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        from einc.runtime.hip import toolchain_identity
+
+        return toolchain_identity()
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

@@ -408,6 +408,12 @@ class HLSLTarget(DeviceTarget):
         return toolchain_check()
 
     @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        from einc.runtime.vulkan import toolchain_identity
+
+        return toolchain_identity()
+
+    @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.vulkan import load_hlsl_kernel
 

@@ -7,6 +7,7 @@ OpenCL C math is overloaded (`exp`, not `expf`); `half` is storage only (PoCL ha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
@@ -84,6 +85,12 @@ class OpenCLTarget(DeviceTarget):
         from einc.runtime.opencl import toolchain_check
 
         return toolchain_check()
+
+    @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        from einc.runtime.opencl import toolchain_identity
+
+        return toolchain_identity()
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

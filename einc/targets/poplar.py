@@ -561,6 +561,12 @@ class PoplarTarget(DeviceTarget):
         return toolchain_check()
 
     @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        from einc.runtime.poplar import toolchain_identity
+
+        return toolchain_identity()
+
+    @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
         from einc.runtime.poplar import load_poplar_kernel
 

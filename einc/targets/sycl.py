@@ -14,6 +14,7 @@ reversed extents. Math is SYCL's overloaded built-ins (`sycl::exp`); halves are
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
@@ -95,6 +96,12 @@ class SYCLTarget(DeviceTarget):
         from einc.runtime.sycl import toolchain_check
 
         return toolchain_check()
+
+    @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        from einc.runtime.sycl import toolchain_identity
+
+        return toolchain_identity()
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

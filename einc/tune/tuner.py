@@ -41,6 +41,7 @@ from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status
 from einc.tune.workload import throughput
 
 if TYPE_CHECKING:
+    from einc.compiler.records import RecordContext
     from einc.tune.measure import Builder, Runner
     from einc.tune.records import RecordDB
     from einc.tune.search import SearchPolicy
@@ -210,7 +211,7 @@ def tune(
     builder: Builder | None = None,
     runner: Runner | None = None,
     db: RecordDB | str | Path | None = None,
-    device: str | None = None,
+    device: RecordContext | None = None,
     resume: bool = False,
     seed: int = 0,
     progress: bool = False,
@@ -231,7 +232,7 @@ def tune(
     process pool of `workers` and an isolated worker running the kernel on `threads`
     threads. Every result is added to `db` (a RecordDB, or the path of one: opened here, and
     refused before any measurement when it cannot be) as it arrives (keyed by the task and
-    `device`, by default this machine's fingerprint for the target), the decision with its
+    context `device`, by default this machine's `record_context` for the target), the decision with its
     final rounds."""
     from einc.tune.measure import LocalBuilder, LocalRunner
     from einc.tune.records import RecordDB
@@ -258,10 +259,10 @@ def tune(
     builder = builder or LocalBuilder(workers=workers)
     runner = runner or LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
     if db is not None and device is None:
-        from einc.compiler.records import device_fingerprint
+        from einc.compiler.records import record_context
         from einc.targets import get_target
 
-        device = device_fingerprint(get_target(task.target))
+        device = record_context(get_target(task.target))
     tuner_id = f"{policy.name}-{uuid.uuid4().hex[:8]}"
     result = TuneResult(task, policy.name)
     default_point = space.default_point()
