@@ -65,7 +65,7 @@ def parse_runner(text: str, loc: SourceLocation | None = None) -> RunnerSpec:
         return RunnerSpec(text)
     match = re.fullmatch(r"dask://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})", text)
     if match is None or not 0 < int(match.group(2)) < 65536:
-        why = ("a dask:// runner is the scheduler's HOST:PORT, e.g. dask://10.0.0.5:8786" if text.startswith("dask")
+        why = ("a dask:// runner is the scheduler's HOST:PORT, e.g. dask://10.0.0.5:8786" if text.startswith("dask://")
                else f"the runner is {RUNNERS}")  # fmt: skip
         raise UsageError(f"--runner '{text}': {why}", loc)
     return RunnerSpec("dask", f"tcp://{match.group(1)}:{int(match.group(2))}")

@@ -83,6 +83,31 @@ class WorkerReport(TypedDict):
     daemon: bool
 
 
+    def teardown(self, worker: Worker) -> None:
+        """When the worker closes (not when the plugin is replaced): its builder and runners
+        closed, their processes ended (they would die with the worker anyway, a moment later)."""
+        if worker.status.name in ("closing", "closing_gracefully", "closed", "failed"):
+            close_local()
+
+
+def close_local() -> None:
+    """This worker's builder and runners closed (their processes ended), unless a task is
+    using them (they die with the worker process then: their lifelines)."""
+    global _BUILDER
+    if not _LOCK.acquire(blocking=False):
+        return
+    try:
+        builder, _BUILDER = _BUILDER, None
+        runners = list(_RUNNERS.values())
+        _RUNNERS.clear()
+    finally:
+        _LOCK.release()
+    if builder is not None:
+        builder.close()
+    for runner in runners:
+        runner.close()
+
+
 def worker_report(target: str, dask_worker: Worker) -> WorkerReport:
     """What the tuner checks of a worker (`Client.run`): its fingerprint for `target`, its
     einc device resources and whether it is a daemonic process."""
