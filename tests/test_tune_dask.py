@@ -20,13 +20,13 @@ from distributed import Client, LocalCluster
 from einc.cli import main
 from einc.errors import RuntimeMissingError, UsageError
 from einc.tune import cluster as cluster_module
-from einc.tune.cluster import DaskRunner, parse_runner, start_local_cluster
+from einc.tune.cluster import DaskRunner, _workers_with, parse_runner, start_local_cluster
 from einc.tune.dask_worker import device_resource, local_device, measure_candidate
 from einc.tune.measure import LocalRunner
 from einc.tune.records import RecordDB
 from einc.tune.search import make_policy
 from einc.tune.space import SearchSpace
-from einc.tune.tuner import tune
+from einc.tune.tuner import TuneResult, tune
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 
 MATMUL = """# a small matmul
@@ -66,7 +66,7 @@ def address(cluster: LocalCluster) -> str:
 
 
 def template(seed: int = 3) -> LocalRunner:
-    return LocalRunner(threads=1, seed=seed, **FAST)  # type: ignore[arg-type]
+    return LocalRunner(threads=1, seed=seed, repeats=3, min_repeat_s=0.005)
 
 
 def capable(client: Client, device: str) -> list[str]:
@@ -75,8 +75,7 @@ def capable(client: Client, device: str) -> list[str]:
     resource = device_resource(device)
     deadline = time.monotonic() + 60
     while True:
-        found = sorted(a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()
-                       if w["resources"].get(resource, 0) >= 1)  # fmt: skip
+        found = sorted(client.run_on_scheduler(_workers_with, resource))
         if len(found) == 2 or time.monotonic() > deadline:
             return found
         time.sleep(0.1)
@@ -98,14 +97,17 @@ def bests(db: Path) -> list[tuple[str, str]]:
 def test_a_dask_tune_measures_the_candidates_the_local_runner_measures(
     task: TuneTask, cluster: LocalCluster, client: Client, tmp_path: Path
 ) -> None:
-    options = dict(policy="random", trials=6, batch=3, threads=1, seed=3, runner_options=FAST)
-    local = tune(task, db=tmp_path / "local.db", runner="local", workers=2, **options)  # type: ignore[arg-type]
-    dask = tune(task, db=tmp_path / "dask.db", runner=address(cluster), **options)  # type: ignore[arg-type]
+    def run(runner: str, db: Path, workers: int | None = None) -> TuneResult:
+        return tune(task, policy="random", trials=6, batch=3, threads=1, seed=3, runner_options=FAST, db=db,
+                    runner=runner, workers=workers)  # fmt: skip
+
+    local = run("local", tmp_path / "local.db", workers=2)
+    dask = run(address(cluster), tmp_path / "dask.db")
     here, there = trials(tmp_path / "local.db"), trials(tmp_path / "dask.db")
     # the same candidates, in the same order, each measured (OK, or stopped early: OK and marked)
     assert [r[:2] for r in here] == [r[:2] for r in there] and len(there) == 6
     assert all(r[2] == "ok" for r in here + there), here + there
-    workers = set(client.scheduler_info(n_workers=-1)["workers"])
+    workers = set(client.scheduler_info()["workers"])
     assert all(r[3] is None for r in here) and {r[3] for r in there} <= workers
     # one best, decided the same way: final rounds against the default, the decision recorded with it
     for result, db in ((local, tmp_path / "local.db"), (dask, tmp_path / "dask.db")):

@@ -113,7 +113,7 @@ class DaskRunner:
 
     # ---- the builder's side: a candidate is built where it is measured --------------------------
     def build(self, task: TuneTask, candidates: Sequence[Candidate]) -> list[BuildResult]:
-        return [BuildResult(c, Status.OK, "built on the Dask worker that measures it") for c in candidates]
+        return [BuildResult(c, Status.OK) for c in candidates]  # built by the Dask worker that measures it
 
     # ---- the runner's side ----------------------------------------------------------------------
     def set_best(self, best_s: float | None, factor: float = EARLY_STOP) -> None:

@@ -154,3 +154,33 @@ def measure_candidate(task: TuneTask, candidate: Candidate, settings: Mapping[st
 def runner_settings(runner: LocalRunner) -> dict[str, object]:
     """`runner`'s fields (what `measure_candidate` sets its worker's runner to)."""
     return {f.name: getattr(runner, f.name) for f in dataclasses.fields(runner) if f.init}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m einc.tune.dask_worker [--target T ...]`: the `dask worker --resources` flag of
+    this machine's device for each target (for a worker that must measure only on it)."""
+    import argparse
+    import sys
+
+    from einc.errors import EincError
+
+    parser = argparse.ArgumentParser(prog="python -m einc.tune.dask_worker",
+                                     description="print this machine's einc device resource for dask worker")
+    parser.add_argument("-t", "--target", action="append", help="target (repeatable; default: c)")
+    args = parser.parse_args(argv)
+    targets = args.target or ["c"]
+    try:
+        devices = {t: local_device(t) for t in targets}
+    except EincError as err:
+        print(err.render(), file=sys.stderr)
+        return 1
+    print("--resources " + ",".join(dict.fromkeys(f"{device_resource(d)}=1" for d in devices.values())))
+    for target, device in devices.items():
+        print(f"# {target}: {device}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
