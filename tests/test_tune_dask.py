@@ -161,13 +161,13 @@ def test_the_device_resource_keeps_candidates_off_a_worker_of_another_device(
         runner.start(task)  # the plugin advertises this machine's CPU on both workers
         a, b = capable(client, here)
         # b now says it is another machine: its resource is another device's
-        elsewhere = {device_resource(here): 0.0, device_resource("another CPU, 512-bit vectors, 64 cores"): 1.0}
-        client.run(_advertise, elsewhere, workers=[b])
+        other = device_resource("another CPU, 512-bit vectors, 64 cores")
+        client.run(_advertise, {device_resource(here): 0.0, other: 1.0}, workers=[b])
         try:
             result = tune(task, policy="random", trials=4, batch=4, seed=7, builder=runner, runner=runner,
                           db=tmp_path / "r.db", decide_best=False)  # fmt: skip
         finally:
-            client.run(_advertise, {device_resource(here): 1.0}, workers=[b])
+            client.run(_advertise, {device_resource(here): 1.0, other: 0.0}, workers=[b])
     assert result.trials == 4 and {r[3] for r in trials(tmp_path / "r.db")} == {a}
     # a device no worker has: refused before any measurement, the workers and their devices listed
     with DaskRunner(cluster.scheduler_address, device="a GPU nobody has", template=template()) as runner:

@@ -67,7 +67,8 @@ class DeviceResources(WorkerPlugin):
         self.targets = targets
 
     async def setup(self, worker: Worker) -> None:
-        given = {r for r in worker.state.total_resources if r.startswith(RESOURCE_PREFIX)} - _ADVERTISED
+        given = {r for r, q in worker.state.total_resources.items() if r.startswith(RESOURCE_PREFIX) and q > 0}
+        given -= _ADVERTISED
         if given or multiprocessing.current_process().daemon:
             return
         devices = await asyncio.to_thread(lambda: [local_device(t) for t in self.targets])
@@ -76,18 +77,19 @@ class DeviceResources(WorkerPlugin):
             _ADVERTISED.update(new)
             await worker.set_resources(**new)
 
-
-class WorkerReport(TypedDict):
-    device: str
-    resources: list[str]
-    daemon: bool
-
-
     def teardown(self, worker: Worker) -> None:
         """When the worker closes (not when the plugin is replaced): its builder and runners
         closed, their processes ended (they would die with the worker anyway, a moment later)."""
         if worker.status.name in ("closing", "closing_gracefully", "closed", "failed"):
             close_local()
+
+
+class WorkerReport(TypedDict):
+    """`worker_report`'s answer."""
+
+    device: str
+    resources: list[str]
+    daemon: bool
 
 
 def close_local() -> None:
