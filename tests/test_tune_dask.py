@@ -215,3 +215,16 @@ def test_an_unreachable_scheduler_is_an_error_in_bounded_time(task: TuneTask, ca
     assert main(["tune", task.filename, "--early-stop", "0.5"]) == 1
     err = capsys.readouterr().err
     assert "--early-stop: the early-stop factor is 0 (off) or at least 1" in err and "<command line>:1:" in err
+
+
+def test_einc_tune_on_a_dask_local_cluster(task: TuneTask, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "cli.db"
+    argv = ["tune", task.filename, "--runner", "dask-local", "--workers", "1", "--trials", "3", "--strategy", "random",
+            "--threads", "1", "--db", str(db), "--quiet", "-o", str(tmp_path / "best.mlir")]  # fmt: skip
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "einc: measuring on a local Dask cluster of 1 worker: 1 worker of this device" in err, err
+    assert "random: 3 trials" in out and "best: " in out, out
+    records = trials(db)
+    assert len(records) == 3 and len({r[3] for r in records}) == 1 and all(r[3] for r in records)
+    assert len(bests(db)) == 1 and (tmp_path / "best.mlir").read_text().startswith("builtin.module")

@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Self, cast
+from typing import TYPE_CHECKING, Self
 
 from einc.errors import RuntimeMissingError, SourceLocation, UsageError
 from einc.tune.types import EARLY_STOP, BuildResult, Candidate, MeasureResult, Status, TuneTask
@@ -109,7 +109,7 @@ class DaskRunner:
 
     @property
     def name(self) -> str:
-        return self.address or f"a local Dask cluster of {self.workers} workers"
+        return self.address or f"a local Dask cluster of {self.workers} worker{'s' if self.workers > 1 else ''}"
 
     # ---- the builder's side: a candidate is built where it is measured --------------------------
     def build(self, task: TuneTask, candidates: Sequence[Candidate]) -> list[BuildResult]:
@@ -303,7 +303,7 @@ def _workers_with(resource: str, dask_scheduler: Scheduler) -> list[str]:
 
 def start_local_cluster(workers: int) -> LocalCluster:
     """A LocalCluster of `workers` worker processes of one thread, for einc's measurements:
-    no dashboard, no memory limit (the measurement subprocess is not the worker), worker
+    its scheduler's HTTP server on a free port (not 8787: two tuners may run at once), no memory limit (the measurement subprocess is not the worker), worker
     processes that are not daemonic (they start einc's build process: the setting is made in
     this process, whose nannies read it whenever they start a worker, a restart included),
     and a scheduler that gives a task no second worker after its worker died (the candidate
@@ -314,8 +314,7 @@ def start_local_cluster(workers: int) -> LocalCluster:
     dask.config.set({"distributed.worker.daemon": False})
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=0,
-                            dashboard_address=cast(str, None),  # None (documented, not annotated): no dashboard
-                            silence_logs=logging.ERROR)  # fmt: skip
+                            dashboard_address=":0", silence_logs=logging.ERROR)  # fmt: skip
 
 
 def make_runner(spec: RunnerSpec, *, workers: int | None, template: LocalRunner, device: str | None = None,
