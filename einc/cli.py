@@ -105,7 +105,14 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     tune.add_argument("-t", "--target", default="c", help="target to tune on (default: c)")
     tune.add_argument("--trials", type=int, default=64, help="candidates to measure (default: 64)")
     tune.add_argument("--time-budget", help="stop after this long (e.g. 120s, 2m)")
-    tune.add_argument("--workers", type=int, default=None, help="parallel builds (default: cores, at most 4)")
+    tune.add_argument("--workers", type=int, default=None,
+                      help="parallel builds (default: cores, at most 4); with --runner dask-local, the Dask workers (default: 2)")
+    tune.add_argument("--runner", default="local",
+                      help="where candidates are built and measured: local (default: this process's pool and worker), "
+                      "dask-local (a Dask LocalCluster of --workers processes) or dask://HOST:PORT (a Dask scheduler)")
+    tune.add_argument("--early-stop", type=float, default=None, metavar="FACTOR",
+                      help="time no further a candidate whose first runs take over FACTOR times the fastest "
+                      "trial so far (default: 1.5; 0: time every candidate in full)")
     tune.add_argument("--threads", type=int, default=None, help="threads the kernel runs on (default: OpenMP's)")
     tune.add_argument("--db", help="tuning records database (default: $EINC_TUNING_DB or the user cache)")
     tune.add_argument("-o", "--output", help="write the best schedule script here")
@@ -640,7 +647,9 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             args.file, args.target, args.trials, args.db, output=args.output,
             time_budget_s=parse_duration(budget, argument_location(argv, "--time-budget")) if budget else None,
             workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
-            seed=args.seed, report=args.report, progress=not args.quiet,
+            seed=args.seed, report=args.report, progress=not args.quiet, runner=args.runner,
+            runner_at=argument_location(argv, "--runner"), early_stop=args.early_stop,
+            early_stop_at=argument_location(argv, "--early-stop"),
         )  # fmt: skip
         if result.decision is not None:  # 1 where not even the default schedule computed right numbers
             from einc.tune.tuner import DISQUALIFYING

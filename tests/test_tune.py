@@ -24,7 +24,7 @@ from einc.tune.measure import LocalBuilder, LocalRunner
 from einc.tune.records import RecordDB
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import tune
-from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
+from einc.tune.types import EARLY_STOP, BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from tests.test_tune_measure import doctored
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,11 +149,11 @@ class NoisyFinals:
         self.inner, self.default, self.searching, self.finals = inner, default, False, False
         self.spoiled = 0
 
-    def set_best(self, best_s: float | None) -> None:
+    def set_best(self, best_s: float | None, factor: float = EARLY_STOP) -> None:
         # the search passes its fastest so far before each batch; the final rounds pass None
         self.finals = best_s is None and self.searching
         self.searching = self.searching or best_s is not None
-        self.inner.set_best(best_s)
+        self.inner.set_best(best_s, factor)
 
     def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
         measured = self.inner.run(task, builds)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from einc.errors import UsageError
 from einc.targets import get_target
 from einc.cli import render_tasks
 from einc.tune import tuner as tuner_module
@@ -30,12 +31,13 @@ from einc.tune.decide import (
     rounds_needed,
     sign_p,
 )
+from einc.tune.measure import cutoff
 from einc.tune.records import RecordDB
 from einc.compiler.records import find_record, record_context, used_line
 from einc.tune.report import marks
 from einc.tune.space import SearchSpace
 from einc.tune.tuner import TuneResult, bar_postfix, tune
-from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
+from einc.tune.types import EARLY_STOP, BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from einc.tune.workload import throughput
 
 DEVICE = dataclasses.replace(record_context(get_target("c")), device="test device")
@@ -170,7 +172,7 @@ class FakeRunner:
         self.default, self.timing = default, timing
         self.calls, self.finals = 0, False
 
-    def set_best(self, best_s: float | None) -> None:
+    def set_best(self, best_s: float | None, factor: float = EARLY_STOP) -> None:
         self.finals = best_s is None and self.calls > 0  # the final rounds time everything in full
 
     def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
@@ -361,3 +363,82 @@ def test_summary_of_a_crowned_best_gives_the_speedup_and_its_interval(task: Tune
                      r"the noise in 6 of 6 rounds", summary), summary  # fmt: skip
     assert "final rounds: the default and 3 finalists measured in turn, 6 rounds" in summary
     assert "fastest trial:" in summary and "(measured once)" in summary
+
+
+# ---- early stop (`--early-stop`): a slow candidate is not timed further, and never the best ----
+class CuttingRunner(FakeRunner):
+    """A FakeRunner that stops a candidate early as the LocalRunner does: over the cut-off
+    (`set_best`'s factor times the best so far), its 'first runs' (its time, once) are its
+    record, marked `cut`."""
+
+    def __init__(self, default: Point, timing: Timing):
+        super().__init__(default, timing)
+        self.cutoff: float | None = None
+        self.factors: list[float] = []
+
+    def set_best(self, best_s: float | None, factor: float = EARLY_STOP) -> None:
+        super().set_best(best_s, factor)
+        self.factors.append(factor)
+        self.cutoff = cutoff(best_s, factor)
+
+    def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
+        out = []
+        for m in super().run(task, builds):
+            if self.cutoff is not None and m.median_s > self.cutoff:
+                m = MeasureResult(m.candidate, m.status, times=(m.median_s,), extra={"cut": True, "cutoff_s": self.cutoff})
+            out.append(m)
+        return out
+
+
+def early_stop_tune(task: TuneTask, space: SearchSpace, tmp_path: Path, early_stop: float) -> tuple[TuneResult, RecordDB, CuttingRunner, Point]:
+    """8 trials in batches of 4: the default (1 ms), one point at 0.4 ms and two at 0.95 ms in
+    the first batch; 0.7 ms for every point of the second, measured once the best so far is
+    0.4 ms (with early_stop 1.5: over the cut-off, 0.6 ms, though faster than the first
+    batch's 0.95 ms points and the default)."""
+    default = space.default_point()
+    times: dict[Point, float] = {default: 1e-3}
+    fast: list[Point] = []
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if point not in times:
+            times[point] = 0.4e-3 if call == 1 else 0.95e-3 if call < 4 else 0.7e-3
+            if call == 1:
+                fast.append(point)
+        return times[point], 0.0
+
+    db = RecordDB(tmp_path / f"e{early_stop:g}.db")
+    runner = CuttingRunner(default, timing)
+    result = tune(task, policy="random", trials=8, batch=4, space=space, builder=FakeBuilder(), runner=runner,
+                  db=db, device=DEVICE, seed=4, verify=False, early_stop=early_stop)  # fmt: skip
+    return result, db, runner, fast[0]
+
+
+def test_a_candidate_stopped_early_is_recorded_so_and_never_a_finalist(task: TuneTask, space: SearchSpace,
+                                                                       tmp_path: Path) -> None:  # fmt: skip
+    result, db, runner, fast = early_stop_tune(task, space, tmp_path, 1.5)
+    with db:
+        second = [t.result for t in result.history[4:]]
+        assert all(m.extra.get("cut") is True and m.extra["cutoff_s"] == pytest.approx(0.6e-3) for m in second)
+        assert not any(t.result.extra.get("cut") for t in result.history[:4])  # no best yet: timed in full
+        assert result.stopped_early == 4 and "stopped early: 4" in result.summary()
+        # the finalists: the fastest trials timed in full (0.4 and 0.95 ms), not the 0.7 ms ones stopped early
+        finals = [f.candidate.point for f in result.finals]
+        assert finals[0] == space.default_point() and fast in finals
+        assert not {m.candidate.point for m in second} & set(finals)
+        assert result.best is not None and result.best.candidate.point == fast, result.summary()
+        # in the records: marked, kept with their partial measurement, never the best
+        cut = [r for r in db.trials(task.key, "c", DEVICE) if r.extra.get("cut")]
+        assert len(cut) == 4 and all(r.status == "ok" and len(r.times) == 1 for r in cut)
+        best = db.best(task.key, "c", DEVICE)
+        assert best is not None and best.point() == fast
+    assert runner.factors[:2] == [1.5, 1.5] and runner.cutoff is None  # the final rounds time everything in full
+
+
+def test_early_stop_0_times_every_candidate_in_full(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
+    result, db, runner, fast = early_stop_tune(task, space, tmp_path, 0)
+    db.close()
+    assert result.stopped_early == 0 and "stopped early" not in result.summary()
+    finals = {f.candidate.point for f in result.finals}
+    assert fast in finals and {t.result.candidate.point for t in result.history[4:]} & finals  # 0.7 ms ones compete
+    with pytest.raises(UsageError, match="early-stop factor is 0 .off. or at least 1"):
+        tune(task, trials=1, space=space, builder=FakeBuilder(), runner=runner, early_stop=0.5)

@@ -250,11 +250,77 @@ def test_a_candidate_far_slower_than_the_best_is_checked_and_timed_by_its_first_
         [cut] = r.run(task, [build])
         r.set_best(None)
         [full] = r.run(task, [build])
-    assert cut.status is Status.OK and cut.extra.get("cut") is True, cut
-    assert 1 <= len(cut.times) < 3  # no repeats
+    assert cut.status is Status.OK and cut.extra.get("cut") is True and cut.extra["cutoff_s"] == 1.5e-12, cut
+    assert 1 <= len(cut.times) <= 3 and "runs_per_repeat" not in cut.extra  # its first runs: no repeats
     assert full.status is Status.OK and "cut" not in full.extra and len(full.times) == 3
     wrong = doctored(task, WRONG, "liar")
     with runner(threads=1) as r:
         r.set_best(1e-12)
         [lied] = r.run(task, [wrong])
     assert lied.status is Status.WRONG, lied  # a cut candidate is still checked
+
+
+# ---- early stop: decided on the quickest of the first runs, on a fake clock ----------------------
+class FakeClock:
+    """`time` for einc.tune.worker: perf_counter and process_time advance only when a fake
+    kernel runs."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    process_time = perf_counter
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class FakeJob:
+    """A kernel whose runs take `seconds` each on `clock`, the first `cold` times as long."""
+
+    def __init__(self, clock: FakeClock, seconds: float, cold: float = 1.0):
+        self.clock, self.seconds, self.cold, self.calls = clock, seconds, cold, 0
+        self.copies = 1
+        self.data = type("Data", (), {"nbytes": 1 << 30})()  # no rotation: one copy
+
+    def call(self, k: int) -> None:
+        self.clock.now += self.seconds * (self.cold if self.calls == 0 else 1.0)
+        self.calls += 1
+
+    def add_copies(self, n: int) -> None:
+        self.copies += n
+
+    def check(self, copies: range, when: str) -> None:
+        pass
+
+
+def fake_measure(monkeypatch: pytest.MonkeyPatch, seconds: float, cutoff_s: float | None, cold: float = 1.0):
+    from einc.tune import worker
+
+    clock = FakeClock()
+    monkeypatch.setattr(worker, "time", clock)
+    monkeypatch.setattr(worker, "run_queue_wait", lambda: None)
+    job = FakeJob(clock, seconds, cold)
+    settings = {"repeats": 5, "min_repeat_s": 0.01, "check": True, "max_retries": 0, "noise": LENIENT,
+                "cutoff_s": cutoff_s}  # fmt: skip
+    attempts, runs = worker.measure(job, settings, lambda: None)  # type: ignore[arg-type]
+    return attempts, runs, job
+
+
+def test_a_candidate_over_the_cutoff_is_timed_by_its_first_runs_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    best = 1e-4
+    # 1.6x the best, cut-off at 1.5x: three first runs (under 10 ms in all), then nothing more
+    attempts, runs, job = fake_measure(monkeypatch, 1.6 * best, cutoff_s=1.5 * best)
+    assert runs == 0 and job.calls == 3 and attempts[0].times == pytest.approx((1.6 * best,) * 3)
+    # 1.4x: under the cut-off, timed in full (warm-up, calibration, 5 repeats of >= 10 ms)
+    attempts, runs, job = fake_measure(monkeypatch, 1.4 * best, cutoff_s=1.5 * best)
+    assert runs == 72 and len(attempts[0].times) == 5 and job.calls > 5 * 72
+    # a first run 3x slower (a cold cache) does not stop a kernel as fast as the best: the
+    # quickest of the first runs decides
+    attempts, runs, job = fake_measure(monkeypatch, best, cutoff_s=1.5 * best, cold=3.0)
+    assert runs > 0 and attempts[0].median == pytest.approx(best)
+    # no cut-off (no best yet, or --early-stop 0): timed in full however slow
+    attempts, runs, job = fake_measure(monkeypatch, 100 * best, cutoff_s=None)
+    assert runs > 0 and len(attempts[0].times) == 5

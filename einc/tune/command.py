@@ -37,7 +37,16 @@ def tune_file_command(
     seed: int = 0,
     report: str | None = None,
     progress: bool = True,
+    runner: str = "local",
+    runner_at: SourceLocation | None = None,
+    early_stop: float | None = None,
+    early_stop_at: SourceLocation | None = None,
 ) -> TuneResult:
+    from contextlib import ExitStack
+
+    from einc.tune.cluster import make_runner, parse_runner
+    from einc.tune.measure import LocalRunner, check_early_stop
+    from einc.tune.types import EARLY_STOP
     from einc.tune.records import RecordDB
     from einc.compiler.records import default_db_path
     from einc.tune.tuner import tune
@@ -45,6 +54,10 @@ def tune_file_command(
     from einc.targets import get_target
 
     get_target(target, SourceLocation(path, 1, 1))  # an unknown target before any work
+    spec = parse_runner(runner, runner_at)
+    early_stop = EARLY_STOP if early_stop is None else early_stop
+    if why := check_early_stop(early_stop):
+        raise UsageError(f"--early-stop: {why}", early_stop_at)
     task = TuneTask.from_file(path, target)
     # A program error, or a target that cannot run here (no toolchain or device: HIP, CUDA
     # without a GPU), before any search: the default kernel is built and loaded once.
@@ -54,12 +67,20 @@ def tune_file_command(
         why = why if "cannot run here" in why else f"{target} kernels cannot run here: {why}"
         raise RuntimeMissingError(f"{why}; nothing to time, so nothing to tune", SourceLocation(path, 1, 1))
     db_file = Path(db_path) if db_path else default_db_path()
-    with RecordDB(db_file) as db:
+    with RecordDB(db_file) as db, ExitStack() as stack:
         db.require_writable("record tuning results in")  # before any search: no result is lost
+        cluster = None
+        if spec.dask:  # reached, with a worker of this device, before any search; shared by --report's run
+            template = LocalRunner(threads=threads, seed=seed)
+            cluster = stack.enter_context(make_runner(spec, workers=workers, template=template, where=runner_at))
+            cluster.start(task)
+            print(f"einc: measuring on {cluster.name}: {cluster.parallelism} worker"
+                  f"{'s' if cluster.parallelism > 1 else ''} of this device", file=sys.stderr)  # fmt: skip
+
         def run(policy: str, resume: bool = False, decide: bool = True) -> TuneResult:
             return tune(task, policy=policy, resume=resume, trials=trials, time_budget_s=time_budget_s,
-                        workers=workers, threads=threads, db=db, seed=seed, progress=progress,
-                        decide_best=decide)  # fmt: skip
+                        workers=None if cluster else workers, threads=threads, db=db, seed=seed, progress=progress,
+                        decide_best=decide, builder=cluster, runner=cluster, early_stop=early_stop)  # fmt: skip
 
         result = run(policy, resume)
         print(result.summary())

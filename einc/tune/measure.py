@@ -36,7 +36,7 @@ from einc.runtime.openmp import timing_env, user_policy
 from einc.runtime.signature import KernelSignature
 from einc.schedule.choice import ScheduleChoice
 from einc.tune.timing import MeasureSettings, NoiseLimits, Timing
-from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
+from einc.tune.types import EARLY_STOP, BuildResult, Candidate, MeasureResult, Status, TuneTask
 
 
 class Builder(Protocol):
@@ -352,8 +352,6 @@ class _Worker:
             self.lifeline = None
 
 
-CUTOFF_FACTOR = 3.0
-"""`set_best`: candidates over this many times the best so far are timed by their first runs."""
 
 
 @dataclass
@@ -387,12 +385,14 @@ class LocalRunner:
     load_timeout_s: float = 120.0
     cutoff_s: float | None = None
     """A kernel whose first runs each take longer than this is checked and timed by those runs
-    alone (no warm-up, calibration or repeats; `extra["cut"]`): a search sets it from its best
-    so far (`set_best`), since a candidate several times slower needs no precise time."""
+    alone (no warm-up, calibration or repeats; `extra["cut"]`, with `extra["cutoff_s"]`): a
+    search sets it from its best so far (`set_best`), since a candidate that much slower needs
+    no precise time (and can never be the best: the tuner keeps it out of the final rounds)."""
 
-    def set_best(self, best_s: float | None, factor: float = CUTOFF_FACTOR) -> None:
-        """Time candidates slower than `factor` times `best_s` by their first runs only."""
-        self.cutoff_s = None if best_s is None or not math.isfinite(best_s) else factor * best_s
+    def set_best(self, best_s: float | None, factor: float = EARLY_STOP) -> None:
+        """Time candidates slower than `factor` times `best_s` by their first runs only (no
+        cut-off when `best_s` is None or `factor` is 0)."""
+        self.cutoff_s = cutoff(best_s, factor)
 
     def __post_init__(self) -> None:
         self._worker: _Worker | None = None
@@ -495,7 +495,10 @@ class LocalRunner:
                      wait_policy=user_policy(os.environ) or "passive")  # fmt: skip
         if noise:
             extra["noisy"] = noise
-        if hopeless:
+        cut = bool(extra.get("cut"))
+        if cut:  # its first runs: ranked only against the cut-off, never for the best
+            extra["cutoff_s"] = self.cutoff_s
+        if hopeless and not cut:
             extra["median_s"] = best.median
             return result(Status.NOISY, f"timings unreliable after {len(attempts)} measurements: {noise}",
                           extra=extra)  # fmt: skip
@@ -548,6 +551,22 @@ class LocalRunner:
         self._stop_worker()
         reason = f"the kernel crashed its worker: {describe_exit(code)}"
         return (Status.CRASHED.value, reason + (f"; it wrote: {tail}" if tail else ""))
+
+
+def cutoff(best_s: float | None, factor: float) -> float | None:
+    """The first-run time past which a candidate is not timed further: `factor` times the best
+    so far (None: no best yet, or `factor` 0)."""
+    if best_s is None or not math.isfinite(best_s) or factor <= 0:
+        return None
+    return factor * best_s
+
+
+def check_early_stop(factor: float) -> str:
+    """Why `factor` is no early-stop factor ("" when it is one: 0, or at least 1; below 1 a
+    candidate faster than the best could be stopped early)."""
+    if not math.isfinite(factor) or (factor != 0 and factor < 1):
+        return f"the early-stop factor is 0 (off) or at least 1 (a multiple of the best so far), not {factor:g}"
+    return ""
 
 
 def inherited_threads() -> int:

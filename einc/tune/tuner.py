@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from einc.errors import EincError
+from einc.errors import EincError, UsageError
 from einc.tune.decide import Decision, Pair, Sample, Verdict, decide, judge, rounds_needed
-from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
+from einc.tune.types import EARLY_STOP, BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from einc.tune.workload import throughput
 
 if TYPE_CHECKING:
@@ -87,6 +87,11 @@ class TuneResult:
         return len(self.history)
 
     @property
+    def stopped_early(self) -> int:
+        """Trials not timed past their first runs (over the early-stop factor times the best)."""
+        return sum(stopped_early(t.result) for t in self.history)
+
+    @property
     def failures(self) -> Counter[str]:
         return Counter(t.result.status.value for t in self.history if not t.result.ok)
 
@@ -131,6 +136,9 @@ class TuneResult:
         fails = self.failures
         if fails:
             lines.append("  failed: " + ", ".join(f"{n} {s}" for s, n in sorted(fails.items())))
+        if self.stopped_early:
+            lines.append(f"  stopped early: {self.stopped_early} (their first runs were over the early-stop factor "
+                         "times the fastest trial then)")  # fmt: skip
         if self.fastest is not None:
             lines.append(f"  fastest trial: {_speed(self.task, self.fastest.median_s)}  "
                          f"{self.fastest.candidate.point.describe()} (measured once)")  # fmt: skip
@@ -166,6 +174,12 @@ def _int(value: object) -> int:
 def _speed(task: TuneTask, seconds: float) -> str:
     value, unit = throughput(task, seconds)
     return f"{seconds * 1e3:.3f} ms, {value:.3g} {unit}"
+
+
+def stopped_early(measured: MeasureResult) -> bool:
+    """Whether `measured` was timed by its first runs only (`LocalRunner.set_best`): it is
+    recorded with them, marked `cut`, and is never the fastest trial or a finalist."""
+    return measured.extra.get("cut") is True
 
 
 def _refused(candidate: Candidate, message: str) -> MeasureResult:
@@ -209,7 +223,7 @@ def tune(
     batch: int | None = None,
     space: SearchSpace | None = None,
     builder: Builder | None = None,
-    runner: Runner | None = None,
+    runner: Runner | str | None = None,
     db: RecordDB | str | Path | None = None,
     device: RecordContext | None = None,
     resume: bool = False,
@@ -221,6 +235,7 @@ def tune(
     rounds: int = 5,
     decide_best: bool = True,
     on_trial: Callable[[Trial], None] | None = None,
+    early_stop: float = EARLY_STOP,
 ) -> TuneResult:
     """Search `task`'s schedule space for `trials` candidates (or `time_budget_s` seconds), then
     decide the best in final rounds: the default schedule and the `finalists` fastest trials,
@@ -228,13 +243,21 @@ def tune(
     `einc.tune.decide`). `decide_best=False` searches only (nothing is crowned or recorded as
     the best).
 
+    `early_stop`: a trial whose first runs each take over this many times the fastest trial
+    so far is not timed further; it is recorded with its first runs, marked `cut`, and never
+    becomes a finalist (0: every trial timed in full). The final rounds time every candidate
+    in full.
+
     `policy`: "bayes", "random" or a SearchPolicy. Builder and runner default to a local
     process pool of `workers` and an isolated worker running the kernel on `threads`
-    threads. Every result is added to `db` (a RecordDB, or the path of one: opened here, and
+    threads (`runner="local"`); `runner="dask-local"` measures on a Dask LocalCluster of
+    `workers` processes (2 by default), `runner="dask://HOST:PORT"` on the workers of a running
+    Dask scheduler (`einc.tune.cluster`), each candidate built and measured on one worker of
+    the device. Every result is added to `db` (a RecordDB, or the path of one: opened here, and
     refused before any measurement when it cannot be) as it arrives (keyed by the task and
     context `device`, by default this machine's `record_context` for the target), the decision with its
     final rounds."""
-    from einc.tune.measure import LocalBuilder, LocalRunner
+    from einc.tune.measure import LocalBuilder, LocalRunner, check_early_stop
     from einc.tune.records import RecordDB
     from einc.tune.search import make_policy
     from einc.tune.space import SearchSpace
@@ -245,24 +268,47 @@ def tune(
                         threads=threads, batch=batch, space=space, builder=builder, runner=runner, db=opened,
                         device=device, resume=resume, seed=seed, progress=progress, verify=verify,
                         runner_options=runner_options, finalists=finalists, rounds=rounds, decide_best=decide_best,
-                        on_trial=on_trial)  # fmt: skip
+                        on_trial=on_trial, early_stop=early_stop)  # fmt: skip
     if db is not None and not isinstance(db, RecordDB):
         raise TypeError(f"tune(db=...) takes a RecordDB or a path, not {type(db).__name__}")
+    if why := check_early_stop(early_stop):
+        raise UsageError(why)
     start = time.perf_counter()
     if db is not None:
         db.require_writable("record tuning results in")  # before any work: no result is lost
     space = space or SearchSpace.from_task(task)
     if isinstance(policy, str):
         policy = make_policy(policy, space, seed=seed)
-    own_builder, own_runner = builder is None, runner is None
-    workers = workers or min(4, os.cpu_count() or 1)
-    builder = builder or LocalBuilder(workers=workers)
-    runner = runner or LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
     if db is not None and device is None:
         from einc.compiler.records import record_context
         from einc.targets import get_target
 
         device = record_context(get_target(task.target))
+    owned: list[object] = []  # what this call made, and closes
+    if isinstance(runner, str):
+        from einc.tune.cluster import make_runner, parse_runner
+        from einc.tune.dask_worker import context_name
+
+        spec = parse_runner(runner)
+        template = LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
+        where = context_name(device) if device is not None else None
+        cluster = make_runner(spec, workers=workers, template=template, device=where) if spec.dask else None
+        runner = cluster
+        if cluster is not None:
+            try:
+                cluster.start(task)  # the cluster reached, with a worker of the device, before any search
+            except BaseException:
+                cluster.close()
+                raise
+            owned.append(cluster)
+            builder = builder or cluster
+    workers = workers or min(4, os.cpu_count() or 1)
+    if builder is None:
+        builder = LocalBuilder(workers=workers)
+        owned.append(builder)
+    if runner is None:
+        runner = LocalRunner(threads=threads, seed=seed, **(runner_options or {}))
+        owned.append(runner)
     tuner_id = f"{policy.name}-{uuid.uuid4().hex[:8]}"
     result = TuneResult(task, policy.name)
     default_point = space.default_point()
@@ -282,7 +328,8 @@ def tune(
 
     bar = _progress_bar(trials, result.resumed) if progress else None
     try:
-        batch = batch or max(2 * workers, 4)
+        parallel: int = getattr(runner, "parallelism", workers)  # a DaskRunner's: the workers of the device
+        batch = batch or max(2 * parallel, 4)
         try:
             while result.resumed + result.trials < trials:
                 if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
@@ -293,7 +340,7 @@ def tune(
                     result.stopped = "exhausted"
                     break
                 if (set_best := getattr(runner, "set_best", None)) is not None:
-                    set_best(result.fastest.median_s if result.fastest is not None else None)
+                    set_best(result.fastest.median_s if result.fastest is not None else None, early_stop)
                 measured = measure_points(task, space, points, builder, runner)
                 for point, m in zip(points, measured):
                     trial = Trial(result.resumed + result.trials, time.perf_counter() - start, m)
@@ -320,10 +367,8 @@ def tune(
             bar.set_description("tuned" if result.decision is not None else "tuning")
             bar.set_postfix(bar_postfix(result), refresh=True)
             bar.close()
-        if own_runner:
-            _close(runner)
-        if own_builder:
-            _close(builder)
+        for part in owned:
+            _close(part)
     return result
 
 
@@ -337,15 +382,16 @@ def record_result(record) -> MeasureResult:  # record: einc.compiler.records.Rec
 def _consider(result: TuneResult, point: Point, measured: MeasureResult, default_point: Point) -> None:
     if point == default_point and (result.default is None or not result.default.ok):
         result.default = measured
-    if measured.ok and (result.fastest is None or measured.median_s < result.fastest.median_s):
+    if measured.ok and not stopped_early(measured) and (result.fastest is None or measured.median_s < result.fastest.median_s):
         result.fastest = measured
 
 
 def _finalists(result: TuneResult, default_point: Point, top: int) -> list[MeasureResult]:
     """The `top` fastest distinct trials (earlier ones included) other than the default, each
-    faster than the default's own trial where that was measured."""
+    faster than the default's own trial where that was measured, none stopped early (a partial
+    measurement over the early-stop factor times the best: never the best)."""
     bar = result.default.median_s if result.default is not None and result.default.ok else math.inf
-    ranked = sorted((m for m in [*result.earlier, *(t.result for t in result.history)] if m.ok),
+    ranked = sorted((m for m in [*result.earlier, *(t.result for t in result.history)] if m.ok and not stopped_early(m)),
                     key=lambda m: m.median_s)  # fmt: skip
     chosen: list[MeasureResult] = []
     for m in ranked:
@@ -408,15 +454,17 @@ def _final_settings(runner: Runner) -> Iterator[None]:
 
     if (set_best := getattr(runner, "set_best", None)) is not None:
         set_best(None)
-    if not isinstance(runner, LocalRunner):
+    settings = runner if isinstance(runner, LocalRunner) else getattr(runner, "template", None)  # a DaskRunner's
+    if not isinstance(settings, LocalRunner):
         yield
         return
-    saved = runner.repeats, runner.min_repeat_s
-    runner.repeats, runner.min_repeat_s = min(FINAL_REPEATS, runner.repeats), min(FINAL_MIN_REPEAT_S, runner.min_repeat_s)
+    saved = settings.repeats, settings.min_repeat_s
+    settings.repeats = min(FINAL_REPEATS, settings.repeats)
+    settings.min_repeat_s = min(FINAL_MIN_REPEAT_S, settings.min_repeat_s)
     try:
         yield
     finally:
-        runner.repeats, runner.min_repeat_s = saved
+        settings.repeats, settings.min_repeat_s = saved
 
 
 def _rounds(
@@ -513,11 +561,17 @@ DISQUALIFYING = (Status.WRONG, Status.CRASHED, Status.TIMEOUT, Status.INTERNAL, 
 
 
 def _verify(task: TuneTask, best: MeasureResult, builder: Builder, runner: Runner) -> MeasureResult:
-    """The best candidate built and measured again; a LocalRunner's copy draws its inputs
-    from the next seed (other runners measure on their own inputs again)."""
+    """The best candidate built and measured again; a LocalRunner's copy (a DaskRunner's
+    `reseeded`) draws its inputs from the next seed (other runners measure on their own
+    inputs again)."""
+    from einc.tune.cluster import DaskRunner
     from einc.tune.measure import LocalRunner
 
-    fresh = dataclasses.replace(runner, seed=runner.seed + 1, cutoff_s=None) if isinstance(runner, LocalRunner) else runner
+    fresh: Runner = runner
+    if isinstance(runner, LocalRunner):
+        fresh = dataclasses.replace(runner, seed=runner.seed + 1, cutoff_s=None)
+    elif isinstance(runner, DaskRunner):
+        fresh = runner.reseeded(runner.template.seed + 1)
     try:
         (build,) = builder.build(task, [best.candidate])
         if build.status is not Status.OK:

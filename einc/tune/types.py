@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from einc.schedule.script import Schedule
 
 
+EARLY_STOP = 1.5
+"""The early-stop factor by default (`tune(early_stop=...)`, `einc tune --early-stop`,
+`LocalRunner.set_best`): a candidate whose first runs each take over this many times the best
+so far is not timed further (0 turns it off)."""
+
+
 @dataclass(frozen=True)
 class TuneTask:
     """A program to tune: its text (a `.ein` file or Antares IR with `input_dict`), the target,

@@ -37,6 +37,9 @@ GUARD_BYTES = 256
 """Bytes of 0x5A before and after every input and output, checked with the outputs: a kernel
 that writes out of bounds (a vector tail past the end) is WRONG even when its outputs are
 right. A multiple of 64, so the arrays keep the buffers' alignment."""
+FIRST_RUNS = 3
+"""The first runs (while they take under 10 ms in all) whose quickest decides whether a kernel
+is rotated through copies of its data and whether it is stopped early (the cut-off)."""
 ROTATE_BELOW_S = 1e-3
 """Kernels whose first run takes longer than this are timed on one copy of their data: where
 their data sit when a run starts changes their time by a few microseconds at most."""
@@ -199,9 +202,9 @@ def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tu
     data to rotate through."""
     check = settings["check"]
     first: list[float] = []
-    # the quickest of a few first runs (while they stay short), so that a run slowed by a
-    # page fault or a preemption does not decide it
-    while not first or (min(first) >= ROTATE_BELOW_S and sum(first) < 10 * ROTATE_BELOW_S):
+    # the quickest of a few first runs (at least FIRST_RUNS, while they stay short), so that a
+    # run slowed by a cold cache, a page fault or a preemption does not decide it
+    while not first or (sum(first) < 10 * ROTATE_BELOW_S and (len(first) < FIRST_RUNS or min(first) >= ROTATE_BELOW_S)):
         start = time.perf_counter()
         job.call(0)
         first.append(time.perf_counter() - start)
@@ -209,7 +212,7 @@ def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tu
         if check and len(first) == 1:
             job.check(range(1), "after the first run")
     cutoff = settings["cutoff_s"]
-    if cutoff is not None and min(first) > cutoff:  # far slower than the best: its first runs do
+    if cutoff is not None and min(first) > cutoff:  # stopped early: over the factor times the best
         return [Timing(tuple(first), sum(first), sum(first), None)], 0
     if min(first) < ROTATE_BELOW_S:
         job.add_copies(rotation_copies(job.data.nbytes, l2_bytes()) - 1)
