@@ -182,9 +182,8 @@ class TuneQueues:
 
     def position(self, job: TuneJob) -> int | None:
         """1 for the next job of its queue, 2 for the one after, ...; None unless queued."""
-        if job.state != "queued":
-            return None
-        return list(self.waiting.get(job.queue, ())).index(job) + 1
+        waiting = list(self.waiting.get(job.queue, ()))
+        return waiting.index(job) + 1 if job in waiting else None
 
     def active(self, task_key: str, target: str) -> TuneJob | None:
         """The running, else the first queued, job tuning this program on `target`."""
@@ -206,10 +205,9 @@ class TuneQueues:
     def retry_after(self, queue: str) -> int:
         """An estimate of the seconds until the running job and those waiting in `queue` are
         done, at the running job's pace (RETRY_AFTER_S before it has one)."""
-        running = self.running.get(queue)
-        if running is None or running[0].trials_done == 0 or running[0].started is None:
+        job = self.running[queue][0] if queue in self.running else None
+        if job is None or job.started is None or job.trials_done == 0:
             return RETRY_AFTER_S
-        job = running[0]
         per_trial = (time.time() - job.started) / job.trials_done
         left = job.request.trials - job.trials_done + sum(j.request.trials for j in self.waiting.get(queue, ()))
         return max(1, min(3600, math.ceil(per_trial * left)))
@@ -232,6 +230,7 @@ class TuneQueues:
     async def _run(self, job: TuneJob) -> None:
         """Start `job`'s process, follow its reports, and fail the job if it ends without a
         last word (it died)."""
+        job.state, job.started = "running", time.time()  # (its process starting)
         context = multiprocessing.get_context("forkserver")
         reports, report_end = context.Pipe(duplex=False)
         lifeline_end, lifeline = context.Pipe(duplex=False)
@@ -247,8 +246,10 @@ class TuneQueues:
             return
         report_end.close()
         lifeline_end.close()
-        job.state, job.started, job.pid = "running", time.time(), process.pid
+        job.pid = process.pid
         self.running[job.queue] = (job, process)
+        if self.stopping:  # the server began to shut down while the process started
+            _signal(process, signal.SIGINT)
         LOG.info("tune job %s started in process %s: %d trials of program %s for %s", job.id, process.pid,
                  job.request.trials, job.task_key, job.queue)  # fmt: skip
         try:
@@ -334,11 +335,26 @@ def tune_process(request: TuneRequest, db: str | None, workers: int | None, repo
     sys.modules["__main__"] = types.ModuleType("__main__")
     signal.signal(signal.SIGINT, _interrupt_once)
     threading.Thread(target=_watch, args=(lifeline,), daemon=True, name="lifeline").start()
+    from einc.compiler.records import default_db_path
+
     program = request.program
+    path = Path(db) if db else default_db_path()
+    trials = 0
+
+    def send(message: Message) -> None:
+        nonlocal trials
+        if message[0] == "trial":
+            trials += 1
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # a report is sent whole (a stop waits)
+        try:
+            reports.send(message)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     try:
-        message: tuple[object, ...] = _tune(request, db, workers, lambda m: reports.send(m))
-    except KeyboardInterrupt:
-        message = ("stopped", {"reason": "stopped before the search began"})
+        message: tuple[object, ...] = _tune(request, path, workers, send)
+    except KeyboardInterrupt:  # (the tuner's own stop is its result: this one came before or after it)
+        message = ("stopped", {"reason": _stopped(trials, request.trials, path)})
     except EincError as err:
         if err.loc is None:
             err.loc = SourceLocation(IR_FILE, 1, 1, 1, program.ir)
@@ -351,6 +367,10 @@ def tune_process(request: TuneRequest, db: str | None, workers: int | None, repo
         reports.send(message)
     except (OSError, ValueError):  # the server is gone: nobody to tell
         pass
+
+
+def _stopped(trials: int, total: int, path: Path) -> str:
+    return f"stopped after {trials} of {total} trials (the server shut down); their records are kept in {path}"
 
 
 def _interrupt_once(signum: int, frame: FrameType | None) -> None:
@@ -367,11 +387,11 @@ def _watch(lifeline: Connection) -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def _tune(request: TuneRequest, db: str | None, workers: int | None,
+def _tune(request: TuneRequest, path: Path, workers: int | None,
           send: Callable[[Message], None]) -> tuple[object, ...]:  # fmt: skip
     """Tune `request` as `einc tune` does (the default kernel checked to run here first);
     the job's last word."""
-    from einc.compiler.records import default_db_path, find_record
+    from einc.compiler.records import find_record
     from einc.targets import get_target
     from einc.tune import tuner
     from einc.tune.space import SearchSpace
@@ -395,12 +415,9 @@ def _tune(request: TuneRequest, db: str | None, workers: int | None,
         send(("trial", {"time_s": m.median_s if m.ok else None, "default": m.candidate.point == default_point,
                         "schedule": m.candidate.point.describe(), "status": m.status.value}))  # fmt: skip
 
-    path = Path(db) if db else default_db_path()
     result = tuner.tune(task, trials=request.trials, workers=workers, db=path, space=space, on_trial=on_trial)
-    kept = result.trials
     if result.stopped == "interrupted":
-        return ("stopped", {"reason": f"stopped after {kept} of {request.trials} trials (the server shut down); "
-                                      f"their records are kept in {path}"})  # fmt: skip
+        return ("stopped", {"reason": _stopped(result.trials, request.trials, path)})
     best = result.best
     if best is None or result.decision is None or not best.ok:
         failures = ", ".join(f"{n} {s}" for s, n in sorted(result.failures.items())) or "none measured"
