@@ -4,11 +4,14 @@ of one. A job runs to done and `/compile` then applies its decision (and said `d
 without waiting, while it ran); a second job waits behind the first, a third is refused with
 429 and Retry-After; bad bodies are located 400s and an unknown id is 404; a tuning process
 killed mid-job fails its job with the reason while the server keeps answering; a server told
-to stop (SIGTERM) stops its running job with the trials it measured kept."""
+to stop (SIGTERM) stops its running job with the trials it measured kept. Without a server:
+a bug in einc inside a job's process is its last word (the internal error's text, the
+reproducer for the log), and a job's reports make its progress and best."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -18,12 +21,15 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 
 from einc.targets import get_target
 from einc.compiler.records import record_context
+from einc.tools.serve.jobs import TuneRequest, parse_tune_request
+from einc.tools.serve.tuning import TuneJob, tune_process
 from einc.tune.records import RecordDB
 from einc.tune.types import TuneTask
 from tests.test_serve import ADD, MATMUL, Server, wait_until_listening
@@ -224,3 +230,61 @@ def test_stopping_the_server_stops_its_running_job_and_keeps_the_trials(tmp_path
         assert len(db.trials(SMALL_TASK.key, "c", record_context(get_target("c")))) == int(stopped.group(1))
     status = Path(f"/proc/{pid}/status")
     assert not status.exists() or "State:\tZ" in status.read_text()  # the job's process is gone
+
+
+# ---- the job's process and its reports, without a server ------------------------------------------
+def broken_tune_process(request: TuneRequest, db: str, reports: Connection, lifeline: Connection) -> None:
+    """`tune_process` with a bug in the tuner (in a spawned process: the patch is its own)."""
+    from einc.tune import tuner
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a tuner bug")
+
+    setattr(tuner, "tune", broken)
+    tune_process(request, db, 1, reports, lifeline)
+
+
+def test_a_bug_in_einc_fails_the_job_with_the_internal_errors_text_and_its_reproducer(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    reports, report_end = context.Pipe(duplex=False)
+    lifeline_end, lifeline = context.Pipe(duplex=False)
+    request = parse_tune_request(json.dumps({**SMALL_MATMUL, "trials": 2}).encode(), MAX_TRIALS)
+    process = context.Process(target=broken_tune_process, args=(request, str(tmp_path / "r.db"), report_end, lifeline_end))
+    process.start()
+    report_end.close()
+    lifeline_end.close()
+    messages = []
+    while reports.poll(DEADLINE_S):
+        try:
+            messages.append(reports.recv())
+        except EOFError:
+            break
+    process.join(timeout=DEADLINE_S)
+    lifeline.close()
+    assert process.exitcode == 0 and len(messages) == 1, messages
+    kind, body, reproducer = messages[0]
+    assert kind == "failed" and body["reason"].startswith("internal compiler error in stage 'tune': RuntimeError: a tuner bug")
+    assert "Traceback" not in body["reason"] and "Traceback" in reproducer and str(MATMUL["ir"]) in reproducer
+
+
+def test_a_jobs_reports_make_its_progress_and_best() -> None:
+    request = parse_tune_request(json.dumps({**ADD, "trials": 4}).encode(), MAX_TRIALS)
+    job = TuneJob.new(request, {"task_key": "k", "device": "d"})
+    assert job.to_json(1) == {"id": job.id, "state": "queued", "target": "c", "device": "d", "task_key": "k",
+                              "progress": {"done": 0, "total": 4, "failed": 0}, "best": None, "queue_position": 1}
+    job.state, job.started = "running", time.time()
+    job.apply(("trial", {"time_s": None, "default": False, "schedule": "tile()", "status": "wrong"}))
+    job.apply(("trial", {"time_s": 2e-3, "default": True, "schedule": "default()", "status": "ok"}))
+    job.apply(("trial", {"time_s": 1e-3, "default": False, "schedule": "tile(k=4)", "status": "ok"}))
+    job.apply(("trial", {"time_s": 3e-3, "default": False, "schedule": "tile(k=8)", "status": "ok"}))
+    answer = job.to_json()
+    assert answer["progress"] == {"done": 4, "total": 4, "failed": 1}
+    assert answer["best"] == {"time_s": 1e-3, "default_s": 2e-3, "vs_default": 2.0, "schedule": "tile(k=4)",
+                              "measured": "a search trial, measured once"}  # fmt: skip
+    job.apply(("done", {"decision": "d", "kept_default": False, "record": 7, "schedule_source": "record 7 (tuned)",
+                        "db": "x.db", "summary": "s", "best_s": 1.5e-3, "default_s": 2e-3, "schedule": "tile(k=4)"}))  # fmt: skip
+    answer = job.to_json()
+    assert answer["state"] == "done" and answer["record"] == 7 and answer["schedule_source"] == "record 7 (tuned)"
+    assert answer["best"] == {"time_s": 1.5e-3, "default_s": 2e-3, "vs_default": 1.3333, "schedule": "tile(k=4)",
+                              "measured": "the final rounds"}  # fmt: skip
+    assert "best_s" not in answer and "reason" not in answer
