@@ -168,6 +168,8 @@ class CodegenService:
             return checked
         if checked.status != 200:
             return Answer(checked.body, status_code=checked.status)
+        if self.tunes.stopping:
+            return error(503, "the service is shutting down: it starts no tuning job")
         job = TuneJob.new(tune_request, checked.body)
         retry_after = self.tunes.submit(job)
         if retry_after is not None:

@@ -223,7 +223,11 @@ class TuneQueues:
             waiting = self.waiting[queue]
             while waiting and not self.stopping:
                 job = waiting.popleft()
-                await self._run(job)
+                try:
+                    await self._run(job)
+                except Exception as exc:  # noqa: BLE001 - a bug in the service: this job fails, the queue goes on
+                    LOG.exception("tune job %s: the service failed", job.id)
+                    job.fail(f"internal compiler error in the service: {type(exc).__name__}: {exc}")
         finally:
             del self.drains[queue]
 
@@ -259,6 +263,9 @@ class TuneQueues:
                     message = reports.recv()
                 except (EOFError, OSError):  # the process ended (or died)
                     break
+                except Exception:  # a report that is no report: a bug; the job cannot be followed
+                    _signal(process, signal.SIGKILL)
+                    raise
                 if len(message) == 3:  # a failure with what the log should have (a reproducer)
                     LOG.error("tune job %s: internal compiler error:\n%s", job.id, message[2])
                     message = message[:2]
