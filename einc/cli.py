@@ -168,15 +168,22 @@ def _serve_parser(sub: argparse._SubParsersAction[_ArgumentParser], argv: Sequen
     serve = sub.add_parser(
         "serve", help="the codegen service: POST /compile answers source and manifest (HTTP)", argv=argv,
         description="Serve compile requests over HTTP: POST /compile with JSON {\"ir\", \"input_dict\", \"target\", "
-        "\"schedule\"?} answers {\"source\", \"manifest\", \"record\"}; a mistake in the request answers 400 with "
-        "the located error. GET /health, GET /targets. See README.md, 'Codegen service'.",
+        "\"schedule\"?} answers {\"source\", \"manifest\", \"record\", \"schedule_source\"}; a mistake in the "
+        "request answers 400 with the located error. POST /tune with the same JSON and \"trials\" starts a tuning "
+        "job on the server's device (202 {\"id\"}); GET /tune/ID says how it stands. GET /health, GET /targets. "
+        "See README.md, 'Codegen service'.",
     )  # fmt: skip
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8880, help="TCP port, 0 for any free one (default: 8880)")
     serve.add_argument("--workers", type=int, help="compile worker processes (default: cores, at most 4)")
     serve.add_argument("--timeout", type=float, default=30.0, help="seconds a compile may take (default: 30; 504 after)")
     serve.add_argument("--max-body", type=int, default=1 << 20, help="largest request in bytes (default: 1 MiB; 413 above)")
-    serve.add_argument("--db", metavar="PATH", help=_DB_HELP + "; its best record for each program is used")
+    serve.add_argument("--db", metavar="PATH", help=_DB_HELP + "; its best record for each program is used, "
+                       "tuning jobs add theirs")  # fmt: skip
+    serve.add_argument("--tune-queue", type=int, default=8,
+                       help="tuning jobs that may wait per target and device (default: 8; 429 above)")  # fmt: skip
+    serve.add_argument("--max-trials", type=int, default=1000, help="most trials of one tuning job (default: 1000)")
+    serve.add_argument("--tune-workers", type=int, help="build processes of a tuning job (default: cores, at most 4)")
 
 
 # ---- tuning records: `--db`/`--no-records` of compile and run, and `einc records` ----------------
@@ -683,9 +690,10 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
     if args.command == "serve":
         from einc.tools.serve.app import Settings, default_workers, serve_command
 
-        options = ("host", "port", "workers", "timeout", "max_body")
+        options = ("host", "port", "workers", "timeout", "max_body", "tune_queue", "max_trials", "tune_workers")
         where = {k: argument_location(argv, f"--{k.replace('_', '-')}") for k in options}
-        settings = Settings(args.workers or default_workers(), args.timeout, args.max_body, args.db)
+        settings = Settings(args.workers or default_workers(), args.timeout, args.max_body, args.db,
+                            tune_queue=args.tune_queue, max_trials=args.max_trials, tune_workers=args.tune_workers)
         return serve_command(args.host, args.port, settings, where)
     if args.command == "sketches":
         from einc.tune.space import describe_sketches

@@ -2,7 +2,8 @@
 subprocess on 127.0.0.1 (a free port chosen by the system), asked over HTTP. Each answer is
 compared with what the compiler gives in this process (the same source and manifest as
 `einc compile`); malformed requests get located errors; a compile over the time limit is cut
-off while the other worker keeps answering; tuning records are used and reported."""
+off while the other worker keeps answering; tuning records are used and reported (with
+`schedule_source`). Tuning through the service (`POST /tune`) is in test_serve_tune.py."""
 
 from __future__ import annotations
 
@@ -358,7 +359,7 @@ def test_tuning_records_are_used_and_reported(server: Server) -> None:
     body = {**MATMUL, "input_dict": {"input0": {"dtype": "float32", "shape": [48, 40]},
                                      "input1": {"dtype": "float32", "shape": [40, 24]}}}  # fmt: skip
     status, before = post(server, body)
-    assert status == 200 and before["record"] is None
+    assert status == 200 and before["record"] is None and before["schedule_source"] == "default"
     task = TuneTask(str(body["ir"]), "c", "<ir>", body["input_dict"])
     with RecordDB(server.db) as db:
         candidate = Candidate(Point.of("hand", {}), TUNED_SCHEDULE)
@@ -370,9 +371,13 @@ def test_tuning_records_are_used_and_reported(server: Server) -> None:
     assert record["sketch"] == "hand" and str(record["description"]).startswith(f"record {rid} (sketch hand")
     tuned = Compilation(str(body["ir"]), "<ir>", body["input_dict"], schedule=TUNED_SCHEDULE, use_records=False)
     assert answer["source"] == tuned.source_text() != before["source"]
-    assert answer["schedule"] == TUNED_SCHEDULE
+    assert answer["schedule"] == TUNED_SCHEDULE and answer["schedule_source"] == f"record {rid} (tuned)"
     status, without = post(server, {**body, "use_records": False})
     assert status == 200 and without["record"] is None and without["source"] == before["source"]
+    assert without["schedule_source"] == "default"
+    for schedule, source in ((TUNED_SCHEDULE, "request"), ("none", "none"), ("default", "default")):
+        status, given = post(server, {**body, "schedule": schedule})
+        assert status == 200 and given["record"] is None and given["schedule_source"] == source, given
 
 
 # ---- internal errors, in the worker's function ----------------------------------------------------
@@ -395,6 +400,7 @@ def test_serve_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "POST /compile" in out and "--port" in out and "--timeout" in out and "--max-body" in out
+    assert "POST /tune" in out and "--tune-queue" in out and "--max-trials" in out and "--tune-workers" in out
 
 
 @pytest.mark.parametrize(
@@ -406,6 +412,9 @@ def test_serve_help(capsys: pytest.CaptureFixture[str]) -> None:
         (["--host", "192.0.2.1", "--port", "0"], "<command line>:1:12: error: cannot listen on 192.0.2.1:0: "),
         (["--timeout", "0"], "<command line>:1:12: error: --timeout must be more than 0 seconds, got 0"),
         (["--workers", "0"], "<command line>:1:12: error: --workers must be at least 1, got 0"),
+        (["--tune-queue", "-1"], "<command line>:1:12: error: --tune-queue must be 0 or more, got -1"),
+        (["--max-trials", "0"], "<command line>:1:12: error: --max-trials must be at least 1, got 0"),
+        (["--tune-workers", "0"], "<command line>:1:12: error: --tune-workers must be at least 1, got 0"),
     ],
 )
 def test_bad_options_are_located_errors(args: list[str], error: str, capsys: pytest.CaptureFixture[str]) -> None:

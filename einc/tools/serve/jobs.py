@@ -15,11 +15,17 @@ A request:
 The answer (200): `source`, `manifest` (what `einc compile -o OUT` writes to OUT.json for a
 device target: buffers, kernels in launch order with their argument order, grid and block;
 for C, the function's name, prototype and argument order), `record` (the tuning record whose
-schedule was applied, or null), `schedule` (the text of the schedule applied, or null),
-`target` and `compile_s`. A user's mistake is 400 with `error`, the located
+schedule was applied, or null), `schedule_source` (which schedule that is: `record 12
+(tuned)`, `record 12 (the default schedule, kept by the tuner)`, `default`, `none` or
+`request`), `schedule` (the text of the schedule applied, or null), `target` and `compile_s`. A user's mistake is 400 with `error`, the located
 `file:line:col: error: ...` text: the request itself is `<request>`, the IR `<ir>`, the
 schedule `<schedule>`. A bug in einc is 500 with the error's text (the reproducer goes to
 the service's log, not to the client).
+
+A tuning request (`POST /tune`, `parse_tune_request`) is a compile request without
+`schedule` and `use_records` (the tuner searches the schedules) and with `"trials"`, a whole
+number from 1 to the server's `--max-trials`; `tune_check` compiles its program once in a
+worker (a mistake is the same located 400) and names the device its job measures on.
 
 `warm_up` runs in the service's forkserver (`einc.tools.serve.warm`) before it forks the workers,
 so each worker, one started after a timed-out one included, starts with the compiler loaded.
@@ -32,18 +38,22 @@ import math
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
 from einc.compiler.driver import Compilation, resolve_target
+from einc.compiler.records import Record, program_key, record_context
 from einc.errors import EincError, InternalCompilerError, SourceLocation
 from einc.runtime.manifest import Buffer
 from einc.runtime.signature import KernelSignature
+from einc.schedule.choice import Kind
 
 REQUEST_FILE = "<request>"
 IR_FILE = "<ir>"
 FIELDS = ("ir", "input_dict", "target", "schedule", "extra_outputs", "use_records")
+TUNE_FIELDS = ("ir", "input_dict", "target", "extra_outputs", "trials")
 JSON = dict[str, object]
 T = TypeVar("T")
 MAX_SHOWN_LINE = 400
@@ -71,19 +81,55 @@ class CompileRequest:
 
 
 @dataclass(frozen=True)
+class TuneRequest:
+    """A `POST /tune` body: the program (as a compile request with the default schedule)
+    and how many candidates to measure."""
+
+    program: CompileRequest
+    trials: int
+
+
+@dataclass(frozen=True)
 class JobResult:
     """A worker's answer: the HTTP status, the JSON body, and what the server should log
-    (an internal error's reproducer), if anything."""
+    (an internal error's reproducer), if anything; `task_key`, the program's key in the
+    tuning records, when it was compiled."""
 
     status: int
     body: JSON
     log: str | None = None
+    task_key: str | None = None
 
 
 # ---- the request ---------------------------------------------------------------------------
 def parse_request(body: bytes) -> CompileRequest:
     """The compile request in `body` (JSON), or a RequestError located in the body's text
     (a TargetError for an unknown target)."""
+    fields, text = _fields(body, FIELDS)
+    return _program(fields, text)
+
+
+def parse_tune_request(body: bytes, max_trials: int) -> TuneRequest:
+    """The tuning request in `body` (JSON): a compile request's fields but `schedule` and
+    `use_records`, and `trials` from 1 to `max_trials`; or a located RequestError."""
+    fields, text = _fields(body, TUNE_FIELDS, refused=("schedule", "use_records"))
+    what = f"a whole number from 1 to {max_trials}"
+    if "trials" not in fields:
+        raise RequestError(f"the tuning request has no 'trials' (how many candidates to measure: {what})",
+                           _at(text, 1, 1, 1))  # fmt: skip
+    trials = fields["trials"]
+    if not isinstance(trials, int) or isinstance(trials, bool):
+        shown = json.dumps(trials) if isinstance(trials, float) else _json_type(trials)
+        raise RequestError(f"'trials' is {what}, not {shown}", _key_location(text, "trials"))
+    if not 1 <= trials <= max_trials:
+        raise RequestError(f"'trials' must be from 1 to {max_trials} (the server's --max-trials), got {trials}",
+                           _key_location(text, "trials"))  # fmt: skip
+    return TuneRequest(_program(fields, text), trials)
+
+
+def _fields(body: bytes, known: tuple[str, ...], refused: tuple[str, ...] = ()) -> tuple[JSON, str]:
+    """The fields of the JSON object in `body` and its text, each field one of `known` (a
+    located RequestError for any other: `refused` ones are another endpoint's)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -106,11 +152,22 @@ def parse_request(body: bytes) -> CompileRequest:
             _at(text, 1, 1, 1),
         )
     fields = cast(JSON, data)
-    unknown = [k for k in fields if k not in FIELDS]
+    unknown = [k for k in fields if k not in known]
+    if unknown and unknown[0] in refused:
+        raise RequestError(
+            f"a tuning request takes no '{unknown[0]}': the tuner searches the schedules, and its best "
+            f"is what POST /compile then applies (the fields are {', '.join(known)})",
+            _key_location(text, unknown[0]),
+        )
     if unknown:
         raise RequestError(
-            f"unknown field '{unknown[0]}' (the fields are {', '.join(FIELDS)})", _key_location(text, unknown[0])
+            f"unknown field '{unknown[0]}' (the fields are {', '.join(known)})", _key_location(text, unknown[0])
         )
+    return fields, text
+
+
+def _program(fields: JSON, text: str) -> CompileRequest:
+    """The compile request of a request's checked `fields` (its JSON `text`, for errors)."""
     if "ir" not in fields:
         raise RequestError(
             "the request has no 'ir' (the program: Antares IR with 'input_dict', or a .ein program)",
@@ -257,22 +314,48 @@ def _at(text: str, line: int, col: int, length: int) -> SourceLocation:
 def compile_job(request: CompileRequest, db: str | None) -> JobResult:
     """Compile `request` to source and manifest (never builds or runs it: no runtime needed)."""
     start = time.perf_counter()
+
+    def answer(comp: Compilation) -> JobResult:
+        source = comp.source_text()
+        body: JSON = {
+            "target": request.target,
+            "source": source,
+            "manifest": manifest_of(comp),
+            "record": record_json(comp),
+            "schedule_source": schedule_source(comp),
+            "schedule": comp.schedule_text,
+            "compile_s": round(time.perf_counter() - start, 6),
+        }
+        return JobResult(200, body, task_key=program_key(str(comp.module("ein"))))
+
+    return _compiled(request, answer, use_records=request.use_records, db=db)
+
+
+def tune_check(request: CompileRequest) -> JobResult:
+    """A tuning request's program compiled once with the target's default schedule (its
+    mistakes are a compile's located 400s), and what its job is queued by: 200 with `task_key`
+    (the program's key in the records) and `device` (the device the target measures on here,
+    as the records name it)."""
+
+    def answer(comp: Compilation) -> JobResult:
+        comp.source_text()
+        key = program_key(str(comp.module("ein")))
+        return JobResult(200, {"task_key": key, "device": record_context(comp.target_obj).device}, task_key=key)
+
+    return _compiled(CompileRequest(request.ir, request.input_dict, request.target, "default",
+                                    request.extra_outputs, False), answer, use_records=False, db=None)  # fmt: skip
+
+
+def _compiled(request: CompileRequest, answer: Callable[[Compilation], JobResult], use_records: bool,
+              db: str | None) -> JobResult:  # fmt: skip
+    """`answer` of `request`'s Compilation; a user's mistake is a 400 with the located error, a
+    bug in einc a 500 (its reproducer to the log)."""
     comp: Compilation | None = None
     try:
         comp = Compilation(request.ir, IR_FILE, cast("dict[str, dict[str, object]] | None", request.input_dict),
                            request.extra_outputs, request.target, request.schedule,
-                           use_records=request.use_records, db=db)  # fmt: skip
-        source = comp.source_text()
-        manifest = manifest_of(comp)
-        body: JSON = {
-            "target": request.target,
-            "source": source,
-            "manifest": manifest,
-            "record": record_json(comp),
-            "schedule": comp.schedule_text,
-            "compile_s": round(time.perf_counter() - start, 6),
-        }
-        return JobResult(200, body)
+                           use_records=use_records, db=db)  # fmt: skip
+        return answer(comp)
     except EincError as err:
         if err.loc is None:
             err.loc = SourceLocation(IR_FILE, 1, 1, 1, request.ir)
@@ -281,6 +364,24 @@ def compile_job(request: CompileRequest, db: str | None) -> JobResult:
         context = comp.reproducer_context() if comp is not None else {"program": request.ir, "target": request.target}
         ice = InternalCompilerError.wrap(exc, "serve", **context)
         return JobResult(500, {"error": str(ice)}, log=ice.reproducer())
+
+
+SOURCES = {Kind.BEST: "default", Kind.DEFAULT: "default", Kind.NONE: "none", Kind.GIVEN: "request"}
+"""What a compile that applied no tuning record says of its schedule (`schedule_source`)."""
+
+
+def schedule_source(comp: Compilation) -> str:
+    """Which schedule a compile applied: `record 12 (tuned)` (a tuning record's),
+    `record 12 (the default schedule, kept by the tuner)`, `default` (the target's default
+    schedule), `none` (no schedule) or `request` (the script the request gave)."""
+    return schedule_source_of_record(comp.record) if comp.record is not None else SOURCES[comp.choice.kind]
+
+
+def schedule_source_of_record(record: Record | None) -> str:
+    """What a compile that applies `record` (None: no record, the default schedule) says of it."""
+    if record is None:
+        return "default"
+    return f"record {record.id} ({'the default schedule, kept by the tuner' if record.kept_default else 'tuned'})"
 
 
 def manifest_of(comp: Compilation) -> JSON:
