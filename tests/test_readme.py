@@ -109,6 +109,23 @@ def test_the_main_guard_check(body: str, refused_at: int | None, tmp_path: Path,
     assert str(info.value.loc) == f"{path}:{refused_at}:1"
 
 
+def test_the_main_guard_check_ignores_another_main_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame that says `__name__ == "__main__"` but is not the main script's top level (a
+    forkserver child's `-c` code, with `__main__.__file__` naming the server's script) is not
+    the script calling the tuner at its top level."""
+    import types
+
+    path = tmp_path / "server.py"
+    path.write_text("import einc\n\n\ncheck()\n")  # line 4 would be refused if this frame were the script
+    main = types.ModuleType("__main__")
+    main.__file__ = str(path)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    from einc.tune.main_guard import check_main_guard
+
+    other = {"__name__": "__main__", "check": check_main_guard}  # not main.__dict__
+    exec(compile("\n\n\ncheck()\n", "<forkserver>", "exec"), other)
+
+
 class InstantBuilder:
     """Builds nothing: every candidate 'built'."""
 

@@ -24,7 +24,9 @@ def check_main_guard(what: str = "tuning") -> None:
     if not isinstance(path, str):
         return
     frame: FrameType | None = inspect.currentframe()
-    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"):
+    # the main script's own top level: its module dict (a forkserver or `-c` frame also says
+    # `__name__ == "__main__"` while `__main__.__file__` names another file)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
         frame = frame.f_back
     if frame is None:
         return
