@@ -88,9 +88,10 @@ class CTarget(CLikeTarget):
 
     @classmethod
     def outlined_signature(cls, w: Writer, f: func.FuncOp, name: str, params: Sequence[str]) -> str:
-        """As the kernel's (`signature`): without loop if-conversion where `f` has it."""
+        """As the kernel's (`signature`, printed already): without loop if-conversion where
+        `f` has it."""
         header = super().outlined_signature(w, f, name, params)
-        return header.replace("void ", f"{NO_IF_CONVERT} void ", 1) if _guarded_load_in_loop(f) else header
+        return header.replace("void ", f"{NO_IF_CONVERT} void ", 1) if w.header.startswith(NO_IF_CONVERT) else header
 
     @classmethod
     def declarations(cls, module: ModuleOp) -> list[str]:

@@ -81,6 +81,9 @@ class Writer:
         self.names: dict[SSAValue, str] = {}
         self.helpers_used: dict[tuple[str, str], str] = {}
         self.outlined: list[str] = []
+        self.outlined_count = 0
+        self.header = ""
+        """The header line of the function being printed (`CLikeTarget.signature`)."""
         """Lines of the functions parallel loop bodies are printed into (`parallel_loop`),
         printed before the functions that call them."""
         functions = {m.group(1) for s in target.ops.values() if (m := CALLEE.match(s.fmt))}
@@ -183,7 +186,8 @@ class Writer:
             element = self.ctype(arg.type.get_element_type())
             const = "" if _is_written(arg) else self.t.readonly_prefix
             params.append(f"{self.t.buffer_prefix}{const}{element}*{self.t.buffer_suffix} {name}")
-        self.open(self.t.signature(self, f, params))
+        self.header = self.t.signature(self, f, params)
+        self.open(self.header)
         self.block(f.body.block)
         self.close()
         self.scopes.pop()
@@ -290,7 +294,8 @@ class Writer:
                 renamed[v] = self.names.get(v)
                 params.append(f"{self.ctype(v.type)} {self.declare(v)}")
             args.append(self.names[v] if v in self.names else text)
-        name = f"einc_parallel_{sum(line.startswith('static') for line in self.outlined)}"
+        name = f"einc_parallel_{self.outlined_count}"
+        self.outlined_count += 1
         lines, depth = self.lines, self.depth
         self.lines, self.depth = [], 0
         self.open(self.t.outlined_signature(self, f, name, params))
