@@ -138,7 +138,7 @@ def main() -> None:
     from einc.compiler.driver import Compilation
     from einc.runtime.c import load_c_kernel
     from einc.runtime.signature import KernelSignature
-    from einc.semantics.compare import max_error
+    from einc.semantics.compare import max_error, tolerance
 
     torch.set_num_threads(threads)
     rng = np.random.default_rng()
@@ -163,9 +163,11 @@ def main() -> None:
         with torch.inference_mode():
             for side, call in calls.items():
                 outs["output0"].fill(np.nan)
-                got = call()
-                got = got.numpy() if side == "torch" else outs["output0"]  # type: ignore[union-attr]
+                result = call()
+                got = np.asarray(result) if side == "torch" else outs["output0"]
                 errors[side] = max_error(got, want)
+                if errors[side] > tolerance("float32"):
+                    raise SystemExit(f"{op.name}: {side} is wrong (error {errors[side]:.2e})")
             runs = {side: max(1, int(0.1 / max(_time(call, 1), 1e-9))) for side, call in calls.items()}
             samples: dict[str, list[float]] = {side: [] for side in calls}
             order = list(calls)
