@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine, arith, func
 from xdsl.parser import Parser
 
 from einc.targets import get_target
@@ -382,3 +382,97 @@ def test_default_schedules_match_the_recorded_ones() -> None:
         assert sum(text is not None for text in programs.values()) > len(programs) // 2
         for name, text in programs.items():
             assert current[bits][name] == text, f"{name} ({bits}-bit vectors):\n{current[bits][name]}"
+
+
+# ---- the parallel loop: enough iterations for every core whatever the batch -----------------------
+
+PADDED_CONV = (
+    "output0[N, F, HO, WO] +=! (input0[N, C, HO + KH - 1, WO + KW - 1].when("
+    "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0) * input1[F, C, KH, KW]) "
+    "where HO in {h}, WO in {w}"
+)
+BATCH_MATMUL = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+ELEMENTWISE = "output0[N, C, H, W] = input0[N, C, H, W] * 2.0 - 1.0"
+
+
+def _padded_conv(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = np.pad(a["input0"], ((0, 0), (0, 0), (1, 1), (1, 1)))
+    return _conv2d({"input0": x, "input1": a["input1"]})
+
+
+PARALLEL_CASES = {
+    # name: (ir, inputs, reference, the parallel loop's axis at batch 1)
+    "conv3x3_pad1": (PADDED_CONV.format(h=56, w=56), {"input0": f32(1, 64, 56, 56), "input1": f32(64, 64, 3, 3)},
+                     _padded_conv, "F"),
+    "batch_matmul": (BATCH_MATMUL, {"input0": f32(1, 64, 128), "input1": f32(1, 128, 1024)},
+                     lambda a: a["input0"] @ a["input1"], "M"),
+    "elementwise": (ELEMENTWISE, {"input0": f32(1, 64, 28, 28)}, lambda a: a["input0"] * 2.0 - 1.0, "C"),
+}  # fmt: skip
+
+
+def parallel_loops(source: str) -> list[tuple[str, int]]:
+    """(variable, trip count) of each loop printed with `#pragma omp parallel for` in a C
+    source (`for (int64_t X = lo; X < hi; X += step)` or `X++`)."""
+    import re
+
+    found = re.findall(
+        r"#pragma omp parallel for[^\n]*\n\s*for \(int64_t (\w+) = (-?\d+); \1 < (-?\d+); \1(?:\+\+| \+= (\d+))\)", source
+    )
+    return [(name, -(-(int(hi) - int(lo)) // int(step or 1))) for name, lo, hi, step in found]
+
+
+@pytest.mark.parametrize("case", sorted(PARALLEL_CASES))
+def test_batch_1_runs_a_long_loop_in_parallel_and_matches_numpy(case: str) -> None:
+    """At batch 1 the batch loop has one iteration: the parallel loop is the outermost loop
+    below it with enough iterations for every core (channels, the matmul's column tiles),
+    and the numbers are NumPy's."""
+    from einc.schedule.policies.cpu import PARALLEL_MIN_TRIP
+
+    ir, inputs, answer, axis = PARALLEL_CASES[case]
+    kernel = Compilation(ir, "<b1>", inputs, None, "c").kernel()
+    loops = parallel_loops(kernel.source)
+    main = [(name, trip) for name, trip in loops if name.split("_")[0] == axis]
+    assert main, (loops, kernel.source)
+    # every nest big enough runs in parallel, none over a loop of one iteration
+    assert all(trip >= 2 for _, trip in loops), loops
+    # the matmul's column tiles: 1024 / (vectors x lanes) = 16 with AVX-512, 64 with AVX2
+    assert max(trip for _, trip in main) >= PARALLEL_MIN_TRIP, loops
+    rng = np.random.default_rng()
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    got = kernel(**arrays)["output0"]
+    want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
+    assert max_error(got, want) <= tolerance("float32")
+
+
+@pytest.mark.parametrize("case", sorted(PARALLEL_CASES))
+def test_batch_16_keeps_the_batch_loop_parallel(case: str) -> None:
+    """A nest whose outermost loop has enough iterations keeps it parallel: at batch 16 the
+    schedule parallelizes the batch axis, as before."""
+    ir, inputs, _, _ = PARALLEL_CASES[case]
+    batched = {k: f32(16, *v["shape"][1:]) for k, v in inputs.items()}
+    comp = Compilation(ir, "<b16>", batched, None, "c")
+    schedule = c_schedule(comp)
+    parallel = schedule.ops(et.ParallelizeOp)
+    assert parallel, schedule
+    loops = parallel_loops(comp.run_until("source"))
+    assert loops and all(name in ("N", "B") and trip == 16 for name, trip in loops), loops
+
+
+def test_the_parallel_loop_is_never_below_a_reduction() -> None:
+    """A matrix-vector product (one row, i-k-j order) has no loop above its reduction with
+    more than one iteration: it stays sequential rather than start a parallel loop at every
+    step of the reduction. parallel_loop itself stops at the first loop carrying a
+    dependence."""
+    from einc.schedule.policies.cpu import parallel_loop
+    from einc.transforms.loop_analysis import band_from
+
+    comp = Compilation("output0[N, M] +=! input0[N, K] * input1[K, M]", "<mv>",
+                       {"input0": f32(1, 256), "input1": f32(256, 512)}, None, "c")  # fmt: skip
+    assert parallel_loops(comp.run_until("source")) == []
+    loops = comp.run_until("loops")
+    (top,) = [op for op in loops.walk() if isinstance(op, affine.ForOp) and isinstance(op.parent_op(), func.FuncOp)
+              and "einc.init" not in op.attributes]  # fmt: skip
+    band = band_from(top)  # N, M, K
+    assert parallel_loop(band, 1 << 20) is band[1]  # M: 512 iterations above the reduction
+    assert parallel_loop([band[0], band[2], band[1]], 1 << 20) is None  # N (1 iteration), then K
+    assert parallel_loop(band, 1000) is None  # too little work

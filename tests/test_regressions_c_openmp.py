@@ -29,9 +29,34 @@ def script(*lines: str) -> str:
     )
 
 
+def inlined(source: str) -> list[str]:
+    """The lines of the source's last function, each call of a parallel loop's body
+    (`einc_parallel_K(...)`, printed as a function of its own) replaced by that body."""
+    bodies: dict[str, list[str]] = {}
+    name, last, lines = "", "", []
+    for line in source.splitlines():
+        head = re.match(r"(?:static inline )?(?:__attribute__\(\(.*?\)\) )?void (\w+)\(", line)
+        if head:
+            name, lines = head.group(1), []
+        elif line == "}" and name:
+            bodies[name], last, name = lines, name, ""
+        elif name:
+            lines.append(line.strip())
+
+    def expand(body: list[str]) -> list[str]:
+        out = []
+        for line in body:
+            call = re.match(r"(einc_parallel_\d+)\(", line)
+            out.extend(expand(bodies[call.group(1)]) if call else [line])
+        return out
+
+    return expand(bodies[last])
+
+
 def pragmas(source: str) -> list[tuple[str, str]]:
-    """(loop variable, the pragma line before its `for`, "" for none), in source order."""
-    lines = [line.strip() for line in source.splitlines()]
+    """(loop variable, the pragma line before its `for`, "" for none), in the order the
+    kernel runs them (parallel loop bodies printed as functions taken where called)."""
+    lines = inlined(source)
     found = []
     for before, line in zip(["", *lines], lines):
         loop = re.match(r"for \(int64_t (\w+) = ", line)

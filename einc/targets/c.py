@@ -84,6 +84,15 @@ class CTarget(CLikeTarget):
         header = super().signature(w, f, params)
         return f"{NO_IF_CONVERT} {header}" if _guarded_load_in_loop(f) else header
 
+    outline_parallel_loops: ClassVar[bool] = True
+
+    @classmethod
+    def outlined_signature(cls, w: Writer, f: func.FuncOp, name: str, params: Sequence[str]) -> str:
+        """As the kernel's (`signature`, printed already): without loop if-conversion where
+        `f` has it."""
+        header = super().outlined_signature(w, f, name, params)
+        return header.replace("void ", f"{NO_IF_CONVERT} void ", 1) if w.header.startswith(NO_IF_CONVERT) else header
+
     @classmethod
     def declarations(cls, module: ModuleOp) -> list[str]:
         """The `__simd__` declarations of the vector-math functions the module calls."""

@@ -304,6 +304,16 @@ class CLikeTarget:
     a printed `simd` loop prints neither `parallel` nor `simd`, one inside a printed
     `parallel` loop no `parallel`."""
 
+    outline_parallel_loops: ClassVar[bool] = False
+    """Whether the body of a loop printed `parallel` is printed as a static inline function
+    of its own, called by the loop (`Writer.parallel_loop`: the body keeps the restrict of
+    the buffers the OpenMP outlining loses)."""
+
+    @classmethod
+    def outlined_signature(cls, w: Writer, f: func.FuncOp, name: str, params: Sequence[str]) -> str:
+        """The header line of the function a parallel loop's body of `f` is printed into."""
+        return f"static inline void {name}({', '.join(params)})"
+
     statement_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], None]]] = {}
     expression_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], Expr]]] = {}
     """Printers of a target family's own ops (GPU coordinates, barriers, ...), beside the

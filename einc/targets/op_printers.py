@@ -60,6 +60,9 @@ def _affine_for(w: Writer, op: affine.ForOp) -> None:
         if all(mark in printed for mark in marks):
             w.line(pragma)
             break
+    outline = w.t.outline_parallel_loops and PARALLEL_ATTR in printed and VECTORIZE_ATTR not in printed
+    if outline and w.parallel_loop(op, lower, upper, op.step.value.data):
+        return
     w.for_loop(op.body.block.args[0], lower, upper, op.step.value.data, op.body.block)
 
 

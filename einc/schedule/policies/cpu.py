@@ -27,8 +27,10 @@ remaining statement nest:
   (a convolution) the output loop the vectorized input does not move with (the output
   channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
   way (`_block_rows`);
-- the outermost loop runs in parallel (OpenMP) when the nest does enough work and the loop
-  carries no dependence;
+- one loop runs in parallel (OpenMP) when the nest does enough work: the outermost, when it
+  has enough iterations for every core, else the outermost loop below it that has (a batch
+  of 1 runs its channels or rows in parallel, not its batch loop of one iteration), among
+  the loops above the first that carries a dependence (`parallel_loop`);
 - the innermost loop is vectorized (`omp simd`) when it is unit-stride in the output and
   carries no dependence, or into vector partial accumulators (vectorize_reduction) when it
   is a reduction over a unit-stride input whose only carried dependence is the reduction
@@ -54,6 +56,7 @@ from einc.transforms.loop_analysis import (
     accesses,
     band_from,
     buffer_name,
+    carried_dependence,
     determined_loops,
     induction_var,
     linear_form,
@@ -69,6 +72,15 @@ if TYPE_CHECKING:
 
 PARALLEL_MIN_WORK = 1 << 15
 """Nests doing fewer iterations than this stay sequential (OpenMP's fork costs ~µs)."""
+
+PARALLEL_MIN_TRIP = 16
+"""A parallel loop of this many iterations gives every core of an 8-core host two chunks or
+more: the outermost loop is parallelized when it is this long, else the outermost loop
+below it that is (`parallel_loop`; at batch 1 the batch loop runs once)."""
+
+PARALLEL_MAX_FORKS = 64
+"""At most this many starts of a parallel loop below shorter outer loops (each start wakes
+the thread team: ~1 µs)."""
 
 REDUCTION_MIN_TRIP = 32
 """Innermost reduction loops shorter than this stay scalar (two vectors of 16 floats)."""
@@ -130,15 +142,45 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
                     new = [b.loop(h) for h in reordered]
                     b.remember(new, reordered)
                     band = band_from(_block_matmul(new, len(parallel) - 1, b, lanes))
-    outer = band[0]
-    if work >= PARALLEL_MIN_WORK and (trip_count(outer) or 0) > 1:
-        b.try_(lambda: b.parallelize(b.handle(outer)))
+    _parallelize(band, work, b)
     inner = band_from(band[0])[-1]
     stores = [a for a in next(iter(written_groups(inner).values()), ()) if a.write]
     if stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
         if _tagged(inner) and not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):
             return
     _vectorize_reduction(inner, b)
+
+
+def parallel_loop(band: Sequence[affine.ForOp], work: int) -> affine.ForOp | None:
+    """The loop of a band (outermost first) to run in parallel, for a nest doing `work`
+    iterations in all: the outermost loop with at least `PARALLEL_MIN_TRIP` iterations among
+    the outer loops whose iterations are independent (above the first that carries a
+    dependence: a reduction's loops), as long as the loops above it start it at most
+    `PARALLEL_MAX_FORKS` times, each doing at least `PARALLEL_MIN_WORK` iterations; failing
+    that, the longest such loop (the outermost of equals). A batch of 1 then runs its
+    channels or rows in parallel instead of its batch loop on one core, while a nest whose
+    outermost loop is long enough keeps it. None: the nest stays sequential."""
+    if work < PARALLEL_MIN_WORK:
+        return None
+    forks, best, best_trip = 1, None, 1
+    for loop in band:
+        n = trip_count(loop)
+        if n is None or forks > PARALLEL_MAX_FORKS or forks * PARALLEL_MIN_WORK > work:
+            break
+        if carried_dependence(loop) is not None:
+            break
+        if n >= PARALLEL_MIN_TRIP:
+            return loop
+        if n > best_trip:
+            best, best_trip = loop, n
+        forks *= n
+    return best
+
+
+def _parallelize(band: Sequence[affine.ForOp], work: int, b: ScheduleBuilder) -> None:
+    loop = parallel_loop(band, work)
+    if loop is not None:
+        b.try_(lambda: b.parallelize(b.handle(loop)))
 
 
 def _vectorize_reduction(inner: affine.ForOp, b: ScheduleBuilder) -> None:
@@ -391,8 +433,7 @@ def fuse_producers(block_ops: list[Operation], b: ScheduleBuilder) -> list[affin
             continue
         fused.append(consumer)
         _reuse_between_loops(consumer, b)
-        if work >= PARALLEL_MIN_WORK and (trip_count(consumer) or 0) > 1:
-            b.try_(lambda: b.parallelize(b.handle(consumer)))  # noqa: B023
+        _parallelize(band_from(consumer), work, b)
         for inner in [op for op in consumer.walk() if isinstance(op, affine.ForOp)]:
             if any(isinstance(op, affine.ForOp) for op in inner.body.walk()) or not _tagged(inner):
                 continue

@@ -80,21 +80,32 @@ func.func @parallel_in_parallel(%x: memref<4x2x8xf32> {ein.name = "x"}, %y: memr
   func.return
 }
 
-// CHECK-LABEL: void parallel_in_parallel(
+// The body of a loop printed `parallel for` is a static inline function taking the buffers
+// as restrict pointers (OpenMP's outlining of the body would lose the restrict).
+
+// CHECK-LABEL: static inline void einc_parallel_0(int64_t n, const float* restrict x, float* restrict y) {
+// CHECK-NEXT:   for (int64_t k = 0; k < 2; k++) {
+// CHECK-NEXT:     for (int64_t m = 0; m < 8; m++) {
+// CHECK-NEXT:       y[n * 16 + k * 8 + m] = x[n * 16 + k * 8 + m];
+// CHECK-NEXT:     }
+// CHECK-NEXT:     #pragma omp simd
+// CHECK-NEXT:     for (int64_t m = 0; m < 8; m++) {
+// CHECK-NEXT:       y[n * 16 + k * 8 + m] = x[n * 16 + k * 8 + m];
+// CHECK-NEXT:     }
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
+// CHECK-EMPTY:
+// CHECK-NEXT: static inline void einc_parallel_1(int64_t n, const float* restrict x, float* restrict z) {
+// CHECK-NEXT:   z[n] = x[n * 16];
+// CHECK-NEXT: }
+// CHECK-EMPTY:
+// CHECK-NEXT: void parallel_in_parallel(const float* restrict x, float* restrict y, float* restrict z) {
 // CHECK-NEXT:   #pragma omp parallel for
 // CHECK-NEXT:   for (int64_t n = 0; n < 4; n++) {
-// CHECK-NEXT:     for (int64_t k = 0; k < 2; k++) {
-// CHECK-NEXT:       for (int64_t m = 0; m < 8; m++) {
-// CHECK-NEXT:         y[n * 16 + k * 8 + m] = x[n * 16 + k * 8 + m];
-// CHECK-NEXT:       }
-// CHECK-NEXT:       #pragma omp simd
-// CHECK-NEXT:       for (int64_t m = 0; m < 8; m++) {
-// CHECK-NEXT:         y[n * 16 + k * 8 + m] = x[n * 16 + k * 8 + m];
-// CHECK-NEXT:       }
-// CHECK-NEXT:     }
+// CHECK-NEXT:     einc_parallel_0(n, x, y);
 // CHECK-NEXT:   }
 // CHECK-NEXT:   #pragma omp parallel for
 // CHECK-NEXT:   for (int64_t n = 0; n < 4; n++) {
-// CHECK-NEXT:     z[n] = x[n * 16];
+// CHECK-NEXT:     einc_parallel_1(n, x, z);
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
