@@ -8,7 +8,7 @@ where a GPU and driver are present.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
@@ -17,7 +17,7 @@ from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
-from einc.targets.gpu import DeviceTarget, Runner
+from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
 
 _AXES = "xyz"
 
@@ -116,16 +116,10 @@ class CUDATarget(CudaFamily):
         return {"cuda-gpu": gpu_check}
 
     @classmethod
-    def toolchain_check(cls) -> tuple[bool, str]:
-        from einc.runtime.cuda import toolchain_check
+    def runtime(cls) -> TargetRuntime:
+        from einc.runtime import cuda
 
-        return toolchain_check()
-
-    @classmethod
-    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
-        from einc.runtime.cuda import toolchain_identity
-
-        return toolchain_identity()
+        return cuda
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

@@ -19,8 +19,8 @@ each work-item may own it (it lies inside the bound loops) is checked after the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import ClassVar, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar, Protocol, TypeVar
 
 import numpy as np
 from xdsl.dialects import affine, func, memref
@@ -191,6 +191,15 @@ def _subgroup_reduce(w: Writer, op: egpu.SubgroupReduceOp) -> Expr:
     return Expr(fmt.format(w.value(op.value).text, t=t, kind=kind, s=suffix, n=lanes))
 
 
+class TargetRuntime(Protocol):
+    """What a device target asks of its runtime module (einc/runtime/<module>.py) besides
+    loading kernels: whether its toolchain is here, and the compiler's identity for records."""
+
+    def toolchain_check(self) -> tuple[bool, str]: ...
+
+    def toolchain_identity(self) -> tuple[str, str]: ...
+
+
 class DeviceTarget(CLikeTarget):
     """A C-like device language: kernels, work-item indices, a launch manifest."""
 
@@ -251,6 +260,20 @@ class DeviceTarget(CLikeTarget):
     """The device's limits and dtypes: every device target has them."""
 
     needs_toolchain: ClassVar[bool] = True
+
+    @classmethod
+    def runtime(cls) -> TargetRuntime:
+        """The target's runtime module, imported when first asked (its toolchain may be
+        absent): each device target names its own."""
+        raise InternalCompilerError(f"the {cls.name} target names no runtime module")
+
+    @classmethod
+    def toolchain_check(cls) -> tuple[bool, str]:
+        return cls.runtime().toolchain_check()
+
+    @classmethod
+    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
+        return cls.runtime().toolchain_identity()
 
     @classmethod
     def cannot_run(cls) -> str | None:

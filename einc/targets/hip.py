@@ -15,7 +15,7 @@ from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.cuda import CudaFamily
-from einc.targets.gpu import Runner
+from einc.targets.gpu import Runner, TargetRuntime
 
 _AXES = "xyz"
 
@@ -58,16 +58,10 @@ class HIPTarget(CudaFamily):
         return "HIP source runs on an AMD GPU, none here (einc check -t hip compile-checks it)"
 
     @classmethod
-    def toolchain_check(cls) -> tuple[bool, str]:
-        from einc.runtime.hip import toolchain_check
+    def runtime(cls) -> TargetRuntime:
+        from einc.runtime import hip
 
-        return toolchain_check()
-
-    @classmethod
-    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
-        from einc.runtime.hip import toolchain_identity
-
-        return toolchain_identity()
+        return hip
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

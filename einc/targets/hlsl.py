@@ -38,7 +38,7 @@ from einc.targets.descriptions import GLSLANG_HLSL, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import CAST, UNARY, Expr, Spelling, call, compare, helper
 from einc.targets.writer import Writer
-from einc.targets.gpu import DeviceTarget, Runner, host_buffers, use_text
+from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime, host_buffers, use_text
 from einc.targets.op_printers import statement
 
 HLSL_KEYWORDS = frozenset(
@@ -402,16 +402,10 @@ class HLSLTarget(DeviceTarget):
         return dataclasses.replace(manifest, buffers=buffers)
 
     @classmethod
-    def toolchain_check(cls) -> tuple[bool, str]:
-        from einc.runtime.vulkan import toolchain_check
+    def runtime(cls) -> TargetRuntime:
+        from einc.runtime import vulkan
 
-        return toolchain_check()
-
-    @classmethod
-    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
-        from einc.runtime.vulkan import toolchain_identity
-
-        return toolchain_identity()
+        return vulkan
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

@@ -7,7 +7,6 @@ OpenCL C math is overloaded (`exp`, not `expf`); `half` is storage only (PoCL ha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
@@ -16,7 +15,7 @@ from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i6
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
-from einc.targets.gpu import DeviceTarget, Runner
+from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
 
 
 class OpenCLTarget(DeviceTarget):
@@ -81,16 +80,10 @@ class OpenCLTarget(DeviceTarget):
     """OpenCL's math builtins are overloaded for `floatN`/`doubleN`: the same call on vectors."""
 
     @classmethod
-    def toolchain_check(cls) -> tuple[bool, str]:
-        from einc.runtime.opencl import toolchain_check
+    def runtime(cls) -> TargetRuntime:
+        from einc.runtime import opencl
 
-        return toolchain_check()
-
-    @classmethod
-    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
-        from einc.runtime.opencl import toolchain_identity
-
-        return toolchain_identity()
+        return opencl
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

@@ -38,7 +38,7 @@ from einc.transforms.vertex_split import READS, WRITES, point_loop
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.c_lexicon import c_identifier
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
-from einc.targets.gpu import DeviceTarget, Runner, host_buffers
+from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime, host_buffers
 from einc.targets.gpu import index_expression as _device_index
 from einc.targets.spelling import ADD, MUL, Expr
 from einc.targets.writer import Writer
@@ -555,16 +555,10 @@ class PoplarTarget(DeviceTarget):
         return w.module(module)
 
     @classmethod
-    def toolchain_check(cls) -> tuple[bool, str]:
-        from einc.runtime.poplar import toolchain_check
+    def runtime(cls) -> TargetRuntime:
+        from einc.runtime import poplar
 
-        return toolchain_check()
-
-    @classmethod
-    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
-        from einc.runtime.poplar import toolchain_identity
-
-        return toolchain_identity()
+        return poplar
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:

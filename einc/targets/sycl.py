@@ -14,7 +14,6 @@ reversed extents. Math is SYCL's overloaded built-ins (`sycl::exp`); halves are
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
@@ -26,7 +25,7 @@ from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import call
 from einc.targets.writer import CALLEE
 from einc.targets.cuda import CUDATarget
-from einc.targets.gpu import DeviceTarget, Runner
+from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
 
 _ITEM = "syclext::this_work_item::get_nd_item<3>()"
 _DIMS = {"x": 2, "y": 1, "z": 0}
@@ -92,16 +91,10 @@ class SYCLTarget(DeviceTarget):
     """C's math functions as SYCL's overloaded built-ins (`sycl::exp`, `sycl::fmax`)."""
 
     @classmethod
-    def toolchain_check(cls) -> tuple[bool, str]:
-        from einc.runtime.sycl import toolchain_check
+    def runtime(cls) -> TargetRuntime:
+        from einc.runtime import sycl
 
-        return toolchain_check()
-
-    @classmethod
-    def toolchain_identity(cls, cflags: Sequence[str] = ()) -> tuple[str, str]:
-        from einc.runtime.sycl import toolchain_identity
-
-        return toolchain_identity()
+        return sycl
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
