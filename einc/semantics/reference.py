@@ -33,6 +33,7 @@ from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstan
 from einc.dialects.math_ext import ErfcOp
 from einc.dialects.ein import Combiner, EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, YieldOp
 from einc.runtime.signature import numpy_dtype
+from einc.semantics.loops import maximum, minimum  # IEEE 754-2019 (arith.maximumf): NaN from either operand, -0 below +0
 
 CHUNK_POINTS = 1 << 23
 
@@ -58,16 +59,6 @@ _CMP = {
     "false": lambda a, b: np.zeros(np.broadcast(a, b).shape, bool),
 }
 
-def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IEEE 754-2019 maximum (arith.maximumf): NaN from either operand, -0 below +0."""
-    zeros = (a == 0) & (b == 0)
-    return np.where(zeros, np.where(np.signbit(a), b, a), np.maximum(a, b))
-
-
-def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    zeros = (a == 0) & (b == 0)
-    return np.where(zeros, np.where(np.signbit(a), a, b), np.minimum(a, b))
-
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 _erfc = np.frompyfunc(math.erfc, 1, 1)
@@ -78,7 +69,7 @@ BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = 
     arith.MulfOp: np.multiply, arith.MuliOp: np.multiply,
     arith.DivfOp: np.true_divide, arith.DivSIOp: _trunc_div,
     arith.FloorDivSIOp: np.floor_divide, arith.RemSIOp: np.fmod,
-    arith.MaximumfOp: _maximum, arith.MinimumfOp: _minimum,
+    arith.MaximumfOp: maximum, arith.MinimumfOp: minimum,
     arith.MaxnumfOp: np.fmax, arith.MinnumfOp: np.fmin,
     arith.MaxSIOp: np.maximum, arith.MinSIOp: np.minimum,
     arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
