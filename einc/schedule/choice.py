@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, ClassVar
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.errors import ScheduleError, SourceLocation
-from einc.schedule.default import default_schedule
 from einc.schedule.script import Schedule
 
 if TYPE_CHECKING:
@@ -100,6 +99,8 @@ class ScheduleChoice:
         if self.kind is Kind.NONE:
             return None
         if self.kind is not Kind.GIVEN:
+            from einc.schedule.default import default_schedule  # policies load only when asked
+
             return default_schedule(target, loops)
         if self.schedule is not None:
             return self.schedule

@@ -34,7 +34,6 @@ from einc.dialects.context import make_context
 from einc.errors import InternalCompilerError, ParseError, ScheduleError, SourceLocation, span_location
 from einc.ir import locations
 from einc.passes.pipeline import PassFactories
-from einc.schedule.interpreter import interpret
 
 ENTRY = "__transform_main"
 OpT = TypeVar("OpT", bound=Operation)
@@ -262,6 +261,8 @@ class Schedule:
         """Apply to `module` itself: on ScheduleError it may be partly transformed, so callers
         that keep the module on failure should use `apply` (a clone). `listeners` observe
         each schedule op as it is interpreted (`--check-numerics` steps through them)."""
+        from einc.schedule.interpreter import interpret  # the xDSL interpreters load only to apply a script
+
         interpret(self, module, passes, listeners)
 
     def __str__(self) -> str:
