@@ -1,0 +1,273 @@
+"""Device kernels: the default schedule, a hand schedule and a tuned one on every executable
+device target, with the performance model's prediction beside each measurement, and the vendor
+library (torch: cuBLAS / cuDNN, TF32 off) on an NVIDIA GPU.
+
+    .venv/bin/python benchmarks/device_kernels.py [--targets opencl,sycl,hlsl,poplar]
+        [--size host|gpu] [--trials 0] [--model h100] [--json FILE] [--markdown]
+
+Kernels: MatMul, batch MatMul, Conv2D (3x3, valid), Softmax, LayerNorm and ReduceSum
+(`--size gpu`: MatMul 4096^3 and the sizes a GPU needs; `--size host`, the default: sizes the
+CPU-backed devices here run in seconds). Each variant is checked against a NumPy float64
+reference on fresh random inputs before it is timed. Hand schedules: a register-tiled matmul
+and batch matmul with shared input tiles (benchmarks/device_schedules.py's), a row sum with 64
+threads per row; `--trials N` adds einc's tuner (N trials, a temporary record database).
+
+Times: on CUDA, device arrays (torch CUDA tensors) are passed to the kernel, so a time is the
+launch and the kernel, taken with CUDA events, as torch's is; on the other targets a call
+copies inputs in and outputs out (einc's host side, as a user calls a kernel), and NumPy's time
+on the host is given for scale. `model` is `Kernel.model(DEVICE)` of the CUDA kernel of the same
+program and schedule (NVRTC builds it; no GPU needed) - a prediction for that GPU, compared with
+the measurement only where the run is on that GPU (`model/measured`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import measure, table  # noqa: E402
+from device_schedules import MATMUL, ROW_THREADS, SHARED_TILES, script  # noqa: E402
+
+BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+CONV = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in {ho}, WO in {wo}"
+SOFTMAX = """temp0[N] >=! input0[N, C]
+temp1[N] +=! (input0[N, C] - temp0[N]).call(`exp`)
+output0[N, C] = (input0[N, C] - temp0[N]).call(`exp`) / temp1[N]"""
+LAYERNORM = """mean[N] +=! input0[N, C] / {c}.0
+var[N] +=! (input0[N, C] - mean[N]) * (input0[N, C] - mean[N]) / {c}.0
+output0[N, C] = (input0[N, C] - mean[N]) * (var[N] + 1e-5).call(`rsqrt`) * gamma[C] + beta[C]"""
+ROWSUM = "output0[N] +=! input0[N, C]"
+
+# The batch matmul's hand schedule: the matmul's, with the batch axis on block.z.
+BMM_TILES = [
+    '%bb = transform.einc.match stmt "output0" axis "B" in %root',
+    'transform.einc.bind %bb to "block.z"',
+    *SHARED_TILES,
+]
+
+
+def f32(*shape: int) -> dict[str, Any]:
+    return {"dtype": "float32", "shape": list(shape)}
+
+
+@dataclass
+class Case:
+    name: str
+    ir: str
+    inputs: dict[str, Any]
+    flops: float  # 0: a memory-bound kernel, reported in GB/s
+    numpy: Callable[[dict[str, np.ndarray]], np.ndarray]  # float64 reference of output0
+    torch: Callable[[Any, dict[str, Any]], Any] | None = None
+    hand: str | None = None  # a hand schedule (script text)
+
+
+def _softmax(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = a["input0"].astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _layernorm(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = a["input0"].astype(np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * a["gamma"] + a["beta"]
+
+
+def _conv(a: dict[str, np.ndarray]) -> np.ndarray:
+    x, w = a["input0"].astype(np.float64), a["input1"].astype(np.float64)
+    win = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3))  # N C HO WO KH KW
+    return np.einsum("nchwij,fcij->nfhw", win, w, optimize=True)
+
+
+def cases(size: str) -> list[Case]:
+    gpu = size == "gpu"
+    n = 4096 if gpu else 512
+    b, bn, bk = (32, 512, 64) if gpu else (8, 128, 64)
+    cn, cc, cf, hw = (16, 64, 256, 34) if gpu else (1, 64, 64, 30)
+    rows, cols = (8192, 4096) if gpu else (1024, 1024)
+    ho = hw - 2
+    return [
+        Case(f"MatMul {n}^3", MATMUL, {"input0": f32(n, n), "input1": f32(n, n)}, 2.0 * n**3,
+             lambda a: a["input0"].astype(np.float64) @ a["input1"],
+             lambda t, x: t.matmul(x["input0"], x["input1"]), script(SHARED_TILES)),
+        Case(f"BatchMatMul {b}x{bn}x{bn}x{bk}", BMM, {"input0": f32(b, bn, bk), "input1": f32(b, bk, bn)},
+             2.0 * b * bn * bn * bk, lambda a: a["input0"].astype(np.float64) @ a["input1"],
+             lambda t, x: t.bmm(x["input0"], x["input1"]), script(BMM_TILES)),
+        Case(f"Conv2D {cn}x{cc}x{hw}x{hw} 3x3 {cf}", CONV.format(ho=ho, wo=ho),
+             {"input0": f32(cn, cc, hw, hw), "input1": f32(cf, cc, 3, 3)}, 2.0 * cn * cf * cc * 9 * ho * ho,
+             _conv, lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"])),
+        Case(f"Softmax {rows}x{cols}", SOFTMAX, {"input0": f32(rows, cols)}, 0.0, _softmax,
+             lambda t, x: t.softmax(x["input0"], dim=1)),
+        Case(f"LayerNorm {rows}x{cols}", LAYERNORM.format(c=cols),
+             {"input0": f32(rows, cols), "gamma": f32(cols), "beta": f32(cols)}, 0.0, _layernorm,
+             lambda t, x: t.nn.functional.layer_norm(x["input0"], (cols,), x["gamma"], x["beta"], 1e-5)),
+        Case(f"ReduceSum {rows}x{cols}", ROWSUM, {"input0": f32(rows, cols)}, 0.0,
+             lambda a: a["input0"].astype(np.float64).sum(axis=1), lambda t, x: x["input0"].sum(dim=1),
+             script(ROW_THREADS)),
+    ]  # fmt: skip
+
+
+@dataclass
+class Row:
+    target: str
+    kernel: str
+    variant: str
+    ms: float | None = None
+    rate: str = ""
+    vs: str = ""  # torch's (CUDA) or NumPy's (host) time over this one's
+    error: float | None = None
+    model_ms: float | None = None
+    model_bound: str = ""
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def predict(case: Case, schedule: str | None, device: str) -> tuple[float | None, str]:
+    """The model's time (ms) and bound for the CUDA kernel of `case` under `schedule`."""
+    import einc
+
+    try:
+        kernel = einc.compile(case.ir, case.inputs, target="cuda", schedule=schedule or "default", use_records=False)
+        report = kernel.model(device)
+    except einc.EincError as err:
+        return None, f"model: {str(err).splitlines()[0][:60]}"
+    return report.time_s * 1e3, str(report.bound)
+
+
+def tune_schedule(case: Case, target: str, trials: int, db: str) -> tuple[str | None, str]:
+    """The tuner's best schedule for `case` on `target` (None: it kept the default)."""
+    from einc.tune.tuner import tune
+    from einc.tune.types import TuneTask
+
+    task = TuneTask(case.ir, target=target, input_dict=case.inputs)
+    result = tune(task, trials=trials, db=db, progress=True)
+    if result.best is None or result.kept_default:
+        return None, f"tuned ({result.trials} trials): kept the default"
+    return result.best.candidate.schedule, f"tuned ({result.trials} trials)"
+
+
+def time_host(kernel: Any, arrays: dict[str, np.ndarray]) -> float:
+    outs = {o.name: np.empty(o.shape, o.dtype) for o in kernel.outputs}
+    return measure(lambda: kernel.run(arrays, outs), repeat=5, min_time=0.2).median_s
+
+
+def time_cuda(fn: Callable[[], object], torch: Any, reps: int = 20) -> float:
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = float("inf")
+    for _ in range(5):
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) / 1e3 / reps)
+    return best
+
+
+def run_case(case: Case, target: str, variant: str, schedule: str | None, args: argparse.Namespace,
+             torch: Any) -> Row:  # fmt: skip
+    import einc
+
+    row = Row(target, case.name, variant)
+    rng = np.random.default_rng()
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(v["dtype"]) for k, v in case.inputs.items()}
+    try:
+        kernel = einc.compile(case.ir, case.inputs, target=target, schedule=schedule or "default", use_records=False)
+    except einc.EincError as err:
+        row.note = "refused: " + str(err).splitlines()[0][:80]
+        return row
+    if not kernel.available:
+        row.note = f"not run: {kernel.unavailable}"
+        return row
+    out = kernel(**arrays)["output0"]
+    want = case.numpy(arrays)
+    row.error = float(np.max(np.abs(out - want)) / max(1.0, float(np.max(np.abs(want)))))
+    if row.error > 1e-3:
+        row.note = "WRONG: not timed"
+        return row
+    nbytes = sum(a.nbytes for a in arrays.values()) + out.nbytes
+    if target == "cuda":
+        dev = {k: torch.from_numpy(v).cuda() for k, v in arrays.items()}
+        outs = {o.name: torch.empty(tuple(o.shape), dtype=torch.float32, device="cuda") for o in kernel.outputs}
+        t = time_cuda(lambda: kernel.run(dev, outs), torch)
+        if case.torch is not None:
+            t_ref = time_cuda(lambda: case.torch(torch, dev), torch)  # type: ignore[misc]
+            row.vs = f"{t_ref / t:.2f}"
+            row.extra["torch_ms"] = t_ref * 1e3
+    else:
+        t = time_host(kernel, arrays)
+        t_np = measure(lambda: case.numpy(arrays), repeat=3, min_time=0.1).median_s
+        row.vs = f"{t_np / t:.2f}"
+    row.ms = t * 1e3
+    row.rate = f"{case.flops / t / 1e9:.1f} GFLOP/s" if case.flops else f"{nbytes / t / 1e9:.1f} GB/s"
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default="opencl,sycl,hlsl,poplar")
+    parser.add_argument("--size", choices=["host", "gpu"], default="host")
+    parser.add_argument("--trials", type=int, default=0, help="tune each kernel with N trials (0: no tuning)")
+    parser.add_argument("--model", default="h100", help="the device the model predicts for (CUDA kernels)")
+    parser.add_argument("--only", default="", help="comma-separated kernel name prefixes")
+    parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--markdown", action="store_true", help="print only the Markdown table")
+    args = parser.parse_args()
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(var, None)  # NumPy's own kernels, not a pinned older core type
+    torch = None
+    targets = args.targets.split(",")
+    if "cuda" in targets:
+        import torch as torch_module
+
+        torch = torch_module
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    selected = [c for c in cases(args.size) if not args.only or any(c.name.startswith(p) for p in args.only.split(","))]
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        db = str(Path(scratch) / "tuning.db")
+        for case in selected:
+            variants: list[tuple[str, str | None]] = [("default", None)]
+            if case.hand:
+                variants.append(("hand", case.hand))
+            for target in targets:
+                tuned: list[tuple[str, str | None]] = []
+                if args.trials:
+                    try:
+                        schedule, label = tune_schedule(case, target, args.trials, db)
+                        tuned = [(label, schedule)] if schedule else []
+                        if not schedule:
+                            rows.append(Row(target, case.name, label))
+                    except Exception as err:  # noqa: BLE001 - reported in the table
+                        rows.append(Row(target, case.name, "tuned", note=f"tuning failed: {err}"[:90]))
+                for variant, schedule in [*variants, *tuned]:
+                    row = run_case(case, target, variant, schedule, args, torch)
+                    row.model_ms, row.model_bound = predict(case, schedule, args.model)
+                    rows.append(row)
+                    if not args.markdown:
+                        print(" | ".join(str(v) for v in asdict(row).values()), flush=True)
+    header = ["target", "kernel", "schedule", "ms", "rate", "vs torch (cuda) / NumPy", "max rel err",
+              f"model {args.model} ms", "bound", "note"]  # fmt: skip
+    print(table([[r.target, r.kernel, r.variant, f"{r.ms:.3f}" if r.ms is not None else "", r.rate, r.vs,
+                  f"{r.error:.1e}" if r.error is not None else "",
+                  f"{r.model_ms:.3f}" if r.model_ms is not None else "", r.model_bound, r.note] for r in rows], header))  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
+
+
+if __name__ == "__main__":
+    main()
