@@ -47,6 +47,7 @@ from einc.compiler.kernel import Kernel, MissingRuntime
 
 if TYPE_CHECKING:
     from einc.compiler.records import Record
+    from einc.compiler.tasks import ProgramTask
     from einc.targets.clike import CLikeTarget
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
@@ -160,6 +161,9 @@ class Compilation:
         self.record: Record | None = None
         """The tuning record whose schedule was applied, if one was."""
         self.record_db: Path | None = None
+        self.task_records: list[tuple[ProgramTask, Record]] = []
+        """The tuning records applied to the program's tasks (a whole program tuned task by
+        task, `einc.compiler.tasks`), with their tasks; [] when none was."""
         self.applied_schedule: Schedule | None = None
         """The schedule applied (the target's default one included), once known."""
         self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
@@ -219,6 +223,8 @@ class Compilation:
             scheduled = self._apply_record(module)
             if scheduled is not None:
                 return scheduled
+            default = self._apply(self.choice.resolve(self.target_obj, module), module)
+            return self._apply_task_records(module, default)
         return self._apply(self.choice.resolve(self.target_obj, module), module)
 
     def _apply(self, schedule: Schedule | None, module: ModuleOp) -> ModuleOp:
@@ -249,6 +255,48 @@ class Compilation:
             warn(f"tuning record {record.id} in {path} no longer applies, using the default schedule:\n{err}")
             return None
         self.record, self.record_db = record, path
+        return scheduled
+
+    def _apply_task_records(self, module: ModuleOp, default: ModuleOp) -> ModuleOp:
+        """The loops scheduled by the tuning records of the program's tasks (the kernels of
+        `default`, the loops with the target's default schedule: einc.compiler.tasks), each
+        task without a record by its own default schedule; `default` when no task has a
+        record (or the program is one task), or when the merged schedule does not apply (a
+        warning)."""
+        from einc.compiler.records import default_db_path, find_record, warn
+        from einc.compiler.tasks import merge_schedules, split_program
+
+        path = Path(self.db) if self.db is not None else default_db_path()
+        if len(self.program.statements) < 2 or not path.exists():
+            return default
+        tasks = split_program(self, default)
+        if len(tasks) < 2:
+            return default
+        cflags = () if isinstance(self.cflags, str) else self.cflags
+        found: list[tuple[ProgramTask, Record]] = []
+        parts: list[tuple[ProgramTask, str]] = []
+        for task in tasks:
+            sub = Compilation(task.source, f"<task {task.index}>", target=self.target, cflags=self.cflags,
+                              schedule=ScheduleChoice.DEFAULT, use_records=False)  # fmt: skip
+            hit = find_record(str(sub.module("ein")), self.target_obj, path, cflags)
+            if hit is not None:
+                found.append((task, hit[0]))
+                parts.append((task, hit[0].schedule))
+            else:
+                sub.run_until("scheduled")
+                parts.append((task, sub.schedule_text or ""))
+        if not found:
+            return default
+        kept = self._schedule_text, self._text_of, self.applied_schedule
+        try:
+            scheduled = self._apply(merge_schedules(module, parts), module)
+        except EincError as err:
+            self._schedule_text, self._text_of, self.applied_schedule = kept
+            ids = ", ".join(str(r.id) for _, r in found)
+            warn(f"tuning records {ids} of this program's tasks in {path} do not apply together, using the "
+                 f"default schedule:\n{err}")  # fmt: skip
+            return default
+        self.task_records, self.record_db = found, path
         return scheduled
 
     def _target(self, previous: StageResult | None) -> ModuleOp:
