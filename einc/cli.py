@@ -658,6 +658,10 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             runner_at=argument_location(argv, "--runner"), early_stop=args.early_stop,
             early_stop_at=argument_location(argv, "--early-stop"),
         )  # fmt: skip
+        from einc.tune.program import ProgramResult
+
+        if isinstance(result, ProgramResult):  # a program of several kernels, tuned as tasks
+            return 130 if result.stopped == "interrupted" else 0 if result.after is not None and result.after.ok else 1
         if result.decision is not None:  # 1 where not even the default schedule computed right numbers
             from einc.tune.tuner import DISQUALIFYING
 
