@@ -161,6 +161,8 @@ class Compilation:
         self.record: Record | None = None
         """The tuning record whose schedule was applied, if one was."""
         self.record_db: Path | None = None
+        self.task_count = 0
+        """The program's distinct tasks, where their records were looked up."""
         self.task_records: list[tuple[ProgramTask, Record]] = []
         """The tuning records applied to the program's tasks (a whole program tuned task by
         task, `einc.compiler.tasks`), with their tasks; [] when none was."""
@@ -263,7 +265,7 @@ class Compilation:
         task without a record by its own default schedule; `default` when no task has a
         record (or the program is one task), or when the merged schedule does not apply (a
         warning)."""
-        from einc.compiler.records import default_db_path, find_record, warn
+        from einc.compiler.records import default_db_path, find_record, program_key, warn
         from einc.compiler.tasks import merge_schedules, split_program
 
         path = Path(self.db) if self.db is not None else default_db_path()
@@ -275,10 +277,13 @@ class Compilation:
         cflags = () if isinstance(self.cflags, str) else self.cflags
         found: list[tuple[ProgramTask, Record]] = []
         parts: list[tuple[ProgramTask, str]] = []
+        keys: list[str] = []
         for task in tasks:
             sub = Compilation(task.source, f"<task {task.index}>", target=self.target, cflags=self.cflags,
                               schedule=ScheduleChoice.DEFAULT, use_records=False)  # fmt: skip
-            hit = find_record(str(sub.module("ein")), self.target_obj, path, cflags)
+            normalized = str(sub.module("ein"))
+            keys.append(program_key(normalized))
+            hit = find_record(normalized, self.target_obj, path, cflags)
             if hit is not None:
                 found.append((task, hit[0]))
                 parts.append((task, hit[0].schedule))
@@ -297,6 +302,7 @@ class Compilation:
                  f"default schedule:\n{err}")  # fmt: skip
             return default
         self.task_records, self.record_db = found, path
+        self.task_count = len(set(keys))
         return scheduled
 
     def _target(self, previous: StageResult | None) -> ModuleOp:
@@ -445,7 +451,7 @@ class Compilation:
         return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record,
                       manifest=self.target_obj.manifest(self.module("target")),
                       compile_check=self.target_obj.compile_check,
-                      debug=debug, allow_copy=allow_copy,
+                      debug=debug, allow_copy=allow_copy, task_records=[r for _, r in self.task_records],
                       lowered=self.module("target") if self.target_obj.limits is not None else None)  # fmt: skip
 
 
