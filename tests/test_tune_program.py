@@ -16,7 +16,7 @@ import einc
 from einc.cli import main
 from einc.compiler.driver import Compilation
 from einc.compiler.records import record_context
-from einc.compiler.tasks import merge_schedules, split_program, task_of
+from einc.compiler.tasks import ProgramTask, merge_schedules, split_program, task_of
 from einc.schedule.choice import ScheduleChoice
 from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.semantics.reference import run_reference
@@ -49,6 +49,14 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _kernels(comp: Compilation) -> list[ProgramTask]:
+    """The kernels of a compilation's default schedule as tasks."""
+    default = Compilation(comp.source, comp.filename, target=comp.target, schedule=ScheduleChoice.DEFAULT,
+                          use_records=False)  # fmt: skip
+    scheduled = default.module("scheduled")  # the ein stage first: the program is known
+    return split_program(default.program, scheduled)
+
+
 def _check(kernel: einc.Kernel, program_text: str, seed: int = 7) -> None:
     """The kernel's outputs against the float64 NumPy reference on fresh random inputs."""
     comp = Compilation(program_text, "<check>", use_records=False)
@@ -63,7 +71,7 @@ def _check(kernel: einc.Kernel, program_text: str, seed: int = 7) -> None:
 # ---- splitting ---------------------------------------------------------------------------------
 def test_a_program_splits_into_its_kernels_and_identical_tasks_are_one(small: Path) -> None:
     task = TuneTask.from_file(small)
-    kernels = split_program(task.compilation(ScheduleChoice.DEFAULT))
+    kernels = _kernels(task.compilation(ScheduleChoice.DEFAULT))
     assert sorted(s for k in kernels for s in k.statements) == ["a0", "h0", "h1", "out"]  # each statement once
     split = split_tasks(task)
     by_kernels = {tuple(k.statements for k in kernels): sub for sub, kernels in split}
@@ -186,7 +194,7 @@ def test_task_schedules_merge_into_one_the_whole_program_runs(small: Path) -> No
     the whole program's loops and computes the right numbers."""
     comp = Compilation(small.read_text(), str(small), use_records=False)
     parts = []
-    for k in split_program(comp):
+    for k in _kernels(comp):
         sub = TuneTask(k.source)
         space = SearchSpace.from_task(sub)
         parts.append((k, _tile_point(space).schedule if len(space.sketches) > 1 else
@@ -228,7 +236,7 @@ def test_einc_tune_of_a_program_tunes_each_task_and_compile_uses_them(
     assert code == 0, captured.out + captured.err
     out = captured.out
     assert "3 tasks (4 kernels)" in out and "6 trials" in out
-    assert "| task | kernels | trials | default (ms) | best (ms) | speedup | share of total |" in out
+    assert "| task | kernels | trials | default (ms) | fastest trial (ms) | best (ms) | decided |" in out
     rows = [line for line in out.splitlines() if re.match(r"\| \d+: ", line)]
     assert len(rows) == 3 and sum(int(r.split("|")[3]) for r in rows) == 6  # every trial in one task's row
     assert re.search(r"whole program \(4 kernels\): default schedule [\d.]+ ms, tuned [\d.]+ ms", out), out

@@ -271,7 +271,7 @@ class Compilation:
         path = Path(self.db) if self.db is not None else default_db_path()
         if len(self.program.statements) < 2 or not path.exists():
             return default
-        tasks = split_program(self, default)
+        tasks = split_program(self.program, default)
         if len(tasks) < 2:
             return default
         cflags = () if isinstance(self.cflags, str) else self.cflags

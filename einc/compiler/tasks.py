@@ -4,7 +4,8 @@ its own with canonical tensor names, so that two kernels computing the same thin
 of the same shapes (a transformer's Q, K and V projections) are one task, tuned once and
 recorded once (`program_key` of the task's normalised program).
 
-    tasks = split_program(comp)               # comp: a Compilation (its ein and loops stages)
+    scheduled = comp.module("scheduled")      # comp: a Compilation with the default schedule
+    tasks = split_program(comp.program, scheduled)
     tasks[0].source                           # "input in0: float32[64, 784] ...\nt0[N, M] +=! ..."
     tasks[0].statements                       # ("data_0",): the whole program's statements
     merged = merge_schedules(comp.module("loops"), [(task, record.schedule), ...])
@@ -19,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects import affine, func, memref, transform
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -31,7 +32,6 @@ from einc.frontend import ast
 from einc.transforms.loop_analysis import buffer_name
 
 if TYPE_CHECKING:
-    from einc.compiler.driver import Compilation
     from einc.frontend import Program
     from einc.schedule.script import Schedule
 
@@ -91,19 +91,11 @@ def _stmts(op: Operation) -> Iterator[str]:
             yield tag.data
 
 
-def split_program(comp: Compilation, scheduled: ModuleOp | None = None) -> list[ProgramTask]:
-    """The tasks of `comp`'s program: one per kernel of `scheduled` (by default the loops
-    with the target's default schedule applied), in the program's order; a statement no nest
-    computes (none: every statement has loops) would be a task of its own."""
-    from einc.compiler.driver import Compilation
-    from einc.schedule.choice import ScheduleChoice
-
-    comp.run_until("ein")
-    program = comp.program
-    if scheduled is None:
-        default = Compilation(comp.source, comp.filename, comp.input_dict, comp.extra_outputs, comp.target,
-                              ScheduleChoice.DEFAULT, cflags=comp.cflags, use_records=False)  # fmt: skip
-        scheduled = default.module("scheduled")
+def split_program(program: Program, scheduled: ModuleOp) -> list[ProgramTask]:
+    """The tasks of `program`: one per kernel of `scheduled`, its loops with a schedule
+    applied (the target's default one: the kernels a compile without records makes), in the
+    program's order; a statement no nest computes (none: every statement has loops) would be
+    a task of its own."""
     order = {s.output.name: i for i, s in enumerate(program.statements)}
     groups = [[s for s in g if s in order] for g in kernel_groups(scheduled)]
     groups = [sorted(g, key=order.__getitem__) for g in groups if g]
@@ -135,7 +127,8 @@ def task_of(program: Program, group: Sequence[str], index: int) -> ProgramTask:
         edits.append((syntax.output_span.start, syntax.output_span.end, names[syntax.output]))
         start, end = syntax.span.start, syntax.span.end
         text = program.source
-        pieces, at = [], start
+        pieces: list[str] = []
+        at = start
         for a, b, new in sorted(edits):
             pieces += [text[at:a], new]
             at = b
@@ -147,7 +140,7 @@ def task_of(program: Program, group: Sequence[str], index: int) -> ProgramTask:
     results = [names[s.output.name] for s in statements if s.output.name in read_outside | wanted]
     last = names[statements[-1].output.name]
     results = list(dict.fromkeys([*results, last]))
-    decls = []
+    decls: list[str] = []
     for name in inputs:
         info = infos[name]
         decls.append(f"input {names[name]}: {info.dtype}[{', '.join(str(d) for d in info.shape)}]")
@@ -166,13 +159,13 @@ def _accesses(node: object) -> Iterator[ast.Access]:
         for f in dataclasses.fields(node):
             yield from _children(getattr(node, f.name))
     elif isinstance(node, tuple):
-        for item in node:
+        for item in cast("tuple[object, ...]", node):
             yield from _accesses(item)
 
 
 def _children(value: object) -> Iterator[ast.Access]:
     if isinstance(value, tuple) and not isinstance(value, ast.Span):
-        for item in value:
+        for item in cast("tuple[object, ...]", value):
             yield from _accesses(item)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         yield from _accesses(value)
@@ -230,21 +223,17 @@ def merge_schedules(loops: ModuleOp, parts: Sequence[tuple[ProgramTask, str]]) -
             base, entry = module, sequence
             continue
         assert entry is not None
-        root, mapping = entry.body.block.args[0], {}
-        mapping[sequence.body.block.args[0]] = root
+        # op.clone adds each clone's results to the mapping, for the ops after it
+        mapping: dict[SSAValue, SSAValue] = {sequence.body.block.args[0]: entry.body.block.args[0]}
         terminator = entry.body.block.last_op
         assert terminator is not None
         for op in list(sequence.body.block.ops):
             if isinstance(op, transform.YieldOp):
                 continue
-            entry.body.block.insert_op_before(op.clone(value_mapper=_mapper(mapping)), terminator)
+            entry.body.block.insert_op_before(op.clone(value_mapper=mapping), terminator)
     if base is None:
         raise ScheduleError("no task schedule to merge", where)
     return Schedule.parse(str(base), TASK_SCHEDULE)
-
-
-def _mapper(mapping: dict[SSAValue, SSAValue]) -> dict[SSAValue, SSAValue]:
-    return mapping  # op.clone extends it with each clone's results, for the ops after
 
 
 def _entry(module: ModuleOp) -> transform.NamedSequenceOp:

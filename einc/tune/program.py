@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from einc.tune.records import RecordDB
     from einc.tune.search import SearchPolicy
     from einc.tune.space import SearchSpace
-    from einc.tune.tuner import TuneResult
+    from einc.tune.tuner import Trial, TuneResult
 
 E2E_ROUNDS = 5
 """Rounds of the whole-program comparison: the default schedule and the tuned one, in turn."""
@@ -69,6 +69,18 @@ class TaskEntry:
         return self.default_s
 
     @property
+    def fastest_s(self) -> float:
+        """The search's fastest trial (measured once: a finalist, not the best)."""
+        return min((r.fastest.median_s for r in self.searched if r.fastest is not None), default=math.inf)
+
+    @property
+    def verdict(self) -> str:
+        """`tuned` (a finalist beat the default in the final rounds), `default kept`, or `-`."""
+        if self.decided is None or self.decided.decision is None:
+            return "-"
+        return "default kept" if self.decided.kept_default else "tuned"
+
+    @property
     def trials(self) -> int:
         return sum(r.trials for r in self.searched)
 
@@ -96,17 +108,18 @@ class ProgramResult:
         return self.after.median_s if self.after is not None and self.after.ok else math.inf
 
     def table(self) -> str:
-        """The per-task table (markdown): trials, default and best times (ms, the final rounds'
-        medians), the weighted best's share of the tasks' total, and the whole program before
-        and after."""
+        """The per-task table (markdown): trials; the default's and the best's times (ms, the
+        final rounds' medians), the search's fastest trial (measured once) and whether the
+        final rounds crowned a finalist or kept the default; the weighted best's share of the
+        tasks' total; then the whole program before and after."""
         total = sum(len(e.kernels) * e.best_s for e in self.entries if math.isfinite(e.best_s))
-        rows = ["| task | kernels | trials | default (ms) | best (ms) | speedup | share of total |",
-                "|---|---|---|---|---|---|---|"]  # fmt: skip
+        rows = ["| task | kernels | trials | default (ms) | fastest trial (ms) | best (ms) | decided | speedup "
+                "| share of total |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for i, e in enumerate(self.entries):
             share = len(e.kernels) * e.best_s / total if total > 0 and math.isfinite(e.best_s) else 0.0
             speedup = e.default_s / e.best_s if math.isfinite(e.default_s) and e.best_s > 0 else math.nan
             rows.append(f"| {i}: {_short(e.name)} | {len(e.kernels)} | {e.trials} | {_ms(e.default_s)} | "
-                        f"{_ms(e.best_s)} | {speedup:.2f}x | {share:.1%} |")  # fmt: skip
+                        f"{_ms(e.fastest_s)} | {_ms(e.best_s)} | {e.verdict} | {speedup:.2f}x | {share:.1%} |")  # fmt: skip
         lines = ["\n".join(rows)]
         if self.before is not None:
             lines.append(f"whole program ({self.kernels} kernels): default schedule {_ms(self.before_s)} ms, "
@@ -139,7 +152,8 @@ def split_tasks(task: TuneTask) -> list[tuple[TuneTask, list[ProgramTask]]]:
     """The distinct tasks of `task`'s program (a TuneTask each, in order of first kernel)
     with the kernels each stands for; one entry, `task` itself, for a program of one kernel."""
     comp = task.compilation(ScheduleChoice.DEFAULT)
-    kernels = split_program(comp)
+    scheduled = comp.module("scheduled")  # the ein stage first: the program is known
+    kernels = split_program(comp.program, scheduled)
     if len(kernels) < 2:
         return [(task, kernels)]
     found: dict[str, tuple[TuneTask, list[ProgramTask]]] = {}
@@ -194,8 +208,13 @@ def tune_program(
     parallel = int(getattr(runner, "parallelism", getattr(builder, "workers", 1)))
     size = round_size or max(1, min(max(2 * parallel, 4), (trials - len(entries)) // max(2 * len(entries), 1)))
     bar = _bar(trials, "tuning") if progress else None
-    common = dict(builder=builder, runner=runner, db=db, device=device, seed=seed, early_stop=early_stop)
+    common = _Common(builder, runner, db, device, seed, early_stop)
     done = 0
+
+    def tick(_: Trial) -> None:
+        if bar is not None:
+            bar.update(1)
+
     try:
         while done < trials:
             if time_budget_s is not None and time.perf_counter() - start >= time_budget_s:
@@ -210,8 +229,9 @@ def tune_program(
             if bar is not None:
                 bar.set_description(f"task {index} ({_short(entry.name, 24)})")
             searched = tune(entry.task, policy=entry.policy, space=entry.space, trials=count, decide_best=False,
-                            progress=False, on_trial=(lambda _: bar.update(1)) if bar is not None else None,
-                            **common)  # type: ignore[arg-type]  # fmt: skip
+                            progress=False, on_trial=tick,
+                            builder=builder, runner=runner, db=db, device=device, seed=seed,
+                            early_stop=early_stop)  # fmt: skip
             entry.searched.append(searched)
             done += searched.trials
             best = min((r.fastest.median_s for r in entry.searched if r.fastest is not None), default=math.inf)
@@ -236,7 +256,19 @@ def tune_program(
     return result
 
 
-def _decide_all(result: ProgramResult, bar, finalists: int, rounds: int, common: dict) -> None:
+@dataclass
+class _Common:
+    """What every `tune` call of a program's tasks shares."""
+
+    builder: Builder
+    runner: Runner
+    db: RecordDB | None
+    device: RecordContext | None
+    seed: int
+    early_stop: float
+
+
+def _decide_all(result: ProgramResult, bar, finalists: int, rounds: int, common: _Common) -> None:
     """Each task's final rounds over all its recorded trials (`tune(resume=True, trials=0)`)."""
     from einc.tune.tuner import tune
 
@@ -245,7 +277,8 @@ def _decide_all(result: ProgramResult, bar, finalists: int, rounds: int, common:
             bar.set_description(f"final rounds, task {i}")
             bar.refresh()
         decided = tune(entry.task, policy="random", space=entry.space, trials=0, resume=True, progress=False,
-                       finalists=finalists, rounds=rounds, **common)  # type: ignore[arg-type]  # fmt: skip
+                       finalists=finalists, rounds=rounds, builder=common.builder, runner=common.runner,
+                       db=common.db, device=common.device, seed=common.seed, early_stop=common.early_stop)  # fmt: skip
         if decided.stopped == "interrupted":
             result.stopped = "interrupted"
             return
