@@ -6,7 +6,13 @@ of a program of several kernels end to end."""
 from __future__ import annotations
 
 import math
+import os
 import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -253,3 +259,36 @@ def test_einc_tune_of_a_program_tunes_each_task_and_compile_uses_them(
 def test_einc_tune_of_a_program_refuses_resume(small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", str(small), "--trials", "4", "--db", str(tmp_path / "r.db"), "--resume", "--quiet"]) == 1
     assert "--resume tunes one kernel" in capsys.readouterr().err
+
+
+def test_a_killed_program_tune_keeps_every_finished_trial(small: Path, tmp_path: Path) -> None:
+    """SIGKILL mid-search: every trial finished before the kill is in the database (each is
+    recorded as it arrives, whichever task it belongs to), and the database is whole; a
+    compile of the program still works (no decision yet: the default schedules)."""
+    db = tmp_path / "k.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "einc.cli", "tune", str(small), "--trials", "200", "--db", str(db),
+                             "--workers", "1", "--threads", "1", "--quiet"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    deadline, seen = time.monotonic() + 240, 0
+    while seen < 4 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        seen = _trials(db)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert seen >= 4 and _trials(db) >= seen
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        tasks = conn.execute("SELECT count(DISTINCT task_key) FROM records").fetchone()[0]
+    assert tasks >= 2  # the warm-up went from task to task
+    _check(einc.compile(small.read_text(), None, target="c", db=db), small.read_text())
+
+
+def _trials(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=10) as conn:
+            return int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
+    except sqlite3.OperationalError:  # no tables yet
+        return 0
