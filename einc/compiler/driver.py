@@ -278,20 +278,28 @@ class Compilation:
         found: list[tuple[ProgramTask, Record]] = []
         parts: list[tuple[ProgramTask, str]] = []
         keys: list[str] = []
+        looked: dict[str, tuple[str, Record | None, Compilation]] = {}  # a task's program -> what it has
         for task in tasks:
-            sub = Compilation(task.source, f"<task {task.index}>", target=self.target, cflags=self.cflags,
-                              schedule=ScheduleChoice.DEFAULT, use_records=False)  # fmt: skip
-            normalized = str(sub.module("ein"))
-            keys.append(program_key(normalized))
-            hit = find_record(normalized, self.target_obj, path, cflags)
-            if hit is not None:
-                found.append((task, hit[0]))
-                parts.append((task, hit[0].schedule))
+            if task.body not in looked:  # identical kernels (a chain's steps) are looked up once
+                sub = Compilation(task.source, f"<task {task.index}>", target=self.target, cflags=self.cflags,
+                                  schedule=ScheduleChoice.DEFAULT, use_records=False)  # fmt: skip
+                normalized = str(sub.module("ein"))
+                hit = find_record(normalized, self.target_obj, path, cflags)
+                looked[task.body] = (program_key(normalized), hit[0] if hit is not None else None, sub)
+            key, record, sub = looked[task.body]
+            keys.append(key)
+            if record is not None:
+                found.append((task, record))
+                parts.append((task, record.schedule))
             else:
-                sub.run_until("scheduled")
-                parts.append((task, sub.schedule_text or ""))
+                parts.append((task, ""))
         if not found:
             return default
+        for i, (task, text) in enumerate(parts):
+            if not text:  # a task without a record: its own default schedule
+                sub = looked[task.body][2]
+                sub.run_until("scheduled")
+                parts[i] = (task, sub.schedule_text or "")
         kept = self._schedule_text, self._text_of, self.applied_schedule
         try:
             scheduled = self._apply(merge_schedules(module, parts), module)

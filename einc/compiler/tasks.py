@@ -57,6 +57,12 @@ class ProgramTask:
     results: tuple[str, ...]
 
     @property
+    def body(self) -> str:
+        """The source without its first line (the comment naming the task and its statements):
+        the same for identical kernels."""
+        return self.source.split("\n", 1)[1]
+
+    @property
     def rename(self) -> dict[str, str]:
         return dict(self.names)
 
@@ -102,11 +108,16 @@ def split_program(program: Program, scheduled: ModuleOp) -> list[ProgramTask]:
     covered = {s for g in groups for s in g}
     groups += [[s.output.name] for s in program.statements if s.output.name not in covered]
     groups.sort(key=lambda g: order[g[0]])
-    return [task_of(program, group, i) for i, group in enumerate(groups)]
+    reads = {s.output.name: {a.tensor for a in _accesses(s.syntax.expr)} for s in program.statements}
+    return [task_of(program, group, i, reads) for i, group in enumerate(groups)]
 
 
-def task_of(program: Program, group: Sequence[str], index: int) -> ProgramTask:
-    """The task computing `group` (statement names, in the program's order) of `program`."""
+def task_of(program: Program, group: Sequence[str], index: int,
+            reads: dict[str, set[str]] | None = None) -> ProgramTask:  # fmt: skip
+    """The task computing `group` (statement names, in the program's order) of `program`;
+    `reads`: each statement's tensors read (found here when not given)."""
+    if reads is None:
+        reads = {s.output.name: {a.tensor for a in _accesses(s.syntax.expr)} for s in program.statements}
     infos = {t.name: t for t in program.inputs}
     infos.update({s.output.name: s.output for s in program.statements})
     statements = [s for s in program.statements if s.output.name in group]
@@ -134,8 +145,7 @@ def task_of(program: Program, group: Sequence[str], index: int) -> ProgramTask:
             at = b
         pieces.append(text[at:end])
         lines.append(" ".join("".join(pieces).split()))
-    outside = [s for s in program.statements if s.output.name not in inside]
-    read_outside = {a.tensor for s in outside for a in _accesses(s.syntax.expr)}
+    read_outside = {t for stmt, tensors in reads.items() if stmt not in inside for t in tensors}
     wanted = {t.name for t in program.outputs}
     results = [names[s.output.name] for s in statements if s.output.name in read_outside | wanted]
     last = names[statements[-1].output.name]
