@@ -188,10 +188,12 @@ def tune_program(
     on_round: Callable[[int, TuneResult], None] | None = None,
 ) -> ProgramResult:
     """Tune `task`'s program task by task: every distinct task first measures its default
-    schedule, then rounds of `round_size` trials go to the task the gradient scheduler picks,
-    `trials` in all (the first round's included; or until `time_budget_s`); each task's best is then decided in final
-    rounds (`tune`'s) and recorded; last, the whole program is measured with the target's
-    default schedule and with the tasks' records, in turn (`E2E_ROUNDS`)."""
+    schedule, then rounds of `round_size` trials (by default up to 8, fewer for a small
+    budget) go to the task the gradient scheduler picks, `trials` in all, the first round's
+    included (or until `time_budget_s`); each task's best is then decided in final rounds
+    (`tune`'s) and recorded; last, the whole program is measured with the target's default
+    schedule and with the tasks' records, in turn (`E2E_ROUNDS`). `split`: the distinct tasks
+    and their kernels when already known (`split_tasks`)."""
     from einc.tune.search import make_policy
     from einc.tune.space import SearchSpace
     from einc.tune.tuner import tune
