@@ -195,6 +195,14 @@ def test_compile_applies_each_tasks_record_and_computes_the_right_numbers(
     assert re.search(rf"using tuning records [\d, ]+ from {re.escape(str(db))} for 3 of the program's 3 distinct", err)
 
 
+def test_the_service_says_which_task_records_a_compile_applied(small: Path, recorded: tuple[Path, list[TuneTask]]) -> None:
+    from einc.tools.serve.jobs import schedule_source
+
+    comp = Compilation(small.read_text(), str(small), db=recorded[0])
+    comp.run_until("scheduled")
+    assert re.fullmatch(r"records \d+, \d+, \d+ \(of 3 of the program's 3 tasks\)", schedule_source(comp))
+
+
 def test_task_schedules_merge_into_one_the_whole_program_runs(small: Path) -> None:
     """Each task's tiling sketch renamed to the program's statements and joined: it applies to
     the whole program's loops and computes the right numbers."""
