@@ -248,6 +248,9 @@ def tune_program(
         if result.stopped != "interrupted":
             _decide_all(result, bar, finalists, rounds, common)
         if result.stopped != "interrupted":
+            if bar is not None:
+                bar.set_description("the whole program, default and tuned")
+                bar.refresh()
             _whole_program(result, builder, runner, db)
     except KeyboardInterrupt:
         result.stopped = "interrupted"
