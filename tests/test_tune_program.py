@@ -221,6 +221,36 @@ def test_task_schedules_merge_into_one_the_whole_program_runs(small: Path) -> No
     _check(einc.compile(small.read_text(), None, target="c", schedule=text), small.read_text())
 
 
+EDGE_PROGRAMS = {
+    "a kernel reading no tensor": "input x: float32[8, 8]\ny[N, M] = (N * 8 + M).cast(`float32`) where N in 8, M in 8\n"
+                                  "z[N, M] +=! y[N, K] * x[K, M]\nw[N, M] = z[N, M] + 1.0\n",
+    "a scalar reduction (no default schedule)": "input x: float32[8, 8]\ns[] +=! x[N, M]\n"
+                                                "y[N, M] +=! x[N, K] * x[K, M]\nz[N, M] = y[N, M] / s[]\n",
+    "an intermediate output": "input x: float32[8, 8]\noutput y\ny[N, M] +=! x[N, K] * x[K, M]\nz[N, M] = y[N, M] + 1.0\n",
+}
+
+
+@pytest.mark.parametrize("text", EDGE_PROGRAMS.values(), ids=list(EDGE_PROGRAMS))
+def test_the_tasks_default_schedules_merged_compute_the_program(text: str) -> None:
+    comp = Compilation(text, "<edge>", use_records=False)
+    parts = []
+    for k in _kernels(comp):
+        sub = Compilation(k.source, "<task>", schedule=ScheduleChoice.DEFAULT, use_records=False)
+        sub.run_until("scheduled")
+        parts.append((k, sub.schedule_text or ""))
+    assert len(parts) > 1
+    _check(einc.compile(text, None, target="c", schedule=str(merge_schedules(comp.module("loops"), parts))), text)
+
+
+def test_a_program_with_a_scatter_is_not_split_and_compiles_with_records(recorded: tuple[Path, list[TuneTask]]) -> None:
+    text = ("input data: float32[16, 8]\ninput idx: int32[4]\ninput upd: float32[4, 8]\nd2[N, M] = data[N, M] * 2.0\n"
+            "s[M] +=! d2[N, M]\nd2[idx[B], M] +=. upd[B, M] + s[M]\nout[N, M] = d2[N, M] + 1.0\n")  # fmt: skip
+    assert _kernels(Compilation(text, "<scatter>", use_records=False)) == []
+    kernel = einc.compile(text, None, target="c", db=recorded[0])
+    assert kernel.task_records == [] and kernel.record is None
+    _check(kernel, text)
+
+
 def test_a_task_record_that_does_not_fit_is_a_warning_and_the_default_is_used(
     small: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -101,7 +101,10 @@ def split_program(program: Program, scheduled: ModuleOp) -> list[ProgramTask]:
     """The tasks of `program`: one per kernel of `scheduled`, its loops with a schedule
     applied (the target's default one: the kernels a compile without records makes), in the
     program's order; a statement no nest computes (none: every statement has loops) would be
-    a task of its own."""
+    a task of its own. A program with a scatter (`=.`, `+=.`: a statement updating a tensor
+    that later statements read by the same name) is not split: [] (it is tuned whole)."""
+    if any(s.scatter is not None for s in program.statements):
+        return []
     order = {s.output.name: i for i, s in enumerate(program.statements)}
     groups = [[s for s in g if s in order] for g in kernel_groups(scheduled)]
     groups = [sorted(g, key=order.__getitem__) for g in groups if g]
@@ -199,9 +202,9 @@ def buffer_names(loops: ModuleOp) -> dict[str, str]:
 
 def merge_schedules(loops: ModuleOp, parts: Sequence[tuple[ProgramTask, str]]) -> Schedule:
     """One schedule for the whole program whose loops are `loops`: each task's schedule
-    (text, in the task's names) renamed to the program's statements, tensors and knobs, the
-    tasks' ops one after the other. A ScheduleError when a part does not parse or names
-    what its task does not have."""
+    (text, in the task's names; "" for a task nothing schedules) renamed to the program's
+    statements, tensors and knobs, the tasks' ops one after the other. A ScheduleError when a
+    part does not parse or names what its task does not have."""
     from einc.schedule.script import Schedule
 
     where = SourceLocation(TASK_SCHEDULE, 1, 1)
@@ -209,6 +212,8 @@ def merge_schedules(loops: ModuleOp, parts: Sequence[tuple[ProgramTask, str]]) -
     base: ModuleOp | None = None
     entry: transform.NamedSequenceOp | None = None
     for task, text in parts:
+        if not text.strip():  # a task nothing schedules (no default schedule: its loops as they are)
+            continue
         part = Schedule.parse(text, f"<task {task.index} schedule>")
         module = part.module.clone()
         rename = task.rename
@@ -241,9 +246,17 @@ def merge_schedules(loops: ModuleOp, parts: Sequence[tuple[ProgramTask, str]]) -
             if isinstance(op, transform.YieldOp):
                 continue
             entry.body.block.insert_op_before(op.clone(value_mapper=mapping), terminator)
-    if base is None:
-        raise ScheduleError("no task schedule to merge", where)
+    if base is None:  # no task has a schedule: the script that does nothing
+        return Schedule.parse(EMPTY, TASK_SCHEDULE)
     return Schedule.parse(str(base), TASK_SCHEDULE)
+
+
+EMPTY = """builtin.module {
+  transform.named_sequence @__transform_main(%0: !transform.any_op) {
+    transform.yield
+  }
+}
+"""
 
 
 def _entry(module: ModuleOp) -> transform.NamedSequenceOp:
