@@ -201,15 +201,23 @@ def tune_program(
     start = time.perf_counter()
     split = split if split is not None else split_tasks(task)
     entries: list[TaskEntry] = []
-    for sub, kernels in split:
-        space = SearchSpace.from_task(sub)
-        entries.append(TaskEntry(sub, kernels, space, make_policy(policy, space, seed=seed),
-                                 TaskState(weight=len(kernels), flops=float(sub.flops), kind=kind(sub))))  # fmt: skip
+    bar = _bar(trials, "tuning") if progress else None
+    try:
+        for i, (sub, kernels) in enumerate(split):
+            if bar is not None:
+                bar.set_description(f"search space of task {i + 1}/{len(split)}")
+                bar.refresh()
+            space = SearchSpace.from_task(sub)
+            entries.append(TaskEntry(sub, kernels, space, make_policy(policy, space, seed=seed),
+                                     TaskState(weight=len(kernels), flops=float(sub.flops), kind=kind(sub))))  # fmt: skip
+    except BaseException:
+        if bar is not None:
+            bar.close()
+        raise
     result = ProgramResult(task, entries, sum(len(e.kernels) for e in entries))
     scheduler = GradientScheduler([e.state for e in entries])
     parallel = int(getattr(runner, "parallelism", getattr(builder, "workers", 1)))
     size = round_size or max(1, min(max(2 * parallel, 4), (trials - len(entries)) // max(2 * len(entries), 1)))
-    bar = _bar(trials, "tuning") if progress else None
     common = _Common(builder, runner, db, device, seed, early_stop)
     done = 0
 
