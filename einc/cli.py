@@ -103,7 +103,9 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     )
     tune.add_argument("file", help="the .ein program")
     tune.add_argument("-t", "--target", default="c", help="target to tune on (default: c)")
-    tune.add_argument("--trials", type=int, default=64, help="candidates to measure (default: 64)")
+    tune.add_argument("--trials", type=int, default=64,
+                      help="candidates to measure (default: 64); for a program of several kernels, over all its "
+                           "tasks, spread by the gradient task scheduler")
     tune.add_argument("--time-budget", help="stop after this long (e.g. 120s, 2m)")
     tune.add_argument("--workers", type=int, default=None,
                       help="parallel builds (default: cores, at most 4); with --runner dask-local, the Dask workers (default: 2)")
@@ -658,6 +660,10 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             runner_at=argument_location(argv, "--runner"), early_stop=args.early_stop,
             early_stop_at=argument_location(argv, "--early-stop"),
         )  # fmt: skip
+        from einc.tune.program import ProgramResult
+
+        if isinstance(result, ProgramResult):  # a program of several kernels, tuned as tasks
+            return 130 if result.stopped == "interrupted" else 0 if result.after is not None and result.after.ok else 1
         if result.decision is not None:  # 1 where not even the default schedule computed right numbers
             from einc.tune.tuner import DISQUALIFYING
 

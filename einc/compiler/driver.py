@@ -47,6 +47,7 @@ from einc.compiler.kernel import Kernel, MissingRuntime
 
 if TYPE_CHECKING:
     from einc.compiler.records import Record
+    from einc.compiler.tasks import ProgramTask
     from einc.targets.clike import CLikeTarget
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
@@ -160,6 +161,11 @@ class Compilation:
         self.record: Record | None = None
         """The tuning record whose schedule was applied, if one was."""
         self.record_db: Path | None = None
+        self.task_count = 0
+        """The program's distinct tasks, where their records were looked up."""
+        self.task_records: list[tuple[ProgramTask, Record]] = []
+        """The tuning records applied to the program's tasks (a whole program tuned task by
+        task, `einc.compiler.tasks`), with their tasks; [] when none was."""
         self.applied_schedule: Schedule | None = None
         """The schedule applied (the target's default one included), once known."""
         self._table: list[tuple[str, Callable[[StageResult | None], StageResult]]] = [
@@ -219,6 +225,8 @@ class Compilation:
             scheduled = self._apply_record(module)
             if scheduled is not None:
                 return scheduled
+            default = self._apply(self.choice.resolve(self.target_obj, module), module)
+            return self._apply_task_records(module, default)
         return self._apply(self.choice.resolve(self.target_obj, module), module)
 
     def _apply(self, schedule: Schedule | None, module: ModuleOp) -> ModuleOp:
@@ -249,6 +257,60 @@ class Compilation:
             warn(f"tuning record {record.id} in {path} no longer applies, using the default schedule:\n{err}")
             return None
         self.record, self.record_db = record, path
+        return scheduled
+
+    def _apply_task_records(self, module: ModuleOp, default: ModuleOp) -> ModuleOp:
+        """The loops scheduled by the tuning records of the program's tasks (the kernels of
+        `default`, the loops with the target's default schedule: einc.compiler.tasks), each
+        task without a record by its own default schedule; `default` when no task has a
+        record (or the program is one task), or when the merged schedule does not apply (a
+        warning)."""
+        from einc.compiler.records import default_db_path, find_record, program_key, warn
+        from einc.compiler.tasks import merge_schedules, split_program
+
+        path = Path(self.db) if self.db is not None else default_db_path()
+        if len(self.program.statements) < 2 or not path.exists():
+            return default
+        tasks = split_program(self.program, default)
+        if len(tasks) < 2:
+            return default
+        cflags = () if isinstance(self.cflags, str) else self.cflags
+        found: list[tuple[ProgramTask, Record]] = []
+        parts: list[tuple[ProgramTask, str]] = []
+        keys: list[str] = []
+        looked: dict[str, tuple[str, Record | None, Compilation]] = {}  # a task's program -> what it has
+        for task in tasks:
+            if task.body not in looked:  # identical kernels (a chain's steps) are looked up once
+                sub = Compilation(task.source, f"<task {task.index}>", target=self.target, cflags=self.cflags,
+                                  schedule=ScheduleChoice.DEFAULT, use_records=False)  # fmt: skip
+                normalized = str(sub.module("ein"))
+                hit = find_record(normalized, self.target_obj, path, cflags)
+                looked[task.body] = (program_key(normalized), hit[0] if hit is not None else None, sub)
+            key, record, sub = looked[task.body]
+            keys.append(key)
+            if record is not None:
+                found.append((task, record))
+                parts.append((task, record.schedule))
+            else:
+                parts.append((task, ""))
+        if not found:
+            return default
+        for i, (task, text) in enumerate(parts):
+            if not text:  # a task without a record: its own default schedule
+                sub = looked[task.body][2]
+                sub.run_until("scheduled")
+                parts[i] = (task, sub.schedule_text or "")
+        kept = self._schedule_text, self._text_of, self.applied_schedule
+        try:
+            scheduled = self._apply(merge_schedules(module, parts), module)
+        except EincError as err:
+            self._schedule_text, self._text_of, self.applied_schedule = kept
+            ids = ", ".join(str(r.id) for _, r in found)
+            warn(f"tuning records {ids} of this program's tasks in {path} do not apply together, using the "
+                 f"default schedule:\n{err}")  # fmt: skip
+            return default
+        self.task_records, self.record_db = found, path
+        self.task_count = len(set(keys))
         return scheduled
 
     def _target(self, previous: StageResult | None) -> ModuleOp:
@@ -397,7 +459,7 @@ class Compilation:
         return Kernel(source=source, program=self.program, runner=runner, target=self.target, record=self.record,
                       manifest=self.target_obj.manifest(self.module("target")),
                       compile_check=self.target_obj.compile_check,
-                      debug=debug, allow_copy=allow_copy,
+                      debug=debug, allow_copy=allow_copy, task_records=[r for _, r in self.task_records],
                       lowered=self.module("target") if self.target_obj.limits is not None else None)  # fmt: skip
 
 

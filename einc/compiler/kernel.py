@@ -102,12 +102,16 @@ class Kernel:
         debug: bool | None = None,
         allow_copy: bool = False,
         lowered: ModuleOp | None = None,
+        task_records: Sequence[Record] = (),
     ):
         self.source = source
         self.program = program
         self.target = target
         self.record = record
         """The tuning record whose schedule the kernel was compiled with, if any."""
+        self.task_records = list(task_records)
+        """The tuning records of the program's tasks the kernel was compiled with (a program of
+        several kernels tuned task by task: einc.compiler.tasks), one per kernel that had one."""
         self.manifest = manifest
         """The launch manifest (device targets: kernels, launch geometry, argument order), or None (C)."""
         self._compile_check = compile_check

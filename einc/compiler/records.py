@@ -934,6 +934,14 @@ def used_line(record: Record, path: str | Path) -> str:
     return f"einc: using tuning {record.describe()} from {path}"
 
 
+def used_tasks_line(records: Iterable[Record], tasks: int, path: str | Path) -> str:
+    """The line `einc compile` prints about the records it applied to a program's tasks."""
+    ids = list(dict.fromkeys(r.id for r in records))
+    others = " (the others: their default schedules)" if len(ids) < tasks else ""
+    return (f"einc: using tuning records {', '.join(map(str, ids))} from {path} for {len(ids)} of the program's "
+            f"{tasks} distinct tasks{others}")  # fmt: skip
+
+
 def show_lines(r: Record, now: RecordContext | None = None) -> Iterator[str]:
     """`einc records show`: a record's fields (with `now`, this machine's context for its
     target: whether it applies here, else how it differs), then its schedule."""

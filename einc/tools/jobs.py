@@ -15,7 +15,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.compiler.driver import Compilation, read_program
-from einc.compiler.records import used_line
+from einc.compiler.records import used_line, used_tasks_line
 from einc.errors import SourceLocation, TargetError
 from einc.frontend import build_module
 from einc.schedule.choice import ScheduleChoice
@@ -71,6 +71,8 @@ def say_record(comp: Compilation) -> None:
     """Tell the command's user (stderr) which tuning record the compilation applied."""
     if comp.record is not None and comp.record_db is not None:
         print(used_line(comp.record, comp.record_db), file=sys.stderr)
+    elif comp.task_records and comp.record_db is not None:
+        print(used_tasks_line([r for _, r in comp.task_records], comp.task_count, comp.record_db), file=sys.stderr)
 
 
 def write_manifest(comp: Compilation, path: str) -> None:

@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING
 from einc.errors import RuntimeMissingError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
+    from einc.compiler.tasks import ProgramTask
+    from einc.tune.cluster import RunnerSpec
+    from einc.tune.program import ProgramResult
     from einc.tune.tuner import TuneResult
+    from einc.tune.types import TuneTask
 
 POLICIES = ("bayes", "random")
 
@@ -41,7 +45,7 @@ def tune_file_command(
     runner_at: SourceLocation | None = None,
     early_stop: float | None = None,
     early_stop_at: SourceLocation | None = None,
-) -> TuneResult:
+) -> TuneResult | ProgramResult:
     from contextlib import ExitStack
 
     from einc.tune.cluster import make_runner, parse_runner
@@ -67,6 +71,16 @@ def tune_file_command(
         why = why if "cannot run here" in why else f"{target} kernels cannot run here: {why}"
         raise RuntimeMissingError(f"{why}; nothing to time, so nothing to tune", SourceLocation(path, 1, 1))
     db_file = Path(db_path) if db_path else default_db_path()
+    from einc.tune.program import split_tasks
+
+    split = split_tasks(task)
+    if len(split) > 1:
+        if resume or report is not None:
+            raise UsageError(f"{'--resume' if resume else '--report'} tunes one kernel; {path} has "
+                             f"{sum(len(k) for _, k in split)} kernels, tuned as tasks (every trial of a task, "
+                             "earlier ones too, counts in its final rounds)")  # fmt: skip
+        return tune_program_command(task, split, db_file, db_path, trials, output, time_budget_s, workers, threads,
+                                    policy, seed, progress, spec, runner_at, early_stop)  # fmt: skip
     with RecordDB(db_file) as db, ExitStack() as stack:
         db.require_writable("record tuning results in")  # before any search: no result is lost
         cluster = None
@@ -109,4 +123,46 @@ def tune_file_command(
 
         plot_convergence(results, report, title=f"{Path(path).stem} on {target}")
         print(f"einc: convergence plot in {report}")
+    return result
+
+
+def tune_program_command(
+    task: TuneTask, split: list[tuple[TuneTask, list[ProgramTask]]], db_file: Path, db_path: str | None, trials: int,
+    output: str | None, time_budget_s: float | None, workers: int | None, threads: int | None, policy: str,
+    seed: int, progress: bool, spec: RunnerSpec, runner_at: SourceLocation | None, early_stop: float,
+) -> ProgramResult:
+    """`einc tune` of a program of several kernels: its tasks tuned by the gradient task
+    scheduler (einc.tune.program), the per-task table and the whole program before and after."""
+    import os
+    from contextlib import ExitStack
+
+    from einc.tune.cluster import make_runner
+    from einc.tune.measure import LocalBuilder, LocalRunner
+    from einc.tune.program import tune_program
+    from einc.tune.records import RecordDB
+
+    kernels = sum(len(k) for _, k in split)
+    print(f"einc: {task.filename}: {kernels} kernels, {len(split)} distinct tasks; {trials} trials spread over them "
+          "by the gradient task scheduler", file=sys.stderr)  # fmt: skip
+    with RecordDB(db_file) as db, ExitStack() as stack:
+        db.require_writable("record tuning results in")  # before any search: no result is lost
+        if spec.dask:
+            template = LocalRunner(threads=threads, seed=seed)
+            cluster = stack.enter_context(make_runner(spec, workers=workers, template=template, where=runner_at))
+            cluster.start(split[0][0])
+            builder, runner = cluster, cluster
+        else:
+            builder = stack.enter_context(LocalBuilder(workers=workers or min(4, os.cpu_count() or 1)))
+            runner = stack.enter_context(LocalRunner(threads=threads, seed=seed))
+        result = tune_program(task, trials, builder, runner, db, policy=policy, seed=seed, progress=progress,
+                              early_stop=early_stop, split=split, time_budget_s=time_budget_s)  # fmt: skip
+    print(result.summary())
+    if result.tuned_schedule and output:
+        try:
+            Path(output).write_text(result.tuned_schedule)
+        except OSError as err:
+            raise UsageError(f"cannot write the schedule: {err.strerror or err}", SourceLocation(output, 1, 1)) from None
+        print(f"einc: the whole program's schedule (the tasks' records merged) is in {output}")
+    print(f"einc: records in {db_file}, one task each (`einc records list`); `einc compile {task.filename} "
+          f"--target {task.target}" + (f" --db {db_path}" if db_path else "") + "` uses them")  # fmt: skip
     return result

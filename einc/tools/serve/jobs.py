@@ -16,8 +16,8 @@ The answer (200): `source`, `manifest` (what `einc compile -o OUT` writes to OUT
 device target: buffers, kernels in launch order with their argument order, grid and block;
 for C, the function's name, prototype and argument order), `record` (the tuning record whose
 schedule was applied, or null), `schedule_source` (which schedule that is: `record 12
-(tuned)`, `record 12 (the default schedule, kept by the tuner)`, `default`, `none` or
-`request`), `schedule` (the text of the schedule applied, or null), `target` and `compile_s`. A user's mistake is 400 with `error`, the located
+(tuned)`, `record 12 (the default schedule, kept by the tuner)`, `records 12, 15 (of 2 of
+the program's 3 tasks)`, `default`, `none` or `request`), `schedule` (the text of the schedule applied, or null), `target` and `compile_s`. A user's mistake is 400 with `error`, the located
 `file:line:col: error: ...` text: the request itself is `<request>`, the IR `<ir>`, the
 schedule `<schedule>`. A bug in einc is 500 with the error's text (the reproducer goes to
 the service's log, not to the client).
@@ -372,9 +372,15 @@ SOURCES = {Kind.BEST: "default", Kind.DEFAULT: "default", Kind.NONE: "none", Kin
 
 def schedule_source(comp: Compilation) -> str:
     """Which schedule a compile applied: `record 12 (tuned)` (a tuning record's),
-    `record 12 (the default schedule, kept by the tuner)`, `default` (the target's default
-    schedule), `none` (no schedule) or `request` (the script the request gave)."""
-    return schedule_source_of_record(comp.record) if comp.record is not None else SOURCES[comp.choice.kind]
+    `record 12 (the default schedule, kept by the tuner)`, `records 12, 15 (of 2 of the
+    program's 3 tasks)` (a program of several kernels tuned task by task), `default` (the
+    target's default schedule), `none` (no schedule) or `request` (the script the request gave)."""
+    if comp.record is not None:
+        return schedule_source_of_record(comp.record)
+    if comp.task_records:
+        ids = list(dict.fromkeys(r.id for _, r in comp.task_records))
+        return f"records {', '.join(map(str, ids))} (of {len(ids)} of the program's {comp.task_count} tasks)"
+    return SOURCES[comp.choice.kind]
 
 
 def schedule_source_of_record(record: Record | None) -> str:
