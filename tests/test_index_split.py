@@ -190,12 +190,13 @@ def test_target_matches_numpy(target: str) -> None:
 def test_device_source_compiles(target: str) -> None:
     require(target)
     comp = compilation(target)
-    manifest = comp.target_obj.manifest(comp.results["target"])
+    manifest = comp.target_obj.manifest(comp.module("target"))
+    assert manifest is not None
     if target == "cuda":
         from einc.runtime.cuda import compile_check_cuda as check
     else:
         from einc.runtime.hip import compile_check_hip as check
-    report = check(comp.results["source"], manifest, COMPILE_TARGETS[target]).check()
+    report = check(comp.source_text(), manifest, COMPILE_TARGETS[target]).check()
     assert {k.name for k in report.kernels} == {k.name for k in manifest.kernels}
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -185,7 +185,7 @@ def split_candidates(loop: affine.ForOp) -> list[tuple[int, int, int]]:
 # ---- the rewrite --------------------------------------------------------------------------------
 
 
-def _tag(loop: affine.ForOp, attributes: dict, suffix: str) -> None:
+def _tag(loop: affine.ForOp, attributes: dict[str, Attribute], suffix: str) -> None:
     """A split loop's tags: the outer keeps parallel/bind, the inner keeps vectorize."""
     dropped = (VECTORIZE_ATTR,) if suffix == QUOTIENT else (PARALLEL_ATTR, BIND_ATTR)
     for key, value in attributes.items():
@@ -237,13 +237,17 @@ def split_loop(loop: affine.ForOp, d: int) -> tuple[affine.ForOp, affine.ForOp] 
     region = loop.detach_region(loop.body)
     region.block.args[0].name_hint = hint + "_r"
     inner = affine.ForOp.from_region((), (), (), (), 0, d, region, 1)
-    outer.body.block.insert_op_before(inner, outer.body.block.first_op)  # type: ignore[arg-type]
+    yield_op = outer.body.block.first_op
+    assert yield_op is not None
+    outer.body.block.insert_op_before(inner, yield_op)
     Rewriter.replace_op(loop, outer)
     q, r = induction_var(outer), region.block.args[0]
     v = affine.ApplyOp(
         [q, r], AffineMapAttr(AffineMap(2, 0, (AffineExpr.dimension(0) * d + AffineExpr.dimension(1) + lb,)))
     )
-    region.block.insert_op_before(v, region.block.first_op)  # type: ignore[arg-type]
+    first = region.block.first_op
+    assert first is not None
+    region.block.insert_op_before(v, first)
     r.replace_uses_with_if(v.result, lambda use: use.operation is not v)
     fold_applies(inner)
     simplify_maps(inner)
