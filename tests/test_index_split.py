@@ -36,7 +36,7 @@ input input1: float32[8, 2, 3, 3]
 input w4: float32[8, 4, 3, 3]
 input dw: float32[8, 3, 3]
 input x: float32[16]
-output grouped, strided, multiplier, depthwise, uneven, negative, twice, value
+output grouped, strided, multiplier, depthwise, uneven, negative, twice, value, halved
 grouped[N, F, HO, WO] +=! (input0[N, F // 2 * 2 + C, HO + KH - 1, WO + KW - 1].when(
     [HO + KH - 1 >= 0, HO + KH - 1 < 6, WO + KW - 1 >= 0, WO + KW - 1 < 6], 0.0)
     * input1[F, C, KH, KW]) where HO in 6, WO in 6
@@ -47,13 +47,14 @@ uneven[F] = x[F // 4 * 4 + F % 3] where F in 10
 negative[F] +=! x[(F - K) % 4] + x[(F - K) // 4 + 1] where F in 8, K in 4
 twice[F] = x[F // 8 + F % 2] where F in 16
 value[F] = (F // 4 * 10 + F % 4 - 7).cast(`float32`) where F in 12
+halved[HO] +=! x[(HO * 2 + KH) // 2] * x[(HO * 2 + 5 - KH) % 3] where HO in 6, KH in 3
 """
 
 SPLIT = {"grouped": {"F.q", "F.r"}, "strided": {"F.q", "F.r"}, "multiplier": {"F.q", "F.r"},
          "twice": {"F.q", "F.r.q", "F.r.r"}, "value": {"F.q", "F.r"}}  # fmt: skip
 """The statements whose F loop is split (and the axes it becomes); the others keep theirs."""
 
-REDUCED = {"grouped": 18, "strided": 36, "multiplier": 9, "depthwise": 9, "negative": 4}
+REDUCED = {"grouped": 18, "strided": 36, "multiplier": 9, "depthwise": 9, "negative": 4, "halved": 3}
 """Reduction lengths (for the float32 tolerance)."""
 
 RUN_TARGETS = ("c", "opencl", "sycl", "hlsl", "poplar", "cuda")
@@ -89,6 +90,7 @@ def reference(a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "negative": (x[neg % 4] + x[neg // 4 + 1]).sum(axis=1),
         "twice": x[f // 8 + f % 2],
         "value": (f[:12] // 4 * 10 + f[:12] % 4 - 7).astype(np.float64),
+        "halved": (x[(f[:6, None] * 2 + k[:, :3]) // 2] * x[(f[:6, None] * 2 + 5 - k[:, :3]) % 3]).sum(axis=1),
     }
 
 
@@ -166,7 +168,9 @@ def test_loops_are_split_only_where_the_divisions_go_away() -> None:
         f_axes = {a for a in found if a.startswith("F")}
         assert f_axes == SPLIT.get(stmt, f_axes & {"F"}), (stmt, found)
     text = str(module)
-    assert text.count("floordiv") == 2 and text.count(" mod ") == 2, text  # uneven's and negative's
+    # uneven's and negative's, halved's `KH floordiv 2` (its HO left the division) and `mod 3`
+    assert text.count("floordiv") == 3 and text.count(" mod ") == 3, text
+    assert re.search(r"%HO_\d+ \+ %KH_\d+ floordiv 2\]", text), text
 
 
 # ---- every target computes NumPy's numbers ---------------------------------------------------------

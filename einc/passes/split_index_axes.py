@@ -12,7 +12,9 @@ that leaves the fewest divisions and remainders of its variable, and only when t
 fewer than before; the two loops are then considered again (`co // 16` and `co % 4` split
 `co` by 16, then `co.r` by 4). A division whose dividend may be negative is never reduced
 (the language's `//` and `%` are floor division and modulo), so it keeps its loop whole; a
-divisor that does not divide the extent is never used.
+divisor that does not divide the extent is never used. Every other division by a constant
+is then reduced where the loop bounds prove it (`(HO * 2 + KH) // 2` with KH in 0..3 is
+`HO + KH // 2`: the vector loop over HO no longer divides).
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from einc.transforms.axis_split import split_candidates, split_loop
+from einc.transforms.axis_split import divided_loops, simplify_maps, split_candidates, split_loop
 from einc.transforms.loop_build import Failure
 
 
@@ -33,7 +34,7 @@ class SplitIndexAxesPass(ModulePass):
     name = "einc-split-index-axes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        work = [loop for loop in op.walk() if isinstance(loop, affine.ForOp)]
+        work = divided_loops(op)[::-1]  # popped in walk order
         while work:
             loop = work.pop()
             found = [(after, -d) for d, before, after in split_candidates(loop) if after < before]
@@ -42,3 +43,4 @@ class SplitIndexAxesPass(ModulePass):
             split = split_loop(loop, -min(found)[1])
             if not isinstance(split, Failure):
                 work.extend(split)
+        simplify_maps(op)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, StringAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -131,6 +131,20 @@ def _maps(root: Operation) -> list[tuple[Operation, AffineMap, tuple[SSAValue, .
     return found
 
 
+def divided_loops(root: Operation) -> list[affine.ForOp]:
+    """The loops under `root` whose variable is an operand of a division or remainder in an
+    affine load, store or apply (where `split_candidates` may find something), in walk order."""
+    found: dict[affine.ForOp, None] = {}
+    for _, m, operands in _maps(root):
+        for p, o in enumerate(operands):
+            if not isinstance(o, BlockArgument) or o.index != 0:
+                continue
+            loop = o.block.parent_op()
+            if isinstance(loop, affine.ForOp) and loop not in found and any(divmods_using(e, {p}) for e in m.results):
+                found[loop] = None
+    return list(found)
+
+
 def _splittable(loop: affine.ForOp) -> tuple[int, int] | Failure:
     bounds = constant_bounds(loop)
     if bounds is None or step_of(loop) != 1 or loop.results:
@@ -141,8 +155,8 @@ def _splittable(loop: affine.ForOp) -> tuple[int, int] | Failure:
 def split_candidates(loop: affine.ForOp) -> list[tuple[int, int, int]]:
     """`(d, before, after)` for each divisor `d` of a division or remainder of the loop's
     variable (a constant that divides its trip count, between 1 and it): how many divisions
-    and remainders of the variable there are now and after splitting by `d`. Empty for a
-    loop `split_loop` refuses."""
+    and remainders of the variable are left by `simplify_divmod` without a split, and after
+    splitting by `d`. Empty for a loop `split_loop` refuses."""
     bounds = _splittable(loop)
     if isinstance(bounds, Failure):
         return []
@@ -165,7 +179,7 @@ def split_candidates(loop: affine.ForOp) -> list[tuple[int, int, int]]:
                         d = sub.rhs.value
                         if 1 < d < trip and trip % d == 0 and d not in divisors:
                             divisors.append(d)
-    before = sum(divmods_using(e, set(positions)) for e, _, positions in uses)
+    before = sum(divmods_using(simplify_divmod(e, ranges), set(positions)) for e, ranges, positions in uses)
     found = []
     for d in divisors:
         after = 0
@@ -200,6 +214,8 @@ def simplify_maps(root: Operation) -> None:
     by `simplify_divmod` (ranges of the operands from the loops), the dims no result uses
     dropped. The IR keeps its values."""
     for op, m, operands in _maps(root):
+        if not any(isinstance(sub, AffineBinaryOpExpr) and sub.kind in _DIVMOD for e in m.results for sub in e.dfs()):
+            continue
         ranges = [value_range(o) for o in operands]
         results = tuple(simplify_divmod(e, ranges) for e in m.results)
         if results == m.results:
