@@ -45,6 +45,11 @@ GROUPED = (
     "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
     " * input1[F, C, KH, KW]) where HO in {h}, WO in {w}"
 )  # channels per group {g} (as many in as out): the output channel's group is F // {g}
+GROUPED_NHWC = (
+    "output0[N, HO, WO, F] +=! (input0[N, HO + KH - 1, WO + KW - 1, F // {g} * {g} + C].when("
+    "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
+    " * input1[KH, KW, C, F]) where HO in {h}, WO in {w}"
+)  # channels last (Ansor's layout): the vector loop runs over F, which the input index divides
 CONV1X1 = "output0[N, F, H, W] +=! input0[N, C, H, W] * input1[F, C]"
 BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
 
@@ -101,6 +106,12 @@ def ops() -> list[Op]:
            {"input0": f32(1, 64, 56, 56), "input1": f32(64, 16, 3, 3)}, 2 * 64 * 16 * 9 * 56 * 56,
            lambda a: _grouped_ref(a, 4),
            lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"], padding=1, groups=4)),
+        Op("grouped conv2d 3x3 pad 1, 1x56x56x64 NHWC, 4 groups", GROUPED_NHWC.format(g=16, h=56, w=56),
+           {"input0": f32(1, 56, 56, 64), "input1": f32(3, 3, 16, 64)}, 2 * 64 * 16 * 9 * 56 * 56,
+           lambda a: _grouped_ref({"input0": a["input0"].transpose(0, 3, 1, 2),
+                                   "input1": a["input1"].transpose(3, 2, 0, 1)}, 4).transpose(0, 2, 3, 1),
+           lambda t, x: t.nn.functional.conv2d(x["input0"].permute(0, 3, 1, 2), x["input1"].permute(3, 2, 0, 1),
+                                               padding=1, groups=4).permute(0, 2, 3, 1)),
         Op("conv2d 1x1, 1x256x28x28, 128 filters", CONV1X1,
            {"input0": f32(1, 256, 28, 28), "input1": f32(128, 256)}, 2 * 128 * 256 * 28 * 28,
            lambda a: np.einsum("nchw,fc->nfhw", a["input0"], a["input1"], optimize=True),
