@@ -238,3 +238,34 @@ def test_grouped_convolution_c_has_no_division_in_inner_loops() -> None:
         assert not re.search(r"[^/*]/[^/*]|%", body), body
     assert "F_q" in source and "F / 16" not in source, source
     assert "einc_vload" in source or "#pragma omp simd" in source, source
+
+
+def test_a_schedule_matching_a_split_axis_is_told_the_new_axes() -> None:
+    """A schedule written for the axis `F` of a grouped convolution: refused at the match,
+    naming the axes the loops stage split `F` into."""
+    from einc.errors import ScheduleError
+    from einc.schedule.script import Schedule
+
+    schedule = Schedule.parse(
+        "transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        '  %f = transform.einc.match stmt "grouped" axis "F" in %root\n'
+        "  transform.einc.parallelize %f\n  transform.yield\n}\n", "s.mlir")
+    with pytest.raises(ScheduleError, match=r"s\.mlir:2:.*matched no operation \(axis 'F' is divided by a constant "
+                                            r"and was split into 'F\.q', 'F\.r' before the schedule"):
+        Compilation(PROGRAM, "<index split>", target="c", schedule=schedule).run_until("scheduled")
+
+
+def test_split_loop_refuses_a_factor_that_does_not_divide_and_keeps_the_ir() -> None:
+    from xdsl.dialects import affine
+
+    from einc.transforms.axis_split import split_loop
+    from einc.transforms.loop_build import Failure
+
+    module = Compilation("y[F] = x[F // 4] where F in 14", input_dict={"x": {"dtype": "float32", "shape": [4]}},
+                         extra_outputs=None).module("loops").clone()  # fmt: skip
+    before = str(module)
+    (loop,) = [op for op in module.walk() if isinstance(op, affine.ForOp)]
+    for d in (3, 1, 16, 0):
+        refused = split_loop(loop, d)
+        assert isinstance(refused, Failure) and "not a multiple" in refused.message, (d, refused)
+    assert str(module) == before
