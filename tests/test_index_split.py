@@ -7,7 +7,8 @@ become loop variables; on every target the numbers stay NumPy's.
 - One program holds the cases (a padded grouped convolution, a strided grouped convolution,
   a depthwise convolution with a channel multiplier, a plain depthwise one, an extent the
   divisor does not divide, dividends that may be negative, a two-level split, the loop
-  variable used as a value): its loops are split where they should be and only there, and it
+  variable used as a value, a division that needs no split, a scatter into `data[F % 4]`):
+  its loops are split where they should be and only there, and it
   runs on C, OpenCL, SYCL, HLSL and Poplar against a float64 NumPy reference on fresh random
   inputs; CUDA and HIP compile it.
 - The default C of a grouped convolution has no `/` or `%` in its innermost loops.
@@ -36,6 +37,7 @@ input input1: float32[8, 2, 3, 3]
 input w4: float32[8, 4, 3, 3]
 input dw: float32[8, 3, 3]
 input x: float32[16]
+input data: float32[4]
 output grouped, strided, multiplier, depthwise, uneven, negative, twice, value, halved
 grouped[N, F, HO, WO] +=! (input0[N, F // 2 * 2 + C, HO + KH - 1, WO + KW - 1].when(
     [HO + KH - 1 >= 0, HO + KH - 1 < 6, WO + KW - 1 >= 0, WO + KW - 1 < 6], 0.0)
@@ -48,13 +50,14 @@ negative[F] +=! x[(F - K) % 4] + x[(F - K) // 4 + 1] where F in 8, K in 4
 twice[F] = x[F // 8 + F % 2] where F in 16
 value[F] = (F // 4 * 10 + F % 4 - 7).cast(`float32`) where F in 12
 halved[HO] +=! x[(HO * 2 + KH) // 2] * x[(HO * 2 + 5 - KH) % 3] where HO in 6, KH in 3
+data[F % 4] +=. x[F] where F in 16
 """
 
 SPLIT = {"grouped": {"F.q", "F.r"}, "strided": {"F.q", "F.r"}, "multiplier": {"F.q", "F.r"},
-         "twice": {"F.q", "F.r.q", "F.r.r"}, "value": {"F.q", "F.r"}}  # fmt: skip
+         "twice": {"F.q", "F.r.q", "F.r.r"}, "value": {"F.q", "F.r"}, "data_out": {"F.q", "F.r"}}  # fmt: skip
 """The statements whose F loop is split (and the axes it becomes); the others keep theirs."""
 
-REDUCED = {"grouped": 18, "strided": 36, "multiplier": 9, "depthwise": 9, "negative": 4, "halved": 3}
+REDUCED = {"grouped": 18, "strided": 36, "multiplier": 9, "depthwise": 9, "negative": 4, "halved": 3, "data_out": 5}
 """Reduction lengths (for the float32 tolerance)."""
 
 RUN_TARGETS = ("c", "opencl", "sycl", "hlsl", "poplar", "cuda")
@@ -91,12 +94,13 @@ def reference(a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         "twice": x[f // 8 + f % 2],
         "value": (f[:12] // 4 * 10 + f[:12] % 4 - 7).astype(np.float64),
         "halved": (x[(f[:6, None] * 2 + k[:, :3]) // 2] * x[(f[:6, None] * 2 + 5 - k[:, :3]) % 3]).sum(axis=1),
+        "data_out": a["data"] + x.reshape(4, 4).sum(axis=0),
     }
 
 
 def random_inputs(seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    shapes = {"input0": (1, 8, 6, 6), "input1": (8, 2, 3, 3), "w4": (8, 4, 3, 3), "dw": (8, 3, 3), "x": (16,)}
+    shapes = {"input0": (1, 8, 6, 6), "input1": (8, 2, 3, 3), "w4": (8, 4, 3, 3), "dw": (8, 3, 3), "x": (16,), "data": (4,)}
     return {k: (rng.uniform(0.5, 2.0, s) * rng.choice([-1.0, 1.0], s)).astype(np.float32) for k, s in shapes.items()}
 
 
