@@ -12,6 +12,8 @@ become loop variables; on every target the numbers stay NumPy's.
   runs on C, OpenCL, SYCL, HLSL and Poplar against a float64 NumPy reference on fresh random
   inputs; CUDA and HIP compile it.
 - The default C of a grouped convolution has no `/` or `%` in its innermost loops.
+- Random indices of divisions and remainders (the random program generator's rarely have an
+  extent the divisor divides): the interpreter and C equal NumPy.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from __future__ import annotations
 import functools
 import random
 import re
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from xdsl.ir.affine import AffineExpr
@@ -273,3 +277,57 @@ def test_split_loop_refuses_a_factor_that_does_not_divide_and_keeps_the_ir() -> 
         refused = split_loop(loop, d)
         assert isinstance(refused, Failure) and "not a multiple" in refused.message, (d, refused)
     assert str(module) == before
+
+
+# ---- random division indices ---------------------------------------------------------------------
+
+
+def _random_index(rng: random.Random) -> tuple[str, Callable[[int, int], int]]:
+    """An index over F and K built of floor divisions and remainders by constants (as text,
+    and as a Python function with the same floor semantics)."""
+    a, b, c = rng.choice([1, 1, 2, 3, 4]), rng.choice([0, 0, 1, -1, 2]), rng.randint(-4, 4)
+    d = rng.choice([2, 3, 4, 8])
+    op = rng.choice(["//", "%"])
+    m, a2, c2, d2, op2 = rng.choice([1, 2, 4, 8]), rng.choice([1, 2]), rng.randint(-2, 2), rng.choice([2, 4]), rng.choice(["//", "%"])
+    text = f"((F * {a} + K * {b} + {c}) {op} {d}) * {m} + (F * {a2} + {c2}) {op2} {d2}"
+
+    def value(f: int, k: int) -> int:
+        first = (f * a + k * b + c) // d if op == "//" else (f * a + k * b + c) % d
+        second = (f * a2 + c2) // d2 if op2 == "//" else (f * a2 + c2) % d2
+        return first * m + second
+
+    return text, value
+
+
+def test_random_division_indices_keep_their_values() -> None:
+    """Random indices of floor divisions and remainders by constants over an axis whose extent
+    the divisors often divide (guarded where they leave the tensor): the loops stage (after
+    einc-split-index-axes), run by the loop interpreter, and the C kernel of some, equal NumPy
+    with Python's floor semantics."""
+    from einc.semantics.loops import run_interpreted
+
+    rng = random.Random(1127)
+    split = 0
+    for case in range(24):
+        index, value = _random_index(rng)
+        extent, reduced = rng.choice([8, 12, 16, 24, 32]), rng.choice([1, 3, 4])
+        ir = (f"out[F] +=! x[{index}].when([{index} >= 0, {index} < 64], 0.0) * w[K] "
+              f"where F in {extent}, K in {reduced}")  # fmt: skip
+        comp = Compilation(ir, input_dict={"x": {"dtype": "float32", "shape": [64]},
+                                           "w": {"dtype": "float32", "shape": [reduced]}})  # fmt: skip
+        data = np.random.default_rng(case)
+        inputs = {"x": data.uniform(-2, 2, 64).astype(np.float32), "w": data.uniform(0.5, 1.5, reduced).astype(np.float32)}
+        want = np.zeros(extent)
+        for f in range(extent):
+            for k in range(reduced):
+                i = value(f, k)
+                want[f] += (float(inputs["x"][i]) if 0 <= i < 64 else 0.0) * float(inputs["w"][k])
+        loops = comp.module("loops")
+        split += '.q"' in str(loops)
+        got = run_interpreted(loops, inputs)["out"]
+        check_reference("out", got, want, "float32", reduced, f"interpreter: {ir}")
+        if case % 6 == 0:
+            outputs = {"out": poisoned((extent,), "float32")}
+            comp.kernel().run(inputs, outputs)
+            check_reference("out", outputs["out"], want, "float32", reduced, f"C: {ir}")
+    assert split >= 6, split  # the pass did split in a fair share of them
