@@ -40,6 +40,16 @@ DEPTHWISE = (
     "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
     " * input1[C, KH, KW]) where HO in {h}, WO in {w}"
 )
+GROUPED = (
+    "output0[N, F, HO, WO] +=! (input0[N, F // {g} * {g} + C, HO + KH - 1, WO + KW - 1].when("
+    "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
+    " * input1[F, C, KH, KW]) where HO in {h}, WO in {w}"
+)  # channels per group {g} (as many in as out): the output channel's group is F // {g}
+GROUPED_NHWC = (
+    "output0[N, HO, WO, F] +=! (input0[N, HO + KH - 1, WO + KW - 1, F // {g} * {g} + C].when("
+    "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
+    " * input1[KH, KW, C, F]) where HO in {h}, WO in {w}"
+)  # channels last (Ansor's layout): the vector loop runs over F, which the input index divides
 CONV1X1 = "output0[N, F, H, W] +=! input0[N, C, H, W] * input1[F, C]"
 BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
 
@@ -71,6 +81,16 @@ def _depthwise_ref(a: dict[str, np.ndarray]) -> np.ndarray:
     return np.einsum("nchwij,cij->nchw", win, a["input1"], optimize=True)
 
 
+def _grouped_ref(a: dict[str, np.ndarray], groups: int) -> np.ndarray:
+    x, w = np.pad(a["input0"], ((0, 0), (0, 0), (1, 1), (1, 1))), a["input1"]
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))  # N C HO WO KH KW
+    n, c = win.shape[:2]
+    win = win.reshape(n, groups, c // groups, *win.shape[2:])
+    wg = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
+    out = np.einsum("ngchwij,gfcij->ngfhw", win, wg, optimize=True)
+    return out.reshape(n, w.shape[0], *out.shape[3:])
+
+
 def ops() -> list[Op]:
     return [
         Op("conv2d 3x3 pad 1, 1x64x56x56, 64 filters", PAD_CONV.format(p=1, h=56, w=56),
@@ -82,6 +102,16 @@ def ops() -> list[Op]:
         Op("depthwise 3x3 pad 1, 1x32x112x112", DEPTHWISE.format(h=112, w=112),
            {"input0": f32(1, 32, 112, 112), "input1": f32(32, 3, 3)}, 2 * 32 * 9 * 112 * 112, _depthwise_ref,
            lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"][:, None], padding=1, groups=32)),
+        Op("grouped conv2d 3x3 pad 1, 1x64x56x56, 4 groups", GROUPED.format(g=16, h=56, w=56),
+           {"input0": f32(1, 64, 56, 56), "input1": f32(64, 16, 3, 3)}, 2 * 64 * 16 * 9 * 56 * 56,
+           lambda a: _grouped_ref(a, 4),
+           lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"], padding=1, groups=4)),
+        Op("grouped conv2d 3x3 pad 1, 1x56x56x64 NHWC, 4 groups", GROUPED_NHWC.format(g=16, h=56, w=56),
+           {"input0": f32(1, 56, 56, 64), "input1": f32(3, 3, 16, 64)}, 2 * 64 * 16 * 9 * 56 * 56,
+           lambda a: _grouped_ref({"input0": a["input0"].transpose(0, 3, 1, 2),
+                                   "input1": a["input1"].transpose(3, 2, 0, 1)}, 4).transpose(0, 2, 3, 1),
+           lambda t, x: t.nn.functional.conv2d(x["input0"].permute(0, 3, 1, 2), x["input1"].permute(3, 2, 0, 1),
+                                               padding=1, groups=4).permute(0, 2, 3, 1)),
         Op("conv2d 1x1, 1x256x28x28, 128 filters", CONV1X1,
            {"input0": f32(1, 256, 28, 28), "input1": f32(128, 256)}, 2 * 128 * 256 * 28 * 28,
            lambda a: np.einsum("nchw,fc->nfhw", a["input0"], a["input1"], optimize=True),

@@ -127,6 +127,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VectorizeLoopsPass
 
+    def einc_split_index_axes():
+        from einc.passes.split_index_axes import SplitIndexAxesPass
+
+        return SplitIndexAxesPass
+
     def verify_egpu():
         from einc.passes.verify_egpu import VerifyEgpuPass
 
@@ -177,6 +182,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-apply-schedule": einc_apply_schedule,
         "einc-tile": einc_tile,
         "einc-vectorize-loops": einc_vectorize_loops,
+        "einc-split-index-axes": einc_split_index_axes,
         "verify-egpu": verify_egpu,
         "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,

@@ -19,7 +19,7 @@ from xdsl.utils.hints import type_repr
 
 from einc.errors import SourceLocation, UsageError
 
-LOOPS_PIPELINE = "convert-ein-to-affine"
+LOOPS_PIPELINE = "convert-ein-to-affine,einc-split-index-axes"
 """The `loops` stage: `ein` to affine loops on memrefs (before a schedule and any target's
 `pipeline`)."""
 

@@ -271,8 +271,24 @@ class EincTransformFunctions(InterpreterFunctions):
                     continue
                 found.append(candidate)
         if not found and handle_ops(roots):  # inside an empty handle (a peel with no rest): nothing
-            raise self.fail(op, "matched no operation")
+            raise self.fail(op, "matched no operation" + self._split_hint(op, roots))
         return (OperationHandle(*found),)
+
+    @staticmethod
+    def _split_hint(op: et.MatchOp, roots: object) -> str:
+        """For a match of an axis the `loops` stage split (einc-split-index-axes: `F` divided
+        by a constant became `F.q` and `F.r`), the axes to match instead; else ''."""
+        if op.axis is None:
+            return ""
+        prefix = op.axis.data + "."
+        split = sorted({axis.data for root in handle_ops(roots) for loop in root.walk()
+                        if isinstance(axis := loop.attributes.get(lt.AXIS_ATTR), StringAttr)
+                        and axis.data.startswith(prefix)
+                        and (op.stmt is None or loop.attributes.get(lt.STMT_ATTR) == op.stmt)})  # fmt: skip
+        if not split:
+            return ""
+        return (f" (axis '{op.axis.data}' is divided by a constant and was split into "
+                f"{', '.join(repr(a) for a in split)} before the schedule, by einc-split-index-axes: match those)")
 
     def _indexed_loops(self, op: et.MatchOp, stmt: StringAttr) -> list[affine.ForOp]:
         """The loops of `stmt` in the payload, from the index."""

@@ -12,7 +12,7 @@ from einc.targets.clike import CLikeTarget
 from einc.targets.descriptions import TargetDescription
 
 
-LOOPS_PIPELINE = "convert-ein-to-affine"
+LOOPS_PIPELINE = "convert-ein-to-affine,einc-split-index-axes"
 """The `loops` stage: `ein` to affine loops on memrefs (before a schedule and any target's
 `pipeline`)."""
 
