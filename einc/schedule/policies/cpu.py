@@ -279,12 +279,12 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
 def _matmul_tiles(nj: int, nk: int, lanes: int) -> tuple[int, int] | None:
     """The (j, k) tile of `_block_matmul` for a j loop of `nj` and a reduction of `nk`: j by
     the register tile's vectors (or fewer whole vectors, when they divide nj), k by a
-    cache-sized tile that divides it, or whole when it is short (a 512x32x512 matmul keeps
-    its 32-long reduction in one tile). None: j is not whole vectors, or k neither divides
-    nor is short."""
+    cache-sized tile that divides it, or whole when it is no longer than one (a 512x32x512
+    matmul keeps its 32-long reduction in one tile). None: j is not whole vectors, or k
+    neither divides nor is short."""
     vectors, _ = register_tile(lanes)
     tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
-    tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk < 64 else None)
+    tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else None)
     return None if tj is None or tk is None else (tj, tk)
 
 
