@@ -447,13 +447,17 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
         filter_dim = _single_dim(filters[0], fv)
         if filter_dim is None or any(_single_dim(a, fv) != filter_dim for a in filters):
             continue
-        vectors = 2 if nf % (2 * lanes) == 0 else 1
-        tf = vectors * lanes
         # accumulators: `vectors` vectors per output column; 24 of AVX-512's 32 registers
-        # (12 of AVX2's 16), the rest for the filter vectors and the broadcast input
-        budget = (24 if lanes >= 16 else 12) // vectors
-        tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
-        if tw < min(nj, 4):
+        # (12 of AVX2's 16), the rest for the filter vectors and the broadcast input. Two
+        # vectors of channels where the columns divide into enough rows, else one.
+        tf = tw = 0
+        for vectors in (2, 1):
+            budget = (24 if lanes >= 16 else 12) // vectors
+            tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
+            if nf % (vectors * lanes) == 0 and tw >= min(nj, 4):
+                tf = vectors * lanes
+                break
+        if not tf:
             continue
         rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
         nc = trip_count(reductions[0]) or 1
