@@ -181,13 +181,13 @@ def test_the_input_channel_tile_fits_the_packed_filter() -> None:
     within CHANNEL_PACK_ELEMENTS; the output tile is copied in and out per tile."""
     from einc.schedule.policies.cpu import CHANNEL_PACK_ELEMENTS
 
-    inputs = {"input0": f32(1, 160, 5, 5), "input1": f32(32, 160, 3, 3)}
+    inputs = {"input0": f32(1, 256, 5, 5), "input1": f32(32, 256, 3, 3)}
     ir = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 3, WO in 3"
     comp = Compilation(ir, "<conv>", inputs, None, "c")
     schedule = c_schedule(comp)
     knobs = schedule.knobs()
     tc, tf = knobs["output0.tile_reduce"].selected, knobs["output0.tile_channels"].selected
-    assert tc < 160 and 160 % tc == 0 and tf * tc * 9 <= CHANNEL_PACK_ELEMENTS, schedule
+    assert tc < 256 and 256 % tc == 0 and tf * tc * 9 <= CHANNEL_PACK_ELEMENTS, schedule
     _check_numbers(comp, inputs, _conv_ref(0, 2))
 
 
