@@ -476,16 +476,17 @@ def _innermost(rank: int, dim: int) -> tuple[int, ...]:
 def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int, plan: _ChannelPlan) -> affine.ForOp:
     """Register-block a band `[outer parallel..., reductions..., j]` over output channels f
     (vectors) x output columns j (unrolled rows), the reductions (input channels, then the
-    window) inside, the order `outer..., f tiles, [c tiles], outer spatial..., [c tiles], j
-    tiles, c, window..., j, f`: the output tile staged in a local array with the channels
+    window) inside, the order `outer..., f tiles, [c tiles], outer spatial..., j tiles, c,
+    window..., j, f`: the output tile staged in a local array with the channels
     innermost (cache_write with a layout) so that every accumulator is a register across the
     reductions, and the filter tile packed once per (f, c) tile with its channels innermost
     (cache_read with a layout), a vector of filter per window element. Each step loads a
     vector of filter per `tf` channels and broadcasts one input per column: tw x tf/lanes
-    FMAs per tw + tf/lanes loads. The input-channel tile sits above the outer spatial loops
-    when there are enough channel tiles to run in parallel (the filter is packed once per
-    tile), else below (the spatial loop runs in parallel; the pack is redone per row).
-    Sizes are knobs over sizes that divide their loops. Returns the band's new outermost loop."""
+    FMAs per tw + tf/lanes loads. With the input channels tiled (a filter tile larger than
+    CHANNEL_PACK_ELEMENTS), the output tile is copied in and out once per input-channel
+    tile, and the loops above the first input-channel tile (batch, channel tiles) are the
+    ones that can run in parallel. Sizes are knobs over sizes that divide their loops.
+    Returns the band's new outermost loop."""
     outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
     f, c = plan.f, reductions[0]
     nf, nj, nc = trip_count(f) or 0, trip_count(j) or 0, trip_count(c) or 0
@@ -508,10 +509,10 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     k = outer.index(f)
     before, after = outer[:k], outer[k + 1 :]
     tiled_c = [co] if co is not ci else []
-    if nf // plan.tf >= PARALLEL_MIN_TRIP or not after:
-        wanted = [*before, fo, *tiled_c, *after, jo, ci, *reductions[1:], ji, fi]
-    else:
-        wanted = [*before, fo, *after, *tiled_c, jo, ci, *reductions[1:], ji, fi]
+    # the filter is packed once per (channel tile, input-channel tile), above the spatial
+    # loops: packing is scalar and strided, so packing per output row would cost about
+    # lanes / columns of the vector FMAs (more than they do for 7 or 14 columns)
+    wanted = [*before, fo, *tiled_c, *after, jo, ci, *reductions[1:], ji, fi]
     reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
     if isinstance(reordered, lt.Failure):
         return band_from(band[0] if band[0] is not f else fo)[0]  # the (legal) tilings only
