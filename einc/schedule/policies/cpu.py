@@ -26,7 +26,14 @@ remaining statement nest:
   AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
   (a convolution) the output loop the vectorized input does not move with (the output
   channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
-  way (`_block_rows`);
+  way (`_block_rows`); a matmul with dimensions below 64 is blocked the same way (a short
+  reduction in one tile: `_matmul_tiles`); a contraction whose output row does not fill
+  whole vectors (a convolution with 7, 14, 28, 30 or 56 output columns, a 1x1 convolution)
+  and whose output channels do is blocked over output channels x output columns instead
+  (`_block_channels`): the channels a vector loop, the columns unrolled rows of
+  accumulators, the input channels and the window inside, the output tile staged with its
+  channels innermost and the filter packed the same way (cache ops with a `layout`), once
+  per input-channel tile;
 - one loop runs in parallel (OpenMP) when the nest does enough work: the outermost, when it
   has enough iterations for every core, else the outermost loop below it that has (a batch
   of 1 runs its channels or rows in parallel, not its batch loop of one iteration), among
