@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MATMUL = ROOT / "examples" / "matmul.ein"
 SMALL = "input a: float32[8, 4]\ninput b: float32[4, 6]\n\noutput0[N, M] +=! a[N, K] * b[K, M]\n"
 TUNED = {"output0.tile_i": 4, "output0.tile_j": 32, "output0.tile_k": 128}  # default: 8, 64, 256
-DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.2")
+DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.3")
 """A made-up context (records that no compile on this machine uses)."""
 
 
@@ -482,7 +482,7 @@ from einc.targets import get_target
 from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 path, program = Path(sys.argv[1]), sys.argv[2]
-DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.2")
+DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.3")
 out = {}
 with RecordDB(path, create=False) as db:
     out["writable"], out["why"] = db.writable, db.readonly_reason
