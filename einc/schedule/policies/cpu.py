@@ -228,7 +228,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
     # rows, which spills). When the rows do not divide i, the i tile loop is peeled: its
     # whole tiles have a constant trip count and unroll, the last partial tile stays a loop.
-    vectors, ti = register_tile(lanes)
+    _, ti = register_tile(lanes)
     ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(ti, ni))  # a short i (batched small matmuls)
     sizes = _matmul_tiles(nj, nk, lanes)
     if sizes is None:
@@ -407,7 +407,7 @@ def _single_dim(access: Access, iv: SSAValue) -> int | None:
     """The one dimension of an (affine) access that moves with `iv` with coefficient 1,
     or None (no dimension, several, or another coefficient)."""
     assert access.map is not None, access
-    dims = []
+    dims: list[int] = []
     for d, e in enumerate(access.map.results):
         form = linear_form(e, access.operands)
         if form is None:
