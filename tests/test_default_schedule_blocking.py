@@ -200,3 +200,19 @@ def test_channel_counts_that_do_not_fill_vectors_keep_the_row_blocking() -> None
     assert "output0.tile_channels" not in schedule.knobs(), schedule
     assert not any(op.layout_order for op in [*schedule.ops(et.CacheReadOp), *schedule.ops(et.CacheWriteOp)])
     _check_numbers(comp, inputs, _conv_ref(0, 2))
+
+
+def test_few_channel_tiles_run_spatial_chunks_in_parallel() -> None:
+    """One channel tile and the input channels tiled (the packed filter would not fit): the
+    loops above the input-channel tiles are too few to run in parallel, so the first spatial
+    loop is split into chunks above them (`tile_spatial`) and the chunks run in parallel."""
+    inputs = {"input0": f32(1, 256, 98, 32), "input1": f32(32, 256, 3, 3)}
+    ir = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 96, WO in 30"
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    assert "output0.tile_reduce" in knobs and "output0.tile_spatial" in knobs, schedule
+    chunk = knobs["output0.tile_spatial"].selected
+    assert 96 % chunk == 0 and 96 // chunk >= 2, schedule
+    source = _check_numbers(comp, inputs, _conv_ref(0, 2))
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t HO_o = 0; HO_o < 96; HO_o \+= \d+\)", source), source

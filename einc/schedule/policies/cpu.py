@@ -475,6 +475,25 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
     return None
 
 
+def _parallel_chunks(
+    before: Sequence[affine.ForOp], channel_tiles: int, after: Sequence[affine.ForOp], columns: int, lanes: int
+) -> int | None:
+    """The chunk size that splits the first spatial loop (`after[0]`) of a channel-blocked
+    nest into `PARALLEL_MIN_TRIP / 2` chunks or more (one per core of an 8-core host), when
+    the loops above the input-channel tiles (batch, channel tiles) give fewer parallel
+    units: the largest size dividing the loop that gives that many chunks and whose chunks
+    hold 16 vectors of output columns or more (the filter is packed again per chunk: scalar
+    copies, about lanes / (columns x size) of the FMAs). `parallel_loop` then takes the
+    chunk loop. None: no split (enough units, no spatial loop, or one too short)."""
+    units = channel_tiles * math.prod(trip_count(loop) or 1 for loop in before)
+    if not after or units >= PARALLEL_MIN_TRIP // 2:
+        return None
+    n = trip_count(after[0]) or 0
+    want = PARALLEL_MIN_TRIP // 2  # the chunk loop alone: parallel_loop takes one loop
+    sizes = [t for t in range(1, n // 2 + 1) if n % t == 0 and n // t >= want and t * columns >= 16 * lanes]
+    return max(sizes) if sizes else None
+
+
 def _innermost(rank: int, dim: int) -> tuple[int, ...]:
     """The dimension order moving `dim` innermost."""
     return (*(d for d in range(rank) if d != dim), dim)
@@ -518,8 +537,20 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     tiled_c = [co] if co is not ci else []
     # the filter is packed once per (channel tile, input-channel tile), above the spatial
     # loops: packing is scalar and strided, so packing per output row would cost about
-    # lanes / columns of the vector FMAs (more than they do for 7 or 14 columns)
-    wanted = [*before, fo, *tiled_c, *after, jo, ci, *reductions[1:], ji, fi]
+    # lanes / columns of the vector FMAs (more than they do for 7 or 14 columns). Then only
+    # the loops above the input-channel tiles can run in parallel: with few channel tiles,
+    # the first spatial loop is split into chunks above them (`_parallel_chunks`), the
+    # filter packed once per chunk
+    split = _parallel_chunks(before, nf // plan.tf, after, nj, lanes) if tiled_c else None
+    if split is not None:
+        knob_s = b.knob(f"{stmt}.tile_spatial", split, {t for t in range(1, (trip_count(after[0]) or 1) + 1)
+                                                         if (trip_count(after[0]) or 1) % t == 0})  # fmt: skip
+        so_h, si_h = b.tile(handles[after[0]], knob_s)
+        so, si = b.loop(so_h), b.loop(si_h)
+        handles.update({so: so_h, si: si_h})
+        wanted = [*before, fo, so, *tiled_c, si, *after[1:], jo, ci, *reductions[1:], ji, fi]
+    else:
+        wanted = [*before, fo, *tiled_c, *after, jo, ci, *reductions[1:], ji, fi]
     reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
     if isinstance(reordered, lt.Failure):
         return band_from(band[0] if band[0] is not f else fo)[0]  # the (legal) tilings only
