@@ -189,6 +189,9 @@ def test_the_input_channel_tile_fits_the_packed_filter() -> None:
     tc, tf = knobs["output0.tile_reduce"].selected, knobs["output0.tile_channels"].selected
     assert tc < 256 and 256 % tc == 0 and tf * tc * 9 <= CHANNEL_PACK_ELEMENTS, schedule
     _check_numbers(comp, inputs, _conv_ref(0, 2))
+    # the largest of each knob's options together still apply (a search may pick any)
+    largest = {name: max(knobs[name].options) for name in ("output0.tile_reduce", "output0.tile_channels")}
+    _check_numbers(comp, inputs, _conv_ref(0, 2), (ir, schedule.with_values(largest)))
 
 
 def test_channel_counts_that_do_not_fill_vectors_keep_the_row_blocking() -> None:

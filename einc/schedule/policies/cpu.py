@@ -517,7 +517,11 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     f, c = plan.f, reductions[0]
     nf, nj, nc = trip_count(f) or 0, trip_count(j) or 0, trip_count(c) or 0
     stmt = _tag(f, lt.STMT_ATTR)
-    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (lanes, 2 * lanes, 4 * lanes) if nf % t == 0})
+    # every combination of the knobs' options applies: channel tiles no larger than the
+    # packed filter allows with the largest input-channel tile
+    rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
+    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (lanes, 2 * lanes, 4 * lanes)
+                                                       if nf % t == 0 and t * plan.tc * rest <= CHANNEL_PACK_ELEMENTS})  # fmt: skip
     knob_w = b.knob(f"{stmt}.tile_cols", plan.tw, {t for t in range(2, 17) if nj % t == 0} or {plan.tw})
     handles = {loop: b.handle(loop) for loop in band}
     fo_h, fi_h = b.tile(handles[f], knob_f)
@@ -526,7 +530,6 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     handles.update({fo: fo_h, fi: fi_h, jo: jo_h, ji: ji_h})
     co = ci = c
     if plan.tc < nc:
-        rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
         options = {t for t in range(1, nc + 1) if nc % t == 0 and plan.tf * t * rest <= CHANNEL_PACK_ELEMENTS}
         knob_c = b.knob(f"{stmt}.tile_reduce", plan.tc, options)
         co_h, ci_h = b.tile(handles[c], knob_c)
