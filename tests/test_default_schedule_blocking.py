@@ -219,3 +219,45 @@ def test_few_channel_tiles_run_spatial_chunks_in_parallel() -> None:
     assert 96 % chunk == 0 and 96 // chunk >= 2, schedule
     source = _check_numbers(comp, inputs, _conv_ref(0, 2))
     assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t HO_o = 0; HO_o < 96; HO_o \+= \d+\)", source), source
+
+
+# ---- cache ops with a layout, by hand, on every target -------------------------------------------
+
+
+def _layout_schedule(bind: bool) -> str:
+    lines = [
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%k = transform.einc.match stmt "output0" axis "K" in %root',
+        '%m = transform.einc.match stmt "output0" axis "M" in %root',
+        "%r0, %r1, %r2 = transform.einc.reorder %n, %k, %m",
+        *(['transform.einc.bind %r0 to "thread.x"'] if bind else []),
+        '%w = transform.einc.cache_write "output0" at %r0 in "local" layout [1, 0]',
+        '%a = transform.einc.cache_read "input0" at %r0 in "local" layout [1, 0]',
+        '%b = transform.einc.cache_read "input1" at %r1 in "local" layout [1, 0]',
+    ]
+    body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
+    return (
+        "builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        f"{body}\n  }}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("target", [
+    "c", *(pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "poplar"))
+])  # fmt: skip
+def test_cache_ops_with_a_layout_match_numpy_on_every_target(target: str) -> None:
+    """A transposed output row, input row and input panel (`layout [1, 0]`) staged by hand;
+    on the device targets inside the thread-bound row loop (private arrays)."""
+    from tests.test_device_differential import run_on_device
+    from tests.test_device_targets import require
+
+    if target != "c":
+        require(target)
+    inputs = {"input0": f32(4, 6), "input1": f32(6, 8)}
+    comp = Compilation(MATMUL, "<t>", inputs, None, target, _layout_schedule(bind=target != "c"))
+    source = comp.run_until("source")
+    rng = np.random.default_rng(6)
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    got = comp.kernel()(**arrays)["output0"] if target == "c" else run_on_device(comp, arrays)["output0"]
+    want = arrays["input0"].astype(np.float64) @ arrays["input1"].astype(np.float64)
+    assert max_error(got, want) <= tolerance("float32"), source
