@@ -1,8 +1,8 @@
-"""Batch-1 CPU operators: einc's default C schedule before and after a change, and PyTorch
+"""CPU operators (batch 1, and a few batched contractions): einc's default C schedule before and after a change, and PyTorch
 (oneDNN), timed interleaved in one process.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 \\
-        PYTHONPATH=. .venv/bin/python benchmarks/cpu_batch1.py --baseline DIR [--repeat 9] [NAME...]
+        PYTHONPATH=. .venv/bin/python benchmarks/cpu_batch1.py --baseline DIR [--repeat 9] [--clock cpu] [NAME...]
 
 `--baseline DIR` is another einc tree (e.g. `git archive main | tar -x -C DIR`): this script
 runs itself there (`--emit-sources`, PYTHONPATH=DIR) to get that tree's C source of each
@@ -11,9 +11,13 @@ signature, checked against a NumPy float64 reference on fresh random inputs (as 
 then torch, before and after are timed in rotating order `--repeat` times (each sample
 loops one kernel for ~0.1 s); the table gives the medians, GFLOP/s (2 x multiply-adds),
 `after/before` (above 1: the change is faster) and `einc/torch` (torch's time over einc's:
-above 1, einc is faster). Without `--baseline` only today's einc and torch are timed.
+above 1, einc is faster) and `after/peak` (the fraction of the FMA peak that
+benchmarks/machine.py measures with as many threads). Without `--baseline` only today's einc and torch are timed.
 OMP_NUM_THREADS (default 2) sets einc's OpenMP threads and torch's intra-op threads. The
-machine may be shared: only ratios of one run mean much.
+machine may be shared: only ratios of one run mean much. `--clock cpu` times with the
+process's CPU time instead of the wall clock (with OMP_NUM_THREADS=1, time another process
+took the core away is not counted, as the FMA peak's own clock; with more threads it also
+counts the threads' spinning).
 """
 
 from __future__ import annotations
@@ -52,6 +56,13 @@ GROUPED_NHWC = (
 )  # channels last (Ansor's layout): the vector loop runs over F, which the input index divides
 CONV1X1 = "output0[N, F, H, W] +=! input0[N, C, H, W] * input1[F, C]"
 BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
+VALID_CONV = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in {h}, WO in {w}"
+PAD_CONV3D = (
+    "output0[N, F, DO, HO, WO] +=! (input0[N, C, DO + KD - 1, HO + KH - 1, WO + KW - 1].when("
+    "[DO + KD - 1 >= 0, DO + KD - 1 < {d}, HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
+    " * input1[F, C, KD, KH, KW]) where DO in {d}, HO in {h}, WO in {w}"
+)
 
 
 def f32(*shape: int) -> dict[str, Any]:
@@ -73,6 +84,13 @@ def _conv_ref(a: dict[str, np.ndarray], pad: int) -> np.ndarray:
     x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     win = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3))  # N C HO WO KH KW
     return np.einsum("nchwij,fcij->nfhw", win, w, optimize=True)
+
+
+def _conv3d_ref(a: dict[str, np.ndarray], pad: int) -> np.ndarray:
+    x, w = a["input0"], a["input1"]
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad), (pad, pad)))
+    win = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3, 4))  # N C DO HO WO KD KH KW
+    return np.einsum("ncdhwijk,fcijk->nfdhw", win, w, optimize=True)
 
 
 def _depthwise_ref(a: dict[str, np.ndarray]) -> np.ndarray:
@@ -119,6 +137,24 @@ def ops() -> list[Op]:
         Op("batch matmul 1x512x512x512", BMM,
            {"input0": f32(1, 512, 512), "input1": f32(1, 512, 512)}, 2 * 512**3,
            lambda a: a["input0"] @ a["input1"], lambda t, x: t.bmm(x["input0"], x["input1"])),
+        Op("matmul 512x32x512 (K 32)", MATMUL,
+           {"input0": f32(512, 32), "input1": f32(32, 512)}, 2 * 512 * 32 * 512,
+           lambda a: a["input0"] @ a["input1"], lambda t, x: t.mm(x["input0"], x["input1"])),
+        Op("batch matmul 16x128x32x128", BMM,
+           {"input0": f32(16, 128, 32), "input1": f32(16, 32, 128)}, 2 * 16 * 128 * 32 * 128,
+           lambda a: a["input0"] @ a["input1"], lambda t, x: t.bmm(x["input0"], x["input1"])),
+        Op("conv3d 3x3x3 pad 1, 1x32x8x28x28, 32 filters", PAD_CONV3D.format(d=8, h=28, w=28),
+           {"input0": f32(1, 32, 8, 28, 28), "input1": f32(32, 32, 3, 3, 3)}, 2 * 32 * 32 * 27 * 8 * 28 * 28,
+           lambda a: _conv3d_ref(a, 1), lambda t, x: t.nn.functional.conv3d(x["input0"], x["input1"], padding=1)),
+        Op("conv2d 3x3 pad 1, 1x512x7x7, 512 filters", PAD_CONV.format(p=1, h=7, w=7),
+           {"input0": f32(1, 512, 7, 7), "input1": f32(512, 512, 3, 3)}, 2 * 512 * 512 * 9 * 7 * 7,
+           lambda a: _conv_ref(a, 1), lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"], padding=1)),
+        Op("conv2d 7x7 pad 3, 1x32x56x56, 64 filters", PAD_CONV.format(p=3, h=56, w=56),
+           {"input0": f32(1, 32, 56, 56), "input1": f32(64, 32, 7, 7)}, 2 * 64 * 32 * 49 * 56 * 56,
+           lambda a: _conv_ref(a, 3), lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"], padding=3)),
+        Op("conv2d 3x3 valid, 16x64x32x32, 256 filters", VALID_CONV.format(h=30, w=30),
+           {"input0": f32(16, 64, 32, 32), "input1": f32(256, 64, 3, 3)}, 2 * 16 * 256 * 64 * 9 * 30 * 30,
+           lambda a: _conv_ref(a, 0), lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"])),
     ]  # fmt: skip
 
 
@@ -133,14 +169,19 @@ def _sources(names: list[str]) -> dict[str, str]:
     return found
 
 
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = CLOCK["wall"]
+
+
 def _time(fn: Callable[[], object], runs: int) -> float:
-    start = time.perf_counter()
+    start = clock()
     for _ in range(runs):
         fn()
-    return (time.perf_counter() - start) / runs
+    return (clock() - start) / runs
 
 
 def main() -> None:
+    global clock
     argv = sys.argv[1:]
     baseline, repeat, names, emit = None, 9, [], False
     k = 0
@@ -149,6 +190,8 @@ def main() -> None:
             baseline, k = Path(argv[k + 1]), k + 2
         elif argv[k] == "--repeat":
             repeat, k = int(argv[k + 1]), k + 2
+        elif argv[k] == "--clock":
+            clock, k = CLOCK[argv[k + 1]], k + 2
         elif argv[k] == "--emit-sources":
             emit, k = True, k + 1
         else:
@@ -209,9 +252,14 @@ def main() -> None:
         cells = "  ".join(f"{side} {t * 1e3:8.3f} ms ({op.flops / t / 1e9:6.1f} GFLOP/s, err {errors[side]:.1e})"
                           for side, t in median.items())  # fmt: skip
         print(f"{op.name:44s} {cells}", file=sys.stderr, flush=True)
-    header = ["operator (batch 1)", "torch ms", "before ms", "after ms", "after GFLOP/s", "after/before", "einc/torch before",
-              "einc/torch after"]  # fmt: skip
-    print(f"OMP_NUM_THREADS={threads}, torch {torch.__version__} ({torch.get_num_threads()} threads), medians of {repeat}")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from machine import fma_peak_gflops
+
+    peak = fma_peak_gflops(threads)
+    header = ["operator", "torch ms", "before ms", "after ms", "after GFLOP/s", "after/peak", "after/before",
+              "einc/torch before", "einc/torch after"]  # fmt: skip
+    print(f"OMP_NUM_THREADS={threads}, torch {torch.__version__} ({torch.get_num_threads()} threads), medians of {repeat} ({'CPU' if clock is time.process_time else 'wall'} time), "
+          f"FMA peak {peak:.1f} GFLOP/s (benchmarks/machine.py, per CPU second)")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     ratios: dict[str, list[float]] = {"after/before": [], "before": [], "after": []}
@@ -219,7 +267,7 @@ def main() -> None:
         b = m.get("before")
         ratios["after"].append(m["torch"] / m["after"])
         cells = [op.name, f"{m['torch'] * 1e3:.3f}", f"{b * 1e3:.3f}" if b else "-", f"{m['after'] * 1e3:.3f}",
-                 f"{op.flops / m['after'] / 1e9:.1f}", f"{b / m['after']:.2f}" if b else "-",
+                 f"{op.flops / m['after'] / 1e9:.1f}", f"{op.flops / m['after'] / 1e9 / peak:.2f}", f"{b / m['after']:.2f}" if b else "-",
                  f"{m['torch'] / b:.2f}" if b else "-", f"{m['torch'] / m['after']:.2f}"]  # fmt: skip
         if b:
             ratios["after/before"].append(b / m["after"])
@@ -229,7 +277,7 @@ def main() -> None:
     def geo(xs: list[float]) -> str:
         return f"{float(np.exp(np.mean(np.log(xs)))):.2f}" if xs else "-"
 
-    print(f"| geometric mean | | | | | {geo(ratios['after/before'])} | {geo(ratios['before'])} | {geo(ratios['after'])} |")
+    print(f"| geometric mean | | | | | | {geo(ratios['after/before'])} | {geo(ratios['before'])} | {geo(ratios['after'])} |")
 
 
 if __name__ == "__main__":

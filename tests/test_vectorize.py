@@ -439,3 +439,54 @@ def test_c_vector_math_through_libmvec(fn: str, dtype: str) -> None:
             assert np.array_equal(got[k], scalar[k], equal_nan=True), (k, x[k], got[k], scalar[k])
         else:
             assert abs(float(got[k]) - float(scalar[k])) <= 1e-5 * max(1.0, abs(float(scalar[k]))), (k, x[k], got[k])
+
+
+# ---- an invariant guarded load (a padded input broadcast over the vector loop) -------------------
+
+GUARDED = "output0[N, M] = input0[N - 1].when([N - 1 >= 0], 0.0) * input1[N, M]"
+GUARDED_VARYING = "output0[N, M] = input0[N, M - 1].when([M - 1 >= 0], 0.0) * 2.0 where M in 37"
+
+
+def _vectorize_m() -> str:
+    return (
+        "builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        '    %m = transform.einc.match stmt "output0" axis "M" in %root\n'
+        "    transform.einc.vectorize %m\n    transform.yield\n  }\n}\n"
+    )
+
+
+@pytest.mark.parametrize("target", [
+    "c", *(pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "poplar"))
+])  # fmt: skip
+def test_an_invariant_guarded_load_is_broadcast_in_the_vector_loop(target: str) -> None:
+    """A guarded load that does not depend on the vectorized loop (`scf.if` on N only) is
+    cloned as scalars into the vector body and broadcast: the loop is vector code, not a
+    scalar loop with `omp simd`; rows whose guard fails read the default."""
+    if target != "c":
+        require(target)
+    inputs = {"input0": f32(5), "input1": f32(5, 37)}
+    comp = Compilation(GUARDED, "<t>", inputs, None, target, _vectorize_m())
+    source = comp.run_until("source")
+    if target == "c":
+        assert f"einc_f32x{C_LANES}" in source and "#pragma omp simd" not in source, source
+        arrays, outs = _run_c(comp, np.random.default_rng(4))
+    else:
+        arrays = _fixed_inputs(inputs, 4)
+        outs = run_on_device(comp, arrays)
+    got = outs["output0"]
+    x = arrays["input0"].astype(np.float64)
+    shifted = np.concatenate([[0.0], x[:-1]])
+    want = shifted[:, None] * arrays["input1"].astype(np.float64)
+    assert max_error(got, want) <= tolerance("float32"), source
+
+
+def test_a_guard_that_varies_with_the_vector_loop_keeps_the_pragma() -> None:
+    """A guard on the vectorized loop's variable is a condition per lane: no vector form (C
+    prints `omp simd`), the result is right."""
+    comp = Compilation(GUARDED_VARYING, "<t>", {"input0": f32(3, 37)}, None, "c", _vectorize_m())
+    arrays, got = _run_c(comp, np.random.default_rng(5))
+    source = comp.results["source"]
+    assert "#pragma omp simd" in source and "einc_f32x" not in source, source
+    x = arrays["input0"].astype(np.float64)
+    want = np.concatenate([np.zeros((3, 1)), x[:, :-1]], axis=1) * 2.0
+    assert max_error(got["output0"], want) <= tolerance("float32")

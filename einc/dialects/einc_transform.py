@@ -376,26 +376,40 @@ class ReverseComputeAtOp(AtLoopOp):
 
 
 class CacheOp(IRDLOperation):
-    """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")?`: stage the
-    tile of a tensor the loop body touches in a buffer allocated in the body
-    (`memref.alloca`): copied in at the start (and out at the end, for writes); the body's
-    accesses are redirected to it. Result: the staging buffer's allocation."""
+    """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")? (layout
+    [P0, P1, ...])?`: stage the tile of a tensor the loop body touches in a buffer allocated
+    in the body (`memref.alloca`): copied in at the start (and out at the end, for writes);
+    the body's accesses are redirected to it. `layout` (local buffers only) orders the
+    buffer's dimensions: its dimension d is the tensor's dimension P_d (a packed weight
+    `[C, KH, KW, F]` of a filter `[F, C, KH, KW]` is `layout [1, 2, 3, 0]`); without it the
+    buffer keeps the tensor's order. Result: the staging buffer's allocation."""
 
     target = operand_def(AnyOpType)
     tensor = prop_def(StringAttr)
     memory = prop_def(StringAttr)
+    layout = opt_prop_def(ArrayAttr[IntegerAttr])
     buffer = result_def(AnyOpType)
 
-    def __init__(self, target: SSAValue, tensor: str, memory: str = "local"):
-        super().__init__(
-            operands=[target],
-            properties={"tensor": StringAttr(tensor), "memory": StringAttr(memory)},
-            result_types=[HANDLE],
-        )
+    def __init__(self, target: SSAValue, tensor: str, memory: str = "local", layout: tuple[int, ...] | None = None):
+        properties: dict[str, Attribute] = {"tensor": StringAttr(tensor), "memory": StringAttr(memory)}
+        if layout is not None:
+            properties["layout"] = ArrayAttr([IntegerAttr(v, i64) for v in layout])
+        super().__init__(operands=[target], properties=properties, result_types=[HANDLE])
+
+    @property
+    def layout_order(self) -> tuple[int, ...] | None:
+        """The buffer's dimension order (`layout`), or None: the tensor's."""
+        return None if self.layout is None else tuple(a.value.data for a in self.layout.data)
 
     def verify_(self) -> None:
         if self.memory.data not in ("local", "shared"):
             raise VerifyException(f"{self.name}: memory must be \"local\" or \"shared\"")
+        order = self.layout_order
+        if order is not None:
+            if sorted(order) != list(range(len(order))):
+                raise VerifyException(f"{self.name}: layout {list(order)} is not a permutation of 0..{len(order) - 1}")
+            if self.memory.data != "local":
+                raise VerifyException(f"{self.name}: a layout is for local buffers only")
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -403,12 +417,18 @@ class CacheOp(IRDLOperation):
         parser.parse_keyword("at")
         target = _operand(parser, HANDLE)
         memory = parser.parse_str_literal() if parser.parse_optional_keyword("in") else "local"
-        return cls(target, tensor, memory)
+        layout = None
+        if parser.parse_optional_keyword("layout"):
+            layout = tuple(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _i64(parser, "layout")))
+        return cls(target, tensor, memory, layout)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f' "{self.tensor.data}" at ')
         printer.print_ssa_value(self.target)
         printer.print_string(f' in "{self.memory.data}"')
+        order = self.layout_order
+        if order is not None:
+            printer.print_string(f" layout [{', '.join(map(str, order))}]")
 
 
 @irdl_op_definition

@@ -229,10 +229,10 @@ class ScheduleBuilder:
     def reverse_compute_at(self, consumer: SSAValue, loop: SSAValue) -> None:
         self._step(et.ReverseComputeAtOp(consumer, loop))
 
-    def cache_read(self, tensor: str, at: SSAValue, memory: str = "local") -> SSAValue:
-        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory))
+    def cache_read(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
+        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout))
         return buffer
 
-    def cache_write(self, tensor: str, at: SSAValue, memory: str = "local") -> SSAValue:
-        (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory))
+    def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
+        (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory, layout))
         return buffer

@@ -456,7 +456,7 @@ class EincTransformFunctions(InterpreterFunctions):
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
         allocs: list[memref.AllocaOp] = []
         for loop in self.loops(op, args[0]):
-            allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data)))
+            allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order)))
         return (OperationHandle(*allocs),)
 
 

@@ -189,10 +189,11 @@ def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> Affi
 
 def _copy_nest(
     loop: affine.ForOp, point: InsertPoint, box: Box, tensor: SSAValue, local: SSAValue,
-    into_local: bool, shared: bool = False,
+    into_local: bool, shared: bool = False, layout: tuple[int, ...] | None = None,
 ) -> None:
-    """A nest over the box copying tensor[offset + x] -> local[x] (or back); elements
-    outside the tensor (an overhanging shared box) are skipped."""
+    """A nest over the box copying tensor[offset + x] -> local[x] (or back), x in the
+    local's dimension order `layout` (None: the tensor's); elements outside the tensor (an
+    overhanging shared box) are skipped. The loops follow the tensor's order."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = buffer_name(tensor)
     loops = []
@@ -206,7 +207,7 @@ def _copy_nest(
         loops.append(f)
         point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
     guarded = any(below or past for below, past in box.overhang)
-    if loops and not shared and not guarded:  # a rank-0 tensor is one element: no loop
+    if loops and not shared and not guarded and layout is None:  # a rank-0 tensor is one element: no loop
         loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
     if loops and shared:
         loops[0].attributes[SHARED_COPY_ATTR] = StringAttr("in" if into_local else "out")
@@ -218,11 +219,12 @@ def _copy_nest(
     if guarded:
         point = _inside_tensor(point, box, forms, operands)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
+    near = ivs if layout is None else [ivs[d] for d in layout]
     if into_local:
         load = affine.LoadOp(tensor, operands, far, element)
-        store = affine.StoreOp(load.result, local, ivs)
+        store = affine.StoreOp(load.result, local, near)
     else:
-        load = affine.LoadOp(local, ivs, None, element)
+        load = affine.LoadOp(local, near, None, element)
         store = affine.StoreOp(load.result, tensor, operands, far)
     Rewriter.insert_op(load, point)
     Rewriter.insert_op(store, point)
@@ -304,12 +306,19 @@ def _shared_failure(loop: affine.ForOp, tensor: str, write: bool, box: Box, thre
     return None
 
 
-def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> memref.AllocaOp | Failure:
+def cache_tensor(
+    loop: affine.ForOp, tensor: str, write: bool, memory: str, layout: tuple[int, ...] | None = None
+) -> memref.AllocaOp | Failure:
     """Stage `tensor`'s tile in a local buffer for each iteration of `loop` (see the module
-    docstring for the contract). Returns the `memref.alloca`."""
+    docstring for the contract), its dimensions in the order `layout` (the buffer's
+    dimension d is the tensor's dimension layout[d]; None: the tensor's order): a packed
+    layout, e.g. a filter's output channels innermost so that a vector loop over them reads
+    it contiguously. Returns the `memref.alloca`."""
     kind = "cache_write" if write else "cache_read"
     if memory not in ("local", "shared"):
         return Failure(f"{kind} of '{tensor}' at {describe(loop)}: unknown memory '{memory}' (local or shared)")
+    if layout is not None and memory != "local":
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in {memory} memory with a layout (local buffers only)")
     inside = [op for op in loop.body.walk() if isinstance(op, affine.ForOp) and _bind_of(op)]
     if inside:
         hint = "" if memory == "shared" else (
@@ -372,12 +381,16 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared)
     if isinstance(box, Failure):
         return box
+    if layout is not None and sorted(layout) != list(range(len(box.shape))):
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)}: layout {list(layout)} is not a permutation of its {len(box.shape)} dimensions")
+    if layout == tuple(range(len(box.shape))):
+        layout = None
     if shared:
         failure = _shared_failure(loop, tensor, write, box, threads)
         if failure is not None:
             return failure
     element = buffer.type.get_element_type()  # type: ignore[attr-defined]
-    alloca = memref.AllocaOp.get(element, 64, box.shape)
+    alloca = memref.AllocaOp.get(element, 64, box.shape if layout is None else [box.shape[d] for d in layout])
     suffix = "shared" if shared else "local"
     alloca.attributes["ein.name"] = StringAttr(f"{tensor}_{suffix}")
     if shared:
@@ -386,11 +399,13 @@ def cache_tensor(loop: affine.ForOp, tensor: str, write: bool, memory: str) -> m
     local = alloca.memref
     body = loop.body.block
     Rewriter.insert_op(alloca, start)
-    _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared)
+    _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared, layout=layout)
     if write:
-        _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared)  # type: ignore[arg-type]
+        _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared, layout=layout)  # type: ignore[arg-type]
     for a, forms in box.inner.items():
         shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
+        if layout is not None:
+            shifted = [shifted[d] for d in layout]
         operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))
         new_map = AffineMapAttr(linear_map(shifted, operands))
         if isinstance(a.op, affine.LoadOp):

@@ -21,7 +21,9 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
   not depend on the loop variable stay scalar and are broadcast (`egpu.vbroadcast`) where a
   vector op uses them; the elementwise arith ops of `ELEMENTWISE` apply to vectors as they
   are, the casts of `CASTS` become `egpu.vconvert`; other side-effect-free ops that do not
-  depend on the loop variable are cloned as scalars.
+  depend on the loop variable are cloned as scalars, and so is an `scf.if` that only loads
+  and computes from values that do not (a guarded load of a padded input, the same in
+  every iteration: `_invariant_reads`).
 - Reductions: `store(combine(load(B[I]), x), B[I])` with `I` invariant in the loop, `B`
   accessed nowhere else in the body and `combine` one of `REDUCTIONS`, becomes a vector
   accumulator carried by the main loop (initialised with the combiner's identity), reduced
@@ -38,8 +40,8 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
 - Failure (a value; the IR untouched): anything else in the body (a gather or non-unit
   stride, an op without a vector form such as a compare, a select or a math call outside
   `vector_math` (the pass passes the target's vector and lane-wise math), an element type
-  outside `element_types`, nested regions), bounds outside the cases above, or no memory
-  access to vectorize. The loop then stays scalar with its mark (C prints `omp simd`).
+  outside `element_types`, nested regions other than such an `scf.if`), bounds outside the
+  cases above, or no memory access to vectorize. The loop then stays scalar with its mark (C prints `omp simd`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     UnitAttr,
@@ -244,7 +246,11 @@ def _scan_body(
         if isinstance(op, affine.YieldOp):
             continue
         if op.regions:
-            return refuse(f"{op.name} has regions")
+            if not _invariant_reads(op, loop, scan.varying):
+                return refuse(f"{op.name} has regions")
+            if (failure := visit(op, None, False)) is not None:
+                return failure
+            continue
         if isinstance(op, affine.LoadOp | affine.StoreOp):
             access = _access(op, iv, scan.varying)
             if isinstance(access, Failure):
@@ -268,6 +274,27 @@ def _scan_body(
     return scan
 
 
+def _invariant_reads(op: Operation, loop: affine.ForOp, varying: set[SSAValue]) -> bool:
+    """Whether an op with regions (a guarded load: `scf.if` yielding a load or a default)
+    is the same in every iteration of `loop`: no operand inside or out is the loop variable
+    or a value that varies, it only computes and loads (no store, no call), and nothing it
+    loads is stored in the loop. It is then cloned as scalars into the vector body, like an
+    invariant op without regions (a convolution's padded input, broadcast over a vector of
+    output channels)."""
+    stored = {o.memref for o in loop.body.walk() if isinstance(o, affine.StoreOp | memref.StoreOp)}
+    for inner in op.walk():
+        if any(v in varying for v in inner.operands):
+            return False
+        if isinstance(inner, affine.LoadOp | memref.LoadOp):
+            if inner.memref in stored:
+                return False
+        elif inner is not op and not inner.regions and not is_side_effect_free(inner):
+            return False
+        elif inner is op and type(op) is not scf.IfOp:
+            return False
+    return True
+
+
 def _analyze(
     loop: affine.ForOp, lanes_f32: int, element_types: frozenset[Attribute],
     vector_math: frozenset[type[Operation]],
@@ -287,6 +314,8 @@ def _analyze(
         if access is not None:
             if access.unit or isinstance(op, affine.StoreOp):  # a vector access, a reduction
                 vector_types.add(_element(op.memref))  # type: ignore[attr-defined]
+            return None
+        if op.regions:  # an invariant guarded load (_invariant_reads): cloned as scalars
             return None
         if isinstance(op, affine.ApplyOp):
             # an index of the loop variable: folded into the accesses that use it

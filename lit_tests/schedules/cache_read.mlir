@@ -58,3 +58,63 @@ transform.named_sequence @__transform_main(%root: !transform.any_op) {
   %c = transform.einc.cache_read "A" at %o
   transform.yield
 }
+
+// -----
+
+// A packed layout: the local buffer's dimensions in the order `layout` gives (B[K, M] is held
+// as B_local[M, K]); the copy loops keep the tensor's order and are not vector loops (their
+// stores into the buffer are strided); the body's loads index the buffer in its order.
+// CHECK-LABEL: func.func @cache_read_packed_layout(
+// CHECK:         } {einc.stmt = "C", einc.axis = "N", einc.init}
+// CHECK-NEXT:    affine.for %[[N:.*]] = 0 to 4 {
+// CHECK-NEXT:      %[[L:.*]] = memref.alloca() {ein.name = "B_local"{{.*}}, alignment = 64 : i64} : memref<8x6xf32>
+// CHECK-NEXT:      affine.for %[[C0:.*]] = 0 to 6 {
+// CHECK-NEXT:        affine.for %[[C1:.*]] = 0 to 8 {
+// CHECK-NEXT:          %[[V:.*]] = affine.load %B[%[[C0]], %[[C1]]]
+// CHECK-NEXT:          affine.store %[[V]], %[[L]][%[[C1]], %[[C0]]]
+// CHECK-NEXT:        } {einc.stmt = "C", einc.axis = "B.in1", einc.copy}
+// CHECK-NEXT:      } {einc.stmt = "C", einc.axis = "B.in0", einc.copy}
+// CHECK:             affine.load %[[L]][%[[M:.*]], %[[K:.*]]] : memref<8x6xf32>
+// CHECK-NOT:       affine.load %B
+func.func @cache_read_packed_layout(%A: tensor<4x6xf32> {ein.name = "A"}, %B: tensor<6x8xf32> {ein.name = "B"}) -> tensor<4x8xf32> {
+  %C = ein.einsum "C" add parallel [N = 4, M = 8] reduce [K = 6] : tensor<4x8xf32> {
+  ^bb0(%N : index, %M : index, %K : index):
+    %a = ein.load %A[%N, %K] : tensor<4x6xf32>
+    %b = ein.load %B[%K, %M] : tensor<6x8xf32>
+    %p = arith.mulf %a, %b : f32
+    ein.yield %p : f32
+  }
+  func.return %C : tensor<4x8xf32>
+}
+transform.named_sequence @__transform_main(%root: !transform.any_op) {
+  %n = transform.einc.match stmt "C" axis "N" in %root
+  %c = transform.einc.cache_read "B" at %n in "local" layout [1, 0]
+  transform.yield
+}
+
+// -----
+
+// A written tile with a layout: copied in and out through the permuted buffer.
+// CHECK-LABEL: func.func @cache_write_packed_layout(
+// CHECK:         } {einc.stmt = "C", einc.axis = "N", einc.init}
+// CHECK-NEXT:    affine.for %[[N:.*]] = 0 to 4 {
+// CHECK-NEXT:      %[[L:.*]] = memref.alloca() {ein.name = "C_local"{{.*}}, alignment = 64 : i64} : memref<8x1xf32>
+// CHECK:               affine.store %{{.*}}, %[[L]][%[[C1:.*]], %[[C0:.*]]]
+// CHECK:             affine.store %{{.*}}, %[[L]][%[[M:.*]], 0]
+// CHECK:             %[[V:.*]] = affine.load %[[L]][%[[D1:.*]], %[[D0:.*]]]
+// CHECK-NEXT:        affine.store %[[V]], %C[%[[N]] + %[[D0]], %[[D1]]]
+func.func @cache_write_packed_layout(%A: tensor<4x6xf32> {ein.name = "A"}, %B: tensor<6x8xf32> {ein.name = "B"}) -> tensor<4x8xf32> {
+  %C = ein.einsum "C" add parallel [N = 4, M = 8] reduce [K = 6] : tensor<4x8xf32> {
+  ^bb0(%N : index, %M : index, %K : index):
+    %a = ein.load %A[%N, %K] : tensor<4x6xf32>
+    %b = ein.load %B[%K, %M] : tensor<6x8xf32>
+    %p = arith.mulf %a, %b : f32
+    ein.yield %p : f32
+  }
+  func.return %C : tensor<4x8xf32>
+}
+transform.named_sequence @__transform_main(%root: !transform.any_op) {
+  %n = transform.einc.match stmt "C" axis "N" in %root
+  %c = transform.einc.cache_write "C" at %n in "local" layout [1, 0]
+  transform.yield
+}

@@ -26,7 +26,14 @@ remaining statement nest:
   AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
   (a convolution) the output loop the vectorized input does not move with (the output
   channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
-  way (`_block_rows`);
+  way (`_block_rows`); a matmul with dimensions below 64 is blocked the same way (a short
+  reduction in one tile: `_matmul_tiles`); a contraction whose output row does not fill
+  whole vectors (a convolution with 7, 14, 28, 30 or 56 output columns, a 1x1 convolution)
+  and whose output channels do is blocked over output channels x output columns instead
+  (`_block_channels`): the channels a vector loop, the columns unrolled rows of
+  accumulators, the input channels and the window inside, the output tile staged with its
+  channels innermost and the filter packed the same way (cache ops with a `layout`), once
+  per input-channel tile;
 - one loop runs in parallel (OpenMP) when the nest does enough work: the outermost, when it
   has enough iterations for every core, else the outermost loop below it that has (a batch
   of 1 runs its channels or rows in parallel, not its batch loop of one iteration), among
@@ -141,7 +148,7 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
                 if not isinstance(reordered, lt.Failure):
                     new = [b.loop(h) for h in reordered]
                     b.remember(new, reordered)
-                    band = band_from(_block_matmul(new, len(parallel) - 1, b, lanes))
+                    band = band_from(_block_contraction(new, len(parallel) - 1, b, lanes))
     _parallelize(band, work, b)
     inner = band_from(band[0])[-1]
     stores = [a for a in next(iter(written_groups(inner).values()), ()) if a.write]
@@ -212,18 +219,21 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
         return _block_rows(band, n_outer, b, lanes)
     k = reductions[0]
     ni, nj, nk = trip_count(i), trip_count(j), trip_count(k)
-    if ni is None or nj is None or nk is None or ni < 64 or nj < 64 or nk < 64:
+    if ni is None or nj is None or nk is None:
+        return band[0]
+    if ni < 2 or nj < lanes or nk < 1:
         return band[0]
     # the accumulator tile: with 32 vector registers (AVX-512) 4 vectors by 8 rows; with 16
     # (AVX2, SSE) 2 vectors by 6 rows, 12 accumulators beside two vectors of B and a
     # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
     # rows, which spills). When the rows do not divide i, the i tile loop is peeled: its
     # whole tiles have a constant trip count and unroll, the last partial tile stays a loop.
-    vectors, ti = register_tile(lanes)
-    tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
-    tk = next((t for t in (256, 128, 64) if nk % t == 0), None)
-    if tj is None or tk is None:
+    _, ti = register_tile(lanes)
+    ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(ti, ni))  # a short i (batched small matmuls)
+    sizes = _matmul_tiles(nj, nk, lanes)
+    if sizes is None:
         return band[0]
+    tj, tk = sizes
     stmt = _tag(i, lt.STMT_ATTR)
     knob_j, knob_i, knob_k = (
         b.knob(f"{stmt}.{name}", value, options)
@@ -271,6 +281,18 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     if len(panel) == 1:
         b.try_(lambda: b.cache_read(buffer_name(panel[0]), b.handle(ko_new)))
     return new[0]
+
+
+def _matmul_tiles(nj: int, nk: int, lanes: int) -> tuple[int, int] | None:
+    """The (j, k) tile of `_block_matmul` for a j loop of `nj` and a reduction of `nk`: j by
+    the register tile's vectors (or fewer whole vectors, when they divide nj), k by a
+    cache-sized tile that divides it, or whole when it is no longer than one (a 512x32x512
+    matmul keeps its 32-long reduction in one tile). None: j is not whole vectors, or k
+    neither divides nor is short."""
+    vectors, _ = register_tile(lanes)
+    tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
+    tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else None)
+    return None if tj is None or tk is None else (tj, tk)
 
 
 ROW_BLOCK_MAX_ELEMENTS = 1024
@@ -343,6 +365,214 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
     # not for f16 (see _block_matmul)
     if _element(out) != f16:
         b.try_(lambda: b.cache_write(buffer_name(out), b.handle(at)))
+    return new[0]
+
+
+# -- register tiles over output channels (convolutions, narrow outputs) ----------------------
+
+CHANNEL_PACK_ELEMENTS = 16384
+"""The largest packed filter tile `_block_channels` keeps (64 KiB of float32, the most a
+local buffer holds: staging.MAX_LOCAL_ELEMENTS); the first reduction (input channels) is
+tiled to fit. Each input-channel tile copies the output tile in and out once more."""
+
+
+def _block_contraction(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+    """Register-block an i-k-j band `[outer parallel..., reductions..., j]`: over output
+    channels x output columns (`_block_channels`) when the unit-stride output axis j does
+    not fill whole vectors and an output-channel loop does; else along j (`_block_matmul`,
+    `_block_rows`). Returns the band's new outermost loop."""
+    plan = _channel_plan(band, n_outer, lanes)
+    if plan is not None:
+        return _block_channels(band, n_outer, b, lanes, plan)
+    return _block_matmul(band, n_outer, b, lanes)
+
+
+@dataclass(frozen=True)
+class _ChannelPlan:
+    f: affine.ForOp
+    """The output-channel loop: the output and a filter move with it, the vector input does not."""
+    filter: SSAValue
+    out_dim: int
+    """The output's dimension indexed by f (moved innermost in the staged output tile)."""
+    filter_dim: int
+    """The filter's dimension indexed by f (moved innermost in the packed filter)."""
+    tf: int
+    tw: int
+    tc: int
+    """Tile sizes: channels (vector lanes), output columns (unrolled rows of accumulators),
+    first reduction (fits the packed filter in CHANNEL_PACK_ELEMENTS)."""
+
+
+def _single_dim(access: Access, iv: SSAValue) -> int | None:
+    """The one dimension of an (affine) access that moves with `iv` with coefficient 1,
+    or None (no dimension, several, or another coefficient)."""
+    assert access.map is not None, access
+    dims: list[int] = []
+    for d, e in enumerate(access.map.results):
+        form = linear_form(e, access.operands)
+        if form is None:
+            return None
+        if form[0].get(iv):
+            if form[0][iv] != 1:
+                return None
+            dims.append(d)
+    return dims[0] if len(dims) == 1 else None
+
+
+def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _ChannelPlan | None:
+    """Whether and how `_block_channels` tiles the band: an output-channel loop f whose extent
+    is a multiple of the vector width, a filter read at f (and not at j) that one box covers,
+    and an output row j that whole vectors do not fill (convolutions with 7, 14, 28, 30, 56
+    columns: along j a 30-column row is vectors of 16, 8, 4 and 2, half the lanes idle),
+    or with several reductions (a window) and j narrower than two vectors. None: block
+    along j as before."""
+    if n_outer < 1 or len(band) - n_outer < 2:
+        return None
+    outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
+    nj = trip_count(j)
+    if nj is None or nj < 2:
+        return None
+    if nj % lanes == 0 and not (len(reductions) > 1 and nj < 2 * lanes):
+        return None
+    (out,) = written_groups(band[0])
+    stores = [a for a in accesses(band[0]) if a.write and a.buffer is out]
+    loads = [a for a in _loads(band[0]) if a.buffer is not out]
+    if not stores or any(a.map is None for a in [*stores, *loads]):
+        return None
+    jv = induction_var(j)
+    vector_inputs = [a for a in loads if _unit_stride(a.map, a.operands, jv)]
+    if not vector_inputs:
+        return None
+    for f in reversed(outer):
+        nf, fv = trip_count(f) or 0, induction_var(f)
+        if nf % lanes or any(_moves_with(a, fv) for a in vector_inputs):
+            continue
+        out_dim = _single_dim(stores[0], fv)
+        filters = [a for a in loads if _moves_with(a, fv)]
+        if out_dim is None or len({a.buffer for a in filters}) != 1 or any(_moves_with(a, jv) for a in filters):
+            continue
+        filter_dim = _single_dim(filters[0], fv)
+        if filter_dim is None or any(_single_dim(a, fv) != filter_dim for a in filters):
+            continue
+        # accumulators: `vectors` vectors per output column; 24 of AVX-512's 32 registers
+        # (12 of AVX2's 16), the rest for the filter vectors and the broadcast input. Two
+        # vectors of channels where the columns divide into enough rows, else one.
+        tf = tw = 0
+        for vectors in (2, 1):
+            budget = (24 if lanes >= 16 else 12) // vectors
+            tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
+            if nf % (vectors * lanes) == 0 and tw >= min(nj, 4):
+                tf = vectors * lanes
+                break
+        if not tf:
+            continue
+        rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
+        nc = trip_count(reductions[0]) or 1
+        tc = max((t for t in range(1, nc + 1) if nc % t == 0 and tf * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
+        if not tc:
+            continue
+        return _ChannelPlan(f, filters[0].buffer, out_dim, filter_dim, tf, tw, tc)
+    return None
+
+
+def _parallel_chunks(
+    before: Sequence[affine.ForOp], channel_tiles: int, after: Sequence[affine.ForOp], columns: int, lanes: int
+) -> int | None:
+    """The chunk size that splits the first spatial loop (`after[0]`) of a channel-blocked
+    nest into `PARALLEL_MIN_TRIP / 2` chunks or more (one per core of an 8-core host), when
+    the loops above the input-channel tiles (batch, channel tiles) give fewer parallel
+    units: the largest size dividing the loop that gives that many chunks and whose chunks
+    hold 16 vectors of output columns or more (the filter is packed again per chunk: scalar
+    copies, about lanes / (columns x size) of the FMAs). `parallel_loop` then takes the
+    chunk loop. None: no split (enough units, no spatial loop, or one too short)."""
+    units = channel_tiles * math.prod(trip_count(loop) or 1 for loop in before)
+    if not after or units >= PARALLEL_MIN_TRIP // 2:
+        return None
+    n = trip_count(after[0]) or 0
+    want = PARALLEL_MIN_TRIP // 2  # the chunk loop alone: parallel_loop takes one loop
+    sizes = [t for t in range(1, n // 2 + 1) if n % t == 0 and n // t >= want and t * columns >= 16 * lanes]
+    return max(sizes) if sizes else None
+
+
+def _innermost(rank: int, dim: int) -> tuple[int, ...]:
+    """The dimension order moving `dim` innermost."""
+    return (*(d for d in range(rank) if d != dim), dim)
+
+
+def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int, plan: _ChannelPlan) -> affine.ForOp:
+    """Register-block a band `[outer parallel..., reductions..., j]` over output channels f
+    (vectors) x output columns j (unrolled rows), the reductions (input channels, then the
+    window) inside, the order `outer..., f tiles, [c tiles], outer spatial..., j tiles, c,
+    window..., j, f`: the output tile staged in a local array with the channels
+    innermost (cache_write with a layout) so that every accumulator is a register across the
+    reductions, and the filter tile packed once per (f, c) tile with its channels innermost
+    (cache_read with a layout), a vector of filter per window element. Each step loads a
+    vector of filter per `tf` channels and broadcasts one input per column: tw x tf/lanes
+    FMAs per tw + tf/lanes loads. With the input channels tiled (a filter tile larger than
+    CHANNEL_PACK_ELEMENTS), the output tile is copied in and out once per input-channel
+    tile, and the loops above the first input-channel tile (batch, channel tiles) are the
+    ones that can run in parallel. Sizes are knobs over sizes that divide their loops.
+    Returns the band's new outermost loop."""
+    outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
+    f, c = plan.f, reductions[0]
+    nf, nj, nc = trip_count(f) or 0, trip_count(j) or 0, trip_count(c) or 0
+    stmt = _tag(f, lt.STMT_ATTR)
+    # every combination of the knobs' options applies: channel tiles no larger than the
+    # packed filter allows with the largest input-channel tile
+    rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
+    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (lanes, 2 * lanes, 4 * lanes)
+                                                       if nf % t == 0 and t * plan.tc * rest <= CHANNEL_PACK_ELEMENTS})  # fmt: skip
+    knob_w = b.knob(f"{stmt}.tile_cols", plan.tw, {t for t in range(2, 17) if nj % t == 0} or {plan.tw})
+    handles = {loop: b.handle(loop) for loop in band}
+    fo_h, fi_h = b.tile(handles[f], knob_f)
+    jo_h, ji_h = b.tile(handles[j], knob_w)
+    fo, fi, jo, ji = (b.loop(h) for h in (fo_h, fi_h, jo_h, ji_h))
+    handles.update({fo: fo_h, fi: fi_h, jo: jo_h, ji: ji_h})
+    co = ci = c
+    if plan.tc < nc:
+        options = {t for t in range(1, nc + 1) if nc % t == 0 and plan.tf * t * rest <= CHANNEL_PACK_ELEMENTS}
+        knob_c = b.knob(f"{stmt}.tile_reduce", plan.tc, options)
+        co_h, ci_h = b.tile(handles[c], knob_c)
+        co, ci = b.loop(co_h), b.loop(ci_h)
+        handles.update({co: co_h, ci: ci_h})
+    k = outer.index(f)
+    before, after = outer[:k], outer[k + 1 :]
+    tiled_c = [co] if co is not ci else []
+    # the filter is packed once per (channel tile, input-channel tile), above the spatial
+    # loops: packing is scalar and strided, so packing per output row would cost about
+    # lanes / columns of the vector FMAs (more than they do for 7 or 14 columns). Then only
+    # the loops above the input-channel tiles can run in parallel: with few channel tiles,
+    # the first spatial loop is split into chunks above them (`_parallel_chunks`), the
+    # filter packed once per chunk
+    split = _parallel_chunks(before, nf // plan.tf, after, nj, lanes) if tiled_c else None
+    if split is not None:
+        knob_s = b.knob(f"{stmt}.tile_spatial", split, {t for t in range(1, (trip_count(after[0]) or 1) + 1)
+                                                         if (trip_count(after[0]) or 1) % t == 0})  # fmt: skip
+        so_h, si_h = b.tile(handles[after[0]], knob_s)
+        so, si = b.loop(so_h), b.loop(si_h)
+        handles.update({so: so_h, si: si_h})
+        wanted = [*before, fo, so, *tiled_c, si, *after[1:], jo, ci, *reductions[1:], ji, fi]
+    else:
+        wanted = [*before, fo, *tiled_c, *after, jo, ci, *reductions[1:], ji, fi]
+    reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
+    if isinstance(reordered, lt.Failure):
+        return band_from(band[0] if band[0] is not f else fo)[0]  # the (legal) tilings only
+    new = [b.loop(h) for h in reordered]
+    b.remember(new, reordered)
+    at_out, at_filter = new[wanted.index(jo)], new[wanted.index(co if tiled_c else fo)]
+    ji_new, fi_new = new[-2], new[-1]
+    (out,) = written_groups(new[0])
+    out_rank = len(cast("MemRefType[Attribute]", out.type).get_shape())
+    filter_rank = len(cast("MemRefType[Attribute]", plan.filter.type).get_shape())
+    # stage first: the vector loop is unit-stride in the staged tiles, not in the tensors
+    if _element(out) == f16:  # see _block_matmul
+        return new[0]
+    if isinstance(b.try_(lambda: b.cache_write(buffer_name(out), b.handle(at_out), layout=_innermost(out_rank, plan.out_dim))), lt.Failure):
+        return new[0]
+    b.try_(lambda: b.cache_read(buffer_name(plan.filter), b.handle(at_filter), layout=_innermost(filter_rank, plan.filter_dim)))
+    if isinstance(b.try_(lambda: b.unroll(b.handle(ji_new), knob_w)), lt.Failure):
+        return new[0]
+    b.try_(lambda: b.vectorize(b.match(stmt, _tag(fi_new, lt.AXIS_ATTR))))
     return new[0]
 
 

@@ -1,0 +1,263 @@
+"""The default C schedule register-blocks every contraction (issue 26 item 1, issue 22 item 6),
+one test per cause: matmuls with dimensions below 64 (a short reduction, a narrow output,
+batched small matmuls), and convolutions whose output rows do not fill whole vectors (1D,
+2D, 3D, 7x7 windows, 7x7 outputs, padded) blocked over output channels x output columns with
+the filter packed channels-innermost. Each checks the schedule (tiles, staged layouts), the
+generated C (a local accumulator tile, explicit vector code in the innermost loop) and the
+numbers against a NumPy float64 reference on fresh random inputs, on small shapes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from einc.compiler.driver import Compilation
+from einc.dialects import einc_transform as et
+from einc.schedule.default import default_schedule
+from einc.schedule.script import Schedule
+from einc.semantics.compare import max_error, tolerance
+from einc.targets import get_target
+from einc.targets.c import CTarget
+
+C_LANES = CTarget.vector_lanes()
+"""float32 lanes of the C target's vectors on this host (16 with AVX-512, 8 with AVX2)."""
+
+
+def f32(*shape: int) -> dict[str, Any]:
+    return {"dtype": "float32", "shape": list(shape)}
+
+
+def c_schedule(comp: Compilation) -> Schedule:
+    schedule = default_schedule(get_target("c"), comp.run_until("loops"))
+    assert schedule is not None
+    return schedule
+
+
+def _check_numbers(comp: Compilation, inputs: dict[str, Any], reference: Any, variant: tuple[str, Schedule] | None = None) -> str:
+    """Run the kernel (under `variant`'s (program, schedule), else the default) on fresh
+    random inputs against the float64 reference; returns the kernel's C source."""
+    kernel = comp.kernel() if variant is None else Compilation(variant[0], "<t>", inputs, None, "c", variant[1]).kernel()
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+        got = kernel(**arrays)["output0"]
+        want = reference({k: v.astype(np.float64) for k, v in arrays.items()})
+        assert max_error(got, want) <= tolerance("float32"), kernel.source
+    return kernel.source
+
+
+def _vector_loops(source: str) -> list[str]:
+    """The bodies of the explicit vector loops (`for (...; X += W)` whose body uses einc's
+    vector type) of a C source."""
+    bodies = []
+    for m in re.finditer(r"for \(int64_t (\w+) = [^;]*; \1 < [^;]*; \1 \+= \d+\) \{\n", source):
+        depth, k = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(source[k], 0)
+            k += 1
+        body = source[m.end() : k - 1]
+        if "einc_f32x" in body:
+            bodies.append(body)
+    return bodies
+
+
+# ---- matmuls with dimensions below 64 --------------------------------------------------------------
+
+MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
+BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+
+
+@pytest.mark.parametrize("ir, shapes", [
+    (MATMUL, ((20, 12), (12, 64))),  # a short reduction (K 12) and i not a whole number of row tiles
+    (MATMUL, ((70, 80), (80, 32))),  # a narrow output (M 32)
+    (BMM, ((3, 10, 8), (3, 8, 48))),  # batched small matmuls
+])  # fmt: skip
+def test_small_matmuls_are_register_blocked_and_match_numpy(ir: str, shapes: tuple[tuple[int, ...], ...]) -> None:
+    inputs = {"input0": f32(*shapes[0]), "input1": f32(*shapes[1])}
+    comp = Compilation(ir, "<mm>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    assert {"output0.tile_i", "output0.tile_j", "output0.tile_k"} <= set(knobs), schedule
+    assert [op.tensor.data for op in schedule.ops(et.CacheWriteOp)] == ["output0"], schedule
+    assert schedule.ops(et.UnrollOp), schedule
+    source = _check_numbers(comp, inputs, lambda a: a["input0"] @ a["input1"])
+    assert "float output0_local[" in source
+    # the whole row tiles accumulate in the local tile (a partial last one, peeled, in the output)
+    loops = _vector_loops(source)
+    assert any("output0_local[" in body and "input1_local[" in body for body in loops), source
+    assert all("if (" not in body and "pragma omp simd" not in body for body in loops), source
+
+
+# ---- convolutions: output channels x output columns -----------------------------------------------
+
+
+def _conv_ref(pad: int, dims: int) -> Any:
+    def ref(a: dict[str, np.ndarray]) -> np.ndarray:
+        x, w = a["input0"], a["input1"]
+        x = np.pad(x, [(0, 0), (0, 0), *[(pad, pad)] * dims])
+        axes = tuple(range(2, 2 + dims))
+        win = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=axes)  # N C O... K...
+        letters = "dhw"[3 - dims :]
+        kern = "ijk"[:dims]
+        return np.einsum(f"nc{letters}{kern},fc{kern}->nf{letters}", win, w)
+
+    return ref
+
+
+def _padded(dims: int, pad: int, sizes: tuple[int, ...]) -> str:
+    outs, wins = ["DO", "HO", "WO"][3 - dims :], ["KD", "KH", "KW"][3 - dims :]
+    index = [f"{o} + {k} - {pad}" for o, k in zip(outs, wins)]
+    where = ", ".join(f"{o} in {n}" for o, n in zip(outs, sizes))
+    access = f"input0[N, C, {', '.join(index)}]"
+    if pad:
+        conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(index, sizes))
+        access = f"{access}.when([{conds}], 0.0)"
+    return f"output0[N, F, {', '.join(outs)}] +=! ({access} * input1[F, C, {', '.join(wins)}]) where {where}"
+
+
+CONVS = {
+    # name: (dims, pad, input shape, filter shape); outputs as wide as the inputs less the
+    # window (valid) or as wide (padded)
+    "conv1d": (1, 0, (1, 5, 13), (2 * 16, 5, 3)),
+    "conv2d 7 columns": (2, 0, (1, 6, 9, 9), (32, 6, 3, 3)),
+    "conv2d 7x7 window": (2, 0, (1, 3, 12, 12), (16, 3, 7, 7)),
+    "conv2d padded 7x7 output": (2, 1, (1, 8, 7, 7), (32, 8, 3, 3)),
+    "conv3d": (3, 0, (1, 4, 5, 6, 7), (16, 4, 3, 3, 3)),
+    "conv3d padded": (3, 1, (2, 3, 4, 5, 6), (32, 3, 3, 3, 3)),
+}
+
+
+def _conv(name: str) -> tuple[str, Compilation, dict[str, Any], Any]:
+    dims, pad, x, w = CONVS[name]
+    sizes = tuple(n + 2 * pad - k + 1 for n, k in zip(x[2:], w[2:]))
+    inputs = {"input0": f32(*x), "input1": f32(*w)}
+    ir = _padded(dims, pad, sizes)
+    return ir, Compilation(ir, "<conv>", inputs, None, "c"), inputs, _conv_ref(pad, dims)
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_convolutions_are_blocked_over_output_channels_and_match_numpy(name: str) -> None:
+    """Output channels x output columns: the output tile staged with its channels innermost
+    and the filter packed the same way (cache ops with a layout), the columns unrolled, the
+    channels a vector loop of explicit vector code whose filter loads are vectors of the
+    packed tile (a padded input's guard is a scalar test of the invariant input element,
+    broadcast over the channels: not a condition on vector lanes)."""
+    _, comp, inputs, ref = _conv(name)
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    assert {"output0.tile_channels", "output0.tile_cols"} <= set(knobs), schedule
+    (write,) = schedule.ops(et.CacheWriteOp)
+    rank = len(inputs["input0"]["shape"])
+    assert write.tensor.data == "output0" and write.layout_order == (0, *range(2, rank), 1), schedule
+    (read,) = schedule.ops(et.CacheReadOp)
+    assert read.tensor.data == "input1" and read.layout_order == (*range(1, rank), 0), schedule
+    source = _check_numbers(comp, inputs, ref)
+    assert "float output0_local[" in source and "float input1_local[" in source
+    compute = [body for body in _vector_loops(source) if "input1_local[" in body]
+    assert compute, source
+    for body in compute:
+        assert f"einc_vload_f32x{min(C_LANES, 16)}(&input1_local[" in body
+        assert "pragma omp simd" not in body and "? " not in body
+
+
+def test_every_option_of_the_channel_tiles_applies() -> None:
+    """The knobs of the channel blocking offer only sizes the schedule can apply; each gives
+    NumPy's answer (a search may pick any)."""
+    ir, comp, inputs, ref = _conv("conv3d padded")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    for name in ("output0.tile_channels", "output0.tile_cols"):
+        assert len(knobs[name].options) >= 2, knobs[name]
+        for option in knobs[name].options:
+            _check_numbers(comp, inputs, ref, (ir, schedule.with_values({name: option})))
+
+
+def test_the_input_channel_tile_fits_the_packed_filter() -> None:
+    """Many input channels: the first reduction is tiled so that the packed filter tile stays
+    within CHANNEL_PACK_ELEMENTS; the output tile is copied in and out per tile."""
+    from einc.schedule.policies.cpu import CHANNEL_PACK_ELEMENTS
+
+    inputs = {"input0": f32(1, 256, 5, 5), "input1": f32(32, 256, 3, 3)}
+    ir = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 3, WO in 3"
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    tc, tf = knobs["output0.tile_reduce"].selected, knobs["output0.tile_channels"].selected
+    assert tc < 256 and 256 % tc == 0 and tf * tc * 9 <= CHANNEL_PACK_ELEMENTS, schedule
+    _check_numbers(comp, inputs, _conv_ref(0, 2))
+    # the largest of each knob's options together still apply (a search may pick any)
+    largest = {name: max(knobs[name].options) for name in ("output0.tile_reduce", "output0.tile_channels")}
+    _check_numbers(comp, inputs, _conv_ref(0, 2), (ir, schedule.with_values(largest)))
+
+
+def test_channel_counts_that_do_not_fill_vectors_keep_the_row_blocking() -> None:
+    """6 output channels: no vector of channels; the rows blocking (`_block_rows`) stays."""
+    inputs = {"input0": f32(1, 3, 9, 9), "input1": f32(6, 3, 3, 3)}
+    ir = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 7, WO in 7"
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    assert "output0.tile_channels" not in schedule.knobs(), schedule
+    assert not any(op.layout_order for op in [*schedule.ops(et.CacheReadOp), *schedule.ops(et.CacheWriteOp)])
+    _check_numbers(comp, inputs, _conv_ref(0, 2))
+
+
+def test_few_channel_tiles_run_spatial_chunks_in_parallel() -> None:
+    """One channel tile and the input channels tiled (the packed filter would not fit): the
+    loops above the input-channel tiles are too few to run in parallel, so the first spatial
+    loop is split into chunks above them (`tile_spatial`) and the chunks run in parallel."""
+    inputs = {"input0": f32(1, 256, 98, 32), "input1": f32(32, 256, 3, 3)}
+    ir = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 96, WO in 30"
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    assert "output0.tile_reduce" in knobs and "output0.tile_spatial" in knobs, schedule
+    chunk = knobs["output0.tile_spatial"].selected
+    assert 96 % chunk == 0 and 96 // chunk >= 2, schedule
+    source = _check_numbers(comp, inputs, _conv_ref(0, 2))
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t HO_o = 0; HO_o < 96; HO_o \+= \d+\)", source), source
+
+
+# ---- cache ops with a layout, by hand, on every target -------------------------------------------
+
+
+def _layout_schedule(bind: bool) -> str:
+    lines = [
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        '%k = transform.einc.match stmt "output0" axis "K" in %root',
+        '%m = transform.einc.match stmt "output0" axis "M" in %root',
+        "%r0, %r1, %r2 = transform.einc.reorder %n, %k, %m",
+        *(['transform.einc.bind %r0 to "thread.x"'] if bind else []),
+        '%w = transform.einc.cache_write "output0" at %r0 in "local" layout [1, 0]',
+        '%a = transform.einc.cache_read "input0" at %r0 in "local" layout [1, 0]',
+        '%b = transform.einc.cache_read "input1" at %r1 in "local" layout [1, 0]',
+    ]
+    body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
+    return (
+        "builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"
+        f"{body}\n  }}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize("target", [
+    "c", *(pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "poplar"))
+])  # fmt: skip
+def test_cache_ops_with_a_layout_match_numpy_on_every_target(target: str) -> None:
+    """A transposed output row, input row and input panel (`layout [1, 0]`) staged by hand;
+    on the device targets inside the thread-bound row loop (private arrays)."""
+    from tests.test_device_differential import run_on_device
+    from tests.test_device_targets import require
+
+    if target != "c":
+        require(target)
+    inputs = {"input0": f32(4, 6), "input1": f32(6, 8)}
+    comp = Compilation(MATMUL, "<t>", inputs, None, target, _layout_schedule(bind=target != "c"))
+    source = comp.run_until("source")
+    rng = np.random.default_rng(6)
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    got = comp.kernel()(**arrays)["output0"] if target == "c" else run_on_device(comp, arrays)["output0"]
+    want = arrays["input0"].astype(np.float64) @ arrays["input1"].astype(np.float64)
+    assert max_error(got, want) <= tolerance("float32"), source
