@@ -122,6 +122,21 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeNarrowIntsPass
 
+    def einc_init_accumulators():
+        from einc.passes.init_accumulators import InitAccumulatorsPass
+
+        return InitAccumulatorsPass
+
+    def einc_index_width():
+        from einc.passes.index_width import IndexWidthPass
+
+        return IndexWidthPass
+
+    def einc_vectorize_shared_loads():
+        from einc.passes.vectorize_shared_loads import VectorizeSharedLoadsPass
+
+        return VectorizeSharedLoadsPass
+
     def einc_vectorize_loops():
         from einc.passes.vectorize_loops import VectorizeLoopsPass
 
@@ -177,6 +192,9 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-apply-schedule": einc_apply_schedule,
         "einc-tile": einc_tile,
         "einc-vectorize-loops": einc_vectorize_loops,
+        "einc-init-accumulators": einc_init_accumulators,
+        "einc-index-width": einc_index_width,
+        "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
         "verify-egpu": verify_egpu,
         "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,

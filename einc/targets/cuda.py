@@ -31,7 +31,16 @@ class CudaFamily(DeviceTarget):
     buffer_prefix: ClassVar[str] = ""
     buffer_suffix: ClassVar[str] = " __restrict__"
     barrier: ClassVar[str] = "__syncthreads();"
-    shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}];"
+    shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}] __attribute__((aligned(16)));"
+    """Aligned to 16 bytes: `egpu.vload`s marked aligned (`einc-vectorize-shared-loads`) read
+    them with 128-bit loads."""
+    aligned_vector_load: ClassVar[str] = "einc_vloada_{s}x{n}({p})"
+    vector_helpers: ClassVar[Mapping[str, str]] = {
+        **DeviceTarget.vector_helpers,
+        "vloada": "{P} {T} einc_vloada_{s}x{n}(const {t}* a) {{ "
+        "struct __attribute__((aligned({n} * sizeof({t})))) A {{ {t} v[{n}]; }}; "
+        "A x = *(const A*)a; {T} r; for (int k = 0; k < {n}; k++) {lane_r} = x.v[k]; return r; }}",
+    }
     private_array: ClassVar[str] = "{t} {name}[{n}];"  # registers, or local memory
     helper_prefix: ClassVar[str] = "static __device__ inline"
     reserved_words: ClassVar[frozenset[str]] = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
@@ -47,8 +56,8 @@ class CUDATarget(CudaFamily):
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=cuda},"
-        "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
+        "einc-init-accumulators,convert-affine-to-egpu{target=cuda},"
+        "legalize-f16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),
@@ -67,6 +76,13 @@ class CUDATarget(CudaFamily):
         **{f"block_dim.{d}": f"(long long)blockDim.{d}" for d in _AXES},
         **{f"grid_dim.{d}": f"(long long)gridDim.{d}" for d in _AXES},
     }  # fmt: skip
+    work_item_index_32 = {
+        **{f"block_id.{d}": f"(int)blockIdx.{d}" for d in _AXES},
+        **{f"thread_id.{d}": f"(int)threadIdx.{d}" for d in _AXES},
+        **{f"global_id.{d}": f"(int)(blockIdx.{d} * blockDim.{d} + threadIdx.{d})" for d in _AXES},
+        **{f"block_dim.{d}": f"(int)blockDim.{d}" for d in _AXES},
+        **{f"grid_dim.{d}": f"(int)gridDim.{d}" for d in _AXES},
+    }
     types = {
         f64: "double", f32: "float", f16: "unsigned short",
         i64: "long long", i32: "int", i16: "short", i8: "signed char", i1: "bool",
