@@ -41,15 +41,14 @@ def reference(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("n,m,k", [(32, 48, 20), (37, 45, 29)])
 def test_register_tile_starts_at_the_identity(target: str, op: str, n: int, m: int, k: int) -> None:
     """A 4x4 register tile per thread (cache_write at the thread loop): the tile is set to
-    the identity (0, -inf) in registers and no thread reads the output before writing it.
-    Where the tiles divide the output the fill kernel is gone (the tiles provably cover
-    it); with partial tiles (bounds `min(16, 37 - N.o)`) the coverage is not proven and the
-    fill stays, a kernel of its own."""
+    the identity (0, -inf) in registers, no thread reads the output before writing it, and
+    the fill kernel is gone: the tiles cover the output, partial tiles (bounds
+    `min(16, 37 - N.o)`) included."""
     require_run(target)
     comp = reduction(op, n, m, k, target)
     comp.run_until("source")
     kernels = comp.target_obj.manifest(comp.results["target"]).kernels
-    assert len(kernels) == (1 if n % 16 == 0 and m % 16 == 0 else 2)
+    assert len(kernels) == 1
     reads = [o for o in comp.results["target"].walk() if o.name in ("affine.load", "egpu.vload")
              and o.operands[0].name_hint == "output0"]  # fmt: skip
     assert not reads

@@ -33,12 +33,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from itertools import product
+from collections.abc import Sequence
+
+import numpy as np
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
 from einc.ir.attrs import COPY_ATTR, INIT_ATTR, MEMORY_ATTR
@@ -53,7 +56,9 @@ from einc.transforms.loop_analysis import (
 )
 
 MAX_TILE_ORIGINS = 1 << 16
-"""Coverage is checked by listing each dimension's tile origins; above this many the fill stays."""
+"""Coverage is checked by listing the staging loops' iterations; above this many the fill stays."""
+MAX_COVERAGE_ELEMENTS = 1 << 24
+"""...and marking the tiles in a map of the output's elements; above this many the fill stays."""
 
 
 def _fill(op: Operation) -> tuple[SSAValue, SSAValue] | None:
@@ -102,51 +107,71 @@ def _enclosing_loops(op: Operation, top: Operation) -> list[affine.ForOp] | None
 
 
 def _covers(copy_out: affine.ForOp, tensor: SSAValue, loops: list[affine.ForOp]) -> bool:
-    """Whether the copy-outs of all iterations of `loops` write every element of `tensor`."""
+    """Whether the copy-outs of all iterations of `loops` write every element of `tensor`:
+    the iterations are enumerated (bounds evaluated at each point, partial tiles' `min`
+    bounds included) and each one's box marked in a map of the tensor's elements."""
     stores = [a for a in accesses(copy_out) if a.write and a.buffer is tensor]
     if len(stores) != 1:
         return False
     store = stores[0]
     store_map = store.map
-    if store_map is None:
-        return False
     memory = tensor.type
-    if not isinstance(memory, MemRefType):
+    if store_map is None or not isinstance(memory, MemRefType):
         return False
     shape = memory.get_shape()
+    if math.prod(shape) > MAX_COVERAGE_ELEMENTS:
+        return False
     copy_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)}
-    ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in loops}
-    seen: set[SSAValue] = set()
-    for d, e in enumerate(store_map.results):
+    forms: list[tuple[dict[SSAValue, int], int, int]] = []  # outer terms, constant, extent
+    for e in store_map.results:
         form = linear_form(e, store.operands)
         if form is None:
             return False
         terms, const = form
         inner = [(v, c) for v, c in terms.items() if v in copy_ivs]
-        outer = [(v, c) for v, c in terms.items() if v not in copy_ivs]
-        if len(inner) != 1 or inner[0][1] != 1 or any(v not in ivs or v in seen or c <= 0 for v, c in outer):
+        if len(inner) != 1 or inner[0][1] != 1:
             return False
-        seen |= {v for v, _ in outer}
-        extent_bounds = constant_bounds(copy_ivs[inner[0][0]])
-        if extent_bounds is None or extent_bounds[0] != 0 or step_of(copy_ivs[inner[0][0]]) != 1:
+        bounds = constant_bounds(copy_ivs[inner[0][0]])
+        if bounds is None or bounds[0] != 0 or step_of(copy_ivs[inner[0][0]]) != 1:
             return False
-        extent = extent_bounds[1]
-        ranges = []
-        for v, c in outer:
-            b = constant_bounds(ivs[v])
-            if b is None:
+        forms.append(({v: c for v, c in terms.items() if v not in copy_ivs}, const, bounds[1]))
+    covered = np.zeros(shape, dtype=bool)
+    points = 0
+    env: dict[SSAValue, int] = {}
+
+    def bound(m: AffineMap, operands: Sequence[SSAValue]) -> Sequence[int] | None:
+        if any(o not in env for o in operands):
+            return None
+        return m.eval([env[o] for o in operands[: m.num_dims]], [env[o] for o in operands[m.num_dims :]])
+
+    def visit(depth: int) -> bool:
+        nonlocal points
+        if depth == len(loops):
+            points += 1
+            if points > MAX_TILE_ORIGINS:
                 return False
-            ranges.append([c * x for x in range(b[0], b[1], step_of(ivs[v]))])
-        if math.prod(len(r) for r in ranges) > MAX_TILE_ORIGINS:
+            box = []
+            for (terms, const, extent), size in zip(forms, shape):
+                if any(v not in env for v in terms):
+                    return False
+                origin = const + sum(c * env[v] for v, c in terms.items())
+                box.append(slice(max(0, origin), max(0, min(size, origin + extent))))
+            covered[tuple(box)] = True
+            return True
+        loop = loops[depth]
+        lower = bound(loop.lowerBoundMap.data, loop.lowerBoundOperands)
+        upper = bound(loop.upperBoundMap.data, loop.upperBoundOperands)
+        if lower is None or upper is None:
             return False
-        reach = 0  # every element below `reach` is covered
-        for origin in sorted({const + sum(p) for p in product(*ranges)}):
-            if origin > reach:
+        iv = induction_var(loop)
+        for value in range(max(lower), min(upper), step_of(loop)):
+            env[iv] = value
+            if not visit(depth + 1):
                 return False
-            reach = max(reach, origin + extent)
-        if reach < shape[d]:
-            return False
-    return True
+        env.pop(iv, None)
+        return True
+
+    return visit(0) and bool(covered.all())
 
 
 def init_accumulators(host: func.FuncOp) -> int:
