@@ -8,9 +8,11 @@ where a GPU and driver are present.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.dialects import egpu
@@ -18,6 +20,7 @@ from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
+from einc.targets.writer import Writer
 
 _AXES = "xyz"
 
@@ -49,6 +52,17 @@ class CudaFamily(DeviceTarget):
     subgroup_lanes: ClassVar[str] = "warpSize"
     torch_device: ClassVar[str] = "cuda"  # ROCm builds of torch call their devices `cuda` too
     lexer: ClassVar[str] = "cuda"
+
+    @classmethod
+    def signature(cls, w: Writer, f: func.FuncOp, params: Sequence[str]) -> str:
+        """`__launch_bounds__(threads per block)` before the kernel's name: the compiler may
+        then give each thread the registers the block leaves (hipcc assumes 1024 threads and
+        caps a thread at 128 VGPRs otherwise: an 8x8 register tile spills)."""
+        header = super().signature(w, f, params)
+        if not isinstance(f, egpu.FuncOp):
+            return header
+        name = f.sym_name.data
+        return header.replace(f"void {name}(", f"void __launch_bounds__({math.prod(f.block_size)}) {name}(", 1)
 
 
 class CUDATarget(CudaFamily):

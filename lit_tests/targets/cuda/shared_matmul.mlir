@@ -23,7 +23,7 @@ builtin.module {
   }
 }
 
-// CHECK-LABEL: void kernel_output0_1(
+// CHECK-LABEL: void __launch_bounds__({{[0-9]+}}) kernel_output0_1(
 // CHECK-NEXT:  __shared__ float input0_shared[8] __attribute__((aligned(16)));
 // CHECK-NEXT:  __shared__ float input1_shared[4] __attribute__((aligned(16)));
 // CHECK-NEXT:  int thread_x = (int)threadIdx.x;

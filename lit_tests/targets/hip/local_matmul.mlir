@@ -21,7 +21,7 @@ builtin.module {
   }
 }
 
-// CHECK-LABEL: void kernel_output0(
+// CHECK-LABEL: void __launch_bounds__({{[0-9]+}}) kernel_output0(
 // CHECK-NEXT:    int32_t thread_x = (int)threadIdx.x;
 // CHECK-NEXT:    int32_t N_o = thread_x * 4;
 // CHECK-NEXT:    float output0_local[8];
