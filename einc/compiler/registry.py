@@ -122,6 +122,21 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeNarrowIntsPass
 
+    def einc_init_accumulators():
+        from einc.passes.init_accumulators import InitAccumulatorsPass
+
+        return InitAccumulatorsPass
+
+    def einc_index_width():
+        from einc.passes.index_width import IndexWidthPass
+
+        return IndexWidthPass
+
+    def einc_vectorize_shared_loads():
+        from einc.passes.vectorize_shared_loads import VectorizeSharedLoadsPass
+
+        return VectorizeSharedLoadsPass
+
     def einc_vectorize_loops():
         from einc.passes.vectorize_loops import VectorizeLoopsPass
 
@@ -183,6 +198,9 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-tile": einc_tile,
         "einc-vectorize-loops": einc_vectorize_loops,
         "einc-split-index-axes": einc_split_index_axes,
+        "einc-init-accumulators": einc_init_accumulators,
+        "einc-index-width": einc_index_width,
+        "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
         "verify-egpu": verify_egpu,
         "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,

@@ -18,7 +18,7 @@ index ops (`egpu.block_id x`, `egpu.thread_id y`, ...) read the work-item's coor
 their ranges follow from the launch shape. `egpu.barrier` synchronises a work-group,
 `egpu.alloc_shared` is work-group (shared/local) memory, `egpu.subgroup_reduce` reduces over
 a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vconvert`,
-`egpu.vfma`, `egpu.vreduce`) work on builtin `vector<NxT>` values of a target's vector width
+`egpu.vfma`, `egpu.vreduce`, `egpu.vextract`) work on builtin `vector<NxT>` values of a target's vector width
 (`einc-vectorize-loops` makes them; elementwise arithmetic on vectors is xDSL's `arith`). `egpu.load_extf`,
 `egpu.store_truncf` and `egpu.round` are legalization ops: a narrow float kept only in memory
 (f16 on devices without half arithmetic), read widened and written narrowed.
@@ -65,6 +65,7 @@ from einc.dialects.egpu_vector import (
     VECTOR_WIDTHS,
     VBroadcastOp,
     VConvertOp,
+    VExtractOp,
     VFmaOp,
     VLoadOp,
     VReduceOp,
@@ -88,6 +89,7 @@ EGPU = Dialect(
         VStoreOp,
         VBroadcastOp,
         VConvertOp,
+        VExtractOp,
         VFmaOp,
         VReduceOp,
         SubgroupReduceOp,
@@ -124,6 +126,7 @@ __all__ = [
     "TileSplitAttr",
     "VBroadcastOp",
     "VConvertOp",
+    "VExtractOp",
     "VFmaOp",
     "VLoadOp",
     "VReduceOp",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import AnyFloat, IndexType, MemRefType, VectorType
+from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -189,3 +189,33 @@ class VReduceOp(IRDLOperation):
                 f"egpu.vreduce: result type {self.result.type} differs from the vector's "
                 f"element type {element}"
             )
+
+
+@irdl_op_definition
+class VExtractOp(IRDLOperation):
+    """Lane `lane` of a vector (a scalar of its element type): the lanes of a vector load
+    that replaced scalar loads (`einc-vectorize-shared-loads`)."""
+
+    name = "egpu.vextract"
+    lane = prop_def(IntegerAttr)
+    vector = operand_def(VectorType)
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$vector `[` $lane `]` attr-dict `:` type($vector) `->` type($result)"
+
+    def __init__(self, vector: SSAValue, lane: int):
+        assert isinstance(vector.type, VectorType)
+        super().__init__(
+            operands=[vector],
+            properties={"lane": IntegerAttr(lane, IndexType())},
+            result_types=[vector.type.get_element_type()],
+        )
+
+    def verify_(self) -> None:
+        _check_vector(self, self.vector.type)
+        t = self.vector.type
+        assert isinstance(t, VectorType)
+        if not 0 <= self.lane.value.data < t.get_shape()[0]:
+            raise VerifyException(f"egpu.vextract: lane {self.lane.value.data} of {t}")
+        if self.result.type != t.get_element_type():
+            raise VerifyException(f"egpu.vextract: result type {self.result.type} differs from {t.get_element_type()}")

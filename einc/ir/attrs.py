@@ -49,6 +49,12 @@ MEMORY_ATTR = "einc.memory"
 """On a staging `memref.alloca`: `"shared"` for GPU work-group memory (absent: local)."""
 SHARED_COPY_ATTR = "einc.shared"
 """On the outermost loop of a shared copy nest: `"in"` (tensor to buffer) or `"out"`."""
+INDEX_BITS_ATTR = "egpu.index_bits"
+"""On an `egpu.func`: `32` when every index value of the kernel fits a signed 32-bit integer
+(`einc-index-width`); the printers then spell `index` as the target's 32-bit int. Absent: 64."""
+ALIGN_ATTR = "egpu.align"
+"""On an `egpu.vload` / `egpu.vstore`: the bytes its address is proven aligned to
+(`einc-vectorize-shared-loads`); a printer may then use the language's aligned vector load."""
 DTYPE_ATTR = "egpu.dtype"
 """On a host buffer whose device storage was widened (`legalize-storage-dtypes`): the
 program's dtype; the memref's element type is then the device's storage dtype."""

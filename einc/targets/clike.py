@@ -267,6 +267,9 @@ class CLikeTarget:
     """A vector load: `{p}` the address of the first element, `{lanes}` the lanes' element
     accesses separated by commas, `{T}` the vector type. Helpers of `vector_helpers` it
     names are printed."""
+    aligned_vector_load: ClassVar[str] = ""
+    """A vector load from an address aligned to the vector's size (`egpu.align`); "" prints
+    `vector_load`."""
     vector_store: ClassVar[str] = "einc_vstore_{s}x{n}({p}, {v});"
     """A vector store statement (`{v}` the value); "" stores lane by lane."""
     vector_convert: ClassVar[str] = "__builtin_convertvector({0}, {T})"

@@ -8,9 +8,11 @@ where a GPU and driver are present.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.dialects import egpu
@@ -18,6 +20,7 @@ from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
+from einc.targets.writer import Writer
 
 _AXES = "xyz"
 
@@ -31,7 +34,16 @@ class CudaFamily(DeviceTarget):
     buffer_prefix: ClassVar[str] = ""
     buffer_suffix: ClassVar[str] = " __restrict__"
     barrier: ClassVar[str] = "__syncthreads();"
-    shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}];"
+    shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}] __attribute__((aligned(16)));"
+    """Aligned to 16 bytes: `egpu.vload`s marked aligned (`einc-vectorize-shared-loads`) read
+    them with 128-bit loads."""
+    aligned_vector_load: ClassVar[str] = "einc_vloada_{s}x{n}({p})"
+    vector_helpers: ClassVar[Mapping[str, str]] = {
+        **DeviceTarget.vector_helpers,
+        "vloada": "{P} {T} einc_vloada_{s}x{n}(const {t}* a) {{ "
+        "struct __attribute__((aligned({n} * sizeof({t})))) A {{ {t} v[{n}]; }}; "
+        "A x = *(const A*)a; {T} r; for (int k = 0; k < {n}; k++) {lane_r} = x.v[k]; return r; }}",
+    }
     private_array: ClassVar[str] = "{t} {name}[{n}];"  # registers, or local memory
     helper_prefix: ClassVar[str] = "static __device__ inline"
     reserved_words: ClassVar[frozenset[str]] = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
@@ -41,14 +53,25 @@ class CudaFamily(DeviceTarget):
     torch_device: ClassVar[str] = "cuda"  # ROCm builds of torch call their devices `cuda` too
     lexer: ClassVar[str] = "cuda"
 
+    @classmethod
+    def signature(cls, w: Writer, f: func.FuncOp, params: Sequence[str]) -> str:
+        """`__launch_bounds__(threads per block)` before the kernel's name: the compiler may
+        then give each thread the registers the block leaves (hipcc assumes 1024 threads and
+        caps a thread at 128 VGPRs otherwise: an 8x8 register tile spills)."""
+        header = super().signature(w, f, params)
+        if not isinstance(f, egpu.FuncOp):
+            return header
+        name = f.sym_name.data
+        return header.replace(f"void {name}(", f"void __launch_bounds__({math.prod(f.block_size)}) {name}(", 1)
+
 
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=cuda},"
-        "legalize-f16-storage,einc-vectorize-loops{target=cuda},canonicalize,cse"
+        "einc-init-accumulators,convert-affine-to-egpu{target=cuda},"
+        "legalize-f16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),
@@ -67,6 +90,13 @@ class CUDATarget(CudaFamily):
         **{f"block_dim.{d}": f"(long long)blockDim.{d}" for d in _AXES},
         **{f"grid_dim.{d}": f"(long long)gridDim.{d}" for d in _AXES},
     }  # fmt: skip
+    work_item_index_32 = {
+        **{f"block_id.{d}": f"(int)blockIdx.{d}" for d in _AXES},
+        **{f"thread_id.{d}": f"(int)threadIdx.{d}" for d in _AXES},
+        **{f"global_id.{d}": f"(int)(blockIdx.{d} * blockDim.{d} + threadIdx.{d})" for d in _AXES},
+        **{f"block_dim.{d}": f"(int)blockDim.{d}" for d in _AXES},
+        **{f"grid_dim.{d}": f"(int)gridDim.{d}" for d in _AXES},
+    }
     types = {
         f64: "double", f32: "float", f16: "unsigned short",
         i64: "long long", i32: "int", i16: "short", i8: "signed char", i1: "bool",

@@ -109,6 +109,9 @@ def device(w: Writer) -> type[DeviceTarget]:
 def index_expression(w: Writer, op: egpu.IndexOp) -> Expr:
     key = f"{op.name.removeprefix('egpu.')}.{op.dimension.value}"
     spelling = w.t.work_item_index.get(key)
+    if w.index_bits == 32 and spelling is not None:
+        narrow = device(w).work_item_index_32.get(key)
+        spelling = narrow if narrow is not None else f"({w.index_ctype()})({spelling})"
     if spelling is not None:
         return Expr(spelling)
     lo, hi = op.index_range()
@@ -207,6 +210,9 @@ class DeviceTarget(CLikeTarget):
 
     kernel_prefix: ClassVar[str] = "__kernel "
     index_type: ClassVar[str] = "long"
+    work_item_index_32: ClassVar[Mapping[str, str]] = {}
+    """`work_item_index` in a kernel whose indices are 32-bit (`egpu.index_bits`); a missing
+    key is the 64-bit spelling cast to the 32-bit type."""
     shared_decl: ClassVar[str] = "__local {t} {name}[{n}];"
     load_extf: ClassVar[str] = "vload_half({i}, {buf})"
     store_truncf: ClassVar[str] = "vstore_half({v}, {i}, {buf})"

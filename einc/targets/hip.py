@@ -14,7 +14,7 @@ from typing import ClassVar
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
-from einc.targets.cuda import CudaFamily
+from einc.targets.cuda import CUDATarget, CudaFamily
 from einc.targets.gpu import Runner, TargetRuntime
 
 _AXES = "xyz"
@@ -24,8 +24,8 @@ class HIPTarget(CudaFamily):
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=hip},"
-        "einc-vectorize-loops{target=hip},canonicalize,cse"
+        "einc-init-accumulators,convert-affine-to-egpu{target=hip},"
+        "einc-vectorize-loops{target=hip},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),
@@ -45,6 +45,7 @@ class HIPTarget(CudaFamily):
         **{f"block_dim.{d}": f"(int64_t)blockDim.{d}" for d in _AXES},
         **{f"grid_dim.{d}": f"(int64_t)gridDim.{d}" for d in _AXES},
     }  # fmt: skip
+    work_item_index_32 = CUDATarget.work_item_index_32
     # wavefronts of 64 (gfx90a) or 32 (gfx1030) lanes: `warpSize` at run time; a cluster of
     # w lanes shuffles within its aligned w-lane segment
     subgroup_helper: ClassVar[str] = (

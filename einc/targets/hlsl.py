@@ -262,9 +262,9 @@ class HLSLTarget(DeviceTarget):
     runtime_device: ClassVar[str | None] = "vulkan"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=hlsl},"
+        "einc-init-accumulators,convert-affine-to-egpu{target=hlsl},"
         "legalize-storage-dtypes{target=hlsl},legalize-narrow-ints{target=hlsl},"
-        "legalize-f16-storage,einc-vectorize-loops{target=hlsl},canonicalize,cse"
+        "legalize-f16-storage,einc-vectorize-loops{target=hlsl},einc-vectorize-shared-loads,canonicalize,cse"
     )
     limits = TargetDescription(
         "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),

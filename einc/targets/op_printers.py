@@ -18,9 +18,9 @@ from xdsl.ir import Operation, SSAValue
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError
-from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
+from einc.ir.attrs import ALIGN_ATTR, PARALLEL_ATTR, VECTORIZE_ATTR
 from einc.transforms.affine_index import dims_to_operands
-from einc.targets.spelling import ADD, UNARY, Expr
+from einc.targets.spelling import ADD, ATOM, UNARY, Expr
 
 if TYPE_CHECKING:
     from einc.targets.writer import Writer
@@ -193,10 +193,18 @@ def _vload(w: Writer, op: egpu.VLoadOp) -> Expr:
     assert isinstance(t, VectorType)
     index = w.flat_values(op.memref, op.indices)
     lanes = _vector_lane_accesses(w, op.memref, index, t.get_shape()[0])
-    text = w.vector_spelling(
-        w.t.vector_load, t, p=f"&{w.access(op.memref, index)}", lanes=", ".join(lanes)
-    )
+    align = op.attributes.get(ALIGN_ATTR)
+    fmt = w.t.vector_load
+    element = t.get_element_type()
+    size = t.get_shape()[0] * (element.bitwidth // 8 if isinstance(element, AnyFloat) else 0)
+    if isinstance(align, IntegerAttr) and w.t.aligned_vector_load and size and align.value.data >= size:
+        fmt = w.t.aligned_vector_load
+    text = w.vector_spelling(fmt, t, p=f"&{w.access(op.memref, index)}", lanes=", ".join(lanes))
     return Expr(text)
+
+
+def _vextract(w: Writer, op: egpu.VExtractOp) -> Expr:
+    return Expr(w.lane(w.value(op.vector).operand(ATOM), str(op.lane.value.data)))
 
 
 def _vstore(w: Writer, op: egpu.VStoreOp) -> None:
@@ -309,4 +317,5 @@ EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
     memref.LoadOp: expression(memref.LoadOp, _memref_load),
     affine.ApplyOp: expression(affine.ApplyOp, _affine_apply),
     affine.MinOp: expression(affine.MinOp, _affine_min),
+    egpu.VExtractOp: expression(egpu.VExtractOp, _vextract),
 }

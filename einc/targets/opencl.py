@@ -23,8 +23,8 @@ class OpenCLTarget(DeviceTarget):
     runtime_device: ClassVar[str | None] = "opencl"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=opencl},"
-        "legalize-f16-storage,einc-vectorize-loops{target=opencl},canonicalize,cse"
+        "einc-init-accumulators,convert-affine-to-egpu{target=opencl},"
+        "legalize-f16-storage,einc-vectorize-loops{target=opencl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "opencl", max_threads_per_block=4096, max_block=(4096, 4096, 4096),
@@ -44,6 +44,7 @@ class OpenCLTarget(DeviceTarget):
         **{f"block_dim.{d}": f"get_local_size({k})" for k, d in enumerate("xyz")},
         **{f"grid_dim.{d}": f"get_num_groups({k})" for k, d in enumerate("xyz")},
     }
+    work_item_index_32 = {k: f"(int){v}" for k, v in work_item_index.items()}
     types = {
         f64: "double", f32: "float", f16: "half",
         i64: "long", i32: "int", i16: "short", i8: "char", i1: "bool", IndexType(): "long",

@@ -37,8 +37,8 @@ class SYCLTarget(DeviceTarget):
     runtime_device: ClassVar[str | None] = "sycl"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=sycl},"
-        "einc-vectorize-loops{target=sycl},canonicalize,cse"
+        "einc-init-accumulators,convert-affine-to-egpu{target=sycl},"
+        "einc-vectorize-loops{target=sycl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
@@ -73,6 +73,7 @@ class SYCLTarget(DeviceTarget):
         **{f"block_dim.{d}": f"(int64_t){_ITEM}.get_local_range({k})" for d, k in _DIMS.items()},
         **{f"grid_dim.{d}": f"(int64_t){_ITEM}.get_group_range({k})" for d, k in _DIMS.items()},
     }
+    work_item_index_32 = {k: "(int)" + v.removeprefix("(int64_t)") for k, v in work_item_index.items()}
     types = {**CLikeTarget.types, f16: "sycl::half"}
     literal_names = {
         **{k: v for k, v in CUDATarget.literal_names.items() if k.startswith("INT")},

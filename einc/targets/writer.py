@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     f32,
     f64,
     i1,
+    i32,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
@@ -41,6 +42,7 @@ from xdsl.ir.affine import (
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
+from einc.ir.attrs import INDEX_BITS_ATTR
 from einc.ir.locations import tag
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.ranges import Range, expr_range, value_range
@@ -83,6 +85,9 @@ class Writer:
         self.outlined: list[str] = []
         self.outlined_count = 0
         self.header = ""
+        self.index_bits = 64
+        """The width of `index` in the function being printed: 32 in a kernel the
+        `einc-index-width` pass marked (`egpu.index_bits`), else 64."""
         """The header line of the function being printed (`CLikeTarget.signature`)."""
         """Lines of the functions parallel loop bodies are printed into (`parallel_loop`),
         printed before the functions that call them."""
@@ -123,9 +128,18 @@ class Writer:
         return name
 
     # -- types ----------------------------------------------------------------------------------
+    def narrowed(self, t: Attribute) -> Attribute:
+        """`t`, with `index` as i32 in a function whose indices are 32-bit."""
+        return i32 if self.index_bits == 32 and isinstance(t, IndexType) else t
+
+    def index_ctype(self) -> str:
+        """The type of loop variables and index values in the function being printed."""
+        return self.t.index_type if self.index_bits == 64 else self.ctype(i32)
+
     def ctype(self, t: Attribute) -> str:
         if isinstance(t, VectorType):
             return self.vector_ctype(t)
+        t = self.narrowed(t)
         if t not in self.t.types:
             raise TargetError(f"{self.t.name} target: no type for {t}")
         return self.t.types[t]
@@ -134,7 +148,7 @@ class Writer:
         if isinstance(t, VectorType):
             return f"{self.suffix(t.get_element_type())}x{t.get_shape()[0]}"
         if isinstance(t, IndexType):
-            return "i64"
+            return f"i{self.index_bits}"
         if isinstance(t, IntegerType):
             return f"i{t.width.data}"
         return f"f{t.bitwidth}" if isinstance(t, AnyFloat) else "x"
@@ -172,6 +186,8 @@ class Writer:
             if isinstance(op, memref.AllocOp | memref.AllocaOp)
             and isinstance(name := op.attributes.get("ein.name"), StringAttr)
         }
+        bits = f.attributes.get(INDEX_BITS_ATTR)
+        self.index_bits = bits.value.data if isinstance(bits, IntegerAttr) else 64
         if self.lines:
             self.line("")  # a blank line between functions
         self.scopes.append(set())  # parameter names are the function's own
@@ -191,6 +207,7 @@ class Writer:
         self.block(f.body.block)
         self.close()
         self.scopes.pop()
+        self.index_bits = 64
 
     def block(self, block: Block) -> None:
         for op in block.ops:
@@ -234,7 +251,7 @@ class Writer:
         name = self.declare(iv)
         increment = f"{name}++" if step == 1 else f"{name} += {step}"
         self.line(
-            f"for ({self.t.index_type} {name} = {lower.text}; "
+            f"for ({self.index_ctype()} {name} = {lower.text}; "
             f"{name} < {upper.operand(RELATIONAL + 1)}; "
             f"{increment}) {{"
         )
@@ -273,7 +290,7 @@ class Writer:
         iv = loop.body.block.args[0]
         self.scopes.append(set())  # the loop variable is local to the loop
         iv_name = self.declare(iv)
-        params = [f"{self.t.index_type} {iv_name}"]
+        params = [f"{self.index_ctype()} {iv_name}"]
         args = [iv_name]
         renamed: dict[SSAValue, str | None] = {}
         self.scopes.append({iv_name})  # the function's parameters
@@ -311,7 +328,7 @@ class Writer:
                 self.names[v] = old
         increment = f"{iv_name}++" if step == 1 else f"{iv_name} += {step}"
         self.line(
-            f"for ({self.t.index_type} {iv_name} = {lower.text}; "
+            f"for ({self.index_ctype()} {iv_name} = {lower.text}; "
             f"{iv_name} < {upper.operand(RELATIONAL + 1)}; "
             f"{increment}) {{"
         )
@@ -385,7 +402,7 @@ class Writer:
         fields = {
             "t": self.ctype(result_type),
             "s": self.suffix(result_type),
-            "ut": self.t.unsigned_types.get(operand_type, "?"),
+            "ut": self.t.unsigned_types.get(self.narrowed(operand_type), "?"),
         }
         if "{f}" in spelling.fmt:
             float_type = result_type if isinstance(result_type, AnyFloat) else operand_type
@@ -483,7 +500,7 @@ class Writer:
         if spelling is None:
             raise InternalCompilerError(f"the {self.t.name} target has no spelling of {op_type.name}")
         fields = {"t": self.ctype(element), "s": self.suffix(element),
-                  "ut": self.t.unsigned_types.get(element, "?")}  # fmt: skip
+                  "ut": self.t.unsigned_types.get(self.narrowed(element), "?")}  # fmt: skip
         if "{f}" in spelling.fmt:
             if element not in self.t.math_suffix:
                 raise InternalCompilerError(f"the {self.t.name} target has no {element} math")
@@ -582,7 +599,7 @@ class Writer:
                 }[kind]
                 self.use_helper(name, IndexType())
                 inner = self._affine(lhs, operands, ranges)[0]
-                return f"einc_{name}_i64({inner}, {c})", ATOM
+                return f"einc_{name}_{self.suffix(IndexType())}({inner}, {c})", ATOM
             case _:
                 raise InternalCompilerError(f"{self.t.name} target: cannot print affine expr {e}")
 
@@ -598,7 +615,7 @@ class Writer:
         result = exprs[0]
         for e in exprs[1:]:
             self.use_helper(helper_name, IndexType())
-            result = Expr(f"einc_{helper_name}_i64({result.text}, {e.text})")
+            result = Expr(f"einc_{helper_name}_{self.suffix(IndexType())}({result.text}, {e.text})")
         return result
 
     # -- inlining -----------------------------------------------------------------------------

@@ -194,6 +194,13 @@ def _vbroadcast(m: Machine, op: Operation) -> Step:
     return _compute(m, op, lambda x: np.repeat(np.asarray(x)[..., None], width, axis=-1))
 
 
+@compiles(egpu.VExtractOp)
+def _vextract(m: Machine, op: Operation) -> Step:
+    assert isinstance(op, egpu.VExtractOp)
+    lane = op.lane.value.data
+    return _compute(m, op, lambda v: np.asarray(v)[..., lane])
+
+
 @compiles(egpu.VReduceOp)
 def _vreduce(m: Machine, op: Operation) -> Step:
     assert isinstance(op, egpu.VReduceOp)

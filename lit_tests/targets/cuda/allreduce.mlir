@@ -5,7 +5,7 @@
 // (mask: the cluster's lanes; the xor offsets stay inside it), thread 0 stores.
 
 // CHECK:       static __device__ inline float einc_warp_add_f32(float a, int w) { unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u; unsigned m = w == 32 ? 0xffffffffu : ((1u << w) - 1u) << (lane & ~(unsigned)(w - 1)); for (int o = w / 2; o > 0; o >>= 1) { float b = __shfl_xor_sync(m, a, o, w); a = a + b; } return a; }
-// CHECK-LABEL: extern "C" __global__ void row_dot_C(
+// CHECK-LABEL: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) row_dot_C(
 // CHECK-NOT:   __shared__
 // CHECK:         float partial = 0.0f;
 // CHECK-NEXT:    for (long long K_o = 0; K_o < 200; K_o += 16) {

@@ -14,7 +14,7 @@ func.func @matmul(%A: tensor<4x3xf32> {ein.name = "A"}, %B: tensor<3x5xf32> {ein
   func.return %C : tensor<4x5xf32>
 }
 
-// CHECK:      extern "C" __global__ void matmul_C(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+// CHECK:      extern "C" __global__ void __launch_bounds__({{[0-9]+}}) matmul_C(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
 // CHECK-NEXT:   long long gid = ((long long)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   long long N = gid / 5;
 // CHECK-NEXT:   long long M = gid % 5;
@@ -45,7 +45,7 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 
 // CHECK:      static __device__ inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
 // CHECK-EMPTY:
-// CHECK-NEXT: extern "C" __global__ void row_max_then_scale_Mx(const float* __restrict__ X, float* __restrict__ Mx) {
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) row_max_then_scale_Mx(const float* __restrict__ X, float* __restrict__ Mx) {
 // CHECK-NEXT:   long long N = ((long long)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   Mx[N] = -__int_as_float(0x7f800000);
 // CHECK-NEXT:   for (long long C = 0; C < 100; C++) {
@@ -53,7 +53,7 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
 // CHECK-EMPTY:
-// CHECK-NEXT: extern "C" __global__ void row_max_then_scale_Y(const float* __restrict__ X, float* __restrict__ Y, const float* __restrict__ Mx) {
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) row_max_then_scale_Y(const float* __restrict__ X, float* __restrict__ Y, const float* __restrict__ Mx) {
 // CHECK-NEXT:   long long gid = ((long long)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   if (gid < 300) {
 // CHECK-NEXT:     long long N = gid / 100;
@@ -81,7 +81,7 @@ func.func @halves_and_bytes(%H: tensor<8xf16> {ein.name = "H"}, %Q: tensor<8xi8>
 // CHECK-NEXT: static __device__ inline unsigned short einc_float_to_half(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 // CHECK-NEXT: static __device__ inline float einc_round_f16(float a) { return einc_half_to_float(einc_float_to_half(a)); }
 // CHECK-EMPTY:
-// CHECK-NEXT: extern "C" __global__ void halves_and_bytes_Y(const unsigned short* __restrict__ H, const signed char* __restrict__ Q, unsigned short* __restrict__ Y) {
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) halves_and_bytes_Y(const unsigned short* __restrict__ H, const signed char* __restrict__ Q, unsigned short* __restrict__ Y) {
 // CHECK-NEXT:   long long N = ((long long)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   float h = einc_half_to_float(H[N]);
 // CHECK-NEXT:   signed char i = Q[N];

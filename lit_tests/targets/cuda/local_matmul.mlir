@@ -1,8 +1,9 @@
 // RUN: einc compile %S/../../frontend/matmul.ein -t cuda --schedule %s | filecheck %s
 
 // A register-blocked matmul (frontend/matmul.ein, 8x4 by 4x2): rows tiled by 4, one tile per
-// thread; each thread accumulates its 4x2 tile of output0 in a local array, copied in
-// before the reduction and out after it; the 4x2 loops unrolled. The array is the
+// thread; each thread accumulates its 4x2 tile of output0 in a local array, set to the
+// identity before the reduction (einc-init-accumulators: no fill kernel, no read-back of
+// output0) and copied out after it; the 4x2 loops unrolled. The array is the
 // work-item's own: registers, spilled to local memory.
 
 builtin.module {
@@ -20,18 +21,18 @@ builtin.module {
   }
 }
 
-// CHECK-LABEL: extern "C" __global__ void kernel_output0_1(
-// CHECK-NEXT:    long long thread_x = (long long)threadIdx.x;
-// CHECK-NEXT:    long long N_o = thread_x * 4;
+// CHECK-LABEL: void __launch_bounds__({{[0-9]+}}) kernel_output0(
+// CHECK-NEXT:    int thread_x = (int)threadIdx.x;
+// CHECK-NEXT:    int N_o = thread_x * 4;
 // CHECK-NEXT:    float output0_local[8];
-// CHECK-NEXT:    for (long long output0_c0 = 0; output0_c0 < 4; output0_c0++) {
-// CHECK-NEXT:      for (long long output0_c1 = 0; output0_c1 < 2; output0_c1 += 2) {
-// CHECK-NEXT:        einc_f32x2 v = einc_f32x2{{[{][{]}}output0[(thread_x * 4 + output0_c0) * 2 + output0_c1], output0[(thread_x * 4 + output0_c0) * 2 + output0_c1 + 1]}};
+// CHECK-NEXT:    for (int output0_c0 = 0; output0_c0 < 4; output0_c0++) {
+// CHECK-NEXT:      for (int output0_c1 = 0; output0_c1 < 2; output0_c1 += 2) {
+// CHECK-NEXT:        einc_f32x2 v = einc_vbroadcast_f32x2(0.0f);
 // CHECK-NEXT:        output0_local[output0_c0 * 2 + output0_c1] = v.v[0];
 // CHECK-NEXT:        output0_local[output0_c0 * 2 + output0_c1 + 1] = v.v[1];
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
-// CHECK-NEXT:    for (long long K = 0; K < 4; K++) {
+// CHECK-NEXT:    for (int K = 0; K < 4; K++) {
 // CHECK-NEXT:      output0_local[0 * 2 + 0] = output0_local[0 * 2 + 0] + input0[N_o * 4 + 0 * 4 + K] * input1[K * 2 + 0];
 // CHECK-NEXT:      output0_local[0 * 2 + 1] = output0_local[0 * 2 + 1] + input0[N_o * 4 + 0 * 4 + K] * input1[K * 2 + 1];
 // CHECK-NEXT:      output0_local[1 * 2 + 0] = output0_local[1 * 2 + 0] + input0[N_o * 4 + 1 * 4 + K] * input1[K * 2 + 0];
@@ -41,8 +42,8 @@ builtin.module {
 // CHECK-NEXT:      output0_local[3 * 2 + 0] = output0_local[3 * 2 + 0] + input0[N_o * 4 + 3 * 4 + K] * input1[K * 2 + 0];
 // CHECK-NEXT:      output0_local[3 * 2 + 1] = output0_local[3 * 2 + 1] + input0[N_o * 4 + 3 * 4 + K] * input1[K * 2 + 1];
 // CHECK-NEXT:    }
-// CHECK-NEXT:    for (long long output0_c0 = 0; output0_c0 < 4; output0_c0++) {
-// CHECK-NEXT:      for (long long output0_c1 = 0; output0_c1 < 2; output0_c1 += 2) {
+// CHECK-NEXT:    for (int output0_c0 = 0; output0_c0 < 4; output0_c0++) {
+// CHECK-NEXT:      for (int output0_c1 = 0; output0_c1 < 2; output0_c1 += 2) {
 // CHECK-NEXT:        einc_f32x2 v = einc_f32x2{{[{][{]}}output0_local[output0_c0 * 2 + output0_c1], output0_local[output0_c0 * 2 + output0_c1 + 1]}};
 // CHECK-NEXT:        output0[(thread_x * 4 + output0_c0) * 2 + output0_c1] = v.v[0];
 // CHECK-NEXT:        output0[(thread_x * 4 + output0_c0) * 2 + output0_c1 + 1] = v.v[1];

@@ -23,19 +23,19 @@ builtin.module {
   }
 }
 
-// CHECK-LABEL: void kernel_output0_1(
-// CHECK-NEXT:  __shared__ float input0_shared[8];
-// CHECK-NEXT:  __shared__ float input1_shared[4];
-// CHECK-NEXT:  long long thread_x = (long long)threadIdx.x;
-// CHECK:       long long tid = thread_x + thread_y * 2;
-// CHECK:       for (long long K_o = 0; K_o < 4; K_o += 2) {
-// CHECK-NEXT:    for (long long e = tid; e < 4; e += 8) {
+// CHECK-LABEL: void __launch_bounds__({{[0-9]+}}) kernel_output0_1(
+// CHECK-NEXT:  __shared__ float input0_shared[8] __attribute__((aligned(16)));
+// CHECK-NEXT:  __shared__ float input1_shared[4] __attribute__((aligned(16)));
+// CHECK-NEXT:  int thread_x = (int)threadIdx.x;
+// CHECK:       int tid = thread_x + thread_y * 2;
+// CHECK:       for (int K_o = 0; K_o < 4; K_o += 2) {
+// CHECK-NEXT:    for (int e = tid; e < 4; e += 8) {
 // CHECK:           input1_shared[input1_c0 * 2 + input1_c1] = input1[K_o * 2 + input1_c0 * 2 + input1_c1];
-// CHECK:         for (long long e = tid; e < 8; e += 8) {
+// CHECK:         for (int e = tid; e < 8; e += 8) {
 // CHECK:           input0_shared[input0_c0 * 2 + input0_c1] = input0[N_o * 4 + input0_c0 * 4 + K_o + input0_c1];
 // CHECK-NEXT:    }
 // CHECK-NEXT:    __syncthreads();
-// CHECK-NEXT:    for (long long K_i = 0; K_i < 2; K_i++) {
+// CHECK-NEXT:    for (int K_i = 0; K_i < 2; K_i++) {
 // CHECK-NEXT:      output0[N_o * 2 + thread_y * 2 + thread_x] = output0[N_o * 2 + thread_y * 2 + thread_x] + input0_shared[thread_y * 2 + K_i] * input1_shared[K_i * 2 + thread_x];
 // CHECK-NEXT:    }
 // CHECK-NEXT:    __syncthreads();

@@ -4,7 +4,7 @@
 // (a 16-lane segment of a wave of 64 on gfx90a or 32 on gfx1030).
 
 // CHECK:       static __device__ inline float einc_warp_add_f32(float a, int w) { for (int o = w / 2; o > 0; o >>= 1) { float b = __shfl_xor(a, o, w); a = a + b; } return a; }
-// CHECK-LABEL: extern "C" __global__ void row_dot_C(
+// CHECK-LABEL: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) row_dot_C(
 // CHECK-NOT:   __shared__
 // CHECK:         for (int64_t K_o = 0; K_o < 200; K_o += 16) {
 // CHECK:         float total = einc_warp_add_f32(partial, 16);

@@ -15,7 +15,7 @@ func.func @matmul(%A: tensor<4x3xf32> {ein.name = "A"}, %B: tensor<3x5xf32> {ein
 
 // CHECK:      #include <hip/hip_runtime.h>
 // CHECK-EMPTY:
-// CHECK-NEXT: extern "C" __global__ void matmul_C(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) matmul_C(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
 // CHECK-NEXT:   int64_t gid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   int64_t N = gid / 5;
 // CHECK-NEXT:   int64_t M = gid % 5;
@@ -48,7 +48,7 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-EMPTY:
 // CHECK-NEXT: static __device__ inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
 // CHECK-EMPTY:
-// CHECK-NEXT: extern "C" __global__ void row_max_then_scale_Mx(const float* __restrict__ X, float* __restrict__ Mx) {
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) row_max_then_scale_Mx(const float* __restrict__ X, float* __restrict__ Mx) {
 // CHECK-NEXT:   int64_t N = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   Mx[N] = -INFINITY;
 // CHECK-NEXT:   for (int64_t C = 0; C < 100; C++) {
@@ -56,7 +56,7 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
 // CHECK-EMPTY:
-// CHECK-NEXT: extern "C" __global__ void row_max_then_scale_Y(const float* __restrict__ X, float* __restrict__ Y, const float* __restrict__ Mx) {
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) row_max_then_scale_Y(const float* __restrict__ X, float* __restrict__ Y, const float* __restrict__ Mx) {
 // CHECK-NEXT:   int64_t gid = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   if (gid < 300) {
 // CHECK-NEXT:     int64_t N = gid / 100;
@@ -82,7 +82,7 @@ func.func @halves_and_bytes(%H: tensor<8xf16> {ein.name = "H"}, %Q: tensor<8xi8>
 
 // CHECK:      #include <hip/hip_runtime.h>
 // CHECK-EMPTY:
-// CHECK-NEXT: extern "C" __global__ void halves_and_bytes_Y(const _Float16* __restrict__ H, const int8_t* __restrict__ Q, _Float16* __restrict__ Y) {
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) halves_and_bytes_Y(const _Float16* __restrict__ H, const int8_t* __restrict__ Q, _Float16* __restrict__ Y) {
 // CHECK-NEXT:   int64_t N = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   int8_t i = Q[N];
 // CHECK-NEXT:   Y[N] = (_Float16)((float)H[N] * (float)(_Float16)(int8_t)(i + i));

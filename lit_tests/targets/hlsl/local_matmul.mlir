@@ -1,8 +1,9 @@
 // RUN: einc compile %S/../../frontend/matmul.ein -t hlsl --schedule %s | filecheck %s
 
 // A register-blocked matmul (frontend/matmul.ein, 8x4 by 4x2): rows tiled by 4, one tile per
-// thread; each thread accumulates its 4x2 tile of output0 in a local array, copied in
-// before the reduction and out after it; the 4x2 loops unrolled. The array is the
+// thread; each thread accumulates its 4x2 tile of output0 in a local array, set to the
+// identity before the reduction (einc-init-accumulators: no fill kernel, no read-back of
+// output0) and copied out after it; the 4x2 loops unrolled. The array is the
 // work-item's own: a function-local array (SPIR-V Function storage class).
 
 builtin.module {
@@ -20,13 +21,13 @@ builtin.module {
   }
 }
 
-// CHECK-LABEL: void kernel_output0_1(
+// CHECK-LABEL: void kernel_output0(
 // CHECK-NEXT:    int thread_x = ((int)einc_thread.x);
 // CHECK-NEXT:    int N_o = thread_x * 4;
 // CHECK-NEXT:    float output0_local[8];
 // CHECK-NEXT:    for (int output0_c0 = 0; output0_c0 < 4; output0_c0++) {
 // CHECK-NEXT:      for (int output0_c1 = 0; output0_c1 < 2; output0_c1 += 2) {
-// CHECK-NEXT:        float2 v = float2(output0[(thread_x * 4 + output0_c0) * 2 + output0_c1], output0[(thread_x * 4 + output0_c0) * 2 + output0_c1 + 1]);
+// CHECK-NEXT:        float2 v = einc_vbroadcast_f32x2(0.0f);
 // CHECK-NEXT:        output0_local[output0_c0 * 2 + output0_c1] = v[0];
 // CHECK-NEXT:        output0_local[output0_c0 * 2 + output0_c1 + 1] = v[1];
 // CHECK-NEXT:      }

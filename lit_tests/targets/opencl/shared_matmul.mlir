@@ -26,16 +26,16 @@ builtin.module {
 // CHECK-LABEL: void kernel_output0_1(
 // CHECK-NEXT:  __local float input0_shared[8];
 // CHECK-NEXT:  __local float input1_shared[4];
-// CHECK-NEXT:  long thread_x = get_local_id(0);
-// CHECK:       long tid = thread_x + thread_y * 2;
-// CHECK:       for (long K_o = 0; K_o < 4; K_o += 2) {
-// CHECK-NEXT:    for (long e = tid; e < 4; e += 8) {
+// CHECK-NEXT:  int thread_x = (int)get_local_id(0);
+// CHECK:       int tid = thread_x + thread_y * 2;
+// CHECK:       for (int K_o = 0; K_o < 4; K_o += 2) {
+// CHECK-NEXT:    for (int e = tid; e < 4; e += 8) {
 // CHECK:           input1_shared[input1_c0 * 2 + input1_c1] = input1[K_o * 2 + input1_c0 * 2 + input1_c1];
-// CHECK:         for (long e = tid; e < 8; e += 8) {
+// CHECK:         for (int e = tid; e < 8; e += 8) {
 // CHECK:           input0_shared[input0_c0 * 2 + input0_c1] = input0[N_o * 4 + input0_c0 * 4 + K_o + input0_c1];
 // CHECK-NEXT:    }
 // CHECK-NEXT:    barrier(CLK_LOCAL_MEM_FENCE);
-// CHECK-NEXT:    for (long K_i = 0; K_i < 2; K_i++) {
+// CHECK-NEXT:    for (int K_i = 0; K_i < 2; K_i++) {
 // CHECK-NEXT:      output0[N_o * 2 + thread_y * 2 + thread_x] = output0[N_o * 2 + thread_y * 2 + thread_x] + input0_shared[thread_y * 2 + K_i] * input1_shared[K_i * 2 + thread_x];
 // CHECK-NEXT:    }
 // CHECK-NEXT:    barrier(CLK_LOCAL_MEM_FENCE);

@@ -1,0 +1,92 @@
+"""The shape of CUDA code without a GPU: NVRTC's PTX of the classic SGEMM schedule
+(tests/test_gpu_code.py::SGEMM: 128x128 block tiles, 8x8 register tiles, K tiles of 8, both
+inputs in shared memory), counted per kernel and in the hot loop (the backward branch whose
+body has the most FMAs, the shortest such).
+
+    .venv/bin/python benchmarks/cuda_code_shape.py [--n 1024] [--unroll-k] [--source]
+
+Reports: kernels, per kernel the global loads (scalar and vector), shared loads, FMAs and
+64-bit integer adds/multiplies (address arithmetic included), and in the hot loop the FMAs
+per shared load instruction. Needs NVRTC (cuda-python), no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+COUNTED = ("ld.global", "ld.shared", "st.global", "st.shared", "fma", "add.s64", "mul.wide", "mad.lo.s64", "add.s32")
+
+
+def ptx(source: str, arch: str) -> str:
+    from cuda.bindings import nvrtc
+
+    from einc.runtime.cuda import cuda_include_dirs
+
+    err, program = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+    flags = [f"--gpu-architecture={arch}".encode(), *(f"--include-path={d}".encode() for d in cuda_include_dirs())]
+    (err,) = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise SystemExit(f"NVRTC failed: {err}")
+    err, size = nvrtc.nvrtcGetPTXSize(program)
+    text = b" " * size
+    nvrtc.nvrtcGetPTX(program, text)
+    nvrtc.nvrtcDestroyProgram(program)
+    return text.rstrip(b"\0 ").decode()
+
+
+def counts(lines: list[str]) -> dict[str, int]:
+    found = dict.fromkeys(COUNTED, 0) | {"ld.global.v": 0, "ld.shared.v": 0}
+    for line in lines:
+        words = line.split()
+        if not words:
+            continue
+        op = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+        for name in COUNTED:
+            if op.startswith(name):
+                found[name] += 1
+        for space in ("global", "shared"):
+            if re.match(rf"ld\.{space}(\.nc)?\.v\d", op):
+                found[f"ld.{space}.v"] += 1
+    return found
+
+
+def main() -> None:
+    import einc
+    from tests.test_device_differential import script
+    from tests.test_gpu_code import SGEMM
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1024)
+    parser.add_argument("--arch", default="compute_90")
+    parser.add_argument("--unroll-k", action="store_true", help="also unroll the K tile loop (by 8)")
+    parser.add_argument("--source", action="store_true", help="print the CUDA source")
+    args = parser.parse_args()
+    lines = [*SGEMM, "transform.einc.unroll %f by 8"] if args.unroll_k else SGEMM
+    f32 = {"dtype": "float32", "shape": [args.n, args.n]}
+    kernel = einc.compile("output0[N, M] +=! input0[N, K] * input1[K, M]", {"input0": f32, "input1": f32},
+                          target="cuda", schedule=script(lines))  # fmt: skip
+    source = kernel.source
+    if args.source:
+        print(source)
+    text = ptx(source, args.arch)
+    for body in re.split(r"\n(?=\.visible \.entry)", text)[1:]:
+        head = re.match(r"\.visible \.entry (\w+)", body)
+        name = head.group(1) if head else "?"
+        rows = body.splitlines()
+        labels = {m.group(1): i for i, row in enumerate(rows) if (m := re.match(r"\s*(\$L__\w+):", row))}
+        loops = [(labels[m.group(1)], i) for i, row in enumerate(rows)
+                 if (m := re.search(r"bra(?:\.uni)?\s+(\$L__\w+);", row)) and labels.get(m.group(1), i) < i]  # fmt: skip
+        print(f"{name}: {counts(rows)}")
+        if loops:
+            lo, hi = max(loops, key=lambda r: (counts(rows[r[0] : r[1]])["fma"], r[0] - r[1]))
+            hot = counts(rows[lo:hi])
+            print(f"  hot loop: {hot}; FMAs per shared load {hot['fma'] / max(1, hot['ld.shared']):.1f}")
+
+
+if __name__ == "__main__":
+    main()

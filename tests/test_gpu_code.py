@@ -1,0 +1,140 @@
+"""The code device kernels get: register accumulators started at the reduction's identity
+(`einc-init-accumulators`: no fill kernel, no read-back of the output) and 32-bit index
+arithmetic where every index fits (`einc-index-width`).
+
+Executed on OpenCL (PoCL), HLSL (lavapipe), SYCL and CUDA (where an NVIDIA GPU is) against a
+float64 NumPy reference on fresh random inputs; compile-checked on CUDA (NVRTC) and HIP
+(hipcc).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from einc.compiler.driver import Compilation
+from tests.test_device_differential import run_on_device, script
+from tests.test_device_local import TILES_16_BY_4, compile_check, f32, register_blocked
+from tests.test_device_schedules import random_inputs
+from tests.test_device_targets import require, require_run
+
+RUNS = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "cuda")]
+COMPILES = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("cuda", "hip")]
+
+
+def reduction(op: str, n: int, m: int, k: int, target: str, at: str = "%d") -> Compilation:
+    ir = f"output0[N, M] {op} input0[N, K] * input1[K, M]"
+    inputs = {"input0": f32(n, k), "input1": f32(k, m)}
+    lines = register_blocked(unroll=n % 16 == 0 and m % 16 == 0, at=at)
+    return Compilation(ir, "<t>", inputs, None, target, script(lines))
+
+
+def reference(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    products = a.astype(np.float64)[:, :, None] * b.astype(np.float64)[None, :, :]
+    return {"+=!": products.sum(axis=1), ">=!": products.max(axis=1), "<=!": products.min(axis=1)}[op]
+
+
+@pytest.mark.parametrize("target", RUNS)
+@pytest.mark.parametrize("op", ["+=!", ">=!"])
+@pytest.mark.parametrize("n,m,k", [(32, 48, 20), (37, 45, 29)])
+def test_register_tile_starts_at_the_identity(target: str, op: str, n: int, m: int, k: int) -> None:
+    """A 4x4 register tile per thread (cache_write at the thread loop): the tile is set to
+    the identity (0, -inf) in registers, no thread reads the output before writing it, and
+    the fill kernel is gone: the tiles cover the output, partial tiles (bounds
+    `min(16, 37 - N.o)`) included."""
+    require_run(target)
+    comp = reduction(op, n, m, k, target)
+    comp.run_until("source")
+    kernels = comp.target_obj.manifest(comp.results["target"]).kernels
+    assert len(kernels) == 1
+    reads = [o for o in comp.results["target"].walk() if o.name in ("affine.load", "egpu.vload")
+             and o.operands[0].name_hint == "output0"]  # fmt: skip
+    assert not reads
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, reference(op, inputs["input0"], inputs["input1"]), rtol=1e-4, atol=1e-5 * k)
+
+
+@pytest.mark.parametrize("target", RUNS)
+def test_tile_staged_inside_the_reduction_still_reads_the_output(target: str) -> None:
+    """The tile staged at K (inside the reduction loop) is copied in at each K iteration and
+    must see what the previous one wrote: the fill stays and the copy-in reads output0."""
+    require_run(target)
+    comp = reduction("+=!", 32, 48, 20, target, at="%e")
+    comp.run_until("source")
+    assert len(comp.target_obj.manifest(comp.results["target"]).kernels) == 2
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, reference("+=!", inputs["input0"], inputs["input1"]), rtol=1e-4, atol=1e-4)
+
+
+INDEX_SPELLING = {"opencl": ("int", "long"), "sycl": ("int32_t", "int64_t"), "cuda": ("int", "long long"), "hip": ("int32_t", "int64_t")}
+
+
+@pytest.mark.parametrize("target", list(INDEX_SPELLING))
+def test_small_kernels_index_in_32_bits_and_huge_ones_in_64(target: str) -> None:
+    """A 64x64 matmul's indices fit 32 bits: `int`. A row sum over a 65536 x 40000 int8
+    input (2.6e9 elements) keeps 64-bit indices: the flat index would overflow `int`."""
+    narrow, wide = INDEX_SPELLING[target]
+    small = Compilation("output0[N, M] +=! input0[N, K] * input1[K, M]", "<t>",
+                        {"input0": f32(64, 64), "input1": f32(64, 64)}, None, target, script(TILES_16_BY_4))  # fmt: skip
+    source = small.run_until("source")
+    assert re.search(rf"\b{narrow} N_o\b", source) and not re.search(rf"\b{wide} [A-Za-z_]+ = ", source)
+    big = Compilation("output0[N] +=! input0[N, C]", "<t>", {"input0": {"dtype": "int8", "shape": [65536, 40000]}},
+                      None, target, "none")  # fmt: skip
+    source = big.run_until("source")
+    assert re.search(rf"\b{wide} [A-Za-z_]+ = ", source)
+
+
+SGEMM = [
+    *[f'%{a} = transform.einc.match stmt "output0" axis "{a.upper()}" in %root' for a in "nmk"],
+    "%no, %ni = transform.einc.tile %n by 128",
+    "%mo, %mi = transform.einc.tile %m by 128",
+    "%nt, %nr = transform.einc.tile %ni by 8",
+    "%mt, %mr = transform.einc.tile %mi by 8",
+    "%ko, %ki = transform.einc.tile %k by 8",
+    "%a, %b, %c, %d, %e, %f, %g, %h = transform.einc.reorder %no, %mo, %nt, %mt, %ko, %ki, %nr, %mr",
+    'transform.einc.bind %a to "block.y"',
+    'transform.einc.bind %b to "block.x"',
+    'transform.einc.bind %c to "thread.y"',
+    'transform.einc.bind %d to "thread.x"',
+    '%w = transform.einc.cache_write "output0" at %d in "local"',
+    '%s0 = transform.einc.cache_read "input0" at %e in "shared"',
+    '%s1 = transform.einc.cache_read "input1" at %e in "shared"',
+    "transform.einc.unroll %h by 8",
+    "transform.einc.unroll %g by 8",
+]
+"""The classic SGEMM schedule: 128x128 block tiles of 16x16 threads, an 8x8 register tile
+per thread, K tiles of 8 with both inputs in shared memory."""
+
+
+def sgemm(n: int, target: str) -> Compilation:
+    return Compilation("output0[N, M] +=! input0[N, K] * input1[K, M]", "<t>",
+                       {"input0": f32(n, n), "input1": f32(n, n)}, None, target, script(SGEMM))  # fmt: skip
+
+
+@pytest.mark.parametrize("target", COMPILES)
+def test_sgemm_is_one_kernel_with_32_bit_indices(target: str) -> None:
+    """The SGEMM schedule at 1024^3 compiles (NVRTC sm_80, hipcc gfx90a) without spills, as
+    one kernel with 32-bit indices (no 64-bit integer type in the source) and its block size
+    as launch bounds (without them hipcc caps a thread at 128 VGPRs: 55 spilled)."""
+    require(target)
+    comp = sgemm(1024, target)
+    compile_check(comp)
+    source = comp.results["source"]
+    assert source.count("__global__") == 1 and re.search(r"int(32_t)? thread_x = \(int\)threadIdx.x;", source)
+    assert "long long" not in source and "int64_t" not in source
+    assert "void __launch_bounds__(256) kernel_output0(" in source
+
+
+@pytest.mark.parametrize("target", RUNS)
+def test_sgemm_matches_numpy(target: str) -> None:
+    """The SGEMM schedule at 256^3 (2x2 blocks) on the device against NumPy."""
+    require_run(target)
+    comp = sgemm(256, target)
+    comp.run_until("source")
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-3)
