@@ -41,6 +41,7 @@ def tune_file_command(
     runner_at: SourceLocation | None = None,
     early_stop: float | None = None,
     early_stop_at: SourceLocation | None = None,
+    transfer: bool = True,
 ) -> TuneResult:
     from contextlib import ExitStack
 
@@ -80,7 +81,8 @@ def tune_file_command(
         def run(policy: str, resume: bool = False, decide: bool = True) -> TuneResult:
             return tune(task, policy=policy, resume=resume, trials=trials, time_budget_s=time_budget_s,
                         workers=None if cluster else workers, threads=threads, db=db, seed=seed, progress=progress,
-                        decide_best=decide, builder=cluster, runner=cluster, early_stop=early_stop)  # fmt: skip
+                        decide_best=decide, builder=cluster, runner=cluster, early_stop=early_stop,
+                        transfer=transfer)  # fmt: skip
 
         result = run(policy, resume)
         print(result.summary())
