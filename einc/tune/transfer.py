@@ -182,15 +182,20 @@ class TransferPlan:
         if self.empty:
             return ["transfer: no other program tuned on this device and target to learn from"]
         ok = sum(r.score is not None for r in self.prior)
-        lines = [f"transfer: cost model warm-started from {len(self.prior)} trials ({ok} ok) of {self.programs} other "
-                 f"program{'s' if self.programs != 1 else ''} on this device and target"]  # fmt: skip
+        lines = [f"transfer: cost model warm-started from {_count(len(self.prior), 'trial')} ({ok} ok) of "
+                 f"{_count(self.programs, 'other program')} on this device and target"]  # fmt: skip
         if self.sources:
             parts = [f"{s.seeds} from {s.task_key} `{s.summary}` (distance {s.distance:.2f}"
                      + (f", {s.refused} refused before launch" if s.refused else "") + ")" for s in self.sources]
-            lines.append(f"  seeds: {len(self.seeds)} re-fitted schedules of the nearest programs: " + "; ".join(parts))
+            lines.append(f"  seeds: {_count(len(self.seeds), 're-fitted schedule')} of the nearest programs: "
+                         + "; ".join(parts))  # fmt: skip
         else:
             lines.append("  seeds: none (no program of the same structure was tuned here)")
         return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _prior(records: Sequence[Record]) -> tuple[list[PriorRow], int]:
