@@ -77,16 +77,16 @@ def measured(space: SearchSpace, point: Point, status: Status = Status.OK, trial
                          extra={"trial": True} if trial else {})  # fmt: skip
 
 
-def record_first(db: RecordDB, space: SearchSpace, with_info: bool = True) -> list[Point]:
-    """Records of FIRST's spanning points (the last one failed) under DEV, as a search of an
+def record_first(db: RecordDB, space: SearchSpace, with_info: bool = True, task: TuneTask = FIRST) -> list[Point]:
+    """Records of `task`'s spanning points (the last one failed) under DEV, as a search of an
     einc with transfer (`with_info`) or before it makes them; the points."""
     points = spanning(space)
     results = [measured(space, p, Status.OK if i < len(points) - 1 else Status.REFUSED) for i, p in enumerate(points)]
     if with_info:
         results = [MeasureResult(r.candidate, r.status, r.reason, r.times,
-                                 extra={**r.extra, TRANSFER: record_info(FIRST, space, r.candidate.point)})
+                                 extra={**r.extra, TRANSFER: record_info(task, space, r.candidate.point)})
                    for r in results]  # fmt: skip
-    db.add_many(FIRST, DEV, results, tuner="bayes-test")
+    db.add_many(task, DEV, results, tuner="bayes-test")
     return points
 
 
@@ -256,19 +256,26 @@ def require_opencl() -> None:
         pytest.skip(why)
 
 
-def test_refitted_seeds_are_legal_and_compute_the_right_numbers(spaces: dict[str, SearchSpace], tmp_path: Path) -> None:
-    """Seeds of another shape re-fitted to SECOND, checked legal by lowering, built and run on
-    OpenCL: the runner compares every output with NumPy's float64 reference on random inputs."""
+@pytest.mark.parametrize("program", ["matmul", "conv"])
+def test_refitted_seeds_are_legal_and_compute_the_right_numbers(spaces: dict[str, SearchSpace], tmp_path: Path,
+                                                                program: str) -> None:  # fmt: skip
+    """Seeds of another shape re-fitted to a MatMul's or a padded convolution's, checked legal
+    by lowering, built and run on OpenCL: the runner compares every output with NumPy's float64
+    reference on random inputs."""
     require_opencl()
     from einc.tune.measure import LocalBuilder, LocalRunner
 
-    first, second = spaces["first"], spaces["second"]
+    if program == "matmul":
+        old, new, first, second = FIRST, SECOND, spaces["first"], spaces["second"]
+    else:
+        old, new = TuneTask(conv(4, 12, 8), "opencl", "<conv>"), TuneTask(conv(3, 10, 6), "opencl", "<conv 2>")
+        first, second = SearchSpace.from_task(old), SearchSpace.from_task(new)
     with RecordDB(tmp_path / "t.db") as db:
-        record_first(db, first)
-        plan = plan_transfer(SECOND, second, db, DEV, seeds_per_program=3)
-    assert plan.seeds and not any(s.refused for s in plan.sources)
+        record_first(db, first, task=old)
+        plan = plan_transfer(new, second, db, DEV, seeds_per_program=2)
+    assert plan.seeds and [s.task_key for s in plan.sources] == [old.key] and not plan.sources[0].refused
     with LocalBuilder(workers=2) as builder, LocalRunner(repeats=1, min_repeat_s=0.0) as runner:
-        results = measure_points(SECOND, second, plan.seeds, builder, runner)
+        results = measure_points(new, second, plan.seeds, builder, runner)
     assert [r.status for r in results] == [Status.OK] * len(plan.seeds), [r.reason for r in results]
 
 
