@@ -10,10 +10,13 @@ records of the first.
    re-fitted to the new shape).
 3. The goal is 0.9 of the speed of the fastest trial of the search without transfer; for each
    search, the first trial (1-based) whose fastest-so-far reaches it. Trials saved = trials
-   without transfer - trials with transfer.
+   without transfer - trials with transfer. Also, for each search, the speed of its fastest
+   trial after `--early` trials (8) as a fraction of that fastest trial without transfer.
 
 Each trial is measured once (the tuner's search measurement), so on a shared machine the
-numbers are noisy; `--repeats N` runs step 2 N times with search seeds 0..N-1 (the first
+numbers are noisy; the benchmark sets `EINC_NOISE_LIMITS=lenient` (unless set) so that a
+trial measured under load is flagged rather than given up (`noisy`: no time, which would
+count as a trial that found nothing); the load average is printed with the results. `--repeats N` runs step 2 N times with search seeds 0..N-1 (the first
 shapes' database is made once) and reports each and the medians.
 
     .venv/bin/python benchmarks/tune_transfer.py [--target opencl] [--trials 64] [--repeats 1]
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -34,6 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+os.environ.setdefault("EINC_NOISE_LIMITS", "lenient")
 
 from einc.tune.tuner import TuneResult, tune  # noqa: E402
 from einc.tune.types import TuneTask  # noqa: E402
@@ -67,6 +72,12 @@ def trials_to(result: TuneResult, goal_s: float) -> int | None:
     return next((i + 1 for i, _, best in result.best_so_far() if best <= goal_s), None)
 
 
+def fraction(result: TuneResult, trials: int, best_s: float) -> float:
+    """The speed of `result`'s fastest trial among its first `trials`, as a fraction of `best_s`'s."""
+    curve = result.best_so_far()[:trials]
+    return best_s / curve[-1][2] if curve and curve[-1][2] < float("inf") else 0.0
+
+
 def curve(result: TuneResult) -> list[float | None]:
     return [None if best == float("inf") else best for _, _, best in result.best_so_far()]
 
@@ -76,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="opencl")
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--early", type=int, default=8, help="report the fastest trial after this many trials")
     parser.add_argument("--json", help="write every number and curve here")
     parser.add_argument("--keep", help="keep the databases in this folder")
     args = parser.parse_args(argv)
@@ -110,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 "best_with_s": with_.fastest.median_s if with_.fastest is not None else None,
                 "goal_s": goal, "trials_without": n_without, "trials_with": n_with,
                 "saved": None if n_without is None or n_with is None else n_without - n_with,
+                "early_without": fraction(without, args.early, without.fastest.median_s),
+                "early_with": fraction(with_, args.early, without.fastest.median_s),
                 "seeds": [] if plan is None else [{"from": s.task_key, "summary": s.summary, "distance": s.distance,
                                                    "seeds": s.seeds, "refused": s.refused} for s in plan.sources],
                 "prior_rows": 0 if plan is None else len(plan.prior),
@@ -117,23 +131,27 @@ def main(argv: list[str] | None = None) -> int:
                 "seconds_without": without.seconds, "seconds_with": with_.seconds,
             }  # fmt: skip
             rows.append(row)
-            print(f"{name} (seed {rep}): goal {goal * 1e3:.3f} ms (0.9 of the fastest without transfer, "
+            print(f"[load {os.getloadavg()[0]:.1f}] {name} (seed {rep}): goal {goal * 1e3:.3f} ms (0.9 of the fastest without transfer, "
                   f"{without.fastest.median_s * 1e3:.3f} ms); trials to it: without {n_without}, with {n_with}, "
                   f"saved {row['saved']}; seeds {plan.describe()[1:] if plan else []}", flush=True)  # fmt: skip
     out["second"] = rows
     print()
-    print(f"| second shape | seed | fastest without (ms) | fastest with (ms) | trials to 0.9 without | with | saved |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| second shape | seed | fastest without (ms) | fastest with (ms) | trials to 0.9 without | with | saved "
+          f"| after {args.early} trials without | with |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         best_with = row["best_with_s"]
         print(f"| {row['shape']} | {row['seed']} | {row['best_without_s'] * 1e3:.3f} | "
               f"{best_with * 1e3 if best_with else float('nan'):.3f} | {row['trials_without']} | {row['trials_with']} | "
-              f"{row['saved']} |")  # fmt: skip
+              f"{row['saved']} | {row['early_without']:.2f} | {row['early_with']:.2f} |")  # fmt: skip
     for name in SECOND:
         saved = [r["saved"] for r in rows if r["shape"] == name and r["saved"] is not None]
         if saved:
             print(f"{name}: median trials saved {statistics.median(saved)} over {len(saved)} repeat(s)")
-    print(f"total {time.perf_counter() - start:.0f} s; databases in {folder}")
+    load = os.getloadavg()
+    out["load_average_end"] = load
+    print(f"total {time.perf_counter() - start:.0f} s; load average at the end {load[0]:.1f} {load[1]:.1f} "
+          f"{load[2]:.1f}; databases in {folder}")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0
