@@ -24,7 +24,7 @@ from einc.tune.records import RecordDB
 from einc.tune.search import BayesianSearch
 from einc.tune.space import SearchSpace
 from einc.tune.transfer import (TRANSFER, apply_transfer, nearest_programs, plan_transfer, program_distance, record_info,
-                                refit, refit_value, shape_signature)  # fmt: skip
+                                refit, refit_value, refits, shape_signature)  # fmt: skip
 from einc.tune.tuner import measure_points, tune
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 
@@ -227,25 +227,30 @@ def test_no_transfer_learns_nothing(spaces: dict[str, SearchSpace], tmp_path: Pa
 
 def test_seeds_come_from_the_nearest_program_and_illegal_ones_are_refused(spaces: dict[str, SearchSpace],
                                                                          tmp_path: Path) -> None:  # fmt: skip
+    """The fastest schedules of the nearest program, re-fitted (`refits`: the first legal one of
+    each); a schedule all of whose re-fits are illegal is refused and counted, never a seed."""
     first, second = spaces["first"], spaces["second"]
     with RecordDB(tmp_path / "t.db") as db:
         record_first(db, first)
-        refused: list[Point] = []
+        ranked = sorted((r for r in db.trials(FIRST.key, "opencl", DEV) if r.ok), key=lambda r: (r.median_s, r.id))
+        doomed = set(refits(ranked[0], second)) - {second.default_point()}
+        assert doomed
 
-        def refuse_first(task: TuneTask, candidate: Candidate) -> str | None:
-            if not refused:
-                refused.append(candidate.point)
-                return "refused for the test"
-            return None
+        def refuse(task: TuneTask, candidate: Candidate) -> str | None:
+            return "refused for the test" if candidate.point in doomed else None
 
-        plan = plan_transfer(SECOND, second, db, DEV, check=refuse_first, seeds_per_program=2)
-    assert len(plan.seeds) == 2 and refused and refused[0] not in plan.seeds
-    assert second.default_point() not in plan.seeds
+        plan = plan_transfer(SECOND, second, db, DEV, check=refuse, seeds_per_program=2)
+    taken, want = {second.default_point(), *doomed}, []
+    for record in ranked[1:]:
+        fitted = next((p for p in refits(record, second) if p not in taken), None)
+        if fitted is not None:
+            taken.add(fitted)
+            want.append(fitted)
+    assert plan.seeds == want[:2] and len(plan.seeds) == 2
+    assert not doomed & set(plan.seeds) and second.default_point() not in plan.seeds
     [source] = plan.sources
     assert (source.task_key, source.seeds, source.refused) == (FIRST.key, 2, 1)
-    ranked = sorted((p for p in spanning(first)[:-1]), key=seconds)  # the fastest OK ones first
-    wanted = [refit(p, first.extents(p), second) for p in ranked]
-    assert [refused[0], *plan.seeds] == list(dict.fromkeys(w for w in wanted if w != second.default_point()))[:3]
+    assert all(plan.seed_of[p] == FIRST.key for p in plan.seeds)
 
 
 def require_opencl() -> None:

@@ -15,8 +15,9 @@ space version: einc.compiler.records.RecordContext) before it measures anything.
    sizes) give their best schedules: the tuner's decision and the fastest trials, each
    re-fitted to this program's shape (`refit`: every knob value mapped to an option of this
    space, a tile or thread count that spanned its axis spanning the new one, one that divided
-   its axis dividing the new one where an option does) and checked legal by lowering it
-   (`legal`) before the first batch measures it; an illegal one is dropped, never launched.
+   its axis dividing the new one where an option does; where that is illegal, the values kept
+   as they were: `refits`) and checked legal by lowering it (`legal`) before the first batch
+   measures it; a schedule none of whose re-fits is legal is dropped, never launched.
 
 Records made before transfer (no `extra["transfer"]`) still give seeds (their knob values are
 mapped without their old extents) but no warm-start rows; a version 1 database gives nothing.
@@ -124,6 +125,17 @@ def refit(point: Point, extents: Mapping[str, int] | None, space: SearchSpace) -
         old_extent = int((extents or {}).get(knob, 0) or 0)
         values[knob] = refit_value(old[knob], old_extent, new_extent, options)
     return Point.of(point.sketch, values)
+
+
+def refits(record: Record, space: SearchSpace) -> list[Point]:
+    """The points of `space` a record's point may become, in the order to try them: re-fitted
+    with its knobs' old extents (`refit`: whole axes kept whole, divisors kept divisors), then
+    with its values kept as they were where options allow (a tile that spanned a 256 axis stays
+    256 on a 512 one: the spanning one may be refused, e.g. a cached tile grown too large)."""
+    info = record.extra.get(TRANSFER)
+    extents = info.get("extents") if isinstance(info, dict) else None
+    found = [refit(record.point(), extents if isinstance(extents, dict) else None, space), refit(record.point(), None, space)]
+    return list(dict.fromkeys(p for p in found if p is not None))
 
 
 def legal(task: TuneTask, candidate: Candidate) -> str | None:
@@ -244,22 +256,23 @@ def plan_transfer(task: TuneTask, space: SearchSpace, store: RecordStore, contex
         for record in _ranked(store, key, task.target, context)[: 4 * seeds_per_program]:
             if given == seeds_per_program:
                 break
-            info = record.extra.get(TRANSFER)
-            extents = info.get("extents") if isinstance(info, dict) else None
-            point = refit(record.point(), extents if isinstance(extents, dict) else None, space)
-            if point is None or point in taken:
-                continue
-            taken.add(point)
-            try:
-                why = check(task, space.candidate(point))
-            except EincError as err:
-                why = err.render()
-            if why is not None:
-                refused += 1
-                continue
-            plan.seeds.append(point)
-            plan.seed_of[point] = key
-            given += 1
+            tried = False
+            for point in refits(record, space):
+                if point in taken:
+                    continue
+                taken.add(point)
+                tried = True
+                try:
+                    why = check(task, space.candidate(point))
+                except EincError as err:
+                    why = err.render()
+                if why is None:
+                    plan.seeds.append(point)
+                    plan.seed_of[point] = key
+                    given += 1
+                    break
+            else:
+                refused += tried
         if given or refused:
             plan.sources.append(Source(key, store.summary(key), distance, given, refused))
     return plan
