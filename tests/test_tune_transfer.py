@@ -205,6 +205,20 @@ def test_warm_start_learns_from_other_programs_before_the_first_measurement(spac
                         for r in mine)  # fmt: skip
 
 
+def test_a_policy_searched_in_several_calls_transfers_once(spaces: dict[str, SearchSpace], tmp_path: Path) -> None:
+    """A whole program's task is searched round after round with one policy: its first call
+    transfers (the plan is kept on the policy), the later ones plan nothing again."""
+    with RecordDB(tmp_path / "t.db") as db:
+        record_first(db, spaces["first"])
+        policy = BayesianSearch(spaces["second"], seed=0)
+        results = [tune(SECOND, policy=policy, trials=2, batch=2, space=spaces["second"], builder=FakeBuilder(),
+                        runner=FakeRunner(policy), db=db, device=DEV, decide_best=False) for _ in range(3)]  # fmt: skip
+    assert results[0].transfer is not None and results[0].transfer.seeds and policy.transfer is results[0].transfer
+    assert [r.transfer for r in results[1:]] == [None, None]
+    proposed = [t.result.candidate.point for r in results for t in r.history]
+    assert len(proposed) == len(set(proposed)) == 6 and proposed[1] == results[0].transfer.seeds[0]
+
+
 def test_no_transfer_learns_nothing(spaces: dict[str, SearchSpace], tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     with RecordDB(tmp_path / "t.db") as db:

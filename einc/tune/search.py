@@ -162,6 +162,7 @@ class BayesianSearch(_History):
         self._scale = 0.0  # added to -log(seconds): the log of the program's work once warm-started
         self._prior_X: np.ndarray | None = None  # other programs' trials (warm_start): features
         self._prior_y = np.zeros(0)  # their scores, nan where they failed
+        self.transfer: object | None = None  # the einc.tune.transfer plan given (apply_transfer)
 
     # --- transfer (einc.tune.transfer) ---
 

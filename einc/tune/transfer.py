@@ -280,7 +280,10 @@ def plan_transfer(task: TuneTask, space: SearchSpace, store: RecordStore, contex
 
 def apply_transfer(policy: object, plan: TransferPlan) -> None:
     """Give `policy` the plan: its seeds (a policy with `add_seeds`) and its prior rows (a
-    policy with `warm_start`: the Bayesian search's cost model, fitted at once)."""
+    policy with `warm_start`: the Bayesian search's cost model, fitted at once); the plan is
+    kept as `policy.transfer` (a policy given one is given no other: `tune`)."""
+    if hasattr(policy, "transfer"):
+        setattr(policy, "transfer", plan)
     if plan.seeds and (add_seeds := getattr(policy, "add_seeds", None)) is not None:
         add_seeds(plan.seeds)
     if plan.prior and (warm_start := getattr(policy, "warm_start", None)) is not None:

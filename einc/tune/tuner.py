@@ -337,7 +337,10 @@ def tune(
             assert device is not None
             db.add_many(task, device, [_with_transfer_info(task, space, m) for m in results], tuner=tuner_id)
 
-    if transfer and db is not None and (hasattr(policy, "warm_start") or hasattr(policy, "add_seeds")):
+    learns = hasattr(policy, "warm_start") or hasattr(policy, "add_seeds")
+    if transfer and db is not None and learns and getattr(policy, "transfer", None) is None:
+        # Once per policy: a policy searched in several calls (a whole program's task, round
+        # after round) keeps what its first call transferred.
         from einc.tune.transfer import apply_transfer, plan_transfer
 
         assert device is not None
