@@ -120,6 +120,10 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     tune.add_argument("-o", "--output", help="write the best schedule script here")
     tune.add_argument("--strategy", choices=("bayes", "random"), default="bayes", help="search policy (default: bayes)")
     tune.add_argument("--resume", action="store_true", help="continue the search recorded for this program")
+    tune.add_argument("--no-transfer", action="store_true",
+                      help="learn nothing from the records of other programs on this device (by default the search's "
+                           "cost model starts from them and its first batch tries the best schedules of the nearest "
+                           "programs, re-fitted to this shape)")  # fmt: skip
     tune.add_argument("--seed", type=int, default=0, help="seed of the search and of the inputs (default: 0)")
     tune.add_argument("--report", help="also run the other policy at the same budget and plot both here (.png)")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -658,7 +662,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             workers=args.workers, threads=args.threads, policy=args.strategy, resume=args.resume,
             seed=args.seed, report=args.report, progress=not args.quiet, runner=args.runner,
             runner_at=argument_location(argv, "--runner"), early_stop=args.early_stop,
-            early_stop_at=argument_location(argv, "--early-stop"),
+            early_stop_at=argument_location(argv, "--early-stop"), transfer=not args.no_transfer,
         )  # fmt: skip
         from einc.tune.program import ProgramResult
 

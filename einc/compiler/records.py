@@ -697,6 +697,29 @@ class RecordStore:
             ).fetchall()  # fmt: skip
         return [(_context(row[:6]), int(row[6])) for row in rows]
 
+    def programs_under(self, target: str, context: RecordContext) -> dict[str, str]:
+        """The programs with records on `target` made under `context` (any program: what a new
+        search transfers from, einc.tune.transfer): task key -> normalised program text; none
+        in a version 1 database (no record there has a context)."""
+        if self.version < 2:
+            return {}
+        with self._guard("read"):
+            rows = self.conn.execute(
+                "SELECT p.task_key, p.program FROM programs p WHERE p.task_key IN"
+                " (SELECT DISTINCT task_key FROM records WHERE target = ? AND context = ?) ORDER BY p.task_key",
+                (target, context.key),
+            ).fetchall()  # fmt: skip
+        return {str(key): str(program) for key, program in rows}
+
+    def records_under(self, target: str, context: RecordContext, *, exclude: str = "",
+                      limit: int = 10_000) -> list[Record]:  # fmt: skip
+        """The search trials on `target` made under `context` of every program but `exclude`,
+        the latest `limit` first (what a new search's cost model is warm-started from)."""
+        if self.version < 2:
+            return []
+        return self._records(f"r.target = ? AND r.context = ? AND r.task_key != ? AND {_FINAL} IS NULL",
+                             (target, context.key, exclude, max(limit, 0)), "ORDER BY r.id DESC LIMIT ?")  # fmt: skip
+
     def has_task(self, task_key: str, target: str) -> bool:
         """Whether any record of the task on the target exists (any device): cheap, and no
         device needs to be asked for its name when there is none."""

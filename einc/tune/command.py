@@ -45,6 +45,7 @@ def tune_file_command(
     runner_at: SourceLocation | None = None,
     early_stop: float | None = None,
     early_stop_at: SourceLocation | None = None,
+    transfer: bool = True,
 ) -> TuneResult | ProgramResult:
     from contextlib import ExitStack
 
@@ -80,7 +81,7 @@ def tune_file_command(
                              f"{sum(len(k) for _, k in split)} kernels, tuned as tasks (every trial of a task, "
                              "earlier ones too, counts in its final rounds)")  # fmt: skip
         return tune_program_command(task, split, db_file, db_path, trials, output, time_budget_s, workers, threads,
-                                    policy, seed, progress, spec, runner_at, early_stop)  # fmt: skip
+                                    policy, seed, progress, spec, runner_at, early_stop, transfer)  # fmt: skip
     with RecordDB(db_file) as db, ExitStack() as stack:
         db.require_writable("record tuning results in")  # before any search: no result is lost
         cluster = None
@@ -94,7 +95,8 @@ def tune_file_command(
         def run(policy: str, resume: bool = False, decide: bool = True) -> TuneResult:
             return tune(task, policy=policy, resume=resume, trials=trials, time_budget_s=time_budget_s,
                         workers=None if cluster else workers, threads=threads, db=db, seed=seed, progress=progress,
-                        decide_best=decide, builder=cluster, runner=cluster, early_stop=early_stop)  # fmt: skip
+                        decide_best=decide, builder=cluster, runner=cluster, early_stop=early_stop,
+                        transfer=transfer)  # fmt: skip
 
         result = run(policy, resume)
         print(result.summary())
@@ -130,6 +132,7 @@ def tune_program_command(
     task: TuneTask, split: list[tuple[TuneTask, list[ProgramTask]]], db_file: Path, db_path: str | None, trials: int,
     output: str | None, time_budget_s: float | None, workers: int | None, threads: int | None, policy: str,
     seed: int, progress: bool, spec: RunnerSpec, runner_at: SourceLocation | None, early_stop: float,
+    transfer: bool = True,
 ) -> ProgramResult:
     """`einc tune` of a program of several kernels: its tasks tuned by the gradient task
     scheduler (einc.tune.program), the per-task table and the whole program before and after."""
@@ -155,7 +158,8 @@ def tune_program_command(
             builder = stack.enter_context(LocalBuilder(workers=workers or min(4, os.cpu_count() or 1)))
             runner = stack.enter_context(LocalRunner(threads=threads, seed=seed))
         result = tune_program(task, trials, builder, runner, db, policy=policy, seed=seed, progress=progress,
-                              early_stop=early_stop, split=split, time_budget_s=time_budget_s)  # fmt: skip
+                              early_stop=early_stop, split=split, time_budget_s=time_budget_s,
+                              transfer=transfer)  # fmt: skip
     print(result.summary())
     if result.tuned_schedule and output:
         try:

@@ -186,12 +186,14 @@ def tune_program(
     split: list[tuple[TuneTask, list[ProgramTask]]] | None = None,
     time_budget_s: float | None = None,
     on_round: Callable[[int, TuneResult], None] | None = None,
+    transfer: bool = True,
 ) -> ProgramResult:
     """Tune `task`'s program task by task: every distinct task first measures its default
     schedule, then rounds of `round_size` trials (by default up to 8, fewer for a small
     budget) go to the task the gradient scheduler picks, `trials` in all, the first round's
     included (or until `time_budget_s`); each task's best is then decided in final rounds
-    (`tune`'s) and recorded; last, the whole program is measured with the target's default
+    (`tune`'s) and recorded (`transfer`: each task's search warm-started and seeded from the
+    records of other programs, `tune`'s); last, the whole program is measured with the target's default
     schedule and with the tasks' records, in turn (`E2E_ROUNDS`). `split`: the distinct tasks
     and their kernels when already known (`split_tasks`)."""
     from einc.tune.search import make_policy
@@ -241,7 +243,7 @@ def tune_program(
             searched = tune(entry.task, policy=entry.policy, space=entry.space, trials=count, decide_best=False,
                             progress=False, on_trial=tick,
                             builder=builder, runner=runner, db=db, device=device, seed=seed,
-                            early_stop=early_stop)  # fmt: skip
+                            early_stop=early_stop, transfer=transfer)  # fmt: skip
             entry.searched.append(searched)
             done += searched.trials
             best = min((r.fastest.median_s for r in entry.searched if r.fastest is not None), default=math.inf)
@@ -291,7 +293,8 @@ def _decide_all(result: ProgramResult, bar, finalists: int, rounds: int, common:
             bar.refresh()
         decided = tune(entry.task, policy="random", space=entry.space, trials=0, resume=True, progress=False,
                        finalists=finalists, rounds=rounds, builder=common.builder, runner=common.runner,
-                       db=common.db, device=common.device, seed=common.seed, early_stop=common.early_stop)  # fmt: skip
+                       db=common.db, device=common.device, seed=common.seed, early_stop=common.early_stop,
+                       transfer=False)  # fmt: skip  (final rounds only: nothing is searched)
         if decided.stopped == "interrupted":
             result.stopped = "interrupted"
             return

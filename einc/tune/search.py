@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -61,6 +61,7 @@ class _History:
         self._times: dict[Point, float] = {}  # OK points: their best median seconds
         self._failed: set[Point] = set()  # a non-OK status (NOISY excepted): never trusted
         self._all: list[Point] | None = None  # the whole space, when small enough to list
+        self._seeds: list[Point] = []  # points to propose first, after the default (transfer)
 
     def observe(self, results: Sequence[tuple[Point, MeasureResult]]) -> None:
         for point, result in results:
@@ -117,10 +118,13 @@ class _History:
         return [points[i] for i in self.rng.permutation(len(points))]
 
     def _start(self, n: int) -> list[Point]:
-        """A batch's first point: the default one, until it has been seen."""
+        """A batch's first points: the default one, until it has been seen, then the seeds not
+        proposed yet."""
         out: list[Point] = []
         if n > 0:
             self._take(self.space.default_point(), out)
+        while self._seeds and len(out) < n:
+            self._take(self._seeds.pop(0), out)
         return out
 
 
@@ -155,10 +159,49 @@ class BayesianSearch(_History):
         self.model = CostModel(seed=seed)
         self.feasibility = FeasibilityModel(seed=seed)
         self._features: dict[Point, np.ndarray] = {}
+        self._scale = 0.0  # added to -log(seconds): the log of the program's work once warm-started
+        self._prior_X: np.ndarray | None = None  # other programs' trials (warm_start): features
+        self._prior_y = np.zeros(0)  # their scores, nan where they failed
+        self.transfer: object | None = None  # the einc.tune.transfer plan given (apply_transfer)
+
+    # --- transfer (einc.tune.transfer) ---
+
+    def add_seeds(self, points: Sequence[Point]) -> None:
+        """Points to propose first (after the default point): schedules of other programs
+        re-fitted to this one."""
+        self._seeds.extend(p for p in points if p not in self._seeds)
+
+    def warm_start(self, rows: Sequence[tuple[str, Mapping[str, int], Mapping[str, float], float | None]],
+                   scale: float) -> None:  # fmt: skip
+        """Learn from other programs' trials before the first measurement: each row is a
+        point's sketch, knob values, program-independent features (`space.aggregates`) and
+        score (log of operations per second; None for a failure). `scale` is the log of this
+        program's operations: its own scores become log(operations / seconds) too. The cost
+        model is fitted at once when two rows or more measured OK, and the search proposes
+        from it from the first batch."""
+        rows = list(rows)
+        if not rows:
+            return
+        foreign = getattr(self.space, "foreign_features", None)  # SearchSpace's; a space without it learns nothing
+        if foreign is None:
+            return
+        X = np.asarray(foreign([(s, k, f) for s, k, f, _ in rows]), dtype=np.float64)
+        codes = {s: i for i, s in enumerate(sorted(self.space.sketches))}
+        column = np.array([[codes.get(s, -1)] for s, *_ in rows], dtype=np.float64)
+        self._prior_X = np.hstack([X, column])
+        self._prior_y = np.array([math.nan if y is None else float(y) for *_, y in rows])
+        self._scale = float(scale)
+        if self._prior_ok() >= 2:
+            self._fit()
+
+    def _prior_ok(self) -> int:
+        return int(np.isfinite(self._prior_y).sum()) if self._prior_X is not None else 0
 
     def propose(self, n: int) -> list[Point]:
         out = self._start(n)
-        if len(self._times) < self.initial:
+        if len(out) >= n:
+            return out
+        if len(self._times) + self._prior_ok() < self.initial:
             self._random_points(n - len(out), out)
             return out
         spread = n * self.eps_random
@@ -188,15 +231,35 @@ class BayesianSearch(_History):
             codes = {s: i for i, s in enumerate(sorted(self.space.sketches))}
             column = np.array([[codes.get(p.sketch, -1)] for p in missing], dtype=np.float64)
             self._features.update(zip(missing, np.hstack([rows, column])))
+        if not points:
+            return np.zeros((0, self._width()))
         return np.stack([self._features[p] for p in points])
 
+    def _width(self) -> int:
+        """The number of feature columns (the space's and the sketch's number)."""
+        if self._features:
+            return len(next(iter(self._features.values())))
+        return len(self._featurize([self.space.default_point()])[0])
+
     def _fit(self) -> None:
+        """The cost model and the feasibility model fitted on the points measured and the
+        other programs' trials (`warm_start`); the best score EI improves on: the best
+        measured, or before any, the 90th percentile of the other programs' OK scores."""
         ok = sorted(self._times)
-        y = np.array([-math.log(self._times[p]) for p in ok])
-        self.model.fit(self._featurize(ok), y)
-        self._best_y = float(y.max())
-        outcome = ok + sorted(self._failed)
-        self.feasibility.fit(self._featurize(outcome), np.arange(len(outcome)) < len(ok))
+        failed = sorted(self._failed)
+        y = np.array([self._scale - math.log(self._times[p]) for p in ok])
+        X_ok, X_failed = self._featurize(ok), self._featurize(failed)
+        outcome = np.concatenate([np.ones(len(ok), dtype=bool), np.zeros(len(failed), dtype=bool)])
+        X_all, y_ok = np.vstack([X_ok, X_failed]), y
+        if self._prior_X is not None:
+            good = np.isfinite(self._prior_y)
+            X_ok = np.vstack([X_ok, self._prior_X[good]])
+            y_ok = np.concatenate([y, self._prior_y[good]])
+            X_all = np.vstack([X_all, self._prior_X])
+            outcome = np.concatenate([outcome, good])
+        self.model.fit(X_ok, y_ok)
+        self._best_y = float(y.max()) if len(y) else float(np.quantile(y_ok, 0.9))
+        self.feasibility.fit(X_all, outcome)
 
     def _score(self, points: Sequence[Point]) -> tuple[np.ndarray, np.ndarray]:
         """Acquisition (expected improvement x P(ok)) and predicted mean of each point."""

@@ -12,7 +12,7 @@ A sampled point is legal or refused by the legality checks when applied (never w
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -206,6 +206,44 @@ class SearchSpace:
                 if (p.sketch, k) in col:
                     out[row, col[(p.sketch, k)]] = math.log2(max(v, 1))
             out[row, n_sk + n_col:] = aggregates(self.sketches[p.sketch].roles, p.values(), self.nests, self.lanes)
+        return out
+
+    def aggregates(self, point: Point) -> dict[str, float]:
+        """The point's program-independent features (`features.AGGREGATES` by name): what a
+        record keeps so that searches of other programs can learn from it (einc.tune.transfer)."""
+        from einc.tune.sketches.features import AGGREGATES, aggregates
+
+        if point.sketch not in self.sketches:
+            return {}
+        values = aggregates(self.sketches[point.sketch].roles, point.values(), self.nests, self.lanes)
+        return dict(zip(AGGREGATES, values))
+
+    def extents(self, point: Point) -> dict[str, int]:
+        """The extent of the axis each of the point's knobs works on (its role's; 0 where
+        unknown): what re-fitting the point to another shape of the program needs."""
+        roles = self.sketches[point.sketch].roles if point.sketch in self.sketches else {}
+        return {k: roles[k].extent if k in roles else 0 for k, _ in point.knobs}
+
+    def foreign_features(self, rows: Sequence[tuple[str, Mapping[str, int], Mapping[str, float]]]) -> np.ndarray:
+        """`features` of points of other programs, each given as its sketch's name, its knob
+        values and its `aggregates` (as its record kept them), in this space's columns: the
+        sketch and knob columns by name (0 where this space has no such sketch or knob), the
+        aggregates as given (0 where one is missing)."""
+        from einc.tune.sketches.features import AGGREGATES
+
+        names = self.feature_names()
+        column = {name: i for i, name in enumerate(names)}
+        out = np.zeros((len(rows), len(names)), dtype=np.float64)
+        for row, (sketch, knobs, aggregates) in enumerate(rows):
+            if (i := column.get(f"sketch={sketch}")) is not None:
+                out[row, i] = 1.0
+            for knob, value in knobs.items():
+                if (i := column.get(f"{sketch}:{knob}:log2")) is not None:
+                    out[row, i] = math.log2(max(value, 1))
+            for name, value in aggregates.items():
+                if name in AGGREGATES and isinstance(value, int | float) and math.isfinite(value):
+                    i = column[name]
+                    out[row, i] = value
         return out
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from einc.tune.records import RecordDB
     from einc.tune.search import SearchPolicy
     from einc.tune.space import SearchSpace
+    from einc.tune.transfer import TransferPlan
 
 
 @dataclass
@@ -77,6 +78,7 @@ class TuneResult:
     verified: MeasureResult | None = None  # the crowned finalist, measured again on fresh inputs
     finals: list[MeasureResult] = field(default_factory=list)  # the final rounds (the default first)
     decided_s: float = 0.0  # seconds of the final rounds
+    transfer: TransferPlan | None = None  # what other programs' records gave (None: transfer off)
 
     @property
     def resumed(self) -> int:
@@ -133,6 +135,15 @@ class TuneResult:
         lines = [f"{self.policy}: {self.trials} trials in {self.seconds:.1f} s ({self.stopped})"]
         if self.resumed:
             lines[0] += f", {self.resumed} earlier trials resumed"
+        if self.transfer is not None:
+            lines += ["  " + line for line in self.transfer.describe()]
+            if self.transfer.seeds:
+                seeds = set(self.transfer.seeds)
+                tried = [t.result for t in self.history if t.result.candidate.point in seeds]
+                if tried:
+                    fastest = min((m.median_s for m in tried if m.ok), default=math.inf)
+                    speed = f", the fastest {_speed(self.task, fastest)}" if math.isfinite(fastest) else ""
+                    lines.append(f"  seeds measured: {len(tried)}, {sum(m.ok for m in tried)} ok{speed}")
         fails = self.failures
         if fails:
             lines.append("  failed: " + ", ".join(f"{n} {s}" for s, n in sorted(fails.items())))
@@ -236,12 +247,20 @@ def tune(
     decide_best: bool = True,
     on_trial: Callable[[Trial], None] | None = None,
     early_stop: float = EARLY_STOP,
+    transfer: bool = True,
 ) -> TuneResult:
     """Search `task`'s schedule space for `trials` candidates (or `time_budget_s` seconds), then
     decide the best in final rounds: the default schedule and the `finalists` fastest trials,
     at least `rounds` rounds (more where the finalists need them to be significant; see
     `einc.tune.decide`). `decide_best=False` searches only (nothing is crowned or recorded as
     the best).
+
+    `transfer`: a search with a database learns from the records of every other program on
+    the target under the same context (`einc.tune.transfer`): the Bayesian search's cost
+    model is warm-started from their trials before the first measurement, and its first
+    batch is seeded with the best schedules of the nearest programs (the same program but for
+    its sizes) re-fitted to this one's shape and checked legal. Records keep what this needs
+    (`extra["transfer"]`) whatever `transfer` is.
 
     `early_stop`: a trial whose first runs each take over this many times the fastest trial
     so far is not timed further; it is recorded with its first runs, marked `cut`, and never
@@ -268,7 +287,7 @@ def tune(
                         threads=threads, batch=batch, space=space, builder=builder, runner=runner, db=opened,
                         device=device, resume=resume, seed=seed, progress=progress, verify=verify,
                         runner_options=runner_options, finalists=finalists, rounds=rounds, decide_best=decide_best,
-                        on_trial=on_trial, early_stop=early_stop)  # fmt: skip
+                        on_trial=on_trial, early_stop=early_stop, transfer=transfer)  # fmt: skip
     if db is not None and not isinstance(db, RecordDB):
         raise TypeError(f"tune(db=...) takes a RecordDB or a path, not {type(db).__name__}")
     if why := check_early_stop(early_stop):
@@ -316,7 +335,17 @@ def tune(
     def record(results: Sequence[MeasureResult]) -> None:
         if db is not None:
             assert device is not None
-            db.add_many(task, device, results, tuner=tuner_id)
+            db.add_many(task, device, [_with_transfer_info(task, space, m) for m in results], tuner=tuner_id)
+
+    learns = hasattr(policy, "warm_start") or hasattr(policy, "add_seeds")
+    if transfer and db is not None and learns and getattr(policy, "transfer", None) is None:
+        # Once per policy: a policy searched in several calls (a whole program's task, round
+        # after round) keeps what its first call transferred.
+        from einc.tune.transfer import apply_transfer, plan_transfer
+
+        assert device is not None
+        result.transfer = plan_transfer(task, space, db, device)
+        apply_transfer(policy, result.transfer)
 
     if resume and db is not None:
         assert device is not None
@@ -370,6 +399,15 @@ def tune(
         for part in owned:
             _close(part)
     return result
+
+
+def _with_transfer_info(task: TuneTask, space: SearchSpace, measured: MeasureResult) -> MeasureResult:
+    """`measured` with what transfer needs in its record (`einc.tune.transfer.record_info`)."""
+    from einc.tune.transfer import TRANSFER, record_info
+
+    if TRANSFER in measured.extra or measured.candidate.point.sketch not in space.sketches:
+        return measured
+    return dataclasses.replace(measured, extra={**measured.extra, TRANSFER: record_info(task, space, measured.candidate.point)})
 
 
 def record_result(record) -> MeasureResult:  # record: einc.compiler.records.Record
