@@ -40,6 +40,11 @@ DEPTHWISE = (
     "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
     " * input1[C, KH, KW]) where HO in {h}, WO in {w}"
 )
+TRANSPOSED_CONV = (
+    "output0[N, F, HO, WO] +=! (input0[N, C, (HO + {p} - KH) // {s}, (WO + {p} - KW) // {s}] * input1[C, F, KH, KW]).when(["
+    "(HO + {p} - KH) % {s} == 0, (WO + {p} - KW) % {s} == 0, (HO + {p} - KH) // {s} >= 0, (HO + {p} - KH) // {s} < {h}, "
+    "(WO + {p} - KW) // {s} >= 0, (WO + {p} - KW) // {s} < {w}]) where HO in {ho}, WO in {wo}"
+)
 CONV1X1 = "output0[N, F, H, W] +=! input0[N, C, H, W] * input1[F, C]"
 BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
 
@@ -71,6 +76,18 @@ def _depthwise_ref(a: dict[str, np.ndarray]) -> np.ndarray:
     return np.einsum("nchwij,cij->nchw", win, a["input1"], optimize=True)
 
 
+def _transposed_ref(a: dict[str, np.ndarray], stride: int, pad: int) -> np.ndarray:
+    x, w = a["input0"], a["input1"]  # N C H W, C F KH KW
+    n, _, h, wd = x.shape
+    f, kh, kw = w.shape[1:]
+    full = np.zeros((n, f, (h - 1) * stride + kh, (wd - 1) * stride + kw))
+    for i in range(kh):
+        for j in range(kw):
+            full[:, :, i:i + (h - 1) * stride + 1:stride, j:j + (wd - 1) * stride + 1:stride] += np.einsum(
+                "nchw,cf->nfhw", x, w[:, :, i, j], optimize=True)
+    return full[:, :, pad:pad + (h - 1) * stride + kh - 2 * pad, pad:pad + (wd - 1) * stride + kw - 2 * pad]
+
+
 def ops() -> list[Op]:
     return [
         Op("conv2d 3x3 pad 1, 1x64x56x56, 64 filters", PAD_CONV.format(p=1, h=56, w=56),
@@ -82,6 +99,11 @@ def ops() -> list[Op]:
         Op("depthwise 3x3 pad 1, 1x32x112x112", DEPTHWISE.format(h=112, w=112),
            {"input0": f32(1, 32, 112, 112), "input1": f32(32, 3, 3)}, 2 * 32 * 9 * 112 * 112, _depthwise_ref,
            lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"][:, None], padding=1, groups=32)),
+        Op("transposed conv 4x4 stride 2 pad 1, 1x128x28x28, 64 filters",
+           TRANSPOSED_CONV.format(p=1, s=2, h=28, w=28, ho=56, wo=56),
+           {"input0": f32(1, 128, 28, 28), "input1": f32(128, 64, 4, 4)}, 2 * 128 * 64 * 16 * 28 * 28,
+           lambda a: _transposed_ref(a, 2, 1),
+           lambda t, x: t.nn.functional.conv_transpose2d(x["input0"], x["input1"], stride=2, padding=1)),
         Op("conv2d 1x1, 1x256x28x28, 128 filters", CONV1X1,
            {"input0": f32(1, 256, 28, 28), "input1": f32(128, 256)}, 2 * 128 * 256 * 28 * 28,
            lambda a: np.einsum("nchw,fc->nfhw", a["input0"], a["input1"], optimize=True),
