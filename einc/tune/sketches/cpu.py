@@ -22,6 +22,7 @@ from xdsl.ir import SSAValue
 from einc.transforms.loop_analysis import band_from
 from einc.transforms import loop_transforms as lt
 from einc.schedule.builder import IllegalStep, ScheduleBuilder
+from einc.schedule.policies.conditions import split_conditions_out
 from einc.schedule.policies import cpu as policy
 from einc.tune.sketches.base import (
     KnobRole,
@@ -100,6 +101,7 @@ def build_sketch(ctx: RuleContext, name: str, description: str, scheduler: Sched
             continue
         if not handled:
             return None
+        split_conditions_out(b)  # padding and stride tests out of the loops (as the default)
         return Sketch(name, b.finish(), description, build.roles)
     return None
 
