@@ -62,8 +62,8 @@ MAX_PHASES = 16
 # ---- affine expressions ------------------------------------------------------------------------
 
 
-def _linear(e: AffineExpr) -> tuple[dict[int, int], int] | None:
-    """`e` as {dim: coefficient} plus a constant, or None."""
+def linear_dims(e: AffineExpr) -> tuple[dict[int, int], int] | None:
+    """`e` as {dim position: coefficient} plus a constant, or None when it is not linear."""
     if isinstance(e, AffineConstantExpr):
         return {}, e.value
     if isinstance(e, AffineDimExpr):
@@ -71,7 +71,7 @@ def _linear(e: AffineExpr) -> tuple[dict[int, int], int] | None:
     if not isinstance(e, AffineBinaryOpExpr):
         return None
     if e.kind == AffineBinaryOpKind.Add:
-        a, b = _linear(e.lhs), _linear(e.rhs)
+        a, b = linear_dims(e.lhs), linear_dims(e.rhs)
         if a is None or b is None:
             return None
         terms = dict(a[0])
@@ -81,7 +81,7 @@ def _linear(e: AffineExpr) -> tuple[dict[int, int], int] | None:
     if e.kind == AffineBinaryOpKind.Mul:
         for var, const in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
             if isinstance(const, AffineConstantExpr):
-                inner = _linear(var)
+                inner = linear_dims(var)
                 if inner is None:
                     return None
                 k = const.value
@@ -89,7 +89,7 @@ def _linear(e: AffineExpr) -> tuple[dict[int, int], int] | None:
     return None
 
 
-def _from_linear(terms: dict[int, int], const: int) -> AffineExpr:
+def _fromlinear_dims(terms: dict[int, int], const: int) -> AffineExpr:
     out: AffineExpr | None = None
     for d in sorted(terms):
         term = AffineExpr.dimension(d) * terms[d] if terms[d] != 1 else AffineExpr.dimension(d)
@@ -109,12 +109,12 @@ def canonical(e: AffineExpr) -> AffineExpr:
     kind = e.kind
     if kind in (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul):
         whole = AffineBinaryOpExpr(kind, lhs, rhs)
-        form = _linear(whole)
-        return _from_linear(*form) if form is not None else whole
+        form = linear_dims(whole)
+        return _fromlinear_dims(*form) if form is not None else whole
     if not isinstance(rhs, AffineConstantExpr) or rhs.value <= 0:
         return AffineBinaryOpExpr(kind, lhs, rhs)
     s = rhs.value
-    form = _linear(lhs)
+    form = linear_dims(lhs)
     if form is None or kind == AffineBinaryOpKind.CeilDiv:
         return AffineBinaryOpExpr(kind, lhs, rhs)
     terms, const = form
@@ -124,11 +124,11 @@ def canonical(e: AffineExpr) -> AffineExpr:
     if kind == AffineBinaryOpKind.Mod:
         if not rest:
             return AffineExpr.constant(r0)
-        return AffineBinaryOpExpr(kind, _from_linear(rest, r0), rhs)
+        return AffineBinaryOpExpr(kind, _fromlinear_dims(rest, r0), rhs)
     if not rest:  # r0 // s == 0
-        return _from_linear(quotient, q0)
-    inner = AffineBinaryOpExpr(kind, _from_linear(rest, r0), rhs)
-    whole = _from_linear(quotient, q0)
+        return _fromlinear_dims(quotient, q0)
+    inner = AffineBinaryOpExpr(kind, _fromlinear_dims(rest, r0), rhs)
+    whole = _fromlinear_dims(quotient, q0)
     return inner if not quotient and not q0 else whole + inner
 
 

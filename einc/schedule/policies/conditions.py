@@ -28,7 +28,7 @@ from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstan
 
 from einc.schedule.builder import ScheduleBuilder
 from einc.transforms import loop_transforms as lt
-from einc.transforms.index_split import MAX_PIECES, canonical, comparison_expr, split_points
+from einc.transforms.index_split import MAX_PIECES, canonical, comparison_expr, linear_dims, split_points
 from einc.transforms.loop_analysis import (
     band_from,
     carried_dependence,
@@ -55,6 +55,16 @@ def _tag(loop: affine.ForOp) -> Tag | None:
     return stmt.data, axis.data, "einc.init" in loop.attributes
 
 
+def _tags(b: ScheduleBuilder) -> list[Tag]:
+    """The tags of the payload's loops, each once, in program order (outer loops first)."""
+    found: dict[Tag, None] = {}
+    for loop in _loops(b):
+        tag = _tag(loop)
+        if tag is not None:
+            found[tag] = None
+    return list(found)
+
+
 def _loops(b: ScheduleBuilder) -> Iterator[affine.ForOp]:
     for op in b.payload.walk():
         if isinstance(op, affine.ForOp) and _tag(op) is not None:
@@ -72,8 +82,6 @@ def _mods(e: AffineExpr) -> Iterator[tuple[AffineExpr, int]]:
 def phase_stride(loop: affine.ForOp) -> int | None:
     """The stride `s` of a `(... + c * x + ...) mod s` test in `loop`'s body that its variable
     `x` moves (`c` not a multiple of `s`), or None."""
-    from einc.transforms.index_split import _linear
-
     iv = induction_var(loop)
     for op in loop.body.walk():
         if not isinstance(op, arith.CmpiOp):
@@ -86,7 +94,7 @@ def phase_stride(loop: affine.ForOp) -> int | None:
         if position is None:
             continue
         for inner, s in _mods(expr):
-            form = _linear(canonical(inner))
+            form = linear_dims(canonical(inner))
             if form is not None and 1 < s and form[0].get(position, 0) % s:
                 return s
     return None
@@ -125,10 +133,11 @@ def _output_innermost(b: ScheduleBuilder) -> None:
             ((_, group),) = groups.items()
             ivs = [induction_var(loop) for loop in band]
             fixed = determined_loops(group, ivs)
-            stores = [a for a in group if a.write and a.map is not None]
-            if ivs[-1] in fixed or not stores:
+            stores = [a for a in group if a.write]
+            store_map = stores[0].map if stores else None
+            if ivs[-1] in fixed or store_map is None or not store_map.results:
                 continue
-            form = linear_form(stores[0].map.results[-1], stores[0].operands) if stores[0].map.results else None
+            form = linear_form(store_map.results[-1], stores[0].operands)
             unit = [loop for loop in band if induction_var(loop) in fixed and form is not None
                     and form[0].get(induction_var(loop)) == 1]  # fmt: skip
             if not unit:
@@ -140,7 +149,8 @@ def _output_innermost(b: ScheduleBuilder) -> None:
             if isinstance(reordered, lt.Failure):
                 continue
             b.remember([b.loop(h) for h in reordered], reordered)
-            b.try_(lambda: b.vectorize(reordered[-1]))  # noqa: B023
+            last = reordered[-1]
+            b.try_(lambda: b.vectorize(last))  # noqa: B023
 
 
 def split_conditions_out(b: ScheduleBuilder) -> None:
@@ -148,7 +158,7 @@ def split_conditions_out(b: ScheduleBuilder) -> None:
     module docstring); every step is tried, an illegal one is left out."""
     _output_innermost(b)
     for carried in (False, True):
-        for tag in list(dict.fromkeys(t for loop in _loops(b) if (t := _tag(loop)) is not None)):
+        for tag in _tags(b):
             loops = [loop for loop in _loops(b) if _tag(loop) == tag]
             strides = {s for loop in loops if (s := phase_stride(loop)) is not None and s <= MAX_POLICY_STRIDE}
             if len(strides) != 1 or any((carried_dependence(loop) is not None) != carried for loop in loops):
@@ -156,7 +166,7 @@ def split_conditions_out(b: ScheduleBuilder) -> None:
             (stride,) = strides
             stmt, axis, init = tag
             b.try_(lambda: b.split_phases(b.match(stmt, axis, init), stride))  # noqa: B023
-    for tag in list(dict.fromkeys(t for loop in _loops(b) if (t := _tag(loop)) is not None)):
+    for tag in _tags(b):
         loops = [loop for loop in _loops(b) if _tag(loop) == tag]
         if any(worth_splitting(loop) for loop in loops):
             stmt, axis, init = tag
