@@ -179,10 +179,11 @@ MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
      "cannot phase-split loop K of output0: its iterations both access 'output0' (a carried dependence that the phases would reorder)"),
     (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_phases %n by 0"],
      "phase count must be positive, got 0"),
-    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_phases %n by 9"],
-     "cannot phase-split loop N of output0 by 9: it runs 8 iterations"),
-    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_conditions %n"],
-     "cannot split loop N of output0: no condition in its body changes value along it"),
+    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_phases %n by 17"],
+     "cannot phase-split loop N of output0 by 17: at most 16 phases"),
+    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%o, %i = transform.einc.tile %n by 3",
+      "%p = transform.einc.split_conditions %i"],
+     "cannot split loop N.i of output0: its bounds are not constant"),
     (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%o, %i = transform.einc.tile %n by 3",
       "%p = transform.einc.split_phases %i by 2"],
      "cannot phase-split loop N.i of output0: its bounds are not constant"),
@@ -193,6 +194,24 @@ def test_refusals_are_located_at_the_op(lines: list[str], message: str) -> None:
         Compilation(MATMUL, "<t>", inputs, None, "c", script(lines)).run_until("scheduled")
     assert err.value.message == message
     assert err.value.loc is not None and err.value.loc.line == 3 + len(lines) - 1
+
+
+def test_nothing_to_split_leaves_the_loop_whole() -> None:
+    """A loop along which no comparison changes stays whole (a tuned tile size may leave a
+    loop without a boundary: the schedule must still apply); a phase split by more than the
+    trip count keeps one phase per iteration."""
+    inputs = {"input0": f32(8, 6), "input1": f32(6, 5)}
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_conditions %n",
+             '%m = transform.einc.match stmt "output0" axis "M" in %root', "%q = transform.einc.split_phases %m by 7",
+             "transform.einc.parallelize %p"]  # fmt: skip
+    kernel = einc.compile(MATMUL, inputs, target="c", schedule=script(lines), use_records=False)
+    seed = fresh_seed()
+    values = _inputs(inputs, seed)
+    got = kernel(**values)["output0"]
+    check_reference("output0", got, values["input0"].astype(np.float64) @ values["input1"], "float32", 6, f"seed {seed}")
+    scheduled = Compilation(MATMUL, "<t>", inputs, None, "c", script(lines)).run_until("scheduled")
+    tags = [op.attributes["einc.axis"] for op in scheduled.walk() if isinstance(op, affine.ForOp) and "einc.init" not in op.attributes]
+    assert [str(t) for t in tags].count('"N"') == 1 and [str(t) for t in tags].count('"M"') == 5
 
 
 def test_a_split_loop_keeps_its_order_and_tags() -> None:

@@ -220,7 +220,7 @@ class SplitConditionsOp(IRDLOperation):
     comparison on loop variables in its body (a `.when`'s padding test) becomes or stops
     being decided, into consecutive copies whose decided comparisons are folded: the interior
     reads no condition, the boundary pieces keep theirs. The iterations keep their order:
-    always legal. Refused when no comparison changes along the loop. Result: the pieces
+    always legal; a loop along which no comparison changes stays whole. Result: the pieces
     (same tags), in order."""
 
     name = "transform.einc.split_conditions"

@@ -45,7 +45,7 @@ from einc.ir.attrs import STAGED_LOC_ATTR
 from einc.passes.pipeline import PassFactories, parse_passes
 from einc.transforms import loop_transforms as lt
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
-from einc.transforms.index_split import NOTHING_TO_SPLIT, split_conditions, split_phases
+from einc.transforms.index_split import split_conditions, split_phases
 from einc.transforms.loop_cse import reuse_values
 from einc.transforms.loops import LoopIndex
 from einc.transforms.rfactor import rfactor_loop
@@ -327,15 +327,8 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.SplitConditionsOp)
     def run_split_conditions(self, interpreter: Interpreter, op: et.SplitConditionsOp, args: PythonValues) -> PythonValues:
         pieces: list[Operation] = []
-        nothing: lt.Failure | None = None
-        loops = self.loops(op, args[0])
-        for loop in loops:
-            split = split_conditions(loop)
-            if isinstance(split, lt.Failure) and split.message.endswith(NOTHING_TO_SPLIT):
-                nothing, split = split, [loop]  # another loop of the handle may split
-            pieces += self.check(op, split)
-        if nothing is not None and len(pieces) == len(loops):
-            raise self.fail(op, nothing.message)
+        for loop in self.loops(op, args[0]):
+            pieces += self.check(op, split_conditions(loop))
         return (OperationHandle(*pieces),)
 
     @impl(et.SplitPhasesOp)

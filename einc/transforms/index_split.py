@@ -51,10 +51,6 @@ MAX_SPLIT_TRIP = 4096
 MAX_PIECES = 9
 """The most pieces `split_conditions` cuts a loop into."""
 
-NOTHING_TO_SPLIT = "no condition in its body changes value along it"
-"""The end of split_conditions' refusal of a loop it has nothing to do to (the schedule op
-refuses a handle only when none of its loops splits)."""
-
 MAX_PHASES = 16
 """The largest stride `split_phases` takes (it makes that many copies of the body)."""
 
@@ -479,13 +475,14 @@ def split_points(loop: affine.ForOp) -> list[int] | Failure:
 def split_conditions(loop: affine.ForOp) -> list[affine.ForOp] | Failure:
     """Cut `loop` (constant bounds) at `split_points` into consecutive copies, the first
     being `loop` itself; in each the comparisons its range decides are folded. Returns the
-    pieces in order (a piece left doing nothing, a sum's skipped points, is erased). Refused
-    when no comparison of the body changes along the loop."""
+    pieces in order (a piece left doing nothing, a sum's skipped points, is erased); `[loop]`
+    untouched when no comparison of the body changes along it (a schedule stays valid when
+    a tuned tile size leaves a loop without a boundary)."""
     points = split_points(loop)
     if isinstance(points, Failure):
         return points
     if not points:
-        return Failure(f"cannot split {describe(loop)}: {NOTHING_TO_SPLIT}")
+        return [loop]  # nothing decided anywhere: the loop stays whole (as under other tile sizes)
     if len(points) + 1 > MAX_PIECES:
         return Failure(f"cannot split {describe(loop)}: it would make {len(points) + 1} pieces (at most {MAX_PIECES})")
     bounds = constant_bounds(loop)
@@ -532,13 +529,11 @@ def split_phases(loop: affine.ForOp, stride: int) -> list[affine.ForOp] | Failur
     n = max(0, -(-(bounds[1] - bounds[0]) // step))
     if stride == 1:
         return [loop]
-    if n < stride:
-        return Failure(f"cannot phase-split {describe(loop)} by {stride}: it runs {n} iterations")
     carried = carried_dependence(loop)
     iv = induction_var(loop)
     hint = iv.name_hint or "i"
     phases: list[affine.ForOp] = []
-    for r in range(stride):
+    for r in range(min(stride, n)):  # a phase beyond the trip count has no iteration
         count = -(-(n - r) // stride)
         block = Block(arg_types=[IndexType()])
         t = block.args[0]
