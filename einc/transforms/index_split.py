@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IndexType, IntegerAttr, IntegerType, i1
@@ -161,7 +162,13 @@ def _operand_expr(v: SSAValue, dims: Sequence[SSAValue]) -> tuple[AffineExpr, in
     an integer constant, or an index expression."""
     owner = v.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return AffineExpr.constant(owner.value.value.data), None
+        if isinstance(v.type, IndexType):
+            return AffineExpr.constant(owner.value.value.data), None
+        if not isinstance(v.type, IntegerType) or v.type.width.data < 2:
+            return None
+        bits = v.type.width.data
+        value = (owner.value.value.data + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))  # signed
+        return AffineExpr.constant(value), None
     width = None
     if isinstance(owner, arith.IndexCastOp) and isinstance(owner.input.type, IndexType):
         if not isinstance(v.type, IntegerType):
@@ -194,46 +201,70 @@ _SIGNED = {"eq": "eq", "ne": "ne", "slt": "slt", "sle": "sle", "sgt": "sgt", "sg
            "ult": "slt", "ule": "sle", "ugt": "sgt", "uge": "sge"}  # fmt: skip
 
 
-def decide(cmp: arith.CmpiOp, pinned: dict[SSAValue, Range] | None = None) -> bool | None:
-    """The value of `cmp` at every point of the loop variables' ranges (`pinned` overrides
-    some), or None when it may take both. Operands truncated to a narrower integer must fit
-    it over the ranges; an unsigned comparison is decided only on non-negative operands."""
-    found = comparison_expr(cmp)
-    if found is None:
-        return None
-    diff, dims, widths = found
-    ranges = [pinned[d] if pinned and d in pinned else value_range(d) for d in dims]
-    if widths or cmp.predicate.value.data >= 6:  # check each operand's own range
-        for operand in (cmp.lhs, cmp.rhs):
-            got = _operand_expr(operand, dims)
-            assert got is not None
-            r = expr_range(canonical(got[0]), ranges)
-            if got[1] is not None and not _fits(r, got[1]):
+@dataclass(frozen=True)
+class Comparison:
+    """An integer comparison on loop variables, ready to be decided over their ranges:
+    `diff` is `lhs - rhs`, `operands` each side's expression and truncation width."""
+
+    predicate: str  # signed form: eq ne slt sle sgt sge
+    unsigned: bool
+    diff: AffineExpr
+    dims: list[SSAValue]
+    operands: list[tuple[AffineExpr, int | None]]
+    ranges: list[Range]  # of the dims, from their loops' bounds
+
+    @staticmethod
+    def of(cmp: arith.CmpiOp) -> Comparison | None:
+        found = comparison_expr(cmp)
+        if found is None:
+            return None
+        diff, dims, _ = found
+        sides = [_operand_expr(o, dims) for o in (cmp.lhs, cmp.rhs)]
+        operands = [(canonical(side[0]), side[1]) for side in sides if side is not None]  # both, as diff
+        name = arith.CMPI_COMPARISON_OPERATIONS[cmp.predicate.value.data]
+        return Comparison(_SIGNED[name], name.startswith("u"), diff, dims, operands, [value_range(d) for d in dims])
+
+    def decide(self, pinned: dict[SSAValue, Range] | None = None) -> bool | None:
+        """The comparison's value at every point of the ranges (`pinned` overrides some loop
+        variables'), or None when it may take both. Operands truncated to a narrower integer
+        must fit it; an unsigned comparison is decided only on non-negative operands."""
+        ranges = [pinned[d] if pinned and d in pinned else r for d, r in zip(self.dims, self.ranges)]
+        for expr, width in self.operands:
+            if width is None and not self.unsigned:
+                continue
+            r = expr_range(expr, ranges)
+            if width is not None and not _fits(r, width):
                 return None
-            if cmp.predicate.value.data >= 6 and (r[0] is None or r[0] < 0):
+            if self.unsigned and (r[0] is None or r[0] < 0):
                 return None
-    lo, hi = expr_range(diff, ranges)
-    name = _SIGNED[arith.CMPI_COMPARISON_OPERATIONS[cmp.predicate.value.data]]
-    if name == "eq" or name == "ne":
-        if lo is not None and hi is not None and lo == hi == 0:
-            return name == "eq"
-        if (lo is not None and lo > 0) or (hi is not None and hi < 0):
-            return name == "ne"
-        return None
-    # d < 0, d <= 0, d > 0, d >= 0
-    below = {"slt": 0, "sle": 1}.get(name)
-    if below is not None:  # d < below
-        if hi is not None and hi < below:
+        lo, hi = expr_range(self.diff, ranges)
+        name = self.predicate
+        if name == "eq" or name == "ne":
+            if lo is not None and hi is not None and lo == hi == 0:
+                return name == "eq"
+            if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+                return name == "ne"
+            return None
+        below = {"slt": 0, "sle": 1}.get(name)
+        if below is not None:  # diff < below
+            if hi is not None and hi < below:
+                return True
+            if lo is not None and lo >= below:
+                return False
+            return None
+        above = 0 if name == "sgt" else -1  # diff > above
+        if lo is not None and lo > above:
             return True
-        if lo is not None and lo >= below:
+        if hi is not None and hi <= above:
             return False
         return None
-    above = 0 if name == "sgt" else -1  # d > above
-    if lo is not None and lo > above:
-        return True
-    if hi is not None and hi <= above:
-        return False
-    return None
+
+
+def decide(cmp: arith.CmpiOp, pinned: dict[SSAValue, Range] | None = None) -> bool | None:
+    """`cmp`'s value at every point of the loop variables' ranges (`pinned` overrides some),
+    or None when it may take both (`Comparison.decide`)."""
+    found = Comparison.of(cmp)
+    return None if found is None else found.decide(pinned)
 
 
 # ---- folding -----------------------------------------------------------------------------------
@@ -462,10 +493,10 @@ def split_points(loop: affine.ForOp) -> list[int] | Failure:
     for op in loop.body.walk():
         if not isinstance(op, arith.CmpiOp):
             continue
-        found = comparison_expr(op)
-        if found is None or not any(d is iv for d in found[1]):
+        found = Comparison.of(op)
+        if found is None or not any(d is iv for d in found.dims):
             continue
-        statuses = [decide(op, {iv: (x, x)}) for x in points]
+        statuses = [found.decide({iv: (x, x)}) for x in points]
         changes = [points[k] for k in range(1, len(points)) if statuses[k] != statuses[k - 1]]
         if len(changes) <= 2:
             cuts.update(changes)
