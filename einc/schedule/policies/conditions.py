@@ -55,22 +55,6 @@ def _tag(loop: affine.ForOp) -> Tag | None:
     return stmt.data, axis.data, "einc.init" in loop.attributes
 
 
-def _tags(b: ScheduleBuilder) -> list[Tag]:
-    """The tags of the payload's loops, each once, in program order (outer loops first)."""
-    found: dict[Tag, None] = {}
-    for loop in _loops(b):
-        tag = _tag(loop)
-        if tag is not None:
-            found[tag] = None
-    return list(found)
-
-
-def _loops(b: ScheduleBuilder) -> Iterator[affine.ForOp]:
-    for op in b.payload.walk():
-        if isinstance(op, affine.ForOp) and _tag(op) is not None:
-            yield op
-
-
 def _mods(e: AffineExpr) -> Iterator[tuple[AffineExpr, int]]:
     if isinstance(e, AffineBinaryOpExpr):
         if e.kind == AffineBinaryOpKind.Mod and isinstance(e.rhs, AffineConstantExpr):
@@ -153,21 +137,45 @@ def _output_innermost(b: ScheduleBuilder) -> None:
             b.try_(lambda: b.vectorize(last))  # noqa: B023
 
 
+def _guarded(b: ScheduleBuilder) -> dict[Tag, list[affine.ForOp]]:
+    """The payload's loops (by tag, outer tags first) of the tags some loop of which encloses
+    an integer comparison; one walk (a program without conditions costs one walk in all)."""
+    by_tag: dict[Tag, list[affine.ForOp]] = {}
+    guarded: set[Tag] = set()
+    for op in b.payload.walk():
+        if isinstance(op, affine.ForOp):
+            tag = _tag(op)
+            if tag is not None:
+                by_tag.setdefault(tag, []).append(op)
+        elif isinstance(op, arith.CmpiOp):
+            parent = op.parent_op()
+            while parent is not None:
+                if isinstance(parent, affine.ForOp) and (tag := _tag(parent)) is not None:
+                    guarded.add(tag)
+                parent = parent.parent_op()
+    return {tag: loops for tag, loops in by_tag.items() if tag in guarded}
+
+
 def split_conditions_out(b: ScheduleBuilder) -> None:
     """Split the payload's loops (all statements) by stride phases, then at bound tests (the
     module docstring); every step is tried, an illegal one is left out."""
+    if not _guarded(b):
+        return
     _output_innermost(b)
     for carried in (False, True):
-        for tag in _tags(b):
-            loops = [loop for loop in _loops(b) if _tag(loop) == tag]
+        guarded = _guarded(b)
+        for tag in list(guarded):
+            loops = guarded.get(tag, [])  # as the splits before left them
             strides = {s for loop in loops if (s := phase_stride(loop)) is not None and s <= MAX_POLICY_STRIDE}
             if len(strides) != 1 or any((carried_dependence(loop) is not None) != carried for loop in loops):
                 continue
             (stride,) = strides
             stmt, axis, init = tag
-            b.try_(lambda: b.split_phases(b.match(stmt, axis, init), stride))  # noqa: B023
-    for tag in _tags(b):
-        loops = [loop for loop in _loops(b) if _tag(loop) == tag]
-        if any(worth_splitting(loop) for loop in loops):
+            if not isinstance(b.try_(lambda: b.split_phases(b.match(stmt, axis, init), stride)), lt.Failure):  # noqa: B023
+                guarded = _guarded(b)
+    guarded = _guarded(b)
+    for tag in list(guarded):
+        if any(worth_splitting(loop) for loop in guarded[tag]):
             stmt, axis, init = tag
-            b.try_(lambda: b.split_conditions(b.match(stmt, axis, init)))  # noqa: B023
+            if not isinstance(b.try_(lambda: b.split_conditions(b.match(stmt, axis, init))), lt.Failure):  # noqa: B023
+                guarded = _guarded(b)
