@@ -65,9 +65,9 @@ def widening() -> frozenset[str]:
 
 # op -> weight of drawing it for a step (bind only on GPU targets)
 WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "vectorize": 3,
-           "vectorize_reduction": 2, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
-           "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 3,
-           "split_phases": 3}  # fmt: skip
+           "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
+           "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
+           "split_phases": 2}  # fmt: skip
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
 BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
