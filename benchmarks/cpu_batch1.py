@@ -54,6 +54,11 @@ GROUPED_NHWC = (
     "[HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
     " * input1[KH, KW, C, F]) where HO in {h}, WO in {w}"
 )  # channels last (Ansor's layout): the vector loop runs over F, which the input index divides
+TRANSPOSED_CONV = (
+    "output0[N, F, HO, WO] +=! (input0[N, C, (HO + {p} - KH) // {s}, (WO + {p} - KW) // {s}] * input1[C, F, KH, KW]).when(["
+    "(HO + {p} - KH) % {s} == 0, (WO + {p} - KW) % {s} == 0, (HO + {p} - KH) // {s} >= 0, (HO + {p} - KH) // {s} < {h}, "
+    "(WO + {p} - KW) // {s} >= 0, (WO + {p} - KW) // {s} < {w}]) where HO in {ho}, WO in {wo}"
+)
 CONV1X1 = "output0[N, F, H, W] +=! input0[N, C, H, W] * input1[F, C]"
 BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
@@ -107,6 +112,16 @@ def _grouped_ref(a: dict[str, np.ndarray], groups: int) -> np.ndarray:
     wg = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])
     out = np.einsum("ngchwij,gfcij->ngfhw", win, wg, optimize=True)
     return out.reshape(n, w.shape[0], *out.shape[3:])
+def _transposed_ref(a: dict[str, np.ndarray], stride: int, pad: int) -> np.ndarray:
+    x, w = a["input0"], a["input1"]  # N C H W, C F KH KW
+    n, _, h, wd = x.shape
+    f, kh, kw = w.shape[1:]
+    full = np.zeros((n, f, (h - 1) * stride + kh, (wd - 1) * stride + kw))
+    for i in range(kh):
+        for j in range(kw):
+            full[:, :, i:i + (h - 1) * stride + 1:stride, j:j + (wd - 1) * stride + 1:stride] += np.einsum(
+                "nchw,cf->nfhw", x, w[:, :, i, j], optimize=True)
+    return full[:, :, pad:pad + (h - 1) * stride + kh - 2 * pad, pad:pad + (wd - 1) * stride + kw - 2 * pad]
 
 
 def ops() -> list[Op]:
@@ -130,6 +145,11 @@ def ops() -> list[Op]:
                                    "input1": a["input1"].transpose(3, 2, 0, 1)}, 4).transpose(0, 2, 3, 1),
            lambda t, x: t.nn.functional.conv2d(x["input0"].permute(0, 3, 1, 2), x["input1"].permute(3, 2, 0, 1),
                                                padding=1, groups=4).permute(0, 2, 3, 1)),
+        Op("transposed conv 4x4 stride 2 pad 1, 1x128x28x28, 64 filters",
+           TRANSPOSED_CONV.format(p=1, s=2, h=28, w=28, ho=56, wo=56),
+           {"input0": f32(1, 128, 28, 28), "input1": f32(128, 64, 4, 4)}, 2 * 128 * 64 * 16 * 28 * 28,
+           lambda a: _transposed_ref(a, 2, 1),
+           lambda t, x: t.nn.functional.conv_transpose2d(x["input0"], x["input1"], stride=2, padding=1)),
         Op("conv2d 1x1, 1x256x28x28, 128 filters", CONV1X1,
            {"input0": f32(1, 256, 28, 28), "input1": f32(128, 256)}, 2 * 128 * 256 * 28 * 28,
            lambda a: np.einsum("nchw,fc->nfhw", a["input0"], a["input1"], optimize=True),

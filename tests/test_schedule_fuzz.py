@@ -85,6 +85,10 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
         return f"{new}, {new}b = transform.einc.{op} {h()} by {size()}"
     if op == "unroll":
         return f"{new} = transform.einc.unroll {h()} by {size()}"
+    if op == "split_phases":
+        return f"{new} = transform.einc.split_phases {h()} by {size()}"
+    if op == "split_conditions":
+        return f"{new} = transform.einc.split_conditions {h()}"
     if op == "reorder":
         n = rng.randint(1, 4)
         return f"{', '.join(f'{new}r{i}' for i in range(n))} = transform.einc.reorder {', '.join(h() for _ in range(n))}"

@@ -542,5 +542,5 @@ def test_schedule_generator_reaches_every_op(target: str) -> None:
     missing = names - tried - ({"bind"} if target == "c" else set())
     assert not missing, f"never emitted on {target}: {sorted(missing)}"
     must_keep = {"tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "fuse", "cache_read",
-                 "cache_write", "rfactor", "compute_at", "vectorize_reduction"}  # fmt: skip
+                 "cache_write", "rfactor", "compute_at", "vectorize_reduction", "split_phases", "split_conditions"}  # fmt: skip
     assert must_keep <= kept, f"never kept on {target}: {sorted(must_keep - kept)}"

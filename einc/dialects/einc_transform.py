@@ -153,6 +153,18 @@ class PeelOp(SizedLoopOp):
 
 
 @irdl_op_definition
+class SplitPhasesOp(SizedLoopOp):
+    """Split a constant-bound loop `x` into `size` phase loops over `t`, phase `r` running
+    `x = lb + (r + size * t) * step` (einc.transforms.index_split.split_phases): a stride
+    condition `(x + k) % size == 0` becomes constant per phase (folded), `(x + k) // size`
+    an index affine in `t`. Refused for a loop carrying a dependence (the phases reorder its
+    iterations). Result: the phase loops (same tags)."""
+
+    name = "transform.einc.split_phases"
+    phases = result_def(AnyOpType)
+
+
+@irdl_op_definition
 class RfactorOp(SizedLoopOp):
     """Split a reduction loop into `size` independent partial reductions (a partial buffer,
     then a combine nest). Results: the loop over the partials (parallel) and the combine
@@ -199,6 +211,25 @@ class VectorizeReductionOp(MarkLoopOp):
     reassociated: results differ from the sequential order by rounding."""
 
     name = "transform.einc.vectorize_reduction"
+
+
+@irdl_op_definition
+class SplitConditionsOp(IRDLOperation):
+    """`%pieces = transform.einc.split_conditions %loop`: index-set splitting
+    (einc.transforms.index_split.split_conditions): cut a constant-bound loop where a
+    comparison on loop variables in its body (a `.when`'s padding test) becomes or stops
+    being decided, into consecutive copies whose decided comparisons are folded: the interior
+    reads no condition, the boundary pieces keep theirs. The iterations keep their order:
+    always legal; a loop along which no comparison changes stays whole. Result: the pieces
+    (same tags), in order."""
+
+    name = "transform.einc.split_conditions"
+    target = operand_def(AnyOpType)
+    pieces = result_def(AnyOpType)
+    assembly_format = "$target attr-dict"
+
+    def __init__(self, target: SSAValue):
+        super().__init__(operands=[target], result_types=[HANDLE])
 
 
 @irdl_op_definition
@@ -510,6 +541,7 @@ class KnobOp(IRDLOperation):
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
+    SplitConditionsOp, SplitPhasesOp,
 )
 
 

@@ -187,6 +187,14 @@ class ScheduleBuilder:
         main, rest = self._step(et.PeelOp(h, size))
         return main, rest
 
+    def split_conditions(self, h: SSAValue) -> SSAValue:
+        (pieces,) = self._step(et.SplitConditionsOp(h))
+        return pieces
+
+    def split_phases(self, h: SSAValue, stride: SSAValue | int) -> SSAValue:
+        (phases,) = self._step(et.SplitPhasesOp(h, stride))
+        return phases
+
     def unroll(self, h: SSAValue, factor: SSAValue | int) -> SSAValue:
         (left,) = self._step(et.UnrollOp(h, factor))
         return left

@@ -45,6 +45,7 @@ from einc.ir.attrs import STAGED_LOC_ATTR
 from einc.passes.pipeline import PassFactories, parse_passes
 from einc.transforms import loop_transforms as lt
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
+from einc.transforms.index_split import split_conditions, split_phases
 from einc.transforms.loop_cse import reuse_values
 from einc.transforms.loops import LoopIndex
 from einc.transforms.rfactor import rfactor_loop
@@ -338,6 +339,21 @@ class EincTransformFunctions(InterpreterFunctions):
             mains.append(main)
             rests += [rest] if rest is not None else []
         return OperationHandle(*mains), OperationHandle(*rests)
+
+    @impl(et.SplitConditionsOp)
+    def run_split_conditions(self, interpreter: Interpreter, op: et.SplitConditionsOp, args: PythonValues) -> PythonValues:
+        pieces: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            pieces += self.check(op, split_conditions(loop))
+        return (OperationHandle(*pieces),)
+
+    @impl(et.SplitPhasesOp)
+    def run_split_phases(self, interpreter: Interpreter, op: et.SplitPhasesOp, args: PythonValues) -> PythonValues:
+        stride = self.size(op, args)
+        phases: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            phases += self.check(op, split_phases(loop, stride))
+        return (OperationHandle(*phases),)
 
     @impl(et.UnrollOp)
     def run_unroll(self, interpreter: Interpreter, op: et.UnrollOp, args: PythonValues) -> PythonValues:

@@ -43,7 +43,7 @@ from einc.transforms.loop_analysis import accesses, buffer_name, constant_bounds
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
-       "reverse_compute_at")  # fmt: skip
+       "reverse_compute_at", "split_conditions", "split_phases")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -65,8 +65,9 @@ def widening() -> frozenset[str]:
 
 # op -> weight of drawing it for a step (bind only on GPU targets)
 WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "vectorize": 3,
-           "vectorize_reduction": 2, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
-           "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2}  # fmt: skip
+           "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
+           "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
+           "split_phases": 2}  # fmt: skip
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
 BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
@@ -257,6 +258,18 @@ class _Gen:
             size = self.size(sorted({1, 2, 3, 4, max(1, trip - 1), trip}), lines)
             main, rest = self.handle(), self.handle()
             lines.append(f"{main}, {rest} = transform.einc.peel {h} by {size}")
+        elif kind == "split_conditions":
+            h = self.match(loop, lines)
+            pieces = self.handle()
+            lines.append(f"{pieces} = transform.einc.split_conditions {h}")
+            if rng.random() < 0.3 and loop.innermost:
+                lines.append(f"transform.einc.vectorize {pieces}")
+        elif kind == "split_phases":
+            h = self.match(loop, lines)
+            phases = self.handle()
+            lines.append(f"{phases} = transform.einc.split_phases {h} by {self.size([2, 3, 4], lines)}")
+            if rng.random() < 0.3 and loop.innermost:
+                lines.append(f"transform.einc.vectorize {phases}")
         elif kind == "unroll":
             if not self.may_unroll(loop.stmt):
                 return None

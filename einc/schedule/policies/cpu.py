@@ -42,6 +42,8 @@ remaining statement nest:
   carries no dependence, or into vector partial accumulators (vectorize_reduction) when it
   is a reduction over a unit-stride input whose only carried dependence is the reduction
   (row sums and maxima, softmax's max and sum; float sums are reassociated).
+Last, conditions on loop variables leave the scheduled loops (einc.schedule.policies.conditions):
+stride tests by phase splitting, padding tests by cutting loops into boundary and interior.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ from einc.transforms.loop_analysis import (
 )
 from einc.schedule.script import Schedule
 from einc.schedule.builder import ScheduleBuilder
+from einc.schedule.policies.conditions import split_conditions_out
 
 if TYPE_CHECKING:
     from einc.targets.clike import CLikeTarget
@@ -751,4 +754,5 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | 
             for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
                 if top not in fused:
                     schedule_nest(top, b, lanes)
+    split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()

@@ -22,6 +22,8 @@ from xdsl.ir import SSAValue
 from einc.transforms.loop_analysis import band_from
 from einc.transforms import loop_transforms as lt
 from einc.schedule.builder import IllegalStep, ScheduleBuilder
+from einc.schedule.policies.conditions import split_conditions_out
+from einc.targets import get_target
 from einc.schedule.policies import cpu as policy
 from einc.tune.sketches.base import (
     KnobRole,
@@ -100,6 +102,8 @@ def build_sketch(ctx: RuleContext, name: str, description: str, scheduler: Sched
             continue
         if not handled:
             return None
+        if get_target(ctx.target).sketches == "cpu":  # as the CPU default (device mappings keep their loops)
+            split_conditions_out(b)
         return Sketch(name, b.finish(), description, build.roles)
     return None
 

@@ -1,0 +1,241 @@
+"""Index-set splitting (einc/transforms/index_split.py): `transform.einc.split_conditions` and
+`transform.einc.split_phases`, by hand and in the CPU default schedule
+(einc/schedule/policies/conditions.py).
+
+- a padded convolution and a transposed convolution (stride 2, written with `%` and `//`
+  tests) computed with the split schedules on every executable target (C, OpenCL, SYCL, HLSL,
+  Poplar) against a float64 NumPy reference on fresh random inputs, compile-checked on CUDA
+  and HIP; the CPU default schedule on C;
+- the code's shape: under the default C schedule the vectorized loops of both convolutions
+  read no condition (but in the boundary pieces), and the transposed convolution's keep only
+  the window taps that reach their output phase;
+- refusals, located at the op; the affine simplification the phases rely on.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects import affine, arith, scf
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+import einc
+from einc.compiler.driver import Compilation
+from einc.errors import ScheduleError
+from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
+from einc.transforms.index_split import canonical
+from einc.transforms.loop_analysis import trip_count
+from tests.oracle.compare import check_reference
+from tests.test_conformance import fresh_seed
+from tests.test_device_differential import script
+from tests.test_device_targets import require, require_run
+
+PAD_CONV = (
+    "output0[N, F, HO, WO] +=! (input0[N, C, HO + KH - 1, WO + KW - 1].when([HO + KH - 1 >= 0, "
+    "HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0) * input1[F, C, KH, KW]) where HO in {h}, WO in {w}"
+)
+TRANSPOSED = (
+    "output0[N, F, HO, WO] +=! (input0[N, C, (HO + 1 - KH) // 2, (WO + 1 - KW) // 2] * input1[C, F, KH, KW]).when(["
+    "(HO + 1 - KH) % 2 == 0, (WO + 1 - KW) % 2 == 0, (HO + 1 - KH) // 2 >= 0, (HO + 1 - KH) // 2 < {h}, "
+    "(WO + 1 - KW) // 2 >= 0, (WO + 1 - KW) // 2 < {w}]) where HO in {ho}, WO in {wo}"
+)
+
+
+def f32(*shape: int) -> dict[str, Any]:
+    return {"dtype": "float32", "shape": list(shape)}
+
+
+def pad_conv(c: int, f: int, h: int, w: int) -> tuple[str, dict[str, Any]]:
+    return PAD_CONV.format(h=h, w=w), {"input0": f32(1, c, h, w), "input1": f32(f, c, 3, 3)}
+
+
+def transposed(c: int, f: int, h: int, w: int) -> tuple[str, dict[str, Any]]:
+    """4x4 window, stride 2, padding 1: an h x w input gives a 2h x 2w output."""
+    return TRANSPOSED.format(h=h, w=w, ho=2 * h, wo=2 * w), {"input0": f32(1, c, h, w), "input1": f32(c, f, 4, 4)}
+
+
+def pad_conv_ref(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = np.pad(a["input0"], ((0, 0), (0, 0), (1, 1), (1, 1)))
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))
+    return np.einsum("nchwij,fcij->nfhw", win, a["input1"])
+
+
+def transposed_ref(a: dict[str, np.ndarray]) -> np.ndarray:
+    x, w = a["input0"], a["input1"]
+    n, _, h, wd = x.shape
+    f, kh, kw = w.shape[1:]
+    full = np.zeros((n, f, 2 * (h - 1) + kh, 2 * (wd - 1) + kw))
+    for i in range(kh):
+        for j in range(kw):
+            full[:, :, i:i + 2 * h - 1:2, j:j + 2 * wd - 1:2] += np.einsum("nchw,cf->nfhw", x, w[:, :, i, j])
+    return full[:, :, 1:2 * h + 1, 1:2 * wd + 1]
+
+
+# phases of every loop of the stride tests, then the bound tests cut (outer loops first)
+PHASES = [f'%{a}0 = transform.einc.match stmt "output0" axis "{a}" in %root\n    %{a}1 = transform.einc.split_phases %{a}0 by 2'
+          for a in ("HO", "WO", "KH", "KW")]  # fmt: skip
+CUTS = [f'%{a}2 = transform.einc.match stmt "output0" axis "{a}" in %root\n    %{a}3 = transform.einc.split_conditions %{a}2'
+        for a in ("HO", "WO")]  # fmt: skip
+CASES = {
+    "pad_conv": (pad_conv(3, 4, 6, 7), pad_conv_ref, CUTS),
+    "transposed": (transposed(3, 2, 4, 5), transposed_ref, PHASES + CUTS),
+}
+EXECUTED = ("c", "opencl", "sycl", "hlsl", "poplar")
+
+
+def _check(outputs: dict[str, np.ndarray], inputs: dict[str, np.ndarray], ref: Any, reduce: int, context: str) -> None:
+    want = ref({k: v.astype(np.float64) for k, v in inputs.items()})
+    check_reference("output0", outputs["output0"], want, "float32", reduce, context)
+
+
+def _inputs(input_dict: dict[str, Any], seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in input_dict.items()}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("target", [pytest.param(t, marks=[getattr(pytest.mark, t)] if t != "c" else [], id=t)
+                                    for t in EXECUTED])  # fmt: skip
+def test_split_schedules_match_numpy(target: str, case: str) -> None:
+    require_run(target)
+    (ir, input_dict), ref, lines = CASES[case]
+    kernel = einc.compile(ir, input_dict, target=target, schedule=script(lines), use_records=False)
+    seed = fresh_seed()
+    inputs = _inputs(input_dict, seed)
+    _check(kernel(**{k: v.copy() for k, v in inputs.items()}), inputs, ref, 48, f"{case} on {target}, seed {seed}")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("target", [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("cuda", "hip")])
+def test_split_schedules_compile_on_cuda_and_hip(target: str, case: str) -> None:
+    require(target)
+    (ir, input_dict), _, lines = CASES[case]
+    kernel = einc.compile(ir, input_dict, target=target, schedule=script(lines), use_records=False)
+    kernel.check()
+
+
+# ---- the CPU default schedule ------------------------------------------------------------------
+
+
+@functools.cache
+def default_c(case: str) -> Compilation:
+    """The default C schedule of a convolution big enough to be register-blocked (`_block_rows`:
+    16 columns or more)."""
+    ir, input_dict = pad_conv(8, 8, 20, 20) if case == "pad_conv" else transposed(8, 8, 10, 12)
+    comp = Compilation(ir, f"<{case}>", input_dict, None, "c", "default")
+    comp.run_until("source")
+    return comp
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_default_schedule_matches_numpy(case: str) -> None:
+    comp = default_c(case)
+    kernel = einc.compile(comp.source, comp.input_dict, target="c", schedule="default", use_records=False)
+    seed = fresh_seed()
+    inputs = _inputs(dict(comp.input_dict or {}), seed)
+    ref = pad_conv_ref if case == "pad_conv" else transposed_ref
+    _check(kernel(**{k: v.copy() for k, v in inputs.items()}), inputs, ref, 128, f"{case}, default, seed {seed}")
+
+
+def _work(loop: affine.ForOp) -> int:
+    """Iterations of `loop`'s body in all (its trip count times its enclosing loops')."""
+    n, parent = trip_count(loop) or 1, loop.parent_op()
+    while parent is not None:
+        if isinstance(parent, affine.ForOp):
+            n *= trip_count(parent) or 1
+        parent = parent.parent_op()
+    return n
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_default_schedule_vector_loops_read_no_condition(case: str) -> None:
+    """The vectorized loops of the default C schedule: most of their work (the interior) in
+    loops that read no condition; the transposed convolution's read none at all (each output
+    phase keeps only the taps that reach it)."""
+    comp = default_c(case)
+    scheduled = comp.results["scheduled"]
+    vector = [op for op in scheduled.walk() if isinstance(op, affine.ForOp) and VECTORIZE_ATTR in op.attributes]
+    assert vector
+    guarded = [op for op in vector if any(isinstance(o, scf.IfOp | arith.CmpiOp) for o in op.walk())]
+    total, boundary = sum(map(_work, vector)), sum(map(_work, guarded))
+    assert boundary <= 0.25 * total, (boundary, total)
+    if case == "transposed":
+        assert not guarded
+        assert not any(isinstance(o, scf.IfOp | arith.CmpiOp) for o in scheduled.walk())
+        source = comp.results["source"]
+        assert "einc_floordiv" not in source and "einc_mod" not in source
+
+
+# ---- refusals ----------------------------------------------------------------------------------
+
+MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (['%k = transform.einc.match stmt "output0" axis "K" in %root', "%p = transform.einc.split_phases %k by 2"],
+     "cannot phase-split loop K of output0: its iterations both access 'output0' (a carried dependence that the phases would reorder)"),
+    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_phases %n by 0"],
+     "phase count must be positive, got 0"),
+    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_phases %n by 17"],
+     "cannot phase-split loop N of output0 by 17: at most 16 phases"),
+    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%o, %i = transform.einc.tile %n by 3",
+      "%p = transform.einc.split_conditions %i"],
+     "cannot split loop N.i of output0: its bounds are not constant"),
+    (['%n = transform.einc.match stmt "output0" axis "N" in %root', "%o, %i = transform.einc.tile %n by 3",
+      "%p = transform.einc.split_phases %i by 2"],
+     "cannot phase-split loop N.i of output0: its bounds are not constant"),
+])  # fmt: skip
+def test_refusals_are_located_at_the_op(lines: list[str], message: str) -> None:
+    inputs = {"input0": f32(8, 6), "input1": f32(6, 5)}
+    with pytest.raises(ScheduleError) as err:
+        Compilation(MATMUL, "<t>", inputs, None, "c", script(lines)).run_until("scheduled")
+    assert err.value.message == message
+    assert err.value.loc is not None and err.value.loc.line == 3 + len(lines) - 1
+
+
+def test_nothing_to_split_leaves_the_loop_whole() -> None:
+    """A loop along which no comparison changes stays whole (a tuned tile size may leave a
+    loop without a boundary: the schedule must still apply); a phase split by more than the
+    trip count keeps one phase per iteration."""
+    inputs = {"input0": f32(8, 6), "input1": f32(6, 5)}
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root', "%p = transform.einc.split_conditions %n",
+             '%m = transform.einc.match stmt "output0" axis "M" in %root', "%q = transform.einc.split_phases %m by 7",
+             "transform.einc.parallelize %p"]  # fmt: skip
+    kernel = einc.compile(MATMUL, inputs, target="c", schedule=script(lines), use_records=False)
+    seed = fresh_seed()
+    values = _inputs(inputs, seed)
+    got = kernel(**values)["output0"]
+    check_reference("output0", got, values["input0"].astype(np.float64) @ values["input1"], "float32", 6, f"seed {seed}")
+    scheduled = Compilation(MATMUL, "<t>", inputs, None, "c", script(lines)).run_until("scheduled")
+    tags = [op.attributes["einc.axis"] for op in scheduled.walk() if isinstance(op, affine.ForOp) and "einc.init" not in op.attributes]
+    assert [str(t) for t in tags].count('"N"') == 1 and [str(t) for t in tags].count('"M"') == 5
+
+
+def test_a_split_loop_keeps_its_order_and_tags() -> None:
+    """split_phases of a parallel loop and split_conditions keep the statement's numbers and
+    the loops' tags (a later match finds every piece)."""
+    ir, input_dict = pad_conv(2, 2, 5, 5)
+    lines = [*CUTS, '%w = transform.einc.match stmt "output0" axis "WO" in %root', "transform.einc.parallelize %w"]
+    comp = Compilation(ir, "<t>", input_dict, None, "c", script(lines))
+    scheduled = comp.run_until("scheduled")
+    wo = [op for op in scheduled.walk() if isinstance(op, affine.ForOp) and op.attributes.get("einc.axis").data == "WO"
+          and "einc.init" not in op.attributes]  # fmt: skip
+    assert len(wo) == 9 and all(PARALLEL_ATTR in op.attributes for op in wo)
+
+
+# ---- the affine simplification ------------------------------------------------------------------
+
+
+def test_canonical_folds_multiples_of_the_divisor() -> None:
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    assert str(canonical((d0 * 2 + 3) % 2)) == "1"
+    assert str(canonical((d0 * 2 + d1 * 4 + 3) // 2)) == str(canonical(d0 + d1 * 2 + 1))
+    assert str(canonical((d0 * 2 - d1 + 1) % 2)) == str((d1 + 1) % 2)
+    # (2*d0 - d1 + 1) // 2 == d0 - d1 + (d1 + 1) // 2 for every integer d0, d1
+    m = AffineMap(2, 0, (canonical((d0 * 2 - d1 + 1) // 2),))
+    for x in range(-3, 4):
+        for y in range(-5, 6):
+            assert m.eval([x, y], []) == ((2 * x - y + 1) // 2,)
