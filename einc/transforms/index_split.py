@@ -31,6 +31,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from einc.ir.attrs import PARALLEL_ATTR
 from einc.transforms.affine_fold import fold_applies
 from einc.transforms.affine_index import affine_expr_of, dims_to_operands
 from einc.transforms.loop_analysis import (
@@ -527,6 +528,8 @@ def split_conditions(loop: affine.ForOp) -> list[affine.ForOp] | Failure:
     for piece, lo, hi in zip(pieces, edges, edges[1:]):
         piece.properties["lowerBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(lo),)))
         piece.properties["upperBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(hi),)))
+        if hi - lo <= piece.step.value.data and PARALLEL_ATTR in piece.attributes:
+            del piece.attributes[PARALLEL_ATTR]  # one iteration: nothing to share among threads
     for piece in pieces:
         fold_conditions(piece)
     kept = [p for p in pieces if not _empty(p)]

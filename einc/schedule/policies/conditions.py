@@ -175,7 +175,7 @@ def split_conditions_out(b: ScheduleBuilder) -> None:
                 guarded = _guarded(b)
     guarded = _guarded(b)
     for tag in list(guarded):
-        if any(worth_splitting(loop) for loop in guarded[tag]):
+        if any(worth_splitting(loop) for loop in guarded.get(tag, [])):  # as the splits before left them
             stmt, axis, init = tag
             if not isinstance(b.try_(lambda: b.split_conditions(b.match(stmt, axis, init))), lt.Failure):  # noqa: B023
                 guarded = _guarded(b)
