@@ -18,8 +18,9 @@ the operator as torch computes it; none for the memory-bound operators), einc/to
 time over einc's: above 1, einc is faster), and the fractions of the FMA peak and of the
 STREAM triad bandwidth (the bytes of the inputs and the output once) that benchmarks/machine.py
 measures in the same run; geometric means of einc/torch per batch. OMP_NUM_THREADS (default 2)
-sets einc's OpenMP threads, torch's intra-op threads and the machine's ceilings. The machine
-may be shared: only ratios of one run mean much.
+sets einc's OpenMP threads, torch's intra-op threads and the machine's ceilings;
+OMP_WAIT_POLICY defaults to PASSIVE (two OpenMP runtimes share the process: spinning threads
+of one would slow the other). The machine may be shared: only ratios of one run mean much.
 
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
@@ -390,6 +391,11 @@ def main(argv: list[str] | None = None) -> None:
         if k not in keys:
             parser.error(f"unknown operator {k!r}; known: {', '.join(keys)}")
     threads = int(os.environ.setdefault("OMP_NUM_THREADS", "2"))
+    # torch and einc's kernels each bring an OpenMP runtime into this process: with threads
+    # that spin after a parallel region, each side's timing would pay for the other's
+    # spinning threads on the same cores (measured here: torch's softmax 38.7 ms after einc's
+    # kernels, 0.40 ms with passive waiting). Set before either runtime starts.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
 
     from machine import cpu_model, fma_peak_gflops, stream_bandwidth_gbs
