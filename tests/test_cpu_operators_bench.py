@@ -89,3 +89,35 @@ def test_markdown_of_merged_runs(tmp_path: Path) -> None:
     assert [c.strip() for c in soft.strip("|").split("|")][4:8] == ["-", "0.50", "-", "0.50"]
     means = next(line for line in lines if "geometric mean" in line)
     assert "| 0.50 " in means and "| 2.00 " in means
+
+
+SKETCHED = ["conv2d_stride", "conv2d_grouped", "conv2d_transposed", "conv3d", "matmul_small"]
+
+
+@pytest.mark.parametrize("key", SKETCHED)
+def test_new_sketches_and_a_random_point_match_the_reference(key: str) -> None:
+    """The CPU sketches new with the operator benchmark (the weight packed, the second outer
+    tile parallel) on the convolution families the old space did not tile (strided,
+    grouped, transposed) or tiled at batch 1 on one core (3-D), and a matmul with a small K,
+    at tiny shapes and batch 1: their default points and a random point of the space
+    against the NumPy reference; a point the schedule interpreter refuses must be refused
+    with a located error. (Random points of random programs: test_tune_space.py.)"""
+    from einc.errors import ScheduleError
+    from einc.schedule.script import Schedule
+    from einc.tune.space import SearchSpace
+
+    op = bench.ops(1, tiny=True)[key]
+    task = bench.task_of(op)
+    space = SearchSpace.from_task(task)
+    assert {"tile", "tile.cw", "tile.cw.pw", "tile.cw.p1"} <= set(space.sketches), (key, space.skipped)
+    arrays = _inputs(op, 1)
+    want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
+    points = [space.sketch_default("tile.cw.pw"), space.sketch_default("tile.cw.p1"),
+              space.random_point(np.random.default_rng(26))]  # fmt: skip
+    for point in points:
+        try:
+            got = task.compilation(Schedule.parse(space.candidate(point).schedule)).kernel()(**arrays)["output0"]
+        except ScheduleError as e:
+            assert point.sketch != "default" and str(e).startswith("<schedule>:"), (key, point, e)
+            continue
+        assert max_error(got, want) <= tolerance("float32"), (key, point.describe())

@@ -243,7 +243,10 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
         span = {j: 64, i: e if panel else 32}.get(s, 1)
         opts = tile_options(math.ceil(e / min(inner_opts)))
         kind = "parallel" if s == first else "tile"
-        outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))
+        want = max(1, span // inner)
+        if s == first:  # enough parallel tasks by default: PARALLEL_MIN_TRIP, or one per tile
+            want = max(1, min(want, math.ceil(e / inner) // policy.PARALLEL_MIN_TRIP))
+        outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, want), opts))
         S0.append(outer)
         S1.append(middle)
     # the reductions keep their relative order (reorder refuses to reassociate a sum across
