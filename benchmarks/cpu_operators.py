@@ -18,9 +18,14 @@ the operator as torch computes it; none for the memory-bound operators), einc/to
 time over einc's: above 1, einc is faster), and the fractions of the FMA peak and of the
 STREAM triad bandwidth (the bytes of the inputs and the output once) that benchmarks/machine.py
 measures in the same run; geometric means of einc/torch per batch. OMP_NUM_THREADS (default 2)
-sets einc's OpenMP threads, torch's intra-op threads and the machine's ceilings;
-OMP_WAIT_POLICY defaults to PASSIVE (two OpenMP runtimes share the process: spinning threads
-of one would slow the other). The machine may be shared: only ratios of one run mean much.
+sets einc's OpenMP threads, torch's intra-op threads and the machine's ceilings. torch and
+einc's kernels each bring an OpenMP runtime into the process; each timing sample runs one side
+for ~0.1 s, so the other runtime's threads spinning after its last parallel region cost a
+sample little on an idle machine, but on an oversubscribed one they cost whole time slices
+(here, at a load of 17 on 2 cores: torch's softmax 38.7 ms after einc's kernels, 0.40 ms
+with OMP_WAIT_POLICY=PASSIVE, which in turn makes every fork of a kernel that starts many
+parallel regions wait for a time slice). The machine may be shared: only ratios of one run
+mean much, and the load (os.getloadavg, in the JSON and the table) says how much.
 
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
@@ -349,7 +354,10 @@ def markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
     intro = (f"{m['cpu']}, {m['threads']} threads (OMP_NUM_THREADS), torch {m['torch']}; FMA peak "
              f"{peak:.1f} GFLOP/s, STREAM triad {triad:.1f} GB/s (benchmarks/machine.py, same run); "
-             f"medians of {m['repeat']}" + (f"; tuned: {m['trials']} trials" if m.get("trials") else ""))  # fmt: skip
+             f"medians of {m['repeat']}" + (f"; tuned: {m['trials']} trials" if m.get("trials") else "")
+             + (f"; load average {m['load_before']:.1f} before, {m['load_after']:.1f} after"
+                if "load_after" in m else "")
+             + (f"; OMP_WAIT_POLICY={m['wait_policy']}" if m.get("wait_policy") else ""))  # fmt: skip
     return intro + "\n\n" + table(rows, header)
 
 
@@ -391,11 +399,6 @@ def main(argv: list[str] | None = None) -> None:
         if k not in keys:
             parser.error(f"unknown operator {k!r}; known: {', '.join(keys)}")
     threads = int(os.environ.setdefault("OMP_NUM_THREADS", "2"))
-    # torch and einc's kernels each bring an OpenMP runtime into this process: with threads
-    # that spin after a parallel region, each side's timing would pay for the other's
-    # spinning threads on the same cores (measured here: torch's softmax 38.7 ms after einc's
-    # kernels, 0.40 ms with passive waiting). Set before either runtime starts.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
 
     from machine import cpu_model, fma_peak_gflops, stream_bandwidth_gbs
@@ -403,7 +406,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(threads)
     machine = {"cpu": cpu_model(), "threads": threads, "torch": torch.__version__, "repeat": args.repeat,
                "fma_peak_gflops": fma_peak_gflops(threads), "triad_gbs": stream_bandwidth_gbs(threads),
-               "trials": args.trials if tune else None}  # fmt: skip
+               "trials": args.trials if tune else None, "wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+               "load_before": os.getloadavg()[0]}  # fmt: skip
     print(f"FMA peak {machine['fma_peak_gflops']:.1f} GFLOP/s, triad {machine['triad_gbs']:.1f} GB/s, "
           f"{threads} threads", file=sys.stderr, flush=True)  # fmt: skip
     rows = []
@@ -424,6 +428,7 @@ def main(argv: list[str] | None = None) -> None:
                              if f"{side}_s" in row)  # fmt: skip
             print(f"[batch {batch}] {op.name:56s} {line}  einc/torch {row['torch_s'] / row['default_s']:.2f}",
                   file=sys.stderr, flush=True)  # fmt: skip
+    machine["load_after"] = os.getloadavg()[0]
     result = {"machine": machine, "rows": rows}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))

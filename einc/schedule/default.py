@@ -38,7 +38,7 @@ only)."""
 
 
 def space_version(target: type[CLikeTarget]) -> str:
-    """`cpu.2`: the target's schedule family (`none` without one) and its space's version."""
+    """`cpu.3`: the target's schedule family (`none` without one) and its space's version."""
     return f"{target.sketches or 'none'}.{SPACE_VERSIONS.get(target.sketches, 1)}"
 
 
