@@ -252,6 +252,10 @@ def _layouts(t: Any, op: Op, tensors: dict[str, Any]) -> dict[str, dict[str, Any
     return found
 
 
+SLOW_CALL_S = 1.0
+"""An operator whose einc kernel takes longer than this a call is timed in 3 samples at most."""
+
+
 def task_of(op: Op) -> Any:
     from einc.tune.types import TuneTask
 
@@ -270,7 +274,7 @@ def tune_op(op: Op, trials: int, threads: int, workers: int, seed: int = 0) -> t
         seconds = time.perf_counter() - start
     best = result.best
     crowned = best is not None and result.decision is not None and best.candidate.point.sketch != "default"
-    info = {"seconds": seconds, "trials": len(result.history), "failures": dict(result.failures),
+    info = {"crowned": crowned, "seconds": seconds, "trials": len(result.history), "failures": dict(result.failures),
             "reason": result.decision.reason if result.decision is not None else None,
             "point": best.candidate.point.describe() if best is not None else None}  # fmt: skip
     return (best.candidate.schedule if crowned and best is not None else None), info
@@ -295,9 +299,12 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     outs = {"output0": np.empty(want.shape, np.float32)}
     errors: dict[str, float] = {}
     calls: dict[str, Callable[[], object]] = {}
+    slowest = 0.0
     for side, kernel in kernels.items():
         outs["output0"].fill(np.nan)
+        once = time.perf_counter()
         kernel.run(arrays, outs)
+        slowest = max(slowest, time.perf_counter() - once)
         errors[side] = max_error(outs["output0"], want)
         calls[side] = lambda kernel=kernel: kernel.run(arrays, outs)
     with torch.inference_mode():
@@ -311,10 +318,12 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
         for side, error in errors.items():
             if error > tolerance("float32"):
                 raise SystemExit(f"{op.name} (batch {batch}): {side} is wrong (error {error:.2e})")
+        if slowest > SLOW_CALL_S:  # seconds a call: fewer samples keep the run to minutes
+            repeat = min(repeat, 3)
         median = interleaved(calls, repeat)
     nbytes = sum(a.nbytes for a in arrays.values()) + want.size * 4
     return {"key": key, "name": op.name, "batch": batch, "threads": threads, "flops": op.flops, "bytes": nbytes,
-            "torch_layout": layout, "compile_s": compile_s, "errors": errors,
+            "torch_layout": layout, "compile_s": compile_s, "errors": errors, "repeat": repeat,
             **{f"{side}_s": seconds for side, seconds in median.items()}}  # fmt: skip
 
 
@@ -343,7 +352,9 @@ def markdown(result: dict[str, Any]) -> str:
             ratio = r["torch_s"] / s
             ratios.setdefault((r["batch"], side), []).append(ratio)
             gflops = r["flops"] / s / 1e9
-            cells += [f"{s * 1e3:.3f}"] + ([f"{gflops:.1f}" if r["flops"] else "-"] if side == "default" else [])
+            kept = side == "tuned" and s == r["default_s"]  # the tuner kept the default schedule
+            cells += [f"{s * 1e3:.3f}" + (" (default kept)" if kept else "")]
+            cells += [f"{gflops:.1f}" if r["flops"] else "-"] if side == "default" else []
             cells += [f"{ratio:.2f}", f"{gflops / peak:.2f}" if r["flops"] else "-", f"{r['bytes'] / s / 1e9 / triad:.2f}"]
         rows.append(cells)
     for batch in sorted({b for b, _ in ratios}):
