@@ -437,8 +437,10 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(row)
             line = "  ".join(f"{side} {row[f'{side}_s'] * 1e3:8.3f} ms" for side in ("torch", "default", "tuned")
                              if f"{side}_s" in row)  # fmt: skip
-            print(f"[batch {batch}] {op.name:56s} {line}  einc/torch {row['torch_s'] / row['default_s']:.2f}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(f"[batch {batch}] {op.name:56s} {line}  einc/torch {row['torch_s'] / row['default_s']:.2f}"
+                  + (f"  (tuning: {info['reason']})" if info is not None else ""), file=sys.stderr, flush=True)  # fmt: skip
+            if args.json:  # as it goes: an interrupted run keeps its rows
+                Path(args.json).write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
     machine["load_after"] = os.getloadavg()[0]
     result = {"machine": machine, "rows": rows}
     if args.json:
