@@ -27,6 +27,11 @@ with OMP_WAIT_POLICY=PASSIVE, which in turn makes every fork of a kernel that st
 parallel regions wait for a time slice). The machine may be shared: only ratios of one run
 mean much, and the load (os.getloadavg, in the JSON and the table) says how much.
 
+The tuner crowns a schedule only when it beat the default beyond the noise in enough final
+rounds; on a busy machine it keeps the default (the tuned column then says so) and the
+fastest trial of the search is timed beside it (`fastest trial` columns): what the space
+reached, not what a user of the tuner would get.
+
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
 """
@@ -262,9 +267,13 @@ def task_of(op: Op) -> Any:
     return TuneTask(op.ir, "c", f"<{op.name}>", op.inputs)
 
 
-def tune_op(op: Op, trials: int, threads: int, workers: int, seed: int = 0) -> tuple[str | None, dict[str, Any]]:
-    """The best schedule of `trials` tuning trials (None: the default kept) and what the
-    tuner said, through the public tuner API with a temporary record database."""
+def tune_op(op: Op, trials: int, threads: int, workers: int,
+            seed: int = 0) -> tuple[str | None, str | None, dict[str, Any]]:  # fmt: skip
+    """The best schedule of `trials` tuning trials (None: the default kept), the fastest
+    trial's schedule (None: the default's, or the best's) and what the tuner said, through
+    the public tuner API with a temporary record database. On a busy machine the tuner keeps
+    the default unless a finalist beat it beyond the noise: the fastest trial then says what
+    the space reached."""
     from einc.tune.tuner import tune
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -277,12 +286,19 @@ def tune_op(op: Op, trials: int, threads: int, workers: int, seed: int = 0) -> t
     info = {"crowned": crowned, "seconds": seconds, "trials": len(result.history), "failures": dict(result.failures),
             "reason": result.decision.reason if result.decision is not None else None,
             "point": best.candidate.point.describe() if best is not None else None}  # fmt: skip
-    return (best.candidate.schedule if crowned and best is not None else None), info
+    decided = best.candidate.schedule if crowned and best is not None else None
+    fastest = result.fastest
+    other = None
+    if fastest is not None and fastest.candidate.point.sketch != "default" and fastest.candidate.schedule != decided:
+        other = fastest.candidate.schedule
+        info["fastest_point"] = fastest.candidate.point.describe()
+    return decided, other, info
 
 
-def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str | None = None) -> dict[str, Any]:
-    """Check einc (default, and `tuned` when given) and torch against the reference, then
-    time them interleaved; a row of the table."""
+def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str | None = None,
+           fastest: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Check einc (default, and the `tuned` and `fastest` trial's schedules when given) and
+    torch against the reference, then time them interleaved; a row of the table."""
     import torch
 
     from einc.semantics.compare import max_error, tolerance
@@ -293,6 +309,8 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     kernels = {"default": task.compilation(None).kernel()}
     if tuned is not None:
         kernels["tuned"] = task.compilation(tuned).kernel()
+    if fastest is not None:
+        kernels["fastest"] = task.compilation(fastest).kernel()
     compile_s = time.perf_counter() - start
     arrays = {name: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for name, v in op.inputs.items()}
     want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
@@ -341,6 +359,9 @@ def markdown(result: dict[str, Any]) -> str:
     header = ["operator", "batch", "torch ms", "default ms", "default GFLOP/s", "default einc/torch",
               "default of peak", "default of triad", "tuned ms", "tuned einc/torch", "tuned of peak",
               "tuned of triad"]  # fmt: skip
+    fastest = any("fastest_s" in r for r in result["rows"])
+    if fastest:
+        header += ["fastest trial ms", "fastest einc/torch", "fastest of peak"]
     rows, ratios = [], {}
     for r in result["rows"]:
         cells = [r["name"], str(r["batch"]), f"{r['torch_s'] * 1e3:.3f}"]
@@ -356,12 +377,20 @@ def markdown(result: dict[str, Any]) -> str:
             cells += [f"{s * 1e3:.3f}" + (" (default kept)" if kept else "")]
             cells += [f"{gflops:.1f}" if r["flops"] else "-"] if side == "default" else []
             cells += [f"{ratio:.2f}", f"{gflops / peak:.2f}" if r["flops"] else "-", f"{r['bytes'] / s / 1e9 / triad:.2f}"]
+        if fastest:
+            f = r.get("fastest_s") or (r.get("tuned_s") if "tuning" in r else None)
+            cells += ["-"] * 3 if f is None else [
+                f"{f * 1e3:.3f}", f"{r['torch_s'] / f:.2f}", f"{r['flops'] / f / 1e9 / peak:.2f}" if r["flops"] else "-"]
+            if f is not None:
+                ratios.setdefault((r["batch"], "fastest"), []).append(r["torch_s"] / f)
         rows.append(cells)
     for batch in sorted({b for b, _ in ratios}):
         d, t = geomean(ratios.get((batch, "default"), [])), geomean(ratios.get((batch, "tuned"), []))
         rows.append([f"**geometric mean** ({len(ratios.get((batch, 'default'), []))} operators; tuned: "
                      f"{len(ratios.get((batch, 'tuned'), []))})", str(batch), "", "", "",
-                     f"{d:.2f}" if d else "-", "", "", "", f"{t:.2f}" if t else "-", "", ""])  # fmt: skip
+                     f"{d:.2f}" if d else "-", "", "", "", f"{t:.2f}" if t else "-", "", ""]
+                    + (["", f"{g:.2f}" if (g := geomean(ratios.get((batch, "fastest"), []))) else "-", ""]
+                       if fastest else []))  # fmt: skip
     m = result["machine"]
     intro = (f"{m['cpu']}, {m['threads']} threads (OMP_NUM_THREADS), torch {m['torch']}; FMA peak "
              f"{peak:.1f} GFLOP/s, STREAM triad {triad:.1f} GB/s (benchmarks/machine.py, same run); "
@@ -426,16 +455,16 @@ def main(argv: list[str] | None = None) -> None:
         table_ops = ops(batch)
         for key in only:
             op = table_ops[key]
-            schedule, info = (None, None)
+            schedule, fastest, info = (None, None, None)
             if key in tune:
                 print(f"tuning {op.name} ({args.trials} trials) ...", file=sys.stderr, flush=True)
-                schedule, info = tune_op(op, args.trials, threads, args.workers)
-            row = run_op(key, op, batch, args.repeat, threads, schedule)
+                schedule, fastest, info = tune_op(op, args.trials, threads, args.workers)
+            row = run_op(key, op, batch, args.repeat, threads, schedule, fastest)
             if info is not None:
                 row["tuning"] = info
                 row.setdefault("tuned_s", row["default_s"])  # the default kept: tuned is the default
             rows.append(row)
-            line = "  ".join(f"{side} {row[f'{side}_s'] * 1e3:8.3f} ms" for side in ("torch", "default", "tuned")
+            line = "  ".join(f"{side} {row[f'{side}_s'] * 1e3:8.3f} ms" for side in ("torch", "default", "tuned", "fastest")
                              if f"{side}_s" in row)  # fmt: skip
             print(f"[batch {batch}] {op.name:56s} {line}  einc/torch {row['torch_s'] / row['default_s']:.2f}"
                   + (f"  (tuning: {info['reason']})" if info is not None else ""), file=sys.stderr, flush=True)  # fmt: skip
