@@ -355,7 +355,6 @@ def geomean(xs: list[float]) -> float | None:
 def markdown(result: dict[str, Any]) -> str:
     """The table of a run (or merged runs): one row per operator and batch, geometric means of
     einc/torch per batch and schedule."""
-    peak, triad = result["machine"]["fma_peak_gflops"], result["machine"]["triad_gbs"]
     header = ["operator", "batch", "torch ms", "default ms", "default GFLOP/s", "default einc/torch",
               "default of peak", "default of triad", "tuned ms", "tuned einc/torch", "tuned of peak",
               "tuned of triad"]  # fmt: skip
@@ -364,6 +363,9 @@ def markdown(result: dict[str, Any]) -> str:
         header += ["fastest trial ms", "fastest einc/torch", "fastest of peak"]
     rows, ratios = [], {}
     for r in result["rows"]:
+        # the ceilings of the run that measured the row
+        peak = r.get("fma_peak_gflops", result["machine"]["fma_peak_gflops"])
+        triad = r.get("triad_gbs", result["machine"]["triad_gbs"])
         cells = [r["name"], str(r["batch"]), f"{r['torch_s'] * 1e3:.3f}"]
         for side in ("default", "tuned"):
             s = r.get(f"{side}_s")
@@ -391,28 +393,33 @@ def markdown(result: dict[str, Any]) -> str:
                      f"{d:.2f}" if d else "-", "", "", "", f"{t:.2f}" if t else "-", "", ""]
                     + (["", f"{g:.2f}" if (g := geomean(ratios.get((batch, "fastest"), []))) else "-", ""]
                        if fastest else []))  # fmt: skip
-    m = result["machine"]
-    intro = (f"{m['cpu']}, {m['threads']} threads (OMP_NUM_THREADS), torch {m['torch']}; FMA peak "
-             f"{peak:.1f} GFLOP/s, STREAM triad {triad:.1f} GB/s (benchmarks/machine.py, same run); "
+    runs = result.get("runs", [result["machine"]])
+    return "\n".join(f"- {_intro(m)}" for m in runs) + "\n\n" + table(rows, header)
+
+
+def _intro(m: dict[str, Any]) -> str:
+    """One run's machine, ceilings and conditions."""
+    return (f"{m['cpu']}, {m['threads']} threads (OMP_NUM_THREADS), torch {m['torch']}; FMA peak "
+             f"{m['fma_peak_gflops']:.1f} GFLOP/s, STREAM triad {m['triad_gbs']:.1f} GB/s (benchmarks/machine.py, same run); "
              f"medians of {m['repeat']}" + (f"; tuned: {m['trials']} trials" if m.get("trials") else "")
              + (f"; load average {m['load_before']:.1f} before, {m['load_after']:.1f} after"
                 if "load_after" in m else "")
              + (f"; OMP_WAIT_POLICY={m['wait_policy']}" if m.get("wait_policy") else ""))  # fmt: skip
-    return intro + "\n\n" + table(rows, header)
 
 
 def merge(paths: list[str]) -> dict[str, Any]:
-    """Saved runs merged: the first run's machine, rows keyed by (operator, batch), a later
-    run's timings of a column replacing an earlier's."""
+    """Saved runs merged: each run's machine line, rows keyed by (operator, batch) with the
+    ceilings of the run that measured them, a later run's timings of a column replacing an
+    earlier's."""
     merged: dict[str, Any] = {}
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for path in paths:
         run = json.loads(Path(path).read_text())
         merged.setdefault("machine", run["machine"])
-        if run["machine"].get("trials"):
-            merged["machine"]["trials"] = run["machine"]["trials"]
+        merged.setdefault("runs", []).append(run["machine"])
+        ceilings = {k: run["machine"][k] for k in ("fma_peak_gflops", "triad_gbs")}
         for r in run["rows"]:
-            rows.setdefault((r["key"], r["batch"]), {}).update(r)
+            rows.setdefault((r["key"], r["batch"]), {}).update({**ceilings, **r})
     merged["rows"] = list(rows.values())
     return merged
 
@@ -460,6 +467,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"tuning {op.name} ({args.trials} trials) ...", file=sys.stderr, flush=True)
                 schedule, fastest, info = tune_op(op, args.trials, threads, args.workers)
             row = run_op(key, op, batch, args.repeat, threads, schedule, fastest)
+            row.update({k: machine[k] for k in ("fma_peak_gflops", "triad_gbs")})
             if info is not None:
                 row["tuning"] = info
                 row.setdefault("tuned_s", row["default_s"])  # the default kept: tuned is the default
