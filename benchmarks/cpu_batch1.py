@@ -200,6 +200,18 @@ def _time(fn: Callable[[], object], runs: int) -> float:
     return (clock() - start) / runs
 
 
+def interleaved(calls: dict[str, Callable[[], object]], repeat: int, sample_s: float = 0.1) -> dict[str, float]:
+    """Median seconds of each call, timed in rotating order `repeat` times (each sample loops
+    one call for ~`sample_s` seconds), so that a drift of the machine hits every side alike."""
+    runs = {side: max(1, int(sample_s / max(_time(call, 1), 1e-9))) for side, call in calls.items()}
+    samples: dict[str, list[float]] = {side: [] for side in calls}
+    order = list(calls)
+    for r in range(repeat):
+        for side in order[r % len(order):] + order[: r % len(order)]:
+            samples[side].append(_time(calls[side], runs[side]))
+    return {side: statistics.median(s) for side, s in samples.items()}
+
+
 def main() -> None:
     global clock
     argv = sys.argv[1:]
@@ -261,13 +273,7 @@ def main() -> None:
                 errors[side] = max_error(got, want)
                 if errors[side] > tolerance("float32"):
                     raise SystemExit(f"{op.name}: {side} is wrong (error {errors[side]:.2e})")
-            runs = {side: max(1, int(0.1 / max(_time(call, 1), 1e-9))) for side, call in calls.items()}
-            samples: dict[str, list[float]] = {side: [] for side in calls}
-            order = list(calls)
-            for r in range(repeat):
-                for side in order[r % len(order):] + order[: r % len(order)]:  # rotate: drift hits all alike
-                    samples[side].append(_time(calls[side], runs[side]))
-        median = {side: statistics.median(s) for side, s in samples.items()}
+            median = interleaved(calls, repeat)
         rows.append((op, median, errors))
         cells = "  ".join(f"{side} {t * 1e3:8.3f} ms ({op.flops / t / 1e9:6.1f} GFLOP/s, err {errors[side]:.1e})"
                           for side, t in median.items())  # fmt: skip

@@ -51,7 +51,7 @@ def ops(sketch_schedule: Schedule) -> list[str]:
 
 def test_tile_rule_on_matmul_tiles_space_and_reduction_at_levels() -> None:
     sketches = {s.name: s for s in cpu.rule_tile(context("matmul"))}
-    assert list(sketches) == ["tile", "tile.cw", "tile.cw.cr"]
+    assert list(sketches) == ["tile", "tile.cw", "tile.cw.cr", "tile.cw.pw", "tile.cw.p1", "tile.cw.pw.p1"]
     tile = sketches["tile"]
     assert set(tile.schedule.knobs()) == {"output0.N.l1", "output0.N.l2", "output0.M.l1", "output0.M.l2", "output0.K.l1"}
     roles = tile.roles
@@ -70,6 +70,79 @@ def test_tile_rule_on_conv_keeps_the_reductions_in_order() -> None:
     assert "output0.C.l1" in tile.schedule.knobs() and "output0.KH.l1" not in tile.schedule.knobs()
     assert "output0.N.l1" not in tile.schedule.knobs()  # extent 1: nothing to tile
     assert tile.roles["output0.F.l2"].kind == "unroll"  # the rows the vector input does not move with
+
+
+def _parallel_trips(sketch_schedule: Schedule, name: str) -> list[int]:
+    """The trip counts of the loops the sketch runs in parallel, on the loops of `name`."""
+    from einc.transforms.loop_analysis import trip_count
+    from einc.transforms.loop_transforms import PARALLEL_ATTR
+
+    t = task(name)
+    module = Compilation(t.source, t.filename, None, None, "c", sketch_schedule).module("scheduled")
+    return [trip_count(op) or 0 for op in module.walk() if PARALLEL_ATTR in op.attributes]
+
+
+def test_tile_rule_never_runs_a_batch_of_one_in_parallel() -> None:
+    """conv2d.ein has a batch of 1: the parallel loop is the output channels' outer tile,
+    moved outermost; `.p1` runs the second outer space tile (rows) in parallel instead."""
+    sketches = {s.name: s for s in cpu.rule_tile(context("conv2d"))}
+    assert {"tile", "tile.cw", "tile.cw.cr", "tile.cw.pw", "tile.cw.p1"} <= set(sketches)
+    assert sketches["tile"].roles["output0.F.l1"].kind == "parallel"
+    assert sketches["tile.cw.p1"].roles["output0.HO.l1"].kind == "parallel"
+    assert sketches["tile.cw.p1"].roles["output0.F.l1"].kind == "tile"
+    for name in ("tile", "tile.cw.p1"):
+        trips = _parallel_trips(sketches[name].schedule, "conv2d")
+        assert trips and all(n > 1 for n in trips), (name, trips)
+
+
+def test_tile_rule_packs_the_weight() -> None:
+    sketches = {s.name: s for s in cpu.rule_tile(context("conv2d"))}
+    reads = [op.tensor.data for op in sketches["tile.cw.pw"].schedule.module.walk()
+             if op.name == "transform.einc.cache_read"]  # fmt: skip
+    assert reads == ["input1"]  # the weight (the vector input is `.cw.cr`'s)
+    (mm,) = [s for s in cpu.rule_tile(context("matmul")) if s.name == "tile.cw.pw"]
+    assert [op.tensor.data for op in mm.schedule.module.walk() if op.name == "transform.einc.cache_read"] == ["input0"]
+
+
+def _ctx(ir: str, input_dict: dict) -> RuleContext:
+    from einc.tune.space import _lanes  # pyright: ignore[reportPrivateUsage]
+
+    loops = loops_of(TuneTask(ir, "c", "<test>", input_dict))
+    return RuleContext(loops, analyse(loops), "c", _lanes("c"))
+
+
+F32 = "float32"
+
+
+def test_tile_rule_register_tiles_strided_and_grouped_convolutions() -> None:
+    """A stride-2 convolution is unit-stride in its input only along the 3-wide kernel window:
+    the register tile still vectorizes the output's WO and unrolls output channels (no
+    vectorized reduction). A grouped convolution (the input channel `F // 4 * 2 + C`) is
+    tiled too, its rows the weight's channel axis."""
+    strided = ("output0[N, F, HO, WO] +=! input0[N, C, HO * 2 + KH, WO * 2 + KW] * input1[F, C, KH, KW] "
+               "where HO in 6, WO in 8")  # fmt: skip
+    (tile, *_) = cpu.rule_tile(_ctx(strided, {"input0": {"dtype": F32, "shape": [1, 4, 13, 17]},
+                                              "input1": {"dtype": F32, "shape": [8, 4, 3, 3]}}))  # fmt: skip
+    assert tile.roles["output0.WO.l2"].kind == "tile" and tile.roles["output0.F.l2"].kind == "unroll"
+    assert "vectorize_reduction" not in ops(tile.schedule)
+    grouped = ("output0[N, F, HO, WO] +=! input0[N, F // 4 * 2 + C, HO + KH, WO + KW] * input1[F, C, KH, KW] "
+               "where HO in 6, WO in 8")  # fmt: skip
+    sketches = cpu.rule_tile(_ctx(grouped, {"input0": {"dtype": F32, "shape": [2, 4, 8, 10]},
+                                            "input1": {"dtype": F32, "shape": [8, 2, 3, 3]}}))  # fmt: skip
+    assert sketches
+    # the unrolled rows are output channels (F, or F's inner part where the index
+    # simplification splits F into groups), and below the batch loop only row tiles that
+    # divide their axis: a peeled copy would break the nest
+    ((name, role),) = [(k, r) for k, r in sketches[0].roles.items() if r.kind == "unroll"]
+    assert role.axis.split(".")[0] == "F", name
+    assert all(role.extent % v == 0 for v in sketches[0].schedule.knobs()[name].options)
+
+
+def test_tiled_sketches_of_a_padded_convolution_split_its_conditions_out() -> None:
+    """Every CPU tiling sketch ends as the CPU default does (split_conditions_out): the
+    padded convolution's bound tests are cut out of its loops in the sketch's script."""
+    sketches = cpu.rule_tile(context("conv2d"))
+    assert sketches and all("split_conditions" in ops(s.schedule) for s in sketches), [ops(s.schedule) for s in sketches]
 
 
 def test_fuse_rule_on_softmax_computes_producers_at_row_tiles() -> None:

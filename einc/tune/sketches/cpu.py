@@ -116,21 +116,60 @@ def _vector_input(nest: Nest, j: str) -> str | None:
     return None
 
 
+def _strided_input(nest: Nest, j: str) -> str | None:
+    """An input that moves with `j` and with a reduction but not at unit stride along `j` (a
+    strided convolution's input, `x[.., WO * 2 + KW]`; a transposed one's, `x[.., (WO - KW)
+    // 2]`), when the nest also reads a weight (an input moving with a reduction but not
+    with `j`) and the output is unit-stride along `j`: a contraction whose register tile
+    still vectorizes along the output's `j` (strided loads of the input) rather than along
+    a short innermost reduction."""
+    out = nest.output()
+    reductions = set(nest.reduction)
+    weight = any(not t.written and j not in t.axes and t.axes & reductions for t in nest.tensors)
+    if out is None or out.unit_axis != j or not weight:
+        return None
+    return next((t.name for t in nest.tensors if not t.written and j in t.axes and t.axes & reductions), None)
+
+
+def _weight(nest: Nest, j: str) -> str | None:
+    """The input that moves with a reduction but not with `j` (matmul's A, a convolution's
+    weight): the one a register tile broadcasts, and `.pw` packs."""
+    reductions = set(nest.reduction)
+    return next((t.name for t in nest.tensors if not t.written and j not in t.axes and t.axes & reductions), None)
+
+
 def _row_axis(nest: Nest, j: str, vector_input: str | None) -> str | None:
     """The spatial axis tiled into unrolled rows: the last one (but j) the vector input does
-    not move with (matmul's rows, a convolution's output channels), else the one before j."""
+    not move with (matmul's rows, a convolution's output channels); else the last one the
+    weight moves with (a grouped convolution, whose input moves with the channel through
+    `F // group`); else the one before j."""
     others = [s for s in nest.spatial if s != j and nest.extent(s) >= 2]
     if vector_input is not None:
         vin = next(t for t in nest.tensors if t.name == vector_input)
         free = [s for s in others if s not in vin.axes]
         if free:
             return free[-1]
+    weight = _weight(nest, j)
+    if weight is not None:
+        moving = next(t.axes for t in nest.tensors if t.name == weight)
+        if rows := [s for s in others if s in moving]:
+            return rows[-1]
     return others[-1] if others else None
 
 
+PARALLEL_CHOICES = 2
+"""Sketch variants per choice of the parallel loop: the k-th outer space tile (of an axis
+longer than 1) moved outermost and run in parallel (`.p1`: the second; the first is the
+plain sketch)."""
+
+
 def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = False,
-              cache_read: bool = False, consumer: affine.ForOp | None = None) -> bool:  # fmt: skip
-    """Multi-level tiling of one nest; False when it does not apply."""
+              cache_read: bool = False, consumer: affine.ForOp | None = None, parallel: int = 0,
+              pack_weight: bool = False) -> bool:  # fmt: skip
+    """Multi-level tiling of one nest; False when it does not apply. `parallel`: which outer
+    space tile (of the axes longer than 1, in tile order) runs outermost in parallel (False
+    when there is no such tile); `pack_weight`: the weight's tile (`_weight`) copied to a
+    local array per outer reduction tile (cache_read)."""
     if not nest.perfect or nest.init or not nest.spatial:
         return False
     b, lanes = build.b, build.ctx.lanes
@@ -140,7 +179,14 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     vin = _vector_input(nest, j)
     inputs_unit_r = nest.reduction and any(not t.written and t.unit_axis == nest.reduction[-1] for t in nest.tensors)
     reduce_inner = bool(nest.reduction) and vin is None and bool(inputs_unit_r)
+    if reduce_inner and nest.extent(nest.reduction[-1]) < policy.REDUCTION_MIN_TRIP:
+        # a strided or transposed convolution: the input is unit-stride only along the short
+        # kernel window; the register tile vectorizes along the output's unit axis instead
+        vin = _strided_input(nest, j)
+        reduce_inner = vin is None
     i = None if reduce_inner else _row_axis(nest, j, vin)
+    if pack_weight and (reduce_inner or _weight(nest, j) is None):
+        return False
     vectors, rows = policy.register_tile(lanes)
     handles = dict(zip(nest.axes, (b.handle(x) for x in band_from(top))))
     # the outer space tiles in band order, but a matmul-like nest (one reduction, a vector
@@ -152,7 +198,12 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
     if panel:
         moving = next(t.axes for t in nest.tensors if t.name == vin)
         spatial = [s for s in spatial if s in moving and s != j] + [j] + [s for s in spatial if s not in moving]
-    first = next((s for s in spatial if nest.extent(s) > 1), None)
+    # the parallel tile: the `parallel`-th of the axes longer than 1 (at batch 1, never the
+    # batch axis), moved outermost
+    long = [s for s in spatial if nest.extent(s) > 1]
+    if parallel >= max(1, len(long)):
+        return False
+    first = long[parallel] if long else None
     S0: list[SSAValue] = []
     S1: list[SSAValue] = []
     S2: dict[str, SSAValue] = {}
@@ -169,6 +220,10 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
             h, S2[s] = b.tile(h, build.knob(nest, s, 2, "tile", inner, opts))
         elif s == i:
             opts = tuple(sorted(set(tile_options(e, hi=8)) | ({rows} if rows <= e else set())))
+            if s != nest.axes[0]:
+                # the peeled rows' copy would sit inside the loops above i, and the nest would
+                # no longer be perfect: only sizes that divide i (no copy)
+                opts = tuple(v for v in opts if e % v == 0) or (1,)
             inner, inner_opts = nearest(opts, rows), opts
             unroll_knob = build.knob(nest, s, 2, "unroll", inner, opts)
             # the rows past the last whole tile in a copy of the nest (none when the rows
@@ -180,7 +235,10 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
         span = {j: 64, i: e if panel else 32}.get(s, 1)
         opts = tile_options(math.ceil(e / min(inner_opts)))
         kind = "parallel" if s == first else "tile"
-        outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, max(1, span // inner)), opts))
+        want = max(1, span // inner)
+        if s == first:  # enough parallel tasks by default: PARALLEL_MIN_TRIP, or one per tile
+            want = max(1, min(want, math.ceil(e / inner) // policy.PARALLEL_MIN_TRIP))
+        outer, middle = b.tile(h, build.knob(nest, s, 1, kind, nearest(opts, want), opts))
         S0.append(outer)
         S1.append(middle)
     # the reductions keep their relative order (reorder refuses to reassociate a sum across
@@ -193,6 +251,9 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
         r0, r1 = b.tile(handles[r], build.knob(nest, r, 1, "tile", nearest(opts, 256), opts))
         R0, R1 = [r0], [r1, *R1]
     inner2 = [S2[x] for x in (i, j) if x is not None and x in S2]
+    if first is not None:  # the parallel tile outermost (the outer tiles are all spatial)
+        par = S0[spatial.index(first)]
+        S0 = [par, *(h for h in S0 if h is not par)]
     order = S0 + S1 + R0 + R1 if reduce_inner else S0 + R0 + S1 + R1 + inner2
     new = b.reorder(order)
     b.remember([b.loop(h) for h in new], new)
@@ -213,6 +274,10 @@ def tile_nest(build: _Build, nest: Nest, top: affine.ForOp, cache_write: bool = 
             b.try_(lambda: b.cache_write(out.name, stage_at))
         if cache_read and R0 and vin is not None:
             b.try_(lambda: b.cache_read(vin, at[R0[-1]]))
+        weight = _weight(nest, j)
+        if pack_weight and R0 and weight is not None:
+            # the weight's tile (rows x the reduction tile) contiguous, per outer reduction tile
+            b.try_(lambda: b.cache_read(weight, at[R0[-1]]))
     if consumer is not None:
         b.reverse_compute_at(b.handle(consumer), at[S0[-1]])
     b.try_(lambda: b.parallelize(new[0]))
@@ -232,14 +297,31 @@ def _elementwise_consumer(ctx: RuleContext, nest: Nest) -> Nest | None:
     return None
 
 
+TILE_VARIANTS = (
+    # suffix, cache_write, cache_read (vector input), pack_weight, parallel, what
+    ("", False, False, False, 0, ""),
+    (".cw", True, False, False, 0, ", the output tile in registers"),
+    (".cw.cr", True, True, False, 0, ", the output tile in registers and the vector input packed"),
+    (".cw.pw", True, False, True, 0, ", the output tile in registers and the weight's tile packed"),
+    (".cw.p1", True, False, False, 1, ", the output tile in registers, the second outer space tile parallel"),
+    (".cw.pw.p1", True, False, True, 1, ", the output tile in registers, the weight's tile packed, the second "
+     "outer space tile parallel"),
+)  # fmt: skip
+"""The `tile` rule's sketches. The parallel loop is an outer space tile of an axis longer
+than 1 (at batch 1 not the batch loop), moved outermost: the first (or `.p1` the second)."""
+
+
 def rule_tile(ctx: RuleContext) -> list[Sketch]:
-    """`tile`, `tile.cw`, `tile.cw.cr`: multi-level tiling of every statement nest."""
-    found = []
-    for suffix, cw, cr, what in (("", False, False, ""), (".cw", True, False, ", the output tile in registers"),
-                                 (".cw.cr", True, True, ", the output tile in registers and the vector input packed")):  # fmt: skip
+    """`tile`, `tile.cw`, `tile.cw.cr`, `tile.cw.pw`, `tile.cw.p1`, `tile.cw.pw.p1`:
+    multi-level tiling of every statement nest (TILE_VARIANTS); a variant that changes
+    nothing over an earlier one is left out."""
+    found: list[Sketch] = []
+    for suffix, cw, cr, pw, par, what in TILE_VARIANTS:
         sketch = build_sketch(ctx, f"tile{suffix}", "multi-level tiling (space outer parallel, reduction, space, "
                               "reduction, register tile unrolled and vectorized)" + what,
-                              lambda build, nest, top, cw=cw, cr=cr: tile_nest(build, nest, top, cw, cr))  # fmt: skip
+                              lambda build, nest, top, cw=cw, cr=cr, pw=pw, par=par:
+                              tile_nest(build, nest, top, cw, cr, parallel=par, pack_weight=pw),
+                              )  # fmt: skip
         if sketch is not None and not any(s.schedule.same_as(sketch.schedule) for s in found):
             found.append(sketch)
     return found

@@ -1,0 +1,123 @@
+"""The CPU operator benchmark's table (benchmarks/cpu_operators.py) at tiny shapes of the same
+programs: each operator's einc kernel (default C schedule) against its NumPy float64
+reference on random inputs, the references against PyTorch (the benchmark's other side),
+and the Markdown table of a saved run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from einc.semantics.compare import max_error, tolerance
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cpu_operators", BENCHMARKS / "cpu_operators.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["cpu_operators"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load()
+KEYS = list(bench.ops(1, tiny=True))
+
+
+def _inputs(op, seed: int) -> dict[str, np.ndarray]:  # noqa: ANN001
+    rng = np.random.default_rng(seed)
+    return {name: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for name, v in op.inputs.items()}
+
+
+def test_the_table_has_every_family() -> None:
+    assert {"conv1d", "conv2d", "conv2d_pad", "conv2d_stride", "conv2d_dilated", "conv2d_grouped", "depthwise",
+            "conv2d_transposed", "conv2d_1x1", "conv2d_7x7", "conv3d", "bmm_qk", "matmul_small", "softmax",
+            "layernorm", "reduce_pool", "reduce_tokens"} <= set(KEYS)  # fmt: skip
+    full, tiny = bench.ops(16), bench.ops(16, tiny=True)
+    assert list(full) == list(tiny)
+    for key in KEYS:  # the tiny program has the real one's structure: the same text but sizes
+        strip = lambda s: "".join(c for c in s if not c.isdigit())  # noqa: E731
+        assert strip(full[key].ir) == strip(tiny[key].ir), key
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("key", KEYS)
+def test_einc_default_matches_the_numpy_reference(key: str, batch: int) -> None:
+    op = bench.ops(batch, tiny=True)[key]
+    arrays = _inputs(op, 26 + batch)
+    want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
+    got = bench.task_of(op).compilation(None).kernel()(**arrays)["output0"]
+    assert got.shape == want.shape and max_error(got, want) <= tolerance("float32"), key
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_the_numpy_reference_is_what_torch_computes(key: str) -> None:
+    torch = pytest.importorskip("torch")
+    op = bench.ops(2, tiny=True)[key]
+    arrays = _inputs(op, 7)
+    want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
+    tensors = {name: torch.from_numpy(a) for name, a in arrays.items()}
+    for layout, x in bench._layouts(torch, op, tensors).items():  # pyright: ignore[reportPrivateUsage]
+        assert max_error(np.asarray(op.torch(torch, x)), want) <= tolerance("float32"), (key, layout)
+
+
+def test_markdown_of_merged_runs(tmp_path: Path) -> None:
+    machine = {"cpu": "cpu", "threads": 2, "torch": "2", "repeat": 5, "fma_peak_gflops": 100.0, "triad_gbs": 10.0,
+               "trials": None}  # fmt: skip
+    row = {"key": "conv2d", "name": "conv", "batch": 1, "flops": 2e9, "bytes": 1e7, "torch_s": 0.04, "default_s": 0.08}
+    norm = {"key": "softmax", "name": "softmax", "batch": 1, "flops": 0.0, "bytes": 1e8, "torch_s": 0.01,
+            "default_s": 0.02}  # fmt: skip
+    (tmp_path / "a.json").write_text(json.dumps({"machine": machine, "rows": [row, norm]}))
+    tuned = {"machine": {**machine, "trials": 32}, "rows": [{**row, "tuned_s": 0.02}]}
+    (tmp_path / "b.json").write_text(json.dumps(tuned))
+    text = bench.markdown(bench.merge([str(tmp_path / "a.json"), str(tmp_path / "b.json")]))
+    assert "tuned: 32 trials" in text
+    lines = text.splitlines()
+    conv = next(line for line in lines if line.startswith("| conv "))
+    cells = [c.strip() for c in conv.strip("|").split("|")]
+    # torch ms, default ms, GFLOP/s, einc/torch, of peak, of triad, tuned ms, einc/torch, of peak, of triad
+    assert cells[2:] == ["40.000", "80.000", "25.0", "0.50", "0.25", "0.01", "20.000", "2.00", "1.00", "0.05"]
+    soft = next(line for line in lines if line.startswith("| softmax "))
+    assert [c.strip() for c in soft.strip("|").split("|")][4:8] == ["-", "0.50", "-", "0.50"]
+    means = next(line for line in lines if "geometric mean" in line)
+    assert "| 0.50 " in means and "| 2.00 " in means
+
+
+SKETCHED = ["conv2d_stride", "conv2d_grouped", "conv2d_transposed", "conv3d", "matmul_small"]
+
+
+@pytest.mark.parametrize("key", SKETCHED)
+def test_new_sketches_and_a_random_point_match_the_reference(key: str) -> None:
+    """The CPU sketches new with the operator benchmark (the weight packed, the second outer
+    tile parallel) on the convolution families the old space did not tile (strided,
+    grouped, transposed) or tiled at batch 1 on one core (3-D), and a matmul with a small K,
+    at tiny shapes and batch 1: their default points and a random point of the space
+    against the NumPy reference; a point the schedule interpreter refuses must be refused
+    with a located error. (Random points of random programs: test_tune_space.py.)"""
+    from einc.errors import ScheduleError
+    from einc.schedule.script import Schedule
+    from einc.tune.space import SearchSpace
+
+    op = bench.ops(1, tiny=True)[key]
+    task = bench.task_of(op)
+    space = SearchSpace.from_task(task)
+    assert {"tile", "tile.cw", "tile.cw.pw", "tile.cw.p1"} <= set(space.sketches), (key, space.skipped)
+    arrays = _inputs(op, 1)
+    want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
+    points = [space.sketch_default("tile.cw.pw"), space.sketch_default("tile.cw.p1"),
+              space.random_point(np.random.default_rng(26))]  # fmt: skip
+    for point in points:
+        try:
+            got = task.compilation(Schedule.parse(space.candidate(point).schedule)).kernel()(**arrays)["output0"]
+        except ScheduleError as e:
+            assert point.sketch != "default" and str(e).startswith("<schedule>:"), (key, point, e)
+            continue
+        assert max_error(got, want) <= tolerance("float32"), (key, point.describe())
