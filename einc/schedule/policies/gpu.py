@@ -31,9 +31,10 @@ left to `convert-affine-to-egpu`'s default mapping):
   spills) one output per work-item, its accumulator in a private register across the
   reduction (`cache_write ... in "local"`) instead of a load and store of global memory
   per step;
-- an elementwise nest of at most three axes: the innermost axis split cyclically over the
-  work-items (`ITEMS` consecutive work-group-wide chunks per work-item, so each step's
-  accesses stay coalesced), the next axes on `block.y`, `block.z`.
+- an elementwise nest of at most three axes: the innermost axis in chunks of up to `ITEMS`
+  consecutive elements per work-item (a divisor of the axis, unrolled: one vector access
+  where the printer makes it), the chunks over work-groups and work-items, the next axes on
+  `block.y`, `block.z`; one of more axes is left to the default mapping.
 
 Knobs (the tuner's default sketch varies them): `stmt.axis.threads` (work-items along an
 axis), `stmt.axis.reg` (register tile), `stmt.axis.ktile` (reduction tile), `stmt.axis.items`
@@ -109,6 +110,12 @@ class Facts:
         return cls(min(d.default_block, d.max_threads_per_block), d.max_threads_per_block, d.max_grid,
                    d.shared_bytes_per_block // 2, d.shared_on_chip and d.shared_bytes_per_block > 0,
                    d.subgroup_size)  # fmt: skip
+
+    @property
+    def thread_limit(self) -> int:
+        """The most work-items along one axis a knob offers: four default work-groups, at
+        most the target's limit (a point whose axes multiply past it is refused by `bind`)."""
+        return min(self.max_threads, 4 * self.threads)
 
     def split(self) -> tuple[int, int]:
         """Work-items (x, y) of a 2-d work-group: 16x16 for 256, 8x8 for 64."""
@@ -232,9 +239,12 @@ def thread_options(limit: int) -> tuple[int, ...]:
 
 
 class _Policy:
-    def __init__(self, b: ScheduleBuilder, facts: Facts):
+    def __init__(self, b: ScheduleBuilder, facts: Facts, staging: frozenset[str] | None = None):
         self.b = b
         self.facts = facts
+        self.staging = staging
+        """The inputs a contraction stages in shared memory (None: every input where shared
+        memory is on chip, none elsewhere)."""
 
     def knob(self, nest: _Nest, loop: affine.ForOp, what: str, value: int, options: Sequence[int]) -> SSAValue:
         return self.b.knob(f"{nest.stmt}.{_tag(loop, lt.AXIS_ATTR)}.{what}", value, options)
@@ -254,7 +264,7 @@ class _Policy:
         else:
             plans = [_Policy.elementwise]
         for plan in plans:
-            scratch = _Policy(ScheduleBuilder(self.b.payload.clone(), "<scratch>"), self.facts)
+            scratch = _Policy(ScheduleBuilder(self.b.payload.clone(), "<scratch>"), self.facts, self.staging)
             trial = analyse(_tops(scratch.b.payload)[position])
             assert trial is not None
             try:
@@ -265,16 +275,17 @@ class _Policy:
             return
 
     # -- steps ---------------------------------------------------------------------------------
-    def _two_level(self, nest: _Nest, loop: affine.ForOp, threads: int, reg: int) -> tuple[SSAValue, SSAValue, SSAValue]:
+    def _two_level(self, nest: _Nest, loop: affine.ForOp, threads: int, reg: int) -> tuple[SSAValue, ...]:
         """`loop` split into (work-group tile, work-item, register) loops: tiled by the
-        register tile first (a divisor: constant trip count), the rest by the work-items."""
+        register tile first (a divisor: constant trip count), the rest by the work-items.
+        Returns the three loops and the register tile's knob."""
         b = self.b
         extent = nest.extent(loop)
         r = self.knob(nest, loop, "reg", reg, register_options(extent))
-        t = self.knob(nest, loop, "threads", threads, thread_options(self.facts.max_threads))
+        t = self.knob(nest, loop, "threads", threads, thread_options(self.facts.thread_limit))
         q, inner = b.tile(b.handle(loop), r)
         outer, thread = b.tile(q, t)
-        return outer, thread, inner
+        return outer, thread, inner, r
 
     def _bind_z(self, nest: _Nest, rest: list[affine.ForOp]) -> affine.ForOp | None:
         """The longest of the other output axes, for block.z (within the grid's limit)."""
@@ -287,19 +298,22 @@ class _Policy:
         ex = nest.extent(x)
         rx = _largest_divisor(ex, REGISTER)
         tx = min(tx, _pow2_ceil(math.ceil(ex / rx)))
-        xo, xt, xr = self._two_level(nest, x, tx, rx)
+        xo, xt, xr, kx = self._two_level(nest, x, tx, rx)
         if y is not None:
             ey = nest.extent(y)
             ry = _largest_divisor(ey, REGISTER)
             ty = min(f.threads // tx, _pow2_ceil(math.ceil(ey / ry)))
-            yo, yt, yr = self._two_level(nest, y, ty, ry)
+            yo, yt, yr, ky = self._two_level(nest, y, ty, ry)
         else:
             ry = ty = 1
+            ky = kx
         rest = [s for s in nest.spatial if s is not x and s is not y]
         z = self._bind_z(nest, rest)
         rest = [s for s in rest if s is not z]
         red = list(nest.reduction)
-        stage = f.on_chip
+        names = list(dict.fromkeys(buffer_name(a.buffer) for a in nest.loads))
+        staged = [t for t in names if (f.on_chip if self.staging is None else t in self.staging)]
+        stage = bool(staged) and f.shared_bytes > 0
         kt_knob = None
         if stage:
             r0 = red[0]
@@ -335,9 +349,9 @@ class _Policy:
         b.cache_write(buffer_name(nest.output), at, "local")
         if stage:
             ko_new = new[nb + nz + nt + ns]
-            for name in dict.fromkeys(buffer_name(a.buffer) for a in nest.loads):
+            for name in staged:
                 b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
-        for h, reg in zip(reversed(new[-len(regs):]), (rx, ry)):
+        for h, reg in zip(reversed(new[-len(regs):]), (kx, ky)):
             b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
         if stage and len(red) == 1:
             # the reduction tile's loop unrolled by KUNROLL: a work-item's row of the staged
@@ -358,7 +372,7 @@ class _Policy:
         if any(nest.extent(s) > lim for s, lim in zip(reversed(nest.spatial), f.max_grid)):
             raise IllegalStep("too many outputs for the grid")
         threads = min(f.threads, 1 << int(math.log2(nest.extent(r))))
-        t = self.knob(nest, r, "threads", threads, thread_options(min(f.max_threads, 1024)))
+        t = self.knob(nest, r, "threads", threads, thread_options(f.thread_limit))
         _outer, inner = b.tile(b.handle(r), t)
         for s, axis in zip(reversed(nest.spatial), ("block.x", "block.y", "block.z")):
             b.bind(b.handle(s), axis)
@@ -371,7 +385,7 @@ class _Policy:
         b, f = self.b, self.facts
         x = nest.spatial[-1]
         tx = min(f.threads, _pow2_ceil(nest.extent(x)))
-        t = self.knob(nest, x, "threads", tx, thread_options(f.max_threads))
+        t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
         xo, xt = b.tile(b.handle(x), t)
         others = nest.spatial[:-1]
         bound = [s for s, lim in zip(reversed(others), f.max_grid[1:]) if nest.extent(s) <= lim][:2]
@@ -384,8 +398,10 @@ class _Policy:
         b.cache_write(buffer_name(nest.output), new[len(bound) + 1 + len(seq)], "local")
 
     def elementwise(self, nest: _Nest) -> None:
-        """The innermost axis over work-items cyclically (`items` chunks of a work-group's
-        width per work-item, unrolled), the next two axes on block.y / block.z."""
+        """The innermost axis in chunks of `items` consecutive elements (a divisor of the
+        axis: a constant trip count, unrolled; one vector access where the printer makes
+        it), the chunks over work-groups and their work-items, the next two axes on
+        block.y / block.z."""
         b, f = self.b, self.facts
         if len(nest.spatial) > 3:
             raise IllegalStep("more than three axes")
@@ -394,13 +410,12 @@ class _Policy:
             raise IllegalStep("too many outputs for the grid")
         x = nest.spatial[-1]
         ex = nest.extent(x)
-        tx = min(f.threads, _pow2_ceil(ex))
-        chunks = math.ceil(ex / tx)
-        items = _largest_divisor(chunks, ITEMS)
-        t = self.knob(nest, x, "threads", tx, thread_options(f.max_threads))
-        e = self.knob(nest, x, "items", items, register_options(chunks)[:ITEMS * 2])
-        q, xt = b.tile(b.handle(x), t)
-        xo, xe = b.tile(q, e)
+        items = _largest_divisor(ex, ITEMS)
+        tx = min(f.threads, _pow2_ceil(ex // items))
+        e = self.knob(nest, x, "items", items, register_options(ex)[:ITEMS * 2])
+        t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
+        q, xe = b.tile(b.handle(x), e)
+        xo, xt = b.tile(q, t)
         order = [*(b.handle(s) for s in others), xo, xt, xe]
         new = b.reorder(order)
         for h, axis in zip(new, [*("block.z", "block.y")[2 - len(others):], "block.x", "thread.x"]):
@@ -412,11 +427,18 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | 
     """The default schedule of a loop-level module for a device `target`, from its
     description's facts, or None when there is nothing to do (or the target has no grid of
     work-groups to map onto: Poplar spreads a kernel's points over its tiles itself)."""
+    return build(target, module)
+
+
+def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] | None = None,
+          name: str | None = None) -> Schedule | None:  # fmt: skip
+    """The default schedule, or with `staging` the same with those inputs of contractions
+    staged in shared memory (and no others): the tuner's `tile` sketches."""
     d = target.limits
     if d is None or max(d.max_grid) <= 1:
         return None
-    b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>", cloned_from=module)
-    policy = _Policy(b, Facts.of(d))
+    b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
+    policy = _Policy(b, Facts.of(d), staging)
     for position in range(len(_tops(b.payload))):
         policy.schedule(position)
     return None if b.empty() else b.finish()
