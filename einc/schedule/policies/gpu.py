@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from einc.schedule.builder import IllegalStep, ScheduleBuilder
 from einc.schedule.script import Schedule
@@ -152,6 +152,33 @@ def _tops(module: ModuleOp) -> list[affine.ForOp]:
     one top-level loop per nest: its tiles and copies are nested in it)."""
     return [op for f in module.walk() if isinstance(f, func.FuncOp) and f.body.blocks
             for op in f.body.block.ops if isinstance(op, affine.ForOp)]  # fmt: skip
+
+
+def _alone(top: affine.ForOp) -> tuple[ModuleOp, affine.ForOp]:
+    """A module whose function holds a copy of the nest `top` alone (where the nest uses
+    nothing of its function but the arguments; else a copy of the whole module): a plan is
+    tried on it at a cost that follows the nest, not the program."""
+    f = top.parent_op()
+    assert isinstance(f, func.FuncOp)
+    inside = {r for op in top.walk() for r in op.results} | {a for op in top.walk() for region in op.regions
+                                                              for blk in region.blocks for a in blk.args}  # fmt: skip
+    args = set(f.body.block.args)
+    if any(v not in inside and v not in args for op in top.walk() for v in op.operands):
+        whole = top.get_toplevel_object().clone()
+        assert isinstance(whole, ModuleOp)
+        return whole, _tops(whole)[_tops(_module_of(top)).index(top)]
+    block = Block(arg_types=[a.type for a in f.body.block.args])
+    copy = top.clone(value_mapper=dict(zip(f.body.block.args, block.args)))
+    block.add_ops([copy, func.ReturnOp()])
+    alone = f.clone_without_regions()
+    alone.body.add_block(block)
+    return ModuleOp([alone]), copy
+
+
+def _module_of(op: affine.ForOp) -> ModuleOp:
+    module = op.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    return module
 
 
 def analyse(top: affine.ForOp) -> _Nest | None:
@@ -264,8 +291,9 @@ class _Policy:
         else:
             plans = [_Policy.elementwise]
         for plan in plans:
-            scratch = _Policy(ScheduleBuilder(self.b.payload.clone(), "<scratch>"), self.facts, self.staging)
-            trial = analyse(_tops(scratch.b.payload)[position])
+            module, copy = _alone(top)
+            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.staging)
+            trial = analyse(copy)
             assert trial is not None
             try:
                 plan(scratch, trial)
