@@ -45,7 +45,7 @@ the payload refuses is left out, so the schedule is always legal.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -164,10 +164,12 @@ def _alone(top: affine.ForOp) -> tuple[ModuleOp, affine.ForOp]:
                                                               for blk in region.blocks for a in blk.args}  # fmt: skip
     args = set(f.body.block.args)
     if any(v not in inside and v not in args for op in top.walk() for v in op.operands):
-        whole = top.get_toplevel_object().clone()
-        assert isinstance(whole, ModuleOp)
-        return whole, _tops(whole)[_tops(_module_of(top)).index(top)]
+        module = _module_of(top)
+        whole = module.clone()
+        return whole, _tops(whole)[_tops(module).index(top)]
     block = Block(arg_types=[a.type for a in f.body.block.args])
+    for new, old in zip(block.args, f.body.block.args):
+        new.name_hint = old.name_hint  # the tensors' names (buffer_name)
     copy = top.clone(value_mapper=dict(zip(f.body.block.args, block.args)))
     block.add_ops([copy, func.ReturnOp()])
     alone = f.clone_without_regions()
@@ -176,7 +178,7 @@ def _alone(top: affine.ForOp) -> tuple[ModuleOp, affine.ForOp]:
 
 
 def _module_of(op: affine.ForOp) -> ModuleOp:
-    module = op.get_toplevel_object()
+    module: object = op.get_toplevel_object()
     assert isinstance(module, ModuleOp)
     return module
 
@@ -284,8 +286,9 @@ class _Policy:
         nest = analyse(top)
         if nest is None:
             return
+        plans: list[Callable[[_Policy, _Nest], None]]
         if contraction_axes(nest) is not None:
-            plans = [lambda p, n: p.contraction(n, *axes_of(n))]
+            plans = [_Policy.contracted]
         elif nest.reduction:
             plans = [_Policy.cross_thread, _Policy.private] if self.facts.on_chip else [_Policy.private]
         else:
@@ -320,6 +323,10 @@ class _Policy:
         fits = [s for s in rest if 1 < nest.extent(s) <= self.facts.max_grid[2]]
         return max(fits, key=nest.extent) if fits else None
 
+    def contracted(self, nest: _Nest) -> None:
+        """`contraction` along the nest's `contraction_axes`."""
+        self.contraction(nest, *axes_of(nest))
+
     def contraction(self, nest: _Nest, x: affine.ForOp, y: affine.ForOp | None) -> None:
         b, f = self.b, self.facts
         tx, ty = f.split()
@@ -327,14 +334,14 @@ class _Policy:
         rx = _largest_divisor(ex, REGISTER)
         tx = min(tx, _pow2_ceil(math.ceil(ex / rx)))
         xo, xt, xr, kx = self._two_level(nest, x, tx, rx)
+        blocks, threads, regs, reg_knobs = [xo], [xt], [xr], [kx]
+        ry = ty = 1
         if y is not None:
             ey = nest.extent(y)
             ry = _largest_divisor(ey, REGISTER)
             ty = min(f.threads // tx, _pow2_ceil(math.ceil(ey / ry)))
             yo, yt, yr, ky = self._two_level(nest, y, ty, ry)
-        else:
-            ry = ty = 1
-            ky = kx
+            blocks, threads, regs, reg_knobs = [yo, xo], [yt, xt], [yr, xr], [ky, kx]
         rest = [s for s in nest.spatial if s is not x and s is not y]
         z = self._bind_z(nest, rest)
         rest = [s for s in rest if s is not z]
@@ -360,9 +367,6 @@ class _Policy:
             assert kt_knob is not None
             ko, ki = b.tile(handles[red[0]], kt_knob)
             reductions = [ko, ki, *reductions[1:]]
-        blocks = [yo, xo] if y is not None else [xo]
-        threads = [yt, xt] if y is not None else [xt]
-        regs = [yr, xr] if y is not None else [xr]
         zs = [handles[z]] if z is not None else []
         order = [*blocks, *zs, *threads, *(handles[s] for s in rest), *reductions, *regs]
         new = b.reorder(order)
@@ -379,7 +383,7 @@ class _Policy:
             ko_new = new[nb + nz + nt + ns]
             for name in staged:
                 b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
-        for h, reg in zip(reversed(new[-len(regs):]), (kx, ky)):
+        for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
             b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
         if stage and len(red) == 1:
             # the reduction tile's loop unrolled by KUNROLL: a work-item's row of the staged
