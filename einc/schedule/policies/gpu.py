@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from einc.schedule.builder import IllegalStep, ScheduleBuilder
 from einc.schedule.script import Schedule
@@ -155,22 +155,31 @@ def _tops(module: ModuleOp) -> list[affine.ForOp]:
 
 
 def _alone(top: affine.ForOp) -> tuple[ModuleOp, affine.ForOp]:
-    """A module whose function holds a copy of the nest `top` alone (where the nest uses
-    nothing of its function but the arguments; else a copy of the whole module): a plan is
-    tried on it at a cost that follows the nest, not the program."""
+    """A module whose function holds a copy of the nest `top` alone, with copies of the
+    operand-free ops of the function it uses (the buffers of intermediate tensors), or, where
+    it uses another value of the function, a copy of the whole module: a plan is tried on it
+    at a cost that follows the nest, not the program."""
     f = top.parent_op()
     assert isinstance(f, func.FuncOp)
     inside = {r for op in top.walk() for r in op.results} | {a for op in top.walk() for region in op.regions
                                                               for blk in region.blocks for a in blk.args}  # fmt: skip
-    args = set(f.body.block.args)
-    if any(v not in inside and v not in args for op in top.walk() for v in op.operands):
+    args = f.body.block.args
+    outside = [v for op in top.walk() for v in op.operands if v not in inside and v not in args]
+    owners = list(dict.fromkeys(v.owner for v in outside))
+    if not all(isinstance(o, Operation) and not o.operands and not o.regions for o in owners):
         module = _module_of(top)
         whole = module.clone()
         return whole, _tops(whole)[_tops(module).index(top)]
-    block = Block(arg_types=[a.type for a in f.body.block.args])
-    for new, old in zip(block.args, f.body.block.args):
+    block = Block(arg_types=[a.type for a in args])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for new, old in zip(block.args, args):
         new.name_hint = old.name_hint  # the tensors' names (buffer_name)
-    copy = top.clone(value_mapper=dict(zip(f.body.block.args, block.args)))
+        mapping[old] = new
+    for owner in owners:
+        assert isinstance(owner, Operation)
+        copy = owner.clone(value_mapper=mapping)
+        block.add_op(copy)
+    copy = top.clone(value_mapper=mapping)
     block.add_ops([copy, func.ReturnOp()])
     alone = f.clone_without_regions()
     alone.body.add_block(block)
@@ -278,11 +287,10 @@ class _Policy:
     def knob(self, nest: _Nest, loop: affine.ForOp, what: str, value: int, options: Sequence[int]) -> SSAValue:
         return self.b.knob(f"{nest.stmt}.{_tag(loop, lt.AXIS_ATTR)}.{what}", value, options)
 
-    def schedule(self, position: int) -> None:
-        """Schedule the nest of the `position`-th top-level loop: the first of its kind's
+    def schedule(self, top: affine.ForOp) -> None:
+        """Schedule the nest of the top-level loop `top`: the first of its kind's
         plans that applies whole on a scratch copy of the payload is made on the real one
         (a plan is several steps, and the builder undoes only a failed last step)."""
-        top = _tops(self.b.payload)[position]
         nest = analyse(top)
         if nest is None:
             return
@@ -292,7 +300,14 @@ class _Policy:
         elif nest.reduction:
             plans = [_Policy.cross_thread, _Policy.private] if self.facts.on_chip else [_Policy.private]
         else:
-            plans = [_Policy.elementwise]
+            # its preconditions are checked first and its steps are then always legal (the
+            # tiles leave the band in the order bound; the unroll is tried): no trial
+            if self.elementwise_applies(nest):
+                try:
+                    self.elementwise(nest)
+                except IllegalStep:  # the steps before the refused one stand, legal
+                    pass
+            return
         for plan in plans:
             module, copy = _alone(top)
             scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.staging)
@@ -429,17 +444,20 @@ class _Policy:
             b.bind(h, axis)
         b.cache_write(buffer_name(nest.output), new[len(bound) + 1 + len(seq)], "local")
 
+    def elementwise_applies(self, nest: _Nest) -> bool:
+        """At most three axes, the outer two within the grid's y and z limits."""
+        others = nest.spatial[:-1]
+        return len(nest.spatial) <= 3 and all(nest.extent(s) <= lim for s, lim in zip(reversed(others), self.facts.max_grid[1:]))
+
     def elementwise(self, nest: _Nest) -> None:
         """The innermost axis in chunks of `items` consecutive elements (a divisor of the
         axis: a constant trip count, unrolled; one vector access where the printer makes
         it), the chunks over work-groups and their work-items, the next two axes on
         block.y / block.z."""
         b, f = self.b, self.facts
-        if len(nest.spatial) > 3:
-            raise IllegalStep("more than three axes")
+        if not self.elementwise_applies(nest):
+            raise IllegalStep("more than three axes, or more outputs than the grid holds")
         others = nest.spatial[:-1]
-        if any(nest.extent(s) > lim for s, lim in zip(reversed(others), f.max_grid[1:])):
-            raise IllegalStep("too many outputs for the grid")
         x = nest.spatial[-1]
         ex = nest.extent(x)
         items = _largest_divisor(ex, ITEMS)
@@ -448,11 +466,10 @@ class _Policy:
         t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
         q, xe = b.tile(b.handle(x), e)
         xo, xt = b.tile(q, t)
-        order = [*(b.handle(s) for s in others), xo, xt, xe]
-        new = b.reorder(order)
-        for h, axis in zip(new, [*("block.z", "block.y")[2 - len(others):], "block.x", "thread.x"]):
+        # the band is now `others..., x.o.o, x.o.i, x.i`: in the order bound
+        for h, axis in zip([*(b.handle(s) for s in others), xo, xt], [*("block.z", "block.y")[2 - len(others):], "block.x", "thread.x"]):
             b.bind(h, axis)
-        b.try_(lambda: b.unroll(new[-1], e))
+        b.try_(lambda: b.unroll(xe, e))
 
 
 def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
@@ -471,6 +488,7 @@ def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] |
         return None
     b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
     policy = _Policy(b, Facts.of(d), staging)
-    for position in range(len(_tops(b.payload))):
-        policy.schedule(position)
+    # each nest is scheduled in place: the others' top-level loops stay what they were
+    for top in _tops(b.payload):
+        policy.schedule(top)
     return None if b.empty() else b.finish()
