@@ -210,3 +210,14 @@ def test_tile_sketches_and_bounded_knobs() -> None:
     comp = Compilation(MATMUL, "<m>", _inputs("matmul"), None, "opencl", space.candidate(big).schedule)
     with pytest.raises(TargetError, match="cannot be launched: 16384 threads per block"):
         comp.run_until("source")
+
+
+@pytest.mark.parametrize("target", ["opencl", "cuda", "sycl", "hip"])
+def test_float16_contraction_is_never_refused(target: str) -> None:
+    """A float16 matmul: the device targets have no private float16 arrays (they compute it in
+    float32), so the register-tile plan is dropped (tried first on a copy of the nest and
+    checked as the driver checks it) and the default compiles, never refusing the program."""
+    f16 = {"dtype": "float16", "shape": [64, 48]}
+    comp = Compilation(MATMUL, "<m>", {"input0": f16, "input1": {**f16, "shape": [48, 40]}}, None, target, "default")
+    source = comp.run_until("source")
+    assert "output0_local" not in source

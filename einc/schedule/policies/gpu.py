@@ -53,7 +53,9 @@ from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
+from einc.errors import ScheduleError
 from einc.schedule.builder import IllegalStep, ScheduleBuilder
+from einc.schedule.checks import check_scheduled
 from einc.schedule.script import Schedule
 from einc.transforms import loop_transforms as lt
 from einc.transforms.loop_analysis import (
@@ -277,9 +279,10 @@ def thread_options(limit: int) -> tuple[int, ...]:
 
 
 class _Policy:
-    def __init__(self, b: ScheduleBuilder, facts: Facts, staging: frozenset[str] | None = None):
+    def __init__(self, b: ScheduleBuilder, facts: Facts, target: type[CLikeTarget], staging: frozenset[str] | None = None):
         self.b = b
         self.facts = facts
+        self.target = target
         self.staging = staging
         """The inputs a contraction stages in shared memory (None: every input where shared
         memory is on chip, none elsewhere)."""
@@ -310,12 +313,15 @@ class _Policy:
             return
         for plan in plans:
             module, copy = _alone(top)
-            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.staging)
+            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.target, self.staging)
             trial = analyse(copy)
             assert trial is not None
             try:
                 plan(scratch, trial)
-            except IllegalStep:
+                # what the driver checks of the schedule applied (a private array of a type
+                # the target computes in a wider one: float16 on OpenCL)
+                check_scheduled(scratch.b.finish(), scratch.b.payload, self.target)
+            except (IllegalStep, ScheduleError):
                 continue
             plan(self, nest)
             return
@@ -487,7 +493,7 @@ def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] |
     if d is None or max(d.max_grid) <= 1:
         return None
     b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
-    policy = _Policy(b, Facts.of(d), staging)
+    policy = _Policy(b, Facts.of(d), target, staging)
     # each nest is scheduled in place: the others' top-level loops stay what they were
     for top in _tops(b.payload):
         policy.schedule(top)
