@@ -339,6 +339,12 @@ class _Policy:
         outer, thread = b.tile(q, t)
         return outer, thread, inner, r
 
+    def _grid(self, extent: int, tile: int, axis: int) -> None:
+        """Refuse (IllegalStep) a plan whose work-groups along `axis` exceed the grid (the
+        default mapping strides over a capped grid instead)."""
+        if math.ceil(extent / tile) > self.facts.max_grid[axis]:
+            raise IllegalStep(f"{math.ceil(extent / tile)} work-groups along grid axis {axis}")
+
     def _bind_z(self, nest: _Nest, rest: list[affine.ForOp]) -> affine.ForOp | None:
         """The longest of the other output axes, for block.z (within the grid's limit)."""
         fits = [s for s in rest if 1 < nest.extent(s) <= self.facts.max_grid[2]]
@@ -354,6 +360,7 @@ class _Policy:
         ex = nest.extent(x)
         rx = _largest_divisor(ex, REGISTER)
         tx = min(tx, _pow2_ceil(math.ceil(ex / rx)))
+        self._grid(ex, tx * rx, 0)
         xo, xt, xr, kx = self._two_level(nest, x, tx, rx)
         blocks, threads, regs, reg_knobs = [xo], [xt], [xr], [kx]
         ry = ty = 1
@@ -361,6 +368,7 @@ class _Policy:
             ey = nest.extent(y)
             ry = _largest_divisor(ey, REGISTER)
             ty = min(f.threads // tx, _pow2_ceil(math.ceil(ey / ry)))
+            self._grid(ey, ty * ry, 1)
             yo, yt, yr, ky = self._two_level(nest, y, ty, ry)
             blocks, threads, regs, reg_knobs = [yo, xo], [yt, xt], [yr, xr], [ky, kx]
         rest = [s for s in nest.spatial if s is not x and s is not y]
@@ -438,6 +446,7 @@ class _Policy:
         b, f = self.b, self.facts
         x = nest.spatial[-1]
         tx = min(f.threads, _pow2_ceil(nest.extent(x)))
+        self._grid(nest.extent(x), tx, 0)
         t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
         xo, xt = b.tile(b.handle(x), t)
         others = nest.spatial[:-1]
@@ -468,6 +477,7 @@ class _Policy:
         ex = nest.extent(x)
         items = _largest_divisor(ex, ITEMS)
         tx = min(f.threads, _pow2_ceil(ex // items))
+        self._grid(ex, tx * items, 0)
         e = self.knob(nest, x, "items", items, register_options(ex)[:ITEMS * 2])
         t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
         q, xe = b.tile(b.handle(x), e)
