@@ -262,6 +262,7 @@ static std::barrier<>* einc_bar;
 static unsigned long long einc_slots[1024];
 #define __global__
 #define __device__
+#define __launch_bounds__(...)
 #define __restrict__
 #define __shared__ static
 static inline void __syncthreads() { einc_bar->arrive_and_wait(); }

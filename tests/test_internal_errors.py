@@ -14,6 +14,7 @@ import einc
 from einc import cli, opt
 from einc.errors import EincError, InternalCompilerError
 from einc.compiler.registry import get_all_passes
+from einc.passes.pipeline import LOOPS_PIPELINE
 from einc.schedule.script import Schedule
 from einc.targets.c import CTarget
 
@@ -71,7 +72,7 @@ def test_api_pass_bug_names_the_stage(broken_loops_pass: None) -> None:
     with pytest.raises(InternalCompilerError) as info:
         einc.compile(PROGRAM)
     assert info.value.stage == "loops" and isinstance(info.value.__cause__, Boom)
-    assert info.value.context["pipeline"] == "convert-ein-to-affine"
+    assert info.value.context["pipeline"] == LOOPS_PIPELINE
 
 
 def test_frontend_bug_is_internal(monkeypatch: pytest.MonkeyPatch) -> None:
