@@ -5,6 +5,7 @@ a clean pipeline passes; a wrong transform op in a schedule is named with its lo
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from collections.abc import Callable
