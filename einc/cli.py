@@ -78,6 +78,12 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
         "the schedule op that made it); see docs/LOCATIONS.md",
     )
     _record_options(comp)
+    comp.add_argument(
+        "--model", metavar="DEVICE",
+        help="device targets: where no tuning record measured here applies, use the best one `einc tune "
+        "--model DEVICE` modelled for DEVICE (h100, a100, mi250x, rtx4090, a770, ipu-m2000, or a JSON file; "
+        "default: $EINC_MODEL_DEVICE, else the GPU here when the model knows it)",
+    )  # fmt: skip
     _plugin_options(comp)
     _research_options(comp)
     from einc.tools.numerics.command import add_arguments
@@ -127,6 +133,12 @@ def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     tune.add_argument("--seed", type=int, default=0, help="seed of the search and of the inputs (default: 0)")
     tune.add_argument("--report", help="also run the other policy at the same budget and plot both here (.png)")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    tune.add_argument(
+        "--model", metavar="DEVICE",
+        help="device targets, where the device is absent: rank candidates by the performance model's "
+        "prediction for DEVICE (h100, a100, mi250x, rtx4090, a770, ipu-m2000, or a JSON file) instead of "
+        "measuring them; the records say modelled, and compiles for DEVICE use them where no measured one applies",
+    )  # fmt: skip
     check = sub.add_parser(
         "check", help="compile-check device code (cuda, hip) and report registers, spills, shared memory; "
         "with --model, model the kernels' performance on a device",
@@ -640,6 +652,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             use_records=not args.no_records,
             db=args.db,
             extra_passes=extra, progress=progress,
+            model=args.model, model_at=argument_location(argv, "--model"),
         )
         if args.output:
             try:
@@ -663,6 +676,7 @@ def _command(args: argparse.Namespace, argv: list[str]) -> int:
             seed=args.seed, report=args.report, progress=not args.quiet, runner=args.runner,
             runner_at=argument_location(argv, "--runner"), early_stop=args.early_stop,
             early_stop_at=argument_location(argv, "--early-stop"), transfer=not args.no_transfer,
+            model=args.model, model_at=argument_location(argv, "--model"),
         )  # fmt: skip
         from einc.tune.program import ProgramResult
 

@@ -223,6 +223,10 @@ MALFORMED = [
      "<request>:1:213: error: the request nests objects more than 32 deep"),
     ("a 5001-digit integer", b'{"ir": "x", "input_dict": {"input0": {"shape": [' + b"7" * 5001 + b"]}}}",
      "<request>:1:49: error: the request has an integer of 5001 digits; the service reads integers of at most 4300"),
+    ("unknown model device", json.dumps({**ADD, "target": "cuda", "model": "h900"}).encode(),
+     "error: unknown device 'h900': the model knows "),
+    ("a model file of the server's", json.dumps({**ADD, "target": "cuda", "model": "/etc/x.json"}).encode(),
+     "error: 'model' names a built-in device (a100, a770, h100"),
     ("a lone surrogate", b'{"ir": "\\ud800", "target": "c"}',
      "<request>:1:9: error: 'ir' holds a lone surrogate \\ud800, which is no Unicode character"),
 ]  # fmt: skip

@@ -148,6 +148,10 @@ class Compilation:
     that stage, after its own passes (plugin passes included: einc.compiler.registry)."""
     progress: Callable[[str, float], None] | None = None
     """Called after each stage with its name and its seconds (`einc compile --progress`)."""
+    model: str | None = None
+    """A device of the performance model (`h100`, a JSON file): on a device target, where no
+    record measured here applies, the best record `einc tune --model` made for it is used
+    (default: $EINC_MODEL_DEVICE, else the GPU here when the model knows it)."""
 
     def __post_init__(self) -> None:
         ScheduleChoice.of(self.schedule)  # a schedule= of the wrong type: refused before any work
@@ -246,7 +250,7 @@ class Compilation:
         from einc.compiler.records import find_record, warn
 
         cflags = () if isinstance(self.cflags, str) else self.cflags  # a str is refused when building
-        found = find_record(str(self.module("ein")), self.target_obj, self.db, cflags)
+        found = find_record(str(self.module("ein")), self.target_obj, self.db, cflags, self.model)
         if found is None:
             return None
         record, path = found
@@ -284,7 +288,7 @@ class Compilation:
                 sub = Compilation(task.source, f"<task {task.index}>", target=self.target, cflags=self.cflags,
                                   schedule=ScheduleChoice.DEFAULT, use_records=False)  # fmt: skip
                 normalized = str(sub.module("ein"))
-                hit = find_record(normalized, self.target_obj, path, cflags)
+                hit = find_record(normalized, self.target_obj, path, cflags, self.model)
                 looked[task.body] = (program_key(normalized), hit[0] if hit is not None else None, sub)
             key, record, sub = looked[task.body]
             keys.append(key)
@@ -483,6 +487,7 @@ def compile(
     pass_plugins: Sequence[str] = (),
     debug: bool | None = None,
     allow_copy: bool = False,
+    model: str | None = None,
 ) -> Kernel:
     """Compile Antares IR (with `input_dict`, Antares' form) or a `.ein` program text.
     `cflags`: extra flags for the C compiler (C target only; `$EINC_CFLAGS` adds more).
@@ -492,13 +497,15 @@ def compile(
     `pass_plugins`: Python files whose ModulePass subclasses are registered (einc.compiler.registry);
     `extra_passes`: stage (ein, loops, scheduled, target) -> pipeline texts run at its end.
     `debug`: poison outputs before every run (default: `$EINC_DEBUG`); `allow_copy`: copy
-    non-contiguous arrays instead of refusing them. A target whose runtime is missing here
+    non-contiguous arrays instead of refusing them. `model`: a device of the performance model
+    whose modelled records (`einc tune --model`) stand in where no measured one applies (device
+    targets; default $EINC_MODEL_DEVICE, else the GPU here if the model knows it). A target whose runtime is missing here
     (no GPU driver, ...) still compiles: `.source`, `.manifest`, `.check()` work and only a
     call raises a ToolchainError (einc.compiler.kernel)."""
     for plugin in [pass_plugins] if isinstance(pass_plugins, str) else pass_plugins:
         load_pass_plugin(plugin, SourceLocation("<pass_plugins argument>", 1, 1))
     comp = Compilation(ir, filename, input_dict, extra_outputs, target, schedule, cflags=cflags,
-                       use_records=use_records, db=db, extra_passes=extra_passes or {})  # fmt: skip
+                       use_records=use_records, db=db, extra_passes=extra_passes or {}, model=model)  # fmt: skip
     return comp.kernel(debug=debug, allow_copy=allow_copy)
 
 

@@ -36,6 +36,7 @@ from einc.errors import EincError, SourceLocation
 from einc.runtime.finders import known
 
 if TYPE_CHECKING:
+    from einc.perfmodel.devices import Device
     from einc.targets.clike import CLikeTarget
 
 DB_ENV = "EINC_TUNING_DB"
@@ -244,6 +245,45 @@ def record_context(target: type[CLikeTarget], cflags: Iterable[str] = ()) -> Rec
     )  # fmt: skip
 
 
+MODEL_PREFIX = "model: "
+"""How a modelled record's device field begins (`model: NVIDIA H100 SXM5 80GB`)."""
+MODELLED = "none: modelled by einc's performance model"
+"""The driver field of a modelled record: its times were predicted, not measured."""
+
+
+def model_context(target: type[CLikeTarget], device: Device, cflags: Iterable[str] = ()) -> RecordContext:
+    """The context of records whose times the performance model predicted for `device`
+    (`einc tune --model DEVICE`, where the device is absent): the device is the modelled one,
+    the driver says `modelled`, the compiler (which reports the registers the model uses), its
+    flags and the search space are this machine's. Used by a compile asked for that device
+    (`--model`, $EINC_MODEL_DEVICE) or running on it, where no measured record applies."""
+    here = record_context(target, cflags)
+    name = device.name if not device.key or device.key in _builtin_devices() else f"{device.name} ({device.key})"
+    return RecordContext(device=MODEL_PREFIX + name, isa="", driver=MODELLED, compiler=here.compiler,
+                         flags=here.flags, space=here.space)  # fmt: skip
+
+
+def _builtin_devices() -> set[str]:
+    from einc.perfmodel.devices import DEVICES
+
+    return set(DEVICES)
+
+
+def modelled_device(target: type[CLikeTarget], context: RecordContext, model: str | None = None) -> str | None:
+    """The device whose modelled records may stand in for measured ones in a compile for
+    `target` on this machine (context `context`): `model` (a compile's `--model`), else
+    $EINC_MODEL_DEVICE, else the built-in device this machine's device is (a GPU the model
+    knows by name); None on CPU targets and where none is named."""
+    if target.runtime_device is None:
+        return None
+    from einc.perfmodel.devices import device_for
+
+    return model or os.environ.get(MODEL_ENV) or device_for(context.device)
+
+
+MODEL_ENV = "EINC_MODEL_DEVICE"
+
+
 ISA_FLAGS = re.compile(
     r"sse\w*|pni|ssse3|avx\w*|fma\w*|f16c|bmi\d|amx\w*|popcnt|abm|lzcnt|movbe|xop"  # x86-64
     r"|asimd\w*|sve\w*|sme\d*|sme[bfi]\w*|fphp|i8mm|bf16|dotprod|neon|vfp\w*"  # Arm (not x86's smep)
@@ -348,6 +388,12 @@ class Record:
         return self.extra.get("best") is True
 
     @property
+    def modelled(self) -> bool:
+        """Whether its times are the performance model's predictions (`einc tune --model`), not
+        measurements."""
+        return self.device.startswith(MODEL_PREFIX)
+
+    @property
     def kept_default(self) -> bool:
         """Whether this is a decision that kept the default schedule (no finalist was faster)."""
         return self.is_decision and self.extra.get("kept_default") is True
@@ -362,9 +408,12 @@ class Record:
         """`record 12 (sketch ssrsrs, 1.234 ms, tuned 2026-11-25)`; a decision that kept the
         default: `record 12 (the default schedule, kept by the tuner, tuned 2026-11-25)`."""
         when = time.strftime("%Y-%m-%d", time.localtime(self.created))
+        how = f"modelled for {self.device[len(MODEL_PREFIX):]}, " if self.modelled else ""
         if self.kept_default:
-            return f"record {self.id} (the default schedule, kept by the tuner, tuned {when})"
+            return f"record {self.id} (the default schedule, kept by the tuner, {how}tuned {when})"
         time_text = f"{self.median_s * 1e3:.3f} ms" if math.isfinite(self.median_s) else self.status
+        if self.modelled:
+            time_text += f" modelled for {self.device[len(MODEL_PREFIX):]}"
         return f"record {self.id} (sketch {self.sketch}, {time_text}, tuned {when})"
 
     def to_json(self, summary: str = "") -> dict[str, object]:
@@ -917,19 +966,23 @@ def stale_note(others: list[tuple[RecordContext | None, int]], now: RecordContex
     phrases = list(dict.fromkeys(p for context, _ in others for p in (context.changes(now) if context else [LEGACY])))
     shown = "; ".join(phrases[:3]) + (f"; and {len(phrases) - 3} more (`einc records list`)" if len(phrases) > 3 else "")
     records = "tuning record" if count == 1 else "tuning records"
+    modelled = sorted({c.device[len(MODEL_PREFIX):] for c, _ in others if c is not None and c.device.startswith(MODEL_PREFIX)})
+    hint = f"; those modelled for {', '.join(modelled)} apply with `--model`" if modelled else ""
     return (f"{count} {records} of this program for target {target} {'was' if count == 1 else 'were'} {shown}:"
-            " not used; re-tune (`einc tune`)")  # fmt: skip
+            f" not used; re-tune (`einc tune`){hint}")  # fmt: skip
 
 
 def find_record(program: str, target: type[CLikeTarget], db: str | Path | None = None,
-                cflags: Iterable[str] = ()) -> tuple[Record, Path] | None:  # fmt: skip
+                cflags: Iterable[str] = (), model: str | None = None) -> tuple[Record, Path] | None:  # fmt: skip
     """The best record for the normalised `program` on `target` whose every key field is this
     machine's (`record_context(target, cflags)`: the device, its ISA flags or driver, the
     compiler and its flags, the search space's version), with the database it came from; None
     when there is none. Records of the program and target that no longer apply are skipped
     with a one-line note on stderr (once per database, program, target and context in a
-    process). Never creates a database; a database einc cannot read is a warning, not an
-    error (the default schedule is used)."""
+    process). On a device target, where no measured record applies, the best record the
+    performance model made for the device (`modelled_device`: `model`, $EINC_MODEL_DEVICE, or
+    the GPU here when the model knows it) stands in. Never creates a database; a database einc
+    cannot read is a warning, not an error (the default schedule is used)."""
     path = Path(db) if db is not None else default_db_path()
     if not path.exists():
         if db is not None:
@@ -942,6 +995,11 @@ def find_record(program: str, target: type[CLikeTarget], db: str | Path | None =
                 return None
             context = record_context(target, cflags)
             record = records.best(key, target.name, context)
+            if record is None and (device := modelled_device(target, context, model)) is not None:
+                from einc.perfmodel.devices import get_device
+
+                modelled = model_context(target, get_device(device), cflags)
+                record = records.best(key, target.name, modelled)
             others = records.others(key, target.name, context) if record is None else []
     except EincError as err:
         warn(f"tuning records not used: {err.render()}")

@@ -170,6 +170,20 @@ _MAY_BE_ZERO = {"registers_per_sm", "shared_per_sm", "shared_per_block", "fp64_t
                 "fp16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory"}  # fmt: skip
 
 
+MATCH = {"h100": r"\bH100\b", "a100": r"\bA100\b", "mi250x": r"\bMI250X?\b", "rtx4090": r"\b4090\b",
+         "a770": r"\bA770\b", "ipu-m2000": r"\b(GC200|M2000)\b"}  # fmt: skip
+"""How a runtime's device name (`NVIDIA H100 80GB HBM3`) names a built-in device."""
+
+
+def device_for(description: str) -> str | None:
+    """The built-in device a runtime's device name is (`h100` for `NVIDIA H100 80GB HBM3`), or
+    None: where records modelled for it may stand in for measured ones."""
+    for key, pattern in MATCH.items():
+        if re.search(pattern, description, re.IGNORECASE):
+            return key
+    return None
+
+
 def known() -> str:
     """The built-in devices' names, for messages."""
     return ", ".join(sorted(DEVICES))

@@ -41,12 +41,19 @@ def compile_file_command(
     extra_passes: Mapping[str, Sequence[str]] | None = None,
     progress: Callable[[str, float], None] | None = None,
     print_debuginfo: bool = False,
+    model: str | None = None,
+    model_at: SourceLocation | None = None,
 ) -> str:
     """The source (or, with `dump_after`, the IR after that stage, each op's location
-    printed with `print_debuginfo`)."""
+    printed with `print_debuginfo`). `model`: the device whose modelled tuning records stand
+    in where no measured one applies (`einc tune --model`)."""
+    if model is not None:
+        from einc.perfmodel import get_device
+
+        get_device(model, model_at)  # an unknown device before any work
     comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
-                       progress=progress)  # fmt: skip
+                       progress=progress, model=model)  # fmt: skip
     result = comp.run_until(dump_after or "source")
     say_record(comp)
     if manifest_path is not None and dump_after is None:
@@ -278,7 +285,7 @@ def check_file_command(
         )
     comp = Compilation(read_program(path), path, target=target, schedule=ScheduleChoice.read(schedule),
                        use_records=use_records, db=db, extra_passes=extra_passes or {},
-                       progress=progress)  # fmt: skip
+                       progress=progress, model=model)  # fmt: skip
     source = comp.source_text()
     say_record(comp)
     device_target = comp.target_obj

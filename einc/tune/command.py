@@ -11,6 +11,7 @@ from einc.errors import RuntimeMissingError, SourceLocation, UsageError
 
 if TYPE_CHECKING:
     from einc.compiler.tasks import ProgramTask
+    from einc.perfmodel.devices import Device
     from einc.tune.cluster import RunnerSpec
     from einc.tune.program import ProgramResult
     from einc.tune.tuner import TuneResult
@@ -46,6 +47,8 @@ def tune_file_command(
     early_stop: float | None = None,
     early_stop_at: SourceLocation | None = None,
     transfer: bool = True,
+    model: str | None = None,
+    model_at: SourceLocation | None = None,
 ) -> TuneResult | ProgramResult:
     from contextlib import ExitStack
 
@@ -58,8 +61,19 @@ def tune_file_command(
     from einc.tune.types import TuneTask
     from einc.targets import get_target
 
-    get_target(target, SourceLocation(path, 1, 1))  # an unknown target before any work
+    target_class = get_target(target, SourceLocation(path, 1, 1))  # an unknown target before any work
     spec = parse_runner(runner, runner_at)
+    device = None
+    if model is not None:  # an unknown device, or one for a CPU target, before any work
+        from einc.perfmodel import get_device
+
+        device = get_device(model, model_at)
+        if target_class.limits is None:
+            raise UsageError(f"--model ranks device kernels by the performance model; {target} kernels are "
+                             "measured here (tune without --model)", model_at)  # fmt: skip
+        if spec.dask:
+            raise UsageError("--model needs no device to measure on: it models on this machine (no --runner)",
+                             runner_at)  # fmt: skip
     early_stop = EARLY_STOP if early_stop is None else early_stop
     if why := check_early_stop(early_stop):
         raise UsageError(f"--early-stop: {why}", early_stop_at)
@@ -67,10 +81,11 @@ def tune_file_command(
     # A program error, or a target that cannot run here (no toolchain or device: HIP, CUDA
     # without a GPU), before any search: the default kernel is built and loaded once.
     kernel = task.compilation(None).kernel()
-    if kernel.unavailable is not None:  # compiled (source, manifest), but nothing runs it here
+    if kernel.unavailable is not None and device is None:  # compiled (source, manifest), but nothing runs it here
         why = kernel.unavailable
         why = why if "cannot run here" in why else f"{target} kernels cannot run here: {why}"
-        raise RuntimeMissingError(f"{why}; nothing to time, so nothing to tune", SourceLocation(path, 1, 1))
+        raise RuntimeMissingError(f"{why}; nothing to time, so nothing to tune (--model DEVICE ranks candidates "
+                                  "by the performance model instead)", SourceLocation(path, 1, 1))  # fmt: skip
     db_file = Path(db_path) if db_path else default_db_path()
     from einc.tune.program import split_tasks
 
@@ -81,7 +96,7 @@ def tune_file_command(
                              f"{sum(len(k) for _, k in split)} kernels, tuned as tasks (every trial of a task, "
                              "earlier ones too, counts in its final rounds)")  # fmt: skip
         return tune_program_command(task, split, db_file, db_path, trials, output, time_budget_s, workers, threads,
-                                    policy, seed, progress, spec, runner_at, early_stop, transfer)  # fmt: skip
+                                    policy, seed, progress, spec, runner_at, early_stop, transfer, device)  # fmt: skip
     with RecordDB(db_file) as db, ExitStack() as stack:
         db.require_writable("record tuning results in")  # before any search: no result is lost
         cluster = None
@@ -96,7 +111,7 @@ def tune_file_command(
             return tune(task, policy=policy, resume=resume, trials=trials, time_budget_s=time_budget_s,
                         workers=None if cluster else workers, threads=threads, db=db, seed=seed, progress=progress,
                         decide_best=decide, builder=cluster, runner=cluster, early_stop=early_stop,
-                        transfer=transfer)  # fmt: skip
+                        transfer=transfer, model=device)  # fmt: skip
 
         result = run(policy, resume)
         print(result.summary())
@@ -132,7 +147,7 @@ def tune_program_command(
     task: TuneTask, split: list[tuple[TuneTask, list[ProgramTask]]], db_file: Path, db_path: str | None, trials: int,
     output: str | None, time_budget_s: float | None, workers: int | None, threads: int | None, policy: str,
     seed: int, progress: bool, spec: RunnerSpec, runner_at: SourceLocation | None, early_stop: float,
-    transfer: bool = True,
+    transfer: bool = True, model: Device | None = None,
 ) -> ProgramResult:
     """`einc tune` of a program of several kernels: its tasks tuned by the gradient task
     scheduler (einc.tune.program), the per-task table and the whole program before and after."""
@@ -147,9 +162,21 @@ def tune_program_command(
     kernels = sum(len(k) for _, k in split)
     print(f"einc: {task.filename}: {kernels} kernels, {len(split)} distinct tasks; {trials} trials spread over them "
           "by the gradient task scheduler", file=sys.stderr)  # fmt: skip
+    context = None
     with RecordDB(db_file) as db, ExitStack() as stack:
         db.require_writable("record tuning results in")  # before any search: no result is lost
-        if spec.dask:
+        if model is not None:
+            import functools
+
+            from einc.compiler.records import model_context
+            from einc.targets import get_target
+            from einc.tune.modelled import ModelRunner, model_candidate
+
+            builder = stack.enter_context(LocalBuilder(workers=workers or min(4, os.cpu_count() or 1),
+                                                       job=functools.partial(model_candidate, device=model)))  # fmt: skip
+            runner = ModelRunner(model, parallelism=builder.workers)
+            context = model_context(get_target(task.target), model)
+        elif spec.dask:
             template = LocalRunner(threads=threads, seed=seed)
             cluster = stack.enter_context(make_runner(spec, workers=workers, template=template, where=runner_at))
             cluster.start(split[0][0])
@@ -159,7 +186,7 @@ def tune_program_command(
             runner = stack.enter_context(LocalRunner(threads=threads, seed=seed))
         result = tune_program(task, trials, builder, runner, db, policy=policy, seed=seed, progress=progress,
                               early_stop=early_stop, split=split, time_budget_s=time_budget_s,
-                              transfer=transfer)  # fmt: skip
+                              transfer=transfer, device=context)  # fmt: skip
     print(result.summary())
     if result.tuned_schedule and output:
         try:

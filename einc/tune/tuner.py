@@ -42,6 +42,7 @@ from einc.tune.workload import throughput
 
 if TYPE_CHECKING:
     from einc.compiler.records import RecordContext
+    from einc.perfmodel.devices import Device
     from einc.tune.measure import Builder, Runner
     from einc.tune.records import RecordDB
     from einc.tune.search import SearchPolicy
@@ -131,8 +132,18 @@ class TuneResult:
             return f"the default schedule ({speed}kept)"
         return f"{_speed(self.task, self.best.median_s)}  {self.best.candidate.point.describe()}"
 
+    @property
+    def modelled(self) -> str:
+        """The device the candidates were modelled on (`tune(model=...)`), "" when measured."""
+        for m in [*(t.result for t in self.history), *self.finals, *self.earlier]:
+            if isinstance(device := m.extra.get("modelled"), str):
+                return device
+        return ""
+
     def summary(self) -> str:
         lines = [f"{self.policy}: {self.trials} trials in {self.seconds:.1f} s ({self.stopped})"]
+        if self.modelled:
+            lines[0] += f", ranked by the performance model of {self.modelled} (times modelled, not measured)"
         if self.resumed:
             lines[0] += f", {self.resumed} earlier trials resumed"
         if self.transfer is not None:
@@ -152,10 +163,10 @@ class TuneResult:
                          "times the fastest trial then)")  # fmt: skip
         if self.fastest is not None:
             lines.append(f"  fastest trial: {_speed(self.task, self.fastest.median_s)}  "
-                         f"{self.fastest.candidate.point.describe()} (measured once)")  # fmt: skip
+                         f"{self.fastest.candidate.point.describe()} ({'modelled' if self.modelled else 'measured once'})")  # fmt: skip
             if (hit := self.reached()) is not None:
                 lines.append(f"  90% of its speed after {hit[0] + 1} trials, {hit[1]:.1f} s")
-        if len(self.finals) > 1:
+        if len(self.finals) > 1 and not self.modelled:
             rounds = max(_int(f.extra.get("rounds")) for f in self.finals)
             lines.append(f"  final rounds: the default and {len(self.finals) - 1} finalist"
                          f"{'s' if len(self.finals) > 2 else ''} measured in turn, {rounds} rounds, "
@@ -248,6 +259,7 @@ def tune(
     on_trial: Callable[[Trial], None] | None = None,
     early_stop: float = EARLY_STOP,
     transfer: bool = True,
+    model: str | Device | None = None,
 ) -> TuneResult:
     """Search `task`'s schedule space for `trials` candidates (or `time_budget_s` seconds), then
     decide the best in final rounds: the default schedule and the `finalists` fastest trials,
@@ -275,7 +287,11 @@ def tune(
     the device. Every result is added to `db` (a RecordDB, or the path of one: opened here, and
     refused before any measurement when it cannot be) as it arrives (keyed by the task and
     context `device`, by default this machine's `record_context` for the target), the decision with its
-    final rounds."""
+    final rounds.
+
+    `model`: a device of the performance model (`h100`, a JSON file, an einc.perfmodel Device):
+    candidates are ranked by their modelled time on it instead of being measured, for a device
+    that is not here (`einc.tune.modelled`); records are made under its `model_context`."""
     from einc.tune.measure import LocalBuilder, LocalRunner, check_early_stop
     from einc.tune.records import RecordDB
     from einc.tune.search import make_policy
@@ -287,7 +303,7 @@ def tune(
                         threads=threads, batch=batch, space=space, builder=builder, runner=runner, db=opened,
                         device=device, resume=resume, seed=seed, progress=progress, verify=verify,
                         runner_options=runner_options, finalists=finalists, rounds=rounds, decide_best=decide_best,
-                        on_trial=on_trial, early_stop=early_stop, transfer=transfer)  # fmt: skip
+                        on_trial=on_trial, early_stop=early_stop, transfer=transfer, model=model)  # fmt: skip
     if db is not None and not isinstance(db, RecordDB):
         raise TypeError(f"tune(db=...) takes a RecordDB or a path, not {type(db).__name__}")
     if why := check_early_stop(early_stop):
@@ -298,12 +314,31 @@ def tune(
     space = space or SearchSpace.from_task(task)
     if isinstance(policy, str):
         policy = make_policy(policy, space, seed=seed)
+    owned: list[object] = []  # what this call made, and closes
+    if model is not None:
+        import functools
+
+        from einc.compiler.records import model_context
+        from einc.perfmodel import get_device
+        from einc.targets import get_target
+        from einc.tune.modelled import ModelRunner, model_candidate
+
+        modelled = get_device(model)
+        if get_target(task.target).limits is None:
+            raise UsageError(f"the performance model covers device targets; {task.target} kernels are measured "
+                             "(tune without --model)")  # fmt: skip
+        if device is None:
+            device = model_context(get_target(task.target), modelled)
+        if builder is None:
+            builder = LocalBuilder(workers=workers or min(4, os.cpu_count() or 1),
+                                   job=functools.partial(model_candidate, device=modelled))  # fmt: skip
+            owned.append(builder)
+        runner = ModelRunner(modelled, parallelism=getattr(builder, "workers", 1))
     if db is not None and device is None:
         from einc.compiler.records import record_context
         from einc.targets import get_target
 
         device = record_context(get_target(task.target))
-    owned: list[object] = []  # what this call made, and closes
     if isinstance(runner, str):
         from einc.tune.cluster import make_runner, parse_runner
         from einc.tune.dask_worker import context_name
@@ -384,7 +419,10 @@ def tune(
         except KeyboardInterrupt:
             result.stopped = "interrupted"
         result.seconds = time.perf_counter() - start
-        if decide_best and result.stopped != "interrupted":
+        if decide_best and result.stopped != "interrupted" and getattr(runner, "modelled", False):
+            _decide_modelled(task, result, space, builder, runner)
+            record(result.finals)
+        elif decide_best and result.stopped != "interrupted":
             try:
                 _decide(task, result, space, builder, runner, finalists, rounds, bar, verify)
             except KeyboardInterrupt:  # nothing decided, nothing recorded but the trials
@@ -476,6 +514,50 @@ def _decide(
             assert result.decision is not None
             result.decision = Decision(None, result.decision.verdicts, why)
             _crown(result)
+
+
+def _decide_modelled(task: TuneTask, result: TuneResult, space: SearchSpace, builder: Builder, runner: Runner) -> None:
+    """The decision of a search ranked by the performance model (`einc.tune.modelled`): no
+    noise, so no final rounds; the fastest modelled candidate is crowned when the model puts
+    it more than MARGIN ahead of the default schedule."""
+    from einc.tune.modelled import MARGIN
+
+    default_point = space.default_point()
+    tag = f"final-{uuid.uuid4().hex[:8]}"
+    default = result.default
+    if default is None:  # the default was not among the trials (a resumed or seeded search): model it now
+        try:
+            default = measure_points(task, space, [default_point], builder, runner)[0]
+        except EincError as err:
+            default = _refused(Candidate(default_point, ""), f"the default schedule is not in the search space: {err.render()}")
+        result.default = default
+    fastest = result.fastest
+    if fastest is None or not default.ok or fastest.candidate.point == default_point \
+            or fastest.median_s >= default.median_s * (1 - MARGIN):  # fmt: skip
+        if fastest is None:
+            reason = "no candidate computed the right numbers"
+        elif not default.ok:
+            reason = f"the default schedule could not be modelled ({default.status.value}: {default.reason})"
+        elif fastest.candidate.point == default_point:
+            reason = "the model ranks the default schedule fastest"
+        else:
+            reason = (f"the model puts no candidate {MARGIN:.0%} ahead of the default schedule (the closest, "
+                      f"{fastest.candidate.point.describe()}, at {default.median_s / fastest.median_s:.2f}x)")  # fmt: skip
+        result.decision = Decision(None, {}, reason)
+        result.finals = [_final(default, default.times if default.ok else (), tag, 1, _modelled_extra(default))]
+    else:
+        speedup = default.median_s / fastest.median_s
+        reason = (f"{fastest.candidate.point.describe()} is modelled {speedup:.2f}x faster than the default schedule "
+                  f"on {getattr(runner, 'device').name} ({fastest.extra.get('bound', '?')}-bound; numbers "
+                  f"{fastest.extra.get('numbers', 'not checked')})")  # fmt: skip
+        result.decision = Decision(1, {}, reason)
+        result.finals = [_final(default, default.times, tag, 1, _modelled_extra(default)),
+                         _final(fastest, fastest.times, tag, 1, _modelled_extra(fastest))]  # fmt: skip
+    _crown(result)
+
+
+def _modelled_extra(measured: MeasureResult) -> dict[str, object]:
+    return {k: measured.extra[k] for k in ("modelled", "bound", "numbers") if k in measured.extra}
 
 
 FINAL_REPEATS = 5

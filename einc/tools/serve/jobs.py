@@ -10,7 +10,11 @@ A request:
      "schedule": "transform.named_sequence ...",               optional: a schedule script,
                                                                "none" or "default"
      "extra_outputs": ["t0"],                                  optional, as einc.compile
-     "use_records": true}                                      optional (default true)
+     "use_records": true,                                      optional (default true)
+     "model": "h100"}                                          optional: a device of the performance
+                                                               model whose modelled records (`einc tune
+                                                               --model`) stand in where no measured one
+                                                               applies (a service without the GPU)
 
 The answer (200): `source`, `manifest` (what `einc compile -o OUT` writes to OUT.json for a
 device target: buffers, kernels in launch order with their argument order, grid and block;
@@ -52,7 +56,7 @@ from einc.schedule.choice import Kind
 
 REQUEST_FILE = "<request>"
 IR_FILE = "<ir>"
-FIELDS = ("ir", "input_dict", "target", "schedule", "extra_outputs", "use_records")
+FIELDS = ("ir", "input_dict", "target", "schedule", "extra_outputs", "use_records", "model")
 TUNE_FIELDS = ("ir", "input_dict", "target", "extra_outputs", "trials")
 JSON = dict[str, object]
 T = TypeVar("T")
@@ -78,6 +82,7 @@ class CompileRequest:
     schedule: str | None = None
     extra_outputs: list[str] | None = None
     use_records: bool = True
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +190,15 @@ def _program(fields: JSON, text: str) -> CompileRequest:
             f"'extra_outputs' is a list of tensor names, not {_json_type(extra)}", _key_location(text, "extra_outputs")
         )
     resolve_target(target, _key_location(text, "target"))  # an unknown target: a TargetError listing them
-    return CompileRequest(ir, fields.get("input_dict"), target, schedule, cast("list[str] | None", extra), use_records)
+    model = _typed(fields, "model", str, 'a device name such as "h100"', text, None)
+    if model is not None:
+        from einc.perfmodel.devices import DEVICES, get_device
+
+        if "/" in model or model.endswith(".json"):  # no files of the server's named by a client
+            raise RequestError(f"'model' names a built-in device ({', '.join(sorted(DEVICES))})", _key_location(text, "model"))
+        get_device(model, _key_location(text, "model"))
+    return CompileRequest(ir, fields.get("input_dict"), target, schedule, cast("list[str] | None", extra), use_records,
+                          model)  # fmt: skip
 
 
 def _check_values(data: object, text: str) -> None:
@@ -328,7 +341,7 @@ def compile_job(request: CompileRequest, db: str | None) -> JobResult:
         }
         return JobResult(200, body, task_key=program_key(str(comp.module("ein"))))
 
-    return _compiled(request, answer, use_records=request.use_records, db=db)
+    return _compiled(request, answer, use_records=request.use_records, db=db, model=request.model)
 
 
 def tune_check(request: CompileRequest) -> JobResult:
@@ -347,14 +360,14 @@ def tune_check(request: CompileRequest) -> JobResult:
 
 
 def _compiled(request: CompileRequest, answer: Callable[[Compilation], JobResult], use_records: bool,
-              db: str | None) -> JobResult:  # fmt: skip
+              db: str | None, model: str | None = None) -> JobResult:  # fmt: skip
     """`answer` of `request`'s Compilation; a user's mistake is a 400 with the located error, a
     bug in einc a 500 (its reproducer to the log)."""
     comp: Compilation | None = None
     try:
         comp = Compilation(request.ir, IR_FILE, cast("dict[str, dict[str, object]] | None", request.input_dict),
                            request.extra_outputs, request.target, request.schedule,
-                           use_records=use_records, db=db)  # fmt: skip
+                           use_records=use_records, db=db, model=model)  # fmt: skip
         return answer(comp)
     except EincError as err:
         if err.loc is None:
