@@ -131,3 +131,21 @@ def test_model_misuse_is_a_located_error(argv: list[str], message: str, tmp_path
     assert main(["tune", str(program), "--db", str(tmp_path / "t.db"), "--trials", "2", *argv]) == 1
     err = capsys.readouterr().err
     assert message in err and "error:" in err and "Traceback" not in err
+
+
+def test_a_program_of_several_kernels_is_tuned_by_the_model_task_by_task(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Also the whole-program comparison on a device target, whose default mapping is made by
+    the pipeline, not by a schedule script (its candidate was once an empty, unparsable one)."""
+    program = tmp_path / "two.ein"
+    program.write_text("input input0: float32[32, 64]\ninput input1: float32[64, 48]\n"
+                       "t0[N, M] +=! input0[N, K] * input1[K, M]\noutput0[N, M] = t0[N, M].call(`exp`)\n")  # fmt: skip
+    db = tmp_path / "t.db"
+    assert main(["tune", str(program), "-t", "cuda", "--model", "h100", "--trials", "6", "--workers", "1",
+                 "--db", str(db), "--quiet"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "whole program (2 kernels): default schedule" in out and "refused" not in out, out
+    assert main(["records", "list", "--db", str(db)]) == 0
+    listing = capsys.readouterr().out
+    rows = [line for line in listing.splitlines() if " cuda " in line]
+    assert len(rows) == 2 and all("model: NVIDIA H100" in r for r in rows), listing

@@ -132,7 +132,10 @@ class ModelRunner:
         out = []
         for b in builds:
             m = b.artifact
-            assert isinstance(m, Modelled), m
+            if b.status is not Status.OK or not isinstance(m, Modelled):  # a failed build: its result
+                out.append(MeasureResult(b.candidate, b.status if b.status is not Status.OK else Status.INTERNAL,
+                                         b.reason or f"not a modelled build: {type(m).__name__}", build_s=b.seconds))  # fmt: skip
+                continue
             extra: dict[str, object] = {"modelled": self.device.key or self.device.name, "bound": m.bound,
                                         "numbers": m.checked}  # fmt: skip
             out.append(MeasureResult(b.candidate, Status.OK, "", (m.seconds,), b.seconds, extra=extra))

@@ -312,13 +312,16 @@ def _whole_program(result: ProgramResult, builder: Builder, runner: Runner, db: 
     task = result.task
     default = task.compilation(ScheduleChoice.DEFAULT)
     default.run_until("scheduled")
+    modelled = getattr(runner, "device", None)  # a ModelRunner's: the records it made are modelled ones
     tuned = Compilation(task.source, task.filename, task.input_dict, task.extra_outputs, task.target,
-                        ScheduleChoice.BEST, use_records=True, db=db.path if db is not None else None)  # fmt: skip
+                        ScheduleChoice.BEST, use_records=True, db=db.path if db is not None else None,
+                        model=getattr(modelled, "key", None) or None)  # fmt: skip
     tuned.run_until("scheduled")
     result.records_used = len({r.id for _, r in tuned.task_records}) or int(tuned.record is not None)
     result.tuned_schedule = tuned.schedule_text or ""
-    candidates = [Candidate(Point("default"), default.schedule_text or ""),
-                  Candidate(Point("tasks"), tuned.schedule_text or "")]  # fmt: skip
+    # A device target's default mapping is made by its pipeline, not by a schedule script: "default".
+    candidates = [Candidate(Point("default"), default.schedule_text or "default"),
+                  Candidate(Point("tasks"), tuned.schedule_text or "default")]  # fmt: skip
     builds = builder.build(task, candidates)
     measured: list[list[MeasureResult]] = [[], []]
     with _final_settings(runner):
