@@ -101,12 +101,19 @@ def build_candidate(task: TuneTask, candidate: Candidate) -> BuildResult:
         manifest = comp.target_obj.manifest(comp.module("target"))
         assert manifest is not None, comp.target  # only C makes a shared library, and has none
         return result(Status.OK, artifact=RebuildArtifact(comp.source_text(), manifest))
-    except ToolchainError as err:
-        return result(Status.INTERNAL, err.render())
-    except EincError as err:
-        return result(Status.REFUSED, err.render())
-    except InternalCompilerError as err:
-        return result(Status.INTERNAL, str(err))
+    except (EincError, InternalCompilerError) as err:
+        return result(*build_failure(err))
+
+
+def build_failure(err: EincError | InternalCompilerError) -> tuple[Status, str]:
+    """What a candidate's build that raised `err` is: an EincError a refusal (REFUSED, located),
+    a ToolchainError (the target's compiler rejecting generated code) or an
+    InternalCompilerError an einc bug (INTERNAL)."""
+    if isinstance(err, ToolchainError):
+        return Status.INTERNAL, err.render()
+    if isinstance(err, EincError):
+        return Status.REFUSED, err.render()
+    return Status.INTERNAL, str(err)
 
 
 BuildJob = Callable[[TuneTask, Candidate], BuildResult]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.errors import EincError, InternalCompilerError, ToolchainError
+from einc.errors import EincError, InternalCompilerError
 from einc.perfmodel.devices import Device
 from einc.schedule.choice import ScheduleChoice
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
@@ -74,12 +74,10 @@ def model_candidate(task: TuneTask, candidate: Candidate, device: Device) -> Bui
         if checked.startswith("wrong:"):
             return result(Status.WRONG, checked[len("wrong: "):])
         return result(Status.OK, artifact=Modelled(report.time_s, report.bound, checked, len(report.kernels)))
-    except ToolchainError as err:
-        return result(Status.INTERNAL, err.render())
-    except EincError as err:
-        return result(Status.REFUSED, err.render())
-    except InternalCompilerError as err:
-        return result(Status.INTERNAL, str(err))
+    except (EincError, InternalCompilerError) as err:
+        from einc.tune.measure import build_failure
+
+        return result(*build_failure(err))
 
 
 def _check_numbers(task: TuneTask, module: ModuleOp) -> str:
