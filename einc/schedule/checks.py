@@ -21,7 +21,7 @@ from xdsl.ir import Attribute
 
 from einc.dialects.einc_transform import BindOp, CacheOp
 from einc.errors import ScheduleError, SourceLocation
-from einc.ir.attrs import MEMORY_ATTR
+from einc.ir.attrs import MEMORY_ATTR, dtype_name
 from einc.schedule.script import Schedule
 from einc.transforms.loop_analysis import buffer_name
 from einc.transforms.loop_build import Failure
@@ -73,7 +73,7 @@ def refuse_shared_memory(
 def _dtype(element: Attribute) -> str:
     if isinstance(element, IntegerType):
         return "bool" if element.bitwidth == 1 else f"int{element.bitwidth}"
-    return f"float{element.bitwidth}" if isinstance(element, AnyFloat) else str(element)
+    return dtype_name(element) if isinstance(element, AnyFloat) else str(element)
 
 
 def check_private_buffers(module: ModuleOp, schedule: Schedule, target: str, dtypes: frozenset[str]) -> None:

@@ -50,6 +50,7 @@ from xdsl.ir.affine import AffineMap
 from xdsl.utils.exceptions import InterpretationError
 
 from einc.dialects.math_ext import ErfcOp
+from einc.ir.attrs import is_float_dtype
 from einc.runtime.signature import BufferSpec, KernelSignature, kernel_function, numpy_dtype
 
 # ---- values -------------------------------------------------------------------------------
@@ -100,7 +101,7 @@ def poison(spec_or_type: BufferSpec | MemRefType) -> np.ndarray:
     else:
         shape = tuple(int(d) for d in spec_or_type.get_shape())
         dtype = numpy_dtype(spec_or_type.get_element_type())
-    if dtype.kind == "f":
+    if is_float_dtype(dtype):
         return np.full(shape, np.nan, dtype)
     return np.frombuffer(b"\xa5" * (dtype.itemsize * math.prod(shape)), dtype).reshape(shape).copy()
 
