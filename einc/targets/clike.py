@@ -331,6 +331,8 @@ class CLikeTarget:
     }
     """Printers of a target family's own ops (GPU coordinates, barriers, ...), beside the
     shared ones (here: bfloat16 kept in memory, `legalize-bf16-storage`)."""
+    tensor_cores: ClassVar[frozenset[str]] = frozenset()
+    """The `transform.einc.tensorize` intrinsics the target prints (`egpu.mma`)."""
     bf16: ClassVar[Bf16Spelling | None] = bfloat16.C_BF16
     """How bfloat16's helpers are spelled (einc.targets.bfloat16); its buffers' element type
     is `types[bf16]`, the same as `bf16.u16`."""

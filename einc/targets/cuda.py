@@ -20,7 +20,9 @@ from einc.runtime.manifest import LaunchManifest
 from einc.targets.bfloat16 import Bf16Spelling
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
+from einc.targets import tensor_cores as tc
 from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
+from einc.targets.op_printers import statement
 from einc.targets.writer import Writer
 
 _AXES = "xyz"
@@ -69,6 +71,8 @@ class CudaFamily(DeviceTarget):
 
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
+    tensor_cores = frozenset({"mma.m16n8k16"})
+    statement_printers = {**CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mma_sync)}
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"

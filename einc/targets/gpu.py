@@ -254,7 +254,7 @@ class DeviceTarget(CLikeTarget):
         egpu.RoundOp: expression(egpu.RoundOp, _round),
         egpu.SubgroupReduceOp: expression(egpu.SubgroupReduceOp, _subgroup_reduce),
     }
-    memory_ops = (egpu.BarrierOp, egpu.StoreTruncfOp, egpu.VStoreOp, egpu.SubgroupReduceOp)
+    memory_ops = (egpu.BarrierOp, egpu.StoreTruncfOp, egpu.VStoreOp, egpu.SubgroupReduceOp, egpu.MmaOp)
 
     # vectors: C++ device languages (CUDA, HIP, SYCL, Poplar) get a struct of lanes and
     # lane-wise helpers (CUDA's float4 has no operators); OpenCL and HLSL use native types
