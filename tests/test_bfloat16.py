@@ -1,5 +1,6 @@
 """bfloat16 on every target, bit for bit against NumPy's bfloat16 (ml_dtypes): casts from and to
-every float dtype and int32, arithmetic computed in float32 and rounded once, `exp`, a matmul
+every float dtype and int32, arithmetic computed in float32 and rounded once, a constant folded
+to bfloat16 (a tie), `exp`, a matmul
 of bfloat16 inputs accumulating in float32, a max reduction, over the edge values (NaN, the
 infinities, signed zeros, rounding ties, the largest finite value and what rounds past it,
 subnormals). One compile per target (module-scoped); CUDA and HIP compile-checked.
@@ -38,7 +39,7 @@ input f: float32[{E}]
 input d: float64[{E}]
 input a: bfloat16[4, 8]
 input b: bfloat16[8, 4]
-output add, mul, ex, fromf, fromd, fromh, toh, tof, toi, mm, top
+output add, mul, ex, fromf, fromd, fromh, toh, tof, toi, mm, top, folded
 add[N] = x[N] + y[N]
 mul[N] = x[N] * y[N] - 0.5
 ex[N] = x[N].call(`exp`)
@@ -50,6 +51,7 @@ tof[N] = x[N].cast(`float32`) + h[N]
 toi[N] = x[N].cast(`int32`)
 mm[I, J] +=! a[I, K].cast(`float32`) * b[K, J].cast(`float32`)
 top[] >=! x[N]
+folded[N] = y[N] + (const(1.0, `float32`) + const(0.01171875, `float32`)).cast(`bfloat16`)
 """
 
 
@@ -87,6 +89,7 @@ def expected(v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "toi": saturate(x, np.dtype(np.int32)),
             "mm": v["a"].astype(np.float32) @ v["b"].astype(np.float32),
             "top": np.max(x).astype(BF16),
+            "folded": (y + np.float32(np.float32(1.01171875).astype(BF16))).astype(BF16),  # a tie: 1.015625
         }  # fmt: skip
 
 
