@@ -68,7 +68,7 @@ def is_bf16_buffer(t: object) -> bool:
 
 
 def _use(w: Writer) -> None:
-    spelling = w.t.bf16
+    spelling = w.t.bf16_spelling
     if spelling is None:
         raise InternalCompilerError(f"{w.t.name} target: no bfloat16 spelling")
     key = ("bf16", "")

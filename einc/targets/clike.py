@@ -333,9 +333,9 @@ class CLikeTarget:
     shared ones (here: bfloat16 kept in memory, `legalize-bf16-storage`)."""
     tensor_cores: ClassVar[frozenset[str]] = frozenset()
     """The `transform.einc.tensorize` intrinsics the target prints (`egpu.mma`)."""
-    bf16: ClassVar[Bf16Spelling | None] = bfloat16.C_BF16
+    bf16_spelling: ClassVar[Bf16Spelling | None] = bfloat16.C_BF16
     """How bfloat16's helpers are spelled (einc.targets.bfloat16); its buffers' element type
-    is `types[bf16]`, the same as `bf16.u16`."""
+    is `types[bf16]`, the same type as `bf16_spelling.u16`."""
     memory_ops: ClassVar[tuple[type[Operation], ...]] = (egpu.StoreTruncfOp,)
     """Ops besides stores that an inlined load must not move past (barriers, ...)."""
     reserved_words: ClassVar[frozenset[str]] = frozenset()

@@ -32,7 +32,7 @@ class CudaFamily(DeviceTarget):
     """What CUDA and HIP share: the `__global__` kernel shape, `__syncthreads`, `__shared__`
     arrays, device helpers, the built-in index names, warp-shuffle cluster reductions, and a
     compile check by the vendor's compiler against a register file of 64 K registers."""
-    bf16 = Bf16Spelling("unsigned short", "unsigned int", "__float_as_uint(f)", "__uint_as_float(u)")
+    bf16_spelling = Bf16Spelling("unsigned short", "unsigned int", "__float_as_uint(f)", "__uint_as_float(u)")
 
     kernel_prefix: ClassVar[str] = 'extern "C" __global__ '
     buffer_prefix: ClassVar[str] = ""

@@ -288,7 +288,7 @@ class HLSLTarget(DeviceTarget):
     types = {f64: "double", f32: "float", i64: "uint64_t", i32: "int", i1: "bool", IndexType(): "int"}
     """int64 is `uint64_t` with signed operations as helpers: glslang's HLSL has no int64_t."""
     unsigned_types = {i64: "uint64_t", i32: "uint", i1: "bool", IndexType(): "uint"}
-    bf16 = Bf16Spelling("uint", "uint", "asuint(f)", "asfloat(u)")
+    bf16_spelling = Bf16Spelling("uint", "uint", "asuint(f)", "asfloat(u)")
     """bfloat16 buffers are stored as float32 (`legalize-storage-dtypes`): only `egpu.round`."""
     vector_elements = frozenset({f32, i32})
     vector_type: ClassVar[str] = "{t}{n}"

@@ -53,7 +53,7 @@ class OpenCLTarget(DeviceTarget):
     unsigned_types = {
         i64: "ulong", i32: "uint", i16: "ushort", i8: "uchar", i1: "bool", IndexType(): "ulong",
     }  # fmt: skip
-    bf16 = Bf16Spelling("ushort", "uint", "as_uint(f)", "as_float(u)")
+    bf16_spelling = Bf16Spelling("ushort", "uint", "as_uint(f)", "as_float(u)")
     math_suffix = {f64: "", f32: ""}
     literal_suffix = {f64: "", f32: "f"}
     literal_names = {

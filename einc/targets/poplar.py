@@ -306,7 +306,7 @@ class PoplarTarget(DeviceTarget):
         i1: "bool", IndexType(): "unsigned",
     }  # fmt: skip
     math_suffix = {f32: "f"}
-    bf16 = CXX_BF16
+    bf16_spelling = CXX_BF16
     literal_cast = {f16: "(half)"}
     literal_names = {
         "INT64_MIN": "(-9223372036854775807LL - 1)", "INT64_MAX": "9223372036854775807LL",

@@ -76,7 +76,7 @@ class SYCLTarget(DeviceTarget):
     }
     work_item_index_32 = {k: "(int)" + v.removeprefix("(int64_t)") for k, v in work_item_index.items()}
     types = {**CLikeTarget.types, f16: "sycl::half"}
-    bf16 = CXX_BF16
+    bf16_spelling = CXX_BF16
     literal_names = {
         **{k: v for k, v in CUDATarget.literal_names.items() if k.startswith("INT")},
         "INFINITY": "std::numeric_limits<float>::infinity()",
