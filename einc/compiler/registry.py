@@ -97,6 +97,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LegalizeF16StoragePass
 
+    def legalize_bf16_storage():
+        from einc.passes.legalize_bf16_storage import LegalizeBf16StoragePass
+
+        return LegalizeBf16StoragePass
+
     def einc_apply_schedule():
         from einc.schedule.apply_pass import ApplySchedulePass
 
@@ -191,6 +196,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "legalize-f16-for-c": legalize_f16_for_c,
         "convert-affine-to-egpu": convert_affine_to_egpu,
         "legalize-f16-storage": legalize_f16_storage,
+        "legalize-bf16-storage": legalize_bf16_storage,
         "legalize-storage-dtypes": legalize_storage_dtypes,
         "legalize-narrow-ints": legalize_narrow_ints,
         "legalize-float-to-int": legalize_float_to_int,

@@ -21,11 +21,14 @@ a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `eg
 `egpu.vfma`, `egpu.vreduce`, `egpu.vextract`) work on builtin `vector<NxT>` values of a target's vector width
 (`einc-vectorize-loops` makes them; elementwise arithmetic on vectors is xDSL's `arith`). `egpu.load_extf`,
 `egpu.store_truncf` and `egpu.round` are legalization ops: a narrow float kept only in memory
-(f16 on devices without half arithmetic), read widened and written narrowed.
+(f16 on devices without half arithmetic), read widened and written narrowed. `egpu.mma` is a
+16 x 16 tile of a float16/bfloat16 contraction on tensor cores, executed by a warp together
+(`transform.einc.tensorize`).
 
 This module is the dialect and its namespace (`egpu.FuncOp`, `egpu.Dim`, ...); the ops and
 attributes live beside it by noun: `egpu_kernel` (kernels, launches, work-item coordinates,
 barriers, shared memory, subgroup reductions), `egpu_vector`, `egpu_narrow` (narrow floats),
+`egpu_mma` (tensor cores),
 `egpu_attrs` (dimensions, reduction kinds, Poplar tile splits).
 """
 
@@ -56,6 +59,7 @@ from einc.dialects.egpu_kernel import (
     ThreadIdOp,
     kernel_of,
 )
+from einc.dialects.egpu_mma import MmaOp
 from einc.dialects.egpu_narrow import (
     LoadExtfOp,
     RoundOp,
@@ -96,6 +100,7 @@ EGPU = Dialect(
         LoadExtfOp,
         StoreTruncfOp,
         RoundOp,
+        MmaOp,
     ],
     [DimAttr, ReduceKindAttr, TileSplitAttr],
 )
@@ -115,6 +120,7 @@ __all__ = [
     "IndexOp",
     "LaunchOp",
     "LoadExtfOp",
+    "MmaOp",
     "ReduceKind",
     "ReduceKindAttr",
     "ReturnOp",

@@ -233,6 +233,24 @@ class SplitConditionsOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TensorizeOp(IRDLOperation):
+    """`%lanes = transform.einc.tensorize %loop "mma.m16n8k16"`: the 16 x 16 x K float16 or
+    bfloat16 contraction band at `%loop` (rows, columns, reduction: three loops) computed on
+    tensor cores by one warp (einc.transforms.tensorize): "mma.m16n8k16" on CUDA (sm_80+,
+    32 lanes), "mfma.16x16x16" on HIP (CDNA, 64 lanes). Result: the loop over the lanes,
+    bound to thread.x."""
+
+    name = "transform.einc.tensorize"
+    target = operand_def(AnyOpType)
+    intrinsic = prop_def(StringAttr)
+    lanes = result_def(AnyOpType)
+    assembly_format = "$target $intrinsic attr-dict"
+
+    def __init__(self, target: SSAValue, intrinsic: str):
+        super().__init__(operands=[target], properties={"intrinsic": StringAttr(intrinsic)}, result_types=[HANDLE])
+
+
+@irdl_op_definition
 class BindOp(IRDLOperation):
     """`transform.einc.bind %loop to "thread.x" (max_threads 1024)?`: map a loop onto a
     GPU block/thread index (`einc.bind`); thread-bound trip counts in a nest multiply to at
@@ -541,7 +559,7 @@ class KnobOp(IRDLOperation):
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
-    SplitConditionsOp, SplitPhasesOp,
+    SplitConditionsOp, SplitPhasesOp, TensorizeOp,
 )
 
 

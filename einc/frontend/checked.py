@@ -26,10 +26,10 @@ INDEX_BINARY_OPS = {
     "mod": operator.mod,
 }
 
-FLOAT_DTYPES = ("float64", "float32", "float16")
+FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
 INT_DTYPES = ("int64", "int32", "int16", "int8")
 DTYPES = FLOAT_DTYPES + INT_DTYPES
-BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, "int16": 16,
+BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32, "int16": 16,
         "int8": 8, "bool": 1}  # fmt: skip
 
 

@@ -72,6 +72,8 @@ def promote(a: str, b: str) -> str:
         return b
     if is_float(a) != is_float(b):
         return a if is_float(a) else b
+    if {a, b} == {"float16", "bfloat16"}:
+        return "float32"  # neither holds the other (NumPy's ml_dtypes and PyTorch agree)
     return a if c.BITS[a] >= c.BITS[b] else b
 
 

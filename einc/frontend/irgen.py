@@ -46,6 +46,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    bf16,
     f16,
     f32,
     f64,
@@ -63,14 +64,16 @@ from einc.dialects.ein import EinsumOp, LoadOp, ScatterOp, ScatterYieldOp, Yield
 from einc.dialects.math_ext import ErfcOp
 from einc.frontend import checked as c
 from einc.frontend.ast import Span
+from einc.ir.attrs import BFLOAT16
 from einc.ir.locations import stamp
 from einc.frontend.affine_ranges import const_value, is_affine
 from einc.frontend.checked import TensorInfo, is_float, is_int
 
-FLOAT_TYPES: dict[str, AnyFloat] = {"float64": f64, "float32": f32, "float16": f16}
+FLOAT_TYPES: dict[str, AnyFloat] = {"float64": f64, "float32": f32, "float16": f16, "bfloat16": bf16}
 INT_TYPES: dict[str, IntegerType] = {"int64": i64, "int32": i32, "int16": i16, "int8": i8,
                                      "bool": i1}  # fmt: skip
-NUMPY_FLOATS = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+NUMPY_FLOATS = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
+                "bfloat16": BFLOAT16.type}  # fmt: skip
 
 BinaryBuilder = Callable[[SSAValue, SSAValue], Operation]
 FLOAT_BINARY: dict[str, BinaryBuilder] = {
@@ -264,6 +267,8 @@ class BodyBuilder:
                 return self.emit(arith.UIToFPOp(value, to_float))
             if is_int(src):
                 return self.emit(arith.SIToFPOp(value, to_float))
+            if {src, dst} == {"float16", "bfloat16"}:  # neither holds the other: exact to f32, one rounding
+                return self.emit(arith.TruncFOp(self.emit(arith.ExtFOp(value, f32)), to_float))
             wider = c.BITS[dst] > c.BITS[src]
             return self.emit((arith.ExtFOp if wider else arith.TruncFOp)(value, to_float))
         to_int = INT_TYPES[dst]
@@ -280,8 +285,8 @@ class BodyBuilder:
         floats = is_float(expr.dtype)
         match expr.function:
             case "sigmoid" | "normcdf":
-                # computed as a whole in float32 for float16 (as every float16 math function)
-                dtype = "float32" if expr.dtype == "float16" else expr.dtype
+                # computed as a whole in float32 for float16 and bfloat16 (as every math function of theirs)
+                dtype = "float32" if expr.dtype in ("float16", "bfloat16") else expr.dtype
                 x = self.convert(args[0], expr.dtype, dtype)
                 build = self.sigmoid if expr.function == "sigmoid" else self.normcdf
                 return self.convert(build(x, dtype), dtype, expr.dtype)

@@ -6,9 +6,11 @@ other, so no layer reaches upward for a string."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     AnyFloat,
+    BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -16,6 +18,20 @@ from xdsl.dialects.builtin import (
     IntegerType,
 )
 from xdsl.ir import Attribute
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+"""NumPy's bfloat16 (ml_dtypes'; importing it makes `np.dtype("bfloat16")` known). Its scalars
+compute in float32 and round once to bfloat16, as einc does. Its `kind` is "V", not "f":
+ask `is_float_dtype`."""
+
+NARROW_FLOATS = (Float16Type, BFloat16Type)
+"""The 16-bit float element types: storage types, computed in f32 (`legalize-f16-for-c`)."""
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """Whether a NumPy dtype is a float (bfloat16 included)."""
+    return dtype.kind == "f" or dtype == BFLOAT16
+
 
 NAME_ATTR = "ein.name"
 """On a function argument: the tensor's name in the program."""
@@ -70,6 +86,8 @@ def dtype_name(t: Attribute) -> str:
             return "bool"
         if t.width.data in (8, 16, 32, 64):
             return f"int{t.width.data}"
+    if isinstance(t, BFloat16Type):
+        return "bfloat16"
     if isinstance(t, (Float16Type, Float32Type, Float64Type)):
         return f"float{t.bitwidth}"
     if isinstance(t, AnyFloat):

@@ -1,4 +1,4 @@
-"""`legalize-f16-for-c`: compute f16 arithmetic and math in f32.
+"""`legalize-f16-for-c`: compute f16 and bf16 arithmetic and math in f32.
 
     %r = math.exp %x : f16
 becomes
@@ -13,7 +13,8 @@ keeps f16 semantics: for `+ - * /` and `sqrt` the f32 result rounded to f16 is t
 rounded f16 result (f32 carries more than 2 * 11 + 2 significand bits), and math functions
 get f32 accuracy, as NumPy's float16 loops (which also compute in float32). C has no f16
 math library and OpenCL devices without `cl_khr_fp16` arithmetic need the same rewrite, so
-the C-like printers only ever see f16 in memory and in conversions.
+the C-like printers only ever see f16 in memory and in conversions. bf16 is treated the same
+way (f32 carries more than 2 * 8 + 2 significand bits: the same argument holds).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import get_args
 
 from xdsl.context import Context
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float16Type, FloatAttr, ModuleOp, f32
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, f32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -33,6 +34,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from einc.ir.attrs import NARROW_FLOATS
 from einc.ir.locations import Located
 from einc.transforms.loop_analysis import is_a, walk_ops
 
@@ -48,19 +50,19 @@ FloatCompute = (
 
 
 def _widen(t: Attribute) -> Attribute:
-    return f32 if isinstance(t, Float16Type) else t
+    return f32 if isinstance(t, NARROW_FLOATS) else t
 
 
 class ComputeF16InF32(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: FloatCompute, rewriter: PatternRewriter) -> None:
         types = (*op.operand_types, *op.result_types)
-        if not any(isinstance(t, Float16Type) for t in types):
+        if not any(isinstance(t, NARROW_FLOATS) for t in types):
             return
         new_ops: list[Operation] = []
         operands: list[SSAValue] = []
         for operand in op.operands:
-            if not isinstance(operand.type, Float16Type):
+            if not isinstance(operand.type, NARROW_FLOATS):
                 operands.append(operand)
             elif isinstance(c := operand.owner, arith.ConstantOp) and isinstance(
                 c.value, FloatAttr
@@ -80,7 +82,7 @@ class ComputeF16InF32(RewritePattern):
         new_ops.append(wide)
         results: list[SSAValue] = []
         for old, new in zip(op.results, wide.results):
-            if isinstance(old.type, Float16Type):
+            if isinstance(old.type, NARROW_FLOATS):
                 new_ops.append(trunc := arith.TruncFOp(new, old.type))
                 results.append(trunc.result)
             else:
@@ -104,4 +106,4 @@ _FLOAT_COMPUTE: tuple[type[Operation], ...] = get_args(FloatCompute)
 
 def _computes_f16(op: Operation) -> bool:
     """Whether ComputeF16InF32 rewrites `op` (its match's type and first test)."""
-    return is_a(op, _FLOAT_COMPUTE) and any(isinstance(t, Float16Type) for t in (*op.operand_types, *op.result_types))
+    return is_a(op, _FLOAT_COMPUTE) and any(isinstance(t, NARROW_FLOATS) for t in (*op.operand_types, *op.result_types))

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, Float16Type, FloatAttr, MemRefType, ModuleOp, f16, f32
+from xdsl.dialects import affine, arith, func, memref
+from xdsl.dialects.builtin import AffineMapAttr, AnyFloat, FloatAttr, MemRefType, ModuleOp, f16, f32
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -40,10 +40,8 @@ from einc.ir.locations import Located
 from einc.transforms.affine_index import dims_to_operands
 
 
-def _is_f16_buffer(value: SSAValue) -> bool:
-    return isinstance(value.type, MemRefType) and isinstance(
-        value.type.get_element_type(), Float16Type
-    )
+def _is_narrow_buffer(value: SSAValue, narrow: AnyFloat) -> bool:
+    return isinstance(value.type, MemRefType) and value.type.get_element_type() == narrow
 
 
 def _indices(op: affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp,
@@ -66,17 +64,23 @@ def _indices(op: affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp
 
 
 class LoadHalf(RewritePattern):
+    def __init__(self, narrow: AnyFloat = f16):
+        self.narrow = narrow
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.LoadOp | memref.LoadOp, rewriter: PatternRewriter) -> None:
-        if not _is_f16_buffer(op.memref):
+        if not _is_narrow_buffer(op.memref, self.narrow):
             return
         rewriter.replace(op, egpu.LoadExtfOp(op.memref, _indices(op, rewriter), f32))
 
 
 class StoreHalf(RewritePattern):
+    def __init__(self, narrow: AnyFloat = f16):
+        self.narrow = narrow
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.StoreOp | memref.StoreOp, rewriter: PatternRewriter) -> None:
-        if not _is_f16_buffer(op.memref) or op.value.type != f32:
+        if not _is_narrow_buffer(op.memref, self.narrow) or op.value.type != f32:
             return
         rewriter.replace(op, egpu.StoreTruncfOp(op.value, op.memref, _indices(op, rewriter)))
 
@@ -84,11 +88,14 @@ class StoreHalf(RewritePattern):
 class RoundInsteadOfTruncate(RewritePattern):
     """A result narrowed to f16 is rounded in f32 (through f32 from f64, or from an int)."""
 
+    def __init__(self, narrow: AnyFloat = f16):
+        self.narrow = narrow
+
     @op_type_rewrite_pattern
     def match_and_rewrite(
         self, op: arith.TruncFOp | arith.SIToFPOp | arith.UIToFPOp, rewriter: PatternRewriter
     ) -> None:
-        if op.result.type != f16:
+        if op.result.type != self.narrow:
             return
         wide = op.input
         new_ops: list[Operation] = []
@@ -96,14 +103,17 @@ class RoundInsteadOfTruncate(RewritePattern):
             convert = type(op)(wide, f32)
             new_ops.append(convert)
             wide = convert.result
-        new_ops.append(rounded := egpu.RoundOp(wide, f16))
+        new_ops.append(rounded := egpu.RoundOp(wide, self.narrow))
         rewriter.replace(op, new_ops, [rounded.result])
 
 
 class WidenConstant(RewritePattern):
+    def __init__(self, narrow: AnyFloat = f16):
+        self.narrow = narrow
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter) -> None:
-        if op.result.type != f16 or not isinstance(op.value, FloatAttr):
+        if op.result.type != self.narrow or not isinstance(op.value, FloatAttr):
             return
         rewriter.replace(op, arith.ConstantOp(FloatAttr(op.value.value.data, f32)))
 
@@ -117,16 +127,16 @@ class DropIdentityExtension(RewritePattern):
             rewriter.replace(op, [], [op.input])
 
 
-def _widen_remaining(module: Operation) -> None:
+def _widen_remaining(module: Operation, narrow: AnyFloat = f16) -> None:
     """Every f16 value left (select, scf.if results, block arguments) becomes f32."""
     for op in list(module.walk()):
         for result in list(op.results):
-            if result.type == f16:
+            if result.type == narrow:
                 Rewriter.replace_value_with_new_type(result, f32)
         for region in op.regions:
             for block in region.blocks:
                 for arg in list(block.args):
-                    if arg.type == f16:
+                    if arg.type == narrow:
                         Rewriter.replace_value_with_new_type(arg, f32)
 
 
@@ -136,14 +146,19 @@ class LegalizeF16StoragePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
-            PatternRewriteWalker(
-                Located(GreedyRewritePatternApplier(
-                    [LoadHalf(), RoundInsteadOfTruncate(), WidenConstant()]
-                )),
-                apply_recursively=False,
-            ).rewrite_region(kernel.body)
-            _widen_remaining(kernel)
-            PatternRewriteWalker(
-                Located(GreedyRewritePatternApplier([StoreHalf(), DropIdentityExtension()])),
-                apply_recursively=False,
-            ).rewrite_region(kernel.body)
+            legalize_storage(kernel, f16)
+
+
+def legalize_storage(function: egpu.FuncOp | func.FuncOp, narrow: AnyFloat) -> None:
+    """The rewrite of one function: `narrow` kept only in its buffers, computed in f32."""
+    PatternRewriteWalker(
+        Located(GreedyRewritePatternApplier(
+            [LoadHalf(narrow), RoundInsteadOfTruncate(narrow), WidenConstant(narrow)]
+        )),
+        apply_recursively=False,
+    ).rewrite_region(function.body)
+    _widen_remaining(function, narrow)
+    PatternRewriteWalker(
+        Located(GreedyRewritePatternApplier([StoreHalf(narrow), DropIdentityExtension()])),
+        apply_recursively=False,
+    ).rewrite_region(function.body)

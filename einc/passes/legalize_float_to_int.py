@@ -45,7 +45,6 @@ from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     AnyFloat,
-    Float16Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -61,6 +60,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from einc.ir.attrs import NARROW_FLOATS
 from einc.ir.locations import Located
 from einc.transforms.loop_analysis import is_a, walk_ops
 
@@ -81,7 +81,7 @@ class SaturateFloatToInt(RewritePattern):
         if not isinstance(x.type, AnyFloat) or not isinstance(result.type, IntegerType):
             return  # a vector conversion: made in range by the scalar one it came from
         new_ops: list[Operation] = []
-        if isinstance(x.type, Float16Type):
+        if isinstance(x.type, NARROW_FLOATS):
             new_ops.append(wide := arith.ExtFOp(x, f32))
             x = wide.result
         ft, it = cast(AnyFloat, x.type), result.type

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from einc.errors import RuntimeInputError
+from einc.ir.attrs import BFLOAT16
 
 if TYPE_CHECKING:
     from numpy import _SupportsDLPack
@@ -104,6 +105,9 @@ def host_array(role: str, name: str, obj: object) -> np.ndarray:
         return obj
     if _torch_cpu_tensor(obj):
         try:
+            if str(getattr(obj, "dtype")) == "torch.bfloat16":  # NumPy has none: its bits, viewed
+                bits = getattr(obj, "view")(sys.modules["torch"].int16)
+                return getattr(bits, "numpy")().view(BFLOAT16)
             return getattr(obj, "numpy")()
         except (RuntimeError, TypeError) as error:  # requires grad, a dtype NumPy lacks (bfloat16)
             hint = " (call .detach() first)" if "grad" in str(error) else ""
@@ -143,7 +147,7 @@ class _DLTensor(ctypes.Structure):
     ]
 
 
-_DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 4: "bf", 6: "b"}
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype = ctypes.c_void_p
 _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -164,7 +168,9 @@ def dlpack_view(role: str, name: str, obj: object) -> DeviceArray:
     if kind is None or tensor.dtype.lanes != 1:
         raise RuntimeInputError(f"{role} '{name}' has a DLPack dtype (code {tensor.dtype.code}, "
                                 f"{tensor.dtype.bits} bits, {tensor.dtype.lanes} lanes) einc does not take")  # fmt: skip
-    dtype = np.dtype(bool) if kind == "b" else np.dtype(f"{kind}{tensor.dtype.bits // 8}")
+    if kind == "bf" and tensor.dtype.bits != 16:
+        raise RuntimeInputError(f"{role} '{name}' has a {tensor.dtype.bits}-bit DLPack bfloat einc does not take")
+    dtype = np.dtype(bool) if kind == "b" else BFLOAT16 if kind == "bf" else np.dtype(f"{kind}{tensor.dtype.bits // 8}")
     shape = tuple(int(tensor.shape[d]) for d in range(tensor.ndim))
     strides = tuple(int(tensor.strides[d]) for d in range(tensor.ndim)) if tensor.strides else None
     device = (int(tensor.device.device_type), int(tensor.device.device_id))

@@ -102,6 +102,26 @@ def _log(nvrtc: Any, program: Any) -> str:
     return log.rstrip(b"\0 ").decode(errors="replace")
 
 
+def ptx(source: str, arch: str = "sm_80") -> str:
+    """The PTX NVRTC makes of `source` for `arch` (`compute_80` for `sm_80`): what a test
+    reads to see which instructions a kernel uses (`mma.sync`, ...). ToolchainError when
+    NVRTC rejects the source."""
+    nvrtc = _nvrtc()
+    flags = [f"--gpu-architecture={arch.replace('sm_', 'compute_')}", "--std=c++17",
+             *(f"--include-path={d}" for d in cuda_include_dirs())]  # fmt: skip
+    err, program = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(flags), [f.encode() for f in flags])
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise ToolchainError(f"NVRTC ({' '.join(flags)}): {err.name}\n{_log(nvrtc, program)}")
+        err, size = nvrtc.nvrtcGetPTXSize(program)
+        text = b" " * size
+        nvrtc.nvrtcGetPTX(program, text)
+        return text.rstrip(b"\0 ").decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+
+
 @dataclass(frozen=True)
 class _Compiled:
     ok: bool

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from einc.errors import RuntimeMissingError
+from einc.errors import RuntimeMissingError, ToolchainError
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels
 from einc.runtime.manifest import LaunchManifest
@@ -85,6 +85,24 @@ def parse_resource_remarks(log: str) -> tuple[KernelResources, ...]:
         )
         for name, values in found.items()
     )
+
+
+def device_assembly(source: str, arch: str = "gfx90a") -> str:
+    """The AMDGPU assembly the HIP compiler makes of `source` for `arch`: what a test reads to
+    see which instructions a kernel uses (`v_mfma_...`). ToolchainError when it is rejected."""
+    found = hip_compiler()
+    if found is None:
+        raise RuntimeMissingError("HIP assembly needs hipcc (apt hipcc libamdhip64-dev) or clang++-15 with ROCm device libs")
+    kind, compiler = found
+    with tempfile.TemporaryDirectory(prefix="einc-hip-") as tmp:
+        src, out = Path(tmp) / "kernel.hip", Path(tmp) / "kernel.s"
+        src.write_text(source)
+        command = [c for c in _command(kind, compiler, arch, src, out) if c not in ("--genco", "-c")]
+        command[1:1] = ["-S", "--cuda-device-only"] if kind == "hipcc" else ["-S"]
+        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HIP_PLATFORM": "amd"})
+        if done.returncode != 0 or not out.is_file():
+            raise ToolchainError(f"$ {' '.join(command)}\n{(done.stdout + done.stderr).strip()}")
+        return out.read_text()
 
 
 def compile_check_hip(source: str, manifest: LaunchManifest, arch: str = "gfx90a") -> CompileReport:

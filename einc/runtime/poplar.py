@@ -122,6 +122,7 @@ POPC_FLAGS: tuple[str, ...] = ("-O2",)
 POPLAR_TYPES: dict[str, str] = {
     "float32": "FLOAT",
     "float16": "HALF",
+    "bfloat16": "UNSIGNED_SHORT",  # its bits (einc.targets.bfloat16): the IPU's arithmetic has no bfloat16
     "int32": "INT",
     "uint32": "UNSIGNED_INT",
     "int16": "SHORT",

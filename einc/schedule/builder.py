@@ -222,6 +222,12 @@ class ScheduleBuilder:
         (fused,) = self._step(et.FuseOp(first, second))
         return fused
 
+    def tensorize(self, h: SSAValue, intrinsic: str) -> SSAValue:
+        """The 16 x 16 x K float16/bfloat16 band at `h` on tensor cores ("mma.m16n8k16" on
+        CUDA, "mfma.16x16x16" on HIP); returns the lane loop."""
+        (lanes,) = self._step(et.TensorizeOp(h, intrinsic))
+        return lanes
+
     def reuse(self, first: SSAValue, second: SSAValue) -> None:
         self._step(et.ReuseOp(first, second))
 

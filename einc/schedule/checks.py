@@ -19,9 +19,9 @@ from xdsl.dialects import memref
 from xdsl.dialects.builtin import AnyFloat, IntegerType, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
-from einc.dialects.einc_transform import BindOp, CacheOp
+from einc.dialects.einc_transform import BindOp, CacheOp, TensorizeOp
 from einc.errors import ScheduleError, SourceLocation
-from einc.ir.attrs import MEMORY_ATTR
+from einc.ir.attrs import MEMORY_ATTR, dtype_name
 from einc.schedule.script import Schedule
 from einc.transforms.loop_analysis import buffer_name
 from einc.transforms.loop_build import Failure
@@ -34,7 +34,16 @@ if TYPE_CHECKING:
 def check_schedule(schedule: Schedule, target: type[CLikeTarget]) -> None:
     """Refuse, before it is applied, a schedule `target` cannot run (ScheduleError at the op
     responsible): on a target without kernels, shared memory and binds; on a device whose
-    blocks have no shared memory (`shared_bytes_per_block` 0: Poplar), shared memory."""
+    blocks have no shared memory (`shared_bytes_per_block` 0: Poplar), shared memory; on
+    every target, a `tensorize` whose intrinsic the target lacks (`tensor_cores`)."""
+    for op in schedule.ops(TensorizeOp):
+        if op.intrinsic.data not in target.tensor_cores:
+            has = f"its tensor-core intrinsic is {', '.join(repr(i) for i in sorted(target.tensor_cores))}" if target.tensor_cores else "it has no tensor cores"
+            raise schedule.error(
+                op,
+                f"the {target.name} target cannot tensorize with '{op.intrinsic.data}': {has} "
+                "(CUDA: 'mma.m16n8k16'; HIP on CDNA: 'mfma.16x16x16')",
+            )
     if target.limits is not None:
         if target.limits.shared_bytes_per_block == 0:
             refuse_shared_memory(schedule, target.name, "shared memory",
@@ -73,7 +82,7 @@ def refuse_shared_memory(
 def _dtype(element: Attribute) -> str:
     if isinstance(element, IntegerType):
         return "bool" if element.bitwidth == 1 else f"int{element.bitwidth}"
-    return f"float{element.bitwidth}" if isinstance(element, AnyFloat) else str(element)
+    return dtype_name(element) if isinstance(element, AnyFloat) else str(element)
 
 
 def check_private_buffers(module: ModuleOp, schedule: Schedule, target: str, dtypes: frozenset[str]) -> None:

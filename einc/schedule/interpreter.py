@@ -50,6 +50,7 @@ from einc.transforms.loop_cse import reuse_values
 from einc.transforms.loops import LoopIndex
 from einc.transforms.rfactor import rfactor_loop
 from einc.transforms.staging import cache_tensor
+from einc.transforms.tensorize import tensorize
 from einc.transforms.vectorize import mark_reduction_loop
 
 if TYPE_CHECKING:
@@ -421,6 +422,13 @@ class EincTransformFunctions(InterpreterFunctions):
         for loop in self.loops(op, args[0]):
             self.check(op, lt.bind_loop(loop, op.axis.data, limit, str(loc) if loc else None))
         return ()
+
+    @impl(et.TensorizeOp)
+    def run_tensorize(self, interpreter: Interpreter, op: et.TensorizeOp, args: PythonValues) -> PythonValues:
+        loops = self.loops(op, args[0])
+        if len(loops) != 1:
+            raise self.fail(op, "tensorize takes a handle to one loop")
+        return (OperationHandle(self.check(op, tensorize(loops[0], op.intrinsic.data))),)
 
     @impl(et.FuseOp)
     def run_fuse(self, interpreter: Interpreter, op: et.FuseOp, args: PythonValues) -> PythonValues:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from einc.ir.attrs import is_float_dtype
+
 if TYPE_CHECKING:
     from einc.frontend import Program
 
@@ -17,7 +19,7 @@ def random_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.nd
     indices into any dimension of 8 or more, and for shifts)."""
     arrays = {}
     for t in program.inputs:
-        if np.dtype(t.dtype).kind == "f":
+        if is_float_dtype(np.dtype(t.dtype)):
             mag = rng.uniform(0.5, 2.0, t.shape)
             arrays[t.name] = np.asarray(mag * rng.choice([-1.0, 1.0], t.shape), dtype=t.dtype)
         else:
@@ -26,14 +28,14 @@ def random_inputs(program: Program, rng: np.random.Generator) -> dict[str, np.nd
 
 
 def tolerance(dtype: str) -> float:
-    return {"float64": 1e-9, "float32": 1e-4, "float16": 2e-2}.get(dtype, 0.0)
+    return {"float64": 1e-9, "float32": 1e-4, "float16": 2e-2, "bfloat16": 5e-2}.get(dtype, 0.0)
 
 
 def max_error(got: np.ndarray, want: np.ndarray) -> float:
     """Largest error, relative to the reference's magnitude for floats; exact for ints."""
     if got.size == 0:
         return 0.0
-    if got.dtype.kind != "f":
+    if not is_float_dtype(got.dtype):
         return float(np.max(np.abs(got.astype(np.int64) - want.astype(np.int64))))
     scale = max(1.0, float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)))
     diff = np.abs(got.astype(np.float64) - want)

@@ -49,7 +49,9 @@ from xdsl.ir import Attribute, Operation
 from xdsl.ir.affine import AffineMap
 from xdsl.utils.exceptions import InterpretationError
 
+from einc.dialects.egpu_mma import MmaOp, owned
 from einc.dialects.math_ext import ErfcOp
+from einc.ir.attrs import is_float_dtype
 from einc.runtime.signature import BufferSpec, KernelSignature, kernel_function, numpy_dtype
 
 # ---- values -------------------------------------------------------------------------------
@@ -100,7 +102,7 @@ def poison(spec_or_type: BufferSpec | MemRefType) -> np.ndarray:
     else:
         shape = tuple(int(d) for d in spec_or_type.get_shape())
         dtype = numpy_dtype(spec_or_type.get_element_type())
-    if dtype.kind == "f":
+    if is_float_dtype(dtype):
         return np.full(shape, np.nan, dtype)
     return np.frombuffer(b"\xa5" * (dtype.itemsize * math.prod(shape)), dtype).reshape(shape).copy()
 
@@ -269,6 +271,35 @@ CASTS: dict[type[Operation], Callable[[Any, Attribute, Attribute], Any]] = {
     arith.TruncIOp: lambda x, src, dst: wrap(int(x), dst),
     arith.IndexCastOp: lambda x, src, dst: wrap(signed(x, src), dst),
 }
+
+
+def mma_lane(op: MmaOp, args: PythonValues) -> None:
+    """`egpu.mma` as one lane runs it (einc.dialects.egpu_mma): the accumulator elements the
+    lane owns, each `C + sum(A * B)` in float32 in k order (products of float16 or bfloat16
+    are exact in float32). `args`: the op's operand values, buffers as NumPy arrays."""
+    a, b, c = args[0], args[1], args[2]
+    na, nb, nc = len(op.a_indices), len(op.b_indices), len(op.c_indices)
+    bases = [int(v) for v in args[3:]]
+    a0, b0, c0, lane = bases[:na], bases[na : na + nb], bases[na + nb : na + nb + nc], bases[-1]
+    lanes = op.lanes.value.data
+    if not 0 <= lane < lanes:
+        raise InterpretationError(f"egpu.mma: lane {lane} of {lanes}")
+
+    def at(base: list[int], dims: tuple[int, int], first: int, second: int) -> tuple[int, ...]:
+        index = list(base)
+        index[dims[0]] += first
+        index[dims[1]] += second
+        return tuple(index)
+
+    k = op.k.value.data
+    for row, col in owned(lane, lanes):
+        ci = _check_bounds(op, c, at(c0, op.dims("c"), row, col))
+        total = np.float32(c[ci])
+        for q in range(k):
+            x = np.float32(a[_check_bounds(op, a, at(a0, op.dims("a"), row, q))])
+            y = np.float32(b[_check_bounds(op, b, at(b0, op.dims("b"), q, col))])
+            total = np.float32(total + x * y)
+        c[ci] = total
 
 
 def _bitcast(x: Any, src: Attribute, dst: Attribute) -> Any:
@@ -513,6 +544,11 @@ class EincMemoryFunctions(InterpreterFunctions):
     def run_affine_store(self, interp: Interpreter, op: affine.StoreOp, args: PythonValues):
         value, array, *operands = args
         array[_check_bounds(op, array, _eval_map(op.map.data, operands))] = value
+        return ()
+
+    @impl(MmaOp)
+    def run_mma(self, interp: Interpreter, op: MmaOp, args: PythonValues):
+        mma_lane(op, args)
         return ()
 
     @impl(affine.ApplyOp)

@@ -36,6 +36,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     IndexType,
     ModuleOp,
+    bf16,
     f16,
     f32,
     f64,
@@ -47,10 +48,14 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from einc.dialects import egpu
 from einc.dialects.math_ext import ErfcOp
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.runtime.manifest import LaunchManifest
+from einc.targets import bfloat16
+from einc.targets.bfloat16 import Bf16Spelling
 from einc.targets.descriptions import TargetDescription
+from einc.targets.op_printers import expression, statement
 from einc.targets.spelling import (
     ADD,
     ATOM,
@@ -135,7 +140,7 @@ class CLikeTarget:
     """Work-item index spellings by name (`"global_id.x": "get_global_id(0)"`)."""
 
     types: ClassVar[Mapping[Attribute, str]] = {
-        f64: "double", f32: "float", f16: "_Float16",
+        f64: "double", f32: "float", f16: "_Float16", bf16: "uint16_t",
         i64: "int64_t", i32: "int32_t", i16: "int16_t", i8: "int8_t", i1: "bool",
         IndexType(): "int64_t",
     }  # fmt: skip
@@ -317,11 +322,21 @@ class CLikeTarget:
         """The header line of the function a parallel loop's body of `f` is printed into."""
         return f"static inline void {name}({', '.join(params)})"
 
-    statement_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], None]]] = {}
-    expression_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], Expr]]] = {}
+    statement_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], None]]] = {
+        egpu.StoreTruncfOp: statement(egpu.StoreTruncfOp, bfloat16.c_store_truncf),
+    }
+    expression_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], Expr]]] = {
+        egpu.LoadExtfOp: expression(egpu.LoadExtfOp, bfloat16.c_load_extf),
+        egpu.RoundOp: expression(egpu.RoundOp, bfloat16.c_round),
+    }
     """Printers of a target family's own ops (GPU coordinates, barriers, ...), beside the
-    shared ones."""
-    memory_ops: ClassVar[tuple[type[Operation], ...]] = ()
+    shared ones (here: bfloat16 kept in memory, `legalize-bf16-storage`)."""
+    tensor_cores: ClassVar[frozenset[str]] = frozenset()
+    """The `transform.einc.tensorize` intrinsics the target prints (`egpu.mma`)."""
+    bf16_spelling: ClassVar[Bf16Spelling | None] = bfloat16.C_BF16
+    """How bfloat16's helpers are spelled (einc.targets.bfloat16); its buffers' element type
+    is `types[bf16]`, the same type as `bf16_spelling.u16`."""
+    memory_ops: ClassVar[tuple[type[Operation], ...]] = (egpu.StoreTruncfOp,)
     """Ops besides stores that an inlined load must not move past (barriers, ...)."""
     reserved_words: ClassVar[frozenset[str]] = frozenset()
     """Names no value may take besides C's keywords (the language's own, intrinsics)."""
@@ -368,7 +383,7 @@ class CLikeTarget:
     @staticmethod
     def sizeof(element: str) -> int:
         return {"double": 8, "int64_t": 8, "float": 4, "int32_t": 4, "_Float16": 2,
-                "int16_t": 2, "int8_t": 1, "bool": 1}[element]  # fmt: skip
+                "uint16_t": 2, "int16_t": 2, "int8_t": 1, "bool": 1}[element]  # fmt: skip
 
     # A target is its tables: these work on the class and on an instance alike.
     @classmethod

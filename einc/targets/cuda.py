@@ -13,13 +13,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
+from xdsl.dialects.builtin import IndexType, bf16, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
+from einc.targets.bfloat16 import Bf16Spelling
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
+from einc.targets import tensor_cores as tc
 from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
+from einc.targets.op_printers import statement
 from einc.targets.writer import Writer
 
 _AXES = "xyz"
@@ -29,6 +32,7 @@ class CudaFamily(DeviceTarget):
     """What CUDA and HIP share: the `__global__` kernel shape, `__syncthreads`, `__shared__`
     arrays, device helpers, the built-in index names, warp-shuffle cluster reductions, and a
     compile check by the vendor's compiler against a register file of 64 K registers."""
+    bf16_spelling = Bf16Spelling("unsigned short", "unsigned int", "__float_as_uint(f)", "__uint_as_float(u)")
 
     kernel_prefix: ClassVar[str] = 'extern "C" __global__ '
     buffer_prefix: ClassVar[str] = ""
@@ -67,11 +71,13 @@ class CudaFamily(DeviceTarget):
 
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
+    tensor_cores = frozenset({"mma.m16n8k16"})
+    statement_printers = {**CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mma_sync)}
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=cuda},"
-        "legalize-f16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),
@@ -98,7 +104,7 @@ class CUDATarget(CudaFamily):
         **{f"grid_dim.{d}": f"(int)gridDim.{d}" for d in _AXES},
     }
     types = {
-        f64: "double", f32: "float", f16: "unsigned short",
+        f64: "double", f32: "float", f16: "unsigned short", bf16: "unsigned short",
         i64: "long long", i32: "int", i16: "short", i8: "signed char", i1: "bool",
         IndexType(): "long long",
     }  # fmt: skip

@@ -23,7 +23,7 @@ from xdsl.ir import Attribute
 from einc.errors import SourceLocation, TargetError
 
 ALL_DTYPES = frozenset(
-    {"float64", "float32", "float16", "int64", "int32", "int16", "int8", "bool"}
+    {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "bool"}
 )
 
 
@@ -73,15 +73,13 @@ class TargetDescription:
         """Whether a buffer of `dtype` can live on the device (narrow ones are widened)."""
         if dtype in self.storage_dtypes:
             return True
-        wide = "float32" if dtype.startswith("float") else "int32"
+        wide = "float32" if "float" in dtype else "int32"
         return _BITS[dtype] < 32 and wide in self.storage_dtypes
 
     def computes(self, dtype: str) -> bool:
         """Whether values of `dtype` can be computed (in it or in a wider type of its kind)."""
-        kind = dtype.rstrip("0123456789")
         return any(
-            d.rstrip("0123456789") == kind and _BITS[d] >= _BITS[dtype]
-            for d in self.arith_dtypes
+            _kind(d) == _kind(dtype) and _BITS[d] >= _BITS[dtype] for d in self.arith_dtypes
         )
 
     def refuse_dtype(self, dtype: str, what: str, loc: SourceLocation | None) -> TargetError:
@@ -91,7 +89,8 @@ class TargetDescription:
         if what.startswith("tensor"):
             why = f"the {self.name} target cannot store {dtype} buffers"
         else:
-            why = f"the {self.name} target has no type for {dtype[0]}{_BITS[dtype]}"
+            short = "bf16" if dtype == "bfloat16" else f"{dtype[0]}{_BITS[dtype]}"
+            why = f"the {self.name} target has no type for {short}"
         message = f"{self.name} target: {dtype} {what} is not supported ({why}"
         return TargetError(message + (f": {note})" if note else ")"), loc)
 
@@ -146,8 +145,15 @@ class KernelError(TargetError):
         self.origin = origin
 
 
-_BITS = {"float64": 64, "float32": 32, "float16": 16, "int64": 64, "int32": 32, "int16": 16,
+_BITS = {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32, "int16": 16,
          "int8": 8, "bool": 8}  # fmt: skip
+
+
+def _kind(dtype: str) -> str:
+    """"float" (bfloat16 included), "int" or "bool"."""
+    return "float" if "float" in dtype else dtype.rstrip("0123456789")
+
+
 _NO_NARROW = frozenset({"float64", "float32", "int64", "int32"})
 GLSLANG_HLSL = frozenset({"float64", "float32", "int64", "int32"})  # int64 as uint64_t
 SHUFFLED = frozenset({"float64", "float32", "int64", "int32"})  # CUDA/HIP warp shuffles

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     UnitAttr,
+    bf16,
     f16,
     f32,
 )
@@ -39,13 +40,14 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
+from einc.targets import bfloat16
 from einc.targets.clike import CLikeTarget
 from einc.targets.op_printers import expression, statement
 from einc.targets.spelling import Expr
 from einc.targets.writer import Writer
 from einc.targets.descriptions import TargetDescription
 
-from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR
+from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR, dtype_name
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
@@ -54,7 +56,7 @@ OpT = TypeVar("OpT", bound=Operation)
 
 def numpy_dtype(t: Attribute) -> str:
     if isinstance(t, AnyFloat):
-        return f"float{t.bitwidth}"
+        return dtype_name(t)
     if isinstance(t, IntegerType):
         return "bool" if t.width.data == 1 else f"int{t.width.data}"
     raise InternalCompilerError(f"no NumPy dtype for element type {t}")
@@ -147,6 +149,8 @@ def _half_support(w: Writer) -> None:
 
 
 def _load_extf(w: Writer, op: egpu.LoadExtfOp) -> Expr:
+    if bfloat16.is_bf16_buffer(op.memref.type):
+        return bfloat16.load_extf(w, op)
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt = device(w).load_extf
@@ -154,6 +158,8 @@ def _load_extf(w: Writer, op: egpu.LoadExtfOp) -> Expr:
 
 
 def _store_truncf(w: Writer, op: egpu.StoreTruncfOp) -> None:
+    if bfloat16.is_bf16_buffer(op.memref.type):
+        return bfloat16.store_truncf(w, op)
     _half_support(w)
     index = w.flat_values(op.memref, op.indices)
     fmt = device(w).store_truncf
@@ -161,6 +167,8 @@ def _store_truncf(w: Writer, op: egpu.StoreTruncfOp) -> None:
 
 
 def _round(w: Writer, op: egpu.RoundOp) -> Expr:
+    if op.as_type == bf16 and op.result.type == f32:
+        return bfloat16.round_bf16(w, op)
     if op.as_type != f16 or op.result.type != f32:
         raise InternalCompilerError(f"{w.t.name} target: cannot round {op.result.type} to {op.as_type}")
     _half_support(w)
@@ -246,7 +254,7 @@ class DeviceTarget(CLikeTarget):
         egpu.RoundOp: expression(egpu.RoundOp, _round),
         egpu.SubgroupReduceOp: expression(egpu.SubgroupReduceOp, _subgroup_reduce),
     }
-    memory_ops = (egpu.BarrierOp, egpu.StoreTruncfOp, egpu.VStoreOp, egpu.SubgroupReduceOp)
+    memory_ops = (egpu.BarrierOp, egpu.StoreTruncfOp, egpu.VStoreOp, egpu.SubgroupReduceOp, egpu.MmaOp)
 
     # vectors: C++ device languages (CUDA, HIP, SYCL, Poplar) get a struct of lanes and
     # lane-wise helpers (CUDA's float4 has no operators); OpenCL and HLSL use native types

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
+from einc.targets import tensor_cores as tc
+from einc.targets.op_printers import statement
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.cuda import CUDATarget, CudaFamily
@@ -21,11 +24,13 @@ _AXES = "xyz"
 
 
 class HIPTarget(CudaFamily):
+    tensor_cores = frozenset({"mfma.16x16x16"})
+    statement_printers = {**CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mfma)}
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=hip},"
-        "einc-vectorize-loops{target=hip},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "legalize-bf16-storage,einc-vectorize-loops{target=hip},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),

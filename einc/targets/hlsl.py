@@ -34,6 +34,7 @@ from einc.dialects import egpu
 from einc.dialects.math_ext import ErfcOp
 from einc.runtime.manifest import LaunchManifest
 from einc.targets import hlsl_math
+from einc.targets.bfloat16 import Bf16Spelling
 from einc.targets.descriptions import GLSLANG_HLSL, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import CAST, UNARY, Expr, Spelling, call, compare, helper
@@ -264,7 +265,7 @@ class HLSLTarget(DeviceTarget):
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=hlsl},"
         "legalize-storage-dtypes{target=hlsl},legalize-narrow-ints{target=hlsl},"
-        "legalize-f16-storage,einc-vectorize-loops{target=hlsl},einc-vectorize-shared-loads,canonicalize,cse"
+        "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=hlsl},einc-vectorize-shared-loads,canonicalize,cse"
     )
     limits = TargetDescription(
         "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),
@@ -287,6 +288,8 @@ class HLSLTarget(DeviceTarget):
     types = {f64: "double", f32: "float", i64: "uint64_t", i32: "int", i1: "bool", IndexType(): "int"}
     """int64 is `uint64_t` with signed operations as helpers: glslang's HLSL has no int64_t."""
     unsigned_types = {i64: "uint64_t", i32: "uint", i1: "bool", IndexType(): "uint"}
+    bf16_spelling = Bf16Spelling("uint", "uint", "asuint(f)", "asfloat(u)")
+    """bfloat16 buffers are stored as float32 (`legalize-storage-dtypes`): only `egpu.round`."""
     vector_elements = frozenset({f32, i32})
     vector_type: ClassVar[str] = "{t}{n}"
     vector_typedef: ClassVar[str] = ""

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import IndexType, f16, f32, f64, i1, i8, i16, i32, i64
+from xdsl.dialects.builtin import IndexType, bf16, f16, f32, f64, i1, i8, i16, i32, i64
 
 from einc.runtime.manifest import LaunchManifest
+from einc.targets.bfloat16 import Bf16Spelling
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
@@ -24,7 +25,7 @@ class OpenCLTarget(DeviceTarget):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=opencl},"
-        "legalize-f16-storage,einc-vectorize-loops{target=opencl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=opencl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "opencl", max_threads_per_block=4096, max_block=(4096, 4096, 4096),
@@ -46,12 +47,13 @@ class OpenCLTarget(DeviceTarget):
     }
     work_item_index_32 = {k: f"(int){v}" for k, v in work_item_index.items()}
     types = {
-        f64: "double", f32: "float", f16: "half",
+        f64: "double", f32: "float", f16: "half", bf16: "ushort",
         i64: "long", i32: "int", i16: "short", i8: "char", i1: "bool", IndexType(): "long",
     }  # fmt: skip
     unsigned_types = {
         i64: "ulong", i32: "uint", i16: "ushort", i8: "uchar", i1: "bool", IndexType(): "ulong",
     }  # fmt: skip
+    bf16_spelling = Bf16Spelling("ushort", "uint", "as_uint(f)", "as_float(u)")
     math_suffix = {f64: "", f32: ""}
     literal_suffix = {f64: "", f32: "f"}
     literal_names = {

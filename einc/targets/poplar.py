@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     StringAttr,
+    bf16,
     f16,
     f32,
     i1,
@@ -37,6 +38,7 @@ from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.vertex_split import READS, WRITES, point_loop
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.c_lexicon import c_identifier
+from einc.targets.bfloat16 import CXX_BF16
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime, host_buffers
 from einc.targets.gpu import index_expression as _device_index
@@ -271,7 +273,7 @@ class PoplarTarget(DeviceTarget):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "convert-affine-to-egpu{target=poplar},"
-        "legalize-storage-dtypes{target=poplar},einc-vectorize-loops{target=poplar},canonicalize,cse,"
+        "legalize-storage-dtypes{target=poplar},legalize-bf16-storage,einc-vectorize-loops{target=poplar},canonicalize,cse,"
         "split-poplar-vertices"
     )
     limits = TargetDescription(
@@ -296,7 +298,7 @@ class PoplarTarget(DeviceTarget):
         "global_id.x": "(int)workerId", "thread_id.x": "(int)workerId", "block_id.x": "0",
     }  # fmt: skip
     types = {
-        f32: "float", f16: "half", i64: "long long", i32: "int", i16: "short",
+        f32: "float", f16: "half", bf16: "unsigned short", i64: "long long", i32: "int", i16: "short",
         i8: "signed char", i1: "bool", IndexType(): "int",
     }  # fmt: skip
     unsigned_types = {
@@ -304,6 +306,7 @@ class PoplarTarget(DeviceTarget):
         i1: "bool", IndexType(): "unsigned",
     }  # fmt: skip
     math_suffix = {f32: "f"}
+    bf16_spelling = CXX_BF16
     literal_cast = {f16: "(half)"}
     literal_names = {
         "INT64_MIN": "(-9223372036854775807LL - 1)", "INT64_MAX": "9223372036854775807LL",

@@ -20,6 +20,7 @@ from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import f16, f32, f64
 
 from einc.runtime.manifest import LaunchManifest
+from einc.targets.bfloat16 import CXX_BF16
 from einc.targets.descriptions import ALL_DTYPES, TargetDescription
 from einc.targets.clike import CLikeTarget
 from einc.targets.spelling import call
@@ -38,7 +39,7 @@ class SYCLTarget(DeviceTarget):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=sycl},"
-        "einc-vectorize-loops{target=sycl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "legalize-bf16-storage,einc-vectorize-loops{target=sycl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
@@ -75,6 +76,7 @@ class SYCLTarget(DeviceTarget):
     }
     work_item_index_32 = {k: "(int)" + v.removeprefix("(int64_t)") for k, v in work_item_index.items()}
     types = {**CLikeTarget.types, f16: "sycl::half"}
+    bf16_spelling = CXX_BF16
     literal_names = {
         **{k: v for k, v in CUDATarget.literal_names.items() if k.startswith("INT")},
         "INFINITY": "std::numeric_limits<float>::infinity()",

@@ -13,10 +13,12 @@ import torch
 from einc.compiler.kernel import Kernel
 from einc.errors import RuntimeInputError, SourceLocation, UsageError
 from einc.frontend import TensorInfo
+from einc.ir.attrs import BFLOAT16
 from einc.targets import get_all_targets, get_target
 
 TORCH_DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
     "float32": torch.float32,
     "float64": torch.float64,
     "int8": torch.int8,
@@ -145,8 +147,12 @@ def check_inputs(
 
 
 def _host(t: torch.Tensor) -> np.ndarray:
-    """A NumPy view of a CPU tensor's memory (no copy)."""
-    return (t.detach() if t.requires_grad else t).numpy()
+    """A NumPy view of a CPU tensor's memory (no copy; bfloat16, which NumPy lacks, as
+    ml_dtypes' bfloat16 over its bits)."""
+    t = t.detach() if t.requires_grad else t
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(BFLOAT16)
+    return t.numpy()
 
 
 def launch(kernel: Kernel, inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> None:

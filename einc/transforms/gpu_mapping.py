@@ -53,6 +53,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.traits import is_side_effect_free
 
+from einc.dialects.egpu_mma import MmaOp
 from einc.dialects import egpu
 from einc.dialects.ein import Combiner
 from einc.errors import ScheduleError, SourceLocation
@@ -345,7 +346,8 @@ def cross_thread_reduction(root: Operation) -> CrossThread | None:
     ]  # fmt: skip  (a local buffer of the nest is a work-item's own, never a shared accumulator)
     loops = [
         loop for loop in bound
-        if not stores or not all(any(_defined_inside(v, loop) for v in s.indices) for s in stores)
+        if (not stores or not all(any(_defined_inside(v, loop) for v in s.indices) for s in stores))
+        and not any(isinstance(op, MmaOp) for op in loop.walk())  # its lanes own disjoint elements
     ]  # fmt: skip
     if not loops:
         return None

@@ -45,7 +45,6 @@ from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
-    Float16Type,
     IndexType,
     IntegerType,
     MemRefType,
@@ -77,7 +76,7 @@ MAX_LOCAL_ELEMENTS = 1 << 14
 
 Terms = dict[SSAValue, int]
 
-from einc.ir.attrs import MEMORY_ATTR, SHARED_COPY_ATTR
+from einc.ir.attrs import MEMORY_ATTR, NARROW_FLOATS, SHARED_COPY_ATTR, dtype_name
 
 if TYPE_CHECKING:
     from einc.errors import SourceLocation
@@ -375,9 +374,9 @@ def cache_tensor(
         return Failure(f"cannot cache_read '{tensor}' at {describe(loop)}: it is written inside (use cache_write)")
     if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
-    if shared and isinstance(buffer.type.get_element_type(), Float16Type):  # type: ignore[attr-defined]
-        # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays
-        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: float16 tiles are not supported")
+    if shared and isinstance(element := buffer.type.get_element_type(), NARROW_FLOATS):  # type: ignore[attr-defined]
+        # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays; bfloat16 follows
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: {dtype_name(element)} tiles are not supported")
     box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared)
     if isinstance(box, Failure):
         return box

@@ -43,7 +43,7 @@ from einc.transforms.loop_analysis import accesses, buffer_name, constant_bounds
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
-       "reverse_compute_at", "split_conditions", "split_phases")  # fmt: skip
+       "reverse_compute_at", "split_conditions", "split_phases", "tensorize")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -377,23 +377,42 @@ class _Gen:
             made = self.step()
             if made is None:
                 continue
-            _, lines = made
-            ops = [m for ln in lines for m in re.findall(r"transform\.einc\.(\w+)", ln)]
-            self.draft.tried.update(ops)
-            candidate = self.draft.lines + lines
-            try:
-                self.current = scheduled(self.comp, header(candidate))
-            except (ScheduleError, TargetError) as err:
-                self.draft.refusals.append(err.render().splitlines()[0])
-                continue
-            except BaseException:
-                self.draft.failed = header(candidate)
-                raise
-            self.draft.lines = candidate
-            for marked, stmt in self.marks:
-                marked.add(stmt)
-            self.draft.kept += [op for op in ops if op not in ("match", "knob")]
+            self.attempt(made[1])
+        self.tensorize()
         return self.draft
+
+    def attempt(self, lines: list[str]) -> None:
+        """Append `lines` to the draft if the target takes the script, else note the refusal."""
+        ops = [m for ln in lines for m in re.findall(r"transform\.einc\.(\w+)", ln)]
+        self.draft.tried.update(ops)
+        candidate = self.draft.lines + lines
+        try:
+            self.current = scheduled(self.comp, header(candidate))
+        except (ScheduleError, TargetError) as err:
+            self.draft.refusals.append(err.render().splitlines()[0])
+            return
+        except BaseException:
+            self.draft.failed = header(candidate)
+            raise
+        self.draft.lines = candidate
+        for marked, stmt in self.marks:
+            marked.add(stmt)
+        self.draft.kept += [op for op in ops if op not in ("match", "knob")]
+
+    def tensorize(self) -> None:
+        """A tensorize at the end of some scripts, drawn from a generator of its own so the
+        other draws stay as they were: the programs are float32, so the op is refused at its
+        location (no tensor cores on the target, or not a float16/bfloat16 contraction)."""
+        side = random.Random(hash(self.rng.getstate()[1]))
+        loops = loops_of(self.current)
+        if not loops or side.random() > 0.2:
+            return
+        self.marks = []
+        lines: list[str] = []
+        h = self.match(side.choice(loops), lines)
+        intrinsic = "mfma.16x16x16" if self.comp.target == "hip" else "mma.m16n8k16"
+        lines.append(f'{self.handle()} = transform.einc.tensorize {h} "{intrinsic}"')
+        self.attempt(lines)
 
 
 def scheduled(base: Compilation, text: str) -> Any:

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
+from einc.dialects.egpu_mma import owned
 from einc.semantics.loops import wrap
 from einc.semantics.egpu import values as V
 from einc.semantics.egpu.affine_eval import Evaluator, evaluators
@@ -452,3 +453,44 @@ def _subgroup_reduce(m: Machine, op: Operation) -> Step:
         env[out] = m.subgroup_reduce(op, lanes(env[value]), mask)
 
     return reduce
+
+
+@compiles(egpu.MmaOp)
+def _mma(m: Machine, op: Operation) -> Step:
+    """`egpu.mma`: each lane updates the accumulator elements it owns (einc.dialects.egpu_mma
+    `owned`), `C + sum(A * B)` in float32 in k order, through the buffers' checked loads and
+    stores (bounds, races) like the loop interpreter's `mma_lane`."""
+    assert isinstance(op, egpu.MmaOp)
+    env = m.env
+    na, nb, nc = len(op.a_indices), len(op.b_indices), len(op.c_indices)
+    slots = [m.slot(v) for v in op.operands]
+    bufs, idx = slots[:3], slots[3:]
+    groups = (idx[:na], idx[na : na + nb], idx[na + nb : na + nb + nc])
+    lane_slot, count, k = idx[-1], op.lanes.value.data, op.k.value.data
+    table = np.array([owned(lane, count) for lane in range(count)], np.int64)  # lane, element, (row, col)
+    dims = (op.dims("a"), op.dims("b"), op.dims("c"))
+
+    def at(base: list[np.ndarray], d: tuple[int, int], first: Lanes | int, second: Lanes | int) -> list[Lanes]:
+        index: list[Lanes] = list(base)
+        index[d[0]] = index[d[0]] + first
+        index[d[1]] = index[d[1]] + second
+        return index
+
+    def step(mask: Lanes | None) -> None:
+        a, b, c = (env[s] for s in bufs)
+        assert isinstance(a, Buffer) and isinstance(b, Buffer) and isinstance(c, Buffer)
+        lane = np.asarray(lanes(env[lane_slot]), np.int64)
+        if np.any((lane < 0) | (lane >= count)):
+            raise KernelFault(f"egpu.mma: a lane index outside 0..{count - 1}")
+        bases = [[np.asarray(lanes(env[s]), np.int64) for s in g] for g in groups]
+        for e in range(table.shape[1]):
+            rows, cols = table[lane, e, 0], table[lane, e, 1]
+            where = at(bases[2], dims[2], rows, cols)
+            total = np.asarray(c.load(m.grid, op, where, mask), np.float32)
+            for q in range(k):
+                x = np.asarray(a.load(m.grid, op, at(bases[0], dims[0], rows, q), mask), np.float32)
+                y = np.asarray(b.load(m.grid, op, at(bases[1], dims[1], q, cols), mask), np.float32)
+                total = (total + x * y).astype(np.float32)
+            c.store(m.grid, op, where, total, mask)
+
+    return step

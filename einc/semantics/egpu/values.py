@@ -23,6 +23,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, VectorType
 from xdsl.ir import Attribute, Operation
 
+from einc.ir.attrs import dtype_name
 from einc.semantics import loops as interp
 from einc.semantics.loops import bitwidth
 
@@ -58,7 +59,7 @@ def dtype_of(t: Attribute) -> np.dtype:
     if isinstance(t, AnyFloat):
         if t.bitwidth not in (16, 32, 64):
             raise UnsupportedIR(str(t), "no NumPy float of that width")
-        return np.dtype(f"float{t.bitwidth}")
+        return np.dtype(dtype_name(t))  # bf16: ml_dtypes' bfloat16
     if isinstance(t, IndexType):
         return np.dtype(np.int64)
     if isinstance(t, IntegerType):

@@ -1,0 +1,133 @@
+"""The printing of `egpu.mma` (einc.dialects.egpu_mma): a 16 x 16 tile of a float16/bfloat16
+contraction accumulated in float32 by a warp's tensor cores.
+
+- CUDA, "mma.m16n8k16": inline PTX `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` (sm_80+;
+  no header needed), two instructions per 16-wide k step (the n8 halves). Each lane gathers
+  its fragments from memory with the layout of the PTX ISA ("Matrix Fragments for
+  mma.m16n8k16"): A rows g, g + 8 and columns 2t, 2t + 1 (+ 8), B rows 2t, 2t + 1 (+ 8) and
+  column g, C rows g, g + 8 and columns 2t, 2t + 1, with g = lane / 4, t = lane % 4, two
+  16-bit elements to a 32-bit register, the lower index in the lower half. Operands are read
+  element by element at their own strides: transposed ones and unaligned tiles too.
+- HIP, "mfma.16x16x16": `__builtin_amdgcn_mfma_f32_16x16x16f16` / `..._16x16x16bf16_1k`
+  (CDNA: gfx908 for f16, gfx90a and later for bf16; RDNA has no MFMA), a wavefront of 64:
+  A row lane % 16 and columns 4 (lane / 16) .. + 3, B those rows and column lane % 16,
+  C column lane % 16 and rows 4 (lane / 16) .. + 3.
+
+The accumulator tile is read from C once, kept in registers over the k loop, written once.
+Both are compile-checked here (NVRTC: `mma.sync` in the PTX; hipcc: `v_mfma` in the gfx90a
+code); their numbers are checked where a GPU runs them (tests/test_tensorize.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import BFloat16Type, MemRefType
+
+from einc.dialects.egpu_mma import MmaOp
+
+if TYPE_CHECKING:
+    from einc.targets.writer import Writer
+
+
+def _strides(t: object) -> list[int]:
+    assert isinstance(t, MemRefType)
+    shape = t.get_shape()
+    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+
+
+def _fields(w: Writer, op: MmaOp) -> dict[str, str]:
+    """Names and strides the two printers share: `{A}` the A pointer at the tile's base,
+    `{AR}`/`{AK}` its row / k strides (elements), likewise B (`{BK}`, `{BC}`) and C."""
+    fields = {"lane": f"(int)({w.value(op.lane).text})", "K": str(op.k.value.data)}
+    for name, buffer, indices in (("a", op.a, op.a_indices), ("b", op.b, op.b_indices), ("c", op.c, op.c_indices)):
+        first, second = op.dims(name)
+        strides = _strides(buffer.type)
+        fields[f"{name}_base"] = f"{w.value(buffer).text} + ({w.flat_values(buffer, indices).text})"
+        fields[f"{name}_1"], fields[f"{name}_2"] = f"{strides[first]}LL", f"{strides[second]}LL"
+    return fields
+
+
+def _element(w: Writer, op: MmaOp) -> str:
+    """The C type of A's and B's elements (their 16 bits)."""
+    t = op.a.type
+    assert isinstance(t, MemRefType)
+    return w.ctype(t.get_element_type())
+
+
+def _bf16(op: MmaOp) -> bool:
+    t = op.a.type
+    assert isinstance(t, MemRefType)
+    return isinstance(t.get_element_type(), BFloat16Type)
+
+
+def mma_sync(w: Writer, op: MmaOp) -> None:
+    """CUDA: PTX `mma.sync.aligned.m16n8k16` (the module docstring)."""
+    f = _fields(w, op)
+    kind = "bf16" if _bf16(op) else "f16"
+    element = _element(w, op)
+    lines = f"""{{
+  const int einc_g = {f['lane']} >> 2, einc_t = {f['lane']} & 3;
+  const {element}* einc_a = {f['a_base']};
+  const {element}* einc_b = {f['b_base']};
+  float* einc_c = {f['c_base']};
+  float einc_d[2][4];
+  for (int h = 0; h < 2; h++)
+    for (int e = 0; e < 4; e++)
+      einc_d[h][e] = einc_c[(einc_g + 8 * (e >> 1)) * {f['c_1']} + (8 * h + 2 * einc_t + (e & 1)) * {f['c_2']}];
+  for (int kk = 0; kk < {f['K']}; kk += 16) {{
+    unsigned int einc_ra[4];
+    for (int e = 0; e < 4; e++) {{
+      const long long r = einc_g + 8 * (e & 1), q = kk + 2 * einc_t + 8 * (e >> 1);
+      einc_ra[e] = (unsigned int)einc_a[r * {f['a_1']} + q * {f['a_2']}] | ((unsigned int)einc_a[r * {f['a_1']} + (q + 1) * {f['a_2']}] << 16);
+    }}
+    for (int h = 0; h < 2; h++) {{
+      unsigned int einc_rb[2];
+      for (int e = 0; e < 2; e++) {{
+        const long long q = kk + 2 * einc_t + 8 * e, s = 8 * h + einc_g;
+        einc_rb[e] = (unsigned int)einc_b[q * {f['b_1']} + s * {f['b_2']}] | ((unsigned int)einc_b[(q + 1) * {f['b_1']} + s * {f['b_2']}] << 16);
+      }}
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};"
+                   : "+f"(einc_d[h][0]), "+f"(einc_d[h][1]), "+f"(einc_d[h][2]), "+f"(einc_d[h][3])
+                   : "r"(einc_ra[0]), "r"(einc_ra[1]), "r"(einc_ra[2]), "r"(einc_ra[3]), "r"(einc_rb[0]), "r"(einc_rb[1]));
+    }}
+  }}
+  for (int h = 0; h < 2; h++)
+    for (int e = 0; e < 4; e++)
+      einc_c[(einc_g + 8 * (e >> 1)) * {f['c_1']} + (8 * h + 2 * einc_t + (e & 1)) * {f['c_2']}] = einc_d[h][e];
+}}"""
+    for line in lines.splitlines():
+        w.line(line)
+
+
+def mfma(w: Writer, op: MmaOp) -> None:
+    """HIP: `__builtin_amdgcn_mfma_f32_16x16x16{f16,bf16_1k}` (the module docstring)."""
+    f = _fields(w, op)
+    bf16 = _bf16(op)
+    element = _element(w, op)
+    lane_type, builtin = ("short", "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k") if bf16 else (
+        "_Float16", "__builtin_amdgcn_mfma_f32_16x16x16f16")  # fmt: skip
+    cast = "(short)" if bf16 else ""
+    lines = f"""{{
+  typedef {lane_type} einc_x4 __attribute__((ext_vector_type(4)));
+  typedef float einc_f4 __attribute__((ext_vector_type(4)));
+  const int einc_r = {f['lane']} & 15, einc_q = {f['lane']} >> 4;
+  const {element}* einc_a = {f['a_base']};
+  const {element}* einc_b = {f['b_base']};
+  float* einc_c = {f['c_base']};
+  einc_f4 einc_d;
+  for (int i = 0; i < 4; i++) einc_d[i] = einc_c[(4 * einc_q + i) * {f['c_1']} + einc_r * {f['c_2']}];
+  for (int kk = 0; kk < {f['K']}; kk += 16) {{
+    einc_x4 einc_va, einc_vb;
+    for (int i = 0; i < 4; i++) {{
+      const long long q = kk + 4 * einc_q + i;
+      einc_va[i] = {cast}einc_a[einc_r * {f['a_1']} + q * {f['a_2']}];
+      einc_vb[i] = {cast}einc_b[q * {f['b_1']} + einc_r * {f['b_2']}];
+    }}
+    einc_d = {builtin}(einc_va, einc_vb, einc_d, 0, 0, 0);
+  }}
+  for (int i = 0; i < 4; i++) einc_c[(4 * einc_q + i) * {f['c_1']} + einc_r * {f['c_2']}] = einc_d[i];
+}}"""
+    for line in lines.splitlines():
+        w.line(line)

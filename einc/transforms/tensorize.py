@@ -1,0 +1,201 @@
+"""`tensorize`: a 16 x 16 x K float16/bfloat16 contraction nest onto tensor cores.
+
+The loop given and the two loops alone inside it (a perfect band of three, in any order)
+must compute `C[.., i, .., j] += f32(A[.., i, .., k]) * f32(B[.., k, .., j])` with A and B
+both float16 or both bfloat16, C float32 (a matmul whose inputs are cast to float32: einc's
+way to accumulate in float32), i and j running 0..16 and k a multiple of 16, each at unit
+stride in one dimension of its buffers (transposed operands are fine), and A, B, C kernel
+tensors or shared tiles (not a work-item's local array: the lanes read one another's data).
+The band becomes one loop over the warp's lanes, bound to `thread.x`, holding `egpu.mma`
+(einc.dialects.egpu_mma):
+
+    affine.for %i = 0 to 16 {               affine.for %lane = 0 to 32 {einc.bind = "thread.x"}
+      affine.for %j = 0 to 16 {       ->      egpu.mma %A[%io, 0], %B[0, %jo], %C[%io, %jo]
+        affine.for %k = 0 to 64 {                 lane %lane {lanes = 32, k = 64, ...}
+          C[io + i, jo + j] += ...
+
+`intrinsic` picks the lanes: "mma.m16n8k16" (CUDA `mma.sync`, a warp of 32) or
+"mfma.16x16x16" (HIP MFMA on CDNA, a wavefront of 64). Which targets have them is the
+schedule layer's check (einc.schedule.checks); this utility is target-neutral. Refused
+(a Failure naming what does not fit): another shape or dtype, a body that is not the
+contraction, a lane loop nested in (or around) other thread-bound loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import affine, arith, memref
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    StringAttr,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from einc.dialects.egpu_mma import FRAGMENT, LANES, MmaOp
+from einc.ir.attrs import BIND_ATTR, MEMORY_ATTR, STMT_ATTR, dtype_name
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.loop_analysis import band_from, constant_bounds, induction_var, split_linear
+from einc.transforms.loop_build import Failure, _new_loop, describe
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """One buffer access of the contraction: the buffer, its access (a map over operands),
+    and per loop role ("i", "j", "k") the dimension it moves at unit stride."""
+
+    buffer: SSAValue
+    map: AffineMap
+    operands: tuple[SSAValue, ...]
+    dims: dict[str, int]
+
+
+def _load_of(value: SSAValue) -> affine.LoadOp | None:
+    owner = value.owner
+    return owner if isinstance(owner, affine.LoadOp) else None
+
+
+def _widened_load(value: SSAValue) -> affine.LoadOp | None:
+    """The narrow-float load `value` extends to f32 (`arith.extf` of an `affine.load`)."""
+    owner = value.owner
+    if isinstance(owner, arith.ExtFOp) and isinstance(owner.result.type, Float32Type):
+        return _load_of(owner.input)
+    return None
+
+
+def _operand(what: str, access: affine.LoadOp | affine.StoreOp, ivs: dict[str, SSAValue]) -> _Operand | Failure:
+    m = dims_to_operands(access.map.data)
+    operands = tuple(access.indices)
+    dims: dict[str, int] = {}
+    for role, iv in ivs.items():
+        positions = [p for p, v in enumerate(operands) if v is iv]
+        for d, e in enumerate(m.results):
+            coefficients = [split_linear(e, p) for p in positions]
+            if any(c is None for c in coefficients):
+                return Failure(f"{what}'s index {d} is not affine in the {role} loop")
+            total = sum(c[0] for c in coefficients if c is not None)
+            if total == 0:
+                continue
+            if total != 1 or role in dims:
+                return Failure(f"{what} does not move at unit stride along one dimension with the {role} loop")
+            dims[role] = d
+    return _Operand(access.memref, m, operands, dims)
+
+
+def _memory_failure(what: str, buffer: SSAValue) -> Failure | None:
+    if isinstance(buffer.owner, Block):
+        return None  # a tensor of the program
+    if isinstance(buffer.owner, memref.AllocaOp | memref.AllocOp):
+        kind = buffer.owner.attributes.get(MEMORY_ATTR)
+        if isinstance(kind, StringAttr) and kind.data == "shared":
+            return None
+        if isinstance(buffer.owner, memref.AllocOp):
+            return None  # an intermediate tensor in global memory
+    return Failure(f"{what} is a work-item's local array: the warp's lanes read one another's elements (stage it in \"shared\" or not at all)")
+
+
+def _bound_threads(op: Operation | None) -> bool:
+    return isinstance(op, affine.ForOp) and isinstance(a := op.attributes.get(BIND_ATTR), StringAttr) and a.data.startswith("thread.")
+
+
+def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
+    """Replace the contraction band at `loop` by a lane loop holding `egpu.mma` (the module
+    docstring); return the lane loop."""
+    what = f"cannot tensorize {describe(loop)}"
+    lanes = LANES.get(intrinsic)
+    if lanes is None:
+        return Failure(f"{what}: unknown intrinsic '{intrinsic}' (one of {', '.join(sorted(LANES))})")
+    band = band_from(loop)[:3]
+    if len(band) < 3 or any(op.results for op in band):
+        return Failure(f"{what}: it must be a band of three loops (rows, columns, reduction) around the contraction alone")
+    extents: dict[SSAValue, int] = {}
+    for b in band:
+        bounds = constant_bounds(b)
+        if bounds is None or bounds[0] != 0 or b.step.value.data != 1:
+            return Failure(f"{what}: {describe(b)} does not run from 0 with constant bounds and step 1")
+        extents[induction_var(b)] = bounds[1]
+    parent = loop.parent_op()
+    while parent is not None:
+        if isinstance(parent, affine.ForOp) and _bound_threads(parent):
+            return Failure(f"{what}: it lies inside a thread-bound loop ({describe(parent)}); the lanes are the warp's threads")
+        parent = parent.parent_op()
+    if any(_bound_threads(b) for b in band):
+        return Failure(f"{what}: a loop of its band is bound to threads; the lanes are the warp's threads")
+
+    body = [op for op in band[2].body.block.ops if not isinstance(op, affine.YieldOp)]
+    store = body[-1]
+    if not isinstance(store, affine.StoreOp) or not isinstance(add := store.value.owner, arith.AddfOp):
+        return Failure(f"{what}: its body is not `C[i, j] += A[i, k] * B[k, j]`")
+    c_load, product = _load_of(add.lhs), add.rhs.owner
+    if c_load is None or c_load.memref is not store.memref:
+        c_load, product = _load_of(add.rhs), add.lhs.owner
+    if c_load is None or c_load.memref is not store.memref or not isinstance(product, arith.MulfOp):
+        return Failure(f"{what}: its body is not `C[i, j] += A[i, k] * B[k, j]` (an accumulation of a product)")
+    a_load, b_load = _widened_load(product.lhs), _widened_load(product.rhs)
+    if a_load is None or b_load is None:
+        return Failure(f"{what}: the product's factors must be float16 or bfloat16 tensors cast to float32 (`A[i, k].cast(`float32`)`)")
+    types = [a_load.result.type, b_load.result.type, store.value.type]
+    if not (isinstance(types[0], Float16Type | BFloat16Type) and types[0] == types[1] and isinstance(types[2], Float32Type)):
+        names = ", ".join(dtype_name(t) for t in types)
+        return Failure(f"{what}: tensor cores take float16 x float16 or bfloat16 x bfloat16 accumulated in float32, not {names}")
+    if list(c_load.indices) != list(store.indices) or c_load.map != store.map:
+        return Failure(f"{what}: it reads and writes its accumulator at different elements")
+    if len(body) != 8:  # the three loads, two extensions, the product, the sum, the store
+        return Failure(f"{what}: its body computes more than `C[i, j] += A[i, k] * B[k, j]`")
+
+    # which loop is which: i moves A and C, j moves B and C, k moves A and B
+    ivs = [induction_var(b) for b in band]
+    accesses = {"A": a_load, "B": b_load, "C": store}
+    used = {name: {iv for iv in ivs if iv in list(acc.indices)} for name, acc in accesses.items()}
+    roles: dict[str, SSAValue] = {}
+    for iv in ivs:
+        key = (iv in used["A"], iv in used["B"], iv in used["C"])
+        role = {(True, False, True): "i", (False, True, True): "j", (True, True, False): "k"}.get(key)
+        if role is None or role in roles:
+            return Failure(f"{what}: its loops are not the rows (A and C), columns (B and C) and reduction (A and B) of a matmul")
+        roles[role] = iv
+    if extents[roles["i"]] != FRAGMENT or extents[roles["j"]] != FRAGMENT or extents[roles["k"]] % FRAGMENT:
+        shape = f"{extents[roles['i']]} x {extents[roles['j']]} x {extents[roles['k']]}"
+        return Failure(f"{what}: the tile is {shape}; tensor cores need 16 x 16 x (a multiple of 16): tile the rows and columns by 16")
+    operands: dict[str, _Operand] = {}
+    for name, acc, needed in (("A", a_load, ("i", "k")), ("B", b_load, ("k", "j")), ("C", store, ("i", "j"))):
+        o = _operand(name, acc, {r: roles[r] for r in needed})
+        if isinstance(o, Failure):
+            return Failure(f"{what}: {o.message}")
+        if set(o.dims) != set(needed):
+            return Failure(f"{what}: {name} does not move at unit stride along one dimension with each of its loops")
+        if (failure := _memory_failure(name, o.buffer)) is not None:
+            return Failure(f"{what}: {failure.message}")
+        operands[name] = o
+
+    # base indices: each access with the band's variables at 0, computed before the band
+    rewriter = Rewriter()
+    before = InsertPoint.before(loop)
+    bases: dict[str, list[SSAValue]] = {}
+    for name, o in operands.items():
+        outer = [v for v in o.operands if v not in ivs]
+        zeros = [AffineExpr.constant(0) if v in ivs else AffineExpr.dimension(outer.index(v)) for v in o.operands]
+        values: list[SSAValue] = []
+        for e in o.map.results:
+            e0 = e.replace_dims_and_symbols(zeros, [])
+            apply = affine.ApplyOp(outer, AffineMapAttr(AffineMap(len(outer), 0, (e0,))))
+            rewriter.insert_op(apply, before)
+            values.append(apply.result)
+        bases[name] = values
+    lane_loop = _new_loop((), (), 0, lanes, 1, "lane")
+    lane_loop.attributes[BIND_ATTR] = StringAttr("thread.x")
+    if isinstance(stmt := loop.attributes.get(STMT_ATTR), StringAttr):
+        lane_loop.attributes[STMT_ATTR] = stmt
+    a, b, c = operands["A"], operands["B"], operands["C"]
+    mma = MmaOp(
+        a.buffer, bases["A"], b.buffer, bases["B"], c.buffer, bases["C"], induction_var(lane_loop), lanes,
+        extents[roles["k"]], ((a.dims["i"], a.dims["k"]), (b.dims["k"], b.dims["j"]), (c.dims["i"], c.dims["j"])),
+    )  # fmt: skip
+    rewriter.insert_op(mma, InsertPoint.at_start(lane_loop.body.block))
+    rewriter.replace_op(loop, lane_loop)
+    return lane_loop

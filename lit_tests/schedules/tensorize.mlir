@@ -1,0 +1,65 @@
+// RUN: einc-opt %s --split-input-file -p convert-ein-to-affine,einc-apply-schedule | filecheck %s
+
+// A 16 x 16 tile of a float16 matmul accumulating in float32 (the inputs cast to float32),
+// its reduction loop K whole, becomes one loop over a warp's 32 lanes bound to thread.x
+// holding egpu.mma; the tile's base indices are computed before it. B is read transposed
+// (Bt[J, K]): its k dimension is 1, its column dimension 0.
+
+// CHECK-LABEL: func.func @matmul_f16(
+// CHECK:         affine.for %[[IO:.*]] = 0 to 32 step 16 {
+// CHECK-NEXT:      affine.for %[[JO:.*]] = 0 to 48 step 16 {
+// CHECK-NEXT:        %[[A0:.*]] = affine.apply affine_map<(d0) -> (d0)> (%[[IO]])
+// CHECK-NEXT:        %[[A1:.*]] = affine.apply affine_map<(d0) -> (0)> (%[[IO]])
+// CHECK-NEXT:        %[[B0:.*]] = affine.apply affine_map<(d0) -> (d0)> (%[[JO]])
+// CHECK-NEXT:        %[[B1:.*]] = affine.apply affine_map<(d0) -> (0)> (%[[JO]])
+// CHECK-NEXT:        %[[C0:.*]] = affine.apply affine_map<(d0, d1) -> (d0)> (%[[IO]], %[[JO]])
+// CHECK-NEXT:        %[[C1:.*]] = affine.apply affine_map<(d0, d1) -> (d1)> (%[[IO]], %[[JO]])
+// CHECK-NEXT:        affine.for %[[L:.*]] = 0 to 32 {
+// CHECK-NEXT:          egpu.mma %{{.*}}[%[[A0]], %[[A1]]], %{{.*}}[%[[B0]], %[[B1]]], %{{.*}}[%[[C0]], %[[C1]]] lane %[[L]] {lanes = 32 : i64, k = 64 : i64, a_dims = [0 : i64, 1 : i64], b_dims = [1 : i64, 0 : i64], c_dims = [0 : i64, 1 : i64]} : memref<32x64xf16>, memref<48x64xf16>, memref<32x48xf32>
+// CHECK-NEXT:        } {einc.bind = "thread.x", einc.stmt = "C"}
+func.func @matmul_f16(%A: tensor<32x64xf16> {ein.name = "A"}, %Bt: tensor<48x64xf16> {ein.name = "Bt"}) -> tensor<32x48xf32> {
+  %C = ein.einsum "C" add parallel [I = 32, J = 48] reduce [K = 64] : tensor<32x48xf32> {
+  ^bb0(%I : index, %J : index, %K : index):
+    %a = ein.load %A[%I, %K] : tensor<32x64xf16>
+    %b = ein.load %Bt[%J, %K] : tensor<48x64xf16>
+    %x = arith.extf %a : f16 to f32
+    %y = arith.extf %b : f16 to f32
+    %p = arith.mulf %x, %y : f32
+    ein.yield %p : f32
+  }
+  func.return %C : tensor<32x48xf32>
+}
+transform.named_sequence @__transform_main(%root: !transform.any_op) {
+  %i = transform.einc.match stmt "C" axis "I" in %root
+  %j = transform.einc.match stmt "C" axis "J" in %root
+  %io, %ii = transform.einc.tile %i by 16
+  %jo, %ji = transform.einc.tile %j by 16
+  %r:4 = transform.einc.reorder %io, %jo, %ii, %ji
+  %lanes = transform.einc.tensorize %r#2 "mma.m16n8k16"
+  transform.yield
+}
+
+// -----
+
+// A wavefront of 64 lanes for HIP's MFMA.
+
+// CHECK-LABEL: func.func @matmul_bf16_mfma(
+// CHECK:         affine.for %[[L:.*]] = 0 to 64 {
+// CHECK-NEXT:      egpu.mma {{.*}} {lanes = 64 : i64, k = 16 : i64, {{.*}}} : memref<16x16xbf16>, memref<16x16xbf16>, memref<16x16xf32>
+func.func @matmul_bf16_mfma(%A: tensor<16x16xbf16> {ein.name = "A"}, %B: tensor<16x16xbf16> {ein.name = "B"}) -> tensor<16x16xf32> {
+  %C = ein.einsum "C" add parallel [I = 16, J = 16] reduce [K = 16] : tensor<16x16xf32> {
+  ^bb0(%I : index, %J : index, %K : index):
+    %a = ein.load %A[%I, %K] : tensor<16x16xbf16>
+    %b = ein.load %B[%K, %J] : tensor<16x16xbf16>
+    %x = arith.extf %a : bf16 to f32
+    %y = arith.extf %b : bf16 to f32
+    %p = arith.mulf %x, %y : f32
+    ein.yield %p : f32
+  }
+  func.return %C : tensor<16x16xf32>
+}
+transform.named_sequence @__transform_main(%root: !transform.any_op) {
+  %i = transform.einc.match stmt "C" axis "I" in %root
+  %lanes = transform.einc.tensorize %i "mfma.16x16x16"
+  transform.yield
+}

@@ -1,0 +1,110 @@
+"""`transform.einc.tensorize`: float16/bfloat16 matmul tiles on tensor cores. The PTX NVRTC
+makes holds `mma.sync` (sm_80) and hipcc's gfx90a code `v_mfma`; the loop and egpu
+interpreters (which model each lane's accumulator elements) agree with NumPy; on a machine
+with an NVIDIA GPU the kernel runs and is compared too. Refusals: lit_tests/schedules/
+invalid_tensorize.mlir.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from einc.compiler.driver import Compilation
+from einc.compiler.kernel import Kernel
+from einc.semantics.egpu import run_lowered
+from einc.semantics.loops import run_interpreted
+from tests.test_device_targets import require, require_run
+
+PROGRAM = """
+input A: DT[32, 64]
+input B: DT[48, 64]
+C[I, J] +=! A[I, K].cast(`float32`) * B[J, K].cast(`float32`)
+"""
+"""B transposed: its k dimension is its second."""
+
+SCHEDULE = """
+builtin.module {
+  transform.named_sequence @__transform_main(%root: !transform.any_op) {
+    %i = transform.einc.match stmt "C" axis "I" in %root
+    %j = transform.einc.match stmt "C" axis "J" in %root
+    %io, %ii = transform.einc.tile %i by 16
+    %jo, %ji = transform.einc.tile %j by 16
+    %r:4 = transform.einc.reorder %io, %jo, %ii, %ji
+    transform.einc.bind %r#0 to "block.x"
+    transform.einc.bind %r#1 to "block.y"
+    %lanes = transform.einc.tensorize %r#2 "INTRINSIC"
+    transform.yield
+  }
+}
+"""
+INTRINSIC = {"cuda": "mma.m16n8k16", "hip": "mfma.16x16x16"}
+DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+
+
+def compilation(target: str, dtype: str) -> Compilation:
+    return Compilation(PROGRAM.replace("DT", dtype), "<tensorize>", target=target,
+                       schedule=SCHEDULE.replace("INTRINSIC", INTRINSIC[target]))  # fmt: skip
+
+
+@functools.cache
+def cuda_kernel(dtype: str) -> Kernel:
+    return compilation("cuda", dtype).kernel()
+
+
+def inputs(dtype: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(5)
+    return {name: rng.uniform(-2, 2, shape).astype(DTYPES[dtype]) for name, shape in (("A", (32, 64)), ("B", (48, 64)))}
+
+
+def expected(values: dict[str, np.ndarray]) -> np.ndarray:
+    return values["A"].astype(np.float64) @ values["B"].astype(np.float64).T
+
+
+def close(got: np.ndarray, want: np.ndarray) -> None:
+    """float32 sums of 64 exact products, in the hardware's order: a few float32 ulps."""
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_interpreters(dtype: str) -> None:
+    """Both interpreters run `egpu.mma` lane by lane (each lane its own elements of C)."""
+    comp = compilation("cuda", dtype)
+    values = inputs(dtype)
+    close(run_interpreted(comp.run_until("scheduled"), values)["C"], expected(values))
+    close(run_lowered(comp.run_until("target"), values, target="cuda")["C"], expected(values))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_cuda_compiles(dtype: str) -> None:
+    require("cuda")
+    from einc.runtime.cuda import ptx
+
+    kind = "bf16" if dtype == "bfloat16" else "f16"
+    source = cuda_kernel(dtype).source
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32" in ptx(source, "sm_80")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_cuda_runs(dtype: str) -> None:
+    """Tensor-core numbers: only where an NVIDIA GPU (sm_80+) and its driver are."""
+    require_run("cuda")
+    values = inputs(dtype)
+    close(cuda_kernel(dtype)(**values)["C"], expected(values))
+
+
+@pytest.mark.hip
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_hip(dtype: str) -> None:
+    require("hip")
+    from einc.runtime.hip import device_assembly
+
+    kernel = compilation("hip", dtype).kernel()
+    instruction = "v_mfma_f32_16x16x16bf16_1k" if dtype == "bfloat16" else "v_mfma_f32_16x16x16f16"
+    assert instruction in device_assembly(kernel.source, "gfx90a")
