@@ -261,3 +261,45 @@ def test_cache_ops_with_a_layout_match_numpy_on_every_target(target: str) -> Non
     got = comp.kernel()(**arrays)["output0"] if target == "c" else run_on_device(comp, arrays)["output0"]
     want = arrays["input0"].astype(np.float64) @ arrays["input1"].astype(np.float64)
     assert max_error(got, want) <= tolerance("float32"), source
+
+
+# ---- strided convolutions: blocked over output channels x columns --------------------------------
+
+
+def _strided_ref(stride: int, pad: int) -> Any:
+    def ref(a: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.pad(a["input0"], [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+        win = np.lib.stride_tricks.sliding_window_view(x, a["input1"].shape[2:], axis=(2, 3))[:, :, ::stride, ::stride]
+        return np.einsum("nchwij,fcij->nfhw", win, a["input1"])
+
+    return ref
+
+
+@pytest.fixture(scope="module")
+def strided_conv() -> tuple[Compilation, dict[str, Any], str]:
+    """A 3x3 convolution with stride 2 and padding 1 (5x5 outputs of a 9x10 input): its
+    input moves by 2 along the output row, so no vector along the row."""
+    inputs = {"input0": f32(1, 3, 9, 10), "input1": f32(2 * C_LANES, 3, 3, 3)}
+    e = ["HO * 2 + KH - 1", "WO * 2 + KW - 1"]
+    conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(e, (9, 10)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, C, {e[0]}, {e[1]}].when([{conds}], 0.0) * input1[F, C, KH, KW]) "
+          "where HO in 5, WO in 5")  # fmt: skip
+    comp = Compilation(ir, "<strided>", inputs, None, "c")
+    return comp, inputs, _check_numbers(comp, inputs, _strided_ref(2, 1))
+
+
+def test_strided_convolutions_are_blocked_over_output_channels(strided_conv: tuple[Compilation, dict[str, Any], str]) -> None:
+    """A strided convolution (input index `WO * 2 + KW`) is blocked over output channels x
+    output columns like a unit-stride one: the channels a vector loop over the packed filter,
+    each column's input a broadcast, the padding tests out of the vector loops; NumPy's
+    numbers (checked by the fixture)."""
+    comp, _, source = strided_conv
+    schedule = c_schedule(comp)
+    assert {"output0.tile_channels", "output0.tile_cols"} <= set(schedule.knobs()), schedule
+    (read,) = schedule.ops(et.CacheReadOp)
+    assert read.tensor.data == "input1" and read.layout_order == (1, 2, 3, 0), schedule
+    assert "float output0_local[" in source and "float input1_local[" in source
+    compute = [body for body in _vector_loops(source) if "input1_local[" in body]
+    assert compute, source
+    for body in compute:
+        assert "einc_vload_f32x" in body and "if (" not in body and "? " not in body, body

@@ -103,6 +103,15 @@ def _unit_stride(access_map: AffineMap | None, operands: Sequence[SSAValue], iv:
     return form is not None and form[0].get(iv) == 1
 
 
+def _strided(access_map: AffineMap | None, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
+    """Whether an access's last index moves with `iv` by a constant stride above 1 (a
+    strided convolution's input `WO * 2 + KW`)."""
+    if access_map is None or not access_map.results:
+        return False
+    form = linear_form(access_map.results[-1], operands)
+    return form is not None and form[0].get(iv, 0) > 1
+
+
 def _tag(loop: affine.ForOp, name: str) -> str:
     """A tagged loop's statement (`lt.STMT_ATTR`) or axis (`lt.AXIS_ATTR`)."""
     tag = loop.attributes[name]
@@ -142,10 +151,13 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
             p = parallel[-1]
             iv = induction_var(p)
             reads = [a for a in _loads(top) if a.buffer is not buffer]
-            if _unit_stride(stores[0].map, stores[0].operands, iv) and any(
-                _unit_stride(a.map, a.operands, iv) for a in reads
+            order = [*parallel[:-1], *reduction, p]
+            if _unit_stride(stores[0].map, stores[0].operands, iv) and (
+                any(_unit_stride(a.map, a.operands, iv) for a in reads)
+                # a strided convolution (`WO * 2 + KW`): no vector along j, but blocked over
+                # output channels x columns, each column's input a broadcast
+                or (any(_strided(a.map, a.operands, iv) for a in reads) and _channel_plan(order, len(parallel) - 1, lanes) is not None)
             ):
-                order = [*parallel[:-1], *reduction, p]
                 handles = [b.handle(loop) for loop in order]
                 reordered = b.try_(lambda: b.reorder(handles))
                 if not isinstance(reordered, lt.Failure):
@@ -435,16 +447,19 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
     nj = trip_count(j)
     if nj is None or nj < 2:
         return None
-    if nj % lanes == 0 and not (len(reductions) > 1 and nj < 2 * lanes):
-        return None
     (out,) = written_groups(band[0])
     stores = [a for a in accesses(band[0]) if a.write and a.buffer is out]
     loads = [a for a in _loads(band[0]) if a.buffer is not out]
     if not stores or any(a.map is None for a in [*stores, *loads]):
         return None
     jv = induction_var(j)
-    vector_inputs = [a for a in loads if _unit_stride(a.map, a.operands, jv)]
+    # the inputs read along the output row: unit-stride, or strided (a strided convolution,
+    # which cannot be vectorized along j, so is blocked over channels whatever its width)
+    vector_inputs = [a for a in loads if _unit_stride(a.map, a.operands, jv) or _strided(a.map, a.operands, jv)]
     if not vector_inputs:
+        return None
+    strided = not any(_unit_stride(a.map, a.operands, jv) for a in vector_inputs)
+    if nj % lanes == 0 and not (len(reductions) > 1 and nj < 2 * lanes) and not strided:
         return None
     for f in reversed(outer):
         nf, fv = trip_count(f) or 0, induction_var(f)
