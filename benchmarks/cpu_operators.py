@@ -116,9 +116,11 @@ class Conv:
         else:
             channel, weight = "C", f"input1[F, C, {', '.join(ks)}]"
         x = f"input0[N, {channel}, {', '.join(index)}]"
+        where = ", ".join(f"{o} in {n}" for o, n in zip(outs, self.out))
+        if self.transposed:  # the tap skipped, as torch skips it (no 0 x weight: inf/NaN weights stay out)
+            return f"output0[N, F, {', '.join(outs)}] +=! ({x} * {weight}).when([{', '.join(conds)}], 0.0) where {where}"
         if conds:
             x = f"{x}.when([{', '.join(conds)}], 0.0)"
-        where = ", ".join(f"{o} in {n}" for o, n in zip(outs, self.out))
         return f"output0[N, F, {', '.join(outs)}] +=! ({x} * {weight}) where {where}"
 
     def inputs(self, batch: int) -> dict[str, Any]:

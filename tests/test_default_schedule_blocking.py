@@ -303,3 +303,43 @@ def test_strided_convolutions_are_blocked_over_output_channels(strided_conv: tup
     assert compute, source
     for body in compute:
         assert "einc_vload_f32x" in body and "if (" not in body and "? " not in body, body
+
+
+def _transposed_ref(a: dict[str, np.ndarray]) -> np.ndarray:
+    """conv_transpose2d, stride 2, padding 1, 4x4 window: each input point scattered."""
+    x, w = a["input0"], a["input1"]
+    n, _, h, wd = x.shape
+    full = np.zeros((n, w.shape[1], 2 * (h - 1) + 4, 2 * (wd - 1) + 4))
+    for i, j in np.ndindex(4, 4):
+        full[:, :, i : i + 2 * h - 1 : 2, j : j + 2 * wd - 1 : 2] += np.einsum("nchw,cf->nfhw", x, w[:, :, i, j])
+    return full[:, :, 1 : 1 + 2 * h, 1 : 1 + 2 * wd]
+
+
+@pytest.fixture(scope="module")
+def transposed_conv() -> tuple[Compilation, str]:
+    """A transposed convolution (stride 2, padding 1, 4x4 window; 4x5 inputs, 8x10 outputs)
+    written with `//` indices and `%` tests, the tap skipped where it does not apply."""
+    inputs = {"input0": f32(1, 3, 4, 5), "input1": f32(3, 2 * C_LANES, 4, 4)}
+    e = ["HO + 1 - KH", "WO + 1 - KW"]
+    conds = ", ".join(f"({i}) % 2 == 0, {i} >= 0, {i} < {2 * n}" for i, n in zip(e, (4, 5)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, C, ({e[0]}) // 2, ({e[1]}) // 2] * input1[C, F, KH, KW])"
+          f".when([{conds}], 0.0) where HO in 8, WO in 10")  # fmt: skip
+    comp = Compilation(ir, "<transposed>", inputs, None, "c")
+    return comp, _check_numbers(comp, inputs, _transposed_ref)
+
+
+def test_transposed_convolutions_are_blocked_then_split_into_phases(transposed_conv: tuple[Compilation, str]) -> None:
+    """A transposed convolution (its input index `(WO + 1 - KW) // 2` moves with the output
+    column through a division) is blocked over output channels x columns, then its stride
+    tests split into phases (the output rows, then the window taps: each unrolled column
+    keeps the taps of its phase): no condition and no `%` left in the vector loops; NumPy's
+    numbers (checked by the fixture)."""
+    comp, source = transposed_conv
+    schedule = c_schedule(comp)
+    assert {"output0.tile_channels", "output0.tile_cols"} <= set(schedule.knobs()), schedule
+    assert schedule.ops(et.SplitPhasesOp), schedule
+    assert "float output0_local[" in source and "float input1_local[" in source
+    compute = [body for body in _vector_loops(source) if "input1_local[" in body]
+    assert compute, source
+    for body in compute:
+        assert "if (" not in body and "? " not in body and "%" not in body, body

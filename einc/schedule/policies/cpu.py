@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, cast
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 
 from einc.transforms import loop_transforms as lt
 from einc.transforms.loop_analysis import (
@@ -104,12 +104,26 @@ def _unit_stride(access_map: AffineMap | None, operands: Sequence[SSAValue], iv:
 
 
 def _strided(access_map: AffineMap | None, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
-    """Whether an access's last index moves with `iv` by a constant stride above 1 (a
-    strided convolution's input `WO * 2 + KW`)."""
+    """Whether an access's last index moves with `iv` other than with stride 1: by a
+    constant stride above 1 (a strided convolution's input `WO * 2 + KW`) or through a
+    division (a transposed convolution's `(WO + 1 - KW) floordiv 2`, which phase splitting
+    makes affine)."""
     if access_map is None or not access_map.results:
         return False
-    form = linear_form(access_map.results[-1], operands)
-    return form is not None and form[0].get(iv, 0) > 1
+    e = access_map.results[-1]
+    form = linear_form(e, operands)
+    if form is not None:
+        return form[0].get(iv, 0) > 1
+    return _mentions(e, operands, iv)
+
+
+def _mentions(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
+    """Whether the affine expression `e` (over `operands`) reads the loop variable `iv`."""
+    if isinstance(e, AffineDimExpr):
+        return operands[e.position] is iv
+    if isinstance(e, AffineBinaryOpExpr):
+        return _mentions(e.lhs, operands, iv) or _mentions(e.rhs, operands, iv)
+    return False
 
 
 def _tag(loop: affine.ForOp, name: str) -> str:
@@ -319,7 +333,7 @@ def _moves_with(access: Access, iv: SSAValue) -> bool:
     assert access.map is not None, access
     for e in access.map.results:
         form = linear_form(e, access.operands)
-        if form is None or form[0].get(iv):
+        if form[0].get(iv) if form is not None else _mentions(e, access.operands, iv):
             return True
     return False
 
