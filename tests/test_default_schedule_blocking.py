@@ -343,3 +343,18 @@ def test_transposed_convolutions_are_blocked_then_split_into_phases(transposed_c
     assert compute, source
     for body in compute:
         assert "if (" not in body and "? " not in body and "%" not in body, body
+
+
+def test_small_maps_in_a_batch_share_the_packed_filter() -> None:
+    """A batch of small maps (3x3 outputs): the batch loop goes below the channel tiles, so
+    that each packed filter tile serves every image (not packed again per image), and the
+    channel tiles run in parallel; NumPy's numbers."""
+    inputs = {"input0": f32(2, 4, 5, 5), "input1": f32(16 * C_LANES, 4, 3, 3)}
+    ir = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 3, WO in 3"
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, _conv_ref(0, 2))
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t F_o = 0;", source), source
+    pack = source.index("float input1_local[")
+    # the parallel body that packs the filter loops over the images itself (no image passed in)
+    params = re.findall(r"void einc_parallel_\d+\(([^)]*)\)", source[:pack])[-1]
+    assert "int64_t N" not in params and re.search(r"for \(int64_t N = 0; N < 2; N\+\+\)", source[pack:]), source
