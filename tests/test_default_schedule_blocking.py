@@ -123,6 +123,8 @@ CONVS = {
     # name: (dims, pad, input shape, filter shape); outputs as wide as the inputs less the
     # window (valid) or as wide (padded)
     "conv1d": (1, 0, (1, 5, 13), (2 * 16, 5, 3)),
+    # a row of whole vectors too long for two rows of accumulators in registers
+    "conv1d long row": (1, 0, (1, 3, 16 * C_LANES + 2), (2 * 16, 3, 3)),
     "conv2d 7 columns": (2, 0, (1, 6, 9, 9), (32, 6, 3, 3)),
     "conv2d 7x7 window": (2, 0, (1, 3, 12, 12), (16, 3, 7, 7)),
     "conv2d padded 7x7 output": (2, 1, (1, 8, 7, 7), (32, 8, 3, 3)),

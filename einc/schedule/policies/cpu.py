@@ -473,7 +473,12 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
     if not vector_inputs:
         return None
     strided = not any(_unit_stride(a.map, a.operands, jv) for a in vector_inputs)
-    if nj % lanes == 0 and not (len(reductions) > 1 and nj < 2 * lanes) and not strided:
+    # with a window (several reductions), a row of whole vectors is blocked along j when two
+    # rows of accumulators fit the registers; a longer row (a 1-D convolution's 256 columns)
+    # would keep its accumulators in memory (a load and a store per FMA), so it is blocked
+    # over channels x columns too
+    rows_fit = nj // lanes <= (24 if lanes >= 16 else 12) // 2
+    if nj % lanes == 0 and not (len(reductions) > 1 and (nj < 2 * lanes or not rows_fit)) and not strided:
         return None
     for f in reversed(outer):
         nf, fv = trip_count(f) or 0, induction_var(f)
