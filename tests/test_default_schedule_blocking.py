@@ -360,3 +360,25 @@ def test_small_maps_in_a_batch_share_the_packed_filter() -> None:
     # the parallel body that packs the filter loops over the images itself (no image passed in)
     params = re.findall(r"void einc_parallel_\d+\(([^)]*)\)", source[:pack])[-1]
     assert "int64_t N" not in params and re.search(r"for \(int64_t N = 0; N < 2; N\+\+\)", source[pack:]), source
+
+
+def test_grouped_convolutions_block_eight_channels_per_group() -> None:
+    """A grouped convolution with 8 output channels per group (the channel index `F // 8 * 3
+    + C` split into group x channel): blocked over the group's 8 channels (half a vector
+    with AVX-512) x output columns, the filter packed per group; NumPy's numbers."""
+    inputs = {"input0": f32(1, 6, 6, 5), "input1": f32(16, 3, 3, 3)}
+    e = ["HO + KH - 1", "WO + KW - 1"]
+    conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(e, (6, 5)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, F // 8 * 3 + C, {e[0]}, {e[1]}].when([{conds}], 0.0) "
+          "* input1[F, C, KH, KW]) where HO in 6, WO in 5")  # fmt: skip
+
+    def ref(a: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.pad(a["input0"], [(0, 0), (0, 0), (1, 1), (1, 1)])
+        win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)).reshape(1, 2, 3, 6, 5, 3, 3)
+        return np.einsum("ngchwij,gfcij->ngfhw", win, a["input1"].reshape(2, 8, 3, 3, 3)).reshape(1, 16, 6, 5)
+
+    comp = Compilation(ir, "<grouped>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    assert schedule.knobs()["output0.tile_channels"].selected == 8, schedule
+    source = _check_numbers(comp, inputs, ref)
+    assert "float input1_local[" in source and "einc_vload_f32x8(&input1_local[" in source, source

@@ -482,7 +482,7 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
         return None
     for f in reversed(outer):
         nf, fv = trip_count(f) or 0, induction_var(f)
-        if nf % lanes or any(_moves_with(a, fv) for a in vector_inputs):
+        if nf % _half(lanes) or any(_moves_with(a, fv) for a in vector_inputs):
             continue
         out_dim = _single_dim(stores[0], fv)
         filters = [a for a in loads if _moves_with(a, fv)]
@@ -493,13 +493,15 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
             continue
         # accumulators: `vectors` vectors per output column; 24 of AVX-512's 32 registers
         # (12 of AVX2's 16), the rest for the filter vectors and the broadcast input. Two
-        # vectors of channels where the columns divide into enough rows, else one.
+        # vectors of channels where the columns divide into enough rows, else one; with
+        # AVX-512, half a vector where the channels come in eights (a grouped convolution's
+        # 8 output channels per group).
         tf = tw = 0
-        for vectors in (2, 1):
-            budget = (24 if lanes >= 16 else 12) // vectors
+        for width in (2 * lanes, lanes, _half(lanes)):
+            budget = (24 if lanes >= 16 else 12) // max(1, width // lanes)
             tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
-            if nf % (vectors * lanes) == 0 and tw >= min(nj, 4):
-                tf = vectors * lanes
+            if nf % width == 0 and tw >= min(nj, 4):
+                tf = width
                 break
         if not tf:
             continue
@@ -536,6 +538,12 @@ BATCH_INSIDE_POINTS = 16
 output points than this many vectors (the packed filter then serves the whole batch)."""
 
 
+def _half(lanes: int) -> int:
+    """The narrowest channel tile `_block_channels` vectorizes: half a vector with AVX-512
+    (8 lanes, an AVX2 vector), a whole one otherwise."""
+    return lanes // 2 if lanes >= 16 else lanes
+
+
 def _innermost(rank: int, dim: int) -> tuple[int, ...]:
     """The dimension order moving `dim` innermost."""
     return (*(d for d in range(rank) if d != dim), dim)
@@ -562,7 +570,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     # every combination of the knobs' options applies: channel tiles no larger than the
     # packed filter allows with the largest input-channel tile
     rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
-    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (lanes, 2 * lanes, 4 * lanes)
+    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (_half(lanes), lanes, 2 * lanes, 4 * lanes)
                                                        if nf % t == 0 and t * plan.tc * rest <= CHANNEL_PACK_ELEMENTS})  # fmt: skip
     knob_w = b.knob(f"{stmt}.tile_cols", plan.tw, {t for t in range(2, 17) if nj % t == 0} or {plan.tw})
     handles = {loop: b.handle(loop) for loop in band}
