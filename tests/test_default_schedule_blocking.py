@@ -382,3 +382,22 @@ def test_grouped_convolutions_block_eight_channels_per_group() -> None:
     assert schedule.knobs()["output0.tile_channels"].selected == 8, schedule
     source = _check_numbers(comp, inputs, ref)
     assert "float input1_local[" in source and "einc_vload_f32x8(&input1_local[" in source, source
+
+
+# ---- reductions over short axes: independent sums side by side -----------------------------------
+
+
+def test_short_reductions_interleave_outputs() -> None:
+    """A global average pool (a 16x16 window summed per channel, strided across channels: no
+    vector along the window or the channels): eight channels' sums side by side (the channel
+    loop tiled by 8, the tile unrolled below the window loops, the sums in a local tile), the
+    channel tiles in parallel; NumPy's numbers."""
+    from einc.schedule.policies.cpu import INTERLEAVE
+
+    inputs = {"input0": f32(1, 256, 16, 16)}
+    comp = Compilation("output0[N, C] +=! input0[N, C, H, W] / 256.0", "<pool>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)))
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t C_o = 0; C_o < 256; C_o \+= 8\)", source), source
+    assert f"float output0_local[{INTERLEAVE}]" in source
+    inner = source[source.index("for (int64_t W = 0; W < 16; W++) {") :]
+    assert all(f"output0_local[{k}] = output0_local[{k}] + " in inner for k in range(INTERLEAVE)), source
