@@ -1,8 +1,9 @@
 """The default C schedule register-blocks every contraction (issue 26 item 1, issue 22 item 6),
 one test per cause: matmuls with dimensions below 64 (a short reduction, a narrow output,
 batched small matmuls), and convolutions whose output rows do not fill whole vectors (1D,
-2D, 3D, 7x7 windows, 7x7 outputs, padded) blocked over output channels x output columns with
-the filter packed channels-innermost. Each checks the schedule (tiles, staged layouts), the
+2D, 3D, 7x7 windows, 7x7 outputs, padded, strided, transposed, grouped, 1-D with long rows,
+batches of small maps) blocked over output channels x output columns with the filter packed
+channels-innermost, and short reductions summing several outputs side by side. Each checks the schedule (tiles, staged layouts), the
 generated C (a local accumulator tile, explicit vector code in the innermost loop) and the
 numbers against a NumPy float64 reference on fresh random inputs, on small shapes.
 """

@@ -33,7 +33,16 @@ remaining statement nest:
   (`_block_channels`): the channels a vector loop, the columns unrolled rows of
   accumulators, the input channels and the window inside, the output tile staged with its
   channels innermost and the filter packed the same way (cache ops with a `layout`), once
-  per input-channel tile;
+  per input-channel tile; the same blocking takes a strided convolution (`WO * 2 + KW`: no
+  vector along the row, each column's input a broadcast), a transposed one (`(WO + 1 - KW)
+  // 2`, split into phases afterwards, see below), a row of whole vectors too long for two
+  rows of register accumulators (a 1-D convolution), and with AVX-512 8 channels as half a
+  vector (a grouped convolution's channels per group); a batch of small maps (fewer output
+  points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
+  that each packed filter tile serves every image;
+- a reduction over short innermost axes that no vector fits (a global average pool's 7x7
+  window, strided across channels) sums INTERLEAVE outputs side by side
+  (`_interleave_short_reductions`);
 - one loop runs in parallel (OpenMP) when the nest does enough work: the outermost, when it
   has enough iterations for every core, else the outermost loop below it that has (a batch
   of 1 runs its channels or rows in parallel, not its batch loop of one iteration), among
