@@ -32,6 +32,11 @@ rounds; on a busy machine it keeps the default (the tuned column then says so) a
 fastest trial of the search is timed beside it (`fastest trial` columns): what the space
 reached, not what a user of the tuner would get.
 
+The transposed convolution is written with the product under `.when` (the tap is skipped
+where the stride or the border excludes it, as torch skips it: no 0 x weight, so an inf or
+NaN weight stays out of the outputs it does not reach); the padded convolutions guard the
+input (padding zeros times the weight).
+
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
 """
