@@ -32,6 +32,11 @@ rounds; on a busy machine it keeps the default (the tuned column then says so) a
 fastest trial of the search is timed beside it (`fastest trial` columns): what the space
 reached, not what a user of the tuner would get.
 
+The transposed convolution is written with the product under `.when` (the tap is skipped
+where the stride or the border excludes it, as torch skips it: no 0 x weight, so an inf or
+NaN weight stays out of the outputs it does not reach); the padded convolutions guard the
+input (padding zeros times the weight).
+
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
 """
@@ -116,9 +121,11 @@ class Conv:
         else:
             channel, weight = "C", f"input1[F, C, {', '.join(ks)}]"
         x = f"input0[N, {channel}, {', '.join(index)}]"
+        where = ", ".join(f"{o} in {n}" for o, n in zip(outs, self.out))
+        if self.transposed:  # the tap skipped, as torch skips it (no 0 x weight: inf/NaN weights stay out)
+            return f"output0[N, F, {', '.join(outs)}] +=! ({x} * {weight}).when([{', '.join(conds)}], 0.0) where {where}"
         if conds:
             x = f"{x}.when([{', '.join(conds)}], 0.0)"
-        where = ", ".join(f"{o} in {n}" for o, n in zip(outs, self.out))
         return f"output0[N, F, {', '.join(outs)}] +=! ({x} * {weight}) where {where}"
 
     def inputs(self, batch: int) -> dict[str, Any]:

@@ -273,7 +273,8 @@ def _conv2d(a: dict[str, np.ndarray]) -> np.ndarray:
 
 
 @pytest.mark.parametrize("n, c, f, h, w, k, tiles", [
-    (2, 8, 8, 20, 20, 3, {16: 4, 8: 4, 4: 2}),  # 18 columns: 16 + 2, 8 + 8 + 2, 4 x 4 + 2
+    # 18 columns: 16 + 2, 8 + 8 + 2, 4 x 4 + 2 (4 channels: 8 would be blocked over channels)
+    (2, 8, 4, 20, 20, 3, {16: 4, 8: 4, 4: 2}),
     (1, 3, 6, 19, 35, 2, {16: 2, 8: 2, 4: 2}),  # 6 channels: tiles of 2
     # 38 columns: 2 vectors of 16 + 4 + 2 (four rows in 32 registers), 4 x 8 + 4 + 2 (six
     # vectors a row: two rows in 16 registers), 9 x 4 + 2
@@ -302,8 +303,9 @@ def test_default_conv2d_blocks_output_channels_and_matches_numpy(
 
 
 def test_narrow_convolutions_are_not_blocked() -> None:
-    """Fewer than 16 output columns: no vector to block around."""
-    comp = Compilation(CONV2D.format(ho=6, wo=6), "<conv>", {"input0": f32(1, 4, 8, 8), "input1": f32(8, 4, 3, 3)},
+    """Fewer than 16 output columns: no vector to block around (and 4 output channels: no
+    vector of channels either)."""
+    comp = Compilation(CONV2D.format(ho=6, wo=6), "<conv>", {"input0": f32(1, 4, 8, 8), "input1": f32(4, 4, 3, 3)},
                        None, "c")
     schedule = c_schedule(comp)
     assert not schedule.knobs() and not schedule.ops(et.TileOp) and not schedule.ops(et.CacheWriteOp), schedule
@@ -347,8 +349,9 @@ def test_random_row_programs_match_the_reference(shared: str, reduce: str, n: in
 
 def test_every_row_tile_option_of_the_conv_schedule_applies() -> None:
     """The `tile_rows` knob offers only sizes the schedule can unroll; each one gives NumPy's
-    answer (a search may pick any)."""
-    inputs = {"input0": f32(1, 4, 10, 20), "input1": f32(8, 4, 3, 3)}
+    answer (a search may pick any). 4 output channels: no vector of channels, so the rows
+    blocking."""
+    inputs = {"input0": f32(1, 4, 10, 20), "input1": f32(4, 4, 3, 3)}
     ir = CONV2D.format(ho=8, wo=18)
     comp = Compilation(ir, "<conv>", inputs, None, "c")
     schedule = c_schedule(comp)

@@ -1,8 +1,9 @@
 """The default C schedule register-blocks every contraction (issue 26 item 1, issue 22 item 6),
 one test per cause: matmuls with dimensions below 64 (a short reduction, a narrow output,
 batched small matmuls), and convolutions whose output rows do not fill whole vectors (1D,
-2D, 3D, 7x7 windows, 7x7 outputs, padded) blocked over output channels x output columns with
-the filter packed channels-innermost. Each checks the schedule (tiles, staged layouts), the
+2D, 3D, 7x7 windows, 7x7 outputs, padded, strided, transposed, grouped, 1-D with long rows,
+batches of small maps) blocked over output channels x output columns with the filter packed
+channels-innermost, and short reductions summing several outputs side by side. Each checks the schedule (tiles, staged layouts), the
 generated C (a local accumulator tile, explicit vector code in the innermost loop) and the
 numbers against a NumPy float64 reference on fresh random inputs, on small shapes.
 """
@@ -123,6 +124,8 @@ CONVS = {
     # name: (dims, pad, input shape, filter shape); outputs as wide as the inputs less the
     # window (valid) or as wide (padded)
     "conv1d": (1, 0, (1, 5, 13), (2 * 16, 5, 3)),
+    # a row of whole vectors too long for two rows of accumulators in registers
+    "conv1d long row": (1, 0, (1, 3, 16 * C_LANES + 2), (2 * 16, 3, 3)),
     "conv2d 7 columns": (2, 0, (1, 6, 9, 9), (32, 6, 3, 3)),
     "conv2d 7x7 window": (2, 0, (1, 3, 12, 12), (16, 3, 7, 7)),
     "conv2d padded 7x7 output": (2, 1, (1, 8, 7, 7), (32, 8, 3, 3)),
@@ -261,3 +264,141 @@ def test_cache_ops_with_a_layout_match_numpy_on_every_target(target: str) -> Non
     got = comp.kernel()(**arrays)["output0"] if target == "c" else run_on_device(comp, arrays)["output0"]
     want = arrays["input0"].astype(np.float64) @ arrays["input1"].astype(np.float64)
     assert max_error(got, want) <= tolerance("float32"), source
+
+
+# ---- strided convolutions: blocked over output channels x columns --------------------------------
+
+
+def _strided_ref(stride: int, pad: int) -> Any:
+    def ref(a: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.pad(a["input0"], [(0, 0), (0, 0), (pad, pad), (pad, pad)])
+        win = np.lib.stride_tricks.sliding_window_view(x, a["input1"].shape[2:], axis=(2, 3))[:, :, ::stride, ::stride]
+        return np.einsum("nchwij,fcij->nfhw", win, a["input1"])
+
+    return ref
+
+
+@pytest.fixture(scope="module")
+def strided_conv() -> tuple[Compilation, dict[str, Any], str]:
+    """A 3x3 convolution with stride 2 and padding 1 (5x5 outputs of a 9x10 input): its
+    input moves by 2 along the output row, so no vector along the row."""
+    inputs = {"input0": f32(1, 3, 9, 10), "input1": f32(2 * C_LANES, 3, 3, 3)}
+    e = ["HO * 2 + KH - 1", "WO * 2 + KW - 1"]
+    conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(e, (9, 10)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, C, {e[0]}, {e[1]}].when([{conds}], 0.0) * input1[F, C, KH, KW]) "
+          "where HO in 5, WO in 5")  # fmt: skip
+    comp = Compilation(ir, "<strided>", inputs, None, "c")
+    return comp, inputs, _check_numbers(comp, inputs, _strided_ref(2, 1))
+
+
+def test_strided_convolutions_are_blocked_over_output_channels(strided_conv: tuple[Compilation, dict[str, Any], str]) -> None:
+    """A strided convolution (input index `WO * 2 + KW`) is blocked over output channels x
+    output columns like a unit-stride one: the channels a vector loop over the packed filter,
+    each column's input a broadcast, the padding tests out of the vector loops; NumPy's
+    numbers (checked by the fixture)."""
+    comp, _, source = strided_conv
+    schedule = c_schedule(comp)
+    assert {"output0.tile_channels", "output0.tile_cols"} <= set(schedule.knobs()), schedule
+    (read,) = schedule.ops(et.CacheReadOp)
+    assert read.tensor.data == "input1" and read.layout_order == (1, 2, 3, 0), schedule
+    assert "float output0_local[" in source and "float input1_local[" in source
+    compute = [body for body in _vector_loops(source) if "input1_local[" in body]
+    assert compute, source
+    for body in compute:
+        assert "einc_vload_f32x" in body and "if (" not in body and "? " not in body, body
+
+
+def _transposed_ref(a: dict[str, np.ndarray]) -> np.ndarray:
+    """conv_transpose2d, stride 2, padding 1, 4x4 window: each input point scattered."""
+    x, w = a["input0"], a["input1"]
+    n, _, h, wd = x.shape
+    full = np.zeros((n, w.shape[1], 2 * (h - 1) + 4, 2 * (wd - 1) + 4))
+    for i, j in np.ndindex(4, 4):
+        full[:, :, i : i + 2 * h - 1 : 2, j : j + 2 * wd - 1 : 2] += np.einsum("nchw,cf->nfhw", x, w[:, :, i, j])
+    return full[:, :, 1 : 1 + 2 * h, 1 : 1 + 2 * wd]
+
+
+@pytest.fixture(scope="module")
+def transposed_conv() -> tuple[Compilation, str]:
+    """A transposed convolution (stride 2, padding 1, 4x4 window; 4x5 inputs, 8x10 outputs)
+    written with `//` indices and `%` tests, the tap skipped where it does not apply."""
+    inputs = {"input0": f32(1, 3, 4, 5), "input1": f32(3, 2 * C_LANES, 4, 4)}
+    e = ["HO + 1 - KH", "WO + 1 - KW"]
+    conds = ", ".join(f"({i}) % 2 == 0, {i} >= 0, {i} < {2 * n}" for i, n in zip(e, (4, 5)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, C, ({e[0]}) // 2, ({e[1]}) // 2] * input1[C, F, KH, KW])"
+          f".when([{conds}], 0.0) where HO in 8, WO in 10")  # fmt: skip
+    comp = Compilation(ir, "<transposed>", inputs, None, "c")
+    return comp, _check_numbers(comp, inputs, _transposed_ref)
+
+
+def test_transposed_convolutions_are_blocked_then_split_into_phases(transposed_conv: tuple[Compilation, str]) -> None:
+    """A transposed convolution (its input index `(WO + 1 - KW) // 2` moves with the output
+    column through a division) is blocked over output channels x columns, then its stride
+    tests split into phases (the output rows, then the window taps: each unrolled column
+    keeps the taps of its phase): no condition and no `%` left in the vector loops; NumPy's
+    numbers (checked by the fixture)."""
+    comp, source = transposed_conv
+    schedule = c_schedule(comp)
+    assert {"output0.tile_channels", "output0.tile_cols"} <= set(schedule.knobs()), schedule
+    assert schedule.ops(et.SplitPhasesOp), schedule
+    assert "float output0_local[" in source and "float input1_local[" in source
+    compute = [body for body in _vector_loops(source) if "input1_local[" in body]
+    assert compute, source
+    for body in compute:
+        assert "if (" not in body and "? " not in body and "%" not in body, body
+
+
+def test_small_maps_in_a_batch_share_the_packed_filter() -> None:
+    """A batch of small maps (3x3 outputs): the batch loop goes below the channel tiles, so
+    that each packed filter tile serves every image (not packed again per image), and the
+    channel tiles run in parallel; NumPy's numbers."""
+    inputs = {"input0": f32(2, 4, 5, 5), "input1": f32(16 * C_LANES, 4, 3, 3)}
+    ir = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 3, WO in 3"
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, _conv_ref(0, 2))
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t F_o = 0;", source), source
+    pack = source.index("float input1_local[")
+    # the parallel body that packs the filter loops over the images itself (no image passed in)
+    params = re.findall(r"void einc_parallel_\d+\(([^)]*)\)", source[:pack])[-1]
+    assert "int64_t N" not in params and re.search(r"for \(int64_t N = 0; N < 2; N\+\+\)", source[pack:]), source
+
+
+def test_grouped_convolutions_block_eight_channels_per_group() -> None:
+    """A grouped convolution with 8 output channels per group (the channel index `F // 8 * 3
+    + C` split into group x channel): blocked over the group's 8 channels (half a vector
+    with AVX-512) x output columns, the filter packed per group; NumPy's numbers."""
+    inputs = {"input0": f32(1, 6, 6, 5), "input1": f32(16, 3, 3, 3)}
+    e = ["HO + KH - 1", "WO + KW - 1"]
+    conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(e, (6, 5)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, F // 8 * 3 + C, {e[0]}, {e[1]}].when([{conds}], 0.0) "
+          "* input1[F, C, KH, KW]) where HO in 6, WO in 5")  # fmt: skip
+
+    def ref(a: dict[str, np.ndarray]) -> np.ndarray:
+        x = np.pad(a["input0"], [(0, 0), (0, 0), (1, 1), (1, 1)])
+        win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)).reshape(1, 2, 3, 6, 5, 3, 3)
+        return np.einsum("ngchwij,gfcij->ngfhw", win, a["input1"].reshape(2, 8, 3, 3, 3)).reshape(1, 16, 6, 5)
+
+    comp = Compilation(ir, "<grouped>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    assert schedule.knobs()["output0.tile_channels"].selected == 8, schedule
+    source = _check_numbers(comp, inputs, ref)
+    assert "float input1_local[" in source and "einc_vload_f32x8(&input1_local[" in source, source
+
+
+# ---- reductions over short axes: independent sums side by side -----------------------------------
+
+
+def test_short_reductions_interleave_outputs() -> None:
+    """A global average pool (a 16x16 window summed per channel, strided across channels: no
+    vector along the window or the channels): eight channels' sums side by side (the channel
+    loop tiled by 8, the tile unrolled below the window loops, the sums in a local tile), the
+    channel tiles in parallel; NumPy's numbers."""
+    from einc.schedule.policies.cpu import INTERLEAVE
+
+    inputs = {"input0": f32(1, 256, 16, 16)}
+    comp = Compilation("output0[N, C] +=! input0[N, C, H, W] / 256.0", "<pool>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)))
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t C_o = 0; C_o < 256; C_o \+= 8\)", source), source
+    assert f"float output0_local[{INTERLEAVE}]" in source
+    inner = source[source.index("for (int64_t W = 0; W < 16; W++) {") :]
+    assert all(f"output0_local[{k}] = output0_local[{k}] + " in inner for k in range(INTERLEAVE)), source

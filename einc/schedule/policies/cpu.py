@@ -33,7 +33,16 @@ remaining statement nest:
   (`_block_channels`): the channels a vector loop, the columns unrolled rows of
   accumulators, the input channels and the window inside, the output tile staged with its
   channels innermost and the filter packed the same way (cache ops with a `layout`), once
-  per input-channel tile;
+  per input-channel tile; the same blocking takes a strided convolution (`WO * 2 + KW`: no
+  vector along the row, each column's input a broadcast), a transposed one (`(WO + 1 - KW)
+  // 2`, split into phases afterwards, see below), a row of whole vectors too long for two
+  rows of register accumulators (a 1-D convolution), and with AVX-512 8 channels as half a
+  vector (a grouped convolution's channels per group); a batch of small maps (fewer output
+  points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
+  that each packed filter tile serves every image;
+- a reduction over short innermost axes that no vector fits (a global average pool's 7x7
+  window, strided across channels) sums INTERLEAVE outputs side by side
+  (`_interleave_short_reductions`);
 - one loop runs in parallel (OpenMP) when the nest does enough work: the outermost, when it
   has enough iterations for every core, else the outermost loop below it that has (a batch
   of 1 runs its channels or rows in parallel, not its batch loop of one iteration), among
@@ -57,7 +66,7 @@ from typing import TYPE_CHECKING, cast
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 
 from einc.transforms import loop_transforms as lt
 from einc.transforms.loop_analysis import (
@@ -103,6 +112,29 @@ def _unit_stride(access_map: AffineMap | None, operands: Sequence[SSAValue], iv:
     return form is not None and form[0].get(iv) == 1
 
 
+def _strided(access_map: AffineMap | None, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
+    """Whether an access's last index moves with `iv` other than with stride 1: by a
+    constant stride above 1 (a strided convolution's input `WO * 2 + KW`) or through a
+    division (a transposed convolution's `(WO + 1 - KW) floordiv 2`, which phase splitting
+    makes affine)."""
+    if access_map is None or not access_map.results:
+        return False
+    e = access_map.results[-1]
+    form = linear_form(e, operands)
+    if form is not None:
+        return form[0].get(iv, 0) > 1
+    return _mentions(e, operands, iv)
+
+
+def _mentions(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
+    """Whether the affine expression `e` (over `operands`) reads the loop variable `iv`."""
+    if isinstance(e, AffineDimExpr):
+        return operands[e.position] is iv
+    if isinstance(e, AffineBinaryOpExpr):
+        return _mentions(e.lhs, operands, iv) or _mentions(e.rhs, operands, iv)
+    return False
+
+
 def _tag(loop: affine.ForOp, name: str) -> str:
     """A tagged loop's statement (`lt.STMT_ATTR`) or axis (`lt.AXIS_ATTR`)."""
     tag = loop.attributes[name]
@@ -142,16 +174,21 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
             p = parallel[-1]
             iv = induction_var(p)
             reads = [a for a in _loads(top) if a.buffer is not buffer]
-            if _unit_stride(stores[0].map, stores[0].operands, iv) and any(
-                _unit_stride(a.map, a.operands, iv) for a in reads
+            order = [*parallel[:-1], *reduction, p]
+            if _unit_stride(stores[0].map, stores[0].operands, iv) and (
+                any(_unit_stride(a.map, a.operands, iv) for a in reads)
+                # a strided convolution (`WO * 2 + KW`): no vector along j, but blocked over
+                # output channels x columns, each column's input a broadcast
+                or (any(_strided(a.map, a.operands, iv) for a in reads) and _channel_plan(order, len(parallel) - 1, lanes) is not None)
             ):
-                order = [*parallel[:-1], *reduction, p]
                 handles = [b.handle(loop) for loop in order]
                 reordered = b.try_(lambda: b.reorder(handles))
                 if not isinstance(reordered, lt.Failure):
                     new = [b.loop(h) for h in reordered]
                     b.remember(new, reordered)
                     band = band_from(_block_contraction(new, len(parallel) - 1, b, lanes))
+            elif band == [*parallel, *reduction] and (trip_count(band[-1]) or 0) < REDUCTION_MIN_TRIP:
+                band = band_from(_interleave_short_reductions(band, len(parallel), b))
     _parallelize(band, work, b)
     inner = band_from(band[0])[-1]
     stores = [a for a in next(iter(written_groups(inner).values()), ()) if a.write]
@@ -159,6 +196,39 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
         if _tagged(inner) and not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):
             return
     _vectorize_reduction(inner, b)
+
+
+INTERLEAVE = 8
+"""Outputs `_interleave_short_reductions` accumulates side by side."""
+
+
+def _interleave_short_reductions(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder) -> affine.ForOp:
+    """A reduction over short innermost axes no vector fits (a global average pool's 7x7
+    window, strided across channels): the last output loop tiled by INTERLEAVE, its tile
+    moved below the reductions and unrolled, the output tile staged locally (cache_write) —
+    INTERLEAVE independent sums instead of one chain of dependent adds per output (2048x7x7
+    pool, AVX-512, 1 thread: 0.031 ms to 0.024). Returns the band's new outermost loop."""
+    p = band[n_outer - 1]
+    n = trip_count(p) or 0
+    if n % INTERLEAVE or n < 2 * INTERLEAVE:
+        return band[0]
+    (out,) = written_groups(band[0])
+    handles = {loop: b.handle(loop) for loop in band}
+    po_h, pi_h = b.tile(handles[p], INTERLEAVE)
+    po, pi = b.loop(po_h), b.loop(pi_h)
+    handles.update({po: po_h, pi: pi_h})
+    wanted = [*band[: n_outer - 1], po, *band[n_outer:], pi]
+    reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
+    if isinstance(reordered, lt.Failure):
+        return band_from(band[0] if band[0] is not p else po)[0]  # the (legal) tiling only
+    new = [b.loop(h) for h in reordered]
+    b.remember(new, reordered)
+    if _element(out) == f16:  # see _block_matmul
+        return new[0]
+    if isinstance(b.try_(lambda: b.cache_write(buffer_name(out), b.handle(new[n_outer - 1]))), lt.Failure):
+        return new[0]
+    b.try_(lambda: b.unroll(b.handle(new[-1]), INTERLEAVE))
+    return new[0]
 
 
 def parallel_loop(band: Sequence[affine.ForOp], work: int) -> affine.ForOp | None:
@@ -307,7 +377,7 @@ def _moves_with(access: Access, iv: SSAValue) -> bool:
     assert access.map is not None, access
     for e in access.map.results:
         form = linear_form(e, access.operands)
-        if form is None or form[0].get(iv):
+        if form[0].get(iv) if form is not None else _mentions(e, access.operands, iv):
             return True
     return False
 
@@ -435,20 +505,28 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
     nj = trip_count(j)
     if nj is None or nj < 2:
         return None
-    if nj % lanes == 0 and not (len(reductions) > 1 and nj < 2 * lanes):
-        return None
     (out,) = written_groups(band[0])
     stores = [a for a in accesses(band[0]) if a.write and a.buffer is out]
     loads = [a for a in _loads(band[0]) if a.buffer is not out]
     if not stores or any(a.map is None for a in [*stores, *loads]):
         return None
     jv = induction_var(j)
-    vector_inputs = [a for a in loads if _unit_stride(a.map, a.operands, jv)]
+    # the inputs read along the output row: unit-stride, or strided (a strided convolution,
+    # which cannot be vectorized along j, so is blocked over channels whatever its width)
+    vector_inputs = [a for a in loads if _unit_stride(a.map, a.operands, jv) or _strided(a.map, a.operands, jv)]
     if not vector_inputs:
+        return None
+    strided = not any(_unit_stride(a.map, a.operands, jv) for a in vector_inputs)
+    # with a window (several reductions), a row of whole vectors is blocked along j when two
+    # rows of accumulators fit the registers; a longer row (a 1-D convolution's 256 columns)
+    # would keep its accumulators in memory (a load and a store per FMA), so it is blocked
+    # over channels x columns too
+    rows_fit = nj // lanes <= (24 if lanes >= 16 else 12) // 2
+    if nj % lanes == 0 and not (len(reductions) > 1 and (nj < 2 * lanes or not rows_fit)) and not strided:
         return None
     for f in reversed(outer):
         nf, fv = trip_count(f) or 0, induction_var(f)
-        if nf % lanes or any(_moves_with(a, fv) for a in vector_inputs):
+        if nf % _half(lanes) or any(_moves_with(a, fv) for a in vector_inputs):
             continue
         out_dim = _single_dim(stores[0], fv)
         filters = [a for a in loads if _moves_with(a, fv)]
@@ -459,13 +537,15 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
             continue
         # accumulators: `vectors` vectors per output column; 24 of AVX-512's 32 registers
         # (12 of AVX2's 16), the rest for the filter vectors and the broadcast input. Two
-        # vectors of channels where the columns divide into enough rows, else one.
+        # vectors of channels where the columns divide into enough rows, else one; with
+        # AVX-512, half a vector where the channels come in eights (a grouped convolution's
+        # 8 output channels per group).
         tf = tw = 0
-        for vectors in (2, 1):
-            budget = (24 if lanes >= 16 else 12) // vectors
+        for width in (2 * lanes, lanes, _half(lanes)):
+            budget = (24 if lanes >= 16 else 12) // max(1, width // lanes)
             tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
-            if nf % (vectors * lanes) == 0 and tw >= min(nj, 4):
-                tf = vectors * lanes
+            if nf % width == 0 and tw >= min(nj, 4):
+                tf = width
                 break
         if not tf:
             continue
@@ -497,6 +577,17 @@ def _parallel_chunks(
     return max(sizes) if sizes else None
 
 
+BATCH_INSIDE_POINTS = 16
+"""`_block_channels` moves the batch loops below the channel tiles when an image has fewer
+output points than this many vectors (the packed filter then serves the whole batch)."""
+
+
+def _half(lanes: int) -> int:
+    """The narrowest channel tile `_block_channels` vectorizes: half a vector with AVX-512
+    (8 lanes, an AVX2 vector), a whole one otherwise."""
+    return lanes // 2 if lanes >= 16 else lanes
+
+
 def _innermost(rank: int, dim: int) -> tuple[int, ...]:
     """The dimension order moving `dim` innermost."""
     return (*(d for d in range(rank) if d != dim), dim)
@@ -523,7 +614,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     # every combination of the knobs' options applies: channel tiles no larger than the
     # packed filter allows with the largest input-channel tile
     rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
-    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (lanes, 2 * lanes, 4 * lanes)
+    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (_half(lanes), lanes, 2 * lanes, 4 * lanes)
                                                        if nf % t == 0 and t * plan.tc * rest <= CHANNEL_PACK_ELEMENTS})  # fmt: skip
     knob_w = b.knob(f"{stmt}.tile_cols", plan.tw, {t for t in range(2, 17) if nj % t == 0} or {plan.tw})
     handles = {loop: b.handle(loop) for loop in band}
@@ -548,7 +639,16 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     # the first spatial loop is split into chunks above them (`_parallel_chunks`), the
     # filter packed once per chunk
     split = _parallel_chunks(before, nf // plan.tf, after, nj, lanes) if tiled_c else None
-    if split is not None:
+    # small images (a 7x7 map) in a batch: the batch loops go below the channel tiles, so
+    # that each packed filter tile serves every image instead of being packed again per image
+    # (packing costs about lanes / points of the FMAs: a third with 49 points); the channel
+    # tiles are then the parallel units, so only where they are enough for every core
+    points = nj * math.prod(trip_count(loop) or 1 for loop in after)
+    batch_inside = (math.prod(trip_count(loop) or 1 for loop in before) > 1 and points < BATCH_INSIDE_POINTS * lanes
+                    and nf // plan.tf >= PARALLEL_MIN_TRIP // 2)  # fmt: skip
+    if batch_inside:
+        wanted = [fo, *tiled_c, *before, *after, jo, ci, *reductions[1:], ji, fi]
+    elif split is not None:
         knob_s = b.knob(f"{stmt}.tile_spatial", split, {t for t in range(1, (trip_count(after[0]) or 1) + 1)
                                                          if (trip_count(after[0]) or 1) % t == 0})  # fmt: skip
         so_h, si_h = b.tile(handles[after[0]], knob_s)
