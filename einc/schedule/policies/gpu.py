@@ -15,7 +15,8 @@ left to `convert-affine-to-egpu`'s default mapping):
   (`block.x/y`), work-item tiles (`thread.x/y`: `THREADS` work-items, 16x16 where the
   target's default work-group is 256, else 8x8) and a register tile of up to `REGISTER`
   by `REGISTER` outputs per work-item, held in a private array across the reductions
-  (`cache_write ... in "local"`) and unrolled; the largest other output axis goes to
+  (`cache_write ... in "local"`) and unrolled (where the statement's body is a few ops,
+  `UNROLL_BODY`); the largest other output axis goes to
   `block.z`, any further ones run in each work-item. Where the target's shared memory is
   on chip (`shared_on_chip`), the outermost reduction is tiled (`ktile`: the staged tiles
   fill at most half the shared memory) and both inputs' tiles are staged in shared memory
@@ -32,8 +33,8 @@ left to `convert-affine-to-egpu`'s default mapping):
   reduction (`cache_write ... in "local"`) instead of a load and store of global memory
   per step;
 - an elementwise nest of at most three axes: the innermost axis in chunks of up to `ITEMS`
-  consecutive elements per work-item (a divisor of the axis, unrolled: one vector access
-  where the printer makes it), the chunks over work-groups and work-items, the next axes on
+  consecutive elements per work-item (a divisor of the axis: a loop of constant trip count
+  the device compiler unrolls), the chunks over work-groups and work-items, the next axes on
   `block.y`, `block.z`; one of more axes is left to the default mapping.
 
 Knobs (the tuner's default sketch varies them): `stmt.axis.threads` (work-items along an
@@ -85,6 +86,12 @@ ITEMS = 4
 
 CROSS_THREAD_MIN = 32
 """A reduction shorter than this is not shared across work-items."""
+
+UNROLL_BODY = 16
+"""A contraction's register tile is unrolled only where the statement's body has at most
+this many ops (a multiply-accumulate has six): a body of inlined math functions (einc's own
+float64 `exp`, `pow` ... on HLSL) copied `rx * ry` times makes code, compile time and
+shaders without making the tile faster."""
 
 KUNROLL = 4
 """The unroll of a staged reduction tile's loop (a float4 of the left input's row)."""
@@ -260,6 +267,11 @@ def contraction_axes(nest: _Nest) -> tuple[affine.ForOp, affine.ForOp | None] | 
     return x, y
 
 
+def _body_size(nest: _Nest) -> int:
+    """The ops of the statement's body (inside its innermost loop), nested ops included."""
+    return sum(1 for op in nest.band[-1].body.walk()) - 1  # less the loop's own terminator
+
+
 def _pow2_ceil(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(n, 1))))
 
@@ -412,6 +424,8 @@ class _Policy:
             ko_new = new[nb + nz + nt + ns]
             for name in staged:
                 b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
+        if _body_size(nest) > UNROLL_BODY:
+            return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
         for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
             b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
         if stage and len(red) == 1:
@@ -466,8 +480,7 @@ class _Policy:
 
     def elementwise(self, nest: _Nest) -> None:
         """The innermost axis in chunks of `items` consecutive elements (a divisor of the
-        axis: a constant trip count, unrolled; one vector access where the printer makes
-        it), the chunks over work-groups and their work-items, the next two axes on
+        axis: a constant trip count, left a loop), the chunks over work-groups and their work-items, the next two axes on
         block.y / block.z."""
         b, f = self.b, self.facts
         if not self.elementwise_applies(nest):
@@ -480,12 +493,14 @@ class _Policy:
         self._grid(ex, tx * items, 0)
         e = self.knob(nest, x, "items", items, register_options(ex)[:ITEMS * 2])
         t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
-        q, xe = b.tile(b.handle(x), e)
+        q, _chunk = b.tile(b.handle(x), e)
         xo, xt = b.tile(q, t)
         # the band is now `others..., x.o.o, x.o.i, x.i`: in the order bound
         for h, axis in zip([*(b.handle(s) for s in others), xo, xt], [*("block.z", "block.y")[2 - len(others):], "block.x", "thread.x"]):
             b.bind(h, axis)
-        b.try_(lambda: b.unroll(xe, e))
+        # the chunk's loop is left a loop of constant trip count (the device's compiler
+        # unrolls it): unrolled here, it multiplied the statement's code by `items` (a
+        # program's size, einc's compile time and the shader's), for the same scalar accesses
 
 
 def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
