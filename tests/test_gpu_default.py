@@ -221,3 +221,21 @@ def test_float16_contraction_is_never_refused(target: str) -> None:
     comp = Compilation(MATMUL, "<m>", {"input0": f16, "input1": {**f16, "shape": [48, 40]}}, None, target, "default")
     source = comp.run_until("source")
     assert "output0_local" not in source
+
+
+def test_a_bind_that_cannot_map_is_refused_at_its_schedule_op() -> None:
+    """A loop bound inside sequential loops is refused when the schedule is applied (the
+    scheduled stage, at the bind), not later by convert-affine-to-egpu: the default policy's
+    trials and the random schedule generator see the refusal where they look for it."""
+    from einc.errors import ScheduleError
+    from einc.schedule.script import Schedule
+
+    text = ('builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n'
+            '    %h = transform.einc.match stmt "output0" axis "W" in %root\n'
+            '    transform.einc.bind %h to "block.y"\n    transform.yield\n  }\n}\n')  # fmt: skip
+    comp = Compilation("output0[N, C, H, W] = input0[N, H, W, C]", "t.ein",
+                       {"input0": {"dtype": "float32", "shape": [2, 5, 5, 3]}}, target="cuda",
+                       schedule=Schedule.parse(text, "s.mlir"), use_records=False)  # fmt: skip
+    with pytest.raises(ScheduleError, match="cannot be mapped onto work-items") as err:
+        comp.module("scheduled")
+    assert "s.mlir:4:5" in err.value.render()

@@ -141,6 +141,8 @@ class _Nest:
     reduction: list[affine.ForOp]
     output: SSAValue
     loads: list[Access]
+    body: int
+    """The ops of the statement's body (in its innermost loop, nested ops included)."""
 
     def extent(self, loop: affine.ForOp) -> int:
         return trip_count(loop) or 1
@@ -222,7 +224,8 @@ def analyse(top: affine.ForOp) -> _Nest | None:
     loads = [a for a in accesses(top) if not a.write and a.buffer is not buffer]
     if any(a.map is None for a in loads):
         return None
-    return _Nest(top, _tag(top, lt.STMT_ATTR), band, spatial, [x for x in band if x not in spatial], buffer, loads)
+    body = sum(1 for _ in band[-1].body.walk())
+    return _Nest(top, _tag(top, lt.STMT_ATTR), band, spatial, [x for x in band if x not in spatial], buffer, loads, body)
 
 
 def _moves_with(access: Access, loop: affine.ForOp) -> bool:
@@ -265,11 +268,6 @@ def contraction_axes(nest: _Nest) -> tuple[affine.ForOp, affine.ForOp | None] | 
     free = [s for s in others if not any(_moves_with(a, s) for a in along_x)]
     y = (free or others or [None])[-1]
     return x, y
-
-
-def _body_size(nest: _Nest) -> int:
-    """The ops of the statement's body (inside its innermost loop), nested ops included."""
-    return sum(1 for op in nest.band[-1].body.walk()) - 1  # less the loop's own terminator
 
 
 def _pow2_ceil(n: int) -> int:
@@ -424,7 +422,7 @@ class _Policy:
             ko_new = new[nb + nz + nt + ns]
             for name in staged:
                 b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
-        if _body_size(nest) > UNROLL_BODY:
+        if nest.body > UNROLL_BODY:
             return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
         for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
             b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
