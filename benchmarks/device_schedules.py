@@ -1,10 +1,12 @@
 """Schedules on the executable device targets, against NumPy in the same run (reported, not
-asserted): a float32 matmul with the default mapping (one output per work-item), a 4x4
-register tile per work-item (`cache_write ... in "local"`), and that tile plus shared-memory
-input tiles; a row sum with the default mapping (one row per work-item) and with the
-reduction bound to 64 threads (a cross-thread reduction).
+asserted): a float32 matmul with the target's default schedule (einc/schedule/policies/gpu.py),
+with no schedule (the default mapping: one output per work-item), a 4x4 register tile per
+work-item (`cache_write ... in "local"`), that tile plus shared-memory input tiles, a 32x32
+work-group tile with a 4x8 register tile, and optionally a tuned schedule (`--tuned FILE`, the
+script `einc tune -o FILE` wrote); a row sum with the default schedule, no schedule (one row
+per work-item) and with the reduction bound to 64 threads (a cross-thread reduction).
 
-    .venv/bin/python benchmarks/device_schedules.py [--targets opencl,sycl,hlsl] [--n 512]
+    .venv/bin/python benchmarks/device_schedules.py [--targets opencl,sycl,hlsl] [--n 512] [--tuned FILE]
 
 Times include einc's host side (copies in and out of device buffers), as a user calls a
 kernel. On this project's machines the devices are CPUs (PoCL, Intel's OpenCL CPU runtime,
@@ -43,6 +45,17 @@ SHARED_TILES = [*TILES, "%ko, %ki = transform.einc.tile %k by 8",
                 *BINDS, '%s0 = transform.einc.cache_read "input0" at %e in "shared"',
                 '%s1 = transform.einc.cache_read "input1" at %e in "shared"',
                 "transform.einc.unroll %h by 4", "transform.einc.unroll %g by 4"]  # fmt: skip
+HAND_32 = [
+    '%n = transform.einc.match stmt "output0" axis "N" in %root',
+    '%m = transform.einc.match stmt "output0" axis "M" in %root',
+    '%k = transform.einc.match stmt "output0" axis "K" in %root',
+    "%no, %ni = transform.einc.tile %n by 32",
+    "%mo, %mi = transform.einc.tile %m by 32",
+    "%nt, %nr = transform.einc.tile %ni by 4",
+    "%mt, %mr = transform.einc.tile %mi by 8",
+    "%a, %b, %c, %d, %e, %f, %g = transform.einc.reorder %no, %mo, %nt, %mt, %k, %nr, %mr",
+    *BINDS, "transform.einc.unroll %g by 8", "transform.einc.unroll %f by 4",
+]
 ROW_THREADS = [
     '%n = transform.einc.match stmt "output0" axis "N" in %root',
     '%c = transform.einc.match stmt "output0" axis "C" in %root',
@@ -65,6 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", default="opencl,sycl,hlsl")
     parser.add_argument("--n", type=int, default=512)
+    parser.add_argument("--tuned", help="a tuned MatMul schedule script (einc tune -o FILE)")
     args = parser.parse_args()
     n = args.n
     rng = np.random.default_rng()
@@ -72,10 +86,15 @@ def main() -> None:
     rows, cols = 8 * n, 1024
     rs_in = {"input0": {"dtype": "float32", "shape": [rows, cols]}}
     cases = [
-        ("MatMul %d^3" % n, MATMUL, mm_in, "default mapping", None, 2.0 * n**3),
+        ("MatMul %d^3" % n, MATMUL, mm_in, "default schedule", "default", 2.0 * n**3),
+        ("MatMul %d^3" % n, MATMUL, mm_in, "default mapping", "none", 2.0 * n**3),
         ("MatMul %d^3" % n, MATMUL, mm_in, "4x4 register tile", script(REGISTER_TILE), 2.0 * n**3),
         ("MatMul %d^3" % n, MATMUL, mm_in, "+ shared input tiles", script(SHARED_TILES), 2.0 * n**3),
-        ("RowSum %dx%d" % (rows, cols), ROWSUM, rs_in, "default mapping", None, 0.0),
+        ("MatMul %d^3" % n, MATMUL, mm_in, "32x32 tile, 4x8 registers", script(HAND_32), 2.0 * n**3),
+        *([("MatMul %d^3" % n, MATMUL, mm_in, "tuned (--tuned)", open(args.tuned).read(), 2.0 * n**3)]
+          if args.tuned else []),
+        ("RowSum %dx%d" % (rows, cols), ROWSUM, rs_in, "default schedule", "default", 0.0),
+        ("RowSum %dx%d" % (rows, cols), ROWSUM, rs_in, "default mapping", "none", 0.0),
         ("RowSum %dx%d" % (rows, cols), ROWSUM, rs_in, "64 threads per row", script(ROW_THREADS), 0.0),
     ]
     out_rows = []

@@ -394,7 +394,7 @@ def test_einc_compile_names_a_hooked_plugin_on_opencl() -> None:
                "--pipeline-hook", "target=shorten-reduction", "--check-numerics")  # fmt: skip
     assert res.returncode == 1, res.stdout + res.stderr
     assert "plugin 'shorten-reduction' (after the target stage), stage target, is the first" in res.stdout
-    # (numbered after the loops stage's passes, each a step)
+    # (numbered after the default schedule's ops, each a step of the scheduled stage)
     assert re.search(r"✔ +\d+ target +convert-affine-to-egpu", res.stdout), res.stdout
     bad = [line for line in res.stdout.splitlines() if line.lstrip().startswith("✘")]
     assert bad and "shorten-reduction" in bad[0], res.stdout  # nothing before it is blamed

@@ -105,9 +105,15 @@ def test_a_500_statement_mixed_compile_does_work_linear_in_its_size(
     assert set(small) == {"ops made", "ops stepped", "uses visited", "patterns applied"}
     for kind in small:
         assert large[kind] <= 11.5 * small[kind], (kind, small[kind], large[kind])
-    # measured with the tests' EINC_VERIFY_EACH=1 (C; OpenCL): ops made 83; 42, ops stepped
-    # 1641; 1527, uses visited 90; 29, patterns applied 65; 76 per statement
+    # measured with the tests' EINC_VERIFY_EACH=1 (C; OpenCL): ops made 83; 188, ops stepped
+    # 1464; 5055, uses visited 91; 152, patterns applied 40; 134 per statement. OpenCL's were
+    # 42, 1527, 29 and 76 before the device default schedule (einc/schedule/policies/gpu.py):
+    # each contraction's 8x8 register tile is unrolled (about 500 ops a contraction, one
+    # statement in twenty here) and each reduction's plan is tried on a copy of its nest
+    # before it is made; an elementwise statement's chunk of elements stays a loop
     per_statement = {"ops made": 100, "ops stepped": 2000, "uses visited": 110, "patterns applied": 95}
+    if target == "opencl":
+        per_statement = {"ops made": 260, "ops stepped": 6000, "uses visited": 170, "patterns applied": 200}
     for kind, budget in per_statement.items():
         assert large[kind] <= 500 * budget, (kind, large[kind])
 

@@ -171,11 +171,13 @@ def test_the_schedule_prints_and_parses_back() -> None:
 
 
 def test_the_default_schedule_comes_from_the_target_as_ops() -> None:
-    """C's default policy gives a Schedule built as ops (no text parsed: no source); a target
-    without a policy (CUDA) gives none."""
+    """C's and a device's default policies give a Schedule built as ops (no text parsed: no
+    source); a target without a grid of work-groups to map onto (Poplar) gives none."""
     loops = row_sum_loops()
     schedule = default_schedule(get_target("c"), loops)
     assert isinstance(schedule, Schedule) and schedule.source is None
     (vectorized,) = schedule.ops(et.VectorizeReductionOp)
     assert isinstance(match := vectorized.target.owner, et.MatchOp) and match.axis == StringAttr("C")
-    assert default_schedule(get_target("cuda"), loops) is None
+    device = default_schedule(get_target("cuda"), loops)
+    assert isinstance(device, Schedule) and device.source is None and device.ops(et.BindOp)
+    assert default_schedule(get_target("poplar"), loops) is None

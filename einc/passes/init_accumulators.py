@@ -59,6 +59,8 @@ MAX_TILE_ORIGINS = 1 << 16
 """Coverage is checked by listing the staging loops' iterations; above this many the fill stays."""
 MAX_COVERAGE_ELEMENTS = 1 << 24
 """...and marking the tiles in a map of the output's elements; above this many the fill stays."""
+MAX_COVERAGE_RANK = 32
+"""...of at most this rank (NumPy's arrays hold at most 64 dimensions); above it the fill stays."""
 
 
 def _fill(op: Operation) -> tuple[SSAValue, SSAValue] | None:
@@ -119,7 +121,7 @@ def _covers(copy_out: affine.ForOp, tensor: SSAValue, loops: list[affine.ForOp])
     if store_map is None or not isinstance(memory, MemRefType):
         return False
     shape = memory.get_shape()
-    if math.prod(shape) > MAX_COVERAGE_ELEMENTS:
+    if math.prod(shape) > MAX_COVERAGE_ELEMENTS or len(shape) > MAX_COVERAGE_RANK:
         return False
     copy_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)}
     forms: list[tuple[dict[SSAValue, int], int, int]] = []  # outer terms, constant, extent

@@ -8,14 +8,15 @@ the loops (`check_scheduled`). Each refusal is a ScheduleError at the schedule o
 - On a device target (`limits`), a local buffer (`memref.alloca`) is each work-item's own: it
   must lie inside the bound loops, a tile written back must be the work-item's alone
   (einc.transforms.staging.private_buffer_failure), and its element type one the device
-  computes in (`limits.arith_dtypes`).
+  computes in (`limits.arith_dtypes`); each statement's bound loops must map onto
+  work-items (`check_bound_loops`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import memref
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import AnyFloat, IntegerType, ModuleOp, StringAttr
 from xdsl.ir import Attribute
 
@@ -23,6 +24,7 @@ from einc.dialects.einc_transform import BindOp, CacheOp, TensorizeOp
 from einc.errors import ScheduleError, SourceLocation
 from einc.ir.attrs import MEMORY_ATTR, dtype_name
 from einc.schedule.script import Schedule
+from einc.transforms import gpu_mapping
 from einc.transforms.loop_analysis import buffer_name
 from einc.transforms.loop_build import Failure
 from einc.transforms.staging import private_buffer_failure
@@ -63,6 +65,18 @@ def check_scheduled(schedule: Schedule, scheduled: ModuleOp, target: type[CLikeT
     (ScheduleError at the schedule op that made it): on a device target, the local buffers."""
     if target.limits is not None:
         check_private_buffers(scheduled, schedule, target.name, target.limits.arith_dtypes)
+        check_bound_loops(scheduled)
+
+
+def check_bound_loops(module: ModuleOp) -> None:
+    """On a device target, each statement's bound loops must map onto work-items as
+    `convert-affine-to-egpu` maps them (einc.transforms.gpu_mapping.bound_loops: reached from
+    the top of the statement through bound and unit loops): a bind that cannot is refused
+    here, at its schedule op, instead of in the target stage."""
+    for host in module.ops:
+        if isinstance(host, func.FuncOp) and host.body.blocks:
+            for stmt in gpu_mapping.statements(host.body.block):
+                gpu_mapping.bound_loops(stmt.main, gpu_mapping.cross_thread_reduction(stmt.main))
 
 
 def refuse_shared_memory(

@@ -1,7 +1,7 @@
 """The default schedule: what einc applies to the loops when the user gives none, chosen by the
 schedule layer from the target's facts (its schedule family, `sketches`), not by the target.
-`policies/cpu.py` for a CPU target (C); device targets have no default policy (their loops are
-mapped by `convert-affine-to-egpu`).
+`policies/cpu.py` for a CPU target (C), `policies/gpu.py` for a device target (what it leaves
+unscheduled is mapped by `convert-affine-to-egpu`).
 
     default_schedule(get_target("c"), loops)   # a Schedule built as ops, or None
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
 
-from einc.schedule.policies import cpu
+from einc.schedule.policies import cpu, gpu
 from einc.schedule.script import Schedule
 
 if TYPE_CHECKING:
@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 Policy = Callable[["type[CLikeTarget]", ModuleOp], Schedule | None]
 
-POLICIES: Mapping[str, Policy] = {"cpu": cpu.default_schedule}
+POLICIES: Mapping[str, Policy] = {"cpu": cpu.default_schedule, "gpu": gpu.default_schedule}
 """Default policy by schedule family (`CLikeTarget.sketches`); a family missing here has none."""
 
 
-SPACE_VERSIONS: Mapping[str, int] = {"cpu": 6, "gpu": 1, "": 1}
+SPACE_VERSIONS: Mapping[str, int] = {"cpu": 6, "gpu": 3, "": 1}
 """The version of each schedule family's search space (`CLikeTarget.sketches`): what the
 family's default policy (above) and the tuner's sketch rules for it (einc.tune.sketches) make
 of a program. Every tuning record is keyed by it (`space_version`): a record made by a search

@@ -271,8 +271,7 @@ class HLSLTarget(DeviceTarget):
         "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),
         max_grid=(65535, 65535, 65535), shared_bytes_per_block=32 * 1024,
         subgroup_size=4, vector_width=4, default_block=64,
-        storage_dtypes=GLSLANG_HLSL, arith_dtypes=GLSLANG_HLSL | {"bool"},
-
+        storage_dtypes=GLSLANG_HLSL, arith_dtypes=GLSLANG_HLSL | {"bool"}, shared_on_chip=False,
     )  # fmt: skip
     kernel_prefix: ClassVar[str] = ""
     index_type: ClassVar[str] = "int"

@@ -45,7 +45,7 @@ class SYCLTarget(DeviceTarget):
         "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
         max_grid=(2**31 - 1, 2**31 - 1, 2**31 - 1), shared_bytes_per_block=256 * 1024,
         subgroup_size=8, vector_width=16, default_block=64,
-        storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
+        storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"}, shared_on_chip=False,
     )  # fmt: skip
     includes: ClassVar[tuple[str, ...]] = (
         "cstdint", "limits", "sycl/builtins.hpp", "sycl/group_barrier.hpp", "sycl/half_type.hpp",

@@ -52,9 +52,15 @@ def _max_threads(target: str) -> int:
 
 
 def default_roles(schedule: Schedule, nests: list[Nest]) -> dict[str, KnobRole]:
-    """Roles of the default CPU policy's knobs (einc.schedule.policies.cpu: `stmt.tile_i|j|k|rows`)."""
+    """Roles of the default policies' knobs (einc.schedule.policies.cpu: `stmt.tile_i|j|k|rows`;
+    einc.schedule.policies.gpu: `stmt.axis.threads|reg|ktile|items`)."""
+    from einc.tune.sketches.gpu import policy_role
+
     roles = {}
     for name in schedule.knobs():
+        if (role := policy_role(name, nests)) is not None:
+            roles[name] = role
+            continue
         stmt, _, what = name.rpartition(".")
         nest = next((n for n in nests if n.stmt == stmt and not n.init and n.spatial), None)
         if nest is None:

@@ -70,6 +70,9 @@ WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "v
            "split_phases": 2}  # fmt: skip
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
+SKETCH_START = 0.3
+"""How often a device script starts from the default policy's schedule or a `tile` sketch
+(`_Gen.sketch_start`) before its random steps."""
 BIND_AXES = ("block.x", "block.y", "block.z", "thread.x", "thread.y", "thread.z")
 SIZES = (1, 2, 3, 4, 5, 7, 8, 16)
 
@@ -371,7 +374,46 @@ class _Gen:
             pairs = [(a, b) for i, a in enumerate(pool) for b in pool[i + 1:] if ok(a, b)]
         return self.rng.choice(pairs) if pairs else None
 
+    def sketch_start(self) -> None:
+        """Start the script from the device default policy's schedule or one of its `tile`
+        sketches (einc/schedule/policies/gpu.py; the inputs staged in shared memory drawn:
+        the policy's choice, none, all or one) with every knob drawn among its options; the
+        random steps then go on from it. Dropped (a refusal) when it does not apply."""
+        from einc.schedule.policies import gpu
+        from einc.targets import get_target
+
+        rng = self.rng
+        inputs = sorted(t.name for t in self.comp.program.inputs)
+        staging = rng.choice([None, frozenset(), frozenset(inputs), frozenset(rng.sample(inputs, min(1, len(inputs))))])
+        schedule = gpu.build(get_target(self.comp.target), self.loops_module, staging)
+        if schedule is None:
+            return
+        values = {k: rng.choice(v.options) for k, v in schedule.knobs().items()}
+        printed = str(schedule.with_values(values)).splitlines()
+        body = printed[printed.index(next(ln for ln in printed if "@__transform_main" in ln)) + 1:]
+        lines = [re.sub(r"%(\d+)\b", lambda m: "%root" if m.group(1) == "0" else f"%s{m.group(1)}", ln.strip())
+                 for ln in body if ln.strip() and "transform.yield" not in ln and ln.strip() != "}"]  # fmt: skip
+        ops = [m for ln in lines for m in re.findall(r"transform\.einc\.(\w+)", ln)]
+        self.draft.tried.update(ops)
+        try:
+            self.current = scheduled(self.comp, header(lines))
+        except (ScheduleError, TargetError) as err:
+            self.draft.refusals.append(err.render().splitlines()[0])
+            return
+        except BaseException:
+            self.draft.failed = header(lines)
+            raise
+        self.draft.lines = lines
+        self.draft.kept += [op for op in ops if op not in ("match", "knob")]
+        # (conservatively) every statement cached and unrolled, for `may_unroll`
+        if "cache_read" in ops or "cache_write" in ops:
+            self.cached.update(gpu_stmts(self.loops_module))
+        if "unroll" in ops:
+            self.unrolled.update(gpu_stmts(self.loops_module))
+
     def grow(self, steps: int) -> Draft:
+        if self.device and self.rng.random() < SKETCH_START:
+            self.sketch_start()
         for _ in range(steps):
             self.marks = []
             made = self.step()
@@ -413,6 +455,11 @@ class _Gen:
         intrinsic = "mfma.16x16x16" if self.comp.target == "hip" else "mma.m16n8k16"
         lines.append(f'{self.handle()} = transform.einc.tensorize {h} "{intrinsic}"')
         self.attempt(lines)
+
+
+def gpu_stmts(module: Any) -> set[str]:
+    """The statements with loops in a loop module (the sketch may cache and unroll any)."""
+    return {s for lp in loops_of(module) if (s := lp.stmt)}
 
 
 def scheduled(base: Compilation, text: str) -> Any:

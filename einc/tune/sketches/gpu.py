@@ -1,4 +1,15 @@
-"""Device (GPU) sketch rules: each statement nest's innermost spatial loop (and the one above
+"""Device (GPU) sketch rules. `tile`: the multi-level tiling of the default policy
+(einc.schedule.policies.gpu: contractions on work-group, work-item and register tiles with
+a reduction tile, other reductions cross-thread or with private accumulators, elementwise
+nests several elements per work-item) with shared-memory staging of the contractions'
+inputs chosen per sketch: none (`tile`), every input (`tile.shared`), or one
+(`tile.shared.T`); its knobs (`stmt.axis.threads|reg|ktile|items`) range over options the
+target's description bounds (work-items up to its work-group limit, register tiles that
+divide their axis up to 16, reduction tiles up to 16), and a point whose work-group or
+staged tiles break a limit is refused when the schedule is applied, before any launch.
+The constructed default is the space's `default` sketch.
+
+The older rules: each statement nest's innermost spatial loop (and the one above
 it) tiled, the tiles bound to work-groups (`block.x/y`) and work-items (`thread.x/y`), the
 other spatial loops and the reductions run by each work-item (`bind`, `bind.private` with a
 private accumulator); a reduction to few elements shared by a work-group's work-items
@@ -114,4 +125,44 @@ def rule_bind_reduce(ctx: RuleContext) -> list[Sketch]:
     return [sketch] if sketch is not None else []
 
 
-RULES = {"bind": rule_bind, "reduce": rule_bind_reduce}
+GPU_KNOBS = {"threads": (0, "thread"), "ktile": (1, "tile"), "reg": (2, "unroll"), "items": (2, "unroll")}
+"""The default policy's knob kinds (`stmt.axis.KIND`): their tile level and role kind."""
+
+
+def policy_role(name: str, nests: list[Nest]) -> KnobRole | None:
+    """The role of a knob of the device policy (`stmt.axis.threads` ...), None for another."""
+    rest, _, what = name.rpartition(".")
+    stmt, _, axis = rest.rpartition(".")
+    if what not in GPU_KNOBS or not stmt:
+        return None
+    level, kind = GPU_KNOBS[what]
+    nest = next((n for n in nests if n.stmt == stmt and not n.init and axis in n.axes), None)
+    return KnobRole(stmt, axis, level, nest.extent(axis) if nest is not None else 0, kind)
+
+
+def rule_tile(ctx: RuleContext) -> list[Sketch]:
+    """`tile`, `tile.shared`, `tile.shared.T`: the default policy's tiling with the
+    contractions' inputs staged in shared memory: none, all, or one."""
+    from einc.schedule.policies import gpu as policy
+    from einc.targets import get_target
+
+    target = get_target(ctx.target)
+    if target.limits is None:
+        return []
+    inputs = sorted({t.name for n in ctx.nests if n.reduction and not n.init for t in n.tensors if not t.written})
+    variants: list[tuple[str, frozenset[str], str]] = [("tile", frozenset(), "no input staged")]
+    if target.limits.shared_bytes_per_block > 0:
+        variants.append(("tile.shared", frozenset(inputs), "every input of a contraction staged in shared memory"))
+        variants += [(f"tile.shared.{t}", frozenset({t}), f"'{t}' staged in shared memory") for t in inputs]
+    found: list[Sketch] = []
+    for name, staging, what in variants:
+        schedule = policy.build(target, ctx.loops, staging, f"<sketch {name}>")
+        if schedule is None or any(s.schedule.same_as(schedule) for s in found):
+            continue
+        roles = {k: r for k in schedule.knobs() if (r := policy_role(k, ctx.nests)) is not None}
+        found.append(Sketch(name, schedule, "contractions on work-group, work-item and register tiles, " + what
+                            + "; other nests as the default schedule", roles))  # fmt: skip
+    return found
+
+
+RULES = {"tile": rule_tile, "bind": rule_bind, "reduce": rule_bind_reduce}

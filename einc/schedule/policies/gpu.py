@@ -1,0 +1,523 @@
+"""The device default schedule: what einc does to the loops of a device target (OpenCL, CUDA,
+HIP, HLSL, SYCL) when the user gives no schedule (einc.schedule.default picks it for the
+`gpu` schedule family).
+
+Like Roller, it constructs the schedule from the target's facts (its TargetDescription:
+work-items per work-group, the subgroup width, shared and private memory, whether shared
+memory is on chip) with a small analytic rule per kind of nest, and searches nothing. Per
+statement nest (a perfect band of tagged loops writing one tensor; fills and other nests are
+left to `convert-affine-to-egpu`'s default mapping):
+
+- a contraction (a reduction whose input is reused across an output axis: matmul, batch
+  matmul, convolution as an implicit GEMM, any `+=!` with reuse) is tiled on three levels:
+  the innermost output axis `x` and the output axis `y` the input read along `x` does not
+  move with (matmul's rows, a convolution's output channels) into work-group tiles
+  (`block.x/y`), work-item tiles (`thread.x/y`: `THREADS` work-items, 16x16 where the
+  target's default work-group is 256, else 8x8) and a register tile of up to `REGISTER`
+  by `REGISTER` outputs per work-item, held in a private array across the reductions
+  (`cache_write ... in "local"`) and unrolled (where the statement's body is a few ops,
+  `UNROLL_BODY`); the largest other output axis goes to
+  `block.z`, any further ones run in each work-item. Where the target's shared memory is
+  on chip (`shared_on_chip`), the outermost reduction is tiled (`ktile`: the staged tiles
+  fill at most half the shared memory) and both inputs' tiles are staged in shared memory
+  at the reduction tile loop (`cache_read ... in "shared"`): the hot loop then reads shared
+  memory only, `rx * ry` FMAs per `rx + ry` shared loads. Register tiles are divisors of
+  their axis (so the register loops have constant trip counts and unroll); work-item and
+  work-group tiles need not divide (the last work-group's work-items outside the range skip
+  the body);
+- another reduction (a row sum, softmax's max and sum) whose innermost reduction reads an
+  input at unit stride, where shared memory is on chip: each output on a work-group, the
+  reduction shared by its work-items (a cross-thread reduction: warp shuffles on CUDA/HIP);
+  otherwise (and on devices whose shared memory is ordinary memory, where every barrier
+  spills) one output per work-item, its accumulator in a private register across the
+  reduction (`cache_write ... in "local"`) instead of a load and store of global memory
+  per step;
+- an elementwise nest of at most three axes: the innermost axis in chunks of up to `ITEMS`
+  consecutive elements per work-item (a divisor of the axis: a loop of constant trip count
+  the device compiler unrolls), the chunks over work-groups and work-items, the next axes on
+  `block.y`, `block.z`; one of more axes is left to the default mapping.
+
+Knobs (the tuner's default sketch varies them): `stmt.axis.threads` (work-items along an
+axis), `stmt.axis.reg` (register tile), `stmt.axis.ktile` (reduction tile), `stmt.axis.items`
+(elements per work-item). Every step is tried on the payload (ScheduleBuilder.try_): a step
+the payload refuses is left out, so the schedule is always legal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import affine, func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from einc.errors import ScheduleError
+from einc.schedule.builder import IllegalStep, ScheduleBuilder
+from einc.schedule.checks import check_scheduled
+from einc.schedule.script import Schedule
+from einc.transforms import loop_transforms as lt
+from einc.transforms.loop_analysis import (
+    Access,
+    accesses,
+    band_from,
+    buffer_name,
+    determined_loops,
+    induction_var,
+    linear_form,
+    perfect_band,
+    trip_count,
+    written_groups,
+)
+
+if TYPE_CHECKING:
+    from einc.targets.clike import CLikeTarget
+    from einc.targets.descriptions import TargetDescription
+
+REGISTER = 8
+"""The largest register tile per axis: 8x8 accumulators per work-item (64 registers, the
+classic SGEMM thread tile; on PoCL's CPU device the 64x64 work-group tile it makes with 8x8
+work-items is the fastest of the hand schedules tried)."""
+
+ITEMS = 4
+"""Elements per work-item of an elementwise nest (at most)."""
+
+CROSS_THREAD_MIN = 32
+"""A reduction shorter than this is not shared across work-items."""
+
+UNROLL_BODY = 16
+"""A contraction's register tile is unrolled only where the statement's body has at most
+this many ops (a multiply-accumulate has six): a body of inlined math functions (einc's own
+float64 `exp`, `pow` ... on HLSL) copied `rx * ry` times makes code, compile time and
+shaders without making the tile faster."""
+
+KUNROLL = 4
+"""The unroll of a staged reduction tile's loop (a float4 of the left input's row)."""
+
+KTILES = (16, 8, 4, 2, 1)
+"""Reduction tile sizes tried, largest first, for staging in shared memory."""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the policy reads of the target's description."""
+
+    threads: int
+    """Work-items per work-group the policy aims for (the target's default work-group)."""
+    max_threads: int
+    max_grid: tuple[int, int, int]
+    shared_bytes: int
+    """Shared memory a work-group's staged tiles may take (half the target's: two work-groups
+    per multiprocessor)."""
+    on_chip: bool
+    warp: int
+
+    @classmethod
+    def of(cls, d: TargetDescription) -> Facts:
+        return cls(min(d.default_block, d.max_threads_per_block), d.max_threads_per_block, d.max_grid,
+                   d.shared_bytes_per_block // 2, d.shared_on_chip and d.shared_bytes_per_block > 0,
+                   d.subgroup_size)  # fmt: skip
+
+    @property
+    def thread_limit(self) -> int:
+        """The most work-items along one axis a knob offers: four default work-groups, at
+        most the target's limit (a point whose axes multiply past it is refused by `bind`)."""
+        return min(self.max_threads, 4 * self.threads)
+
+    def split(self) -> tuple[int, int]:
+        """Work-items (x, y) of a 2-d work-group: 16x16 for 256, 8x8 for 64."""
+        y = 1 << (int(math.log2(max(self.threads, 1))) // 2)
+        return self.threads // y, y
+
+
+@dataclass
+class _Nest:
+    top: affine.ForOp
+    stmt: str
+    band: list[affine.ForOp]
+    spatial: list[affine.ForOp]
+    reduction: list[affine.ForOp]
+    output: SSAValue
+    loads: list[Access]
+    body: int
+    """The ops of the statement's body (in its innermost loop, nested ops included)."""
+
+    def extent(self, loop: affine.ForOp) -> int:
+        return trip_count(loop) or 1
+
+
+def _tag(loop: affine.ForOp, name: str) -> str:
+    tag = loop.attributes[name]
+    assert isinstance(tag, StringAttr), tag
+    return tag.data
+
+
+def _tagged(loop: affine.ForOp) -> bool:
+    return lt.STMT_ATTR in loop.attributes and lt.AXIS_ATTR in loop.attributes and "einc.copy" not in loop.attributes
+
+
+def _tops(module: ModuleOp) -> list[affine.ForOp]:
+    """The top-level loops of the module's functions, in order (scheduling a nest keeps
+    one top-level loop per nest: its tiles and copies are nested in it)."""
+    return [op for f in module.walk() if isinstance(f, func.FuncOp) and f.body.blocks
+            for op in f.body.block.ops if isinstance(op, affine.ForOp)]  # fmt: skip
+
+
+def _alone(top: affine.ForOp) -> tuple[ModuleOp, affine.ForOp]:
+    """A module whose function holds a copy of the nest `top` alone, with copies of the
+    operand-free ops of the function it uses (the buffers of intermediate tensors), or, where
+    it uses another value of the function, a copy of the whole module: a plan is tried on it
+    at a cost that follows the nest, not the program."""
+    f = top.parent_op()
+    assert isinstance(f, func.FuncOp)
+    inside = {r for op in top.walk() for r in op.results} | {a for op in top.walk() for region in op.regions
+                                                              for blk in region.blocks for a in blk.args}  # fmt: skip
+    args = f.body.block.args
+    outside = [v for op in top.walk() for v in op.operands if v not in inside and v not in args]
+    owners = list(dict.fromkeys(v.owner for v in outside))
+    if not all(isinstance(o, Operation) and not o.operands and not o.regions for o in owners):
+        module = _module_of(top)
+        whole = module.clone()
+        return whole, _tops(whole)[_tops(module).index(top)]
+    block = Block(arg_types=[a.type for a in args])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for new, old in zip(block.args, args):
+        new.name_hint = old.name_hint  # the tensors' names (buffer_name)
+        mapping[old] = new
+    for owner in owners:
+        assert isinstance(owner, Operation)
+        copy = owner.clone(value_mapper=mapping)
+        block.add_op(copy)
+    copy = top.clone(value_mapper=mapping)
+    block.add_ops([copy, func.ReturnOp()])
+    alone = f.clone_without_regions()
+    alone.body.add_block(block)
+    return ModuleOp([alone]), copy
+
+
+def _module_of(op: affine.ForOp) -> ModuleOp:
+    module: object = op.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    return module
+
+
+def analyse(top: affine.ForOp) -> _Nest | None:
+    """The nest under `top` as the policy sees it, or None for one it leaves alone (a fill,
+    an imperfect or untagged band, several tensors written, a rank-0 result, unknown trip
+    counts)."""
+    band = band_from(top)
+    if "einc.init" in top.attributes or not all(_tagged(x) for x in band) or not perfect_band(band):
+        return None
+    if any(trip_count(x) is None for x in band):
+        return None
+    groups = written_groups(top)
+    if len(groups) != 1:
+        return None
+    ((buffer, group),) = groups.items()
+    ivs = [induction_var(x) for x in band]
+    fixed = determined_loops(group, ivs)
+    spatial = [x for x in band if induction_var(x) in fixed]
+    if not spatial:
+        return None
+    loads = [a for a in accesses(top) if not a.write and a.buffer is not buffer]
+    if any(a.map is None for a in loads):
+        return None
+    body = sum(1 for _ in band[-1].body.walk())
+    return _Nest(top, _tag(top, lt.STMT_ATTR), band, spatial, [x for x in band if x not in spatial], buffer, loads, body)
+
+
+def _moves_with(access: Access, loop: affine.ForOp) -> bool:
+    iv = induction_var(loop)
+    assert access.map is not None
+    for e in access.map.results:
+        form = linear_form(e, access.operands)
+        if form is None or form[0].get(iv):
+            return True
+    return False
+
+
+def _unit_stride(access: Access, loop: affine.ForOp) -> bool:
+    if access.map is None or not access.map.results:
+        return False
+    form = linear_form(access.map.results[-1], access.operands)
+    return form is not None and form[0].get(induction_var(loop)) == 1
+
+
+def axes_of(nest: _Nest) -> tuple[affine.ForOp, affine.ForOp | None]:
+    axes = contraction_axes(nest)
+    assert axes is not None
+    return axes
+
+
+def contraction_axes(nest: _Nest) -> tuple[affine.ForOp, affine.ForOp | None] | None:
+    """(x, y) of a contraction: x the innermost output axis, y the output axis with the most
+    reuse of the input read along x (one it does not move with), None with one output axis;
+    None when no input moving with a reduction is reused across an output axis (no reuse:
+    a row sum)."""
+    if not nest.reduction:
+        return None
+    reused = [a for a in nest.loads if any(_moves_with(a, r) for r in nest.reduction)
+              and any(not _moves_with(a, s) and nest.extent(s) > 1 for s in nest.spatial)]  # fmt: skip
+    if not reused:
+        return None
+    x = nest.spatial[-1]
+    others = [s for s in nest.spatial[:-1] if nest.extent(s) > 1]
+    along_x = [a for a in nest.loads if _moves_with(a, x)]
+    free = [s for s in others if not any(_moves_with(a, s) for a in along_x)]
+    y = (free or others or [None])[-1]
+    return x, y
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(n, 1))))
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    return max(d for d in range(1, min(n, limit) + 1) if n % d == 0)
+
+
+def register_options(extent: int) -> tuple[int, ...]:
+    """Register tile sizes along an axis: its divisors up to 2 * REGISTER (constant trip
+    counts, so the register loops unroll)."""
+    return tuple(d for d in range(1, min(extent, 2 * REGISTER) + 1) if extent % d == 0)
+
+
+def thread_options(limit: int) -> tuple[int, ...]:
+    return tuple(1 << p for p in range(11) if 1 << p <= limit)
+
+
+class _Policy:
+    def __init__(self, b: ScheduleBuilder, facts: Facts, target: type[CLikeTarget], staging: frozenset[str] | None = None):
+        self.b = b
+        self.facts = facts
+        self.target = target
+        self.staging = staging
+        """The inputs a contraction stages in shared memory (None: every input where shared
+        memory is on chip, none elsewhere)."""
+
+    def knob(self, nest: _Nest, loop: affine.ForOp, what: str, value: int, options: Sequence[int]) -> SSAValue:
+        return self.b.knob(f"{nest.stmt}.{_tag(loop, lt.AXIS_ATTR)}.{what}", value, options)
+
+    def schedule(self, top: affine.ForOp) -> None:
+        """Schedule the nest of the top-level loop `top`: the first of its kind's
+        plans that applies whole on a scratch copy of the payload is made on the real one
+        (a plan is several steps, and the builder undoes only a failed last step)."""
+        nest = analyse(top)
+        if nest is None:
+            return
+        plans: list[Callable[[_Policy, _Nest], None]]
+        if contraction_axes(nest) is not None:
+            plans = [_Policy.contracted]
+        elif nest.reduction:
+            plans = [_Policy.cross_thread, _Policy.private] if self.facts.on_chip else [_Policy.private]
+        else:
+            # its preconditions are checked first and its steps are then always legal (the
+            # tiles leave the band in the order bound; the unroll is tried): no trial
+            if self.elementwise_applies(nest):
+                try:
+                    self.elementwise(nest)
+                except IllegalStep:  # the steps before the refused one stand, legal
+                    pass
+            return
+        for plan in plans:
+            module, copy = _alone(top)
+            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.target, self.staging)
+            trial = analyse(copy)
+            assert trial is not None
+            try:
+                plan(scratch, trial)
+                # what the driver checks of the schedule applied (a private array of a type
+                # the target computes in a wider one: float16 on OpenCL)
+                check_scheduled(scratch.b.finish(), scratch.b.payload, self.target)
+            except (IllegalStep, ScheduleError):
+                continue
+            plan(self, nest)
+            return
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _two_level(self, nest: _Nest, loop: affine.ForOp, threads: int, reg: int) -> tuple[SSAValue, ...]:
+        """`loop` split into (work-group tile, work-item, register) loops: tiled by the
+        register tile first (a divisor: constant trip count), the rest by the work-items.
+        Returns the three loops and the register tile's knob."""
+        b = self.b
+        extent = nest.extent(loop)
+        r = self.knob(nest, loop, "reg", reg, register_options(extent))
+        t = self.knob(nest, loop, "threads", threads, thread_options(self.facts.thread_limit))
+        q, inner = b.tile(b.handle(loop), r)
+        outer, thread = b.tile(q, t)
+        return outer, thread, inner, r
+
+    def _grid(self, extent: int, tile: int, axis: int) -> None:
+        """Refuse (IllegalStep) a plan whose work-groups along `axis` exceed the grid (the
+        default mapping strides over a capped grid instead)."""
+        if math.ceil(extent / tile) > self.facts.max_grid[axis]:
+            raise IllegalStep(f"{math.ceil(extent / tile)} work-groups along grid axis {axis}")
+
+    def _bind_z(self, nest: _Nest, rest: list[affine.ForOp]) -> affine.ForOp | None:
+        """The longest of the other output axes, for block.z (within the grid's limit)."""
+        fits = [s for s in rest if 1 < nest.extent(s) <= self.facts.max_grid[2]]
+        return max(fits, key=nest.extent) if fits else None
+
+    def contracted(self, nest: _Nest) -> None:
+        """`contraction` along the nest's `contraction_axes`."""
+        self.contraction(nest, *axes_of(nest))
+
+    def contraction(self, nest: _Nest, x: affine.ForOp, y: affine.ForOp | None) -> None:
+        b, f = self.b, self.facts
+        tx, ty = f.split()
+        ex = nest.extent(x)
+        rx = _largest_divisor(ex, REGISTER)
+        tx = min(tx, _pow2_ceil(math.ceil(ex / rx)))
+        self._grid(ex, tx * rx, 0)
+        xo, xt, xr, kx = self._two_level(nest, x, tx, rx)
+        blocks, threads, regs, reg_knobs = [xo], [xt], [xr], [kx]
+        ry = ty = 1
+        if y is not None:
+            ey = nest.extent(y)
+            ry = _largest_divisor(ey, REGISTER)
+            ty = min(f.threads // tx, _pow2_ceil(math.ceil(ey / ry)))
+            self._grid(ey, ty * ry, 1)
+            yo, yt, yr, ky = self._two_level(nest, y, ty, ry)
+            blocks, threads, regs, reg_knobs = [yo, xo], [yt, xt], [yr, xr], [ky, kx]
+        rest = [s for s in nest.spatial if s is not x and s is not y]
+        z = self._bind_z(nest, rest)
+        rest = [s for s in rest if s is not z]
+        red = list(nest.reduction)
+        names = list(dict.fromkeys(buffer_name(a.buffer) for a in nest.loads))
+        staged = [t for t in names if (f.on_chip if self.staging is None else t in self.staging)]
+        stage = bool(staged) and f.shared_bytes > 0
+        kt_knob = None
+        if stage:
+            r0 = red[0]
+            # the staged tiles: (ty * ry + tx * rx) rows of the reduction tile, times the
+            # reduction axes below it, in float32 (an estimate: halos left out)
+            below = math.prod(nest.extent(r) for r in red[1:])
+            per_k = (ty * ry + tx * rx) * below * 4
+            kt = next((k for k in KTILES if k <= nest.extent(r0) and k * per_k <= f.shared_bytes), None)
+            if kt is None:
+                stage = False
+            else:
+                kt_knob = self.knob(nest, r0, "ktile", kt, tuple(k for k in KTILES if k <= nest.extent(r0)))
+        handles = {s: b.handle(s) for s in [*rest, *red] + ([z] if z is not None else [])}
+        reductions = [handles[r] for r in red]
+        if stage:
+            assert kt_knob is not None
+            ko, ki = b.tile(handles[red[0]], kt_knob)
+            reductions = [ko, ki, *reductions[1:]]
+        zs = [handles[z]] if z is not None else []
+        order = [*blocks, *zs, *threads, *(handles[s] for s in rest), *reductions, *regs]
+        new = b.reorder(order)
+        nb, nz, nt, ns = len(blocks), len(zs), len(threads), len(rest)
+        for h, axis in zip(new[:nb], ("block.y", "block.x") if y is not None else ("block.x",)):
+            b.bind(h, axis)
+        if z is not None:
+            b.bind(new[nb], "block.z")
+        for h, axis in zip(new[nb + nz:nb + nz + nt], ("thread.y", "thread.x") if y is not None else ("thread.x",)):
+            b.bind(h, axis)
+        at = new[nb + nz + nt + ns - 1]
+        b.cache_write(buffer_name(nest.output), at, "local")
+        if stage:
+            ko_new = new[nb + nz + nt + ns]
+            for name in staged:
+                b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
+        if nest.body > UNROLL_BODY:
+            return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
+        for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
+            b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
+        if stage and len(red) == 1:
+            # the reduction tile's loop unrolled by KUNROLL: a work-item's row of the staged
+            # left input is then read KUNROLL consecutive elements at a time (one vector
+            # load where the printer proves the alignment), as the right input's row is
+            ki_new = new[nb + nz + nt + ns + 1]
+            b.try_(lambda: b.unroll(ki_new, KUNROLL))
+
+    def cross_thread(self, nest: _Nest) -> None:
+        """Each output on a work-group (at most three output axes), the innermost reduction
+        (read at unit stride by an input) tiled and its tile bound to the work-items."""
+        b, f = self.b, self.facts
+        r = nest.band[-1]
+        if r not in nest.reduction or len(nest.spatial) > 3 or nest.extent(r) < CROSS_THREAD_MIN:
+            raise IllegalStep("no cross-thread reduction")
+        if not any(_unit_stride(a, r) for a in nest.loads):
+            raise IllegalStep("no unit-stride input along the reduction")
+        if any(nest.extent(s) > lim for s, lim in zip(reversed(nest.spatial), f.max_grid)):
+            raise IllegalStep("too many outputs for the grid")
+        threads = min(f.threads, 1 << int(math.log2(nest.extent(r))))
+        t = self.knob(nest, r, "threads", threads, thread_options(f.thread_limit))
+        _outer, inner = b.tile(b.handle(r), t)
+        for s, axis in zip(reversed(nest.spatial), ("block.x", "block.y", "block.z")):
+            b.bind(b.handle(s), axis)
+        b.bind(inner, "thread.x")
+
+    def private(self, nest: _Nest) -> None:
+        """One output per work-item: the innermost output axis over work-groups and their
+        work-items, the next one or two on block.y / block.z, the reduction's accumulator
+        in a private register."""
+        b, f = self.b, self.facts
+        x = nest.spatial[-1]
+        tx = min(f.threads, _pow2_ceil(nest.extent(x)))
+        self._grid(nest.extent(x), tx, 0)
+        t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
+        xo, xt = b.tile(b.handle(x), t)
+        others = nest.spatial[:-1]
+        bound = [s for s, lim in zip(reversed(others), f.max_grid[1:]) if nest.extent(s) <= lim][:2]
+        seq = [s for s in others if s not in bound]
+        order = [*(b.handle(s) for s in reversed(bound)), xo, xt, *(b.handle(s) for s in seq),
+                 *(b.handle(r) for r in nest.reduction)]  # fmt: skip
+        new = b.reorder(order)
+        for h, axis in zip(new, [*("block.z", "block.y")[2 - len(bound):], "block.x", "thread.x"]):
+            b.bind(h, axis)
+        b.cache_write(buffer_name(nest.output), new[len(bound) + 1 + len(seq)], "local")
+
+    def elementwise_applies(self, nest: _Nest) -> bool:
+        """At most three axes, the outer two within the grid's y and z limits."""
+        others = nest.spatial[:-1]
+        return len(nest.spatial) <= 3 and all(nest.extent(s) <= lim for s, lim in zip(reversed(others), self.facts.max_grid[1:]))
+
+    def elementwise(self, nest: _Nest) -> None:
+        """The innermost axis in chunks of `items` consecutive elements (a divisor of the
+        axis: a constant trip count, left a loop), the chunks over work-groups and their work-items, the next two axes on
+        block.y / block.z."""
+        b, f = self.b, self.facts
+        if not self.elementwise_applies(nest):
+            raise IllegalStep("more than three axes, or more outputs than the grid holds")
+        others = nest.spatial[:-1]
+        x = nest.spatial[-1]
+        ex = nest.extent(x)
+        items = _largest_divisor(ex, ITEMS)
+        tx = min(f.threads, _pow2_ceil(ex // items))
+        self._grid(ex, tx * items, 0)
+        e = self.knob(nest, x, "items", items, register_options(ex)[:ITEMS * 2])
+        t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
+        q, _chunk = b.tile(b.handle(x), e)
+        xo, xt = b.tile(q, t)
+        # the band is now `others..., x.o.o, x.o.i, x.i`: in the order bound
+        for h, axis in zip([*(b.handle(s) for s in others), xo, xt], [*("block.z", "block.y")[2 - len(others):], "block.x", "thread.x"]):
+            b.bind(h, axis)
+        # the chunk's loop is left a loop of constant trip count (the device's compiler
+        # unrolls it): unrolled here, it multiplied the statement's code by `items` (a
+        # program's size, einc's compile time and the shader's), for the same scalar accesses
+
+
+def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
+    """The default schedule of a loop-level module for a device `target`, from its
+    description's facts, or None when there is nothing to do (or the target has no grid of
+    work-groups to map onto: Poplar spreads a kernel's points over its tiles itself)."""
+    return build(target, module)
+
+
+def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] | None = None,
+          name: str | None = None) -> Schedule | None:  # fmt: skip
+    """The default schedule, or with `staging` the same with those inputs of contractions
+    staged in shared memory (and no others): the tuner's `tile` sketches."""
+    d = target.limits
+    if d is None or max(d.max_grid) <= 1:
+        return None
+    b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
+    policy = _Policy(b, Facts.of(d), target, staging)
+    # each nest is scheduled in place: the others' top-level loops stay what they were
+    for top in _tops(b.payload):
+        policy.schedule(top)
+    return None if b.empty() else b.finish()

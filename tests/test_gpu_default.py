@@ -1,0 +1,241 @@
+"""The device default schedules (einc/schedule/policies/gpu.py) and the device search space's
+`tile` sketches (einc/tune/sketches/gpu.py).
+
+Every kind of nest the policy schedules (contractions with shapes that divide the tiles and
+shapes that divide nothing, batch matmul, transposed operands, a convolution, row and column
+reductions, softmax, elementwise nests of two and of four axes) is compiled with the default
+schedule and with the `tile.shared` variant (both inputs staged in shared memory, the shape
+CUDA and HIP get by default), run on each executable device target (OpenCL on PoCL, SYCL on
+Intel's CPU runtime, HLSL on lavapipe) on fresh random inputs and compared with a float64
+NumPy reference. On CUDA (NVRTC, no GPU needed) the PTX hot loop of every default contraction
+kernel reads shared memory only. The sketches' knobs are bounded by the target, and a point
+past a limit is refused when the schedule is applied, before any launch.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from einc.compiler.driver import Compilation
+from einc.errors import TargetError
+from einc.schedule.choice import ScheduleChoice
+from einc.schedule.policies import gpu as policy
+from einc.targets import get_target
+from tests.test_device_differential import run_on_device
+from tests.test_device_schedules import random_inputs
+from tests.test_device_targets import require, require_run
+
+MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
+CONV = ("output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] "
+        "where HO in 6, WO in 10")  # fmt: skip
+SOFTMAX = ("temp0[N] >=! input0[N, C]; temp1[N] +=! (input0[N, C] - temp0[N]).call(`exp`); "
+           "output0[N, C] = (input0[N, C] - temp0[N]).call(`exp`) / temp1[N]")  # fmt: skip
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    n, c, h, wd = x.shape
+    f, _, kh, kw = w.shape
+    out = np.zeros((n, f, h - kh + 1, wd - kw + 1))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nchw,fc->nfhw", x[:, :, i:i + h - kh + 1, j:j + wd - kw + 1], w[:, :, i, j])
+    return out
+
+
+CASES: dict[str, tuple[str, dict[str, list[int]], Any]] = {
+    "matmul": (MATMUL, {"input0": [64, 48], "input1": [48, 80]}, lambda a, b: a @ b),
+    "matmul_odd": (MATMUL, {"input0": [37, 19], "input1": [19, 23]}, lambda a, b: a @ b),
+    "bmm": ("output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]", {"input0": [3, 20, 16], "input1": [3, 16, 24]},
+            lambda a, b: a @ b),
+    "matmul_tb": ("output0[N, M] +=! input0[N, K] * input1[M, K]", {"input0": [33, 40], "input1": [24, 40]},
+                  lambda a, b: a @ b.T),
+    "conv": (CONV, {"input0": [2, 5, 8, 12], "input1": [12, 5, 3, 3]}, _conv),
+    "rowsum": ("output0[N] +=! input0[N, C]", {"input0": [10, 100]}, lambda a: a.sum(axis=1)),
+    "colsum": ("output0[C] +=! input0[N, C]", {"input0": [50, 70]}, lambda a: a.sum(axis=0)),
+    "softmax": (SOFTMAX, {"input0": [9, 130]}, _softmax),
+    "scale": ("output0[N, C] = input0[N, C] * 3.0 + input1[N, C]", {"input0": [7, 300], "input1": [7, 300]},
+              lambda a, b: a * 3.0 + b),
+    "rank4": ("output0[A, B, C, D] = input0[A, B, C, D] - 1.0", {"input0": [2, 3, 5, 9]}, lambda a: a - 1.0),
+}  # fmt: skip
+
+DEVICES = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "sycl", "hlsl", "cuda")]
+
+
+def _inputs(case: str) -> dict[str, dict[str, object]]:
+    return {k: {"dtype": "float32", "shape": v} for k, v in CASES[case][1].items()}
+
+
+def _loops(case: str, target: str) -> Any:
+    return Compilation(CASES[case][0], f"<{case}>", _inputs(case), None, target, ScheduleChoice.NONE).module("loops")
+
+
+def _check(comp: Compilation, case: str) -> None:
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    expected = CASES[case][2](*(inputs[k].astype(np.float64) for k in sorted(CASES[case][1])))
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", DEVICES)
+@pytest.mark.parametrize("case", list(CASES))
+def test_default_schedule_matches_numpy(target: str, case: str) -> None:
+    require_run(target)
+    comp = Compilation(CASES[case][0], f"<{case}>", _inputs(case), None, target, "default")
+    comp.run_until("source")
+    # every case but a nest of four axes (left to the default mapping) is scheduled
+    assert (comp.applied_schedule is None) == (case == "rank4")
+    _check(comp, case)
+
+
+@pytest.mark.parametrize("target", DEVICES)
+@pytest.mark.parametrize("case", ["matmul", "matmul_odd", "bmm", "conv"])
+def test_staged_contraction_matches_numpy(target: str, case: str) -> None:
+    """The `tile.shared` sketch at its default knobs: the CUDA default's shape, executed."""
+    require_run(target)
+    schedule = policy.build(get_target(target), _loops(case, target), frozenset({"input0", "input1"}))
+    assert schedule is not None and "in \"shared\"" in str(schedule)
+    comp = Compilation(CASES[case][0], f"<{case}>", _inputs(case), None, target, schedule)
+    comp.run_until("source")
+    assert "egpu.barrier" in str(comp.results["target"])
+    _check(comp, case)
+
+
+def test_default_contraction_shape_on_cuda() -> None:
+    """CUDA's default matmul: a 128x128 work-group tile of 16x16 work-items, an 8x8 register
+    tile in a private array, both inputs staged in shared memory at a K tile of 16."""
+    loops = Compilation(MATMUL, "<m>", {"input0": {"dtype": "float32", "shape": [1024, 1024]},
+                                        "input1": {"dtype": "float32", "shape": [1024, 1024]}},
+                        None, "cuda", ScheduleChoice.NONE).module("loops")  # fmt: skip
+    schedule = policy.default_schedule(get_target("cuda"), loops)
+    assert schedule is not None
+    knobs = {k: v.selected for k, v in schedule.knobs().items()}
+    assert knobs == {"output0.M.reg": 8, "output0.M.threads": 16, "output0.N.reg": 8, "output0.N.threads": 16,
+                     "output0.K.ktile": 16}  # fmt: skip
+    text = str(schedule)
+    assert text.count('in "shared"') == 2 and 'cache_write "output0"' in text
+
+
+def _ptx(source: str) -> str:
+    from einc.runtime.cuda import _nvrtc, cuda_include_dirs
+
+    nvrtc = _nvrtc()
+    flags = ["--gpu-architecture=compute_80", "--std=c++17", *(f"--include-path={d}" for d in cuda_include_dirs())]
+    err, program = nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], [])
+    try:
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(flags), [f.encode() for f in flags])
+        assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
+        err, size = nvrtc.nvrtcGetPTXSize(program)
+        buffer = b" " * size
+        nvrtc.nvrtcGetPTX(program, buffer)
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return buffer.rstrip(b"\0").decode()
+
+
+def hot_loop(ptx: str) -> dict[str, int]:
+    """Counts in the PTX loop (a label and the backward branch to it) with the most FMAs."""
+    lines = ptx.splitlines()
+    labels: dict[str, int] = {}
+    best = {"fma": 0, "ld.global": 0, "ld.shared": 0}
+    for i, line in enumerate(lines):
+        if m := re.match(r"\s*(\$\w+):", line):
+            labels[m.group(1)] = i
+        if (m := re.search(r"bra(?:\.uni)?\s+(\$\w+);", line)) and m.group(1) in labels:
+            body = lines[labels[m.group(1)]:i]
+            counts = {k: sum(1 for x in body if re.search(rf"\b{re.escape(k)}", x)) for k in ("ld.global", "ld.shared")}
+            counts["fma"] = sum(1 for x in body if re.search(r"\bfma\.rn\.f32", x))
+            if counts["fma"] > best["fma"]:
+                best = counts
+    return best
+
+
+CONTRACTIONS = {
+    "matmul": (MATMUL, {"input0": [512, 512], "input1": [512, 512]}),
+    "bmm": ("output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]", {"input0": [4, 256, 128], "input1": [4, 128, 256]}),
+    "matmul_ta": ("output0[N, M] +=! input0[K, N] * input1[K, M]", {"input0": [256, 256], "input1": [256, 256]}),
+    "matmul_tb": ("output0[N, M] +=! input0[N, K] * input1[M, K]", {"input0": [256, 256], "input1": [256, 256]}),
+    "conv": ("output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 32, WO in 32",
+             {"input0": [4, 64, 34, 34], "input1": [128, 64, 3, 3]}),
+}  # fmt: skip
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", list(CONTRACTIONS))
+def test_cuda_default_contraction_hot_loop_reads_shared_memory_only(case: str) -> None:
+    """NVRTC's PTX of the default kernel: the hot loop has no global load and an 8x8
+    register tile's 64 FMAs per reduction step (a multiple with the K tile unrolled), at
+    least 4 FMAs per shared load (scalar loads: 8 + 8 per 64 FMAs; vector shared loads are
+    the printer's)."""
+    require("cuda")
+    ir, shapes = CONTRACTIONS[case]
+    comp = Compilation(ir, f"<{case}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()}, None,
+                       "cuda", "default")  # fmt: skip
+    counts = hot_loop(_ptx(comp.run_until("source")))
+    assert counts["ld.global"] == 0, counts
+    assert counts["fma"] >= 64 and counts["fma"] >= 4 * counts["ld.shared"], counts
+
+
+def test_poplar_keeps_its_own_mapping() -> None:
+    """Poplar's grid is one MultiVertex (its printer spreads points over tiles): no default."""
+    assert policy.default_schedule(get_target("poplar"), _loops("matmul", "poplar")) is None
+
+
+def test_tile_sketches_and_bounded_knobs() -> None:
+    """OpenCL's space: the default (no staging on PoCL), tile.shared and one sketch per staged
+    input; work-item knobs up to four default work-groups; a point of 64x80 work-items (past
+    the 4096 limit) is refused when compiled, before any launch."""
+    from einc.tune.space import SearchSpace
+    from einc.tune.types import TuneTask
+
+    task = TuneTask(MATMUL, "opencl", "<m>", _inputs("matmul"))
+    space = SearchSpace.from_task(task, rules=["tile"])
+    assert list(space.sketches) == ["default", "tile.shared", "tile.shared.input0", "tile.shared.input1"]
+    for name in space.sketches:
+        options = space.knob_options(name)
+        assert max(options["output0.M.threads"]) == 4 * get_target("opencl").limits.default_block
+        assert set(options["output0.M.reg"]) == {1, 2, 4, 5, 8, 10, 16}
+    assert space.sketches["default"].roles["output0.M.threads"].kind == "thread"
+    point = space.default_point()
+    big = type(point).of("default", {**point.values(), "output0.M.threads": 128, "output0.N.threads": 128,
+                                     "output0.M.reg": 1, "output0.N.reg": 1})  # 64 x 80 work-items
+    comp = Compilation(MATMUL, "<m>", _inputs("matmul"), None, "opencl", space.candidate(big).schedule)
+    with pytest.raises(TargetError, match="cannot be launched: 16384 threads per block"):
+        comp.run_until("source")
+
+
+@pytest.mark.parametrize("target", ["opencl", "cuda", "sycl", "hip"])
+def test_float16_contraction_is_never_refused(target: str) -> None:
+    """A float16 matmul: the device targets have no private float16 arrays (they compute it in
+    float32), so the register-tile plan is dropped (tried first on a copy of the nest and
+    checked as the driver checks it) and the default compiles, never refusing the program."""
+    f16 = {"dtype": "float16", "shape": [64, 48]}
+    comp = Compilation(MATMUL, "<m>", {"input0": f16, "input1": {**f16, "shape": [48, 40]}}, None, target, "default")
+    source = comp.run_until("source")
+    assert "output0_local" not in source
+
+
+def test_a_bind_that_cannot_map_is_refused_at_its_schedule_op() -> None:
+    """A loop bound inside sequential loops is refused when the schedule is applied (the
+    scheduled stage, at the bind), not later by convert-affine-to-egpu: the default policy's
+    trials and the random schedule generator see the refusal where they look for it."""
+    from einc.errors import ScheduleError
+    from einc.schedule.script import Schedule
+
+    text = ('builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n'
+            '    %h = transform.einc.match stmt "output0" axis "W" in %root\n'
+            '    transform.einc.bind %h to "block.y"\n    transform.yield\n  }\n}\n')  # fmt: skip
+    comp = Compilation("output0[N, C, H, W] = input0[N, H, W, C]", "t.ein",
+                       {"input0": {"dtype": "float32", "shape": [2, 5, 5, 3]}}, target="cuda",
+                       schedule=Schedule.parse(text, "s.mlir"), use_records=False)  # fmt: skip
+    with pytest.raises(ScheduleError, match="cannot be mapped onto work-items") as err:
+        comp.module("scheduled")
+    assert "s.mlir:4:5" in err.value.render()
