@@ -9,14 +9,17 @@ float64 NumPy reference on fresh random inputs; compile-checked on CUDA (NVRTC) 
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 
 from einc.compiler.driver import Compilation
 from tests.test_device_differential import run_on_device, script
-from tests.test_device_local import TILES_16_BY_4, compile_check, f32, register_blocked
+from tests.test_device_local import TILES_16_BY_4, compile_check, f32, matmul, register_blocked, register_blocked_shared
 from tests.test_device_schedules import random_inputs
 from tests.test_device_targets import require, require_run
 
@@ -110,9 +113,9 @@ SGEMM = [
 per thread, K tiles of 8 with both inputs in shared memory."""
 
 
-def sgemm(n: int, target: str) -> Compilation:
+def sgemm(n: int, target: str, extra: list[str] | None = None) -> Compilation:
     return Compilation("output0[N, M] +=! input0[N, K] * input1[K, M]", "<t>",
-                       {"input0": f32(n, n), "input1": f32(n, n)}, None, target, script(SGEMM))  # fmt: skip
+                       {"input0": f32(n, n), "input1": f32(n, n)}, None, target, script(SGEMM + (extra or [])))  # fmt: skip
 
 
 @pytest.mark.parametrize("target", COMPILES)
@@ -138,3 +141,69 @@ def test_sgemm_matches_numpy(target: str) -> None:
     inputs = random_inputs(comp)
     out = run_on_device(comp, inputs)["output0"]
     np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-3)
+
+
+def code_shape() -> ModuleType:
+    """benchmarks/cuda_code_shape.py: NVRTC's PTX and its counts per kernel and loop."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "cuda_code_shape.py"
+    spec = importlib.util.spec_from_file_location("cuda_code_shape", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- double buffering of shared tiles (transform.einc.double_buffer) -------------------------------
+
+DOUBLE_BUFFER = ["transform.einc.double_buffer %s0", "transform.einc.double_buffer %s1"]
+
+
+@pytest.mark.parametrize("target", RUNS)
+def test_double_buffered_tiles_match_numpy(target: str) -> None:
+    """Both input tiles of the shared register-blocked matmul double buffered at K.o: the
+    prologue copies tile 0, each iteration prefetches tile k + 8 into the other slot (K = 29:
+    the last tile partial, no prefetch after it) and computes on its own, one barrier per
+    iteration; against NumPy on partial block, thread and K tiles."""
+    require_run(target)
+    comp = matmul(37, 45, 29, target, register_blocked_shared() + DOUBLE_BUFFER)
+    comp.run_until("source")
+    kernel = comp.results["target"]
+    shapes = [op.results[0].type.get_shape() for op in kernel.walk() if op.name == "egpu.alloc_shared"]
+    assert sorted(shapes) == [(2, 8, 16), (2, 16, 8)]
+    barriers = [op for op in kernel.walk() if op.name == "egpu.barrier"]
+    in_loops = [b for b in barriers if b.parent_op().name in ("affine.for", "scf.for")]
+    assert len(barriers) == 2 and len(in_loops) == 1  # the prologue's, one per K.o iteration
+    inputs = random_inputs(comp)
+    out = run_on_device(comp, inputs)["output0"]
+    np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", COMPILES)
+def test_double_buffered_sgemm_compiles_with_one_barrier_per_k_tile(target: str) -> None:
+    """The SGEMM schedule with both tiles double buffered compiles (NVRTC sm_80, hipcc
+    gfx90a) without spills; in NVIDIA's PTX the K-tile loop around the FMA loop has one
+    bar.sync (two without double buffering) and the FMA loop no global load."""
+    require(target)
+    comp = sgemm(256, target, DOUBLE_BUFFER)
+    compile_check(comp)
+    if target == "cuda":
+        shape = code_shape()
+        ((_, found, hot, around),) = shape.kernel_shapes(shape.ptx(comp.results["source"], "compute_80"))
+        assert hot is not None and around is not None
+        assert around["bar.sync"] == 1 and found["bar.sync"] == 2 and hot["ld.global"] == 0
+
+
+@pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.opencl)])
+def test_double_buffer_is_refused_with_its_location(target: str) -> None:
+    """A local buffer (the only staging C has) and a shared tile staged at a loop over output
+    rows are refused at the double_buffer op, not dropped."""
+    from einc.errors import ScheduleError
+
+    lines = [*TILES_16_BY_4, '%s = transform.einc.cache_read "input0" at %k in "local"', "transform.einc.double_buffer %s"]
+    if target != "c":
+        lines = [*register_blocked_shared()[:-2], '%s = transform.einc.cache_read "input1" at %g in "shared"',
+                 "transform.einc.double_buffer %s"]  # fmt: skip
+    with pytest.raises(ScheduleError) as err:
+        matmul(32, 48, 24, target, lines).run_until("source")
+    assert err.value.loc is not None and err.value.loc.line == len(lines) + 2
+    assert ("not a reduction loop" if target != "c" else "not staged in shared memory") in err.value.message

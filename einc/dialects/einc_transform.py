@@ -479,6 +479,22 @@ class CacheWriteOp(CacheOp):
 
 
 @irdl_op_definition
+class DoubleBufferOp(IRDLOperation):
+    """`transform.einc.double_buffer %staged`: keep two copies of a tile a `cache_read ... in
+    "shared"` staged at a reduction loop, and load the tile of iteration k + 1 while
+    iteration k computes on the other, with one barrier per iteration
+    (einc.transforms.double_buffer). Refused where the buffer is not a shared cache_read
+    at a reduction loop with constant bounds. No results."""
+
+    name = "transform.einc.double_buffer"
+    target = operand_def(AnyOpType)
+    assembly_format = "$target attr-dict"
+
+    def __init__(self, target: SSAValue):
+        super().__init__(operands=[target])
+
+
+@irdl_op_definition
 class KnobOp(IRDLOperation):
     """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
     allowed values and the selected one (as MLIR's `transform.tune.knob`). A search sets
@@ -541,7 +557,7 @@ class KnobOp(IRDLOperation):
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
-    SplitConditionsOp, SplitPhasesOp,
+    SplitConditionsOp, SplitPhasesOp, DoubleBufferOp,
 )
 
 

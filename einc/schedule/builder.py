@@ -244,3 +244,9 @@ class ScheduleBuilder:
     def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
         (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory, layout))
         return buffer
+
+    def double_buffer(self, buffer: SSAValue) -> None:
+        """Double buffer the shared tile `buffer` (a `cache_read(..., "shared")` result) at
+        its reduction loop (einc.transforms.double_buffer); inside `try_` where it may be
+        refused."""
+        self._step(et.DoubleBufferOp(buffer))

@@ -44,6 +44,7 @@ from einc.ir import locations
 from einc.ir.attrs import STAGED_LOC_ATTR
 from einc.passes.pipeline import PassFactories, parse_passes
 from einc.transforms import loop_transforms as lt
+from einc.transforms.double_buffer import mark_double_buffer
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
 from einc.transforms.index_split import split_conditions, split_phases
 from einc.transforms.loop_cse import reuse_values
@@ -468,6 +469,14 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.CacheWriteOp)
     def run_cache_write(self, interpreter: Interpreter, op: et.CacheWriteOp, args: PythonValues) -> PythonValues:
         return self._cache(op, args, write=True)
+
+    @impl(et.DoubleBufferOp)
+    def run_double_buffer(self, interpreter: Interpreter, op: et.DoubleBufferOp, args: PythonValues) -> PythonValues:
+        for buffer in handle_ops(args[0]):
+            if not self._attached(buffer):
+                raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
+            self.check(op, mark_double_buffer(buffer))
+        return ()
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
         allocs: list[memref.AllocaOp] = []
