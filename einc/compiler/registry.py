@@ -132,6 +132,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return IndexWidthPass
 
+    def einc_pad_shared():
+        from einc.passes.pad_shared import PadSharedPass
+
+        return PadSharedPass
+
     def einc_vectorize_shared_loads():
         from einc.passes.vectorize_shared_loads import VectorizeSharedLoadsPass
 
@@ -201,6 +206,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-init-accumulators": einc_init_accumulators,
         "einc-index-width": einc_index_width,
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
+        "einc-pad-shared": einc_pad_shared,
         "verify-egpu": verify_egpu,
         "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,

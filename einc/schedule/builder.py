@@ -237,8 +237,11 @@ class ScheduleBuilder:
     def reverse_compute_at(self, consumer: SSAValue, loop: SSAValue) -> None:
         self._step(et.ReverseComputeAtOp(consumer, loop))
 
-    def cache_read(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
-        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout))
+    def cache_read(
+        self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,
+        pad: int | None = None,
+    ) -> SSAValue:
+        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad))
         return buffer
 
     def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:

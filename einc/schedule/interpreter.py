@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     NameLoc,
     NoneAttr,
     StringAttr,
+    i64,
 )
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
@@ -41,7 +42,7 @@ from einc.dialects import einc_transform as et
 from einc.dialects.context import make_context
 from einc.errors import EincError, InternalCompilerError, ScheduleError
 from einc.ir import locations
-from einc.ir.attrs import STAGED_LOC_ATTR
+from einc.ir.attrs import PAD_ATTR, STAGED_LOC_ATTR
 from einc.passes.pipeline import PassFactories, parse_passes
 from einc.transforms import loop_transforms as lt
 from einc.transforms.double_buffer import mark_double_buffer
@@ -481,7 +482,10 @@ class EincTransformFunctions(InterpreterFunctions):
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
         allocs: list[memref.AllocaOp] = []
         for loop in self.loops(op, args[0]):
-            allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order)))
+            alloca = self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order))
+            if op.pad_elements is not None:
+                alloca.attributes[PAD_ATTR] = IntegerAttr(op.pad_elements, i64)
+            allocs.append(alloca)
         return (OperationHandle(*allocs),)
 
 

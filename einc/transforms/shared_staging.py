@@ -19,6 +19,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
+from einc.ir.attrs import PAD_ATTR
 from einc.transforms.double_buffer import FIRST, NEXT, double_buffer_nests
 from einc.transforms.gpu_mapping import (
     Launch,
@@ -65,6 +66,8 @@ def stage_shared(kernel: egpu.FuncOp, launch: Launch, conds: Sequence[SSAValue])
         assert isinstance(alloca, memref.AllocaOp)
         shared = egpu.AllocSharedOp(alloca.memref.type)  # type: ignore[arg-type]
         shared.memref.name_hint = alloca.memref.name_hint
+        if PAD_ATTR in alloca.attributes:  # the schedule's pad, for einc-pad-shared
+            shared.attributes[PAD_ATTR] = alloca.attributes[PAD_ATTR]
         Rewriter.insert_op(shared, InsertPoint.at_start(block))
         alloca.memref.replace_all_uses_with(shared.memref)
         Rewriter.erase_op(alloca)
