@@ -182,15 +182,22 @@ def test_double_buffered_tiles_match_numpy(target: str) -> None:
 def test_double_buffered_sgemm_compiles_with_one_barrier_per_k_tile(target: str) -> None:
     """The SGEMM schedule with both tiles double buffered compiles (NVRTC sm_80, hipcc
     gfx90a) without spills; in NVIDIA's PTX the K-tile loop around the FMA loop has one
-    bar.sync (two without double buffering) and the FMA loop no global load."""
+    bar.sync (two without double buffering), its tile copies are cp.async and neither loop
+    has a global load."""
     require(target)
     comp = sgemm(256, target, DOUBLE_BUFFER)
     compile_check(comp)
     if target == "cuda":
         shape = code_shape()
-        ((_, found, hot, around),) = shape.kernel_shapes(shape.ptx(comp.results["source"], "compute_80"))
+        text = shape.ptx(comp.results["source"], "compute_80")
+        ((_, found, hot, around),) = shape.kernel_shapes(text)
         assert hot is not None and around is not None
         assert around["bar.sync"] == 1 and found["bar.sync"] == 2 and hot["ld.global"] == 0
+        # the tiles' copies are cp.async (sm_80, the target description's): no global load
+        # in the K-tile loop, 8 copies per thread and tile pair in flight under the compute
+        assert around["ld.global"] == 0 and "cp.async.ca.shared.global" in text and "cp.async.wait_group 0" in text
+    else:  # HIP: no cp.async (its description has no compute capability)
+        assert "cp_async" not in comp.results["source"]
 
 
 @pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.opencl)])
@@ -278,3 +285,34 @@ def test_padding_removes_the_column_conflicts(column_conflicts: dict[str, float]
     32 ways; the default pad of 4 leaves 4 ways, `pad 1` none."""
     unpadded, default, one = column_conflicts[" pad 0"], column_conflicts[""], column_conflicts[" pad 1"]
     assert unpadded > 0 and one == 0 and 0 < default < unpadded / 4
+
+
+# ---- asynchronous global -> shared copies on CUDA sm_80+ (einc-async-copies) --------------------
+
+
+def test_cuda_async_copies_on_the_warp_emulator_match_numpy(tmp_path: Path) -> None:
+    """No NVIDIA GPU here: the double-buffered shared matmul's CUDA kernel (its tile copies
+    as `einc_cp_async_4`, a wait before each barrier) runs on the host's g++ through the
+    warp emulator of tests/test_cross_thread_reduce.py (the helper's copy without `cp.async`
+    there: `__CUDA_ARCH__` is not defined), partial tiles included, against NumPy."""
+    import subprocess
+
+    from tests.oracle.isolate import run_isolated
+    from tests.test_cross_thread_reduce import EMULATOR, LAUNCHER, _emulate
+    from tests.test_device_differential import poisoned
+
+    comp = matmul(37, 45, 29, "cuda", register_blocked_shared() + DOUBLE_BUFFER)
+    source = comp.run_until("source")
+    assert source.count("einc_cp_async_4(&") == 4 and source.count("einc_cp_async_wait();") == 2
+    manifest = comp.target_obj.manifest(comp.results["target"])
+    text = EMULATOR + source.replace('extern "C" ', "")
+    for launch in manifest.kernels:
+        text += LAUNCHER.replace("NAME", launch.name).replace("ARGS", str(len(launch.args)))
+    (tmp_path / "k.cpp").write_text(text)
+    subprocess.run(["g++", "-std=c++20", "-O0", "-shared", "-fPIC", "-pthread", str(tmp_path / "k.cpp"),
+                    "-o", str(tmp_path / "k.so")], check=True, capture_output=True)  # fmt: skip
+    inputs = random_inputs(comp)
+    buffers = {b.name: inputs[b.name].copy() if b.name in inputs else poisoned(b.shape, b.dtype) for b in manifest.buffers}
+    launches = [(k.name, k.args, k.grid, k.block) for k in manifest.kernels]
+    out = run_isolated(_emulate, str(tmp_path / "k.so"), launches, buffers, timeout=120.0)["output0"]
+    np.testing.assert_allclose(out, inputs["input0"].astype(np.float64) @ inputs["input1"], rtol=1e-4, atol=1e-4)

@@ -132,6 +132,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return IndexWidthPass
 
+    def einc_async_copies():
+        from einc.passes.async_copies import AsyncCopiesPass
+
+        return AsyncCopiesPass
+
     def einc_pad_shared():
         from einc.passes.pad_shared import PadSharedPass
 
@@ -207,6 +212,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-index-width": einc_index_width,
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
         "einc-pad-shared": einc_pad_shared,
+        "einc-async-copies": einc_async_copies,
         "verify-egpu": verify_egpu,
         "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,

@@ -32,10 +32,10 @@ from einc.dialects import egpu
 from einc.errors import InternalCompilerError
 
 _READS = (affine.LoadOp, memref.LoadOp, egpu.VLoadOp, egpu.LoadExtfOp)
-_WRITES = (affine.StoreOp, memref.StoreOp, egpu.VStoreOp, egpu.StoreTruncfOp)
+_WRITES = (affine.StoreOp, memref.StoreOp, egpu.VStoreOp, egpu.StoreTruncfOp, egpu.CopyAsyncOp)
 _Access = (
     affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.LoadExtfOp
-    | affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp
+    | affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp | egpu.CopyAsyncOp
 )
 """The ops of `_READS` and `_WRITES`: a `memref` operand at `indices`."""
 _LOOPS = (affine.ForOp, scf.ForOp, scf.WhileOp, scf.ParallelOp, affine.ParallelOp)
