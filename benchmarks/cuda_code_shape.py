@@ -3,11 +3,11 @@
 inputs in shared memory), counted per kernel and in the hot loop (the backward branch whose
 body has the most FMAs, the shortest such).
 
-    .venv/bin/python benchmarks/cuda_code_shape.py [--n 1024] [--unroll-k] [--source]
+    .venv/bin/python benchmarks/cuda_code_shape.py [--n 1024] [--unroll-k] [--double-buffer] [--source]
 
 Reports: kernels, per kernel the global loads (scalar and vector), shared loads, FMAs and
-64-bit integer adds/multiplies (address arithmetic included), and in the hot loop the FMAs
-per shared load instruction. Needs NVRTC (cuda-python), no GPU.
+64-bit integer adds/multiplies (address arithmetic included), barriers (bar.sync) and
+asynchronous copies (cp.async), and in the hot loop the FMAs per shared load instruction. Needs NVRTC (cuda-python), no GPU.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-COUNTED = ("ld.global", "ld.shared", "st.global", "st.shared", "fma", "add.s64", "mul.wide", "mad.lo.s64", "add.s32")
+COUNTED = ("ld.global", "ld.shared", "st.global", "st.shared", "fma", "add.s64", "mul.wide", "mad.lo.s64", "add.s32",
+           "bar.sync", "cp.async")
 
 
 def ptx(source: str, arch: str) -> str:
@@ -40,7 +41,7 @@ def ptx(source: str, arch: str) -> str:
 
 
 def counts(lines: list[str]) -> dict[str, int]:
-    found = dict.fromkeys(COUNTED, 0) | {"ld.global.v": 0, "ld.shared.v": 0}
+    found = dict.fromkeys(COUNTED, 0) | {"ld.global.v": 0, "ld.shared.v": 0, "st.global.v": 0}
     for line in lines:
         words = line.split()
         if not words:
@@ -52,7 +53,36 @@ def counts(lines: list[str]) -> dict[str, int]:
         for space in ("global", "shared"):
             if re.match(rf"ld\.{space}(\.nc)?\.v\d", op):
                 found[f"ld.{space}.v"] += 1
+        if re.match(r"st\.global\.v\d", op):
+            found["st.global.v"] += 1
     return found
+
+
+Counts = dict[str, int]
+
+
+def kernel_shapes(text: str) -> list[tuple[str, Counts, Counts | None, Counts | None]]:
+    """Per kernel of a PTX text: its name, its counts, the counts of its hot loop (the
+    backward branch whose body has the most FMAs, the shortest such) and of the loop around
+    it (the shortest backward branch enclosing it: a K-tile loop); None where there is none."""
+    shapes: list[tuple[str, Counts, Counts | None, Counts | None]] = []
+    for body in re.split(r"\n(?=\.visible \.entry)", text)[1:]:
+        head = re.match(r"\.visible \.entry (\w+)", body)
+        name = head.group(1) if head else "?"
+        rows = body.splitlines()
+        labels = {m.group(1): i for i, row in enumerate(rows) if (m := re.match(r"\s*(\$L__\w+):", row))}
+        loops = [(labels[m.group(1)], i) for i, row in enumerate(rows)
+                 if (m := re.search(r"bra(?:\.uni)?\s+(\$L__\w+);", row)) and labels.get(m.group(1), i) < i]  # fmt: skip
+        hot = around = None
+        if loops:
+            lo, hi = max(loops, key=lambda r: (counts(rows[r[0] : r[1]])["fma"], r[0] - r[1]))
+            hot = counts(rows[lo:hi])
+            outer = [r for r in loops if r[0] <= lo and hi <= r[1] and r != (lo, hi)]
+            if outer:
+                a, b = min(outer, key=lambda r: r[1] - r[0])
+                around = counts(rows[a:b])
+        shapes.append((name, counts(rows), hot, around))
+    return shapes
 
 
 def main() -> None:
@@ -65,8 +95,11 @@ def main() -> None:
     parser.add_argument("--arch", default="compute_90")
     parser.add_argument("--unroll-k", action="store_true", help="also unroll the K tile loop (by 8)")
     parser.add_argument("--source", action="store_true", help="print the CUDA source")
+    parser.add_argument("--double-buffer", action="store_true", help="double buffer both shared tiles")
     args = parser.parse_args()
-    lines = [*SGEMM, "transform.einc.unroll %f by 8"] if args.unroll_k else SGEMM
+    lines = [*SGEMM, "transform.einc.unroll %f by 8"] if args.unroll_k else list(SGEMM)
+    if args.double_buffer:
+        lines += ["transform.einc.double_buffer %s0", "transform.einc.double_buffer %s1"]
     f32 = {"dtype": "float32", "shape": [args.n, args.n]}
     kernel = einc.compile("output0[N, M] +=! input0[N, K] * input1[K, M]", {"input0": f32, "input1": f32},
                           target="cuda", schedule=script(lines))  # fmt: skip
@@ -74,19 +107,13 @@ def main() -> None:
     if args.source:
         print(source)
     text = ptx(source, args.arch)
-    for body in re.split(r"\n(?=\.visible \.entry)", text)[1:]:
-        head = re.match(r"\.visible \.entry (\w+)", body)
-        name = head.group(1) if head else "?"
-        rows = body.splitlines()
-        labels = {m.group(1): i for i, row in enumerate(rows) if (m := re.match(r"\s*(\$L__\w+):", row))}
-        loops = [(labels[m.group(1)], i) for i, row in enumerate(rows)
-                 if (m := re.search(r"bra(?:\.uni)?\s+(\$L__\w+);", row)) and labels.get(m.group(1), i) < i]  # fmt: skip
-        print(f"{name}: {counts(rows)}")
-        if loops:
-            lo, hi = max(loops, key=lambda r: (counts(rows[r[0] : r[1]])["fma"], r[0] - r[1]))
-            hot = counts(rows[lo:hi])
+    for name, found, hot, around in kernel_shapes(text):
+        print(f"{name}: {found}")
+        if hot is not None:
             print(f"  hot loop: {hot}; FMAs per shared load {hot['fma'] / max(1, hot['ld.shared']):.1f}")
-
+        if around is not None:
+            print(f"  the loop around it: barriers {around['bar.sync']}, global loads {around['ld.global']} "
+                  f"({around['ld.global.v']} vector), cp.async {around['cp.async']}")
 
 if __name__ == "__main__":
     main()

@@ -137,6 +137,16 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return IndexWidthPass
 
+    def einc_async_copies():
+        from einc.passes.async_copies import AsyncCopiesPass
+
+        return AsyncCopiesPass
+
+    def einc_pad_shared():
+        from einc.passes.pad_shared import PadSharedPass
+
+        return PadSharedPass
+
     def einc_vectorize_shared_loads():
         from einc.passes.vectorize_shared_loads import VectorizeSharedLoadsPass
 
@@ -207,6 +217,8 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-init-accumulators": einc_init_accumulators,
         "einc-index-width": einc_index_width,
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
+        "einc-pad-shared": einc_pad_shared,
+        "einc-async-copies": einc_async_copies,
         "verify-egpu": verify_egpu,
         "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,

@@ -27,7 +27,7 @@ a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `eg
 
 This module is the dialect and its namespace (`egpu.FuncOp`, `egpu.Dim`, ...); the ops and
 attributes live beside it by noun: `egpu_kernel` (kernels, launches, work-item coordinates,
-barriers, shared memory, subgroup reductions), `egpu_vector`, `egpu_narrow` (narrow floats),
+barriers, shared memory, asynchronous copies, subgroup reductions), `egpu_vector`, `egpu_narrow` (narrow floats),
 `egpu_mma` (tensor cores),
 `egpu_attrs` (dimensions, reduction kinds, Poplar tile splits).
 """
@@ -46,9 +46,11 @@ from einc.dialects.egpu_attrs import (
 )
 from einc.dialects.egpu_kernel import (
     AllocSharedOp,
+    AsyncWaitOp,
     BarrierOp,
     BlockDimOp,
     BlockIdOp,
+    CopyAsyncOp,
     FuncOp,
     GlobalIdOp,
     GridDimOp,
@@ -89,6 +91,8 @@ EGPU = Dialect(
         GridDimOp,
         BarrierOp,
         AllocSharedOp,
+        CopyAsyncOp,
+        AsyncWaitOp,
         VLoadOp,
         VStoreOp,
         VBroadcastOp,
@@ -109,9 +113,11 @@ __all__ = [
     "EGPU",
     "VECTOR_WIDTHS",
     "AllocSharedOp",
+    "AsyncWaitOp",
     "BarrierOp",
     "BlockDimOp",
     "BlockIdOp",
+    "CopyAsyncOp",
     "Dim",
     "DimAttr",
     "FuncOp",

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
+    AttrSizedOperandSegments,
     IRDLOperation,
     VarConstraint,
     irdl_op_definition,
@@ -485,3 +486,47 @@ class SubgroupReduceOp(IRDLOperation):
             n = self.cluster_size.value.data
             if n < 1 or n & (n - 1):
                 raise VerifyException(f"egpu.subgroup_reduce: cluster size {n} is not a power of two")
+
+
+@irdl_op_definition
+class CopyAsyncOp(IRDLOperation):
+    """`egpu.copy_async %src[%i, ...] to %dst[%j, ...]`: start copying one element of a
+    global buffer into a shared one without waiting for it (CUDA sm_80+ `cp.async`); the
+    element is there after this work-item's next `egpu.async_wait`. Elements of 4 or 8
+    bytes."""
+
+    name = "egpu.copy_async"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    source = operand_def(MemRefType)
+    source_indices = var_operand_def(IndexType)
+    memref = operand_def(MemRefType)
+    """The shared destination (named as loads' and stores' buffers are)."""
+    indices = var_operand_def(IndexType)
+    assembly_format = "$source `[` $source_indices `]` `to` $memref `[` $indices `]` attr-dict `:` type($source) `,` type($memref)"
+
+    def __init__(self, source: SSAValue, source_indices: Sequence[SSAValue], dest: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[source, source_indices, dest, indices])
+
+    def verify_(self) -> None:
+        kernel_of(self)
+        src, dst = self.source.type, self.memref.type
+        assert isinstance(src, MemRefType) and isinstance(dst, MemRefType)
+        if src.get_element_type() != dst.get_element_type():
+            raise VerifyException("egpu.copy_async: the buffers' element types differ")
+        if len(self.source_indices) != len(src.get_shape()) or len(self.indices) != len(dst.get_shape()):
+            raise VerifyException("egpu.copy_async: an index per dimension of each buffer")
+
+
+@irdl_op_definition
+class AsyncWaitOp(IRDLOperation):
+    """Wait until every `egpu.copy_async` this work-item started has written its element
+    (a barrier after it then makes them visible to the work-group)."""
+
+    name = "egpu.async_wait"
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+    def verify_(self) -> None:
+        kernel_of(self)

@@ -426,24 +426,38 @@ class ReverseComputeAtOp(AtLoopOp):
 
 class CacheOp(IRDLOperation):
     """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")? (layout
-    [P0, P1, ...])?`: stage the tile of a tensor the loop body touches in a buffer allocated
+    [P0, P1, ...])? (pad N)?`: stage the tile of a tensor the loop body touches in a buffer allocated
     in the body (`memref.alloca`): copied in at the start (and out at the end, for writes);
     the body's accesses are redirected to it. `layout` (local buffers only) orders the
     buffer's dimensions: its dimension d is the tensor's dimension P_d (a packed weight
     `[C, KH, KW, F]` of a filter `[F, C, KH, KW]` is `layout [1, 2, 3, 0]`); without it the
-    buffer keeps the tensor's order. Result: the staging buffer's allocation."""
+    buffer keeps the tensor's order. `pad` (shared buffers only) lengthens each row of the
+    buffer by N unused elements against bank conflicts (einc-pad-shared; without it that
+    pass chooses from the target's bank count). Result: the staging buffer's allocation."""
 
     target = operand_def(AnyOpType)
     tensor = prop_def(StringAttr)
     memory = prop_def(StringAttr)
     layout = opt_prop_def(ArrayAttr[IntegerAttr])
+    pad = opt_prop_def(IntegerAttr)
     buffer = result_def(AnyOpType)
 
-    def __init__(self, target: SSAValue, tensor: str, memory: str = "local", layout: tuple[int, ...] | None = None):
+    def __init__(
+        self, target: SSAValue, tensor: str, memory: str = "local", layout: tuple[int, ...] | None = None,
+        pad: int | None = None,
+    ):
         properties: dict[str, Attribute] = {"tensor": StringAttr(tensor), "memory": StringAttr(memory)}
         if layout is not None:
             properties["layout"] = ArrayAttr([IntegerAttr(v, i64) for v in layout])
+        if pad is not None:
+            properties["pad"] = IntegerAttr(pad, i64)
         super().__init__(operands=[target], properties=properties, result_types=[HANDLE])
+
+    @property
+    def pad_elements(self) -> int | None:
+        """The elements each row of a shared buffer is padded by (`pad`), or None: chosen
+        by `einc-pad-shared` from the target's bank count."""
+        return None if self.pad is None else self.pad.value.data
 
     @property
     def layout_order(self) -> tuple[int, ...] | None:
@@ -459,6 +473,11 @@ class CacheOp(IRDLOperation):
                 raise VerifyException(f"{self.name}: layout {list(order)} is not a permutation of 0..{len(order) - 1}")
             if self.memory.data != "local":
                 raise VerifyException(f"{self.name}: a layout is for local buffers only")
+        if self.pad is not None:
+            if self.memory.data != "shared":
+                raise VerifyException(f"{self.name}: pad is for shared buffers only")
+            if not 0 <= self.pad.value.data <= 64:
+                raise VerifyException(f"{self.name}: pad {self.pad.value.data} is not in 0..64")
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -469,7 +488,14 @@ class CacheOp(IRDLOperation):
         layout = None
         if parser.parse_optional_keyword("layout"):
             layout = tuple(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _i64(parser, "layout")))
-        return cls(target, tensor, memory, layout)
+        pad = None
+        if parser.parse_optional_keyword("pad"):
+            start = parser.pos
+            pad = _i64(parser, "pad")
+            if memory != "shared" or not 0 <= pad <= 64:
+                parser.raise_error("pad (0 to 64 elements) is for shared buffers only" if memory != "shared"
+                                   else f"pad {pad} is not in 0..64", start, start + len(str(pad)))  # fmt: skip
+        return cls(target, tensor, memory, layout, pad)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f' "{self.tensor.data}" at ')
@@ -478,6 +504,8 @@ class CacheOp(IRDLOperation):
         order = self.layout_order
         if order is not None:
             printer.print_string(f" layout [{', '.join(map(str, order))}]")
+        if self.pad is not None:
+            printer.print_string(f" pad {self.pad.value.data}")
 
 
 @irdl_op_definition
@@ -494,6 +522,22 @@ class CacheWriteOp(CacheOp):
     the start of each iteration and back at its end (see CacheOp)."""
 
     name = "transform.einc.cache_write"
+
+
+@irdl_op_definition
+class DoubleBufferOp(IRDLOperation):
+    """`transform.einc.double_buffer %staged`: keep two copies of a tile a `cache_read ... in
+    "shared"` staged at a reduction loop, and load the tile of iteration k + 1 while
+    iteration k computes on the other, with one barrier per iteration
+    (einc.transforms.double_buffer). Refused where the buffer is not a shared cache_read
+    at a reduction loop with constant bounds. No results."""
+
+    name = "transform.einc.double_buffer"
+    target = operand_def(AnyOpType)
+    assembly_format = "$target attr-dict"
+
+    def __init__(self, target: SSAValue):
+        super().__init__(operands=[target])
 
 
 @irdl_op_definition
@@ -559,7 +603,7 @@ class KnobOp(IRDLOperation):
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
-    SplitConditionsOp, SplitPhasesOp, TensorizeOp,
+    SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp,
 )
 
 

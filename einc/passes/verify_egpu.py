@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine, memref, scf
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir.affine import AffineDimExpr, AffineSymExpr
 from xdsl.ir import Block, BlockArgument, ErasedSSAValue, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import VerifyException
@@ -31,10 +32,10 @@ from einc.dialects import egpu
 from einc.errors import InternalCompilerError
 
 _READS = (affine.LoadOp, memref.LoadOp, egpu.VLoadOp, egpu.LoadExtfOp)
-_WRITES = (affine.StoreOp, memref.StoreOp, egpu.VStoreOp, egpu.StoreTruncfOp)
+_WRITES = (affine.StoreOp, memref.StoreOp, egpu.VStoreOp, egpu.StoreTruncfOp, egpu.CopyAsyncOp)
 _Access = (
     affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.LoadExtfOp
-    | affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp
+    | affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp | egpu.CopyAsyncOp
 )
 """The ops of `_READS` and `_WRITES`: a `memref` operand at `indices`."""
 _LOOPS = (affine.ForOp, scf.ForOp, scf.WhileOp, scf.ParallelOp, affine.ParallelOp)
@@ -173,8 +174,9 @@ def _verify_launch(launch: egpu.LaunchOp) -> None:
 
 # ---- shared buffers and barriers -------------------------------------------------------------------
 
-_Pending = frozenset[tuple[SSAValue, _Access]]
-"""Writes to shared buffers since the last barrier on some path: (buffer, the write op)."""
+_Pending = frozenset[tuple[SSAValue, _Access, frozenset[Operation]]]
+"""Writes to shared buffers since the last barrier on some path: (buffer, the write op, the
+loops whose back edge it crossed)."""
 
 
 def _verify_shared(kernel: egpu.FuncOp) -> None:
@@ -190,10 +192,10 @@ def _flow(block: Block, pending: _Pending, shared: set[SSAValue], kernel: egpu.F
         if isinstance(op, egpu.BarrierOp):
             pending = frozenset()
         elif isinstance(op, _WRITES) and (buffer := _memref(op)) in shared:
-            pending = pending | {(buffer, op)}
+            pending = pending | {(buffer, op, frozenset())}
         elif isinstance(op, _READS) and (buffer := _memref(op)) in shared:
-            for written, write in pending:
-                if written is buffer and not _own_element(write, op):
+            for written, write, carried in pending:
+                if written is buffer and not _own_element(write, op) and not _other_slot(write, op, carried):
                     raise _Broken(
                         f"{_kernel(kernel)}: shared buffer {_value(buffer)} is written by {write.name} and "
                         f"read by {op.name} at an element of another work-item with no egpu.barrier between"
@@ -208,10 +210,11 @@ def _flow_regions(op: Operation, pending: _Pending, shared: set[SSAValue], kerne
     if isinstance(op, _LOOPS):  # around the back edge until nothing new is pending
         entry = pending
         while True:
-            out = frozenset().union(*(_flow(b, entry, shared, kernel) for b in blocks))
-            if out <= entry:
+            out: _Pending = frozenset().union(*(_flow(b, entry, shared, kernel) for b in blocks))
+            back = frozenset((buffer, write, carried | {op}) for buffer, write, carried in out)
+            if back <= entry:
                 return entry
-            entry = entry | out
+            entry = entry | back
     outs = [_flow(b, pending, shared, kernel) for b in blocks]
     if any(not region.blocks for region in op.regions) or not outs:  # a branch that runs nothing
         outs.append(pending)
@@ -232,6 +235,46 @@ def _own_element(write: _Access, read: _Access) -> bool:
     same index expression of the same values, one of them derived from the work-item's id."""
     access = _access(write)
     return access == _access(read) and any(_from_thread_id(v) for v in access[1])
+
+
+MAX_SLOT_TRIPS = 4096
+
+
+def _leading_index(op: _Access) -> SSAValue | None:
+    """The value of `op`'s first index when it is an operand as it is (a bare dimension)."""
+    m = op.map.data if isinstance(op, affine.LoadOp | affine.StoreOp) and op.map is not None else None
+    if m is None:
+        return op.indices[0] if op.indices else None
+    first = m.results[0] if m.results else None
+    if isinstance(first, AffineDimExpr):
+        return op.indices[first.position]
+    if isinstance(first, AffineSymExpr):
+        return op.indices[m.num_dims + first.position]
+    return None
+
+
+def _other_slot(write: _Access, read: _Access, carried: frozenset[Operation]) -> bool:
+    """Whether `read` and `write` (of the same loop iteration: the loop has not carried the
+    write around its back edge) touch different slots of a double-buffered tile: their first
+    indices are `affine.apply`s of the same loop's variable whose values differ at each of the
+    loop's (constant) iterations (einc.transforms.double_buffer)."""
+    w, r = _leading_index(write), _leading_index(read)
+    if w is None or r is None or not isinstance(a := w.owner, affine.ApplyOp) or not isinstance(b := r.owner, affine.ApplyOp):
+        return False
+    if len(a.mapOperands) != 1 or len(b.mapOperands) != 1 or a.mapOperands[0] is not b.mapOperands[0]:
+        return False
+    iv = a.mapOperands[0]
+    loop = iv.owner.parent_op() if isinstance(iv, BlockArgument) else None
+    if not isinstance(loop, affine.ForOp) or loop in carried or loop.lowerBoundOperands or loop.upperBoundOperands:
+        return False
+    lbs, ubs = loop.lowerBoundMap.data.eval([], []), loop.upperBoundMap.data.eval([], [])
+    if len(lbs) != 1 or len(ubs) != 1:
+        return False
+    values = range(lbs[0], ubs[0], loop.step.value.data)
+    if len(values) > MAX_SLOT_TRIPS:
+        return False
+    wm, rm = a.map.data, b.map.data
+    return all(wm.eval([v], []) != rm.eval([v], []) for v in values)
 
 
 def _from_thread_id(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> bool:

@@ -346,6 +346,10 @@ class KernelWalk:
             self.counts.instructions += self.warp_weight(mask, weight)
             seen.clear()
             return
+        if isinstance(op, egpu.CopyAsyncOp):  # cp.async: a global load and a shared store
+            for access in _copy_accesses(op):
+                self.memory(op, access, mask, weight, seen)
+            return
         access = _access(op)
         if access is not None:
             self.memory(op, access, mask, weight, seen)
@@ -367,7 +371,7 @@ class KernelWalk:
             if isinstance(inner, egpu.BarrierOp):
                 seen.clear()
                 return
-            access = _access(inner)
+            access = _copy_accesses(inner)[1] if isinstance(inner, egpu.CopyAsyncOp) else _access(inner)
             if access is not None and access.store:
                 stored.add(access.memref)
         for k in [k for k in seen if k[0] in stored]:
@@ -696,6 +700,12 @@ def _access(op: Operation) -> _Access | None:
     if isinstance(op, egpu.VStoreOp | egpu.StoreTruncfOp):
         return _Access(op.memref, tuple(op.indices), None, True, _lanes(op))
     return None
+
+
+def _copy_accesses(op: egpu.CopyAsyncOp) -> tuple[_Access, _Access]:
+    """The global load and the shared store of an asynchronous copy of one element."""
+    return (_Access(op.source, tuple(op.source_indices), None, False, 1),
+            _Access(op.memref, tuple(op.indices), None, True, 1))  # fmt: skip
 
 
 def _lanes(op: Operation) -> int:

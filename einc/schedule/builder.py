@@ -243,10 +243,19 @@ class ScheduleBuilder:
     def reverse_compute_at(self, consumer: SSAValue, loop: SSAValue) -> None:
         self._step(et.ReverseComputeAtOp(consumer, loop))
 
-    def cache_read(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
-        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout))
+    def cache_read(
+        self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,
+        pad: int | None = None,
+    ) -> SSAValue:
+        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad))
         return buffer
 
     def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
         (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory, layout))
         return buffer
+
+    def double_buffer(self, buffer: SSAValue) -> None:
+        """Double buffer the shared tile `buffer` (a `cache_read(..., "shared")` result) at
+        its reduction loop (einc.transforms.double_buffer); inside `try_` where it may be
+        refused."""
+        self._step(et.DoubleBufferOp(buffer))

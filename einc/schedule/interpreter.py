@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     NameLoc,
     NoneAttr,
     StringAttr,
+    i64,
 )
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.interpreters.transform import OperationHandle, TransformFunctions
@@ -41,9 +42,10 @@ from einc.dialects import einc_transform as et
 from einc.dialects.context import make_context
 from einc.errors import EincError, InternalCompilerError, ScheduleError
 from einc.ir import locations
-from einc.ir.attrs import STAGED_LOC_ATTR
+from einc.ir.attrs import PAD_ATTR, STAGED_LOC_ATTR
 from einc.passes.pipeline import PassFactories, parse_passes
 from einc.transforms import loop_transforms as lt
+from einc.transforms.double_buffer import mark_double_buffer
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
 from einc.transforms.index_split import split_conditions, split_phases
 from einc.transforms.loop_cse import reuse_values
@@ -477,10 +479,21 @@ class EincTransformFunctions(InterpreterFunctions):
     def run_cache_write(self, interpreter: Interpreter, op: et.CacheWriteOp, args: PythonValues) -> PythonValues:
         return self._cache(op, args, write=True)
 
+    @impl(et.DoubleBufferOp)
+    def run_double_buffer(self, interpreter: Interpreter, op: et.DoubleBufferOp, args: PythonValues) -> PythonValues:
+        for buffer in handle_ops(args[0]):
+            if not self._attached(buffer):
+                raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
+            self.check(op, mark_double_buffer(buffer))
+        return ()
+
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
         allocs: list[memref.AllocaOp] = []
         for loop in self.loops(op, args[0]):
-            allocs.append(self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order)))
+            alloca = self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order))
+            if op.pad_elements is not None:
+                alloca.attributes[PAD_ATTR] = IntegerAttr(op.pad_elements, i64)
+            allocs.append(alloca)
         return (OperationHandle(*allocs),)
 
 

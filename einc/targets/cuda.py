@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IndexType, bf16, f16, f32, f64, i1, i8, i16, i32, i64
+from xdsl.dialects.builtin import AnyFloat, IndexType, MemRefType, bf16, f16, f32, f64, i1, i8, i16, i32, i64
+from xdsl.ir import Operation
 
 from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
@@ -69,6 +70,43 @@ class CudaFamily(DeviceTarget):
         return header.replace(f"void {name}(", f"void __launch_bounds__({math.prod(f.block_size)}) {name}(", 1)
 
 
+_CP_ASYNC_UNITS = {4: "unsigned int", 8: "unsigned long long"}
+
+_CP_ASYNC = """{p} void einc_cp_async_{n}(void* d, const void* s) {{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], {n};" :: "r"((unsigned int)__cvta_generic_to_shared(d)), "l"(s) : "memory");
+#else
+  *({u}*)d = *(const {u}*)s;
+#endif
+}}"""
+"""One element copied global -> shared without waiting (sm_80+: `cp.async`; older
+architectures: a plain copy, complete at once)."""
+
+_CP_ASYNC_WAIT = """{p} void einc_cp_async_wait() {{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}}"""
+
+
+def _copy_async(w: Writer, op: Operation) -> None:
+    assert isinstance(op, egpu.CopyAsyncOp)
+    memory = op.memref.type
+    assert isinstance(memory, MemRefType)
+    element = memory.get_element_type()
+    n = element.bitwidth // 8 if isinstance(element, AnyFloat) else getattr(element, "width").data // 8
+    w.helpers_used.setdefault((f"cp_async_{n}", ""), _CP_ASYNC.format(p=w.t.helper_prefix, n=n, u=_CP_ASYNC_UNITS[n]))
+    dst = w.access(op.memref, w.flat_values(op.memref, op.indices))
+    src = w.access(op.source, w.flat_values(op.source, op.source_indices))
+    w.line(f"einc_cp_async_{n}(&{dst}, &{src});")
+
+
+def _async_wait(w: Writer, op: Operation) -> None:
+    w.helpers_used.setdefault(("cp_async_wait", ""), _CP_ASYNC_WAIT.format(p=w.t.helper_prefix))
+    w.line("einc_cp_async_wait();")
+
+
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
     tensor_cores = frozenset({"mma.m16n8k16"})
@@ -76,17 +114,21 @@ class CUDATarget(CudaFamily):
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "einc-init-accumulators,convert-affine-to-egpu{target=cuda},"
-        "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "einc-init-accumulators,convert-affine-to-egpu{target=cuda},einc-pad-shared{target=cuda},"
+        "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-shared-loads,einc-async-copies{target=cuda},canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),
         max_grid=(2**31 - 1, 65535, 65535), shared_bytes_per_block=48 * 1024,
         subgroup_size=32, vector_width=4, default_block=256,
         storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"},
-        subgroup_reduce="clustered", subgroup_reduce_dtypes=SHUFFLED,
+        subgroup_reduce="clustered", subgroup_reduce_dtypes=SHUFFLED, compute_capability=80,
     )  # fmt: skip
     compile_check = CompileCheck(("sm_80", "sm_90"), 65536, lambda: _checker())
+    statement_printers = {
+        **DeviceTarget.statement_printers, egpu.CopyAsyncOp: _copy_async, egpu.AsyncWaitOp: _async_wait,
+    }  # fmt: skip
+    memory_ops = (*DeviceTarget.memory_ops, egpu.CopyAsyncOp, egpu.AsyncWaitOp)
     index_type: ClassVar[str] = "long long"
     work_item_index = {
         **{f"block_id.{d}": f"(long long)blockIdx.{d}" for d in _AXES},

@@ -64,6 +64,12 @@ class TargetDescription:
     the target has no tiles to check."""
     dtype_notes: tuple[tuple[str, str], ...] = ()
     """Why a dtype is missing, for the refusal's message: (dtype, reason) pairs."""
+    compute_capability: int = 0
+    """NVIDIA's architecture the code is compiled for at least, as 10 * major + minor (80:
+    sm_80, whose `cp.async` `einc-async-copies` uses); 0 for the other targets."""
+    shared_banks: int = 32
+    """Banks of 4-byte words shared memory is split into (32 on NVIDIA and AMD GPUs; the
+    CPU devices here have none, the number is what `einc-pad-shared` pads for)."""
     private_memory: int = 64 * 1024
     """Bytes of local arrays (`memref.alloca`: staged tiles, compute_at boxes) one work-item
     of a kernel may hold: registers first, then the device's per-thread stack (CUDA/HIP

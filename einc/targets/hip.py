@@ -29,7 +29,7 @@ class HIPTarget(CudaFamily):
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "einc-init-accumulators,convert-affine-to-egpu{target=hip},"
+        "einc-init-accumulators,convert-affine-to-egpu{target=hip},einc-pad-shared{target=hip},"
         "legalize-bf16-storage,einc-vectorize-loops{target=hip},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(

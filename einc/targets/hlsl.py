@@ -263,7 +263,7 @@ class HLSLTarget(DeviceTarget):
     runtime_device: ClassVar[str | None] = "vulkan"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "einc-init-accumulators,convert-affine-to-egpu{target=hlsl},"
+        "einc-init-accumulators,convert-affine-to-egpu{target=hlsl},einc-pad-shared{target=hlsl},"
         "legalize-storage-dtypes{target=hlsl},legalize-narrow-ints{target=hlsl},"
         "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=hlsl},einc-vectorize-shared-loads,canonicalize,cse"
     )

@@ -24,7 +24,7 @@ class OpenCLTarget(DeviceTarget):
     runtime_device: ClassVar[str | None] = "opencl"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "einc-init-accumulators,convert-affine-to-egpu{target=opencl},"
+        "einc-init-accumulators,convert-affine-to-egpu{target=opencl},einc-pad-shared{target=opencl},"
         "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=opencl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(

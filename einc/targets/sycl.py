@@ -38,7 +38,7 @@ class SYCLTarget(DeviceTarget):
     runtime_device: ClassVar[str | None] = "sycl"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "einc-init-accumulators,convert-affine-to-egpu{target=sycl},"
+        "einc-init-accumulators,convert-affine-to-egpu{target=sycl},einc-pad-shared{target=sycl},"
         "legalize-bf16-storage,einc-vectorize-loops{target=sycl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(

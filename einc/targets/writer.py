@@ -701,6 +701,7 @@ def _is_written(buffer: SSAValue) -> bool:
     return any(
         isinstance(u.operation, (affine.StoreOp, memref.StoreOp)) and u.index == 1
         or not isinstance(u.operation, _READS)
+        and not (isinstance(u.operation, egpu.CopyAsyncOp) and u.operation.source is buffer)
         for u in buffer.uses
     )
 

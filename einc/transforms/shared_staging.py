@@ -19,6 +19,8 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
+from einc.ir.attrs import PAD_ATTR
+from einc.transforms.double_buffer import FIRST, NEXT, double_buffer_nests
 from einc.transforms.gpu_mapping import (
     Launch,
     Statement,
@@ -52,14 +54,20 @@ def stage_shared(kernel: egpu.FuncOp, launch: Launch, conds: Sequence[SSAValue])
     - in each staging loop body, `egpu.barrier` after the copy-in nests and after the
       compute (before the copy-out nests, or at the end of the body: before the next
       iteration overwrites the buffer);
+    - a double-buffered tile (double_buffer.py, rewritten first): one barrier after its
+      prologue copy before the loop, none after its prefetch in the loop (only the one at
+      the end of the body);
     - the partial-tile checks `conds` guard the compute only: every thread runs the copies
       and reaches every barrier. Raises ScheduleError when a guarded value is used across a
       barrier (the guard cannot be split there)."""
     block = kernel.body.block
+    prologue_barriers, _ = double_buffer_nests(kernel)  # unfit ones stay single-buffered
     for alloca in [op for op in kernel.walk() if _is_shared_alloca(op)]:
         assert isinstance(alloca, memref.AllocaOp)
         shared = egpu.AllocSharedOp(alloca.memref.type)  # type: ignore[arg-type]
         shared.memref.name_hint = alloca.memref.name_hint
+        if PAD_ATTR in alloca.attributes:  # the schedule's pad, for einc-pad-shared
+            shared.attributes[PAD_ATTR] = alloca.attributes[PAD_ATTR]
         Rewriter.insert_op(shared, InsertPoint.at_start(block))
         alloca.memref.replace_all_uses_with(shared.memref)
         Rewriter.erase_op(alloca)
@@ -67,13 +75,23 @@ def stage_shared(kernel: egpu.FuncOp, launch: Launch, conds: Sequence[SSAValue])
     tid = linear_thread_id(top, launch.block)
     threads = math.prod(launch.block)
     copies: dict[Block, tuple[list[Operation], list[Operation]]] = {}
+    sync: set[Operation] = set(prologue_barriers)
     for nest in [op for op in kernel.walk() if isinstance(op, affine.ForOp) and SHARED_COPY_ATTR in op.attributes]:
         assert isinstance(nest, affine.ForOp)
         kind = nest.attributes[SHARED_COPY_ATTR]
         copy = _distribute(nest, tid, threads)
+        if kind == StringAttr(FIRST):  # a double buffer's prologue (its barrier follows the copies)
+            sync.add(copy)
+            continue
+        if kind == StringAttr(NEXT):  # a prefetch (in its `scf.if`): no barrier after it, one at the end
+            guard = copy.parent_op()
+            body = guard.parent_block() if isinstance(guard, scf.IfOp) else None
+            assert guard is not None and body is not None
+            copies.setdefault(body, ([], []))
+            sync.add(guard)
+            continue
         ins, outs = copies.setdefault(copy.parent_block(), ([], []))  # type: ignore[arg-type]
         (ins if kind == StringAttr("in") else outs).append(copy)
-    sync: set[Operation] = set()
     for body, (ins, outs) in copies.items():
         for point in (
             [InsertPoint.after(ins[-1])] if ins else []

@@ -39,11 +39,11 @@ from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from einc.transforms import loop_transforms as lt
 from einc.transforms.gpu_mapping import perfect_chain
-from einc.transforms.loop_analysis import accesses, buffer_name, constant_bounds
+from einc.transforms.loop_analysis import accesses, buffer_name, carried_dependence, constant_bounds
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
-       "reverse_compute_at", "split_conditions", "split_phases", "tensorize")  # fmt: skip
+       "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -256,6 +256,12 @@ class _Gen:
             elif follow < 0.5 and self.device:
                 lines.append(f'transform.einc.bind {o} to "block.x"')
                 lines.append(f'transform.einc.bind {i} to "thread.x"')
+                inside = self._reduction_tiles(_find(self.current, loop))
+                if inside and rng.random() < 0.5:  # a double-buffered shared tile of a reduction inside
+                    staged, tensor = rng.choice(inside)
+                    at, buffer = self.match(staged, lines), self.handle()
+                    lines.append(f'{buffer} = transform.einc.cache_read "{tensor}" at {at} in "shared"')
+                    lines.append(f"transform.einc.double_buffer {buffer}")
         elif kind == "peel":
             h = self.match(loop, lines)
             size = self.size(sorted({1, 2, 3, 4, max(1, trip - 1), trip}), lines)
@@ -321,9 +327,17 @@ class _Gen:
             memory = rng.choice(["", ' in "local"', ' in "shared"'] if self.device else ["", ' in "local"'])
             if self.device and loop.stmt in self.unrolled and "local_unroll_device" not in self.widen:
                 return None
+            double = kind == "cache_read" and rng.random() < (0.5 if "shared" in memory else 0.1)
+            if double and "shared" in memory:  # a reduction's tile loop inside bound loops, if any
+                tiles = self._reduction_tiles()
+                if tiles:
+                    loop, tensor = rng.choice(tiles)
             self.marks.append((self.cached, loop.stmt))
             h = self.match(loop, lines)
-            lines.append(f'{self.handle()} = transform.einc.{kind} "{tensor}" at {h}{memory}')
+            buffer = self.handle()
+            lines.append(f'{buffer} = transform.einc.{kind} "{tensor}" at {h}{memory}')
+            if double:  # refused but for a shared tile at a reduction loop
+                lines.append(f"transform.einc.double_buffer {buffer}")
         elif kind in ("fuse", "compute_at", "reverse_compute_at", "reuse"):
             unique = [lp for lp in loops if loops.count(lp) == 1]  # a handle of one loop
             order = list(dict.fromkeys(lp.stmt for lp in loops))  # statements in program order
@@ -357,6 +371,30 @@ class _Gen:
             else:
                 lines.append(f"transform.einc.{kind} {h1} at {h2}")
         return kind, lines
+
+    def _reduction_tiles(self, within: Any = None) -> list[tuple[Loop, str]]:
+        """(loop, tensor it reads) for the unbound loops carrying a dependence (a reduction's)
+        inside a bound loop (`within`: inside that loop, to be bound), with no bound loop
+        inside: where a shared tile can be double buffered."""
+        found = []
+        for op in (within.body.walk() if within is not None else self.current.walk()):
+            if not isinstance(op, affine.ForOp) or "einc.copy" in op.attributes or lt.BIND_ATTR in op.attributes:
+                continue
+            stmt, axis = _tag(op, lt.STMT_ATTR), _tag(op, lt.AXIS_ATTR)
+            parent, bound = op.parent_op(), within is not None
+            while parent is not None and not bound:
+                bound = lt.BIND_ATTR in parent.attributes
+                parent = parent.parent_op()
+            if stmt is None or axis is None or not bound or carried_dependence(op) is None:
+                continue
+            if any(isinstance(o, affine.ForOp) and lt.BIND_ATTR in o.attributes for o in op.body.walk()):
+                continue
+            inside = accesses(op)
+            written = {buffer_name(a.buffer) for a in inside if a.write}
+            read = sorted({buffer_name(a.buffer) for a in inside} & set(self.ranks) - written)
+            loop = Loop(stmt, axis, "einc.init" in op.attributes, None, False, False)
+            found += [(loop, t) for t in read]
+        return found
 
     def _child(self, loop: Loop, unique: list[Loop]) -> Loop | None:
         """The innermost loop directly inside `loop` (one of `unique`), if any."""

@@ -332,6 +332,27 @@ def _store(m: Machine, op: Operation) -> Step:
     return store
 
 
+@compiles(egpu.CopyAsyncOp)
+def _copy_async(m: Machine, op: Operation) -> Step:
+    """The element copied at once (complete before the wait the op only promises)."""
+    assert isinstance(op, egpu.CopyAsyncOp)
+    src, source_index = _access(m, op, op.source, op.source_indices)
+    dst, index = _access(m, op, op.memref, op.indices)
+    env = m.env
+
+    def copy(mask: Lanes | None) -> None:
+        source, dest = env[src], env[dst]
+        assert isinstance(source, Buffer) and isinstance(dest, Buffer)
+        dest.store(m.grid, op, index(), lanes(source.load(m.grid, op, source_index(), mask, 1)), mask, 1)
+
+    return copy
+
+
+@compiles(egpu.AsyncWaitOp)
+def _async_wait(m: Machine, op: Operation) -> Step:
+    return lambda mask: None
+
+
 # ---- control flow --------------------------------------------------------------------------------
 
 

@@ -3,8 +3,9 @@
 // The schedule of this file (the matmul of frontend/matmul.ein, 8x4 by 4x2): rows tiled by 4
 // on blocks, each row and column of a tile on a thread, A's and B's tiles staged at the
 // reduction-tile loop in work-group memory (__shared__): the block's threads split each copy
-// (linear thread id, strided by the 8 threads), a barrier after the copies and one after
-// the compute.
+// (linear thread id, strided by the 8 threads) as asynchronous copies (cp.async: CUDA's
+// description is sm_80), each thread waits for its copies before a barrier after the copies
+// and one after the compute.
 
 builtin.module {
   transform.named_sequence @__transform_main(%root: !transform.any_op) {
@@ -30,14 +31,16 @@ builtin.module {
 // CHECK:       int tid = thread_x + thread_y * 2;
 // CHECK:       for (int K_o = 0; K_o < 4; K_o += 2) {
 // CHECK-NEXT:    for (int e = tid; e < 4; e += 8) {
-// CHECK:           input1_shared[input1_c0 * 2 + input1_c1] = input1[K_o * 2 + input1_c0 * 2 + input1_c1];
+// CHECK:           einc_cp_async_4(&input1_shared[input1_c0 * 2 + input1_c1], &input1[(K_o + input1_c0) * 2 + input1_c1]);
 // CHECK:         for (int e = tid; e < 8; e += 8) {
-// CHECK:           input0_shared[input0_c0 * 2 + input0_c1] = input0[N_o * 4 + input0_c0 * 4 + K_o + input0_c1];
+// CHECK:           einc_cp_async_4(&input0_shared[input0_c0 * 2 + input0_c1], &input0[(N_o + input0_c0) * 4 + (K_o + input0_c1)]);
 // CHECK-NEXT:    }
+// CHECK-NEXT:    einc_cp_async_wait();
 // CHECK-NEXT:    __syncthreads();
 // CHECK-NEXT:    for (int K_i = 0; K_i < 2; K_i++) {
 // CHECK-NEXT:      output0[N_o * 2 + thread_y * 2 + thread_x] = output0[N_o * 2 + thread_y * 2 + thread_x] + input0_shared[thread_y * 2 + K_i] * input1_shared[K_i * 2 + thread_x];
 // CHECK-NEXT:    }
+// CHECK-NEXT:    einc_cp_async_wait();
 // CHECK-NEXT:    __syncthreads();
 // CHECK-NEXT:  }
 // CHECK-NEXT: }
