@@ -13,7 +13,9 @@ they concern a whole kernel (or a kernel and its launch) rather than one op:
 A failure is a bug in einc (an earlier pass built the IR), raised as
 `InternalCompilerError`, never as a user's `EincError`. The pass changes nothing.
 `EINC_VERIFY_EACH=1` (`einc.compiler.registry.run_pipeline`, so every driver stage) and
-`einc-opt --verify-each` run it, with xDSL's op verifiers, after every pass of a pipeline.
+`einc-opt --verify-each` run it, with xDSL's op verifiers, after every pass of a pipeline
+(after a pass that left the IR exactly as it was last verified, `ir_state`, the answer is the
+same and is not computed again).
 """
 
 from __future__ import annotations
