@@ -413,3 +413,20 @@ def test_the_ir_state_sees_every_change_a_verifier_reads() -> None:
 
     for edit in (moved, erased, added, operand, attribute, property_, result_type, block_arg, block_arg_type, location):
         assert changes(edit), edit.__name__
+
+
+def test_the_ir_state_sees_a_changed_successor() -> None:
+    from xdsl.dialects import cf, test
+    from xdsl.ir import Block, Region
+
+    from einc.passes.verify_egpu import ir_state
+
+    b1, b2, b3 = Block(), Block(), Block()
+    branch = cf.BranchOp(b2)
+    b1.add_op(branch)
+    b2.add_op(cf.BranchOp(b3))
+    b3.add_op(cf.BranchOp(b1))
+    module = ModuleOp([test.TestOp(regions=[Region([b1, b2, b3])])])
+    before = ir_state(module)
+    branch.successors = [b3]
+    assert ir_state(module) != before

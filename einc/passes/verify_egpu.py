@@ -96,7 +96,7 @@ def ir_state(module: Operation) -> list[object]:
         add(tuple(op.properties.items()))
         add(tuple(op.attributes.items()))
         add(op.location)
-        add(op.successors)
+        add(tuple(op.successors))  # a copy: OpSuccessors reads the op's current ones
         for region in op.regions:
             add(region)
             for block in region.blocks:
