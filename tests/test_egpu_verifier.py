@@ -285,8 +285,10 @@ def test_run_pipeline_verifies_each_pass_when_asked(monkeypatch: pytest.MonkeyPa
         run_pipeline(make_context(), module, "legalize-f16-storage")
 
 
-def test_einc_opt_verify_each(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_einc_opt_verify_each(tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     from einc.opt import main
+
+    monkeypatch.setenv("EINC_REPRO_DIR", str(tmp_path / "repro"))  # the internal error's reproducer
 
     path = tmp_path / "late.mlir"
     path.write_text(USE_BEFORE_DEF)
