@@ -26,6 +26,7 @@ import tempfile
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("EINC_VERIFY_EACH", "1")
@@ -87,10 +88,10 @@ LONG_MODULES = (
 )  # fmt: skip
 
 
-def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg]
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONG_MODULES)}
 
-    def key(item) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    def key(item: pytest.Item) -> tuple[int, int]:
         name = item.nodeid.split("/")[-1]
         module = name.split("::")[0]
         return rank.get(module, len(rank)), 0 if name in LONG_FIRST else 1

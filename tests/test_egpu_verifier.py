@@ -312,6 +312,7 @@ def test_a_pass_that_changes_nothing_is_not_verified_again_and_one_that_breaks_t
     verified (the same IR, the same answer), and still reports the pass that broke it."""
     from dataclasses import dataclass
 
+    from xdsl.context import Context
     from xdsl.passes import ModulePass, PassPipeline
 
     from einc.passes import verify_egpu as module_
@@ -320,24 +321,24 @@ def test_a_pass_that_changes_nothing_is_not_verified_again_and_one_that_breaks_t
     class Nothing(ModulePass):
         name = "test-nothing"
 
-        def apply(self, ctx, op) -> None:  # type: ignore[no-untyped-def]
+        def apply(self, ctx: Context, op: ModuleOp) -> None:
             pass
 
     @dataclass(frozen=True)
     class Swap(ModulePass):
         name = "test-swap"
 
-        def apply(self, ctx, op) -> None:  # type: ignore[no-untyped-def]
+        def apply(self, ctx: Context, op: ModuleOp) -> None:
             constant = next(o for o in op.walk() if isinstance(o, arith.ConstantOp))
-            store = constant.next_op
-            assert store is not None
+            store, block = constant.next_op, constant.parent_block()
+            assert store is not None and block is not None
             constant.detach()
-            store.parent_block().insert_op_after(constant, store)  # type: ignore[union-attr]
+            block.insert_op_after(constant, store)
 
     verified: list[str] = []
     real = module_.verify_after_pass
 
-    def counting(previous, module, following) -> None:  # type: ignore[no-untyped-def]
+    def counting(previous: ModulePass, module: ModuleOp, following: ModulePass | None) -> None:
         verified.append(previous.name)
         real(previous, module, following)
 
@@ -355,7 +356,8 @@ def test_the_ir_state_sees_every_change_a_verifier_reads() -> None:
     """`ir_state` differs after each kind of change a pass can make: an op moved, erased or
     added, an operand replaced, an attribute or property set, a result's or a block
     argument's type changed, a block argument added, a location changed."""
-    from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, f64, i32
+    from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, StringAttr, f32, f64, i32
+    from xdsl.ir import Block
 
     from einc.passes.verify_egpu import ir_state
 
@@ -369,7 +371,7 @@ def test_the_ir_state_sees_every_change_a_verifier_reads() -> None:
     def constant(m: ModuleOp) -> arith.ConstantOp:
         return next(o for o in m.walk() if isinstance(o, arith.ConstantOp))
 
-    def kernel_block(m: ModuleOp):  # type: ignore[no-untyped-def]
+    def kernel_block(m: ModuleOp) -> Block:
         block = constant(m).parent_block()
         assert block is not None
         return block
@@ -377,8 +379,9 @@ def test_the_ir_state_sees_every_change_a_verifier_reads() -> None:
     def moved(m: ModuleOp) -> None:
         c, block = constant(m), kernel_block(m)
         store = c.next_op
+        assert store is not None
         c.detach()
-        block.insert_op_after(c, store)  # type: ignore[arg-type]
+        block.insert_op_after(c, store)
 
     def erased(m: ModuleOp) -> None:
         c = constant(m)
@@ -399,16 +402,16 @@ def test_the_ir_state_sees_every_change_a_verifier_reads() -> None:
         constant(m).attributes["x"] = IntAttr(1)
 
     def property_(m: ModuleOp) -> None:
-        constant(m).properties["value"] = arith.FloatAttr(2.0, constant(m).result.type)  # type: ignore[attr-defined]
+        constant(m).properties["value"] = FloatAttr(2.0, f32)
 
     def result_type(m: ModuleOp) -> None:
-        constant(m).result._type = f64  # pyright: ignore[reportPrivateUsage]
+        setattr(constant(m).result, "_type", f64)  # xDSL gives a value's type no setter
 
     def block_arg(m: ModuleOp) -> None:
         kernel_block(m).insert_arg(i32, 0)
 
     def block_arg_type(m: ModuleOp) -> None:
-        kernel_block(m).args[0]._type = i32  # pyright: ignore[reportPrivateUsage]
+        setattr(kernel_block(m).args[0], "_type", i32)
 
     def location(m: ModuleOp) -> None:
         constant(m).location = FileLineColLoc(StringAttr("x.ein"), IntAttr(1), IntAttr(2))
