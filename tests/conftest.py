@@ -26,6 +26,7 @@ import tempfile
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("EINC_VERIFY_EACH", "1")
@@ -67,3 +68,32 @@ if os.environ.get("EINC_MAX_SHRINK_SECONDS"):
     from hypothesis.internal.conjecture import engine
 
     engine.MAX_SHRINKING_SECONDS = int(os.environ["EINC_MAX_SHRINK_SECONDS"])
+
+
+# ---- the order tests start in -------------------------------------------------------------------
+# `pytest -n 2 --dist worksteal` hands each worker half of the collected list and lets an idle
+# worker take half of the other's remaining queue from its end: a long test late in the list
+# leaves one worker running it while the other waits. The modules holding the suite's longest
+# tests (measured with `--durations=0`) therefore start first, the longest of them at their head;
+# every other module follows in collection order. Only the order changes: each module's tests
+# stay together (its module-scoped fixtures are made once per worker).
+LONG_FIRST = (
+    "test_typing.py::test_pyright_errors_do_not_grow",
+)
+LONG_MODULES = (
+    "test_typing.py", "test_compile_scaling.py", "test_tune.py", "test_torch_op.py", "test_tune_space.py",
+    "test_cpu_operators_bench.py", "test_readme.py", "test_interp_egpu.py", "test_tune_program.py",
+    "test_tune_dask.py", "test_tune_measure.py", "test_serve_tune.py", "test_math_accuracy.py",
+    "test_egpu_verifier.py", "test_bad_inputs.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_MODULES)}
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        name = item.nodeid.split("/")[-1]
+        module = name.split("::")[0]
+        return rank.get(module, len(rank)), 0 if name in LONG_FIRST else 1
+
+    items[:] = sorted(items, key=key)  # stable: collection order within each key

@@ -251,8 +251,11 @@ def test_einc_opt_unknown_pass_option_is_located(prog: str, capsys: pytest.Captu
      (["{tmp}/p.xyz"], "{tmp}/p.xyz:1:1: error: no frontend for '.xyz' files")],
 )  # fmt: skip
 def test_einc_opt_command_line_errors_exit_1_located(
-    prog: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], start: str
+    prog: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], start: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # a folder of its own: other tests of this worker leave their reproducers in the suite's
+    monkeypatch.setenv("EINC_REPRO_DIR", str(tmp_path / "repro"))
     (tmp_path / "p.xyz").write_text(PROGRAM)
     argv = [a.format(prog=prog, tmp=tmp_path) for a in args]
     assert opt.main(argv) == 1

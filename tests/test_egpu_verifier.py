@@ -285,8 +285,10 @@ def test_run_pipeline_verifies_each_pass_when_asked(monkeypatch: pytest.MonkeyPa
         run_pipeline(make_context(), module, "legalize-f16-storage")
 
 
-def test_einc_opt_verify_each(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_einc_opt_verify_each(tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     from einc.opt import main
+
+    monkeypatch.setenv("EINC_REPRO_DIR", str(tmp_path / "repro"))  # the internal error's reproducer
 
     path = tmp_path / "late.mlir"
     path.write_text(USE_BEFORE_DEF)
@@ -295,3 +297,141 @@ def test_einc_opt_verify_each(tmp_path, capsys: pytest.CaptureFixture[str]) -> N
     assert main([str(path), "-p", "legalize-f16-storage", "--verify-each"]) == 2
     err = capsys.readouterr().err
     assert "after legalize-f16-storage: egpu.func @late: value %late" in err and "bug in einc" in err
+
+
+# ---- verifying only what changed ------------------------------------------------------------------
+
+IN_ORDER = USE_BEFORE_DEF.replace(
+    "  affine.store %late, %out[] : memref<f32>\n  %late = arith.constant 1.0 : f32\n",
+    "  %late = arith.constant 1.0 : f32\n  affine.store %late, %out[] : memref<f32>\n",
+)
+
+
+def test_a_pass_that_changes_nothing_is_not_verified_again_and_one_that_breaks_the_ir_is() -> None:
+    """`verifying` skips the verification after a pass that leaves the IR as it was last
+    verified (the same IR, the same answer), and still reports the pass that broke it."""
+    from dataclasses import dataclass
+
+    from xdsl.context import Context
+    from xdsl.passes import ModulePass, PassPipeline
+
+    from einc.passes import verify_egpu as module_
+
+    @dataclass(frozen=True)
+    class Nothing(ModulePass):
+        name = "test-nothing"
+
+        def apply(self, ctx: Context, op: ModuleOp) -> None:
+            pass
+
+    @dataclass(frozen=True)
+    class Swap(ModulePass):
+        name = "test-swap"
+
+        def apply(self, ctx: Context, op: ModuleOp) -> None:
+            constant = next(o for o in op.walk() if isinstance(o, arith.ConstantOp))
+            store, block = constant.next_op, constant.parent_block()
+            assert store is not None and block is not None
+            constant.detach()
+            block.insert_op_after(constant, store)
+
+    verified: list[str] = []
+    real = module_.verify_after_pass
+
+    def counting(previous: ModulePass, module: ModuleOp, following: ModulePass | None) -> None:
+        verified.append(previous.name)
+        real(previous, module, following)
+
+    pipeline = module_.verifying(PassPipeline((Nothing(), Nothing(), Swap(), Nothing())))
+    saved, module_.verify_after_pass = module_.verify_after_pass, counting
+    try:
+        with pytest.raises(InternalCompilerError, match="after test-swap: egpu.func @late: value %late"):
+            pipeline.apply(make_context(), parse(IN_ORDER))
+    finally:
+        module_.verify_after_pass = saved
+    assert verified == ["test-nothing", "test-swap"]
+
+
+def test_the_ir_state_sees_every_change_a_verifier_reads() -> None:
+    """`ir_state` differs after each kind of change a pass can make: an op moved, erased or
+    added, an operand replaced, an attribute or property set, a result's or a block
+    argument's type changed, a block argument added, a location changed."""
+    from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, StringAttr, f32, f64, i32
+    from xdsl.ir import Block
+
+    from einc.passes.verify_egpu import ir_state
+
+    def changes(edit: Callable[[ModuleOp], None]) -> bool:
+        module = parse(IN_ORDER)
+        before = ir_state(module)
+        assert ir_state(module) == before
+        edit(module)
+        return ir_state(module) != before
+
+    def constant(m: ModuleOp) -> arith.ConstantOp:
+        return next(o for o in m.walk() if isinstance(o, arith.ConstantOp))
+
+    def kernel_block(m: ModuleOp) -> Block:
+        block = constant(m).parent_block()
+        assert block is not None
+        return block
+
+    def moved(m: ModuleOp) -> None:
+        c, block = constant(m), kernel_block(m)
+        store = c.next_op
+        assert store is not None
+        c.detach()
+        block.insert_op_after(c, store)
+
+    def erased(m: ModuleOp) -> None:
+        c = constant(m)
+        c.detach()
+
+    def added(m: ModuleOp) -> None:
+        kernel_block(m).insert_op_before(arith.ConstantOp.from_int_and_width(1, 32), constant(m))
+
+    def operand(m: ModuleOp) -> None:
+        c, block = constant(m), kernel_block(m)
+        other = arith.ConstantOp(c.value)
+        block.insert_op_before(other, c)
+        before = ir_state(m)
+        c.result.replace_all_uses_with(other.result)
+        assert ir_state(m) != before  # only the store's operand differs
+
+    def attribute(m: ModuleOp) -> None:
+        constant(m).attributes["x"] = IntAttr(1)
+
+    def property_(m: ModuleOp) -> None:
+        constant(m).properties["value"] = FloatAttr(2.0, f32)
+
+    def result_type(m: ModuleOp) -> None:
+        setattr(constant(m).result, "_type", f64)  # xDSL gives a value's type no setter
+
+    def block_arg(m: ModuleOp) -> None:
+        kernel_block(m).insert_arg(i32, 0)
+
+    def block_arg_type(m: ModuleOp) -> None:
+        setattr(kernel_block(m).args[0], "_type", i32)
+
+    def location(m: ModuleOp) -> None:
+        constant(m).location = FileLineColLoc(StringAttr("x.ein"), IntAttr(1), IntAttr(2))
+
+    for edit in (moved, erased, added, operand, attribute, property_, result_type, block_arg, block_arg_type, location):
+        assert changes(edit), edit.__name__
+
+
+def test_the_ir_state_sees_a_changed_successor() -> None:
+    from xdsl.dialects import cf, test
+    from xdsl.ir import Block, Region
+
+    from einc.passes.verify_egpu import ir_state
+
+    b1, b2, b3 = Block(), Block(), Block()
+    branch = cf.BranchOp(b2)
+    b1.add_op(branch)
+    b2.add_op(cf.BranchOp(b3))
+    b3.add_op(cf.BranchOp(b1))
+    module = ModuleOp([test.TestOp(regions=[Region([b1, b2, b3])])])
+    before = ir_state(module)
+    branch.successors = [b3]
+    assert ir_state(module) != before

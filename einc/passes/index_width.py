@@ -38,7 +38,7 @@ from einc.dialects import egpu
 from einc.ir.attrs import INDEX_BITS_ATTR
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.loop_analysis import walk_ops
-from einc.transforms.ranges import Range, expr_range
+from einc.transforms.ranges import Range, binary_range, expr_range
 
 LOW, HIGH = -(2**31), 2**31 - 1
 
@@ -55,13 +55,14 @@ def _fits(r: Range) -> tuple[int, int]:
 
 
 def _expr(e: AffineExpr, operands: Sequence[Range]) -> tuple[int, int]:
-    """The range of `e` (a map over operands as dims), every sub-expression checked."""
+    """The range of `e` (a map over operands as dims), every sub-expression checked (each
+    sub-expression's range computed once, bottom-up)."""
     if isinstance(e, AffineBinaryOpExpr):
-        _expr(e.lhs, operands)
-        _expr(e.rhs, operands)
+        a = _expr(e.lhs, operands)
+        b = _expr(e.rhs, operands)
         if e.kind == AffineBinaryOpKind.CeilDiv:  # printed as (a + c - 1) / c
-            lo, hi = _expr(e.lhs, operands)
-            _fits((lo, hi + abs(_expr(e.rhs, operands)[1])))
+            _fits((a[0], a[1] + abs(b[1])))
+        return _fits(binary_range(e.kind, a, b))
     return _fits(expr_range(e, operands))
 
 

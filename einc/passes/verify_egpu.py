@@ -13,7 +13,9 @@ they concern a whole kernel (or a kernel and its launch) rather than one op:
 A failure is a bug in einc (an earlier pass built the IR), raised as
 `InternalCompilerError`, never as a user's `EincError`. The pass changes nothing.
 `EINC_VERIFY_EACH=1` (`einc.compiler.registry.run_pipeline`, so every driver stage) and
-`einc-opt --verify-each` run it, with xDSL's op verifiers, after every pass of a pipeline.
+`einc-opt --verify-each` run it, with xDSL's op verifiers, after every pass of a pipeline
+(after a pass that left the IR exactly as it was last verified, `ir_state`, the answer is the
+same and is not computed again).
 """
 
 from __future__ import annotations
@@ -75,14 +77,58 @@ def verify_after_pass(previous: ModulePass | None, module: ModuleOp, _next: Modu
         raise InternalCompilerError(f"after {previous.name}: {err}", stage="verify-egpu") from err
 
 
+def ir_state(module: Operation) -> list[object]:
+    """Everything the verifiers read, by identity where it is mutable: each op in walk order
+    with its block, operands, results and their types, properties, attributes, location and
+    successors, each region's blocks with their arguments and types. Attributes are immutable
+    (compared by value); ops, blocks, regions and values compare by identity. Two equal states
+    are the same IR, so its verification gives the same answer."""
+    state: list[object] = []
+    add, extend = state.append, state.extend
+    for op in module.walk():
+        add(op)
+        add(op.parent)
+        extend(op.operands)
+        add(len(op.operands))
+        for result in op.results:
+            add(result)
+            add(result.type)
+        add(len(op.results))
+        add(tuple(op.properties.items()))
+        add(tuple(op.attributes.items()))
+        add(op.location)
+        add(tuple(op.successors))  # a copy: OpSuccessors reads the op's current ones
+        for region in op.regions:
+            add(region)
+            for block in region.blocks:
+                add(block)
+                for arg in block.args:
+                    add(arg)
+                    add(arg.type)
+                add(len(block.args))
+            add(None)
+        add(len(op.regions))
+    return state
+
+
 def verifying(pipeline: PassPipeline) -> PassPipeline:
-    """`pipeline` with `verify_after_pass` after each pass (and its own callback before)."""
+    """`pipeline` with `verify_after_pass` after each pass (and its own callback before). A
+    pass that leaves the IR as it was last verified (`ir_state`) is not verified again: the
+    same IR gets the same answer (most passes find nothing to do on most programs)."""
     own = pipeline.callback
+    verified: list[object] | None = None
 
     def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        nonlocal verified
         if own is not None:
             own(previous, module, following)
+        if previous is None:
+            return
+        state = ir_state(module)
+        if state == verified:
+            return
         verify_after_pass(previous, module, following)
+        verified = state
 
     return PassPipeline(pipeline.passes, callback)
 

@@ -155,21 +155,30 @@ def _expr_range(expr: AffineExpr, dims: Sequence[B], symbols: Sequence[B], on: _
         case AffineSymExpr(position=p):
             return symbols[p] if p < len(symbols) else on.unknown()
         case AffineBinaryOpExpr(kind=kind, lhs=lhs, rhs=rhs):
-            a, b = _expr_range(lhs, dims, symbols, on), _expr_range(rhs, dims, symbols, on)
-            if kind == AffineBinaryOpKind.Add:
-                return on.add(a, b)
-            if kind == AffineBinaryOpKind.Mul:
-                return on.mul(a, b)
-            c = on.divisor(b)
-            if c is None:
-                return on.unknown()
-            if kind == AffineBinaryOpKind.Mod:
-                return on.mod(a, c)
-            if kind == AffineBinaryOpKind.FloorDiv:
-                return on.floordiv(a, c)
-            return on.ceildiv(a, c)
+            return _binary_range(kind, _expr_range(lhs, dims, symbols, on), _expr_range(rhs, dims, symbols, on), on)
         case _:
             return on.unknown()
+
+
+def _binary_range(kind: AffineBinaryOpKind, a: B, b: B, on: _Algebra[B]) -> B:
+    """The bounds of `a kind b` from those of its operands."""
+    if kind == AffineBinaryOpKind.Add:
+        return on.add(a, b)
+    if kind == AffineBinaryOpKind.Mul:
+        return on.mul(a, b)
+    c = on.divisor(b)
+    if c is None:
+        return on.unknown()
+    if kind == AffineBinaryOpKind.Mod:
+        return on.mod(a, c)
+    if kind == AffineBinaryOpKind.FloorDiv:
+        return on.floordiv(a, c)
+    return on.ceildiv(a, c)
+
+
+def binary_range(kind: AffineBinaryOpKind, a: Range, b: Range) -> Range:
+    """`expr_range` of a binary expression from the ranges of its two operands."""
+    return _binary_range(kind, a, b, _Scalar())
 
 
 def expr_range(expr: AffineExpr, dims: Sequence[Range], symbols: Sequence[Range] = ()) -> Range:

@@ -14,10 +14,13 @@ kernels that fit cliffs and categorical features poorly. `FeasibilityModel`: P(o
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtr
-from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
+
+if TYPE_CHECKING:  # scikit-learn is imported when a forest is first fitted (~1 s of imports)
+    from sklearn.ensemble import ExtraTreesClassifier, ExtraTreesRegressor
 
 
 def _matrix(X: np.ndarray) -> np.ndarray:
@@ -48,6 +51,8 @@ class CostModel:
                              f"{len(y)} targets")  # fmt: skip
         if not np.all(np.isfinite(y)):
             raise ValueError("fit targets must be finite")
+        from sklearn.ensemble import ExtraTreesRegressor
+
         forest = ExtraTreesRegressor(n_estimators=self.n_trees, bootstrap=False, min_samples_leaf=1,
                                      max_features=1.0, random_state=self.seed, n_jobs=1)  # fmt: skip
         self._forest = forest.fit(X, y)
@@ -86,6 +91,8 @@ class FeasibilityModel:
         self._forest = None
         self._constant = float(ok.mean()) if len(ok) else 1.0
         if 0 < ok.sum() < len(ok):
+            from sklearn.ensemble import ExtraTreesClassifier
+
             forest = ExtraTreesClassifier(n_estimators=self.n_trees, bootstrap=False,
                                           random_state=self.seed, n_jobs=1)  # fmt: skip
             self._forest = forest.fit(X, ok)
