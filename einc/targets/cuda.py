@@ -110,7 +110,6 @@ def _async_wait(w: Writer, op: Operation) -> None:
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
     tensor_cores = frozenset({"mma.m16n8k16"})
-    statement_printers = {**CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mma_sync)}
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
@@ -126,7 +125,8 @@ class CUDATarget(CudaFamily):
     )  # fmt: skip
     compile_check = CompileCheck(("sm_80", "sm_90"), 65536, lambda: _checker())
     statement_printers = {
-        **DeviceTarget.statement_printers, egpu.CopyAsyncOp: _copy_async, egpu.AsyncWaitOp: _async_wait,
+        **CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mma_sync),
+        egpu.CopyAsyncOp: _copy_async, egpu.AsyncWaitOp: _async_wait,
     }  # fmt: skip
     memory_ops = (*DeviceTarget.memory_ops, egpu.CopyAsyncOp, egpu.AsyncWaitOp)
     index_type: ClassVar[str] = "long long"
