@@ -11,6 +11,7 @@ tests/test_device_targets.py.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,13 @@ def test_ci_draws_the_same_data_and_examples_on_every_run(monkeypatch: pytest.Mo
     ci = settings.get_profile("ci")
     assert ci.derandomize and ci.database is None
     assert ci.max_examples == settings.get_profile("default").max_examples
+    # The same without CI: the README's test command is deterministic for everyone; only
+    # EINC_TEST_SEED=fresh (or the exploration script's text) draws new data.
+    monkeypatch.delenv("CI")
+    monkeypatch.delenv("EINC_TEST_SEED")
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_x.py::test_y (call)")
+    assert draws() == first
+    monkeypatch.setenv("EINC_TEST_SEED", "fresh")
+    assert draws() != first
+    if not os.environ.get("EINC_HYPOTHESIS_PROFILE"):
+        assert settings().derandomize  # the profile the suite loaded without one named

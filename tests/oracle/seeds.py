@@ -1,10 +1,11 @@
-"""Seeds of the tests' random data: fresh in a developer's run, fixed in CI.
+"""Seeds of the tests' random data: fixed in every run of the test command, fresh only where
+asked (the exploration script).
 
-`fresh_seed()` draws from os.urandom on a developer's machine (every run tries new data; the
-seed is in every failure message). With `CI` set, or `EINC_TEST_SEED` set to any text, it is
-a hash of that text, the running test's id and how many seeds the test drew before: the
-same command draws the same data on every run, so CI is never red or green by luck, and
-`EINC_TEST_SEED=<text>` replays a run (scripts/explore.py prints the text it used).
+`fresh_seed()` is a hash of a text, the running test's id and how many seeds the test drew
+before: the text is `EINC_TEST_SEED`, else "ci", so the same command draws the same data on
+every run and every machine (never red or green by luck), and `EINC_TEST_SEED=<text>` replays
+a run (scripts/explore.py passes the fresh text it used and prints it). `EINC_TEST_SEED=fresh`
+draws from os.urandom instead (the seed is in every failure message).
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ def ci() -> bool:
 
 
 def base_seed() -> str | None:
-    """The text the seeds derive from: EINC_TEST_SEED, else "ci" in CI, else None (fresh)."""
-    given = os.environ.get("EINC_TEST_SEED")
-    if given:
-        return given
-    return "ci" if ci() else None
+    """The text the seeds derive from: EINC_TEST_SEED, else "ci"; None (fresh) for `fresh`."""
+    given = os.environ.get("EINC_TEST_SEED", "").strip()
+    if given == "fresh":
+        return None
+    return given or "ci"
 
 
 def fresh_seed() -> int:
