@@ -289,14 +289,16 @@ def tune_op(op: Op, trials: int, threads: int, workers: int,
                       seed=seed)  # fmt: skip
         seconds = time.perf_counter() - start
     best = result.best
-    crowned = best is not None and result.decision is not None and best.candidate.point.sketch != "default"
+    # The default sketch has knobs too: a crowned point may be one of its other points.
+    crowned = best is not None and result.decision is not None and not result.kept_default
     info = {"crowned": crowned, "seconds": seconds, "trials": len(result.history), "failures": dict(result.failures),
             "reason": result.decision.reason if result.decision is not None else None,
             "point": best.candidate.point.describe() if best is not None else None}  # fmt: skip
     decided = best.candidate.schedule if crowned and best is not None else None
     fastest = result.fastest
     other = None
-    if fastest is not None and fastest.candidate.point.sketch != "default" and fastest.candidate.schedule != decided:
+    default_point = result.default.candidate.point if result.default is not None else None
+    if fastest is not None and fastest.candidate.point != default_point and fastest.candidate.schedule != decided:
         other = fastest.candidate.schedule
         info["fastest_point"] = fastest.candidate.point.describe()
     return decided, other, info
