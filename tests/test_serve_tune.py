@@ -288,3 +288,22 @@ def test_a_jobs_reports_make_its_progress_and_best() -> None:
     assert answer["best"] == {"time_s": 1.5e-3, "default_s": 2e-3, "vs_default": 1.3333, "schedule": "tile(k=4)",
                               "measured": "the final rounds"}  # fmt: skip
     assert "best_s" not in answer and "reason" not in answer
+
+
+def test_a_stop_whose_interrupt_was_lost_still_stops_the_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGINT's KeyboardInterrupt raised inside a finalizer (a weakref callback the collector
+    ran just then) is printed and dropped by Python; the stop it meant is still seen at the
+    next trial report, and the job ends stopped with its trials kept (it once went on and
+    answered `done`)."""
+    from einc.tools.serve import tuning
+
+    monkeypatch.setattr(tuning, "_STOP", type(tuning._STOP)())
+    tuning._STOP.set()  # the signal came; its exception was lost
+    request = parse_tune_request(json.dumps({**SMALL_MATMUL, "trials": 4}).encode(), MAX_TRIALS)
+    sent: list[object] = []
+    db = tmp_path / "records.db"
+    word, body = tuning._tune(request, db, 1, sent.append)
+    assert word == "stopped" and "stopped after 1 of 4 trials" in str(body["reason"]), (word, body)
+    assert [m[0] for m in sent] == ["trial"]
+    with RecordDB(db) as records:
+        assert len(records.trials(SMALL_TASK.key, "c", record_context(get_target("c")))) == 1

@@ -380,8 +380,15 @@ def _stopped(trials: int, total: int, path: Path) -> str:
     return f"stopped after {trials} of {total} trials (the server shut down); their records are kept in {path}"
 
 
+_STOP = threading.Event()
+"""Set by the job's SIGINT: a KeyboardInterrupt raised inside a finalizer (a weakref callback
+the collector ran at that moment) is printed and dropped by Python, so the job's next trial
+report raises it again at a point where the tuner's own Ctrl-C handling catches it."""
+
+
 def _interrupt_once(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _STOP.set()
     raise KeyboardInterrupt
 
 
@@ -421,9 +428,11 @@ def _tune(request: TuneRequest, path: Path, workers: int | None,
         m = trial.result
         send(("trial", {"time_s": m.median_s if m.ok else None, "default": m.candidate.point == default_point,
                         "schedule": m.candidate.point.describe(), "status": m.status.value}))  # fmt: skip
+        if _STOP.is_set():  # a stop whose KeyboardInterrupt was lost in a finalizer
+            raise KeyboardInterrupt
 
     result = tuner.tune(task, trials=request.trials, workers=workers, db=path, space=space, on_trial=on_trial)
-    if result.stopped == "interrupted":
+    if result.stopped == "interrupted" or _STOP.is_set():
         return ("stopped", {"reason": _stopped(result.trials, request.trials, path)})
     best = result.best
     if best is None or result.decision is None or not best.ok:
