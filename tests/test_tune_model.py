@@ -149,3 +149,13 @@ def test_a_program_of_several_kernels_is_tuned_by_the_model_task_by_task(tmp_pat
     listing = capsys.readouterr().out
     rows = [line for line in listing.splitlines() if " cuda " in line]
     assert len(rows) == 2 and all("model: NVIDIA H100" in r for r in rows), listing
+
+
+def test_an_antares_task_with_an_input_dict_is_modelled() -> None:
+    """A task given as Antares IR with `input_dict` (the service's form) holds dicts: its data
+    are cached by its identity, not by the task (an unhashable key once made every build fail)."""
+    task = TuneTask("output0[N, M] +=! input0[N, K] * input1[K, M]", "opencl", "<ir>",
+                    {"input0": {"dtype": "float32", "shape": [16, 32]}, "input1": {"dtype": "float32", "shape": [32, 8]}})  # fmt: skip
+    space = SearchSpace.from_task(task)
+    built = model_candidate(task, space.candidate(space.default_point()), get_device("a770"))
+    assert built.status is Status.OK and built.artifact.checked == "interpreter", built.reason

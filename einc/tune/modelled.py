@@ -19,10 +19,10 @@ the model knows) uses them only where no measured record applies.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -31,6 +31,9 @@ from einc.errors import EincError, InternalCompilerError
 from einc.perfmodel.devices import Device
 from einc.schedule.choice import ScheduleChoice
 from einc.tune.types import BuildResult, Candidate, MeasureResult, Status, TuneTask
+
+if TYPE_CHECKING:
+    from einc.tune.measure import TaskData
 
 CHECK_BUDGET = 1 << 24
 """The most work-item-operations (the program's FLOPs, or its output elements where it has
@@ -103,17 +106,18 @@ def _check_numbers(task: TuneTask, module: ModuleOp) -> str:
     return "interpreter"
 
 
-@functools.cache
-def _task_data_cached(identity: str, task: TuneTask):  # -> TaskData
-    from einc.tune.measure import TaskData
-
-    return TaskData.of(task, 0)
+_DATA: dict[str, TaskData] = {}
+"""Per build process, each task's inputs and reference, by `task_identity` (as LocalRunner
+keeps them: a task with an `input_dict` holds dicts, so it is no cache key itself)."""
 
 
-def _task_data(task: TuneTask):  # -> TaskData
-    from einc.tune.measure import plain_task, task_identity
+def _task_data(task: TuneTask) -> TaskData:
+    from einc.tune.measure import TaskData, task_identity
 
-    return _task_data_cached(task_identity(task), plain_task(task))
+    identity = task_identity(task)
+    if identity not in _DATA:
+        _DATA[identity] = TaskData.of(task, 0)
+    return _DATA[identity]
 
 
 class ModelRunner:
