@@ -5,6 +5,7 @@ registers NVRTC reports, the device table and descriptions, `einc check --model`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -237,6 +238,36 @@ def test_large_register_tiled_matmul_is_compute_bound() -> None:
     assert k.bound == "compute"
     assert k.terms["compute"] == pytest.approx(2 * 2048**3 / 67e12 * 132 * 2 / 256, rel=1e-6)  # 256 blocks: 2 waves of 132
     assert k.counts.shared_requests > 0 and k.registers_from == "estimated"
+
+
+TENSORIZED = """
+input A: DT[32, 64]
+input B: DT[48, 64]
+C[I, J] +=! A[I, K].cast(`float32`) * B[J, K].cast(`float32`)
+"""
+TENSORIZE = script([
+    '%i = transform.einc.match stmt "C" axis "I" in %root', '%j = transform.einc.match stmt "C" axis "J" in %root',
+    "%io, %ii = transform.einc.tile %i by 16", "%jo, %ji = transform.einc.tile %j by 16",
+    "%r:4 = transform.einc.reorder %io, %jo, %ii, %ji", 'transform.einc.bind %r#0 to "block.x"',
+    'transform.einc.bind %r#1 to "block.y"', '%lanes = transform.einc.tensorize %r#2 "mma.m16n8k16"',
+])  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype, kind", [("float16", "f16"), ("bfloat16", "bf16")])
+def test_tensor_core_tiles_count_2mnk_at_the_matrix_peak(dtype: str, kind: str) -> None:
+    comp = Compilation(TENSORIZED.replace("DT", dtype), "mma.ein", target="cuda", schedule=TENSORIZE, use_records=False)
+    h100 = get_device("h100")
+    report = model_module(comp.module("target"), h100)
+    k = report.kernels[-1]  # the zero fill, then the tiles: 6 warps of 16 x 16 x 64
+    assert k.counts.matrix_flops == {kind: 2 * 32 * 48 * 64} and not k.counts.flops
+    assert report.flops == 2 * 32 * 48 * 64
+    # A and B tiles: 16 rows of 128 contiguous bytes (4 sectors) each; C: 16 rows of 64 bytes, read and written
+    assert k.counts.global_sectors == 6 * (64 + 64 + 2 * 32)
+    idle = h100.sms / 6  # 6 blocks on 132 SMs; one warp per SM for 4 schedulers: starved 4x
+    assert k.terms["compute"] == pytest.approx(2 * 32 * 48 * 64 / 989.5e12 * idle * 4, rel=1e-6)
+    # without matrix units the tiles cost the FP32 peak
+    plain = model_module(comp.module("target"), dataclasses.replace(h100, fp16_matrix_tflops=0, bf16_matrix_tflops=0))
+    assert plain.kernels[-1].terms["compute"] == pytest.approx(k.terms["compute"] * 989.5 / 67, rel=1e-6)
 
 
 def test_naive_matmul_is_not_compute_bound_and_launches_cost() -> None:

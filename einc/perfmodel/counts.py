@@ -55,6 +55,7 @@ from xdsl.ir.affine import (
 )
 
 from einc.dialects import egpu
+from einc.dialects.egpu_mma import FRAGMENT, MmaOp
 from einc.ir.attrs import NAME_ATTR
 
 Lanes = np.ndarray
@@ -91,6 +92,9 @@ class KernelCounts:
     """Floating-point operations done by active lanes, by width in bits (16, 32, 64)."""
     issued_flops: dict[int, float] = field(default_factory=dict[int, float])
     """Lane slots issued for them: masked lanes of an issuing warp count (SIMT)."""
+    matrix_flops: dict[str, float] = field(default_factory=dict[str, float])
+    """Floating-point operations of tensor-core tiles (`egpu.mma`: 2 * 16 * 16 * k per tile),
+    by input type (`f16`, `bf16`): costed at the device's matrix peak, not its vector one."""
     instructions: float = 0.0
     global_requests: float = 0.0
     global_sectors: float = 0.0
@@ -114,7 +118,7 @@ class KernelCounts:
 
     @property
     def total_flops(self) -> float:
-        return sum(self.flops.values())
+        return sum(self.flops.values()) + sum(self.matrix_flops.values())
 
     @property
     def bank_conflicts(self) -> float:
@@ -346,6 +350,11 @@ class KernelWalk:
             self.counts.instructions += self.warp_weight(mask, weight)
             seen.clear()
             return
+        if isinstance(op, MmaOp):
+            self.mma(op, mask, weight)
+            for key in [key for key in seen if key[0] is op.c]:
+                seen.discard(key)  # it stores its C tile
+            return
         if isinstance(op, egpu.CopyAsyncOp):  # cp.async: a global load and a shared store
             for access in _copy_accesses(op):
                 self.memory(op, access, mask, weight, seen)
@@ -374,6 +383,8 @@ class KernelWalk:
             access = _copy_accesses(inner)[1] if isinstance(inner, egpu.CopyAsyncOp) else _access(inner)
             if access is not None and access.store:
                 stored.add(access.memref)
+            if isinstance(inner, MmaOp):
+                stored.add(inner.c)
         for k in [k for k in seen if k[0] in stored]:
             seen.discard(k)
 
@@ -613,6 +624,77 @@ class KernelWalk:
             loop = loop.parent_op()
         self._hoist[op] = depth
         return depth
+
+    # ---- tensor cores ----------------------------------------------------------------------------
+    def mma(self, op: MmaOp, mask: np.ndarray, weight: np.ndarray) -> None:
+        """One 16 x 16 x k tile per executing warp: 2 * 16 * 16 * k matrix FLOPs, one
+        instruction per 16 x 8 x 16 (`mma.m16n8k16`) or 16 x 16 x 16 (MFMA) step, and the A, B
+        and C tiles moved as whole tiles (registers: nothing; shared memory: their words over
+        the 32 banks, conflict-free as `ldmatrix` reads them; global memory: the sectors the
+        tile's rows touch, C read and written)."""
+        k = op.k.value.data
+        lanes = op.lanes.value.data
+        warps = self.warp_weight(mask, weight)
+        a_type = op.a.type
+        assert isinstance(a_type, MemRefType)
+        kind = "bf16" if "bf16" in str(a_type.get_element_type()) else "f16"
+        self.counts.matrix_flops[kind] = self.counts.matrix_flops.get(kind, 0.0) + 2.0 * FRAGMENT * FRAGMENT * k * warps
+        steps = k // FRAGMENT * (2 if lanes == 32 else 1)
+        self.counts.instructions += steps * warps
+        rows = self.warp_rows(mask)
+        w = weight * rows
+        first = np.argmax(mask, axis=1)  # the tile's base indices: the first active lane's
+        for which, buffer, indices, shape, store in (
+            ("a", op.a, op.a_indices, (FRAGMENT, k), False),
+            ("b", op.b, op.b_indices, (k, FRAGMENT), False),
+            ("c", op.c, op.c_indices, (FRAGMENT, FRAGMENT), True),
+        ):
+            t = buffer.type
+            assert isinstance(t, MemRefType)
+            space = self.space(buffer)
+            if space == "private" and all(self.constant(i) for i in indices):
+                continue
+            es = element_bytes(t)
+            values = [self.value(i) for i in indices]
+            strides = _strides(t.get_shape())
+            d0, d1 = op.dims(which)
+            tile = (np.arange(shape[0])[:, None] * strides[d0] + np.arange(shape[1])[None, :] * strides[d1]).ravel()
+            if any(v is None for v in values):
+                base = np.zeros(self.rows, np.int64)
+            else:
+                linear = np.zeros(self.valid.shape, np.int64)
+                for v, s in zip(values, strides):
+                    linear = linear + np.broadcast_to(np.asarray(v, np.int64), self.valid.shape) * s
+                base = linear[np.arange(self.rows), first]
+            address = (base[:, None] + tile[None, :]) * es
+            valid = np.broadcast_to(rows[:, None] > 0, address.shape)
+            nbytes = tile.size * es
+            requests = float(w.sum()) * max(1, -(-nbytes // (lanes * 16)))  # 16 bytes per lane a request
+            if space in ("shared", "private"):
+                _, distinct = _distinct(address // 4, valid)
+                waves = np.ceil(distinct.sum(axis=1) / 32)
+                if space == "shared":
+                    self.counts.shared_requests += requests
+                    self.counts.shared_wavefronts += float((w * waves).sum())
+                    self.counts.shared_ideal += float((w * waves).sum())
+                else:
+                    self.counts.local_requests += requests
+                    self.counts.local_sectors += float((w * np.ceil(distinct.sum(axis=1) * 4 / self.sector)).sum())
+                continue
+            _, distinct = _distinct(address // self.sector, valid)
+            sectors = float((w * distinct.sum(axis=1)).sum())
+            name = self.names.get(buffer)
+            for stored in (False, True) if store else (False,):
+                self.counts.global_requests += requests
+                self.counts.global_sectors += sectors
+                self.counts.global_bytes += float(w.sum()) * nbytes
+                if name is not None:
+                    traffic = self.counts.buffers[name]
+                    if stored:
+                        traffic.store_sectors += sectors
+                    else:
+                        traffic.load_sectors += sectors
+            self.counts.instructions += requests * (2 if store else 1)
 
     # ---- arithmetic ------------------------------------------------------------------------------
     def warp_rows(self, mask: np.ndarray) -> np.ndarray:

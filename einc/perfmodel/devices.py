@@ -6,37 +6,39 @@ marked "derived" is computed from published ones as the comment says, one marked
 no published figure: the launch overhead, a typical value, and the AMD/Intel block limits):
 
 - H100 SXM5 80 GB: NVIDIA H100 Tensor Core GPU datasheet (2023): FP32 67 TFLOPS, FP64 34,
-  FP16 Tensor Core 1,979 with sparsity (989.5 dense), HBM3 3.35 TB/s; NVIDIA H100 Tensor Core
+  FP16 Tensor Core 1,979 with sparsity (989.5 dense), BF16 Tensor Core 1,979 with sparsity
+  (989.5 dense), HBM3 3.35 TB/s; NVIDIA H100 Tensor Core
   GPU Architecture whitepaper (v1.04): 132 SMs, 1,980 MHz boost, 50 MB L2, FP16 (non-Tensor)
   twice FP32 (derived: 133.8); CUDA C++ Programming Guide, "Technical Specifications per
   Compute Capability" 9.0: 64 K 32-bit registers, 228 KB shared memory and 2,048 threads per
   SM, 227 KB shared per block, 1,024 threads and 32 blocks.
 - A100 SXM4 80 GB: NVIDIA A100 Tensor Core GPU datasheet: FP32 19.5 TFLOPS, FP64 9.7, FP16
-  Tensor Core 312 (dense), HBM2e 2,039 GB/s; NVIDIA A100 Tensor Core GPU Architecture
+  Tensor Core 312 (dense), BF16 Tensor Core 312 (dense), HBM2e 2,039 GB/s; NVIDIA A100 Tensor Core GPU Architecture
   whitepaper: 108 SMs, 1,410 MHz boost, 40 MB L2, FP16 (non-Tensor) 78 TFLOPS; Programming
   Guide, compute capability 8.0: 64 K registers, 164 KB shared and 2,048 threads per SM, 163 KB
   per block, 32 blocks.
 - MI250X: AMD Instinct MI250X data sheet: 220 CUs, 1,700 MHz peak engine clock, FP32 vector
-  47.9 TFLOPS, FP64 vector 47.9, FP16 matrix 383, HBM2e 3.2768 TB/s, over two graphics compute
-  dies (GCDs). A HIP kernel runs on one GCD (each is its own device), so the entry is one GCD:
-  half of each package figure (110 CUs, 23.95 TFLOPS FP32, 191.5 FP16 matrix, 1.6384 TB/s);
+  47.9 TFLOPS, FP64 vector 47.9, FP16 matrix 383, BF16 matrix 383, HBM2e 3.2768 TB/s, over two
+  graphics compute dies (GCDs). A HIP kernel runs on one GCD (each is its own device), so the
+  entry is one GCD: half of each package figure (110 CUs, 23.95 TFLOPS FP32, 191.5 FP16 and
+  BF16 matrix, 1.6384 TB/s);
   FP16 vector twice FP32 (packed, derived). AMD CDNA 2 instruction set architecture guide:
   wave64, 64 KB LDS per CU, 512 VGPRs of 64 lanes per SIMD and 4 SIMDs per CU (derived:
   131,072 32-bit registers per CU), 8 waves per SIMD (2,048 work-items per CU).
 - RTX 4090: NVIDIA Ada GPU Architecture whitepaper (v2.1), appendix table: 128 SMs, 2,520 MHz
   boost, FP32 82.6 TFLOPS, FP16 (non-Tensor) 82.6, FP16 Tensor with FP32 accumulate 165.2
-  (dense), FP64 1.29, GDDR6X 1,008 GB/s, 72 MB L2; Programming Guide, compute capability 8.9:
+  (dense), BF16 Tensor with FP32 accumulate 165.2 (dense), FP64 1.29, GDDR6X 1,008 GB/s, 72 MB L2; Programming Guide, compute capability 8.9:
   64 K registers, 100 KB shared and 1,536 threads per SM, 99 KB per block, 24 blocks per SM.
 - Arc A770 16 GB: Intel Arc A770 Graphics product specifications (ark.intel.com): 32 Xe-cores,
   512 vector engines, 512 XMX engines, 2,100 MHz graphics clock, 560 GB/s, 16 MB L2. Derived:
-  FP32 4,096 lanes x 2 x 2.1 GHz = 17.2 TFLOPS, FP16 vector twice that, FP16 XMX 137.6 (half of
-  the published 275 INT8 TOPS); no FP64 hardware. Intel's Xe-HPG documents: 16 vector engines of
+  FP32 4,096 lanes x 2 x 2.1 GHz = 17.2 TFLOPS, FP16 vector twice that, FP16 and BF16 XMX 137.6
+  (half of the published 275 INT8 TOPS; XMX runs both at one rate); no FP64 hardware. Intel's Xe-HPG documents: 16 vector engines of
   8 threads x 128 32-byte registers per Xe-core (derived: 131,072 32-bit registers), 64 KB
   shared local memory per work-group, subgroups of 16 (the OpenCL/SYCL default width).
 - IPU-M2000: Graphcore IPU-M2000 product brief and Colossus MK2 GC200 IPU page: four GC200
   IPUs of 1,472 tiles each, six worker threads per tile, 900 MB In-Processor-Memory per IPU
   (624 KiB per tile), 47.5 TB/s memory bandwidth, 62.5 TFLOPS FP32 and 250 TFLOPS FP16 per
-  IPU through the AMP (matrix) units, 1.325 GHz. einc's Poplar target runs on one IPU, so the
+  IPU through the AMP (matrix) units (no BF16: 0), 1.325 GHz. einc's Poplar target runs on one IPU, so the
   entry is one GC200; its vector rates are derived (a tile issues one 2 x FP32 or 4 x FP16 FMA
   per cycle: 1,472 x 1.325 GHz x 4 = 7.8 TFLOPS FP32, 15.6 FP16).
 """
@@ -85,7 +87,11 @@ class Device:
     fp32_matrix_tflops: float = 0.0
     """Peak FP32 through matrix units (tensor cores, MFMA, AMP; 0: none), for reference."""
     fp16_matrix_tflops: float = 0.0
-    """Peak dense FP16 through matrix units, for reference (einc does not use them yet)."""
+    """Peak dense FP16 (FP32 accumulate) through matrix units: what `egpu.mma` tiles of
+    float16 run at (tensor cores, MFMA; 0: none, the tiles are costed at the FP32 peak)."""
+    bf16_matrix_tflops: float = 0.0
+    """Peak dense BF16 (FP32 accumulate) through matrix units, for `egpu.mma` tiles of
+    bfloat16 (0: none, costed at the FP32 peak)."""
     sector_bytes: int = 32
     """Granule of a global memory transaction (NVIDIA's 32-byte sector)."""
     l1_bytes_per_clock: int = 128
@@ -120,31 +126,32 @@ DEVICES: dict[str, Device] = {
         "NVIDIA H100 SXM5 80GB", fp32_tflops=67.0, fp16_tflops=133.8, dram_gbps=3350.0, sms=132, warp=32,
         clock_ghz=1.98, registers_per_sm=65536, shared_per_sm=228 * 1024, shared_per_block=227 * 1024,
         threads_per_sm=2048, threads_per_block=1024, blocks_per_sm=32, fp64_tflops=34.0,
-        fp32_matrix_tflops=494.7, fp16_matrix_tflops=989.5, arch="sm_90", sources=_NVIDIA,
+        fp32_matrix_tflops=494.7, fp16_matrix_tflops=989.5, bf16_matrix_tflops=989.5, arch="sm_90", sources=_NVIDIA,
     ),
     "a100": Device(
         "NVIDIA A100 SXM4 80GB", fp32_tflops=19.5, fp16_tflops=78.0, dram_gbps=2039.0, sms=108, warp=32,
         clock_ghz=1.41, registers_per_sm=65536, shared_per_sm=164 * 1024, shared_per_block=163 * 1024,
         threads_per_sm=2048, threads_per_block=1024, blocks_per_sm=32, fp64_tflops=9.7,
-        fp32_matrix_tflops=156.0, fp16_matrix_tflops=312.0, arch="sm_80", sources=_NVIDIA,
+        fp32_matrix_tflops=156.0, fp16_matrix_tflops=312.0, bf16_matrix_tflops=312.0, arch="sm_80", sources=_NVIDIA,
     ),
     "mi250x": Device(
         "AMD Instinct MI250X (one GCD)", fp32_tflops=23.95, fp16_tflops=47.9, dram_gbps=1638.4, sms=110,
         warp=64, clock_ghz=1.7, registers_per_sm=131072, shared_per_sm=64 * 1024, shared_per_block=64 * 1024,
         threads_per_sm=2048, threads_per_block=1024, blocks_per_sm=32, fp64_tflops=23.95,
-        fp32_matrix_tflops=47.9, fp16_matrix_tflops=191.5, sector_bytes=64, l1_bytes_per_clock=64,
+        fp32_matrix_tflops=47.9, fp16_matrix_tflops=191.5, bf16_matrix_tflops=191.5, sector_bytes=64, l1_bytes_per_clock=64,
         arch="gfx90a", sources="AMD Instinct MI250X data sheet, CDNA 2 ISA guide (see einc/perfmodel/devices.py)",
     ),
     "rtx4090": Device(
         "NVIDIA GeForce RTX 4090", fp32_tflops=82.6, fp16_tflops=82.6, dram_gbps=1008.0, sms=128, warp=32,
         clock_ghz=2.52, registers_per_sm=65536, shared_per_sm=100 * 1024, shared_per_block=99 * 1024,
         threads_per_sm=1536, threads_per_block=1024, blocks_per_sm=24, fp64_tflops=1.29,
-        fp16_matrix_tflops=165.2, arch="sm_89", sources=_NVIDIA,
+        fp16_matrix_tflops=165.2, bf16_matrix_tflops=165.2, arch="sm_89", sources=_NVIDIA,
     ),
     "a770": Device(
         "Intel Arc A770 16GB", fp32_tflops=17.2, fp16_tflops=34.4, dram_gbps=560.0, sms=32, warp=16,
         clock_ghz=2.1, registers_per_sm=131072, shared_per_sm=64 * 1024, shared_per_block=64 * 1024,
         threads_per_sm=2048, threads_per_block=1024, blocks_per_sm=64, fp16_matrix_tflops=137.6,
+        bf16_matrix_tflops=137.6,
         sector_bytes=64, l1_bytes_per_clock=64,
         sources="Intel Arc A770 product specifications, Xe-HPG documents (see einc/perfmodel/devices.py)",
     ),
@@ -167,7 +174,7 @@ _REQUIRED = [f.name for f in dataclasses.fields(Device) if f.default is dataclas
 _TEXT = {"name", "arch", "key", "sources"}
 _INTS = {name for name, f in _FIELDS.items() if f.type in ("int", int)}
 _MAY_BE_ZERO = {"registers_per_sm", "shared_per_sm", "shared_per_block", "fp64_tflops", "fp32_matrix_tflops",
-                "fp16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory"}  # fmt: skip
+                "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory"}  # fmt: skip
 
 
 MATCH = {"h100": r"\bH100\b", "a100": r"\bA100\b", "mi250x": r"\bMI250X?\b", "rtx4090": r"\b4090\b",
@@ -302,6 +309,7 @@ def _device(v: dict[str, object]) -> Device:
         threads_per_sm=whole("threads_per_sm"), threads_per_block=whole("threads_per_block"),
         blocks_per_sm=whole("blocks_per_sm"), fp64_tflops=num("fp64_tflops"),
         fp32_matrix_tflops=num("fp32_matrix_tflops"), fp16_matrix_tflops=num("fp16_matrix_tflops"),
+        bf16_matrix_tflops=num("bf16_matrix_tflops"),
         sector_bytes=whole("sector_bytes"), l1_bytes_per_clock=whole("l1_bytes_per_clock"),
         issue_per_clock=whole("issue_per_clock"), launch_us=num("launch_us"), tile_memory=whole("tile_memory"),
         arch=text("arch"), key=text("key"), sources=text("sources"),

@@ -4,7 +4,8 @@ compiler where `einc check` compiles for the device's architecture, else estimat
 occupancy, and a time: the launch overhead plus the largest of
 
 - compute: the FLOPs issued (masked lanes of an issuing warp included) at the device's peak
-  for their width (FP16, FP32, FP64);
+  for their width (FP16, FP32, FP64), plus the tensor-core tiles' (`egpu.mma`) FLOPs at the
+  matrix units' FP16 / BF16 peak;
 - issue: the warp instructions at `issue_per_clock` per SM and clock;
 - memory: the compulsory traffic (each global buffer's bytes read once and written once,
   at most the sectors its accesses touch: the caches are assumed to catch all reuse) at the
@@ -74,6 +75,7 @@ class KernelModel:
         return {
             "name": c.name, "grid": list(c.grid), "block": list(c.block),
             "flops": c.total_flops, "flops_by_bits": {str(k): v for k, v in sorted(c.flops.items())},
+            "matrix_flops": dict(sorted(c.matrix_flops.items())),
             "instructions": c.instructions,
             "global": {"requests": c.global_requests, "sectors": c.global_sectors, "bytes_requested": c.global_bytes,
                        "sectors_per_request": _ratio(c.global_sectors, c.global_requests), "dram_bytes": self.dram_bytes,
@@ -121,7 +123,8 @@ class ModelReport:
         for k in self.kernels:
             c = k.counts
             lines.append(f"  {c.name}: grid {_shape(c.grid)}, block {_shape(c.block)}")
-            widths = ", ".join(f"fp{b} {_si(v)}" for b, v in sorted(c.flops.items()) if v)
+            widths = ", ".join([*(f"fp{b} {_si(v)}" for b, v in sorted(c.flops.items()) if v),
+                                *(f"{t} tensor core {_si(v)}" for t, v in sorted(c.matrix_flops.items()) if v)])
             lines.append(f"    FLOPs {_si(c.total_flops)}{f' ({widths})' if widths else ''}, {_si(c.instructions)} warp instructions")
             lines.append(
                 f"    global: {_si(c.global_requests)} requests, {_si(c.global_sectors)} sectors of {d.sector_bytes} B "
@@ -256,7 +259,9 @@ def model_kernel(
     active = min(resident, per_sm) * warps
     starved = max(1.0, d.issue_per_clock / active) if active else 1.0
     clock = d.clock_ghz * 1e9
-    compute = sum(v / _peak(d, bits) for bits, v in counts.issued_flops.items()) * imbalance * starved
+    vector = sum(v / _peak(d, bits) for bits, v in counts.issued_flops.items())
+    matrix = sum(v / _matrix_peak(d, kind) for kind, v in counts.matrix_flops.items())
+    compute = (vector + matrix) * imbalance * starved
     issue = counts.instructions / (d.sms * d.issue_per_clock * clock) * imbalance * starved
     dram = dram_bytes(counts, d.sector_bytes)
     memory = dram / (d.dram_gbps * 1e9) * d.sms / min(d.sms, blocks)
@@ -277,6 +282,13 @@ def dram_bytes(counts: KernelCounts, sector: int) -> float:
         size = -(-b.bytes // sector) * sector
         total += min(size, b.load_sectors * sector) + min(size, b.store_sectors * sector)
     return total
+
+
+def _matrix_peak(d: Device, kind: str) -> float:
+    """FLOP/s of `egpu.mma` tiles of `kind` (`f16`, `bf16`) inputs: the matrix units' dense
+    peak, or the FP32 vector peak on a device without them."""
+    peak = d.bf16_matrix_tflops if kind == "bf16" else d.fp16_matrix_tflops
+    return (peak or d.fp32_tflops) * 1e12
 
 
 def _peak(d: Device, bits: int) -> float:
