@@ -17,7 +17,11 @@ launch and the kernel, taken with CUDA events, as torch's is; on the other targe
 copies inputs in and outputs out (einc's host side, as a user calls a kernel), and NumPy's time
 on the host is given for scale. `model` is `Kernel.model(DEVICE)` of the CUDA kernel of the same
 program and schedule (NVRTC builds it; no GPU needed) - a prediction for that GPU, compared with
-the measurement only where the run is on that GPU (`model/measured`).
+the measurement only where the run is on that GPU (`model/measured`). `model here` is the
+model's prediction for the device actually measured: on CUDA the GPU there (a device of the
+model's table, by its name), on OpenCL and SYCL this machine's CPU as that device, described
+from measured facts (benchmarks/host_device.py), plus the host side of the call the time
+includes; `measured/model` is the measured time over it (docs/PERFMODEL.md).
 """
 
 from __future__ import annotations
@@ -129,6 +133,8 @@ class Row:
     error: float | None = None
     model_ms: float | None = None
     model_bound: str = ""
+    here_ms: float | None = None  # the model's prediction for the device measured (see predict_here)
+    here_bound: str = ""
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -143,6 +149,31 @@ def predict(case: Case, schedule: str | None, device: str) -> tuple[float | None
     except einc.EincError as err:
         return None, f"model: {str(err).splitlines()[0][:60]}"
     return report.time_s * 1e3, str(report.bound)
+
+
+def predict_here(case: Case, schedule: str | None, target: str, torch: Any) -> tuple[float | None, str]:
+    """The model's time (ms) and bound for the device `target` ran on here: the GPU (where the
+    model's table knows it) for CUDA, this machine's CPU as the OpenCL / SYCL device
+    (benchmarks/host_device.py, with the host side of a call) for those; None elsewhere."""
+    import einc
+    from einc.perfmodel.devices import device_for
+
+    try:
+        kernel = einc.compile(case.ir, case.inputs, target=target, schedule=schedule or "default", use_records=False)
+        if target == "cuda":
+            key = device_for(torch.cuda.get_device_name()) if torch is not None else None
+            if key is None:
+                return None, "GPU not in the model's table"
+            report = kernel.model(key)
+            return report.time_s * 1e3, str(report.bound)
+        if target in ("opencl", "sycl"):
+            from host_device import predict as host_predict
+
+            seconds, bound, _ = host_predict(kernel, target)
+            return seconds * 1e3, bound
+    except einc.EincError as err:
+        return None, f"model: {str(err).splitlines()[0][:60]}"
+    return None, ""
 
 
 def tune_schedule(case: Case, target: str, trials: int, db: str) -> tuple[str | None, str]:
@@ -257,14 +288,22 @@ def main() -> None:
                 for variant, schedule in [*variants, *tuned]:
                     row = run_case(case, target, variant, schedule, args, torch)
                     row.model_ms, row.model_bound = predict(case, schedule, args.model)
+                    if row.ms is not None:
+                        row.here_ms, row.here_bound = predict_here(case, schedule, target, torch)
                     rows.append(row)
                     if not args.markdown:
                         print(" | ".join(str(v) for v in asdict(row).values()), flush=True)
     header = ["target", "kernel", "schedule", "ms", "rate", "vs torch (cuda) / NumPy", "max rel err",
-              f"model {args.model} ms", "bound", "note"]  # fmt: skip
+              f"model {args.model} ms", "bound", "model here ms", "bound here", "measured/model", "note"]  # fmt: skip
     print(table([[r.target, r.kernel, r.variant, f"{r.ms:.3f}" if r.ms is not None else "", r.rate, r.vs,
                   f"{r.error:.1e}" if r.error is not None else "",
-                  f"{r.model_ms:.3f}" if r.model_ms is not None else "", r.model_bound, r.note] for r in rows], header))  # fmt: skip
+                  f"{r.model_ms:.3f}" if r.model_ms is not None else "", r.model_bound,
+                  f"{r.here_ms:.3f}" if r.here_ms is not None else "", r.here_bound,
+                  f"{r.ms / r.here_ms:.2f}" if r.ms is not None and r.here_ms else "", r.note] for r in rows], header))  # fmt: skip
+    within = [r.ms / r.here_ms for r in rows if r.ms is not None and r.here_ms]
+    if within:
+        inside = sum(1 / 2 <= x <= 2 for x in within)
+        print(f"measured/model within 2x: {inside} of {len(within)} ({inside / len(within):.0%})")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
 

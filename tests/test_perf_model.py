@@ -6,10 +6,12 @@ registers NVRTC reports, the device table and descriptions, `einc check --model`
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from xdsl.parser import Parser
@@ -367,6 +369,63 @@ def test_bad_device_descriptions_are_located(tmp_path: Path, text: str, where: s
     with pytest.raises(UsageError) as err:
         get_device(str(path))
     assert str(err.value).startswith(f"{path}{where} error: {message}"), str(err.value)
+
+
+# ---- this machine's CPU as a device (benchmarks/host_device.py) ---------------------------------------
+
+FACTS = {"cpu": "a CPU", "target": "opencl", "cores": 2, "lanes": 16, "fma_peak_gflops": 512.0, "clock_ghz": 4.0,
+         "triad_gbs": 20.0, "copy_gbs": 18.0, "l2_bytes": 1 << 20, "one_kernel_call_s": 60e-6,
+         "three_kernel_call_s": 66e-6, "row_sum_s": 1e-3, "row_sum_exp_s": 3e-3}  # fmt: skip
+"""Measured facts as benchmarks/host_device.py's measure_facts returns them (made up here)."""
+
+
+def _host_device() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("host_device", ROOT / "benchmarks" / "host_device.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cpu_device(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    host = _host_device()
+    data = {k: v for k, v in host.description(FACTS).items() if k not in host.HOST_ONLY}
+    path = tmp_path_factory.mktemp("cpu") / "cpu-opencl.json"
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def test_cpu_description_from_measured_facts(cpu_device: Path) -> None:
+    d = get_device(str(cpu_device))
+    assert (d.sms, d.warp, d.loop_warp, d.fp32_tflops, d.dram_gbps) == (2, 16, 1, 0.512, 20.0)
+    assert d.issue_per_clock == 2  # 512 GFLOP/s over 2 cores x 4 GHz x 2 x 16 lanes: 2 vector FMAs a clock
+    assert d.launch_us == pytest.approx(3.0)  # (66 - 60) us over the two extra kernels
+    assert d.math_instructions == pytest.approx(2e-3 * 2 * 4e9 / (256 * 4096) * 2)  # measured cycles x issue
+
+
+def test_cpu_description_errors_are_located(cpu_device: Path, tmp_path: Path) -> None:
+    text = cpu_device.read_text().replace('"loop_warp": 1', '"loop_warp": -1')
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    line = text[: text.index('"loop_warp"')].count("\n") + 1
+    with pytest.raises(UsageError) as err:
+        get_device(str(bad))
+    assert str(err.value).startswith(f"{bad}:{line}:2: error: 'loop_warp' must be 0 or more, got -1"), str(err.value)
+
+
+def test_cpu_device_prediction_is_finite_and_scalar_where_work_items_loop(cpu_device: Path) -> None:
+    comp = Compilation(MATMUL.format(n=32, k=16, m=32), "mm.ein", target="opencl", schedule="none", use_records=False)
+    d = get_device(str(cpu_device))
+    report = model_module(comp.module("target"), d)
+    (k,) = report.kernels
+    assert 0 < report.time_s < 1 and report.time_s == report.time_s
+    # each work-item runs the K loop: the runtime runs work-items one by one, at the scalar peak
+    assert k.counts.warp == 1
+    assert k.terms["compute"] >= 2 * 32 * 16 * 32 / (d.fp32_tflops * 1e12 / 16)
+    add = Compilation("input input0: float32[64]\noutput0[N] = input0[N] + input0[N]\n", "t.ein", target="opencl",
+                      schedule="none", use_records=False)  # fmt: skip
+    assert model_module(add.module("target"), d).kernels[0].counts.warp == 16  # no loop: vectorized
 
 
 # ---- the command line -------------------------------------------------------------------------------

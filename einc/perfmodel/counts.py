@@ -96,6 +96,9 @@ class KernelCounts:
     """Floating-point operations of tensor-core tiles (`egpu.mma`: 2 * 16 * 16 * k per tile),
     by input type (`f16`, `bf16`): costed at the device's matrix peak, not its vector one."""
     instructions: float = 0.0
+    math_calls: float = 0.0
+    """Warp executions of math functions (exp, log, sqrt, ...; not abs, fma, copysign): each
+    is 4 of `instructions`, which the model rescales to the device's `math_instructions`."""
     global_requests: float = 0.0
     global_sectors: float = 0.0
     global_bytes: float = 0.0
@@ -709,6 +712,8 @@ class KernelWalk:
         flops, bits, instructions = self.cost(op)
         warps = self.warp_weight(mask, weight)
         self.counts.instructions += instructions * warps
+        if op.dialect_name() == "math" and not isinstance(op, _CHEAP_MATH):
+            self.counts.math_calls += warps
         if flops and bits:
             lanes = float((weight * mask.sum(axis=1)).sum())
             self.counts.flops[bits] = self.counts.flops.get(bits, 0.0) + flops * lanes
@@ -810,6 +815,32 @@ def kernels(module: Operation) -> Iterator[egpu.FuncOp]:
     for name in launched or list(funcs):
         if name in funcs:
             yield funcs[name]
+
+
+def runs_loops(kernel: egpu.FuncOp) -> bool:
+    """Whether a work-item of `kernel` runs a loop a compiler keeps (any but a loop of at most
+    FULL_LOOP iterations between constant bounds, which compilers unroll)."""
+    for op in kernel.walk():
+        if isinstance(op, affine.ForOp):
+            lb, ub = op.lowerBoundMap.data, op.upperBoundMap.data
+            if op.lowerBoundOperands or op.upperBoundOperands or len(lb.results) != 1 or len(ub.results) != 1:
+                return True
+            low, high = lb.results[0], ub.results[0]
+            if not isinstance(low, AffineConstantExpr) or not isinstance(high, AffineConstantExpr):
+                return True
+            if -(-(high.value - low.value) // op.step.value.data) > FULL_LOOP:
+                return True
+        elif isinstance(op, scf.ForOp):
+            values: list[int] = []
+            for v in (op.lb, op.ub, op.step):
+                owner = v.owner
+                if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr)):
+                    return True
+                values.append(owner.value.value.data)
+            lo, hi, step = values
+            if -(-(hi - lo) // max(1, step)) > FULL_LOOP:
+                return True
+    return False
 
 
 def count_kernel(kernel: egpu.FuncOp, warp: int, sector: int, spread: int | None = None) -> KernelCounts:

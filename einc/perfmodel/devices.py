@@ -103,6 +103,17 @@ class Device:
     """Overhead of one kernel launch (assumed: a typical figure, not a published one)."""
     tile_memory: int = 0
     """Bytes of memory per tile (the IPU), 0 elsewhere."""
+    loop_warp: int = 0
+    """Lanes of a warp in a kernel whose work-items run loops (0: `warp`). A GPU runs a warp's
+    work-items on its lanes whatever their code; a CPU runtime (PoCL, the SYCL CPU device)
+    makes a work-group one loop over its work-items and relies on the compiler's loop
+    vectorizer, which vectorizes innermost loops only: where a work-item runs a loop of its
+    own, work-items run one after another on scalar instructions. 1 there: such a kernel is
+    modelled with one-lane warps at the FP peaks / `warp` (the scalar peaks)."""
+    math_instructions: float = 4.0
+    """Warp instructions one math function (exp, log, sqrt, ...) costs: 4 on GPUs (the
+    special-function units run at a quarter rate; assumed); on a CPU, a math library's
+    polynomial (measured: benchmarks/host_device.py)."""
     arch: str = ""
     """The architecture the target's compiler builds for (`sm_90`, `gfx90a`): where the
     target's `einc check` compiler covers it, registers and shared memory come from it."""
@@ -174,7 +185,7 @@ _REQUIRED = [f.name for f in dataclasses.fields(Device) if f.default is dataclas
 _TEXT = {"name", "arch", "key", "sources"}
 _INTS = {name for name, f in _FIELDS.items() if f.type in ("int", int)}
 _MAY_BE_ZERO = {"registers_per_sm", "shared_per_sm", "shared_per_block", "fp64_tflops", "fp32_matrix_tflops",
-                "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory"}  # fmt: skip
+                "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory", "loop_warp"}  # fmt: skip
 
 
 MATCH = {"h100": r"\bH100\b", "a100": r"\bA100\b", "mi250x": r"\bMI250X?\b", "rtx4090": r"\b4090\b",
@@ -312,6 +323,7 @@ def _device(v: dict[str, object]) -> Device:
         bf16_matrix_tflops=num("bf16_matrix_tflops"),
         sector_bytes=whole("sector_bytes"), l1_bytes_per_clock=whole("l1_bytes_per_clock"),
         issue_per_clock=whole("issue_per_clock"), launch_us=num("launch_us"), tile_memory=whole("tile_memory"),
+        loop_warp=whole("loop_warp"), math_instructions=num("math_instructions"),
         arch=text("arch"), key=text("key"), sources=text("sources"),
     )  # fmt: skip
 

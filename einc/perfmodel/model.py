@@ -6,7 +6,8 @@ occupancy, and a time: the launch overhead plus the largest of
 - compute: the FLOPs issued (masked lanes of an issuing warp included) at the device's peak
   for their width (FP16, FP32, FP64), plus the tensor-core tiles' (`egpu.mma`) FLOPs at the
   matrix units' FP16 / BF16 peak;
-- issue: the warp instructions at `issue_per_clock` per SM and clock;
+- issue: the warp instructions (a math function `math_instructions` of them) at
+  `issue_per_clock` per SM and clock;
 - memory: the compulsory traffic (each global buffer's bytes read once and written once,
   at most the sectors its accesses touch: the caches are assumed to catch all reuse) at the
   memory bandwidth;
@@ -22,6 +23,7 @@ time is a lower bound, a roofline, and the report says what bounds it. Nothing i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -32,7 +34,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from einc.dialects import egpu
 from einc.errors import RuntimeMissingError
-from einc.perfmodel.counts import KernelCounts, count_kernel, kernels
+from einc.perfmodel.counts import KernelCounts, count_kernel, kernels, runs_loops
 from einc.perfmodel.devices import Device
 from einc.runtime.device import KernelResources
 
@@ -215,13 +217,22 @@ def model_module(
     for kernel in kernels(module):
         split = kernel.attributes.get(egpu.TileSplitAttr.name)
         spread = split.data.vertices if isinstance(split, egpu.TileSplitAttr) else None
-        counts = count_kernel(kernel, device.warp, device.sector_bytes, spread)
+        on = scalar_device(device) if device.loop_warp and runs_loops(kernel) else device
+        counts = count_kernel(kernel, on.warp, on.sector_bytes, spread)
         launch = launches.get(counts.name)
         dynamic = launch.shared_bytes if launch is not None else 0
-        models.append(model_kernel(counts, device, resources.get(counts.name), label, dynamic))
+        models.append(model_kernel(counts, on, resources.get(counts.name), label, dynamic))
     if not models:
         notes.append("the program has no kernels (nothing runs on the device)")
     return ModelReport(device, target.name if target is not None else "", models, notes)
+
+
+def scalar_device(d: Device) -> Device:
+    """`d` as it runs a kernel whose work-items run loops, where it does not run them across a
+    warp's lanes (`loop_warp`): warps of `loop_warp` lanes at that share of the FP peaks."""
+    share = d.loop_warp / d.warp
+    return dataclasses.replace(d, warp=d.loop_warp, fp32_tflops=d.fp32_tflops * share, fp16_tflops=d.fp16_tflops * share,
+                               fp64_tflops=d.fp64_tflops * share)  # fmt: skip
 
 
 def model_kernel(
@@ -262,7 +273,8 @@ def model_kernel(
     vector = sum(v / _peak(d, bits) for bits, v in counts.issued_flops.items())
     matrix = sum(v / _matrix_peak(d, kind) for kind, v in counts.matrix_flops.items())
     compute = (vector + matrix) * imbalance * starved
-    issue = counts.instructions / (d.sms * d.issue_per_clock * clock) * imbalance * starved
+    instructions = counts.instructions + counts.math_calls * (d.math_instructions - 4)
+    issue = instructions / (d.sms * d.issue_per_clock * clock) * imbalance * starved
     dram = dram_bytes(counts, d.sector_bytes)
     memory = dram / (d.dram_gbps * 1e9) * d.sms / min(d.sms, blocks)
     onchip = 0.0
