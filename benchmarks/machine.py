@@ -202,19 +202,22 @@ def _stream_library() -> ctypes.CDLL:
     return dll
 
 
-def stream_bandwidth_gbs(threads: int, kind: str = "triad", runs: int = 30) -> float:
+def stream_bandwidth_gbs(threads: int, kind: str = "triad", runs: int = 30, array_bytes: int = 0) -> float:
     """Best-of-`runs` STREAM bandwidth in GB/s (1e9 bytes), counting the bytes the loop reads
     and writes (copy: 8 per element, triad `a = b + s*c`: 12; write-allocate traffic is not
     counted, as STREAM does and as the einc benchmarks count their own kernels). Each array is
     4x the L3 size (at least 64 MiB), first touched by the threads that stream it.
 
     The triad is the default: its two reads and one write are the shape of the memory-bound
-    kernels benchmarked (Add; Softmax and LayerNorm read more than they write)."""
+    kernels benchmarked (Add; Softmax and LayerNorm read more than they write).
+
+    `array_bytes` sets each array's size instead (an in-cache bandwidth with arrays that fit
+    in the L3 together)."""
     import numpy as np
 
     if kind not in ("copy", "triad"):
         raise ValueError(f"kind must be 'copy' or 'triad', not {kind!r}")
-    n = max(4 * l3_bytes(), 64 << 20) // 4
+    n = (array_bytes or max(4 * l3_bytes(), 64 << 20)) // 4
     a, b, c = (np.empty(n, np.float32) for _ in range(3))
     dll = _stream_library()
     dll.stream_init(a.ctypes.data, b.ctypes.data, c.ctypes.data, n, threads)

@@ -374,7 +374,8 @@ def test_bad_device_descriptions_are_located(tmp_path: Path, text: str, where: s
 # ---- this machine's CPU as a device (benchmarks/host_device.py) ---------------------------------------
 
 FACTS = {"cpu": "a CPU", "target": "opencl", "cores": 2, "lanes": 16, "fma_peak_gflops": 512.0, "clock_ghz": 4.0,
-         "triad_gbs": 20.0, "copy_gbs": 18.0, "l2_bytes": 1 << 20, "one_kernel_call_s": 60e-6,
+         "triad_gbs": 20.0, "copy_gbs": 18.0, "l2_bytes": 1 << 20, "l3_bytes": 32 << 20, "l3_triad_gbs": 100.0, "l3_copy_gbs": 90.0,
+         "one_kernel_call_s": 60e-6,
          "three_kernel_call_s": 66e-6, "row_sum_s": 1e-3, "row_sum_exp_s": 3e-3}  # fmt: skip
 """Measured facts as benchmarks/host_device.py's measure_facts returns them (made up here)."""
 

@@ -103,6 +103,13 @@ class Device:
     """Overhead of one kernel launch (assumed: a typical figure, not a published one)."""
     tile_memory: int = 0
     """Bytes of memory per tile (the IPU), 0 elsewhere."""
+    cache_bytes: int = 0
+    """Bytes of the last-level cache whose contents outlive a kernel (0: not modelled). A
+    kernel whose buffers fit in it together reads and writes them at `cache_gbps`, not
+    `dram_gbps`: they are there from the kernel or copy before it (on a CPU device, the copy
+    of the inputs in). Not used for the GPUs of the table (no published cache bandwidth)."""
+    cache_gbps: float = 0.0
+    """Bandwidth of that cache (measured: benchmarks/host_device.py)."""
     loop_warp: int = 0
     """Lanes of a warp in a kernel whose work-items run loops (0: `warp`). A GPU runs a warp's
     work-items on its lanes whatever their code; a CPU runtime (PoCL, the SYCL CPU device)
@@ -185,7 +192,8 @@ _REQUIRED = [f.name for f in dataclasses.fields(Device) if f.default is dataclas
 _TEXT = {"name", "arch", "key", "sources"}
 _INTS = {name for name, f in _FIELDS.items() if f.type in ("int", int)}
 _MAY_BE_ZERO = {"registers_per_sm", "shared_per_sm", "shared_per_block", "fp64_tflops", "fp32_matrix_tflops",
-                "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory", "loop_warp"}  # fmt: skip
+                "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory", "loop_warp",
+                "cache_bytes", "cache_gbps"}  # fmt: skip
 
 
 MATCH = {"h100": r"\bH100\b", "a100": r"\bA100\b", "mi250x": r"\bMI250X?\b", "rtx4090": r"\b4090\b",
@@ -323,7 +331,7 @@ def _device(v: dict[str, object]) -> Device:
         bf16_matrix_tflops=num("bf16_matrix_tflops"),
         sector_bytes=whole("sector_bytes"), l1_bytes_per_clock=whole("l1_bytes_per_clock"),
         issue_per_clock=whole("issue_per_clock"), launch_us=num("launch_us"), tile_memory=whole("tile_memory"),
-        loop_warp=whole("loop_warp"), math_instructions=num("math_instructions"),
+        cache_bytes=whole("cache_bytes"), cache_gbps=num("cache_gbps"), loop_warp=whole("loop_warp"), math_instructions=num("math_instructions"),
         arch=text("arch"), key=text("key"), sources=text("sources"),
     )  # fmt: skip
 

@@ -10,7 +10,8 @@ occupancy, and a time: the launch overhead plus the largest of
   `issue_per_clock` per SM and clock;
 - memory: the compulsory traffic (each global buffer's bytes read once and written once,
   at most the sectors its accesses touch: the caches are assumed to catch all reuse) at the
-  memory bandwidth;
+  memory bandwidth (the last-level cache's, where the device gives it and the kernel's
+  buffers fit in it together);
 - on-chip: the global and local sectors through L1 at `l1_bytes_per_clock` per SM, plus the
   shared-memory wavefronts (one per clock and SM).
 
@@ -276,7 +277,9 @@ def model_kernel(
     instructions = counts.instructions + counts.math_calls * (d.math_instructions - 4)
     issue = instructions / (d.sms * d.issue_per_clock * clock) * imbalance * starved
     dram = dram_bytes(counts, d.sector_bytes)
-    memory = dram / (d.dram_gbps * 1e9) * d.sms / min(d.sms, blocks)
+    footprint = sum(b.bytes for b in counts.buffers.values())
+    cached = bool(d.cache_bytes and d.cache_gbps and footprint <= d.cache_bytes)
+    memory = dram / ((d.cache_gbps if cached else d.dram_gbps) * 1e9) * d.sms / min(d.sms, blocks)
     onchip = 0.0
     if d.l1_bytes_per_clock:
         cycles = (counts.global_sectors + counts.local_sectors) * d.sector_bytes / d.l1_bytes_per_clock
