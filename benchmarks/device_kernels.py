@@ -303,7 +303,10 @@ def main() -> None:
     within = [r.ms / r.here_ms for r in rows if r.ms is not None and r.here_ms]
     if within:
         inside = sum(1 / 2 <= x <= 2 for x in within)
-        print(f"measured/model within 2x: {inside} of {len(within)} ({inside / len(within):.0%})")
+        print(f"measured/model within 2x: {inside} of {len(within)} ({inside / len(within):.0%}); "
+              f"load average at the end {os.getloadavg()[0]:.1f}")
+    for target, facts in getattr(sys.modules.get("host_device"), "USED", {}).items():
+        print(f"model here, {target}: {facts['name']}: {facts['sources']}")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
 
