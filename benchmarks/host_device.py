@@ -3,6 +3,7 @@ performance model (einc/perfmodel) from measured facts, and the model's predicti
 benchmark measures on it.
 
     .venv/bin/python benchmarks/host_device.py --target opencl [--out cpu-opencl.json]
+    .venv/bin/python benchmarks/host_device.py --against README.md   # the model beside a table's times
 
 The description (a JSON file `einc check --model FILE` and `Kernel.model(FILE)` read) holds:
 
@@ -45,6 +46,7 @@ import argparse
 import functools
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -212,11 +214,45 @@ def predict(kernel: Any, target: str) -> tuple[float, str, float]:
     return report.time_s + host, str(report.bound), report.time_s
 
 
+def against(path: str) -> None:
+    """The model's prediction beside the times of a Markdown table benchmarks/device_kernels.py
+    printed (its OpenCL and SYCL rows at `--size host`: the README's, or a saved run), with
+    measured/model and how many are within 2x."""
+    import einc
+    from common import table
+    from device_kernels import cases
+
+    by_name = {c.name: c for c in cases("host")}
+    rows, ratios = [], []
+    for line in Path(path).read_text().splitlines():
+        m = re.match(r"\|\s*(opencl|sycl)\s*\|\s*(.+?)\s*\|\s*(default|hand)\s*\|\s*([\d.]+)\s*\|", line)
+        if m is None or m[2] not in by_name:
+            continue
+        target, case, variant, ms = m[1], by_name[m[2]], m[3], float(m[4])
+        schedule = case.hand if variant == "hand" else None
+        kernel = einc.compile(case.ir, case.inputs, target=target, schedule=schedule or "default", use_records=False)
+        seconds, bound, kernels = predict(kernel, target)
+        ratios.append(ms / (seconds * 1e3))
+        rows.append([target, case.name, variant, f"{ms:.3f}", f"{seconds * 1e3:.3f}", f"{kernels * 1e3:.3f}", bound,
+                     f"{ratios[-1]:.2f}"])  # fmt: skip
+    print(table(rows, ["target", "kernel", "schedule", "measured ms", "model ms", "of it kernels", "bound",
+                       "measured/model"]))  # fmt: skip
+    inside = sum(0.5 <= r <= 2 for r in ratios)
+    print(f"measured/model within 2x: {inside} of {len(ratios)}")
+    for target, facts in USED.items():
+        print(f"{target}: {facts['name']}: {facts['sources']}; host side of a call {facts['call_us']:.0f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="opencl", choices=["opencl", "sycl"])
     parser.add_argument("--out", help="write the description here (default: print it)")
+    parser.add_argument("--against", metavar="TABLE.md",
+                        help="predict the OpenCL/SYCL rows of a device_kernels.py Markdown table (README.md) instead")
     args = parser.parse_args()
+    if args.against:
+        against(args.against)
+        return
     print(json.dumps(measure_facts(args.target)), file=sys.stderr)
     text = json.dumps({k: v for k, v in describe(args.target).items() if k not in HOST_ONLY}, indent=1)
     if args.out:
