@@ -145,6 +145,7 @@ def measure_facts(target: str) -> dict[str, Any]:
         "l3_copy_gbs": _bandwidth(cores, "copy", machine.l3_bytes() // 8),
         "one_kernel_call_s": one, "three_kernel_call_s": three,
         "row_sum_s": plain, "row_sum_exp_s": exp,  # CPU seconds
+        "fadd_cycles": machine.fadd_latency_cycles() or 0.0,
     }  # fmt: skip
 
 
@@ -167,12 +168,13 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
         "sector_bytes": 64, "l1_bytes_per_clock": 64,
         "cache_bytes": facts["l3_bytes"], "cache_gbps": facts["l3_triad_gbs"],
         "issue_per_clock": issue, "loop_warp": LOOP_WARP[facts["target"]], "math_instructions": max(4.0, exp_cycles * issue),
+        "chain_cycles": facts["fadd_cycles"],
         "launch_us": launch * 1e6,
         "sources": f"measured by benchmarks/host_device.py: FMA peak {peak:.1f} GFLOP/s, triad "
                    f"{facts['triad_gbs']:.1f} GB/s, copy {facts['copy_gbs']:.1f} GB/s, in the L3 triad "
                    f"{facts['l3_triad_gbs']:.1f} GB/s, copy {facts['l3_copy_gbs']:.1f} GB/s, clock {ghz:.2f} GHz, "
                    f"one-kernel call {one * 1e6:.0f} us, three-kernel call {three * 1e6:.0f} us, "
-                   f"exp {exp_cycles:.1f} cycles",
+                   f"exp {exp_cycles:.1f} cycles, dependent float add {facts['fadd_cycles']:.1f} cycles",
         # not fields of the model's device: the host side of a call (see predict)
         "call_us": max(0.0, one - launch) * 1e6, "copy_gbps": facts["copy_gbs"],
         "cache_copy_gbps": facts["l3_copy_gbs"],

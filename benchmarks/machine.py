@@ -178,6 +178,47 @@ def clock_ghz(runs: int = 5) -> float | None:
     return 100.0 * iters / min(times) / 1e9
 
 
+FADD_SOURCE = r"""
+#include <time.h>
+
+/* CPU seconds of this thread for `iters` rounds of 100 dependent float adds (x86-64 addss),
+   or -1 elsewhere. */
+double fadd_run(long iters) {
+#if defined(__x86_64__)
+  struct timespec a, b;
+  float x = 1.0f, y = 1e-7f;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  for (long i = 0; i < iters; i++) {
+    __asm__ volatile(
+#define A10 "addss %1, %0\n\t" "addss %1, %0\n\t" "addss %1, %0\n\t" "addss %1, %0\n\t" "addss %1, %0\n\t" \
+            "addss %1, %0\n\t" "addss %1, %0\n\t" "addss %1, %0\n\t" "addss %1, %0\n\t" "addss %1, %0\n\t"
+        A10 A10 A10 A10 A10 A10 A10 A10 A10 A10
+        : "+x"(x) : "x"(y));
+  }
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  return x > 0.0f ? (b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec) : -1.0;
+#else
+  (void)iters;
+  return -1.0;
+#endif
+}
+"""
+
+
+def fadd_latency_cycles(runs: int = 5) -> float | None:
+    """Cycles one float add takes when the next depends on it (a chain of `addss`), timed by
+    the thread's CPU time at `clock_ghz()`. None off x86-64."""
+    dll = ctypes.CDLL(str(compile_c(FADD_SOURCE).path))
+    dll.fadd_run.argtypes = [ctypes.c_long]
+    dll.fadd_run.restype = ctypes.c_double
+    ghz = clock_ghz()
+    iters = 200_000
+    times = [dll.fadd_run(iters) for _ in range(runs)]
+    if ghz is None or min(times) <= 0:
+        return None
+    return min(times) * ghz * 1e9 / (100.0 * iters)
+
+
 def l3_bytes() -> int:
     """The last-level cache's size (sysfs; 32 MiB when it cannot be read)."""
     for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"), reverse=True):

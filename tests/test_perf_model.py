@@ -376,7 +376,8 @@ def test_bad_device_descriptions_are_located(tmp_path: Path, text: str, where: s
 FACTS = {"cpu": "a CPU", "target": "opencl", "cores": 2, "lanes": 16, "fma_peak_gflops": 512.0, "clock_ghz": 4.0,
          "triad_gbs": 20.0, "copy_gbs": 18.0, "l2_bytes": 1 << 20, "l3_bytes": 32 << 20, "l3_triad_gbs": 100.0, "l3_copy_gbs": 90.0,
          "one_kernel_call_s": 60e-6,
-         "three_kernel_call_s": 66e-6, "row_sum_s": 1e-3, "row_sum_exp_s": 3e-3}  # fmt: skip
+         "three_kernel_call_s": 66e-6, "row_sum_s": 1e-3, "row_sum_exp_s": 3e-3,
+         "fadd_cycles": 3.0}  # fmt: skip
 """Measured facts as benchmarks/host_device.py's measure_facts returns them (made up here)."""
 
 
@@ -427,6 +428,18 @@ def test_cpu_device_prediction_is_finite_and_scalar_where_work_items_loop(cpu_de
     add = Compilation("input input0: float32[64]\noutput0[N] = input0[N] + input0[N]\n", "t.ein", target="opencl",
                       schedule="none", use_records=False)  # fmt: skip
     assert model_module(add.module("target"), d).kernels[0].counts.warp == 16  # no loop: vectorized
+
+
+def test_cpu_device_charges_accumulation_chains(cpu_device: Path) -> None:
+    rowsum = Compilation("input input0: float32[64, 128]\noutput0[N] +=! input0[N, C]\n", "s.ein", target="opencl",
+                         schedule="default", use_records=False)  # fmt: skip
+    d = get_device(str(cpu_device))
+    (k,) = model_module(rowsum.module("target"), d).kernels
+    # one row per work-item, its 128 adds a chain of dependent steps, 3 cycles each at 4 GHz; the
+    # 64 rows are one work-group: one core of the two runs them
+    assert k.counts.grid == (1, 1, 1) and k.counts.chain_steps == 64 * 128
+    assert k.terms["latency"] == pytest.approx(64 * 128 * 3 / 4e9)
+    assert "latency" not in model_module(rowsum.module("target"), get_device("h100")).kernels[0].terms
 
 
 # ---- the command line -------------------------------------------------------------------------------

@@ -97,6 +97,11 @@ class KernelCounts:
     by input type (`f16`, `bf16`): costed at the device's matrix peak, not its vector one."""
     instructions: float = 0.0
     math_calls: float = 0.0
+    chain_steps: float = 0.0
+    """Warp executions of loop iterations whose body carries a float accumulation (a value
+    loaded from a location its loop does not move, combined and stored back there): each
+    waits for the previous iteration's, a dependency chain the model charges the device's
+    `chain_cycles` per step (independent accumulators in one body count once)."""
     """Warp executions of math functions (exp, log, sqrt, ...; not abs, fma, copysign): each
     is 4 of `instructions`, which the model rescales to the device's `math_instructions`."""
     global_requests: float = 0.0
@@ -711,6 +716,8 @@ class KernelWalk:
             return
         flops, bits, instructions = self.cost(op)
         warps = self.warp_weight(mask, weight)
+        if bits and self.frames and _leads_chain(op):
+            self.counts.chain_steps += warps
         self.counts.instructions += instructions * warps
         if op.dialect_name() == "math" and not isinstance(op, _CHEAP_MATH):
             self.counts.math_calls += warps
@@ -741,6 +748,31 @@ class KernelWalk:
                 return n, bits, 0
             return n, bits, 1
         return 0, 0, 0 if isinstance(op, arith.ConstantOp) else 1
+
+
+def _carries(op: Operation) -> bool:
+    """Whether float op `op` accumulates in its loop: an operand loaded from a location whose
+    indices its loop does not move, and its result stored back to that location in the same
+    block."""
+    loop = op.parent_op()
+    if not isinstance(loop, affine.ForOp | scf.ForOp):
+        return False
+    loads = [_access(o.owner) for o in op.operands if isinstance(o.owner, Operation)]
+    stores = [_access(u.operation) for r in op.results for u in r.uses if u.operation.parent is op.parent]
+    return any(
+        load is not None and not load.store and store is not None and store.store and load.key() == store.key()
+        and not any(_inside(i, loop) for i in load.indices)
+        for load in loads for store in stores
+    )  # fmt: skip
+
+
+def _leads_chain(op: Operation) -> bool:
+    """Whether `op` is the first accumulation (`_carries`) of its block: the one that stands
+    for the block's chains (independent accumulators advance together)."""
+    block = op.parent
+    if block is None or not _carries(op):
+        return False
+    return next(o for o in block.ops if _carries(o)) is op
 
 
 def _fused(op: arith.MulfOp) -> bool:

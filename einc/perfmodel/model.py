@@ -13,7 +13,9 @@ occupancy, and a time: the launch overhead plus the largest of
   memory bandwidth (the last-level cache's, where the device gives it and the kernel's
   buffers fit in it together);
 - on-chip: the global and local sectors through L1 at `l1_bytes_per_clock` per SM, plus the
-  shared-memory wavefronts (one per clock and SM).
+  shared-memory wavefronts (one per clock and SM);
+- latency, on a device that gives `chain_cycles` (a CPU): the steps of float accumulation
+  chains (counts.chain_steps), `chain_cycles` each, per SM.
 
 Each term is for the whole device; a kernel with fewer work-groups than SMs, or whose
 work-groups do not fill the SMs evenly, is slowed by the share it leaves idle (the most
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
     from einc.runtime.manifest import LaunchManifest
     from einc.targets.clike import CLikeTarget
 
-BOUNDS = ("compute", "issue", "memory", "on-chip")
+BOUNDS = ("compute", "issue", "memory", "on-chip", "latency")
 
 
 @dataclass
@@ -285,6 +287,8 @@ def model_kernel(
         cycles = (counts.global_sectors + counts.local_sectors) * d.sector_bytes / d.l1_bytes_per_clock
         onchip = (cycles + counts.shared_wavefronts) / (d.sms * clock) * imbalance
     terms = {"compute": compute, "issue": issue, "memory": memory, "on-chip": onchip}
+    if d.chain_cycles:
+        terms["latency"] = counts.chain_steps * d.chain_cycles / (d.sms * clock) * imbalance
     return KernelModel(counts, registers, source, spills, shared, resident, occupancy, limit, dram, terms,
                        d.launch_us * 1e-6, problems)  # fmt: skip
 
