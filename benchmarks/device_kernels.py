@@ -6,7 +6,8 @@ library (torch: cuBLAS / cuDNN, TF32 off) on an NVIDIA GPU.
         [--size host|gpu] [--trials 0] [--model h100] [--json FILE] [--markdown]
 
 Kernels: MatMul, batch MatMul, Conv2D (3x3, valid), Softmax, LayerNorm and ReduceSum
-(`--size gpu`: MatMul 4096^3 and the sizes a GPU needs; `--size host`, the default: sizes the
+(`--size gpu`: MatMul 4096^3, a float16 one (float32 accumulation; its hand schedule on the
+tensor cores) and the sizes a GPU needs; `--size host`, the default: sizes the
 CPU-backed devices here run in seconds). Each variant is checked against a NumPy float64
 reference on fresh random inputs before it is timed. Hand schedules: a register-tiled matmul
 and batch matmul with shared input tiles (benchmarks/device_schedules.py's), a row sum with 64
@@ -51,6 +52,19 @@ LAYERNORM = """mean[N] +=! input0[N, C] / {c}.0
 var[N] +=! (input0[N, C] - mean[N]) * (input0[N, C] - mean[N]) / {c}.0
 output0[N, C] = (input0[N, C] - mean[N]) * (var[N] + 1e-5).call(`rsqrt`) * gamma[C] + beta[C]"""
 ROWSUM = "output0[N] +=! input0[N, C]"
+HALF = "output0[N, M] +=! input0[N, K].cast(`float32`) * input1[K, M].cast(`float32`)"
+# float16 inputs through the tensor cores (`--size gpu` only): one warp per 16 x 16 output tile,
+# the whole K loop one tile op (mma.sync; benchmarks/device_predictions.py swaps in MFMA for HIP)
+TENSORIZE = [
+    '%n = transform.einc.match stmt "output0" axis "N" in %root',
+    '%m = transform.einc.match stmt "output0" axis "M" in %root',
+    "%no, %ni = transform.einc.tile %n by 16",
+    "%mo, %mi = transform.einc.tile %m by 16",
+    "%r:4 = transform.einc.reorder %no, %mo, %ni, %mi",
+    'transform.einc.bind %r#0 to "block.y"',
+    'transform.einc.bind %r#1 to "block.x"',
+    '%lanes = transform.einc.tensorize %r#2 "mma.m16n8k16"',
+]
 
 # The batch matmul's hand schedule: the matmul's, with the batch axis on block.z.
 BMM_TILES = [
@@ -62,6 +76,10 @@ BMM_TILES = [
 
 def f32(*shape: int) -> dict[str, Any]:
     return {"dtype": "float32", "shape": list(shape)}
+
+
+def f16(*shape: int) -> dict[str, Any]:
+    return {"dtype": "float16", "shape": list(shape)}
 
 
 @dataclass
@@ -101,7 +119,10 @@ def cases(size: str) -> list[Case]:
     cn, cc, cf, hw = (16, 64, 256, 34) if gpu else (1, 64, 64, 30)
     rows, cols = (8192, 4096) if gpu else (1024, 1024)
     ho = hw - 2
-    return [
+    half = [Case(f"MatMul {n}^3 fp16", HALF, {"input0": f16(n, n), "input1": f16(n, n)}, 2.0 * n**3,
+                 lambda a: a["input0"].astype(np.float64) @ a["input1"],
+                 lambda t, x: t.matmul(x["input0"], x["input1"]), script(TENSORIZE))] if gpu else []  # fmt: skip
+    return half + [
         Case(f"MatMul {n}^3", MATMUL, {"input0": f32(n, n), "input1": f32(n, n)}, 2.0 * n**3,
              lambda a: a["input0"].astype(np.float64) @ a["input1"],
              lambda t, x: t.matmul(x["input0"], x["input1"]), script(SHARED_TILES)),

@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import ModuleOp
 from einc.dialects import egpu
 from einc.errors import RuntimeMissingError
 from einc.perfmodel.counts import KernelCounts, count_kernel, kernels, runs_loops
-from einc.perfmodel.devices import Device
+from einc.perfmodel.devices import DEVICES, Device
 from einc.runtime.device import KernelResources
 
 if TYPE_CHECKING:
@@ -124,7 +124,8 @@ class ModelReport:
     def render(self, name: str = "") -> str:
         d = self.device
         head = f"{name}: " if name else ""
-        lines = [f"{head}target {self.target}, modelled on {d.name} (a roofline from published figures, not measured)"]
+        origin = "published figures" if d.key in DEVICES or not d.key else f"the figures of {d.key}"
+        lines = [f"{head}target {self.target}, modelled on {d.name} (a roofline from {origin}, not measured)"]
         for k in self.kernels:
             c = k.counts
             lines.append(f"  {c.name}: grid {_shape(c.grid)}, block {_shape(c.block)}")
