@@ -70,7 +70,7 @@ cat "$OUT/environment.txt"
 # ---- 1. device kernels at GPU sizes against torch, with the model's prediction ----------------
 echo "gpu_check: device kernels on $GPU (limit ${BENCH_S} s)" >&2
 timeout "$BENCH_S" "$PY" benchmarks/device_kernels.py --targets cuda --size gpu \
-  --json "$OUT/device_kernels.json" > "$OUT/device_kernels.md" 2> "$OUT/device_kernels.err"
+  --json "$OUT/device_kernels.json" --markdown > "$OUT/device_kernels.md" 2> "$OUT/device_kernels.err"
 BENCH=$?
 tail -n 25 "$OUT/device_kernels.md"
 
