@@ -81,7 +81,7 @@ class KernelModel:
             "name": c.name, "grid": list(c.grid), "block": list(c.block),
             "flops": c.total_flops, "flops_by_bits": {str(k): v for k, v in sorted(c.flops.items())},
             "matrix_flops": dict(sorted(c.matrix_flops.items())),
-            "instructions": c.instructions,
+            "instructions": c.instructions, "math_calls": c.math_calls, "chain_steps": c.chain_steps, "warp": c.warp,
             "global": {"requests": c.global_requests, "sectors": c.global_sectors, "bytes_requested": c.global_bytes,
                        "sectors_per_request": _ratio(c.global_sectors, c.global_requests), "dram_bytes": self.dram_bytes,
                        "buffers": {k: {"bytes": b.bytes, "load_sectors": b.load_sectors, "store_sectors": b.store_sectors}
