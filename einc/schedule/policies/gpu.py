@@ -21,7 +21,13 @@ left to `convert-affine-to-egpu`'s default mapping):
   on chip (`shared_on_chip`), the outermost reduction is tiled (`ktile`: the staged tiles
   fill at most half the shared memory) and both inputs' tiles are staged in shared memory
   at the reduction tile loop (`cache_read ... in "shared"`): the hot loop then reads shared
-  memory only, `rx * ry` FMAs per `rx + ry` shared loads. Register tiles are divisors of
+  memory only, `rx * ry` FMAs per `rx + ry` shared loads, fewer where they are vector
+  loads (`einc-vectorize-shared-loads`): a tile is read along the register tile's axis, or
+  along a single reduction axis unrolled by `KUNROLL` (a transposed operand), and a tile
+  read along neither (a convolution's filter `[F, C, KH, KW]`) is staged with the
+  dimension of its register-tile axis innermost (`layout [1, 2, 3, 0]`); a convolution's
+  innermost window axis (at most `WINDOW` long) is unrolled whole, so the input row under
+  the register tile is consecutive elements read once for every offset. Register tiles are divisors of
   their axis (so the register loops have constant trip counts and unroll); work-item and
   work-group tiles need not divide (the last work-group's work-items outside the range skip
   the body);
@@ -95,6 +101,10 @@ shaders without making the tile faster."""
 
 KUNROLL = 4
 """The unroll of a staged reduction tile's loop (a float4 of the left input's row)."""
+
+WINDOW = 4
+"""A contraction with several reduction axes (a convolution) has its innermost one unrolled
+whole where it is at most this long (a window: KW)."""
 
 KTILES = (16, 8, 4, 2, 1)
 """Reduction tile sizes tried, largest first, for staging in shared memory."""
@@ -366,6 +376,9 @@ class _Policy:
 
     def contraction(self, nest: _Nest, x: affine.ForOp, y: affine.ForOp | None) -> None:
         b, f = self.b, self.facts
+        # read off the nest before it is transformed
+        layouts = {buffer_name(a.buffer): self.shared_layout(nest, buffer_name(a.buffer), [x] if y is None else [x, y],
+                                                             len(nest.reduction) == 1) for a in nest.loads}  # fmt: skip
         tx, ty = f.split()
         ex = nest.extent(x)
         rx = _largest_divisor(ex, REGISTER)
@@ -421,17 +434,47 @@ class _Policy:
         if stage:
             ko_new = new[nb + nz + nt + ns]
             for name in staged:
-                b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
+                b.try_(lambda name=name: b.cache_read(name, ko_new, "shared", layouts[name]))
         if nest.body > UNROLL_BODY:
             return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
         for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
             b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
+        if stage and len(red) > 1 and nest.extent(red[-1]) <= WINDOW:
+            # a window's innermost axis (a convolution's KW) unrolled whole: the register
+            # tile's row of the input read along x at the window's offsets 0 .. WINDOW - 1
+            # is then consecutive elements (vector loads), shared between the offsets
+            last = new[-len(regs) - 1]
+            b.try_(lambda: b.unroll(last, nest.extent(red[-1])))
         if stage and len(red) == 1:
             # the reduction tile's loop unrolled by KUNROLL: a work-item's row of the staged
             # left input is then read KUNROLL consecutive elements at a time (one vector
             # load where the printer proves the alignment), as the right input's row is
             ki_new = new[nb + nz + nt + ns + 1]
             b.try_(lambda: b.unroll(ki_new, KUNROLL))
+
+    def shared_layout(self, nest: _Nest, name: str, axes: list[affine.ForOp], unrolled_k: bool) -> tuple[int, ...] | None:
+        """The dimension order of input `name`'s shared tile: the tensor's, unless its
+        innermost dimension moves with no register-tile axis (`axes`) and, with one
+        reduction axis unrolled by KUNROLL (`unrolled_k`), with no reduction either; then
+        the dimension that moves with a register-tile axis alone goes innermost (a
+        convolution's filter `[F, C, KH, KW]` staged as `[C, KH, KW, F]`): each work-item
+        reads its register tile's consecutive elements of the tile with vector loads."""
+        load = next(a for a in nest.loads if buffer_name(a.buffer) == name)
+        assert load.map is not None
+        forms = [linear_form(e, load.operands) for e in load.map.results]
+        if len(forms) < 2 or any(f is None for f in forms):
+            return None
+        ivs = {induction_var(a): a for a in axes}
+        reductions = {induction_var(r) for r in nest.reduction}
+        moving = [{v for v, c in f[0].items() if c} for f in forms if f is not None]
+        last = moving[-1]
+        if last & set(ivs) or (unrolled_k and last & reductions):
+            return None
+        along = [d for d, vs in enumerate(moving) if len(vs) == 1 and vs <= set(ivs)]
+        if not along:
+            return None
+        d = along[-1]
+        return (*(i for i in range(len(forms)) if i != d), d)
 
     def cross_thread(self, nest: _Nest) -> None:
         """Each output on a work-group (at most three output axes), the innermost reduction
