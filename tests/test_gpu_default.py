@@ -128,7 +128,8 @@ def test_staged_contraction_matches_numpy(target: str, case: str) -> None:
 
 def test_default_contraction_shape_on_cuda() -> None:
     """CUDA's default matmul: a 128x128 work-group tile of 16x16 work-items, an 8x8 register
-    tile in a private array, both inputs staged in shared memory at a K tile of 16."""
+    tile in a private array, both inputs staged in shared memory at a K tile of 8, double
+    buffered (two slots of 8 KiB each: the 16 KiB a single K tile of 16 took)."""
     loops = Compilation(MATMUL, "<m>", {"input0": {"dtype": "float32", "shape": [1024, 1024]},
                                         "input1": {"dtype": "float32", "shape": [1024, 1024]}},
                         None, "cuda", ScheduleChoice.NONE).module("loops")  # fmt: skip
@@ -136,9 +137,10 @@ def test_default_contraction_shape_on_cuda() -> None:
     assert schedule is not None
     knobs = {k: v.selected for k, v in schedule.knobs().items()}
     assert knobs == {"output0.M.reg": 8, "output0.M.threads": 16, "output0.N.reg": 8, "output0.N.threads": 16,
-                     "output0.K.ktile": 16}  # fmt: skip
+                     "output0.K.ktile": 8}  # fmt: skip
     text = str(schedule)
     assert text.count('in "shared"') == 2 and 'cache_write "output0"' in text
+    assert text.count("transform.einc.double_buffer") == 2
 
 
 def _ptx(source: str) -> str:

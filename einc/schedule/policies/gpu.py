@@ -61,7 +61,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from einc.errors import ScheduleError
-from einc.schedule.builder import IllegalStep, ScheduleBuilder
+from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 from einc.schedule.checks import check_scheduled
 from einc.schedule.script import Schedule
 from einc.transforms import loop_transforms as lt
@@ -402,13 +402,18 @@ class _Policy:
         staged = [t for t in names if (f.on_chip if self.staging is None else t in self.staging)]
         stage = bool(staged) and f.shared_bytes > 0
         kt_knob = None
+        double = False
         if stage:
             r0 = red[0]
             # the staged tiles: (ty * ry + tx * rx) rows of the reduction tile, times the
             # reduction axes below it, in float32 (an estimate: halos left out)
             below = math.prod(nest.extent(r) for r in red[1:])
             per_k = (ty * ry + tx * rx) * below * 4
-            kt = next((k for k in KTILES if k <= nest.extent(r0) and k * per_k <= f.shared_bytes), None)
+            # double buffered where both slots fit (a K tile half as long, as much memory)
+            kt = next((k for k in KTILES if k <= nest.extent(r0) and 2 * k * per_k <= f.shared_bytes), None)
+            double = kt is not None and nest.extent(r0) > kt
+            if kt is None:
+                kt = next((k for k in KTILES if k <= nest.extent(r0) and k * per_k <= f.shared_bytes), None)
             if kt is None:
                 stage = False
             else:
@@ -434,7 +439,9 @@ class _Policy:
         if stage:
             ko_new = new[nb + nz + nt + ns]
             for name in staged:
-                b.try_(lambda name=name: b.cache_read(name, ko_new, "shared", layouts[name]))
+                buffer = b.try_(lambda name=name: b.cache_read(name, ko_new, "shared", layouts[name]))
+                if double and not isinstance(buffer, Failure):
+                    b.try_(lambda buffer=buffer: b.double_buffer(buffer))
         if nest.body > UNROLL_BODY:
             return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
         for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
