@@ -208,6 +208,53 @@ def test_cuda_default_contraction_hot_loop_reads_shared_memory_only(case: str) -
     assert counts["fma"] >= 64 and counts["fma"] >= 8 * counts["ld.shared"], counts
 
 
+HALF_MATMUL = "output0[N, M] +=! input0[N, K].cast(`float32`) * input1[K, M].cast(`float32`)"
+HALF_BMM = "output0[B, N, M] +=! input0[B, N, K].cast(`float32`) * input1[B, M, K].cast(`float32`)"
+HALF_CASES = {
+    "fits": (HALF_MATMUL, {"input0": [32, 48], "input1": [48, 16]}, True),
+    "bmm_tb": (HALF_BMM, {"input0": [2, 16, 32], "input1": [2, 32, 32]}, True),
+    "odd": (HALF_MATMUL, {"input0": [20, 32], "input1": [32, 16]}, False),
+    "short_k": (HALF_MATMUL, {"input0": [16, 24], "input1": [24, 16]}, False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "dtype", "target"), [
+    *(("fits", d, t) for d in ("float16", "bfloat16") for t in ("cuda", "hip")),
+    ("bmm_tb", "float16", "cuda"), ("bmm_tb", "bfloat16", "hip"),
+    ("odd", "float16", "cuda"), ("short_k", "bfloat16", "hip"),
+])  # fmt: skip
+def test_half_contractions_use_tensor_cores_where_tiles_fit(target: str, dtype: str, case: str) -> None:
+    """A float16/bfloat16 contraction accumulated in float32 gets tensor cores by default on
+    CUDA and HIP (`tensorize`) where its output axes and reduction are multiples of 16, the
+    scalar register-tiled plan elsewhere (never a refusal); the egpu interpreter (each lane's
+    fragment elements modelled) agrees with NumPy either way."""
+    import ml_dtypes
+
+    from einc.semantics.egpu import run_lowered
+
+    ir, shapes, fits = HALF_CASES[case]
+    comp = Compilation(ir, f"<{case}>", {k: {"dtype": dtype, "shape": v} for k, v in shapes.items()}, None, target,
+                       "default")  # fmt: skip
+    comp.run_until("target")
+    assert ("transform.einc.tensorize" in str(comp.applied_schedule)) == fits, comp.applied_schedule
+    rng = np.random.default_rng(3)
+    storage = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    inputs = {k: rng.uniform(-2, 2, v).astype(storage) for k, v in shapes.items()}
+    out = run_lowered(comp.results["target"], inputs, target=target)["output0"]
+    a, b = (inputs[k].astype(np.float64) for k in ("input0", "input1"))
+    expected = a @ (b if ir == HALF_MATMUL else b.transpose(0, 2, 1))
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.cuda
+def test_cuda_default_half_matmul_is_mma_sync() -> None:
+    """The default float16 matmul's PTX (NVRTC, sm_80): tensor-core `mma.sync` instructions."""
+    require("cuda")
+    f16 = {"dtype": "float16", "shape": [64, 64]}
+    comp = Compilation(HALF_MATMUL, "<h>", {"input0": f16, "input1": f16}, None, "cuda", "default")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in _ptx(comp.run_until("source"))
+
+
 def test_poplar_keeps_its_own_mapping() -> None:
     """Poplar's grid is one MultiVertex (its printer spreads points over tiles): no default."""
     assert policy.default_schedule(get_target("poplar"), _loops("matmul", "poplar")) is None

@@ -27,7 +27,13 @@ left to `convert-affine-to-egpu`'s default mapping):
   read along neither (a convolution's filter `[F, C, KH, KW]`) is staged with the
   dimension of its register-tile axis innermost (`layout [1, 2, 3, 0]`); a convolution's
   innermost window axis (at most `WINDOW` long) is unrolled whole, so the input row under
-  the register tile is consecutive elements read once for every offset. Register tiles are divisors of
+  the register tile is consecutive elements read once for every offset. Where both slots
+  fit, the K tile is chosen half as long and the staged tiles double buffered
+  (`double_buffer`: the next tile's copies, `cp.async` on CUDA sm_80+, run under the
+  current tile's compute, one barrier per tile). On targets with tensor cores (CUDA, HIP),
+  a float16/bfloat16 contraction accumulated in float32 whose output axes and reduction
+  are multiples of 16 is tried first on them (`tensorize`: a 16x16 output tile per warp),
+  the plan above where it does not fit. Register tiles are divisors of
   their axis (so the register loops have constant trip counts and unroll); work-item and
   work-group tiles need not divide (the last work-group's work-items outside the range skip
   the body);
@@ -105,6 +111,9 @@ KUNROLL = 4
 WINDOW = 4
 """A contraction with several reduction axes (a convolution) has its innermost one unrolled
 whole where it is at most this long (a window: KW)."""
+
+TENSOR_TILE = 16
+"""The output tile (and reduction multiple) of a tensor-core instruction."""
 
 KTILES = (16, 8, 4, 2, 1)
 """Reduction tile sizes tried, largest first, for staging in shared memory."""
@@ -319,7 +328,9 @@ class _Policy:
             return
         plans: list[Callable[[_Policy, _Nest], None]]
         if contraction_axes(nest) is not None:
-            plans = [_Policy.contracted]
+            # tensor cores first where the target has them (refused unless the nest is a
+            # float16/bfloat16 contraction accumulated in float32 whose tiles fit 16 x 16)
+            plans = [_Policy.tensorized, _Policy.contracted] if self.target.tensor_cores else [_Policy.contracted]
         elif nest.reduction:
             plans = [_Policy.cross_thread, _Policy.private] if self.facts.on_chip else [_Policy.private]
         else:
@@ -458,6 +469,36 @@ class _Policy:
             # load where the printer proves the alignment), as the right input's row is
             ki_new = new[nb + nz + nt + ns + 1]
             b.try_(lambda: b.unroll(ki_new, KUNROLL))
+
+    def tensorized(self, nest: _Nest) -> None:
+        """A float16/bfloat16 contraction accumulated in float32 (`C[i, j] +=! A[i, k].cast(float32)
+        * B[k, j].cast(float32)`) on tensor cores: the output axes (y, x) tiled by 16, their
+        tiles on block.y / block.x (the largest other output axis on block.z, any further
+        ones in each block), each 16 x 16 tile and the whole reduction on one warp
+        (`tensorize`: mma.sync on CUDA, MFMA on HIP). Refused (IllegalStep: the scalar plan
+        follows) unless both axes and the reduction are multiples of 16 and the body is that
+        contraction (the `tensorize` step checks it)."""
+        b = self.b
+        x, y = axes_of(nest)
+        if y is None or len(nest.reduction) != 1:
+            raise IllegalStep("tensor cores: not a two-axis contraction with one reduction")
+        k = nest.reduction[0]
+        if any(nest.extent(a) % TENSOR_TILE for a in (x, y, k)):
+            raise IllegalStep("tensor cores: the tile does not fit 16 x 16 x 16")
+        self._grid(nest.extent(x), TENSOR_TILE, 0)
+        self._grid(nest.extent(y), TENSOR_TILE, 1)
+        rest = [s for s in nest.spatial if s is not x and s is not y]
+        z = self._bind_z(nest, rest)
+        rest = [s for s in rest if s is not z]
+        yo, yi = b.tile(b.handle(y), TENSOR_TILE)
+        xo, xi = b.tile(b.handle(x), TENSOR_TILE)
+        zs = [b.handle(z)] if z is not None else []
+        new = b.reorder([yo, xo, *zs, *(b.handle(s) for s in rest), yi, xi, b.handle(k)])
+        b.bind(new[0], "block.y")
+        b.bind(new[1], "block.x")
+        if z is not None:
+            b.bind(new[2], "block.z")
+        b.tensorize(new[-3], min(self.target.tensor_cores))
 
     def shared_layout(self, nest: _Nest, name: str, axes: list[affine.ForOp], unrolled_k: bool) -> tuple[int, ...] | None:
         """The dimension order of input `name`'s shared tile: the tensor's, unless its
