@@ -9,7 +9,9 @@ body has the most FMAs, the shortest such).
 With `--defaults`, the DEFAULT schedule's kernels (no schedule given: einc.schedule.policies.gpu)
 of each contraction of tests/test_gpu_default.py::CONTRACTIONS instead (matmul, batch matmul,
 transposed A, transposed B, both, 2-d and 1-d convolution), one line per case: the hot loop's
-FMAs, shared loads (vector ones), global loads and FMAs per shared load.
+FMAs, shared loads (vector ones), global loads and FMAs per shared load, and the kernel's
+cp.async and barriers; then the tensor-core instructions of the float16 and bfloat16 default
+matmuls.
 
 Reports: kernels, per kernel the global loads (scalar and vector), shared loads, FMAs and
 64-bit integer adds/multiplies (address arithmetic included), barriers (bar.sync) and
@@ -107,6 +109,13 @@ def defaults(arch: str, show: bool) -> None:
             ratio = hot["fma"] / max(1, hot["ld.shared"])
             print(f"{case:<12} {hot['fma']:>5} {hot['ld.shared']:>9} {hot['ld.shared.v']:>8} {hot['ld.global']:>9} "
                   f"{ratio:>13.1f}  {found['cp.async']:>8} {found['bar.sync']:>8}")
+    half = "output0[N, M] +=! input0[N, K].cast(`float32`) * input1[K, M].cast(`float32`)"
+    for dtype in ("float16", "bfloat16"):
+        shape = {"dtype": dtype, "shape": [512, 512]}
+        kernel = einc.compile(half, {"input0": shape, "input1": shape}, target="cuda")
+        text = ptx(kernel.source, arch)
+        print(f"{dtype} matmul 512^3 (accumulated in float32): mma.sync instructions {text.count('mma.sync')}, "
+              f"fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}")
 
 
 def main() -> None:
