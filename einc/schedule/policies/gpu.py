@@ -22,10 +22,11 @@ left to `convert-affine-to-egpu`'s default mapping):
   fill at most half the shared memory) and both inputs' tiles are staged in shared memory
   at the reduction tile loop (`cache_read ... in "shared"`): the hot loop then reads shared
   memory only, `rx * ry` FMAs per `rx + ry` shared loads, fewer where they are vector
-  loads (`einc-vectorize-shared-loads`): a tile is read along the register tile's axis, or
-  along a single reduction axis unrolled by `KUNROLL` (a transposed operand), and a tile
-  read along neither (a convolution's filter `[F, C, KH, KW]`) is staged with the
-  dimension of its register-tile axis innermost (`layout [1, 2, 3, 0]`); a convolution's
+  loads (`einc-vectorize-shared-loads`): each tile is staged with the dimension of its
+  register-tile axis innermost whatever the operand's global layout (`layout`: matmul's
+  `A[N, K]` as `[K, N]`, a transposed `B[M, K]` as `[K, M]`, a convolution's filter
+  `[F, C, KH, KW]` as `[C, KH, KW, F]`; rows padded by `TRANSPOSED_PAD` against the copy's
+  bank conflicts), so it is read along that axis with vector loads; a convolution's
   innermost window axis (at most `WINDOW` long) is unrolled whole, so the input row under
   the register tile is consecutive elements read once for every offset. Where both slots
   fit, the K tile is chosen half as long and the staged tiles double buffered
@@ -111,6 +112,10 @@ KUNROLL = 4
 WINDOW = 4
 """A contraction with several reduction axes (a convolution) has its innermost one unrolled
 whole where it is at most this long (a window: KW)."""
+
+TRANSPOSED_PAD = 4
+"""The row pad (elements) of a shared tile staged with a permuted layout: one 16-byte word
+(vector loads stay aligned), so the copy's writes down a column spread over the banks."""
 
 TENSOR_TILE = 16
 """The output tile (and reduction multiple) of a tensor-core instruction."""
@@ -388,8 +393,7 @@ class _Policy:
     def contraction(self, nest: _Nest, x: affine.ForOp, y: affine.ForOp | None) -> None:
         b, f = self.b, self.facts
         # read off the nest before it is transformed
-        layouts = {buffer_name(a.buffer): self.shared_layout(nest, buffer_name(a.buffer), [x] if y is None else [x, y],
-                                                             len(nest.reduction) == 1) for a in nest.loads}  # fmt: skip
+        layouts = {buffer_name(a.buffer): self.shared_layout(nest, buffer_name(a.buffer), x, y) for a in nest.loads}
         tx, ty = f.split()
         ex = nest.extent(x)
         rx = _largest_divisor(ex, REGISTER)
@@ -450,7 +454,10 @@ class _Policy:
         if stage:
             ko_new = new[nb + nz + nt + ns]
             for name in staged:
-                buffer = b.try_(lambda name=name: b.cache_read(name, ko_new, "shared", layouts[name]))
+                # a permuted tile is written across its rows (the copy follows the tensor's
+                # order): rows padded by TRANSPOSED_PAD keep those writes off one bank
+                pad = TRANSPOSED_PAD if layouts[name] is not None else None
+                buffer = b.try_(lambda name=name, pad=pad: b.cache_read(name, ko_new, "shared", layouts[name], pad))
                 if double and not isinstance(buffer, Failure):
                     b.try_(lambda buffer=buffer: b.double_buffer(buffer))
         if nest.body > UNROLL_BODY:
@@ -500,25 +507,27 @@ class _Policy:
             b.bind(new[2], "block.z")
         b.tensorize(new[-3], min(self.target.tensor_cores))
 
-    def shared_layout(self, nest: _Nest, name: str, axes: list[affine.ForOp], unrolled_k: bool) -> tuple[int, ...] | None:
-        """The dimension order of input `name`'s shared tile: the tensor's, unless its
-        innermost dimension moves with no register-tile axis (`axes`) and, with one
-        reduction axis unrolled by KUNROLL (`unrolled_k`), with no reduction either; then
-        the dimension that moves with a register-tile axis alone goes innermost (a
-        convolution's filter `[F, C, KH, KW]` staged as `[C, KH, KW, F]`): each work-item
-        reads its register tile's consecutive elements of the tile with vector loads."""
+    def shared_layout(self, nest: _Nest, name: str, x: affine.ForOp, y: affine.ForOp | None) -> tuple[int, ...] | None:
+        """The dimension order of input `name`'s shared tile (None: the tensor's): the
+        dimension that moves with x alone (an input read along x: matmul's right input), else
+        the one that moves with y alone (the left input, a convolution's filter), innermost,
+        unless the innermost already moves with x or y. Each work-item then reads its register
+        tile's consecutive elements of the tile with vector loads whatever the operand's
+        global layout (`A[N, K]`, a transposed `B[M, K]` staged `[K, N]`, `[K, M]`; a filter
+        `[F, C, KH, KW]` staged `[C, KH, KW, F]`), and a warp's work-items along x read
+        consecutive words (read along K, the rows 8 elements apart fell in one bank)."""
         load = next(a for a in nest.loads if buffer_name(a.buffer) == name)
         assert load.map is not None
         forms = [linear_form(e, load.operands) for e in load.map.results]
         if len(forms) < 2 or any(f is None for f in forms):
             return None
-        ivs = {induction_var(a): a for a in axes}
-        reductions = {induction_var(r) for r in nest.reduction}
         moving = [{v for v, c in f[0].items() if c} for f in forms if f is not None]
-        last = moving[-1]
-        if last & set(ivs) or (unrolled_k and last & reductions):
+        ix = induction_var(x)
+        iy = induction_var(y) if y is not None else None
+        if ix in moving[-1] or (iy is not None and iy in moving[-1]):
             return None
-        along = [d for d, vs in enumerate(moving) if len(vs) == 1 and vs <= set(ivs)]
+        axis = ix if any(ix in vs for vs in moving) else iy
+        along = [d for d, vs in enumerate(moving) if axis is not None and vs == {axis}]
         if not along:
             return None
         d = along[-1]
