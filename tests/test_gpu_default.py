@@ -7,8 +7,11 @@ reductions, softmax, elementwise nests of two and of four axes) is compiled with
 schedule and with the `tile.shared` variant (both inputs staged in shared memory, the shape
 CUDA and HIP get by default), run on each executable device target (OpenCL on PoCL, SYCL on
 Intel's CPU runtime, HLSL on lavapipe) on fresh random inputs and compared with a float64
-NumPy reference. On CUDA (NVRTC, no GPU needed) the PTX hot loop of every default contraction
-kernel reads shared memory only. The sketches' knobs are bounded by the target, and a point
+NumPy reference; CUDA's and HIP's defaults (staged, double buffered, tiles with their
+register-tile axis innermost; float16/bfloat16 contractions on tensor cores where the tiles
+fit 16x16) run on the egpu interpreter. On CUDA (NVRTC, no GPU needed) the PTX hot loop of
+every default contraction kernel (matmul, batch matmul, transposed operands, 2-d and 1-d
+convolution) reads shared memory only, at least 8 FMAs per shared load. The sketches' knobs are bounded by the target, and a point
 past a limit is refused when the schedule is applied, before any launch.
 """
 
@@ -196,9 +199,9 @@ def test_cuda_default_contraction_hot_loop_reads_shared_memory_only(case: str) -
     """NVRTC's PTX of the default kernel (one compile per case): the hot loop has no global
     load and an 8x8 register tile's 64 FMAs per reduction step (a multiple with the K tile
     or the window unrolled), at least 8 FMAs per shared load: the register tile's operands
-    are read with vector shared loads whatever the operands' global layout (a transposed
-    operand is read along the unrolled K tile; a convolution's filter is staged with its
-    output channels innermost, its window's KW unrolled)."""
+    are read with vector shared loads whatever the operands' global layout (each tile staged
+    with its register-tile axis innermost: a transposed operand, a convolution's filter; a
+    convolution's window KW unrolled)."""
     require("cuda")
     ir, shapes = CONTRACTIONS[case]
     comp = Compilation(ir, f"<{case}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()}, None,
