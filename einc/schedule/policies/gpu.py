@@ -107,7 +107,9 @@ float64 `exp`, `pow` ... on HLSL) copied `rx * ry` times makes code, compile tim
 shaders without making the tile faster."""
 
 KUNROLL = 4
-"""The unroll of a staged reduction tile's loop (a float4 of the left input's row)."""
+"""The unroll of a staged reduction tile's loop (independent steps for the device compiler
+to schedule; a tile left in its tensor's order, K innermost, is then read a float4 at a
+time)."""
 
 WINDOW = 4
 """A contraction with several reduction axes (a convolution) has its innermost one unrolled
@@ -471,9 +473,9 @@ class _Policy:
             last = new[-len(regs) - 1]
             b.try_(lambda: b.unroll(last, nest.extent(red[-1])))
         if stage and len(red) == 1:
-            # the reduction tile's loop unrolled by KUNROLL: a work-item's row of the staged
-            # left input is then read KUNROLL consecutive elements at a time (one vector
-            # load where the printer proves the alignment), as the right input's row is
+            # the reduction tile's loop unrolled by KUNROLL (KUNROLL independent steps; a
+            # tile left with K innermost is then read KUNROLL consecutive elements at a
+            # time: one vector load where the alignment is proved)
             ki_new = new[nb + nz + nt + ns + 1]
             b.try_(lambda: b.unroll(ki_new, KUNROLL))
 
