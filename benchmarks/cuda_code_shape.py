@@ -4,6 +4,14 @@ inputs in shared memory), counted per kernel and in the hot loop (the backward b
 body has the most FMAs, the shortest such).
 
     .venv/bin/python benchmarks/cuda_code_shape.py [--n 1024] [--unroll-k] [--double-buffer] [--source]
+    .venv/bin/python benchmarks/cuda_code_shape.py --defaults [--source]
+
+With `--defaults`, the DEFAULT schedule's kernels (no schedule given: einc.schedule.policies.gpu)
+of each contraction of tests/test_gpu_default.py::CONTRACTIONS instead (matmul, batch matmul,
+transposed A, transposed B, both, 2-d and 1-d convolution), one line per case: the hot loop's
+FMAs, shared loads (vector ones), global loads and FMAs per shared load, and the kernel's
+cp.async and barriers; then the tensor-core instructions of the float16 and bfloat16 default
+matmuls.
 
 Reports: kernels, per kernel the global loads (scalar and vector), shared loads, FMAs and
 64-bit integer adds/multiplies (address arithmetic included), barriers (bar.sync) and
@@ -85,6 +93,31 @@ def kernel_shapes(text: str) -> list[tuple[str, Counts, Counts | None, Counts | 
     return shapes
 
 
+def defaults(arch: str, show: bool) -> None:
+    import einc
+    from tests.test_gpu_default import CONTRACTIONS
+
+    print(f"{'case':<12} {'fma':>5} {'ld.shared':>9} {'(vector)':>8} {'ld.global':>9} {'fma/ld.shared':>13}  cp.async bar.sync")
+    for case, (ir, shapes) in CONTRACTIONS.items():
+        dtype = "float32"
+        kernel = einc.compile(ir, {k: {"dtype": dtype, "shape": v} for k, v in shapes.items()}, target="cuda")
+        if show:
+            print(kernel.source)
+        for _name, found, hot, _around in kernel_shapes(ptx(kernel.source, arch)):
+            if hot is None or hot["fma"] == 0:
+                continue
+            ratio = hot["fma"] / max(1, hot["ld.shared"])
+            print(f"{case:<12} {hot['fma']:>5} {hot['ld.shared']:>9} {hot['ld.shared.v']:>8} {hot['ld.global']:>9} "
+                  f"{ratio:>13.1f}  {found['cp.async']:>8} {found['bar.sync']:>8}")
+    half = "output0[N, M] +=! input0[N, K].cast(`float32`) * input1[K, M].cast(`float32`)"
+    for dtype in ("float16", "bfloat16"):
+        shape = {"dtype": dtype, "shape": [512, 512]}
+        kernel = einc.compile(half, {"input0": shape, "input1": shape}, target="cuda")
+        text = ptx(kernel.source, arch)
+        print(f"{dtype} matmul 512^3 (accumulated in float32): mma.sync instructions {text.count('mma.sync')}, "
+              f"fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}")
+
+
 def main() -> None:
     import einc
     from tests.test_device_differential import script
@@ -96,7 +129,11 @@ def main() -> None:
     parser.add_argument("--unroll-k", action="store_true", help="also unroll the K tile loop (by 8)")
     parser.add_argument("--source", action="store_true", help="print the CUDA source")
     parser.add_argument("--double-buffer", action="store_true", help="double buffer both shared tiles")
+    parser.add_argument("--defaults", action="store_true", help="the default kernels of the contraction cases")
     args = parser.parse_args()
+    if args.defaults:
+        defaults(args.arch, args.source)
+        return
     lines = [*SGEMM, "transform.einc.unroll %f by 8"] if args.unroll_k else list(SGEMM)
     if args.double_buffer:
         lines += ["transform.einc.double_buffer %s0", "transform.einc.double_buffer %s1"]

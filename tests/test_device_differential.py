@@ -236,8 +236,9 @@ def bind_lines(stmt: str, band: list[tuple[str, int]], tile: int | None, max_thr
     return lines
 
 
-def statement_reads(args: tuple[str, Any, Any]) -> dict[str, list[str]]:
-    """Per statement: the tensors with a rank its loop nest reads (not its own), in order."""
+def statement_reads(args: tuple[str, Any, Any], ranks: dict[str, int] | None = None) -> dict[str, list[str]]:
+    """Per statement: the tensors with a rank its loop nest reads (not its own), in order
+    (and their ranks into `ranks`, where given)."""
     from xdsl.dialects import affine, func
 
     from einc.transforms import loop_transforms as lt
@@ -259,26 +260,32 @@ def statement_reads(args: tuple[str, Any, Any]) -> dict[str, list[str]]:
                     name = buffer_name(op.memref)
                     if name not in names and name != stmt.data:  # type: ignore[attr-defined]
                         names.append(name)
+                        if ranks is not None:
+                            ranks[name] = len(op.memref.type.get_shape())  # type: ignore[attr-defined]
     return reads
 
 
-def shared_lines(stmt: str, band: list[tuple[str, int]], block_y: bool, tensor: str, n: int) -> list[str]:
+def shared_lines(stmt: str, band: list[tuple[str, int]], block_y: bool, tensor: str, n: int,
+                 layout: list[int] | None = None) -> list[str]:  # fmt: skip
     """Stage `tensor` in shared memory at the first loop of `stmt`'s band inside the bound
-    ones (none: no lines)."""
+    ones (none: no lines), its dimensions in the order `layout` where given."""
     inside = 2 if block_y else 1
     if len(band) <= inside:
         return []
     h = f"%s{n}k"
+    order = f" layout [{', '.join(map(str, layout))}]" if layout else ""
     return [f'{h} = transform.einc.match stmt "{stmt}" axis "{band[inside][0]}" in %root',
-            f'transform.einc.cache_read "{tensor}" at {h} in "shared"']
+            f'transform.einc.cache_read "{tensor}" at {h} in "shared"{order}']
 
 
 def random_bind_schedule(args: tuple[str, Any, Any], target: str, rng: random.Random) -> str | None:
     """Random tiles bound to block.x/thread.x (sometimes block.y too); sometimes a tensor
-    the statement reads staged in shared memory at the first loop inside the bound ones."""
+    the statement reads staged in shared memory at the first loop inside the bound ones,
+    sometimes with its dimensions permuted (`layout`)."""
     limit = description(target).max_threads_per_block
     lines: list[str] = []
-    reads = statement_reads(args)
+    ranks: dict[str, int] = {}
+    reads = statement_reads(args, ranks)
     for n, (stmt, band, fill) in enumerate(statement_nests(args)):
         block_y = rng.random() < 0.3
         if rng.random() < 0.25:
@@ -294,7 +301,10 @@ def random_bind_schedule(args: tuple[str, Any, Any], target: str, rng: random.Ra
             tile = min(tile, limit)
         lines += bind_lines(stmt, band, tile, limit, block_y, n)
         if reads.get(stmt) and rng.random() < 0.4:
-            lines += shared_lines(stmt, band, block_y and len(band) > 1, rng.choice(reads[stmt]), n)
+            tensor = rng.choice(reads[stmt])
+            # sometimes the tile's dimensions permuted (a filter staged channels-innermost)
+            layout = rng.sample(range(ranks[tensor]), ranks[tensor]) if ranks[tensor] > 1 and rng.random() < 0.3 else None
+            lines += shared_lines(stmt, band, block_y and len(band) > 1, tensor, n, layout)
     return script(lines) if lines else None
 
 

@@ -7,8 +7,11 @@ reductions, softmax, elementwise nests of two and of four axes) is compiled with
 schedule and with the `tile.shared` variant (both inputs staged in shared memory, the shape
 CUDA and HIP get by default), run on each executable device target (OpenCL on PoCL, SYCL on
 Intel's CPU runtime, HLSL on lavapipe) on fresh random inputs and compared with a float64
-NumPy reference. On CUDA (NVRTC, no GPU needed) the PTX hot loop of every default contraction
-kernel reads shared memory only. The sketches' knobs are bounded by the target, and a point
+NumPy reference; CUDA's and HIP's defaults (staged, double buffered, tiles with their
+register-tile axis innermost; float16/bfloat16 contractions on tensor cores where the tiles
+fit 16x16) run on the egpu interpreter. On CUDA (NVRTC, no GPU needed) the PTX hot loop of
+every default contraction kernel (matmul, batch matmul, transposed operands, 2-d and 1-d
+convolution) reads shared memory only, at least 8 FMAs per shared load. The sketches' knobs are bounded by the target, and a point
 past a limit is refused when the schedule is applied, before any launch.
 """
 
@@ -96,6 +99,23 @@ def test_default_schedule_matches_numpy(target: str, case: str) -> None:
     _check(comp, case)
 
 
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+@pytest.mark.parametrize("case", ["matmul_odd", "bmm", "matmul_tb", "conv"])
+def test_cuda_and_hip_defaults_interpreted_match_numpy(target: str, case: str) -> None:
+    """CUDA's and HIP's defaults (staged in shared memory, a convolution's filter staged
+    with its output channels innermost, cp.async on CUDA) executed by the egpu interpreter
+    (no GPU here): the kernels as printed, after the target's whole pipeline."""
+    from einc.semantics.egpu import run_lowered
+
+    comp = Compilation(CASES[case][0], f"<{case}>", _inputs(case), None, target, "default")
+    comp.run_until("target")
+    assert 'in "shared"' in str(comp.applied_schedule)
+    inputs = random_inputs(comp)
+    out = run_lowered(comp.results["target"], inputs, target=target)["output0"]
+    expected = CASES[case][2](*(inputs[k].astype(np.float64) for k in sorted(CASES[case][1])))
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("target", DEVICES)
 @pytest.mark.parametrize("case", ["matmul", "matmul_odd", "bmm", "conv"])
 def test_staged_contraction_matches_numpy(target: str, case: str) -> None:
@@ -111,7 +131,8 @@ def test_staged_contraction_matches_numpy(target: str, case: str) -> None:
 
 def test_default_contraction_shape_on_cuda() -> None:
     """CUDA's default matmul: a 128x128 work-group tile of 16x16 work-items, an 8x8 register
-    tile in a private array, both inputs staged in shared memory at a K tile of 16."""
+    tile in a private array, both inputs staged in shared memory at a K tile of 8, double
+    buffered (two slots of 8 KiB each: the 16 KiB a single K tile of 16 took)."""
     loops = Compilation(MATMUL, "<m>", {"input0": {"dtype": "float32", "shape": [1024, 1024]},
                                         "input1": {"dtype": "float32", "shape": [1024, 1024]}},
                         None, "cuda", ScheduleChoice.NONE).module("loops")  # fmt: skip
@@ -119,9 +140,10 @@ def test_default_contraction_shape_on_cuda() -> None:
     assert schedule is not None
     knobs = {k: v.selected for k, v in schedule.knobs().items()}
     assert knobs == {"output0.M.reg": 8, "output0.M.threads": 16, "output0.N.reg": 8, "output0.N.threads": 16,
-                     "output0.K.ktile": 16}  # fmt: skip
+                     "output0.K.ktile": 8}  # fmt: skip
     text = str(schedule)
     assert text.count('in "shared"') == 2 and 'cache_write "output0"' in text
+    assert text.count("transform.einc.double_buffer") == 2
 
 
 def _ptx(source: str) -> str:
@@ -163,25 +185,77 @@ CONTRACTIONS = {
     "bmm": ("output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]", {"input0": [4, 256, 128], "input1": [4, 128, 256]}),
     "matmul_ta": ("output0[N, M] +=! input0[K, N] * input1[K, M]", {"input0": [256, 256], "input1": [256, 256]}),
     "matmul_tb": ("output0[N, M] +=! input0[N, K] * input1[M, K]", {"input0": [256, 256], "input1": [256, 256]}),
+    "matmul_tab": ("output0[N, M] +=! input0[K, N] * input1[M, K]", {"input0": [256, 256], "input1": [256, 256]}),
     "conv": ("output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 32, WO in 32",
              {"input0": [4, 64, 34, 34], "input1": [128, 64, 3, 3]}),
+    "conv1d": ("output0[N, F, WO] +=! input0[N, C, WO + KW] * input1[F, C, KW] where WO in 128",
+               {"input0": [4, 64, 130], "input1": [128, 64, 3]}),
 }  # fmt: skip
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", list(CONTRACTIONS))
 def test_cuda_default_contraction_hot_loop_reads_shared_memory_only(case: str) -> None:
-    """NVRTC's PTX of the default kernel: the hot loop has no global load and an 8x8
-    register tile's 64 FMAs per reduction step (a multiple with the K tile unrolled), at
-    least 4 FMAs per shared load (scalar loads: 8 + 8 per 64 FMAs; vector shared loads are
-    the printer's)."""
+    """NVRTC's PTX of the default kernel (one compile per case): the hot loop has no global
+    load and an 8x8 register tile's 64 FMAs per reduction step (a multiple with the K tile
+    or the window unrolled), at least 8 FMAs per shared load: the register tile's operands
+    are read with vector shared loads whatever the operands' global layout (each tile staged
+    with its register-tile axis innermost: a transposed operand, a convolution's filter; a
+    convolution's window KW unrolled)."""
     require("cuda")
     ir, shapes = CONTRACTIONS[case]
     comp = Compilation(ir, f"<{case}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()}, None,
                        "cuda", "default")  # fmt: skip
     counts = hot_loop(_ptx(comp.run_until("source")))
     assert counts["ld.global"] == 0, counts
-    assert counts["fma"] >= 64 and counts["fma"] >= 4 * counts["ld.shared"], counts
+    assert counts["fma"] >= 64 and counts["fma"] >= 8 * counts["ld.shared"], counts
+
+
+HALF_MATMUL = "output0[N, M] +=! input0[N, K].cast(`float32`) * input1[K, M].cast(`float32`)"
+HALF_BMM = "output0[B, N, M] +=! input0[B, N, K].cast(`float32`) * input1[B, M, K].cast(`float32`)"
+HALF_CASES = {
+    "fits": (HALF_MATMUL, {"input0": [32, 48], "input1": [48, 16]}, True),
+    "bmm_tb": (HALF_BMM, {"input0": [2, 16, 32], "input1": [2, 32, 32]}, True),
+    "odd": (HALF_MATMUL, {"input0": [20, 32], "input1": [32, 16]}, False),
+    "short_k": (HALF_MATMUL, {"input0": [16, 24], "input1": [24, 16]}, False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "dtype", "target"), [
+    *(("fits", d, t) for d in ("float16", "bfloat16") for t in ("cuda", "hip")),
+    ("bmm_tb", "float16", "cuda"), ("bmm_tb", "bfloat16", "hip"),
+    ("odd", "float16", "cuda"), ("short_k", "bfloat16", "hip"),
+])  # fmt: skip
+def test_half_contractions_use_tensor_cores_where_tiles_fit(target: str, dtype: str, case: str) -> None:
+    """A float16/bfloat16 contraction accumulated in float32 gets tensor cores by default on
+    CUDA and HIP (`tensorize`) where its output axes and reduction are multiples of 16, the
+    scalar register-tiled plan elsewhere (never a refusal); the egpu interpreter (each lane's
+    fragment elements modelled) agrees with NumPy either way."""
+    import ml_dtypes
+
+    from einc.semantics.egpu import run_lowered
+
+    ir, shapes, fits = HALF_CASES[case]
+    comp = Compilation(ir, f"<{case}>", {k: {"dtype": dtype, "shape": v} for k, v in shapes.items()}, None, target,
+                       "default")  # fmt: skip
+    comp.run_until("target")
+    assert ("transform.einc.tensorize" in str(comp.applied_schedule)) == fits, comp.applied_schedule
+    rng = np.random.default_rng(3)
+    storage = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    inputs = {k: rng.uniform(-2, 2, v).astype(storage) for k, v in shapes.items()}
+    out = run_lowered(comp.results["target"], inputs, target=target)["output0"]
+    a, b = (inputs[k].astype(np.float64) for k in ("input0", "input1"))
+    expected = a @ (b if ir == HALF_MATMUL else b.transpose(0, 2, 1))
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@pytest.mark.cuda
+def test_cuda_default_half_matmul_is_mma_sync() -> None:
+    """The default float16 matmul's PTX (NVRTC, sm_80): tensor-core `mma.sync` instructions."""
+    require("cuda")
+    f16 = {"dtype": "float16", "shape": [64, 64]}
+    comp = Compilation(HALF_MATMUL, "<h>", {"input0": f16, "input1": f16}, None, "cuda", "default")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in _ptx(comp.run_until("source"))
 
 
 def test_poplar_keeps_its_own_mapping() -> None:

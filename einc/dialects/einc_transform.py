@@ -428,9 +428,10 @@ class CacheOp(IRDLOperation):
     """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")? (layout
     [P0, P1, ...])? (pad N)?`: stage the tile of a tensor the loop body touches in a buffer allocated
     in the body (`memref.alloca`): copied in at the start (and out at the end, for writes);
-    the body's accesses are redirected to it. `layout` (local buffers only) orders the
-    buffer's dimensions: its dimension d is the tensor's dimension P_d (a packed weight
-    `[C, KH, KW, F]` of a filter `[F, C, KH, KW]` is `layout [1, 2, 3, 0]`); without it the
+    the body's accesses are redirected to it. `layout` orders the buffer's dimensions, in
+    local or shared memory: its dimension d is the tensor's dimension P_d (a packed weight
+    `[C, KH, KW, F]` of a filter `[F, C, KH, KW]` is `layout [1, 2, 3, 0]`: a shared tile
+    read along F with vector loads); without it the
     buffer keeps the tensor's order. `pad` (shared buffers only) lengthens each row of the
     buffer by N unused elements against bank conflicts (einc-pad-shared; without it that
     pass chooses from the target's bank count). Result: the staging buffer's allocation."""
@@ -471,8 +472,6 @@ class CacheOp(IRDLOperation):
         if order is not None:
             if sorted(order) != list(range(len(order))):
                 raise VerifyException(f"{self.name}: layout {list(order)} is not a permutation of 0..{len(order) - 1}")
-            if self.memory.data != "local":
-                raise VerifyException(f"{self.name}: a layout is for local buffers only")
         if self.pad is not None:
             if self.memory.data != "shared":
                 raise VerifyException(f"{self.name}: pad is for shared buffers only")

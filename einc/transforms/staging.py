@@ -316,8 +316,6 @@ def cache_tensor(
     kind = "cache_write" if write else "cache_read"
     if memory not in ("local", "shared"):
         return Failure(f"{kind} of '{tensor}' at {describe(loop)}: unknown memory '{memory}' (local or shared)")
-    if layout is not None and memory != "local":
-        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in {memory} memory with a layout (local buffers only)")
     inside = [op for op in loop.body.walk() if isinstance(op, affine.ForOp) and _bind_of(op)]
     if inside:
         hint = "" if memory == "shared" else (

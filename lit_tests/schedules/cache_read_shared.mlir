@@ -86,3 +86,48 @@ transform.named_sequence @__transform_main(%root: !transform.any_op) {
   %s = transform.einc.cache_read "A" at %ko in "shared"
   transform.yield
 }
+
+// -----
+
+// A shared tile with a layout (the device defaults' transposed staging): A[N, K] held as
+// [K, N] — the copy reads A in its own order and writes the buffer transposed, and the
+// compute reads it with K first.
+
+// CHECK-LABEL: func.func @cache_read_shared_transposed(
+// CHECK:                 affine.for %[[KO:K_o]] = 0 to 8 step 2 {
+// CHECK-NEXT:              %[[S:.*]] = memref.alloca() {ein.name = "A_shared", einc.memory = "shared"{{.*}}, alignment = 64 : i64} : memref<2x4xf32>
+// CHECK-NEXT:              affine.for %[[C0:.*]] = 0 to 4 {
+// CHECK-NEXT:                affine.for %[[C1:.*]] = 0 to 2 {
+// CHECK-NEXT:                  %[[V:.*]] = affine.load %A[%{{.*}} + %[[C0]], %[[KO]] + %[[C1]]] : memref<8x8xf32>
+// CHECK-NEXT:                  affine.store %[[V]], %[[S]][%[[C1]], %[[C0]]] : memref<2x4xf32>
+// CHECK-NEXT:                } {einc.stmt = "C", einc.axis = "A.in1", einc.copy}
+// CHECK-NEXT:              } {einc.stmt = "C", einc.axis = "A.in0", einc.copy, einc.shared = "in"}
+// CHECK-NEXT:              affine.for %[[KI:K_i]] = 0 to 2 {
+// CHECK-NEXT:                affine.load %[[S]][%[[KI]], %{{.*}}] : memref<2x4xf32>
+// CHECK-NOT:               affine.load %A
+// CHECK:                 } {einc.stmt = "C", einc.axis = "K.o"}
+func.func @cache_read_shared_transposed(%A: tensor<8x8xf32> {ein.name = "A"}, %B: tensor<8x8xf32> {ein.name = "B"}) -> tensor<8x8xf32> {
+  %C = ein.einsum "C" add parallel [N = 8, M = 8] reduce [K = 8] : tensor<8x8xf32> {
+  ^bb0(%N : index, %M : index, %K : index):
+    %a = ein.load %A[%N, %K] : tensor<8x8xf32>
+    %b = ein.load %B[%K, %M] : tensor<8x8xf32>
+    %p = arith.mulf %a, %b : f32
+    ein.yield %p : f32
+  }
+  func.return %C : tensor<8x8xf32>
+}
+transform.named_sequence @__transform_main(%root: !transform.any_op) {
+  %n = transform.einc.match stmt "C" axis "N" in %root
+  %m = transform.einc.match stmt "C" axis "M" in %root
+  %k = transform.einc.match stmt "C" axis "K" in %root
+  %no, %ni = transform.einc.tile %n by 4
+  %mo, %mi = transform.einc.tile %m by 4
+  %ko, %ki = transform.einc.tile %k by 2
+  %a, %b, %c, %d, %e, %f = transform.einc.reorder %no, %mo, %ni, %mi, %ko, %ki
+  transform.einc.bind %a to "block.y"
+  transform.einc.bind %b to "block.x"
+  transform.einc.bind %c to "thread.y"
+  transform.einc.bind %d to "thread.x"
+  %s = transform.einc.cache_read "A" at %e in "shared" layout [1, 0]
+  transform.yield
+}

@@ -21,7 +21,20 @@ left to `convert-affine-to-egpu`'s default mapping):
   on chip (`shared_on_chip`), the outermost reduction is tiled (`ktile`: the staged tiles
   fill at most half the shared memory) and both inputs' tiles are staged in shared memory
   at the reduction tile loop (`cache_read ... in "shared"`): the hot loop then reads shared
-  memory only, `rx * ry` FMAs per `rx + ry` shared loads. Register tiles are divisors of
+  memory only, `rx * ry` FMAs per `rx + ry` shared loads, fewer where they are vector
+  loads (`einc-vectorize-shared-loads`): each tile is staged with the dimension of its
+  register-tile axis innermost whatever the operand's global layout (`layout`: matmul's
+  `A[N, K]` as `[K, N]`, a transposed `B[M, K]` as `[K, M]`, a convolution's filter
+  `[F, C, KH, KW]` as `[C, KH, KW, F]`; rows padded by `TRANSPOSED_PAD` against the copy's
+  bank conflicts), so it is read along that axis with vector loads; a convolution's
+  innermost window axis (at most `WINDOW` long) is unrolled whole, so the input row under
+  the register tile is consecutive elements read once for every offset. Where both slots
+  fit, the K tile is chosen half as long and the staged tiles double buffered
+  (`double_buffer`: the next tile's copies, `cp.async` on CUDA sm_80+, run under the
+  current tile's compute, one barrier per tile). On targets with tensor cores (CUDA, HIP),
+  a float16/bfloat16 contraction accumulated in float32 whose output axes and reduction
+  are multiples of 16 is tried first on them (`tensorize`: a 16x16 output tile per warp),
+  the plan above where it does not fit. Register tiles are divisors of
   their axis (so the register loops have constant trip counts and unroll); work-item and
   work-group tiles need not divide (the last work-group's work-items outside the range skip
   the body);
@@ -55,7 +68,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from einc.errors import ScheduleError
-from einc.schedule.builder import IllegalStep, ScheduleBuilder
+from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 from einc.schedule.checks import check_scheduled
 from einc.schedule.script import Schedule
 from einc.transforms import loop_transforms as lt
@@ -94,7 +107,20 @@ float64 `exp`, `pow` ... on HLSL) copied `rx * ry` times makes code, compile tim
 shaders without making the tile faster."""
 
 KUNROLL = 4
-"""The unroll of a staged reduction tile's loop (a float4 of the left input's row)."""
+"""The unroll of a staged reduction tile's loop (independent steps for the device compiler
+to schedule; a tile left in its tensor's order, K innermost, is then read a float4 at a
+time)."""
+
+WINDOW = 4
+"""A contraction with several reduction axes (a convolution) has its innermost one unrolled
+whole where it is at most this long (a window: KW)."""
+
+TRANSPOSED_PAD = 4
+"""The row pad (elements) of a shared tile staged with a permuted layout: one 16-byte word
+(vector loads stay aligned), so the copy's writes down a column spread over the banks."""
+
+TENSOR_TILE = 16
+"""The output tile (and reduction multiple) of a tensor-core instruction."""
 
 KTILES = (16, 8, 4, 2, 1)
 """Reduction tile sizes tried, largest first, for staging in shared memory."""
@@ -309,7 +335,9 @@ class _Policy:
             return
         plans: list[Callable[[_Policy, _Nest], None]]
         if contraction_axes(nest) is not None:
-            plans = [_Policy.contracted]
+            # tensor cores first where the target has them (refused unless the nest is a
+            # float16/bfloat16 contraction accumulated in float32 whose tiles fit 16 x 16)
+            plans = [_Policy.tensorized, _Policy.contracted] if self.target.tensor_cores else [_Policy.contracted]
         elif nest.reduction:
             plans = [_Policy.cross_thread, _Policy.private] if self.facts.on_chip else [_Policy.private]
         else:
@@ -366,6 +394,8 @@ class _Policy:
 
     def contraction(self, nest: _Nest, x: affine.ForOp, y: affine.ForOp | None) -> None:
         b, f = self.b, self.facts
+        # read off the nest before it is transformed
+        layouts = {buffer_name(a.buffer): self.shared_layout(nest, buffer_name(a.buffer), x, y) for a in nest.loads}
         tx, ty = f.split()
         ex = nest.extent(x)
         rx = _largest_divisor(ex, REGISTER)
@@ -389,13 +419,18 @@ class _Policy:
         staged = [t for t in names if (f.on_chip if self.staging is None else t in self.staging)]
         stage = bool(staged) and f.shared_bytes > 0
         kt_knob = None
+        double = False
         if stage:
             r0 = red[0]
             # the staged tiles: (ty * ry + tx * rx) rows of the reduction tile, times the
             # reduction axes below it, in float32 (an estimate: halos left out)
             below = math.prod(nest.extent(r) for r in red[1:])
             per_k = (ty * ry + tx * rx) * below * 4
-            kt = next((k for k in KTILES if k <= nest.extent(r0) and k * per_k <= f.shared_bytes), None)
+            # double buffered where both slots fit (a K tile half as long, as much memory)
+            kt = next((k for k in KTILES if k <= nest.extent(r0) and 2 * k * per_k <= f.shared_bytes), None)
+            double = kt is not None and nest.extent(r0) > kt
+            if kt is None:
+                kt = next((k for k in KTILES if k <= nest.extent(r0) and k * per_k <= f.shared_bytes), None)
             if kt is None:
                 stage = False
             else:
@@ -421,17 +456,84 @@ class _Policy:
         if stage:
             ko_new = new[nb + nz + nt + ns]
             for name in staged:
-                b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
+                # a permuted tile is written across its rows (the copy follows the tensor's
+                # order): rows padded by TRANSPOSED_PAD keep those writes off one bank
+                pad = TRANSPOSED_PAD if layouts[name] is not None else None
+                buffer = b.try_(lambda name=name, pad=pad: b.cache_read(name, ko_new, "shared", layouts[name], pad))
+                if double and not isinstance(buffer, Failure):
+                    b.try_(lambda buffer=buffer: b.double_buffer(buffer))
         if nest.body > UNROLL_BODY:
             return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
         for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
             b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
+        if stage and len(red) > 1 and nest.extent(red[-1]) <= WINDOW:
+            # a window's innermost axis (a convolution's KW) unrolled whole: the register
+            # tile's row of the input read along x at the window's offsets 0 .. WINDOW - 1
+            # is then consecutive elements (vector loads), shared between the offsets
+            last = new[-len(regs) - 1]
+            b.try_(lambda: b.unroll(last, nest.extent(red[-1])))
         if stage and len(red) == 1:
-            # the reduction tile's loop unrolled by KUNROLL: a work-item's row of the staged
-            # left input is then read KUNROLL consecutive elements at a time (one vector
-            # load where the printer proves the alignment), as the right input's row is
+            # the reduction tile's loop unrolled by KUNROLL (KUNROLL independent steps; a
+            # tile left with K innermost is then read KUNROLL consecutive elements at a
+            # time: one vector load where the alignment is proved)
             ki_new = new[nb + nz + nt + ns + 1]
             b.try_(lambda: b.unroll(ki_new, KUNROLL))
+
+    def tensorized(self, nest: _Nest) -> None:
+        """A float16/bfloat16 contraction accumulated in float32 (`C[i, j] +=! A[i, k].cast(float32)
+        * B[k, j].cast(float32)`) on tensor cores: the output axes (y, x) tiled by 16, their
+        tiles on block.y / block.x (the largest other output axis on block.z, any further
+        ones in each block), each 16 x 16 tile and the whole reduction on one warp
+        (`tensorize`: mma.sync on CUDA, MFMA on HIP). Refused (IllegalStep: the scalar plan
+        follows) unless both axes and the reduction are multiples of 16 and the body is that
+        contraction (the `tensorize` step checks it)."""
+        b = self.b
+        x, y = axes_of(nest)
+        if y is None or len(nest.reduction) != 1:
+            raise IllegalStep("tensor cores: not a two-axis contraction with one reduction")
+        k = nest.reduction[0]
+        if any(nest.extent(a) % TENSOR_TILE for a in (x, y, k)):
+            raise IllegalStep("tensor cores: the tile does not fit 16 x 16 x 16")
+        self._grid(nest.extent(x), TENSOR_TILE, 0)
+        self._grid(nest.extent(y), TENSOR_TILE, 1)
+        rest = [s for s in nest.spatial if s is not x and s is not y]
+        z = self._bind_z(nest, rest)
+        rest = [s for s in rest if s is not z]
+        yo, yi = b.tile(b.handle(y), TENSOR_TILE)
+        xo, xi = b.tile(b.handle(x), TENSOR_TILE)
+        zs = [b.handle(z)] if z is not None else []
+        new = b.reorder([yo, xo, *zs, *(b.handle(s) for s in rest), yi, xi, b.handle(k)])
+        b.bind(new[0], "block.y")
+        b.bind(new[1], "block.x")
+        if z is not None:
+            b.bind(new[2], "block.z")
+        b.tensorize(new[-3], min(self.target.tensor_cores))
+
+    def shared_layout(self, nest: _Nest, name: str, x: affine.ForOp, y: affine.ForOp | None) -> tuple[int, ...] | None:
+        """The dimension order of input `name`'s shared tile (None: the tensor's): the
+        dimension that moves with x alone (an input read along x: matmul's right input), else
+        the one that moves with y alone (the left input, a convolution's filter), innermost,
+        unless the innermost already moves with x or y. Each work-item then reads its register
+        tile's consecutive elements of the tile with vector loads whatever the operand's
+        global layout (`A[N, K]`, a transposed `B[M, K]` staged `[K, N]`, `[K, M]`; a filter
+        `[F, C, KH, KW]` staged `[C, KH, KW, F]`), and a warp's work-items along x read
+        consecutive words (read along K, the rows 8 elements apart fell in one bank)."""
+        load = next(a for a in nest.loads if buffer_name(a.buffer) == name)
+        assert load.map is not None
+        forms = [linear_form(e, load.operands) for e in load.map.results]
+        if len(forms) < 2 or any(f is None for f in forms):
+            return None
+        moving = [{v for v, c in f[0].items() if c} for f in forms if f is not None]
+        ix = induction_var(x)
+        iy = induction_var(y) if y is not None else None
+        if ix in moving[-1] or (iy is not None and iy in moving[-1]):
+            return None
+        axis = ix if any(ix in vs for vs in moving) else iy
+        along = [d for d, vs in enumerate(moving) if axis is not None and vs == {axis}]
+        if not along:
+            return None
+        d = along[-1]
+        return (*(i for i in range(len(forms)) if i != d), d)
 
     def cross_thread(self, nest: _Nest) -> None:
         """Each output on a work-group (at most three output axes), the innermost reduction
