@@ -25,6 +25,10 @@ Three shapes, whatever schedule made them (the pass works on the egpu level):
    the target's width; a remainder loop stays scalar.
 3. Vector accesses already there (a register tile's store, `einc-vectorize-loops`) are
    marked aligned where their index is a multiple of their width.
+4. Unrolled scalar loads of consecutive float32 elements of an argument the kernel never
+   writes (a register tile reading a row of an input straight from global memory), in one
+   block, whose flat index is a multiple of the width: one aligned vector load and lane
+   extractions (the grouping of `einc-vectorize-shared-loads`).
 
 Anything else stays scalar (a guarded copy of a partial tile, a padded shared row that
 breaks alignment, a transposed store, a trip count that is no multiple of the width).
@@ -44,6 +48,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
     DictionaryAttr,
+    Float32Type,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -59,6 +64,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from einc.dialects import egpu
 from einc.ir.attrs import ALIGN_ATTR
 from einc.passes.targeted import TargetedPass
+from einc.passes.vectorize_shared_loads import vectorize_shared_loads
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.alignment import expr_step, flat_divisor, identity_map
 from einc.transforms.loop_analysis import trip_count
@@ -251,6 +257,31 @@ def mark_aligned(kernel: egpu.FuncOp) -> int:
     return made
 
 
+def _written(kernel: egpu.FuncOp) -> set[SSAValue]:
+    """The kernel's arguments something in it writes (or passes to an op that is not a load)."""
+    loads = (affine.LoadOp, egpu.VLoadOp)
+    return {
+        arg for arg in kernel.body.block.args
+        if any(not isinstance(use.operation, loads) for use in arg.uses)
+    }  # fmt: skip
+
+
+def combine_input_loads(kernel: egpu.FuncOp, lanes: int) -> int:
+    """Shape 4: unrolled scalar loads of consecutive elements of a read-only float32
+    argument (a register tile reading a row of an input) become aligned vector loads, as
+    `einc-vectorize-shared-loads` does for shared tiles; returns how many."""
+    written = _written(kernel)
+
+    def wanted(load: affine.LoadOp) -> bool:
+        memory = load.memref.type
+        return (
+            _global(kernel, load.memref) and load.memref not in written
+            and isinstance(memory, MemRefType) and isinstance(memory.get_element_type(), Float32Type)
+        )  # fmt: skip
+
+    return vectorize_shared_loads(kernel, [w for w in (4, 2) if w <= lanes], wanted)
+
+
 def record_alignment(kernel: egpu.FuncOp) -> None:
     """Each argument's `egpu.align`: the widest aligned access of it (the launch contract)."""
     needed: dict[int, int] = {}
@@ -284,6 +315,7 @@ def vectorize_global(kernel: egpu.FuncOp, lanes: int, elements: frozenset[Attrib
     ]  # fmt: skip
     for loop in innermost:
         vectorize_elementwise_loop(kernel, loop, lanes, elements, math_ops)
+    combine_input_loads(kernel, lanes)
     mark_aligned(kernel)
     record_alignment(kernel)
 

@@ -25,14 +25,15 @@ a multiple of the width and `rest` a multiple of it for every value its variable
 step, `affine.apply`s by their coefficients, constants by themselves; work-item ids by 1).
 Widths 4, then 2, as the target's `vector_width` allows. The printers spell the aligned load
 natively where the language has one (CUDA, HIP: a 16- or 8-byte aligned load; shared arrays
-are declared aligned to 16 bytes), else as the ordinary vector load. Global buffers are not
-touched: a caller's device array may start anywhere (a slice), so nothing proves their alignment.
+are declared aligned to 16 bytes), else as the ordinary vector load. Global buffers are combined
+by `einc-vectorize-global`, which calls this with its own choice of loads (the launch
+contract aligns a kernel's arguments).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -172,27 +173,36 @@ def _writes_shared(op: Operation) -> bool:
     )
 
 
-def _segments(block: Block) -> list[list[affine.LoadOp]]:
-    """Runs of shared float32 loads in `block` between barriers and writes to shared memory."""
+def shared_f32(load: affine.LoadOp) -> bool:
+    """A load of a float32 work-group buffer."""
+    memory = load.memref.type
+    return isinstance(load.memref.owner, egpu.AllocSharedOp) and isinstance(memory, MemRefType) and isinstance(
+        memory.get_element_type(), Float32Type
+    )
+
+
+def _segments(block: Block, wanted: Callable[[affine.LoadOp], bool]) -> list[list[affine.LoadOp]]:
+    """Runs of `wanted` loads in `block` between barriers and writes to shared memory."""
     runs: list[list[affine.LoadOp]] = [[]]
     for op in block.ops:
         if isinstance(op, affine.LoadOp):
-            memory = op.memref.type
-            if isinstance(op.memref.owner, egpu.AllocSharedOp) and isinstance(memory, MemRefType) and isinstance(
-                memory.get_element_type(), Float32Type
-            ):
+            if wanted(op):
                 runs[-1].append(op)
         elif any(_writes_shared(inner) for inner in walk_ops(op)):
             runs.append([])
     return [r for r in runs if len(r) > 1]
 
 
-def vectorize_shared_loads(kernel: egpu.FuncOp, widths: Sequence[int]) -> int:
-    """Combine the loads of `kernel` (module docstring); returns how many vector loads."""
+def vectorize_shared_loads(
+    kernel: egpu.FuncOp, widths: Sequence[int], wanted: Callable[[affine.LoadOp], bool] = shared_f32
+) -> int:
+    """Combine the loads of `kernel` (module docstring); returns how many vector loads.
+    `wanted`: which loads (float32 ones of buffers nothing writes between barriers or shared
+    stores: `einc-vectorize-global` passes the kernel's read-only float32 arguments)."""
     made = 0
     blocks = [b for op in walk_ops(kernel) for r in op.regions for b in r.blocks]
     for block in blocks:
-        for run in _segments(block):
+        for run in _segments(block, wanted):
             groups: dict[tuple[SSAValue, frozenset[tuple[SSAValue, int]]], dict[int, list[affine.LoadOp]]] = {}
             for load in run:
                 flat = _flat(load)
