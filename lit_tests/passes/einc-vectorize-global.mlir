@@ -101,8 +101,8 @@ builtin.module {
 // -----
 
 // Left scalar: a row of 37 elements (the row start n * 37 is no multiple of 4), and a loop
-// whose stored buffer is read at another index (D[n, i] = D[n, i + 4]: vectors would read
-// elements an earlier iteration wrote... or not: the pass does not decide, it refuses).
+// whose stored buffer is read at another index (D[n, i] = D[n, i + 4]: the pass proves no
+// independence of iterations beyond "every access of a stored buffer is at the store's index").
 
 // CHECK-LABEL: egpu.func @elementwise_scalar(
 // CHECK-NOT:     egpu.v
