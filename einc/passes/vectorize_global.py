@@ -58,7 +58,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
@@ -105,6 +105,9 @@ def _indices(op: affine.LoadOp | affine.StoreOp) -> list[SSAValue]:
     m = dims_to_operands(op.map.data)
     values: list[SSAValue] = []
     for e in m.results:
+        if isinstance(e, AffineDimExpr):  # an index as it is (a double buffer's slot)
+            values.append(op.indices[e.position])
+            continue
         apply = affine.ApplyOp(list(op.indices), AffineMapAttr(AffineMap(m.num_dims, 0, (e,))))
         Rewriter.insert_op(apply, InsertPoint.before(op))
         values.append(apply.result)
