@@ -108,10 +108,14 @@ def test_a_500_statement_mixed_compile_does_work_linear_in_its_size(target: str)
     # 42, 1527, 29 and 76 before the device default schedule (einc/schedule/policies/gpu.py):
     # each contraction's 8x8 register tile is unrolled (about 500 ops a contraction, one
     # statement in twenty here) and each reduction's plan is tried on a copy of its nest
-    # before it is made; an elementwise statement's chunk of elements stays a loop
+    # before it is made; an elementwise statement's chunk of elements stays a loop.
+    # einc-vectorize-global made OpenCL's 188, 4863, 133, 134 per statement (500) into 199,
+    # 5974, 215, 177: each elementwise chunk is now strip-mined into 16-byte vectors (the
+    # vectorizer, then canonicalize on its index maps) and each register tile's input rows
+    # are combined into vector loads; the ratio to the 50-statement prefix stays 11.1
     per_statement = {"ops made": 100, "ops stepped": 2000, "uses visited": 110, "patterns applied": 95}
     if target == "opencl":
-        per_statement = {"ops made": 260, "ops stepped": 6000, "uses visited": 170, "patterns applied": 200}
+        per_statement = {"ops made": 260, "ops stepped": 7000, "uses visited": 260, "patterns applied": 220}
     for kind, budget in per_statement.items():
         assert large[kind] <= 500 * budget, (kind, large[kind])
 

@@ -152,6 +152,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VectorizeSharedLoadsPass
 
+    def einc_vectorize_global():
+        from einc.passes.vectorize_global import VectorizeGlobalPass
+
+        return VectorizeGlobalPass
+
     def einc_vectorize_loops():
         from einc.passes.vectorize_loops import VectorizeLoopsPass
 
@@ -217,6 +222,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-init-accumulators": einc_init_accumulators,
         "einc-index-width": einc_index_width,
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
+        "einc-vectorize-global": einc_vectorize_global,
         "einc-pad-shared": einc_pad_shared,
         "einc-async-copies": einc_async_copies,
         "verify-egpu": verify_egpu,

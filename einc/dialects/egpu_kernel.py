@@ -490,10 +490,11 @@ class SubgroupReduceOp(IRDLOperation):
 
 @irdl_op_definition
 class CopyAsyncOp(IRDLOperation):
-    """`egpu.copy_async %src[%i, ...] to %dst[%j, ...]`: start copying one element of a
-    global buffer into a shared one without waiting for it (CUDA sm_80+ `cp.async`); the
-    element is there after this work-item's next `egpu.async_wait`. Elements of 4 or 8
-    bytes."""
+    """`egpu.copy_async %src[%i, ...] to %dst[%j, ...] (lanes N)?`: start copying one element
+    (or N consecutive ones, along the last dimension of both buffers) of a global buffer into
+    a shared one without waiting for it (CUDA sm_80+ `cp.async`); the elements are there
+    after this work-item's next `egpu.async_wait`. 4, 8 or 16 bytes a copy; N > 1 from
+    vector pairs (`einc-vectorize-global`), both addresses aligned to the N elements."""
 
     name = "egpu.copy_async"
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -502,10 +503,23 @@ class CopyAsyncOp(IRDLOperation):
     memref = operand_def(MemRefType)
     """The shared destination (named as loads' and stores' buffers are)."""
     indices = var_operand_def(IndexType)
-    assembly_format = "$source `[` $source_indices `]` `to` $memref `[` $indices `]` attr-dict `:` type($source) `,` type($memref)"
+    lanes = opt_prop_def(IntegerAttr[I64])
+    """Consecutive elements copied (absent: 1)."""
+    assembly_format = (
+        "$source `[` $source_indices `]` `to` $memref `[` $indices `]` (`lanes` $lanes^)? attr-dict "
+        "`:` type($source) `,` type($memref)"
+    )
 
-    def __init__(self, source: SSAValue, source_indices: Sequence[SSAValue], dest: SSAValue, indices: Sequence[SSAValue]):
-        super().__init__(operands=[source, source_indices, dest, indices])
+    def __init__(
+        self, source: SSAValue, source_indices: Sequence[SSAValue], dest: SSAValue, indices: Sequence[SSAValue], lanes: int = 1
+    ):
+        properties: dict[str, Attribute] = {} if lanes == 1 else {"lanes": IntegerAttr(lanes, i64)}
+        super().__init__(operands=[source, source_indices, dest, indices], properties=properties)
+
+    @property
+    def width(self) -> int:
+        """Consecutive elements copied."""
+        return 1 if self.lanes is None else self.lanes.value.data
 
     def verify_(self) -> None:
         kernel_of(self)
@@ -515,6 +529,8 @@ class CopyAsyncOp(IRDLOperation):
             raise VerifyException("egpu.copy_async: the buffers' element types differ")
         if len(self.source_indices) != len(src.get_shape()) or len(self.indices) != len(dst.get_shape()):
             raise VerifyException("egpu.copy_async: an index per dimension of each buffer")
+        if self.width < 1:
+            raise VerifyException("egpu.copy_async: copies at least one element")
 
 
 @irdl_op_definition

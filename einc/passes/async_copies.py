@@ -17,7 +17,9 @@ publishes them to the block.
 
 Which pairs: an `affine.load` of a kernel argument (global memory) whose only use is an
 `affine.store` into an `egpu.alloc_shared` buffer in the same block, inside an `scf.for`
-(the copy loops the block's threads split), elements of 4 or 8 bytes. The pass runs only where the target description's `compute_capability` is 80 or
+(the copy loops the block's threads split), elements of 4 or 8 bytes; and the same pairs
+of an `egpu.vload` and an `egpu.vstore` (`einc-vectorize-global`: consecutive elements,
+both addresses aligned to the vector) of 8 or 16 bytes, one `cp.async` of that size. The pass runs only where the target description's `compute_capability` is 80 or
 more (CUDA: its code is compiled for sm_80 and sm_90); the printed helper also falls back
 to a plain copy when compiled for an older architecture (`__CUDA_ARCH__ < 800`).
 """
@@ -28,17 +30,18 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, scf
-from xdsl.dialects.builtin import AffineMapAttr, AnyFloat, IntegerType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import AffineMapAttr, AnyFloat, IntegerAttr, IntegerType, MemRefType, ModuleOp, VectorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
+from einc.ir.attrs import ALIGN_ATTR
 from einc.passes.targeted import TargetedPass
 from einc.transforms.affine_index import dims_to_operands
 
-ASYNC_BYTES = (4, 8)
-"""Element sizes a `cp.async` of one element copies (16 would need vectors)."""
+ASYNC_BYTES = (4, 8, 16)
+"""The sizes one `cp.async` copies: an element of 4 or 8 bytes, or a vector pair."""
 
 
 def _bytes(memory: MemRefType) -> int:
@@ -73,9 +76,38 @@ def _in_copy_loop(op: Operation) -> bool:
     return False
 
 
+def _vector_copy(kernel: egpu.FuncOp, store: egpu.VStoreOp) -> bool:
+    """A vector pair of `einc-vectorize-global` (aligned, 4 to 16 bytes) as one copy."""
+    shared, load = store.memref, store.value.owner
+    if not isinstance(shared.owner, egpu.AllocSharedOp) or not isinstance(load, egpu.VLoadOp):
+        return False
+    source = load.memref
+    if not (isinstance(source, BlockArgument) and source.block is kernel.body.block):
+        return False
+    if load.parent_block() is not store.parent_block() or load.result.uses.get_length() != 1 or not _in_copy_loop(store):
+        return False
+    memory, vector = source.type, load.result.type
+    assert isinstance(memory, MemRefType) and isinstance(vector, VectorType)
+    lanes = vector.get_shape()[0]
+    size = _bytes(memory) * lanes
+    align = load.attributes.get(ALIGN_ATTR)
+    if size not in ASYNC_BYTES or not isinstance(align, IntegerAttr) or align.value.data < size:
+        return False
+    if store.attributes.get(ALIGN_ATTR) != align:
+        return False
+    copy = egpu.CopyAsyncOp(source, list(load.indices), shared, list(store.indices), lanes)
+    copy.attributes[ALIGN_ATTR] = align
+    Rewriter.insert_op(copy, InsertPoint.before(store))
+    Rewriter.erase_op(store)
+    Rewriter.erase_op(load)
+    return True
+
+
 def make_async_copies(kernel: egpu.FuncOp) -> int:
     """Rewrite `kernel`'s global-to-shared copy pairs (module docstring); returns how many."""
     made = 0
+    for vstore in [op for op in kernel.walk() if isinstance(op, egpu.VStoreOp)]:
+        made += _vector_copy(kernel, vstore)
     for store in [op for op in kernel.walk() if isinstance(op, affine.StoreOp)]:
         shared, load = store.memref, store.value.owner
         if not isinstance(shared.owner, egpu.AllocSharedOp) or not isinstance(load, affine.LoadOp):

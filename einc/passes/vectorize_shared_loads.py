@@ -21,30 +21,32 @@ Which loads: `affine.load`s of a float32 `egpu.alloc_shared` buffer in one block
 barrier and no other use of a shared buffer than a load (nested ops included) between them, whose flat
 row-major indices are `rest + c`, `rest + c + 1`, ... with the same non-constant `rest`, `c`
 a multiple of the width and `rest` a multiple of it for every value its variables take
-(coefficients times what divides each variable: loop variables by their lower bound and
+(einc.transforms.alignment; coefficients times what divides each variable: loop variables by their lower bound and
 step, `affine.apply`s by their coefficients, constants by themselves; work-item ids by 1).
 Widths 4, then 2, as the target's `vector_width` allows. The printers spell the aligned load
 natively where the language has one (CUDA, HIP: a 16- or 8-byte aligned load; shared arrays
-are declared aligned to 16 bytes), else as the ordinary vector load. Global buffers are not
-touched: a caller's device array may start anywhere (a slice), so nothing proves their alignment.
+are declared aligned to 16 bytes), else as the ordinary vector load. Global buffers are combined
+by `einc-vectorize-global`, which calls this with its own choice of loads (the launch
+contract aligns a kernel's arguments).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, memref
 from xdsl.dialects.builtin import AffineMapAttr, Float32Type, IntegerAttr, MemRefType, ModuleOp, VectorType, i64
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.ir.attrs import ALIGN_ATTR
 from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.alignment import divisor
 from einc.transforms.loop_analysis import linear_form, walk_ops
 from einc.transforms.staging import linear_map
 
@@ -58,35 +60,15 @@ def _constant(v: SSAValue) -> int | None:
     return None
 
 
-def _divisor(v: SSAValue, depth: int = 0) -> int:
+def _divisor(v: SSAValue) -> int:
     """A power of two (at most MAX_DIVISOR) dividing every value `v` takes."""
-    c = _constant(v)
-    if c is not None:
-        return math.gcd(c, MAX_DIVISOR) or MAX_DIVISOR
-    if depth > 16:
-        return 1
-    if isinstance(v, BlockArgument):
-        loop = v.block.parent_op()
-        if isinstance(loop, affine.ForOp) and v.index == 0:
-            lb = loop.lowerBoundMap.data
-            if len(lb.results) == 1 and not loop.lowerBoundOperands:
-                return math.gcd(lb.eval([], [])[0], loop.step.value.data, MAX_DIVISOR) or MAX_DIVISOR
-        return 1
-    owner = v.owner
-    if isinstance(owner, affine.ApplyOp):
-        m = dims_to_operands(owner.map.data)
-        form = linear_form(m.results[0], list(owner.mapOperands))
-        if form is None:
-            return 1
-        terms, const = form
-        return _multiple(terms, const, depth + 1)
-    return 1
+    return min(divisor(v), MAX_DIVISOR)
 
 
-def _multiple(terms: dict[SSAValue, int], const: int, depth: int = 0) -> int:
+def _multiple(terms: dict[SSAValue, int], const: int) -> int:
     g = math.gcd(const, MAX_DIVISOR) or MAX_DIVISOR
     for v, c in terms.items():
-        g = math.gcd(g, c * _divisor(v, depth))
+        g = math.gcd(g, c * _divisor(v))
     return g or MAX_DIVISOR
 
 
@@ -172,27 +154,36 @@ def _writes_shared(op: Operation) -> bool:
     )
 
 
-def _segments(block: Block) -> list[list[affine.LoadOp]]:
-    """Runs of shared float32 loads in `block` between barriers and writes to shared memory."""
+def shared_f32(load: affine.LoadOp) -> bool:
+    """A load of a float32 work-group buffer."""
+    memory = load.memref.type
+    return isinstance(load.memref.owner, egpu.AllocSharedOp) and isinstance(memory, MemRefType) and isinstance(
+        memory.get_element_type(), Float32Type
+    )
+
+
+def _segments(block: Block, wanted: Callable[[affine.LoadOp], bool]) -> list[list[affine.LoadOp]]:
+    """Runs of `wanted` loads in `block` between barriers and writes to shared memory."""
     runs: list[list[affine.LoadOp]] = [[]]
     for op in block.ops:
         if isinstance(op, affine.LoadOp):
-            memory = op.memref.type
-            if isinstance(op.memref.owner, egpu.AllocSharedOp) and isinstance(memory, MemRefType) and isinstance(
-                memory.get_element_type(), Float32Type
-            ):
+            if wanted(op):
                 runs[-1].append(op)
         elif any(_writes_shared(inner) for inner in walk_ops(op)):
             runs.append([])
     return [r for r in runs if len(r) > 1]
 
 
-def vectorize_shared_loads(kernel: egpu.FuncOp, widths: Sequence[int]) -> int:
-    """Combine the loads of `kernel` (module docstring); returns how many vector loads."""
+def vectorize_shared_loads(
+    kernel: egpu.FuncOp, widths: Sequence[int], wanted: Callable[[affine.LoadOp], bool] = shared_f32
+) -> int:
+    """Combine the loads of `kernel` (module docstring); returns how many vector loads.
+    `wanted`: which loads (float32 ones of buffers nothing writes between barriers or shared
+    stores: `einc-vectorize-global` passes the kernel's read-only float32 arguments)."""
     made = 0
     blocks = [b for op in walk_ops(kernel) for r in op.regions for b in r.blocks]
     for block in blocks:
-        for run in _segments(block):
+        for run in _segments(block, wanted):
             groups: dict[tuple[SSAValue, frozenset[tuple[SSAValue, int]]], dict[int, list[affine.LoadOp]]] = {}
             for load in run:
                 flat = _flat(load)

@@ -822,9 +822,9 @@ def _access(op: Operation) -> _Access | None:
 
 
 def _copy_accesses(op: egpu.CopyAsyncOp) -> tuple[_Access, _Access]:
-    """The global load and the shared store of an asynchronous copy of one element."""
-    return (_Access(op.source, tuple(op.source_indices), None, False, 1),
-            _Access(op.memref, tuple(op.indices), None, True, 1))  # fmt: skip
+    """The global load and the shared store of an asynchronous copy (of `op.width` elements)."""
+    return (_Access(op.source, tuple(op.source_indices), None, False, op.width),
+            _Access(op.memref, tuple(op.indices), None, True, op.width))  # fmt: skip
 
 
 def _lanes(op: Operation) -> int:

@@ -53,7 +53,7 @@ import numpy as np
 from einc.errors import RuntimeInputError, RuntimeMissingError, ToolchainError
 from einc.runtime.arrays import CUDA, CUDA_MANAGED, DeviceArray
 from einc.runtime.cache import cached_artifact, content_key
-from einc.runtime.device import CompileReport, KernelResources, check_manifest, missing_kernels, nbytes, stage
+from einc.runtime.device import CompileReport, KernelResources, check_allocation, check_manifest, missing_kernels, nbytes, stage
 from einc.runtime.manifest import Buffer, LaunchManifest
 from einc.runtime.finders import INSTALL_HINT, known, reason
 from einc.runtime.once import locked_cache
@@ -423,7 +423,7 @@ class CudaKernel:
 
             if found is not None:
                 driver.cuMemFree(found[0])
-            found = (int(_check(driver.cuMemAlloc(size), "cuMemAlloc")), size)
+            found = (check_allocation(buffer, int(_check(driver.cuMemAlloc(size), "cuMemAlloc")), "CUDA"), size)
             self._allocations[buffer.name] = found
         return found[0]
 

@@ -8,6 +8,11 @@ sets `storage_dtype`, else the caller's array itself); `Staged.finish` converts 
 device's results back into the caller's outputs. Outputs are not uploaded (kernels write
 every element of them); temps never leave the device: runtimes allocate them from
 `Buffer.shape` and `storage_dtype(buffer)`.
+
+The alignment contract (`Buffer.align`, set where kernels use vector accesses): host arrays
+are always copied into the runtime's own allocations, which are aligned (`check_allocation`;
+a NumPy slice at any address works); a caller's device array (CUDA) is passed as it is, so
+one not aligned to `Buffer.alignment()` is refused with a RuntimeInputError naming it.
 """
 
 from __future__ import annotations
@@ -138,7 +143,26 @@ def _device_argument(buffer: Buffer, array: DeviceArray) -> DeviceArray:
         raise RuntimeInputError(f"{role} '{buffer.name}' is not C-contiguous (device arrays are not copied)")
     if role == "output" and array.readonly:
         raise RuntimeInputError(f"output '{buffer.name}' is read-only")
+    align = buffer.alignment()
+    if array.ptr % align:
+        raise RuntimeInputError(
+            f"{role} '{buffer.name}' starts at device address {array.ptr:#x}, which is not a multiple of "
+            f"{align} bytes: the kernel reads and writes it with {align}-byte vector accesses (the "
+            f"manifest's align). Device arrays are not copied: pass an aligned one (a view with a "
+            f"storage offset is not; tensor.clone() is) or a host array"
+        )
     return array
+
+
+def check_allocation(buffer: Buffer, pointer: int, runtime: str) -> int:
+    """`pointer`, a runtime's own allocation for `buffer`, if aligned as the manifest says
+    (the launch contract); a ToolchainError otherwise (the runtime broke its promise)."""
+    if pointer % buffer.alignment():
+        raise ToolchainError(
+            f"the {runtime} runtime allocated buffer '{buffer.name}' at {pointer:#x}, not aligned to the "
+            f"{buffer.alignment()} bytes its kernels' vector accesses assume"
+        )
+    return pointer
 
 
 def _spec(buffer: Buffer) -> BufferSpec:

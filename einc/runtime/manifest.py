@@ -3,6 +3,11 @@
 `einc compile --target T` writes it beside the source as JSON. A program of several statements
 is several kernels launched in order (a device-wide barrier between them); buffers are the
 program's inputs and outputs plus the intermediates (`temp`) the host allocates.
+
+The alignment contract: each buffer's `align` states the bytes its first element must be
+aligned to (16 where a kernel reads or writes it with 16-byte vectors; 0 means the element's
+size). A host that launches the kernels itself must pass buffers aligned so; einc's own
+launchers do (README, "The launch manifest and alignment").
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Literal
+
+import numpy as np
 
 Role = Literal["input", "output", "temp"]
 
@@ -22,6 +29,15 @@ class Buffer:
     role: Role
     storage_dtype: str | None = None  # the dtype the device stores it as, if legalized (e.g. "int32" for int8 on HLSL)
     binding: int | None = None  # HLSL register / descriptor binding, where the target has them
+    align: int = 0
+    """Bytes the kernels assume the buffer's first element is aligned to (vector accesses,
+    `einc-vectorize-global`); 0: its element's size. A launcher passes only memory aligned
+    to `alignment()`: its own allocations are, and a caller's device array that is not is
+    refused (`einc.runtime.device.stage`)."""
+
+    def alignment(self) -> int:
+        """The alignment the kernels assume, in bytes (at least the stored element's size)."""
+        return max(self.align, np.dtype(self.storage_dtype or self.dtype).itemsize)
 
 
 @dataclass(frozen=True)

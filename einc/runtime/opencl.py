@@ -144,6 +144,13 @@ class OpenCLKernel:
         if self._device_buffers is None:
             cl = _pyopencl()
             context = _device().context
+            base = _device().queue.device.mem_base_addr_align // 8  # bytes every buffer is aligned to
+            for b in self.manifest.buffers:
+                if b.alignment() > base:
+                    raise ToolchainError(
+                        f"the OpenCL device aligns buffers to {base} bytes; buffer '{b.name}' needs "
+                        f"{b.alignment()} (its kernels' vector accesses)"
+                    )
             self._device_buffers = {
                 b.name: cl.Buffer(context, cl.mem_flags.READ_WRITE, max(nbytes(b), 1)) for b in self.manifest.buffers
             }

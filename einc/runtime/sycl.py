@@ -61,7 +61,7 @@ import numpy as np
 
 from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cache_dir, cached_artifact, content_key
-from einc.runtime.device import check_manifest, nbytes, stage
+from einc.runtime.device import check_allocation, check_manifest, nbytes, stage
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
 from einc.runtime.finders import INSTALL_HINT, cxx_compiler, intel_opencl_cpu_library, known, sycl_prefix, tool_version
@@ -272,6 +272,7 @@ class SyclKernel:
             if not pointer:
                 raise ToolchainError(f"SYCL allocation of '{name}' failed: {shim.take(error)}")
             self._pointers[name] = pointer
+            check_allocation(self.manifest.buffer(name), pointer, "SYCL")
         return pointer
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:

@@ -277,6 +277,9 @@ class CLikeTarget:
     `vector_load`."""
     vector_store: ClassVar[str] = "einc_vstore_{s}x{n}({p}, {v});"
     """A vector store statement (`{v}` the value); "" stores lane by lane."""
+    aligned_vector_store: ClassVar[str] = ""
+    """A vector store to an address aligned to the vector's size (`egpu.align`); "" prints
+    `vector_store`."""
     vector_convert: ClassVar[str] = "__builtin_convertvector({0}, {T})"
     """`egpu.vconvert` of `{0}` to vector type `{T}` (each element as a C cast); "" converts
     lane by lane with the scalar cast."""

@@ -22,7 +22,7 @@ from einc.targets.bfloat16 import Bf16Spelling
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets import tensor_cores as tc
-from einc.targets.gpu import DeviceTarget, Runner, TargetRuntime
+from einc.targets.gpu import ALIGNED_VECTOR_HELPERS, DeviceTarget, Runner, TargetRuntime
 from einc.targets.op_printers import statement
 from einc.targets.writer import Writer
 
@@ -43,12 +43,8 @@ class CudaFamily(DeviceTarget):
     """Aligned to 16 bytes: `egpu.vload`s marked aligned (`einc-vectorize-shared-loads`) read
     them with 128-bit loads."""
     aligned_vector_load: ClassVar[str] = "einc_vloada_{s}x{n}({p})"
-    vector_helpers: ClassVar[Mapping[str, str]] = {
-        **DeviceTarget.vector_helpers,
-        "vloada": "{P} {T} einc_vloada_{s}x{n}(const {t}* a) {{ "
-        "struct __attribute__((aligned({n} * sizeof({t})))) A {{ {t} v[{n}]; }}; "
-        "A x = *(const A*)a; {T} r; for (int k = 0; k < {n}; k++) {lane_r} = x.v[k]; return r; }}",
-    }
+    aligned_vector_store: ClassVar[str] = "einc_vstorea_{s}x{n}({p}, {v});"
+    vector_helpers: ClassVar[Mapping[str, str]] = {**DeviceTarget.vector_helpers, **ALIGNED_VECTOR_HELPERS}
     private_array: ClassVar[str] = "{t} {name}[{n}];"  # registers, or local memory
     helper_prefix: ClassVar[str] = "static __device__ inline"
     reserved_words: ClassVar[frozenset[str]] = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
@@ -70,7 +66,7 @@ class CudaFamily(DeviceTarget):
         return header.replace(f"void {name}(", f"void __launch_bounds__({math.prod(f.block_size)}) {name}(", 1)
 
 
-_CP_ASYNC_UNITS = {4: "unsigned int", 8: "unsigned long long"}
+_CP_ASYNC_UNITS = {4: "unsigned int", 8: "unsigned long long", 16: "uint4"}
 
 _CP_ASYNC = """{p} void einc_cp_async_{n}(void* d, const void* s) {{
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -79,7 +75,7 @@ _CP_ASYNC = """{p} void einc_cp_async_{n}(void* d, const void* s) {{
   *({u}*)d = *(const {u}*)s;
 #endif
 }}"""
-"""One element copied global -> shared without waiting (sm_80+: `cp.async`; older
+"""One element (or an aligned vector of them) copied global -> shared without waiting (sm_80+: `cp.async`; older
 architectures: a plain copy, complete at once)."""
 
 _CP_ASYNC_WAIT = """{p} void einc_cp_async_wait() {{
@@ -95,7 +91,7 @@ def _copy_async(w: Writer, op: Operation) -> None:
     memory = op.memref.type
     assert isinstance(memory, MemRefType)
     element = memory.get_element_type()
-    n = element.bitwidth // 8 if isinstance(element, AnyFloat) else getattr(element, "width").data // 8
+    n = (element.bitwidth // 8 if isinstance(element, AnyFloat) else getattr(element, "width").data // 8) * op.width
     w.helpers_used.setdefault((f"cp_async_{n}", ""), _CP_ASYNC.format(p=w.t.helper_prefix, n=n, u=_CP_ASYNC_UNITS[n]))
     dst = w.access(op.memref, w.flat_values(op.memref, op.indices))
     src = w.access(op.source, w.flat_values(op.source, op.source_indices))
@@ -114,7 +110,7 @@ class CUDATarget(CudaFamily):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=cuda},einc-pad-shared{target=cuda},"
-        "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-shared-loads,einc-async-copies{target=cuda},canonicalize,cse,einc-index-width"
+        "legalize-f16-storage,legalize-bf16-storage,einc-vectorize-loops{target=cuda},einc-vectorize-global{target=cuda},einc-vectorize-shared-loads,einc-async-copies{target=cuda},canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),

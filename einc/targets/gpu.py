@@ -18,6 +18,7 @@ each work-item may own it (it lies inside the bound loops) is checked after the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar, Protocol, TypeVar
@@ -26,6 +27,7 @@ import numpy as np
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -47,7 +49,7 @@ from einc.targets.spelling import Expr
 from einc.targets.writer import Writer
 from einc.targets.descriptions import TargetDescription
 
-from einc.ir.attrs import DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR, dtype_name
+from einc.ir.attrs import ALIGN_ATTR, DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR, dtype_name
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
@@ -211,6 +213,19 @@ class TargetRuntime(Protocol):
     def toolchain_identity(self) -> tuple[str, str]: ...
 
 
+ALIGNED_VECTOR_HELPERS: Mapping[str, str] = {
+    "vloada": "{P} {T} einc_vloada_{s}x{n}(const {t}* a) {{ "
+    "struct __attribute__((aligned({n} * sizeof({t})))) A {{ {t} v[{n}]; }}; "
+    "A x = *(const A*)a; {T} r; for (int k = 0; k < {n}; k++) {lane_r} = x.v[k]; return r; }}",
+    "vstorea": "{P} void einc_vstorea_{s}x{n}({t}* a, {T} v) {{ "
+    "struct __attribute__((aligned({n} * sizeof({t})))) A {{ {t} v[{n}]; }}; "
+    "A x; for (int k = 0; k < {n}; k++) x.v[k] = v.v[k]; *(A*)a = x; }}",
+}
+"""C++ device languages (CUDA, HIP, SYCL): a vector access of an address aligned to the
+vector (`egpu.align`) through a struct of that alignment, which the compiler reads or writes
+with one wide access (`ld.global.v4.f32` / `st.global.v4.f32` for 4 floats on NVIDIA)."""
+
+
 class DeviceTarget(CLikeTarget):
     """A C-like device language: kernels, work-item indices, a launch manifest."""
 
@@ -328,6 +343,7 @@ class DeviceTarget(CLikeTarget):
         kernels_by_name = {k.sym_name.data: k for k in module.ops if isinstance(k, egpu.FuncOp)}
         desc = cls.description()
         launches = []
+        aligns: dict[str, int] = {}
         for launch in host_function(module).walk():
             if not isinstance(launch, egpu.LaunchOp):
                 continue
@@ -341,7 +357,15 @@ class DeviceTarget(CLikeTarget):
                 kernel.sym_name.data, tuple(names[id(b)] for b in launch.buffers),
                 kernel.grid_size, kernel.block_size,
             ))  # fmt: skip
-        return LaunchManifest(cls.name, tuple(b for _, b in buffers), tuple(launches))
+            for k, attrs in enumerate(kernel.arg_attrs.data if kernel.arg_attrs is not None else ()):
+                align = attrs.data.get(ALIGN_ATTR)
+                if isinstance(align, IntegerAttr) and k < len(launch.buffers):
+                    name = names[id(launch.buffers[k])]
+                    aligns[name] = max(aligns.get(name, 0), align.value.data)
+        declared_buffers = tuple(
+            dataclasses.replace(b, align=aligns[b.name]) if b.name in aligns else b for _, b in buffers
+        )  # the launch contract: what the kernels' vector accesses assume
+        return LaunchManifest(cls.name, declared_buffers, tuple(launches))
 
     @classmethod
     def build(cls, source: str, module: ModuleOp) -> Runner:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import AnyFloat, IntegerAttr, StringAttr, VectorType
+from xdsl.dialects.builtin import AnyFloat, IntegerAttr, IntegerType, StringAttr, VectorType
 from xdsl.ir import Operation, SSAValue
 
 from einc.dialects import egpu
@@ -188,16 +188,22 @@ def _vector_lane_accesses(w: Writer, buffer: SSAValue, index: Expr, n: int) -> l
     ]
 
 
+def _aligned(op: egpu.VLoadOp | egpu.VStoreOp, t: VectorType) -> bool:
+    """Whether `op` is marked aligned to its vector's size (`egpu.align`)."""
+    align = op.attributes.get(ALIGN_ATTR)
+    element = t.get_element_type()
+    bits = element.bitwidth if isinstance(element, AnyFloat) else element.width.data if isinstance(element, IntegerType) else 0
+    size = t.get_shape()[0] * bits // 8
+    return isinstance(align, IntegerAttr) and size > 0 and align.value.data >= size
+
+
 def _vload(w: Writer, op: egpu.VLoadOp) -> Expr:
     t = op.result.type
     assert isinstance(t, VectorType)
     index = w.flat_values(op.memref, op.indices)
     lanes = _vector_lane_accesses(w, op.memref, index, t.get_shape()[0])
-    align = op.attributes.get(ALIGN_ATTR)
     fmt = w.t.vector_load
-    element = t.get_element_type()
-    size = t.get_shape()[0] * (element.bitwidth // 8 if isinstance(element, AnyFloat) else 0)
-    if isinstance(align, IntegerAttr) and w.t.aligned_vector_load and size and align.value.data >= size:
+    if w.t.aligned_vector_load and _aligned(op, t):
         fmt = w.t.aligned_vector_load
     text = w.vector_spelling(fmt, t, p=f"&{w.access(op.memref, index)}", lanes=", ".join(lanes))
     return Expr(text)
@@ -212,9 +218,10 @@ def _vstore(w: Writer, op: egpu.VStoreOp) -> None:
     assert isinstance(t, VectorType)
     index = w.flat_values(op.memref, op.indices)
     value = w.value(op.value)
-    if w.t.vector_store:
+    fmt = w.t.aligned_vector_store if w.t.aligned_vector_store and _aligned(op, t) else w.t.vector_store
+    if fmt:
         p = f"&{w.access(op.memref, index)}"
-        w.line(w.vector_spelling(w.t.vector_store, t, p=p, v=value.text))
+        w.line(w.vector_spelling(fmt, t, p=p, v=value.text))
         return
     if op.value not in w.names:  # stored lane by lane: name an expression once
         name = w.declare(op.value)

@@ -42,7 +42,7 @@ from xdsl.ir.affine import (
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
-from einc.ir.attrs import INDEX_BITS_ATTR
+from einc.ir.attrs import ALIGN_ATTR, INDEX_BITS_ATTR
 from einc.ir.locations import tag
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.ranges import Range, expr_range, value_range
@@ -192,6 +192,7 @@ class Writer:
             self.line("")  # a blank line between functions
         self.scopes.append(set())  # parameter names are the function's own
         params: list[str] = []
+        aligned: dict[int, list[str]] = {}
         for k, arg in enumerate(f.body.block.args):
             if not isinstance(arg.type, MemRefType):
                 raise InternalCompilerError(f"{self.t.name} target: argument {k} is not a memref")
@@ -202,6 +203,11 @@ class Writer:
             element = self.ctype(arg.type.get_element_type())
             const = "" if _is_written(arg) else self.t.readonly_prefix
             params.append(f"{self.t.buffer_prefix}{const}{element}*{self.t.buffer_suffix} {name}")
+            align = attrs[k].data.get(ALIGN_ATTR) if k < len(attrs) else None
+            if isinstance(align, IntegerAttr):
+                aligned.setdefault(align.value.data, []).append(name)
+        for size, names in sorted(aligned.items()):  # the launch contract (einc-vectorize-global)
+            self.line(f"// {', '.join(names)}: assumed {size}-byte aligned (vector accesses); einc's launchers check it")
         self.header = self.t.signature(self, f, params)
         self.open(self.header)
         self.block(f.body.block)

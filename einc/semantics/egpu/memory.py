@@ -21,9 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from einc.ir.attrs import ALIGN_ATTR
 from einc.semantics.egpu.values import Lanes
 
 
@@ -186,6 +188,16 @@ class Buffer:
                 )
         if self.window is not None:
             self._check_window(grid, op, flat, act, width)
+        align = op.attributes.get(ALIGN_ATTR)
+        if isinstance(align, IntegerAttr) and flat.size:
+            misaligned = (flat * self.data.dtype.itemsize) % align.value.data != 0
+            if misaligned.any():
+                k = int(np.argmax(misaligned))
+                raise KernelFault(
+                    f"misaligned vector access in {op.name} by {grid.describe(int(act[k]))}: element "
+                    f"{int(flat[k])} of buffer '{self.name}' is not at a multiple of the "
+                    f"{align.value.data} bytes the op claims ({ALIGN_ATTR})"
+                )
         if self.per == "lane":
             flat = flat + (act if self.stamp == grid.expansion else grid.items(act)) * size
         elif self.per == "block":

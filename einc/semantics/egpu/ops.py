@@ -334,16 +334,16 @@ def _store(m: Machine, op: Operation) -> Step:
 
 @compiles(egpu.CopyAsyncOp)
 def _copy_async(m: Machine, op: Operation) -> Step:
-    """The element copied at once (complete before the wait the op only promises)."""
+    """The elements copied at once (complete before the wait the op only promises)."""
     assert isinstance(op, egpu.CopyAsyncOp)
     src, source_index = _access(m, op, op.source, op.source_indices)
     dst, index = _access(m, op, op.memref, op.indices)
-    env = m.env
+    env, width = m.env, op.width
 
     def copy(mask: Lanes | None) -> None:
         source, dest = env[src], env[dst]
         assert isinstance(source, Buffer) and isinstance(dest, Buffer)
-        dest.store(m.grid, op, index(), lanes(source.load(m.grid, op, source_index(), mask, 1)), mask, 1)
+        dest.store(m.grid, op, index(), lanes(source.load(m.grid, op, source_index(), mask, width)), mask, width)
 
     return copy
 

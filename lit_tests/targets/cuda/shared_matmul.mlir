@@ -3,7 +3,8 @@
 // The schedule of this file (the matmul of frontend/matmul.ein, 8x4 by 4x2): rows tiled by 4
 // on blocks, each row and column of a tile on a thread, A's and B's tiles staged at the
 // reduction-tile loop in work-group memory (__shared__): the block's threads split each copy
-// (linear thread id, strided by the 8 threads) as asynchronous copies (cp.async: CUDA's
+// (linear thread id, strided by the 8 threads; rows of 2 elements as one 8-byte vector each,
+// einc-vectorize-global) as asynchronous copies (cp.async: CUDA's
 // description is sm_80), each thread waits for its copies before a barrier after the copies
 // and one after the compute.
 
@@ -30,10 +31,12 @@ builtin.module {
 // CHECK-NEXT:  int thread_x = (int)threadIdx.x;
 // CHECK:       int tid = thread_x + thread_y * 2;
 // CHECK:       for (int K_o = 0; K_o < 4; K_o += 2) {
-// CHECK-NEXT:    for (int e = tid; e < 4; e += 8) {
-// CHECK:           einc_cp_async_4(&input1_shared[input1_c0 * 2 + input1_c1], &input1[(K_o + input1_c0) * 2 + input1_c1]);
-// CHECK:         for (int e = tid; e < 8; e += 8) {
-// CHECK:           einc_cp_async_4(&input0_shared[input0_c0 * 2 + input0_c1], &input0[(N_o + input0_c0) * 4 + (K_o + input0_c1)]);
+// CHECK-NEXT:    for (int v = tid; v < 2; v += 8) {
+// CHECK-NEXT:      int e = v * 2;
+// CHECK:           einc_cp_async_8(&input1_shared[input1_c0 * 2 + input1_c1], &input1[(K_o + input1_c0) * 2 + input1_c1]);
+// CHECK:         for (int v = tid; v < 4; v += 8) {
+// CHECK-NEXT:      int e = v * 2;
+// CHECK:           einc_cp_async_8(&input0_shared[input0_c0 * 2 + input0_c1], &input0[(N_o + input0_c0) * 4 + (K_o + input0_c1)]);
 // CHECK-NEXT:    }
 // CHECK-NEXT:    einc_cp_async_wait();
 // CHECK-NEXT:    __syncthreads();

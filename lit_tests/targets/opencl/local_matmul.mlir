@@ -3,7 +3,7 @@
 // A register-blocked matmul (frontend/matmul.ein, 8x4 by 4x2): rows tiled by 4, one tile per
 // thread; each thread accumulates its 4x2 tile of output0 in a local array, set to the
 // identity before the reduction (einc-init-accumulators: no fill kernel, no read-back of
-// output0) and copied out after it; the 4x2 loops unrolled. The array is the
+// output0) and copied out after it; the 4x2 loops unrolled (the two elements of input1 a K step reads: one 8-byte vector load, einc-vectorize-global). The array is the
 // work-item's own: __private: the default for a kernel's variables.
 
 builtin.module {
@@ -32,14 +32,17 @@ builtin.module {
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
 // CHECK-NEXT:    for (int K = 0; K < 4; K++) {
-// CHECK-NEXT:      output0_local[0 * 2 + 0] = output0_local[0 * 2 + 0] + input0[N_o * 4 + 0 * 4 + K] * input1[K * 2 + 0];
-// CHECK-NEXT:      output0_local[0 * 2 + 1] = output0_local[0 * 2 + 1] + input0[N_o * 4 + 0 * 4 + K] * input1[K * 2 + 1];
-// CHECK-NEXT:      output0_local[1 * 2 + 0] = output0_local[1 * 2 + 0] + input0[N_o * 4 + 1 * 4 + K] * input1[K * 2 + 0];
-// CHECK-NEXT:      output0_local[1 * 2 + 1] = output0_local[1 * 2 + 1] + input0[N_o * 4 + 1 * 4 + K] * input1[K * 2 + 1];
-// CHECK-NEXT:      output0_local[2 * 2 + 0] = output0_local[2 * 2 + 0] + input0[N_o * 4 + 2 * 4 + K] * input1[K * 2 + 0];
-// CHECK-NEXT:      output0_local[2 * 2 + 1] = output0_local[2 * 2 + 1] + input0[N_o * 4 + 2 * 4 + K] * input1[K * 2 + 1];
-// CHECK-NEXT:      output0_local[3 * 2 + 0] = output0_local[3 * 2 + 0] + input0[N_o * 4 + 3 * 4 + K] * input1[K * 2 + 0];
-// CHECK-NEXT:      output0_local[3 * 2 + 1] = output0_local[3 * 2 + 1] + input0[N_o * 4 + 3 * 4 + K] * input1[K * 2 + 1];
+// CHECK-NEXT:      float2 v = vload2(0, &input1[K * 2 + 0]);
+// CHECK-NEXT:      float v_1 = v[0];
+// CHECK-NEXT:      output0_local[0 * 2 + 0] = output0_local[0 * 2 + 0] + input0[N_o * 4 + 0 * 4 + K] * v_1;
+// CHECK-NEXT:      float v_2 = v[1];
+// CHECK-NEXT:      output0_local[0 * 2 + 1] = output0_local[0 * 2 + 1] + input0[N_o * 4 + 0 * 4 + K] * v_2;
+// CHECK-NEXT:      output0_local[1 * 2 + 0] = output0_local[1 * 2 + 0] + input0[N_o * 4 + 1 * 4 + K] * v_1;
+// CHECK-NEXT:      output0_local[1 * 2 + 1] = output0_local[1 * 2 + 1] + input0[N_o * 4 + 1 * 4 + K] * v_2;
+// CHECK-NEXT:      output0_local[2 * 2 + 0] = output0_local[2 * 2 + 0] + input0[N_o * 4 + 2 * 4 + K] * v_1;
+// CHECK-NEXT:      output0_local[2 * 2 + 1] = output0_local[2 * 2 + 1] + input0[N_o * 4 + 2 * 4 + K] * v_2;
+// CHECK-NEXT:      output0_local[3 * 2 + 0] = output0_local[3 * 2 + 0] + input0[N_o * 4 + 3 * 4 + K] * v_1;
+// CHECK-NEXT:      output0_local[3 * 2 + 1] = output0_local[3 * 2 + 1] + input0[N_o * 4 + 3 * 4 + K] * v_2;
 // CHECK-NEXT:    }
 // CHECK-NEXT:    for (int output0_c0 = 0; output0_c0 < 4; output0_c0++) {
 // CHECK-NEXT:      for (int output0_c1 = 0; output0_c1 < 2; output0_c1 += 2) {

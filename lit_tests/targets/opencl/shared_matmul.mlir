@@ -3,7 +3,8 @@
 // The schedule of this file (the matmul of frontend/matmul.ein, 8x4 by 4x2): rows tiled by 4
 // on blocks, each row and column of a tile on a thread, A's and B's tiles staged at the
 // reduction-tile loop in work-group memory (__local): the block's threads split each copy
-// (linear thread id, strided by the 8 threads), a barrier after the copies and one after
+// (linear thread id, strided by the 8 threads; the rows of 2 elements copied as one 8-byte
+// vector each, einc-vectorize-global), a barrier after the copies and one after
 // the compute.
 
 builtin.module {
@@ -29,10 +30,14 @@ builtin.module {
 // CHECK-NEXT:  int thread_x = (int)get_local_id(0);
 // CHECK:       int tid = thread_x + thread_y * 2;
 // CHECK:       for (int K_o = 0; K_o < 4; K_o += 2) {
-// CHECK-NEXT:    for (int e = tid; e < 4; e += 8) {
-// CHECK:           input1_shared[input1_c0 * 2 + input1_c1] = input1[K_o * 2 + input1_c0 * 2 + input1_c1];
-// CHECK:         for (int e = tid; e < 8; e += 8) {
-// CHECK:           input0_shared[input0_c0 * 2 + input0_c1] = input0[N_o * 4 + input0_c0 * 4 + K_o + input0_c1];
+// CHECK-NEXT:    for (int v = tid; v < 2; v += 8) {
+// CHECK-NEXT:      int e = v * 2;
+// CHECK:           float2 v_1 = vload2(0, &input1[(K_o + input1_c0) * 2 + input1_c1]);
+// CHECK-NEXT:      vstore2(v_1, 0, &input1_shared[input1_c0 * 2 + input1_c1]);
+// CHECK:         for (int v = tid; v < 4; v += 8) {
+// CHECK-NEXT:      int e = v * 2;
+// CHECK:           float2 v_1 = vload2(0, &input0[(N_o + input0_c0) * 4 + (K_o + input0_c1)]);
+// CHECK-NEXT:      vstore2(v_1, 0, &input0_shared[input0_c0 * 2 + input0_c1]);
 // CHECK-NEXT:    }
 // CHECK-NEXT:    barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK-NEXT:    for (int K_i = 0; K_i < 2; K_i++) {
