@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import einc
+from einc.schedule.default import SPACE_VERSIONS
 from einc.targets import get_target
 from einc.cli import main
 from einc.compiler.driver import Compilation
@@ -185,7 +186,7 @@ def test_record_context_of_c_names_isa_compiler_flags_and_space(monkeypatch: pyt
     context = record_context(get_target("c"))
     assert context.device == device_fingerprint(get_target("c")) and context.driver == ""
     assert context.compiler == compiler_identity(compiler()).splitlines()[0]
-    assert context.flags == " ".join(CFLAGS) and context.space == "cpu.6"
+    assert context.flags == " ".join(CFLAGS) and context.space == f"cpu.{SPACE_VERSIONS['cpu']}"
     flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith(("flags", "Features"))), "")
     isa = context.isa.split()
     assert isa == sorted(isa) and set(isa) <= set(flags.split(":", 1)[-1].split())
@@ -193,7 +194,7 @@ def test_record_context_of_c_names_isa_compiler_flags_and_space(monkeypatch: pyt
     monkeypatch.setenv("EINC_CFLAGS", "-DX=1")  # a compile's cflags and $EINC_CFLAGS are flags too
     assert record_context(get_target("c"), ["-O1"]).flags == " ".join([*CFLAGS, "-O1", "-DX=1"])
     opencl = record_context(get_target("opencl"))
-    assert opencl.isa == "" and opencl.driver and "PoCL" in opencl.compiler and opencl.space == "gpu.3"
+    assert opencl.isa == "" and opencl.driver and "PoCL" in opencl.compiler and opencl.space == f"gpu.{SPACE_VERSIONS['gpu']}"
 
 
 # ---- several processes -------------------------------------------------------------------------
@@ -733,7 +734,7 @@ def test_imported_records_of_the_old_format_are_never_used(tmp_path: Path, capsy
         text = io.StringIO()
         a.export_jsonl(text)
     line = json.loads(text.getvalue())
-    assert line["format"] == "einc-tuning-record/2" and line["space"] == "cpu.6"
+    assert line["format"] == "einc-tuning-record/2" and line["space"] == f"cpu.{SPACE_VERSIONS['cpu']}"
     old = {k: v for k, v in line.items() if k not in ("isa", "driver", "compiler", "flags", "space")}
     old["format"] = "einc-tuning-record/1"
     with RecordDB(tmp_path / "b.db") as b:
