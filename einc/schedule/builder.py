@@ -159,9 +159,13 @@ class ScheduleBuilder:
         return self.schedule
 
     # -- handles and knobs ------------------------------------------------------------------
-    def match(self, stmt: str | None = None, axis: str | None = None, init: bool = False, op_name: str | None = None) -> SSAValue:
-        """`transform.einc.match`: the payload loops (or `op_name` ops) with these tags."""
-        (h,) = self._step(et.MatchOp(self.root, op_name, stmt, axis, init))
+    def match(
+        self, stmt: str | None = None, axis: str | None = None, init: bool = False, op_name: str | None = None,
+        root: SSAValue | None = None,
+    ) -> SSAValue:
+        """`transform.einc.match`: the payload loops (or `op_name` ops) with these tags, nested
+        in the ops `root` holds (default: anywhere)."""
+        (h,) = self._step(et.MatchOp(root or self.root, op_name, stmt, axis, init))
         return h
 
     def handle(self, loop: affine.ForOp) -> SSAValue:
@@ -190,6 +194,9 @@ class ScheduleBuilder:
     def split_conditions(self, h: SSAValue) -> SSAValue:
         (pieces,) = self._step(et.SplitConditionsOp(h))
         return pieces
+
+    def distribute(self, h: SSAValue, count: int) -> tuple[SSAValue, ...]:
+        return self._step(et.DistributeOp(h, count))
 
     def split_phases(self, h: SSAValue, stride: SSAValue | int) -> SSAValue:
         (phases,) = self._step(et.SplitPhasesOp(h, stride))

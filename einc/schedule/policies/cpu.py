@@ -84,7 +84,7 @@ from einc.transforms.loop_analysis import (
 )
 from einc.schedule.script import Schedule
 from einc.schedule.builder import ScheduleBuilder
-from einc.schedule.policies.conditions import split_conditions_out
+from einc.schedule.policies.conditions import nest_root, phase_nests, split_conditions_out
 
 if TYPE_CHECKING:
     from einc.targets.clike import CLikeTarget
@@ -175,11 +175,20 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
             iv = induction_var(p)
             reads = [a for a in _loads(top) if a.buffer is not buffer]
             order = [*parallel[:-1], *reduction, p]
+            def planned() -> bool:
+                return _channel_plan(order, len(parallel) - 1, lanes) is not None  # noqa: B023
+
             if _unit_stride(stores[0].map, stores[0].operands, iv) and (
                 any(_unit_stride(a.map, a.operands, iv) for a in reads)
                 # a strided convolution (`WO * 2 + KW`): no vector along j, but blocked over
                 # output channels x columns, each column's input a broadcast
-                or (any(_strided(a.map, a.operands, iv) for a in reads) and _channel_plan(order, len(parallel) - 1, lanes) is not None)
+                or (any(_strided(a.map, a.operands, iv) for a in reads) and planned())
+            ) or (
+                # a phase of a transposed convolution (`phase_nests`): its output columns
+                # every other one (`WO * 2 + 1`), its input unit-stride: blocked over output
+                # channels x columns, the output tile staged with its channels innermost
+                _strided(stores[0].map, stores[0].operands, iv)
+                and any(_unit_stride(a.map, a.operands, iv) for a in reads) and planned()
             ):
                 handles = [b.handle(loop) for loop in order]
                 reordered = b.try_(lambda: b.reorder(handles))
@@ -340,7 +349,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
         return new[0]
     if isinstance(b.try_(lambda: b.unroll(b.handle(ii_new), knob_i)), lt.Failure):
         return new[0]
-    b.vectorize(b.match(_tag(ji_new, lt.STMT_ATTR), _tag(ji_new, lt.AXIS_ATTR)))
+    b.vectorize(b.match(_tag(ji_new, lt.STMT_ATTR), _tag(ji_new, lt.AXIS_ATTR), root=nest_root(b, new[0])))
     # stage the output tile in a local array across the reduction: fixed-shape accumulators
     # the C compiler keeps in registers instead of a load and store per k step
     io_new, ko_new = new[-4], new[-5]
@@ -433,7 +442,7 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
         return new[0]
     if isinstance(b.try_(lambda: b.unroll(b.handle(ii_new), knob)), lt.Failure):
         return new[0]
-    b.vectorize(b.match(stmt, _tag(j_new, lt.AXIS_ATTR)))
+    b.vectorize(b.match(stmt, _tag(j_new, lt.AXIS_ATTR), root=nest_root(b, new[0])))
     at = new[n_outer - 1]
     # not for f16 (see _block_matmul)
     if _element(out) != f16:
@@ -675,7 +684,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     b.try_(lambda: b.cache_read(buffer_name(plan.filter), b.handle(at_filter), layout=_innermost(filter_rank, plan.filter_dim)))
     if isinstance(b.try_(lambda: b.unroll(b.handle(ji_new), knob_w)), lt.Failure):
         return new[0]
-    b.try_(lambda: b.vectorize(b.match(stmt, _tag(fi_new, lt.AXIS_ATTR))))
+    b.try_(lambda: b.vectorize(b.match(stmt, _tag(fi_new, lt.AXIS_ATTR), root=nest_root(b, new[0]))))
     return new[0]
 
 
@@ -853,6 +862,7 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | 
             fused = set(fuse_producers(list(f.body.block.ops), b))
             for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
                 if top not in fused:
-                    schedule_nest(top, b, lanes)
+                    for nest in phase_nests(b, top) or [top]:  # a transposed convolution: a dense nest per phase
+                        schedule_nest(nest, b, lanes)
     split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()
