@@ -178,8 +178,14 @@ class ScheduleBuilder:
 
     def knob(self, name: str, value: int, options: Iterable[int]) -> SSAValue:
         """`transform.einc.knob`: a tunable size, `value` now, a search may pick any of the
-        options (sorted, `value` among them)."""
-        (k,) = self._step(et.KnobOp(name, sorted(set(options) | {value}), value))
+        options (sorted, `value` among them). A name the schedule has already is numbered
+        (`output0.tile_cols.2`: a statement split into nests, each with its knobs)."""
+        taken = {op.knob_name.data for op in self.sequence.body.block.ops if isinstance(op, et.KnobOp)}
+        unique, n = name, 1
+        while unique in taken:
+            n += 1
+            unique = f"{name}.{n}"
+        (k,) = self._step(et.KnobOp(unique, sorted(set(options) | {value}), value))
         return k
 
     # -- loop transforms --------------------------------------------------------------------
