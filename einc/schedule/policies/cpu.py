@@ -197,7 +197,7 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
                     b.remember(new, reordered)
                     band = band_from(_block_contraction(new, len(parallel) - 1, b, lanes))
             elif band == [*parallel, *reduction] and (trip_count(band[-1]) or 0) < REDUCTION_MIN_TRIP:
-                band = band_from(_interleave_short_reductions(band, len(parallel), b))
+                band = band_from(_interleave_short_reductions(band, len(parallel), b, lanes=lanes))
     _parallelize(band, work, b)
     inner = band_from(band[0])[-1]
     stores = [a for a in next(iter(written_groups(inner).values()), ()) if a.write]
@@ -211,19 +211,26 @@ INTERLEAVE = 8
 """Outputs `_interleave_short_reductions` accumulates side by side."""
 
 
-def _interleave_short_reductions(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder) -> affine.ForOp:
+def _interleave_short_reductions(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int = 0) -> affine.ForOp:
     """A reduction over short innermost axes no vector fits (a global average pool's 7x7
-    window, strided across channels): the last output loop tiled by INTERLEAVE, its tile
-    moved below the reductions and unrolled, the output tile staged locally (cache_write) —
-    INTERLEAVE independent sums instead of one chain of dependent adds per output (2048x7x7
-    pool, AVX-512, 1 thread: 0.031 ms to 0.024). Returns the band's new outermost loop."""
+    window, strided across channels): the last output loop tiled, its tile moved below the
+    reductions, the output tile staged locally (cache_write), and the tile vectorized (two
+    vectors of `lanes` channels whose sums run side by side, each lane's input a strided
+    element: the division of a mean `x / 49.0` one vector instruction for 16 channels
+    instead of a scalar one each) — or, where two vectors do not divide the channels,
+    tiled by INTERLEAVE and unrolled: INTERLEAVE independent scalar sums instead of one
+    chain of dependent adds per output. Every output's sum keeps its order (the window's
+    elements one after another): the numbers are those of the loops as written. 2048x7x7
+    pool, AVX-512, 1 thread: 0.031 ms (one chain), 0.024 (8 unrolled), 0.014 (2 vectors).
+    Returns the band's new outermost loop."""
     p = band[n_outer - 1]
     n = trip_count(p) or 0
-    if n % INTERLEAVE or n < 2 * INTERLEAVE:
+    wide = 2 * lanes if lanes > 1 and n % (2 * lanes) == 0 and n >= 4 * lanes else 0
+    if not wide and (n % INTERLEAVE or n < 2 * INTERLEAVE):
         return band[0]
     (out,) = written_groups(band[0])
     handles = {loop: b.handle(loop) for loop in band}
-    po_h, pi_h = b.tile(handles[p], INTERLEAVE)
+    po_h, pi_h = b.tile(handles[p], wide or INTERLEAVE)
     po, pi = b.loop(po_h), b.loop(pi_h)
     handles.update({po: po_h, pi: pi_h})
     wanted = [*band[: n_outer - 1], po, *band[n_outer:], pi]
@@ -236,7 +243,10 @@ def _interleave_short_reductions(band: list[affine.ForOp], n_outer: int, b: Sche
         return new[0]
     if isinstance(b.try_(lambda: b.cache_write(buffer_name(out), b.handle(new[n_outer - 1]))), lt.Failure):
         return new[0]
-    b.try_(lambda: b.unroll(b.handle(new[-1]), INTERLEAVE))
+    if wide:
+        b.try_(lambda: b.vectorize(b.handle(new[-1])))
+    else:
+        b.try_(lambda: b.unroll(b.handle(new[-1]), INTERLEAVE))
     return new[0]
 
 
