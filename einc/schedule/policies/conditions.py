@@ -142,10 +142,8 @@ def phase_nests(b: ScheduleBuilder, top: affine.ForOp) -> list[affine.ForOp]:
     tops: list[affine.ForOp] = []
     for h in nests:
         (nest,) = b.loops(h)
-        while (window := next(((loop, s) for loop in band_from(nest) if (s := phase_stride(loop)) is not None
-                               and s <= MAX_POLICY_STRIDE), None)) is not None:  # fmt: skip
-            loop, s = window
-            stride = s
+        while (window := _window_phase(nest)) is not None:
+            loop, stride = window
             if isinstance(b.try_(lambda: b.split_phases(b.match(stmt, _axis(loop), root=h), stride)), lt.Failure):  # noqa: B023
                 break
         b.remember([nest], [h])
@@ -154,6 +152,15 @@ def phase_nests(b: ScheduleBuilder, top: affine.ForOp) -> list[affine.ForOp]:
             b.remember(inner, [b.match(stmt, _axis(loop), root=h) for loop in inner])
         tops.append(nest)
     return tops
+
+
+def _window_phase(nest: affine.ForOp) -> tuple[affine.ForOp, int] | None:
+    """The first loop of `nest`'s band with a stride test the policy splits, and its stride."""
+    for loop in band_from(nest):
+        s = phase_stride(loop)
+        if s is not None and s <= MAX_POLICY_STRIDE:
+            return loop, s
+    return None
 
 
 def _phase_nests(b: ScheduleBuilder, stmt: str, axis: str, stride: int, h: SSAValue) -> list[SSAValue]:
