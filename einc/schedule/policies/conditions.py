@@ -2,7 +2,11 @@
 (einc.transforms.index_split) to a scheduled payload, shared by the CPU default schedule
 (einc.schedule.policies.cpu.default_schedule) and the CPU tuning sketches
 (einc.tune.sketches.cpu), both through `split_conditions_out(builder)` after the nests are
-scheduled.
+scheduled; and, before them, `phase_nests(builder, top)` (used by the CPU default): a nest
+whose output loops carry a stride test split into one dense nest per output phase
+(split_phases on the output loops, distribute on the loops above them, then the window
+loops' phases), each then blocked like any convolution, its loops named by handles matched
+inside it (the nests share their tags; `nest_root`).
 
 0. A perfect nest with a stride test whose innermost loop is a reduction (the per-nest
    policy found no unit-stride input in it) gets its unit-stride output loop innermost,

@@ -34,15 +34,17 @@ remaining statement nest:
   accumulators, the input channels and the window inside, the output tile staged with its
   channels innermost and the filter packed the same way (cache ops with a `layout`), once
   per input-channel tile; the same blocking takes a strided convolution (`WO * 2 + KW`: no
-  vector along the row, each column's input a broadcast), a transposed one (`(WO + 1 - KW)
-  // 2`, split into phases afterwards, see below), a row of whole vectors too long for two
+  vector along the row, each column's input a broadcast), each output phase of a transposed
+  one (split into dense nests before, `phase_nests` below: its output columns every other
+  one, `2 * WO + 1`, staged compactly), a row of whole vectors too long for two
   rows of register accumulators (a 1-D convolution), and with AVX-512 8 channels as half a
   vector (a grouped convolution's channels per group); a batch of small maps (fewer output
   points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
   that each packed filter tile serves every image;
 - a reduction over short innermost axes that no vector fits (a global average pool's 7x7
-  window, strided across channels) sums INTERLEAVE outputs side by side
-  (`_interleave_short_reductions`);
+  window, strided across channels) sums outputs side by side: two vectors of channels when
+  the summand divides (a mean's `x / 49.0`, one vector division for 16 channels), else
+  INTERLEAVE unrolled scalar sums (`_interleave_short_reductions`);
 - one loop runs in parallel (OpenMP) when the nest does enough work: the outermost, when it
   has enough iterations for every core, else the outermost loop below it that has (a batch
   of 1 runs its channels or rows in parallel, not its batch loop of one iteration), among
@@ -51,6 +53,9 @@ remaining statement nest:
   carries no dependence, or into vector partial accumulators (vectorize_reduction) when it
   is a reduction over a unit-stride input whose only carried dependence is the reduction
   (row sums and maxima, softmax's max and sum; float sums are reassociated).
+A nest whose output loops carry a stride test (a transposed convolution written with `%` and
+`//`) is first split into one dense nest per output phase (einc.schedule.policies.conditions.
+phase_nests: split_phases, distribute), each scheduled by the rules above with its own knobs.
 Last, conditions on loop variables leave the scheduled loops (einc.schedule.policies.conditions):
 stride tests by phase splitting, padding tests by cutting loops into boundary and interior.
 """
