@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from xdsl.dialects import affine, arith, scf
+from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 import einc
@@ -79,9 +79,21 @@ PHASES = [f'%{a}0 = transform.einc.match stmt "output0" axis "{a}" in %root\n   
           for a in ("HO", "WO", "KH", "KW")]  # fmt: skip
 CUTS = [f'%{a}2 = transform.einc.match stmt "output0" axis "{a}" in %root\n    %{a}3 = transform.einc.split_conditions %{a}2'
         for a in ("HO", "WO")]  # fmt: skip
+# each output phase a nest of its own (what the CPU default does before blocking): the loops
+# above the phases of HO, then of WO, distributed (handles holding several loops: each one's
+# copies), then the window's phases and the bound tests
+NESTS = [
+    PHASES[0], '%F0 = transform.einc.match stmt "output0" axis "F" in %root\n    %F1, %F2 = transform.einc.distribute %F0 into 2',
+    '%N0 = transform.einc.match stmt "output0" axis "N" in %root\n    %N1, %N2 = transform.einc.distribute %N0 into 2',
+    PHASES[1], '%H0 = transform.einc.match stmt "output0" axis "HO" in %root\n    %H1, %H2 = transform.einc.distribute %H0 into 2',
+    '%F3 = transform.einc.match stmt "output0" axis "F" in %root\n    %F4, %F5 = transform.einc.distribute %F3 into 2',
+    '%N3 = transform.einc.match stmt "output0" axis "N" in %root\n    %N4, %N5 = transform.einc.distribute %N3 into 2',
+    *PHASES[2:], *CUTS,
+]  # fmt: skip
 CASES = {
     "pad_conv": (pad_conv(3, 4, 6, 7), pad_conv_ref, CUTS),
     "transposed": (transposed(3, 2, 4, 5), transposed_ref, PHASES + CUTS),
+    "transposed_nests": (transposed(3, 2, 4, 5), transposed_ref, NESTS),
 }
 EXECUTED = ("c", "opencl", "sycl", "hlsl", "poplar")
 
@@ -124,13 +136,16 @@ def test_split_schedules_compile_on_cuda_and_hip(target: str, case: str) -> None
 def default_c(case: str) -> Compilation:
     """The default C schedule of a convolution big enough to be register-blocked (`_block_rows`:
     16 columns or more)."""
-    ir, input_dict = pad_conv(8, 8, 20, 20) if case == "pad_conv" else transposed(8, 8, 10, 12)
+    ir, input_dict = pad_conv(8, 8, 20, 20) if case == "pad_conv" else transposed(8, 64, 6, 8)
     comp = Compilation(ir, f"<{case}>", input_dict, None, "c", "default")
     comp.run_until("source")
     return comp
 
 
-@pytest.mark.parametrize("case", list(CASES))
+DEFAULT_CASES = ("pad_conv", "transposed")
+
+
+@pytest.mark.parametrize("case", DEFAULT_CASES)
 def test_default_schedule_matches_numpy(case: str) -> None:
     comp = default_c(case)
     kernel = einc.compile(comp.source, comp.input_dict, target="c", schedule="default", use_records=False)
@@ -150,7 +165,7 @@ def _work(loop: affine.ForOp) -> int:
     return n
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", DEFAULT_CASES)
 def test_default_schedule_vector_loops_read_no_condition(case: str) -> None:
     """The vectorized loops of the default C schedule: most of their work (the interior) in
     loops that read no condition; the transposed convolution's read none at all (each output
@@ -167,6 +182,29 @@ def test_default_schedule_vector_loops_read_no_condition(case: str) -> None:
         assert not any(isinstance(o, scf.IfOp | arith.CmpiOp) for o in scheduled.walk())
         source = comp.results["source"]
         assert "einc_floordiv" not in source and "einc_mod" not in source
+
+
+def test_default_transposed_convolution_is_a_dense_blocked_nest_per_phase() -> None:
+    """The CPU default splits the transposed convolution into its 4 output phases before
+    register blocking (split_phases, distribute): 4 nests, each a dense 2x2-tap convolution
+    blocked like any other: an output tile staged in registers (cache_write), the filter
+    packed, a parallel loop, a vector loop over the channels; no `%` or `/` left in the C."""
+    comp = default_c("transposed")
+    scheduled, source, text = comp.results["scheduled"], comp.results["source"], comp.schedule_text
+    assert text.count("transform.einc.distribute") >= 2 and "split_phases" in text
+    (f,) = [op for op in scheduled.walk() if isinstance(op, func.FuncOp)]
+    nests = [op for op in f.body.block.ops if isinstance(op, affine.ForOp) and "einc.init" not in op.attributes]
+    assert len(nests) == 4
+    for nest in nests:
+        ops = list(nest.walk())
+        assert any(isinstance(o, affine.ForOp) and PARALLEL_ATTR in o.attributes for o in ops)
+        assert any(isinstance(o, affine.ForOp) and VECTORIZE_ATTR in o.attributes for o in ops)
+        staged = {o.memref.name_hint for o in ops if isinstance(o, memref.AllocaOp)}
+        assert {"output0_local", "input1_local"} <= staged, staged
+        taps = [o for o in ops if isinstance(o, affine.ForOp) and str(o.attributes.get("einc.axis")) in ('"KH"', '"KW"')]
+        assert taps and all((trip_count(t) or 0) <= 2 for t in taps)  # 2x2 taps of the 4x4 window per phase
+    assert "%" not in source and " / " not in source
+    assert "output0_local" in source and "#pragma omp parallel" in source
 
 
 # ---- refusals ----------------------------------------------------------------------------------

@@ -390,15 +390,26 @@ def test_grouped_convolutions_block_eight_channels_per_group() -> None:
 
 def test_short_reductions_interleave_outputs() -> None:
     """A global average pool (a 16x16 window summed per channel, strided across channels: no
-    vector along the window or the channels): eight channels' sums side by side (the channel
-    loop tiled by 8, the tile unrolled below the window loops, the sums in a local tile), the
-    channel tiles in parallel; NumPy's numbers."""
+    vector along the window or the channels): two vectors of channels' sums side by side (the
+    channel loop tiled by 2 x the lanes, the tile vectorized below the window loops, the sums
+    in a local tile), each element divided as written (`x / 256.0`, one vector division per
+    16 channels, not one scalar division each), the channel tiles in parallel; NumPy's
+    numbers. Where two vectors do not divide the channels, INTERLEAVE scalar sums unrolled."""
     from einc.schedule.policies.cpu import INTERLEAVE
 
+    wide = 2 * C_LANES
     inputs = {"input0": f32(1, 256, 16, 16)}
     comp = Compilation("output0[N, C] +=! input0[N, C, H, W] / 256.0", "<pool>", inputs, None, "c")
     source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)))
-    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t C_o = 0; C_o < 256; C_o \+= 8\)", source), source
-    assert f"float output0_local[{INTERLEAVE}]" in source
+    assert re.search(rf"#pragma omp parallel for\n\s*for \(int64_t C_o = 0; C_o < 256; C_o \+= {wide}\)", source), source
+    assert f"float output0_local[{wide}]" in source
     inner = source[source.index("for (int64_t W = 0; W < 16; W++) {") :]
-    assert all(f"output0_local[{k}] = output0_local[{k}] + " in inner for k in range(INTERLEAVE)), source
+    assert re.search(rf"#pragma omp simd\n\s*for \(int64_t C_i = 0; C_i < {wide}; C_i\+\+\) {{\n\s*output0_local\[C_i\] = "
+                     r"output0_local\[C_i\] \+ input0\[[^]]*\] / 256\.0f;", inner), source  # fmt: skip
+    # 24 channels: two vectors do not divide them (8 lanes or more): 8 unrolled scalar sums
+    inputs = {"input0": f32(1, 24, 16, 16)}
+    comp = Compilation("output0[N, C] +=! input0[N, C, H, W] / 256.0", "<pool>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)))
+    inner = source[source.index("for (int64_t W = 0; W < 16; W++) {") :]
+    if 24 % wide or 24 < 2 * wide:  # (4-lane hosts take the vector path)
+        assert all(f"output0_local[{k}] = output0_local[{k}] + " in inner for k in range(INTERLEAVE)), source

@@ -162,3 +162,60 @@ def test_target(target: str, dtype: str) -> None:
     outputs = {o.name: poisoned(o.shape, o.dtype) for o in comp.program.outputs}
     kernel.run({k: v.copy() for k, v in values.items()}, outputs)
     check(f"{target} {dtype}", outputs, expected(values))
+
+
+# ---- vector lane reductions (a row maximum vectorized: the lanes combined as a tree) --------------
+
+ROWS = """
+input x: float32[6, 64]
+output top, bottom
+top[N] >=! x[N, C]
+bottom[N] <=! x[N, C]
+"""
+LANE_SCHEDULE = """
+transform.named_sequence @__transform_main(%root: !transform.any_op) {
+  %t = transform.einc.match stmt "top" axis "C" in %root
+  transform.einc.vectorize_reduction %t
+  %b = transform.einc.match stmt "bottom" axis "C" in %root
+  transform.einc.vectorize_reduction %b
+  transform.yield
+}
+"""
+
+
+def _rows() -> np.ndarray:
+    """Rows whose extremes sit in one lane of the vector accumulators: a NaN (one row, two
+    NaNs in another), signed zeros (+0 above -0 whichever comes first), infinities, ordinary
+    values; the lane reduction must give what a sequential one does."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (6, 64)).astype(np.float32)
+    x[0, 37] = np.nan
+    x[1, 5], x[1, 50] = np.nan, np.nan
+    x[2] = -np.abs(x[2])
+    x[2, 9], x[2, 41] = -0.0, 0.0
+    x[3] = np.abs(x[3])
+    x[3, 12], x[3, 60] = 0.0, -0.0
+    x[4, 3], x[4, 63] = np.inf, -np.inf
+    x[5] = -0.0
+    x[5, 22] = 0.0
+    return x
+
+
+@pytest.mark.parametrize("target", [pytest.param(t, marks=[getattr(pytest.mark, t)] if t != "c" else [], id=t)
+                                    for t in TARGETS])  # fmt: skip
+def test_vector_lane_reductions_keep_nan_and_signed_zero(target: str) -> None:
+    require(target)
+    x = _rows()
+    comp = Compilation(ROWS, "<rows>", target=target, schedule=LANE_SCHEDULE)
+    source = comp.run_until("source")
+    assert "vreduce_max" in source and "vreduce_min" in source, source
+    assert target == "poplar" or "for (int h = " in source, source  # a tree (Poplar: 2 lanes)
+    top, bottom = poisoned((6,), "float32"), poisoned((6,), "float32")
+    comp.kernel().run({"x": x.copy()}, {"top": top, "bottom": bottom})
+    want_top = np.array([np.float32(np.nan) if np.isnan(r).any() else max(r, key=lambda v: (v, not np.signbit(v)))
+                         for r in x], np.float32)  # fmt: skip
+    want_bottom = np.array([np.float32(np.nan) if np.isnan(r).any() else min(r, key=lambda v: (v, not np.signbit(v)))
+                            for r in x], np.float32)  # fmt: skip
+    for got, want in ((top, want_top), (bottom, want_bottom)):
+        same = (got == want) & (np.signbit(got) == np.signbit(want)) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), (target, got, want)

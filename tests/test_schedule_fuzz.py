@@ -87,6 +87,9 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
         return f"{new} = transform.einc.unroll {h()} by {size()}"
     if op == "split_phases":
         return f"{new} = transform.einc.split_phases {h()} by {size()}"
+    if op == "distribute":
+        n = rng.randint(1, 3)
+        return f"{', '.join(f'{new}d{i}' for i in range(n))} = transform.einc.distribute {h()} into {rng.choice([n, n, 0, 65])}"
     if op == "split_conditions":
         return f"{new} = transform.einc.split_conditions {h()}"
     if op == "reorder":

@@ -165,6 +165,47 @@ class SplitPhasesOp(SizedLoopOp):
 
 
 @irdl_op_definition
+class DistributeOp(IRDLOperation):
+    """`%a, %b = transform.einc.distribute %loop into 2`: loop distribution (fission,
+    einc.transforms.distribute): a loop whose body holds several pieces (nested loops,
+    stores; side-effect-free ops go with the pieces that use them) becomes one copy of the
+    loop per piece, in order, same tags. Refused for a loop carrying a dependence, or with
+    a body of another number of pieces than `into` says (a body of one piece stays whole
+    with `into 1`). Result `k`: the copy holding piece `k` of each loop given (after
+    `split_phases`, distributing the loops above the phases makes each phase a nest)."""
+
+    name = "transform.einc.distribute"
+    target = operand_def(AnyOpType)
+    count = prop_def(IntegerAttr)
+    copies = var_result_def(AnyOpType)
+
+    def __init__(self, target: SSAValue, count: int):
+        super().__init__(operands=[target], properties={"count": IntegerAttr(count, i64)},
+                         result_types=[[HANDLE] * count])  # fmt: skip
+
+    def verify_(self) -> None:
+        if self.count.value.data < 1:
+            raise VerifyException(f"{self.name} needs a piece count of at least 1, got {self.count.value.data}")
+        if len(self.copies) != self.count.value.data:
+            raise VerifyException(f"{self.name} into {self.count.value.data} has {len(self.copies)} results")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DistributeOp:
+        target = _operand(parser, HANDLE)
+        parser.parse_keyword("into")
+        start = parser.pos
+        count = _i64(parser, "distribute piece count")
+        if not 1 <= count <= 64:
+            parser.raise_error(f"distribute piece count must be in [1, 64], got {count}", start, parser.pos)
+        return cls(target, count)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.target)
+        printer.print_string(f" into {self.count.value.data}")
+
+
+@irdl_op_definition
 class RfactorOp(SizedLoopOp):
     """Split a reduction loop into `size` independent partial reductions (a partial buffer,
     then a combine nest). Results: the loop over the partials (parallel) and the combine
@@ -602,7 +643,7 @@ class KnobOp(IRDLOperation):
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
-    SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp,
+    SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp,
 )
 
 

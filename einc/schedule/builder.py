@@ -159,9 +159,13 @@ class ScheduleBuilder:
         return self.schedule
 
     # -- handles and knobs ------------------------------------------------------------------
-    def match(self, stmt: str | None = None, axis: str | None = None, init: bool = False, op_name: str | None = None) -> SSAValue:
-        """`transform.einc.match`: the payload loops (or `op_name` ops) with these tags."""
-        (h,) = self._step(et.MatchOp(self.root, op_name, stmt, axis, init))
+    def match(
+        self, stmt: str | None = None, axis: str | None = None, init: bool = False, op_name: str | None = None,
+        root: SSAValue | None = None,
+    ) -> SSAValue:
+        """`transform.einc.match`: the payload loops (or `op_name` ops) with these tags, nested
+        in the ops `root` holds (default: anywhere)."""
+        (h,) = self._step(et.MatchOp(root or self.root, op_name, stmt, axis, init))
         return h
 
     def handle(self, loop: affine.ForOp) -> SSAValue:
@@ -174,8 +178,14 @@ class ScheduleBuilder:
 
     def knob(self, name: str, value: int, options: Iterable[int]) -> SSAValue:
         """`transform.einc.knob`: a tunable size, `value` now, a search may pick any of the
-        options (sorted, `value` among them)."""
-        (k,) = self._step(et.KnobOp(name, sorted(set(options) | {value}), value))
+        options (sorted, `value` among them). A name the schedule has already is numbered
+        (`output0.tile_cols.2`: a statement split into nests, each with its knobs)."""
+        taken = {op.knob_name.data for op in self.sequence.body.block.ops if isinstance(op, et.KnobOp)}
+        unique, n = name, 1
+        while unique in taken:
+            n += 1
+            unique = f"{name}.{n}"
+        (k,) = self._step(et.KnobOp(unique, sorted(set(options) | {value}), value))
         return k
 
     # -- loop transforms --------------------------------------------------------------------
@@ -190,6 +200,9 @@ class ScheduleBuilder:
     def split_conditions(self, h: SSAValue) -> SSAValue:
         (pieces,) = self._step(et.SplitConditionsOp(h))
         return pieces
+
+    def distribute(self, h: SSAValue, count: int) -> tuple[SSAValue, ...]:
+        return self._step(et.DistributeOp(h, count))
 
     def split_phases(self, h: SSAValue, stride: SSAValue | int) -> SSAValue:
         (phases,) = self._step(et.SplitPhasesOp(h, stride))

@@ -47,6 +47,9 @@ from einc.passes.pipeline import PassFactories, parse_passes
 from einc.transforms import loop_transforms as lt
 from einc.transforms.double_buffer import mark_double_buffer
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
+from einc.transforms.distribute import distribute_loop
+from einc.transforms.distribute import pieces as distribute_pieces
+from einc.transforms.loop_build import describe
 from einc.transforms.index_split import split_conditions, split_phases
 from einc.transforms.loop_cse import reuse_values
 from einc.transforms.loops import LoopIndex
@@ -357,6 +360,18 @@ class EincTransformFunctions(InterpreterFunctions):
         for loop in self.loops(op, args[0]):
             phases += self.check(op, split_phases(loop, stride))
         return (OperationHandle(*phases),)
+
+    @impl(et.DistributeOp)
+    def run_distribute(self, interpreter: Interpreter, op: et.DistributeOp, args: PythonValues) -> PythonValues:
+        count = op.count.value.data
+        copies: list[list[Operation]] = [[] for _ in range(count)]
+        for loop in self.loops(op, args[0]):
+            n = len(distribute_pieces(loop))
+            if max(n, 1) != count:
+                raise self.fail(op, f"the body of {describe(loop)} holds {n} pieces, not {count}")
+            for k, copy in enumerate(self.check(op, distribute_loop(loop))):
+                copies[k].append(copy)
+        return tuple(OperationHandle(*c) for c in copies)
 
     @impl(et.UnrollOp)
     def run_unroll(self, interpreter: Interpreter, op: et.UnrollOp, args: PythonValues) -> PythonValues:

@@ -255,10 +255,20 @@ def _vreduce(w: Writer, op: egpu.VReduceOp) -> Expr:
         _REDUCE_OPS[(kind, isinstance(element, AnyFloat))], ["r", f"({w.lane('a', 'k')})"], element
     )
     scalar = w.ctype(element)
+    n = t.get_shape()[0]
     body = (
-        f"{scalar} r = {w.lane('a', '0')}; for (int k = 1; k < {t.get_shape()[0]}; k++) "
+        f"{scalar} r = {w.lane('a', '0')}; for (int k = 1; k < {n}; k++) "
         f"r = {combine}; return r;"
     )
+    if kind in (egpu.ReduceKind.MAX, egpu.ReduceKind.MIN) and n > 2 and n & (n - 1) == 0:
+        # a tree (halves, then quarters, ...): log2(n) dependent steps instead of n - 1 (a
+        # row maximum's latency); max and min give the same value in any order (a NaN if
+        # any lane holds one, +0 over -0)
+        pair = w.scalar_spelling(_REDUCE_OPS[(kind, isinstance(element, AnyFloat))], ["x[k]", "x[k + h]"], element)
+        body = (
+            f"{scalar} x[{n}]; for (int k = 0; k < {n}; k++) x[k] = {w.lane('a', 'k')}; "
+            f"for (int h = {n // 2}; h > 0; h /= 2) for (int k = 0; k < h; k++) x[k] = {pair}; return x[0];"
+        )
     function = w.lanewise_helper(f"vreduce_{kind.value}", t, [(w.ctype(t), "a")], scalar, body)
     return Expr(f"{function}({w.value(op.vector).text})")
 

@@ -38,7 +38,7 @@ partial tile): the copies skip those elements, which no in-range thread reads.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, arith, memref, scf
@@ -96,6 +96,14 @@ class Box:
     overhang: list[tuple[bool, bool]]
     """Per dimension: the box may reach below 0 / past the end of the tensor (shared boxes of
     partial tiles)."""
+    step: list[int] = field(default_factory=list[int])
+    """Per dimension (empty: all 1): the distance between the elements the box holds; a
+    `compact` footprint whose accesses all reach every `s`-th element of a dimension (a
+    transposed convolution's phase: output columns `2 * WO + 1`, filter taps `2 * KH + 1`)
+    holds only those, element `x` of the box at `low + s * x`."""
+
+    def steps(self) -> list[int]:
+        return self.step or [1] * len(self.shape)
 
 
 def _value_range(v: SSAValue) -> tuple[int | None, int | None]:
@@ -121,13 +129,15 @@ def _range_of(terms: Terms, const: int) -> tuple[int, int] | None:
 
 def footprint(
     loop: affine.ForOp, tensor: str, accs: list[Access], spread: set[SSAValue] | None = None,
-    partial: bool = False,
+    partial: bool = False, compact: bool = False,
 ) -> Box | Failure:
     """The box of `accs` (accesses to `tensor` inside `loop`) one iteration of `loop`
     touches, or a Failure. `spread` (shared memory): variables of enclosing loops that range
     over the box like inner ones (the thread-bound loops), and the box may overhang the
     tensor; `partial`: the box may overhang the tensor (a partial tile: the copies skip the
-    elements outside, which no iteration touches)."""
+    elements outside, which no iteration touches); `compact`: a dimension every access
+    reaches only every `s`-th element of (its inner coefficients and offsets multiples of
+    `s`) holds only those (`Box.step`)."""
     where = f"'{tensor}' inside {describe(loop)}"
     spread = spread or set()
     may_overhang = bool(spread) or partial
@@ -161,18 +171,28 @@ def footprint(
         inner[a] = forms
     low = [min(lo for lo, _ in r) for r in ranges]
     shape = [max(hi for _, hi in r) - lo + 1 for r, lo in zip(ranges, low)]
+    step = [1] * len(dims)
+    if compact:
+        for d in range(len(dims)):
+            g = 0
+            for forms in inner.values():
+                terms, const = forms[d]
+                g = math.gcd(g, const - low[d], *terms.values())
+            if g > 1:
+                step[d], shape[d] = g, (shape[d] - 1) // g + 1
     overhang = []
     for d, size in enumerate(dims):
         span = _range_of(outer[d] or {}, 0)
         if span is None:
             return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
-        below, past = span[0] + low[d] < 0, span[1] + low[d] + shape[d] > size
+        extent = (shape[d] - 1) * step[d] + 1
+        below, past = span[0] + low[d] < 0, span[1] + low[d] + extent > size
         if (below or past) and not may_overhang:
             return Failure(f"cannot cache {where}: the tile may reach outside the tensor (dimension {d})")
         overhang.append((below, past))
     if not spread and math.prod(shape) > MAX_LOCAL_ELEMENTS:
         return Failure(f"cannot cache {where}: its tile {'x'.join(map(str, shape))} is larger than {MAX_LOCAL_ELEMENTS} elements")
-    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang)
+    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang, step if compact else [])
 
 
 def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> AffineMap:
@@ -213,7 +233,7 @@ def _copy_nest(
     ivs = [induction_var(f) for f in loops]
     outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
     operands = [*outer_vars, *ivs]
-    forms = [({**terms, iv: 1}, low) for terms, low, iv in zip(box.outer, box.low, ivs)]
+    forms = [({**terms, iv: s}, low) for terms, low, iv, s in zip(box.outer, box.low, ivs, box.steps())]
     far = AffineMapAttr(linear_map(forms, operands))
     if guarded:
         point = _inside_tensor(point, box, forms, operands)
@@ -375,7 +395,7 @@ def cache_tensor(
     if shared and isinstance(element := buffer.type.get_element_type(), NARROW_FLOATS):  # type: ignore[attr-defined]
         # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays; bfloat16 follows
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: {dtype_name(element)} tiles are not supported")
-    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared)
+    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared)
     if isinstance(box, Failure):
         return box
     if layout is not None and sorted(layout) != list(range(len(box.shape))):
@@ -400,7 +420,8 @@ def cache_tensor(
     if write:
         _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared, layout=layout)  # type: ignore[arg-type]
     for a, forms in box.inner.items():
-        shifted = [(terms, const - low) for (terms, const), low in zip(forms, box.low)]
+        shifted = [({v: c // s for v, c in terms.items()}, (const - low) // s)
+                   for (terms, const), low, s in zip(forms, box.low, box.steps())]  # fmt: skip
         if layout is not None:
             shifted = [shifted[d] for d in layout]
         operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))

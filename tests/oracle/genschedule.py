@@ -38,12 +38,13 @@ from xdsl.dialects import affine, func, memref
 from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from einc.transforms import loop_transforms as lt
+from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.gpu_mapping import perfect_chain
 from einc.transforms.loop_analysis import accesses, buffer_name, carried_dependence, constant_bounds
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
-       "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer")  # fmt: skip
+       "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -67,7 +68,7 @@ def widening() -> frozenset[str]:
 WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "vectorize": 3,
            "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
            "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
-           "split_phases": 2}  # fmt: skip
+           "split_phases": 2, "distribute": 4}  # fmt: skip
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
 SKETCH_START = 0.3
@@ -279,6 +280,23 @@ class _Gen:
             lines.append(f"{phases} = transform.einc.split_phases {h} by {self.size([2, 3, 4], lines)}")
             if rng.random() < 0.3 and loop.innermost:
                 lines.append(f"transform.einc.vectorize {phases}")
+            found = _find(self.current, loop)
+            parent = found.parent_op() if found is not None else None
+            if rng.random() < 0.5 and isinstance(parent, affine.ForOp) and _tag(parent, lt.STMT_ATTR) and _tag(parent, lt.AXIS_ATTR):
+                # each phase a nest of its own (phase_nests): the loop above distributed,
+                # into as many pieces as the phases its body then holds (a refusal otherwise)
+                p = self.match(Loop(_tag(parent, lt.STMT_ATTR) or "", _tag(parent, lt.AXIS_ATTR) or "",
+                                    "einc.init" in parent.attributes, None, False, False), lines)  # fmt: skip
+                count = min(max(1, trip), rng.choice([2, 3, 4]))
+                lines.append(f"{', '.join(self.handle() for _ in range(count))} = transform.einc.distribute {p} into {count}")
+        elif kind == "distribute":
+            spread = [lp for lp in loops if (op := _find(self.current, lp)) is not None and len(distribute_pieces(op)) > 1]
+            if spread and rng.random() < 0.8:
+                loop = rng.choice(spread)
+            found = _find(self.current, loop)
+            count = max(1, len(distribute_pieces(found))) if found is not None else 1
+            h = self.match(loop, lines)
+            lines.append(f"{', '.join(self.handle() for _ in range(count))} = transform.einc.distribute {h} into {count}")
         elif kind == "unroll":
             if not self.may_unroll(loop.stmt):
                 return None

@@ -2,7 +2,11 @@
 (einc.transforms.index_split) to a scheduled payload, shared by the CPU default schedule
 (einc.schedule.policies.cpu.default_schedule) and the CPU tuning sketches
 (einc.tune.sketches.cpu), both through `split_conditions_out(builder)` after the nests are
-scheduled.
+scheduled; and, before them, `phase_nests(builder, top)` (used by the CPU default): a nest
+whose output loops carry a stride test split into one dense nest per output phase
+(split_phases on the output loops, distribute on the loops above them, then the window
+loops' phases), each then blocked like any convolution, its loops named by handles matched
+inside it (the nests share their tags; `nest_root`).
 
 0. A perfect nest with a stride test whose innermost loop is a reduction (the per-nest
    policy found no unit-stride input in it) gets its unit-stride output loop innermost,
@@ -24,10 +28,12 @@ from collections.abc import Iterator
 
 from xdsl.dialects import affine, arith, func
 from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr
 
-from einc.schedule.builder import ScheduleBuilder
+from einc.schedule.builder import IllegalStep, ScheduleBuilder
 from einc.transforms import loop_transforms as lt
+from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.index_split import MAX_PIECES, canonical, comparison_expr, linear_dims, split_points
 from einc.transforms.loop_analysis import (
     band_from,
@@ -95,6 +101,104 @@ def worth_splitting(loop: affine.ForOp) -> bool:
         return False
     edges = [bounds[0], *points, bounds[1]]
     return max(hi - lo for lo, hi in zip(edges, edges[1:])) * 2 >= bounds[1] - bounds[0]
+
+
+def nest_root(b: ScheduleBuilder, top: affine.ForOp) -> SSAValue | None:
+    """The handle to match `top`'s inner loops in when other nests of its statement share
+    their tags (its phases, `phase_nests`), else None (a match anywhere finds the same)."""
+    stmt, block = top.attributes.get(lt.STMT_ATTR), top.parent_block()
+    if block is None:
+        return None
+    siblings = [op for op in block.ops if isinstance(op, affine.ForOp) and op.attributes.get(lt.STMT_ATTR) == stmt
+                and "einc.init" not in op.attributes]  # fmt: skip
+    return b.handle(top) if len(siblings) > 1 else None
+
+
+def phase_nests(b: ScheduleBuilder, top: affine.ForOp) -> list[affine.ForOp]:
+    """Before the per-nest schedule: a perfect nest whose output loops carry a stride test (a
+    transposed convolution's `(HO + 1 - KH) % 2 == 0`) split into one nest per output phase
+    (`split_phases` on each such loop, then `distribute` on the loops above the phases), and
+    in each nest the window loops split by phase too, which keeps the one phase of taps that
+    reaches it: each nest is a dense convolution (2x2 taps for a 4x4 window of stride 2, the
+    `//` indices affine, no stride test left), blocked like any other. Every loop of every
+    nest is named by a handle matched inside its nest (they share tags). Returns the nests'
+    outermost loops; empty when `top` is no such nest (or a step is refused: then the nest
+    is left to `split_conditions_out`)."""
+    band = band_from(top)
+    if not all(_tag(loop) is not None for loop in band) or not perfect_band(band):
+        return []
+    outputs = [(_axis(loop), s) for loop in band[1:]
+               if (s := phase_stride(loop)) is not None and s <= MAX_POLICY_STRIDE and carried_dependence(loop) is None]  # fmt: skip
+    if not outputs:
+        return []
+    stmt = _stmt(top)
+    nests = [b.handle(top)]
+    if len(b.loops(nests[0])) != 1:
+        return []
+    for axis, stride in outputs:
+        split: list[SSAValue] = []
+        for h in nests:
+            found = b.try_(lambda: _phase_nests(b, stmt, axis, stride, h))  # noqa: B023
+            if isinstance(found, lt.Failure):
+                return []
+            split += found
+        nests = split
+    tops: list[affine.ForOp] = []
+    for h in nests:
+        (nest,) = b.loops(h)
+        while (window := _window_phase(nest)) is not None:
+            loop, stride = window
+            if isinstance(b.try_(lambda: b.split_phases(b.match(stmt, _axis(loop), root=h), stride)), lt.Failure):  # noqa: B023
+                break
+        b.remember([nest], [h])
+        inner = band_from(nest)[1:]
+        if perfect_band(band_from(nest)) and all(_tag(loop) is not None for loop in inner):
+            b.remember(inner, [b.match(stmt, _axis(loop), root=h) for loop in inner])
+        tops.append(nest)
+    return tops
+
+
+def _window_phase(nest: affine.ForOp) -> tuple[affine.ForOp, int] | None:
+    """The first loop of `nest`'s band with a stride test the policy splits, and its stride."""
+    for loop in band_from(nest):
+        s = phase_stride(loop)
+        if s is not None and s <= MAX_POLICY_STRIDE:
+            return loop, s
+    return None
+
+
+def _phase_nests(b: ScheduleBuilder, stmt: str, axis: str, stride: int, h: SSAValue) -> list[SSAValue]:
+    """One nest (handle `h`) split by the phases of its loop `axis`: the loops above the
+    phases distributed, innermost first. Returns the handles of the new nests (in order)."""
+    phases = b.split_phases(b.match(stmt, axis, root=h), stride)
+    loops = b.loops(phases)
+    (top,) = b.loops(h)
+    parent = loops[0].parent_op()
+    above: list[affine.ForOp] = []
+    while isinstance(parent, affine.ForOp):
+        above.append(parent)
+        if parent is top:
+            break
+        parent = parent.parent_op()
+    if not above or above[-1] is not top:
+        raise IllegalStep(f"the phases of {axis} are not inside the nest")
+    copies: tuple[SSAValue, ...] = (phases,)
+    for loop in above:
+        handle = h if loop is top else b.match(stmt, _axis(loop), root=h)
+        copies = b.distribute(handle, len(distribute_pieces(loop)))
+    return list(copies)
+
+
+def _stmt(loop: affine.ForOp) -> str:
+    tag = _tag(loop)
+    assert tag is not None
+    return tag[0]
+
+
+def _axis(loop: affine.ForOp) -> str:
+    tag = _tag(loop)
+    assert tag is not None
+    return tag[1]
 
 
 def _output_innermost(b: ScheduleBuilder) -> None:

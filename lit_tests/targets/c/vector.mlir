@@ -58,7 +58,7 @@ func.func @row_max(%x: memref<4x64xf32> {ein.name = "x"}, %m: memref<4xf32> {ein
 
 // CHECK:      static inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
 // CHECK:      static inline einc_f32x16 einc_vmaximumf_f32x16(einc_f32x16 a, einc_f32x16 b) { einc_f32x16 r; for (int k = 0; k < 16; k++) r[k] = einc_maximumf_f32((a[k]), (b[k])); return r; }
-// CHECK-NEXT: static inline float einc_vreduce_max_f32x16(einc_f32x16 a) { float r = a[0]; for (int k = 1; k < 16; k++) r = einc_maximumf_f32(r, (a[k])); return r; }
+// CHECK-NEXT: static inline float einc_vreduce_max_f32x16(einc_f32x16 a) { float x[16]; for (int k = 0; k < 16; k++) x[k] = a[k]; for (int h = 8; h > 0; h /= 2) for (int k = 0; k < h; k++) x[k] = einc_maximumf_f32(x[k], x[k + h]); return x[0]; }
 // CHECK:      void row_max(const float* restrict x, float* restrict m) {
 // CHECK-NEXT:   for (int64_t n = 0; n < 4; n++) {
 // CHECK-NEXT:     einc_f32x16 v = -INFINITY - (einc_f32x16){};
