@@ -288,14 +288,33 @@ def thread_options(limit: int) -> tuple[int, ...]:
     return tuple(1 << p for p in range(11) if 1 << p <= limit)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """What a tuning sketch changes of the default policy (einc.tune.sketches.gpu); the
+    default schedule is `Variant()`."""
+
+    staging: frozenset[str] | None = None
+    """The inputs a contraction stages in shared memory (None: every input where shared
+    memory is on chip, none elsewhere)."""
+    reductions: str | None = None
+    """Other reductions: "cross" (cross-thread, wherever it applies), "private" (one output
+    per work-item), None (cross-thread where shared memory is on chip)."""
+    double_buffer: bool = False
+    """Staged tiles double buffered (`double_buffer`)."""
+    pad: int | None = None
+    """`pad N` of the staged tiles (None: einc-pad-shared chooses)."""
+    kunroll_knob: bool = False
+    """The staged reduction tile's unroll (KUNROLL: the width of a row's vector loads) a
+    knob `stmt.axis.kunroll`."""
+
+
 class _Policy:
-    def __init__(self, b: ScheduleBuilder, facts: Facts, target: type[CLikeTarget], staging: frozenset[str] | None = None):
+    def __init__(self, b: ScheduleBuilder, facts: Facts, target: type[CLikeTarget], variant: Variant = Variant()):
         self.b = b
         self.facts = facts
         self.target = target
-        self.staging = staging
-        """The inputs a contraction stages in shared memory (None: every input where shared
-        memory is on chip, none elsewhere)."""
+        self.variant = variant
+        self.staging = variant.staging
 
     def knob(self, nest: _Nest, loop: affine.ForOp, what: str, value: int, options: Sequence[int]) -> SSAValue:
         return self.b.knob(f"{nest.stmt}.{_tag(loop, lt.AXIS_ATTR)}.{what}", value, options)
@@ -311,7 +330,8 @@ class _Policy:
         if contraction_axes(nest) is not None:
             plans = [_Policy.contracted]
         elif nest.reduction:
-            plans = [_Policy.cross_thread, _Policy.private] if self.facts.on_chip else [_Policy.private]
+            cross = self.facts.on_chip if self.variant.reductions is None else self.variant.reductions == "cross"
+            plans = [_Policy.cross_thread, _Policy.private] if cross else [_Policy.private]
         else:
             # its preconditions are checked first and its steps are then always legal (the
             # tiles leave the band in the order bound; the unroll is tried): no trial
@@ -323,7 +343,7 @@ class _Policy:
             return
         for plan in plans:
             module, copy = _alone(top)
-            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.target, self.staging)
+            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.target, self.variant)
             trial = analyse(copy)
             assert trial is not None
             try:
@@ -420,8 +440,11 @@ class _Policy:
         b.cache_write(buffer_name(nest.output), at, "local")
         if stage:
             ko_new = new[nb + nz + nt + ns]
+            v = self.variant
             for name in staged:
-                b.try_(lambda name=name: b.cache_read(name, ko_new, "shared"))
+                buf = b.try_(lambda name=name: b.cache_read(name, ko_new, "shared", pad=v.pad))
+                if v.double_buffer and isinstance(buf, SSAValue):
+                    b.try_(lambda buf=buf: b.double_buffer(buf))
         if nest.body > UNROLL_BODY:
             return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
         for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
@@ -431,7 +454,8 @@ class _Policy:
             # left input is then read KUNROLL consecutive elements at a time (one vector
             # load where the printer proves the alignment), as the right input's row is
             ki_new = new[nb + nz + nt + ns + 1]
-            b.try_(lambda: b.unroll(ki_new, KUNROLL))
+            ku = self.knob(nest, red[0], "kunroll", KUNROLL, (1, 2, 4, 8)) if self.variant.kunroll_knob else KUNROLL
+            b.try_(lambda: b.unroll(ki_new, ku))
 
     def cross_thread(self, nest: _Nest) -> None:
         """Each output on a work-group (at most three output axes), the innermost reduction
@@ -509,14 +533,18 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | 
 
 
 def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] | None = None,
-          name: str | None = None) -> Schedule | None:  # fmt: skip
+          name: str | None = None, variant: Variant | None = None) -> Schedule | None:  # fmt: skip
     """The default schedule, or with `staging` the same with those inputs of contractions
-    staged in shared memory (and no others): the tuner's `tile` sketches."""
+    staged in shared memory (and no others), or with `variant` what it changes (`staging`
+    then replaces its staging where given): the tuner's `tile` sketches."""
     d = target.limits
     if d is None or max(d.max_grid) <= 1:
         return None
     b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
-    policy = _Policy(b, Facts.of(d), target, staging)
+    v = variant or Variant()
+    if staging is not None:
+        v = Variant(staging, v.reductions, v.double_buffer, v.pad, v.kunroll_knob)
+    policy = _Policy(b, Facts.of(d), target, v)
     # each nest is scheduled in place: the others' top-level loops stay what they were
     for top in _tops(b.payload):
         policy.schedule(top)

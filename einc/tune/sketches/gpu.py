@@ -24,6 +24,7 @@ import math
 from xdsl.dialects import affine
 from xdsl.ir import SSAValue
 
+from einc.schedule.policies.gpu import Variant
 from einc.transforms.loop_analysis import band_from
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch
 from einc.tune.sketches.cpu import _Build, build_sketch
@@ -125,7 +126,8 @@ def rule_bind_reduce(ctx: RuleContext) -> list[Sketch]:
     return [sketch] if sketch is not None else []
 
 
-GPU_KNOBS = {"threads": (0, "thread"), "ktile": (1, "tile"), "reg": (2, "unroll"), "items": (2, "unroll")}
+GPU_KNOBS = {"threads": (0, "thread"), "ktile": (1, "tile"), "reg": (2, "unroll"), "items": (2, "unroll"),
+             "kunroll": (1, "unroll")}
 """The default policy's knob kinds (`stmt.axis.KIND`): their tile level and role kind."""
 
 
@@ -140,9 +142,39 @@ def policy_role(name: str, nests: list[Nest]) -> KnobRole | None:
     return KnobRole(stmt, axis, level, nest.extent(axis) if nest is not None else 0, kind)
 
 
+PADS = (0, 1)
+"""`pad N` of the `tile.shared.padN` sketches' staged tiles (the default lets einc-pad-shared
+choose): rows unpadded (16-byte aligned: vector loads of a row) or padded by one element
+(conflict-free columns)."""
+
+
+def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, str]]:
+    """The `tile` sketches: (name, what they change of the default policy, description)."""
+    every = frozenset(inputs)
+    found = [("tile", Variant(frozenset()), "no input staged"),
+             ("tile.cross", Variant(frozenset(), "cross"), "no input staged, other reductions cross-thread "
+              "(each output on a work-group, its reduction shared by the work-items)"),
+             ("tile.private", Variant(frozenset(), "private"), "no input staged, other reductions one output per "
+              "work-item (a private accumulator)")]  # fmt: skip
+    if shared:
+        found.append(("tile.shared", Variant(every, kunroll_knob=True), "every input of a contraction staged in "
+                      "shared memory, the reduction tile unrolled by a knob (its rows' vector width)"))
+        found += [(f"tile.shared.{t}", Variant(frozenset({t}), kunroll_knob=True), f"'{t}' staged in shared memory")
+                  for t in inputs]  # fmt: skip
+        found.append(("tile.shared.db", Variant(every, double_buffer=True, kunroll_knob=True),
+                      "every input staged in shared memory, double buffered"))
+        found += [(f"tile.shared.pad{p}", Variant(every, pad=p, kunroll_knob=True),
+                   f"every input staged in shared memory, its rows padded by {p}") for p in PADS]
+    return found
+
+
 def rule_tile(ctx: RuleContext) -> list[Sketch]:
-    """`tile`, `tile.shared`, `tile.shared.T`: the default policy's tiling with the
-    contractions' inputs staged in shared memory: none, all, or one."""
+    """`tile...`: the default policy's multi-level tiling (work-group = work-items x register
+    tile per output axis, a reduction tile where staged) with the contractions' inputs staged
+    in shared memory (none, all, or one; double buffered; padded), and the other reductions
+    cross-thread or in private accumulators. Every knob is bounded by the target's
+    description (einc.schedule.policies.gpu: work-items up to four default work-groups and
+    the target's limit, staged tiles within its shared memory)."""
     from einc.schedule.policies import gpu as policy
     from einc.targets import get_target
 
@@ -150,13 +182,9 @@ def rule_tile(ctx: RuleContext) -> list[Sketch]:
     if target.limits is None:
         return []
     inputs = sorted({t.name for n in ctx.nests if n.reduction and not n.init for t in n.tensors if not t.written})
-    variants: list[tuple[str, frozenset[str], str]] = [("tile", frozenset(), "no input staged")]
-    if target.limits.shared_bytes_per_block > 0:
-        variants.append(("tile.shared", frozenset(inputs), "every input of a contraction staged in shared memory"))
-        variants += [(f"tile.shared.{t}", frozenset({t}), f"'{t}' staged in shared memory") for t in inputs]
     found: list[Sketch] = []
-    for name, staging, what in variants:
-        schedule = policy.build(target, ctx.loops, staging, f"<sketch {name}>")
+    for name, variant, what in tile_variants(inputs, target.limits.shared_bytes_per_block > 0):
+        schedule = policy.build(target, ctx.loops, name=f"<sketch {name}>", variant=variant)
         if schedule is None or any(s.schedule.same_as(schedule) for s in found):
             continue
         roles = {k: r for k in schedule.knobs() if (r := policy_role(k, ctx.nests)) is not None}
