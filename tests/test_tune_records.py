@@ -193,7 +193,7 @@ def test_record_context_of_c_names_isa_compiler_flags_and_space(monkeypatch: pyt
     monkeypatch.setenv("EINC_CFLAGS", "-DX=1")  # a compile's cflags and $EINC_CFLAGS are flags too
     assert record_context(get_target("c"), ["-O1"]).flags == " ".join([*CFLAGS, "-O1", "-DX=1"])
     opencl = record_context(get_target("opencl"))
-    assert opencl.isa == "" and opencl.driver and "PoCL" in opencl.compiler and opencl.space == "gpu.3"
+    assert opencl.isa == "" and opencl.driver and "PoCL" in opencl.compiler and opencl.space == "gpu.4"
 
 
 # ---- several processes -------------------------------------------------------------------------

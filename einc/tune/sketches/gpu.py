@@ -1,13 +1,18 @@
 """Device (GPU) sketch rules. `tile`: the multi-level tiling of the default policy
 (einc.schedule.policies.gpu: contractions on work-group, work-item and register tiles with
 a reduction tile, other reductions cross-thread or with private accumulators, elementwise
-nests several elements per work-item) with shared-memory staging of the contractions'
-inputs chosen per sketch: none (`tile`), every input (`tile.shared`), or one
-(`tile.shared.T`); its knobs (`stmt.axis.threads|reg|ktile|items`) range over options the
-target's description bounds (work-items up to its work-group limit, register tiles that
-divide their axis up to 16, reduction tiles up to 16), and a point whose work-group or
-staged tiles break a limit is refused when the schedule is applied, before any launch.
-The constructed default is the space's `default` sketch.
+nests several elements per work-item), varied per sketch (`policies.gpu.Variant`): the
+contractions' inputs staged in shared memory: none (`tile`), every input (`tile.shared`),
+one (`tile.shared.T`), every input double buffered (`tile.shared.db`) or with its rows
+padded by 0 or 1 element (`tile.shared.pad0/1`); the other reductions cross-thread
+(`tile.cross`: a row per work-group, its reduction shared by the work-items) or one output
+per work-item with a private accumulator (`tile.private`), whichever the default is not.
+Its knobs (`stmt.axis.threads|reg|ktile|kunroll|items`) range over options the target's
+description bounds (work-items up to four default work-groups and the target's work-group
+limit, register tiles that divide their axis up to 16, reduction tiles up to 16, the staged
+reduction tile's unroll - the width of a staged row's vector loads - 1 to 8), and a point
+whose work-group or staged tiles break a limit is refused when the schedule is applied,
+before any launch. The constructed default is the space's `default` sketch.
 
 The older rules: each statement nest's innermost spatial loop (and the one above
 it) tiled, the tiles bound to work-groups (`block.x/y`) and work-items (`thread.x/y`), the
@@ -148,6 +153,13 @@ choose): rows unpadded (16-byte aligned: vector loads of a row) or padded by one
 (conflict-free columns)."""
 
 
+SEEDS = ("tile.cross", "tile.private", "tile.shared")
+"""The `tile` sketches whose default points a search measures first: the reductions the
+default does not make (cross-thread on a device whose shared memory is not on chip, private
+accumulators where it is) and the staged contraction (the default where shared memory is on
+chip)."""
+
+
 def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, str]]:
     """The `tile` sketches: (name, what they change of the default policy, description)."""
     every = frozenset(inputs)
@@ -189,7 +201,7 @@ def rule_tile(ctx: RuleContext) -> list[Sketch]:
             continue
         roles = {k: r for k in schedule.knobs() if (r := policy_role(k, ctx.nests)) is not None}
         found.append(Sketch(name, schedule, "contractions on work-group, work-item and register tiles, " + what
-                            + "; other nests as the default schedule", roles))  # fmt: skip
+                            + "; other nests as the default schedule", roles, seed=name in SEEDS))  # fmt: skip
     return found
 
 
