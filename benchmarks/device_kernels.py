@@ -174,7 +174,7 @@ def tune_schedule(case: Case, target: str, trials: int, db: str) -> list[tuple[s
     default_s = min((t.result.median_s for t in result.history if t.result.ok and t.result.candidate.point.sketch == "default"),
                     default=math.inf)  # fmt: skip
     if fastest is not None and fastest.result.median_s < default_s:
-        found.append((f"fastest trial ({fastest.result.candidate.point.describe()})"[:90], fastest.result.candidate.schedule))
+        found.append((f"fastest trial: {fastest.result.candidate.point.sketch}", fastest.result.candidate.schedule))
     return found
 
 
