@@ -312,6 +312,8 @@ def main() -> None:
                 for (row, timer), got, (_variant, schedule) in zip(prepared, times, [*variants, *tuned]):
                     if timer is not None:
                         finish(case, row, got)
+                    if not row.variant.startswith("hand") and schedule is not None:
+                        row.extra["schedule"] = schedule  # the tuned script (--json)
                     row.model_ms, row.model_bound = predict(case, schedule, args.model) if args.model else (None, "")
                     rows.append(row)
                     if not args.markdown:
