@@ -12,7 +12,8 @@ reference on fresh random inputs before it is timed. Hand schedules: the sets of
 benchmarks/device_schedules.py (register-tiled matmuls and batch matmuls with and without
 shared input tiles, cross-thread and private-accumulator row reductions for Softmax, LayerNorm
 and ReduceSum), each timed (`hand: NAME`); `--trials N` adds einc's tuner (N trials, a
-temporary record database; where it keeps the default, the default is timed again as `tuned`).
+temporary record database; where it keeps the default, the default is timed again as `tuned`,
+and the finalists of its final rounds are timed as `finalist N: SKETCH`).
 
 The variants of a kernel on a target are timed in `--rounds` interleaved rounds (each a
 median of 5 calls), and each variant's time is the median of its rounds, so that a shared
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
@@ -158,9 +158,9 @@ def predict(case: Case, schedule: str | None, device: str) -> tuple[float | None
 def tune_schedule(case: Case, target: str, trials: int, db: str) -> list[tuple[str, str | None]]:
     """The tuner's best schedule for `case` on `target` (None: it kept the default) and, where
     its final decision kept the default (einc.tune.decide: on a loaded machine a finalist must
-    beat the default by more than the load explains), also the search's fastest trial, as
-    `fastest trial` (what the decision would have crowned on a quiet machine, timed here in
-    the same rounds as the rest)."""
+    beat the default by more than the load explains), also its finalists (the fastest trials
+    it measured against the default in its final rounds) as `finalist: SKETCH`, timed here in
+    the same rounds as the rest: what the decision chooses among on a quiet machine."""
     from einc.tune.tuner import tune
     from einc.tune.types import TuneTask
 
@@ -169,12 +169,12 @@ def tune_schedule(case: Case, target: str, trials: int, db: str) -> list[tuple[s
     if result.best is not None and not result.kept_default:
         return [(f"tuned ({result.trials} trials)", result.best.candidate.schedule)]
     found: list[tuple[str, str | None]] = [(f"tuned ({result.trials} trials): kept the default", None)]
-    ok = [t for t in result.history if t.result.ok and t.result.candidate.point.sketch != "default"]
-    fastest = min(ok, key=lambda t: t.result.median_s, default=None)
-    default_s = min((t.result.median_s for t in result.history if t.result.ok and t.result.candidate.point.sketch == "default"),
-                    default=math.inf)  # fmt: skip
-    if fastest is not None and fastest.result.median_s < default_s:
-        found.append((f"fastest trial: {fastest.result.candidate.point.sketch}", fastest.result.candidate.schedule))
+    seen = set()
+    for final in result.finals:
+        point = final.candidate.point
+        if point.sketch != "default" and point not in seen:
+            seen.add(point)
+            found.append((f"finalist {len(seen)}: {point.sketch}", final.candidate.schedule))
     return found
 
 
@@ -252,7 +252,8 @@ def summary(rows: list[Row]) -> list[list[str]]:
         hands = [r for r in mine if r.variant.startswith("hand")]
         default = next((r for r in mine if r.variant == "default"), None)
         tuned = next((r for r in mine if r.variant.startswith("tuned")), None)
-        fastest = next((r for r in mine if r.variant.startswith("fastest trial")), None)
+        finalists = [r for r in mine if r.variant.startswith("finalist")]
+        fastest = min(finalists, key=lambda r: r.ms or 0.0) if finalists else None
         best = min(hands, key=lambda r: r.ms or 0.0) if hands else None
 
         def ms(r: Row | None) -> str:
@@ -324,8 +325,8 @@ def main() -> None:
                   f"{r.error:.1e}" if r.error is not None else "",
                   f"{r.model_ms:.3f}" if r.model_ms is not None else "", r.model_bound, r.note] for r in rows], header))  # fmt: skip
     print()
-    print(table(summary(rows), ["target", "kernel", "default ms", "best hand", "hand ms", "tuned ms", "fastest trial ms",
-                                "default ÷ hand (speed)", "tuned ÷ hand (speed)", "fastest trial ÷ hand"]))  # fmt: skip
+    print(table(summary(rows), ["target", "kernel", "default ms", "best hand", "hand ms", "tuned ms", "best finalist ms",
+                                "default ÷ hand (speed)", "tuned ÷ hand (speed)", "best finalist ÷ hand"]))  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
 
