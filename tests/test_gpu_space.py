@@ -1,6 +1,7 @@
 """The device search space (einc/tune/sketches/gpu.py): its `tile` sketches vary the default
 policy (einc/schedule/policies/gpu.py `Variant`: staging per input, double buffering,
-padding, the staged reduction tile's unroll, cross-thread or private reductions). The
+padding, the staged reduction tile's unroll, one-column register tiles, cross-thread or
+private reductions; the seed sketches a search measures first). The
 constructed default is a candidate on every device target; every knob is bounded by the
 target's description; a point past a limit is refused before any launch; points of the
 new sketches compute NumPy's numbers on OpenCL (PoCL).
@@ -64,8 +65,12 @@ def test_sketches_per_program(spaces: dict) -> None:
     accumulator (OpenCL: shared memory is not on chip) and the private one where the default
     is cross-thread (CUDA)."""
     mm = spaces["matmul", "opencl"].sketches
-    assert {"tile.shared", "tile.shared.input0", "tile.shared.input1", "tile.shared.db", "tile.shared.pad0",
-            "tile.shared.pad1"} <= set(mm)  # fmt: skip
+    assert {"tile.columns", "tile.shared", "tile.shared.input0", "tile.shared.input1", "tile.shared.db",
+            "tile.shared.pad0", "tile.shared.pad1"} <= set(mm)  # fmt: skip
+    columns = spaces["matmul", "opencl"].sketch_default("tile.columns").values()
+    assert columns["output0.M.reg"] == 1 and columns["output0.M.threads"] == 32  # all 24 columns of the tile
+    assert [s for s in spaces["matmul", "opencl"].sketches if spaces["matmul", "opencl"].sketches[s].seed] == [
+        "tile.columns", "tile.shared"]
     assert "transform.einc.double_buffer" in str(mm["tile.shared.db"].schedule)
     assert '"shared" pad 1' in str(mm["tile.shared.pad1"].schedule)
     assert mm["tile.shared"].roles["output0.K.kunroll"].kind == "unroll"
@@ -136,6 +141,7 @@ POINTS: list[tuple[str, str, dict[str, Any]]] = [
     ("matmul", "tile.shared.db", {"output0.K.ktile": 8, "output0.K.kunroll": 8, "output0.M.reg": 4}),
     ("matmul", "tile.shared.pad1", {"output0.K.ktile": 16, "output0.K.kunroll": 2, "output0.N.reg": 5}),
     ("matmul", "tile.shared.input1", {"output0.K.ktile": 4, "output0.M.threads": 2, "output0.N.threads": 16}),
+    ("matmul", "tile.columns", {}),
     ("softmax", "tile.cross", {"temp0.C.threads": 32, "temp1.C.threads": 64}),
     ("rowsum", "tile.cross", {"output0.C.threads": 16}),
 ]

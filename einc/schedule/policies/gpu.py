@@ -97,6 +97,9 @@ KUNROLL = 4
 """The unroll of a staged reduction tile's loop (a float4 of the left input's row)."""
 
 KTILES = (16, 8, 4, 2, 1)
+
+COLUMN_ROWS = 16
+"""Work-items along y of a `Variant.columns` contraction (at most)."""
 """Reduction tile sizes tried, largest first, for staging in shared memory."""
 
 
@@ -303,6 +306,11 @@ class Variant:
     """Staged tiles double buffered (`double_buffer`)."""
     pad: int | None = None
     """`pad N` of the staged tiles (None: einc-pad-shared chooses)."""
+    columns: bool = False
+    """A contraction's work-items one output column each (the x register tile 1, twice the
+    default work-group's work-items along x, `COLUMN_ROWS` along y, a y register tile of up
+    to 2 * REGISTER): consecutive work-items read consecutive elements, which a device that
+    vectorizes across work-items (the CPU runtimes of OpenCL and SYCL) loads as vectors."""
     kunroll_knob: bool = False
     """The staged reduction tile's unroll (KUNROLL: the width of a row's vector loads) a
     knob `stmt.axis.kunroll`."""
@@ -388,16 +396,17 @@ class _Policy:
         b, f = self.b, self.facts
         tx, ty = f.split()
         ex = nest.extent(x)
-        rx = _largest_divisor(ex, REGISTER)
-        tx = min(tx, _pow2_ceil(math.ceil(ex / rx)))
+        columns = self.variant.columns
+        rx = 1 if columns else _largest_divisor(ex, REGISTER)
+        tx = min(2 * f.threads if columns else tx, _pow2_ceil(math.ceil(ex / rx)))
         self._grid(ex, tx * rx, 0)
         xo, xt, xr, kx = self._two_level(nest, x, tx, rx)
         blocks, threads, regs, reg_knobs = [xo], [xt], [xr], [kx]
         ry = ty = 1
         if y is not None:
             ey = nest.extent(y)
-            ry = _largest_divisor(ey, REGISTER)
-            ty = min(f.threads // tx, _pow2_ceil(math.ceil(ey / ry)))
+            ry = _largest_divisor(ey, 2 * REGISTER if columns else REGISTER)
+            ty = min(COLUMN_ROWS if columns else f.threads // tx, max(1, f.max_threads // tx), _pow2_ceil(math.ceil(ey / ry)))
             self._grid(ey, ty * ry, 1)
             yo, yt, yr, ky = self._two_level(nest, y, ty, ry)
             blocks, threads, regs, reg_knobs = [yo, xo], [yt, xt], [yr, xr], [ky, kx]
@@ -543,7 +552,7 @@ def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] |
     b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
     v = variant or Variant()
     if staging is not None:
-        v = Variant(staging, v.reductions, v.double_buffer, v.pad, v.kunroll_knob)
+        v = Variant(staging, v.reductions, v.double_buffer, v.pad, v.columns, v.kunroll_knob)
     policy = _Policy(b, Facts.of(d), target, v)
     # each nest is scheduled in place: the others' top-level loops stay what they were
     for top in _tops(b.payload):

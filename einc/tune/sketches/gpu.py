@@ -6,7 +6,9 @@ contractions' inputs staged in shared memory: none (`tile`), every input (`tile.
 one (`tile.shared.T`), every input double buffered (`tile.shared.db`) or with its rows
 padded by 0 or 1 element (`tile.shared.pad0/1`); the other reductions cross-thread
 (`tile.cross`: a row per work-group, its reduction shared by the work-items) or one output
-per work-item with a private accumulator (`tile.private`), whichever the default is not.
+per work-item with a private accumulator (`tile.private`), whichever the default is not;
+contractions with a work-item per output column (`tile.columns`: register tiles one column
+wide, for devices that vectorize across work-items).
 Its knobs (`stmt.axis.threads|reg|ktile|kunroll|items`) range over options the target's
 description bounds (work-items up to four default work-groups and the target's work-group
 limit, register tiles that divide their axis up to 16, reduction tiles up to 16, the staged
@@ -153,11 +155,11 @@ choose): rows unpadded (16-byte aligned: vector loads of a row) or padded by one
 (conflict-free columns)."""
 
 
-SEEDS = ("tile.cross", "tile.private", "tile.shared")
+SEEDS = ("tile.cross", "tile.private", "tile.shared", "tile.columns")
 """The `tile` sketches whose default points a search measures first: the reductions the
 default does not make (cross-thread on a device whose shared memory is not on chip, private
 accumulators where it is) and the staged contraction (the default where shared memory is on
-chip)."""
+chip) and the one-column register tiles (the fastest shape on Intel's SYCL CPU device)."""
 
 
 def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, str]]:
@@ -167,7 +169,9 @@ def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, s
              ("tile.cross", Variant(frozenset(), "cross"), "no input staged, other reductions cross-thread "
               "(each output on a work-group, its reduction shared by the work-items)"),
              ("tile.private", Variant(frozenset(), "private"), "no input staged, other reductions one output per "
-              "work-item (a private accumulator)")]  # fmt: skip
+              "work-item (a private accumulator)"),
+             ("tile.columns", Variant(frozenset(), columns=True), "no input staged, a work-item per output column "
+              "(register tiles one column wide: consecutive work-items read consecutive elements)")]  # fmt: skip
     if shared:
         found.append(("tile.shared", Variant(every, kunroll_knob=True), "every input of a contraction staged in "
                       "shared memory, the reduction tile unrolled by a knob (its rows' vector width)"))
