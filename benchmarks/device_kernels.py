@@ -9,9 +9,18 @@ Kernels: MatMul, batch MatMul, Conv2D (3x3, valid), Softmax, LayerNorm and Reduc
 (`--size gpu`: MatMul 4096^3, a float16 one (float32 accumulation; its hand schedule on the
 tensor cores) and the sizes a GPU needs; `--size host`, the default: sizes the
 CPU-backed devices here run in seconds). Each variant is checked against a NumPy float64
-reference on fresh random inputs before it is timed. Hand schedules: a register-tiled matmul
-and batch matmul with shared input tiles (benchmarks/device_schedules.py's), a row sum with 64
-threads per row; `--trials N` adds einc's tuner (N trials, a temporary record database).
+reference on fresh random inputs before it is timed. Hand schedules: the sets of
+benchmarks/device_schedules.py (register-tiled matmuls and batch matmuls with and without
+shared input tiles, cross-thread and private-accumulator row reductions for Softmax, LayerNorm
+and ReduceSum), each timed (`hand: NAME`); `--trials N` adds einc's tuner (N trials, a
+temporary record database; where it keeps the default, the default is timed again as `tuned`,
+and the finalists of its final rounds are timed as `finalist N: SKETCH`).
+
+The variants of a kernel on a target are timed in `--rounds` interleaved rounds (each a
+median of 5 calls), and each variant's time is the median of its rounds, so that a shared
+machine's load falls on all of them alike. A summary follows the table: per target and
+kernel the default, the best hand schedule and the tuned one, with their speeds relative to
+the best hand schedule (above 1: faster than it).
 
 Times: on CUDA, device arrays (torch CUDA tensors) are passed to the kernel, so a time is the
 launch and the kernel, taken with CUDA events, as torch's is; on the other targets a call
@@ -41,7 +50,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import measure, table  # noqa: E402
-from device_schedules import MATMUL, ROW_THREADS, SHARED_TILES, script  # noqa: E402
+from device_schedules import (  # noqa: E402
+    HAND_BATCH_MATMUL,
+    HAND_LAYERNORM,
+    HAND_MATMUL,
+    HAND_ROWSUM,
+    HAND_SOFTMAX,
+    MATMUL,
+    script,
+)
 
 BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
 CONV = "output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in {ho}, WO in {wo}"
@@ -66,14 +83,6 @@ TENSORIZE = [
     '%lanes = transform.einc.tensorize %r#2 "mma.m16n8k16"',
 ]
 
-# The batch matmul's hand schedule: the matmul's, with the batch axis on block.z.
-BMM_TILES = [
-    '%bb = transform.einc.match stmt "output0" axis "B" in %root',
-    'transform.einc.bind %bb to "block.z"',
-    *SHARED_TILES,
-]
-
-
 def f32(*shape: int) -> dict[str, Any]:
     return {"dtype": "float32", "shape": list(shape)}
 
@@ -90,7 +99,7 @@ class Case:
     flops: float  # 0: a memory-bound kernel, reported in GB/s
     numpy: Callable[[dict[str, np.ndarray]], np.ndarray]  # float64 reference of output0
     torch: Callable[[Any, dict[str, Any]], Any] | None = None
-    hand: str | None = None  # a hand schedule (script text)
+    hands: dict[str, list[str]] = field(default_factory=dict[str, list[str]])  # hand schedules (script lines)
 
 
 def _softmax(a: dict[str, np.ndarray]) -> np.ndarray:
@@ -121,25 +130,26 @@ def cases(size: str) -> list[Case]:
     ho = hw - 2
     half = [Case(f"MatMul {n}^3 fp16", HALF, {"input0": f16(n, n), "input1": f16(n, n)}, 2.0 * n**3,
                  lambda a: a["input0"].astype(np.float64) @ a["input1"],
-                 lambda t, x: t.matmul(x["input0"], x["input1"]), script(TENSORIZE))] if gpu else []  # fmt: skip
+                 lambda t, x: t.matmul(x["input0"], x["input1"]), {"tensor cores": TENSORIZE})] if gpu else []  # fmt: skip
     return half + [
         Case(f"MatMul {n}^3", MATMUL, {"input0": f32(n, n), "input1": f32(n, n)}, 2.0 * n**3,
              lambda a: a["input0"].astype(np.float64) @ a["input1"],
-             lambda t, x: t.matmul(x["input0"], x["input1"]), script(SHARED_TILES)),
+             lambda t, x: t.matmul(x["input0"], x["input1"]), HAND_MATMUL),
         Case(f"BatchMatMul {b}x{bn}x{bn}x{bk}", BMM, {"input0": f32(b, bn, bk), "input1": f32(b, bk, bn)},
              2.0 * b * bn * bn * bk, lambda a: a["input0"].astype(np.float64) @ a["input1"],
-             lambda t, x: t.bmm(x["input0"], x["input1"]), script(BMM_TILES)),
+             lambda t, x: t.bmm(x["input0"], x["input1"]), HAND_BATCH_MATMUL),
         Case(f"Conv2D {cn}x{cc}x{hw}x{hw} 3x3 {cf}", CONV.format(ho=ho, wo=ho),
              {"input0": f32(cn, cc, hw, hw), "input1": f32(cf, cc, 3, 3)}, 2.0 * cn * cf * cc * 9 * ho * ho,
              _conv, lambda t, x: t.nn.functional.conv2d(x["input0"], x["input1"])),
         Case(f"Softmax {rows}x{cols}", SOFTMAX, {"input0": f32(rows, cols)}, 0.0, _softmax,
-             lambda t, x: t.softmax(x["input0"], dim=1)),
+             lambda t, x: t.softmax(x["input0"], dim=1), HAND_SOFTMAX),
         Case(f"LayerNorm {rows}x{cols}", LAYERNORM.format(c=cols),
              {"input0": f32(rows, cols), "gamma": f32(cols), "beta": f32(cols)}, 0.0, _layernorm,
-             lambda t, x: t.nn.functional.layer_norm(x["input0"], (cols,), x["gamma"], x["beta"], 1e-5)),
+             lambda t, x: t.nn.functional.layer_norm(x["input0"], (cols,), x["gamma"], x["beta"], 1e-5),
+             HAND_LAYERNORM),
         Case(f"ReduceSum {rows}x{cols}", ROWSUM, {"input0": f32(rows, cols)}, 0.0,
              lambda a: a["input0"].astype(np.float64).sum(axis=1), lambda t, x: x["input0"].sum(dim=1),
-             script(ROW_THREADS)),
+             HAND_ROWSUM),
     ]  # fmt: skip
 
 
@@ -197,16 +207,27 @@ def predict_here(case: Case, schedule: str | None, target: str, torch: Any) -> t
     return None, ""
 
 
-def tune_schedule(case: Case, target: str, trials: int, db: str) -> tuple[str | None, str]:
-    """The tuner's best schedule for `case` on `target` (None: it kept the default)."""
+def tune_schedule(case: Case, target: str, trials: int, db: str) -> list[tuple[str, str | None]]:
+    """The tuner's best schedule for `case` on `target` (None: it kept the default) and, where
+    its final decision kept the default (einc.tune.decide: on a loaded machine a finalist must
+    beat the default by more than the load explains), also its finalists (the fastest trials
+    it measured against the default in its final rounds) as `finalist: SKETCH`, timed here in
+    the same rounds as the rest: what the decision chooses among on a quiet machine."""
     from einc.tune.tuner import tune
     from einc.tune.types import TuneTask
 
     task = TuneTask(case.ir, target=target, input_dict=case.inputs)
     result = tune(task, trials=trials, db=db, progress=True)
-    if result.best is None or result.kept_default:
-        return None, f"tuned ({result.trials} trials): kept the default"
-    return result.best.candidate.schedule, f"tuned ({result.trials} trials)"
+    if result.best is not None and not result.kept_default:
+        return [(f"tuned ({result.trials} trials)", result.best.candidate.schedule)]
+    found: list[tuple[str, str | None]] = [(f"tuned ({result.trials} trials): kept the default", None)]
+    seen = set()
+    for final in result.finals:
+        point = final.candidate.point
+        if point.sketch != "default" and point not in seen:
+            seen.add(point)
+            found.append((f"finalist {len(seen)}: {point.sketch}", final.candidate.schedule))
+    return found
 
 
 def time_host(kernel: Any, arrays: dict[str, np.ndarray]) -> float:
@@ -229,8 +250,9 @@ def time_cuda(fn: Callable[[], object], torch: Any, reps: int = 20) -> float:
     return best
 
 
-def run_case(case: Case, target: str, variant: str, schedule: str | None, args: argparse.Namespace,
-             torch: Any) -> Row:  # fmt: skip
+def prepare(case: Case, target: str, variant: str, schedule: str | None, torch: Any) -> tuple[Row, Callable[[], float] | None]:
+    """The row of one variant, checked against NumPy, and a function timing one round of it
+    (None where it was refused, cannot run, or computed wrong numbers)."""
     import einc
 
     row = Row(target, case.name, variant)
@@ -240,32 +262,61 @@ def run_case(case: Case, target: str, variant: str, schedule: str | None, args: 
         kernel = einc.compile(case.ir, case.inputs, target=target, schedule=schedule or "default", use_records=False)
     except einc.EincError as err:
         row.note = "refused: " + str(err).splitlines()[0][:80]
-        return row
+        return row, None
     if not kernel.available:
         row.note = f"not run: {kernel.unavailable}"
-        return row
+        return row, None
     out = kernel(**arrays)["output0"]
     want = case.numpy(arrays)
     row.error = float(np.max(np.abs(out - want)) / max(1.0, float(np.max(np.abs(want)))))
     if row.error > 1e-3:
         row.note = "WRONG: not timed"
-        return row
-    nbytes = sum(a.nbytes for a in arrays.values()) + out.nbytes
+        return row, None
+    row.extra["nbytes"] = sum(a.nbytes for a in arrays.values()) + out.nbytes
     if target == "cuda":
         dev = {k: torch.from_numpy(v).cuda() for k, v in arrays.items()}
         outs = {o.name: torch.empty(tuple(o.shape), dtype=torch.float32, device="cuda") for o in kernel.outputs}
-        t = time_cuda(lambda: kernel.run(dev, outs), torch)
         if case.torch is not None:
             t_ref = time_cuda(lambda: case.torch(torch, dev), torch)  # type: ignore[misc]
-            row.vs = f"{t_ref / t:.2f}"
+            row.extra["ref_s"] = t_ref
             row.extra["torch_ms"] = t_ref * 1e3
-    else:
-        t = time_host(kernel, arrays)
-        t_np = measure(lambda: case.numpy(arrays), repeat=3, min_time=0.1).median_s
-        row.vs = f"{t_np / t:.2f}"
+        return row, lambda: time_cuda(lambda: kernel.run(dev, outs), torch)
+    row.extra["ref_s"] = measure(lambda: case.numpy(arrays), repeat=3, min_time=0.1).median_s
+    return row, lambda: time_host(kernel, arrays)
+
+
+def finish(case: Case, row: Row, times: list[float]) -> Row:
+    """`row` with the median of its rounds' times."""
+    t = float(np.median(times))
     row.ms = t * 1e3
-    row.rate = f"{case.flops / t / 1e9:.1f} GFLOP/s" if case.flops else f"{nbytes / t / 1e9:.1f} GB/s"
+    row.extra["rounds_ms"] = [x * 1e3 for x in times]
+    row.vs = f"{row.extra.pop('ref_s') / t:.2f}"
+    row.rate = f"{case.flops / t / 1e9:.1f} GFLOP/s" if case.flops else f"{row.extra['nbytes'] / t / 1e9:.1f} GB/s"
     return row
+
+
+def summary(rows: list[Row]) -> list[list[str]]:
+    """Per target and kernel: the default, the best hand schedule and the tuned one, their
+    times and speeds relative to the best hand schedule."""
+    out = []
+    for key in dict.fromkeys((r.target, r.kernel) for r in rows):
+        mine = [r for r in rows if (r.target, r.kernel) == key and r.ms is not None]
+        hands = [r for r in mine if r.variant.startswith("hand")]
+        default = next((r for r in mine if r.variant == "default"), None)
+        tuned = next((r for r in mine if r.variant.startswith("tuned")), None)
+        finalists = [r for r in mine if r.variant.startswith("finalist")]
+        fastest = min(finalists, key=lambda r: r.ms or 0.0) if finalists else None
+        best = min(hands, key=lambda r: r.ms or 0.0) if hands else None
+
+        def ms(r: Row | None) -> str:
+            return f"{r.ms:.3f}" if r is not None and r.ms is not None else ""
+
+        def ratio(r: Row | None) -> str:
+            return f"{best.ms / r.ms:.2f}" if best and best.ms and r is not None and r.ms else ""
+
+        out.append([*key, ms(default), best.variant.removeprefix("hand: ") if best else "", ms(best), ms(tuned),
+                    ms(fastest), ratio(default), ratio(tuned), ratio(fastest)])  # fmt: skip
+    return out
 
 
 def main() -> None:
@@ -275,6 +326,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=0, help="tune each kernel with N trials (0: no tuning)")
     parser.add_argument("--model", default="h100", help="the device the model predicts for (CUDA kernels)")
     parser.add_argument("--only", default="", help="comma-separated kernel name prefixes")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds per variant (median)")
+    parser.add_argument("--hands", default="", help="comma-separated hand schedule name prefixes (default: all)")
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--markdown", action="store_true", help="print only the Markdown table")
     args = parser.parse_args()
@@ -294,21 +347,27 @@ def main() -> None:
         db = str(Path(scratch) / "tuning.db")
         for case in selected:
             variants: list[tuple[str, str | None]] = [("default", None)]
-            if case.hand:
-                variants.append(("hand", case.hand))
+            variants += [(f"hand: {name}", script(lines)) for name, lines in case.hands.items()
+                         if not args.hands or any(name.startswith(p) for p in args.hands.split(","))]  # fmt: skip
             for target in targets:
                 tuned: list[tuple[str, str | None]] = []
                 if args.trials:
                     try:
-                        schedule, label = tune_schedule(case, target, args.trials, db)
-                        tuned = [(label, schedule)] if schedule else []
-                        if not schedule:
-                            rows.append(Row(target, case.name, label))
+                        tuned = tune_schedule(case, target, args.trials, db)  # None: the default, timed again
                     except Exception as err:  # noqa: BLE001 - reported in the table
                         rows.append(Row(target, case.name, "tuned", note=f"tuning failed: {err}"[:90]))
-                for variant, schedule in [*variants, *tuned]:
-                    row = run_case(case, target, variant, schedule, args, torch)
-                    row.model_ms, row.model_bound = predict(case, schedule, args.model)
+                prepared = [prepare(case, target, variant, schedule, torch) for variant, schedule in [*variants, *tuned]]
+                times: list[list[float]] = [[] for _ in prepared]
+                for _ in range(max(args.rounds, 1)):
+                    for (_row, timer), got in zip(prepared, times):
+                        if timer is not None:
+                            got.append(timer())
+                for (row, timer), got, (_variant, schedule) in zip(prepared, times, [*variants, *tuned]):
+                    if timer is not None:
+                        finish(case, row, got)
+                    if not row.variant.startswith("hand") and schedule is not None:
+                        row.extra["schedule"] = schedule  # the tuned script (--json)
+                    row.model_ms, row.model_bound = predict(case, schedule, args.model) if args.model else (None, "")
                     if row.ms is not None:
                         row.here_ms, row.here_bound = predict_here(case, schedule, target, torch)
                     rows.append(row)
@@ -328,6 +387,9 @@ def main() -> None:
               f"load average at the end {os.getloadavg()[0]:.1f}")
     for target, facts in getattr(sys.modules.get("host_device"), "USED", {}).items():
         print(f"model here, {target}: {facts['name']}: {facts['sources']}")
+    print()
+    print(table(summary(rows), ["target", "kernel", "default ms", "best hand", "hand ms", "tuned ms", "best finalist ms",
+                                "default ÷ hand (speed)", "tuned ÷ hand (speed)", "best finalist ÷ hand"]))  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1))
 

@@ -1,7 +1,7 @@
 """The performance model's predictions for the GPU benchmark table (benchmarks/device_kernels.py
 `--size gpu`) on GPUs that are not here: H100 and A100 (the CUDA kernel; NVRTC reports its
-registers) and one MI250X GCD (the HIP kernel; hipcc reports them), for the default and hand
-schedules; the float16 MatMul's hand schedule runs on the tensor cores
+registers) and one MI250X GCD (the HIP kernel; hipcc reports them), for the default and every hand
+schedule (benchmarks/device_schedules.py); the float16 MatMul's hand schedule runs on the tensor cores
 (`transform.einc.tensorize`: mma.sync on CUDA, MFMA on HIP), its default on the vector units. Modelled, not
 measured: nothing here runs a kernel.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import table  # noqa: E402
-from device_kernels import Case, cases  # noqa: E402
+from device_kernels import Case, cases, script  # noqa: E402
 
 TARGET = {"h100": "cuda", "a100": "cuda", "mi250x": "hip"}
 INTRINSIC = {"cuda": "mma.m16n8k16", "hip": "mfma.16x16x16"}
@@ -57,9 +57,9 @@ def main() -> None:
     for case in selected:
         for device in args.devices.split(","):
             variants: list[tuple[str, str | None]] = [("default", None)]
-            if case.hand:
-                label = "tensor cores" if "tensorize" in case.hand else "hand"
-                variants.append((label, case.hand.replace(INTRINSIC["cuda"], INTRINSIC[TARGET[device]])))
+            for name, lines in case.hands.items():  # benchmarks/device_schedules.py's sets
+                hand = script(lines)
+                variants.append((f"hand: {name}", hand.replace(INTRINSIC["cuda"], INTRINSIC[TARGET[device]])))
             for variant, schedule in variants:
                 row = {"schedule": variant, **predict(case, schedule, device)}
                 rows.append(row)

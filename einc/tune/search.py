@@ -2,7 +2,10 @@
 measures, and hands the results back through `observe` (also with old records on resume).
 
     RandomSearch    the default point, then uniform random points (the baseline)
-    BayesianSearch  Ansor-style: a cost model (model.py) fitted on the measurements scores an
+    BayesianSearch  Ansor-style: the default point, the seed sketches' own default points
+                    (`SearchSpace.seed_points`: e.g. the device space's cross-thread
+                    reductions, which a search should not have to stumble on), then a
+                    cost model (model.py) fitted on the measurements scores an
                     evolutionary search (mutate / cross over the best points via the space);
                     each batch is picked by expected improvement with diversity, plus a few
                     random points. Failed points are never proposed again.
@@ -346,7 +349,10 @@ class BayesianSearch(_History):
 def make_policy(name: str, space: Space, seed: int = 0) -> SearchPolicy:
     """The policy called `name`: "bayes" or "random"."""
     if name == "bayes":
-        return BayesianSearch(space, seed)
+        policy = BayesianSearch(space, seed)
+        # the default points of the sketches their rule marks as seeds (`Sketch.seed`)
+        policy.add_seeds(getattr(space, "seed_points", list)())
+        return policy
     if name == "random":
         return RandomSearch(space, seed)
     raise ValueError(f"unknown search policy {name!r} (expected 'bayes' or 'random')")

@@ -129,6 +129,10 @@ class SearchSpace:
     def sketch_default(self, sketch: str) -> Point:
         return Point.of(sketch, {k: v.selected for k, v in self._knobs[sketch].items()})
 
+    def seed_points(self) -> list[Point]:
+        """The default points of the sketches marked `seed`, in the space's order."""
+        return [self.sketch_default(name) for name, s in self.sketches.items() if s.seed]
+
     def knob_options(self, sketch: str) -> dict[str, tuple[int, ...]]:
         return {k: v.options for k, v in self._knobs[sketch].items()}
 

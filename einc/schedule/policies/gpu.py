@@ -125,6 +125,9 @@ TENSOR_TILE = 16
 KTILES = (16, 8, 4, 2, 1)
 """Reduction tile sizes tried, largest first, for staging in shared memory."""
 
+COLUMN_ROWS = 16
+"""Work-items along y of a `Variant.columns` contraction (at most)."""
+
 
 @dataclass(frozen=True)
 class Facts:
@@ -314,14 +317,39 @@ def thread_options(limit: int) -> tuple[int, ...]:
     return tuple(1 << p for p in range(11) if 1 << p <= limit)
 
 
+@dataclass(frozen=True)
+class Variant:
+    """What a tuning sketch changes of the default policy (einc.tune.sketches.gpu); the
+    default schedule is `Variant()`."""
+
+    staging: frozenset[str] | None = None
+    """The inputs a contraction stages in shared memory (None: every input where shared
+    memory is on chip, none elsewhere)."""
+    reductions: str | None = None
+    """Other reductions: "cross" (cross-thread, wherever it applies), "private" (one output
+    per work-item), None (cross-thread where shared memory is on chip)."""
+    double_buffer: bool | None = None
+    """Staged tiles double buffered (`double_buffer`): None where both slots fit (the
+    default), False never (a single slot, the K tile twice as long)."""
+    pad: int | None = None
+    """`pad N` of the staged tiles (None: einc-pad-shared chooses)."""
+    columns: bool = False
+    """A contraction's work-items one output column each (the x register tile 1, twice the
+    default work-group's work-items along x, `COLUMN_ROWS` along y, a y register tile of up
+    to 2 * REGISTER): consecutive work-items read consecutive elements, which a device that
+    vectorizes across work-items (the CPU runtimes of OpenCL and SYCL) loads as vectors."""
+    kunroll_knob: bool = False
+    """The staged reduction tile's unroll (KUNROLL: the width of a row's vector loads) a
+    knob `stmt.axis.kunroll`."""
+
+
 class _Policy:
-    def __init__(self, b: ScheduleBuilder, facts: Facts, target: type[CLikeTarget], staging: frozenset[str] | None = None):
+    def __init__(self, b: ScheduleBuilder, facts: Facts, target: type[CLikeTarget], variant: Variant = Variant()):
         self.b = b
         self.facts = facts
         self.target = target
-        self.staging = staging
-        """The inputs a contraction stages in shared memory (None: every input where shared
-        memory is on chip, none elsewhere)."""
+        self.variant = variant
+        self.staging = variant.staging
 
     def knob(self, nest: _Nest, loop: affine.ForOp, what: str, value: int, options: Sequence[int]) -> SSAValue:
         return self.b.knob(f"{nest.stmt}.{_tag(loop, lt.AXIS_ATTR)}.{what}", value, options)
@@ -339,7 +367,8 @@ class _Policy:
             # float16/bfloat16 contraction accumulated in float32 whose tiles fit 16 x 16)
             plans = [_Policy.tensorized, _Policy.contracted] if self.target.tensor_cores else [_Policy.contracted]
         elif nest.reduction:
-            plans = [_Policy.cross_thread, _Policy.private] if self.facts.on_chip else [_Policy.private]
+            cross = self.facts.on_chip if self.variant.reductions is None else self.variant.reductions == "cross"
+            plans = [_Policy.cross_thread, _Policy.private] if cross else [_Policy.private]
         else:
             # its preconditions are checked first and its steps are then always legal (the
             # tiles leave the band in the order bound; the unroll is tried): no trial
@@ -351,7 +380,7 @@ class _Policy:
             return
         for plan in plans:
             module, copy = _alone(top)
-            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.target, self.staging)
+            scratch = _Policy(ScheduleBuilder(module, "<scratch>"), self.facts, self.target, self.variant)
             trial = analyse(copy)
             assert trial is not None
             try:
@@ -398,16 +427,17 @@ class _Policy:
         layouts = {buffer_name(a.buffer): self.shared_layout(nest, buffer_name(a.buffer), x, y) for a in nest.loads}
         tx, ty = f.split()
         ex = nest.extent(x)
-        rx = _largest_divisor(ex, REGISTER)
-        tx = min(tx, _pow2_ceil(math.ceil(ex / rx)))
+        columns = self.variant.columns
+        rx = 1 if columns else _largest_divisor(ex, REGISTER)
+        tx = min(2 * f.threads if columns else tx, _pow2_ceil(math.ceil(ex / rx)))
         self._grid(ex, tx * rx, 0)
         xo, xt, xr, kx = self._two_level(nest, x, tx, rx)
         blocks, threads, regs, reg_knobs = [xo], [xt], [xr], [kx]
         ry = ty = 1
         if y is not None:
             ey = nest.extent(y)
-            ry = _largest_divisor(ey, REGISTER)
-            ty = min(f.threads // tx, _pow2_ceil(math.ceil(ey / ry)))
+            ry = _largest_divisor(ey, 2 * REGISTER if columns else REGISTER)
+            ty = min(COLUMN_ROWS if columns else f.threads // tx, max(1, f.max_threads // tx), _pow2_ceil(math.ceil(ey / ry)))
             self._grid(ey, ty * ry, 1)
             yo, yt, yr, ky = self._two_level(nest, y, ty, ry)
             blocks, threads, regs, reg_knobs = [yo, xo], [yt, xt], [yr, xr], [ky, kx]
@@ -426,10 +456,13 @@ class _Policy:
             # reduction axes below it, in float32 (an estimate: halos left out)
             below = math.prod(nest.extent(r) for r in red[1:])
             per_k = (ty * ry + tx * rx) * below * 4
-            # double buffered where both slots fit (a K tile half as long, as much memory)
-            kt = next((k for k in KTILES if k <= nest.extent(r0) and 2 * k * per_k <= f.shared_bytes), None)
+            # double buffered where both slots fit (a K tile half as long, as much memory),
+            # unless the variant says single
+            kt = None
+            if self.variant.double_buffer is not False:
+                kt = next((k for k in KTILES if k <= nest.extent(r0) and 2 * k * per_k <= f.shared_bytes), None)
             double = kt is not None and nest.extent(r0) > kt
-            if kt is None:
+            if not double:
                 kt = next((k for k in KTILES if k <= nest.extent(r0) and k * per_k <= f.shared_bytes), None)
             if kt is None:
                 stage = False
@@ -455,10 +488,11 @@ class _Policy:
         b.cache_write(buffer_name(nest.output), at, "local")
         if stage:
             ko_new = new[nb + nz + nt + ns]
+            v = self.variant
             for name in staged:
                 # a permuted tile is written across its rows (the copy follows the tensor's
                 # order): rows padded by TRANSPOSED_PAD keep those writes off one bank
-                pad = TRANSPOSED_PAD if layouts[name] is not None else None
+                pad = v.pad if v.pad is not None else (TRANSPOSED_PAD if layouts[name] is not None else None)
                 buffer = b.try_(lambda name=name, pad=pad: b.cache_read(name, ko_new, "shared", layouts[name], pad))
                 if double and not isinstance(buffer, Failure):
                     b.try_(lambda buffer=buffer: b.double_buffer(buffer))
@@ -477,7 +511,8 @@ class _Policy:
             # tile left with K innermost is then read KUNROLL consecutive elements at a
             # time: one vector load where the alignment is proved)
             ki_new = new[nb + nz + nt + ns + 1]
-            b.try_(lambda: b.unroll(ki_new, KUNROLL))
+            ku = self.knob(nest, red[0], "kunroll", KUNROLL, (1, 2, 4, 8)) if self.variant.kunroll_knob else KUNROLL
+            b.try_(lambda: b.unroll(ki_new, ku))
 
     def tensorized(self, nest: _Nest) -> None:
         """A float16/bfloat16 contraction accumulated in float32 (`C[i, j] +=! A[i, k].cast(float32)
@@ -611,14 +646,18 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | 
 
 
 def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] | None = None,
-          name: str | None = None) -> Schedule | None:  # fmt: skip
+          name: str | None = None, variant: Variant | None = None) -> Schedule | None:  # fmt: skip
     """The default schedule, or with `staging` the same with those inputs of contractions
-    staged in shared memory (and no others): the tuner's `tile` sketches."""
+    staged in shared memory (and no others), or with `variant` what it changes (`staging`
+    then replaces its staging where given): the tuner's `tile` sketches."""
     d = target.limits
     if d is None or max(d.max_grid) <= 1:
         return None
     b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
-    policy = _Policy(b, Facts.of(d), target, staging)
+    v = variant or Variant()
+    if staging is not None:
+        v = Variant(staging, v.reductions, v.double_buffer, v.pad, v.columns, v.kunroll_knob)
+    policy = _Policy(b, Facts.of(d), target, v)
     # each nest is scheduled in place: the others' top-level loops stay what they were
     for top in _tops(b.payload):
         policy.schedule(top)

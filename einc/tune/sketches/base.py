@@ -56,6 +56,9 @@ class Sketch:
     schedule: Schedule
     description: str
     roles: dict[str, KnobRole] = field(default_factory=dict)
+    seed: bool = False
+    """Its default point is measured early (right after the space's default point, by the
+    `bayes` search): a structure its rule expects to matter, whatever the random draws."""
 
 
 @dataclass(frozen=True)

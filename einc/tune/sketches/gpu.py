@@ -1,13 +1,21 @@
 """Device (GPU) sketch rules. `tile`: the multi-level tiling of the default policy
 (einc.schedule.policies.gpu: contractions on work-group, work-item and register tiles with
 a reduction tile, other reductions cross-thread or with private accumulators, elementwise
-nests several elements per work-item) with shared-memory staging of the contractions'
-inputs chosen per sketch: none (`tile`), every input (`tile.shared`), or one
-(`tile.shared.T`); its knobs (`stmt.axis.threads|reg|ktile|items`) range over options the
-target's description bounds (work-items up to its work-group limit, register tiles that
-divide their axis up to 16, reduction tiles up to 16), and a point whose work-group or
-staged tiles break a limit is refused when the schedule is applied, before any launch.
-The constructed default is the space's `default` sketch.
+nests several elements per work-item), varied per sketch (`policies.gpu.Variant`): the
+contractions' inputs staged in shared memory: none (`tile`), every input (`tile.shared`),
+one (`tile.shared.T`; staged tiles double buffered where both slots fit), every input
+single buffered (`tile.shared.single`) or with its rows
+padded by 0 or 1 element (`tile.shared.pad0/1`); the other reductions cross-thread
+(`tile.cross`: a row per work-group, its reduction shared by the work-items) or one output
+per work-item with a private accumulator (`tile.private`), whichever the default is not;
+contractions with a work-item per output column (`tile.columns`: register tiles one column
+wide, for devices that vectorize across work-items).
+Its knobs (`stmt.axis.threads|reg|ktile|kunroll|items`) range over options the target's
+description bounds (work-items up to four default work-groups and the target's work-group
+limit, register tiles that divide their axis up to 16, reduction tiles up to 16, the staged
+reduction tile's unroll - the width of a staged row's vector loads - 1 to 8), and a point
+whose work-group or staged tiles break a limit is refused when the schedule is applied,
+before any launch. The constructed default is the space's `default` sketch.
 
 The older rules: each statement nest's innermost spatial loop (and the one above
 it) tiled, the tiles bound to work-groups (`block.x/y`) and work-items (`thread.x/y`), the
@@ -24,6 +32,7 @@ import math
 from xdsl.dialects import affine
 from xdsl.ir import SSAValue
 
+from einc.schedule.policies.gpu import Variant
 from einc.transforms.loop_analysis import band_from
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch
 from einc.tune.sketches.cpu import _Build, build_sketch
@@ -125,7 +134,8 @@ def rule_bind_reduce(ctx: RuleContext) -> list[Sketch]:
     return [sketch] if sketch is not None else []
 
 
-GPU_KNOBS = {"threads": (0, "thread"), "ktile": (1, "tile"), "reg": (2, "unroll"), "items": (2, "unroll")}
+GPU_KNOBS = {"threads": (0, "thread"), "ktile": (1, "tile"), "reg": (2, "unroll"), "items": (2, "unroll"),
+             "kunroll": (1, "unroll")}
 """The default policy's knob kinds (`stmt.axis.KIND`): their tile level and role kind."""
 
 
@@ -140,9 +150,49 @@ def policy_role(name: str, nests: list[Nest]) -> KnobRole | None:
     return KnobRole(stmt, axis, level, nest.extent(axis) if nest is not None else 0, kind)
 
 
+PADS = (0, 1)
+"""`pad N` of the `tile.shared.padN` sketches' staged tiles (the default lets einc-pad-shared
+choose): rows unpadded (16-byte aligned: vector loads of a row) or padded by one element
+(conflict-free columns)."""
+
+
+SEEDS = ("tile.cross", "tile.private", "tile.shared", "tile.columns")
+"""The `tile` sketches whose default points a search measures first: the reductions the
+default does not make (cross-thread on a device whose shared memory is not on chip, private
+accumulators where it is) and the staged contraction (the default where shared memory is on
+chip) and the one-column register tiles (the fastest shape on Intel's SYCL CPU device)."""
+
+
+def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, str]]:
+    """The `tile` sketches: (name, what they change of the default policy, description)."""
+    every = frozenset(inputs)
+    found = [("tile", Variant(frozenset()), "no input staged"),
+             ("tile.cross", Variant(frozenset(), "cross"), "no input staged, other reductions cross-thread "
+              "(each output on a work-group, its reduction shared by the work-items)"),
+             ("tile.private", Variant(frozenset(), "private"), "no input staged, other reductions one output per "
+              "work-item (a private accumulator)"),
+             ("tile.columns", Variant(frozenset(), columns=True), "no input staged, a work-item per output column "
+              "(register tiles one column wide: consecutive work-items read consecutive elements)")]  # fmt: skip
+    if shared:
+        found.append(("tile.shared", Variant(every, kunroll_knob=True), "every input of a contraction staged in "
+                      "shared memory, the reduction tile unrolled by a knob (its rows' vector width)"))
+        found += [(f"tile.shared.{t}", Variant(frozenset({t}), kunroll_knob=True), f"'{t}' staged in shared memory")
+                  for t in inputs]  # fmt: skip
+        found.append(("tile.shared.single", Variant(every, double_buffer=False, kunroll_knob=True),
+                      "every input staged in shared memory, single buffered (the default double buffers "
+                      "where both slots fit)"))
+        found += [(f"tile.shared.pad{p}", Variant(every, pad=p, kunroll_knob=True),
+                   f"every input staged in shared memory, its rows padded by {p}") for p in PADS]
+    return found
+
+
 def rule_tile(ctx: RuleContext) -> list[Sketch]:
-    """`tile`, `tile.shared`, `tile.shared.T`: the default policy's tiling with the
-    contractions' inputs staged in shared memory: none, all, or one."""
+    """`tile...`: the default policy's multi-level tiling (work-group = work-items x register
+    tile per output axis, a reduction tile where staged) with the contractions' inputs staged
+    in shared memory (none, all, or one; double buffered; padded), and the other reductions
+    cross-thread or in private accumulators. Every knob is bounded by the target's
+    description (einc.schedule.policies.gpu: work-items up to four default work-groups and
+    the target's limit, staged tiles within its shared memory)."""
     from einc.schedule.policies import gpu as policy
     from einc.targets import get_target
 
@@ -150,18 +200,14 @@ def rule_tile(ctx: RuleContext) -> list[Sketch]:
     if target.limits is None:
         return []
     inputs = sorted({t.name for n in ctx.nests if n.reduction and not n.init for t in n.tensors if not t.written})
-    variants: list[tuple[str, frozenset[str], str]] = [("tile", frozenset(), "no input staged")]
-    if target.limits.shared_bytes_per_block > 0:
-        variants.append(("tile.shared", frozenset(inputs), "every input of a contraction staged in shared memory"))
-        variants += [(f"tile.shared.{t}", frozenset({t}), f"'{t}' staged in shared memory") for t in inputs]
     found: list[Sketch] = []
-    for name, staging, what in variants:
-        schedule = policy.build(target, ctx.loops, staging, f"<sketch {name}>")
+    for name, variant, what in tile_variants(inputs, target.limits.shared_bytes_per_block > 0):
+        schedule = policy.build(target, ctx.loops, name=f"<sketch {name}>", variant=variant)
         if schedule is None or any(s.schedule.same_as(schedule) for s in found):
             continue
         roles = {k: r for k in schedule.knobs() if (r := policy_role(k, ctx.nests)) is not None}
         found.append(Sketch(name, schedule, "contractions on work-group, work-item and register tiles, " + what
-                            + "; other nests as the default schedule", roles))  # fmt: skip
+                            + "; other nests as the default schedule", roles, seed=name in SEEDS))  # fmt: skip
     return found
 
 

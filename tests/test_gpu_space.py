@@ -1,0 +1,162 @@
+"""The device search space (einc/tune/sketches/gpu.py): its `tile` sketches vary the default
+policy (einc/schedule/policies/gpu.py `Variant`: staging per input, double buffering,
+padding, the staged reduction tile's unroll, one-column register tiles, cross-thread or
+private reductions; the seed sketches a search measures first). The
+constructed default is a candidate on every device target; every knob is bounded by the
+target's description; a point past a limit is refused before any launch; points of the
+new sketches compute NumPy's numbers on OpenCL (PoCL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from einc.compiler.driver import Compilation
+from einc.errors import EincError
+from einc.schedule.default import default_schedule
+from einc.targets import get_target
+from einc.tune.space import SearchSpace, loops_of
+from einc.tune.types import Point, TuneTask
+from tests.test_device_differential import run_on_device
+from tests.test_device_schedules import random_inputs
+from tests.test_device_targets import require_run
+
+MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
+SOFTMAX = ("temp0[N] >=! input0[N, C]; temp1[N] +=! (input0[N, C] - temp0[N]).call(`exp`); "
+           "output0[N, C] = (input0[N, C] - temp0[N]).call(`exp`) / temp1[N]")  # fmt: skip
+ROWSUM = "output0[N] +=! input0[N, C]"
+PROGRAMS: dict[str, tuple[str, dict[str, list[int]]]] = {
+    "matmul": (MATMUL, {"input0": [40, 48], "input1": [48, 24]}),
+    "softmax": (SOFTMAX, {"input0": [6, 96]}),
+    "rowsum": (ROWSUM, {"input0": [5, 200]}),
+}
+DEVICES = ("opencl", "sycl", "hlsl", "cuda", "hip")
+MATMUL_DEVICES = ("opencl", "cuda")
+"""The matmul's space (ten sketches, 2 CPU-s each to build) on one target without shared memory
+on chip and one with: the others differ in the limits the reductions' spaces check."""
+CASES = [(name, t) for name in PROGRAMS for t in (MATMUL_DEVICES if name == "matmul" else DEVICES)]
+
+
+def _task(name: str, target: str, shapes: dict[str, list[int]] | None = None) -> TuneTask:
+    ir, default_shapes = PROGRAMS[name]
+    inputs = {k: {"dtype": "float32", "shape": v} for k, v in (shapes or default_shapes).items()}
+    return TuneTask(ir, target, f"<{name}>", inputs)
+
+
+@pytest.fixture(scope="module")
+def spaces() -> dict[tuple[str, str], SearchSpace]:
+    return {(name, t): SearchSpace.from_task(_task(name, t), rules=["tile"]) for name, t in CASES}
+
+
+@pytest.mark.parametrize("name,target", CASES)
+def test_the_constructed_default_is_a_candidate(spaces: dict, name: str, target: str) -> None:
+    space = spaces[name, target]
+    default = default_schedule(get_target(target), loops_of(space.task))
+    assert default is not None
+    assert space.candidate(space.default_point()).schedule == str(default)
+
+
+def test_sketches_per_program(spaces: dict) -> None:
+    """A contraction gets the staging, double-buffered and padded sketches where the target
+    has shared memory; reductions the cross-thread sketch where the default keeps a private
+    accumulator (OpenCL: shared memory is not on chip) and the private one where the default
+    is cross-thread (CUDA)."""
+    mm = spaces["matmul", "opencl"].sketches
+    assert {"tile.columns", "tile.shared", "tile.shared.input0", "tile.shared.input1", "tile.shared.single",
+            "tile.shared.pad0", "tile.shared.pad1"} <= set(mm)  # fmt: skip
+    columns = spaces["matmul", "opencl"].sketch_default("tile.columns").values()
+    assert columns["output0.M.reg"] == 1 and columns["output0.M.threads"] == 32  # all 24 columns of the tile
+    assert [s for s in spaces["matmul", "opencl"].sketches if spaces["matmul", "opencl"].sketches[s].seed] == [
+        "tile.columns", "tile.shared"]
+    assert "transform.einc.double_buffer" in str(mm["tile.shared"].schedule)
+    assert "transform.einc.double_buffer" not in str(mm["tile.shared.single"].schedule)
+    assert '"shared" pad 1' in str(mm["tile.shared.pad1"].schedule)
+    assert mm["tile.shared"].roles["output0.K.kunroll"].kind == "unroll"
+    assert "tile.cross" in spaces["softmax", "opencl"].sketches and "tile.cross" in spaces["rowsum", "sycl"].sketches
+    assert "tile.private" in spaces["rowsum", "cuda"].sketches and "tile.cross" not in spaces["rowsum", "cuda"].sketches
+    cross = spaces["rowsum", "opencl"].sketches["tile.cross"]
+    assert set(cross.schedule.knobs()) == {"output0.C.threads"}
+
+
+@pytest.mark.parametrize("target", DEVICES)
+def test_every_knob_is_bounded_by_the_target(spaces: dict, target: str) -> None:
+    limits = get_target(target).limits
+    assert limits is not None
+    for name in (n for n, t in CASES if t == target):
+        space = spaces[name, target]
+        extents = {f"{t}.{a}": e for t, a, e in ((n.stmt, ax, n.extent(ax)) for n in space.nests for ax in n.axes)}
+        for sketch in space.sketches:
+            for knob, options in space.knob_options(sketch).items():
+                kind = knob.rpartition(".")[2]
+                extent = extents[knob.rpartition(".")[0]]
+                if kind == "threads":
+                    assert max(options) <= limits.max_threads_per_block, (sketch, knob)
+                elif kind in ("reg", "items"):
+                    # register tiles: divisors of their axis, at most 16 a work-item
+                    assert all(extent % v == 0 and v <= 16 for v in options), (sketch, knob, options)
+                elif kind == "ktile":
+                    assert max(options) <= min(16, extent) and limits.shared_bytes_per_block > 0, (sketch, knob)
+                else:
+                    assert kind == "kunroll" and set(options) <= {1, 2, 4, 8}, (sketch, knob)
+
+
+def test_no_tile_sketches_without_a_grid() -> None:
+    """Poplar (one MultiVertex, no shared memory): no policy schedule, no `tile` sketch."""
+    space = SearchSpace.from_task(_task("matmul", "poplar"))
+    assert not any(s.startswith("tile") for s in space.sketches)
+
+
+@pytest.mark.parametrize("sketch", ["tile.shared", "tile.shared.single"])
+def test_a_point_past_the_shared_memory_is_refused_before_launch(sketch: str) -> None:
+    """HLSL has 32 KiB of shared memory a work-group: 64x4 work-items with 8x8 register tiles
+    stage (512 + 32) x 16 floats per input tile (twice that double buffered, the default)."""
+    from einc.schedule.policies.gpu import Variant, build
+    from einc.tune.sketches.gpu import tile_variants
+
+    task = _task("matmul", "hlsl", {"input0": [512, 512], "input1": [512, 512]})
+    variant = next(v for name, v, _ in tile_variants(["input0", "input1"], True) if name == sketch)
+    assert isinstance(variant, Variant)
+    schedule = build(get_target("hlsl"), loops_of(task), variant=variant)
+    assert schedule is not None
+    values = {**{k: v.selected for k, v in schedule.knobs().items()}, "output0.M.threads": 64, "output0.N.threads": 4,
+              "output0.M.reg": 8, "output0.N.reg": 8, "output0.K.ktile": 16}  # fmt: skip
+    comp = Compilation(task.source, "<m>", task.input_dict, None, "hlsl", str(schedule.with_values(values)))
+    with pytest.raises(EincError, match="shared memory"):
+        comp.run_until("source")
+
+
+def _reference(name: str, x: dict[str, np.ndarray]) -> np.ndarray:
+    a = x["input0"].astype(np.float64)
+    if name == "matmul":
+        return a @ x["input1"].astype(np.float64)
+    if name == "rowsum":
+        return a.sum(axis=1)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+POINTS: list[tuple[str, str, dict[str, Any]]] = [
+    ("matmul", "tile.shared.single", {"output0.K.ktile": 8, "output0.K.kunroll": 8, "output0.M.reg": 4}),
+    ("matmul", "tile.shared.pad1", {"output0.K.ktile": 16, "output0.K.kunroll": 2, "output0.N.reg": 5}),
+    ("matmul", "tile.shared.input1", {"output0.K.ktile": 4, "output0.M.threads": 2, "output0.N.threads": 16}),
+    ("matmul", "tile.columns", {}),
+    ("softmax", "tile.cross", {"temp0.C.threads": 32, "temp1.C.threads": 64}),
+    ("rowsum", "tile.cross", {"output0.C.threads": 16}),
+]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name,sketch,values", POINTS, ids=[f"{n}-{s}" for n, s, _ in POINTS])
+def test_points_of_the_new_sketches_match_numpy(spaces: dict, name: str, sketch: str, values: dict[str, Any]) -> None:
+    require_run("opencl")
+    space = spaces[name, "opencl"]
+    point = Point.of(sketch, {**space.sketch_default(sketch).values(), **values})
+    task = space.task
+    comp = Compilation(task.source, f"<{name}>", task.input_dict, None, "opencl", space.candidate(point).schedule)
+    comp.run_until("source")
+    x = random_inputs(comp)
+    out = run_on_device(comp, x)["output0"]
+    np.testing.assert_allclose(out, _reference(name, x), rtol=1e-4, atol=1e-4)
