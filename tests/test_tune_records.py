@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MATMUL = ROOT / "examples" / "matmul.ein"
 SMALL = "input a: float32[8, 4]\ninput b: float32[4, 6]\n\noutput0[N, M] +=! a[N, K] * b[K, M]\n"
 TUNED = {"output0.tile_i": 4, "output0.tile_j": 32, "output0.tile_k": 128}  # default: 8, 64, 256
-DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.6")
+DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.7")
 """A made-up context (records that no compile on this machine uses)."""
 
 
@@ -185,7 +185,7 @@ def test_record_context_of_c_names_isa_compiler_flags_and_space(monkeypatch: pyt
     context = record_context(get_target("c"))
     assert context.device == device_fingerprint(get_target("c")) and context.driver == ""
     assert context.compiler == compiler_identity(compiler()).splitlines()[0]
-    assert context.flags == " ".join(CFLAGS) and context.space == "cpu.6"
+    assert context.flags == " ".join(CFLAGS) and context.space == "cpu.7"
     flags = next((ln for ln in open("/proc/cpuinfo") if ln.startswith(("flags", "Features"))), "")
     isa = context.isa.split()
     assert isa == sorted(isa) and set(isa) <= set(flags.split(":", 1)[-1].split())
@@ -482,7 +482,7 @@ from einc.targets import get_target
 from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 path, program = Path(sys.argv[1]), sys.argv[2]
-DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.6")
+DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.7")
 out = {}
 with RecordDB(path, create=False) as db:
     out["writable"], out["why"] = db.writable, db.readonly_reason
@@ -625,7 +625,7 @@ def test_compile_skips_a_stale_record_with_one_note(tmp_path: Path, monkeypatch:
     assert "made with other compiler flags (here +-O1)" in capsys.readouterr().err
     assert main(["records", "show", str(record.id), "--db", str(db)]) == 0
     shown = capsys.readouterr().out
-    assert f"  compiler  {record.context.compiler}\n" in shown and "  space     cpu.6\n" in shown
+    assert f"  compiler  {record.context.compiler}\n" in shown and "  space     cpu.7\n" in shown
     assert "  applies   no: made with " in shown
     monkeypatch.undo()
     assert main(["records", "show", str(record.id), "--db", str(db)]) == 0
@@ -733,7 +733,7 @@ def test_imported_records_of_the_old_format_are_never_used(tmp_path: Path, capsy
         text = io.StringIO()
         a.export_jsonl(text)
     line = json.loads(text.getvalue())
-    assert line["format"] == "einc-tuning-record/2" and line["space"] == "cpu.6"
+    assert line["format"] == "einc-tuning-record/2" and line["space"] == "cpu.7"
     old = {k: v for k, v in line.items() if k not in ("isa", "driver", "compiler", "flags", "space")}
     old["format"] = "einc-tuning-record/1"
     with RecordDB(tmp_path / "b.db") as b:
@@ -789,7 +789,7 @@ def test_lookups_search_the_indexes_among_100k_records(tmp_path: Path) -> None:
 
 
 # ---- the search space's version ------------------------------------------------------------------
-SPACE_DIGESTS = {"cpu": (6, "5e9db76a1cb01e69"), "gpu": (3, "c1accae156fd2a75")}
+SPACE_DIGESTS = {"cpu": (7, "a851de5eba3381e4"), "gpu": (3, "c1accae156fd2a75")}
 """Per schedule family: its SPACE_VERSIONS number and the digest of `einc sketches` of the
 reference programs (SPACE_PROGRAMS) on a target of the family, 512-bit C vectors."""
 SPACE_PROGRAMS = ("matmul.ein", "mnist.ein", "softmax.ein", "layernorm.ein", "conv2d_pad.ein")
