@@ -285,7 +285,7 @@ def _parallelize(band: Sequence[affine.ForOp], work: int, b: ScheduleBuilder, sh
     (the policy's loop when there is no such loop)."""
     loop = parallel_loop(band, work)
     if loop is not None and shift > 0:
-        free = []
+        free: list[affine.ForOp] = []
         for x in band:
             if carried_dependence(x) is not None:
                 break

@@ -404,6 +404,20 @@ def rule_rfactor(ctx: RuleContext) -> list[Sketch]:
     return [sketch] if sketch is not None else []
 
 
+def policy_role(name: str, nests: list[Nest]) -> KnobRole:
+    """The role of a CPU default-policy knob (`stmt.tile_i|j|k|rows|channels|cols|...`)."""
+    stmt, _, what = name.rpartition(".")
+    nest = next((n for n in nests if n.stmt == stmt and not n.init and n.spatial), None)
+    if nest is None:
+        return KnobRole(stmt, "?", 1, 0, "tile")
+    spatial, reduction = list(nest.spatial), list(nest.reduction)
+    rows = spatial[-2] if len(spatial) > 1 else spatial[-1]
+    axis, level, kind = {"tile_j": (spatial[-1], 2, "tile"), "tile_i": (rows, 2, "unroll"),
+                         "tile_rows": (rows, 2, "unroll"),
+                         "tile_k": ((reduction or spatial)[-1], 1, "tile")}.get(what, (rows, 1, "tile"))  # fmt: skip
+    return KnobRole(stmt, axis, level, nest.extent(axis), kind)
+
+
 POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
     # suffix, the per-nest choices, conditions split out, what
     ("j", policy.Choices(channels=False), True, "register-blocked along the output row (no channel blocking)"),
@@ -432,8 +446,6 @@ def rule_policy(ctx: RuleContext) -> list[Sketch]:
     script as the default or an earlier variant) is left out. The default itself is the
     space's `default` sketch, and each variant's own default point is proposed early by the
     search (SearchSpace.seed_points)."""
-    from einc.tune.space import default_roles
-
     target = get_target(ctx.target)
     made = [policy.default_schedule(target, ctx.loops)]
     found: list[Sketch] = []
@@ -443,7 +455,7 @@ def rule_policy(ctx: RuleContext) -> list[Sketch]:
             continue
         made.append(schedule)
         found.append(Sketch(f"policy.{suffix}", schedule, f"the default schedule, {what}",
-                            default_roles(schedule, ctx.nests)))  # fmt: skip
+                            {name: policy_role(name, ctx.nests) for name in schedule.knobs()}))  # fmt: skip
     return found
 
 
