@@ -42,7 +42,8 @@ input (padding zeros times the weight).
 of a temporary database; `--from-records PATH` later times the decisions kept there (and each
 operator's fastest OK trial) without tuning again: re-timing a tuning run on a quiet
 machine. A decision applies only on the machine, compiler and search-space version that made
-it; an operator without one gets no tuned column.
+it (`--any-space`: of any search-space version, its script refused and left out where it no
+longer applies); an operator without one gets no tuned column.
 
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
@@ -312,18 +313,31 @@ def tune_op(op: Op, trials: int, threads: int, workers: int, seed: int = 0,
     return decided, other, info
 
 
-def recorded_op(op: Op, records: str) -> tuple[str | None, str | None, dict[str, Any]] | None:
+def recorded_op(op: Op, records: str, any_space: bool = False) -> tuple[str | None, str | None, dict[str, Any]] | None:
     """What `tune_op` gives, read from a record database instead of tuning: the schedule of the
     tuner's decision for the operator on this machine (None: the default kept), the fastest OK
     trial's (None: the default's or the decision's) and a summary; None when the database has
-    no decision that applies here (another device, compiler or search-space version)."""
+    no decision that applies here (another device, compiler or search-space version; with
+    `any_space`, a decision made by another version of the search space is taken too: its
+    schedule is a whole script, refused when compiled if it no longer applies)."""
+    import dataclasses
+
     from einc.compiler.records import RecordStore, find_record, record_context
-    from einc.tune.space import SearchSpace
     from einc.targets import get_target
+    from einc.tune.space import SearchSpace
 
     task = task_of(op)
     target = get_target(task.target)
+    here = context = record_context(target)
     found = find_record(task.normalized, target, db=records)
+    if found is None and any_space:
+        with RecordStore(records, create=False) as store:
+            for other, _ in store.others(task.key, task.target, here):
+                if other is not None and other.differing(here) == ["space"]:
+                    context = dataclasses.replace(here, space=other.space)
+                    if (best := store.best(task.key, task.target, context)) is not None:
+                        found = (best, Path(records))
+                        break
     if found is None:
         return None
     record, _ = found
@@ -332,12 +346,14 @@ def recorded_op(op: Op, records: str) -> tuple[str | None, str | None, dict[str,
                             "record": record.id, "from_records": records}  # fmt: skip
     decided = record.schedule if crowned else None
     with RecordStore(records, create=False) as store:
-        trials = [r for r in store.trials(task.key, task.target, record_context(target)) if r.ok]
+        trials = [r for r in store.trials(task.key, task.target, context) if r.ok]
     info["trials"] = len(trials)
+    info["space"] = context.space
     other = None
     if trials:
         fastest = min(trials, key=lambda r: r.median_s)
-        default = SearchSpace.from_task(task).default_point()
+        # the default point of the space that made the records (another's: compared by schedule)
+        default = SearchSpace.from_task(task).default_point() if context == here else None
         if fastest.point() not in (record.point(), default) and fastest.schedule != decided:
             other = fastest.schedule
             info["fastest_point"] = fastest.point().describe()
@@ -351,15 +367,19 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     import torch
 
     from einc.semantics.compare import max_error, tolerance
+    from einc.errors import ScheduleError
 
     rng = np.random.default_rng()
     start = time.perf_counter()
     task = task_of(op)
     kernels = {"default": task.compilation(None).kernel()}
-    if tuned is not None:
-        kernels["tuned"] = task.compilation(tuned).kernel()
-    if fastest is not None:
-        kernels["fastest"] = task.compilation(fastest).kernel()
+    for side, schedule in (("tuned", tuned), ("fastest", fastest)):
+        if schedule is None:
+            continue
+        try:
+            kernels[side] = task.compilation(schedule).kernel()
+        except ScheduleError as err:  # a recorded script of another search space (--any-space)
+            print(f"{op.name}: the {side} schedule no longer applies ({err}); not timed", file=sys.stderr)
     compile_s = time.perf_counter() - start
     arrays = {name: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for name, v in op.inputs.items()}
     want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
@@ -484,6 +504,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", help="keep the tuner's records in this SQLite database (with --tune)")
     parser.add_argument("--from-records", help="time the decisions kept in this record database (no tuning): "
                         "the tuned and fastest-trial columns of every operator it has a decision for")
+    parser.add_argument("--any-space", action="store_true", help="with --from-records: also the decisions "
+                        "of another version of the CPU search space (their scripts, refused if they no longer apply)")
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (README)")
     parser.add_argument("--from-json", nargs="+", help="print the table of saved runs instead of running")
@@ -523,7 +545,7 @@ def main(argv: list[str] | None = None) -> None:
             if key in tune:
                 print(f"tuning {op.name} ({args.trials} trials) ...", file=sys.stderr, flush=True)
                 schedule, fastest, info = tune_op(op, args.trials, threads, args.workers, records=args.records)
-            elif args.from_records and (found := recorded_op(op, args.from_records)) is not None:
+            elif args.from_records and (found := recorded_op(op, args.from_records, args.any_space)) is not None:
                 schedule, fastest, info = found
             row = run_op(key, op, batch, args.repeat, threads, schedule, fastest)
             row.update({k: machine[k] for k in ("fma_peak_gflops", "triad_gbs")})
