@@ -5,7 +5,8 @@ PyTorch on the CPU (oneDNN), default schedule and tuned.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 PYTHONPATH=. \\
         .venv/bin/python benchmarks/cpu_operators.py [--batch 1,16] [--repeat 5] [--only KEY,...]
-        [--tune KEY,...|all] [--trials 32] [--json out.json] [--markdown]
+        [--tune KEY,...|all] [--trials 32] [--records tuned.db] [--json out.json] [--markdown]
+    ... benchmarks/cpu_operators.py --from-records tuned.db [--batch 1] [--only KEY,...] [--json] [--markdown]
     .venv/bin/python benchmarks/cpu_operators.py --from-json a.json [b.json ...] --markdown
 
 Per operator and batch: einc's kernel under the default schedule (and, for the operators
@@ -36,6 +37,13 @@ The transposed convolution is written with the product under `.when` (the tap is
 where the stride or the border excludes it, as torch skips it: no 0 x weight, so an inf or
 NaN weight stays out of the outputs it does not reach); the padded convolutions guard the
 input (padding zeros times the weight).
+
+`--records PATH` keeps the tuner's records (SQLite, as `einc tune --db` writes them) instead
+of a temporary database; `--from-records PATH` later times the decisions kept there (and each
+operator's fastest OK trial) without tuning again: re-timing a tuning run on a quiet
+machine. A decision applies only on the machine, compiler and search-space version that made
+it (`--any-space`: of any search-space version, its script refused and left out where it no
+longer applies); an operator without one gets no tuned column.
 
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
@@ -274,19 +282,20 @@ def task_of(op: Op) -> Any:
     return TuneTask(op.ir, "c", f"<{op.name}>", op.inputs)
 
 
-def tune_op(op: Op, trials: int, threads: int, workers: int,
-            seed: int = 0) -> tuple[str | None, str | None, dict[str, Any]]:  # fmt: skip
+def tune_op(op: Op, trials: int, threads: int, workers: int, seed: int = 0,
+            records: str | None = None) -> tuple[str | None, str | None, dict[str, Any]]:  # fmt: skip
     """The best schedule of `trials` tuning trials (None: the default kept), the fastest
     trial's schedule (None: the default's, or the best's) and what the tuner said, through
-    the public tuner API with a temporary record database. On a busy machine the tuner keeps
+    the public tuner API with a record database: `records` (SQLite, kept: `--from-records`
+    times its decisions later), else a temporary one. On a busy machine the tuner keeps
     the default unless a finalist beat it beyond the noise: the fastest trial then says what
     the space reached."""
     from einc.tune.tuner import tune
 
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = tune(task_of(op), trials=trials, threads=threads, workers=workers, db=Path(tmp) / "records.db",
-                      seed=seed)  # fmt: skip
+        db = Path(records) if records is not None else Path(tmp) / "records.db"
+        result = tune(task_of(op), trials=trials, threads=threads, workers=workers, db=db, seed=seed)
         seconds = time.perf_counter() - start
     best = result.best
     # The default sketch has knobs too: a crowned point may be one of its other points.
@@ -304,6 +313,53 @@ def tune_op(op: Op, trials: int, threads: int, workers: int,
     return decided, other, info
 
 
+def recorded_op(op: Op, records: str, any_space: bool = False) -> tuple[str | None, str | None, dict[str, Any]] | None:
+    """What `tune_op` gives, read from a record database instead of tuning: the schedule of the
+    tuner's decision for the operator on this machine (None: the default kept), the fastest OK
+    trial's (None: the default's or the decision's) and a summary; None when the database has
+    no decision that applies here (another device, compiler or search-space version; with
+    `any_space`, a decision made by another version of the search space is taken too: its
+    schedule is a whole script, refused when compiled if it no longer applies)."""
+    import dataclasses
+
+    from einc.compiler.records import RecordStore, find_record, record_context
+    from einc.targets import get_target
+    from einc.tune.space import SearchSpace
+
+    task = task_of(op)
+    target = get_target(task.target)
+    here = context = record_context(target)
+    found = find_record(task.normalized, target, db=records)
+    if found is None and any_space:
+        with RecordStore(records, create=False) as store:
+            for other, _ in store.others(task.key, task.target, here):
+                if other is not None and other.differing(here) == ["space"]:
+                    context = dataclasses.replace(here, space=other.space)
+                    if (best := store.best(task.key, task.target, context)) is not None:
+                        found = (best, Path(records))
+                        break
+    if found is None:
+        return None
+    record, _ = found
+    crowned = not record.kept_default
+    info: dict[str, Any] = {"crowned": crowned, "reason": record.decision, "point": record.point().describe(),
+                            "record": record.id, "from_records": records}  # fmt: skip
+    decided = record.schedule if crowned else None
+    with RecordStore(records, create=False) as store:
+        trials = [r for r in store.trials(task.key, task.target, context) if r.ok]
+    info["trials"] = len(trials)
+    info["space"] = context.space
+    other = None
+    if trials:
+        fastest = min(trials, key=lambda r: r.median_s)
+        # the default point of the space that made the records (another's: compared by schedule)
+        default = SearchSpace.from_task(task).default_point() if context == here else None
+        if fastest.point() not in (record.point(), default) and fastest.schedule != decided:
+            other = fastest.schedule
+            info["fastest_point"] = fastest.point().describe()
+    return decided, other, info
+
+
 def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str | None = None,
            fastest: str | None = None) -> dict[str, Any]:  # fmt: skip
     """Check einc (default, and the `tuned` and `fastest` trial's schedules when given) and
@@ -311,15 +367,19 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     import torch
 
     from einc.semantics.compare import max_error, tolerance
+    from einc.errors import ScheduleError
 
     rng = np.random.default_rng()
     start = time.perf_counter()
     task = task_of(op)
     kernels = {"default": task.compilation(None).kernel()}
-    if tuned is not None:
-        kernels["tuned"] = task.compilation(tuned).kernel()
-    if fastest is not None:
-        kernels["fastest"] = task.compilation(fastest).kernel()
+    for side, schedule in (("tuned", tuned), ("fastest", fastest)):
+        if schedule is None:
+            continue
+        try:
+            kernels[side] = task.compilation(schedule).kernel()
+        except ScheduleError as err:  # a recorded script of another search space (--any-space)
+            print(f"{op.name}: the {side} schedule no longer applies ({err}); not timed", file=sys.stderr)
     compile_s = time.perf_counter() - start
     arrays = {name: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for name, v in op.inputs.items()}
     want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
@@ -441,6 +501,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tune", help="comma-separated operator keys to tune too, or 'all'")
     parser.add_argument("--trials", type=int, default=32, help="tuning trials per operator and batch")
     parser.add_argument("--workers", type=int, default=2, help="parallel C builds while tuning")
+    parser.add_argument("--records", help="keep the tuner's records in this SQLite database (with --tune)")
+    parser.add_argument("--from-records", help="time the decisions kept in this record database (no tuning): "
+                        "the tuned and fastest-trial columns of every operator it has a decision for")
+    parser.add_argument("--any-space", action="store_true", help="with --from-records: also the decisions "
+                        "of another version of the CPU search space (their scripts, refused if they no longer apply)")
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (README)")
     parser.add_argument("--from-json", nargs="+", help="print the table of saved runs instead of running")
@@ -451,6 +516,10 @@ def main(argv: list[str] | None = None) -> None:
     keys = list(ops(1))
     only = keys if not args.only else [k.strip() for k in args.only.split(",")]
     tune = set() if not args.tune else set(keys if args.tune == "all" else [k.strip() for k in args.tune.split(",")])
+    if args.from_records and (args.tune or args.records):
+        parser.error("--from-records times recorded decisions: it takes no --tune or --records")
+    if args.from_records and not Path(args.from_records).exists():
+        parser.error(f"no record database at {args.from_records}")
     for k in [*only, *tune]:
         if k not in keys:
             parser.error(f"unknown operator {k!r}; known: {', '.join(keys)}")
@@ -462,7 +531,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(threads)
     machine = {"cpu": cpu_model(), "threads": threads, "torch": torch.__version__, "repeat": args.repeat,
                "fma_peak_gflops": fma_peak_gflops(threads), "triad_gbs": stream_bandwidth_gbs(threads),
-               "trials": args.trials if tune else None, "wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+               "trials": args.trials if tune else None, "records": args.records or args.from_records,
+               "wait_policy": os.environ.get("OMP_WAIT_POLICY"),
                "load_before": os.getloadavg()[0]}  # fmt: skip
     print(f"FMA peak {machine['fma_peak_gflops']:.1f} GFLOP/s, triad {machine['triad_gbs']:.1f} GB/s, "
           f"{threads} threads", file=sys.stderr, flush=True)  # fmt: skip
@@ -474,7 +544,9 @@ def main(argv: list[str] | None = None) -> None:
             schedule, fastest, info = (None, None, None)
             if key in tune:
                 print(f"tuning {op.name} ({args.trials} trials) ...", file=sys.stderr, flush=True)
-                schedule, fastest, info = tune_op(op, args.trials, threads, args.workers)
+                schedule, fastest, info = tune_op(op, args.trials, threads, args.workers, records=args.records)
+            elif args.from_records and (found := recorded_op(op, args.from_records, args.any_space)) is not None:
+                schedule, fastest, info = found
             row = run_op(key, op, batch, args.repeat, threads, schedule, fastest)
             row.update({k: machine[k] for k in ("fma_peak_gflops", "triad_gbs")})
             if info is not None:

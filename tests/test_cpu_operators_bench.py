@@ -121,3 +121,22 @@ def test_new_sketches_and_a_random_point_match_the_reference(key: str) -> None:
             assert point.sketch != "default" and str(e).startswith("<schedule>:"), (key, point, e)
             continue
         assert max_error(got, want) <= tolerance("float32"), (key, point.describe())
+
+
+def test_tuning_records_are_kept_and_their_decision_read_back(tmp_path: Path) -> None:
+    """`--records PATH` keeps the tuner's records; `--from-records PATH` reads the decision
+    (and the trials) back without tuning: the schedule the tuner decided (None: the default
+    kept), on this machine and search-space version."""
+    op = bench.ops(1, tiny=True)["matmul_small"]
+    db = tmp_path / "tuned.db"
+    decided, _, info = bench.tune_op(op, 2, 1, 1, records=str(db))
+    assert db.exists() and info["trials"] == 2
+    found = bench.recorded_op(op, str(db))
+    assert found is not None
+    again, _, summary = found
+    assert again == decided and summary["crowned"] == info["crowned"] and summary["trials"] >= 1
+    assert bench.recorded_op(bench.ops(1, tiny=True)["softmax"], str(db)) is None  # never tuned: no decision
+    with pytest.raises(SystemExit):
+        bench.main(["--from-records", str(tmp_path / "missing.db")])
+    with pytest.raises(SystemExit):
+        bench.main(["--from-records", str(db), "--tune", "all"])

@@ -64,7 +64,9 @@ class _History:
         self._times: dict[Point, float] = {}  # OK points: their best median seconds
         self._failed: set[Point] = set()  # a non-OK status (NOISY excepted): never trusted
         self._all: list[Point] | None = None  # the whole space, when small enough to list
-        self._seeds: list[Point] = []  # points to propose first, after the default (transfer)
+        # points to propose first, after the default: the space's own (its policy variants'
+        # defaults), then transfer's
+        self._seeds: list[Point] = list(getattr(space, "seed_points", list)())
 
     def observe(self, results: Sequence[tuple[Point, MeasureResult]]) -> None:
         for point, result in results:

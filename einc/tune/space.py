@@ -54,25 +54,10 @@ def _max_threads(target: str) -> int:
 def default_roles(schedule: Schedule, nests: list[Nest]) -> dict[str, KnobRole]:
     """Roles of the default policies' knobs (einc.schedule.policies.cpu: `stmt.tile_i|j|k|rows`;
     einc.schedule.policies.gpu: `stmt.axis.threads|reg|ktile|items`)."""
+    from einc.tune.sketches.cpu import policy_role as cpu_role
     from einc.tune.sketches.gpu import policy_role
 
-    roles = {}
-    for name in schedule.knobs():
-        if (role := policy_role(name, nests)) is not None:
-            roles[name] = role
-            continue
-        stmt, _, what = name.rpartition(".")
-        nest = next((n for n in nests if n.stmt == stmt and not n.init and n.spatial), None)
-        if nest is None:
-            roles[name] = KnobRole(stmt, "?", 1, 0, "tile")
-            continue
-        spatial, reduction = list(nest.spatial), list(nest.reduction)
-        rows = spatial[-2] if len(spatial) > 1 else spatial[-1]
-        axis, level, kind = {"tile_j": (spatial[-1], 2, "tile"), "tile_i": (rows, 2, "unroll"),
-                             "tile_rows": (rows, 2, "unroll"),
-                             "tile_k": ((reduction or spatial)[-1], 1, "tile")}.get(what, (rows, 1, "tile"))  # fmt: skip
-        roles[name] = KnobRole(stmt, axis, level, nest.extent(axis), kind)
-    return roles
+    return {name: policy_role(name, nests) or cpu_role(name, nests) for name in schedule.knobs()}
 
 
 class SearchSpace:
@@ -125,6 +110,11 @@ class SearchSpace:
     # ---- points -------------------------------------------------------------------------------
     def default_point(self) -> Point:
         return Point.of("default", {k: v.selected for k, v in self._knobs["default"].items()})
+
+    def seed_points(self) -> list[Point]:
+        """Points a search proposes first, after the default: the default point of each
+        `policy.*` sketch (the default schedule with one structural choice changed)."""
+        return [self.sketch_default(s) for s in self._names if s.startswith("policy.")]
 
     def sketch_default(self, sketch: str) -> Point:
         return Point.of(sketch, {k: v.selected for k, v in self._knobs[sketch].items()})

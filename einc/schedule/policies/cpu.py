@@ -110,6 +110,27 @@ REDUCTION_MIN_TRIP = 32
 """Innermost reduction loops shorter than this stay scalar (two vectors of 16 floats)."""
 
 
+@dataclass(frozen=True)
+class Choices:
+    """Structural choices of the per-nest policy that the CPU tuning sketches vary
+    (einc.tune.sketches.cpu `rule_policy`); the defaults are the policy's own. `channels`:
+    block over output channels x columns when a channel plan exists (None: where the policy
+    does; False: never, blocked along j; True: whatever the row's width); `pack`: the
+    weight/filter tile and matmul's B panel packed (cache_read); `parallel`: the parallel
+    loop is the policy's (0) or the k-th independent loop of more than one iteration after
+    it; `batch_inside`: a channel-blocked nest's batch loops below the channel tiles (None:
+    where the policy puts them)."""
+
+    channels: bool | None = None
+    pack: bool = True
+    parallel: int = 0
+    batch_inside: bool | None = None
+
+
+POLICY = Choices()
+"""The default policy's choices."""
+
+
 def _unit_stride(access_map: AffineMap | None, operands: Sequence[SSAValue], iv: SSAValue) -> bool:
     if access_map is None or not access_map.results:
         return False
@@ -158,11 +179,12 @@ def _tagged(loop: affine.ForOp) -> bool:
     return lt.STMT_ATTR in loop.attributes and lt.AXIS_ATTR in loop.attributes and "einc.copy" not in loop.attributes
 
 
-def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
+def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Choices = POLICY) -> None:
     """The default schedule of the nest under `top`, added to `b`: a contraction's
     unit-stride output loop moved innermost and register-blocked, the outer loop parallel
     given enough work, the innermost loop vectorized (or its reduction vector-accumulated);
-    nothing for a nest whose band is not perfect or has untagged (or copied) loops."""
+    nothing for a nest whose band is not perfect or has untagged (or copied) loops; `choices`:
+    the structural choices a tuning sketch varies (Choices)."""
     band = band_from(top)
     if not all(_tagged(loop) for loop in band) or not perfect_band(band):
         return
@@ -181,7 +203,7 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
             reads = [a for a in _loads(top) if a.buffer is not buffer]
             order = [*parallel[:-1], *reduction, p]
             def planned() -> bool:
-                return _channel_plan(order, len(parallel) - 1, lanes) is not None  # noqa: B023
+                return _channel_plan(order, len(parallel) - 1, lanes, choices.channels) is not None  # noqa: B023
 
             if _unit_stride(stores[0].map, stores[0].operands, iv) and (
                 any(_unit_stride(a.map, a.operands, iv) for a in reads)
@@ -200,10 +222,10 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> None:
                 if not isinstance(reordered, lt.Failure):
                     new = [b.loop(h) for h in reordered]
                     b.remember(new, reordered)
-                    band = band_from(_block_contraction(new, len(parallel) - 1, b, lanes))
+                    band = band_from(_block_contraction(new, len(parallel) - 1, b, lanes, choices))
             elif band == [*parallel, *reduction] and (trip_count(band[-1]) or 0) < REDUCTION_MIN_TRIP:
                 band = band_from(_interleave_short_reductions(band, len(parallel), b, lanes=lanes))
-    _parallelize(band, work, b)
+    _parallelize(band, work, b, choices.parallel)
     inner = band_from(band[0])[-1]
     stores = [a for a in next(iter(written_groups(inner).values()), ()) if a.write]
     if stores and _unit_stride(stores[0].map, stores[0].operands, induction_var(inner)) and (trip_count(inner) or 0) > 1:
@@ -282,8 +304,19 @@ def parallel_loop(band: Sequence[affine.ForOp], work: int) -> affine.ForOp | Non
     return best
 
 
-def _parallelize(band: Sequence[affine.ForOp], work: int, b: ScheduleBuilder) -> None:
+def _parallelize(band: Sequence[affine.ForOp], work: int, b: ScheduleBuilder, shift: int = 0) -> None:
+    """The band's parallel loop (`parallel_loop`) run in parallel; `shift` k > 0: the k-th
+    loop of more than one iteration after it, above the first that carries a dependence
+    (the policy's loop when there is no such loop)."""
     loop = parallel_loop(band, work)
+    if loop is not None and shift > 0:
+        free: list[affine.ForOp] = []
+        for x in band:
+            if carried_dependence(x) is not None:
+                break
+            free.append(x)
+        later = [x for x in free[free.index(loop) + 1:] if (trip_count(x) or 0) > 1] if loop in free else []
+        loop = later[shift - 1] if shift <= len(later) else loop
     if loop is not None:
         b.try_(lambda: b.parallelize(b.handle(loop)))
 
@@ -301,7 +334,8 @@ def _loads(root: affine.ForOp) -> list[Access]:
     return [a for a in accesses(root) if not a.write]
 
 
-def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int,
+                  pack: bool = True) -> affine.ForOp:  # fmt: skip
     """Register-block an i-k-j band `[outer parallel..., reductions..., j]` of a big
     matmul-like nest: j tiled by a vector-width multiple, i (the last outer parallel loop)
     tiled and its tile moved inside the reduction and unrolled, the reduction tiled for L2,
@@ -376,7 +410,7 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     # pack the k-by-j panel of the input the vector loop reads (B) into a local array once per
     # k tile: every i tile then reads it contiguously, where B's rows a matrix row apart map
     # to the same L1 sets (AVX2, 1024^3: 32 to 48 GFLOP/s unpacked from run to run, 52.7 packed)
-    if len(panel) == 1:
+    if len(panel) == 1 and pack:
         b.try_(lambda: b.cache_read(buffer_name(panel[0]), b.handle(ko_new)))
     return new[0]
 
@@ -474,15 +508,16 @@ local buffer holds: staging.MAX_LOCAL_ELEMENTS); the first reduction (input chan
 tiled to fit. Each input-channel tile copies the output tile in and out once more."""
 
 
-def _block_contraction(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+def _block_contraction(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int,
+                       choices: Choices = POLICY) -> affine.ForOp:  # fmt: skip
     """Register-block an i-k-j band `[outer parallel..., reductions..., j]`: over output
     channels x output columns (`_block_channels`) when the unit-stride output axis j does
     not fill whole vectors and an output-channel loop does; else along j (`_block_matmul`,
     `_block_rows`). Returns the band's new outermost loop."""
-    plan = _channel_plan(band, n_outer, lanes)
+    plan = _channel_plan(band, n_outer, lanes, choices.channels)
     if plan is not None:
-        return _block_channels(band, n_outer, b, lanes, plan)
-    return _block_matmul(band, n_outer, b, lanes)
+        return _block_channels(band, n_outer, b, lanes, plan, choices)
+    return _block_matmul(band, n_outer, b, lanes, choices.pack)
 
 
 @dataclass(frozen=True)
@@ -517,14 +552,15 @@ def _single_dim(access: Access, iv: SSAValue) -> int | None:
     return dims[0] if len(dims) == 1 else None
 
 
-def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _ChannelPlan | None:
+def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: bool | None = None) -> _ChannelPlan | None:
     """Whether and how `_block_channels` tiles the band: an output-channel loop f whose extent
     is a multiple of the vector width, a filter read at f (and not at j) that one box covers,
     and an output row j that whole vectors do not fill (convolutions with 7, 14, 28, 30, 56
     columns: along j a 30-column row is vectors of 16, 8, 4 and 2, half the lanes idle),
     or with several reductions (a window) and j narrower than two vectors. None: block
-    along j as before."""
-    if n_outer < 1 or len(band) - n_outer < 2:
+    along j as before. `force` (Choices.channels): False, always None; True, a plan
+    whatever the row's width."""
+    if n_outer < 1 or len(band) - n_outer < 2 or force is False:
         return None
     outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
     nj = trip_count(j)
@@ -547,7 +583,7 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int) -> _Channe
     # would keep its accumulators in memory (a load and a store per FMA), so it is blocked
     # over channels x columns too
     rows_fit = nj // lanes <= (24 if lanes >= 16 else 12) // 2
-    if nj % lanes == 0 and not (len(reductions) > 1 and (nj < 2 * lanes or not rows_fit)) and not strided:
+    if nj % lanes == 0 and not (len(reductions) > 1 and (nj < 2 * lanes or not rows_fit)) and not strided and not force:
         return None
     for f in reversed(outer):
         nf, fv = trip_count(f) or 0, induction_var(f)
@@ -618,7 +654,8 @@ def _innermost(rank: int, dim: int) -> tuple[int, ...]:
     return (*(d for d in range(rank) if d != dim), dim)
 
 
-def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int, plan: _ChannelPlan) -> affine.ForOp:
+def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int, plan: _ChannelPlan,
+                    choices: Choices = POLICY) -> affine.ForOp:  # fmt: skip
     """Register-block a band `[outer parallel..., reductions..., j]` over output channels f
     (vectors) x output columns j (unrolled rows), the reductions (input channels, then the
     window) inside, the order `outer..., f tiles, [c tiles], outer spatial..., j tiles, c,
@@ -671,6 +708,8 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     points = nj * math.prod(trip_count(loop) or 1 for loop in after)
     batch_inside = (math.prod(trip_count(loop) or 1 for loop in before) > 1 and points < BATCH_INSIDE_POINTS * lanes
                     and nf // plan.tf >= PARALLEL_MIN_TRIP // 2)  # fmt: skip
+    if choices.batch_inside is not None:
+        batch_inside = choices.batch_inside and math.prod(trip_count(loop) or 1 for loop in before) > 1
     if batch_inside:
         wanted = [fo, *tiled_c, *before, *after, jo, ci, *reductions[1:], ji, fi]
     elif split is not None:
@@ -697,7 +736,8 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
         return new[0]
     if isinstance(b.try_(lambda: b.cache_write(buffer_name(out), b.handle(at_out), layout=_innermost(out_rank, plan.out_dim))), lt.Failure):
         return new[0]
-    b.try_(lambda: b.cache_read(buffer_name(plan.filter), b.handle(at_filter), layout=_innermost(filter_rank, plan.filter_dim)))
+    if choices.pack:
+        b.try_(lambda: b.cache_read(buffer_name(plan.filter), b.handle(at_filter), layout=_innermost(filter_rank, plan.filter_dim)))
     if isinstance(b.try_(lambda: b.unroll(b.handle(ji_new), knob_w)), lt.Failure):
         return new[0]
     b.try_(lambda: b.vectorize(b.match(stmt, _tag(fi_new, lt.AXIS_ATTR), root=nest_root(b, new[0]))))
@@ -868,9 +908,12 @@ def register_tile(lanes: int) -> tuple[int, int]:
     return (4, 8) if lanes >= 16 else (2, 6)
 
 
-def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
+def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choices = POLICY,
+                     split_conditions: bool = True) -> Schedule | None:  # fmt: skip
     """The default schedule of a loop-level module for a CPU `target` (its vector width sets
-    the tiles), or None when there is nothing to do. `module` is not modified."""
+    the tiles), or None when there is nothing to do. `module` is not modified. `choices`
+    and `split_conditions` (conditions left in the loops when False): what a tuning sketch
+    varies."""
     b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>", cloned_from=module)
     lanes = target.vector_lanes()
     for f in b.payload.walk():
@@ -878,7 +921,9 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | 
             fused = set(fuse_producers(list(f.body.block.ops), b))
             for top in [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]:
                 if top not in fused:
-                    for nest in phase_nests(b, top) or [top]:  # a transposed convolution: a dense nest per phase
-                        schedule_nest(nest, b, lanes)
-    split_conditions_out(b)  # padding and stride tests out of the scheduled loops
+                    # a transposed convolution: a dense nest per phase (conditions split out)
+                    for nest in (phase_nests(b, top) if split_conditions else None) or [top]:
+                        schedule_nest(nest, b, lanes, choices)
+    if split_conditions:
+        split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()

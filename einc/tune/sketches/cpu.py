@@ -5,7 +5,9 @@ a register tile unrolled and vectorized innermost) with the output tile staged i
 same after the default's producer fusion (`compute_at`); consumer fusion
 (`reverse_compute_at`) into a tiled contraction; `rfactor` of a reduction with little
 spatial parallelism. Nests a rule does not handle get the default policy's per-nest schedule
-(einc.schedule.policies.cpu). Knob names: `stmt.axis.l1` (how many inner tiles an outer tile
+(einc.schedule.policies.cpu). The `policy` rule starts from the default policy's own plan
+(channel or row blocking, packing, parallel loop, condition splitting) with one structural
+choice changed, its size knobs kept. Knob names: `stmt.axis.l1` (how many inner tiles an outer tile
 covers; on the first spatial axis this sets the parallel grain), `stmt.axis.l2` (the
 register tile), `stmt.axis.rfactor`.
 """
@@ -402,4 +404,60 @@ def rule_rfactor(ctx: RuleContext) -> list[Sketch]:
     return [sketch] if sketch is not None else []
 
 
-RULES = {"tile": rule_tile, "fuse": rule_fuse_producers, "rca": rule_fuse_consumer, "rfactor": rule_rfactor}
+def policy_role(name: str, nests: list[Nest]) -> KnobRole:
+    """The role of a CPU default-policy knob (`stmt.tile_i|j|k|rows|channels|cols|...`)."""
+    stmt, _, what = name.rpartition(".")
+    nest = next((n for n in nests if n.stmt == stmt and not n.init and n.spatial), None)
+    if nest is None:
+        return KnobRole(stmt, "?", 1, 0, "tile")
+    spatial, reduction = list(nest.spatial), list(nest.reduction)
+    rows = spatial[-2] if len(spatial) > 1 else spatial[-1]
+    axis, level, kind = {"tile_j": (spatial[-1], 2, "tile"), "tile_i": (rows, 2, "unroll"),
+                         "tile_rows": (rows, 2, "unroll"),
+                         "tile_k": ((reduction or spatial)[-1], 1, "tile")}.get(what, (rows, 1, "tile"))  # fmt: skip
+    return KnobRole(stmt, axis, level, nest.extent(axis), kind)
+
+
+POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
+    # suffix, the per-nest choices, conditions split out, what
+    ("j", policy.Choices(channels=False), True, "register-blocked along the output row (no channel blocking)"),
+    ("ch", policy.Choices(channels=True), True, "register-blocked over output channels x columns whatever the "
+     "row's width"),
+    ("p1", policy.Choices(parallel=1), True, "the next independent loop parallel"),
+    ("p2", policy.Choices(parallel=2), True, "the second next independent loop parallel"),
+    ("ch.p1", policy.Choices(channels=True, parallel=1), True, "blocked over channels x columns, the next "
+     "independent loop parallel"),
+    ("nopack", policy.Choices(pack=False), True, "the weight (filter, matmul panel) read in place, not packed"),
+    ("bi", policy.Choices(batch_inside=True), True, "the batch loops below the channel tiles"),
+    ("bo", policy.Choices(batch_inside=False), True, "the batch loops above the channel tiles"),
+    ("bi.p1", policy.Choices(batch_inside=True, parallel=1), True, "the batch loops below the channel tiles, "
+     "the next independent loop parallel"),
+    ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
+)  # fmt: skip
+"""The `policy` rule's sketches: the default policy's schedule with one structural choice
+changed (einc.schedule.policies.cpu.Choices, and whether conditions are split out); each
+keeps the policy's size knobs (`stmt.tile_channels|tile_cols|tile_reduce|tile_spatial|
+tile_rows|tile_i|tile_j|tile_k`) with their bounded options."""
+
+
+def rule_policy(ctx: RuleContext) -> list[Sketch]:
+    """`policy.j`, `policy.ch`, `policy.p1`, ...: the default schedule with one of its
+    structural choices changed (POLICY_VARIANTS); a variant that changes nothing (the same
+    script as the default or an earlier variant) is left out. The default itself is the
+    space's `default` sketch, and each variant's own default point is proposed early by the
+    search (SearchSpace.seed_points)."""
+    target = get_target(ctx.target)
+    made = [policy.default_schedule(target, ctx.loops)]
+    found: list[Sketch] = []
+    for suffix, choices, split, what in POLICY_VARIANTS:
+        schedule = policy.default_schedule(target, ctx.loops, choices, split_conditions=split)
+        if schedule is None or any(m is not None and m.same_as(schedule) for m in made):
+            continue
+        made.append(schedule)
+        found.append(Sketch(f"policy.{suffix}", schedule, f"the default schedule, {what}",
+                            {name: policy_role(name, ctx.nests) for name in schedule.knobs()}))  # fmt: skip
+    return found
+
+
+RULES = {"tile": rule_tile, "fuse": rule_fuse_producers, "rca": rule_fuse_consumer, "rfactor": rule_rfactor,
+         "policy": rule_policy}  # fmt: skip

@@ -1,0 +1,170 @@
+"""The CPU tuning space's `policy` sketches (einc.tune.sketches.cpu.rule_policy): the default
+schedule with one structural choice changed (einc.schedule.policies.cpu.Choices). On a small
+convolution and a small grouped convolution (512-bit vectors, batch 2): the default plan is a
+point of the space and the search proposes it first, then each variant's default; the knobs
+are bounded by the vector width and the packed filter; each variant changes the generated C
+as it says; and every sketch's default point and random points compute NumPy's numbers
+(float64 reference, random data)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from einc.semantics.compare import max_error, tolerance
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+LANES = 16
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cpu_operators", BENCHMARKS / "cpu_operators.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["cpu_operators"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+PROGRAMS = {
+    # 16 output channels (a vector), 6 output columns (no whole vector): channel-blocked
+    "conv": bench.Conv(8, 16, (5, 6), (3, 3), pad=1),
+    # 8 output channels per group: blocked by half a vector
+    "grouped": bench.Conv(16, 16, (5, 6), (3, 3), pad=1, groups=2),
+}
+
+
+class Case:
+    def __init__(self, key: str) -> None:
+        from einc.tune.space import SearchSpace
+
+        self.op = PROGRAMS[key].op(key, 2)
+        self.task = bench.task_of(self.op)
+        self.space = SearchSpace.from_task(self.task, ["policy"])
+        rng = np.random.default_rng(22)
+        self.arrays = {name: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for name, v in self.op.inputs.items()}
+        self.want = self.op.numpy({name: a.astype(np.float64) for name, a in self.arrays.items()})
+        self._compiled: dict[Any, Any] = {}
+
+    def compilation(self, point: Any) -> Any:  # noqa: ANN401 - a Point
+        if point not in self._compiled:
+            self._compiled[point] = self.task.compilation(self.space.candidate(point).schedule)
+        return self._compiled[point]
+
+    def source(self, sketch: str) -> str:
+        return self.compilation(self.space.sketch_default(sketch)).source_text()
+
+    def schedule(self, sketch: str) -> str:
+        return self.space.candidate(self.space.sketch_default(sketch)).schedule
+
+
+@pytest.fixture(scope="module")
+def cases() -> Iterator[dict[str, Case]]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EINC_C_VECTOR_BITS", str(32 * LANES))
+        yield {key: Case(key) for key in PROGRAMS}
+
+
+def test_the_default_plan_is_a_point_proposed_first_then_each_variant(cases: dict[str, Case]) -> None:
+    from einc.schedule.default import default_schedule
+    from einc.schedule.policies import cpu as policy
+    from einc.targets import get_target
+    from einc.tune.search import RandomSearch
+    from einc.tune.space import loops_of
+
+    for key, case in cases.items():
+        space = case.space
+        loops = loops_of(case.task)
+        target = get_target("c")
+        default = default_schedule(target, loops)
+        assert default is not None
+        assert space.candidate(space.default_point()).schedule == str(default), key
+        # the policy's own choices are the default's: no variant repeats it
+        same = policy.default_schedule(target, loops, policy.POLICY, split_conditions=True)
+        assert same is not None and same.same_as(default)
+        variants = [s for s in space.sketches if s.startswith("policy.")]
+        assert {"policy.j", "policy.nopack", "policy.bi", "policy.cond"} <= set(variants), (key, list(space.sketches))
+        assert not any(space.sketches[s].schedule.same_as(default) for s in variants)
+        # the search proposes the default, then each variant's default point
+        proposed = RandomSearch(space, seed=3).propose(1 + len(variants))
+        assert proposed[0] == space.default_point()
+        assert proposed[1:] == [space.sketch_default(s) for s in variants]
+    assert "policy.p1" in cases["grouped"].space.sketches
+
+
+def test_the_knobs_are_bounded(cases: dict[str, Case]) -> None:
+    from einc.schedule.policies.cpu import CHANNEL_PACK_ELEMENTS
+
+    for key, case in cases.items():
+        conv = PROGRAMS[key]
+        window = int(np.prod(conv.kernel))
+        for sketch in [s for s in case.space.sketches if s == "default" or s.startswith("policy.")]:
+            knobs = {k.rpartition(".")[2]: v for k, v in case.space.knob_options(sketch).items()}
+            for tf in knobs.get("tile_channels", ()):
+                # half a vector (AVX-512's 8 channels) to 4 vectors, dividing the channels
+                assert tf % (LANES // 2) == 0 and tf <= 4 * LANES and conv.filters % tf == 0, (key, sketch, tf)
+                tc = max(knobs.get("tile_reduce", (conv.channels // conv.groups,)))
+                assert tf * tc * window <= CHANNEL_PACK_ELEMENTS, (key, sketch)
+            for tw in knobs.get("tile_cols", ()):  # unrolled columns of accumulators
+                assert 2 <= tw <= 16 and conv.out[-1] % tw == 0, (key, sketch, tw)
+            assert set(knobs.get("tile_rows", ())) <= {2, 4, 8}, (key, sketch)
+
+
+def _parallel_axis(source: str) -> str:
+    """The first parameter of the kernel's first parallel region (its parallel loop)."""
+    line = next(x for x in source.splitlines() if "void einc_parallel_0(" in x)
+    return line.split("einc_parallel_0(int64_t ")[1].split(",")[0]
+
+
+def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> None:
+    conv, grouped = cases["conv"], cases["grouped"]
+    for case in (conv, grouped):
+        base = case.source("default")
+        # the default: the filter packed (input1_local), the output tile staged, one parallel
+        # loop over the batch (2 images), conditions split out of the blocked loops
+        assert "input1_local[" in base and "output0_local[" in base and _parallel_axis(base) == "N"
+        assert "split_conditions" in case.schedule("default")
+        # nopack: the filter read in place, the output tile still staged
+        nopack = case.source("policy.nopack")
+        assert "input1_local" not in nopack and "output0_local[" in nopack
+        # j: no channel blocking (neither the packed filter nor the channel-innermost tile)
+        j = case.source("policy.j")
+        assert "input1_local" not in j and "tile_channels" not in case.schedule("policy.j")
+        # bi: the batch loop below the channel tile, where the filter is packed once for both
+        # images (the channel tiles' loop outermost, no batch parallel region)
+        bi = case.source("policy.bi")
+        pack, batch = bi.index("input1_local["), bi.rindex("for (int64_t N = 0; N < 2; N++)")
+        assert pack < batch and "einc_parallel_0(int64_t N," not in bi
+        # cond: no index-set splitting, the padding tests left in the loops
+        cond, sched = case.source("policy.cond"), case.schedule("policy.cond")
+        assert "split_conditions" not in sched and "split_phases" not in sched
+        assert cond.count(">= 0") > base.count(">= 0")
+    # p1: the next independent loop (the group loop) parallel instead of the batch loop
+    assert _parallel_axis(grouped.source("policy.p1")) == "F_q"
+
+
+def test_sampled_points_compute_numpys_numbers(cases: dict[str, Case]) -> None:
+    from einc.errors import ScheduleError
+
+    rng = np.random.default_rng(26)
+    for key, case in cases.items():
+        sketches = [s for s in case.space.sketches if s.startswith("policy.") or s == "default"]
+        points = [case.space.sketch_default(s) for s in sketches]
+        points += [case.space._random_of(sketches[int(rng.integers(len(sketches)))], rng)  # pyright: ignore[reportPrivateUsage]
+                   for _ in range(2)]  # fmt: skip
+        for point in points:
+            try:
+                kernel = case.compilation(point).kernel()
+            except ScheduleError as e:  # refused by the payload before a build, located
+                assert point.sketch != "default" and str(e).startswith("<schedule>:"), (key, point, e)
+                continue
+            got = kernel(**case.arrays)["output0"]
+            assert max_error(got, case.want) <= tolerance("float32"), (key, point.describe())
