@@ -111,16 +111,13 @@ class SearchSpace:
     def default_point(self) -> Point:
         return Point.of("default", {k: v.selected for k, v in self._knobs["default"].items()})
 
-    def seed_points(self) -> list[Point]:
-        """Points a search proposes first, after the default: the default point of each
-        `policy.*` sketch (the default schedule with one structural choice changed)."""
-        return [self.sketch_default(s) for s in self._names if s.startswith("policy.")]
-
     def sketch_default(self, sketch: str) -> Point:
         return Point.of(sketch, {k: v.selected for k, v in self._knobs[sketch].items()})
 
     def seed_points(self) -> list[Point]:
-        """The default points of the sketches marked `seed`, in the space's order."""
+        """Points a search proposes first, after the default: the default points of the
+        sketches marked `seed` (the CPU `policy.*` sketches, the device space's staged,
+        cross-thread, private and one-column tilings), in the space's order."""
         return [self.sketch_default(name) for name, s in self.sketches.items() if s.seed]
 
     def knob_options(self, sketch: str) -> dict[str, tuple[int, ...]]:

@@ -455,7 +455,7 @@ def rule_policy(ctx: RuleContext) -> list[Sketch]:
             continue
         made.append(schedule)
         found.append(Sketch(f"policy.{suffix}", schedule, f"the default schedule, {what}",
-                            {name: policy_role(name, ctx.nests) for name in schedule.knobs()}))  # fmt: skip
+                            {name: policy_role(name, ctx.nests) for name in schedule.knobs()}, seed=True))  # fmt: skip
     return found
 
 
