@@ -122,7 +122,8 @@ def test_random_schedules_keep_every_op_located_and_name_their_ops(seed: int) ->
     check_stages(comp, f"seed {seed}")
     made = [op for op in comp.module("scheduled").walk() if isinstance(op.location, FusedLoc)]
     marks = ("match", "knob", "parallelize", "vectorize", "vectorize_reduction", "bind")  # make no op
-    if set(re.findall(r"transform\.einc\.(\w+)", text)) - set(marks):
+    changed = str(comp.module("scheduled")) != str(base.module("scheduled"))  # (a peel by the whole extent: nothing)
+    if changed and set(re.findall(r"transform\.einc\.(\w+)", text)) - set(marks):
         assert made, text
     assert all(schedule_locations(op.location)[0].file == "s.mlir" for op in made)
 

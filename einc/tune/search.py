@@ -64,8 +64,8 @@ class _History:
         self._times: dict[Point, float] = {}  # OK points: their best median seconds
         self._failed: set[Point] = set()  # a non-OK status (NOISY excepted): never trusted
         self._all: list[Point] | None = None  # the whole space, when small enough to list
-        # points to propose first, after the default: the space's own (its policy variants'
-        # defaults), then transfer's
+        # points to propose first, after the default: transfer's (add_seeds), then the
+        # space's own (its seed sketches' default points)
         self._seeds: list[Point] = list(getattr(space, "seed_points", list)())
 
     def observe(self, results: Sequence[tuple[Point, MeasureResult]]) -> None:
@@ -172,9 +172,10 @@ class BayesianSearch(_History):
     # --- transfer (einc.tune.transfer) ---
 
     def add_seeds(self, points: Sequence[Point]) -> None:
-        """Points to propose first (after the default point): schedules of other programs
-        re-fitted to this one."""
-        self._seeds.extend(p for p in points if p not in self._seeds)
+        """Points to propose first (after the default point), ahead of the seeds not yet
+        proposed (the space's seed sketches): schedules of other programs re-fitted to this
+        one, measured evidence before the space's guesses."""
+        self._seeds = list(dict.fromkeys([*points, *self._seeds]))
 
     def warm_start(self, rows: Sequence[tuple[str, Mapping[str, int], Mapping[str, float], float | None]],
                    scale: float) -> None:  # fmt: skip
@@ -351,10 +352,7 @@ class BayesianSearch(_History):
 def make_policy(name: str, space: Space, seed: int = 0) -> SearchPolicy:
     """The policy called `name`: "bayes" or "random"."""
     if name == "bayes":
-        policy = BayesianSearch(space, seed)
-        # the default points of the sketches their rule marks as seeds (`Sketch.seed`)
-        policy.add_seeds(getattr(space, "seed_points", list)())
-        return policy
+        return BayesianSearch(space, seed)  # seeded with the space's seed points (SearchPolicy)
     if name == "random":
         return RandomSearch(space, seed)
     raise ValueError(f"unknown search policy {name!r} (expected 'bayes' or 'random')")
