@@ -62,6 +62,7 @@ class ScheduleBuilder:
         instead of applying the schedule again."""
         self.payload = payload
         self.cloned_from = cloned_from
+        self._knob_ops: dict[str, et.KnobOp] = {}  # the knobs made, by name (a rolled-back one is detached)
         body = Block(arg_types=[et.HANDLE])
         self.sequence = transform.NamedSequenceOp(ENTRY, ([et.HANDLE], []), Region(body))
         self.schedule = Schedule(ModuleOp([self.sequence]), filename)
@@ -180,12 +181,17 @@ class ScheduleBuilder:
         """`transform.einc.knob`: a tunable size, `value` now, a search may pick any of the
         options (sorted, `value` among them). A name the schedule has already is numbered
         (`output0.tile_cols.2`: a statement split into nests, each with its knobs)."""
-        taken = {op.knob_name.data for op in self.sequence.body.block.ops if isinstance(op, et.KnobOp)}
+        def taken(n: str) -> bool:  # a knob op of that name still in the sequence
+            op = self._knob_ops.get(n)
+            return op is not None and op.parent_block() is self.sequence.body.block
+
         unique, n = name, 1
-        while unique in taken:
+        while taken(unique):
             n += 1
             unique = f"{name}.{n}"
-        (k,) = self._step(et.KnobOp(unique, sorted(set(options) | {value}), value))
+        op = et.KnobOp(unique, sorted(set(options) | {value}), value)
+        (k,) = self._step(op)
+        self._knob_ops[unique] = op
         return k
 
     # -- loop transforms --------------------------------------------------------------------
