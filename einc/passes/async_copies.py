@@ -30,15 +30,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, scf
-from xdsl.dialects.builtin import AffineMapAttr, AnyFloat, IntegerAttr, IntegerType, MemRefType, ModuleOp, VectorType
-from xdsl.ir import BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.dialects.builtin import AnyFloat, IntegerAttr, IntegerType, MemRefType, ModuleOp, VectorType
+from xdsl.ir import BlockArgument, Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.ir.attrs import ALIGN_ATTR
 from einc.passes.targeted import TargetedPass
-from einc.transforms.affine_index import dims_to_operands
+from einc.passes.vectorize_global import element_indices
 
 ASYNC_BYTES = (4, 8, 16)
 """The sizes one `cp.async` copies: an element of 4 or 8 bytes, or a vector pair."""
@@ -49,20 +48,6 @@ def _bytes(memory: MemRefType) -> int:
     if isinstance(element, AnyFloat):
         return element.bitwidth // 8
     return element.width.data // 8 if isinstance(element, IntegerType) else 0
-
-
-def _indices(op: affine.LoadOp | affine.StoreOp) -> list[SSAValue]:
-    """The index values of `op`'s element, one `affine.apply` per dimension before it."""
-    m = dims_to_operands(op.map.data)
-    values: list[SSAValue] = []
-    for e in m.results:
-        if isinstance(e, AffineDimExpr):  # an index as it is (a double buffer's slot)
-            values.append(op.indices[e.position])
-            continue
-        apply = affine.ApplyOp(list(op.indices), AffineMapAttr(AffineMap(m.num_dims, 0, (e,))))
-        Rewriter.insert_op(apply, InsertPoint.before(op))
-        values.append(apply.result)
-    return values
 
 
 def _in_copy_loop(op: Operation) -> bool:
@@ -120,7 +105,7 @@ def make_async_copies(kernel: egpu.FuncOp) -> int:
         memory = source.type
         if not isinstance(memory, MemRefType) or _bytes(memory) not in ASYNC_BYTES:
             continue
-        copy = egpu.CopyAsyncOp(source, _indices(load), shared, _indices(store))
+        copy = egpu.CopyAsyncOp(source, element_indices(load), shared, element_indices(store))
         Rewriter.insert_op(copy, InsertPoint.before(store))
         Rewriter.erase_op(store)
         Rewriter.erase_op(load)

@@ -100,7 +100,7 @@ def _aligned(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, width: int) -> bo
     return flat_divisor(memory, op.map.data, list(op.indices), {iv: width}) % width == 0
 
 
-def _indices(op: affine.LoadOp | affine.StoreOp) -> list[SSAValue]:
+def element_indices(op: affine.LoadOp | affine.StoreOp) -> list[SSAValue]:
     """The index values of `op`'s element, one `affine.apply` per dimension before it."""
     m = dims_to_operands(op.map.data)
     values: list[SSAValue] = []
@@ -191,10 +191,10 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
     iv.name_hint = "v"
     vector = VectorType(element, [width])
     for load, store in pairs:
-        vload = egpu.VLoadOp(load.memref, _indices(load), vector)
+        vload = egpu.VLoadOp(load.memref, element_indices(load), vector)
         vload.attributes[ALIGN_ATTR] = IntegerAttr(width * size, i64)
         Rewriter.insert_op(vload, InsertPoint.before(load))
-        vstore = egpu.VStoreOp(vload.result, store.memref, _indices(store))
+        vstore = egpu.VStoreOp(vload.result, store.memref, element_indices(store))
         vstore.attributes[ALIGN_ATTR] = IntegerAttr(width * size, i64)
         Rewriter.insert_op(vstore, InsertPoint.before(store))
         Rewriter.erase_op(store)
