@@ -66,7 +66,7 @@ from einc.ir.attrs import ALIGN_ATTR
 from einc.passes.targeted import TargetedPass
 from einc.passes.vectorize_shared_loads import vectorize_shared_loads
 from einc.transforms.affine_index import dims_to_operands
-from einc.transforms.alignment import expr_step, flat_divisor, identity_map
+from einc.transforms.alignment import constant, expr_step, flat_divisor, identity_map
 from einc.transforms.loop_analysis import trip_count
 from einc.transforms.loop_build import Failure
 from einc.transforms.loop_transforms import VECTORIZE_ATTR
@@ -114,13 +114,6 @@ def element_indices(op: affine.LoadOp | affine.StoreOp) -> list[SSAValue]:
     return values
 
 
-def _constant_value(v: SSAValue) -> int | None:
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
 def _is_linear_thread_id(v: SSAValue, block: tuple[int, int, int]) -> bool:
     """`v` is `x + y * bx + z * bx * by` over the block's thread ids (gpu_mapping.linear_thread_id)."""
     owner = v.owner
@@ -145,7 +138,7 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
     """Shape 1 of the module docstring; returns the vector width used (0: left scalar)."""
     if loop.iter_args or not _is_linear_thread_id(loop.lb, kernel.block_size):
         return 0
-    points, threads = _constant_value(loop.ub), _constant_value(loop.step)
+    points, threads = constant(loop.ub), constant(loop.step)
     if points is None or threads != math.prod(kernel.block_size):
         return 0
     body = loop.body.block

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, memref
+from xdsl.dialects import affine, memref
 from xdsl.dialects.builtin import AffineMapAttr, Float32Type, IntegerAttr, MemRefType, ModuleOp, VectorType, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -46,18 +46,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from einc.dialects import egpu
 from einc.ir.attrs import ALIGN_ATTR
 from einc.transforms.affine_index import dims_to_operands
-from einc.transforms.alignment import divisor
+from einc.transforms.alignment import constant, divisor
 from einc.transforms.loop_analysis import linear_form, walk_ops
 from einc.transforms.staging import linear_map
 
 MAX_DIVISOR = 16
-
-
-def _constant(v: SSAValue) -> int | None:
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
 
 
 def _divisor(v: SSAValue) -> int:
@@ -86,7 +79,7 @@ def _flat(load: affine.LoadOp) -> tuple[dict[SSAValue, int], int] | None:
             return None
         stride = math.prod(shape[d + 1 :])
         for v, c in form[0].items():
-            k = _constant(v)
+            k = constant(v)
             if k is not None:
                 const += c * k * stride
             else:
@@ -122,7 +115,7 @@ def _indices(load: affine.LoadOp, at: Operation) -> list[SSAValue] | None:
         terms, const = form
         kept: dict[SSAValue, int] = {}
         for v, c in terms.items():
-            k = _constant(v)
+            k = constant(v)
             if k is None:
                 kept[v] = c
             else:

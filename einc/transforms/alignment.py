@@ -38,7 +38,8 @@ from einc.transforms.affine_index import dims_to_operands
 MAX_DIVISOR = 64
 
 
-def _constant(v: SSAValue) -> int | None:
+def constant(v: SSAValue) -> int | None:
+    """The integer `v` holds when an `arith.constant` defines it, else None."""
     owner = v.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
         return owner.value.value.data
@@ -54,7 +55,7 @@ def divisor(v: SSAValue, known: Mapping[SSAValue, int] | None = None, depth: int
     """A power of two dividing every value of `v` (module docstring)."""
     if known and v in known:
         return known[v]
-    c = _constant(v)
+    c = constant(v)
     if c is not None:
         return _pow2(c)
     if depth > 32:
@@ -126,7 +127,7 @@ def lane_step(
         inside = parent is not None and body.is_ancestor(parent)
     if not inside:
         return 0
-    if _constant(v) is not None:
+    if constant(v) is not None:
         return 0
     if depth > 32 or not isinstance(owner, affine.ApplyOp):
         return None
