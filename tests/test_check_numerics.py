@@ -4,7 +4,6 @@ a clean pipeline passes; a wrong transform op in a schedule is named with its lo
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from einc.compiler.driver import Compilation
 from einc.tools.numerics import NumericsReport, check_compilation, check_pipeline, render
 from einc.tools.numerics.check import with_extra_passes
 from einc.tools.numerics.scale import WORK_BUDGET, candidate_scales, scale_program
+from tests.modules import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -33,11 +33,7 @@ SOFTMAX = (EXAMPLES / "softmax.ein").read_text()
 
 
 def _load_wrong_passes() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("wrong_pass", EXAMPLES / "plugins" / "wrong_pass.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(EXAMPLES / "plugins" / "wrong_pass.py")
 
 
 WRONG = _load_wrong_passes()

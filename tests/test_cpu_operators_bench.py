@@ -5,30 +5,19 @@ and the Markdown table of a saved run."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from einc.semantics.compare import max_error, tolerance
+from tests.modules import load_module
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cpu_operators", BENCHMARKS / "cpu_operators.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["cpu_operators"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_module(BENCHMARKS / "cpu_operators.py")
 KEYS = list(bench.ops(1, tiny=True))
 
 

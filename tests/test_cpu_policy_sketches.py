@@ -8,32 +8,21 @@ as it says; and every sketch's default point and random points compute NumPy's n
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
 from einc.semantics.compare import max_error, tolerance
+from tests.modules import load_module
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 LANES = 16
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cpu_operators", BENCHMARKS / "cpu_operators.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["cpu_operators"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _bench()
+bench = load_module(BENCHMARKS / "cpu_operators.py")
 PROGRAMS = {
     # 16 output channels (a vector), 6 output columns (no whole vector): channel-blocked
     "conv": bench.Conv(8, 16, (5, 6), (3, 3), pad=1),

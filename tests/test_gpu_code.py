@@ -9,7 +9,6 @@ float64 NumPy reference on fresh random inputs; compile-checked on CUDA (NVRTC) 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +21,7 @@ from tests.test_device_differential import run_on_device, script
 from tests.test_device_local import TILES_16_BY_4, compile_check, f32, matmul, register_blocked, register_blocked_shared
 from tests.test_device_schedules import random_inputs
 from tests.test_device_targets import require, require_run
+from tests.modules import load_module
 
 RUNS = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("opencl", "hlsl", "sycl", "cuda")]
 COMPILES = [pytest.param(t, marks=getattr(pytest.mark, t)) for t in ("cuda", "hip")]
@@ -145,12 +145,7 @@ def test_sgemm_matches_numpy(target: str) -> None:
 
 def code_shape() -> ModuleType:
     """benchmarks/cuda_code_shape.py: NVRTC's PTX and its counts per kernel and loop."""
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "cuda_code_shape.py"
-    spec = importlib.util.spec_from_file_location("cuda_code_shape", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path("benchmarks") / "cuda_code_shape.py")
 
 
 # ---- double buffering of shared tiles (transform.einc.double_buffer) -------------------------------

@@ -6,7 +6,6 @@ registers NVRTC reports, the device table and descriptions, `einc check --model`
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from einc.errors import TargetError, UsageError
 from einc.perfmodel import DEVICES, KernelCounts, get_device, model_module
 from einc.perfmodel.counts import count_kernel, kernels
 from einc.targets import toolchains
+from tests.modules import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -382,11 +382,7 @@ FACTS = {"cpu": "a CPU", "target": "opencl", "cores": 2, "lanes": 16, "fma_peak_
 
 
 def _host_device() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("host_device", ROOT / "benchmarks" / "host_device.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(ROOT / "benchmarks" / "host_device.py")
 
 
 @pytest.fixture(scope="module")
