@@ -8,6 +8,7 @@ Timings on this machine are noisy: only their plausibility is asserted, never a 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -197,6 +198,11 @@ def test_noise_is_detected_from_timings() -> None:
     assert "ran 70% of the wall time" in limits.noise(starved)
     waiting = Timing((1.0, 1.0, 1.0), cpu_s=6.0, wall_s=3.0, wait_s=0.6)  # two threads, one preempted
     assert "waited 20%" in limits.noise(waiting)
+    # the wait of the process's own threads for each other (a device runtime's pool) on a quiet
+    # machine is not noise; only what other processes' CPU time can account for
+    pool = Timing((1.0, 1.0, 1.0), cpu_s=6.0, wall_s=3.0, wait_s=0.6, others_s=0.03)
+    assert limits.noise(pool) == "" and pool.foreign_wait_s == pytest.approx(0.03)
+    assert "waited 10%" in limits.noise(dataclasses.replace(pool, others_s=0.3))
     # measure again while noisy, up to max_retries more times
     assert limits.retry([spread], 2) and limits.retry([spread, spread], 2)
     assert not limits.retry([spread, spread, spread], 2) and not limits.retry([clean], 2)

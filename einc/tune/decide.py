@@ -12,7 +12,10 @@ gives a pair: the default's time d and the finalist's time c (medians of their r
 
   Load never makes the finalist faster (its time c on a quiet machine is at most c), but it may
   have slowed the default: `load_d` is the fraction of the default's wall time its threads
-  waited for a core (run-queue wait, `einc.tune.timing`). The default could not have finished
+  waited for a core (run-queue wait, `einc.tune.timing`) while other processes held it: at
+  most the CPU time other processes took meanwhile (`foreign_wait`), so that a device
+  runtime's own threads (PoCL's pool, busy with the kernel) waiting for each other on a quiet
+  machine are not counted as load. The default could not have finished
   sooner than 1 - load_d of its time for waiting alone; what it ran may have been slower too
   (caches refilled after each preemption, threads moved between cores), for which as much again
   is allowed: the divisor 1 + load_d. (Measured with one core busy: the default matmul, 1.42 ms
@@ -40,6 +43,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from einc.tune.timing import foreign_wait
 
 MARGIN = 0.02
 """The least speed-up (beyond each round's noise and load) that counts as a win: 2%."""
@@ -79,13 +84,18 @@ class Sample:
 
 
 def load_of(extra: Mapping[str, object]) -> float:
-    """A measurement's load (see `Sample`), from its runner's `extra`; 0 where nothing says."""
+    """A measurement's load (see `Sample`), from its runner's `extra`; 0 where nothing says.
+    Only the wait that other processes can account for counts (`foreign_wait`: at most the CPU
+    time `others_s` they took meanwhile): the threads of a device runtime's own pool (PoCL's)
+    waiting for each other on a quiet machine are not load."""
     wall = _number(extra.get("wall_s"))
     if wall <= 0:
         return 0.0
     wait = extra.get("wait_s")
     if isinstance(wait, int | float) and not isinstance(wait, bool) and math.isfinite(wait):
-        return min(1.0, max(0.0, wait / wall))
+        others = extra.get("others_s")
+        known = isinstance(others, int | float) and not isinstance(others, bool) and math.isfinite(others)
+        return min(1.0, max(0.0, foreign_wait(wait, _number(others) if known else None) / wall))
     return min(1.0, max(0.0, 1.0 - _number(extra.get("cpu_s")) / wall)) if "cpu_s" in extra else 0.0
 
 

@@ -26,6 +26,13 @@ class Timing:
     cpu_s: float
     wall_s: float
     wait_s: float | None = None
+    others_s: float | None = None
+    """CPU seconds other processes took while it was timed (`others_cpu`; None where unknown)."""
+
+    @property
+    def foreign_wait_s(self) -> float | None:
+        """The run-queue wait that other processes' load can account for (`foreign_wait`)."""
+        return None if self.wait_s is None else foreign_wait(self.wait_s, self.others_s)
 
     @property
     def median(self) -> float:
@@ -69,8 +76,9 @@ class NoiseLimits:
             reasons.append(f"repeats spread {t.spread:.0%} of the median")
         if t.wall_s > 0 and t.cpu_s < self.min_cpu * t.wall_s:
             reasons.append(f"the process ran {t.cpu_s / t.wall_s:.0%} of the wall time")
-        if t.wait_s is not None and t.wall_s > 0 and t.wait_s > self.max_wait * t.wall_s:
-            reasons.append(f"its threads waited {t.wait_s / t.wall_s:.0%} of the wall time for a core")
+        wait = t.foreign_wait_s
+        if wait is not None and t.wall_s > 0 and wait > self.max_wait * t.wall_s:
+            reasons.append(f"its threads waited {wait / t.wall_s:.0%} of the wall time for a core")
         return "; ".join(reasons)
 
     def hopeless(self, t: Timing) -> bool:
@@ -112,3 +120,43 @@ def run_queue_wait() -> float | None:
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
     return total / 1e9 if found else None
+
+
+BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
+"""The fields of /proc/stat's `cpu` line that are busy time: user, nice, system, irq, softirq,
+steal (not idle and iowait; guest time is within user)."""
+
+
+def system_busy() -> float | None:
+    """Seconds all the machine's CPUs together have been busy (`/proc/stat`, `BUSY_FIELDS`,
+    in clock ticks of 1 / `SC_CLK_TCK` s); None where the kernel does not say."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        if not fields or fields[0] != "cpu":
+            return None
+        ticks = [int(x) for x in fields[1:]]
+        return sum(ticks[i] for i in BUSY_FIELDS if i < len(ticks)) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+def others_cpu(busy_s: float | None, own_cpu_s: float) -> float | None:
+    """CPU seconds other processes took over a span in which the machine's CPUs were busy
+    `busy_s` seconds (`system_busy` after less before) and this process's threads ran
+    `own_cpu_s` (`time.process_time`, every thread: a device runtime's worker threads
+    included); None where `busy_s` is unknown. At least 0 (the busy time is counted in clock
+    ticks, coarser than the process's CPU time)."""
+    return None if busy_s is None else max(0.0, busy_s - own_cpu_s)
+
+
+def foreign_wait(wait_s: float, others_s: float | None) -> float:
+    """The part of a measurement's run-queue wait `wait_s` (its threads' total, every thread of
+    the process) that other processes' load can account for: at most the CPU time `others_s`
+    they took meanwhile. At any moment, the threads of ours that other processes keep from a
+    core are at most the cores those processes hold: so this bounds the foreign wait from above,
+    and what is left is the wait of our own threads for each other (a device runtime's thread
+    pool, e.g. PoCL's, busy with the kernel while the calling thread also runs): a quiet
+    machine with such a runtime is then seen as quiet. The whole wait where `others_s` is
+    unknown."""
+    return wait_s if others_s is None else max(0.0, min(wait_s, others_s))

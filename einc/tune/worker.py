@@ -29,7 +29,7 @@ from einc.semantics.compare import max_error
 from einc.targets import get_target
 from einc.targets.gpu import DeviceTarget
 from einc.tune.measure import CArtifact, RebuildArtifact, TaskData, die_with_parent
-from einc.tune.timing import MeasureSettings, NoiseLimits, Timing, run_queue_wait
+from einc.tune.timing import MeasureSettings, NoiseLimits, Timing, others_cpu, run_queue_wait, system_busy
 from einc.tune.types import Status, TuneTask
 
 MAX_COPIES = 64
@@ -228,6 +228,8 @@ def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tu
     turn = 0
     while not attempts or noise.retry(attempts, settings["max_retries"]):
         times, cpu, wall, waited = [], 0.0, 0.0, 0.0
+        # the machine's busy time over the whole attempt (clock ticks: over one repeat too coarse)
+        b0, s0 = system_busy(), time.process_time()
         for _ in range(settings["repeats"]):
             q0 = run_queue_wait()
             c0, w0 = time.process_time(), time.perf_counter()
@@ -240,7 +242,9 @@ def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tu
             cpu, wall = cpu + (c1 - c0), wall + (w1 - w0)
             waited = math.nan if q0 is None or q1 is None else waited + (q1 - q0)
             beat()
-        attempts.append(Timing(tuple(times), cpu, wall, None if math.isnan(waited) else waited))
+        b1, s1 = system_busy(), time.process_time()
+        others = others_cpu(None if b0 is None or b1 is None else b1 - b0, s1 - s0)
+        attempts.append(Timing(tuple(times), cpu, wall, None if math.isnan(waited) else waited, others))
     if check:
         job.check(range(copies), "after the timed runs")
     return attempts, runs
