@@ -146,6 +146,30 @@ def test_default_contraction_shape_on_cuda() -> None:
     assert text.count("transform.einc.double_buffer") == 2
 
 
+def _knobs(case: str, target: str, variant: policy.Variant | None = None) -> dict[str, int]:
+    schedule = policy.build(get_target(target), _loops(case, target), variant=variant)
+    assert schedule is not None
+    return {k: v.selected for k, v in schedule.knobs().items()}
+
+
+def test_one_column_contractions_where_work_items_are_vector_lanes() -> None:
+    """Intel's SYCL CPU device runs work-items as vector lanes (`items_vectorized`): its default
+    matmul, batch matmul and transposed matmul take a work-item per output column (x register
+    tile 1, 128 work-items along x, a y register tile up to 16 on 16 work-items); a
+    convolution (several reductions) keeps the 8x8 plan, as does PoCL (not vectorized
+    across work-items), and `Variant(columns=False)` turns it off."""
+    assert get_target("sycl").limits.items_vectorized and not get_target("opencl").limits.items_vectorized
+    column = {"output0.M.reg": 1, "output0.M.threads": 128, "output0.N.reg": 16, "output0.N.threads": 4}
+    assert _knobs("matmul", "sycl") == column  # 64 x 80: 4 x 16 rows, 128 work-items over 80 columns
+    assert _knobs("bmm", "sycl") == {**column, "output0.M.threads": 32, "output0.N.reg": 10, "output0.N.threads": 2}
+    assert _knobs("matmul_tb", "sycl")["output0.M.reg"] == 1
+    classic = {"output0.M.reg": 8, "output0.M.threads": 8, "output0.N.reg": 8, "output0.N.threads": 8}
+    assert _knobs("matmul", "opencl") == classic
+    assert _knobs("matmul", "sycl", policy.Variant(columns=False)) == classic
+    conv = _knobs("conv", "sycl")
+    assert conv == _knobs("conv", "sycl", policy.Variant(columns=False)) and conv["output0.WO.reg"] > 1
+
+
 def _ptx(source: str) -> str:
     from einc.runtime.cuda import _nvrtc, cuda_include_dirs
 

@@ -86,6 +86,16 @@ class TargetDescription:
     and share reductions across work-items only where it is True
     (einc/schedule/policies/gpu.py)."""
 
+    items_vectorized: bool = False
+    """Whether the runtime runs a work-group's work-items as the lanes of vectors (Intel's SYCL
+    CPU runtime: consecutive work-items along x are the lanes of one SIMD instruction, their
+    consecutive elements one vector load). The default device schedule then gives a two-axis
+    contraction a work-item per output column (`Variant.columns` in
+    einc/schedule/policies/gpu.py: MatMul 512^3 on the SYCL CPU device went from 0.13x to
+    0.91x the best hand schedule, benchmarks/device_kernels.py). Not PoCL: its
+    work-item loop vectorizes only where work-items run no loop of their own, and its fastest
+    matmul is the 8x8 register tile."""
+
     def stores(self, dtype: str) -> bool:
         """Whether a buffer of `dtype` can live on the device (narrow ones are widened)."""
         if dtype in self.storage_dtypes:

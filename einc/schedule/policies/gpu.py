@@ -34,7 +34,10 @@ left to `convert-affine-to-egpu`'s default mapping):
   current tile's compute, one barrier per tile). On targets with tensor cores (CUDA, HIP),
   a float16/bfloat16 contraction accumulated in float32 whose output axes and reduction
   are multiples of 16 is tried first on them (`tensorize`: a 16x16 output tile per warp),
-  the plan above where it does not fit. Register tiles are divisors of
+  the plan above where it does not fit. Where the target's runtime runs work-items as the
+  lanes of vectors (`items_vectorized`: Intel's SYCL CPU device), a two-axis contraction
+  with one reduction takes a work-item per output column instead (`Variant.columns`,
+  `one_column`): consecutive work-items read consecutive elements, one vector load. Register tiles are divisors of
   their axis (so the register loops have constant trip counts and unroll); work-item and
   work-group tiles need not divide (the last work-group's work-items outside the range skip
   the body);
@@ -333,11 +336,13 @@ class Variant:
     default), False never (a single slot, the K tile twice as long)."""
     pad: int | None = None
     """`pad N` of the staged tiles (None: einc-pad-shared chooses)."""
-    columns: bool = False
+    columns: bool | None = None
     """A contraction's work-items one output column each (the x register tile 1, twice the
     default work-group's work-items along x, `COLUMN_ROWS` along y, a y register tile of up
     to 2 * REGISTER): consecutive work-items read consecutive elements, which a device that
-    vectorizes across work-items (the CPU runtimes of OpenCL and SYCL) loads as vectors."""
+    vectorizes across work-items (the CPU runtimes of OpenCL and SYCL) loads as vectors.
+    None: where the target's runtime vectorizes across work-items (`items_vectorized`) and
+    the contraction is one `_Policy.one_column` takes (True/False: every contraction)."""
     kunroll_knob: bool = False
     """The staged reduction tile's unroll (KUNROLL: the width of a row's vector loads) a
     knob `stmt.axis.kunroll`."""
@@ -421,13 +426,28 @@ class _Policy:
         """`contraction` along the nest's `contraction_axes`."""
         self.contraction(nest, *axes_of(nest))
 
+    def one_column(self, nest: _Nest, y: affine.ForOp | None) -> bool:
+        """Whether the contraction takes the one-column shape (`Variant.columns`): as the
+        variant says, else (None) where the target's runtime vectorizes across work-items
+        (`items_vectorized`: Intel's SYCL CPU device) and the nest is a two-axis contraction
+        with one reduction (matmul, batch matmul, transposed operands), nothing staged and a
+        body of a few ops (`UNROLL_BODY`). Not a convolution: several reduction axes under a
+        register tile up to 16 tall made code, compile time and memory of the device compiler
+        grow (gigabytes) for no measured gain."""
+        if self.variant.columns is not None:
+            return self.variant.columns
+        d = self.target.limits
+        staged = self.facts.on_chip if self.staging is None else bool(self.staging)
+        return (d is not None and d.items_vectorized and y is not None and len(nest.reduction) == 1
+                and nest.body <= UNROLL_BODY and not staged)  # fmt: skip
+
     def contraction(self, nest: _Nest, x: affine.ForOp, y: affine.ForOp | None) -> None:
         b, f = self.b, self.facts
         # read off the nest before it is transformed
         layouts = {buffer_name(a.buffer): self.shared_layout(nest, buffer_name(a.buffer), x, y) for a in nest.loads}
         tx, ty = f.split()
         ex = nest.extent(x)
-        columns = self.variant.columns
+        columns = self.one_column(nest, y)
         rx = 1 if columns else _largest_divisor(ex, REGISTER)
         tx = min(2 * f.threads if columns else tx, _pow2_ceil(math.ceil(ex / rx)))
         self._grid(ex, tx * rx, 0)
