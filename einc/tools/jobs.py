@@ -22,7 +22,7 @@ from einc.schedule.choice import ScheduleChoice
 from einc.semantics.compare import max_error, random_inputs, tolerance
 from einc.runtime.openmp import passive_while_loading
 from einc.semantics.reference import run_reference
-from einc.tune.timing import NoiseLimits, Timing, run_queue_wait
+from einc.tune.timing import NoiseLimits, Timing, others_cpu, run_queue_wait, system_busy
 from einc.tune.workload import module_flops, program_bytes, rate
 
 if TYPE_CHECKING:
@@ -108,6 +108,9 @@ class RunReport:
     wall_s: float = 0.0
     wait_s: float | None = None
     """Seconds the process's threads waited for a core during the timed runs (None: unknown)."""
+    others_s: float | None = None
+    """CPU seconds other processes took during the timed runs (`einc.tune.timing.others_cpu`;
+    None: unknown): only the wait they account for is load."""
     wait_policy: str = ""
     """How the kernel's OpenMP threads wait (`einc.runtime.openmp`), "" where none ran."""
 
@@ -121,7 +124,7 @@ class RunReport:
 
     def timing(self) -> Timing:
         """The timed runs as the tuner's noise rules read a measurement."""
-        return Timing(tuple(self.times), self.cpu_s, self.wall_s, self.wait_s)
+        return Timing(tuple(self.times), self.cpu_s, self.wall_s, self.wait_s, self.others_s)
 
     @property
     def noise(self) -> str:
@@ -188,17 +191,18 @@ def run_file_command(
     errors = {k: max_error(v, reference[k]) for k, v in outputs.items()}
     tols = {o.name: tolerance(o.dtype) for o in comp.program.outputs}
     times: list[float] = []
-    q0, c0, w0 = run_queue_wait(), time.process_time(), time.perf_counter()
+    q0, b0, c0, w0 = run_queue_wait(), system_busy(), time.process_time(), time.perf_counter()
     for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
         kernel(**arrays)
         times.append(time.perf_counter() - t0)
-    w1, c1, q1 = time.perf_counter(), time.process_time(), run_queue_wait()
+    w1, c1, b1, q1 = time.perf_counter(), time.process_time(), system_busy(), run_queue_wait()
     median = float(np.median(times))
     flops, nbytes = module_flops(comp.module("ein")), program_bytes(comp.program)
     return RunReport(Path(path).stem, target, errors, tols, times, compile_s, seed,
                      rate=rate(flops, nbytes, median) if flops or nbytes else None, cpu_s=c1 - c0, wall_s=w1 - w0,
                      wait_s=None if q0 is None or q1 is None else q1 - q0,
+                     others_s=others_cpu(None if b0 is None or b1 is None else b1 - b0, c1 - c0, w1 - w0),
                      wait_policy=wait_policy if comp.target_obj.openmp else "")  # fmt: skip
 
 

@@ -141,13 +141,20 @@ def system_busy() -> float | None:
         return None
 
 
-def others_cpu(busy_s: float | None, own_cpu_s: float) -> float | None:
-    """CPU seconds other processes took over a span in which the machine's CPUs were busy
-    `busy_s` seconds (`system_busy` after less before) and this process's threads ran
-    `own_cpu_s` (`time.process_time`, every thread: a device runtime's worker threads
-    included); None where `busy_s` is unknown. At least 0 (the busy time is counted in clock
-    ticks, coarser than the process's CPU time)."""
-    return None if busy_s is None else max(0.0, busy_s - own_cpu_s)
+MIN_SPAN_S = 0.1
+"""The shortest span whose busy time `others_cpu` trusts: ten clock ticks of 10 ms."""
+
+
+def others_cpu(busy_s: float | None, own_cpu_s: float, span_s: float) -> float | None:
+    """CPU seconds other processes took over a span of `span_s` wall seconds in which the
+    machine's CPUs were busy `busy_s` seconds (`system_busy` after less before) and this
+    process's threads ran `own_cpu_s` (`time.process_time`, every thread: a device runtime's
+    worker threads included); None where `busy_s` is unknown or the span shorter than
+    `MIN_SPAN_S` (the busy time is counted in clock ticks, each CPU's up to one off at either
+    end). At least 0."""
+    if busy_s is None or span_s < MIN_SPAN_S:
+        return None
+    return max(0.0, busy_s - own_cpu_s)
 
 
 def foreign_wait(wait_s: float, others_s: float | None) -> float:

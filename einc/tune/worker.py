@@ -229,7 +229,7 @@ def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tu
     while not attempts or noise.retry(attempts, settings["max_retries"]):
         times, cpu, wall, waited = [], 0.0, 0.0, 0.0
         # the machine's busy time over the whole attempt (clock ticks: over one repeat too coarse)
-        b0, s0 = system_busy(), time.process_time()
+        b0, s0, t0 = system_busy(), time.process_time(), time.perf_counter()
         for _ in range(settings["repeats"]):
             q0 = run_queue_wait()
             c0, w0 = time.process_time(), time.perf_counter()
@@ -242,8 +242,8 @@ def measure(job: Job, settings: MeasureSettings, beat: Callable[[], None]) -> tu
             cpu, wall = cpu + (c1 - c0), wall + (w1 - w0)
             waited = math.nan if q0 is None or q1 is None else waited + (q1 - q0)
             beat()
-        b1, s1 = system_busy(), time.process_time()
-        others = others_cpu(None if b0 is None or b1 is None else b1 - b0, s1 - s0)
+        b1, s1, t1 = system_busy(), time.process_time(), time.perf_counter()
+        others = others_cpu(None if b0 is None or b1 is None else b1 - b0, s1 - s0, t1 - t0)
         attempts.append(Timing(tuple(times), cpu, wall, None if math.isnan(waited) else waited, others))
     if check:
         job.check(range(copies), "after the timed runs")
