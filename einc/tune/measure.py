@@ -497,8 +497,8 @@ class LocalRunner:
         attempts: list[Timing] = reply[2]
         extra: dict[str, object] = dict(reply[3])
         best, noise, hopeless = self.noise.verdict(attempts)
-        extra.update(cpu_s=best.cpu_s, wall_s=best.wall_s, wait_s=best.wait_s, others_s=best.others_s, spread=best.spread,
-                     retries=len(attempts) - 1, threads=self.threads or inherited_threads(),
+        extra.update(cpu_s=best.cpu_s, wall_s=best.wall_s, wait_s=best.wait_s, others_s=best.others_s,
+                     spread=best.spread, retries=len(attempts) - 1, threads=self.threads or inherited_threads(),
                      wait_policy=user_policy(os.environ) or "passive")  # fmt: skip
         if noise:
             extra["noisy"] = noise
