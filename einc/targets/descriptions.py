@@ -91,8 +91,8 @@ class TargetDescription:
     CPU runtime: consecutive work-items along x are the lanes of one SIMD instruction, their
     consecutive elements one vector load). The default device schedule then gives a two-axis
     contraction a work-item per output column (`Variant.columns` in
-    einc/schedule/policies/gpu.py: MatMul 512^3 on the SYCL CPU device went from 0.13x to
-    0.91x the best hand schedule, benchmarks/device_kernels.py). Not PoCL: its
+    einc/schedule/policies/gpu.py: MatMul 512^3 on the SYCL CPU device went from 0.18x to
+    0.96x the best hand schedule, benchmarks/device_kernels.py, README). Not PoCL: its
     work-item loop vectorizes only where work-items run no loop of their own, and its fastest
     matmul is the 8x8 register tile."""
 
