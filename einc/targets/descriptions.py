@@ -94,7 +94,7 @@ class TargetDescription:
     einc/schedule/policies/gpu.py: MatMul 512^3 on the SYCL CPU device went from 0.18x to
     0.96x the best hand schedule, benchmarks/device_kernels.py, README). Not PoCL: its
     work-item loop vectorizes only where work-items run no loop of their own, and its fastest
-    matmul is the 8x8 register tile (the 256x128/16x1 one-column hand schedule 0.14x it);
+    matmul is the 8x8 register tile (the 256x128/16x1 one-column hand schedule 0.07x it);
     nor lavapipe (HLSL), where the 128x64/8x1 one is 0.28x it (MatMul 512^3, shared machine,
     benchmarks/device_kernels.py --trials 0)."""
 
