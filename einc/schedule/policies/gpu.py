@@ -37,8 +37,8 @@ left to `convert-affine-to-egpu`'s default mapping):
   the plan above where it does not fit. Where the target's runtime runs work-items as the
   lanes of vectors (`items_vectorized`: Intel's SYCL CPU device), a two-axis contraction
   with one reduction takes a work-item per output column instead (`Variant.columns`,
-  `one_column`): consecutive work-items read consecutive elements, one vector load. Register tiles are divisors of
-  their axis (so the register loops have constant trip counts and unroll); work-item and
+  `one_column`): consecutive work-items read consecutive elements, one vector load.
+  Register tiles are divisors of their axis (so the register loops have constant trip counts and unroll); work-item and
   work-group tiles need not divide (the last work-group's work-items outside the range skip
   the body);
 - another reduction (a row sum, softmax's max and sum) whose innermost reduction reads an
@@ -431,9 +431,9 @@ class _Policy:
         variant says, else (None) where the target's runtime vectorizes across work-items
         (`items_vectorized`: Intel's SYCL CPU device) and the nest is a two-axis contraction
         with one reduction (matmul, batch matmul, transposed operands), nothing staged and a
-        body of a few ops (`UNROLL_BODY`). Not a convolution: several reduction axes under a
-        register tile up to 16 tall made code, compile time and memory of the device compiler
-        grow (gigabytes) for no measured gain."""
+        body of a few ops (`UNROLL_BODY`). Not a convolution (several reductions): an earlier
+        default that gave every contraction this shape made the SYCL tests take gigabytes of
+        memory, and none has been measured faster with it."""
         if self.variant.columns is not None:
             return self.variant.columns
         d = self.target.limits
