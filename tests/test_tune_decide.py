@@ -193,8 +193,8 @@ class FakeRunner:
     """Measurements made up by `timing`: each a median with repeats spread 1% and the load the
     timing gives (as `wait_s` / `wall_s`, as the LocalRunner reports them)."""
 
-    def __init__(self, default: Point, timing: Timing):
-        self.default, self.timing = default, timing
+    def __init__(self, default: Point, timing: Timing, others_s: float | None = None):
+        self.default, self.timing, self.others_s = default, timing, others_s
         self.calls, self.finals = 0, False
 
     def set_best(self, best_s: float | None, factor: float = EARLY_STOP) -> None:
@@ -206,15 +206,18 @@ class FakeRunner:
             seconds, load = self.timing(build.candidate.point, self.calls, self.finals)
             self.calls += 1
             times = (seconds * 0.995, seconds, seconds * 1.005)
-            extra = {"spread": 0.01, "wall_s": 1.0, "wait_s": load, "cpu_s": 1.0 - load}
+            extra: dict[str, object] = {"spread": 0.01, "wall_s": 1.0, "wait_s": load, "cpu_s": 1.0 - load}
+            if self.others_s is not None:  # what other processes took meanwhile
+                extra["others_s"] = self.others_s
             out.append(MeasureResult(build.candidate, Status.OK, times=times, extra=extra))
         return out
 
 
 def run_tune(task: TuneTask, space: SearchSpace, tmp_path: Path, timing: Timing, trials: int = 10,
-             batch: int | None = None, decide_best: bool = True) -> tuple[TuneResult, RecordDB]:  # fmt: skip
+             batch: int | None = None, decide_best: bool = True,
+             others_s: float | None = None) -> tuple[TuneResult, RecordDB]:  # fmt: skip
     db = RecordDB(tmp_path / "t.db")
-    runner = FakeRunner(space.default_point(), timing)
+    runner = FakeRunner(space.default_point(), timing, others_s)
     result = tune(task, policy="random", trials=trials, batch=batch or trials, space=space, builder=FakeBuilder(),
                   runner=runner, db=db, device=DEVICE, seed=4, verify=False, decide_best=decide_best)
     return result, db
@@ -300,6 +303,24 @@ def test_a_busy_machine_keeps_the_default_and_says_why(task: TuneTask, space: Se
         # the closest finalist was measured again (its lead could have been hidden by the load)
         assert max(len(f.times) for f in result.finals) == 2 * rounds_needed(3)
         assert_one_best(result, db, task, tmp_path)
+
+
+def test_a_device_runtimes_own_wait_does_not_keep_the_default(task: TuneTask, space: SearchSpace,
+                                                               tmp_path: Path) -> None:  # fmt: skip
+    # PoCL's pool: the default's threads wait for each other 90% of the time on a quiet
+    # machine (other processes took nothing meanwhile, others_s 0): not load, the faster
+    # finalist is crowned. Read as load (no others_s: the whole wait, as before), it was kept.
+    default = space.default_point()
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        return (1e-3, 0.9) if point == default else (1e-3 * factor(point), 0.9)
+
+    result, db = run_tune(task, space, tmp_path, timing, others_s=0.0)
+    with db:
+        assert not result.kept_default, result.summary()
+    old, db = run_tune(task, space, tmp_path / "old", timing)
+    with db:
+        assert old.kept_default and old.decision is not None and "the machine was busy" in old.decision.reason
 
 
 def test_load_during_some_rounds_is_measured_again(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
