@@ -348,6 +348,21 @@ def test_transposed_convolutions_are_blocked_then_split_into_phases(transposed_c
         assert "if (" not in body and "? " not in body and "%" not in body, body
 
 
+def test_transposed_convolution_accumulators_start_in_registers(transposed_conv: tuple[Compilation, str]) -> None:
+    """The phase nests' output tiles (every other column, channels innermost) start at zero
+    in the local tile (einc-init-accumulators over several nests and split pieces: the
+    tiles are disjoint and cover the output), so the C neither fills the output with zeros
+    nor reads it back, and each tile is written back a vector of channels at a time (the
+    copy-out's innermost loop runs along the tile's channels); NumPy's numbers (checked by
+    the fixture)."""
+    _, source = transposed_conv
+    assert not re.search(r"\boutput0\[[^\]]*\] = 0\.0f", source) and "&output0[" not in source, source  # no fill
+    assert not re.search(r"=[^;]*\boutput0\[", source), source  # no read of the output
+    assert re.search(r"output0_local\[[^\]]*\] = 0\.0f;", source), source
+    backs = re.findall(r"for \(int64_t (output0_c\d) = [^\n]*\n\s*output0\[[^\n]* = output0_local\[[^\n]*\+ (\w+)\];", source)
+    assert backs and all(loop == last for loop, last in backs), source
+
+
 def test_small_maps_in_a_batch_share_the_packed_filter() -> None:
     """A batch of small maps (3x3 outputs): the batch loop goes below the channel tiles, so
     that each packed filter tile serves every image (not packed again per image), and the
