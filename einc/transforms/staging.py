@@ -212,11 +212,21 @@ def _copy_nest(
 ) -> None:
     """A nest over the box copying tensor[offset + x] -> local[x] (or back), x in the
     local's dimension order `layout` (None: the tensor's); elements outside the tensor (an
-    overhanging shared box) are skipped. The loops follow the tensor's order, or with
-    `local_order` the local's (`layout`'s): its innermost loop runs along the local."""
+    overhanging shared box) are skipped. The loops follow the tensor's order, the local's
+    outermost dimension first; with `local_order` the local's order (`layout`'s): its
+    innermost loop runs along the local."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = buffer_name(tensor)
-    order = list(layout) if local_order and layout is not None else list(range(len(box.shape)))
+    order = list(range(len(box.shape)))
+    if layout is not None and local_order:
+        order = list(layout)
+    elif layout is not None:
+        # the local's outermost dimension outermost, the rest in the tensor's order: each
+        # block of the local it indexes is filled whole while it is in L1 (a filter [F, C,
+        # KH, KW] packed [C, KH, KW, F]: per C, a block of F x taps, each F's taps read
+        # contiguously; F outermost, the taps of one F are written across the whole local,
+        # a 3x3 convolution on a 7x7 map, AVX-512: 2.7 -> 1.9 ms)
+        order = [layout[0], *(d for d in order if d != layout[0])]
     by_dim: dict[int, affine.ForOp] = {}
     loops = []
     for d in order:
