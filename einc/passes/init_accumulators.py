@@ -170,7 +170,7 @@ def _same_box(copy_in: affine.ForOp, load: affine.LoadOp, copy_out: affine.ForOp
     if len(ins) != len(outs) or any(constant_bounds(a) != constant_bounds(b) or step_of(a) != step_of(b)
                                     for a, b in zip(ins, outs)):  # fmt: skip
         return False
-    renamed = {induction_var(b): induction_var(a) for a, b in zip(ins, outs)}
+    renamed: dict[SSAValue, SSAValue] = {induction_var(b): induction_var(a) for a, b in zip(ins, outs)}
     return load.map == store.map and list(load.indices) == [renamed.get(v, v) for v in store.indices]
 
 
@@ -246,13 +246,13 @@ def _box_forms(copy_out: affine.ForOp, tensor: SSAValue) -> list[tuple[dict[SSAV
     copy-out writes (each dimension moved by its own copy loop, from 0 by 1, times a
     positive step), or None."""
     stores = [a for a in accesses(copy_out) if a.write and a.buffer is tensor]
-    if len(stores) != 1 or stores[0].map is None:
+    if len(stores) != 1 or (store_map := stores[0].map) is None:
         return None
     store = stores[0]
     copy_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)}
     forms: list[tuple[dict[SSAValue, int], int, int, int]] = []
     seen: set[SSAValue] = set()
-    for e in store.map.results:
+    for e in store_map.results:
         form = linear_form(e, store.operands)
         if form is None:
             return None
