@@ -212,15 +212,16 @@ def _copy_nest(
 ) -> None:
     """A nest over the box copying tensor[offset + x] -> local[x] (or back), x in the
     local's dimension order `layout` (None: the tensor's); elements outside the tensor (an
-    overhanging shared box) are skipped. The loops follow the tensor's order, the local's
-    outermost dimension first; with `local_order` the local's order (`layout`'s): its
-    innermost loop runs along the local."""
+    overhanging shared box) are skipped. The loops follow the tensor's order, a local
+    buffer's outermost dimension first; with `local_order` the local's order (`layout`'s):
+    its innermost loop runs along the local. A shared buffer's copies keep the tensor's
+    order (the block's threads split them)."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = buffer_name(tensor)
     order = list(range(len(box.shape)))
     if layout is not None and local_order:
         order = list(layout)
-    elif layout is not None:
+    elif layout is not None and not shared:
         # the local's outermost dimension outermost, the rest in the tensor's order: each
         # block of the local it indexes is filled whole while it is in L1 (a filter [F, C,
         # KH, KW] packed [C, KH, KW, F]: per C, a block of F x taps, each F's taps read
