@@ -165,6 +165,20 @@ def test_convolutions_are_blocked_over_output_channels_and_match_numpy(name: str
     for body in compute:
         assert f"einc_vload_f32x{min(C_LANES, 16)}(&input1_local[" in body
         assert "pragma omp simd" not in body and "? " not in body
+    # the filter packed a block of output channels x taps per input channel (the local's
+    # outermost dimension outermost, then the filter's order: each channel's taps read
+    # contiguously), the output tile written back a vector of channels at a time
+    assert _copy_loops(source, "input1")[:2] == ["input1_c1", "input1_c0"], source
+    assert _copy_loops(source, "output0", back=True)[-1] == "output0_c1", source
+
+
+def _copy_loops(source: str, tensor: str, back: bool = False) -> list[str]:
+    """The loop variables (outermost first) of the first copy nest of `tensor` in a C source
+    (`back`: the first copy-out nest, whose body stores to the tensor)."""
+    for m in re.finditer(rf"((?:[ ]*for \(int64_t {tensor}_c\d+ = [^\n]*\n)+)\s*([^\n]*)", source):
+        if not back or m.group(2).startswith(f"{tensor}["):
+            return re.findall(rf"for \(int64_t ({tensor}_c\d+) =", m.group(1))
+    return []
 
 
 def test_every_option_of_the_channel_tiles_applies() -> None:
@@ -346,6 +360,21 @@ def test_transposed_convolutions_are_blocked_then_split_into_phases(transposed_c
     assert compute, source
     for body in compute:
         assert "if (" not in body and "? " not in body and "%" not in body, body
+
+
+def test_transposed_convolution_accumulators_start_in_registers(transposed_conv: tuple[Compilation, str]) -> None:
+    """The phase nests' output tiles (every other column, channels innermost) start at zero
+    in the local tile (einc-init-accumulators over several nests and split pieces: the
+    tiles are disjoint and cover the output), so the C neither fills the output with zeros
+    nor reads it back, and each tile is written back a vector of channels at a time (the
+    copy-out's innermost loop runs along the tile's channels); NumPy's numbers (checked by
+    the fixture)."""
+    _, source = transposed_conv
+    assert not re.search(r"\boutput0\[[^\]]*\] = 0\.0f", source) and "&output0[" not in source, source  # no fill
+    assert not re.search(r"=[^;]*\boutput0\[", source), source  # no read of the output
+    assert re.search(r"output0_local\[[^\]]*\] = 0\.0f;", source), source
+    backs = re.findall(r"for \(int64_t (output0_c\d) = [^\n]*\n\s*output0\[[^\n]* = output0_local\[[^\n]*\+ (\w+)\];", source)
+    assert backs and all(loop == last for loop, last in backs), source
 
 
 def test_small_maps_in_a_batch_share_the_packed_filter() -> None:

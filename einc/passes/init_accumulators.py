@@ -22,11 +22,20 @@ one pass over C fewer).
       affine.for ... { affine.store (load %t), %C[...] }   // the copy-out: unchanged
     } }
 
-Conservative: anything else (another access to C in the nest or between the fill and the
-nest, a second staged tile of C, a staging point inside a reduction loop, shared memory)
-leaves the IR as it was. Run before `convert-affine-to-egpu` (it reads the loop-level
-statements). The numbers are unchanged: each element's copy-in read the identity the fill
-had just written.
+The nests after the fill are taken together up to the first that uses C otherwise than
+through staged tiles: several nests (a transposed convolution's output phases, each a
+nest of its own) and several tiles in a nest (the pieces of a split or peeled loop, each
+staging its own tile; a compact tile of every other column) qualify when no two tiles, and
+no two iterations of one tile's loops, write back the same element (the staging loops'
+iterations enumerated, up to 2^16 iterations and 2^24 output elements). Past those limits
+one tile alone still qualifies when each loop around it gives its iterations disjoint
+elements (the fill then stays).
+
+Conservative: anything else (another access to C in the nests or between the fill and the
+nests, two tiles writing the same element, a staging point inside a reduction loop, shared
+memory) leaves the IR as it was. Run by the C pipeline and, before `convert-affine-to-egpu`
+(it reads the loop-level statements), by the device pipelines. The numbers are unchanged:
+each element's copy-in read the identity the fill had just written.
 """
 
 from __future__ import annotations
@@ -108,72 +117,156 @@ def _enclosing_loops(op: Operation, top: Operation) -> list[affine.ForOp] | None
     return None
 
 
-def _covers(copy_out: affine.ForOp, tensor: SSAValue, loops: list[affine.ForOp]) -> bool:
-    """Whether the copy-outs of all iterations of `loops` write every element of `tensor`:
-    the iterations are enumerated (bounds evaluated at each point, partial tiles' `min`
-    bounds included) and each one's box marked in a map of the tensor's elements."""
-    stores = [a for a in accesses(copy_out) if a.write and a.buffer is tensor]
-    if len(stores) != 1:
+@dataclass(frozen=True)
+class _Tile:
+    """A staged tile of the output: its alloca, the one load of the output in its copy-in,
+    its copy-out nest and the loops from the statement nest's top down to the alloca."""
+
+    alloca: memref.AllocaOp
+    load: affine.LoadOp
+    copy_out: affine.ForOp
+    loops: list[affine.ForOp]
+
+
+def _tiles(nest: Operation, tensor: SSAValue) -> list[_Tile] | None:
+    """The staged tiles of `tensor` in `nest` when every use of `tensor` inside it is the one
+    load of a tile's copy-in or the store of its copy-out (several tiles: the pieces of a
+    peeled or split loop, each staging its own), else None."""
+    if not isinstance(nest, affine.ForOp):
+        return None
+    tiles: list[_Tile] = []
+    copies: list[affine.ForOp] = []
+    for o in walk_ops(nest):
+        if not isinstance(o, memref.AllocaOp) or MEMORY_ATTR in o.attributes:
+            continue
+        found = _copy_nests(o)
+        if found is None or not _uses(found[0], tensor):
+            continue
+        copy_in, copy_out = found
+        loads = [a for a in accesses(copy_in) if a.buffer is tensor]
+        if len(loads) != 1 or loads[0].write or not isinstance(loads[0].op, affine.LoadOp):
+            return None
+        loops = _enclosing_loops(o, nest)
+        if loops is None or not _same_box(copy_in, loads[0].op, copy_out, tensor):
+            return None
+        tiles.append(_Tile(o, loads[0].op, copy_out, loops))
+        copies += [copy_in, copy_out]
+    uses = [o for o in walk_ops(nest) if tensor in o.operands]
+    if not tiles or any(not any(c.is_ancestor(o) for c in copies) for o in uses):
+        return None
+    if any(not isinstance(o, affine.LoadOp | affine.StoreOp) for o in uses):
+        return None
+    return tiles
+
+
+def _same_box(copy_in: affine.ForOp, load: affine.LoadOp, copy_out: affine.ForOp, tensor: SSAValue) -> bool:
+    """Whether the copy-out writes back the elements the copy-in read: the same map of the
+    same outer values, its copy loops (same bounds) in the copy-in's places."""
+    stores = [a.op for a in accesses(copy_out) if a.write and a.buffer is tensor]
+    if len(stores) != 1 or not isinstance(store := stores[0], affine.StoreOp):
         return False
-    store = stores[0]
-    store_map = store.map
+    ins = [f for f in walk_ops(copy_in) if isinstance(f, affine.ForOp)]
+    outs = [f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)]
+    if len(ins) != len(outs) or any(constant_bounds(a) != constant_bounds(b) or step_of(a) != step_of(b)
+                                    for a, b in zip(ins, outs)):  # fmt: skip
+        return False
+    renamed: dict[SSAValue, SSAValue] = {induction_var(b): induction_var(a) for a, b in zip(ins, outs)}
+    return load.map == store.map and list(load.indices) == [renamed.get(v, v) for v in store.indices]
+
+
+TOO_MANY = "too many"
+"""`_tile_map`'s answer when the tiles are too many (or the output too large) to enumerate."""
+
+
+def _tile_map(tiles: Sequence[_Tile], tensor: SSAValue) -> np.ndarray | str | None:
+    """The map of `tensor`'s elements the copy-outs of `tiles` write back, over all
+    iterations of each tile's loops (bounds evaluated at each point, partial tiles' `min`
+    bounds included; a compact tile's every `s`-th element, a transposed convolution's
+    phase); None when two tiles, or two iterations of one, write the same element (an
+    enclosing reduction loop, another tile's elements) or a box is not a tile of the copy
+    loops; TOO_MANY when the enumeration is too large."""
     memory = tensor.type
-    if store_map is None or not isinstance(memory, MemRefType):
-        return False
+    if not isinstance(memory, MemRefType):
+        return None
     shape = memory.get_shape()
     if math.prod(shape) > MAX_COVERAGE_ELEMENTS or len(shape) > MAX_COVERAGE_RANK:
-        return False
-    copy_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)}
-    forms: list[tuple[dict[SSAValue, int], int, int]] = []  # outer terms, constant, extent
-    for e in store_map.results:
-        form = linear_form(e, store.operands)
-        if form is None:
-            return False
-        terms, const = form
-        inner = [(v, c) for v, c in terms.items() if v in copy_ivs]
-        if len(inner) != 1 or inner[0][1] != 1:
-            return False
-        bounds = constant_bounds(copy_ivs[inner[0][0]])
-        if bounds is None or bounds[0] != 0 or step_of(copy_ivs[inner[0][0]]) != 1:
-            return False
-        forms.append(({v: c for v, c in terms.items() if v not in copy_ivs}, const, bounds[1]))
-    covered = np.zeros(shape, dtype=bool)
-    points = 0
-    env: dict[SSAValue, int] = {}
+        return TOO_MANY
+    marking = _Marking(np.zeros(shape, dtype=bool))
+    for tile in tiles:
+        forms = _box_forms(tile.copy_out, tensor)
+        if forms is None or not marking.visit(tile.loops, forms, {}):
+            return marking.failure if forms is not None else None
+    return marking.covered
 
-    def bound(m: AffineMap, operands: Sequence[SSAValue]) -> Sequence[int] | None:
-        if any(o not in env for o in operands):
-            return None
-        return m.eval([env[o] for o in operands[: m.num_dims]], [env[o] for o in operands[m.num_dims :]])
 
-    def visit(depth: int) -> bool:
-        nonlocal points
-        if depth == len(loops):
-            points += 1
-            if points > MAX_TILE_ORIGINS:
+@dataclass
+class _Marking:
+    """`_tile_map`'s enumeration: the elements marked so far, the iterations counted, and
+    why it stopped (None: an overlap or a bound it cannot evaluate; TOO_MANY)."""
+
+    covered: np.ndarray
+    points: int = 0
+    failure: str | None = None
+
+    def visit(self, loops: Sequence[affine.ForOp], forms: list[tuple[dict[SSAValue, int], int, int, int]],
+              env: dict[SSAValue, int]) -> bool:  # fmt: skip
+        """Mark the boxes of every iteration of `loops` (the outer ones' variables in `env`);
+        False (and `failure` set) where it stops."""
+        if not loops:
+            self.points += 1
+            if self.points > MAX_TILE_ORIGINS:
+                self.failure = TOO_MANY
                 return False
             box = []
-            for (terms, const, extent), size in zip(forms, shape):
+            for (terms, const, step, extent), size in zip(forms, self.covered.shape):
                 if any(v not in env for v in terms):
                     return False
                 origin = const + sum(c * env[v] for v, c in terms.items())
-                box.append(slice(max(0, origin), max(0, min(size, origin + extent))))
-            covered[tuple(box)] = True
-            return True
-        loop = loops[depth]
-        lower = bound(loop.lowerBoundMap.data, loop.lowerBoundOperands)
-        upper = bound(loop.upperBoundMap.data, loop.upperBoundOperands)
-        if lower is None or upper is None:
-            return False
-        iv = induction_var(loop)
-        for value in range(max(lower), min(upper), step_of(loop)):
-            env[iv] = value
-            if not visit(depth + 1):
+                first = origin if origin >= 0 else origin + (-origin + step - 1) // step * step
+                box.append(slice(first, max(first, min(size, origin + step * (extent - 1) + 1)), step))
+            if self.covered[tuple(box)].any():
                 return False
-        env.pop(iv, None)
+            self.covered[tuple(box)] = True
+            return True
+        loop = loops[0]
+        bounds = []
+        for m, operands in ((loop.lowerBoundMap.data, loop.lowerBoundOperands), (loop.upperBoundMap.data, loop.upperBoundOperands)):
+            if any(o not in env for o in operands):
+                return False
+            bounds.append(m.eval([env[o] for o in operands[: m.num_dims]], [env[o] for o in operands[m.num_dims :]]))
+        iv = induction_var(loop)
+        for value in range(max(bounds[0]), min(bounds[1]), step_of(loop)):
+            if not self.visit(loops[1:], forms, {**env, iv: value}):
+                return False
         return True
 
-    return visit(0) and bool(covered.all())
+
+def _box_forms(copy_out: affine.ForOp, tensor: SSAValue) -> list[tuple[dict[SSAValue, int], int, int, int]] | None:
+    """Per dimension of `tensor`: the outer terms, constant, step and extent of the box a
+    copy-out writes (each dimension moved by its own copy loop, from 0 by 1, times a
+    positive step), or None."""
+    stores = [a for a in accesses(copy_out) if a.write and a.buffer is tensor]
+    if len(stores) != 1 or (store_map := stores[0].map) is None:
+        return None
+    store = stores[0]
+    copy_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)}
+    forms: list[tuple[dict[SSAValue, int], int, int, int]] = []
+    seen: set[SSAValue] = set()
+    for e in store_map.results:
+        form = linear_form(e, store.operands)
+        if form is None:
+            return None
+        terms, const = form
+        inner = [(v, c) for v, c in terms.items() if v in copy_ivs]
+        if len(inner) != 1 or inner[0][1] < 1 or inner[0][0] in seen:
+            return None
+        seen.add(inner[0][0])
+        loop = copy_ivs[inner[0][0]]
+        bounds = constant_bounds(loop)
+        if bounds is None or bounds[0] != 0 or step_of(loop) != 1:
+            return None
+        forms.append(({v: c for v, c in terms.items() if v not in copy_ivs}, const, inner[0][1], bounds[1]))
+    return forms
 
 
 def init_accumulators(host: func.FuncOp) -> int:
@@ -184,41 +277,40 @@ def init_accumulators(host: func.FuncOp) -> int:
         if found is None:
             continue
         tensor, identity = found
+        # the nests after the fill that use the tensor only through staged tiles (a
+        # transposed convolution's phase nests, each with the tiles of its split pieces),
+        # up to the first that uses it otherwise
+        tiles: list[_Tile] = []
         nest = fill_op.next_op
-        while nest is not None and not _uses(nest, tensor):
+        while nest is not None:
+            if _uses(nest, tensor):
+                found_tiles = _tiles(nest, tensor)
+                if found_tiles is None:
+                    break
+                tiles += found_tiles
             nest = nest.next_op
-        if not isinstance(nest, affine.ForOp):
+        if not tiles:
             continue
-        staged = [
-            o for o in walk_ops(nest)
-            if isinstance(o, memref.AllocaOp) and MEMORY_ATTR not in o.attributes
-            and (copies := _copy_nests(o)) is not None and _uses(copies[0], tensor)
-        ]  # fmt: skip
-        if len(staged) != 1:
+        covered = _tile_map(tiles, tensor)
+        if covered is None:
             continue
-        alloca = staged[0]
-        copies = _copy_nests(alloca)
-        assert copies is not None
-        copy_in, copy_out = copies
-        inside = [a for a in accesses(nest) if a.buffer is tensor]
-        loads = [a for a in inside if not a.write]
-        if any(not (copy_in.is_ancestor(a.op) or copy_out.is_ancestor(a.op)) for a in inside):
-            continue
-        if len(loads) != 1 or not copy_in.is_ancestor(loads[0].op) or any(a.write for a in inside if copy_in.is_ancestor(a.op)):
-            continue
-        loops = _enclosing_loops(alloca, nest)
-        if loops is None:
-            continue
-        if not all(separates(induction_var(f), step_of(f), [a for a in inside if f.is_ancestor(a.op)]) for f in loops):
-            continue
-        load = loads[0].op
-        load.results[0].replace_all_uses_with(identity)
-        load.detach()
-        load.erase()
-        if _covers(copy_out, tensor, loops):  # nothing between the fill and `nest` uses the tensor
+        if isinstance(covered, str):
+            # too many tiles to enumerate: one tile staged at loops that each give their
+            # iterations disjoint elements (no reduction loop encloses it); the fill stays
+            (tile,) = tiles if len(tiles) == 1 else (None,)
+            if tile is None:
+                continue
+            inside = [a for a in accesses(tile.loops[0]) if a.buffer is tensor]
+            if not all(separates(induction_var(f), step_of(f), [a for a in inside if f.is_ancestor(a.op)]) for f in tile.loops):
+                continue
+        for tile in tiles:
+            tile.load.results[0].replace_all_uses_with(identity)
+            tile.load.detach()
+            tile.load.erase()
+        if not isinstance(covered, str) and covered.all():  # nothing between the fill and the nests uses the tensor
             fill_op.detach()
             fill_op.erase()
-        done += 1
+        done += len(tiles)
     return done
 
 

@@ -57,7 +57,7 @@ def simd_declarations(functions: set[str]) -> str:
 class CTarget(CLikeTarget):
     name: ClassVar[str] = "c"
     pipeline: ClassVar[str] = (
-        "legalize-f16-for-c,legalize-float-to-int,legalize-bf16-storage,"
+        "legalize-f16-for-c,legalize-float-to-int,legalize-bf16-storage,einc-init-accumulators,"
         "einc-vectorize-loops{target=c},canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")

@@ -208,15 +208,30 @@ def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> Affi
 
 def _copy_nest(
     loop: affine.ForOp, point: InsertPoint, box: Box, tensor: SSAValue, local: SSAValue,
-    into_local: bool, shared: bool = False, layout: tuple[int, ...] | None = None,
+    into_local: bool, shared: bool = False, layout: tuple[int, ...] | None = None, local_order: bool = False,
 ) -> None:
     """A nest over the box copying tensor[offset + x] -> local[x] (or back), x in the
     local's dimension order `layout` (None: the tensor's); elements outside the tensor (an
-    overhanging shared box) are skipped. The loops follow the tensor's order."""
+    overhanging shared box) are skipped. The loops follow the tensor's order, a local
+    buffer's outermost dimension first; with `local_order` the local's order (`layout`'s):
+    its innermost loop runs along the local. A shared buffer's copies keep the tensor's
+    order (the block's threads split them)."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = buffer_name(tensor)
+    order = list(range(len(box.shape)))
+    if layout is not None and local_order:
+        order = list(layout)
+    elif layout is not None and not shared:
+        # the local's outermost dimension outermost, the rest in the tensor's order: each
+        # block of the local it indexes is filled whole while it is in L1 (a filter [F, C,
+        # KH, KW] packed [C, KH, KW, F]: per C, a block of F x taps, each F's taps read
+        # contiguously; F outermost, the taps of one F are written across the whole local,
+        # a 3x3 convolution on a 7x7 map, AVX-512: 2.7 -> 1.9 ms)
+        order = [layout[0], *(d for d in order if d != layout[0])]
+    by_dim: dict[int, affine.ForOp] = {}
     loops = []
-    for d, extent in enumerate(box.shape):
+    for d in order:
+        extent = box.shape[d]
         f = _new_loop((), (), 0, extent, 1, f"{name}_c{d}")
         if isinstance(stmt, StringAttr):
             f.attributes[STMT_ATTR] = stmt
@@ -224,13 +239,14 @@ def _copy_nest(
         f.attributes["einc.copy"] = UnitAttr()
         Rewriter.insert_op(f, point)
         loops.append(f)
+        by_dim[d] = f
         point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
     guarded = any(below or past for below, past in box.overhang)
     if loops and not shared and not guarded and layout is None:  # a rank-0 tensor is one element: no loop
         loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
     if loops and shared:
         loops[0].attributes[SHARED_COPY_ATTR] = StringAttr("in" if into_local else "out")
-    ivs = [induction_var(f) for f in loops]
+    ivs = [induction_var(by_dim[d]) for d in range(len(box.shape))]
     outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
     operands = [*outer_vars, *ivs]
     forms = [({**terms, iv: s}, low) for terms, low, iv, s in zip(box.outer, box.low, ivs, box.steps())]
@@ -416,9 +432,16 @@ def cache_tensor(
     local = alloca.memref
     body = loop.body.block
     Rewriter.insert_op(alloca, start)
-    _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared, layout=layout)
+    # an output tile with a layout (a convolution's channels innermost) is copied in the
+    # local's order: its copy-out reads the register tile contiguously, a vector of
+    # channels at a time (a 4x4 transposed convolution, AVX-512: 0.57 -> 0.86 of the FMA
+    # peak; in the tensor's order the 32 channels of a column, 4 KiB apart, one by one)
+    local_order = write and not shared
+    _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared, layout=layout,
+               local_order=local_order)  # fmt: skip
     if write:
-        _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared, layout=layout)  # type: ignore[arg-type]
+        _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared,  # type: ignore[arg-type]
+                   layout=layout, local_order=local_order)  # fmt: skip
     for a, forms in box.inner.items():
         shifted = [({v: c // s for v, c in terms.items()}, (const - low) // s)
                    for (terms, const), low, s in zip(forms, box.low, box.steps())]  # fmt: skip

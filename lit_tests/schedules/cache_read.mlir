@@ -62,18 +62,19 @@ transform.named_sequence @__transform_main(%root: !transform.any_op) {
 // -----
 
 // A packed layout: the local buffer's dimensions in the order `layout` gives (B[K, M] is held
-// as B_local[M, K]); the copy loops keep the tensor's order and are not vector loops (their
-// stores into the buffer are strided); the body's loads index the buffer in its order.
+// as B_local[M, K]); the copy loops run the buffer's outermost dimension (M) outermost, then
+// the tensor's order (each row of the buffer filled whole), and are not vector loops; the
+// body's loads index the buffer in its order.
 // CHECK-LABEL: func.func @cache_read_packed_layout(
 // CHECK:         } {einc.stmt = "C", einc.axis = "N", einc.init}
 // CHECK-NEXT:    affine.for %[[N:.*]] = 0 to 4 {
 // CHECK-NEXT:      %[[L:.*]] = memref.alloca() {ein.name = "B_local"{{.*}}, alignment = 64 : i64} : memref<8x6xf32>
-// CHECK-NEXT:      affine.for %[[C0:.*]] = 0 to 6 {
-// CHECK-NEXT:        affine.for %[[C1:.*]] = 0 to 8 {
+// CHECK-NEXT:      affine.for %[[C1:.*]] = 0 to 8 {
+// CHECK-NEXT:        affine.for %[[C0:.*]] = 0 to 6 {
 // CHECK-NEXT:          %[[V:.*]] = affine.load %B[%[[C0]], %[[C1]]]
 // CHECK-NEXT:          affine.store %[[V]], %[[L]][%[[C1]], %[[C0]]]
-// CHECK-NEXT:        } {einc.stmt = "C", einc.axis = "B.in1", einc.copy}
-// CHECK-NEXT:      } {einc.stmt = "C", einc.axis = "B.in0", einc.copy}
+// CHECK-NEXT:        } {einc.stmt = "C", einc.axis = "B.in0", einc.copy}
+// CHECK-NEXT:      } {einc.stmt = "C", einc.axis = "B.in1", einc.copy}
 // CHECK:             affine.load %[[L]][%[[M:.*]], %[[K:.*]]] : memref<8x6xf32>
 // CHECK-NOT:       affine.load %B
 func.func @cache_read_packed_layout(%A: tensor<4x6xf32> {ein.name = "A"}, %B: tensor<6x8xf32> {ein.name = "B"}) -> tensor<4x8xf32> {
