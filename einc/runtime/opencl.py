@@ -45,7 +45,7 @@ from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.finders import INSTALL_HINT, known, reason
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
-from einc.runtime.opencl_isolate import check_build, needs_isolation, receive, send
+from einc.runtime.opencl_isolate import check_build, needs_isolation, receive_request, send
 
 if TYPE_CHECKING:
     import pyopencl
@@ -227,7 +227,7 @@ def serve_builds() -> None:
     os.dup2(2, 1)
     while True:
         try:
-            source, options, todo, abort = receive(stdin)
+            source, options, todo, abort = receive_request(stdin)
         except EOFError:
             return
         try:
@@ -238,12 +238,9 @@ def serve_builds() -> None:
                     os.abort()
                 kernel = cl.Kernel(program, launch.name)
                 flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
-                args: list[pyopencl.Buffer | pyopencl.LocalMemory] = [
-                    cl.Buffer(dev.context, flags, hostbuf=np.zeros(n, np.uint8)) for n in launch.sizes
-                ]
-                if launch.shared_bytes > 0:
-                    args.append(cl.LocalMemory(launch.shared_bytes))
-                kernel.set_args(*args)
+                buffers = [cl.Buffer(dev.context, flags, hostbuf=np.zeros(n, np.uint8)) for n in launch.sizes]
+                for i, buffer in enumerate(buffers):  # (kept alive until the launch has finished)
+                    kernel.set_arg(i, buffer)
                 cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.block, launch.block)
                 dev.queue.finish()
         except cl.Error:

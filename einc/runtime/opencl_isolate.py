@@ -35,7 +35,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from einc.errors import ToolchainError
 from einc.runtime.device import nbytes
@@ -54,11 +54,10 @@ class CompilerCrash(ToolchainError):
 
 
 @dataclass(frozen=True)
-class _Launch:
+class Launch:
     name: str
     block: tuple[int, ...]
     sizes: tuple[int, ...]  # bytes of each buffer argument, in order
-    shared_bytes: int
 
 
 def needs_isolation(source: str) -> bool:
@@ -66,11 +65,14 @@ def needs_isolation(source: str) -> bool:
     return "barrier(" in source
 
 
-def launches(manifest: LaunchManifest) -> tuple[_Launch, ...]:
+def launches(manifest: LaunchManifest) -> tuple[Launch, ...]:
+    """The kernels the helper launches: all but those taking dynamic local memory
+    (`shared_bytes`; einc's OpenCL kernels declare theirs statically, so none of its own)."""
     by_name = {b.name: b for b in manifest.buffers}
     return tuple(
-        _Launch(k.name, tuple(k.block), tuple(max(nbytes(by_name[a]), 1) for a in k.args), k.shared_bytes)
+        Launch(k.name, tuple(k.block), tuple(max(nbytes(by_name[a]), 1) for a in k.args))
         for k in manifest.kernels
+        if k.shared_bytes == 0
     )
 
 
@@ -81,7 +83,7 @@ def send(stream: IO[bytes], obj: object) -> None:
     stream.flush()
 
 
-def receive(stream: IO[bytes]) -> Any:
+def receive(stream: IO[bytes]) -> tuple[object, ...]:
     head = stream.read(8)
     if len(head) < 8:
         raise EOFError
@@ -89,7 +91,19 @@ def receive(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
-    return pickle.loads(data)
+    message = pickle.loads(data)
+    assert isinstance(message, tuple), type(message)
+    return message
+
+
+Request = tuple[str, tuple[str, ...], tuple[Launch, ...], str]
+"""A program's source, its build options, its launches, the kernels to abort at (tests)."""
+
+
+def receive_request(stream: IO[bytes]) -> Request:
+    source, options, todo, abort = receive(stream)
+    assert isinstance(source, str) and isinstance(options, tuple) and isinstance(todo, tuple) and isinstance(abort, str)
+    return source, tuple(str(o) for o in options), tuple(t for t in todo if isinstance(t, Launch)), abort
 
 
 class _Helper:
@@ -98,7 +112,6 @@ class _Helper:
     def __init__(self) -> None:
         self.stderr = tempfile.TemporaryFile()
         env = dict(os.environ)
-        env.setdefault("POCL_MAX_PTHREAD_COUNT", "1")  # one launch of one work-group: no thread pool
         root = str(Path(__file__).resolve().parents[2])  # this einc, however the caller found it
         env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
         self.process = subprocess.Popen(
@@ -121,7 +134,7 @@ class _Helper:
 
 _lock = threading.Lock()
 _helper: _Helper | None = None
-_checked: set[tuple[str, tuple[str, ...], tuple[_Launch, ...], str]] = set()  # built and launched by the helper
+_checked: set[Request] = set()  # built and launched by the helper
 
 
 def _exit_words(code: int | None) -> str:
@@ -139,7 +152,7 @@ def check_build(source: str, options: Sequence[str], manifest: LaunchManifest) -
     process; a CompilerCrash if the helper dies doing so. An OpenCL error there (a rejected
     source, a bad launch) is left to the caller's own build, which reports it as usual."""
     global _helper
-    request = (source, tuple(options), launches(manifest), os.environ.get(ABORT_ENV, ""))
+    request: Request = (source, tuple(options), launches(manifest), os.environ.get(ABORT_ENV, ""))
     with _lock:
         if request in _checked:
             return
@@ -155,7 +168,7 @@ def check_build(source: str, options: Sequence[str], manifest: LaunchManifest) -
             while True:
                 reply = receive(helper.process.stdout)
                 if reply[0] == "kernel":
-                    current = reply[1]
+                    current = str(reply[1])
                 elif reply[0] == "done":
                     _checked.add(request)
                     return
