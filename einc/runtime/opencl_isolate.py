@@ -48,7 +48,7 @@ class CompilerCrash(ToolchainError):
     """The OpenCL device's compiler (or the device) killed the helper process while it built
     or launched `kernel` for one work-group: a toolchain failure, not a wrong kernel."""
 
-    def __init__(self, message: str, kernel: str | None):
+    def __init__(self, message: str, kernel: str | None = None):  # (a default: pickle calls it with the message)
         super().__init__(message)
         self.kernel = kernel
 
