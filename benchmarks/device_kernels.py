@@ -12,7 +12,8 @@ CPU-backed devices here run in seconds). Each variant is checked against a NumPy
 reference on fresh random inputs before it is timed. Hand schedules: the sets of
 benchmarks/device_schedules.py (register-tiled matmuls and batch matmuls with and without
 shared input tiles, cross-thread and private-accumulator row reductions for Softmax, LayerNorm
-and ReduceSum), each timed (`hand: NAME`); `--trials N` adds einc's tuner (N trials, a
+and ReduceSum; on Poplar, which refuses those, POPLAR_HANDS: the reductions unrolled, the
+mapping left to the vertex split), each timed (`hand: NAME`); `--trials N` adds einc's tuner (N trials, a
 temporary record database; where it keeps the default, the default is timed again as `tuned`,
 and the finalists of its final rounds are timed as `finalist N: SKETCH`).
 
@@ -57,6 +58,7 @@ from device_schedules import (  # noqa: E402
     HAND_ROWSUM,
     HAND_SOFTMAX,
     MATMUL,
+    POPLAR_HANDS,
     script,
 )
 
@@ -100,6 +102,13 @@ class Case:
     numpy: Callable[[dict[str, np.ndarray]], np.ndarray]  # float64 reference of output0
     torch: Callable[[Any, dict[str, Any]], Any] | None = None
     hands: dict[str, list[str]] = field(default_factory=dict[str, list[str]])  # hand schedules (script lines)
+
+    def hands_on(self, target: str) -> dict[str, list[str]]:
+        """The hand schedules timed on `target`: on Poplar its own set (POPLAR_HANDS, the
+        device sets being refused there), else `hands`."""
+        if target == "poplar":
+            return next((h for prefix, h in POPLAR_HANDS.items() if self.name.split(" ")[0] == prefix), {})
+        return self.hands
 
 
 def _softmax(a: dict[str, np.ndarray]) -> np.ndarray:
@@ -346,10 +355,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         db = str(Path(scratch) / "tuning.db")
         for case in selected:
-            variants: list[tuple[str, str | None]] = [("default", None)]
-            variants += [(f"hand: {name}", script(lines)) for name, lines in case.hands.items()
-                         if not args.hands or any(name.startswith(p) for p in args.hands.split(","))]  # fmt: skip
             for target in targets:
+                variants: list[tuple[str, str | None]] = [("default", None)]
+                variants += [(f"hand: {name}", script(lines)) for name, lines in case.hands_on(target).items()
+                             if not args.hands or any(name.startswith(p) for p in args.hands.split(","))]  # fmt: skip
                 tuned: list[tuple[str, str | None]] = []
                 if args.trials:
                     try:

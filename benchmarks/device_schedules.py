@@ -152,6 +152,30 @@ HAND_LAYERNORM = _two_reductions("mean", "var")
 """LayerNorm (mean, variance, normalise): as HAND_SOFTMAX."""
 
 
+def unrolled_lines(stmt: str, axis: str, by: int) -> list[str]:
+    """`stmt`'s `axis` loop (its reduction) unrolled by `by`, nothing bound: the mapping pass
+    gives each output element a work-item."""
+    p = f"%{stmt}_{axis.lower()}"
+    return [f'{p} = transform.einc.match stmt "{stmt}" axis "{axis}" in %root', f"{p}_u = transform.einc.unroll {p} by {by}"]
+
+
+POPLAR_HANDS: dict[str, dict[str, list[str]]] = {
+    "MatMul": {f"K unrolled by {u}": unrolled_lines("output0", "K", u) for u in (4, 8)},
+    "BatchMatMul": {f"K unrolled by {u}": unrolled_lines("output0", "K", u) for u in (4, 8)},
+    "Softmax": {f"reductions unrolled by {u}": [*unrolled_lines("temp0", "C", u), *unrolled_lines("temp1", "C", u)]
+                for u in (4, 8)},
+    "LayerNorm": {f"reductions unrolled by {u}": [*unrolled_lines("mean", "C", u), *unrolled_lines("var", "C", u)]
+                  for u in (4, 8)},
+    "ReduceSum": {f"C unrolled by {u}": unrolled_lines("output0", "C", u) for u in (4, 8)},
+}  # fmt: skip
+"""Hand schedules for the Poplar harness, by kernel name prefix: the sets above are refused
+there (no shared memory; no cross-thread reduction between workers; loops bound to blocks and
+threads, or private accumulators, make one vertex on one tile, which the kernel's data
+overflow: "needs 3146112 bytes of tile memory per vertex"), so its hand schedules leave the
+mapping to the vertex split (an output element per work-item, the kernel cut over the tiles)
+and unroll the reductions."""
+
+
 def script(lines: list[str]) -> str:
     body = "\n".join("    " + line for line in [*lines, "transform.yield"])
     return ("builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n"

@@ -14,7 +14,10 @@ Contract with the OpenCL printer:
 The device: PoCL's CPU device, chosen by platform name; else any CPU device; created on
 first use (PoCL's worker threads spin after a launch, so nothing is started at import).
 Built programs are cached per process by source and options; PoCL keeps its own on-disk
-cache of compiled kernels.
+cache of compiled kernels. A program with a barrier is first built and launched for one
+work-group in a helper process (einc.runtime.opencl_isolate): PoCL compiles work-group
+functions at a kernel's first launch, and an assertion there aborts the process that
+launched it; the helper's crash is a ToolchainError (`CompilerCrash`) instead.
 
 Thread safety: the device, its context and queue are made once per process under a lock
 (two threads creating contexts at once left kernels built on one context launched on the
@@ -27,7 +30,9 @@ uploads to the read-backs: calls from several threads run one after the other.
 from __future__ import annotations
 
 import functools
+import os
 import shlex
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +45,7 @@ from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.finders import INSTALL_HINT, known, reason
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.once import locked_cache
+from einc.runtime.opencl_isolate import check_build, needs_isolation, receive_request, send
 
 if TYPE_CHECKING:
     import pyopencl
@@ -128,6 +134,8 @@ class OpenCLKernel:
         self.source = source
         self.manifest = manifest
         cl = _pyopencl()
+        if needs_isolation(source):  # PoCL's work-group passes may abort: compiled in a helper first
+            check_build(source, tuple(options), manifest)
         self._program = _program(source, tuple(options))
         self._kernels = []
         for launch in manifest.kernels:
@@ -203,6 +211,41 @@ def load_opencl_kernel(
 ) -> OpenCLKernel:
     """Build (or reuse) the OpenCL program and return its runner."""
     return OpenCLKernel(source, manifest, options)
+
+
+def serve_builds() -> None:
+    """The helper process of einc.runtime.opencl_isolate: for each request on stdin (a
+    program's source, build options, its launches and the kernels to abort at, a test's fault
+    injection), build the program and launch each kernel for one work-group of its size on
+    zero-filled buffers, saying on stdout which kernel it launches, then that it is done. An
+    OpenCL error is left to the caller's own build and launch, which report it with their
+    context; a crash of the device's compiler ends this process, which is the point."""
+    cl = _pyopencl()
+    dev = _device()
+    stdin = sys.stdin.buffer
+    stdout = os.fdopen(os.dup(1), "wb")  # the replies' own channel: what the device prints goes to stderr
+    os.dup2(2, 1)
+    while True:
+        try:
+            source, options, todo, abort = receive_request(stdin)
+        except EOFError:
+            return
+        try:
+            program = cl.Program(dev.context, source).build(options=list(options))
+            for launch in todo:
+                send(stdout, ("kernel", launch.name))
+                if launch.name in abort.split(","):
+                    os.abort()
+                kernel = cl.Kernel(program, launch.name)
+                flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+                buffers = [cl.Buffer(dev.context, flags, hostbuf=np.zeros(n, np.uint8)) for n in launch.sizes]
+                for i, buffer in enumerate(buffers):  # (kept alive until the launch has finished)
+                    kernel.set_arg(i, buffer)
+                cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.block, launch.block)
+                dev.queue.finish()
+        except cl.Error:
+            pass
+        send(stdout, ("done",))
 
 
 @functools.cache

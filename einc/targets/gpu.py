@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from einc.dialects import egpu
-from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError
+from einc.errors import InternalCompilerError, RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest, Role
 from einc.targets import bfloat16
 from einc.targets.clike import CLikeTarget
@@ -50,6 +50,7 @@ from einc.targets.writer import Writer
 from einc.targets.descriptions import TargetDescription
 
 from einc.ir.attrs import ALIGN_ATTR, DTYPE_ATTR, NAME_ATTR, OUTPUT_ATTR, dtype_name
+from einc.ir.locations import at_op
 
 Runner = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray]], object]
 
@@ -371,7 +372,15 @@ class DeviceTarget(CLikeTarget):
     def build(cls, source: str, module: ModuleOp) -> Runner:
         """The kernels of `source` loaded with the target's runtime (`load`), launched as the
         module's manifest says."""
-        return cls.load(source, cls.manifest(module))
+        try:
+            return cls.load(source, cls.manifest(module))
+        except ToolchainError as err:
+            name = getattr(err, "kernel", None)  # a device compiler's crash on one kernel (CompilerCrash)
+            kernel = next((k for k in module.ops if isinstance(k, egpu.FuncOp) and k.sym_name.data == name), None)
+            if err.loc is None and kernel is not None:
+                err.loc, notes = at_op(kernel.location)
+                err.notes = (*notes, *err.notes)
+            raise
 
     @classmethod
     def load(cls, source: str, manifest: LaunchManifest) -> Runner:
