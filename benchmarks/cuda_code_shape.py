@@ -11,8 +11,9 @@ of each contraction of tests/test_gpu_default.py::CONTRACTIONS instead (matmul, 
 transposed A, transposed B, both, 2-d and 1-d convolution), one line per case: the hot loop's
 FMAs, shared loads (vector ones), global loads and FMAs per shared load, and the kernel's
 cp.async, barriers and vector global loads (a tile staged transposed is read 16 bytes at a
-time into registers and stored down its shared column: cp.async cannot transpose); then the tensor-core instructions of the float16 and bfloat16 default
-matmuls.
+time into registers and stored down its shared column: cp.async cannot transpose); then the
+tensor-core instructions of the float16 and bfloat16 default matmuls and the loads of the
+innermost loop holding them (tiles staged in shared memory: no global loads).
 
 Reports: kernels, per kernel the global loads (scalar and vector), shared loads, FMAs and
 64-bit integer adds/multiplies (address arithmetic included), barriers (bar.sync) and
@@ -96,7 +97,7 @@ def kernel_shapes(text: str) -> list[tuple[str, Counts, Counts | None, Counts | 
 
 def defaults(arch: str, show: bool) -> None:
     import einc
-    from tests.test_gpu_default import CONTRACTIONS
+    from tests.test_gpu_default import CONTRACTIONS, mma_loop
 
     print(f"{'case':<12} {'fma':>5} {'ld.shared':>9} {'(vector)':>8} {'ld.global':>9} {'fma/ld.shared':>13}  cp.async bar.sync"
           "  ld.global.v (kernel)")
@@ -116,8 +117,10 @@ def defaults(arch: str, show: bool) -> None:
         shape = {"dtype": dtype, "shape": [512, 512]}
         kernel = einc.compile(half, {"input0": shape, "input1": shape}, target="cuda")
         text = ptx(kernel.source, arch)
+        hot = mma_loop(text)
         print(f"{dtype} matmul 512^3 (accumulated in float32): mma.sync instructions {text.count('mma.sync')}, "
-              f"fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}")
+              f"fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}; the innermost loop holding mma.sync: "
+              f"{hot.get('mma.sync', 0)} mma.sync, {hot.get('ld.shared', 0)} ld.shared, {hot.get('ld.global', 0)} ld.global")
 
 
 def main() -> None:
