@@ -59,6 +59,8 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     VectorType,
+    bf16,
+    f16,
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
@@ -138,8 +140,12 @@ def _is_linear_thread_id(v: SSAValue, block: tuple[int, int, int]) -> bool:
     return owner.map.data.results == (expected,)
 
 
-def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozenset[Attribute], lanes: int) -> int:
-    """Shape 1 of the module docstring; returns the vector width used (0: left scalar)."""
+def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozenset[Attribute], lanes: int,
+                        raw: frozenset[Attribute] = frozenset()) -> int:  # fmt: skip
+    """Shape 1 of the module docstring; returns the vector width used (0: left scalar).
+    `raw`: element types copied as vectors of their bits although the target computes no
+    vectors of them (16-bit floats into a shared tile: up to 8 to a 16-byte vector, which
+    `einc-async-copies` makes one cp.async), their pairs only aligned vector pairs."""
     if loop.iter_args or not _is_linear_thread_id(loop.lb, kernel.block_size):
         return 0
     points, threads = constant(loop.ub), constant(loop.step)
@@ -161,12 +167,13 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
     if not pairs:
         return 0
     element = pairs[0][0].result.type
-    if element not in elements or any(load.result.type != element for load, _ in pairs):
+    bits = element not in elements
+    if (bits and element not in raw) or any(load.result.type != element for load, _ in pairs):
         return 0
     size = element_bytes(element)
     scattered: dict[affine.StoreOp, list[int]] = {}
-    for width in (4, 2):
-        if width > lanes or width * size > VECTOR_BYTES or points % width:
+    for width in (8, 4, 2) if bits else (4, 2):
+        if (width > lanes and not bits) or width * size > VECTOR_BYTES or points % width:
             continue
         if not all(_unit_stride(_steps(load, iv, loop, width)) and _aligned(load, iv, width) for load, _ in pairs):
             continue
@@ -175,7 +182,8 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
         # steps the lanes move its indices by (an unaligned row stays scalar, a cp.async each)
         store_steps = [(store, _steps(store, iv, loop, width)) for _, store in pairs]
         if all(
-            (_aligned(store, iv, width) if _unit_stride(steps) else None not in steps) for store, steps in store_steps
+            (_aligned(store, iv, width) if _unit_stride(steps) else None not in steps and not bits)
+            for store, steps in store_steps
         ):
             scattered = {store: [s or 0 for s in steps] for store, steps in store_steps if not _unit_stride(steps)}
             break
@@ -335,10 +343,10 @@ def record_alignment(kernel: egpu.FuncOp) -> None:
 
 
 def vectorize_global(kernel: egpu.FuncOp, lanes: int, elements: frozenset[Attribute],
-                     math_ops: frozenset[type[Operation]]) -> None:  # fmt: skip
+                     math_ops: frozenset[type[Operation]], raw: frozenset[Attribute] = frozenset()) -> None:  # fmt: skip
     """The three shapes of the module docstring in `kernel`, then its arguments' alignment."""
     for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
-        vectorize_copy_loop(kernel, loop, elements, lanes)
+        vectorize_copy_loop(kernel, loop, elements, lanes, raw)
     innermost = [
         op for op in kernel.walk()
         if isinstance(op, affine.ForOp) and not any(isinstance(o, affine.ForOp) for o in op.body.walk())
@@ -364,8 +372,11 @@ class VectorizeGlobalPass(TargetedPass):
             return
         lanes = target.vector_lanes()
         math_ops = target.vector_math | target.lanewise_vector_math
+        # 16-bit float tiles copied as 16-byte vectors where they become cp.async (CUDA
+        # sm_80+), never printed as vectors
+        raw = frozenset({f16, bf16}) if target.narrow_shared_tiles and self.limits().compute_capability >= 80 else frozenset()
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
-            vectorize_global(kernel, lanes, elements, math_ops)
+            vectorize_global(kernel, lanes, elements, math_ops, raw)
 
 
 __all__ = ["VectorizeGlobalPass", "record_alignment", "vectorize_global"]

@@ -560,9 +560,11 @@ class _Policy:
         `wy x wx` warps (the target's default work-group: 4 x 2 warps of 32 on CUDA, 2 x 2
         wavefronts of 64 on HIP, fewer where the axes are shorter), each warp one 16 x 16
         output tile (warps on thread.z / thread.y, their lanes on thread.x); the reduction
-        tiled by `TENSOR_KTILES` (the largest that divides it and fits the shared memory)
-        and A's `[16 wy, kt]` and B's `[kt, 16 wx]` tiles staged at that loop in the
-        tensors' own layouts, rows padded by `TENSOR_PAD` (the fragment reads of a warp's
+        tiled by `TENSOR_KTILES` (the largest that divides it and fits the shared memory,
+        with two slots per tile where there is more than one: double buffered, the next
+        tile's copies under the current one's tensor-core work) and A's `[16 wy, kt]` and
+        B's `[kt, 16 wx]` tiles staged at that loop in the tensors' own layouts, rows
+        padded by `TENSOR_PAD` (the fragment reads of a warp's
         8 rows x 4 column pairs fall in 32 different banks); the block's float32
         accumulator tile in shared memory for the whole reduction (`cache_write` at a
         one-trip loop around it), copied in once and out once, so the reduction tile's loop
@@ -590,8 +592,15 @@ class _Policy:
         wy = _largest_divisor(ey // TENSOR_TILE, max(1, warps // wx))
         by, bx = TENSOR_TILE * wy, TENSOR_TILE * wx
         accumulator = 4 * by * bx
-        kt = next((kt for kt in TENSOR_KTILES if ek % kt == 0
-                   and 2 * (by * (kt + TENSOR_PAD) + kt * (bx + TENSOR_PAD)) + accumulator <= f.shared_bytes), None)  # fmt: skip
+        def fits(kt: int, slots: int) -> bool:
+            return ek % kt == 0 and slots * 2 * (by * (kt + TENSOR_PAD) + kt * (bx + TENSOR_PAD)) + accumulator <= f.shared_bytes
+
+        # double buffered (two slots of each tile) where they fit and there is a next tile
+        kt = None if self.variant.double_buffer is False else next(
+            (kt for kt in TENSOR_KTILES if kt < ek and fits(kt, 2)), None)  # fmt: skip
+        double = kt is not None
+        if kt is None:
+            kt = next((kt for kt in TENSOR_KTILES if fits(kt, 1)), None)
         if kt is None:
             raise IllegalStep("staged tensor cores: the tiles do not fit the shared memory")
         self._grid(ex, bx, 0)
@@ -612,8 +621,11 @@ class _Policy:
         b.bind(new[2 + nz], "thread.z")
         b.bind(new[3 + nz], "thread.y")
         b.cache_write(buffer_name(nest.output), new[4 + nz], "shared")
-        for a in dict.fromkeys(buffer_name(a.buffer) for a in nest.loads):
-            b.cache_read(a, new[5 + nz], "shared", None, TENSOR_PAD)
+        staged = [b.cache_read(a, new[5 + nz], "shared", None, TENSOR_PAD)
+                  for a in dict.fromkeys(buffer_name(a.buffer) for a in nest.loads)]  # fmt: skip
+        if double:
+            for buffer in staged:
+                b.try_(lambda buffer=buffer: b.double_buffer(buffer))
         b.tensorize(new[6 + nz], intrinsic)
 
     def shared_layout(self, nest: _Nest, name: str, x: affine.ForOp, y: affine.ForOp | None) -> tuple[int, ...] | None:
