@@ -238,11 +238,12 @@ def _in_copy(op: Operation, top: affine.ForOp) -> bool:
 
 
 def _lane_scope(loop: affine.ForOp) -> affine.ForOp:
-    """The outermost of `loop` and the unbound loops around it below the innermost bound
-    loop (or the function): where the lane loop goes."""
+    """Where the lane loop goes: the outermost of `loop` and the unbound loops around it
+    below the innermost loop bound to threads (a block's warps), or `loop` itself where no
+    thread-bound loop is around it (loops a later bind may bind stay outside)."""
     scope = loop
     parent = loop.parent_op()
     while isinstance(parent, affine.ForOp) and BIND_ATTR not in parent.attributes:
         scope = parent
         parent = parent.parent_op()
-    return scope
+    return scope if _bound_threads(parent) else loop
