@@ -10,8 +10,10 @@ With `--defaults`, the DEFAULT schedule's kernels (no schedule given: einc.sched
 of each contraction of tests/test_gpu_default.py::CONTRACTIONS instead (matmul, batch matmul,
 transposed A, transposed B, both, 2-d and 1-d convolution), one line per case: the hot loop's
 FMAs, shared loads (vector ones), global loads and FMAs per shared load, and the kernel's
-cp.async and barriers; then the tensor-core instructions of the float16 and bfloat16 default
-matmuls.
+cp.async, barriers and vector global loads (a tile staged transposed is read 16 bytes at a
+time into registers and stored down its shared column: cp.async cannot transpose); then the
+tensor-core instructions of the float16 and bfloat16 default matmuls and the loads of the
+innermost loop holding them (tiles staged in shared memory: no global loads).
 
 Reports: kernels, per kernel the global loads (scalar and vector), shared loads, FMAs and
 64-bit integer adds/multiplies (address arithmetic included), barriers (bar.sync) and
@@ -95,9 +97,10 @@ def kernel_shapes(text: str) -> list[tuple[str, Counts, Counts | None, Counts | 
 
 def defaults(arch: str, show: bool) -> None:
     import einc
-    from tests.test_gpu_default import CONTRACTIONS
+    from tests.test_gpu_default import CONTRACTIONS, mma_loop
 
-    print(f"{'case':<12} {'fma':>5} {'ld.shared':>9} {'(vector)':>8} {'ld.global':>9} {'fma/ld.shared':>13}  cp.async bar.sync")
+    print(f"{'case':<12} {'fma':>5} {'ld.shared':>9} {'(vector)':>8} {'ld.global':>9} {'fma/ld.shared':>13}  cp.async bar.sync"
+          "  ld.global.v (kernel)")
     for case, (ir, shapes) in CONTRACTIONS.items():
         dtype = "float32"
         kernel = einc.compile(ir, {k: {"dtype": dtype, "shape": v} for k, v in shapes.items()}, target="cuda")
@@ -108,14 +111,16 @@ def defaults(arch: str, show: bool) -> None:
                 continue
             ratio = hot["fma"] / max(1, hot["ld.shared"])
             print(f"{case:<12} {hot['fma']:>5} {hot['ld.shared']:>9} {hot['ld.shared.v']:>8} {hot['ld.global']:>9} "
-                  f"{ratio:>13.1f}  {found['cp.async']:>8} {found['bar.sync']:>8}")
+                  f"{ratio:>13.1f}  {found['cp.async']:>8} {found['bar.sync']:>8}  {found['ld.global.v']:>20}")
     half = "output0[N, M] +=! input0[N, K].cast(`float32`) * input1[K, M].cast(`float32`)"
     for dtype in ("float16", "bfloat16"):
         shape = {"dtype": dtype, "shape": [512, 512]}
         kernel = einc.compile(half, {"input0": shape, "input1": shape}, target="cuda")
         text = ptx(kernel.source, arch)
+        hot = mma_loop(text)
         print(f"{dtype} matmul 512^3 (accumulated in float32): mma.sync instructions {text.count('mma.sync')}, "
-              f"fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}")
+              f"fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}; the innermost loop holding mma.sync: "
+              f"{hot.get('mma.sync', 0)} mma.sync, {hot.get('ld.shared', 0)} ld.shared, {hot.get('ld.global', 0)} ld.global")
 
 
 def main() -> None:

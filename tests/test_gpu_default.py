@@ -217,6 +217,12 @@ CONTRACTIONS = {
 }  # fmt: skip
 
 
+TRANSPOSED_STAGING = {"matmul", "bmm", "matmul_tb", "matmul_tab"}
+"""The CONTRACTIONS whose tiles are all staged with a permuted layout or copied with cp.async:
+no 4-byte copies left (a convolution's filter, [F, C, 3, 3] staged [C, 3, 3, F], is not
+read 4 consecutive elements at a time along its tile's rows)."""
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", list(CONTRACTIONS))
 def test_cuda_default_contraction_hot_loop_reads_shared_memory_only(case: str) -> None:
@@ -230,9 +236,16 @@ def test_cuda_default_contraction_hot_loop_reads_shared_memory_only(case: str) -
     ir, shapes = CONTRACTIONS[case]
     comp = Compilation(ir, f"<{case}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()}, None,
                        "cuda", "default")  # fmt: skip
-    counts = hot_loop(_ptx(comp.run_until("source")))
+    ptx = _ptx(comp.run_until("source"))
+    counts = hot_loop(ptx)
     assert counts["ld.global"] == 0, counts
     assert counts["fma"] >= 64 and counts["fma"] >= 8 * counts["ld.shared"], counts
+    if case in TRANSPOSED_STAGING:
+        # a tile staged transposed (A[N, K] as [K, N]) is read from global memory 16 bytes
+        # at a time and written to shared memory as four scalar stores down its column
+        # (cp.async cannot transpose: the copy goes through registers), not element by element
+        assert re.search(r"ld\.global\.nc\.v4\.f32", ptx) and "st.shared.f32" in ptx
+        assert not re.search(r"cp\.async\.ca\.shared\.global \[%r\d+\], \[%rd\d+\], 4;", ptx)
 
 
 HALF_MATMUL = "output0[N, M] +=! input0[N, K].cast(`float32`) * input1[K, M].cast(`float32`)"
@@ -240,6 +253,7 @@ HALF_BMM = "output0[B, N, M] +=! input0[B, N, K].cast(`float32`) * input1[B, M, 
 HALF_CASES = {
     "fits": (HALF_MATMUL, {"input0": [32, 48], "input1": [48, 16]}, True),
     "bmm_tb": (HALF_BMM, {"input0": [2, 16, 32], "input1": [2, 32, 32]}, True),
+    "blocks": (HALF_MATMUL, {"input0": [64, 128], "input1": [128, 96]}, True),
     "odd": (HALF_MATMUL, {"input0": [20, 32], "input1": [32, 16]}, False),
     "short_k": (HALF_MATMUL, {"input0": [16, 24], "input1": [24, 16]}, False),
 }  # fmt: skip
@@ -248,13 +262,16 @@ HALF_CASES = {
 @pytest.mark.parametrize(("case", "dtype", "target"), [
     *(("fits", d, t) for d in ("float16", "bfloat16") for t in ("cuda", "hip")),
     ("bmm_tb", "float16", "cuda"), ("bmm_tb", "bfloat16", "hip"),
+    ("blocks", "float16", "cuda"), ("blocks", "bfloat16", "hip"),
     ("odd", "float16", "cuda"), ("short_k", "bfloat16", "hip"),
 ])  # fmt: skip
 def test_half_contractions_use_tensor_cores_where_tiles_fit(target: str, dtype: str, case: str) -> None:
     """A float16/bfloat16 contraction accumulated in float32 gets tensor cores by default on
     CUDA and HIP (`tensorize`) where its output axes and reduction are multiples of 16, the
     scalar register-tiled plan elsewhere (never a refusal); the egpu interpreter (each lane's
-    fragment elements modelled) agrees with NumPy either way."""
+    fragment elements modelled) agrees with NumPy either way. Where the tiles fit, a block of
+    warps stages A's and B's tiles (float16/bfloat16, rows padded) and its float32
+    accumulator tile in shared memory ("blocks": 2 x 3 warps on CUDA, two reduction tiles)."""
     import ml_dtypes
 
     from einc.semantics.egpu import run_lowered
@@ -264,6 +281,8 @@ def test_half_contractions_use_tensor_cores_where_tiles_fit(target: str, dtype: 
                        "default")  # fmt: skip
     comp.run_until("target")
     assert ("transform.einc.tensorize" in str(comp.applied_schedule)) == fits, comp.applied_schedule
+    if fits:
+        assert str(comp.applied_schedule).count('in "shared"') == 3, comp.applied_schedule
     rng = np.random.default_rng(3)
     storage = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
     inputs = {k: rng.uniform(-2, 2, v).astype(storage) for k, v in shapes.items()}
@@ -273,13 +292,33 @@ def test_half_contractions_use_tensor_cores_where_tiles_fit(target: str, dtype: 
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
 
 
+def mma_loop(ptx: str) -> dict[str, int]:
+    """Counts in the innermost PTX loop holding `mma.sync` (empty where none does)."""
+    lines = ptx.splitlines()
+    labels: dict[str, int] = {}
+    best: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        if m := re.match(r"\s*(\$\w+):", line):
+            labels[m.group(1)] = i
+        if (m := re.search(r"bra(?:\.uni)?\s+(\$\w+);", line)) and m.group(1) in labels:
+            body = lines[labels[m.group(1)]:i]
+            counts = {k: sum(1 for x in body if re.search(rf"\b{re.escape(k)}", x)) for k in ("mma.sync", "ld.global", "ld.shared")}
+            if counts["mma.sync"] and (not best or len(body) < best["lines"]):
+                best = {**counts, "lines": len(body)}
+    return best
+
+
 @pytest.mark.cuda
-def test_cuda_default_half_matmul_is_mma_sync() -> None:
-    """The default float16 matmul's PTX (NVRTC, sm_80): tensor-core `mma.sync` instructions."""
+def test_cuda_default_half_matmul_is_mma_sync_from_shared_memory() -> None:
+    """The default float16 matmul's PTX (NVRTC, sm_80): tensor-core `mma.sync` instructions
+    in a loop that reads shared memory only (the staged tiles and the accumulator tile)."""
     require("cuda")
-    f16 = {"dtype": "float16", "shape": [64, 64]}
+    f16 = {"dtype": "float16", "shape": [256, 256]}
     comp = Compilation(HALF_MATMUL, "<h>", {"input0": f16, "input1": f16}, None, "cuda", "default")
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in _ptx(comp.run_until("source"))
+    ptx = _ptx(comp.run_until("source"))
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+    counts = mma_loop(ptx)
+    assert counts and counts["ld.global"] == 0 and counts["ld.shared"] > 0, counts
 
 
 def test_poplar_keeps_its_own_mapping() -> None:

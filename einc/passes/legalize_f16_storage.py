@@ -63,13 +63,27 @@ def _indices(op: affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp
     return values
 
 
+def shared_copy(op: affine.LoadOp | memref.LoadOp) -> bool:
+    """A load whose only use stores it, unchanged, into a shared tile of its element type (a
+    staging copy, shared_staging.py): its 16 bits are moved as they are, never widened (only
+    CUDA and HIP hold such tiles: einc.schedule.checks)."""
+    (value,) = op.results
+    if value.uses.get_length() != 1:
+        return False
+    store = next(iter(value.uses)).operation
+    return (
+        isinstance(store, affine.StoreOp | memref.StoreOp) and store.value is value
+        and isinstance(store.memref.owner, egpu.AllocSharedOp)
+    )  # fmt: skip
+
+
 class LoadHalf(RewritePattern):
     def __init__(self, narrow: AnyFloat = f16):
         self.narrow = narrow
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: affine.LoadOp | memref.LoadOp, rewriter: PatternRewriter) -> None:
-        if not _is_narrow_buffer(op.memref, self.narrow):
+        if not _is_narrow_buffer(op.memref, self.narrow) or shared_copy(op):
             return
         rewriter.replace(op, egpu.LoadExtfOp(op.memref, _indices(op, rewriter), f32))
 
@@ -130,6 +144,8 @@ class DropIdentityExtension(RewritePattern):
 def _widen_remaining(module: Operation, narrow: AnyFloat = f16) -> None:
     """Every f16 value left (select, scf.if results, block arguments) becomes f32."""
     for op in list(module.walk()):
+        if isinstance(op, affine.LoadOp | memref.LoadOp) and shared_copy(op):
+            continue  # a staging copy's 16 bits, moved as they are
         for result in list(op.results):
             if result.type == narrow:
                 Rewriter.replace_value_with_new_type(result, f32)

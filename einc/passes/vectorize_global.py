@@ -18,6 +18,10 @@ Three shapes, whatever schedule made them (the pass works on the egpu level):
    (`e = W * v`) and each load/store pair becomes a vector pair (the copy's elements are
    the same; each thread copies W consecutive ones). `einc-async-copies` (after this pass)
    makes such a pair one 16-byte `cp.async` on CUDA sm_80+.
+   A copy into a tile staged with a permuted layout (`cache_read ... layout`: matmul's
+   `A[N, K]` staged `[K, N]`), whose shared index moves across rows with `e`, gets the
+   same aligned vector load and `W` scalar stores down the tile's column (the transpose;
+   `einc-async-copies` leaves it: cp.async cannot transpose, so it goes through registers).
 2. Elementwise loops: an innermost `affine.for` with constant bounds whose stores all go
    to global buffers at an index unit-stride in the loop variable, every access of a stored
    buffer at that same index (no carried dependence), and every unit-stride global access
@@ -31,7 +35,7 @@ Three shapes, whatever schedule made them (the pass works on the egpu level):
    extractions (the grouping of `einc-vectorize-shared-loads`).
 
 Anything else stays scalar (a guarded copy of a partial tile, a padded shared row that
-breaks alignment, a transposed store, a trip count that is no multiple of the width).
+breaks alignment, a trip count that is no multiple of the width).
 Element types: those the target has vectors of (`vector_elements`), at most 16 bytes a
 vector and the target's `vector_lanes()`.
 """
@@ -55,6 +59,8 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     VectorType,
+    bf16,
+    f16,
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
@@ -134,8 +140,12 @@ def _is_linear_thread_id(v: SSAValue, block: tuple[int, int, int]) -> bool:
     return owner.map.data.results == (expected,)
 
 
-def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozenset[Attribute], lanes: int) -> int:
-    """Shape 1 of the module docstring; returns the vector width used (0: left scalar)."""
+def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozenset[Attribute], lanes: int,
+                        raw: frozenset[Attribute] = frozenset()) -> int:  # fmt: skip
+    """Shape 1 of the module docstring; returns the vector width used (0: left scalar).
+    `raw`: element types copied as vectors of their bits although the target computes no
+    vectors of them (16-bit floats into a shared tile: up to 8 to a 16-byte vector, which
+    `einc-async-copies` makes one cp.async), their pairs only aligned vector pairs."""
     if loop.iter_args or not _is_linear_thread_id(loop.lb, kernel.block_size):
         return 0
     points, threads = constant(loop.ub), constant(loop.step)
@@ -157,17 +167,25 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
     if not pairs:
         return 0
     element = pairs[0][0].result.type
-    if element not in elements or any(load.result.type != element for load, _ in pairs):
+    bits = element not in elements
+    if (bits and element not in raw) or any(load.result.type != element for load, _ in pairs):
         return 0
     size = element_bytes(element)
-    for width in (4, 2):
-        if width > lanes or width * size > VECTOR_BYTES or points % width:
+    scattered: dict[affine.StoreOp, list[int]] = {}
+    for width in (8, 4, 2) if bits else (4, 2):
+        if (width > lanes and not bits) or width * size > VECTOR_BYTES or points % width:
             continue
+        if not all(_unit_stride(_steps(load, iv, loop, width)) and _aligned(load, iv, width) for load, _ in pairs):
+            continue
+        # a store moving along its row is one aligned vector store; one moving across rows
+        # (a transposed tile: its row is the global column) `width` scalar stores at the
+        # steps the lanes move its indices by (an unaligned row stays scalar, a cp.async each)
+        store_steps = [(store, _steps(store, iv, loop, width)) for _, store in pairs]
         if all(
-            _unit_stride(_steps(access, iv, loop, width)) and _aligned(access, iv, width)
-            for pair in pairs
-            for access in pair
+            (_aligned(store, iv, width) if _unit_stride(steps) else None not in steps and not bits)
+            for store, steps in store_steps
         ):
+            scattered = {store: [s or 0 for s in steps] for store, steps in store_steps if not _unit_stride(steps)}
             break
     else:
         return 0
@@ -187,12 +205,36 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
         vload = egpu.VLoadOp(load.memref, element_indices(load), vector)
         vload.attributes[ALIGN_ATTR] = IntegerAttr(width * size, i64)
         Rewriter.insert_op(vload, InsertPoint.before(load))
+        if store in scattered:
+            _scatter(vload.result, store, scattered[store], width)
+            Rewriter.erase_op(store)
+            Rewriter.erase_op(load)
+            continue
         vstore = egpu.VStoreOp(vload.result, store.memref, element_indices(store))
         vstore.attributes[ALIGN_ATTR] = IntegerAttr(width * size, i64)
         Rewriter.insert_op(vstore, InsertPoint.before(store))
         Rewriter.erase_op(store)
         Rewriter.erase_op(load)
     return width
+
+
+def _scatter(vector: SSAValue, store: affine.StoreOp, steps: list[int], width: int) -> None:
+    """Lane k of `vector` stored where `store` stores at `e + k`: its indices at `e` plus
+    k times their lane steps (`steps`, per dimension), before `store`."""
+    base = element_indices(store)
+    for k in range(width):
+        indices: list[SSAValue] = []
+        for index, step in zip(base, steps):
+            if k == 0 or step == 0:
+                indices.append(index)
+                continue
+            moved = affine.ApplyOp([index], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + k * step,))))
+            Rewriter.insert_op(moved, InsertPoint.before(store))
+            indices.append(moved.result)
+        lane = egpu.VExtractOp(vector, k)
+        Rewriter.insert_op(lane, InsertPoint.before(store))
+        scalar = affine.StoreOp(lane.result, store.memref, indices, AffineMapAttr(identity_map(len(indices))))
+        Rewriter.insert_op(scalar, InsertPoint.before(store))
 
 
 def _elementwise_failure(kernel: egpu.FuncOp, loop: affine.ForOp, width: int) -> str | None:
@@ -301,10 +343,10 @@ def record_alignment(kernel: egpu.FuncOp) -> None:
 
 
 def vectorize_global(kernel: egpu.FuncOp, lanes: int, elements: frozenset[Attribute],
-                     math_ops: frozenset[type[Operation]]) -> None:  # fmt: skip
+                     math_ops: frozenset[type[Operation]], raw: frozenset[Attribute] = frozenset()) -> None:  # fmt: skip
     """The three shapes of the module docstring in `kernel`, then its arguments' alignment."""
     for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
-        vectorize_copy_loop(kernel, loop, elements, lanes)
+        vectorize_copy_loop(kernel, loop, elements, lanes, raw)
     innermost = [
         op for op in kernel.walk()
         if isinstance(op, affine.ForOp) and not any(isinstance(o, affine.ForOp) for o in op.body.walk())
@@ -330,8 +372,11 @@ class VectorizeGlobalPass(TargetedPass):
             return
         lanes = target.vector_lanes()
         math_ops = target.vector_math | target.lanewise_vector_math
+        # 16-bit float tiles copied as 16-byte vectors where they become cp.async (CUDA
+        # sm_80+), never printed as vectors
+        raw = frozenset({f16, bf16}) if target.narrow_shared_tiles and self.limits().compute_capability >= 80 else frozenset()
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
-            vectorize_global(kernel, lanes, elements, math_ops)
+            vectorize_global(kernel, lanes, elements, math_ops, raw)
 
 
 __all__ = ["VectorizeGlobalPass", "record_alignment", "vectorize_global"]

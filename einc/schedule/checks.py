@@ -22,7 +22,7 @@ from xdsl.ir import Attribute
 
 from einc.dialects.einc_transform import BindOp, CacheOp, TensorizeOp
 from einc.errors import ScheduleError, SourceLocation
-from einc.ir.attrs import MEMORY_ATTR, dtype_name
+from einc.ir.attrs import MEMORY_ATTR, NARROW_FLOATS, dtype_name
 from einc.schedule.script import Schedule
 from einc.transforms import gpu_mapping
 from einc.transforms.loop_analysis import buffer_name
@@ -65,6 +65,8 @@ def check_scheduled(schedule: Schedule, scheduled: ModuleOp, target: type[CLikeT
     (ScheduleError at the schedule op that made it): on a device target, the local buffers."""
     if target.limits is not None:
         check_private_buffers(scheduled, schedule, target.name, target.limits.arith_dtypes)
+        if not target.narrow_shared_tiles:
+            check_narrow_shared_tiles(scheduled, schedule, target.name)
         check_bound_loops(scheduled)
 
 
@@ -97,6 +99,22 @@ def _dtype(element: Attribute) -> str:
     if isinstance(element, IntegerType):
         return "bool" if element.bitwidth == 1 else f"int{element.bitwidth}"
     return dtype_name(element) if isinstance(element, AnyFloat) else str(element)
+
+
+def check_narrow_shared_tiles(module: ModuleOp, schedule: Schedule, target: str) -> None:
+    """Raise ScheduleError at the cache op that staged a float16/bfloat16 tile in shared
+    memory on a target that cannot declare such an array (`narrow_shared_tiles`)."""
+    for op in module.walk():
+        if isinstance(op, memref.AllocaOp) and op.attributes.get(MEMORY_ATTR) == StringAttr("shared"):
+            element = op.memref.type.get_element_type()
+            if isinstance(element, NARROW_FLOATS):
+                made_by = schedule.staged_by.get(op)
+                loc = schedule.locations.get(made_by) if made_by is not None else None
+                raise ScheduleError(
+                    f"the shared tile '{buffer_name(op.memref)}': the {target} target has no "
+                    f"shared arrays of {dtype_name(element)} (stage it in \"local\" memory or not at all)",
+                    loc or SourceLocation(schedule.filename, 1, 1, source=schedule.source),
+                )
 
 
 def check_private_buffers(module: ModuleOp, schedule: Schedule, target: str, dtypes: frozenset[str]) -> None:

@@ -336,6 +336,10 @@ class CLikeTarget:
     shared ones (here: bfloat16 kept in memory, `legalize-bf16-storage`)."""
     tensor_cores: ClassVar[frozenset[str]] = frozenset()
     """The `transform.einc.tensorize` intrinsics the target prints (`egpu.mma`)."""
+    narrow_shared_tiles: ClassVar[bool] = False
+    """Whether float16/bfloat16 tiles may be staged in shared memory (`cache_read ... in
+    "shared"`): the target prints them as 16-bit arrays (CUDA, HIP); OpenCL without
+    cl_khr_fp16 cannot declare half arrays."""
     bf16_spelling: ClassVar[Bf16Spelling | None] = bfloat16.C_BF16
     """How bfloat16's helpers are spelled (einc.targets.bfloat16); its buffers' element type
     is `types[bf16]`, the same type as `bf16_spelling.u16`."""

@@ -106,6 +106,7 @@ def _async_wait(w: Writer, op: Operation) -> None:
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
     tensor_cores = frozenset({"mma.m16n8k16"})
+    narrow_shared_tiles = True
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"

@@ -25,6 +25,7 @@ _AXES = "xyz"
 
 class HIPTarget(CudaFamily):
     tensor_cores = frozenset({"mfma.16x16x16"})
+    narrow_shared_tiles = True
     statement_printers = {**CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mfma)}
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (

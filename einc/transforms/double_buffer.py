@@ -42,6 +42,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
+from einc.dialects.egpu_mma import MmaOp
 from einc.ir.attrs import MEMORY_ATTR, SHARED_COPY_ATTR
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.loop_analysis import (
@@ -75,7 +76,7 @@ def _plan(alloca: Operation, reduction: bool) -> tuple[affine.ForOp, affine.ForO
     ins = [op for op in body.ops if isinstance(op, affine.ForOp) and op.attributes.get(SHARED_COPY_ATTR) == StringAttr("in")
            and any(isinstance(s, affine.StoreOp) and s.memref is alloca.memref for s in op.walk())]  # fmt: skip
     uses = [use.operation for use in alloca.memref.uses]
-    if any(not isinstance(u, affine.LoadOp | affine.StoreOp) for u in uses):
+    if any(not isinstance(u, affine.LoadOp | affine.StoreOp) and not _mma_reads(u, alloca.memref) for u in uses):
         return Failure(f"cannot double buffer '{name}': an operation other than a load or store uses it")
     stores = [u for u in uses if isinstance(u, affine.StoreOp)]
     if len(ins) != 1 or any(not ins[0].is_ancestor(s) for s in stores):
@@ -115,6 +116,26 @@ def mark_double_buffer(alloca: Operation) -> memref.AllocaOp | Failure:
     assert isinstance(alloca, memref.AllocaOp)
     alloca.attributes[DOUBLE_BUFFER_ATTR] = UnitAttr()
     return alloca
+
+
+def _mma_reads(op: Operation, buffer: SSAValue) -> bool:
+    """`op` is an `egpu.mma` reading `buffer` as its A or B tile (never its accumulator)."""
+    return isinstance(op, MmaOp) and buffer is not op.c and buffer in (op.a, op.b)
+
+
+def _mma_with_slot(op: MmaOp, old: SSAValue, buffer: SSAValue, slot: SSAValue) -> MmaOp:
+    """`op` reading its tiles in `old` from `buffer` at [slot, *its indices] instead."""
+    operands: list[tuple[SSAValue, list[SSAValue], tuple[int, int]]] = []
+    for which, value, indices in (("a", op.a, op.a_indices), ("b", op.b, op.b_indices), ("c", op.c, op.c_indices)):
+        dims = op.dims(which)
+        if value is old:
+            operands.append((buffer, [slot, *indices], (dims[0] + 1, dims[1] + 1)))
+        else:
+            operands.append((value, list(indices), dims))
+    (a, ai, ad), (b, bi, bd), (c, ci, cd) = operands
+    new = MmaOp(a, ai, b, bi, c, ci, op.lane, op.lanes.value.data, op.k.value.data, (ad, bd, cd))
+    new.attributes.update(op.attributes)
+    return new
 
 
 def _with_slot(op: affine.LoadOp | affine.StoreOp, buffer: SSAValue, slot: SSAValue) -> Operation:
@@ -160,6 +181,9 @@ def double_buffer_nests(root: Operation) -> tuple[list[egpu.BarrierOp], list[Fai
         Rewriter.insert_op(doubled, InsertPoint.before(alloca))
         for use in list(alloca.memref.uses):
             op = use.operation
+            if isinstance(op, MmaOp):  # a tensor-core tile read from the current slot
+                Rewriter.replace_op(op, _mma_with_slot(op, alloca.memref, doubled.memref, current.result))
+                continue
             assert isinstance(op, affine.LoadOp | affine.StoreOp)
             slot = following.result if nest.is_ancestor(op) else current.result
             Rewriter.replace_op(op, _with_slot(op, doubled.memref, slot))

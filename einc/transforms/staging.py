@@ -29,9 +29,10 @@ of each copy nest `einc.shared = "in" | "out"`; `convert-affine-to-egpu` hoists 
 `egpu.alloc_shared`, splits each copy among the block's threads and puts barriers around
 the copies (shared_staging.py). Extra contract: `loop` lies inside a bound loop and is not
 bound itself, the box's offset and the trip counts of `loop` and of the loops between it and
-the thread-bound loops do not depend on a thread id (every thread reaches each barrier), the
-tensor is not float16 (OpenCL without cl_khr_fp16 has no half arrays), and
-(cache_write) the boxes of two blocks never overlap. A box may reach outside the tensor (a
+the thread-bound loops do not depend on a thread id (every thread reaches each barrier), and
+(cache_write) the boxes of two blocks never overlap. Whether a target holds float16/bfloat16
+tiles in shared memory is the schedule layer's check (einc.schedule.checks: CUDA and HIP
+do; OpenCL without cl_khr_fp16 has no half arrays). A box may reach outside the tensor (a
 partial tile): the copies skip those elements, which no in-range thread reads.
 """
 
@@ -76,7 +77,7 @@ MAX_LOCAL_ELEMENTS = 1 << 14
 
 Terms = dict[SSAValue, int]
 
-from einc.ir.attrs import MEMORY_ATTR, NARROW_FLOATS, SHARED_COPY_ATTR, dtype_name
+from einc.ir.attrs import MEMORY_ATTR, SHARED_COPY_ATTR, dtype_name
 
 if TYPE_CHECKING:
     from einc.errors import SourceLocation
@@ -408,9 +409,6 @@ def cache_tensor(
         return Failure(f"cannot cache_read '{tensor}' at {describe(loop)}: it is written inside (use cache_write)")
     if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
-    if shared and isinstance(element := buffer.type.get_element_type(), NARROW_FLOATS):  # type: ignore[attr-defined]
-        # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays; bfloat16 follows
-        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: {dtype_name(element)} tiles are not supported")
     box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared)
     if isinstance(box, Failure):
         return box

@@ -18,7 +18,9 @@ The band becomes one loop over the warp's lanes, bound to `thread.x`, holding `e
 "mfma.16x16x16" (HIP MFMA on CDNA, a wavefront of 64). Which targets have them is the
 schedule layer's check (einc.schedule.checks); this utility is target-neutral. Refused
 (a Failure naming what does not fit): another shape or dtype, a body that is not the
-contraction, a lane loop nested in (or around) other thread-bound loops.
+contraction, a lane loop nested in a loop bound to thread.x or around thread-bound loops.
+Loops around it bound to thread.y / thread.z are the block's warps: each warp computes its
+own 16 x 16 tile (a block of several warps shares the tiles it stages in shared memory).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects.egpu_mma import FRAGMENT, LANES, MmaOp
-from einc.ir.attrs import BIND_ATTR, MEMORY_ATTR, STMT_ATTR, dtype_name
+from einc.ir.attrs import BIND_ATTR, MEMORY_ATTR, SHARED_COPY_ATTR, STMT_ATTR, dtype_name
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.loop_analysis import band_from, constant_bounds, induction_var, split_linear
 from einc.transforms.loop_build import Failure, _new_loop, describe
@@ -121,8 +123,9 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
         extents[induction_var(b)] = bounds[1]
     parent = loop.parent_op()
     while parent is not None:
-        if isinstance(parent, affine.ForOp) and _bound_threads(parent):
-            return Failure(f"{what}: it lies inside a thread-bound loop ({describe(parent)}); the lanes are the warp's threads")
+        if isinstance(parent, affine.ForOp) and _bound_threads(parent) and parent.attributes[BIND_ATTR] == StringAttr("thread.x"):
+            return Failure(f"{what}: it lies inside a loop bound to thread.x ({describe(parent)}); the lanes are the warp's threads "
+                           "(warps of a block: bind their loops to thread.y and thread.z)")
         parent = parent.parent_op()
     if any(_bound_threads(b) for b in band):
         return Failure(f"{what}: a loop of its band is bound to threads; the lanes are the warp's threads")
@@ -196,6 +199,51 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
         a.buffer, bases["A"], b.buffer, bases["B"], c.buffer, bases["C"], induction_var(lane_loop), lanes,
         extents[roles["k"]], ((a.dims["i"], a.dims["k"]), (b.dims["k"], b.dims["j"]), (c.dims["i"], c.dims["j"])),
     )  # fmt: skip
-    rewriter.insert_op(mma, InsertPoint.at_start(lane_loop.body.block))
-    rewriter.replace_op(loop, lane_loop)
+    wrapped = _lane_scope(loop)
+    if wrapped is not loop and (failure := _replicated_failure(wrapped, loop)) is not None:
+        return Failure(f"{what}: {failure}")
+    if wrapped is loop:
+        rewriter.insert_op(mma, InsertPoint.at_start(lane_loop.body.block))
+        rewriter.replace_op(loop, lane_loop)
+        return lane_loop
+    # sequential loops between the band and the bound loops around it (a reduction tile's
+    # loop, its shared copies): the lane loop goes around them, below the bound loops, so
+    # it maps onto the warp's threads like any bound loop (every lane runs the copies)
+    rewriter.replace_op(loop, mma)
+    rewriter.insert_op(lane_loop, InsertPoint.before(wrapped))
+    wrapped.detach()
+    rewriter.insert_op(wrapped, InsertPoint.at_start(lane_loop.body.block))
     return lane_loop
+
+
+def _replicated_failure(wrapped: affine.ForOp, band: affine.ForOp) -> str | None:
+    """Why the code around the band in `wrapped`, which every lane runs, is not the same
+    for one lane as for 32 (None where it is: loops, index arithmetic, buffers and the
+    shared-memory copies of cache ops, which copy the same elements whoever runs them)."""
+    for op in wrapped.walk():
+        if band.is_ancestor(op):
+            continue
+        if isinstance(op, affine.StoreOp | memref.StoreOp) and not _in_copy(op, wrapped):
+            return f"{describe(wrapped)} around it stores outside a shared-memory copy; every lane of the warp would run it"
+    return None
+
+
+def _in_copy(op: Operation, top: affine.ForOp) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not top:
+        if SHARED_COPY_ATTR in parent.attributes:
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _lane_scope(loop: affine.ForOp) -> affine.ForOp:
+    """Where the lane loop goes: the outermost of `loop` and the unbound loops around it
+    below the innermost loop bound to threads (a block's warps), or `loop` itself where no
+    thread-bound loop is around it (loops a later bind may bind stay outside)."""
+    scope = loop
+    parent = loop.parent_op()
+    while isinstance(parent, affine.ForOp) and BIND_ATTR not in parent.attributes:
+        scope = parent
+        parent = parent.parent_op()
+    return scope if _bound_threads(parent) else loop

@@ -179,3 +179,49 @@ builtin.module {
     egpu.return
   }
 }
+
+// -----
+
+// A transposed staging copy (A[N, K]'s 128x8 tile staged as [K, N], rows padded to 132): the
+// global row (n + e floordiv 8, k + e mod 8) moves by one for four consecutive e from a
+// multiple of 4, the shared element (e mod 8, e floordiv 8) by one row (132 elements): one
+// aligned 16-byte load and four scalar stores down the shared column (cp.async cannot
+// transpose: the copy goes through registers).
+
+// CHECK-LABEL: egpu.func @transposed_staging(
+// CHECK-SAME:    %{{.*}}: memref<512x512xf32> {ein.name = "A", egpu.align = 16 : i64}
+// CHECK:         scf.for %[[V:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      %[[E:.*]] = affine.apply affine_map<(d0) -> ((d0 * 4))> (%[[V]])
+// CHECK-NEXT:      %[[R:.*]] = affine.apply affine_map<(d0) -> ((d0 floordiv 8))> (%[[E]])
+// CHECK-NEXT:      %[[C:.*]] = affine.apply affine_map<(d0) -> ((d0 mod 8))> (%[[E]])
+// CHECK:           %[[X:.*]] = egpu.vload %{{.*}}[%{{.*}}, %{{.*}}] {egpu.align = 16 : i64} : memref<512x512xf32> -> vector<4xf32>
+// CHECK-NEXT:      %[[X0:.*]] = egpu.vextract %[[X]][0 : index]
+// CHECK-NEXT:      affine.store %[[X0]], %{{.*}}[%[[C]], %[[R]]] : memref<8x132xf32>
+// CHECK-NEXT:      %[[C1:.*]] = affine.apply affine_map<(d0) -> ((d0 + 1))> (%[[C]])
+// CHECK-NEXT:      %[[X1:.*]] = egpu.vextract %[[X]][1 : index]
+// CHECK-NEXT:      affine.store %[[X1]], %{{.*}}[%[[C1]], %[[R]]] : memref<8x132xf32>
+// CHECK:           %[[X3:.*]] = egpu.vextract %[[X]][3 : index]
+// CHECK-NEXT:      affine.store %[[X3]], %{{.*}}[%{{.*}}, %[[R]]] : memref<8x132xf32>
+// CHECK-NOT:       affine.load
+// CHECK:         egpu.return
+builtin.module {
+  egpu.func @transposed_staging(%A: memref<512x512xf32> {ein.name = "A"}) grid [4, 1, 1] block [16, 16, 1] {
+    %sh = egpu.alloc_shared : memref<8x132xf32>
+    %tx = egpu.thread_id x
+    %ty = egpu.thread_id y
+    %tid = affine.apply affine_map<(d0, d1) -> ((d0 + (d1 * 16)))> (%tx, %ty)
+    %bx = egpu.block_id x
+    %n = affine.apply affine_map<(d0) -> ((d0 * 128))> (%bx)
+    %k = arith.constant 32 : index
+    %size = arith.constant 1024 : index
+    %t = arith.constant 256 : index
+    scf.for %e = %tid to %size step %t {
+      %r = affine.apply affine_map<(d0) -> ((d0 floordiv 8))> (%e)
+      %c = affine.apply affine_map<(d0) -> ((d0 mod 8))> (%e)
+      %v = affine.load %A[%n + %r, %k + %c] : memref<512x512xf32>
+      affine.store %v, %sh[%c, %r] : memref<8x132xf32>
+    }
+    egpu.barrier
+    egpu.return
+  }
+}

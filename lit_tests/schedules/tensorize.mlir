@@ -63,3 +63,43 @@ transform.named_sequence @__transform_main(%root: !transform.any_op) {
   %lanes = transform.einc.tensorize %i "mfma.16x16x16"
   transform.yield
 }
+
+// -----
+
+// Below a loop bound to thread.y (a block's warps), the sequential reduction-tile loop K.o
+// with its shared copy of A goes inside the lane loop (every lane runs the copy, which copies
+// the same elements whoever runs it), the mma reading A's tile from shared memory.
+
+// CHECK-LABEL: func.func @staged(
+// CHECK:         affine.for %[[IW:.*]] = 0 to 32 step 16 {
+// CHECK-NEXT:      affine.for %[[L:.*]] = 0 to 32 {
+// CHECK-NEXT:        affine.for %[[KO:.*]] = 0 to 64 step 32 {
+// CHECK-NEXT:          %[[S:.*]] = memref.alloca() {{.*}}einc.memory = "shared"{{.*}} : memref<32x32xf16>
+// CHECK:               egpu.mma %[[S]][%{{.*}}, %{{.*}}], %{{.*}}, %{{.*}} lane %[[L]] {lanes = 32 : i64, k = 32 : i64
+// CHECK-NEXT:        } {einc.stmt = "C", einc.axis = "K.o"}
+// CHECK-NEXT:      } {einc.bind = "thread.x", einc.stmt = "C"}
+// CHECK-NEXT:    } {{.*}}einc.bind = "thread.y"}
+func.func @staged(%A: tensor<32x64xf16> {ein.name = "A"}, %B: tensor<64x16xf16> {ein.name = "B"}) -> tensor<32x16xf32> {
+  %C = ein.einsum "C" add parallel [I = 32, J = 16] reduce [K = 64] : tensor<32x16xf32> {
+  ^bb0(%I : index, %J : index, %K : index):
+    %a = ein.load %A[%I, %K] : tensor<32x64xf16>
+    %b = ein.load %B[%K, %J] : tensor<64x16xf16>
+    %x = arith.extf %a : f16 to f32
+    %y = arith.extf %b : f16 to f32
+    %p = arith.mulf %x, %y : f32
+    ein.yield %p : f32
+  }
+  func.return %C : tensor<32x16xf32>
+}
+transform.named_sequence @__transform_main(%root: !transform.any_op) {
+  %i = transform.einc.match stmt "C" axis "I" in %root
+  %j = transform.einc.match stmt "C" axis "J" in %root
+  %k = transform.einc.match stmt "C" axis "K" in %root
+  %iw, %i16 = transform.einc.tile %i by 16
+  %ko, %ki = transform.einc.tile %k by 32
+  %r:5 = transform.einc.reorder %iw, %ko, %i16, %j, %ki
+  transform.einc.bind %r#0 to "thread.y"
+  %a = transform.einc.cache_read "A" at %r#1 in "shared" pad 8
+  %lanes = transform.einc.tensorize %r#2 "mma.m16n8k16"
+  transform.yield
+}

@@ -33,12 +33,16 @@ left to `convert-affine-to-egpu`'s default mapping):
   (`double_buffer`: the next tile's copies, `cp.async` on CUDA sm_80+, run under the
   current tile's compute, one barrier per tile). On targets with tensor cores (CUDA, HIP),
   a float16/bfloat16 contraction accumulated in float32 whose output axes and reduction
-  are multiples of 16 is tried first on them (`tensorize`: a 16x16 output tile per warp),
-  the plan above where it does not fit. Where the target's runtime runs work-items as the
-  lanes of vectors (`items_vectorized`: Intel's SYCL CPU device), a two-axis contraction
-  with one reduction takes a work-item per output column instead (`Variant.columns`,
-  `one_column`): consecutive work-items read consecutive elements, one vector load.
-  Register tiles are divisors of their axis (so the register loops have constant trip counts and unroll); work-item and
+  are multiples of 16 is tried first on them (`tensorize`: a 16x16 output tile per warp):
+  a block of warps (`tensorized_staged`) with A's and B's tiles of a reduction tile and
+  the block's float32 accumulator tile staged in shared memory (rows padded by
+  `TENSOR_PAD`: the fragment reads are free of bank conflicts), else one warp per block
+  reading global memory (`tensorized`), the plan above where neither fits. Where the
+  target's runtime runs work-items as the lanes of vectors (`items_vectorized`: Intel's
+  SYCL CPU device), a two-axis contraction with one reduction takes a work-item per output
+  column instead (`Variant.columns`, `one_column`): consecutive work-items read consecutive
+  elements, one vector load. Register tiles are divisors of
+  their axis (so the register loops have constant trip counts and unroll); work-item and
   work-group tiles need not divide (the last work-group's work-items outside the range skip
   the body);
 - another reduction (a row sum, softmax's max and sum) whose innermost reduction reads an
@@ -70,6 +74,7 @@ from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
+from einc.dialects.egpu_mma import LANES
 from einc.errors import ScheduleError
 from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 from einc.schedule.checks import check_scheduled
@@ -127,6 +132,13 @@ TENSOR_TILE = 16
 
 KTILES = (16, 8, 4, 2, 1)
 """Reduction tile sizes tried, largest first, for staging in shared memory."""
+
+TENSOR_KTILES = (64, 32, 16)
+"""Reduction tiles tried, largest first, for a tensor-core plan staged in shared memory."""
+
+TENSOR_PAD = 8
+"""The row pad (elements) of a float16/bfloat16 tile staged for tensor cores: 16 bytes, so
+the rows a warp's fragment loads read (8 rows, 4 pairs of columns) start 4 banks apart."""
 
 COLUMN_ROWS = 16
 """Work-items along y of a `Variant.columns` contraction (at most)."""
@@ -370,7 +382,7 @@ class _Policy:
         if contraction_axes(nest) is not None:
             # tensor cores first where the target has them (refused unless the nest is a
             # float16/bfloat16 contraction accumulated in float32 whose tiles fit 16 x 16)
-            plans = [_Policy.tensorized, _Policy.contracted] if self.target.tensor_cores else [_Policy.contracted]
+            plans = [*tensor_core_plans(self), _Policy.contracted] if self.target.tensor_cores else [_Policy.contracted]
         elif nest.reduction:
             cross = self.facts.on_chip if self.variant.reductions is None else self.variant.reductions == "cross"
             plans = [_Policy.cross_thread, _Policy.private] if cross else [_Policy.private]
@@ -564,6 +576,79 @@ class _Policy:
             b.bind(new[2], "block.z")
         b.tensorize(new[-3], min(self.target.tensor_cores))
 
+    def tensorized_staged(self, nest: _Nest) -> None:
+        """`tensorized` with the block's tiles staged in shared memory: a block of
+        `wy x wx` warps (the target's default work-group: 4 x 2 warps of 32 on CUDA, 2 x 2
+        wavefronts of 64 on HIP, fewer where the axes are shorter), each warp one 16 x 16
+        output tile (warps on thread.z / thread.y, their lanes on thread.x); the reduction
+        tiled by `TENSOR_KTILES` (the largest that divides it and fits the shared memory,
+        with two slots per tile where there is more than one: double buffered, the next
+        tile's copies under the current one's tensor-core work) and A's `[16 wy, kt]` and
+        B's `[kt, 16 wx]` tiles staged at that loop in the tensors' own layouts, rows
+        padded by `TENSOR_PAD` (the fragment reads of a warp's
+        8 rows x 4 column pairs fall in 32 different banks); the block's float32
+        accumulator tile in shared memory for the whole reduction (`cache_write` at a
+        one-trip loop around it), copied in once and out once, so the reduction tile's loop
+        reads shared memory only. Refused (IllegalStep) where `tensorized` is, with further
+        output axes left in each block, or where the tiles do not fit."""
+        b, f = self.b, self.facts
+        x, y = axes_of(nest)
+        if y is None or len(nest.reduction) != 1 or not f.on_chip:
+            raise IllegalStep("staged tensor cores: not a two-axis contraction with one reduction, or no on-chip shared memory")
+        if self.staging is not None and not {buffer_name(a.buffer) for a in nest.loads} <= self.staging:
+            raise IllegalStep("staged tensor cores: the variant leaves an input in global memory")
+        k = nest.reduction[0]
+        ex, ey, ek = nest.extent(x), nest.extent(y), nest.extent(k)
+        if any(e % TENSOR_TILE for e in (ex, ey, ek)):
+            raise IllegalStep("tensor cores: the tile does not fit 16 x 16 x 16")
+        rest = [s for s in nest.spatial if s is not x and s is not y]
+        z = self._bind_z(nest, rest)
+        if [s for s in rest if s is not z]:
+            raise IllegalStep("staged tensor cores: output axes beyond three")
+        intrinsic = min(self.target.tensor_cores)
+        lanes = LANES[intrinsic]
+        warps = max(1, min(f.threads, f.max_threads) // lanes)
+        wx_max = 1 << math.ceil(math.log2(warps) / 2)
+        wx = _largest_divisor(ex // TENSOR_TILE, wx_max)
+        wy = _largest_divisor(ey // TENSOR_TILE, max(1, warps // wx))
+        by, bx = TENSOR_TILE * wy, TENSOR_TILE * wx
+        accumulator = 4 * by * bx
+        def fits(kt: int, slots: int) -> bool:
+            return ek % kt == 0 and slots * 2 * (by * (kt + TENSOR_PAD) + kt * (bx + TENSOR_PAD)) + accumulator <= f.shared_bytes
+
+        # double buffered (two slots of each tile) where they fit and there is a next tile
+        kt = None if self.variant.double_buffer is False else next(
+            (kt for kt in TENSOR_KTILES if kt < ek and fits(kt, 2)), None)  # fmt: skip
+        double = kt is not None
+        if kt is None:
+            kt = next((kt for kt in TENSOR_KTILES if fits(kt, 1)), None)
+        if kt is None:
+            raise IllegalStep("staged tensor cores: the tiles do not fit the shared memory")
+        self._grid(ex, bx, 0)
+        self._grid(ey, by, 1)
+        yo, yi = b.tile(b.handle(y), by)
+        yw, y16 = b.tile(yi, TENSOR_TILE)
+        xo, xi = b.tile(b.handle(x), bx)
+        xw, x16 = b.tile(xi, TENSOR_TILE)
+        whole, kr = b.tile(b.handle(k), ek)
+        ko, ki = b.tile(kr, kt)
+        zs = [b.handle(z)] if z is not None else []
+        new = b.reorder([yo, xo, *zs, yw, xw, whole, ko, y16, x16, ki])
+        nz = len(zs)
+        b.bind(new[0], "block.y")
+        b.bind(new[1], "block.x")
+        if z is not None:
+            b.bind(new[2], "block.z")
+        b.bind(new[2 + nz], "thread.z")
+        b.bind(new[3 + nz], "thread.y")
+        b.cache_write(buffer_name(nest.output), new[4 + nz], "shared")
+        staged = [b.cache_read(a, new[5 + nz], "shared", None, TENSOR_PAD)
+                  for a in dict.fromkeys(buffer_name(a.buffer) for a in nest.loads)]  # fmt: skip
+        if double:
+            for buffer in staged:
+                b.try_(lambda buffer=buffer: b.double_buffer(buffer))
+        b.tensorize(new[6 + nz], intrinsic)
+
     def shared_layout(self, nest: _Nest, name: str, x: affine.ForOp, y: affine.ForOp | None) -> tuple[int, ...] | None:
         """The dimension order of input `name`'s shared tile (None: the tensor's): the
         dimension that moves with x alone (an input read along x: matmul's right input), else
@@ -656,6 +741,13 @@ class _Policy:
         # the chunk's loop is left a loop of constant trip count (the device's compiler
         # unrolls it): unrolled here, it multiplied the statement's code by `items` (a
         # program's size, einc's compile time and the shader's), for the same scalar accesses
+
+
+def tensor_core_plans(policy: _Policy) -> list[Callable[[_Policy, _Nest], None]]:
+    """The tensor-core plans of a contraction, first tried first: staged in shared memory
+    (a block of warps) where the variant stages (the default), then from global memory."""
+    staged = policy.variant.staging is None or bool(policy.variant.staging)
+    return [_Policy.tensorized_staged, _Policy.tensorized] if staged else [_Policy.tensorized]
 
 
 def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
