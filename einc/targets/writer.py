@@ -44,7 +44,7 @@ from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
 from einc.ir.attrs import ALIGN_ATTR, INDEX_BITS_ATTR
 from einc.ir.locations import tag
-from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands, shared_dims, simplify_flat
 from einc.transforms.ranges import Range, expr_range, value_range
 from einc.targets.c_lexicon import C_RESERVED, c_identifier, called_names, int_literal
 from einc.targets.op_printers import (
@@ -541,12 +541,13 @@ class Writer:
     def flat_affine(self, buffer: SSAValue, m: AffineMap, operands: Sequence[SSAValue]) -> Expr:
         """The row-major flat index of `buffer[m(operands)]`."""
         assert isinstance(buffer.type, MemRefType)
-        m = dims_to_operands(m)
+        m = shared_dims(m, operands)
         strides = _strides(buffer.type.get_shape())
         flat: AffineExpr = AffineExpr.constant(0)
         for result, stride in zip(m.results, strides):
             flat = flat + result * stride  # folds the 0 + and * 1, keeps the index order
-        return self.affine_expr(flat, operands)
+        # a coalesced loop's `x[p floordiv W, p mod W]` of a row of W is the flat `p`
+        return self.affine_expr(simplify_flat(flat), operands)
 
     def flat_values(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> Expr:
         assert isinstance(buffer.type, MemRefType)
