@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import IntegerAttr, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -33,7 +33,7 @@ from xdsl.ir.affine import (
     AffineMap,
 )
 
-from einc.transforms.affine_index import Range, dims_to_operands, expr_range
+from einc.transforms.affine_index import Range, dims_to_operands, expr_range, shared_dims, simplify_flat
 from einc.transforms.ranges import trip_count as trip_count  # its home is ranges.py
 
 
@@ -313,6 +313,38 @@ def separates(iv: SSAValue, step: int, group: Sequence[Access]) -> bool:
     return separates_all([(iv, loop, a) for a in group], step)
 
 
+def flat_access(a: Access) -> Access | None:
+    """`a` as an access of the buffer's row-major flat position (a one-result map), when that
+    position is linear in the operands though an index is not (a coalesced loop's
+    `x[p floordiv 28, p mod 28]` of rows of 28 is the flat `p`); None otherwise. The same
+    element is touched exactly when the flat positions agree."""
+    if a.map is None or not isinstance(a.buffer.type, MemRefType):
+        return None
+    shape = a.buffer.type.get_shape()
+    if len(shape) != len(a.map.results) or any(d < 0 for d in shape):
+        return None
+    m = shared_dims(a.map, a.operands)
+    flat: AffineExpr = AffineExpr.constant(0)
+    stride = 1
+    for result, extent in reversed(list(zip(m.results, shape))):
+        flat = result * stride + flat
+        stride *= extent
+    flat = simplify_flat(flat)
+    if linear_form(flat, a.operands) is None:
+        return None
+    return Access(a.op, a.buffer, AffineMap(m.num_dims, 0, (flat,)), a.operands, a.write)
+
+
+def _flat_group(accesses: Sequence[Access]) -> list[Access] | None:
+    """Every access of a group as `flat_access` when one of them has an index that is not
+    linear (and all flatten); None when the per-dimension indices are all linear, or some do
+    not flatten."""
+    if all(a.map is not None and all(linear_form(e, a.operands) is not None for e in a.map.results) for a in accesses):
+        return None
+    flat = [flat_access(a) for a in accesses]
+    return None if any(f is None for f in flat) else flat  # type: ignore[return-value]
+
+
 def separates_all(items: Sequence[tuple[SSAValue, Operation, Access]], step: int) -> bool:
     """`separates` for accesses each paired with its own induction variable and loop (sibling
     loops with the same bounds, about to be fused). Per dimension, each index must read
@@ -321,6 +353,13 @@ def separates_all(items: Sequence[tuple[SSAValue, Operation, Access]], step: int
     narrower than `|c| * step`."""
     if not items or any(a.map is None for _, _, a in items):
         return False
+    if _separates_dims(items, step):
+        return True
+    flat = _flat_group([a for _, _, a in items])  # coalesced indices: the flat positions
+    return flat is not None and _separates_dims([(iv, loop, f) for (iv, loop, _), f in zip(items, flat)], step)
+
+
+def _separates_dims(items: Sequence[tuple[SSAValue, Operation, Access]], step: int) -> bool:
     rank = len(items[0][2].map.results)  # type: ignore[union-attr]
     for p in range(rank):
         coefficients: set[int] = set()
@@ -367,6 +406,11 @@ def determined_loops(group: Sequence[Access], band: Sequence[SSAValue]) -> set[S
     one index map): two band iterations touching the same element agree on them. Read per
     index as a mixed-radix number: the term of largest `|c| * step` is determined when the
     other band terms span less than it."""
+    flat = _flat_group(group)  # coalesced indices: the flat positions determine loops too
+    return _determined(group, band) | (_determined(flat, band) if flat is not None else set())
+
+
+def _determined(group: Sequence[Access], band: Sequence[SSAValue]) -> set[SSAValue]:
     first = group[0]
     if any(a.map is None or a.map != first.map or a.operands != first.operands for a in group):
         return set()

@@ -38,6 +38,7 @@ partial tile): the copies skip those elements, which no in-range thread reads.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from einc.transforms.affine_index import shared_dims, simplify_flat
 from einc.transforms.loop_analysis import (
     Access,
     accesses,
@@ -102,8 +104,36 @@ class Box:
     transposed convolution's phase: output columns `2 * WO + 1`, filter taps `2 * KH + 1`)
     holds only those, element `x` of the box at `low + s * x`."""
 
+    view: int | None = None
+    """None: the box's dimensions are the tensor's. k: the tensor's dimensions k and after are
+    one dimension of the box (their row-major flat position), the tensor seen as
+    `shape[:k] + [prod(shape[k:])]`: a coalesced loop's `x[.., p floordiv 28, p mod 28]` is
+    `x'[.., p]` of the view (`view_results`), a tile of p a box of it."""
+
     def steps(self) -> list[int]:
         return self.step or [1] * len(self.shape)
+
+
+def view_results(a: Access, dims: Sequence[int]) -> tuple[int, list[AffineExpr]] | None:
+    """Where an access's indices stop being linear (a coalesced loop's floordiv and mod), the
+    tensor's dimensions from the first such one merged into their flat position: (k, the
+    indices of the view `dims[:k] + [prod(dims[k:])]`), when that position is linear; None
+    when every index is linear or the flat position is not."""
+    assert a.map is not None
+    m = shared_dims(a.map, a.operands)
+    bad = [d for d, e in enumerate(m.results) if linear_form(e, a.operands) is None]
+    if not bad or any(x < 0 for x in dims):
+        return None
+    k = bad[0]
+    flat: AffineExpr = AffineExpr.constant(0)
+    stride = 1
+    for e, extent in reversed(list(zip(m.results[k:], dims[k:]))):
+        flat = e * stride + flat
+        stride *= extent
+    flat = simplify_flat(flat)
+    if linear_form(flat, a.operands) is None:
+        return None
+    return k, [*m.results[:k], flat]
 
 
 def _value_range(v: SSAValue) -> tuple[int | None, int | None]:
@@ -129,7 +159,7 @@ def _range_of(terms: Terms, const: int) -> tuple[int, int] | None:
 
 def footprint(
     loop: affine.ForOp, tensor: str, accs: list[Access], spread: set[SSAValue] | None = None,
-    partial: bool = False, compact: bool = False,
+    partial: bool = False, compact: bool = False, view: bool = False,
 ) -> Box | Failure:
     """The box of `accs` (accesses to `tensor` inside `loop`) one iteration of `loop`
     touches, or a Failure. `spread` (shared memory): variables of enclosing loops that range
@@ -137,13 +167,24 @@ def footprint(
     tensor; `partial`: the box may overhang the tensor (a partial tile: the copies skip the
     elements outside, which no iteration touches); `compact`: a dimension every access
     reaches only every `s`-th element of (its inner coefficients and offsets multiples of
-    `s`) holds only those (`Box.step`)."""
+    `s`) holds only those (`Box.step`); `view`: indices that are not linear but whose
+    flat position from some dimension on is (a coalesced loop's) give a box of the tensor
+    seen with those dimensions merged (`Box.view`), the same merge for every access."""
     where = f"'{tensor}' inside {describe(loop)}"
     spread = spread or set()
     may_overhang = bool(spread) or partial
     buffer_type = accs[0].buffer.type
     assert isinstance(buffer_type, MemRefType)
-    dims = buffer_type.get_shape()
+    dims = list(buffer_type.get_shape())
+    results = {a: list(a.map.results) for a in accs if a.map is not None}
+    merged: int | None = None
+    if view and len(results) == len(accs):
+        views = [view_results(a, dims) for a in accs]
+        starts = {v[0] for v in views if v is not None}
+        if len(starts) == 1 and None not in views:
+            (merged,) = starts
+            results = {a: v[1] for a, v in zip(accs, views) if v is not None}
+            dims = [*dims[:merged], math.prod(dims[merged:])]
     iv = induction_var(loop)
     outer: list[Terms | None] = [None] * len(dims)
     ranges: list[list[tuple[int, int]]] = [[] for _ in dims]
@@ -152,7 +193,7 @@ def footprint(
         if a.map is None:
             return Failure(f"cannot cache {where}: an access is not affine")
         forms = []
-        for d, e in enumerate(a.map.results):
+        for d, e in enumerate(results[a]):
             form = linear_form(e, a.operands)
             if form is None:
                 return Failure(f"cannot cache {where}: an index is not affine in the loops")
@@ -192,7 +233,7 @@ def footprint(
         overhang.append((below, past))
     if not spread and math.prod(shape) > MAX_LOCAL_ELEMENTS:
         return Failure(f"cannot cache {where}: its tile {'x'.join(map(str, shape))} is larger than {MAX_LOCAL_ELEMENTS} elements")
-    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang, step if compact else [])
+    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang, step if compact else [], merged)
 
 
 def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> AffineMap:
@@ -234,7 +275,7 @@ def _copy_nest(
     outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
     operands = [*outer_vars, *ivs]
     forms = [({**terms, iv: s}, low) for terms, low, iv, s in zip(box.outer, box.low, ivs, box.steps())]
-    far = AffineMapAttr(linear_map(forms, operands))
+    far = AffineMapAttr(_tensor_map(linear_map(forms, operands), box, tensor))
     if guarded:
         point = _inside_tensor(point, box, forms, operands)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
@@ -247,6 +288,23 @@ def _copy_nest(
         store = affine.StoreOp(load.result, tensor, operands, far)
     Rewriter.insert_op(load, point)
     Rewriter.insert_op(store, point)
+
+
+def _tensor_map(m: AffineMap, box: Box, tensor: SSAValue) -> AffineMap:
+    """`m` (indices of the box's view of `tensor`) as the tensor's own indices: the merged
+    flat position `f` of a view (`Box.view`) is `f floordiv S_k`, `(f floordiv S_j) mod
+    n_j`, ..., `f mod n_last` again (which the printers linearise back to `f`)."""
+    if box.view is None:
+        return m
+    shape = list(tensor.type.get_shape())  # type: ignore[attr-defined]
+    k = box.view
+    flat = m.results[k]
+    results = list(m.results[:k])
+    for j in range(k, len(shape)):
+        stride = math.prod(shape[j + 1 :])
+        e = flat if stride == 1 else flat // stride
+        results.append(e if j == k else e % shape[j])
+    return AffineMap(m.num_dims, 0, tuple(results))
 
 
 def _inside_tensor(point: InsertPoint, box: Box, forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> InsertPoint:
@@ -395,7 +453,8 @@ def cache_tensor(
     if shared and isinstance(element := buffer.type.get_element_type(), NARROW_FLOATS):  # type: ignore[attr-defined]
         # OpenCL without cl_khr_fp16 (PoCL) cannot declare __local half arrays; bfloat16 follows
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: {dtype_name(element)} tiles are not supported")
-    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared)
+    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared,
+                    view=not shared and layout is None)  # fmt: skip
     if isinstance(box, Failure):
         return box
     if layout is not None and sorted(layout) != list(range(len(box.shape))):
