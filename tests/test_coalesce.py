@@ -110,6 +110,55 @@ def test_random_coalesce_schedules_match_numpy(name: str, target: str) -> None:
         assert refused is None, f"{case.reproducer()}\nrefused: {refused.render() if refused else ''}"
 
 
+MATMUL_LIKE = {
+    # the 1x1 convolution blocked like a matmul along the coalesced HO x WO (18 points of
+    # rows of 6): the reduction above it, the coalesced loop vectorized (vectors across rows)
+    "vector": ['%ho = transform.einc.match stmt "output0" axis "HO" in %root',
+               "%p = transform.einc.coalesce %ho by 2",
+               '%c = transform.einc.match stmt "output0" axis "C" in %root',
+               "%r0, %r1 = transform.einc.reorder %c, %p",
+               "transform.einc.vectorize %r1"],
+    # tiled by 9 (tiles across rows), the output tile and the input panel staged at the tile
+    # loop (boxes of the merged HO x WO), the channels' tiles unrolled above the vector loop
+    "staged": ['%ho = transform.einc.match stmt "output0" axis "HO" in %root',
+               "%p = transform.einc.coalesce %ho by 2",
+               "%o, %i = transform.einc.tile %p by 9",
+               '%c = transform.einc.match stmt "output0" axis "C" in %root',
+               '%f = transform.einc.match stmt "output0" axis "F" in %root',
+               "%fo, %fi = transform.einc.tile %f by 4",
+               "%r0, %r1, %r2, %r3, %r4 = transform.einc.reorder %fo, %o, %c, %fi, %i",
+               '%s = transform.einc.cache_write "output0" at %r1',
+               '%t = transform.einc.cache_read "input0" at %r1',
+               "%u = transform.einc.unroll %r3 by 4",
+               '%v = transform.einc.match stmt "output0" axis "HO.WO.i" in %root',
+               "transform.einc.vectorize %v",
+               "transform.einc.parallelize %r0"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["c", "opencl"])
+@pytest.mark.parametrize("schedule", sorted(MATMUL_LIKE))
+def test_coalesced_matmul_like_schedules_match_numpy(schedule: str, target: str) -> None:
+    """The coalesced 1x1 convolution vectorized along HO x WO (vector accesses across rows),
+    tiled, staged and unrolled, on C and OpenCL."""
+    body = "\n".join(f"  {line}" for line in MATMUL_LIKE[schedule])
+    script = f"transform.named_sequence @__transform_main(%root: !transform.any_op) {{\n{body}\n  transform.yield\n}}"
+    case = _case("conv1x1", target, 7)
+    case.schedule = script
+    refused = check_case(case)
+    assert refused is None, f"{case.reproducer()}\nrefused: {refused.render() if refused else ''}"
+
+
+def test_vector_loop_over_coalesced_index_has_no_division() -> None:
+    """Vectorized along the coalesced loop: the vector loads and stores index the flat
+    `HOxWO` (a vector may span two rows), no `/` or `%` in the loop."""
+    source = _coalesced_source(CONV1X1, CONV1X1_INPUTS, MATMUL_LIKE["vector"])
+    loop = _loop_body(source, r"for \(int64_t HOxWO = 0; HOxWO < \d+; HOxWO \+= \d+\)")  # vectors of the host's width
+    assert re.search(r"einc_vload_f32x\d+\(&input0\[N \* 90 \+ C \* 18 \+ HOxWO\]\)", loop), loop
+    assert re.search(r"einc_vstore_f32x\d+\(&output0\[N \* 144 \+ F \* 18 \+ HOxWO\]", loop), loop
+    assert "/" not in loop and "%" not in loop, loop
+
+
 def _coalesced_source(program: str, inputs: dict, lines: list[str]) -> str:
     body = "\n".join(f"  {line}" for line in lines)
     script = f"transform.named_sequence @__transform_main(%root: !transform.any_op) {{\n{body}\n  transform.yield\n}}"
