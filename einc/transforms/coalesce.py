@@ -92,7 +92,9 @@ def coalesce_loops(outer: affine.ForOp, depth: int = 2) -> affine.ForOp | Failur
     for loop, trip in zip(nest, trips):
         inside //= max(trip, 1)
         e: AffineExpr = d0 if inside == 1 else d0 // inside
-        if loop is not nest[0]:
+        if trip == 1:  # a loop that runs once: its variable is its lower bound
+            e = AffineExpr.constant(0)
+        elif loop is not nest[0]:
             e = e % trip
         lo = constant_bounds(loop)[0]  # type: ignore[index]
         e = e * step_of(loop) + lo

@@ -313,36 +313,60 @@ def separates(iv: SSAValue, step: int, group: Sequence[Access]) -> bool:
     return separates_all([(iv, loop, a) for a in group], step)
 
 
-def flat_access(a: Access) -> Access | None:
-    """`a` as an access of the buffer's row-major flat position (a one-result map), when that
-    position is linear in the operands though an index is not (a coalesced loop's
-    `x[p floordiv 28, p mod 28]` of rows of 28 is the flat `p`); None otherwise. The same
-    element is touched exactly when the flat positions agree."""
+def flat_access(a: Access, start: int | None = None) -> Access | None:
+    """`a` with the buffer's dimensions from `start` (default: its first index that is not
+    linear) merged into their row-major flat position (`view_results`), when that position
+    is linear (a coalesced loop's `x[n, p floordiv 28, p mod 28]` of rows of 28 is
+    `x'[n, p]`); None otherwise. The same element is touched exactly when the merged indices
+    agree."""
     if a.map is None or not isinstance(a.buffer.type, MemRefType):
         return None
-    shape = a.buffer.type.get_shape()
-    if len(shape) != len(a.map.results) or any(d < 0 for d in shape):
+    view = view_results(a, a.buffer.type.get_shape(), start)
+    if view is None:
+        return None
+    return Access(a.op, a.buffer, AffineMap(a.map.num_dims, 0, tuple(view[1])), a.operands, a.write)
+
+
+def first_nonlinear(a: Access) -> int | None:
+    """The first dimension whose index is not linear in the operands (None: all are, or the
+    access is not affine)."""
+    if a.map is None:
+        return None
+    return next((d for d, e in enumerate(a.map.results) if linear_form(e, a.operands) is None), None)
+
+
+def view_results(a: Access, dims: Sequence[int], start: int | None = None) -> tuple[int, list[AffineExpr]] | None:
+    """The access's indices with the tensor's dimensions from `start` (default: its first
+    index that is not linear, a coalesced loop's floordiv and mod) merged into their flat
+    position: (start, the indices of the view `dims[:start] + [prod(dims[start:])]`), when
+    that position and the indices before are linear; None otherwise (or when every index is
+    linear and no `start` is given)."""
+    assert a.map is not None
+    k = first_nonlinear(a) if start is None else start
+    if k is None or any(x < 0 for x in dims) or len(dims) != len(a.map.results):
         return None
     m = shared_dims(a.map, a.operands)
     flat: AffineExpr = AffineExpr.constant(0)
     stride = 1
-    for result, extent in reversed(list(zip(m.results, shape))):
-        flat = result * stride + flat
+    for e, extent in reversed(list(zip(m.results[k:], dims[k:]))):
+        flat = e * stride + flat
         stride *= extent
     flat = simplify_flat(flat)
-    if linear_form(flat, a.operands) is None:
+    results = [*m.results[:k], flat]
+    if any(linear_form(e, a.operands) is None for e in results):
         return None
-    return Access(a.op, a.buffer, AffineMap(m.num_dims, 0, (flat,)), a.operands, a.write)
+    return k, results
 
 
 def _flat_group(accesses: Sequence[Access]) -> list[Access] | None:
-    """Every access of a group as `flat_access` when one of them has an index that is not
-    linear (and all flatten); None when the per-dimension indices are all linear, or some do
-    not flatten."""
-    if all(a.map is not None and all(linear_form(e, a.operands) is not None for e in a.map.results) for a in accesses):
+    """Every access of a group as `flat_access` from the first dimension where one of them
+    has an index that is not linear (all merged alike); None when the indices are all
+    linear, or some access does not merge."""
+    starts = [k for a in accesses if (k := first_nonlinear(a)) is not None]
+    if not starts:
         return None
-    flat = [flat_access(a) for a in accesses]
-    return None if any(f is None for f in flat) else flat  # type: ignore[return-value]
+    flat = [f for a in accesses if (f := flat_access(a, min(starts))) is not None]
+    return flat if len(flat) == len(accesses) else None
 
 
 def separates_all(items: Sequence[tuple[SSAValue, Operation, Access]], step: int) -> bool:

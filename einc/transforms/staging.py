@@ -56,7 +56,6 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from einc.transforms.affine_index import shared_dims, simplify_flat
 from einc.transforms.loop_analysis import (
     Access,
     accesses,
@@ -69,6 +68,8 @@ from einc.transforms.loop_analysis import (
     step_of,
     trip_count,
     value_range,
+    first_nonlinear,
+    view_results,
 )
 from einc.transforms.loop_build import Failure, _new_loop, describe
 from einc.transforms.loop_transforms import AXIS_ATTR, BIND_ATTR, STMT_ATTR, VECTORIZE_ATTR
@@ -114,28 +115,6 @@ class Box:
         return self.step or [1] * len(self.shape)
 
 
-def view_results(a: Access, dims: Sequence[int]) -> tuple[int, list[AffineExpr]] | None:
-    """Where an access's indices stop being linear (a coalesced loop's floordiv and mod), the
-    tensor's dimensions from the first such one merged into their flat position: (k, the
-    indices of the view `dims[:k] + [prod(dims[k:])]`), when that position is linear; None
-    when every index is linear or the flat position is not."""
-    assert a.map is not None
-    m = shared_dims(a.map, a.operands)
-    bad = [d for d, e in enumerate(m.results) if linear_form(e, a.operands) is None]
-    if not bad or any(x < 0 for x in dims):
-        return None
-    k = bad[0]
-    flat: AffineExpr = AffineExpr.constant(0)
-    stride = 1
-    for e, extent in reversed(list(zip(m.results[k:], dims[k:]))):
-        flat = e * stride + flat
-        stride *= extent
-    flat = simplify_flat(flat)
-    if linear_form(flat, a.operands) is None:
-        return None
-    return k, [*m.results[:k], flat]
-
-
 def _value_range(v: SSAValue) -> tuple[int | None, int | None]:
     """value_range, with the last iterate of a constant-bound stepped loop (a tile loop
     `0 to 20 step 4` ends at 16, not 19)."""
@@ -179,10 +158,10 @@ def footprint(
     results = {a: list(a.map.results) for a in accs if a.map is not None}
     merged: int | None = None
     if view and len(results) == len(accs):
-        views = [view_results(a, dims) for a in accs]
-        starts = {v[0] for v in views if v is not None}
-        if len(starts) == 1 and None not in views:
-            (merged,) = starts
+        starts = [k for a in accs if (k := first_nonlinear(a)) is not None]
+        views = [view_results(a, dims, min(starts)) for a in accs] if starts else []
+        if starts and None not in views:
+            merged = min(starts)
             results = {a: v[1] for a, v in zip(accs, views) if v is not None}
             dims = [*dims[:merged], math.prod(dims[merged:])]
     iv = induction_var(loop)
