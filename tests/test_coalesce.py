@@ -213,3 +213,59 @@ def test_coalesce_refusals_are_located(lines: list[str], message: str) -> None:
     with pytest.raises(ScheduleError, match=message) as err:
         _coalesced_source(CONV1X1, CONV1X1_INPUTS, lines)
     assert err.value.loc is not None
+
+
+# ---- the CPU default policy (einc.schedule.policies.cpu.coalesced_contraction) -------------------
+
+POLICY_CONV = "output0[N, F, HO, WO] +=! input0[N, C, HO, WO] * input1[F, C, KH, KW] where HO in 12, WO in 12, KH in 1, KW in 1"
+POLICY_INPUTS = {"input0": {"dtype": "float32", "shape": [2, 5, 12, 12]}, "input1": {"dtype": "float32", "shape": [8, 5, 1, 1]}}
+
+
+@pytest.fixture(scope="module")
+def policy_conv() -> Compilation:
+    comp = Compilation(POLICY_CONV, input_dict=POLICY_INPUTS, use_records=False)
+    comp.run_until("source")
+    return comp
+
+
+def test_default_coalesces_a_1x1_convolution(policy_conv: Compilation) -> None:
+    """A 1x1 convolution whose rows (12 columns) fill no whole vectors but whose plane (144
+    points) does: the default coalesces HO x WO and the window into C, blocks it like a
+    matmul (the points vectors, output channels unrolled rows of accumulators staged across
+    the reduction), its vector loops over the points with no `/` or `%`."""
+    source = policy_conv.results["source"]
+    assert "HOxWO_o" in source and "CxKHxKW" in source, source
+    assert "float output0_local[" in source, source
+    vector_loops = [_loop_body(source, re.escape(line.strip())) for line in source.splitlines()
+                    if re.search(r"for \(int64_t HOxWO_i = \w+; HOxWO_i < \w+; HOxWO_i \+= \d+\)", line)]  # fmt: skip
+    assert vector_loops, source
+    for loop in vector_loops:
+        assert re.search(r"einc_vload_f32x\d+\(&input0\[N \* 720 \+ \(?CxKHxKW", loop), loop
+        assert "/" not in loop and "%" not in loop, loop
+
+
+def test_default_coalesced_1x1_convolution_matches_numpy(policy_conv: Compilation) -> None:
+    data = np.random.default_rng(11)
+    inputs = {k: data.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in POLICY_INPUTS.items()}
+    got = policy_conv.kernel()(**inputs)["output0"]
+    want = np.einsum("nchw,fc->nfhw", inputs["input0"].astype(np.float64), inputs["input1"][:, :, 0, 0].astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+BMM_INPUTS = {"input0": {"dtype": "float32", "shape": [16, 32, 16]}, "input1": {"dtype": "float32", "shape": [16, 16, 32]}}
+
+
+def test_default_fuses_the_fill_into_the_parallel_batch_loop() -> None:
+    """A batched matmul's fill (its einc.init nest) runs inside the contraction's parallel
+    batch loop (`fuse_fills`): one parallel loop, each matrix zeroed just before its sums
+    instead of a pass over every output first; the numbers are the reference's."""
+    comp = Compilation(BMM, input_dict=BMM_INPUTS, use_records=False)
+    source = comp.run_until("source")
+    kernel = source[source.index("void kernel("):]
+    assert kernel.count("#pragma omp parallel for") == 1 and kernel.count("for (int64_t B = 0; B < 16; B++)") == 1, kernel
+    data = np.random.default_rng(12)
+    inputs = {k: data.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in BMM_INPUTS.items()}
+    got = comp.kernel()(**inputs)["output0"]
+    want = inputs["input0"].astype(np.float64) @ inputs["input1"].astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

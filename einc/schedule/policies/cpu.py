@@ -22,8 +22,8 @@ remaining statement nest:
   staged in a local array across the reduction (cache_write) so the accumulators stay in
   registers instead of a load and store of the output per k step, and the k-by-j panel of
   the vector input packed in a local array once per k tile (cache_read); the tile follows
-  the host's vector registers (4 vectors by 8 rows with AVX-512, 2 vectors by 6 rows with
-  AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
+  the host's vector registers (3 vectors by 8 rows with AVX-512, 2 where 3 do not divide
+  the row; 2 vectors by 6 rows with AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
   (a convolution) the output loop the vectorized input does not move with (the output
   channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
   way (`_block_rows`); a matmul with dimensions below 64 is blocked the same way (a short
@@ -80,6 +80,7 @@ from einc.transforms.loop_analysis import (
     band_from,
     buffer_name,
     carried_dependence,
+    constant_bounds,
     determined_loops,
     induction_var,
     linear_form,
@@ -304,18 +305,11 @@ def coalesced_contraction(top: affine.ForOp, b: ScheduleBuilder, lanes: int, cho
     return True
 
 
-POINT_VECTORS = 3
-"""Vectors of points per row of `_block_points`' accumulator tile with 32 vector registers
-(AVX-512): 8 rows of 3 (24 accumulators). Measured on the 1x1 convolution 16x256x28x28 ->
-128 (AVX-512, 1 thread, hand-written C of each tile): 8 x 3 vectors 0.66 of the FMA peak,
-8 x 1 0.48, 4 x 7 0.33 (spills)."""
-
-
 def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
     """Register-block an i-k-j band `[outer..., F, K, P]` of a coalesced contraction like
-    `_block_matmul`: the points P tiled by whole vectors (POINT_VECTORS with AVX-512; a tile
-    that does not divide P has its partial last tile peeled off, which runs as a loop of its
-    own), the output channels F tiled by the register tile's rows, moved inside the reduction
+    `_block_matmul`: the points P tiled by the register tile's vectors (a tile that does not
+    divide P has its partial last tile peeled off, which runs as a loop of its own; 784
+    points are 16 tiles of 48 and one of 16), the output channels F tiled by the register tile's rows, moved inside the reduction
     and unrolled, the reduction K tiled for the cache, the order `P tiles, K tiles, F tiles,
     K, F, P` and the output tile staged across the reduction. Sizes are knobs. Returns the
     band's new outermost loop."""
@@ -323,7 +317,7 @@ def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     ni, nk, nj = trip_count(i) or 0, trip_count(k) or 0, trip_count(j) or 0
     vectors, rows = register_tile(lanes)
     ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(rows, ni))
-    tj = (POINT_VECTORS if lanes >= 16 else vectors) * lanes
+    tj = vectors * lanes
     tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else 0)
     if ni < 2 or nj < tj or not tk:
         return band[0]
@@ -333,6 +327,8 @@ def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
         b.knob(f"{stmt}.tile_i", ti, (1, 2, 4, 6, 8)),
         b.knob(f"{stmt}.tile_k", tk, {t for t in (64, 128, 256, 512) if nk % t == 0} | {tk}),
     )  # fmt: skip
+    # 8 x 3 vectors of points: 0.66-0.73 of the FMA peak on the 1x1 convolution 16x256x28x28
+    # -> 128 (AVX-512, 1 thread; hand-written C of each tile: 8 x 1 0.48, 4 x 7 0.33, spilling)
     tiles = [b.tile(b.handle(i), knob_i), b.tile(b.handle(k), knob_k), b.tile(b.handle(j), knob_j)]
     (io, ii), (ko, ki), (jo, ji) = ((b.loop(o), b.loop(n)) for o, n in tiles)
     handles = dict(zip((io, ii, ko, ki, jo, ji), (h for pair in tiles for h in pair)))
@@ -502,7 +498,8 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
         return band[0]
     if ni < 2 or nj < lanes or nk < 1:
         return band[0]
-    # the accumulator tile: with 32 vector registers (AVX-512) 4 vectors by 8 rows; with 16
+    # the accumulator tile (`register_tile`): with 32 vector registers (AVX-512) 3 (or 2)
+    # vectors by 8 rows; with 16
     # (AVX2, SSE) 2 vectors by 6 rows, 12 accumulators beside two vectors of B and a
     # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
     # rows, which spills). When the rows do not divide i, the i tile loop is peeled: its
@@ -1050,9 +1047,13 @@ def _costly(loop: affine.ForOp) -> bool:
 
 def register_tile(lanes: int) -> tuple[int, int]:
     """(vectors, rows) of the accumulator tile of a blocked matmul on a host with `lanes`
-    float32 lanes a vector: 4 x 8 with 32 vector registers (AVX-512), 2 x 6 with 16 (AVX2,
-    SSE)."""
-    return (4, 8) if lanes >= 16 else (2, 6)
+    float32 lanes a vector: 3 x 8 with 32 vector registers (AVX-512; 2 x 8 where 3 vectors
+    do not divide the row), 2 x 6 with 16 (AVX2, SSE). With AVX-512, 4 x 8 (32 accumulators
+    in 32 registers) spills: gcc keeps accumulators on the stack, `vfmadd213ps 72(%rsp)` in
+    the k loop; 1 thread, shared machine, one process each: batched matmul Q K^T 192x128x64
+    0.50 -> 0.60 of the FMA peak (2 x 8), A V 192x128x128x64 0.51 -> 0.56, 512x32x512 x16
+    0.63 -> 0.70, 1024^3 0.78 -> 0.81."""
+    return (3, 8) if lanes >= 16 else (2, 6)
 
 
 def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choices = POLICY,
@@ -1071,6 +1072,29 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choic
                     # a transposed convolution: a dense nest per phase (conditions split out)
                     for nest in (phase_nests(b, top) if split_conditions else None) or [top]:
                         schedule_nest(nest, b, lanes, choices)
+            fuse_fills(f, b)
     if split_conditions:
         split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()
+
+
+def fuse_fills(f: func.FuncOp, b: ScheduleBuilder) -> None:
+    """A reduction's fill (its `einc.init` nest) fused into the reduction's nest when the
+    nest runs its outermost loop in parallel and the fill's outermost loop has the same
+    range (`transform.einc.fuse`; the fused loop stays parallel): each
+    iteration (an image, a matrix of a batch) zeroes its outputs just before accumulating
+    into them, while they are in cache, instead of one pass zeroing every output first. At
+    batch 16 the outputs outgrow the caches and that pass costs a write and a read of every
+    output from memory: batched matmul Q K^T 192x128x64 (12.6 MB of outputs), AVX-512, 1
+    thread, shared machine: 0.43 -> 0.53 of the FMA peak."""
+    ops = [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]
+    for fill, nest in zip(ops, ops[1:]):
+        if "einc.init" not in fill.attributes or "einc.init" in nest.attributes or not _tagged(nest):
+            continue
+        if fill.attributes.get(lt.STMT_ATTR) != nest.attributes.get(lt.STMT_ATTR):
+            continue
+        if lt.PARALLEL_ATTR not in nest.attributes:
+            continue
+        if constant_bounds(fill) is None or constant_bounds(fill) != constant_bounds(nest):
+            continue
+        b.try_(lambda: b.fuse(b.handle(fill), b.handle(nest)))  # noqa: B023
