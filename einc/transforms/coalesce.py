@@ -60,6 +60,7 @@ def coalesce_loops(outer: affine.ForOp, depth: int = 2) -> affine.ForOp | Failur
         return Failure(f"cannot coalesce {describe(outer)}: {describe(nest[-1])} is not a perfect nest of "
                        f"{depth} loops (its body is not a single loop)")  # fmt: skip
     trips: list[int] = []
+    lows: list[int] = []
     for loop in nest:
         bounds = constant_bounds(loop)
         if bounds is None:
@@ -70,6 +71,7 @@ def coalesce_loops(outer: affine.ForOp, depth: int = 2) -> affine.ForOp | Failur
         if marks:
             return Failure(f"cannot coalesce {describe(loop)}: it is already marked {marks[0]} (coalesce before)")
         lo, hi = bounds
+        lows.append(lo)
         trips.append(max(0, -(-(hi - lo) // step_of(loop))))
     if depth == 1:
         return outer
@@ -83,24 +85,30 @@ def coalesce_loops(outer: affine.ForOp, depth: int = 2) -> affine.ForOp | Failur
         attributes[AXIS_ATTR] = StringAttr(".".join(axes))
     inner = nest[-1]
     body = new.body.block
+    end = body.last_op
+    assert end is not None  # the new loop's yield
     # the inner body's ops move into the new loop, before its yield
     for op in [op for op in inner.body.block.ops if not isinstance(op, affine.YieldOp)]:
         op.detach()
-        body.insert_op_before(op, body.last_op)  # type: ignore[arg-type]
+        body.insert_op_before(op, end)
     d0 = AffineExpr.dimension(0)
     inside = total
-    for loop, trip in zip(nest, trips):
+    applies: list[affine.ApplyOp] = []
+    for loop, trip, lo in zip(nest, trips, lows):
         inside //= max(trip, 1)
         e: AffineExpr = d0 if inside == 1 else d0 // inside
         if trip == 1:  # a loop that runs once: its variable is its lower bound
             e = AffineExpr.constant(0)
         elif loop is not nest[0]:
             e = e % trip
-        lo = constant_bounds(loop)[0]  # type: ignore[index]
         e = e * step_of(loop) + lo
         apply = affine.ApplyOp([p], AffineMapAttr(AffineMap(1, 0, (e,))))
-        body.insert_op_before(apply, body.first_op)  # type: ignore[arg-type]
+        applies.append(apply)
         induction_var(loop).replace_all_uses_with(apply.result)
+    first = body.first_op
+    assert first is not None
+    for apply in applies:
+        body.insert_op_before(apply, first)
     new.attributes.update(attributes)
     Rewriter.replace_op(outer, new)
     fold_applies(new)

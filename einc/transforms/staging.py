@@ -275,7 +275,8 @@ def _tensor_map(m: AffineMap, box: Box, tensor: SSAValue) -> AffineMap:
     n_j`, ..., `f mod n_last` again (which the printers linearise back to `f`)."""
     if box.view is None:
         return m
-    shape = list(tensor.type.get_shape())  # type: ignore[attr-defined]
+    assert isinstance(tensor.type, MemRefType)
+    shape = list(tensor.type.get_shape())
     k = box.view
     flat = m.results[k]
     results = list(m.results[:k])
