@@ -90,6 +90,8 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
     if op == "distribute":
         n = rng.randint(1, 3)
         return f"{', '.join(f'{new}d{i}' for i in range(n))} = transform.einc.distribute {h()} into {rng.choice([n, n, 0, 65])}"
+    if op == "coalesce":
+        return f"{new} = transform.einc.coalesce {h()} by {rng.choice([2, 2, 3, 0, 9, size()])}"
     if op == "split_conditions":
         return f"{new} = transform.einc.split_conditions {h()}"
     if op == "reorder":

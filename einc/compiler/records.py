@@ -172,7 +172,7 @@ class RecordContext:
     compiler  the compiler of the kernels: `$CC --version`'s first line, NVRTC's version, the
               OpenCL platform's, glslang's, ... (`CLikeTarget.toolchain_identity`)
     flags     the flags einc builds with (C: CFLAGS, a compile's `cflags`, `$EINC_CFLAGS`)
-    space     the version of einc's search space for the target's schedule family (`cpu.7`:
+    space     the version of einc's search space for the target's schedule family (`cpu.8`:
               einc.schedule.default.SPACE_VERSIONS)"""
 
     device: str

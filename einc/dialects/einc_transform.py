@@ -165,6 +165,20 @@ class SplitPhasesOp(SizedLoopOp):
 
 
 @irdl_op_definition
+class CoalesceOp(SizedLoopOp):
+    """`%p = transform.einc.coalesce %loop by 2`: loop coalescing (MLIR's
+    `transform.loop.coalesce`; einc.transforms.coalesce): the perfect nest of `by` constant-bound
+    loops from `%loop` down becomes one loop over the product of their trip counts (axis
+    `HO.WO`), each old variable `p floordiv S mod T`; where the combined index is contiguous in
+    a row-major buffer (`x[..., HO, WO]` with a last extent of WO's trip count) the linearised
+    index is `p` (no division). Refused for an imperfect nest, a bound that is not a constant, a
+    loop already marked (parallel, vectorize, bind). Result: the coalesced loops."""
+
+    name = "transform.einc.coalesce"
+    coalesced = result_def(AnyOpType)
+
+
+@irdl_op_definition
 class DistributeOp(IRDLOperation):
     """`%a, %b = transform.einc.distribute %loop into 2`: loop distribution (fission,
     einc.transforms.distribute): a loop whose body holds several pieces (nested loops,
@@ -643,7 +657,7 @@ class KnobOp(IRDLOperation):
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
-    SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp,
+    SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp,
 )
 
 

@@ -36,7 +36,7 @@ from xdsl.passes import ModulePass
 
 from einc.dialects import egpu
 from einc.ir.attrs import INDEX_BITS_ATTR
-from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands, shared_dims, simplify_flat
 from einc.transforms.loop_analysis import walk_ops
 from einc.transforms.ranges import Range, binary_range, expr_range
 
@@ -97,7 +97,7 @@ class _Ranges:
             flat: AffineExpr = AffineExpr.constant(0)
             for result, stride in zip(results, strides):
                 flat = flat + result * stride
-            lo, hi = _expr(flat, operands)
+            lo, hi = _expr(simplify_flat(flat), operands)
         _fits((lo, hi + lanes - 1))
 
     def visit(self, op: Operation) -> None:
@@ -132,7 +132,7 @@ class _Ranges:
                 _fits((lo, max(lo, hi - 1) + step))
                 self.known[op.body.block.args[0]] = (lo, max(lo, hi - 1))
         elif isinstance(op, affine.LoadOp | affine.StoreOp):
-            self.flat(op.memref, dims_to_operands(op.map.data).results, op.indices)
+            self.flat(op.memref, shared_dims(op.map.data, op.indices).results, op.indices)
         elif isinstance(op, memref.LoadOp | memref.StoreOp):
             self.flat(op.memref, None, op.indices)
         elif isinstance(op, egpu.VLoadOp):

@@ -210,6 +210,10 @@ class ScheduleBuilder:
     def distribute(self, h: SSAValue, count: int) -> tuple[SSAValue, ...]:
         return self._step(et.DistributeOp(h, count))
 
+    def coalesce(self, h: SSAValue, depth: SSAValue | int = 2) -> SSAValue:
+        (coalesced,) = self._step(et.CoalesceOp(h, depth))
+        return coalesced
+
     def split_phases(self, h: SSAValue, stride: SSAValue | int) -> SSAValue:
         (phases,) = self._step(et.SplitPhasesOp(h, stride))
         return phases

@@ -47,6 +47,7 @@ from einc.passes.pipeline import PassFactories, parse_passes
 from einc.transforms import loop_transforms as lt
 from einc.transforms.double_buffer import mark_double_buffer
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
+from einc.transforms.coalesce import coalesce_loops
 from einc.transforms.distribute import distribute_loop
 from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.loop_build import describe
@@ -372,6 +373,11 @@ class EincTransformFunctions(InterpreterFunctions):
             for k, copy in enumerate(self.check(op, distribute_loop(loop))):
                 copies[k].append(copy)
         return tuple(OperationHandle(*c) for c in copies)
+
+    @impl(et.CoalesceOp)
+    def run_coalesce(self, interpreter: Interpreter, op: et.CoalesceOp, args: PythonValues) -> PythonValues:
+        depth = self.size(op, args)
+        return (OperationHandle(*(self.check(op, coalesce_loops(loop, depth)) for loop in self.loops(op, args[0]))),)
 
     @impl(et.UnrollOp)
     def run_unroll(self, interpreter: Interpreter, op: et.UnrollOp, args: PythonValues) -> PythonValues:

@@ -44,7 +44,7 @@ from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
 from einc.ir.attrs import ALIGN_ATTR, INDEX_BITS_ATTR
 from einc.ir.locations import tag
-from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands, shared_dims, simplify_flat
 from einc.transforms.ranges import Range, expr_range, value_range
 from einc.targets.c_lexicon import C_RESERVED, c_identifier, called_names, int_literal
 from einc.targets.op_printers import (
@@ -541,15 +541,19 @@ class Writer:
     def flat_affine(self, buffer: SSAValue, m: AffineMap, operands: Sequence[SSAValue]) -> Expr:
         """The row-major flat index of `buffer[m(operands)]`."""
         assert isinstance(buffer.type, MemRefType)
-        m = dims_to_operands(m)
+        m = shared_dims(m, operands)
         strides = _strides(buffer.type.get_shape())
         flat: AffineExpr = AffineExpr.constant(0)
         for result, stride in zip(m.results, strides):
             flat = flat + result * stride  # folds the 0 + and * 1, keeps the index order
-        return self.affine_expr(flat, operands)
+        # a coalesced loop's `x[p floordiv W, p mod W]` of a row of W is the flat `p`
+        return self.affine_expr(simplify_flat(flat), operands)
 
     def flat_values(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> Expr:
         assert isinstance(buffer.type, MemRefType)
+        merged = self._merged_flat(buffer, indices)
+        if merged is not None:
+            return merged
         terms: list[Expr] = []
         for index, stride in zip(indices, _strides(buffer.type.get_shape())):
             expr = self.value(index)
@@ -561,6 +565,35 @@ class Writer:
         if len(terms) == 1:
             return terms[0]
         return Expr(" + ".join(t.operand(ADD + 1) for t in terms), ADD)
+
+    def _merged_flat(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> Expr | None:
+        """The flat index of `buffer[indices]` where the indices are inlined `affine.apply`s
+        whose floordiv/mod pairs the linearisation merges (a vector access of a coalesced
+        loop, `x[p floordiv W, p mod W]`: `p`, printed as `flat_affine` would); None
+        otherwise (the indices printed one by one)."""
+        if not any(isinstance(v.owner, affine.ApplyOp) for v in indices):
+            return None
+        operands: list[SSAValue] = []
+        results: list[AffineExpr] = []
+        for v in indices:
+            apply = v.owner
+            if isinstance(apply, affine.ApplyOp) and self.inlined(v) and len(apply.map.data.results) == 1:
+                m = dims_to_operands(apply.map.data)
+                shift = [AffineExpr.dimension(len(operands) + k) for k in range(m.num_dims)]
+                results.append(m.results[0].replace_dims_and_symbols(shift, []))
+                operands += list(apply.mapOperands)
+            else:
+                results.append(AffineExpr.dimension(len(operands)))
+                operands.append(v)
+        m = shared_dims(AffineMap(len(operands), 0, tuple(results)), operands)
+        flat: AffineExpr = AffineExpr.constant(0)
+        assert isinstance(buffer.type, MemRefType)
+        for result, stride in zip(m.results, _strides(buffer.type.get_shape())):
+            flat = flat + result * stride
+        simple = simplify_flat(flat)
+        if simple == flat:
+            return None
+        return self.affine_expr(simple, operands)
 
     def affine_expr(self, expr: AffineExpr, operands: Sequence[SSAValue]) -> Expr:
         ranges = [value_range(o) for o in operands]
@@ -632,6 +665,13 @@ class Writer:
             return False
         if isinstance(op, arith.ConstantOp):
             return True
+        if isinstance(op, affine.ApplyOp) and _divides(op) and all(
+            isinstance(u.operation, (egpu.VLoadOp, egpu.VStoreOp)) and u.operation.parent_block() is op.parent_block()
+            for u in v.uses
+        ):
+            # a coalesced loop's `p floordiv W` / `p mod W` indexing vector accesses: printed
+            # in each, where the linearisation merges the pair (`_merged_flat`)
+            return True
         user_op = v.get_user_of_unique_use()
         if user_op is None or op.regions:
             return False
@@ -646,6 +686,14 @@ class Writer:
         if type(op) in self.t.ops or isinstance(op, (arith.CmpiOp, arith.CmpfOp)):
             return _uses_once(self.t, user_op, v)
         return type(op) in EXPRESSIONS and _uses_once(self.t, user_op, v)
+
+
+def _divides(op: affine.ApplyOp) -> bool:
+    """Whether an `affine.apply`'s result divides (floordiv, mod)."""
+    return any(
+        isinstance(e, AffineBinaryOpExpr) and e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod)
+        for r in op.map.data.results for e in r.dfs()
+    )
 
 
 def _negated(e: AffineExpr) -> AffineExpr | None:

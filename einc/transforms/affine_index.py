@@ -133,3 +133,83 @@ def dims_to_operands(m: AffineMap) -> AffineMap:
         0,
         tuple(r.replace_dims_and_symbols(dims, new_syms) for r in m.results),
     )
+
+
+# ---- the flat position of a row-major access ----------------------------------------------------
+
+
+def shared_dims(m: AffineMap, operands: Sequence[SSAValue]) -> AffineMap:
+    """`m` (over `operands`, as dims) with every dim whose operand is repeated replaced by the
+    dim of that operand's first position (a coalesced loop's variable folded into two indices
+    is one dim for `simplify_flat`)."""
+    m = dims_to_operands(m)
+    first = {}
+    dims = [AffineExpr.dimension(first.setdefault(o, k)) for k, o in enumerate(operands)]
+    if all(isinstance(d, AffineDimExpr) and d.position == k for k, d in enumerate(dims)):
+        return m
+    return AffineMap(m.num_dims, 0, tuple(r.replace_dims_and_symbols(dims, []) for r in m.results))
+
+
+def simplify_flat(e: AffineExpr) -> AffineExpr:
+    """`e` (a linearised row-major index: a sum of terms) with every pair of terms
+    `c * m * (x floordiv m)` and `c * (x mod m)` replaced by `c * x`, and every pair
+    `c * m * ((x floordiv m) mod n)` and `c * (x mod m)` by `c * (x mod (m * n))` (Euclid's
+    division, exact for every integer x), until none is left: a coalesced index `p` read as
+    `x[p floordiv 28, p mod 28]` of a buffer whose last extent is 28 flattens to `p`, three
+    coalesced loops' `x[p floordiv 28, (p floordiv 7) mod 4, p mod 7]` of a 4x7 plane too.
+    Other expressions come back as they are."""
+    terms = _terms(e)
+    if not any(_div_mod(t) for t in terms):
+        return e
+    merged = True
+    while merged:
+        merged = False
+        for a, b in ((a, b) for a in range(len(terms)) for b in range(len(terms))):
+            high, low = _div_mod(terms[a]), _div_mod(terms[b])
+            if high is None or low is None or low[0] != "mod" or high[0] == "mod":
+                continue
+            _, x, m, n, c = high
+            if low[1] != x or low[2] != m or c != low[4] * m:
+                continue
+            joined = x if high[0] == "floordiv" else x % (m * n)
+            terms = [t for k, t in enumerate(terms) if k not in (a, b)] + _terms(joined * low[4])
+            merged = True
+            break
+    out: AffineExpr = AffineExpr.constant(0)
+    for t in terms:
+        out = out + t
+    return out
+
+
+def _terms(e: AffineExpr) -> list[AffineExpr]:
+    """The terms of a sum (a constant times a sum distributed)."""
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        return _terms(e.lhs) + _terms(e.rhs)
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul:
+        for var, const in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if isinstance(const, AffineConstantExpr) and isinstance(var, AffineBinaryOpExpr) and var.kind == AffineBinaryOpKind.Add:
+                return [t * const.value for t in _terms(var)]
+    return [e]
+
+
+def _div_mod(t: AffineExpr) -> tuple[str, AffineExpr, int, int, int] | None:
+    """A term `c * (x floordiv m)`, `c * (x mod m)` or `c * ((x floordiv m) mod n)` (m, n
+    positive constants) as (kind, x, m, n, c); n is 0 but for the last."""
+    c = 1
+    if isinstance(t, AffineBinaryOpExpr) and t.kind == AffineBinaryOpKind.Mul:
+        for var, const in ((t.lhs, t.rhs), (t.rhs, t.lhs)):
+            if isinstance(const, AffineConstantExpr):
+                c, t = const.value, var
+                break
+        else:
+            return None
+    if not isinstance(t, AffineBinaryOpExpr) or not isinstance(t.rhs, AffineConstantExpr) or t.rhs.value <= 0:
+        return None
+    if t.kind == AffineBinaryOpKind.FloorDiv:
+        return "floordiv", t.lhs, t.rhs.value, 0, c
+    if t.kind != AffineBinaryOpKind.Mod:
+        return None
+    inner = t.lhs
+    if isinstance(inner, AffineBinaryOpExpr) and inner.kind == AffineBinaryOpKind.FloorDiv and isinstance(inner.rhs, AffineConstantExpr) and inner.rhs.value > 0:
+        return "divmod", inner.lhs, inner.rhs.value, t.rhs.value, c
+    return "mod", t.lhs, t.rhs.value, 0, c

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 
 from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import IntegerAttr, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, StringAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -33,7 +33,7 @@ from xdsl.ir.affine import (
     AffineMap,
 )
 
-from einc.transforms.affine_index import Range, dims_to_operands, expr_range
+from einc.transforms.affine_index import Range, dims_to_operands, expr_range, shared_dims, simplify_flat
 from einc.transforms.ranges import trip_count as trip_count  # its home is ranges.py
 
 
@@ -313,6 +313,62 @@ def separates(iv: SSAValue, step: int, group: Sequence[Access]) -> bool:
     return separates_all([(iv, loop, a) for a in group], step)
 
 
+def flat_access(a: Access, start: int | None = None) -> Access | None:
+    """`a` with the buffer's dimensions from `start` (default: its first index that is not
+    linear) merged into their row-major flat position (`view_results`), when that position
+    is linear (a coalesced loop's `x[n, p floordiv 28, p mod 28]` of rows of 28 is
+    `x'[n, p]`); None otherwise. The same element is touched exactly when the merged indices
+    agree."""
+    if a.map is None or not isinstance(a.buffer.type, MemRefType):
+        return None
+    view = view_results(a, a.buffer.type.get_shape(), start)
+    if view is None:
+        return None
+    return Access(a.op, a.buffer, AffineMap(a.map.num_dims, 0, tuple(view[1])), a.operands, a.write)
+
+
+def first_nonlinear(a: Access) -> int | None:
+    """The first dimension whose index is not linear in the operands (None: all are, or the
+    access is not affine)."""
+    if a.map is None:
+        return None
+    return next((d for d, e in enumerate(a.map.results) if linear_form(e, a.operands) is None), None)
+
+
+def view_results(a: Access, dims: Sequence[int], start: int | None = None) -> tuple[int, list[AffineExpr]] | None:
+    """The access's indices with the tensor's dimensions from `start` (default: its first
+    index that is not linear, a coalesced loop's floordiv and mod) merged into their flat
+    position: (start, the indices of the view `dims[:start] + [prod(dims[start:])]`), when
+    that position and the indices before are linear; None otherwise (or when every index is
+    linear and no `start` is given)."""
+    assert a.map is not None
+    k = first_nonlinear(a) if start is None else start
+    if k is None or any(x < 0 for x in dims) or len(dims) != len(a.map.results):
+        return None
+    m = shared_dims(a.map, a.operands)
+    flat: AffineExpr = AffineExpr.constant(0)
+    stride = 1
+    for e, extent in reversed(list(zip(m.results[k:], dims[k:]))):
+        flat = e * stride + flat
+        stride *= extent
+    flat = simplify_flat(flat)
+    results = [*m.results[:k], flat]
+    if any(linear_form(e, a.operands) is None for e in results):
+        return None
+    return k, results
+
+
+def _flat_group(accesses: Sequence[Access]) -> list[Access] | None:
+    """Every access of a group as `flat_access` from the first dimension where one of them
+    has an index that is not linear (all merged alike); None when the indices are all
+    linear, or some access does not merge."""
+    starts = [k for a in accesses if (k := first_nonlinear(a)) is not None]
+    if not starts:
+        return None
+    flat = [f for a in accesses if (f := flat_access(a, min(starts))) is not None]
+    return flat if len(flat) == len(accesses) else None
+
+
 def separates_all(items: Sequence[tuple[SSAValue, Operation, Access]], step: int) -> bool:
     """`separates` for accesses each paired with its own induction variable and loop (sibling
     loops with the same bounds, about to be fused). Per dimension, each index must read
@@ -321,6 +377,13 @@ def separates_all(items: Sequence[tuple[SSAValue, Operation, Access]], step: int
     narrower than `|c| * step`."""
     if not items or any(a.map is None for _, _, a in items):
         return False
+    if _separates_dims(items, step):
+        return True
+    flat = _flat_group([a for _, _, a in items])  # coalesced indices: the flat positions
+    return flat is not None and _separates_dims([(iv, loop, f) for (iv, loop, _), f in zip(items, flat)], step)
+
+
+def _separates_dims(items: Sequence[tuple[SSAValue, Operation, Access]], step: int) -> bool:
     rank = len(items[0][2].map.results)  # type: ignore[union-attr]
     for p in range(rank):
         coefficients: set[int] = set()
@@ -367,6 +430,11 @@ def determined_loops(group: Sequence[Access], band: Sequence[SSAValue]) -> set[S
     one index map): two band iterations touching the same element agree on them. Read per
     index as a mixed-radix number: the term of largest `|c| * step` is determined when the
     other band terms span less than it."""
+    flat = _flat_group(group)  # coalesced indices: the flat positions determine loops too
+    return _determined(group, band) | (_determined(flat, band) if flat is not None else set())
+
+
+def _determined(group: Sequence[Access], band: Sequence[SSAValue]) -> set[SSAValue]:
     first = group[0]
     if any(a.map is None or a.map != first.map or a.operands != first.operands for a in group):
         return set()

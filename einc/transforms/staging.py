@@ -39,6 +39,7 @@ partial tile): the copies skip those elements, which no in-range thread reads.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,8 @@ from einc.transforms.loop_analysis import (
     step_of,
     trip_count,
     value_range,
+    first_nonlinear,
+    view_results,
 )
 from einc.transforms.loop_build import Failure, _new_loop, describe
 from einc.transforms.loop_transforms import AXIS_ATTR, BIND_ATTR, STMT_ATTR, VECTORIZE_ATTR
@@ -103,6 +106,12 @@ class Box:
     transposed convolution's phase: output columns `2 * WO + 1`, filter taps `2 * KH + 1`)
     holds only those, element `x` of the box at `low + s * x`."""
 
+    view: int | None = None
+    """None: the box's dimensions are the tensor's. k: the tensor's dimensions k and after are
+    one dimension of the box (their row-major flat position), the tensor seen as
+    `shape[:k] + [prod(shape[k:])]`: a coalesced loop's `x[.., p floordiv 28, p mod 28]` is
+    `x'[.., p]` of the view (`view_results`), a tile of p a box of it."""
+
     def steps(self) -> list[int]:
         return self.step or [1] * len(self.shape)
 
@@ -130,7 +139,7 @@ def _range_of(terms: Terms, const: int) -> tuple[int, int] | None:
 
 def footprint(
     loop: affine.ForOp, tensor: str, accs: list[Access], spread: set[SSAValue] | None = None,
-    partial: bool = False, compact: bool = False,
+    partial: bool = False, compact: bool = False, view: bool = False,
 ) -> Box | Failure:
     """The box of `accs` (accesses to `tensor` inside `loop`) one iteration of `loop`
     touches, or a Failure. `spread` (shared memory): variables of enclosing loops that range
@@ -138,13 +147,24 @@ def footprint(
     tensor; `partial`: the box may overhang the tensor (a partial tile: the copies skip the
     elements outside, which no iteration touches); `compact`: a dimension every access
     reaches only every `s`-th element of (its inner coefficients and offsets multiples of
-    `s`) holds only those (`Box.step`)."""
+    `s`) holds only those (`Box.step`); `view`: indices that are not linear but whose
+    flat position from some dimension on is (a coalesced loop's) give a box of the tensor
+    seen with those dimensions merged (`Box.view`), the same merge for every access."""
     where = f"'{tensor}' inside {describe(loop)}"
     spread = spread or set()
     may_overhang = bool(spread) or partial
     buffer_type = accs[0].buffer.type
     assert isinstance(buffer_type, MemRefType)
-    dims = buffer_type.get_shape()
+    dims = list(buffer_type.get_shape())
+    results = {a: list(a.map.results) for a in accs if a.map is not None}
+    merged: int | None = None
+    if view and len(results) == len(accs):
+        starts = [k for a in accs if (k := first_nonlinear(a)) is not None]
+        views = [view_results(a, dims, min(starts)) for a in accs] if starts else []
+        if starts and None not in views:
+            merged = min(starts)
+            results = {a: v[1] for a, v in zip(accs, views) if v is not None}
+            dims = [*dims[:merged], math.prod(dims[merged:])]
     iv = induction_var(loop)
     outer: list[Terms | None] = [None] * len(dims)
     ranges: list[list[tuple[int, int]]] = [[] for _ in dims]
@@ -153,7 +173,7 @@ def footprint(
         if a.map is None:
             return Failure(f"cannot cache {where}: an access is not affine")
         forms = []
-        for d, e in enumerate(a.map.results):
+        for d, e in enumerate(results[a]):
             form = linear_form(e, a.operands)
             if form is None:
                 return Failure(f"cannot cache {where}: an index is not affine in the loops")
@@ -193,7 +213,7 @@ def footprint(
         overhang.append((below, past))
     if not spread and math.prod(shape) > MAX_LOCAL_ELEMENTS:
         return Failure(f"cannot cache {where}: its tile {'x'.join(map(str, shape))} is larger than {MAX_LOCAL_ELEMENTS} elements")
-    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang, step if compact else [])
+    return Box([o or {} for o in outer], low, shape, inner, list(dims), overhang, step if compact else [], merged)
 
 
 def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> AffineMap:
@@ -251,7 +271,7 @@ def _copy_nest(
     outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
     operands = [*outer_vars, *ivs]
     forms = [({**terms, iv: s}, low) for terms, low, iv, s in zip(box.outer, box.low, ivs, box.steps())]
-    far = AffineMapAttr(linear_map(forms, operands))
+    far = AffineMapAttr(_tensor_map(linear_map(forms, operands), box, tensor))
     if guarded:
         point = _inside_tensor(point, box, forms, operands)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
@@ -264,6 +284,24 @@ def _copy_nest(
         store = affine.StoreOp(load.result, tensor, operands, far)
     Rewriter.insert_op(load, point)
     Rewriter.insert_op(store, point)
+
+
+def _tensor_map(m: AffineMap, box: Box, tensor: SSAValue) -> AffineMap:
+    """`m` (indices of the box's view of `tensor`) as the tensor's own indices: the merged
+    flat position `f` of a view (`Box.view`) is `f floordiv S_k`, `(f floordiv S_j) mod
+    n_j`, ..., `f mod n_last` again (which the printers linearise back to `f`)."""
+    if box.view is None:
+        return m
+    assert isinstance(tensor.type, MemRefType)
+    shape = list(tensor.type.get_shape())
+    k = box.view
+    flat = m.results[k]
+    results = list(m.results[:k])
+    for j in range(k, len(shape)):
+        stride = math.prod(shape[j + 1 :])
+        e = flat if stride == 1 else flat // stride
+        results.append(e if j == k else e % shape[j])
+    return AffineMap(m.num_dims, 0, tuple(results))
 
 
 def _inside_tensor(point: InsertPoint, box: Box, forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> InsertPoint:
@@ -409,7 +447,8 @@ def cache_tensor(
         return Failure(f"cannot cache_read '{tensor}' at {describe(loop)}: it is written inside (use cache_write)")
     if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
-    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared)
+    box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared,
+                    view=not shared and layout is None)  # fmt: skip
     if isinstance(box, Failure):
         return box
     if layout is not None and sorted(layout) != list(range(len(box.shape))):

@@ -69,7 +69,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from einc.dialects import egpu
-from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands, shared_dims, simplify_flat
 from einc.transforms.loop_analysis import constant_bounds, linear_form, step_of, uses_dim
 from einc.transforms.affine_fold import compose
 from einc.transforms.loop_build import Failure, describe
@@ -162,13 +162,37 @@ def _access(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, varying: set[SSAVa
             continue
         form = linear_form(result, operands)
         if form is None:
-            return Failure(f"{op.name} index {k} is not linear in the loop variable (a gather)")
+            flat = _flat_coefficient(op, m, operands, iv)
+            if flat is None:
+                return Failure(f"{op.name} index {k} is not linear in the loop variable (a gather)")
+            # a coalesced loop's `x[p floordiv W, p mod W]` of rows of W: consecutive in
+            # the flat position; the vector starts at the first lane's (in-bounds) indices
+            return _Access(op, m, operands, unit=True) if flat == 1 else Failure(
+                f"{op.name} is not unit-stride in the loop variable (a gather)")
         coefficients.append(form[0].get(iv, 0))
     if not any(coefficients):
         return _Access(op, m, operands, unit=False)
     if coefficients[-1] != 1 or any(coefficients[:-1]):
         return Failure(f"{op.name} is not unit-stride in the loop variable (a gather)")
     return _Access(op, m, operands, unit=True)
+
+
+def _flat_coefficient(op: affine.LoadOp | affine.StoreOp, m: AffineMap, operands: Sequence[SSAValue], iv: SSAValue) -> int | None:
+    """The coefficient of `iv` in the row-major flat position of `op`'s element (indices `m`
+    over `operands`), when that position is linear in `iv` (its other terms values fixed in
+    the loop); None otherwise."""
+    memory = op.memref.type
+    if not isinstance(memory, MemRefType):
+        return None
+    shape = memory.get_shape()
+    shared = shared_dims(m, operands)
+    flat: AffineExpr = AffineExpr.constant(0)
+    stride = 1
+    for e, extent in reversed(list(zip(shared.results, shape))):
+        flat = e * stride + flat
+        stride *= extent
+    form = linear_form(simplify_flat(flat), operands)
+    return None if form is None else form[0].get(iv, 0)
 
 
 def _is_index_use(use: Use) -> bool:

@@ -38,13 +38,14 @@ from xdsl.dialects import affine, func, memref
 from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError, TargetError
 from einc.transforms import loop_transforms as lt
+from einc.transforms.coalesce import coalesce_nest
 from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.gpu_mapping import perfect_chain
 from einc.transforms.loop_analysis import accesses, buffer_name, carried_dependence, constant_bounds
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
-       "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute")  # fmt: skip
+       "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -69,6 +70,8 @@ WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "v
            "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
            "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
            "split_phases": 2, "distribute": 4}  # fmt: skip
+LATE_WEIGHTS = {"coalesce": 0.08}
+"""Ops drawn before the others, each with this probability per step, from a stream of their own."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
 SKETCH_START = 0.3
@@ -186,6 +189,9 @@ def _find(module: Any, loop: Loop) -> affine.ForOp | None:
 class _Gen:
     def __init__(self, comp: Compilation, rng: random.Random, widen: frozenset[str]):
         self.comp, self.rng, self.widen = comp, rng, widen
+        # ops added later draw from their own stream: the scripts of the other ops stay those
+        # of the same seed before (the generator's coverage test keeps its seeds)
+        self.late = random.Random(hash(rng.getstate()))
         self.device = comp.target != "c"
         self.loops_module = comp.run_until("loops")
         self.ranks = ranks(self.loops_module)
@@ -238,7 +244,8 @@ class _Gen:
         weights = dict(WEIGHTS)
         if not self.device:
             weights["bind"] = 0
-        kind = self.rng.choices(list(weights), list(weights.values()))[0]
+        late = [k for k, w in LATE_WEIGHTS.items() if self.late.random() < w]
+        kind = late[0] if late else self.rng.choices(list(weights), list(weights.values()))[0]
         inner = [lp for lp in loops if lp.innermost]
         loop = self.rng.choice(inner if kind in INNER and inner and self.rng.random() < 0.8 else loops)
         lines: list[str] = []
@@ -289,6 +296,24 @@ class _Gen:
                                     "einc.init" in parent.attributes, None, False, False), lines)  # fmt: skip
                 count = min(max(1, trip), rng.choice([2, 3, 4]))
                 lines.append(f"{', '.join(self.handle() for _ in range(count))} = transform.einc.distribute {p} into {count}")
+        elif kind == "coalesce":
+            # a perfect nest of two or more loops from here down (the whole nest, or part)
+            nests = [lp for lp in loops if (op := _find(self.current, lp)) is not None and len(coalesce_nest(op)) > 1]
+            if nests and rng.random() < 0.9:
+                loop = rng.choice(nests)
+            found = _find(self.current, loop)
+            depth = len(coalesce_nest(found)) if found is not None else 1
+            h = self.match(loop, lines)
+            c = self.handle()
+            lines.append(f"{c} = transform.einc.coalesce {h} by {self.size(sorted({2, depth, rng.randint(1, max(depth, 1))}), lines)}")
+            follow = rng.random()
+            if follow < 0.3:
+                o, i = self.handle(), self.handle()
+                lines.append(f"{o}, {i} = transform.einc.tile {c} by {self.size([s for s in SIZES if s <= 16], lines)}")
+            elif follow < 0.5:
+                lines.append(f"transform.einc.vectorize {c}")
+            elif follow < 0.6:
+                lines.append(f"transform.einc.parallelize {c}")
         elif kind == "distribute":
             spread = [lp for lp in loops if (op := _find(self.current, lp)) is not None and len(distribute_pieces(op)) > 1]
             if spread and rng.random() < 0.8:

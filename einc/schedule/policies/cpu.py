@@ -22,8 +22,8 @@ remaining statement nest:
   staged in a local array across the reduction (cache_write) so the accumulators stay in
   registers instead of a load and store of the output per k step, and the k-by-j panel of
   the vector input packed in a local array once per k tile (cache_read); the tile follows
-  the host's vector registers (4 vectors by 8 rows with AVX-512, 2 vectors by 6 rows with
-  AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
+  the host's vector registers (3 vectors by 8 rows with AVX-512, 2 where 3 do not divide
+  the row; 2 vectors by 6 rows with AVX2), its row tile loop peeled so that whole tiles unroll; with several reductions
   (a convolution) the output loop the vectorized input does not move with (the output
   channel) is tiled, unrolled above the vector loop, and the tile staged locally the same
   way (`_block_rows`); a matmul with dimensions below 64 is blocked the same way (a short
@@ -80,11 +80,13 @@ from einc.transforms.loop_analysis import (
     band_from,
     buffer_name,
     carried_dependence,
+    constant_bounds,
     determined_loops,
     induction_var,
     linear_form,
     perfect_band,
     trip_count,
+    value_range,
     written_groups,
 )
 from einc.schedule.script import Schedule
@@ -119,12 +121,15 @@ class Choices:
     weight/filter tile and matmul's B panel packed (cache_read); `parallel`: the parallel
     loop is the policy's (0) or the k-th independent loop of more than one iteration after
     it; `batch_inside`: a channel-blocked nest's batch loops below the channel tiles (None:
-    where the policy puts them)."""
+    where the policy puts them); `coalesce`: see the field."""
 
     channels: bool | None = None
     pack: bool = True
     parallel: int = 0
     batch_inside: bool | None = None
+    coalesce: bool = True
+    """A contraction over whole rows of its input (a 1x1 convolution) blocked like a matmul
+    over its coalesced output rows (`coalesced_contraction`) where that pays."""
 
 
 POLICY = Choices()
@@ -188,6 +193,8 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
     band = band_from(top)
     if not all(_tagged(loop) for loop in band) or not perfect_band(band):
         return
+    if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
+        return
     groups = written_groups(top)
     work = math.prod(trip_count(loop) or 1 for loop in band)
     if len(groups) == 1:
@@ -232,6 +239,142 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
         if _tagged(inner) and not isinstance(b.try_(lambda: b.vectorize(b.handle(inner))), lt.Failure):
             return
     _vectorize_reduction(inner, b)
+
+
+# -- coalesced output rows (a 1x1 convolution blocked like a matmul) ---------------------------
+
+
+def coalesced_contraction(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Choices = POLICY) -> bool:
+    """A contraction whose last two output loops (HO, WO) index the output and every input
+    that moves with them as whole rows (`x[.., HO, WO]`, the rows exactly WO's extent: a
+    1x1 convolution, out[n, f, p] = sum_c w[f, c] x[n, c, p] with p = HO * W + WO), whose
+    row does not fill whole vectors but the plane does (28 columns, 784 points: along WO a
+    row is vectors of 16, 8 and 4), is coalesced (`transform.einc.coalesce`): HO x WO one
+    loop of contiguous points, the reductions (C, KH, KW of one tap) one loop, and blocked
+    as a matmul (`_block_matmul`: the points a vector loop, output channels unrolled rows of
+    accumulators staged across the reduction, the whole vectors of points in the input read
+    contiguously); the usual parallel loop. False (nothing added): not such a nest, or a step
+    refused."""
+    band = band_from(top)
+    groups = written_groups(top)
+    if len(groups) != 1 or len(band) < 4:
+        return False
+    ((out, group),) = groups.items()
+    ivs = [induction_var(loop) for loop in band]
+    fixed = determined_loops(group, ivs)
+    parallel = [loop for loop in band if induction_var(loop) in fixed]
+    reduction = [loop for loop in band if induction_var(loop) not in fixed]
+    if len(parallel) < 3 or not reduction or band != [*parallel, *reduction]:
+        return False
+    h, w = parallel[-2], parallel[-1]
+    nh, nw = trip_count(h) or 0, trip_count(w) or 0
+    if nw % lanes == 0 or (nh * nw) % lanes or nh * nw < 4 * lanes:
+        return False
+    hv, wv = induction_var(h), induction_var(w)
+    stores = [a for a in group if a.write]
+    if not stores or not all(_whole_rows(a, hv, wv, nh, nw) for a in group):
+        return False
+    reads = [a for a in _loads(top) if a.buffer is not out]
+    moving = [a for a in reads if a.map is not None and (_moves_with(a, hv) or _moves_with(a, wv))]
+    if not moving or not all(_whole_rows(a, hv, wv, nh, nw) for a in moving):
+        return False
+    # a filter (read at an output channel and a reduction, not at the points): the rows of
+    # the matmul; the input rows read along the points move with a reduction too
+    if not any(_moves_with(a, induction_var(r)) for a in moving for r in reduction):
+        return False
+    coalesced = b.try_(lambda: b.coalesce(b.handle(h), 2))
+    if isinstance(coalesced, lt.Failure):
+        return False
+    p = b.loop(coalesced)
+    b.remember([p], [coalesced])
+    k_handle = b.handle(reduction[0])
+    if len(reduction) > 1:
+        k_handle = b.try_(lambda: b.coalesce(b.handle(reduction[0]), len(reduction)))
+        if isinstance(k_handle, lt.Failure):
+            return False
+    k = b.loop(k_handle)
+    b.remember([k], [k_handle])
+    outer = band_from(band[0] if band[0] is not h else p)[: len(parallel) - 2]
+    reordered = b.try_(lambda: b.reorder([*(b.handle(x) for x in outer), k_handle, coalesced]))
+    if isinstance(reordered, lt.Failure):
+        return False
+    new = [b.loop(x) for x in reordered]
+    b.remember(new, reordered)
+    blocked = _block_points(new, len(outer), b, lanes)
+    _parallelize(band_from(blocked), math.prod(trip_count(loop) or 1 for loop in band), b, choices.parallel)
+    return True
+
+
+def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+    """Register-block an i-k-j band `[outer..., F, K, P]` of a coalesced contraction like
+    `_block_matmul`: the points P tiled by the register tile's vectors (a tile that does not
+    divide P has its partial last tile peeled off, which runs as a loop of its own; 784
+    points are 16 tiles of 48 and one of 16), the output channels F tiled by the register tile's rows, moved inside the reduction
+    and unrolled, the reduction K tiled for the cache, the order `P tiles, K tiles, F tiles,
+    K, F, P` and the output tile staged across the reduction. Sizes are knobs. Returns the
+    band's new outermost loop."""
+    i, k, j = band[n_outer - 1], band[n_outer], band[-1]
+    ni, nk, nj = trip_count(i) or 0, trip_count(k) or 0, trip_count(j) or 0
+    vectors, rows = register_tile(lanes)
+    ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(rows, ni))
+    tj = vectors * lanes
+    tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else 0)
+    if ni < 2 or nj < tj or not tk:
+        return band[0]
+    stmt = _tag(i, lt.STMT_ATTR)
+    knob_j, knob_i, knob_k = (
+        b.knob(f"{stmt}.tile_points", tj, {t * lanes for t in range(1, vectors + 1) if t * lanes <= nj}),
+        b.knob(f"{stmt}.tile_i", ti, (1, 2, 4, 6, 8)),
+        b.knob(f"{stmt}.tile_k", tk, {t for t in (64, 128, 256, 512) if nk % t == 0} | {tk}),
+    )  # fmt: skip
+    # 8 x 3 vectors of points: 0.66-0.73 of the FMA peak on the 1x1 convolution 16x256x28x28
+    # -> 128 (AVX-512, 1 thread; hand-written C of each tile: 8 x 1 0.48, 4 x 7 0.33, spilling)
+    tiles = [b.tile(b.handle(i), knob_i), b.tile(b.handle(k), knob_k), b.tile(b.handle(j), knob_j)]
+    (io, ii), (ko, ki), (jo, ji) = ((b.loop(o), b.loop(n)) for o, n in tiles)
+    handles = dict(zip((io, ii, ko, ki, jo, ji), (h for pair in tiles for h in pair)))
+    band_now = band_from(band[0] if n_outer > 1 else io)
+    for loop in band_now[: n_outer - 1]:
+        handles[loop] = b.handle(loop)
+    wanted = [*band_now[: n_outer - 1], jo, ko, io, ki, ii, ji]
+    reordered = b.try_(lambda: b.reorder([handles[x] for x in wanted]))
+    if isinstance(reordered, lt.Failure):
+        return band_now[0]
+    new = [b.loop(h) for h in reordered]
+    b.remember(new, reordered)
+    root = nest_root(b, new[0])
+    # the whole point tiles apart from a partial last one, then the whole channel tiles:
+    # constant trip counts, which unroll and keep the accumulators in registers
+    for at in (new[-6], new[-4]):
+        b.try_(lambda: b.peel(b.handle(at), 1))  # noqa: B023
+    axis = {name: _tag(loop, lt.AXIS_ATTR) for name, loop in (("io", new[-4]), ("ii", new[-2]), ("ji", new[-1]))}
+    if isinstance(b.try_(lambda: b.unroll(b.match(stmt, axis["ii"], root=root), knob_i)), lt.Failure):
+        return new[0]
+    b.try_(lambda: b.vectorize(b.match(stmt, axis["ji"], root=root)))
+    (out,) = written_groups(new[0])
+    if _element(out) != f16:  # see _block_matmul
+        b.try_(lambda: b.cache_write(buffer_name(out), b.match(stmt, axis["io"], root=root)))
+    return new[0]
+
+
+def _whole_rows(a: Access, hv: SSAValue, wv: SSAValue, nh: int, nw: int) -> bool:
+    """Whether an access reads `x[.., hv, wv]` (its last two indices the two loop variables,
+    plus loop variables that are always 0; no other index moving with them) of a buffer whose last two extents are the
+    loops' (`nh`, `nw`): the points of the plane contiguous, in the loops' order."""
+    if a.map is None or len(a.map.results) < 2:
+        return False
+    shape = cast("MemRefType[Attribute]", a.buffer.type).get_shape()
+    if tuple(shape[-2:]) != (nh, nw):
+        return False
+    for e, v in zip(a.map.results[-2:], (hv, wv)):
+        form = linear_form(e, a.operands)
+        # other terms only of loops that run once (a 1x1 window's KH, KW)
+        if form is None or form[1] or form[0].get(v) != 1 or any(value_range(u) != (0, 0) for u in form[0] if u is not v):
+            return False
+    for e in a.map.results[:-2]:
+        form = linear_form(e, a.operands)
+        if form is None or hv in form[0] or wv in form[0]:
+            return False
+    return True
 
 
 INTERLEAVE = 8
@@ -355,7 +498,8 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
         return band[0]
     if ni < 2 or nj < lanes or nk < 1:
         return band[0]
-    # the accumulator tile: with 32 vector registers (AVX-512) 4 vectors by 8 rows; with 16
+    # the accumulator tile (`register_tile`): with 32 vector registers (AVX-512) 3 (or 2)
+    # vectors by 8 rows; with 16
     # (AVX2, SSE) 2 vectors by 6 rows, 12 accumulators beside two vectors of B and a
     # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
     # rows, which spills). When the rows do not divide i, the i tile loop is peeled: its
@@ -903,9 +1047,13 @@ def _costly(loop: affine.ForOp) -> bool:
 
 def register_tile(lanes: int) -> tuple[int, int]:
     """(vectors, rows) of the accumulator tile of a blocked matmul on a host with `lanes`
-    float32 lanes a vector: 4 x 8 with 32 vector registers (AVX-512), 2 x 6 with 16 (AVX2,
-    SSE)."""
-    return (4, 8) if lanes >= 16 else (2, 6)
+    float32 lanes a vector: 3 x 8 with 32 vector registers (AVX-512; 2 x 8 where 3 vectors
+    do not divide the row), 2 x 6 with 16 (AVX2, SSE). With AVX-512, 4 x 8 (32 accumulators
+    in 32 registers) spills: gcc keeps accumulators on the stack, `vfmadd213ps 72(%rsp)` in
+    the k loop; 1 thread, shared machine, one process each: batched matmul Q K^T 192x128x64
+    0.50 -> 0.60 of the FMA peak (2 x 8), A V 192x128x128x64 0.51 -> 0.56, 512x32x512 x16
+    0.63 -> 0.70, 1024^3 0.78 -> 0.81."""
+    return (3, 8) if lanes >= 16 else (2, 6)
 
 
 def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choices = POLICY,
@@ -924,6 +1072,29 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choic
                     # a transposed convolution: a dense nest per phase (conditions split out)
                     for nest in (phase_nests(b, top) if split_conditions else None) or [top]:
                         schedule_nest(nest, b, lanes, choices)
+            fuse_fills(f, b)
     if split_conditions:
         split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()
+
+
+def fuse_fills(f: func.FuncOp, b: ScheduleBuilder) -> None:
+    """A reduction's fill (its `einc.init` nest) fused into the reduction's nest when the
+    nest runs its outermost loop in parallel and the fill's outermost loop has the same
+    range (`transform.einc.fuse`; the fused loop stays parallel): each
+    iteration (an image, a matrix of a batch) zeroes its outputs just before accumulating
+    into them, while they are in cache, instead of one pass zeroing every output first. At
+    batch 16 the outputs outgrow the caches and that pass costs a write and a read of every
+    output from memory: batched matmul Q K^T 192x128x64 (12.6 MB of outputs), AVX-512, 1
+    thread, shared machine: 0.43 -> 0.53 of the FMA peak."""
+    ops = [op for op in f.body.block.ops if isinstance(op, affine.ForOp)]
+    for fill, nest in zip(ops, ops[1:]):
+        if "einc.init" not in fill.attributes or "einc.init" in nest.attributes or not _tagged(nest):
+            continue
+        if fill.attributes.get(lt.STMT_ATTR) != nest.attributes.get(lt.STMT_ATTR):
+            continue
+        if lt.PARALLEL_ATTR not in nest.attributes:
+            continue
+        if constant_bounds(fill) is None or constant_bounds(fill) != constant_bounds(nest):
+            continue
+        b.try_(lambda: b.fuse(b.handle(fill), b.handle(nest)))  # noqa: B023

@@ -412,7 +412,8 @@ def policy_role(name: str, nests: list[Nest]) -> KnobRole:
         return KnobRole(stmt, "?", 1, 0, "tile")
     spatial, reduction = list(nest.spatial), list(nest.reduction)
     rows = spatial[-2] if len(spatial) > 1 else spatial[-1]
-    axis, level, kind = {"tile_j": (spatial[-1], 2, "tile"), "tile_i": (rows, 2, "unroll"),
+    axis, level, kind = {"tile_j": (spatial[-1], 2, "tile"), "tile_points": (spatial[-1], 2, "tile"),
+                         "tile_i": (rows, 2, "unroll"),
                          "tile_rows": (rows, 2, "unroll"),
                          "tile_k": ((reduction or spatial)[-1], 1, "tile")}.get(what, (rows, 1, "tile"))  # fmt: skip
     return KnobRole(stmt, axis, level, nest.extent(axis), kind)
@@ -432,12 +433,14 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
     ("bo", policy.Choices(batch_inside=False), True, "the batch loops above the channel tiles"),
     ("bi.p1", policy.Choices(batch_inside=True, parallel=1), True, "the batch loops below the channel tiles, "
      "the next independent loop parallel"),
+    ("nocoal", policy.Choices(coalesce=False), True, "a 1x1 convolution's output rows not coalesced (blocked "
+     "over its output channels x columns, or along its rows)"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
 )  # fmt: skip
 """The `policy` rule's sketches: the default policy's schedule with one structural choice
 changed (einc.schedule.policies.cpu.Choices, and whether conditions are split out); each
 keeps the policy's size knobs (`stmt.tile_channels|tile_cols|tile_reduce|tile_spatial|
-tile_rows|tile_i|tile_j|tile_k`) with their bounded options."""
+tile_rows|tile_i|tile_j|tile_k|tile_points`) with their bounded options."""
 
 
 def rule_policy(ctx: RuleContext) -> list[Sketch]:
