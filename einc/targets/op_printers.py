@@ -243,10 +243,14 @@ def _vbroadcast_runs(w: Writer, op: egpu.VBroadcastRunsOp) -> Expr:
     assert isinstance(t, VectorType)
     n, k = t.get_shape()[0], len(op.values)
     T, scalar = w.ctype(t), w.ctype(t.get_element_type())
-    body = (
-        f"{T} r; {scalar} v[{k}] = {{{', '.join(f'a{j}' for j in range(k))}}}; "
-        f"for (int k = 0; k < {n}; k++) {w.lane('r', 'k')} = v[k / {n // k}]; return r;"
-    )
+    if w.t.vector_literal:  # a vector literal: gcc builds it from broadcasts
+        lanes = ", ".join(f"a{j // (n // k)}" for j in range(n))
+        body = f"return {w.vector_spelling(w.t.vector_literal, t, lanes)};"
+    else:
+        body = (
+            f"{T} r; {scalar} v[{k}] = {{{', '.join(f'a{j}' for j in range(k))}}}; "
+            f"for (int k = 0; k < {n}; k++) {w.lane('r', 'k')} = v[k / {n // k}]; return r;"
+        )
     function = w.lanewise_helper(f"vbroadcast_runs{k}", t, [(scalar, f"a{j}") for j in range(k)], T, body)
     return Expr(f"{function}({', '.join(w.value(v).text for v in op.values)})")
 

@@ -167,7 +167,7 @@ def _access(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, varying: set[SSAVa
             continue
         form = linear_form(result, operands)
         if form is None:
-            d = _run_length(result, operands, iv) if isinstance(op, affine.LoadOp) else None
+            d = run_length(result, operands, iv) if isinstance(op, affine.LoadOp) else None
             if d is None:
                 return Failure(f"{op.name} index {k} is not linear in the loop variable (a gather)")
             runs.add(d)
@@ -185,7 +185,7 @@ def _access(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, varying: set[SSAVa
     return _Access(op, m, operands, unit=True)
 
 
-def _run_length(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> int | None:
+def run_length(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> int | None:
     """d when `e` reads the loop variable `iv` only through divisions `(iv + d * t) floordiv
     d` (t: any affine form of the other operands with integer coefficients, one d for every
     such division): then `e` is the same for the d iterations from each multiple of d. None
@@ -201,7 +201,7 @@ def _run_length(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> in
             d, form = x.rhs.value, linear_form(x.lhs, operands)
             if d < 2 or form is None or form[0].get(iv) != 1 or form[1] % d:
                 return False
-            if any(c % d for v, c in form[0].items() if v is not iv):
+            if any(not _multiple(v, c, d) for v, c in form[0].items() if v is not iv):
                 return False
             found.add(d)
             return True
@@ -399,6 +399,19 @@ def _analyze(
                           "do not start at (a gather)")
     plan.width = width
     return plan
+
+
+def _multiple(v: SSAValue, c: int, d: int) -> bool:
+    """Whether `c * v` is a multiple of `d` for every value `v` takes: `c` is, or `v` is the
+    variable of a loop from a constant whose start and step make it so (a tile loop `l.o`
+    stepping by 16 over runs of 8)."""
+    if c % d == 0:
+        return True
+    owner = v.owner
+    if not isinstance(owner, Block) or not isinstance(loop := owner.parent_op(), affine.ForOp):
+        return False
+    bounds = constant_bounds(loop)
+    return bounds is not None and (c * bounds[0]) % d == 0 and (c * step_of(loop)) % d == 0
 
 
 def _runs_aligned(loop: affine.ForOp, d: int, width: int) -> bool:
@@ -702,4 +715,4 @@ def mark_reduction_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
     return loop
 
 
-__all__ = ["CASTS", "ELEMENTWISE", "REDUCTIONS", "REDUCTION_ATTR", "mark_reduction_loop", "vectorize_loop"]
+__all__ = ["CASTS", "ELEMENTWISE", "REDUCTIONS", "REDUCTION_ATTR", "mark_reduction_loop", "run_length", "vectorize_loop"]
