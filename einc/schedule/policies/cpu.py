@@ -119,12 +119,14 @@ class Choices:
     weight/filter tile and matmul's B panel packed (cache_read); `parallel`: the parallel
     loop is the policy's (0) or the k-th independent loop of more than one iteration after
     it; `batch_inside`: a channel-blocked nest's batch loops below the channel tiles (None:
-    where the policy puts them)."""
+    where the policy puts them); `group_lanes`: see below."""
 
     channels: bool | None = None
     pack: bool = True
     parallel: int = 0
     batch_inside: bool | None = None
+    group_lanes: bool = True
+    """A grouped convolution's vectors of channels over several groups (`_group_lanes`)."""
 
 
 POLICY = Choices()
@@ -188,7 +190,8 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
     band = band_from(top)
     if not all(_tagged(loop) for loop in band) or not perfect_band(band):
         return
-    top = _group_lanes(top, b, lanes)  # a grouped convolution's channels over two groups
+    if choices.group_lanes:  # a grouped convolution's channels over several groups
+        top = _group_lanes(top, b, lanes)
     band = band_from(top)
     groups = written_groups(top)
     work = math.prod(trip_count(loop) or 1 for loop in band)
@@ -640,11 +643,6 @@ def _run_of(moving: Sequence[Access], fv: SSAValue) -> int | None:
     return runs.pop() if len(runs) == 1 and None not in runs else None
 
 
-GROUP_LANES = True
-"""Whether the default vectorizes a grouped convolution's output channels over several
-groups (`_group_lanes`)."""
-
-
 def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
     """A grouped convolution whose groups hold fewer output channels than a vector has
     lanes (8 with AVX-512's 16): the group loop g and the channel loop f below it (the
@@ -655,7 +653,7 @@ def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.Fo
     without f (the group's input channels). Returns the nest's (new) outermost loop."""
     band = band_from(top)
     groups = written_groups(top)
-    if not GROUP_LANES or len(groups) != 1 or lanes < 4:
+    if len(groups) != 1 or lanes < 4:
         return top
     ((out, group),) = groups.items()
     fixed = determined_loops(group, [induction_var(loop) for loop in band])
