@@ -26,7 +26,7 @@ bench = load_module(BENCHMARKS / "cpu_operators.py")
 PROGRAMS = {
     # 16 output channels (a vector), 6 output columns (no whole vector): channel-blocked
     "conv": bench.Conv(8, 16, (5, 6), (3, 3), pad=1),
-    # 8 output channels per group: blocked by half a vector
+    # 8 output channels per group: vectors of 16 over two groups (policy.nogroup: half a vector)
     "grouped": bench.Conv(16, 16, (5, 6), (3, 3), pad=1, groups=2),
 }
 
@@ -86,7 +86,8 @@ def test_the_default_plan_is_a_point_proposed_first_then_each_variant(cases: dic
         proposed = RandomSearch(space, seed=3).propose(1 + len(variants))
         assert proposed[0] == space.default_point()
         assert proposed[1:] == [space.sketch_default(s) for s in variants]
-    assert "policy.p1" in cases["grouped"].space.sketches
+    # the grouped convolution's channels within one group: a variant of the grouped program only
+    assert "policy.nogroup" in cases["grouped"].space.sketches and "policy.nogroup" not in cases["conv"].space.sketches
 
 
 def test_the_knobs_are_bounded(cases: dict[str, Case]) -> None:
@@ -136,8 +137,13 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
         cond, sched = case.source("policy.cond"), case.schedule("policy.cond")
         assert "split_conditions" not in sched and "split_phases" not in sched
         assert cond.count(">= 0") > base.count(">= 0")
-    # p1: the next independent loop (the group loop) parallel instead of the batch loop
-    assert _parallel_axis(grouped.source("policy.p1")) == "F_q"
+    # the default: vectors of 16 channels over the two groups (transform.einc.group_lanes,
+    # each group's input broadcast over its 8 lanes); nogroup: a group's 8 channels, half a
+    # vector, the group loop left whole
+    assert "einc_vbroadcast_runs2_f32x16(" in grouped.source("default")
+    nogroup = grouped.source("policy.nogroup")
+    assert "einc_vbroadcast_runs2" not in nogroup and "einc_vload_f32x8(&input1_local[" in nogroup
+    assert "group_lanes" not in grouped.schedule("policy.nogroup")
 
 
 def test_sampled_points_compute_numpys_numbers(cases: dict[str, Case]) -> None:
