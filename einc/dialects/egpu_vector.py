@@ -133,9 +133,10 @@ class VBroadcastRunsOp(IRDLOperation):
         super().__init__(operands=[values], result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_vector(self, self.result.type)
-        element = self.result.type.get_element_type()  # type: ignore[union-attr]
-        width = self.result.type.get_shape()[0]  # type: ignore[union-attr]
+        t = self.result.type
+        _check_vector(self, t)
+        assert isinstance(t, VectorType)
+        element, width = t.get_element_type(), t.get_shape()[0]
         k = len(self.values)
         if k < 2 or width % k:
             raise VerifyException(f"egpu.vbroadcast_runs: {k} values do not divide a vector of {width} into runs")

@@ -39,11 +39,13 @@ def group_lanes(g: affine.ForOp, k: int) -> tuple[affine.ForOp, affine.ForOp] | 
     if len(body) != 1 or not isinstance(body[0], affine.ForOp):
         return Failure(f"cannot group the lanes of {where}: its body is not one loop")
     f = body[0]
+    ends: list[int] = []
     for loop in (g, f):
         bounds = constant_bounds(loop)
         if bounds is None or bounds[0] != 0 or step_of(loop) != 1 or loop.results:
             return Failure(f"cannot group the lanes of {where}: {describe(loop)} does not run from 0 by 1 to a constant")
-    ng, nf = constant_bounds(g)[1], constant_bounds(f)[1]  # type: ignore[index]
+        ends.append(bounds[1])
+    ng, nf = ends
     if ng % k:
         return Failure(f"cannot group the lanes of {where}: {k} groups do not divide its {ng} iterations")
     hint_g, hint_f = induction_var(g).name_hint or "g", induction_var(f).name_hint or "f"
@@ -52,16 +54,21 @@ def group_lanes(g: affine.ForOp, k: int) -> tuple[affine.ForOp, affine.ForOp] | 
     # f's body moves into the merged loop: its iv (f) and g's become applies of l
     old_g, old_f = induction_var(g), induction_var(f)
     block = merged.body.block
-    Rewriter.erase_op(block.last_op)  # type: ignore[arg-type]  # the empty body's yield
+    for op in list(block.ops):  # the empty body's yield
+        Rewriter.erase_op(op)
     for op in list(f.body.block.ops):
         op.detach()
         block.add_op(op)
-    outer.body.block.insert_op_before(merged, outer.body.block.first_op)  # type: ignore[arg-type]
+    outer_yield = outer.body.block.first_op
+    assert outer_yield is not None
+    outer.body.block.insert_op_before(merged, outer_yield)
     l, go = induction_var(merged), induction_var(outer)
     d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
     g_value = affine.ApplyOp([go, l], AffineMapAttr(AffineMap(2, 0, (d0 * k + d1 // nf,))))
     f_value = affine.ApplyOp([l], AffineMapAttr(AffineMap(1, 0, (d0 % nf,))))
-    block.insert_op_before(g_value, block.first_op)  # type: ignore[arg-type]
+    first = block.first_op
+    assert first is not None
+    block.insert_op_before(g_value, first)
     block.insert_op_after(f_value, g_value)
     old_g.replace_uses_with_if(g_value.result, lambda use: True)
     old_f.replace_uses_with_if(f_value.result, lambda use: True)

@@ -666,7 +666,9 @@ def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.Fo
         gv, fv = induction_var(g), induction_var(f)
         if gv not in fixed or fv not in fixed or not 2 <= nf < lanes or lanes % nf or ng % (lanes // nf):
             continue
-        forms = [linear_form(e, stores[0].operands) for e in stores[0].map.results]  # type: ignore[union-attr]
+        store_map = stores[0].map
+        assert store_map is not None
+        forms = [linear_form(e, stores[0].operands) for e in store_map.results]
         if not any(form is not None and form[0].get(fv) and form[0].get(gv) == nf * form[0][fv] for form in forms):
             continue
         if not any(_moves_with(a, gv) and not _moves_with(a, fv) for a in loads):
