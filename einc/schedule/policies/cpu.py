@@ -125,8 +125,10 @@ class Choices:
     pack: bool = True
     parallel: int = 0
     batch_inside: bool | None = None
-    group_lanes: bool = True
-    """A grouped convolution's vectors of channels over several groups (`_group_lanes`)."""
+    group_lanes: bool = False
+    """A grouped convolution's vectors of channels over several groups (`_group_lanes`): off
+    in the default (measured no faster on AVX-512: each vector's two-value broadcast costs two
+    loads and a shuffle per FMA), a sketch of the tuning space (`policy.group`)."""
 
 
 POLICY = Choices()

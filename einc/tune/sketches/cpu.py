@@ -432,8 +432,8 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
     ("bo", policy.Choices(batch_inside=False), True, "the batch loops above the channel tiles"),
     ("bi.p1", policy.Choices(batch_inside=True, parallel=1), True, "the batch loops below the channel tiles, "
      "the next independent loop parallel"),
-    ("nogroup", policy.Choices(group_lanes=False), True, "a grouped convolution's vectors of channels within one "
-     "group (no group_lanes)"),
+    ("group", policy.Choices(group_lanes=True), True, "a grouped convolution's vectors of channels over several "
+     "groups (group_lanes)"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
 )  # fmt: skip
 """The `policy` rule's sketches: the default policy's schedule with one structural choice
