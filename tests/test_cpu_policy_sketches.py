@@ -9,6 +9,7 @@ as it says; and every sketch's default point and random points compute NumPy's n
 from __future__ import annotations
 
 from collections.abc import Iterator
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ bench = load_module(BENCHMARKS / "cpu_operators.py")
 PROGRAMS = {
     # 16 output channels (a vector), 6 output columns (no whole vector): channel-blocked
     "conv": bench.Conv(8, 16, (5, 6), (3, 3), pad=1),
-    # 8 output channels per group: blocked by half a vector
+    # 8 output channels per group: blocked by half a vector (policy.group: vectors of 16 over
+    # two groups)
     "grouped": bench.Conv(16, 16, (5, 6), (3, 3), pad=1, groups=2),
 }
 
@@ -87,6 +89,8 @@ def test_the_default_plan_is_a_point_proposed_first_then_each_variant(cases: dic
         assert proposed[0] == space.default_point()
         assert proposed[1:] == [space.sketch_default(s) for s in variants]
     assert "policy.p1" in cases["grouped"].space.sketches
+    # the grouped convolution's channels over two groups: a variant of the grouped program only
+    assert "policy.group" in cases["grouped"].space.sketches and "policy.group" not in cases["conv"].space.sketches
 
 
 def test_the_knobs_are_bounded(cases: dict[str, Case]) -> None:
@@ -138,6 +142,18 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
         assert cond.count(">= 0") > base.count(">= 0")
     # p1: the next independent loop (the group loop) parallel instead of the batch loop
     assert _parallel_axis(grouped.source("policy.p1")) == "F_q"
+    # the default: a group's 8 channels, half a vector; group: vectors of 16 channels over two
+    # groups (transform.einc.group_lanes), the filter packed per pair of groups, each column's
+    # input the two groups' values each broadcast over its 8 lanes (egpu.vbroadcast_runs: a
+    # vector literal in C), no 8-lane vector of the output tile left
+    base = grouped.source("default")
+    assert "einc_vbroadcast_runs2" not in base and "einc_vload_f32x8(&input1_local[" in base
+    group = grouped.source("policy.group")
+    assert "transform.einc.group_lanes" in grouped.schedule("policy.group")
+    literal = "{" + ", ".join(["a0"] * 8 + ["a1"] * 8) + "}"
+    assert f"einc_vbroadcast_runs2_f32x16(float a0, float a1) {{ return (einc_f32x16){literal}; }}" in group
+    assert re.search(r"einc_vbroadcast_runs2_f32x16\(input0\[[^;]*\], input0\[[^;]*\+ 8\)", group), group
+    assert "einc_vload_f32x16(&input1_local[" in group and "einc_vload_f32x8(&output0_local[" not in group
 
 
 def test_sampled_points_compute_numpys_numbers(cases: dict[str, Case]) -> None:

@@ -85,6 +85,8 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
         return f"{new}, {new}b = transform.einc.{op} {h()} by {size()}"
     if op == "unroll":
         return f"{new} = transform.einc.unroll {h()} by {size()}"
+    if op == "group_lanes":
+        return f"{new}, {new}l = transform.einc.group_lanes {h()} by {size()}"
     if op == "split_phases":
         return f"{new} = transform.einc.split_phases {h()} by {size()}"
     if op == "distribute":

@@ -105,6 +105,12 @@ FIXED = [
     ("output0[N, M] = input0[N, M] * input1[M].cast(`float32`) + (input1[M] * 4).cast(`float32`)",
      {"input0": f32(5, 37), "input1": {"dtype": "int32", "shape": [37]}}, ["N", "M"],
      lambda a: a["input0"] * a["input1"] + a["input1"] * 4),
+    # an index through `M // 8` (8 does not divide 37: the loops stage keeps M whole): runs of
+    # 8 lanes, one input each (egpu.vbroadcast_runs, the grouped convolution's two-value
+    # broadcast), a tail of 5 in a vector of 4 inside one run and a scalar
+    ("output0[N, M] = input0[N, M // 8] * input1[N, M] where M in 37",
+     {"input0": f32(5, 5), "input1": f32(5, 37)}, ["N", "M"],
+     lambda a: a["input0"][:, np.arange(37) // 8] * a["input1"]),
 ]  # fmt: skip
 
 
@@ -163,6 +169,8 @@ def test_vectorized_kernels_on_c(case: int) -> None:
     comp = Compilation(ir, "<v>", inputs, None, "c", lines)
     kernel = comp.kernel()
     assert f"einc_f32x{C_LANES}" in kernel.source and "omp simd" not in kernel.source
+    if "// 8" in ir:  # runs of 8 lanes, one load each: two in a vector of 16, one (a broadcast) in 8
+        assert (f"einc_vbroadcast_runs{C_LANES // 8}_f32x{C_LANES}(" in kernel.source) == (C_LANES > 8), kernel.source
     arrays = _fixed_inputs(inputs, 6)
     got = kernel(**arrays)["output0"]
     want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
@@ -248,6 +256,8 @@ def test_vectorized_kernels_on_device_targets(target: str, case: int) -> None:
     source = comp.results["source"]
     width = {"opencl": "float16", "hlsl": "float4", "sycl": "einc_f32x16", "poplar": "einc_f32x2"}
     assert width[target] in source, source
+    if "// 8" in ir and target in ("opencl", "sycl"):  # 16 lanes: two runs of 8
+        assert "vbroadcast_runs2" in source, source
     arrays = _fixed_inputs(inputs, 3)
     got = run_on_device(comp, arrays)["output0"]
     want = answer({k: v.astype(np.float64) for k, v in arrays.items()})

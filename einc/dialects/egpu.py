@@ -70,6 +70,7 @@ from einc.dialects.egpu_narrow import (
 from einc.dialects.egpu_vector import (
     VECTOR_WIDTHS,
     VBroadcastOp,
+    VBroadcastRunsOp,
     VConvertOp,
     VExtractOp,
     VFmaOp,
@@ -96,6 +97,7 @@ EGPU = Dialect(
         VLoadOp,
         VStoreOp,
         VBroadcastOp,
+        VBroadcastRunsOp,
         VConvertOp,
         VExtractOp,
         VFmaOp,
@@ -137,6 +139,7 @@ __all__ = [
     "TileSplit",
     "TileSplitAttr",
     "VBroadcastOp",
+    "VBroadcastRunsOp",
     "VConvertOp",
     "VExtractOp",
     "VFmaOp",

@@ -1,5 +1,5 @@
 """The `egpu` dialect's vector ops on builtin `vector<NxT>` values of a target's vector width:
-`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vconvert`, `egpu.vfma`, `egpu.vreduce`.
+`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vbroadcast_runs`, `egpu.vconvert`, `egpu.vfma`, `egpu.vreduce`.
 The dialect is `einc.dialects.egpu`.
 """
 
@@ -112,6 +112,36 @@ class VBroadcastOp(IRDLOperation):
             raise VerifyException(
                 f"egpu.vbroadcast: a vector of {element} from a value of {self.value.type}"
             )
+
+
+@irdl_op_definition
+class VBroadcastRunsOp(IRDLOperation):
+    """A vector of k runs: lanes `r * W/k` to `(r + 1) * W/k - 1` hold the scalar `values[r]`
+    (k values, k dividing the width W). A vector loop reads such a vector where an index
+    moves with the loop variable only through `iv floordiv d` (d = W/k): a grouped
+    convolution's input `x[8 * (F floordiv 8) + C]` over a vector of 16 output channels
+    spanning two groups holds the two groups' inputs, each broadcast over its group's 8
+    lanes (the two-value broadcast)."""
+
+    name = "egpu.vbroadcast_runs"
+    values = var_operand_def()
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+    assembly_format = "$values attr-dict `:` type($values) `->` type($result)"
+
+    def __init__(self, values: Sequence[SSAValue], result_type: VectorType):
+        super().__init__(operands=[values], result_types=[result_type])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        _check_vector(self, t)
+        assert isinstance(t, VectorType)
+        element, width = t.get_element_type(), t.get_shape()[0]
+        k = len(self.values)
+        if k < 2 or width % k:
+            raise VerifyException(f"egpu.vbroadcast_runs: {k} values do not divide a vector of {width} into runs")
+        if any(v.type != element for v in self.values):
+            raise VerifyException(f"egpu.vbroadcast_runs: a vector of {element} from values of another type")
 
 
 @irdl_op_definition

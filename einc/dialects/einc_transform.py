@@ -179,6 +179,23 @@ class CoalesceOp(SizedLoopOp):
 
 
 @irdl_op_definition
+class GroupLanesOp(SizedLoopOp):
+    """`%o, %l = transform.einc.group_lanes %g by 2`: the loop `g` (a grouped convolution's
+    group `F.q`) tiled by the size and its tile merged with `g`'s only child loop `f` (the
+    channel in the group, `F.r`) into one loop `l` of size x |f| iterations, `g = size * g.o +
+    l floordiv |f|`, `f = l mod |f|` (einc.transforms.group_lanes): the same iterations in the
+    same order; a contiguous channel `8 * F.q + F.r` becomes unit-stride in `l`, the group's
+    input `8 * F.q + C` constant over runs of |f| lanes (a vector over two groups, each
+    group's input broadcast over its lanes). Results: `g.o` (axis `F.q.o`) and `l` (axis
+    `F.q.i*F.r`)."""
+
+    name = "transform.einc.group_lanes"
+    outer = result_def(AnyOpType)
+    lanes = result_def(AnyOpType)
+    NUM_RESULTS: ClassVar[int] = 2
+
+
+@irdl_op_definition
 class DistributeOp(IRDLOperation):
     """`%a, %b = transform.einc.distribute %loop into 2`: loop distribution (fission,
     einc.transforms.distribute): a loop whose body holds several pieces (nested loops,
@@ -657,7 +674,7 @@ class KnobOp(IRDLOperation):
 EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
-    SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp,
+    SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
 )
 
 

@@ -207,6 +207,10 @@ class ScheduleBuilder:
         (pieces,) = self._step(et.SplitConditionsOp(h))
         return pieces
 
+    def group_lanes(self, h: SSAValue, size: SSAValue | int) -> tuple[SSAValue, SSAValue]:
+        outer, lanes = self._step(et.GroupLanesOp(h, size))
+        return outer, lanes
+
     def distribute(self, h: SSAValue, count: int) -> tuple[SSAValue, ...]:
         return self._step(et.DistributeOp(h, count))
 

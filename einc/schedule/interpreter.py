@@ -49,6 +49,7 @@ from einc.transforms.double_buffer import mark_double_buffer
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
 from einc.transforms.coalesce import coalesce_loops
 from einc.transforms.distribute import distribute_loop
+from einc.transforms.group_lanes import group_lanes
 from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.loop_build import describe
 from einc.transforms.index_split import split_conditions, split_phases
@@ -361,6 +362,17 @@ class EincTransformFunctions(InterpreterFunctions):
         for loop in self.loops(op, args[0]):
             phases += self.check(op, split_phases(loop, stride))
         return (OperationHandle(*phases),)
+
+    @impl(et.GroupLanesOp)
+    def run_group_lanes(self, interpreter: Interpreter, op: et.GroupLanesOp, args: PythonValues) -> PythonValues:
+        size = self.size(op, args)
+        outers: list[Operation] = []
+        lanes: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            outer, merged = self.check(op, group_lanes(loop, size))
+            outers.append(outer)
+            lanes.append(merged)
+        return OperationHandle(*outers), OperationHandle(*lanes)
 
     @impl(et.DistributeOp)
     def run_distribute(self, interpreter: Interpreter, op: et.DistributeOp, args: PythonValues) -> PythonValues:

@@ -286,6 +286,9 @@ class CLikeTarget:
     vector_broadcast: ClassVar[str] = "{0} - ({T}){{}}"
     """A vector of `{0}` (C: a scalar operand is splat; `x - 0` is `x` for every x, -0.0 and
     NaN included, where `x + 0` would turn -0.0 into +0.0; gcc folds it to one broadcast)."""
+    vector_literal: ClassVar[str] = "({T}){{{0}}}"
+    """A vector of the lanes `{0}` (comma-separated; `egpu.vbroadcast_runs`); "" builds it
+    lane by lane."""
     vector_helpers: ClassVar[Mapping[str, str]] = {
         "vload": "{P} {T} einc_vload_{s}x{n}(const {t}* a) {{ return *(const {T}_mem*)a; }}",
         "vstore": "{P} void einc_vstore_{s}x{n}({t}* a, {T} v) {{ *({T}_mem*)a = v; }}",

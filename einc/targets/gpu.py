@@ -280,6 +280,7 @@ class DeviceTarget(CLikeTarget):
     vector_load: ClassVar[str] = "{T}{{{{{lanes}}}}}"
     vector_store: ClassVar[str] = ""
     vector_broadcast: ClassVar[str] = "einc_vbroadcast_{s}x{n}({0})"
+    vector_literal: ClassVar[str] = ""
     vector_convert: ClassVar[str] = ""
 
     @classmethod

@@ -237,6 +237,24 @@ def _vbroadcast(w: Writer, op: egpu.VBroadcastOp) -> Expr:
     return Expr(w.vector_spelling(w.t.vector_broadcast, t, w.value(op.value).operand(UNARY)))
 
 
+def _vbroadcast_runs(w: Writer, op: egpu.VBroadcastRunsOp) -> Expr:
+    """k runs of W/k lanes, each one value (a lane-wise helper on every target)."""
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    n, k = t.get_shape()[0], len(op.values)
+    T, scalar = w.ctype(t), w.ctype(t.get_element_type())
+    if w.t.vector_literal:  # a vector literal: gcc builds it from broadcasts
+        lanes = ", ".join(f"a{j // (n // k)}" for j in range(n))
+        body = f"return {w.vector_spelling(w.t.vector_literal, t, lanes)};"
+    else:
+        body = (
+            f"{T} r; {scalar} v[{k}] = {{{', '.join(f'a{j}' for j in range(k))}}}; "
+            f"for (int k = 0; k < {n}; k++) {w.lane('r', 'k')} = v[k / {n // k}]; return r;"
+        )
+    function = w.lanewise_helper(f"vbroadcast_runs{k}", t, [(scalar, f"a{j}") for j in range(k)], T, body)
+    return Expr(f"{function}({', '.join(w.value(v).text for v in op.values)})")
+
+
 _REDUCE_OPS: dict[tuple[egpu.ReduceKind, bool], type[Operation]] = {
     (egpu.ReduceKind.ADD, True): arith.AddfOp, (egpu.ReduceKind.MUL, True): arith.MulfOp,
     (egpu.ReduceKind.MAX, True): arith.MaximumfOp, (egpu.ReduceKind.MIN, True): arith.MinimumfOp,
@@ -305,6 +323,7 @@ VECTOR_STATEMENTS: dict[type[Operation], Callable[[Writer, Operation], None]] = 
 VECTOR_EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
     egpu.VLoadOp: expression(egpu.VLoadOp, _vload),
     egpu.VBroadcastOp: expression(egpu.VBroadcastOp, _vbroadcast),
+    egpu.VBroadcastRunsOp: expression(egpu.VBroadcastRunsOp, _vbroadcast_runs),
     egpu.VConvertOp: expression(egpu.VConvertOp, _vconvert),
     egpu.VReduceOp: expression(egpu.VReduceOp, _vreduce),
     egpu.VFmaOp: expression(egpu.VFmaOp, _vfma),

@@ -74,6 +74,7 @@ class OpenCLTarget(DeviceTarget):
     vector_load: ClassVar[str] = "vload{n}(0, {p})"
     vector_store: ClassVar[str] = "vstore{n}({v}, 0, {p});"
     vector_broadcast: ClassVar[str] = "({T})({0})"
+    vector_literal: ClassVar[str] = "({T})({0})"
     vector_convert: ClassVar[str] = "convert_{T}({0})"
     vector_math = frozenset({
         mathd.ExpOp, mathd.Exp2Op, mathd.LogOp, mathd.Log2Op, mathd.Log10Op, mathd.SqrtOp,

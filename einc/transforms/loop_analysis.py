@@ -449,20 +449,28 @@ def _determined(group: Sequence[Access], band: Sequence[SSAValue]) -> set[SSAVal
             def weight(v: SSAValue) -> int:
                 return abs(terms[v]) * step_of(v.owner.parent_op())  # type: ignore[union-attr, arg-type]
 
-            top = max(terms, key=weight)
-            span = 0
-            for v, c in terms.items():
-                if v is top:
-                    continue
-                v_lo, v_hi = value_range(v)
-                if v_lo is None or v_hi is None:
-                    span = None  # type: ignore[assignment]
+            # the heaviest term first; among terms of equal weight (`16 * F.q.o + l.o + l.i`
+            # with l.o stepping by 16) whichever the others span less than
+            found = None
+            for top in sorted(terms, key=weight, reverse=True):
+                span = 0
+                for v, c in terms.items():
+                    if v is top:
+                        continue
+                    v_lo, v_hi = value_range(v)
+                    if v_lo is None or v_hi is None:
+                        span = None  # type: ignore[assignment]
+                        break
+                    span += abs(c) * (v_hi - v_lo)
+                if span is not None and span < weight(top):
+                    found = top
                     break
-                span += abs(c) * (v_hi - v_lo)
-            if span is None or span >= weight(top):
+                if weight(top) < max(weight(v) for v in terms):
+                    break
+            if found is None:
                 break
-            determined.add(top)
-            del terms[top]
+            determined.add(found)
+            del terms[found]
     return determined
 
 

@@ -64,7 +64,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue, Use
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
@@ -108,7 +108,11 @@ class _Access:
     map: AffineMap
     operands: list[SSAValue]
     unit: bool
-    """Unit stride in the loop variable (else invariant)."""
+    """Unit stride in the loop variable (else invariant, or runs)."""
+    runs: int = 0
+    """d > 0: the index moves with the loop variable only through `iv floordiv d` (each
+    dividend `iv + d * (...)`): constant over each run of d iterations from a multiple of
+    d (a load becomes `egpu.vbroadcast_runs` of one load per run)."""
 
 
 @dataclass
@@ -156,20 +160,28 @@ def _access(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, varying: set[SSAVa
             return Failure(f"an index of {op.name} is a non-affine function of the loop variable")
     positions = [k for k, o in enumerate(operands) if o is iv]
     coefficients = []
+    runs: set[int] = set()
     for k, result in enumerate(m.results):
         if not any(uses_dim(result, p) for p in positions):
             coefficients.append(0)
             continue
         form = linear_form(result, operands)
         if form is None:
-            flat = _flat_coefficient(op, m, operands, iv)
-            if flat is None:
-                return Failure(f"{op.name} index {k} is not linear in the loop variable (a gather)")
             # a coalesced loop's `x[p floordiv W, p mod W]` of rows of W: consecutive in
             # the flat position; the vector starts at the first lane's (in-bounds) indices
-            return _Access(op, m, operands, unit=True) if flat == 1 else Failure(
-                f"{op.name} is not unit-stride in the loop variable (a gather)")
+            if _flat_coefficient(op, m, operands, iv) == 1:
+                return _Access(op, m, operands, unit=True)
+            d = run_length(result, operands, iv) if isinstance(op, affine.LoadOp) else None
+            if d is None:
+                return Failure(f"{op.name} index {k} is not linear in the loop variable (a gather)")
+            runs.add(d)
+            coefficients.append(0)
+            continue
         coefficients.append(form[0].get(iv, 0))
+    if runs:
+        if len(runs) > 1 or any(coefficients):
+            return Failure(f"{op.name} is not unit-stride in the loop variable (a gather)")
+        return _Access(op, m, operands, unit=False, runs=runs.pop())
     if not any(coefficients):
         return _Access(op, m, operands, unit=False)
     if coefficients[-1] != 1 or any(coefficients[:-1]):
@@ -193,6 +205,36 @@ def _flat_coefficient(op: affine.LoadOp | affine.StoreOp, m: AffineMap, operands
         stride *= extent
     form = linear_form(simplify_flat(flat), operands)
     return None if form is None else form[0].get(iv, 0)
+
+
+def run_length(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> int | None:
+    """d when `e` reads the loop variable `iv` only through divisions `(iv + d * t) floordiv
+    d` (t: any affine form of the other operands with integer coefficients, one d for every
+    such division): then `e` is the same for the d iterations from each multiple of d. None
+    otherwise."""
+    found: set[int] = set()
+
+    def visit(x: AffineExpr) -> bool:
+        if isinstance(x, AffineDimExpr):
+            return operands[x.position] is not iv
+        if not isinstance(x, AffineBinaryOpExpr):
+            return True
+        if x.kind == AffineBinaryOpKind.FloorDiv and isinstance(x.rhs, AffineConstantExpr) and uses_iv(x.lhs):
+            d, form = x.rhs.value, linear_form(x.lhs, operands)
+            if d < 2 or form is None or form[0].get(iv) != 1 or form[1] % d:
+                return False
+            if any(not _multiple(v, c, d) for v, c in form[0].items() if v is not iv):
+                return False
+            found.add(d)
+            return True
+        return visit(x.lhs) and visit(x.rhs)
+
+    def uses_iv(x: AffineExpr) -> bool:
+        return any(uses_dim(x, p) for p, o in enumerate(operands) if o is iv)
+
+    if not visit(e) or len(found) != 1:
+        return None
+    return found.pop()
 
 
 def _is_index_use(use: Use) -> bool:
@@ -280,7 +322,7 @@ def _scan_body(
             if isinstance(access, Failure):
                 return refuse(access.message)
             scan.accesses[op] = access
-            if isinstance(op, affine.LoadOp) and access.unit:
+            if isinstance(op, affine.LoadOp) and (access.unit or access.runs):
                 scan.varying.add(op.result)
             if isinstance(op, affine.StoreOp) and not access.unit:
                 red = _reduction(access, body)
@@ -336,7 +378,7 @@ def _analyze(
 
     def visit(op: Operation, access: _Access | None, varying: bool) -> Failure | None:
         if access is not None:
-            if access.unit or isinstance(op, affine.StoreOp):  # a vector access, a reduction
+            if access.unit or access.runs or isinstance(op, affine.StoreOp):  # a vector access, a reduction
                 vector_types.add(_element(op.memref))  # type: ignore[attr-defined]
             return None
         if op.regions:  # an invariant guarded load (_invariant_reads): cloned as scalars
@@ -373,8 +415,36 @@ def _analyze(
         width = min(width, max([w for w in egpu.VECTOR_WIDTHS if w <= trip and w & (w - 1) == 0], default=1))
     if width < 2:
         return refuse("fewer than 2 lanes (trip count or element size)")
+    for access in plan.accesses.values():
+        if access.runs and not _runs_aligned(loop, access.runs, width):
+            return refuse(f"{access.op.name} reads runs of {access.runs} iterations that its vectors of {width} "
+                          "do not start at (a gather)")
     plan.width = width
     return plan
+
+
+def _multiple(v: SSAValue, c: int, d: int) -> bool:
+    """Whether `c * v` is a multiple of `d` for every value `v` takes: `c` is, or `v` is the
+    variable of a loop from a constant whose start and step make it so (a tile loop `l.o`
+    stepping by 16 over runs of 8)."""
+    if c % d == 0:
+        return True
+    owner = v.owner
+    if not isinstance(owner, Block) or not isinstance(loop := owner.parent_op(), affine.ForOp):
+        return False
+    bounds = constant_bounds(loop)
+    return bounds is not None and (c * bounds[0]) % d == 0 and (c * step_of(loop)) % d == 0
+
+
+def _runs_aligned(loop: affine.ForOp, d: int, width: int) -> bool:
+    """Whether every vector of `width` lanes of `loop` (from its lower bound, step `width`)
+    holds whole runs of `d` iterations (or lies in one): d and the width divide one another
+    and the lower bound is a multiple of d whatever its operands."""
+    if d % width and width % d:
+        return False
+    n_lb = len(loop.lowerBoundOperands)
+    form = linear_form(dims_to_operands(loop.lowerBoundMap.data).results[0], loop.operands[:n_lb])
+    return form is not None and form[1] % d == 0 and all(c % d == 0 for c in form[0].values())
 
 
 def _max_trip(loop: affine.ForOp) -> int | None:
@@ -425,6 +495,29 @@ def _vector_type(element: Attribute, width: int) -> VectorType:
 
 def _map(n: int, *results: AffineExpr) -> AffineMapAttr:
     return AffineMapAttr(AffineMap(n, 0, tuple(results)))
+
+
+def _load_runs(builder: list[Operation], access: _Access, mapping: dict[SSAValue, SSAValue], iv: SSAValue,
+               width: int) -> SSAValue:
+    """A load whose index is constant over runs of `access.runs` iterations as a vector:
+    one scalar load per run (the index at `iv + r * d`) broadcast over the run's lanes
+    (`egpu.vbroadcast_runs`), or one broadcast load where the vector lies in one run."""
+    op = access.op
+    assert isinstance(op, affine.LoadOp)
+    d = access.runs
+    values: list[SSAValue] = []
+    for r in range(max(1, width // d)):
+        shift = {p: AffineExpr.dimension(p) + r * d for p, o in enumerate(access.operands) if o is iv}
+        results = tuple(e.replace_dims_and_symbols([shift.get(p, AffineExpr.dimension(p)) for p in range(access.map.num_dims)], [])
+                        for e in access.map.results)  # fmt: skip
+        shifted = _Access(op, AffineMap(access.map.num_dims, 0, results), access.operands, unit=False)
+        load = affine.LoadOp(op.memref, _indices(builder, shifted, mapping), result_type=op.result.type)
+        builder.append(load)
+        values.append(load.result)
+    t = _vector_type(op.result.type, width)
+    splat = egpu.VBroadcastRunsOp(values, t) if len(values) > 1 else egpu.VBroadcastOp(values[0], t)
+    builder.append(splat)
+    return splat.result
 
 
 def _indices(builder: list[Operation], access: _Access, mapping: dict[SSAValue, SSAValue]) -> list[SSAValue]:
@@ -525,6 +618,9 @@ def vectorize_loop(
             yields.append(new.results[0])
             continue
         access = plan.accesses.get(op)
+        if access is not None and access.runs and isinstance(op, affine.LoadOp):
+            vectors[op.result] = _load_runs(ops, access, mapping, old_body.args[0], W)
+            continue
         if access is not None and access.unit:
             indices = _indices(ops, access, mapping)
             if isinstance(op, affine.LoadOp):
@@ -641,4 +737,4 @@ def mark_reduction_loop(loop: affine.ForOp) -> affine.ForOp | Failure:
     return loop
 
 
-__all__ = ["CASTS", "ELEMENTWISE", "REDUCTIONS", "REDUCTION_ATTR", "mark_reduction_loop", "vectorize_loop"]
+__all__ = ["CASTS", "ELEMENTWISE", "REDUCTIONS", "REDUCTION_ATTR", "mark_reduction_loop", "run_length", "vectorize_loop"]

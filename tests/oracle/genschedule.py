@@ -45,7 +45,8 @@ from einc.transforms.loop_analysis import accesses, buffer_name, carried_depende
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
-       "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce")  # fmt: skip
+       "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce",
+       "group_lanes")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -69,7 +70,7 @@ def widening() -> frozenset[str]:
 WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "vectorize": 3,
            "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
            "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
-           "split_phases": 2, "distribute": 4}  # fmt: skip
+           "split_phases": 2, "distribute": 4, "group_lanes": 2}  # fmt: skip
 LATE_WEIGHTS = {"coalesce": 0.08}
 """Ops drawn before the others, each with this probability per step, from a stream of their own."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
@@ -314,6 +315,17 @@ class _Gen:
                 lines.append(f"transform.einc.vectorize {c}")
             elif follow < 0.6:
                 lines.append(f"transform.einc.parallelize {c}")
+        elif kind == "group_lanes":
+            # a loop over one loop (a refusal otherwise): tiled by a group count, its tile
+            # merged with the child; the merged loop vectorized now and then (runs of lanes)
+            h = self.match(loop, lines)
+            o, merged = self.handle(), self.handle()
+            lines.append(f"{o}, {merged} = transform.einc.group_lanes {h} by {self.size([2, 3, 4, trip], lines)}")
+            found = _find(self.current, loop)
+            body = [op for op in found.body.block.ops if not isinstance(op, affine.YieldOp)] if found is not None else []
+            if rng.random() < 0.4 and len(body) == 1 and isinstance(body[0], affine.ForOp) and not any(
+                    isinstance(op, affine.ForOp) for op in body[0].body.walk()):
+                lines.append(f"transform.einc.vectorize {merged}")
         elif kind == "distribute":
             spread = [lp for lp in loops if (op := _find(self.current, lp)) is not None and len(distribute_pieces(op)) > 1]
             if spread and rng.random() < 0.8:

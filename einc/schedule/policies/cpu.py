@@ -121,7 +121,7 @@ class Choices:
     weight/filter tile and matmul's B panel packed (cache_read); `parallel`: the parallel
     loop is the policy's (0) or the k-th independent loop of more than one iteration after
     it; `batch_inside`: a channel-blocked nest's batch loops below the channel tiles (None:
-    where the policy puts them); `coalesce`: see the field."""
+    where the policy puts them); `coalesce`: see the field; `group_lanes`: see below."""
 
     channels: bool | None = None
     pack: bool = True
@@ -130,6 +130,10 @@ class Choices:
     coalesce: bool = True
     """A contraction over whole rows of its input (a 1x1 convolution) blocked like a matmul
     over its coalesced output rows (`coalesced_contraction`) where that pays."""
+    group_lanes: bool = False
+    """A grouped convolution's vectors of channels over several groups (`_group_lanes`): off
+    in the default (measured no faster on AVX-512: each vector's two-value broadcast costs two
+    loads and a shuffle per FMA), a sketch of the tuning space (`policy.group`)."""
 
 
 POLICY = Choices()
@@ -195,6 +199,9 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
         return
     if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
         return
+    if choices.group_lanes:  # a grouped convolution's channels over several groups
+        top = _group_lanes(top, b, lanes)
+    band = band_from(top)
     groups = written_groups(top)
     work = math.prod(trip_count(loop) or 1 for loop in band)
     if len(groups) == 1:
@@ -731,10 +738,14 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: boo
         return None
     for f in reversed(outer):
         nf, fv = trip_count(f) or 0, induction_var(f)
-        if nf % _half(lanes) or any(_moves_with(a, fv) for a in vector_inputs):
+        # an input moving with f in runs (`group_lanes`: a group's input over its lanes) is
+        # a broadcast per run, not a filter
+        moving = [a for a in vector_inputs if _moves_with(a, fv)]
+        run = _run_of(moving, fv)
+        if nf % _half(lanes) or run is None:
             continue
         out_dim = _single_dim(stores[0], fv)
-        filters = [a for a in loads if _moves_with(a, fv)]
+        filters = [a for a in loads if _moves_with(a, fv) and a not in moving]
         if out_dim is None or len({a.buffer for a in filters}) != 1 or any(_moves_with(a, jv) for a in filters):
             continue
         filter_dim = _single_dim(filters[0], fv)
@@ -749,7 +760,7 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: boo
         for width in (2 * lanes, lanes, _half(lanes)):
             budget = (24 if lanes >= 16 else 12) // max(1, width // lanes)
             tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
-            if nf % width == 0 and tw >= min(nj, 4):
+            if nf % width == 0 and tw >= min(nj, 4) and width % max(run, 1) == 0:
                 tf = width
                 break
         if not tf:
@@ -761,6 +772,58 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: boo
             continue
         return _ChannelPlan(f, filters[0].buffer, out_dim, filter_dim, tf, tw, tc)
     return None
+
+
+def _run_of(moving: Sequence[Access], fv: SSAValue) -> int | None:
+    """The run length d of the accesses that move with the loop variable `fv` only through
+    `fv floordiv d` (einc.transforms.vectorize.run_length), one d for all; 0 when none
+    moves; None when one moves otherwise."""
+    from einc.transforms.vectorize import run_length
+
+    runs: set[int | None] = set()
+    for a in moving:
+        assert a.map is not None, a
+        runs |= {run_length(e, a.operands, fv) for e in a.map.results if _mentions(e, a.operands, fv)}
+    if not runs:
+        return 0
+    return runs.pop() if len(runs) == 1 and None not in runs else None
+
+
+def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+    """A grouped convolution whose groups hold fewer output channels than a vector has
+    lanes (8 with AVX-512's 16): the group loop g and the channel loop f below it (the
+    `F.q`, `F.r` the loops stage split `F` into) become one loop of `lanes` channels over
+    `lanes / |f|` groups (transform.einc.group_lanes), which `_block_channels` then blocks
+    as whole vectors, each group's input broadcast over its lanes (egpu.vbroadcast_runs).
+    Applied when f is contiguous with g in the output (`8 * F.q + F.r`) and an input reads g
+    without f (the group's input channels). Returns the nest's (new) outermost loop."""
+    band = band_from(top)
+    groups = written_groups(top)
+    if len(groups) != 1 or lanes < 4:
+        return top
+    ((out, group),) = groups.items()
+    fixed = determined_loops(group, [induction_var(loop) for loop in band])
+    stores = [a for a in group if a.write and a.map is not None]
+    loads = [a for a in _loads(top) if a.buffer is not out and a.map is not None]
+    if not stores:
+        return top
+    for g, f in zip(band, band[1:]):
+        ng, nf = trip_count(g) or 0, trip_count(f) or 0
+        gv, fv = induction_var(g), induction_var(f)
+        if gv not in fixed or fv not in fixed or not 2 <= nf < lanes or lanes % nf or ng % (lanes // nf):
+            continue
+        store_map = stores[0].map
+        assert store_map is not None
+        forms = [linear_form(e, stores[0].operands) for e in store_map.results]
+        if not any(form is not None and form[0].get(fv) and form[0].get(gv) == nf * form[0][fv] for form in forms):
+            continue
+        if not any(_moves_with(a, gv) and not _moves_with(a, fv) for a in loads):
+            continue
+        grouped = b.try_(lambda: b.group_lanes(b.handle(g), lanes // nf))  # noqa: B023
+        if isinstance(grouped, lt.Failure):
+            return top
+        return b.loop(grouped[0]) if g is top else top
+    return top
 
 
 def _parallel_chunks(

@@ -195,6 +195,13 @@ def _vbroadcast(m: Machine, op: Operation) -> Step:
     return _compute(m, op, lambda x: np.repeat(np.asarray(x)[..., None], width, axis=-1))
 
 
+@compiles(egpu.VBroadcastRunsOp)
+def _vbroadcast_runs(m: Machine, op: Operation) -> Step:
+    assert isinstance(op, egpu.VBroadcastRunsOp)
+    run = _width(op.result.type) // len(op.values)
+    return _compute(m, op, lambda *xs: np.concatenate([np.repeat(np.asarray(x)[..., None], run, axis=-1) for x in xs], axis=-1))
+
+
 @compiles(egpu.VExtractOp)
 def _vextract(m: Machine, op: Operation) -> Step:
     assert isinstance(op, egpu.VExtractOp)

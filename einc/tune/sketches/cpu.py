@@ -435,6 +435,8 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "the next independent loop parallel"),
     ("nocoal", policy.Choices(coalesce=False), True, "a 1x1 convolution's output rows not coalesced (blocked "
      "over its output channels x columns, or along its rows)"),
+    ("group", policy.Choices(group_lanes=True), True, "a grouped convolution's vectors of channels over several "
+     "groups (group_lanes)"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
 )  # fmt: skip
 """The `policy` rule's sketches: the default policy's schedule with one structural choice

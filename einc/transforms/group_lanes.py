@@ -1,0 +1,155 @@
+"""Lanes over several groups (`transform.einc.group_lanes`): a loop `g` (a grouped
+convolution's group, `F.q`) whose only child is a loop `f` (the channel in the group,
+`F.r`) becomes `g.o` (|g| / k iterations) around one loop `l` of k * |f| iterations, with
+`g = k * g.o + l floordiv |f|` and `f = l mod |f|`: the same iterations in the same order (no
+legality condition beyond the shape). An index in which g and f form one contiguous
+position (`8 * F.q + F.r`: the output's and the filter's channel) becomes `l` there
+(`16 * F.q.o + l`, unit-stride), and one that reads g alone (the input channel
+`8 * F.q + C`) reads `8 * (l floordiv 8)`: constant over runs of |f| lanes, which the
+vectorizer loads once per run (`egpu.vbroadcast_runs`). With 8 channels per group and 16
+float lanes, a vector of `l` spans two groups: whole vectors where each group alone fills
+half of one.
+
+`group_lanes(g, k)` returns `(g.o, l)` or a Failure (a value; the IR untouched).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import AffineMapAttr, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import Rewriter
+
+from einc.transforms.affine_fold import fold_applies
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
+from einc.ir.attrs import AXIS_ATTR
+from einc.transforms.loop_build import Failure, _new_loop, describe
+
+
+def group_lanes(g: affine.ForOp, k: int) -> tuple[affine.ForOp, affine.ForOp] | Failure:
+    """`g` tiled by `k` and its tile merged with its only child loop `f` into one loop of
+    `k * |f|` iterations (module docstring). Needs constant bounds from 0 with step 1 on
+    both loops, `f` the only op in `g`'s body, and k >= 2 dividing |g|."""
+    where = describe(g)
+    if k < 2:
+        return Failure(f"cannot group the lanes of {where}: the group count must be at least 2, got {k}")
+    body = [op for op in g.body.block.ops if not isinstance(op, affine.YieldOp)]
+    if len(body) != 1 or not isinstance(body[0], affine.ForOp):
+        return Failure(f"cannot group the lanes of {where}: its body is not one loop")
+    f = body[0]
+    ends: list[int] = []
+    for loop in (g, f):
+        bounds = constant_bounds(loop)
+        if bounds is None or bounds[0] != 0 or step_of(loop) != 1 or loop.results:
+            return Failure(f"cannot group the lanes of {where}: {describe(loop)} does not run from 0 by 1 to a constant")
+        ends.append(bounds[1])
+    ng, nf = ends
+    if ng % k:
+        return Failure(f"cannot group the lanes of {where}: {k} groups do not divide its {ng} iterations")
+    hint_g, hint_f = induction_var(g).name_hint or "g", induction_var(f).name_hint or "f"
+    outer = _new_loop((), (), 0, ng // k, 1, hint_g + "_o")
+    merged = _new_loop((), (), 0, k * nf, 1, hint_g + "_" + hint_f)
+    # f's body moves into the merged loop: its iv (f) and g's become applies of l
+    old_g, old_f = induction_var(g), induction_var(f)
+    block = merged.body.block
+    for op in list(block.ops):  # the empty body's yield
+        Rewriter.erase_op(op)
+    for op in list(f.body.block.ops):
+        op.detach()
+        block.add_op(op)
+    outer_yield = outer.body.block.first_op
+    assert outer_yield is not None
+    outer.body.block.insert_op_before(merged, outer_yield)
+    l, go = induction_var(merged), induction_var(outer)
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    g_value = affine.ApplyOp([go, l], AffineMapAttr(AffineMap(2, 0, (d0 * k + d1 // nf,))))
+    f_value = affine.ApplyOp([l], AffineMapAttr(AffineMap(1, 0, (d0 % nf,))))
+    first = block.first_op
+    assert first is not None
+    block.insert_op_before(g_value, first)
+    block.insert_op_after(f_value, g_value)
+    old_g.replace_uses_with_if(g_value.result, lambda use: True)
+    old_f.replace_uses_with_if(f_value.result, lambda use: True)
+    for name, value in g.attributes.items():
+        outer.attributes[name] = value
+    for name, value in f.attributes.items():
+        merged.attributes[name] = value
+    axis_g, axis_f = g.attributes.get(AXIS_ATTR), f.attributes.get(AXIS_ATTR)
+    if isinstance(axis_g, StringAttr) and isinstance(axis_f, StringAttr):
+        outer.attributes[AXIS_ATTR] = StringAttr(axis_g.data + ".o")
+        merged.attributes[AXIS_ATTR] = StringAttr(f"{axis_g.data}.i*{axis_f.data}")
+    Rewriter.replace_op(g, outer)
+    fold_applies(merged)
+    _merge_positions(merged, l, nf)
+    return outer, merged
+
+
+# ---- c*m*(l floordiv m) + c*(l mod m) -> c*l --------------------------------------------------
+
+
+def _terms(e: AffineExpr, scale: int, out: list[tuple[int, AffineExpr]]) -> None:
+    """`e` as a sum of `coefficient * atom` (atoms: dims, floordiv/mod/ceildiv nodes, the
+    constant 1), each coefficient times `scale`."""
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        _terms(e.lhs, scale, out)
+        _terms(e.rhs, scale, out)
+    elif isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul and isinstance(e.rhs, AffineConstantExpr):
+        _terms(e.lhs, scale * e.rhs.value, out)
+    elif isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul and isinstance(e.lhs, AffineConstantExpr):
+        _terms(e.rhs, scale * e.lhs.value, out)
+    elif isinstance(e, AffineConstantExpr):
+        out.append((scale * e.value, AffineExpr.constant(1)))
+    else:
+        out.append((scale, e))
+
+
+def merge_positions(e: AffineExpr, position: int, m: int) -> AffineExpr:
+    """`e` with each pair `c*m*(d floordiv m) + c*(d mod m)` (d: dim `position`) merged into
+    `c*d`; `e` itself when there is no such pair."""
+    terms: list[tuple[int, AffineExpr]] = []
+    _terms(e, 1, terms)
+    d = AffineExpr.dimension(position)
+
+    def is_(atom: AffineExpr, kind: AffineBinaryOpKind) -> bool:
+        return (isinstance(atom, AffineBinaryOpExpr) and atom.kind == kind and isinstance(atom.lhs, AffineDimExpr)
+                and atom.lhs.position == position and isinstance(atom.rhs, AffineConstantExpr) and atom.rhs.value == m)  # fmt: skip
+
+    div = sum(c for c, a in terms if is_(a, AffineBinaryOpKind.FloorDiv))
+    mod = sum(c for c, a in terms if is_(a, AffineBinaryOpKind.Mod))
+    if not mod or div != m * mod:
+        return e
+    kept = [(c, a) for c, a in terms if not is_(a, AffineBinaryOpKind.FloorDiv) and not is_(a, AffineBinaryOpKind.Mod)]
+    result: AffineExpr = d * mod
+    for c, a in kept:
+        result = result + (AffineExpr.constant(c) if isinstance(a, AffineConstantExpr) else a * c)
+    return result
+
+
+def _merge_positions(root: affine.ForOp, l: SSAValue, m: int) -> None:
+    """Every affine load, store and apply under `root` whose map reads `l` with such pairs
+    gets the merged map (same operands)."""
+    for op in list(root.walk()):
+        if not isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
+            continue
+        operands = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
+        positions = [p for p, v in enumerate(operands) if v is l]
+        if not positions:
+            continue
+        old = dims_to_operands(op.map.data)
+        # `l` once: folding both applies of l may have made it two operands
+        same = [AffineExpr.dimension(positions[0] if p in positions else p) for p in range(old.num_dims)]
+        results = [merge_positions(r.replace_dims_and_symbols(same, []), positions[0], m) for r in old.results]
+        if tuple(results) == old.results:
+            continue
+        new_map = AffineMapAttr(AffineMap(old.num_dims, 0, tuple(results)))
+        new: Operation
+        if isinstance(op, affine.LoadOp):
+            new = affine.LoadOp(op.memref, operands, new_map, op.result.type)
+        elif isinstance(op, affine.StoreOp):
+            new = affine.StoreOp(op.value, op.memref, operands, new_map)
+        else:
+            new = affine.ApplyOp(operands, new_map)
+        new.attributes.update(op.attributes)
+        Rewriter.replace_op(op, new)
