@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MATMUL = ROOT / "examples" / "matmul.ein"
 SMALL = "input a: float32[8, 4]\ninput b: float32[4, 6]\n\noutput0[N, M] +=! a[N, K] * b[K, M]\n"
 TUNED = {"output0.tile_i": 4, "output0.tile_j": 32, "output0.tile_k": 128}  # default: 8, 64, 256
-DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.8")
+DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", f"cpu.{SPACE_VERSIONS['cpu']}")
 """A made-up context (records that no compile on this machine uses)."""
 
 
@@ -483,7 +483,8 @@ from einc.targets import get_target
 from einc.tune.records import RecordDB
 from einc.tune.types import Candidate, MeasureResult, Point, Status, TuneTask
 path, program = Path(sys.argv[1]), sys.argv[2]
-DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", "cpu.8")
+from einc.schedule.default import SPACE_VERSIONS
+DEV = RecordContext("dev", "avx2 fma", "", "cc 1.0", "-O3", f"cpu.{SPACE_VERSIONS['cpu']}")
 out = {}
 with RecordDB(path, create=False) as db:
     out["writable"], out["why"] = db.writable, db.readonly_reason
@@ -626,7 +627,7 @@ def test_compile_skips_a_stale_record_with_one_note(tmp_path: Path, monkeypatch:
     assert "made with other compiler flags (here +-O1)" in capsys.readouterr().err
     assert main(["records", "show", str(record.id), "--db", str(db)]) == 0
     shown = capsys.readouterr().out
-    assert f"  compiler  {record.context.compiler}\n" in shown and "  space     cpu.8\n" in shown
+    assert f"  compiler  {record.context.compiler}\n" in shown and f"  space     cpu.{SPACE_VERSIONS['cpu']}\n" in shown
     assert "  applies   no: made with " in shown
     monkeypatch.undo()
     assert main(["records", "show", str(record.id), "--db", str(db)]) == 0
