@@ -20,9 +20,18 @@ kernel of that shape, without einc: a loop holding a copy loop, a barrier, a sta
 barrier and a copy loop); a barrier added after the copy-out does not help: it is PoCL's bug,
 so the helper's error is the answer. The same schedule is pinned on HLSL, SYCL, the egpu
 interpreter (CUDA, HIP: it checks every barrier is reached by the whole block and every shared
-read is fenced) against NumPy, and refused, located, on Poplar (no shared memory). On SYCL
-(Intel's CPU device, also an LLVM work-group compiler) it computes zeros: a strict xfail, an
-open defect, until einc prints this staging loop in a shape both CPU runtimes compile.
+read is fenced) against NumPy, and refused, located, on Poplar (no shared memory).
+
+On SYCL (Intel's runtime compiler, intel-sycl-rt 2026.2) this kernel computed zeros: the
+device compiler's loop unroller miscompiles it. A hand-written kernel without einc shows it
+(`HAND_WRITTEN`: one work-item; nested loops of 5 and 3 trips around a copy of a global array
+into a `work_group_static` one, a barrier, `s[i] += 1`, a barrier, the copy back: the stores
+are lost, the output stays zero; 4 x 3 trips are right, 5 x 3 and 4 x 4 wrong; a private
+array, no barriers, `volatile` or `-fno-unroll-loops` make it right). The launch is right
+(thread.z is SYCL dimension 0, the work-group is 1 x 1 x 1, as the manifest asks). einc's
+SYCL printer puts `#pragma clang loop unroll(disable)` before every loop of a kernel holding
+a barrier (`SYCLTarget.barrier_loop_pragma`; on the loops holding the barriers alone it is
+not enough), so this schedule and the same one with thread.y and 6 outputs compute right.
 """
 
 from __future__ import annotations
@@ -94,21 +103,86 @@ def test_the_pocl_abort_reproducer_is_a_located_toolchain_error_or_right() -> No
     np.testing.assert_allclose(out, _expected(inputs), rtol=1e-5, atol=1e-6)
 
 
-SYCL_WRONG = pytest.mark.xfail(
-    strict=True,
-    reason="Intel's SYCL CPU device returns zeros for this kernel (found 2026-11-28 with the reproducer; "
-    "the egpu interpreter and HLSL compute it right, PoCL aborts on it): an open wrong-result defect",
-)
-
-
 @pytest.mark.parametrize("target", [pytest.param("hlsl", marks=pytest.mark.hlsl),
-                                    pytest.param("sycl", marks=[pytest.mark.sycl, SYCL_WRONG])])  # fmt: skip
+                                    pytest.param("sycl", marks=pytest.mark.sycl)])  # fmt: skip
 def test_the_pocl_abort_reproducer_matches_numpy(target: str) -> None:
     require_run(target)
     comp = Compilation(CONV1D, "<conv1d>", CONV1D_INPUTS, None, target, script(POCL_ABORT))
-    assert "barrier" in comp.run_until("source").lower() or target == "hlsl"  # HLSL: GroupMemoryBarrierWithGroupSync
+    source = comp.run_until("source")
+    assert "barrier" in source.lower() or target == "hlsl"  # HLSL: GroupMemoryBarrierWithGroupSync
+    if target == "sycl":  # every loop of the kernel with barriers: N.i, K and the two copy loops
+        assert source.count("#pragma clang loop unroll(disable)\n") == 4, source
     inputs = _inputs(5)
     np.testing.assert_allclose(run_on_device(comp, inputs)["output0"], _expected(inputs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.sycl
+def test_the_staged_reduction_on_thread_y_matches_numpy_on_sycl() -> None:
+    """The same miscompile met otherwise: N in 6 bound to thread.y (SYCL dimension 1), the
+    output staged in shared memory at K, N tiled by 6 (zeros before the pragma)."""
+    require_run("sycl")
+    program = "output0[N] +=! input0[N + K] * input1[K] where N in 6"
+    inputs_spec = {"input0": {"dtype": "float32", "shape": [8]}, "input1": {"dtype": "float32", "shape": [3]}}
+    schedule = [line.replace("thread.z", "thread.y").replace("by 5", "by 6") for line in POCL_ABORT]
+    comp = Compilation(program, "<conv1d-y>", inputs_spec, None, "sycl", script(schedule))
+    assert "get_local_id(1)" in comp.run_until("source")
+    rng = np.random.default_rng(7)
+    a = {"input0": rng.uniform(-1, 1, 8).astype(np.float32), "input1": rng.uniform(-1, 1, 3).astype(np.float32)}
+    x, w = a["input0"].astype(np.float64), a["input1"].astype(np.float64)
+    expected = np.array([x[n : n + 3] @ w for n in range(6)])
+    np.testing.assert_allclose(run_on_device(comp, a)["output0"], expected, rtol=1e-5, atol=1e-6)
+
+
+HAND_WRITTEN = """#include <cstdint>
+#include <sycl/group_barrier.hpp>
+#include <sycl/ext/oneapi/free_function_queries.hpp>
+#include <sycl/ext/oneapi/free_function_kernel_properties.hpp>
+#include <sycl/ext/oneapi/work_group_static.hpp>
+namespace syclext = sycl::ext::oneapi;
+namespace syclexp = sycl::ext::oneapi::experimental;
+extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<3>))
+void zero(float* out) { out[syclext::this_work_item::get_nd_item<3>().get_global_id(2)] = 0.0f; }
+extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<3>))
+void staged(float* out) {
+  syclexp::work_group_static<float[5]> s;
+  PRAGMA for (int32_t i = 0; i < 5; i++) {
+    PRAGMA for (int32_t k = 0; k < 3; k++) {
+      PRAGMA for (int32_t e = 0; e < 5; e++) { s[e] = out[e]; }
+      sycl::group_barrier(syclext::this_work_item::get_work_group<3>());
+      s[i] = s[i] + 1.0f;
+      sycl::group_barrier(syclext::this_work_item::get_work_group<3>());
+      PRAGMA for (int32_t e = 0; e < 5; e++) { out[e] = s[e]; }
+    }
+  }
+}
+"""
+"""Valid SYCL, without einc: one work-item adds 1 to each of 5 elements 3 times (expected 3s)."""
+
+
+@pytest.mark.sycl
+def test_the_hand_written_reproducer_of_the_sycl_miscompile() -> None:
+    """Intel's runtime compiler loses the stores without the pragma (intel-sycl-rt 2026.2: if
+    this starts to compute 3s, the runtime is fixed and `SYCLTarget.barrier_loop_pragma` may
+    go); with the pragma einc prints it computes 3s."""
+    require_run("sycl")
+    from einc.runtime.manifest import Buffer, KernelLaunch, LaunchManifest
+    from tests.test_device_differential import _build_and_run
+    from tests.oracle.isolate import run_isolated
+
+    manifest = LaunchManifest(
+        target="sycl", buffers=(Buffer(name="out", dtype="float32", shape=(5,), role="output"),),
+        kernels=(KernelLaunch(name="zero", args=("out",), grid=(1, 1, 1), block=(5, 1, 1), shared_bytes=0),
+                 KernelLaunch(name="staged", args=("out",), grid=(1, 1, 1), block=(1, 1, 1), shared_bytes=0)),
+    )  # fmt: skip
+    from einc.targets.sycl import SYCLTarget
+
+    results = {}
+    for pragma in ("", SYCLTarget.barrier_loop_pragma or ""):
+        source = HAND_WRITTEN.replace("PRAGMA ", pragma + "\n" if pragma else "")
+        out = {"out": np.full(5, np.nan, np.float32)}
+        results[pragma] = run_isolated(_build_and_run, "sycl", source, manifest.to_json(), {}, out, timeout=180.0)["out"]
+    np.testing.assert_array_equal(results[SYCLTarget.barrier_loop_pragma], np.full(5, 3, np.float32))
+    np.testing.assert_array_equal(results[""], np.zeros(5, np.float32))  # the runtime's miscompile
 
 
 @pytest.mark.parametrize("target", ["cuda", "hip"])

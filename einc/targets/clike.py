@@ -318,6 +318,11 @@ class CLikeTarget:
     a printed `simd` loop prints neither `parallel` nor `simd`, one inside a printed
     `parallel` loop no `parallel`."""
 
+    barrier_loop_pragma: ClassVar[str | None] = None
+    """The line printed before every loop that holds a work-group barrier (`egpu.barrier`, at
+    any depth) or lies inside a loop that does, after its `loop_pragmas` line; None prints
+    nothing (einc.targets.sycl)."""
+
     outline_parallel_loops: ClassVar[bool] = False
     """Whether the body of a loop printed `parallel` is printed as a static inline function
     of its own, called by the loop (`Writer.parallel_loop`: the body keeps the restrict of

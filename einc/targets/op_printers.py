@@ -60,10 +60,26 @@ def _affine_for(w: Writer, op: affine.ForOp) -> None:
         if all(mark in printed for mark in marks):
             w.line(pragma)
             break
+    _barrier_loop_pragma(w, op)
     outline = w.t.outline_parallel_loops and PARALLEL_ATTR in printed and VECTORIZE_ATTR not in printed
     if outline and w.parallel_loop(op, lower, upper, op.step.value.data):
         return
     w.for_loop(op.body.block.args[0], lower, upper, op.step.value.data, op.body.block)
+
+
+def _barrier_loop_pragma(w: Writer, op: affine.ForOp | scf.ForOp) -> None:
+    """The target's `barrier_loop_pragma` before a loop holding a barrier or inside one that does."""
+    pragma = w.t.barrier_loop_pragma
+    if pragma is None:
+        return
+    loop: Operation | None = op
+    while loop is not None and not isinstance(loop, (func.FuncOp, egpu.FuncOp)):
+        if isinstance(loop, (affine.ForOp, scf.ForOp)) and any(
+            isinstance(inner, egpu.BarrierOp) for inner in loop.body.walk()
+        ):
+            w.line(pragma)
+            return
+        loop = loop.parent_op()
 
 
 def _pragma_marks(op: affine.ForOp) -> set[str]:
@@ -110,6 +126,7 @@ def _scf_for(w: Writer, op: scf.ForOp) -> None:
     names = w.carried(op.results, op.iter_args)
     for arg, name in zip(op.body.block.args[1:], names):
         w.names[arg] = name
+    _barrier_loop_pragma(w, op)
     w.for_loop(
         op.body.block.args[0], w.value(op.lb), w.value(op.ub), step.value.value.data,
         op.body.block,

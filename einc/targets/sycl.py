@@ -66,6 +66,17 @@ class SYCLTarget(DeviceTarget):
     buffer_suffix: ClassVar[str] = ""
     index_type: ClassVar[str] = "int64_t"
     barrier: ClassVar[str] = "sycl::group_barrier(syclext::this_work_item::get_work_group<3>());"
+    barrier_loop_pragma: ClassVar[str | None] = "#pragma clang loop unroll(disable)"
+    """Intel's runtime compiler (intel-sycl-rt 2026.2, its default -O2) miscompiles some loops
+    holding a `group_barrier` when it unrolls them: a work-item's stores to a
+    `work_group_static` array written at an outer loop's index are lost (one work-item, two
+    nested loops of 5 and 3 trips around copy-in, barrier, `s[i] += 1`, barrier, copy-out
+    return zeros; `-fno-unroll-loops`, or this pragma on the loops holding the barriers and on
+    the copy loops inside them, makes it right; on the barrier loops alone it does not: see
+    tests/test_opencl_isolation.py). So the device compiler unrolls no loop that holds a
+    barrier or lies inside one that does (einc's own `unroll` transform still unrolls what a
+    schedule asks; loops outside, such as a reduction's accumulation loop before its barrier
+    tree, keep the device compiler's unrolling)."""
     shared_decl: ClassVar[str] = "syclexp::work_group_static<{t}[{n}]> {name};"
     private_array: ClassVar[str] = "{t} {name}[{n}];"
     work_item_index = {
