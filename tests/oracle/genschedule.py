@@ -70,8 +70,8 @@ def widening() -> frozenset[str]:
 WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "vectorize": 3,
            "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
            "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
-           "split_phases": 2, "distribute": 4, "group_lanes": 2}  # fmt: skip
-LATE_WEIGHTS = {"coalesce": 0.08}
+           "split_phases": 2, "distribute": 4}  # fmt: skip
+LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05}
 """Ops drawn before the others, each with this probability per step, from a stream of their own."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
