@@ -55,6 +55,10 @@ CFLAGS: tuple[str, ...] = (
     "-fwrapv",
     "-fno-math-errno",
     "-ffp-contract=fast",
+    # the schedules jam their own register tiles; GCC's unroll-and-jam of a loop around a
+    # vectorized one (a global average pool's spatial loops over its channel vectors, once the
+    # tile starts at zero in registers) left the channel loop scalar: 4x slower
+    "-fno-loop-unroll-and-jam",
     "-shared",
     "-fPIC",
 )
