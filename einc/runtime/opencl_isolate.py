@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import struct
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from typing import IO
 
 from einc.errors import ToolchainError
 from einc.runtime.device import nbytes
+from einc.runtime.exits import describe_exit
 from einc.runtime.manifest import LaunchManifest
 
 ABORT_ENV = "EINC_OPENCL_HELPER_ABORT"
@@ -137,16 +137,6 @@ _helper: _Helper | None = None
 _checked: set[Request] = set()  # built and launched by the helper
 
 
-def _exit_words(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name}"
-    return f"exit status {code}"
-
-
 def check_build(source: str, options: Sequence[str], manifest: LaunchManifest) -> None:
     """Build `source` and launch each kernel of `manifest` for one work-group in the helper
     process; a CompilerCrash if the helper dies doing so. An OpenCL error there (a rejected
@@ -180,7 +170,7 @@ def check_build(source: str, options: Sequence[str], manifest: LaunchManifest) -
         what = f"kernel '{current}'" if current is not None else "the program"
         stage = "launching" if current is not None else "building"
         raise CompilerCrash(
-            f"the OpenCL device's compiler crashed ({_exit_words(code)}) {stage} {what} "
+            f"the OpenCL device's compiler crashed ({describe_exit(code)}) {stage} {what} "
             f"(work-group functions are compiled at a kernel's first launch; einc did this in a helper "
             f"process, so only it died): a toolchain failure, not a wrong result; the device said:\n"
             f"{tail or '(nothing)'}\n--- source ---\n{source}",

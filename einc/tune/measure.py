@@ -31,6 +31,7 @@ from typing import Protocol, Self
 import numpy as np
 
 from einc.errors import EincError, InternalCompilerError, ToolchainError
+from einc.runtime.exits import describe_exit
 from einc.runtime.manifest import LaunchManifest
 from einc.runtime.openmp import timing_env, user_policy
 from einc.runtime.signature import KernelSignature
@@ -288,17 +289,6 @@ class LocalBuilder:
         self.close()
 
 
-def describe_exit(code: int | None) -> str:
-    """A process's exit status in words: the signal that killed it, or its exit code."""
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name} ({signal.strsignal(-code) or 'unknown signal'})"
-    return f"exited with status {code}"
 
 
 # ---- the runner ----------------------------------------------------------------------------------

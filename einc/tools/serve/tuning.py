@@ -277,7 +277,7 @@ class TuneQueues:
             lifeline.close()
             del self.running[job.queue]
         if not job.finished:
-            from einc.tune.measure import describe_exit
+            from einc.runtime.exits import describe_exit
 
             job.fail(f"the tuning process ended before the job did ({describe_exit(process.exitcode)}) after "
                      f"{job.trials_done} of {job.request.trials} trials (those are in the tuning records)")  # fmt: skip
