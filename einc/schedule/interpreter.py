@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from xdsl.context import Context
@@ -326,16 +326,22 @@ class EincTransformFunctions(InterpreterFunctions):
             raise self.fail(op, "only integer params are supported")
         return (value.value.data,)
 
+    def loop_pairs(self, op: et.SizedLoopOp, args: PythonValues,
+                   split: Callable[[affine.ForOp, int], tuple[affine.ForOp, affine.ForOp] | lt.Failure]) -> PythonValues:  # fmt: skip
+        """A sized op making two loops of each matched loop (`split(loop, size)`: tile's outer
+        and inner, group_lanes' outer and lanes): the two handles."""
+        size = self.size(op, args)
+        firsts: list[Operation] = []
+        seconds: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            first, second = self.check(op, split(loop, size))
+            firsts.append(first)
+            seconds.append(second)
+        return OperationHandle(*firsts), OperationHandle(*seconds)
+
     @impl(et.TileOp)
     def run_tile(self, interpreter: Interpreter, op: et.TileOp, args: PythonValues) -> PythonValues:
-        size = self.size(op, args)
-        outers: list[affine.ForOp] = []
-        inners: list[affine.ForOp] = []
-        for loop in self.loops(op, args[0]):
-            outer, inner = self.check(op, lt.tile_loop(loop, size))
-            outers.append(outer)
-            inners.append(inner)
-        return OperationHandle(*outers), OperationHandle(*inners)
+        return self.loop_pairs(op, args, lt.tile_loop)
 
     @impl(et.PeelOp)
     def run_peel(self, interpreter: Interpreter, op: et.PeelOp, args: PythonValues) -> PythonValues:
@@ -365,14 +371,7 @@ class EincTransformFunctions(InterpreterFunctions):
 
     @impl(et.GroupLanesOp)
     def run_group_lanes(self, interpreter: Interpreter, op: et.GroupLanesOp, args: PythonValues) -> PythonValues:
-        size = self.size(op, args)
-        outers: list[Operation] = []
-        lanes: list[Operation] = []
-        for loop in self.loops(op, args[0]):
-            outer, merged = self.check(op, group_lanes(loop, size))
-            outers.append(outer)
-            lanes.append(merged)
-        return OperationHandle(*outers), OperationHandle(*lanes)
+        return self.loop_pairs(op, args, group_lanes)
 
     @impl(et.DistributeOp)
     def run_distribute(self, interpreter: Interpreter, op: et.DistributeOp, args: PythonValues) -> PythonValues:
