@@ -3,7 +3,7 @@ device target, with the performance model's prediction beside each measurement, 
 library (torch: cuBLAS / cuDNN, TF32 off) on an NVIDIA GPU.
 
     .venv/bin/python benchmarks/device_kernels.py [--targets opencl,sycl,hlsl,poplar]
-        [--size host|gpu] [--trials 0] [--model h100] [--json FILE] [--markdown]
+        [--size host|gpu] [--trials 0] [--model h100] [--json FILE] [--markdown] [--facts FILE]
 
 Kernels: MatMul, batch MatMul, Conv2D (3x3, valid), Softmax, LayerNorm and ReduceSum
 (`--size gpu`: MatMul 4096^3, a float16 one (float32 accumulation; its hand schedule on the
@@ -339,7 +339,14 @@ def main() -> None:
     parser.add_argument("--hands", default="", help="comma-separated hand schedule name prefixes (default: all)")
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--markdown", action="store_true", help="print only the Markdown table")
+    parser.add_argument("--facts", metavar="FACTS.json",
+                        help="the model's OpenCL/SYCL facts from this file where it holds them, else measured and added "
+                             "(benchmarks/host_device.py --facts)")
     args = parser.parse_args()
+    if args.facts:
+        import host_device
+
+        host_device.FACTS_FILE.append(args.facts)
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         os.environ.pop(var, None)  # NumPy's own kernels, not a pinned older core type
     torch = None

@@ -4,6 +4,7 @@ benchmark measures on it.
 
     .venv/bin/python benchmarks/host_device.py --target opencl [--out cpu-opencl.json]
     .venv/bin/python benchmarks/host_device.py --against README.md   # the model beside a table's times
+    .venv/bin/python benchmarks/host_device.py --against run.json --facts facts.json  # a device_kernels.py --json run
 
 The description (a JSON file `einc check --model FILE` and `Kernel.model(FILE)` read) holds:
 
@@ -79,6 +80,12 @@ work-items, but on the kernels measured here it does not happen: the default Mat
 CPU time is the same with its vectorizer on and off (CL_CONFIG_CPU_VECTORIZER_MODE=0 and 1,
 29.0 ms both, 2026-11-27) and its rate stays below the scalar FMA peak; so 1 there too, an
 observation, not a documented behaviour."""
+BARRIER_INSTRUCTIONS = 8.0
+"""Instructions a barrier costs each work-item beyond saving and restoring its register
+arrays (Device.barrier_instructions): PoCL and Intel's CPU runtime run a work-group as a loop
+over its work-items per region between barriers, and each work-item's step through a region
+is the loop's increment, compare and branch, the address of its saved context and its guard
+(a compare and a branch) - an estimate from that code's shape, not measured."""
 MATH_ROWS, MATH_COLS = 256, 4096
 ROW_SUM = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N] +=! input0[N, C]\n"
 ROW_SUM_EXP = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N] +=! input0[N, C].call(`exp`)\n"
@@ -129,9 +136,26 @@ def l2_bytes() -> int:
         return 1 << 20
 
 
+FACTS_FILE: list[str] = []
+"""A JSON file of facts by target (`--facts`): read where it holds the target's, else the
+measured ones are added to it, so that two runs of the model (before and after a change of
+it) predict from the same facts."""
+
+
 @functools.cache
 def measure_facts(target: str) -> dict[str, Any]:
-    """This machine's measured facts (see the module) with `target`'s runtime."""
+    """This machine's measured facts (see the module) with `target`'s runtime (from the
+    `FACTS_FILE` where it holds them)."""
+    saved = json.loads(Path(FACTS_FILE[0]).read_text()) if FACTS_FILE and Path(FACTS_FILE[0]).exists() else {}
+    if target in saved:
+        return saved[target]
+    facts = _measure_facts(target)
+    if FACTS_FILE:
+        Path(FACTS_FILE[0]).write_text(json.dumps({**saved, target: facts}, indent=1))
+    return facts
+
+
+def _measure_facts(target: str) -> dict[str, Any]:
     cores = os.cpu_count() or 1
     # CPU seconds: a tiny call is the host's and the runtime's work, on a quiet machine its wall time
     one, three = _call_cpu_seconds(TINY_ONE, target, 200), _call_cpu_seconds(TINY_THREE, target, 200)
@@ -168,7 +192,7 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
         "sector_bytes": 64, "l1_bytes_per_clock": 64,
         "cache_bytes": facts["l3_bytes"], "cache_gbps": facts["l3_triad_gbs"],
         "issue_per_clock": issue, "loop_warp": LOOP_WARP[facts["target"]], "math_instructions": max(4.0, exp_cycles * issue),
-        "chain_cycles": facts["fadd_cycles"],
+        "chain_cycles": facts["fadd_cycles"], "barrier_instructions": BARRIER_INSTRUCTIONS,
         "launch_us": launch * 1e6,
         "sources": f"measured by benchmarks/host_device.py: FMA peak {peak:.1f} GFLOP/s, triad "
                    f"{facts['triad_gbs']:.1f} GB/s, copy {facts['copy_gbs']:.1f} GB/s, in the L3 triad "
@@ -216,26 +240,52 @@ def predict(kernel: Any, target: str) -> tuple[float, str, float]:
     return report.time_s + host, str(report.bound), report.time_s
 
 
-def against(path: str) -> None:
-    """The model's prediction beside the times of a Markdown table benchmarks/device_kernels.py
-    printed (its OpenCL and SYCL rows at `--size host`: the README's, or a saved run), with
-    measured/model and how many are within 2x."""
-    import einc
-    from common import table
+def _timed(path: str) -> list[tuple[str, str, str, float, list[str] | str | None]]:
+    """(target, kernel, variant, ms, hand schedule lines or None) of the OpenCL and SYCL rows
+    of a benchmarks/device_kernels.py run: its `--json` rows (a variant `hand: NAME` is the
+    case's hand schedule NAME; a tuned variant, whose script the rows hold, too) or the
+    Markdown table it printed (its `default` rows: a `hand` row does not name its schedule)."""
     from device_kernels import cases
 
     by_name = {c.name: c for c in cases("host")}
-    rows, ratios = [], []
+    found: list[tuple[str, str, str, float, list[str] | str | None]] = []
+    if path.endswith(".json"):
+        for row in json.loads(Path(path).read_text()):
+            case = by_name.get(row["kernel"])
+            if row["target"] not in ("opencl", "sycl") or case is None or row.get("ms") is None:
+                continue
+            variant, tuned = row["variant"], row.get("extra", {}).get("schedule")
+            schedule: list[str] | str | None = tuned if variant != "default" else None  # a tuned script
+            if variant.startswith("hand: "):
+                schedule = case.hands.get(variant.removeprefix("hand: "))
+                if schedule is None:
+                    continue
+            found.append((row["target"], case.name, variant, float(row["ms"]), schedule))
+        return found
     for line in Path(path).read_text().splitlines():
-        m = re.match(r"\|\s*(opencl|sycl)\s*\|\s*(.+?)\s*\|\s*(default|hand)\s*\|\s*([\d.]+)\s*\|", line)
-        if m is None or m[2] not in by_name:
-            continue
-        target, case, variant, ms = m[1], by_name[m[2]], m[3], float(m[4])
-        schedule = case.hand if variant == "hand" else None
+        m = re.match(r"\|\s*(opencl|sycl)\s*\|\s*(.+?)\s*\|\s*default\s*\|\s*([\d.]+)\s*\|", line)
+        if m is not None and m[2] in by_name:
+            found.append((m[1], m[2], "default", float(m[3]), None))
+    return found
+
+
+def against(path: str) -> None:
+    """The model's prediction beside the times of a benchmarks/device_kernels.py run (its
+    OpenCL and SYCL rows at `--size host`: its `--json` file, or the Markdown table it printed,
+    the README's or a saved one), with measured/model and how many are within 2x."""
+    import einc
+    from common import table
+    from device_kernels import cases, script
+
+    by_name = {c.name: c for c in cases("host")}
+    rows, ratios = [], []
+    for target, name, variant, ms, lines in _timed(path):
+        case = by_name[name]
+        schedule = script(lines) if isinstance(lines, list) else lines
         kernel = einc.compile(case.ir, case.inputs, target=target, schedule=schedule or "default", use_records=False)
         seconds, bound, kernels = predict(kernel, target)
         ratios.append(ms / (seconds * 1e3))
-        rows.append([target, case.name, variant, f"{ms:.3f}", f"{seconds * 1e3:.3f}", f"{kernels * 1e3:.3f}", bound,
+        rows.append([target, case.name, variant[:40], f"{ms:.3f}", f"{seconds * 1e3:.3f}", f"{kernels * 1e3:.3f}", bound,
                      f"{ratios[-1]:.2f}"])  # fmt: skip
     print(table(rows, ["target", "kernel", "schedule", "measured ms", "model ms", "of it kernels", "bound",
                        "measured/model"]))  # fmt: skip
@@ -251,7 +301,11 @@ def main() -> None:
     parser.add_argument("--out", help="write the description here (default: print it)")
     parser.add_argument("--against", metavar="TABLE.md",
                         help="predict the OpenCL/SYCL rows of a device_kernels.py Markdown table (README.md) instead")
+    parser.add_argument("--facts", metavar="FACTS.json",
+                        help="read the measured facts from this file where it holds them, else add them to it")
     args = parser.parse_args()
+    if args.facts:
+        FACTS_FILE.append(args.facts)
     if args.against:
         against(args.against)
         return

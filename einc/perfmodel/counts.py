@@ -254,9 +254,13 @@ class _Frame:
 class KernelWalk:
     """Counts of one `egpu.func` for a device of `warp` lanes and `sector` byte sectors."""
 
-    def __init__(self, kernel: egpu.FuncOp, warp: int, sector: int, spread: int | None = None):
+    def __init__(self, kernel: egpu.FuncOp, warp: int, sector: int, spread: int | None = None, simd: int = 0):
         self.kernel = kernel
         self.warp = max(1, warp)
+        self.simd = max(0, simd)
+        self.packed: dict[SSAValue, int] = {}
+        """Per float value of a work-item's code (`simd`): the lanes of the vector it is one
+        element of (a vector load's element, or an op on one): the SIMD group it issues in."""
         self.sector = max(1, sector)
         grid, block = kernel.grid_size, kernel.block_size
         self.counts = KernelCounts(kernel.sym_name.data, grid, block, self.warp, spread or math.prod(grid))
@@ -716,6 +720,10 @@ class KernelWalk:
             return
         flops, bits, instructions = self.cost(op)
         warps = self.warp_weight(mask, weight)
+        slots = 1.0  # instructions and issued FLOPs per lane and op, as a share of a scalar op's
+        if self.simd:
+            slots = self.simd_share(op)
+            instructions *= slots
         if bits and self.frames and _leads_chain(op):
             self.counts.chain_steps += warps
         self.counts.instructions += instructions * warps
@@ -724,13 +732,34 @@ class KernelWalk:
         if flops and bits:
             lanes = float((weight * mask.sum(axis=1)).sum())
             self.counts.flops[bits] = self.counts.flops.get(bits, 0.0) + flops * lanes
-            self.counts.issued_flops[bits] = self.counts.issued_flops.get(bits, 0.0) + flops * warps * self.warp
+            issued = flops * warps * self.warp * (slots / _elements(op) if self.simd else 1.0)
+            self.counts.issued_flops[bits] = self.counts.issued_flops.get(bits, 0.0) + issued
+
+    def simd_share(self, op: Operation) -> float:
+        """On a device that runs each work-item's code on its own (`simd` lanes: a CPU's
+        runtime looping over work-items), what one op of a work-item issues, in scalar ops:
+        a vector of n elements ceil(n / simd) instructions; a scalar op on an element of a
+        vector of w lanes (`egpu.vextract` of a vector load, or an op on such a value) 1 / w,
+        as the compiler's straight-line (SLP) vectorizer packs the w ops on the w elements
+        into one instruction (the register tile fed by `vload4`); picking an element out is
+        free (the vector is used in place). Any other scalar op: 1."""
+        if isinstance(op, egpu.VExtractOp):
+            t = op.vector.type
+            assert isinstance(t, VectorType)
+            self.packed[op.result] = min(self.simd, math.prod(t.get_shape()))
+            return 0.0
+        n = _elements(op)
+        if n > 1:
+            return float(-(-n // self.simd))
+        lanes = max((self.packed.get(o, 1) for o in op.operands), default=1)
+        if lanes > 1:
+            for r in op.results:
+                self.packed[r] = lanes
+        return 1.0 / lanes
 
     def cost(self, op: Operation) -> tuple[float, int, float]:
         """(FLOPs per lane, their width in bits, warp instructions) of a data op."""
-        typed = op.results[0].type if op.results else (op.operands[0].type if op.operands else None)
-        if isinstance(op, arith.CmpfOp):
-            typed = op.lhs.type
+        typed = _typed(op)
         bits, n = _width(typed) if typed is not None else (0, 1)
         if isinstance(op, egpu.SubgroupReduceOp):
             cluster = op.cluster_size.value.data if op.cluster_size is not None else self.warp
@@ -748,6 +777,20 @@ class KernelWalk:
                 return n, bits, 0
             return n, bits, 1
         return 0, 0, 0 if isinstance(op, arith.ConstantOp) else 1
+
+
+def _typed(op: Operation) -> Attribute | None:
+    """The type an op computes in: its result's (its first operand's without one; a
+    comparison's operands')."""
+    if isinstance(op, arith.CmpfOp):
+        return op.lhs.type
+    return op.results[0].type if op.results else (op.operands[0].type if op.operands else None)
+
+
+def _elements(op: Operation) -> int:
+    """The elements of the value an op computes (a vector's lanes; 1 for a scalar)."""
+    typed = _typed(op)
+    return _width(typed)[1] if typed is not None else 1
 
 
 def _carries(op: Operation) -> bool:
@@ -875,5 +918,9 @@ def runs_loops(kernel: egpu.FuncOp) -> bool:
     return False
 
 
-def count_kernel(kernel: egpu.FuncOp, warp: int, sector: int, spread: int | None = None) -> KernelCounts:
-    return KernelWalk(kernel, warp, sector, spread).run()
+def count_kernel(kernel: egpu.FuncOp, warp: int, sector: int, spread: int | None = None, simd: int = 0) -> KernelCounts:
+    """The counts of `kernel` on a device of `warp` lanes and `sector`-byte sectors; `simd`:
+    the SIMD lanes of a device that runs each work-item's code on its own (a CPU runtime's
+    loop over work-items: `warp` 1), whose vectors and the ops on their elements issue as
+    SIMD instructions (`KernelWalk.simd_share`); 0 on a GPU (every op of a lane its own)."""
+    return KernelWalk(kernel, warp, sector, spread, simd).run()

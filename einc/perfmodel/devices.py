@@ -117,6 +117,15 @@ class Device:
     vectorizer, which vectorizes innermost loops only: where a work-item runs a loop of its
     own, work-items run one after another on scalar instructions. 1 there: such a kernel is
     modelled with one-lane warps at the FP peaks / `warp` (the scalar peaks)."""
+    barrier_instructions: float = 0.0
+    """Instructions a barrier costs each work-item of its work-group beyond the live words it
+    saves and restores, where a barrier splits the work-group's loop over its work-items (a CPU
+    runtime: PoCL, Intel's SYCL CPU device run a work-group as one loop over its work-items per
+    region between barriers). There every work-item, whatever its guards, steps through every
+    region (the loop's increment and branch, the address of its saved context, its guard), and
+    the values live across the barrier — the words of its register arrays — are stored before
+    it and loaded after it (2 instructions a word). 0: a barrier stalls a warp and costs one
+    instruction (a GPU)."""
     chain_cycles: float = 0.0
     """Cycles one step of a float accumulation chain waits for the previous one (the float
     add's latency) where nothing else runs meanwhile: a CPU core running one work-item at a
@@ -198,7 +207,7 @@ _TEXT = {"name", "arch", "key", "sources"}
 _INTS = {name for name, f in _FIELDS.items() if f.type in ("int", int)}
 _MAY_BE_ZERO = {"registers_per_sm", "shared_per_sm", "shared_per_block", "fp64_tflops", "fp32_matrix_tflops",
                 "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory", "loop_warp",
-                "cache_bytes", "cache_gbps", "chain_cycles"}  # fmt: skip
+                "cache_bytes", "cache_gbps", "chain_cycles", "barrier_instructions"}  # fmt: skip
 
 
 MATCH = {"h100": r"\bH100\b", "a100": r"\bA100\b", "mi250x": r"\bMI250X?\b", "rtx4090": r"\b4090\b",
@@ -337,7 +346,7 @@ def _device(v: dict[str, object]) -> Device:
         sector_bytes=whole("sector_bytes"), l1_bytes_per_clock=whole("l1_bytes_per_clock"),
         issue_per_clock=whole("issue_per_clock"), launch_us=num("launch_us"), tile_memory=whole("tile_memory"),
         cache_bytes=whole("cache_bytes"), cache_gbps=num("cache_gbps"), loop_warp=whole("loop_warp"), math_instructions=num("math_instructions"),
-        chain_cycles=num("chain_cycles"),
+        chain_cycles=num("chain_cycles"), barrier_instructions=num("barrier_instructions"),
         arch=text("arch"), key=text("key"), sources=text("sources"),
     )  # fmt: skip
 

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, VectorType
 
 from einc.dialects import egpu
 from einc.errors import RuntimeMissingError
@@ -217,18 +217,45 @@ def model_module(
         found, label, notes = compiled_resources(target, source, manifest, device)
         resources = found
     launches = {k.name: k for k in manifest.kernels} if manifest is not None else {}
+    across_items = target is not None and target.limits is not None and target.limits.items_vectorized
     models = []
     for kernel in kernels(module):
         split = kernel.attributes.get(egpu.TileSplitAttr.name)
         spread = split.data.vertices if isinstance(split, egpu.TileSplitAttr) else None
-        on = scalar_device(device) if device.loop_warp and runs_loops(kernel) else device
-        counts = count_kernel(kernel, on.warp, on.sector_bytes, spread)
+        on, counts = device, None
+        if device.loop_warp and runs_loops(kernel):
+            if across_items:  # the runtime packs work-items into lanes where their accesses are contiguous
+                counts = count_kernel(kernel, device.warp, device.sector_bytes, spread)
+                if own_vectors(kernel) or not contiguous(counts, device.sector_bytes):
+                    counts = None
+            if counts is None:  # one work-item at a time; its own vectors SIMD where the runtime leaves them so
+                on = scalar_device(device)
+                counts = count_kernel(kernel, on.warp, on.sector_bytes, spread, 0 if across_items else device.warp)
+        if counts is None:
+            counts = count_kernel(kernel, on.warp, on.sector_bytes, spread)
         launch = launches.get(counts.name)
         dynamic = launch.shared_bytes if launch is not None else 0
         models.append(model_kernel(counts, on, resources.get(counts.name), label, dynamic))
     if not models:
         notes.append("the program has no kernels (nothing runs on the device)")
     return ModelReport(device, target.name if target is not None else "", models, notes)
+
+
+def contiguous(counts: KernelCounts, sector: int) -> bool:
+    """Whether the global accesses of a kernel counted with work-items as the lanes of a warp
+    are contiguous or uniform across its lanes (the sectors of the bytes the lanes ask for,
+    plus one per request where a vector straddles a sector), as a runtime that vectorizes
+    across work-items (`TargetDescription.items_vectorized`) needs to load them as vectors
+    rather than gather them lane by lane."""
+    return counts.global_sectors * sector <= counts.global_bytes + counts.global_requests * sector
+
+
+def own_vectors(kernel: egpu.FuncOp) -> bool:
+    """Whether a work-item of `kernel` computes with vectors of its own (vector loads, stores
+    or arithmetic of einc's vectorizing passes): a runtime that packs work-items into the
+    lanes of vectors turns each into a gather or a transpose (the register-tiled matmuls run
+    no faster on Intel's SYCL CPU device than scalar)."""
+    return any(isinstance(r.type, VectorType) for op in kernel.walk() for r in op.results)
 
 
 def scalar_device(d: Device) -> Device:
@@ -278,6 +305,8 @@ def model_kernel(
     matrix = sum(v / _matrix_peak(d, kind) for kind, v in counts.matrix_flops.items())
     compute = (vector + matrix) * imbalance * starved
     instructions = counts.instructions + counts.math_calls * (d.math_instructions - 4)
+    if d.barrier_instructions:  # each work-item steps through each region, saving and restoring its registers
+        instructions += counts.barriers * counts.warp * (d.barrier_instructions + 2 * counts.register_array_words)
     issue = instructions / (d.sms * d.issue_per_clock * clock) * imbalance * starved
     dram = dram_bytes(counts, d.sector_bytes)
     footprint = sum(b.bytes for b in counts.buffers.values())
