@@ -13,13 +13,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 import einc
 from einc.compiler.driver import Compilation
 from einc.dialects.context import make_context
 from einc.errors import TargetError, UsageError
-from einc.perfmodel import DEVICES, KernelCounts, get_device, model_module
+from einc.perfmodel import DEVICES, KernelCounts, KernelModel, get_device, model_module
 from einc.perfmodel.counts import count_kernel, kernels
 from einc.targets import toolchains
 from tests.modules import load_module
@@ -494,3 +495,142 @@ def test_check_model_bad_file(tmp_path: Path) -> None:
     res = run("check", "examples/softmax.ein", "-t", "opencl", "--model", str(path))
     assert res.returncode == 1
     assert res.stderr.startswith(f"{path}:2:3: error: 'sms' must be above 0, got 0"), res.stderr
+
+
+# ---- CPU runtimes: a work-item's own vectors, work-items in lanes, barriers ---------------------------
+
+
+def _tile_kernel(vector: bool, block: int = 16) -> str:
+    """A work-item looping over K, accumulating a row of 4 outputs in a register array from
+    4 elements of input1 (a `vload4` and its lanes, or 4 scalar loads)."""
+    if vector:
+        reads = ["%v = egpu.vload %b[%k, %c0] {egpu.align = 16 : i64} : memref<64x4xf32> -> vector<4xf32>"]
+        reads += [f"%b{j} = egpu.vextract %v[{j} : index] : vector<4xf32> -> f32" for j in range(4)]
+    else:
+        reads = [f"%b{j} = memref.load %b[%k, %c{j}] : memref<64x4xf32>" for j in range(4)]
+    body = [f"""%a{j} = memref.load %acc[%c{j}] : memref<4xf32>
+      %p{j} = arith.mulf %x, %b{j} : f32
+      %s{j} = arith.addf %a{j}, %p{j} : f32
+      memref.store %s{j}, %acc[%c{j}] : memref<4xf32>""" for j in range(4)]
+    lines = "\n      ".join([*reads, *body])
+    return f"""builtin.module {{
+  egpu.func @tile(%a: memref<{block}x64xf32>, %b: memref<64x4xf32>) grid [1, 1, 1] block [{block}, 1, 1] {{
+    %tx = egpu.thread_id x
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %acc = memref.alloca() : memref<4xf32>
+    affine.for %k = 0 to 64 {{
+      %x = memref.load %a[%tx, %k] : memref<{block}x64xf32>
+      {lines}
+    }}
+    egpu.return
+  }}
+}}"""
+
+
+def _parsed(text: str) -> ModuleOp:
+    return Parser(make_context(), text).parse_module()
+
+
+def test_cpu_vector_register_tile_issues_fewer_instructions_than_scalar(cpu_device: Path) -> None:
+    d = get_device(str(cpu_device))
+    vector, scalar = (model_module(_parsed(_tile_kernel(v)), d).kernels[0] for v in (True, False))
+    assert vector.counts.warp == scalar.counts.warp == 1  # work-items loop: one at a time
+    # per K step: a's load, then one vload4 and 4 fmas packed into one SIMD fma (SLP), against
+    # 4 scalar loads and 4 fmas
+    assert vector.counts.instructions == 16 * 64 * (1 + 1 + 1)
+    assert scalar.counts.instructions == 16 * 64 * (1 + 4 + 4)
+    assert vector.terms["issue"] < scalar.terms["issue"] and vector.terms["compute"] == pytest.approx(scalar.terms["compute"] / 4)
+    assert vector.counts.total_flops == scalar.counts.total_flops == 16 * 64 * 8
+    # on a GPU (unchanged) every lane's op is its own: a load, the vload4, its 4 lanes picked, 4 fmas
+    on_gpu = model_module(_parsed(_tile_kernel(True)), get_device("h100")).kernels[0]
+    assert on_gpu.counts.instructions == 64 * (1 + 1 + 4 + 4)
+
+
+def _column_kernel(block: int = 32) -> str:
+    """A work-item per output column looping over K: consecutive work-items read consecutive
+    elements of input1 and one element of input0 (uniform), no vectors of their own."""
+    return f"""builtin.module {{
+  egpu.func @column(%a: memref<64xf32>, %b: memref<64x{block}xf32>, %out: memref<{block}xf32>) grid [1, 1, 1] block [{block}, 1, 1] {{
+    %tx = egpu.thread_id x
+    %acc = memref.alloca() : memref<1xf32>
+    %c0 = arith.constant 0 : index
+    affine.for %k = 0 to 64 {{
+      %x = memref.load %a[%k] : memref<64xf32>
+      %y = memref.load %b[%k, %tx] : memref<64x{block}xf32>
+      %s = memref.load %acc[%c0] : memref<1xf32>
+      %p = arith.mulf %x, %y : f32
+      %t = arith.addf %s, %p : f32
+      memref.store %t, %acc[%c0] : memref<1xf32>
+    }}
+    %r = memref.load %acc[%c0] : memref<1xf32>
+    memref.store %r, %out[%tx] : memref<{block}xf32>
+    egpu.return
+  }}
+}}"""
+
+
+def test_items_vectorized_runtime_packs_work_items_into_lanes(cpu_device: Path) -> None:
+    from einc.targets.opencl import OpenCLTarget
+    from einc.targets.sycl import SYCLTarget
+
+    d = get_device(str(cpu_device))
+    assert SYCLTarget.limits is not None and SYCLTarget.limits.items_vectorized
+    packed = model_module(_parsed(_column_kernel()), d, SYCLTarget).kernels[0]
+    one_by_one = model_module(_parsed(_column_kernel()), d, OpenCLTarget).kernels[0]
+    assert (packed.counts.warp, one_by_one.counts.warp) == (16, 1)
+    # 32 work-items: 2 warps of 16 lanes issue what 32 one-lane warps do, a sixteenth of the issue time
+    assert packed.counts.instructions * 16 == one_by_one.counts.instructions
+    assert packed.terms["issue"] == pytest.approx(one_by_one.terms["issue"] / 16)
+    # work-items with vectors of their own (a vload4 per work-item) are not packed: run one at a time
+    assert model_module(_parsed(_tile_kernel(True)), d, SYCLTarget).kernels[0].counts.warp == 1
+
+
+def _tree_kernel(threads: int) -> str:
+    """A cross-work-item tree reduction of `threads` partial sums in shared memory: log2(threads)
+    steps, a barrier before each."""
+    steps = []
+    s = threads // 2
+    while s >= 1:
+        steps.append(f"""egpu.barrier
+    %in{s} = arith.cmpi ult, %tx, %c{s} : index
+    scf.if %in{s} {{
+      %o{s} = arith.addi %tx, %c{s} : index
+      %x{s} = memref.load %part[%tx] : memref<{threads}xf32>
+      %y{s} = memref.load %part[%o{s}] : memref<{threads}xf32>
+      %z{s} = arith.addf %x{s}, %y{s} : f32
+      memref.store %z{s}, %part[%tx] : memref<{threads}xf32>
+    }}""")
+        s //= 2
+    consts = "\n    ".join(f"%c{1 << i} = arith.constant {1 << i} : index" for i in range(threads.bit_length() - 1))
+    tree = "\n    ".join(steps)
+    return f"""builtin.module {{
+  egpu.func @tree(%in: memref<64x{threads}xf32>, %out: memref<64xf32>) grid [64, 1, 1] block [{threads}, 1, 1] {{
+    %part = egpu.alloc_shared : memref<{threads}xf32>
+    %tx = egpu.thread_id x
+    %row = egpu.block_id x
+    {consts}
+    %v = memref.load %in[%row, %tx] : memref<64x{threads}xf32>
+    memref.store %v, %part[%tx] : memref<{threads}xf32>
+    {tree}
+    egpu.return
+  }}
+}}"""
+
+
+def test_cpu_barriers_cost_every_work_item(cpu_device: Path) -> None:
+    d = get_device(str(cpu_device))
+    assert d.barrier_instructions > 0
+    big, small = (model_module(_parsed(_tree_kernel(t)), d).kernels[0] for t in (256, 32))
+    # 8 barriers of 256 work-items against 5 of 32, per work-group: every work-item steps through every region
+    assert big.counts.barriers * big.counts.warp == 64 * 8 * 256 and small.counts.barriers * small.counts.warp == 64 * 5 * 32
+
+    def barrier_s(k: KernelModel) -> float:
+        return k.counts.barriers * k.counts.warp * d.barrier_instructions / (d.sms * d.issue_per_clock * d.clock_ghz * 1e9)
+
+    assert barrier_s(big) == pytest.approx(barrier_s(small) * 256 * 8 / (32 * 5))
+    assert big.terms["issue"] > barrier_s(big) > barrier_s(small)
+    # a GPU's barrier is one instruction per warp (counted), nothing per work-item
+    assert all(v.barrier_instructions == 0 for v in DEVICES.values())
