@@ -22,6 +22,7 @@ from einc.dialects.context import make_context
 from einc.errors import TargetError, UsageError
 from einc.perfmodel import DEVICES, KernelCounts, KernelModel, get_device, model_module
 from einc.perfmodel.counts import count_kernel, kernels
+from einc.perfmodel.model import packed_device
 from einc.targets import toolchains
 from tests.modules import load_module
 
@@ -584,6 +585,8 @@ def test_items_vectorized_runtime_packs_work_items_into_lanes(cpu_device: Path) 
     # 32 work-items: 2 warps of 16 lanes issue what 32 one-lane warps do, a sixteenth of the issue time
     assert packed.counts.instructions * 16 == one_by_one.counts.instructions
     assert packed.terms["issue"] == pytest.approx(one_by_one.terms["issue"] / 16)
+    # a math function there costs the description's per-element figure for each lane
+    assert packed_device(d).math_instructions == d.math_instructions * 16
     # work-items with vectors of their own (a vload4 per work-item) are not packed: run one at a time
     assert model_module(_parsed(_tile_kernel(True)), d, SYCLTarget).kernels[0].counts.warp == 1
 
