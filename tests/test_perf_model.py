@@ -550,17 +550,21 @@ def test_cpu_vector_register_tile_issues_fewer_instructions_than_scalar(cpu_devi
     assert on_gpu.counts.instructions == 64 * (1 + 1 + 4 + 4)
 
 
-def _column_kernel(block: int = 32) -> str:
+def _column_kernel(block: int = 32, strided: bool = False) -> str:
     """A work-item per output column looping over K: consecutive work-items read consecutive
-    elements of input1 and one element of input0 (uniform), no vectors of their own."""
+    elements of input1 and one element of input0 (uniform), no vectors of their own
+    (`strided`: a work-item per row of input1's transpose, consecutive work-items 64 elements
+    apart)."""
+    b = "%b[%tx, %k]" if strided else "%b[%k, %tx]"
+    shape = f"{block}x64" if strided else f"64x{block}"
     return f"""builtin.module {{
-  egpu.func @column(%a: memref<64xf32>, %b: memref<64x{block}xf32>, %out: memref<{block}xf32>) grid [1, 1, 1] block [{block}, 1, 1] {{
+  egpu.func @column(%a: memref<64xf32>, %b: memref<{shape}xf32>, %out: memref<{block}xf32>) grid [1, 1, 1] block [{block}, 1, 1] {{
     %tx = egpu.thread_id x
     %acc = memref.alloca() : memref<1xf32>
     %c0 = arith.constant 0 : index
     affine.for %k = 0 to 64 {{
       %x = memref.load %a[%k] : memref<64xf32>
-      %y = memref.load %b[%k, %tx] : memref<64x{block}xf32>
+      %y = memref.load {b} : memref<{shape}xf32>
       %s = memref.load %acc[%c0] : memref<1xf32>
       %p = arith.mulf %x, %y : f32
       %t = arith.addf %s, %p : f32
@@ -589,6 +593,8 @@ def test_items_vectorized_runtime_packs_work_items_into_lanes(cpu_device: Path) 
     assert packed_device(d).math_instructions == d.math_instructions * 16
     # work-items with vectors of their own (a vload4 per work-item) are not packed: run one at a time
     assert model_module(_parsed(_tile_kernel(True)), d, SYCLTarget).kernels[0].counts.warp == 1
+    # nor where consecutive work-items read 64 elements apart (each lane its own cache line)
+    assert model_module(_parsed(_column_kernel(strided=True)), d, SYCLTarget).kernels[0].counts.warp == 1
 
 
 def _tree_kernel(threads: int) -> str:
