@@ -742,7 +742,7 @@ class KernelWalk:
         vector of w lanes (`egpu.vextract` of a vector load, or an op on such a value) 1 / w,
         as the compiler's straight-line (SLP) vectorizer packs the w ops on the w elements
         into one instruction (the register tile fed by `vload4`); picking an element out is
-        free (the vector is used in place). Any other scalar op: 1."""
+        free (the vector is used in place). Every other scalar op: 1."""
         if isinstance(op, egpu.VExtractOp):
             t = op.vector.type
             assert isinstance(t, VectorType)
