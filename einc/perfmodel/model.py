@@ -17,6 +17,12 @@ occupancy, and a time: the launch overhead plus the largest of
 - latency, on a device that gives `chain_cycles` (a CPU): the steps of float accumulation
   chains (counts.chain_steps), `chain_cycles` each, per SM.
 
+On a CPU device (`loop_warp`), a kernel whose work-items run loops runs one work-item at a
+time, its own vectors as SIMD instructions (counts.py `simd_share`), or, where the target's
+runtime packs work-items into lanes (`items_vectorized`) and they have no vectors of their own
+and contiguous accesses, with work-items as lanes; a barrier costs every work-item of the group
+`barrier_instructions` plus the save and restore of its register arrays (issue).
+
 Each term is for the whole device; a kernel with fewer work-groups than SMs, or whose
 work-groups do not fill the SMs evenly, is slowed by the share it leaves idle (the most
 work-groups one SM runs / the average), and one with fewer warps per SM than the SM issues

@@ -96,7 +96,9 @@ class TargetDescription:
     work-item loop vectorizes only where work-items run no loop of their own, and its fastest
     matmul is the 8x8 register tile (the 256x128/16x1 one-column hand schedule 0.07x it);
     nor lavapipe (HLSL), where the 128x64/8x1 one is 0.28x it (MatMul 512^3, shared machine,
-    benchmarks/device_kernels.py --trials 0)."""
+    benchmarks/device_kernels.py --trials 0). The performance model reads it too: on a CPU
+    device it counts such a runtime's kernels with work-items as lanes where they have no vectors
+    of their own and contiguous accesses (einc/perfmodel/model.py)."""
 
     def stores(self, dtype: str) -> bool:
         """Whether a buffer of `dtype` can live on the device (narrow ones are widened)."""
