@@ -236,9 +236,12 @@ def model_module(
                     counts = None
                 else:
                     on = packed_device(device)
+                    counts.notes.append(f"work-items that loop packed into {device.warp} lanes (the runtime vectorizes across them)")
             if counts is None:  # one work-item at a time; its own vectors SIMD where the runtime leaves them so
                 on = scalar_device(device)
                 counts = count_kernel(kernel, on.warp, on.sector_bytes, spread, 0 if across_items else device.warp)
+                counts.notes.append("work-items that loop run one at a time" +
+                                    ("" if across_items else f", their own vectors as {device.warp}-lane SIMD instructions"))
         if counts is None:
             counts = count_kernel(kernel, on.warp, on.sector_bytes, spread)
         launch = launches.get(counts.name)
