@@ -18,7 +18,7 @@ index ops (`egpu.block_id x`, `egpu.thread_id y`, ...) read the work-item's coor
 their ranges follow from the launch shape. `egpu.barrier` synchronises a work-group,
 `egpu.alloc_shared` is work-group (shared/local) memory, `egpu.subgroup_reduce` reduces over
 a warp/subgroup. Vector ops (`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vconvert`,
-`egpu.vfma`, `egpu.vreduce`, `egpu.vextract`) work on builtin `vector<NxT>` values of a target's vector width
+`egpu.vfma`, `egpu.vreduce`, `egpu.vextract`, `egpu.vshuffle`) work on builtin `vector<NxT>` values of a target's vector width
 (`einc-vectorize-loops` makes them; elementwise arithmetic on vectors is xDSL's `arith`). `egpu.load_extf`,
 `egpu.store_truncf` and `egpu.round` are legalization ops: a narrow float kept only in memory
 (f16 on devices without half arithmetic), read widened and written narrowed. `egpu.mma` is a
@@ -76,6 +76,7 @@ from einc.dialects.egpu_vector import (
     VFmaOp,
     VLoadOp,
     VReduceOp,
+    VShuffleOp,
     VStoreOp,
 )
 
@@ -102,6 +103,7 @@ EGPU = Dialect(
         VExtractOp,
         VFmaOp,
         VReduceOp,
+        VShuffleOp,
         SubgroupReduceOp,
         LoadExtfOp,
         StoreTruncfOp,
@@ -145,6 +147,7 @@ __all__ = [
     "VFmaOp",
     "VLoadOp",
     "VReduceOp",
+    "VShuffleOp",
     "VStoreOp",
     "kernel_of",
 ]

@@ -1,5 +1,5 @@
 """The `egpu` dialect's vector ops on builtin `vector<NxT>` values of a target's vector width:
-`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vbroadcast_runs`, `egpu.vconvert`, `egpu.vfma`, `egpu.vreduce`.
+`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vbroadcast_runs`, `egpu.vconvert`, `egpu.vfma`, `egpu.vreduce`, `egpu.vextract`, `egpu.vshuffle`.
 The dialect is `einc.dialects.egpu`.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerAttr, MemRefType, VectorType
+from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IndexType, IntegerAttr, MemRefType, VectorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -249,3 +249,39 @@ class VExtractOp(IRDLOperation):
             raise VerifyException(f"egpu.vextract: lane {self.lane.value.data} of {t}")
         if self.result.type != t.get_element_type():
             raise VerifyException(f"egpu.vextract: result type {self.result.type} differs from {t.get_element_type()}")
+
+
+@irdl_op_definition
+class VShuffleOp(IRDLOperation):
+    """Lanes of two vectors of one type picked by a constant `mask` (one lane index per
+    result lane: `k < W` is lane k of `a`, `W + k` lane k of `b`; C's
+    `__builtin_shufflevector`). A copy that transposes W x W tiles (a filter packed with
+    its output channels innermost, `einc.transforms.transpose_copy`) loads W rows and
+    stores W columns through log2(W) stages of these."""
+
+    name = "egpu.vshuffle"
+    mask = prop_def(DenseArrayBase.constr(i64))
+    a = operand_def(VectorType)
+    b = operand_def(VectorType)
+    result = result_def(VectorType)
+    traits = traits_def(Pure())
+    assembly_format = "$a `,` $b $mask attr-dict `:` type($a) `,` type($b) `->` type($result)"
+
+    def __init__(self, a: SSAValue, b: SSAValue, mask: Sequence[int]):
+        super().__init__(
+            operands=[a, b], properties={"mask": DenseArrayBase.from_list(i64, list(mask))}, result_types=[a.type]
+        )
+
+    @property
+    def lanes(self) -> tuple[int, ...]:
+        return tuple(int(k) for k in self.mask.get_values())
+
+    def verify_(self) -> None:
+        _check_vector(self, self.a.type)
+        t = self.a.type
+        assert isinstance(t, VectorType)
+        width = t.get_shape()[0]
+        if self.b.type != t or self.result.type != t:
+            raise VerifyException(f"egpu.vshuffle: operands and result of one type expected, got {self.a.type}, {self.b.type} -> {self.result.type}")
+        if len(self.lanes) != width or not all(0 <= k < 2 * width for k in self.lanes):
+            raise VerifyException(f"egpu.vshuffle: mask {list(self.lanes)} does not pick {width} lanes of two {t}")

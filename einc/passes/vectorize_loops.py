@@ -7,7 +7,8 @@ description's `vector_width`; for C the host's vector registers), the element
 types from the target's `vector_elements` (types its printer has vectors of), the math
 functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins) and
 `lanewise_vector_math` (C: printed lane by lane, which gcc vectorizes through libmvec; see
-einc.targets.c). The mechanism
+einc.targets.c). On a target with `vector_shuffle` (C), staging copies that transpose (a
+packed filter) become W x W vector tiles first (`einc.transforms.transpose_copy`). The mechanism
 and its contract are in `einc.transforms.vectorize`. A loop the mechanism refuses (a
 gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
 `#pragma omp simd` for it. That is the documented fallback, not an error. Loops marked
@@ -27,6 +28,7 @@ from einc.passes.targeted import TargetedPass
 from einc.transforms.loop_analysis import trip_count
 from einc.transforms.loop_build import Failure
 from einc.transforms.loop_transforms import VECTORIZE_ATTR
+from einc.transforms.transpose_copy import COPY_ATTR, transpose_copy
 from einc.transforms.vectorize import REDUCTION_ATTR, vectorize_loop
 
 
@@ -42,6 +44,16 @@ class VectorizeLoopsPass(TargetedPass):
         math_ops = target.vector_math | target.lanewise_vector_math
         if not elements:
             return
+        if target.vector_shuffle:
+            # staging copies that transpose (a filter packed with its output channels
+            # innermost): W x W tiles through vector shuffles; a Failure leaves the copy scalar
+            copies = [
+                loop for loop in op.walk()
+                if isinstance(loop, affine.ForOp) and COPY_ATTR in loop.attributes
+                and not (isinstance(parent := loop.parent_op(), affine.ForOp) and COPY_ATTR in parent.attributes)
+            ]  # fmt: skip
+            for loop in copies:
+                transpose_copy(loop, lanes)
         marked = [
             loop for loop in op.walk()
             if isinstance(loop, affine.ForOp)

@@ -66,6 +66,9 @@ class CTarget(CLikeTarget):
     openmp: ClassVar[bool] = True
     shared_library: ClassVar[bool] = True
     buffer_suffix: ClassVar[str] = " restrict"
+    vector_shuffle: ClassVar[str] = "__builtin_shufflevector({a}, {b}, {mask})"
+    """GCC 12+ and Clang: a shuffle the compiler picks instructions for (a 16 x 16 transpose
+    in 64 of them, where scalar copies cost a store per element)."""
     lanewise_vector_math: ClassVar[frozenset[type[Operation]]] = frozenset(SIMD_MATH)
     """Math ops `einc-vectorize-loops` may put on vectors although C's functions take
     scalars: printed as lane-wise helpers, which gcc vectorizes through libmvec."""

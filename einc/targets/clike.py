@@ -289,6 +289,11 @@ class CLikeTarget:
     vector_literal: ClassVar[str] = "({T}){{{0}}}"
     """A vector of the lanes `{0}` (comma-separated; `egpu.vbroadcast_runs`); "" builds it
     lane by lane."""
+    vector_shuffle: ClassVar[str] = ""
+    """`egpu.vshuffle` of vectors `{a}` and `{b}` by the lane indices `{mask}` (comma-separated);
+    "" picks lane by lane in a helper. Where it is set, `einc-vectorize-loops` transposes
+    the W x W tiles of the copies that pack a tensor with another dimension innermost
+    (`einc.transforms.transpose_copy`): without it they stay scalar copies."""
     vector_helpers: ClassVar[Mapping[str, str]] = {
         "vload": "{P} {T} einc_vload_{s}x{n}(const {t}* a) {{ return *(const {T}_mem*)a; }}",
         "vstore": "{P} void einc_vstore_{s}x{n}({t}* a, {T} v) {{ *({T}_mem*)a = v; }}",

@@ -272,6 +272,21 @@ def _vbroadcast_runs(w: Writer, op: egpu.VBroadcastRunsOp) -> Expr:
     return Expr(f"{function}({', '.join(w.value(v).text for v in op.values)})")
 
 
+def _vshuffle(w: Writer, op: egpu.VShuffleOp) -> Expr:
+    """Lanes of two vectors by a constant mask: the target's shuffle, else a lane-wise helper."""
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    n, lanes = t.get_shape()[0], op.lanes
+    a, b = w.value(op.a).text, w.value(op.b).text
+    if w.t.vector_shuffle:
+        return Expr(w.t.vector_shuffle.format(a=a, b=b, mask=", ".join(map(str, lanes))))
+    T = w.ctype(t)
+    picks = " ".join(f"{w.lane('r', str(j))} = {w.lane('a' if k < n else 'b', str(k % n))};" for j, k in enumerate(lanes))
+    name = "vshuffle_" + "_".join(map(str, lanes))
+    function = w.lanewise_helper(name, t, [(T, "a"), (T, "b")], T, f"{T} r; {picks} return r;")
+    return Expr(f"{function}({a}, {b})")
+
+
 _REDUCE_OPS: dict[tuple[egpu.ReduceKind, bool], type[Operation]] = {
     (egpu.ReduceKind.ADD, True): arith.AddfOp, (egpu.ReduceKind.MUL, True): arith.MulfOp,
     (egpu.ReduceKind.MAX, True): arith.MaximumfOp, (egpu.ReduceKind.MIN, True): arith.MinimumfOp,
@@ -371,4 +386,5 @@ EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
     affine.ApplyOp: expression(affine.ApplyOp, _affine_apply),
     affine.MinOp: expression(affine.MinOp, _affine_min),
     egpu.VExtractOp: expression(egpu.VExtractOp, _vextract),
+    egpu.VShuffleOp: expression(egpu.VShuffleOp, _vshuffle),
 }

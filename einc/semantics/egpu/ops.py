@@ -202,6 +202,13 @@ def _vbroadcast_runs(m: Machine, op: Operation) -> Step:
     return _compute(m, op, lambda *xs: np.concatenate([np.repeat(np.asarray(x)[..., None], run, axis=-1) for x in xs], axis=-1))
 
 
+@compiles(egpu.VShuffleOp)
+def _vshuffle(m: Machine, op: Operation) -> Step:
+    assert isinstance(op, egpu.VShuffleOp)
+    lanes = list(op.lanes)
+    return _compute(m, op, lambda a, b: np.concatenate([np.asarray(a), np.asarray(b)], axis=-1)[..., lanes])
+
+
 @compiles(egpu.VExtractOp)
 def _vextract(m: Machine, op: Operation) -> Step:
     assert isinstance(op, egpu.VExtractOp)

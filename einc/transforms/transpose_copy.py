@@ -1,0 +1,245 @@
+"""Copies that transpose, as W x W vector tiles: the mechanism behind the packing copies'
+vector form in `einc-vectorize-loops` (targets with `vector_shuffle`).
+
+A packing copy (a staging copy with a layout: `cache_read` of a filter `[F, C, KH, KW]` into
+a local `[C, KH, KW, F]`, its output channels innermost) reads its source along one set of
+loops and writes its local along another: each scalar copy is a load and a store, and
+neither loop order is unit-stride on both sides, so the compiler cannot vectorize it (a 3x3
+convolution on a 7x7 map at batch 1 spent about 45% of its time there). As tiles, it is a
+transpose: W rows of the source (W consecutive source elements each) loaded as W vectors,
+transposed in registers by log2(W) stages of W shuffles (`egpu.vshuffle`), stored as W
+vectors of the local.
+
+Contract of `transpose_copy(root, lanes_f32)`:
+
+- Input: a perfect nest of `affine.for` loops with constant bounds from 0, step 1, whose
+  innermost body is one `affine.load` and one `affine.store` of the loaded value to another
+  buffer (no guard, nothing else), every index linear in the loop variables.
+- The flat (row-major) positions: a loop `a` moves the destination by 1 and the source by
+  S; a run of other loops moves the source by 1, T1, T1 * T2, ... (contiguous in the
+  source: a run of R elements) and the destination by D times that (contiguous in the
+  destination's rows). W: `lanes_f32` float32 lanes scaled by the element size (a power of
+  two of egpu.VECTOR_WIDTHS), dividing a's trip count and R, at least 4.
+- Output on success: the nest replaced by `for (other loops) for a0 step W: for r0 step W:`
+  W `egpu.vload`s (source rows a0 + i, from run position r0), the shuffles, W
+  `egpu.vstore`s (destination rows r0 + j, from a0). The same elements copied, each once.
+  Returns the new outermost loop.
+- Failure (a value; the IR untouched): anything else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import AffineMapAttr, MemRefType, VectorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from einc.dialects import egpu
+from einc.transforms.affine_fold import compose
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.loop_analysis import constant_bounds, induction_var, linear_form, step_of
+from einc.transforms.loop_build import Failure, _new_loop, describe
+
+
+COPY_ATTR = "einc.copy"
+"""The mark of a staging copy's loops (einc.transforms.staging)."""
+
+
+def _lanes(element: object, lanes_f32: int) -> int:
+    bits = getattr(element, "bitwidth", None) or getattr(getattr(element, "width", None), "data", 32)
+    wanted = max(1, lanes_f32 * 32 // max(8, bits))
+    fits = [w for w in egpu.VECTOR_WIDTHS if w <= wanted and w & (w - 1) == 0]
+    return max(fits, default=1)
+
+
+def transpose_masks(width: int) -> list[tuple[int, list[int], list[int]]]:
+    """The stages of a `width` x `width` transpose: (b, lo, hi) for b = W/2, W/4, ..., 1; at
+    stage b rows i and i + b (i & b == 0) exchange their off-diagonal b x b blocks: row i
+    becomes `shuffle(r[i], r[i + b], lo)`, row i + b `shuffle(r[i], r[i + b], hi)`."""
+    stages = []
+    b = width // 2
+    while b >= 1:
+        lo, hi = [], []
+        for p in range(width):
+            seg, q = p // (2 * b) * 2 * b, p % (2 * b)
+            lo.append(p if q < b else width + seg + q - b)
+            hi.append(p + b if q < b else width + p)
+        stages.append((b, lo, hi))
+        b //= 2
+    return stages
+
+
+def _map_of(op: affine.LoadOp | affine.StoreOp) -> tuple[AffineMap, list[SSAValue]]:
+    """The access's map over dimensions only (symbols made dimensions, affine.apply operands
+    composed in)."""
+    m, operands = dims_to_operands(op.map.data), list(op.indices)
+    while (folded := compose(m, operands)) is not None:
+        m, operands = folded
+    return m, list(operands)
+
+
+def _flat_form(op: affine.LoadOp | affine.StoreOp) -> tuple[dict[SSAValue, int], int] | None:
+    """The access's flat row-major position as a linear form over its index operands."""
+    t = op.memref.type
+    assert isinstance(t, MemRefType)
+    shape = t.get_shape()
+    if any(s < 0 for s in shape):
+        return None
+    m, operands = _map_of(op)
+    terms: dict[SSAValue, int] = {}
+    const = 0
+    for d, e in enumerate(m.results):
+        form = linear_form(e, operands)
+        if form is None:
+            return None
+        stride = math.prod(shape[d + 1 :])
+        for v, c in form[0].items():
+            terms[v] = terms.get(v, 0) + c * stride
+        const += form[1] * stride
+    return {v: c for v, c in terms.items() if c}, const
+
+
+def _nest(root: affine.ForOp) -> tuple[list[affine.ForOp], affine.LoadOp, affine.StoreOp] | Failure:
+    loops = [root]
+    while True:
+        ops = [op for op in loops[-1].body.block.ops if not isinstance(op, affine.YieldOp)]
+        if len(ops) == 1 and isinstance(ops[0], affine.ForOp):
+            loops.append(ops[0])
+            continue
+        break
+    load, store = ops if len(ops) == 2 else (None, None)
+    if not isinstance(load, affine.LoadOp) or not isinstance(store, affine.StoreOp):
+        return Failure(f"{describe(root)} is no copy nest (one load and one store innermost)")
+    if store.value is not load.result or store.memref is load.memref:
+        return Failure(f"{describe(root)} does not copy one buffer into another")
+    for loop in loops:
+        bounds = constant_bounds(loop)
+        if bounds is None or bounds[0] != 0 or step_of(loop) != 1 or loop.results:
+            return Failure(f"{describe(loop)} has no constant bounds from 0 with step 1")
+    return loops, load, store
+
+
+def transpose_copy(root: affine.ForOp, lanes_f32: int) -> affine.ForOp | Failure:
+    """See the module docstring."""
+    found = _nest(root)
+    if isinstance(found, Failure):
+        return found
+    loops, load, store = found
+    element = load.result.type
+    width = _lanes(element, lanes_f32)
+    if width < 4:
+        return Failure(f"{describe(root)}: vectors of {element} narrower than 4 lanes")
+    src, dst = _flat_form(load), _flat_form(store)
+    if src is None or dst is None:
+        return Failure(f"{describe(root)}: an index is not linear")
+    ivs = [induction_var(loop) for loop in loops]
+    trips = {iv: (constant_bounds(loop) or (0, 0))[1] for iv, loop in zip(ivs, loops)}
+    s_of = {iv: src[0].get(iv, 0) for iv in ivs}
+    d_of = {iv: dst[0].get(iv, 0) for iv in ivs}
+    rows = [iv for iv in ivs if d_of[iv] == 1 and s_of[iv] != 1 and trips[iv] % width == 0]
+    first = [iv for iv in ivs if s_of[iv] == 1 and d_of[iv] > 1]
+    rows = [iv for iv in rows if s_of[iv] != 0]
+    if not rows or len(first) != 1:
+        return Failure(f"{describe(root)} is no transposing copy")
+    a, b = rows[0], first[0]
+    step_d = d_of[b]
+    run, size = [b], trips[b]
+    while True:  # the run's next loop: the source moves by the run's size, the destination D times that
+        nxt = [iv for iv in ivs if iv not in run and iv is not a and s_of[iv] == size and d_of[iv] == step_d * size]
+        if not nxt:
+            break
+        run.append(nxt[0])
+        size *= trips[nxt[0]]
+    if size % width or any(s_of[iv] == 0 and d_of[iv] == 0 for iv in ivs):
+        return Failure(f"{describe(root)}: a run of {size} elements is no multiple of {width} lanes, or a loop copies nothing")
+    others = [iv for iv in ivs if iv is not a and iv not in run]
+    # the rest must not alias a tile: distinct (source, destination) positions per iteration
+    if len({(s_of[iv], d_of[iv]) for iv in ivs}) != len(ivs):
+        return Failure(f"{describe(root)}: two loops move the same way")
+
+    by_iv = dict(zip(ivs, loops))
+    mapping: dict[SSAValue, SSAValue] = {}
+    made: list[affine.ForOp] = []
+    for iv in others:
+        made.append(_new_loop((), (), 0, trips[iv], 1, iv.name_hint))
+        mapping[iv] = induction_var(made[-1])
+    made.append(_new_loop((), (), 0, trips[a], width, a.name_hint))
+    made.append(_new_loop((), (), 0, size, width, b.name_hint))
+    for f, old in zip(made, [*(by_iv[iv] for iv in others), by_iv[a], by_iv[b]]):
+        for k, v in old.attributes.items():
+            f.attributes[k] = v
+    Rewriter.insert_op(made[0], InsertPoint.before(root))
+    for outer, f in zip(made, made[1:]):
+        Rewriter.insert_op(f, InsertPoint.before(_last(outer)))
+    ao, ro = made[-2], made[-1]
+    body: list[Operation] = []
+    a0, r0 = induction_var(ao), induction_var(ro)
+    inner = [1]
+    for iv in run[:-1]:
+        inner.append(inner[-1] * trips[iv])
+
+    def indices(access: affine.LoadOp | affine.StoreOp, row: int, col: int) -> list[SSAValue]:
+        """The access's indices at a = a0 + row, run position r0 + col: one affine.apply per
+        index over the new loops' variables (the printers merge the run's floordiv/mod
+        pairs back into the flat position)."""
+        m, old = _map_of(access)
+        operands: list[SSAValue] = [a0, r0]
+        exprs: list[AffineExpr] = []
+        x = AffineExpr.dimension(1) + col
+        for o in old:
+            if o is a:
+                exprs.append(AffineExpr.dimension(0) + row)
+            elif o in run:  # z mod (P_k T_k) floordiv P_k, z the position mod P_(k+1) T_(k+1), ...
+                k = next(q for q, v in enumerate(run) if v is o)
+                e = x
+                for q in reversed(range(k, len(run) - 1)):
+                    e = e % (inner[q] * trips[run[q]])
+                exprs.append(e // inner[k] if inner[k] > 1 else e)
+            else:
+                operands.append(mapping.get(o, o))
+                exprs.append(AffineExpr.dimension(len(operands) - 1))
+        out = []
+        for e in m.results:
+            e = e.replace_dims_and_symbols(exprs, [])
+            if isinstance(e, AffineDimExpr):  # a loop variable itself
+                out.append(operands[e.position])
+                continue
+            op = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (e,))))
+            body.append(op)
+            out.append(op.result)
+        return out
+
+    t = VectorType(element, [width])
+    rows_v: list[SSAValue] = []
+    for i in range(width):
+        v = egpu.VLoadOp(load.memref, indices(load, i, 0), t)
+        body.append(v)
+        rows_v.append(v.result)
+    for half, lo, hi in transpose_masks(width):
+        new = list(rows_v)
+        for i in range(width):
+            if i & half:
+                continue
+            x, y = egpu.VShuffleOp(rows_v[i], rows_v[i + half], lo), egpu.VShuffleOp(rows_v[i], rows_v[i + half], hi)
+            body += [x, y]
+            new[i], new[i + half] = x.result, y.result
+        rows_v = new
+    for j in range(width):
+        body.append(egpu.VStoreOp(rows_v[j], store.memref, indices(store, 0, j)))
+    Rewriter.insert_op(body, InsertPoint.before(_last(ro)))
+    root.detach()
+    root.erase()
+    return made[0]
+
+
+def _last(loop: affine.ForOp) -> Operation:
+    last = loop.body.block.last_op
+    assert last is not None
+    return last
+
+
+__all__: Sequence[str] = ["transpose_copy", "transpose_masks"]

@@ -1,0 +1,63 @@
+"""A depthwise convolution's rows (issue 26): no register tile blocks it (every loop moves its
+vector input), so the default C schedule fuses the fill down to the output row loop and
+stages each output row in a local array across the 3x3 window (`fuse_fill_rows` in
+einc/schedule/policies/cpu.py): each row zeroed and summed while it is in L1, not a pass
+zeroing the whole output first that the sums then read back. Checked at batch 1 and 2: the
+schedule (fuses to the row loop, the row's cache_write), the C (the zeros stored into the
+staged row, inside the row loop; no zero fill of the output before it) and NumPy's numbers
+on random inputs, padding included."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from einc.compiler.driver import Compilation
+from einc.dialects import einc_transform as et
+from einc.schedule.default import default_schedule
+from einc.semantics.compare import max_error, tolerance
+from einc.targets import get_target
+
+DEPTHWISE = ("output0[N, F, HO, WO] +=! (input0[N, F, HO + KH - 1, WO + KW - 1].when([HO + KH - 1 >= 0, "
+             "HO + KH - 1 < 5, WO + KW - 1 >= 0, WO + KW - 1 < 20], 0.0) * input1[F, 0, KH, KW]) "
+             "where HO in 5, WO in 20")  # fmt: skip
+
+
+def _reference(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = np.pad(a["input0"], [(0, 0), (0, 0), (1, 1), (1, 1)])
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))
+    return np.einsum("nfhwij,fij->nfhw", win, a["input1"][:, 0])
+
+
+@pytest.fixture(scope="module", params=[1, 2])
+def depthwise(request: pytest.FixtureRequest) -> tuple[Compilation, dict]:
+    batch = request.param
+    inputs = {"input0": {"dtype": "float32", "shape": [batch, 3, 5, 20]},
+              "input1": {"dtype": "float32", "shape": [3, 1, 3, 3]}}  # fmt: skip
+    return Compilation(DEPTHWISE, "<depthwise>", inputs, None, "c", use_records=False), inputs
+
+
+def test_the_fill_is_fused_to_the_row_loop_and_the_row_staged(depthwise: tuple[Compilation, dict]) -> None:
+    comp, _ = depthwise
+    schedule = default_schedule(get_target("c"), comp.run_until("loops"))
+    assert schedule is not None
+    fuses = schedule.ops(et.FuseOp)
+    assert len(fuses) == 3, schedule  # batch, channel and row loops
+    (write,) = schedule.ops(et.CacheWriteOp)
+    assert write.tensor.data == "output0", schedule
+    source = comp.run_until("source")
+    row = source.index("float output0_local[20]")
+    zeros = [m.start() for m in re.finditer(r"0\.0f - \(einc_f32x\d+\)\{\}|output0_local\[[^\]]*\] = 0\.0f;", source)]
+    assert zeros and min(zeros) > row, source  # the row zeroed inside its loop, no pass before
+
+
+def test_the_numbers_are_numpys(depthwise: tuple[Compilation, dict]) -> None:
+    comp, inputs = depthwise
+    kernel = comp.kernel()
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+        want = _reference({k: v.astype(np.float64) for k, v in arrays.items()})
+        assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), kernel.source

@@ -1,0 +1,120 @@
+"""Packing copies that transpose become W x W vector tiles on C (issue 26: the filter of a 3x3
+convolution on a 7x7 map, packed with its output channels innermost, was a scalar transpose
+GCC does not vectorize). `einc-vectorize-loops` on a target with `vector_shuffle` rewrites a
+staging copy whose destination moves by 1 along one loop and whose source moves by 1 along a
+run of others (einc.transforms.transpose_copy): W row loads, log2(W) stages of W
+`egpu.vshuffle`s, W column stores. Checked: the generated C's shape, NumPy's numbers from the
+C kernel and from the egpu interpreter (the shuffles' meaning), the W x W transpose masks,
+and the refusals (the copy left scalar)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects import affine
+
+from einc.compiler.driver import Compilation
+from einc.semantics.compare import max_error, tolerance
+from einc.semantics.egpu import run_lowered
+from einc.semantics.reference import run_reference
+from einc.targets.c import CTarget
+from einc.transforms.loop_build import Failure
+from einc.transforms.transpose_copy import transpose_copy, transpose_masks
+
+C_LANES = CTarget.vector_lanes()
+CONV = ("output0[N, F, HO, WO] +=! (input0[N, C, HO + KH - 1, WO + KW - 1].when([HO + KH - 1 >= 0, HO + KH - 1 < 3, "
+        "WO + KW - 1 >= 0, WO + KW - 1 < 3], 0.0) * input1[F, C, KH, KW]) where HO in 3, WO in 3")  # fmt: skip
+INPUTS = {"input0": {"dtype": "float32", "shape": [1, 16, 3, 3]},
+          "input1": {"dtype": "float32", "shape": [16, 16, 3, 3]}}  # fmt: skip
+
+
+def _conv(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = np.pad(a["input0"], [(0, 0), (0, 0), (1, 1), (1, 1)])
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))
+    return np.einsum("nchwij,fcij->nfhw", win, a["input1"])
+
+
+@pytest.fixture(scope="module")
+def conv() -> Compilation:
+    """A 3x3 convolution on a 3x3 map, 16 -> 16 channels: blocked over output channels, the
+    filter packed [C, KH, KW, F] (a 16 x 144 transpose per tile)."""
+    comp = Compilation(CONV, "<conv>", INPUTS, None, "c", use_records=False)
+    comp.run_until("source")
+    return comp
+
+
+def _arrays(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in INPUTS.items()}
+
+
+@pytest.mark.skipif(C_LANES < 4, reason="no vectors of 4 float lanes or more on this host")
+def test_the_packed_filter_is_copied_as_vector_transposes(conv: Compilation) -> None:
+    source = conv.run_until("source")
+    start = source.index("float input1_local[")
+    copy = source[start : source.index("output0_local", start)]  # the packing, up to the output tile
+    width = min(C_LANES, 16)
+    assert f"einc_vload_f32x{width}(&input1[" in copy and f"einc_vstore_f32x{width}(&input1_local[" in copy, copy
+    assert copy.count("__builtin_shufflevector(") == width * (width.bit_length() - 1), copy
+    assert not re.search(r"input1_local\[[^\]]*\] = ", copy), copy  # no scalar copy left
+    assert "/" not in copy and "%" not in copy, copy  # the run's floordiv/mod merged into flat positions
+
+
+def test_the_kernel_and_the_egpu_interpreter_give_numpys_numbers(conv: Compilation) -> None:
+    for seed in (0, 1):
+        arrays = _arrays(seed)
+        want = _conv({k: v.astype(np.float64) for k, v in arrays.items()})
+        got = conv.kernel()(**arrays)["output0"]
+        assert max_error(got, want) <= tolerance("float32"), conv.run_until("source")
+    arrays = _arrays(2)
+    lowered = run_lowered(conv.results["target"], arrays, target="c")
+    oracle = run_reference(conv.module("ein"), arrays)
+    assert max_error(lowered["output0"], oracle["output0"]) <= tolerance("float32")
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_the_masks_transpose(width: int) -> None:
+    rows = [np.arange(width) + width * i for i in range(width)]
+    for half, lo, hi in transpose_masks(width):
+        new = list(rows)
+        for i in range(width):
+            if not i & half:
+                both = np.concatenate([rows[i], rows[i + half]])
+                new[i], new[i + half] = both[lo], both[hi]
+        rows = new
+    assert (np.array(rows) == np.arange(width * width).reshape(width, width).T).all()
+
+
+def _nest(text: str) -> affine.ForOp:
+    from xdsl.parser import Parser
+
+    from einc.dialects.context import make_context
+
+    module = Parser(make_context(), text).parse_module()
+    return next(op for op in module.walk() if isinstance(op, affine.ForOp))
+
+
+@pytest.mark.parametrize("body, why", [
+    # a run of 6 elements: no multiple of 16 (or 8, 4) lanes
+    ("affine.for %i = 0 to 16 {\n affine.for %j = 0 to 6 {\n"
+     " %v = affine.load %a[%i, %j] : memref<16x6xf32>\n affine.store %v, %b[%j, %i] : memref<6x16xf32>\n } }",
+     "no multiple"),
+    # not a copy: the value is computed
+    ("affine.for %i = 0 to 16 {\n affine.for %j = 0 to 16 {\n %v = affine.load %a[%i, %j] : memref<16x16xf32>\n"
+     " %w = arith.addf %v, %v : f32\n affine.store %w, %b[%j, %i] : memref<16x16xf32>\n } }", "no copy nest"),
+    # a copy that does not transpose
+    ("affine.for %i = 0 to 16 {\n affine.for %j = 0 to 16 {\n"
+     " %v = affine.load %a[%i, %j] : memref<16x16xf32>\n affine.store %v, %b[%i, %j] : memref<16x16xf32>\n } }",
+     "no transposing copy"),
+])  # fmt: skip
+def test_other_nests_are_refused_untouched(body: str, why: str) -> None:
+    shapes = re.findall(r"memref<[^>]*>", body)
+    text = f"func.func @f(%a: {shapes[0]}, %b: {shapes[-1]}) {{\n{body}\n func.return\n}}"
+    loop = _nest(text)
+    before = str(loop)
+    done = transpose_copy(loop, 16)
+    assert isinstance(done, Failure) and why in done.message, done
+    assert str(loop) == before
