@@ -230,12 +230,13 @@ def tune_schedule(case: Case, target: str, trials: int, db: str) -> list[tuple[s
     if result.best is not None and not result.kept_default:
         return [(f"tuned ({result.trials} trials)", result.best.candidate.schedule)]
     found: list[tuple[str, str | None]] = [(f"tuned ({result.trials} trials): kept the default", None)]
+    default = result.finals[0].candidate.point if result.finals else None
     seen = set()
     for final in result.finals:
         point = final.candidate.point
-        if point.sketch != "default" and point not in seen:
+        if point != default and point not in seen:  # the default sketch's other points too (its neighbours)
             seen.add(point)
-            found.append((f"finalist {len(seen)}: {point.sketch}", final.candidate.schedule))
+            found.append((f"finalist {len(seen)}: {point.describe()}", final.candidate.schedule))
     return found
 
 

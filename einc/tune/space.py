@@ -115,12 +115,15 @@ class SearchSpace:
         return Point.of(sketch, {k: v.selected for k, v in self._knobs[sketch].items()})
 
     def seed_points(self) -> list[Point]:
-        """Points a search proposes first, after the default: the default points of the
-        sketches marked `seed` (the CPU `policy.*` sketches, the device space's staged,
-        cross-thread, private, one-column and reduction-unrolled tilings), in the space's
-        order, then the default's neighbours (`default_neighbours`)."""
+        """Points a search proposes first, after the default: the
+        default's neighbours (`default_neighbours`), then the default points of the sketches
+        marked `seed` (the CPU `policy.*` sketches, the device space's staged, cross-thread,
+        private, one-column and reduction-unrolled tilings), in the space's order. The
+        neighbours come first so that they share the first batch with the default, timed in
+        full: a later batch's points are stopped early against the fastest trial so far, and
+        on a loaded machine a neighbour as fast as the default was stopped so."""
         seeds = [self.sketch_default(name) for name, s in self.sketches.items() if s.seed]
-        return list(dict.fromkeys([*seeds, *self.default_neighbours()]))
+        return list(dict.fromkeys([*self.default_neighbours(), *seeds]))
 
     def default_neighbours(self) -> list[Point]:
         """The default point with one device register tile (a knob `stmt.axis.reg` of the
