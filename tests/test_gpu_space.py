@@ -162,7 +162,6 @@ POINTS: list[tuple[str, str, dict[str, Any]]] = [
     ("matmul", "tile.shared.input1", {"output0.K.ktile": 4, "output0.M.threads": 2, "output0.N.threads": 16}),
     ("matmul", "tile.columns", {}),
     ("matmul", "tile.kunroll", {"output0.K.kunroll": 8, "output0.N.reg": 5}),
-    ("matmul", "tile.kunroll", {"output0.K.kunroll": 2, "output0.M.reg": 3, "output0.M.threads": 4}),
     ("softmax", "tile.cross", {"temp0.C.threads": 32, "temp1.C.threads": 64}),
     ("rowsum", "tile.cross", {"output0.C.threads": 16}),
 ]
@@ -180,3 +179,23 @@ def test_points_of_the_new_sketches_match_numpy(spaces: dict, name: str, sketch:
     x = random_inputs(comp)
     out = run_on_device(comp, x)["output0"]
     np.testing.assert_allclose(out, _reference(name, x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.sycl
+def test_the_unrolled_reduction_on_sycls_one_column_tiles_matches_numpy() -> None:
+    """`tile.kunroll` on SYCL: the one-column register tiles (Intel's CPU device's default
+    shape) with the reduction unrolled by 8, run against NumPy."""
+    from einc.schedule.policies import gpu as policy
+
+    require_run("sycl")
+    task = _task("matmul", "sycl")
+    target = get_target("sycl")
+    schedule = policy.build(target, loops_of(task), variant=policy.Variant(frozenset(), unstaged_kunroll=True))
+    assert schedule is not None
+    knobs = schedule.knobs()
+    assert knobs["output0.M.reg"].selected == 1 and knobs["output0.K.kunroll"].selected == 4
+    text = str(schedule.with_values({**{k: v.selected for k, v in knobs.items()}, "output0.K.kunroll": 8}))
+    comp = Compilation(task.source, "<matmul>", task.input_dict, None, "sycl", text)
+    comp.run_until("source")
+    x = random_inputs(comp)
+    np.testing.assert_allclose(run_on_device(comp, x)["output0"], _reference("matmul", x), rtol=1e-4, atol=1e-4)
