@@ -18,8 +18,9 @@ temporary record database; where it keeps the default, the default is timed agai
 and the finalists of its final rounds are timed as `finalist N: SKETCH`).
 
 The variants of a kernel on a target are timed in `--rounds` interleaved rounds (each a
-median of 5 calls), and each variant's time is the median of its rounds, so that a shared
-machine's load falls on all of them alike. A summary follows the table: per target and
+median of 5 calls; each round starts one variant later, so none is always timed first), and
+each variant's time is the median of its rounds, so that a shared machine's load falls on all
+of them alike. A summary follows the table: per target and
 kernel the default, the best hand schedule and the tuned one, with their speeds relative to
 the best hand schedule (above 1: faster than it).
 
@@ -368,10 +369,11 @@ def main() -> None:
                         rows.append(Row(target, case.name, "tuned", note=f"tuning failed: {err}"[:90]))
                 prepared = [prepare(case, target, variant, schedule, torch) for variant, schedule in [*variants, *tuned]]
                 times: list[list[float]] = [[] for _ in prepared]
-                for _ in range(max(args.rounds, 1)):
-                    for (_row, timer), got in zip(prepared, times):
-                        if timer is not None:
-                            got.append(timer())
+                for r in range(max(args.rounds, 1)):
+                    for k in range(len(prepared)):  # a rotating order: no variant always first
+                        i = (r + k) % len(prepared)
+                        if (timer := prepared[i][1]) is not None:
+                            times[i].append(timer())
                 for (row, timer), got, (_variant, schedule) in zip(prepared, times, [*variants, *tuned]):
                     if timer is not None:
                         finish(case, row, got)
