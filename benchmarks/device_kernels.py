@@ -18,8 +18,9 @@ temporary record database; where it keeps the default, the default is timed agai
 and the finalists of its final rounds are timed as `finalist N: SKETCH`).
 
 The variants of a kernel on a target are timed in `--rounds` interleaved rounds (each a
-median of 5 calls), and each variant's time is the median of its rounds, so that a shared
-machine's load falls on all of them alike. A summary follows the table: per target and
+median of 5 calls; each round starts one variant later, so none is always timed first), and
+each variant's time is the median of its rounds, so that a shared machine's load falls on all
+of them alike. A summary follows the table: per target and
 kernel the default, the best hand schedule and the tuned one, with their speeds relative to
 the best hand schedule (above 1: faster than it).
 
@@ -230,12 +231,13 @@ def tune_schedule(case: Case, target: str, trials: int, db: str) -> list[tuple[s
     if result.best is not None and not result.kept_default:
         return [(f"tuned ({result.trials} trials)", result.best.candidate.schedule)]
     found: list[tuple[str, str | None]] = [(f"tuned ({result.trials} trials): kept the default", None)]
+    default = result.finals[0].candidate.point if result.finals else None
     seen = set()
     for final in result.finals:
         point = final.candidate.point
-        if point.sketch != "default" and point not in seen:
+        if point != default and point not in seen:  # the default sketch's other points too (its neighbours)
             seen.add(point)
-            found.append((f"finalist {len(seen)}: {point.sketch}", final.candidate.schedule))
+            found.append((f"finalist {len(seen)}: {point.describe()}", final.candidate.schedule))
     return found
 
 
@@ -374,10 +376,11 @@ def main() -> None:
                         rows.append(Row(target, case.name, "tuned", note=f"tuning failed: {err}"[:90]))
                 prepared = [prepare(case, target, variant, schedule, torch) for variant, schedule in [*variants, *tuned]]
                 times: list[list[float]] = [[] for _ in prepared]
-                for _ in range(max(args.rounds, 1)):
-                    for (_row, timer), got in zip(prepared, times):
-                        if timer is not None:
-                            got.append(timer())
+                for r in range(max(args.rounds, 1)):
+                    for k in range(len(prepared)):  # a rotating order: no variant always first
+                        i = (r + k) % len(prepared)
+                        if (timer := prepared[i][1]) is not None:
+                            times[i].append(timer())
                 for (row, timer), got, (_variant, schedule) in zip(prepared, times, [*variants, *tuned]):
                     if timer is not None:
                         finish(case, row, got)

@@ -328,15 +328,17 @@ def test_poplar_keeps_its_own_mapping() -> None:
 
 def test_tile_sketches_and_bounded_knobs() -> None:
     """OpenCL's space: the default (no staging on PoCL), tile.shared, one sketch per staged
-    input, the double-buffered and the padded ones, one-column register tiles; work-item knobs up to four default work-groups; a point of 64x80 work-items (past
+    input, the double-buffered and the padded ones, one-column register tiles, the unstaged
+    reduction unrolled; work-item knobs up to four default work-groups; a point of 64x80 work-items (past
     the 4096 limit) is refused when compiled, before any launch."""
     from einc.tune.space import SearchSpace
     from einc.tune.types import TuneTask
 
     task = TuneTask(MATMUL, "opencl", "<m>", _inputs("matmul"))
     space = SearchSpace.from_task(task, rules=["tile"])
-    assert list(space.sketches) == ["default", "tile.columns", "tile.shared", "tile.shared.input0", "tile.shared.input1",
-                                    "tile.shared.single", "tile.shared.pad0", "tile.shared.pad1"]  # fmt: skip
+    assert list(space.sketches) == ["default", "tile.columns", "tile.kunroll", "tile.shared", "tile.shared.input0",
+                                    "tile.shared.input1", "tile.shared.single", "tile.shared.pad0",
+                                    "tile.shared.pad1"]  # fmt: skip
     for name in space.sketches:
         options = space.knob_options(name)
         assert max(options["output0.M.threads"]) == 4 * get_target("opencl").limits.default_block

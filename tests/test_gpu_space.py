@@ -70,7 +70,10 @@ def test_sketches_per_program(spaces: dict) -> None:
     columns = spaces["matmul", "opencl"].sketch_default("tile.columns").values()
     assert columns["output0.M.reg"] == 1 and columns["output0.M.threads"] == 32  # all 24 columns of the tile
     assert [s for s in spaces["matmul", "opencl"].sketches if spaces["matmul", "opencl"].sketches[s].seed] == [
-        "tile.columns", "tile.shared"]
+        "tile.columns", "tile.kunroll", "tile.shared"]
+    kunroll = mm["tile.kunroll"]
+    assert kunroll.roles["output0.K.kunroll"].kind == "unroll" and "shared" not in str(kunroll.schedule)
+    assert spaces["matmul", "opencl"].knob_options("tile.kunroll")["output0.K.kunroll"] == (1, 2, 4, 8)
     assert "transform.einc.double_buffer" in str(mm["tile.shared"].schedule)
     assert "transform.einc.double_buffer" not in str(mm["tile.shared.single"].schedule)
     assert '"shared" pad 1' in str(mm["tile.shared.pad1"].schedule)
@@ -79,6 +82,21 @@ def test_sketches_per_program(spaces: dict) -> None:
     assert "tile.private" in spaces["rowsum", "cuda"].sketches and "tile.cross" not in spaces["rowsum", "cuda"].sketches
     cross = spaces["rowsum", "opencl"].sketches["tile.cross"]
     assert set(cross.schedule.knobs()) == {"output0.C.threads"}
+
+
+def test_the_defaults_larger_register_tiles_are_seeds(spaces: dict) -> None:
+    """The default with one register tile one option larger (PoCL's 8x8 default tile: 16x8
+    measured faster), measured first after the default (in its batch), then the seed sketches'
+    default points."""
+    space = spaces["matmul", "opencl"]
+    base = space.default_point().values()
+    neighbours = space.default_neighbours()
+    assert [p.sketch for p in neighbours] == ["default", "default"]
+    for p, knob in zip(neighbours, ("output0.M.reg", "output0.N.reg")):
+        changed = {k: v for k, v in p.values().items() if v != base[k]}
+        options = space.knob_options("default")[knob]
+        assert changed == {knob: options[options.index(base[knob]) + 1]}
+    assert space.seed_points()[:2] == neighbours and space.default_point() not in space.seed_points()
 
 
 @pytest.mark.parametrize("target", DEVICES)
@@ -143,6 +161,7 @@ POINTS: list[tuple[str, str, dict[str, Any]]] = [
     ("matmul", "tile.shared.pad1", {"output0.K.ktile": 16, "output0.K.kunroll": 2, "output0.N.reg": 5}),
     ("matmul", "tile.shared.input1", {"output0.K.ktile": 4, "output0.M.threads": 2, "output0.N.threads": 16}),
     ("matmul", "tile.columns", {}),
+    ("matmul", "tile.kunroll", {"output0.K.kunroll": 8, "output0.N.reg": 5}),
     ("softmax", "tile.cross", {"temp0.C.threads": 32, "temp1.C.threads": 64}),
     ("rowsum", "tile.cross", {"output0.C.threads": 16}),
 ]
@@ -160,3 +179,23 @@ def test_points_of_the_new_sketches_match_numpy(spaces: dict, name: str, sketch:
     x = random_inputs(comp)
     out = run_on_device(comp, x)["output0"]
     np.testing.assert_allclose(out, _reference(name, x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.sycl
+def test_the_unrolled_reduction_on_sycls_one_column_tiles_matches_numpy() -> None:
+    """`tile.kunroll` on SYCL: the one-column register tiles (Intel's CPU device's default
+    shape) with the reduction unrolled by 8, run against NumPy."""
+    from einc.schedule.policies import gpu as policy
+
+    require_run("sycl")
+    task = _task("matmul", "sycl")
+    target = get_target("sycl")
+    schedule = policy.build(target, loops_of(task), variant=policy.Variant(frozenset(), unstaged_kunroll=True))
+    assert schedule is not None
+    knobs = schedule.knobs()
+    assert knobs["output0.M.reg"].selected == 1 and knobs["output0.K.kunroll"].selected == 4
+    text = str(schedule.with_values({**{k: v.selected for k, v in knobs.items()}, "output0.K.kunroll": 8}))
+    comp = Compilation(task.source, "<matmul>", task.input_dict, None, "sycl", text)
+    comp.run_until("source")
+    x = random_inputs(comp)
+    np.testing.assert_allclose(run_on_device(comp, x)["output0"], _reference("matmul", x), rtol=1e-4, atol=1e-4)

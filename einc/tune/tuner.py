@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from einc.errors import EincError, UsageError
-from einc.tune.decide import Decision, Pair, Sample, Verdict, decide, judge, rounds_needed
+from einc.tune.decide import ALPHA, SECOND_LOOK, Decision, Pair, Sample, Verdict, decide, judge, rounds_needed
 from einc.tune.types import EARLY_STOP, BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from einc.tune.workload import throughput
 
@@ -615,21 +615,24 @@ def _rounds(
                 bar.set_description("final rounds")
                 bar.set_postfix_str(f"round {played + 1}", refresh=True)
 
-    def verdicts() -> dict[int, Verdict]:
-        return {i: judge([Pair(_sample(d), _sample(c)) for d, c in zip(measured[0], measured[i])], len(others))
-                for i in others}  # fmt: skip
+    def verdicts(alpha: float = ALPHA) -> dict[int, Verdict]:
+        return {i: judge([Pair(_sample(d), _sample(c)) for d, c in zip(measured[0], measured[i])], len(others),
+                         alpha=alpha) for i in others}  # fmt: skip
 
     names = {i: candidates[i].point.describe() for i in alive}
     if others:
         play(alive, total)
         judged = verdicts()
         decision = decide(judged, names)
-        # Load may have cost the closest finalist its rounds: measure it against the default for
-        # as many rounds again (once), and judge it on all of them.
+        # Load or a few jittery rounds may have cost the closest finalist its crown: where it
+        # leads (won most rounds) or the machine was loaded, measure it against the default for
+        # twice as many rounds again (once), and judge it on all of them at half the level
+        # (einc.tune.decide: SECOND_LOOK).
         closest = max(others, key=lambda i: judged[i].speedup if math.isfinite(judged[i].speedup) else -math.inf)
-        if decision.kept_default and judged[closest].loaded and judged[closest].speedup > 1.0:
-            play([0, closest], total)
-            decision = decide({**judged, closest: verdicts()[closest]}, names)
+        lead = judged[closest]
+        if decision.kept_default and lead.speedup > 1.0 and (lead.loaded or lead.leads):
+            play([0, closest], 2 * total)
+            decision = decide({**judged, closest: verdicts(ALPHA * SECOND_LOOK)[closest]}, names)
     else:
         decision = Decision(None, {}, "no finalist built: " + "; ".join(f"{names.get(i, candidates[i].point.describe())}: "
                                                                       f"{failed[i].reason}" for i in failed))  # fmt: skip

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, func
@@ -358,6 +358,10 @@ class Variant:
     kunroll_knob: bool = False
     """The staged reduction tile's unroll (KUNROLL: the width of a row's vector loads) a
     knob `stmt.axis.kunroll`."""
+    unstaged_kunroll: bool = False
+    """A contraction staged nowhere has its reduction tiled and unrolled by a knob
+    `stmt.axis.kunroll` (`_Policy.unstaged_kunroll`): KUNROLL independent register-tile
+    updates per step for the device compiler to schedule (the tuner's `tile.kunroll`)."""
 
 
 class _Policy:
@@ -500,12 +504,16 @@ class _Policy:
                 stage = False
             else:
                 kt_knob = self.knob(nest, r0, "ktile", kt, tuple(k for k in KTILES if k <= nest.extent(r0)))
+        ku_knob = None if stage else self.unstaged_kunroll(nest, red)
         handles = {s: b.handle(s) for s in [*rest, *red] + ([z] if z is not None else [])}
         reductions = [handles[r] for r in red]
         if stage:
             assert kt_knob is not None
             ko, ki = b.tile(handles[red[0]], kt_knob)
             reductions = [ko, ki, *reductions[1:]]
+        elif ku_knob is not None:
+            ko, ki = b.tile(handles[red[0]], ku_knob)
+            reductions = [ko, ki]
         zs = [handles[z]] if z is not None else []
         order = [*blocks, *zs, *threads, *(handles[s] for s in rest), *reductions, *regs]
         new = b.reorder(order)
@@ -532,6 +540,9 @@ class _Policy:
             return  # a math-heavy body: the register tile stays loops (unrolled, it multiplies the code)
         for h, reg in zip(reversed(new[-len(regs):]), reversed(reg_knobs)):
             b.try_(lambda h=h, reg=reg: b.unroll(h, reg))
+        if ku_knob is not None:
+            ki_new = new[nb + nz + nt + ns + 1]
+            b.try_(lambda: b.unroll(ki_new, ku_knob))
         if stage and len(red) > 1 and nest.extent(red[-1]) <= WINDOW:
             # a window's innermost axis (a convolution's KW) unrolled whole: the register
             # tile's row of the input read along x at the window's offsets 0 .. WINDOW - 1
@@ -545,6 +556,15 @@ class _Policy:
             ki_new = new[nb + nz + nt + ns + 1]
             ku = self.knob(nest, red[0], "kunroll", KUNROLL, (1, 2, 4, 8)) if self.variant.kunroll_knob else KUNROLL
             b.try_(lambda: b.unroll(ki_new, ku))
+
+    def unstaged_kunroll(self, nest: _Nest, red: list[affine.ForOp]) -> SSAValue | None:
+        """The knob `stmt.axis.kunroll` of an unstaged contraction's one reduction (options
+        dividing it: 1, 2, 4, 8; KUNROLL first) where the variant asks for it
+        (`Variant.unstaged_kunroll`) and the body is a few ops, else None."""
+        if not self.variant.unstaged_kunroll or len(red) != 1 or nest.body > UNROLL_BODY:
+            return None
+        options = tuple(k for k in (1, 2, 4, 8) if nest.extent(red[0]) % k == 0)
+        return self.knob(nest, red[0], "kunroll", KUNROLL if KUNROLL in options else 1, options)
 
     def tensorized(self, nest: _Nest) -> None:
         """A float16/bfloat16 contraction accumulated in float32 (`C[i, j] +=! A[i, k].cast(float32)
@@ -768,7 +788,7 @@ def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] |
     b = ScheduleBuilder(module.clone(), name or f"<default {target.name} schedule>", cloned_from=module)
     v = variant or Variant()
     if staging is not None:
-        v = Variant(staging, v.reductions, v.double_buffer, v.pad, v.columns, v.kunroll_knob)
+        v = replace(v, staging=staging)
     policy = _Policy(b, Facts.of(d), target, v)
     # each nest is scheduled in place: the others' top-level loops stay what they were
     for top in _tops(b.payload):

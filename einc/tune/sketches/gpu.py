@@ -156,11 +156,12 @@ choose): rows unpadded (16-byte aligned: vector loads of a row) or padded by one
 (conflict-free columns)."""
 
 
-SEEDS = ("tile.cross", "tile.private", "tile.shared", "tile.columns")
+SEEDS = ("tile.cross", "tile.private", "tile.shared", "tile.columns", "tile.kunroll")
 """The `tile` sketches whose default points a search measures first: the reductions the
 default does not make (cross-thread on a device whose shared memory is not on chip, private
 accumulators where it is) and the staged contraction (the default where shared memory is on
-chip) and the one-column register tiles (the fastest shape on Intel's SYCL CPU device)."""
+chip) and the one-column register tiles (the fastest shape on Intel's SYCL CPU device), and the
+unstaged contraction with its reduction unrolled."""
 
 
 def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, str]]:
@@ -172,7 +173,9 @@ def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, s
              ("tile.private", Variant(frozenset(), "private"), "no input staged, other reductions one output per "
               "work-item (a private accumulator)"),
              ("tile.columns", Variant(frozenset(), columns=True), "no input staged, a work-item per output column "
-              "(register tiles one column wide: consecutive work-items read consecutive elements)")]  # fmt: skip
+              "(register tiles one column wide: consecutive work-items read consecutive elements)"),
+             ("tile.kunroll", Variant(frozenset(), unstaged_kunroll=True), "no input staged, the reduction tiled "
+              "and unrolled by a knob (independent register-tile updates per step)")]  # fmt: skip
     if shared:
         found.append(("tile.shared", Variant(every, kunroll_knob=True), "every input of a contraction staged in "
                       "shared memory, the reduction tile unrolled by a knob (its rows' vector width)"))
