@@ -5,7 +5,8 @@ PyTorch on the CPU (oneDNN), default schedule and tuned.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 PYTHONPATH=. \\
         .venv/bin/python benchmarks/cpu_operators.py [--batch 1,16] [--repeat 5] [--only KEY,...]
-        [--tune KEY,...|all] [--trials 32] [--records tuned.db] [--sketch NAME] [--json out.json] [--markdown]
+        [--tune KEY,...|all] [--trials 32] [--records tuned.db] [--sketch NAME] [--clock wall|cpu]
+        [--json out.json] [--markdown]
     ... benchmarks/cpu_operators.py --from-records tuned.db [--batch 1] [--only KEY,...] [--json] [--markdown]
     .venv/bin/python benchmarks/cpu_operators.py --from-json a.json [b.json ...] --markdown
 
@@ -523,6 +524,9 @@ def main(argv: list[str] | None = None) -> None:
                         "of another version of the CPU search space (their scripts, refused if they no longer apply)")
     parser.add_argument("--sketch", help="also time this sketch's default point of the operator's search space "
                         "(e.g. policy.nogroup) beside the default, interleaved (the JSON's sketch_s)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="time by wall clock (default) or "
+                        "by the process's CPU time (one thread on a shared machine: the time slices others take "
+                        "are not counted)")
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (README)")
     parser.add_argument("--from-json", nargs="+", help="print the table of saved runs instead of running")
@@ -541,6 +545,9 @@ def main(argv: list[str] | None = None) -> None:
         if k not in keys:
             parser.error(f"unknown operator {k!r}; known: {', '.join(keys)}")
     threads = int(os.environ.setdefault("OMP_NUM_THREADS", "2"))
+    import cpu_batch1
+
+    cpu_batch1.clock = cpu_batch1.CLOCK[args.clock]
     import torch
 
     from machine import cpu_model, fma_peak_gflops, stream_bandwidth_gbs
@@ -549,7 +556,7 @@ def main(argv: list[str] | None = None) -> None:
     machine = {"cpu": cpu_model(), "threads": threads, "torch": torch.__version__, "repeat": args.repeat,
                "fma_peak_gflops": fma_peak_gflops(threads), "triad_gbs": stream_bandwidth_gbs(threads),
                "trials": args.trials if tune else None, "records": args.records or args.from_records,
-               "wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+               "wait_policy": os.environ.get("OMP_WAIT_POLICY"), "clock": args.clock,
                "load_before": os.getloadavg()[0]}  # fmt: skip
     print(f"FMA peak {machine['fma_peak_gflops']:.1f} GFLOP/s, triad {machine['triad_gbs']:.1f} GB/s, "
           f"{threads} threads", file=sys.stderr, flush=True)  # fmt: skip

@@ -139,8 +139,9 @@ class Choices:
     each group's input broadcast over its run of lanes); 0: never. Each vector costs one
     load per group it spans (a lane-wise broadcast of that many values), so the default
     takes two groups per vector (half a vector per group: 8 channels with AVX-512's 16 lanes,
-    1.1-1.4x the half-vector tile here) and not more (4 channels per group over 4 groups: 0.55x
-    the nest blocked along its rows, README); the tuning space varies it (`policy.nogroup`, `policy.group.all`)."""
+    1.1-1.5x the half-vector tile here) and not more (4 channels per group over 4 groups:
+    0.55x the nest blocked along its rows, README); the tuning space varies it
+    (`policy.nogroup`, `policy.group.all`)."""
 
 
 POLICY = Choices()
