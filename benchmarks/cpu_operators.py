@@ -5,7 +5,8 @@ PyTorch on the CPU (oneDNN), default schedule and tuned.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 PYTHONPATH=. \\
         .venv/bin/python benchmarks/cpu_operators.py [--batch 1,16] [--repeat 5] [--only KEY,...]
-        [--tune KEY,...|all] [--trials 32] [--records tuned.db] [--json out.json] [--markdown]
+        [--tune KEY,...|all] [--trials 32] [--records tuned.db] [--sketch NAME] [--clock wall|cpu]
+        [--json out.json] [--markdown]
     ... benchmarks/cpu_operators.py --from-records tuned.db [--batch 1] [--only KEY,...] [--json] [--markdown]
     .venv/bin/python benchmarks/cpu_operators.py --from-json a.json [b.json ...] --markdown
 
@@ -44,6 +45,11 @@ operator's fastest OK trial) without tuning again: re-timing a tuning run on a q
 machine. A decision applies only on the machine, compiler and search-space version that made
 it (`--any-space`: of any search-space version, its script refused and left out where it no
 longer applies); an operator without one gets no tuned column.
+
+`--sketch NAME` times the default point of one sketch of each operator's CPU search space
+beside the default in the same interleaved run (e.g. `policy.nogroup`, the grouped convolution
+one group at a time: what the default's two-group tile is measured against); its seconds are
+in the JSON (`sketch_s`) and the progress line, not the table.
 
 `--from-json` merges saved runs (later files override earlier rows of the same operator,
 batch and column) and prints their table: e.g. a default run and a tuned run of a subset.
@@ -361,9 +367,11 @@ def recorded_op(op: Op, records: str, any_space: bool = False) -> tuple[str | No
 
 
 def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str | None = None,
-           fastest: str | None = None) -> dict[str, Any]:  # fmt: skip
-    """Check einc (default, and the `tuned` and `fastest` trial's schedules when given) and
-    torch against the reference, then time them interleaved; a row of the table."""
+           fastest: str | None = None, sketch: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Check einc (default, and the `tuned` and `fastest` trial's schedules when given, and
+    the default point of the search space's `sketch`, where the space has it) and torch
+    against the reference, then time them interleaved; a row of the table (`sketch_s`: the
+    sketch's seconds, in the JSON and the progress line only)."""
     import torch
 
     from einc.semantics.compare import max_error, tolerance
@@ -373,6 +381,14 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     start = time.perf_counter()
     task = task_of(op)
     kernels = {"default": task.compilation(None).kernel()}
+    if sketch is not None:
+        from einc.tune.space import SearchSpace
+
+        space = SearchSpace.from_task(task)
+        if sketch in space.sketches:
+            kernels["sketch"] = task.compilation(space.candidate(space.sketch_default(sketch)).schedule).kernel()
+        else:
+            print(f"{op.name}: no sketch {sketch!r} in its space ({', '.join(space.sketches)})", file=sys.stderr)
     for side, schedule in (("tuned", tuned), ("fastest", fastest)):
         if schedule is None:
             continue
@@ -506,6 +522,11 @@ def main(argv: list[str] | None = None) -> None:
                         "the tuned and fastest-trial columns of every operator it has a decision for")
     parser.add_argument("--any-space", action="store_true", help="with --from-records: also the decisions "
                         "of another version of the CPU search space (their scripts, refused if they no longer apply)")
+    parser.add_argument("--sketch", help="also time this sketch's default point of the operator's search space "
+                        "(e.g. policy.nogroup) beside the default, interleaved (the JSON's sketch_s)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="time by wall clock (default) or "
+                        "by the process's CPU time (one thread on a shared machine: the time slices others take "
+                        "are not counted)")
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (README)")
     parser.add_argument("--from-json", nargs="+", help="print the table of saved runs instead of running")
@@ -524,6 +545,9 @@ def main(argv: list[str] | None = None) -> None:
         if k not in keys:
             parser.error(f"unknown operator {k!r}; known: {', '.join(keys)}")
     threads = int(os.environ.setdefault("OMP_NUM_THREADS", "2"))
+    import cpu_batch1
+
+    cpu_batch1.clock = cpu_batch1.CLOCK[args.clock]
     import torch
 
     from machine import cpu_model, fma_peak_gflops, stream_bandwidth_gbs
@@ -532,7 +556,7 @@ def main(argv: list[str] | None = None) -> None:
     machine = {"cpu": cpu_model(), "threads": threads, "torch": torch.__version__, "repeat": args.repeat,
                "fma_peak_gflops": fma_peak_gflops(threads), "triad_gbs": stream_bandwidth_gbs(threads),
                "trials": args.trials if tune else None, "records": args.records or args.from_records,
-               "wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+               "wait_policy": os.environ.get("OMP_WAIT_POLICY"), "clock": args.clock,
                "load_before": os.getloadavg()[0]}  # fmt: skip
     print(f"FMA peak {machine['fma_peak_gflops']:.1f} GFLOP/s, triad {machine['triad_gbs']:.1f} GB/s, "
           f"{threads} threads", file=sys.stderr, flush=True)  # fmt: skip
@@ -547,13 +571,13 @@ def main(argv: list[str] | None = None) -> None:
                 schedule, fastest, info = tune_op(op, args.trials, threads, args.workers, records=args.records)
             elif args.from_records and (found := recorded_op(op, args.from_records, args.any_space)) is not None:
                 schedule, fastest, info = found
-            row = run_op(key, op, batch, args.repeat, threads, schedule, fastest)
+            row = run_op(key, op, batch, args.repeat, threads, schedule, fastest, args.sketch)
             row.update({k: machine[k] for k in ("fma_peak_gflops", "triad_gbs")})
             if info is not None:
                 row["tuning"] = info
                 row.setdefault("tuned_s", row["default_s"])  # the default kept: tuned is the default
             rows.append(row)
-            line = "  ".join(f"{side} {row[f'{side}_s'] * 1e3:8.3f} ms" for side in ("torch", "default", "tuned", "fastest")
+            line = "  ".join(f"{side} {row[f'{side}_s'] * 1e3:8.3f} ms" for side in ("torch", "default", "tuned", "fastest", "sketch")
                              if f"{side}_s" in row)  # fmt: skip
             print(f"[batch {batch}] {op.name:56s} {line}  einc/torch {row['torch_s'] / row['default_s']:.2f}"
                   + (f"  (tuning: {info['reason']})" if info is not None else ""), file=sys.stderr, flush=True)  # fmt: skip

@@ -129,3 +129,15 @@ def test_tuning_records_are_kept_and_their_decision_read_back(tmp_path: Path) ->
         bench.main(["--from-records", str(tmp_path / "missing.db")])
     with pytest.raises(SystemExit):
         bench.main(["--from-records", str(db), "--tune", "all"])
+
+
+def test_a_sketch_is_timed_beside_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--sketch NAME` (run_op's `sketch`): the default point of that sketch of the operator's
+    search space is checked against the reference and timed with the default (`sketch_s`);
+    a sketch the space lacks is said so and left out."""
+    pytest.importorskip("torch")
+    op = bench.ops(1, tiny=True)["conv2d"]
+    row = bench.run_op("conv2d", op, 1, 1, 1, sketch="tile.cw")
+    assert row["sketch_s"] > 0 and row["default_s"] > 0 and "sketch" in row["errors"]
+    row = bench.run_op("conv2d", op, 1, 1, 1, sketch="policy.none")
+    assert "sketch_s" not in row and "no sketch 'policy.none'" in capsys.readouterr().err

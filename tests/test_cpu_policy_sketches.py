@@ -27,9 +27,9 @@ bench = load_module(BENCHMARKS / "cpu_operators.py")
 PROGRAMS = {
     # 16 output channels (a vector), 6 output columns (no whole vector): channel-blocked
     "conv": bench.Conv(8, 16, (5, 6), (3, 3), pad=1),
-    # 8 output channels per group: blocked by half a vector (policy.group: vectors of 16 over
-    # two groups)
-    "grouped": bench.Conv(16, 16, (5, 6), (3, 3), pad=1, groups=2),
+    # 8 output channels per group: blocked by vectors of 16 over two groups (policy.nogroup:
+    # by half a vector), two such pairs
+    "grouped": bench.Conv(16, 32, (5, 6), (3, 3), pad=1, groups=4),
 }
 
 
@@ -89,8 +89,11 @@ def test_the_default_plan_is_a_point_proposed_first_then_each_variant(cases: dic
         assert proposed[0] == space.default_point()
         assert proposed[1:] == [space.sketch_default(s) for s in variants]
     assert "policy.p1" in cases["grouped"].space.sketches
-    # the grouped convolution's channels over two groups: a variant of the grouped program only
-    assert "policy.group" in cases["grouped"].space.sketches and "policy.group" not in cases["conv"].space.sketches
+    # the grouped convolution's channels one group at a time (the default spans two groups per
+    # vector): a variant of the grouped program only; over more groups: none (8 channels per
+    # group fill half a vector, two groups per vector already)
+    assert "policy.nogroup" in cases["grouped"].space.sketches and "policy.nogroup" not in cases["conv"].space.sketches
+    assert "policy.group.all" not in cases["grouped"].space.sketches
 
 
 def test_the_knobs_are_bounded(cases: dict[str, Case]) -> None:
@@ -140,20 +143,22 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
         cond, sched = case.source("policy.cond"), case.schedule("policy.cond")
         assert "split_conditions" not in sched and "split_phases" not in sched
         assert cond.count(">= 0") > base.count(">= 0")
-    # p1: the next independent loop (the group loop) parallel instead of the batch loop
-    assert _parallel_axis(grouped.source("policy.p1")) == "F_q"
-    # the default: a group's 8 channels, half a vector; group: vectors of 16 channels over two
-    # groups (transform.einc.group_lanes), the filter packed per pair of groups, each column's
-    # input the two groups' values each broadcast over its 8 lanes (egpu.vbroadcast_runs: a
-    # vector literal in C), no 8-lane vector of the output tile left
-    base = grouped.source("default")
-    assert "einc_vbroadcast_runs2" not in base and "einc_vload_f32x8(&input1_local[" in base
-    group = grouped.source("policy.group")
-    assert "transform.einc.group_lanes" in grouped.schedule("policy.group")
+    # p1: the next independent loop (the loop over pairs of groups) parallel instead of the
+    # batch loop
+    assert _parallel_axis(grouped.source("policy.p1")) == "F_q_o"
+    # the default: vectors of 16 channels over two groups (transform.einc.group_lanes), the
+    # filter packed per pair of groups, each column's input the two groups' values each
+    # broadcast over its 8 lanes (egpu.vbroadcast_runs: a vector literal in C), no 8-lane
+    # vector of the output tile left; nogroup: a group's 8 channels, half a vector
+    group = grouped.source("default")
+    assert "transform.einc.group_lanes" in grouped.schedule("default")
     literal = "{" + ", ".join(["a0"] * 8 + ["a1"] * 8) + "}"
     assert f"einc_vbroadcast_runs2_f32x16(float a0, float a1) {{ return (einc_f32x16){literal}; }}" in group
     assert re.search(r"einc_vbroadcast_runs2_f32x16\(input0\[[^;]*\], input0\[[^;]*\+ 8\)", group), group
     assert "einc_vload_f32x16(&input1_local[" in group and "einc_vload_f32x8(&output0_local[" not in group
+    base = grouped.source("policy.nogroup")
+    assert "transform.einc.group_lanes" not in grouped.schedule("policy.nogroup")
+    assert "einc_vbroadcast_runs2" not in base and "einc_vload_f32x8(&input1_local[" in base
 
 
 def test_sampled_points_compute_numpys_numbers(cases: dict[str, Case]) -> None:

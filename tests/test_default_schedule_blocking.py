@@ -392,26 +392,48 @@ def test_small_maps_in_a_batch_share_the_packed_filter() -> None:
     assert "int64_t N" not in params and re.search(r"for \(int64_t N = 0; N < 2; N\+\+\)", source[pack:]), source
 
 
-def test_grouped_convolutions_block_eight_channels_per_group() -> None:
-    """A grouped convolution with 8 output channels per group (the channel index `F // 8 * 3
-    + C` split into group x channel): blocked over the group's 8 channels (half a vector
-    with AVX-512) x output columns, the filter packed per group; NumPy's numbers."""
-    inputs = {"input0": f32(1, 6, 6, 5), "input1": f32(16, 3, 3, 3)}
+def _grouped(per_group: int, groups: int) -> tuple[str, dict[str, Any], Any]:
+    """A padded 3x3 grouped convolution with `per_group` output channels and 3 input channels
+    per group (the channel index `F // per_group * 3 + C`, which the loops stage splits into
+    group x channel), its inputs and its float64 reference."""
+    inputs = {"input0": f32(1, 3 * groups, 6, 5), "input1": f32(per_group * groups, 3, 3, 3)}
     e = ["HO + KH - 1", "WO + KW - 1"]
     conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(e, (6, 5)))
-    ir = (f"output0[N, F, HO, WO] +=! (input0[N, F // 8 * 3 + C, {e[0]}, {e[1]}].when([{conds}], 0.0) "
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, F // {per_group} * 3 + C, {e[0]}, {e[1]}].when([{conds}], 0.0) "
           "* input1[F, C, KH, KW]) where HO in 6, WO in 5")  # fmt: skip
 
     def ref(a: dict[str, np.ndarray]) -> np.ndarray:
         x = np.pad(a["input0"], [(0, 0), (0, 0), (1, 1), (1, 1)])
-        win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)).reshape(1, 2, 3, 6, 5, 3, 3)
-        return np.einsum("ngchwij,gfcij->ngfhw", win, a["input1"].reshape(2, 8, 3, 3, 3)).reshape(1, 16, 6, 5)
+        win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)).reshape(1, groups, 3, 6, 5, 3, 3)
+        w = a["input1"].reshape(groups, per_group, 3, 3, 3)
+        return np.einsum("ngchwij,gfcij->ngfhw", win, w).reshape(1, per_group * groups, 6, 5)
 
+    return ir, inputs, ref
+
+
+def test_grouped_convolutions_block_two_groups_per_vector() -> None:
+    """A grouped convolution with half a vector of output channels per group (8 with AVX-512's
+    16 lanes; 4 with AVX2's 8): each group pair's channels merged into one loop of a whole
+    vector (transform.einc.group_lanes) and blocked over those channels x output columns,
+    the filter packed per pair of groups, each column's input the two groups' values each
+    broadcast over its half of the lanes (egpu.vbroadcast_runs); NumPy's numbers. With a
+    quarter of a vector per group (four groups per vector, a load per group per FMA) the
+    default keeps the groups apart."""
+    half = C_LANES // 2
+    ir, inputs, ref = _grouped(half, 2)
     comp = Compilation(ir, "<grouped>", inputs, None, "c")
     schedule = c_schedule(comp)
-    assert schedule.knobs()["output0.tile_channels"].selected == 8, schedule
+    assert "transform.einc.group_lanes" in str(schedule), schedule
+    assert schedule.knobs()["output0.tile_channels"].selected == C_LANES, schedule
     source = _check_numbers(comp, inputs, ref)
-    assert "float input1_local[" in source and "einc_vload_f32x8(&input1_local[" in source, source
+    vector = f"einc_f32x{C_LANES}"
+    assert "float input1_local[" in source and f"einc_vload_f32x{C_LANES}(&input1_local[" in source, source
+    # the second run's input: the next group's (its lane index `half` further, the channel 3 on)
+    assert re.search(rf"einc_vbroadcast_runs2_f32x{C_LANES}\(input0\[[^;]*\], input0\[[^;]*\+ {half}\) / {half} \* 3\)",
+                     source), source  # fmt: skip
+    assert f"{vector} einc_vbroadcast_runs2_f32x{C_LANES}(float a0, float a1)" in source, source
+    ir, inputs, ref = _grouped(C_LANES // 4, 4)
+    assert "transform.einc.group_lanes" not in str(c_schedule(Compilation(ir, "<grouped>", inputs, None, "c")))
 
 
 # ---- reductions over short axes: independent sums side by side -----------------------------------

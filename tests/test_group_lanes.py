@@ -1,10 +1,12 @@
 """transform.einc.group_lanes (einc/transforms/group_lanes.py) on C and OpenCL: a group loop's
 tile merged with the channel loop below it, the merged loop vectorized over several groups
 (the group's input in runs of lanes: egpu.vbroadcast_runs), against NumPy; the schedules
-with and without the op compute the same numbers."""
+with and without the op compute the same numbers; the group pair's input staged in a local
+buffer (cache_read of an index with a division of the merged loop) too."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,7 @@ GROUPED = ("output0[N, W, F] +=! input0[N, F // 4 * 3 + C, W] * input1[C, F] whe
            .reshape(2, 5, 16))  # fmt: skip
 
 
-def _schedule(order: list[str], target: str) -> str:
+def _schedule(order: list[str], target: str, pack: bool = False) -> str:
     lines = ['%q = transform.einc.match stmt "output0" axis "F.q" in %root',
              "%o, %l = transform.einc.group_lanes %q by 2"]  # fmt: skip
     handles = []
@@ -42,6 +44,8 @@ def _schedule(order: list[str], target: str) -> str:
         handles.append(f"%a{k}")
     names = ", ".join(f"%r{k}" for k in range(len(order)))
     lines.append(f"{names} = transform.einc.reorder {', '.join(handles)}")
+    if pack:  # the input staged per pair of groups: its channel `4 * (l floordiv 4) + C`
+        lines.append('%p = transform.einc.cache_read "input0" at %r1')
     if target != "c":
         lines.append('transform.einc.bind %r0 to "thread.x"')
     lines.append(f"transform.einc.vectorize %r{len(order) - 1}")
@@ -60,6 +64,26 @@ def test_group_lanes_vectorized_over_two_groups(target: str, case: tuple[Any, ..
     # 8 lanes over two groups of 4 channels: two runs of 4, one input value each
     assert "vbroadcast_runs2" in source and ("einc_f32x8" in source if target == "c" else "float8" in source), source
     rng = np.random.default_rng(7)
+    arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    got = comp.kernel()(**arrays)["output0"] if target == "c" else run_on_device(comp, arrays)["output0"]
+    want = answer({k: v.astype(np.float64) for k, v in arrays.items()})
+    assert max_error(got, want) <= tolerance("float32"), source
+
+
+@pytest.mark.parametrize("target", ["c", pytest.param("opencl", marks=pytest.mark.opencl)])
+def test_the_input_of_a_pair_of_groups_is_staged(target: str) -> None:
+    """cache_read of the grouped input at the loop over pairs of groups: its channel index
+    `8 * F.q.o + 4 * (l floordiv 4) + C` has a division of an inner loop, bounded through it
+    (the box: the pair's 6 input channels x 5 columns), the loads of the vector loop read the
+    local buffer, still a broadcast per run; NumPy's numbers."""
+    if target != "c":
+        require(target)
+    ir, inputs, order, answer = GROUPED
+    comp = Compilation(ir, "<g>", inputs, None, target, _schedule(order, target, pack=True))
+    source = comp.run_until("source")
+    assert "input0_local[30]" in source and "vbroadcast_runs2" in source, source
+    assert re.search(r"vbroadcast_runs2\w*\(input0_local\[", source), source
+    rng = np.random.default_rng(8)
     arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in inputs.items()}
     got = comp.kernel()(**arrays)["output0"] if target == "c" else run_on_device(comp, arrays)["output0"]
     want = answer({k: v.astype(np.float64) for k, v in arrays.items()})

@@ -18,11 +18,11 @@ from __future__ import annotations
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 
 from einc.transforms.affine_fold import fold_applies
-from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.affine_index import shared_dims, simplify_flat
 from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
 from einc.ir.attrs import AXIS_ATTR
 from einc.transforms.loop_build import Failure, _new_loop, describe
@@ -82,68 +82,29 @@ def group_lanes(g: affine.ForOp, k: int) -> tuple[affine.ForOp, affine.ForOp] | 
         merged.attributes[AXIS_ATTR] = StringAttr(f"{axis_g.data}.i*{axis_f.data}")
     Rewriter.replace_op(g, outer)
     fold_applies(merged)
-    _merge_positions(merged, l, nf)
+    _merge_positions(merged, l)
     return outer, merged
 
 
 # ---- c*m*(l floordiv m) + c*(l mod m) -> c*l --------------------------------------------------
 
 
-def _terms(e: AffineExpr, scale: int, out: list[tuple[int, AffineExpr]]) -> None:
-    """`e` as a sum of `coefficient * atom` (atoms: dims, floordiv/mod/ceildiv nodes, the
-    constant 1), each coefficient times `scale`."""
-    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
-        _terms(e.lhs, scale, out)
-        _terms(e.rhs, scale, out)
-    elif isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul and isinstance(e.rhs, AffineConstantExpr):
-        _terms(e.lhs, scale * e.rhs.value, out)
-    elif isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul and isinstance(e.lhs, AffineConstantExpr):
-        _terms(e.rhs, scale * e.lhs.value, out)
-    elif isinstance(e, AffineConstantExpr):
-        out.append((scale * e.value, AffineExpr.constant(1)))
-    else:
-        out.append((scale, e))
-
-
-def merge_positions(e: AffineExpr, position: int, m: int) -> AffineExpr:
-    """`e` with each pair `c*m*(d floordiv m) + c*(d mod m)` (d: dim `position`) merged into
-    `c*d`; `e` itself when there is no such pair."""
-    terms: list[tuple[int, AffineExpr]] = []
-    _terms(e, 1, terms)
-    d = AffineExpr.dimension(position)
-
-    def is_(atom: AffineExpr, kind: AffineBinaryOpKind) -> bool:
-        return (isinstance(atom, AffineBinaryOpExpr) and atom.kind == kind and isinstance(atom.lhs, AffineDimExpr)
-                and atom.lhs.position == position and isinstance(atom.rhs, AffineConstantExpr) and atom.rhs.value == m)  # fmt: skip
-
-    div = sum(c for c, a in terms if is_(a, AffineBinaryOpKind.FloorDiv))
-    mod = sum(c for c, a in terms if is_(a, AffineBinaryOpKind.Mod))
-    if not mod or div != m * mod:
-        return e
-    kept = [(c, a) for c, a in terms if not is_(a, AffineBinaryOpKind.FloorDiv) and not is_(a, AffineBinaryOpKind.Mod)]
-    result: AffineExpr = d * mod
-    for c, a in kept:
-        result = result + (AffineExpr.constant(c) if isinstance(a, AffineConstantExpr) else a * c)
-    return result
-
-
-def _merge_positions(root: affine.ForOp, l: SSAValue, m: int) -> None:
-    """Every affine load, store and apply under `root` whose map reads `l` with such pairs
-    gets the merged map (same operands)."""
+def _merge_positions(root: affine.ForOp, l: SSAValue) -> None:
+    """Every affine load, store and apply under `root` whose map reads `l` with pairs
+    `c*m*(l floordiv m) + c*(l mod m)` gets them merged into `c*l` (affine_index.simplify_flat,
+    the re-linearisation coalesce's indices go through; same operands)."""
     for op in list(root.walk()):
         if not isinstance(op, affine.LoadOp | affine.StoreOp | affine.ApplyOp):
             continue
         operands = list(op.mapOperands if isinstance(op, affine.ApplyOp) else op.indices)
-        positions = [p for p, v in enumerate(operands) if v is l]
-        if not positions:
+        if not any(v is l for v in operands):
             continue
-        old = dims_to_operands(op.map.data)
         # `l` once: folding both applies of l may have made it two operands
-        same = [AffineExpr.dimension(positions[0] if p in positions else p) for p in range(old.num_dims)]
-        results = [merge_positions(r.replace_dims_and_symbols(same, []), positions[0], m) for r in old.results]
-        if tuple(results) == old.results:
+        old = shared_dims(op.map.data, operands)
+        results = tuple(simplify_flat(r) for r in old.results)
+        if results == old.results:
             continue
-        new_map = AffineMapAttr(AffineMap(old.num_dims, 0, tuple(results)))
+        new_map = AffineMapAttr(AffineMap(old.num_dims, 0, results))
         new: Operation
         if isinstance(op, affine.LoadOp):
             new = affine.LoadOp(op.memref, operands, new_map, op.result.type)

@@ -9,7 +9,10 @@ not write are written back unchanged). With the accumulation in a small local ar
 fixed shape, a C compiler keeps it in registers across the reduction loops.
 
 Contract: legal when every access to the tensor inside the loop is an affine load/store
-whose index is linear in loop variables of bounded range, every access has the same outer
+whose index is linear in loop variables of bounded range (in local memory, a term that is
+not, such as the `4 * (l floordiv 4)` of a grouped convolution's lanes over two groups
+(group_lanes), counts when it reads only loops inside: bounded through its range, the box
+holds every value it reaches, and the local's index keeps the term), every access has the same outer
 part per dimension (one box), and (cache_read) the tensor is not written inside the loop.
 Otherwise a Failure is returned and the IR is unchanged. A box that may reach outside the
 tensor (a partial tile, `min(4, N - i)`) is copied in and out without the elements outside,
@@ -54,7 +57,7 @@ from xdsl.dialects.builtin import (
     UnitAttr,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.transforms.loop_analysis import (
@@ -72,6 +75,7 @@ from einc.transforms.loop_analysis import (
     first_nonlinear,
     view_results,
 )
+from einc.transforms.affine_fold import fold_one_apply
 from einc.transforms.loop_build import Failure, _new_loop, describe
 from einc.transforms.loop_transforms import AXIS_ATTR, BIND_ATTR, STMT_ATTR, VECTORIZE_ATTR
 
@@ -449,6 +453,23 @@ def cache_tensor(
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
     box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared,
                     view=not shared and layout is None)  # fmt: skip
+    unfolded: list[affine.ApplyOp] = []
+    if isinstance(box, Failure) and not shared:
+        # an index with a division of inner variables (a grouped convolution's lanes over
+        # two groups read their input channel `8 * (l floordiv 8)`): the division an operand
+        # of its own (an affine.apply, whose range the footprint bounds), folded back after
+        staged = _unfold_divisions(loop, accs)
+        if staged is not None:
+            box2 = footprint(loop, tensor, staged[0], None, partial=True, compact=True)
+            if isinstance(box2, Failure):
+                _drop(staged[0], staged[1])
+            else:
+                for old_access, new_access in zip(accs, staged[0]):
+                    if isinstance(old_access.op, affine.LoadOp):
+                        assert isinstance(new_access.op, affine.LoadOp)
+                        old_access.op.result.replace_all_uses_with(new_access.op.result)
+                    Rewriter.erase_op(old_access.op)
+                accs, box, unfolded = staged[0], box2, staged[1]
     if isinstance(box, Failure):
         return box
     if layout is not None and sorted(layout) != list(range(len(box.shape))):
@@ -479,6 +500,7 @@ def cache_tensor(
     if write:
         _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared,  # type: ignore[arg-type]
                    layout=layout, local_order=local_order)  # fmt: skip
+    redirected: list[Operation] = []
     for a, forms in box.inner.items():
         shifted = [({v: c // s for v, c in terms.items()}, (const - low) // s)
                    for (terms, const), low, s in zip(forms, box.low, box.steps())]  # fmt: skip
@@ -486,12 +508,110 @@ def cache_tensor(
             shifted = [shifted[d] for d in layout]
         operands = list(dict.fromkeys(v for terms, _ in shifted for v in terms))
         new_map = AffineMapAttr(linear_map(shifted, operands))
+        new: Operation
         if isinstance(a.op, affine.LoadOp):
-            Rewriter.replace_op(a.op, affine.LoadOp(local, operands, new_map, element))
+            new = affine.LoadOp(local, operands, new_map, element)
         else:
             assert isinstance(a.op, affine.StoreOp)
-            Rewriter.replace_op(a.op, affine.StoreOp(a.op.value, local, operands, new_map))
+            new = affine.StoreOp(a.op.value, local, operands, new_map)
+        Rewriter.replace_op(a.op, new)
+        redirected.append(new)
+    for op in redirected:  # the divisions back into the local's indices
+        while (folded := fold_one_apply(op)) is not None:
+            op = folded
+    for apply in unfolded:
+        if not apply.result.uses:
+            Rewriter.erase_op(apply)
     return alloca
+
+
+def _unfold_divisions(loop: affine.ForOp, accs: list[Access]) -> tuple[list[Access], list[affine.ApplyOp]] | None:
+    """Each access of `accs` rebuilt (inserted before it, the old one left in place) with every
+    term of an index that is not linear (`c * (l floordiv 8)`) and reads only variables
+    defined inside `loop` as `c * q`, q an `affine.apply` of the term inserted before it: the
+    same values, indices linear in the operands, which `footprint` bounds through the applies'
+    ranges. None when an index has a non-linear term reading a variable from outside `loop`
+    (or `loop`'s own), or none has a non-linear term."""
+    iv = induction_var(loop)
+    plans: list[tuple[Access, list[AffineExpr], list[AffineExpr]]] = []
+    for a in accs:
+        if a.map is None:
+            return None
+        results: list[AffineExpr] = []
+        divisions: list[AffineExpr] = []
+        for e in a.map.results:
+            if linear_form(e, a.operands) is not None:
+                results.append(e)
+                continue
+            rebuilt: AffineExpr = AffineExpr.constant(0)
+            for term in _sum_terms(e):
+                if linear_form(term, a.operands) is not None:
+                    rebuilt = rebuilt + term
+                    continue
+                scale, inner = _scaled(term)
+                if linear_form(inner, a.operands) is not None or not all(
+                    a.operands[d] is not iv and defined_inside(a.operands[d], loop) for d in _dims_of(inner)
+                ):
+                    return None
+                divisions.append(inner)
+                rebuilt = rebuilt + AffineExpr.dimension(len(a.operands) + len(divisions) - 1) * scale
+            results.append(rebuilt)
+        plans.append((a, results, divisions))
+    if not any(divisions for _, _, divisions in plans):
+        return None
+    made: list[Access] = []
+    applies: list[affine.ApplyOp] = []
+    for a, results, divisions in plans:
+        point = InsertPoint.before(a.op)
+        values: list[SSAValue] = []
+        for division in divisions:
+            apply = affine.ApplyOp(list(a.operands), AffineMapAttr(AffineMap(len(a.operands), 0, (division,))))
+            Rewriter.insert_op(apply, point)
+            applies.append(apply)
+            values.append(apply.result)
+        operands = [*a.operands, *values]
+        new_map = AffineMap(len(operands), 0, tuple(results))
+        new: Operation
+        if isinstance(a.op, affine.LoadOp):
+            new = affine.LoadOp(a.buffer, operands, AffineMapAttr(new_map), a.op.result.type)
+        else:
+            assert isinstance(a.op, affine.StoreOp)
+            new = affine.StoreOp(a.op.value, a.buffer, operands, AffineMapAttr(new_map))
+        new.attributes.update(a.op.attributes)
+        Rewriter.insert_op(new, point)
+        made.append(Access(new, a.buffer, new_map, tuple(operands), a.write))
+    return made, applies
+
+
+def _drop(made: list[Access], applies: list[affine.ApplyOp]) -> None:
+    """Erase what `_unfold_divisions` inserted (the accesses, then their applies)."""
+    for a in made:
+        Rewriter.erase_op(a.op)
+    for apply in applies:
+        Rewriter.erase_op(apply)
+
+
+def _sum_terms(e: AffineExpr) -> list[AffineExpr]:
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        return _sum_terms(e.lhs) + _sum_terms(e.rhs)
+    return [e]
+
+
+def _scaled(term: AffineExpr) -> tuple[int, AffineExpr]:
+    """`c * x` as (c, x); any other term as (1, term)."""
+    if isinstance(term, AffineBinaryOpExpr) and term.kind == AffineBinaryOpKind.Mul:
+        for var, const in ((term.lhs, term.rhs), (term.rhs, term.lhs)):
+            if isinstance(const, AffineConstantExpr):
+                return const.value, var
+    return 1, term
+
+
+def _dims_of(e: AffineExpr) -> set[int]:
+    if isinstance(e, AffineDimExpr):
+        return {e.position}
+    if isinstance(e, AffineBinaryOpExpr):
+        return _dims_of(e.lhs) | _dims_of(e.rhs)
+    return set()
 
 
 def private_buffer_failure(alloca: memref.AllocaOp) -> Failure | None:

@@ -10,8 +10,8 @@
 // CHECK-NEXT:    affine.for %[[L:.*]] = 0 to 8 {
 // CHECK-NEXT:      affine.for %[[C:.*]] = 0 to 4 {
 // CHECK-NEXT:        affine.load %x[%[[G]] * 8 + %[[L]] floordiv 4 * 4 + %[[C]]]
-// CHECK-NEXT:        affine.load %w[%[[L]] + %[[G]] * 8, %[[C]]]
-// CHECK:             affine.store %{{.*}}, %y[%[[L]] + %[[G]] * 8]
+// CHECK-NEXT:        affine.load %w[%[[G]] * 8 + %[[L]], %[[C]]]
+// CHECK:             affine.store %{{.*}}, %y[%[[G]] * 8 + %[[L]]]
 // CHECK-NEXT:      } {einc.stmt = "y", einc.axis = "C"}
 // CHECK-NEXT:    } {einc.stmt = "y", einc.axis = "F.q.i*F.r"}
 // CHECK-NEXT:  } {einc.stmt = "y", einc.axis = "F.q.o"}

@@ -38,7 +38,10 @@ remaining statement nest:
   one (split into dense nests before, `phase_nests` below: its output columns every other
   one, `2 * WO + 1`, staged compactly), a row of whole vectors too long for two
   rows of register accumulators (a 1-D convolution), and with AVX-512 8 channels as half a
-  vector (a grouped convolution's channels per group); a batch of small maps (fewer output
+  vector; a grouped convolution whose groups hold half a vector's channels (8 with
+  AVX-512) first has its group pairs merged with the channel loop (`_group_lanes`,
+  transform.einc.group_lanes), so that it is blocked by whole vectors over two groups, each
+  group's input broadcast over its half (egpu.vbroadcast_runs); a batch of small maps (fewer output
   points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
   that each packed filter tile serves every image;
 - a contraction no register tile blocks (a depthwise convolution: its vector input moves
@@ -135,10 +138,15 @@ class Choices:
     coalesce: bool = True
     """A contraction over whole rows of its input (a 1x1 convolution) blocked like a matmul
     over its coalesced output rows (`coalesced_contraction`) where that pays."""
-    group_lanes: bool = False
-    """A grouped convolution's vectors of channels over several groups (`_group_lanes`): off
-    in the default (measured no faster on AVX-512: each vector's two-value broadcast costs two
-    loads and a shuffle per FMA), a sketch of the tuning space (`policy.group`)."""
+    group_lanes: int = 2
+    """The most groups one vector of a grouped convolution's channels spans (`_group_lanes`:
+    groups holding fewer output channels than a vector has lanes merged into whole vectors,
+    each group's input broadcast over its run of lanes); 0: never. Each vector costs one
+    load per group it spans (a lane-wise broadcast of that many values), so the default
+    takes two groups per vector (half a vector per group: 8 channels with AVX-512's 16 lanes,
+    1.1-1.5x the half-vector tile here) and not more (4 channels per group over 4 groups:
+    0.55x the nest blocked along its rows, README); the tuning space varies it
+    (`policy.nogroup`, `policy.group.all`)."""
 
 
 POLICY = Choices()
@@ -205,7 +213,7 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
     if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
         return
     if choices.group_lanes:  # a grouped convolution's channels over several groups
-        top = _group_lanes(top, b, lanes)
+        top = _group_lanes(top, b, lanes, choices.group_lanes)
     band = band_from(top)
     groups = written_groups(top)
     work = math.prod(trip_count(loop) or 1 for loop in band)
@@ -794,9 +802,10 @@ def _run_of(moving: Sequence[Access], fv: SSAValue) -> int | None:
     return runs.pop() if len(runs) == 1 and None not in runs else None
 
 
-def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, most: int = 2) -> affine.ForOp:
     """A grouped convolution whose groups hold fewer output channels than a vector has
-    lanes (8 with AVX-512's 16): the group loop g and the channel loop f below it (the
+    lanes (8 with AVX-512's 16), `most` groups or fewer filling a vector (Choices.group_lanes):
+    the group loop g and the channel loop f below it (the
     `F.q`, `F.r` the loops stage split `F` into) become one loop of `lanes` channels over
     `lanes / |f|` groups (transform.einc.group_lanes), which `_block_channels` then blocks
     as whole vectors, each group's input broadcast over its lanes (egpu.vbroadcast_runs).
@@ -817,6 +826,8 @@ def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.Fo
         gv, fv = induction_var(g), induction_var(f)
         if gv not in fixed or fv not in fixed or not 2 <= nf < lanes or lanes % nf or ng % (lanes // nf):
             continue
+        if lanes // nf > most:
+            return top
         store_map = stores[0].map
         assert store_map is not None
         forms = [linear_form(e, stores[0].operands) for e in store_map.results]

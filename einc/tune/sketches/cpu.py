@@ -435,8 +435,10 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "the next independent loop parallel"),
     ("nocoal", policy.Choices(coalesce=False), True, "a 1x1 convolution's output rows not coalesced (blocked "
      "over its output channels x columns, or along its rows)"),
-    ("group", policy.Choices(group_lanes=True), True, "a grouped convolution's vectors of channels over several "
-     "groups (group_lanes)"),
+    ("nogroup", policy.Choices(group_lanes=0), True, "a grouped convolution's channels one group at a time "
+     "(no group_lanes: half a vector where a group holds half a vector's channels)"),
+    ("group.all", policy.Choices(group_lanes=64), True, "a grouped convolution's vectors of channels over as many "
+     "groups as they hold (group_lanes over more than two groups)"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
 )  # fmt: skip
 """The `policy` rule's sketches: the default policy's schedule with one structural choice
