@@ -256,6 +256,10 @@ class CLikeTarget:
     value compiles to stack round trips in gcc 12: 100x slower matmuls.)"""
     vector_lane: ClassVar[str] = "{v}[{k}]"
     """Lane `{k}` of vector variable `{v}` (an lvalue) in the lane-wise helpers."""
+    lanewise_bodies: ClassVar[Mapping[tuple[str, str, int], str]] = {}
+    """Bodies of lane-wise helpers the target spells better than the lane loop, by (helper
+    name, element suffix, lanes): `{generic}` is the lane loop's body, `{T}` the vector type
+    (einc.targets.c: IEEE maximum/minimum in one AVX-512 instruction)."""
     vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset({
         arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp,
         arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp,

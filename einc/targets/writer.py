@@ -530,6 +530,9 @@ class Writer:
             f"{self.lane('r', 'k')} = {scalar}; return r;"
         )
         name = "v" + op.name.split(".")[-1]
+        special = self.t.lanewise_bodies.get((name, self.suffix(element), t.get_shape()[0]))
+        if special is not None:  # the target's faster spelling, the lane loop its fallback
+            body = special.format(generic=body, T=T)
         function = self.lanewise_helper(name, t, [(T, n) for n in names], T, body)
         args = ", ".join(self.value(o).text for o in op.operands)
         return Expr(f"{function}({args})")
