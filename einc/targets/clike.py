@@ -260,6 +260,12 @@ class CLikeTarget:
     """Bodies of lane-wise helpers the target spells better than the lane loop, by (helper
     name, element suffix, lanes): `{generic}` is the lane loop's body, `{T}` the vector type
     (einc.targets.c: IEEE maximum/minimum in one AVX-512 instruction)."""
+    vector_shuffle: ClassVar[str] = ""
+    """A vector `{0}` with its lanes permuted (`{idx}`: the source lane of each, comma
+    separated): lane reductions then fold halves in vector registers (`_vreduce`); "" (or
+    where `vector_shuffle_guard` is false when compiled) they loop over the lanes."""
+    vector_shuffle_guard: ClassVar[str] = "1"
+    """The preprocessor condition under which the compiler has `vector_shuffle`."""
     vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset({
         arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp,
         arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp,
