@@ -437,6 +437,8 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "over its output channels x columns, or along its rows)"),
     ("group", policy.Choices(group_lanes=True), True, "a grouped convolution's vectors of channels over several "
      "groups (group_lanes)"),
+    ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
+     "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
 )  # fmt: skip
 """The `policy` rule's sketches: the default policy's schedule with one structural choice
