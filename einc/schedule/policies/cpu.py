@@ -68,7 +68,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from xdsl.dialects import affine, arith, func
+from xdsl.dialects import affine, arith, func, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
@@ -716,6 +716,7 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
         return band_from(band[0] if band[0] is not i else io)[0]  # the (legal) tiling only
     new = [b.loop(h) for h in reordered]
     b.remember(new, reordered)
+    reduction_order(b, stmt, new[n_outer : n_outer + len(reductions)])
     ii_new, j_new = new[-2], new[-1]
     # a legality check only: the vectorize below marks this loop with its copies
     if isinstance(lt.vectorize_loop(j_new), lt.Failure):
@@ -728,6 +729,58 @@ def _block_rows(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lane
     if _element(out) != f16:
         b.try_(lambda: b.cache_write(buffer_name(out), b.handle(at)))
     return new[0]
+
+
+def reduction_order(b: ScheduleBuilder, stmt: str, loops: list[affine.ForOp]) -> None:
+    """The reduction-order knob `stmt.reduce_order` over a register-blocked contraction's band
+    of reduction loops (a convolution's input channels and window, `C, KH, KW`): its value k
+    rotates the band (`transform.einc.rotate`: `KH, KW, C` for 1, the input channels
+    innermost; `KW, C, KH` for 2); 0, the default, is the band as the policy orders it, and
+    changes nothing. Offered only where every value is legal whatever the others: each
+    rotation legal (einc.transforms.reduction_order.rotation_legal: one reassociable
+    accumulation; float sums in another order, rounding only), constant bounds, and no
+    condition reading two loops of the band (a padding test reads one window loop and an
+    output loop outside the band, `HO + KH - 1 >= 0`: split_conditions_out, after this, cuts
+    the same loop at the same bounds in every rotation, since the loops outside the band
+    keep their places)."""
+    from einc.transforms.reduction_order import rotation_legal
+
+    if len(loops) < 2 or any(constant_bounds(loop) is None for loop in loops):
+        return
+    ivs = {induction_var(loop) for loop in loops}
+    for op in loops[0].walk():
+        if isinstance(op, scf.IfOp | arith.SelectOp) and any(len(_reads(t, ivs)) > 1 for t in _terms(op.operands[0])):
+            return
+    if rotation_legal(loops) is not None:
+        return
+    knob = b.knob(f"{stmt}.reduce_order", 0, range(len(loops)))
+    rotated = b.try_(lambda: b.rotate([b.handle(loop) for loop in loops], knob))
+    if not isinstance(rotated, lt.Failure):
+        b.remember([b.loop(h) for h in rotated], rotated)
+
+
+def _terms(condition: SSAValue) -> list[SSAValue]:
+    """The conjuncts of a condition (`a and b and ...`: each bound test of a padded read)."""
+    owner = condition.owner
+    if isinstance(owner, arith.AndIOp):
+        return [*_terms(owner.lhs), *_terms(owner.rhs)]
+    return [condition]
+
+
+def _reads(value: SSAValue, ivs: set[SSAValue]) -> set[SSAValue]:
+    """The values of `ivs` that `value` is computed from (through the ops defining it)."""
+    found: set[SSAValue] = set()
+    stack, seen = [value], set[SSAValue]()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in ivs:
+            found.add(v)
+        elif isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return found
 
 
 # -- register tiles over output channels (convolutions, narrow outputs) ----------------------
@@ -1012,6 +1065,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
         return band_from(band[0] if band[0] is not f else fo)[0]  # the (legal) tilings only
     new = [b.loop(h) for h in reordered]
     b.remember(new, reordered)
+    reduction_order(b, stmt, new[wanted.index(ci) : wanted.index(ci) + len(reductions)])
     at_out, at_filter = new[wanted.index(jo)], new[wanted.index(co if tiled_c else fo)]
     ji_new, fi_new = new[-2], new[-1]
     (out,) = written_groups(new[0])
