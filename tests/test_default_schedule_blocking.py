@@ -193,6 +193,27 @@ def test_every_option_of_the_channel_tiles_applies() -> None:
             _check_numbers(comp, inputs, ref, (ir, schedule.with_values({name: option})))
 
 
+def test_every_reduction_order_applies_and_the_default_is_the_policys() -> None:
+    """The reduction-order knob (`output0.reduce_order`, transform.einc.rotate): one option
+    per rotation of the blocked convolution's reduction band (input channels, then the
+    window), 0 the default and the policy's own order (the input
+    channels outermost); every option applies and gives NumPy's numbers (the padding tests
+    read one window loop each: split out the same way in every order), and 1 runs the window
+    outside the input channels."""
+    ir, comp, inputs, ref = _conv("conv2d padded 7x7 output")
+    schedule = c_schedule(comp)
+    knob = schedule.knobs()["output0.reduce_order"]
+    assert knob.options == (0, 1, 2) and knob.selected == 0, schedule
+    (rotate,) = schedule.ops(et.RotateOp)
+    default = _check_numbers(comp, inputs, ref)
+    loops = re.findall(r"for \(int64_t (C|KH|KW)\b", default)
+    assert loops[:3] == ["C", "KH", "KW"], loops
+    for option in knob.options[1:]:
+        source = _check_numbers(comp, inputs, ref, (ir, schedule.with_values({knob.name: option})))
+        if option == 1:
+            assert re.findall(r"for \(int64_t (C|KH|KW)\b", source)[:3] == ["KH", "KW", "C"], source
+
+
 def test_the_input_channel_tile_fits_the_packed_filter() -> None:
     """Many input channels: the first reduction is tiled so that the packed filter tile stays
     within CHANNEL_PACK_ELEMENTS; the output tile is copied in and out per tile."""
