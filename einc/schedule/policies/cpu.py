@@ -41,10 +41,17 @@ remaining statement nest:
   vector (a grouped convolution's channels per group); a batch of small maps (fewer output
   points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
   that each packed filter tile serves every image;
-- a reduction over short innermost axes that no vector fits (a global average pool's 7x7
-  window, strided across channels) sums outputs side by side: two vectors of channels when
-  the summand divides (a mean's `x / 49.0`, one vector division for 16 channels), else
-  INTERLEAVE unrolled scalar sums (`_interleave_short_reductions`);
+- a reduction over short innermost axes that are whole rows of its input, together long
+  enough for vectors (a global average pool's 7x7 window over an NCHW map: 49 contiguous
+  points a channel), is coalesced into one loop along the row and reduced into vector
+  partial sums, a lane-wide tile of outputs unrolled side by side (`_row_reductions`);
+  one that no vector fits (the window strided across channels, or short) sums outputs side
+  by side: two vectors of channels when the summand divides (a mean's `x / 49.0`, one
+  vector division for 16 channels), else INTERLEAVE unrolled scalar sums
+  (`_interleave_short_reductions`);
+- a register-blocked contraction's band of reduction loops (input channels, then the window)
+  carries the reduction-order knob `stmt.reduce_order` (`reduction_order`: a rotation of the
+  band, 0 the order above; legal for every value by construction);
 - one loop runs in parallel (OpenMP) when the nest does enough work: the outermost, when it
   has enough iterations for every core, else the outermost loop below it that has (a batch
   of 1 runs its channels or rows in parallel, not its batch loop of one iteration), among
