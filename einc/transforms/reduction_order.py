@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import affine
+from xdsl.ir import Operation
 
 from einc.transforms.loop_analysis import (
     Access,
@@ -49,7 +50,9 @@ def _reassociable(group: Sequence[Access]) -> bool:
     if load.map != store.map or tuple(load.indices) != tuple(store.indices):
         return False
     combine = store.value.owner
-    if type(combine) not in REDUCTIONS or load.result not in combine.operands or len(combine.operands) != 2:
+    if not isinstance(combine, Operation) or type(combine) not in REDUCTIONS:
+        return False
+    if load.result not in combine.operands or len(combine.operands) != 2:
         return False
     return len(list(load.result.uses)) == 1
 

@@ -754,7 +754,7 @@ def reduction_order(b: ScheduleBuilder, stmt: str, loops: list[affine.ForOp]) ->
 
     if len(loops) < 2 or any(constant_bounds(loop) is None for loop in loops):
         return
-    ivs = {induction_var(loop) for loop in loops}
+    ivs: set[SSAValue] = {induction_var(loop) for loop in loops}
     for op in loops[0].walk():
         if isinstance(op, scf.IfOp | arith.SelectOp) and any(len(_reads(t, ivs)) > 1 for t in _terms(op.operands[0])):
             return
