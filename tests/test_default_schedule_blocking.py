@@ -193,6 +193,27 @@ def test_every_option_of_the_channel_tiles_applies() -> None:
             _check_numbers(comp, inputs, ref, (ir, schedule.with_values({name: option})))
 
 
+def test_every_reduction_order_applies_and_the_default_is_the_policys() -> None:
+    """The reduction-order knob (`output0.reduce_order`, transform.einc.rotate): one option
+    per rotation of the blocked convolution's reduction band (input channels, then the
+    window), 0 the default and the policy's own order (the input
+    channels outermost); every option applies and gives NumPy's numbers (the padding tests
+    read one window loop each: split out the same way in every order), and 1 runs the window
+    outside the input channels."""
+    ir, comp, inputs, ref = _conv("conv2d padded 7x7 output")
+    schedule = c_schedule(comp)
+    knob = schedule.knobs()["output0.reduce_order"]
+    assert knob.options == (0, 1, 2) and knob.selected == 0, schedule
+    (rotate,) = schedule.ops(et.RotateOp)
+    default = _check_numbers(comp, inputs, ref)
+    loops = re.findall(r"for \(int64_t (C|KH|KW)\b", default)
+    assert loops[:3] == ["C", "KH", "KW"], loops
+    for option in knob.options[1:]:
+        source = _check_numbers(comp, inputs, ref, (ir, schedule.with_values({knob.name: option})))
+        if option == 1:
+            assert re.findall(r"for \(int64_t (C|KH|KW)\b", source)[:3] == ["KH", "KW", "C"], source
+
+
 def test_the_input_channel_tile_fits_the_packed_filter() -> None:
     """Many input channels: the first reduction is tiled so that the packed filter tile stays
     within CHANNEL_PACK_ELEMENTS; the output tile is copied in and out per tile."""
@@ -439,19 +460,57 @@ def test_grouped_convolutions_block_two_groups_per_vector() -> None:
 # ---- reductions over short axes: independent sums side by side -----------------------------------
 
 
+def _interleaved(comp: Compilation) -> tuple[str, Schedule]:
+    """The policy's schedule with short reductions' outputs side by side (Choices(rows=False),
+    the tuning space's `policy.interleave`), not vectorized along the rows."""
+    from einc.schedule.policies.cpu import Choices, default_schedule as cpu_default
+
+    schedule = cpu_default(CTarget, comp.run_until("loops"), Choices(rows=False))
+    assert schedule is not None
+    return comp.source, schedule
+
+
+POOL = "output0[N, C] +=! input0[N, C, H, W] / {n}.0"
+
+
+def test_short_reductions_over_whole_rows_vectorize_along_the_rows() -> None:
+    """A global average pool over an NCHW map (each channel's 7x7 window contiguous): the
+    window loops coalesced into one loop of 49 points (`HxW`, no division in the index),
+    reduced into vector partial sums (three vectors, one scalar point), the lanes folded in
+    registers (shuffles), the channel loop tiled by the lanes and unrolled (that many
+    independent rows side by side), the tile staged locally, the channel tiles in parallel;
+    each element divided as written; NumPy's numbers."""
+    inputs = {"input0": f32(1, 64 * C_LANES, 7, 7)}  # enough work for a parallel loop
+    comp = Compilation(POOL.format(n=49), "<pool>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)))
+    assert re.search(rf"#pragma omp parallel for\n\s*for \(int64_t C_o = 0; C_o < {64 * C_LANES}; C_o \+= {C_LANES}\)",
+                     source), source  # fmt: skip
+    assert source.count(f"for (int64_t HxW = 0; HxW < {49 // C_LANES * C_LANES}; HxW += {C_LANES})") == C_LANES, source
+    assert source.count(f"einc_vreduce_add_f32x{C_LANES}(") == C_LANES + 1, source  # the calls and the helper
+    assert "__builtin_shufflevector" in source and "HxW / 7" not in source, source
+    body = source[source.index("HxW += "):]
+    assert f"/ (einc_f32x{C_LANES})" in body or f"49.0f - (einc_f32x{C_LANES})" in body, source
+    # a window strided in its rows (the input's last axis not the window's): left to INTERLEAVE
+    inputs = {"input0": f32(1, 7, 7, 2 * C_LANES)}
+    comp = Compilation("output0[N, C] +=! input0[N, H, W, C] / 49.0", "<pool-nhwc>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(1, 2)))
+    assert "HxW" not in source, source
+
+
 def test_short_reductions_interleave_outputs() -> None:
     """A global average pool (a 16x16 window summed per channel, strided across channels: no
-    vector along the window or the channels): two vectors of channels' sums side by side (the
-    channel loop tiled by 2 x the lanes, the tile vectorized below the window loops, the sums
-    in a local tile), each element divided as written (`x / 256.0`, one vector division per
-    16 channels, not one scalar division each), the channel tiles in parallel; NumPy's
-    numbers. Where two vectors do not divide the channels, INTERLEAVE scalar sums unrolled."""
+    vector along the window or the channels) without the row vectorization (the space's
+    `policy.interleave`): two vectors of channels' sums side by side (the channel loop tiled
+    by 2 x the lanes, the tile vectorized below the window loops, the sums in a local tile),
+    each element divided as written (`x / 256.0`, one vector division per 16 channels, not
+    one scalar division each), the channel tiles in parallel; NumPy's numbers. Where two
+    vectors do not divide the channels, INTERLEAVE scalar sums unrolled."""
     from einc.schedule.policies.cpu import INTERLEAVE
 
     wide = 2 * C_LANES
     inputs = {"input0": f32(1, 256, 16, 16)}
-    comp = Compilation("output0[N, C] +=! input0[N, C, H, W] / 256.0", "<pool>", inputs, None, "c")
-    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)))
+    comp = Compilation(POOL.format(n=256), "<pool>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)), _interleaved(comp))
     assert re.search(rf"#pragma omp parallel for\n\s*for \(int64_t C_o = 0; C_o < 256; C_o \+= {wide}\)", source), source
     assert f"float output0_local[{wide}]" in source
     inner = source[source.index("for (int64_t W = 0; W < 16; W++) {") :]
@@ -459,8 +518,8 @@ def test_short_reductions_interleave_outputs() -> None:
                      r"output0_local\[C_i\] \+ input0\[[^]]*\] / 256\.0f;", inner), source  # fmt: skip
     # 24 channels: two vectors do not divide them (8 lanes or more): 8 unrolled scalar sums
     inputs = {"input0": f32(1, 24, 16, 16)}
-    comp = Compilation("output0[N, C] +=! input0[N, C, H, W] / 256.0", "<pool>", inputs, None, "c")
-    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)))
+    comp = Compilation(POOL.format(n=256), "<pool>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, lambda a: a["input0"].mean(axis=(2, 3)), _interleaved(comp))
     inner = source[source.index("for (int64_t W = 0; W < 16; W++) {") :]
     if 24 % wide or 24 < 2 * wide:  # (4-lane hosts take the vector path)
         assert all(f"output0_local[{k}] = output0_local[{k}] + " in inner for k in range(INTERLEAVE)), source

@@ -99,6 +99,9 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
     if op == "reorder":
         n = rng.randint(1, 4)
         return f"{', '.join(f'{new}r{i}' for i in range(n))} = transform.einc.reorder {', '.join(h() for _ in range(n))}"
+    if op == "rotate":
+        n = rng.randint(1, 4)
+        return f"{', '.join(f'{new}q{i}' for i in range(n))} = transform.einc.rotate {', '.join(h() for _ in range(n))} by {size()}"
     if op in ("parallelize", "vectorize", "vectorize_reduction", "double_buffer"):
         return f"transform.einc.{op} {h()}"
     if op == "bind":

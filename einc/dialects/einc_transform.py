@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr, UnitAttr, 
 from xdsl.dialects.transform import AnyOpType, ParamType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
     opt_operand_def,
@@ -433,6 +434,53 @@ class ReorderOp(IRDLOperation):
 
 
 @irdl_op_definition
+class RotateOp(IRDLOperation):
+    """`%a2, %b2, %c2 = transform.einc.rotate %a, %b, %c by (%param | INT)`: the loops of a
+    perfect band (listed outermost first) run in the order `[loops[k:], loops[:k]]`, a
+    reduction's loops included where the reduction reassociates (one accumulation by add,
+    mul, max or min; float sums in another order: einc.transforms.reduction_order); by 0
+    nothing changes. The CPU tuning space's reduction-order knob (`stmt.reduce_order`: input
+    channels or window positions innermost). Results: the loops, in the listed order (each the
+    loop its operand named, wherever it now sits)."""
+
+    name = "transform.einc.rotate"
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    targets = var_operand_def(AnyOpType)
+    size = opt_operand_def(ParamType)
+    static_size = opt_prop_def(IntegerAttr)
+    loops = var_result_def(AnyOpType)
+
+    def __init__(self, targets: list[SSAValue], size: SSAValue | int):
+        dynamic = size if isinstance(size, SSAValue) else None
+        static = IntegerAttr(size, i64) if isinstance(size, int) else None
+        super().__init__(
+            operands=[targets, [dynamic] if dynamic is not None else []],
+            properties={"static_size": static} if static is not None else {},
+            result_types=[[HANDLE] * len(targets)],
+        )
+
+    def verify_(self) -> None:
+        if (self.size is None) == (self.static_size is None):
+            raise VerifyException(f"{self.name} needs exactly one size: a param or an integer")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RotateOp:
+        targets = parser.parse_comma_separated_list(parser.Delimiter.NONE, lambda: _operand(parser, HANDLE))
+        parser.parse_keyword("by")
+        dynamic, static = _size(parser, "rotate amount")
+        if dynamic is not None:
+            return cls(targets, dynamic)
+        assert static is not None
+        return cls(targets, static.value.data)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.targets, printer.print_ssa_value)
+        printer.print_string(" by ")
+        _print_size(printer, self.size, self.static_size)
+
+
+@irdl_op_definition
 class FuseOp(IRDLOperation):
     """`transform.einc.fuse %first into %second`: fuse two sibling loops with the same bounds
     (a fill into its reduction, two nests over the same rows; compute_at and
@@ -675,6 +723,7 @@ EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
     SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
+    RotateOp,
 )
 
 

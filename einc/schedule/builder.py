@@ -233,6 +233,9 @@ class ScheduleBuilder:
     def reorder(self, handles: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return self._step(et.ReorderOp(list(handles)))
 
+    def rotate(self, handles: Sequence[SSAValue], by: SSAValue | int) -> tuple[SSAValue, ...]:
+        return self._step(et.RotateOp(list(handles), by))
+
     def parallelize(self, h: SSAValue) -> None:
         self._step(et.ParallelizeOp(h))
 

@@ -55,6 +55,7 @@ from einc.transforms.loop_build import describe
 from einc.transforms.index_split import split_conditions, split_phases
 from einc.transforms.loop_cse import reuse_values
 from einc.transforms.loops import LoopIndex
+from einc.transforms.reduction_order import rotate_band
 from einc.transforms.rfactor import rfactor_loop
 from einc.transforms.staging import cache_tensor
 from einc.transforms.tensorize import tensorize
@@ -421,6 +422,30 @@ class EincTransformFunctions(InterpreterFunctions):
                 raise self.fail(op, f"each reorder handle must hold one loop, got {len(found)}")
             loops.append(found[0])
         new = self.check(op, lt.reorder_loops(loops))
+        return tuple(OperationHandle(loop) for loop in new)
+
+    @impl(et.RotateOp)
+    def run_rotate(self, interpreter: Interpreter, op: et.RotateOp, args: PythonValues) -> PythonValues:
+        n = len(op.targets)
+        if op.static_size is not None:
+            k = op.static_size.value.data
+        else:
+            value: object = args[n]
+            if isinstance(value, list | tuple):
+                values = cast("Sequence[object]", value)
+                value = values[0] if len(values) == 1 else None
+            if isinstance(value, IntegerAttr):
+                value = cast("IntegerAttr[IntegerType | IndexType]", value).value.data
+            if not isinstance(value, int):
+                raise self.fail(op, "the rotate param holds no single integer")
+            k = value
+        loops: list[affine.ForOp] = []
+        for handle in args[:n]:
+            found = self.loops(op, handle)
+            if len(found) != 1:
+                raise self.fail(op, f"each rotate handle must hold one loop, got {len(found)}")
+            loops.append(found[0])
+        new = self.check(op, rotate_band(loops, k))
         return tuple(OperationHandle(loop) for loop in new)
 
     @impl(et.ParallelizeOp)

@@ -54,6 +54,32 @@ def simd_declarations(functions: set[str]) -> str:
     return "\n".join(lines)
 
 
+def _range_bodies() -> dict[tuple[str, str, int], str]:
+    """The vector maximum/minimum helpers (IEEE 754-2019, as the scalar `maximumf`/`minimumf`
+    helpers: NaN from either operand, -0 below +0) through AVX512DQ's VRANGEPS/VRANGEPD
+    (imm 5: the larger, 4: the smaller, each with its own sign: -0 < +0), which leave NaN to
+    the selects after them (a NaN operand kept as it is, `a`'s before `b`'s, as the scalar
+    helper). The lane loop of selects gcc makes of the scalar helper is five compares into
+    mask registers and a mask `or` per vector, whose throughput bounds a row maximum: softmax
+    1536x128, AVX-512 (Zen 4), 1 thread, shared machine: 0.14 -> 0.09 ms. Bit-exact with the
+    scalar helper on every pair of specials (NaNs with payloads, signalling, infinities,
+    signed zeros, subnormals: tests/test_c_vector_helpers.py). Other compilers, hosts without
+    AVX512DQ (and AVX512VL below 512 bits) keep the lane loop."""
+    found = {}
+    for suffix, letter, kind in (("f32", "s", "ps"), ("f64", "d", "pd")):
+        for bits, (lanes32, tail, vl) in {512: (16, ", 4", ""), 256: (8, "", " && defined(__AVX512VL__)"),
+                                          128: (4, "", " && defined(__AVX512VL__)")}.items():  # fmt: skip
+            lanes = lanes32 if letter == "s" else lanes32 // 2
+            for name, imm in (("vmaximumf", 5), ("vminimumf", 4)):
+                found[(name, suffix, lanes)] = (
+                    f"\n#if defined(__AVX512DQ__){vl} && defined(__GNUC__) && !defined(__clang__)\n"
+                    f"  {{T}} r = __builtin_ia32_range{kind}{bits}_mask(a, b, {imm}, a, -1{tail}); "
+                    "typedef __typeof__(a != a) M; M m = b != b; r = ({T})(((M)b & m) | ((M)r & ~m)); "
+                    "m = a != a; return ({T})(((M)a & m) | ((M)r & ~m));\n#else\n  {generic}\n#endif\n"
+                )
+    return found
+
+
 class CTarget(CLikeTarget):
     name: ClassVar[str] = "c"
     pipeline: ClassVar[str] = (
@@ -88,6 +114,11 @@ class CTarget(CLikeTarget):
         return f"{NO_IF_CONVERT} {header}" if _guarded_load_in_loop(f) else header
 
     outline_parallel_loops: ClassVar[bool] = True
+    lanewise_bodies: ClassVar[Mapping[tuple[str, str, int], str]] = _range_bodies()
+    vector_shuffle_guard: ClassVar[str] = "defined(__clang__) || __GNUC__ >= 12"
+    """gcc has `__builtin_shufflevector` from 12 (clang always): a row sum's lanes folded in
+    registers, not 15 dependent scalar adds through memory: 2048x7x7 global average pool
+    (coalesced rows), AVX-512, 1 thread, shared machine: 9.1 -> 5.4 us."""
 
     @classmethod
     def outlined_signature(cls, w: Writer, f: func.FuncOp, name: str, params: Sequence[str]) -> str:

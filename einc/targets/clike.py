@@ -256,6 +256,12 @@ class CLikeTarget:
     value compiles to stack round trips in gcc 12: 100x slower matmuls.)"""
     vector_lane: ClassVar[str] = "{v}[{k}]"
     """Lane `{k}` of vector variable `{v}` (an lvalue) in the lane-wise helpers."""
+    lanewise_bodies: ClassVar[Mapping[tuple[str, str, int], str]] = {}
+    """Bodies of lane-wise helpers the target spells better than the lane loop, by (helper
+    name, element suffix, lanes): `{generic}` is the lane loop's body, `{T}` the vector type
+    (einc.targets.c: IEEE maximum/minimum in one AVX-512 instruction)."""
+    vector_shuffle_guard: ClassVar[str] = "1"
+    """The preprocessor condition under which the compiler has `vector_shuffle`."""
     vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset({
         arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.NegfOp,
         arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp,
@@ -293,7 +299,9 @@ class CLikeTarget:
     """`egpu.vshuffle` of vectors `{a}` and `{b}` by the lane indices `{mask}` (comma-separated);
     "" picks lane by lane in a helper. Where it is set, `einc-vectorize-loops` transposes
     the W x W tiles of the copies that pack a tensor with another dimension innermost
-    (`einc.transforms.transpose_copy`): without it they stay scalar copies."""
+    (`einc.transforms.transpose_copy`): without it they stay scalar copies. Lane
+    reductions fold halves in vector registers with it (`_vreduce`, `{a}` and `{b}` the same
+    vector); where `vector_shuffle_guard` is false when compiled they loop over the lanes."""
     vector_helpers: ClassVar[Mapping[str, str]] = {
         "vload": "{P} {T} einc_vload_{s}x{n}(const {t}* a) {{ return *(const {T}_mem*)a; }}",
         "vstore": "{P} void einc_vstore_{s}x{n}({t}* a, {T} v) {{ *({T}_mem*)a = v; }}",

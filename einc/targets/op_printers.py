@@ -310,7 +310,8 @@ def _vreduce(w: Writer, op: egpu.VReduceOp) -> Expr:
         f"{scalar} r = {w.lane('a', '0')}; for (int k = 1; k < {n}; k++) "
         f"r = {combine}; return r;"
     )
-    if kind in (egpu.ReduceKind.MAX, egpu.ReduceKind.MIN) and n > 2 and n & (n - 1) == 0:
+    tree = w.t.vector_shuffle and n > 1 and n & (n - 1) == 0  # a sum too: the shuffles' order
+    if (tree or kind in (egpu.ReduceKind.MAX, egpu.ReduceKind.MIN)) and n > 2 and n & (n - 1) == 0:
         # a tree (halves, then quarters, ...): log2(n) dependent steps instead of n - 1 (a
         # row maximum's latency); max and min give the same value in any order (a NaN if
         # any lane holds one, +0 over -0)
@@ -319,6 +320,19 @@ def _vreduce(w: Writer, op: egpu.VReduceOp) -> Expr:
             f"{scalar} x[{n}]; for (int k = 0; k < {n}; k++) x[k] = {w.lane('a', 'k')}; "
             f"for (int h = {n // 2}; h > 0; h /= 2) for (int k = 0; k < h; k++) x[k] = {pair}; return x[0];"
         )
+    if tree:
+        # the same tree in vector registers: halves folded onto the low lanes by shuffles
+        # (a row sum's lanes added in log2(n) vector steps instead of n - 1 dependent scalar
+        # adds and a trip through memory; the tree's order, not the sequential one)
+        op_type = _REDUCE_OPS[(kind, isinstance(element, AnyFloat))]
+        steps = []
+        for h in (n >> k for k in range(1, n.bit_length())):
+            moved = w.t.vector_shuffle.format(a="a", b="a", mask=", ".join(str(k + h if k + h < n else k) for k in range(n)))
+            if op_type in w.t.vector_operators:
+                steps.append(f"a = a {'+' if kind == egpu.ReduceKind.ADD else '*'} {moved};")
+            else:
+                steps.append(f"a = {w.lanewise_function(op_type, t, 2)}(a, {moved});")
+        body = f"\n#if {w.t.vector_shuffle_guard}\n  {' '.join(steps)} return {w.lane('a', '0')};\n#else\n  {body}\n#endif\n"
     function = w.lanewise_helper(f"vreduce_{kind.value}", t, [(w.ctype(t), "a")], scalar, body)
     return Expr(f"{function}({w.value(op.vector).text})")
 

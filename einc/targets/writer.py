@@ -520,19 +520,28 @@ class Writer:
         lane (`einc_vaddf_f32x4(a, b)`)."""
         t = op.results[0].type
         assert isinstance(t, VectorType)
+        function = self.lanewise_function(type(op), t, len(op.operands))
+        args = ", ".join(self.value(o).text for o in op.operands)
+        return Expr(f"{function}({args})")
+
+    def lanewise_function(self, op_type: type[Operation], t: VectorType, arity: int) -> str:
+        """The name of the lane-wise helper of `op_type` on vectors `t` (`arity` operands),
+        printed once: the target's own body (`lanewise_bodies`) or the scalar spelling's
+        lane loop."""
         element = t.get_element_type()
-        names = "abc"[: len(op.operands)]
+        names = "abc"[:arity]
         lanes = [f"({self.lane(n, 'k')})" for n in names]
-        scalar = self.scalar_spelling(type(op), lanes, element)
+        scalar = self.scalar_spelling(op_type, lanes, element)
         T = self.ctype(t)
         body = (
             f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) "
             f"{self.lane('r', 'k')} = {scalar}; return r;"
         )
-        name = "v" + op.name.split(".")[-1]
-        function = self.lanewise_helper(name, t, [(T, n) for n in names], T, body)
-        args = ", ".join(self.value(o).text for o in op.operands)
-        return Expr(f"{function}({args})")
+        name = "v" + op_type.name.split(".")[-1]
+        special = self.t.lanewise_bodies.get((name, self.suffix(element), t.get_shape()[0]))
+        if special is not None:  # the target's faster spelling, the lane loop its fallback
+            body = special.format(generic=body, T=T)
+        return self.lanewise_helper(name, t, [(T, n) for n in names], T, body)
 
     # -- memory ---------------------------------------------------------------------------------
     def access(self, buffer: SSAValue, index: Expr) -> str:

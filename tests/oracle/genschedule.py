@@ -46,7 +46,7 @@ from einc.transforms.loop_analysis import accesses, buffer_name, carried_depende
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
        "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce",
-       "group_lanes")  # fmt: skip
+       "group_lanes", "rotate")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -71,7 +71,7 @@ WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "v
            "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
            "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
            "split_phases": 2, "distribute": 4}  # fmt: skip
-LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05}
+LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05, "rotate": 0.06}
 """Ops drawn before the others, each with this probability per step, from a stream of their own."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
@@ -352,6 +352,20 @@ class _Gen:
             hs = [self.match(Loop(s or "", a or "", ini, None, False, False), lines) for s, a, ini in part]
             outs = [self.handle() for _ in hs]
             lines.append(f"{', '.join(outs)} = transform.einc.reorder {', '.join(hs)}")
+        elif kind == "rotate":
+            # two or more consecutive loops of a perfect chain (a reduction's loops too),
+            # rotated by a size: the reduction's order changed where it reassociates
+            top = _find(self.current, loop)
+            band = perfect_chain(top) if top is not None else []
+            tags = [(_tag(b, lt.STMT_ATTR), _tag(b, lt.AXIS_ATTR), "einc.init" in b.attributes) for b in band]
+            if len(tags) < 2:
+                return None
+            start = rng.randrange(len(tags) - 1)
+            part = tags[start:start + rng.randint(2, len(tags) - start)]
+            hs = [self.match(Loop(s or "", a or "", ini, None, False, False), lines) for s, a, ini in part]
+            outs = [self.handle() for _ in hs]
+            by = self.size(list(range(len(hs))), lines)
+            lines.append(f"{', '.join(outs)} = transform.einc.rotate {', '.join(hs)} by {by}")
         elif kind in ("parallelize", "vectorize", "vectorize_reduction"):
             h = self.match(loop, lines)
             lines.append(f"transform.einc.{kind} {h}")

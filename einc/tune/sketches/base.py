@@ -45,7 +45,7 @@ class KnobRole:
     axis: str
     level: int
     extent: int
-    kind: str  # "tile" | "unroll" | "rfactor" | "parallel" | "thread"
+    kind: str  # "tile" | "unroll" | "rfactor" | "parallel" | "thread" | "order" (a rotation: no size)
 
 
 @dataclass

@@ -405,12 +405,14 @@ def rule_rfactor(ctx: RuleContext) -> list[Sketch]:
 
 
 def policy_role(name: str, nests: list[Nest]) -> KnobRole:
-    """The role of a CPU default-policy knob (`stmt.tile_i|j|k|rows|channels|cols|...`)."""
+    """The role of a CPU default-policy knob (`stmt.tile_i|j|k|rows|channels|cols|...`, `stmt.reduce_order`)."""
     stmt, _, what = name.rpartition(".")
     nest = next((n for n in nests if n.stmt == stmt and not n.init and n.spatial), None)
     if nest is None:
         return KnobRole(stmt, "?", 1, 0, "tile")
     spatial, reduction = list(nest.spatial), list(nest.reduction)
+    if what == "reduce_order":  # a rotation of the reduction band, no size (features skip it)
+        return KnobRole(stmt, (reduction or spatial)[0], 1, len(reduction), "order")
     rows = spatial[-2] if len(spatial) > 1 else spatial[-1]
     axis, level, kind = {"tile_j": (spatial[-1], 2, "tile"), "tile_points": (spatial[-1], 2, "tile"),
                          "tile_i": (rows, 2, "unroll"),
@@ -439,6 +441,8 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "(no group_lanes: half a vector where a group holds half a vector's channels)"),
     ("group.all", policy.Choices(group_lanes=64), True, "a grouped convolution's vectors of channels over as many "
      "groups as they hold (group_lanes over more than two groups)"),
+    ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
+     "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
 )  # fmt: skip
 """The `policy` rule's sketches: the default policy's schedule with one structural choice

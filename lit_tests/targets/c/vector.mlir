@@ -57,8 +57,22 @@ func.func @row_max(%x: memref<4x64xf32> {ein.name = "x"}, %m: memref<4xf32> {ein
 }
 
 // CHECK:      static inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
-// CHECK:      static inline einc_f32x16 einc_vmaximumf_f32x16(einc_f32x16 a, einc_f32x16 b) { einc_f32x16 r; for (int k = 0; k < 16; k++) r[k] = einc_maximumf_f32((a[k]), (b[k])); return r; }
-// CHECK-NEXT: static inline float einc_vreduce_max_f32x16(einc_f32x16 a) { float x[16]; for (int k = 0; k < 16; k++) x[k] = a[k]; for (int h = 8; h > 0; h /= 2) for (int k = 0; k < h; k++) x[k] = einc_maximumf_f32(x[k], x[k + h]); return x[0]; }
+// The vector maximum: AVX512DQ's vrangeps and two NaN selects, the lane loop its fallback; the
+// lane reduction: halves folded by shuffles (the same tree as its fallback's lane loop).
+// CHECK:      static inline einc_f32x16 einc_vmaximumf_f32x16(einc_f32x16 a, einc_f32x16 b) {
+// CHECK-NEXT: #if defined(__AVX512DQ__) && defined(__GNUC__) && !defined(__clang__)
+// CHECK-NEXT:   einc_f32x16 r = __builtin_ia32_rangeps512_mask(a, b, 5, a, -1, 4); typedef __typeof__(a != a) M; M m = b != b; r = (einc_f32x16)(((M)b & m) | ((M)r & ~m)); m = a != a; return (einc_f32x16)(((M)a & m) | ((M)r & ~m));
+// CHECK-NEXT: #else
+// CHECK-NEXT:   einc_f32x16 r; for (int k = 0; k < 16; k++) r[k] = einc_maximumf_f32((a[k]), (b[k])); return r;
+// CHECK-NEXT: #endif
+// CHECK-NEXT:  }
+// CHECK-NEXT: static inline float einc_vreduce_max_f32x16(einc_f32x16 a) {
+// CHECK-NEXT: #if defined(__clang__) || __GNUC__ >= 12
+// CHECK-NEXT:   a = einc_vmaximumf_f32x16(a, __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)); a = einc_vmaximumf_f32x16(a, __builtin_shufflevector(a, a, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 12, 13, 14, 15)); a = einc_vmaximumf_f32x16(a, __builtin_shufflevector(a, a, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 14, 15)); a = einc_vmaximumf_f32x16(a, __builtin_shufflevector(a, a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 15)); return a[0];
+// CHECK-NEXT: #else
+// CHECK-NEXT:   float x[16]; for (int k = 0; k < 16; k++) x[k] = a[k]; for (int h = 8; h > 0; h /= 2) for (int k = 0; k < h; k++) x[k] = einc_maximumf_f32(x[k], x[k + h]); return x[0];
+// CHECK-NEXT: #endif
+// CHECK-NEXT:  }
 // CHECK:      void row_max(const float* restrict x, float* restrict m) {
 // CHECK-NEXT:   for (int64_t n = 0; n < 4; n++) {
 // CHECK-NEXT:     einc_f32x16 v = -INFINITY - (einc_f32x16){};
