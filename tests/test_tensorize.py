@@ -163,3 +163,37 @@ def test_narrow_shared_tiles_are_refused_where_the_target_has_none(target: str) 
     with pytest.raises(ScheduleError, match=f"the shared tile '[AB]_shared': the {target} target has no shared arrays of float16") as err:
         comp.run_until("source")
     assert "transform.einc.cache_read" in str(err.value), err.value
+
+
+@pytest.mark.parametrize("intrinsic", list(INTRINSIC.values()))
+def test_fragment_layout_is_the_hardware_one(intrinsic: str) -> None:
+    """`tensorize`'s fragment copies place lane l's element n where `owned(l, lanes)[n]` says
+    (the printers' and interpreters' layout), and the warp's lanes cover the 16 x 16 tile
+    exactly once (what lets `einc-init-accumulators` take a fragment as a box)."""
+    from xdsl.ir.affine import AffineExpr
+
+    from einc.dialects.egpu_mma import LANES, fragment_size, owned
+    from einc.transforms.tensorize import fragment_place
+
+    lanes = LANES[intrinsic]
+    row, col = fragment_place(AffineExpr.dimension(0), AffineExpr.dimension(1), lanes)
+    seen = []
+    for lane in range(lanes):
+        for n in range(fragment_size(lanes)):
+            place = (row.eval([lane, n], []), col.eval([lane, n], []))
+            assert place == owned(lane, lanes)[n]
+            seen.append(place)
+    assert sorted(seen) == [(r, c) for r in range(16) for c in range(16)]
+
+
+@pytest.mark.parametrize("target", list(INTRINSIC))
+def test_accumulator_in_registers_one_kernel(target: str) -> None:
+    """The accumulator is each lane's fragment (a private array), zeroed in registers: the
+    fill kernel goes, C is read never and written once per element (the kernels as printed
+    agree with NumPy on the egpu interpreter; test_interpreters)."""
+    comp = compilation(target, "float16")
+    kernel = comp.kernel()
+    assert kernel.manifest is not None and len(kernel.manifest.kernels) == 1, kernel.manifest
+    source = kernel.source
+    assert "float C_frag[" in source and "C_frag[frag] = 0.0f;" in source, source
+    assert "= C[" not in source, "C is never read back"

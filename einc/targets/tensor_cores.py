@@ -13,7 +13,9 @@ contraction accumulated in float32 by a warp's tensor cores.
   A row lane % 16 and columns 4 (lane / 16) .. + 3, B those rows and column lane % 16,
   C column lane % 16 and rows 4 (lane / 16) .. + 3.
 
-The accumulator tile is read from C once, kept in registers over the k loop, written once.
+The accumulator tile is read from C once, kept in registers over the k loop, written once;
+in the op's fragment form (`tensorize`'s register-resident accumulator) C is the lane's
+private array itself, held in registers across the whole reduction.
 Both are compile-checked here (NVRTC: `mma.sync` in the PTX; hipcc: `v_mfma` in the gfx90a
 code); their numbers are checked where a GPU runs them (tests/test_tensorize.py).
 """
@@ -42,9 +44,11 @@ def _fields(w: Writer, op: MmaOp) -> dict[str, str]:
     `{AR}`/`{AK}` its row / k strides (elements), likewise B (`{BK}`, `{BC}`) and C."""
     fields = {"lane": f"(int)({w.value(op.lane).text})", "K": str(op.k.value.data)}
     for name, buffer, indices in (("a", op.a, op.a_indices), ("b", op.b, op.b_indices), ("c", op.c, op.c_indices)):
+        fields[f"{name}_base"] = f"{w.value(buffer).text} + ({w.flat_values(buffer, indices).text})"
+        if name == "c" and op.fragment:
+            continue
         first, second = op.dims(name)
         strides = _strides(buffer.type)
-        fields[f"{name}_base"] = f"{w.value(buffer).text} + ({w.flat_values(buffer, indices).text})"
         fields[f"{name}_1"], fields[f"{name}_2"] = f"{strides[first]}LL", f"{strides[second]}LL"
     return fields
 
@@ -67,21 +71,38 @@ def mma_sync(w: Writer, op: MmaOp) -> None:
     f = _fields(w, op)
     kind = "bf16" if _bf16(op) else "f16"
     element = _element(w, op)
+    if op.fragment:
+        # the accumulator is the lanes' registers (a private array indexed by constants)
+        c_in, c_out = f"  float* einc_d = {f['c_base']};", ""
+
+        def d(e: int) -> str:
+            return f"einc_d[4 * h + {e}]"
+    else:
+        c_in = f"""  float* einc_c = {f['c_base']};
+  float einc_d[2][4];
+  for (int h = 0; h < 2; h++)
+    for (int e = 0; e < 4; e++)
+      einc_d[h][e] = einc_c[(einc_g + 8 * (e >> 1)) * {f['c_1']} + (8 * h + 2 * einc_t + (e & 1)) * {f['c_2']}];"""
+        c_out = f"""
+  for (int h = 0; h < 2; h++)
+    for (int e = 0; e < 4; e++)
+      einc_c[(einc_g + 8 * (e >> 1)) * {f['c_1']} + (8 * h + 2 * einc_t + (e & 1)) * {f['c_2']}] = einc_d[h][e];"""
+
+        def d(e: int) -> str:
+            return f"einc_d[h][{e}]"
     lines = f"""{{
   const int einc_g = {f['lane']} >> 2, einc_t = {f['lane']} & 3;
   const {element}* einc_a = {f['a_base']};
   const {element}* einc_b = {f['b_base']};
-  float* einc_c = {f['c_base']};
-  float einc_d[2][4];
-  for (int h = 0; h < 2; h++)
-    for (int e = 0; e < 4; e++)
-      einc_d[h][e] = einc_c[(einc_g + 8 * (e >> 1)) * {f['c_1']} + (8 * h + 2 * einc_t + (e & 1)) * {f['c_2']}];
+{c_in}
+  #pragma unroll
   for (int kk = 0; kk < {f['K']}; kk += 16) {{
     unsigned int einc_ra[4];
     for (int e = 0; e < 4; e++) {{
       const long long r = einc_g + 8 * (e & 1), q = kk + 2 * einc_t + 8 * (e >> 1);
       einc_ra[e] = (unsigned int)einc_a[r * {f['a_1']} + q * {f['a_2']}] | ((unsigned int)einc_a[r * {f['a_1']} + (q + 1) * {f['a_2']}] << 16);
     }}
+    #pragma unroll
     for (int h = 0; h < 2; h++) {{
       unsigned int einc_rb[2];
       for (int e = 0; e < 2; e++) {{
@@ -89,13 +110,10 @@ def mma_sync(w: Writer, op: MmaOp) -> None:
         einc_rb[e] = (unsigned int)einc_b[q * {f['b_1']} + s * {f['b_2']}] | ((unsigned int)einc_b[(q + 1) * {f['b_1']} + s * {f['b_2']}] << 16);
       }}
       asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 {{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};"
-                   : "+f"(einc_d[h][0]), "+f"(einc_d[h][1]), "+f"(einc_d[h][2]), "+f"(einc_d[h][3])
+                   : "+f"({d(0)}), "+f"({d(1)}), "+f"({d(2)}), "+f"({d(3)})
                    : "r"(einc_ra[0]), "r"(einc_ra[1]), "r"(einc_ra[2]), "r"(einc_ra[3]), "r"(einc_rb[0]), "r"(einc_rb[1]));
     }}
-  }}
-  for (int h = 0; h < 2; h++)
-    for (int e = 0; e < 4; e++)
-      einc_c[(einc_g + 8 * (e >> 1)) * {f['c_1']} + (8 * h + 2 * einc_t + (e & 1)) * {f['c_2']}] = einc_d[h][e];
+  }}{c_out}
 }}"""
     for line in lines.splitlines():
         w.line(line)
@@ -109,6 +127,8 @@ def mfma(w: Writer, op: MmaOp) -> None:
     lane_type, builtin = ("short", "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k") if bf16 else (
         "_Float16", "__builtin_amdgcn_mfma_f32_16x16x16f16")  # fmt: skip
     cast = "(short)" if bf16 else ""
+    # a fragment: the lane's registers, element i at i (its copies in and out fold away)
+    c_at = "i" if op.fragment else f"(4 * einc_q + i) * {f['c_1']} + einc_r * {f['c_2']}"
     lines = f"""{{
   typedef {lane_type} einc_x4 __attribute__((ext_vector_type(4)));
   typedef float einc_f4 __attribute__((ext_vector_type(4)));
@@ -117,7 +137,7 @@ def mfma(w: Writer, op: MmaOp) -> None:
   const {element}* einc_b = {f['b_base']};
   float* einc_c = {f['c_base']};
   einc_f4 einc_d;
-  for (int i = 0; i < 4; i++) einc_d[i] = einc_c[(4 * einc_q + i) * {f['c_1']} + einc_r * {f['c_2']}];
+  for (int i = 0; i < 4; i++) einc_d[i] = einc_c[{c_at}];
   for (int kk = 0; kk < {f['K']}; kk += 16) {{
     einc_x4 einc_va, einc_vb;
     for (int i = 0; i < 4; i++) {{
@@ -127,7 +147,7 @@ def mfma(w: Writer, op: MmaOp) -> None:
     }}
     einc_d = {builtin}(einc_va, einc_vb, einc_d, 0, 0, 0);
   }}
-  for (int i = 0; i < 4; i++) einc_c[(4 * einc_q + i) * {f['c_1']} + einc_r * {f['c_2']}] = einc_d[i];
+  for (int i = 0; i < 4; i++) einc_c[{c_at}] = einc_d[i];
 }}"""
     for line in lines.splitlines():
         w.line(line)
