@@ -314,7 +314,7 @@ def mma_loop(ptx: str) -> dict[str, int]:
 @pytest.mark.cuda
 def test_cuda_default_half_matmul_is_mma_sync_from_shared_memory() -> None:
     """The default float16 matmul's PTX (NVRTC, sm_80): tensor-core `mma.sync` instructions
-    in a loop that reads shared memory only (the staged tiles) and stores nothing to global
+    in a loop that reads shared memory only (the staged tiles, by `ldmatrix`) and stores nothing to global
     memory; one kernel (the accumulator zeroed in registers, no fill kernel), held in
     registers (no local memory) and written once after the loop."""
     require("cuda")
@@ -323,7 +323,11 @@ def test_cuda_default_half_matmul_is_mma_sync_from_shared_memory() -> None:
     ptx = _ptx(comp.run_until("source"))
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
     counts = mma_loop(ptx)
-    assert counts and counts["ld.global"] == 0 and counts["st.global"] == 0 and counts["ld.shared"] > 0, counts
+    assert counts and counts["ld.global"] == 0 and counts["st.global"] == 0, counts
+    # the fragments by ldmatrix (einc-ldmatrix): one x4 for A's 16 x 16, one x4.trans for
+    # B's, per 16-wide k step and mma.sync pair; no element-wise shared loads left
+    assert counts["ldmatrix"] == counts["mma.sync"] and counts["ld.shared"] == 0, counts
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in ptx
     assert ptx.count(".entry") == 1 and ".local" not in ptx
     assert ptx.count("st.global.f32") == 8, "each lane writes its 8 accumulator elements once"
 

@@ -126,14 +126,14 @@ class MmaOp(IRDLOperation):
         if self.k.value.data <= 0 or self.k.value.data % FRAGMENT:
             raise VerifyException(f"egpu.mma: k = {self.k.value.data} is not a positive multiple of {FRAGMENT}")
         types = []
-        for which, buffer, indices in (("a", self.a, self.a_indices), ("b", self.b, self.b_indices),
-                                       ("c", self.c, self.c_indices)):  # fmt: skip
+        for which, buffer, indices, fragment in (("a", self.a, self.a_indices, False), ("b", self.b, self.b_indices, False),
+                                                 ("c", self.c, self.c_indices, self.fragment)):  # fmt: skip
             t = buffer.type
             assert isinstance(t, MemRefType)
             if len(indices) != len(t.get_shape()):
                 raise VerifyException(f"egpu.mma: {which} has rank {len(t.get_shape())} but {len(indices)} indices")
             types.append(t.get_element_type())
-            if which == "c" and self.fragment:
+            if fragment:
                 size = fragment_size(self.lanes.value.data)
                 if len(t.get_shape()) != 1 or t.get_shape()[0] < size:
                     raise VerifyException(f"egpu.mma: a fragment c must be a rank-1 array of at least {size} elements, got {t}")

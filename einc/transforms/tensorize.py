@@ -39,6 +39,7 @@ identity (the fill nest, a kernel of its own on a device, goes):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref
@@ -207,6 +208,7 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
     rewriter = Rewriter()
     before = InsertPoint.before(loop)
     bases: dict[str, list[SSAValue]] = {}
+    c_applies: list[affine.ApplyOp] = []
     for name, o in operands.items():
         outer = [v for v in o.operands if v not in ivs]
         zeros = [AffineExpr.constant(0) if v in ivs else AffineExpr.dimension(outer.index(v)) for v in o.operands]
@@ -216,6 +218,8 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
             apply = affine.ApplyOp(outer, AffineMapAttr(AffineMap(len(outer), 0, (e0,))))
             rewriter.insert_op(apply, before)
             values.append(apply.result)
+            if name == "C":
+                c_applies.append(apply)
         bases[name] = values
     lane_loop = _new_loop((), (), 0, lanes, 1, "lane")
     lane_loop.attributes[BIND_ATTR] = StringAttr("thread.x")
@@ -240,6 +244,8 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
         fragment.attributes[FRAGMENT_ATTR] = UnitAttr()
         fragment.memref.name_hint = f"{_name(c.buffer)}_frag"
         c_buffer, c_indices, c_dims = fragment.memref, [zero.result], ()
+        for apply in c_applies:  # the fragment's copies index C themselves
+            rewriter.erase_op(apply)
     mma = MmaOp(
         a.buffer, bases["A"], b.buffer, bases["B"], c_buffer, c_indices, lane, lanes,
         extents[roles["k"]], ((a.dims["i"], a.dims["k"]), (b.dims["k"], b.dims["j"]), c_dims),
@@ -286,7 +292,7 @@ def fragment_place(lane: AffineExpr, element: AffineExpr, lanes: int) -> tuple[A
     return lane // 16 * 4 + element, lane % 16
 
 
-def _fragment_copy(c: _Operand, ivs: list[SSAValue], lane: SSAValue, lanes: int, fragment: SSAValue,
+def _fragment_copy(c: _Operand, ivs: Sequence[SSAValue], lane: SSAValue, lanes: int, fragment: SSAValue,
                    into: bool, stmt: object) -> affine.ForOp:  # fmt: skip
     """The loop copying the lane's accumulator elements between C's tile and the fragment
     (`into`: C -> fragment)."""
