@@ -262,3 +262,27 @@ def test_ldmatrix_addresses_give_the_mma_fragments(case: str) -> None:
                             q, n = kk + 2 * t + 8 * (j & 1) + half, 8 * (j >> 1) + g
                             want = memory[q * s1 + n * s2]
                         assert got[lane, j, half] == want, (which, lane, j, half)
+
+
+@pytest.mark.hip
+def test_hip_default_staging_copies_are_16_bytes() -> None:
+    """HIP's default float16 matmul stages its tiles with 16-byte copies (eight halves in one
+    load and one store: `einc-async-copies`' plain copies, `plain_vector_copies`), which
+    hipcc's gfx90a code does as dwordx4 loads; one kernel, MFMA. The numbers of the same
+    kernel on the egpu interpreter: test_gpu_default's half contractions."""
+    import re
+
+    from tests.test_gpu_default import HALF_CASES
+
+    require("hip")
+    from einc.runtime.hip import device_assembly
+
+    ir, shapes, _ = HALF_CASES["blocks"]
+    comp = Compilation(ir, "<blocks>", {k: {"dtype": "float16", "shape": v} for k, v in shapes.items()}, None, "hip",
+                       "default")  # fmt: skip
+    kernel = comp.kernel()
+    source = kernel.source
+    assert len(re.findall(r"\*\(uint4\*\)&input[01]_shared\[", source)) == 4, source  # A and B, first and next tiles
+    assert not re.search(r"input[01]_shared\[[^\]]*\] = input[01]\[", source), "no scalar staging copies"
+    assembly = device_assembly(source, "gfx90a")
+    assert "global_load_dwordx4" in assembly and "v_mfma_f32_16x16x16f16" in assembly
