@@ -24,7 +24,7 @@ own 16 x 16 tile (a block of several warps shares the tiles it stages in shared 
 
 The accumulator lives in registers for the whole reduction: where C's buffer and the indices
 of its tile are defined outside the loops the lane loop wraps (a kernel tensor, not a shared
-tile staged inside them), each lane gets a private fragment (`C_frag`, `einc.fragment`: its
+tile staged inside them) and nothing else inside them touches C, each lane gets a private fragment (`C_frag`, `einc.fragment`: its
 `256 / lanes` elements of the tile, in the hardware's layout), copied in from C once before
 the reduction's loops and out once after them; `egpu.mma` accumulates into the fragment
 (its fragment form). `einc-init-accumulators` then starts the fragment at the fill's
@@ -233,7 +233,8 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
     lane = induction_var(lane_loop)
     # the accumulator in registers: C's buffer and its tile's indices outside the wrapped loops
     outer_c = [v for v in c.operands if v not in ivs]
-    in_registers = all(not _defined_in(v, wrapped) for v in (c.buffer, *outer_c))
+    in_registers = all(not _defined_in(v, wrapped) for v in (c.buffer, *outer_c)) and not any(
+        c.buffer in op.operands for op in wrapped.walk() if not loop.is_ancestor(op))  # C used only by the band
     fragment: memref.AllocaOp | None = None
     c_buffer, c_indices, c_dims = c.buffer, bases["C"], (c.dims["i"], c.dims["j"])
     if in_registers:

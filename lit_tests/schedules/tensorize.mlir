@@ -1,4 +1,16 @@
 // RUN: einc-opt %s --split-input-file -p convert-ein-to-affine,einc-apply-schedule | filecheck %s
+// RUN: einc-opt %s --split-input-file -p convert-ein-to-affine,einc-apply-schedule,einc-init-accumulators | filecheck %s --check-prefix=INIT
+
+// Then einc-init-accumulators: the fragments' copies cover C (each warp's lanes its 16 x 16
+// tile): the fill nest goes and each fragment starts at the fill's zero, in registers.
+// INIT-LABEL: func.func @matmul_f16(
+// INIT-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// INIT-NEXT:    affine.for %{{.*}} = 0 to 32 step 16 {
+// INIT:           %[[F:.*]] = memref.alloca() {ein.name = "C_frag", einc.fragment, {{.*}}} : memref<8xf32>
+// INIT-NEXT:      affine.for %[[E:.*]] = 0 to 8 {
+// INIT-NEXT:        affine.store %[[ZERO]], %[[F]][%[[E]]] : memref<8xf32>
+// INIT-NEXT:      } {einc.copy, einc.axis = "C.infrag", einc.stmt = "C"}
+// INIT-NEXT:      egpu.mma
 
 // A 16 x 16 tile of a float16 matmul accumulating in float32 (the inputs cast to float32),
 // its reduction loop K whole, becomes one loop over a warp's 32 lanes bound to thread.x
