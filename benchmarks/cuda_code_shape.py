@@ -118,9 +118,11 @@ def defaults(arch: str, show: bool) -> None:
         kernel = einc.compile(half, {"input0": shape, "input1": shape}, target="cuda")
         text = ptx(kernel.source, arch)
         hot = mma_loop(text)
-        print(f"{dtype} matmul 512^3 (accumulated in float32): mma.sync instructions {text.count('mma.sync')}, "
-              f"fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}; the innermost loop holding mma.sync: "
-              f"{hot.get('mma.sync', 0)} mma.sync, {hot.get('ld.shared', 0)} ld.shared, {hot.get('ld.global', 0)} ld.global")
+        print(f"{dtype} matmul 512^3 (accumulated in float32): kernels {text.count('.entry')}, mma.sync instructions "
+              f"{text.count('mma.sync')}, fma.rn.f32 {len(re.findall(r'fma[.]rn[.]f32', text))}, local memory "
+              f"{'yes' if '.local' in text else 'none'}; the innermost loop holding mma.sync: "
+              f"{hot.get('mma.sync', 0)} mma.sync, {hot.get('ldmatrix', 0)} ldmatrix, {hot.get('ld.shared', 0)} ld.shared, "
+              f"{hot.get('ld.global', 0)} ld.global, {hot.get('st.global', 0)} st.global")
 
 
 def main() -> None:

@@ -163,3 +163,126 @@ def test_narrow_shared_tiles_are_refused_where_the_target_has_none(target: str) 
     with pytest.raises(ScheduleError, match=f"the shared tile '[AB]_shared': the {target} target has no shared arrays of float16") as err:
         comp.run_until("source")
     assert "transform.einc.cache_read" in str(err.value), err.value
+
+
+@pytest.mark.parametrize("intrinsic", list(INTRINSIC.values()))
+def test_fragment_layout_is_the_hardware_one(intrinsic: str) -> None:
+    """`tensorize`'s fragment copies place lane l's element n where `owned(l, lanes)[n]` says
+    (the printers' and interpreters' layout), and the warp's lanes cover the 16 x 16 tile
+    exactly once (what lets `einc-init-accumulators` take a fragment as a box)."""
+    from xdsl.ir.affine import AffineExpr
+
+    from einc.dialects.egpu_mma import LANES, fragment_size, owned
+    from einc.transforms.tensorize import fragment_place
+
+    lanes = LANES[intrinsic]
+    row, col = fragment_place(AffineExpr.dimension(0), AffineExpr.dimension(1), lanes)
+    seen = []
+    for lane in range(lanes):
+        for n in range(fragment_size(lanes)):
+            place = (row.eval([lane, n], []), col.eval([lane, n], []))
+            assert place == owned(lane, lanes)[n]
+            seen.append(place)
+    assert sorted(seen) == [(r, c) for r in range(16) for c in range(16)]
+
+
+@pytest.mark.parametrize("target", list(INTRINSIC))
+def test_accumulator_in_registers_one_kernel(target: str) -> None:
+    """The accumulator is each lane's fragment (a private array), zeroed in registers: the
+    fill kernel goes, C is read never and written once per element (the kernels as printed
+    agree with NumPy on the egpu interpreter; test_interpreters)."""
+    comp = compilation(target, "float16")
+    kernel = comp.kernel()
+    assert kernel.manifest is not None and len(kernel.manifest.kernels) == 1, kernel.manifest
+    source = kernel.source
+    assert "float C_frag[" in source and "C_frag[frag] = 0.0f;" in source, source
+    assert "= C[" not in source, "C is never read back"
+
+
+def _emulate_ldmatrix(memory: np.ndarray, address, trans: bool) -> np.ndarray:
+    """PTX `ldmatrix.x4.b16` (ISA "Warp-level matrix load instruction: ldmatrix"): lane 8j + i
+    gives the address of row i of matrix j (8 contiguous elements); lane L receives in
+    register j the elements (L / 4, 2 (L % 4)) and (L / 4, 2 (L % 4) + 1) of matrix j, with
+    `.trans` the elements (2 (L % 4), L / 4) and (2 (L % 4) + 1, L / 4). Returns
+    [lane, register, half] of element values."""
+    rows = [[memory[address(8 * j + i) : address(8 * j + i) + 8] for i in range(8)] for j in range(4)]
+    out = np.zeros((32, 4, 2), memory.dtype)
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for j in range(4):
+            for half in range(2):
+                out[lane, j, half] = rows[j][2 * t + half][g] if trans else rows[j][g][2 * t + half]
+    return out
+
+
+@pytest.mark.parametrize("case", ["blocks", "bmm_tb"])
+def test_ldmatrix_addresses_give_the_mma_fragments(case: str) -> None:
+    """The default CUDA kernel's `ldmatrix` row addresses (the printed expressions, evaluated
+    per lane) load, by the instruction's documented layout, exactly the fragments mma.sync
+    takes: A register e = (row g + 8 (e % 2), k 2t + 8 (e / 2) and + 1), B register 2h + e =
+    (k 2t + 8e and + 1, column 8h + g). No GPU here: this checks the printer's addressing;
+    the numbers of the op are checked on the interpreters."""
+    import re
+
+    from einc.dialects.egpu_mma import MmaOp
+    from tests.test_gpu_default import HALF_CASES
+
+    ir, shapes, _ = HALF_CASES[case]
+    comp = Compilation(ir, f"<{case}>", {k: {"dtype": "float16", "shape": v} for k, v in shapes.items()}, None, "cuda",
+                       "default")  # fmt: skip
+    source = comp.kernel().source
+    found = re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.(x4(?:\.trans)?)\.shared\.b16.*?: \"r\"\(\(unsigned int\)"
+                       r"__cvta_generic_to_shared\(einc_([ab]) \+ (.*?)\)\)\);", source, re.S)  # fmt: skip
+    assert sorted(w for _, w, _ in found) == ["a", "b"], source
+    (mma,) = [op for op in comp.results["target"].walk() if isinstance(op, MmaOp)]
+    strides = {}
+    for which, buffer in (("a", mma.a), ("b", mma.b)):
+        shape = buffer.type.get_shape()
+        strides[which] = tuple(int(np.prod(shape[d + 1 :])) for d in mma.dims(which))
+    rng = np.random.default_rng(0)
+    memory = rng.permutation(1 << 14).astype(np.int64)  # element values name their offsets
+    for kk in (0, 16):
+        for mode, which, expression in found:
+            text = expression.replace("LL", "")
+
+            def address(lane: int, text: str = text) -> int:
+                return int(eval(text, {}, {"j": lane >> 3, "r": lane & 7, "kk": kk}))  # the printed C, integer ops
+
+            got = _emulate_ldmatrix(memory, address, mode.endswith("trans"))
+            # the element offsets from the tile's base that the op names (its dims' strides)
+            s1, s2 = strides[which]
+            for lane in range(32):
+                g, t = lane // 4, lane % 4
+                for j in range(4):
+                    for half in range(2):
+                        if which == "a":
+                            r_, q = g + 8 * (j & 1), kk + 2 * t + 8 * (j >> 1) + half
+                            want = memory[r_ * s1 + q * s2]
+                        else:
+                            q, n = kk + 2 * t + 8 * (j & 1) + half, 8 * (j >> 1) + g
+                            want = memory[q * s1 + n * s2]
+                        assert got[lane, j, half] == want, (which, lane, j, half)
+
+
+@pytest.mark.hip
+def test_hip_default_staging_copies_are_16_bytes() -> None:
+    """HIP's default float16 matmul stages its tiles with 16-byte copies (eight halves in one
+    load and one store: `einc-async-copies`' plain copies, `plain_vector_copies`), which
+    hipcc's gfx90a code does as dwordx4 loads; one kernel, MFMA. The numbers of the same
+    kernel on the egpu interpreter: test_gpu_default's half contractions."""
+    import re
+
+    from tests.test_gpu_default import HALF_CASES
+
+    require("hip")
+    from einc.runtime.hip import device_assembly
+
+    ir, shapes, _ = HALF_CASES["blocks"]
+    comp = Compilation(ir, "<blocks>", {k: {"dtype": "float16", "shape": v} for k, v in shapes.items()}, None, "hip",
+                       "default")  # fmt: skip
+    kernel = comp.kernel()
+    source = kernel.source
+    assert len(re.findall(r"\*\(uint4\*\)&input[01]_shared\[", source)) == 4, source  # A and B, first and next tiles
+    assert not re.search(r"input[01]_shared\[[^\]]*\] = input[01]\[", source), "no scalar staging copies"
+    assembly = device_assembly(source, "gfx90a")
+    assert "global_load_dwordx4" in assembly and "v_mfma_f32_16x16x16f16" in assembly

@@ -142,6 +142,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AsyncCopiesPass
 
+    def einc_ldmatrix():
+        from einc.passes.ldmatrix import LdmatrixPass
+
+        return LdmatrixPass
+
     def einc_pad_shared():
         from einc.passes.pad_shared import PadSharedPass
 
@@ -225,6 +230,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-vectorize-global": einc_vectorize_global,
         "einc-pad-shared": einc_pad_shared,
         "einc-async-copies": einc_async_copies,
+        "einc-ldmatrix": einc_ldmatrix,
         "verify-egpu": verify_egpu,
         "split-poplar-vertices": split_poplar_vertices,
         "canonicalize": canonicalize,

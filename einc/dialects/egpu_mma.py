@@ -12,6 +12,11 @@ computed in float32, to every `C(r, s)`, r, s < 16. It is collective: all `lanes
 the warp (`lane` 0 .. lanes - 1) execute it together, and lane `l` owns the elements of C
 that `owned(l, lanes)` names (the hardware's accumulator layout), which it alone reads and
 writes. The sum's order and intermediate rounding are the hardware's (float32 or better).
+
+Fragment form (`c_dims = []`): `c` is the lane's own registers, a rank-1 float32 array of
+`fragment_size(lanes)` elements (a work-item's private array), and element `n` of `owned(l,
+lanes)` is `c[c_base + n]`: the accumulator tile held in registers across a whole reduction
+(`tensorize` makes it, with copies in and out around the reduction's loops).
 """
 
 from __future__ import annotations
@@ -59,6 +64,11 @@ def owned(lane: int, lanes: int) -> list[tuple[int, int]]:
     raise ValueError(f"no tensor-core layout for {lanes} lanes")
 
 
+def fragment_size(lanes: int) -> int:
+    """The accumulator elements each lane holds: 256 / lanes."""
+    return FRAGMENT * FRAGMENT // lanes
+
+
 def _ints(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
     return ArrayAttr([IntegerAttr(v, i64) for v in values])
 
@@ -100,10 +110,15 @@ class MmaOp(IRDLOperation):
             },
         )  # fmt: skip
 
-    def dims(self, which: str) -> tuple[int, int]:
+    def dims(self, which: str) -> tuple[int, ...]:
+        """The two dimensions `which` ("a", "b", "c") moves along (none: a fragment c)."""
         attr = {"a": self.a_dims, "b": self.b_dims, "c": self.c_dims}[which]
-        first, second = (v.value.data for v in attr.data)
-        return first, second
+        return tuple(v.value.data for v in attr.data)
+
+    @property
+    def fragment(self) -> bool:
+        """C is the lanes' register fragment (the module docstring), not a tile of a buffer."""
+        return not self.c_dims.data
 
     def verify_(self) -> None:
         if self.lanes.value.data not in LANES.values():
@@ -111,16 +126,21 @@ class MmaOp(IRDLOperation):
         if self.k.value.data <= 0 or self.k.value.data % FRAGMENT:
             raise VerifyException(f"egpu.mma: k = {self.k.value.data} is not a positive multiple of {FRAGMENT}")
         types = []
-        for which, buffer, indices in (("a", self.a, self.a_indices), ("b", self.b, self.b_indices),
-                                       ("c", self.c, self.c_indices)):  # fmt: skip
+        for which, buffer, indices, fragment in (("a", self.a, self.a_indices, False), ("b", self.b, self.b_indices, False),
+                                                 ("c", self.c, self.c_indices, self.fragment)):  # fmt: skip
             t = buffer.type
             assert isinstance(t, MemRefType)
             if len(indices) != len(t.get_shape()):
                 raise VerifyException(f"egpu.mma: {which} has rank {len(t.get_shape())} but {len(indices)} indices")
+            types.append(t.get_element_type())
+            if fragment:
+                size = fragment_size(self.lanes.value.data)
+                if len(t.get_shape()) != 1 or t.get_shape()[0] < size:
+                    raise VerifyException(f"egpu.mma: a fragment c must be a rank-1 array of at least {size} elements, got {t}")
+                continue
             dims = self.dims(which)
             if len(set(dims)) != 2 or not all(0 <= d < len(t.get_shape()) for d in dims):
                 raise VerifyException(f"egpu.mma: {which}_dims {list(dims)} are not two dimensions of {t}")
-            types.append(t.get_element_type())
         if not (isinstance(types[0], Float16Type | BFloat16Type) and types[0] == types[1]):
             raise VerifyException(f"egpu.mma: a and b must both be f16 or both bf16, got {types[0]} and {types[1]}")
         if not isinstance(types[2], Float32Type):

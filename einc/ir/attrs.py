@@ -44,6 +44,12 @@ AXIS_ATTR = "einc.axis"
 INIT_ATTR = "einc.init"
 """On a loop: it initializes a reduction's output."""
 COPY_ATTR = "einc.copy"
+LDMATRIX_ATTR = "egpu.ldmatrix"
+"""On an `egpu.mma`: which of its A and B tiles `ldmatrix` reads ({a = "x4" | "x4.trans"}),
+set by `einc-ldmatrix` where a tile's 8-element rows are contiguous and 16-byte aligned."""
+FRAGMENT_ATTR = "einc.fragment"
+"""On a `memref.alloca`: a warp's tensor-core accumulator fragment (einc.transforms.tensorize),
+each lane's elements of a 16 x 16 tile; its copy nests cover the tile over the warp's lanes."""
 """On a loop: it copies a tensor (an output that is also read as an input)."""
 PARALLEL_ATTR = "einc.parallel"
 VECTORIZE_ATTR = "einc.vectorize"

@@ -22,6 +22,10 @@ of an `egpu.vload` and an `egpu.vstore` (`einc-vectorize-global`: consecutive el
 both addresses aligned to the vector) of 8 or 16 bytes, one `cp.async` of that size. The pass runs only where the target description's `compute_capability` is 80 or
 more (CUDA: its code is compiled for sm_80 and sm_90); the printed helper also falls back
 to a plain copy when compiled for an older architecture (`__CUDA_ARCH__ < 800`).
+
+Targets without an asynchronous copy whose `plain_vector_copies` is set (HIP) get the vector
+pairs alone as `egpu.copy_async`, printed as one plain 16-byte copy (a float16 tile's eight
+elements in one load and one store, not eight of each), their waits as nothing.
 """
 
 from __future__ import annotations
@@ -88,12 +92,13 @@ def _vector_copy(kernel: egpu.FuncOp, store: egpu.VStoreOp) -> bool:
     return True
 
 
-def make_async_copies(kernel: egpu.FuncOp) -> int:
-    """Rewrite `kernel`'s global-to-shared copy pairs (module docstring); returns how many."""
+def make_async_copies(kernel: egpu.FuncOp, vectors_only: bool = False) -> int:
+    """Rewrite `kernel`'s global-to-shared copy pairs (module docstring; `vectors_only`: the
+    vector pairs alone); returns how many."""
     made = 0
     for vstore in [op for op in kernel.walk() if isinstance(op, egpu.VStoreOp)]:
         made += _vector_copy(kernel, vstore)
-    for store in [op for op in kernel.walk() if isinstance(op, affine.StoreOp)]:
+    for store in [] if vectors_only else [op for op in kernel.walk() if isinstance(op, affine.StoreOp)]:
         shared, load = store.memref, store.value.owner
         if not isinstance(shared.owner, egpu.AllocSharedOp) or not isinstance(load, affine.LoadOp):
             continue
@@ -124,11 +129,12 @@ class AsyncCopiesPass(TargetedPass):
     """Whose description gives the architecture (`compute_capability`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.limits().compute_capability < 80:
+        plain = self.target_facts().plain_vector_copies
+        if self.limits().compute_capability < 80 and not plain:
             return
         for kernel in op.walk():
             if isinstance(kernel, egpu.FuncOp):
-                make_async_copies(kernel)
+                make_async_copies(kernel, vectors_only=self.limits().compute_capability < 80)
 
 
 __all__ = ["AsyncCopiesPass", "make_async_copies"]

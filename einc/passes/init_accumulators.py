@@ -31,6 +31,12 @@ iterations enumerated, up to 2^16 iterations and 2^24 output elements). Past tho
 one tile alone still qualifies when each loop around it gives its iterations disjoint
 elements (the fill then stays).
 
+A tensor-core accumulator fragment (`einc.fragment`, einc.transforms.tensorize) is a tile
+too: each lane copies its own elements of a 16 x 16 tile of C (the hardware's layout,
+`lane floordiv 4`...), which the warp's lanes together cover exactly; it is taken as that
+16 x 16 box at the loops around the lane loop (one kernel for a tensor-core matmul, its
+accumulator zeroed in registers).
+
 Conservative: anything else (another access to C in the nests or between the fill and the
 nests, two tiles writing the same element, a staging point inside a reduction loop, shared
 memory) leaves the IR as it was. Run by the C pipeline and, before `convert-affine-to-egpu`
@@ -50,10 +56,11 @@ from xdsl.context import Context
 from xdsl.dialects import affine, arith, func, memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from einc.ir.attrs import COPY_ATTR, INIT_ATTR, MEMORY_ATTR
+from einc.dialects.egpu_mma import FRAGMENT
+from einc.ir.attrs import COPY_ATTR, FRAGMENT_ATTR, INIT_ATTR, MEMORY_ATTR
 from einc.transforms.loop_analysis import (
     accesses,
     constant_bounds,
@@ -126,6 +133,8 @@ class _Tile:
     load: affine.LoadOp
     copy_out: affine.ForOp
     loops: list[affine.ForOp]
+    """For a fragment, the loops around its lane loop (the lanes together hold one box)."""
+    fragment: bool = False
 
 
 def _tiles(nest: Operation, tensor: SSAValue) -> list[_Tile] | None:
@@ -149,7 +158,8 @@ def _tiles(nest: Operation, tensor: SSAValue) -> list[_Tile] | None:
         loops = _enclosing_loops(o, nest)
         if loops is None or not _same_box(copy_in, loads[0].op, copy_out, tensor):
             return None
-        tiles.append(_Tile(o, loads[0].op, copy_out, loops))
+        fragment = FRAGMENT_ATTR in o.attributes
+        tiles.append(_Tile(o, loads[0].op, copy_out, loops[:-1] if fragment else loops, fragment))
         copies += [copy_in, copy_out]
     uses = [o for o in walk_ops(nest) if tensor in o.operands]
     if not tiles or any(not any(c.is_ancestor(o) for c in copies) for o in uses):
@@ -193,7 +203,7 @@ def _tile_map(tiles: Sequence[_Tile], tensor: SSAValue) -> np.ndarray | str | No
         return TOO_MANY
     marking = _Marking(np.zeros(shape, dtype=bool))
     for tile in tiles:
-        forms = _box_forms(tile.copy_out, tensor)
+        forms = _fragment_forms(tile, tensor) if tile.fragment else _box_forms(tile.copy_out, tensor)
         if forms is None or not marking.visit(tile.loops, forms, {}):
             return marking.failure if forms is not None else None
     return marking.covered
@@ -267,6 +277,32 @@ def _box_forms(copy_out: affine.ForOp, tensor: SSAValue) -> list[tuple[dict[SSAV
             return None
         forms.append(({v: c for v, c in terms.items() if v not in copy_ivs}, const, inner[0][1], bounds[1]))
     return forms
+
+
+def _fragment_forms(tile: _Tile, tensor: SSAValue) -> list[tuple[dict[SSAValue, int], int, int, int]] | None:
+    """`_box_forms` of a fragment's copy-out taken over its warp's lanes: the 16 x 16 box
+    of the two dimensions the lane and the copy loop move (the lanes' elements, the
+    hardware's layout, cover it exactly), each outer term as the store has it."""
+    lane_loop = tile.alloca.parent_op()
+    stores = [a for a in accesses(tile.copy_out) if a.write and a.buffer is tensor]
+    if not isinstance(lane_loop, affine.ForOp) or len(stores) != 1 or (store_map := stores[0].map) is None:
+        return None
+    store = stores[0]
+    inner = {induction_var(lane_loop), induction_var(tile.copy_out)}
+    positions = [p for p, v in enumerate(store.operands) if v in inner]
+    zeros = [AffineExpr.constant(0) if p in positions else AffineExpr.dimension(p) for p in range(len(store.operands))]
+    forms: list[tuple[dict[SSAValue, int], int, int, int]] = []
+    for e in store_map.results:
+        form = linear_form(e.replace_dims_and_symbols(zeros, []), store.operands)
+        if form is None:
+            return None
+        moved = any(isinstance(d, int) and d in positions for d in _dims_of(e))
+        forms.append((form[0], form[1], 1, FRAGMENT if moved else 1))
+    return forms if sum(f[3] == FRAGMENT for f in forms) == 2 else None
+
+
+def _dims_of(e: AffineExpr) -> set[int]:
+    return {x.position for x in e.dfs() if isinstance(x, AffineDimExpr)}
 
 
 def init_accumulators(host: func.FuncOp) -> int:

@@ -373,8 +373,9 @@ class VectorizeGlobalPass(TargetedPass):
         lanes = target.vector_lanes()
         math_ops = target.vector_math | target.lanewise_vector_math
         # 16-bit float tiles copied as 16-byte vectors where they become cp.async (CUDA
-        # sm_80+), never printed as vectors
-        raw = frozenset({f16, bf16}) if target.narrow_shared_tiles and self.limits().compute_capability >= 80 else frozenset()
+        # sm_80+) or a plain 16-byte copy (HIP), never printed as vectors
+        copies = self.limits().compute_capability >= 80 or target.plain_vector_copies
+        raw = frozenset({f16, bf16}) if target.narrow_shared_tiles and copies else frozenset()
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
             vectorize_global(kernel, lanes, elements, math_ops, raw)
 

@@ -285,15 +285,16 @@ def mma_lane(op: MmaOp, args: PythonValues) -> None:
     if not 0 <= lane < lanes:
         raise InterpretationError(f"egpu.mma: lane {lane} of {lanes}")
 
-    def at(base: list[int], dims: tuple[int, int], first: int, second: int) -> tuple[int, ...]:
+    def at(base: list[int], dims: tuple[int, ...], first: int, second: int) -> tuple[int, ...]:
         index = list(base)
         index[dims[0]] += first
         index[dims[1]] += second
         return tuple(index)
 
     k = op.k.value.data
-    for row, col in owned(lane, lanes):
-        ci = _check_bounds(op, c, at(c0, op.dims("c"), row, col))
+    for n, (row, col) in enumerate(owned(lane, lanes)):
+        # a fragment c: the lane's element n at c_base + n
+        ci = _check_bounds(op, c, (c0[0] + n,) if op.fragment else at(c0, op.dims("c"), row, col))
         total = np.float32(c[ci])
         for q in range(k):
             x = np.float32(a[_check_bounds(op, a, at(a0, op.dims("a"), row, q))])

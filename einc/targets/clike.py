@@ -357,6 +357,11 @@ class CLikeTarget:
     shared ones (here: bfloat16 kept in memory, `legalize-bf16-storage`)."""
     tensor_cores: ClassVar[frozenset[str]] = frozenset()
     """The `transform.einc.tensorize` intrinsics the target prints (`egpu.mma`)."""
+    plain_vector_copies: ClassVar[bool] = False
+    """Whether the global-to-shared copies of 16-byte vectors (`einc-vectorize-global`'s
+    pairs, float16/bfloat16 tiles included) become `egpu.copy_async` where the target has
+    no asynchronous copy (`einc-async-copies`), which it prints as one plain 16-byte copy
+    (HIP); CUDA's come from its `compute_capability` (cp.async)."""
     narrow_shared_tiles: ClassVar[bool] = False
     """Whether float16/bfloat16 tiles may be staged in shared memory (`cache_read ... in
     "shared"`): the target prints them as 16-bit arrays (CUDA, HIP); OpenCL without

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects.builtin import AnyFloat, MemRefType
+from xdsl.ir import Operation
+
 from einc.dialects import egpu
 from einc.runtime.manifest import LaunchManifest
 from einc.targets import tensor_cores as tc
@@ -19,19 +22,45 @@ from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets.cuda import CUDATarget, CudaFamily
 from einc.targets.gpu import Runner, TargetRuntime
+from einc.targets.writer import Writer
 
 _AXES = "xyz"
+
+
+_COPY_UNITS = {8: "uint2", 16: "uint4"}
+
+
+def _plain_copy(w: Writer, op: Operation) -> None:
+    """`egpu.copy_async` of a vector pair (`plain_vector_copies`): one plain copy of its
+    8 or 16 bytes (both addresses aligned to it: `einc-vectorize-global`)."""
+    assert isinstance(op, egpu.CopyAsyncOp)
+    memory = op.memref.type
+    assert isinstance(memory, MemRefType)
+    element = memory.get_element_type()
+    n = (element.bitwidth // 8 if isinstance(element, AnyFloat) else getattr(element, "width").data // 8) * op.width
+    dst = w.access(op.memref, w.flat_values(op.memref, op.indices))
+    src = w.access(op.source, w.flat_values(op.source, op.source_indices))
+    w.line(f"*({_COPY_UNITS[n]}*)&{dst} = *(const {_COPY_UNITS[n]}*)&{src};")
+
+
+def _no_wait(w: Writer, op: Operation) -> None:
+    """The copies above were plain ones: complete already."""
 
 
 class HIPTarget(CudaFamily):
     tensor_cores = frozenset({"mfma.16x16x16"})
     narrow_shared_tiles = True
-    statement_printers = {**CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mfma)}
+    plain_vector_copies = True
+    statement_printers = {
+        **CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mfma),
+        egpu.CopyAsyncOp: _plain_copy, egpu.AsyncWaitOp: _no_wait,
+    }  # fmt: skip
+    memory_ops = (*CudaFamily.memory_ops, egpu.CopyAsyncOp, egpu.AsyncWaitOp)
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=hip},einc-pad-shared{target=hip},"
-        "legalize-bf16-storage,einc-vectorize-loops{target=hip},einc-vectorize-global{target=hip},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "legalize-bf16-storage,einc-vectorize-loops{target=hip},einc-vectorize-global{target=hip},einc-vectorize-shared-loads,einc-async-copies{target=hip},canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),

@@ -125,7 +125,7 @@ def _mma_reads(op: Operation, buffer: SSAValue) -> bool:
 
 def _mma_with_slot(op: MmaOp, old: SSAValue, buffer: SSAValue, slot: SSAValue) -> MmaOp:
     """`op` reading its tiles in `old` from `buffer` at [slot, *its indices] instead."""
-    operands: list[tuple[SSAValue, list[SSAValue], tuple[int, int]]] = []
+    operands: list[tuple[SSAValue, list[SSAValue], tuple[int, ...]]] = []
     for which, value, indices in (("a", op.a, op.a_indices), ("b", op.b, op.b_indices), ("c", op.c, op.c_indices)):
         dims = op.dims(which)
         if value is old:

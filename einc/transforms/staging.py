@@ -84,7 +84,7 @@ MAX_LOCAL_ELEMENTS = 1 << 14
 
 Terms = dict[SSAValue, int]
 
-from einc.ir.attrs import MEMORY_ATTR, SHARED_COPY_ATTR, dtype_name
+from einc.ir.attrs import FRAGMENT_ATTR, MEMORY_ATTR, SHARED_COPY_ATTR, dtype_name
 
 if TYPE_CHECKING:
     from einc.errors import SourceLocation
@@ -635,6 +635,10 @@ def private_buffer_failure(alloca: memref.AllocaOp) -> Failure | None:
                 "private to one work-item (stage at a loop inside the bound loops, or use "
                 '"shared" for a tile shared by the block\'s threads)'
             )
+    if FRAGMENT_ATTR in alloca.attributes:
+        # a tensor-core fragment (einc.transforms.tensorize): each lane copies its own
+        # elements of the warp's tile (the hardware's layout, disjoint by construction)
+        return None
     written_back = {
         a.buffer for a in accesses(scope)
         if a.write and isinstance(a.op, affine.StoreOp) and isinstance(load := a.op.value.owner, affine.LoadOp)

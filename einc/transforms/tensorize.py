@@ -21,10 +21,25 @@ schedule layer's check (einc.schedule.checks); this utility is target-neutral. R
 contraction, a lane loop nested in a loop bound to thread.x or around thread-bound loops.
 Loops around it bound to thread.y / thread.z are the block's warps: each warp computes its
 own 16 x 16 tile (a block of several warps shares the tiles it stages in shared memory).
+
+The accumulator lives in registers for the whole reduction: where C's buffer and the indices
+of its tile are defined outside the loops the lane loop wraps (a kernel tensor, not a shared
+tile staged inside them) and nothing else inside them touches C, each lane gets a private fragment (`C_frag`, `einc.fragment`: its
+`256 / lanes` elements of the tile, in the hardware's layout), copied in from C once before
+the reduction's loops and out once after them; `egpu.mma` accumulates into the fragment
+(its fragment form). `einc-init-accumulators` then starts the fragment at the fill's
+identity (the fill nest, a kernel of its own on a device, goes):
+
+    affine.for %lane = 0 to 32 {
+      %f = memref.alloca() {einc.fragment} : memref<8xf32>
+      affine.for %e = 0 to 8 { %f[%e] = C[io + lane floordiv 4 + 8 * (e floordiv 2 mod 2), ..] }
+      affine.for %ko ... { copies; egpu.mma %A_s[..], %B_s[..], %f[%c0] lane %lane {c_dims = []} }
+      affine.for %e = 0 to 8 { C[..] = %f[%e] }
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref
@@ -33,14 +48,27 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
+    IndexType,
+    IntegerAttr,
     StringAttr,
+    UnitAttr,
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from einc.dialects.egpu_mma import FRAGMENT, LANES, MmaOp
-from einc.ir.attrs import BIND_ATTR, MEMORY_ATTR, SHARED_COPY_ATTR, STMT_ATTR, dtype_name
+from einc.dialects.egpu_mma import FRAGMENT, LANES, MmaOp, fragment_size
+from einc.ir.attrs import (
+    AXIS_ATTR,
+    BIND_ATTR,
+    COPY_ATTR,
+    FRAGMENT_ATTR,
+    MEMORY_ATTR,
+    NAME_ATTR,
+    SHARED_COPY_ATTR,
+    STMT_ATTR,
+    dtype_name,
+)
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.loop_analysis import band_from, constant_bounds, induction_var, split_linear
 from einc.transforms.loop_build import Failure, _new_loop, describe
@@ -180,6 +208,7 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
     rewriter = Rewriter()
     before = InsertPoint.before(loop)
     bases: dict[str, list[SSAValue]] = {}
+    c_applies: list[affine.ApplyOp] = []
     for name, o in operands.items():
         outer = [v for v in o.operands if v not in ivs]
         zeros = [AffineExpr.constant(0) if v in ivs else AffineExpr.dimension(outer.index(v)) for v in o.operands]
@@ -189,31 +218,112 @@ def tensorize(loop: affine.ForOp, intrinsic: str) -> affine.ForOp | Failure:
             apply = affine.ApplyOp(outer, AffineMapAttr(AffineMap(len(outer), 0, (e0,))))
             rewriter.insert_op(apply, before)
             values.append(apply.result)
+            if name == "C":
+                c_applies.append(apply)
         bases[name] = values
     lane_loop = _new_loop((), (), 0, lanes, 1, "lane")
     lane_loop.attributes[BIND_ATTR] = StringAttr("thread.x")
-    if isinstance(stmt := loop.attributes.get(STMT_ATTR), StringAttr):
+    stmt = loop.attributes.get(STMT_ATTR)
+    if isinstance(stmt, StringAttr):
         lane_loop.attributes[STMT_ATTR] = stmt
     a, b, c = operands["A"], operands["B"], operands["C"]
-    mma = MmaOp(
-        a.buffer, bases["A"], b.buffer, bases["B"], c.buffer, bases["C"], induction_var(lane_loop), lanes,
-        extents[roles["k"]], ((a.dims["i"], a.dims["k"]), (b.dims["k"], b.dims["j"]), (c.dims["i"], c.dims["j"])),
-    )  # fmt: skip
     wrapped = _lane_scope(loop)
     if wrapped is not loop and (failure := _replicated_failure(wrapped, loop)) is not None:
         return Failure(f"{what}: {failure}")
+    lane = induction_var(lane_loop)
+    # the accumulator in registers: C's buffer and its tile's indices outside the wrapped loops
+    outer_c = [v for v in c.operands if v not in ivs]
+    in_registers = all(not _defined_in(v, wrapped) for v in (c.buffer, *outer_c)) and not any(
+        c.buffer in op.operands for op in wrapped.walk() if not loop.is_ancestor(op))  # C used only by the band
+    fragment: memref.AllocaOp | None = None
+    c_buffer, c_indices, c_dims = c.buffer, bases["C"], (c.dims["i"], c.dims["j"])
+    if in_registers:
+        zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+        rewriter.insert_op(zero, InsertPoint.before(wrapped))
+        fragment = memref.AllocaOp.get(Float32Type(), 64, [fragment_size(lanes)])
+        fragment.attributes[NAME_ATTR] = StringAttr(f"{_name(c.buffer)}_frag")
+        fragment.attributes[FRAGMENT_ATTR] = UnitAttr()
+        fragment.memref.name_hint = f"{_name(c.buffer)}_frag"
+        c_buffer, c_indices, c_dims = fragment.memref, [zero.result], ()
+        for apply in c_applies:  # the fragment's copies index C themselves
+            rewriter.erase_op(apply)
+    mma = MmaOp(
+        a.buffer, bases["A"], b.buffer, bases["B"], c_buffer, c_indices, lane, lanes,
+        extents[roles["k"]], ((a.dims["i"], a.dims["k"]), (b.dims["k"], b.dims["j"]), c_dims),
+    )  # fmt: skip
     if wrapped is loop:
         rewriter.insert_op(mma, InsertPoint.at_start(lane_loop.body.block))
         rewriter.replace_op(loop, lane_loop)
-        return lane_loop
-    # sequential loops between the band and the bound loops around it (a reduction tile's
-    # loop, its shared copies): the lane loop goes around them, below the bound loops, so
-    # it maps onto the warp's threads like any bound loop (every lane runs the copies)
-    rewriter.replace_op(loop, mma)
-    rewriter.insert_op(lane_loop, InsertPoint.before(wrapped))
-    wrapped.detach()
-    rewriter.insert_op(wrapped, InsertPoint.at_start(lane_loop.body.block))
+    else:
+        # sequential loops between the band and the bound loops around it (a reduction tile's
+        # loop, its shared copies): the lane loop goes around them, below the bound loops, so
+        # it maps onto the warp's threads like any bound loop (every lane runs the copies)
+        rewriter.replace_op(loop, mma)
+        rewriter.insert_op(lane_loop, InsertPoint.before(wrapped))
+        wrapped.detach()
+        rewriter.insert_op(wrapped, InsertPoint.at_start(lane_loop.body.block))
+    if fragment is not None:
+        body = lane_loop.body.block
+        copy_in = _fragment_copy(c, ivs, lane, lanes, fragment.memref, into=True, stmt=stmt)
+        copy_out = _fragment_copy(c, ivs, lane, lanes, fragment.memref, into=False, stmt=stmt)
+        rewriter.insert_op([fragment, copy_in], InsertPoint.at_start(body))
+        assert body.last_op is not None
+        rewriter.insert_op(copy_out, InsertPoint.before(body.last_op))
     return lane_loop
+
+
+def _name(buffer: SSAValue) -> str:
+    return buffer.name_hint or "C"
+
+
+def _defined_in(value: SSAValue, loop: affine.ForOp) -> bool:
+    owner = value.owner
+    op = owner.parent_op() if isinstance(owner, Block) else owner
+    return op is not None and loop.is_ancestor(op)
+
+
+def fragment_place(lane: AffineExpr, element: AffineExpr, lanes: int) -> tuple[AffineExpr, AffineExpr]:
+    """(row, column) in the 16 x 16 tile of lane `lane`'s accumulator element `element`
+    (einc.dialects.egpu_mma.owned as affine expressions): mma.m16n8k16 element n at row
+    g + 8 (n / 2 mod 2), column 8 (n / 4) + 2 t + n mod 2 (g = lane / 4, t = lane mod 4);
+    MFMA 16x16x16 element i at row 4 (lane / 16) + i, column lane mod 16."""
+    if lanes == 32:
+        return (lane // 4 + (element // 2 % 2) * 8,
+                element // 4 * 8 + (lane % 4) * 2 + element % 2)  # fmt: skip
+    return lane // 16 * 4 + element, lane % 16
+
+
+def _fragment_copy(c: _Operand, ivs: Sequence[SSAValue], lane: SSAValue, lanes: int, fragment: SSAValue,
+                   into: bool, stmt: object) -> affine.ForOp:  # fmt: skip
+    """The loop copying the lane's accumulator elements between C's tile and the fragment
+    (`into`: C -> fragment)."""
+    size = fragment_size(lanes)
+    loop = _new_loop((), (), 0, size, 1, "frag")
+    loop.attributes[COPY_ATTR] = UnitAttr()
+    loop.attributes[AXIS_ATTR] = StringAttr(f"{_name(c.buffer)}.{'in' if into else 'out'}frag")
+    if isinstance(stmt, StringAttr):
+        loop.attributes[STMT_ATTR] = stmt
+    element = induction_var(loop)
+    outer = [v for v in c.operands if v not in ivs]
+    n = len(outer)
+    row, col = fragment_place(AffineExpr.dimension(n), AffineExpr.dimension(n + 1), lanes)
+    zeros = [AffineExpr.constant(0) if v in ivs else AffineExpr.dimension(outer.index(v)) for v in c.operands]
+    results = []
+    for d, e in enumerate(c.map.results):
+        e0 = e.replace_dims_and_symbols(zeros, [])
+        results.append(e0 + row if d == c.dims["i"] else e0 + col if d == c.dims["j"] else e0)
+    far = AffineMapAttr(AffineMap(n + 2, 0, tuple(results)))
+    operands = [*outer, lane, element]
+    assert loop.body.block.last_op is not None
+    point = InsertPoint.before(loop.body.block.last_op)
+    if into:
+        load = affine.LoadOp(c.buffer, operands, far, Float32Type())
+        store = affine.StoreOp(load.result, fragment, [element])
+    else:
+        load = affine.LoadOp(fragment, [element], None, Float32Type())
+        store = affine.StoreOp(load.result, c.buffer, operands, far)
+    Rewriter.insert_op([load, store], point)
+    return loop
 
 
 def _replicated_failure(wrapped: affine.ForOp, band: affine.ForOp) -> str | None:

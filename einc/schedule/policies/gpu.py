@@ -606,10 +606,10 @@ class _Policy:
         tile's copies under the current one's tensor-core work) and A's `[16 wy, kt]` and
         B's `[kt, 16 wx]` tiles staged at that loop in the tensors' own layouts, rows
         padded by `TENSOR_PAD` (the fragment reads of a warp's
-        8 rows x 4 column pairs fall in 32 different banks); the block's float32
-        accumulator tile in shared memory for the whole reduction (`cache_write` at a
-        one-trip loop around it), copied in once and out once, so the reduction tile's loop
-        reads shared memory only. Refused (IllegalStep) where `tensorized` is, with further
+        8 rows x 4 column pairs fall in 32 different banks); each warp's float32
+        accumulator tile in its lanes' registers for the whole reduction (`tensorize`'s
+        fragment, zeroed in registers: no fill kernel, written to C once at the end), so the
+        reduction tile's loop reads shared memory only. Refused (IllegalStep) where `tensorized` is, with further
         output axes left in each block, or where the tiles do not fit."""
         b, f = self.b, self.facts
         x, y = axes_of(nest)
@@ -632,9 +632,8 @@ class _Policy:
         wx = _largest_divisor(ex // TENSOR_TILE, wx_max)
         wy = _largest_divisor(ey // TENSOR_TILE, max(1, warps // wx))
         by, bx = TENSOR_TILE * wy, TENSOR_TILE * wx
-        accumulator = 4 * by * bx
         def fits(kt: int, slots: int) -> bool:
-            return ek % kt == 0 and slots * 2 * (by * (kt + TENSOR_PAD) + kt * (bx + TENSOR_PAD)) + accumulator <= f.shared_bytes
+            return ek % kt == 0 and slots * 2 * (by * (kt + TENSOR_PAD) + kt * (bx + TENSOR_PAD)) <= f.shared_bytes
 
         # double buffered (two slots of each tile) where they fit and there is a next tile
         kt = None if self.variant.double_buffer is False else next(
@@ -650,10 +649,9 @@ class _Policy:
         yw, y16 = b.tile(yi, TENSOR_TILE)
         xo, xi = b.tile(b.handle(x), bx)
         xw, x16 = b.tile(xi, TENSOR_TILE)
-        whole, kr = b.tile(b.handle(k), ek)
-        ko, ki = b.tile(kr, kt)
+        ko, ki = b.tile(b.handle(k), kt)
         zs = [b.handle(z)] if z is not None else []
-        new = b.reorder([yo, xo, *zs, yw, xw, whole, ko, y16, x16, ki])
+        new = b.reorder([yo, xo, *zs, yw, xw, ko, y16, x16, ki])
         nz = len(zs)
         b.bind(new[0], "block.y")
         b.bind(new[1], "block.x")
@@ -661,13 +659,12 @@ class _Policy:
             b.bind(new[2], "block.z")
         b.bind(new[2 + nz], "thread.z")
         b.bind(new[3 + nz], "thread.y")
-        b.cache_write(buffer_name(nest.output), new[4 + nz], "shared")
-        staged = [b.cache_read(a, new[5 + nz], "shared", None, TENSOR_PAD)
+        staged = [b.cache_read(a, new[4 + nz], "shared", None, TENSOR_PAD)
                   for a in dict.fromkeys(buffer_name(a.buffer) for a in nest.loads)]  # fmt: skip
         if double:
             for buffer in staged:
                 b.try_(lambda buffer=buffer: b.double_buffer(buffer))
-        b.tensorize(new[6 + nz], intrinsic)
+        b.tensorize(new[5 + nz], intrinsic)
 
     def shared_layout(self, nest: _Nest, name: str, x: affine.ForOp, y: affine.ForOp | None) -> tuple[int, ...] | None:
         """The dimension order of input `name`'s shared tile (None: the tensor's): the

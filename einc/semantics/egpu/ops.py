@@ -505,7 +505,7 @@ def _mma(m: Machine, op: Operation) -> Step:
     table = np.array([owned(lane, count) for lane in range(count)], np.int64)  # lane, element, (row, col)
     dims = (op.dims("a"), op.dims("b"), op.dims("c"))
 
-    def at(base: list[np.ndarray], d: tuple[int, int], first: Lanes | int, second: Lanes | int) -> list[Lanes]:
+    def at(base: list[np.ndarray], d: tuple[int, ...], first: Lanes | int, second: Lanes | int) -> list[Lanes]:
         index: list[Lanes] = list(base)
         index[d[0]] = index[d[0]] + first
         index[d[1]] = index[d[1]] + second
@@ -520,7 +520,8 @@ def _mma(m: Machine, op: Operation) -> Step:
         bases = [[np.asarray(lanes(env[s]), np.int64) for s in g] for g in groups]
         for e in range(table.shape[1]):
             rows, cols = table[lane, e, 0], table[lane, e, 1]
-            where = at(bases[2], dims[2], rows, cols)
+            # a fragment c (the lane's registers): the lane's element e at c_base + e
+            where: list[Lanes] = [bases[2][0] + e] if op.fragment else at(bases[2], dims[2], rows, cols)
             total = np.asarray(c.load(m.grid, op, where, mask), np.float32)
             for q in range(k):
                 x = np.asarray(a.load(m.grid, op, at(bases[0], dims[0], rows, q), mask), np.float32)
