@@ -351,9 +351,9 @@ def shares_reductions(d: TargetDescription | None, facts: Facts) -> bool:
     (a GPU: the partials combine in warp shuffles and on-chip memory), and on a CPU runtime
     whose barriers are splits of the work-item loop made at compile time (`loop_barriers`:
     PoCL, Intel's SYCL CPU device): there consecutive work-items read consecutive elements
-    (vector loads across the work-items' lanes) and the tree of partials costs a few passes
-    of that loop, where one output per work-item reads its own row, a gather across the
-    lanes (Softmax and ReduceSum 1024x1024, benchmarks/device_kernels.py: a row per
+    (one vector load across the lanes where work-items are vector lanes) and the tree of
+    partials costs a few passes of that loop, where one output per work-item reads its own
+    row, 4 KiB apart from its neighbours' (Softmax and ReduceSum 1024x1024, benchmarks/device_kernels.py: a row per
     work-item 0.54x and 0.55x the best hand schedule on SYCL, 0.81x and 0.79x on PoCL). Not
     lavapipe (HLSL), whose barriers switch coroutines: a row per work-item is its fastest."""
     if facts.on_chip:
