@@ -332,9 +332,60 @@ def test_cuda_default_half_matmul_is_mma_sync_from_shared_memory() -> None:
     assert ptx.count("st.global.f32") == 8, "each lane writes its 8 accumulator elements once"
 
 
+def test_row_reductions_share_rows_by_the_targets_facts() -> None:
+    """A row reduction's work-items per row, from the target's facts: on a GPU (shared memory
+    on chip) the default work-group (256: eight warps, coalesced); on a CPU runtime whose
+    barriers are compile-time splits of the work-item loop, two vectors of work-items where
+    they are vector lanes (SYCL: 2 x 16) and the default work-group elsewhere (PoCL: 64);
+    a row per work-item with a private accumulator on lavapipe (HLSL), whose barriers
+    switch coroutines; never more work-items than the row has elements (a power of two)."""
+    expected = {"cuda": 256, "hip": 256, "sycl": 32, "opencl": 64}
+    for target, threads in expected.items():
+        knobs = _knobs("softmax", target)  # 130 columns: at most 128 work-items
+        assert (knobs["temp0.C.threads"], knobs["temp1.C.threads"]) == (min(threads, 128),) * 2, (target, knobs)
+        assert _knobs("rowsum", target) == {"output0.C.threads": min(threads, 64)}, target  # 100 columns
+    hlsl = _knobs("softmax", "hlsl")
+    assert (hlsl["temp0.N.threads"], hlsl["temp1.N.threads"]) == (16, 16)  # a row per work-item: 9 rows
+    assert _knobs("colsum", "sycl") == {"output0.C.threads": 64}  # a column read at stride: one per work-item
+    barriers = {t: getattr(get_target(t).limits, "loop_barriers", None) for t in ("opencl", "sycl", "hlsl")}
+    assert barriers == {"opencl": True, "sycl": True, "hlsl": False}
+
+
 def test_poplar_keeps_its_own_mapping() -> None:
     """Poplar's grid is one MultiVertex (its printer spreads points over tiles): no default."""
     assert policy.default_schedule(get_target("poplar"), _loops("matmul", "poplar")) is None
+
+
+POPLAR_PROGRAMS = {
+    "matmul": (MATMUL, {"input0": [96, 256], "input1": [256, 128]}),
+    "softmax": (SOFTMAX, {"input0": [64, 512]}),
+    "rowsum": ("output0[N] +=! input0[N, C]", {"input0": [512, 512]}),
+}
+"""Programs whose data overflow one Poplar tile's 624 KiB where a schedule made them one
+vertex (bound loops, private accumulators): the `bind` sketches were refused there."""
+
+
+@pytest.mark.parametrize("name", list(POPLAR_PROGRAMS))
+def test_poplar_space_is_legal_by_construction(name: str) -> None:
+    """Poplar's search space (no grid, no shared memory: `gridless`) holds the default and
+    the `vertex` sketches only - nothing bound, staged or privately accumulated, the
+    reductions unrolled or vectorized - so every point the tuner samples applies and lowers
+    (the vertex split and its tile-memory check included) without a refusal; no run."""
+    from einc.tune.space import SearchSpace
+    from einc.tune.types import Point, TuneTask
+
+    ir, shapes = POPLAR_PROGRAMS[name]
+    task = TuneTask(ir, "poplar", f"<{name}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()})
+    space = SearchSpace.from_task(task)
+    assert set(space.sketches) - {"default"} and all(s in ("default", "vertex", "vertex.vector") for s in space.sketches)
+    rng = np.random.default_rng(22)
+    points: dict[Point, None] = dict.fromkeys(space.random_point(rng) for _ in range(6))
+    for point in points:
+        comp = task.compilation(space.candidate(point).schedule)
+        target = comp.module("target")  # refusals raise here (ScheduleError, TargetError)
+        # every kernel spread over several tiles (a kernel made one vertex overflows one)
+        split = [str(op.attributes["egpu.tile_split"]) for op in target.walk() if "egpu.tile_split" in op.attributes]
+        assert split and not any("vertices = 1," in a for a in split), (point, split)
 
 
 def test_tile_sketches_and_bounded_knobs() -> None:

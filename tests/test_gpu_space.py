@@ -62,8 +62,9 @@ def test_the_constructed_default_is_a_candidate(spaces: dict, name: str, target:
 def test_sketches_per_program(spaces: dict) -> None:
     """A contraction gets the staging, double-buffered and padded sketches where the target
     has shared memory; reductions the cross-thread sketch where the default keeps a private
-    accumulator (OpenCL: shared memory is not on chip) and the private one where the default
-    is cross-thread (CUDA)."""
+    accumulator (HLSL: lavapipe's barriers switch coroutines) and the private one where the
+    default is cross-thread (CUDA: on-chip shared memory; OpenCL and SYCL: barriers split
+    the work-item loop)."""
     mm = spaces["matmul", "opencl"].sketches
     assert {"tile.columns", "tile.shared", "tile.shared.input0", "tile.shared.input1", "tile.shared.single",
             "tile.shared.pad0", "tile.shared.pad1"} <= set(mm)  # fmt: skip
@@ -78,9 +79,10 @@ def test_sketches_per_program(spaces: dict) -> None:
     assert "transform.einc.double_buffer" not in str(mm["tile.shared.single"].schedule)
     assert '"shared" pad 1' in str(mm["tile.shared.pad1"].schedule)
     assert mm["tile.shared"].roles["output0.K.kunroll"].kind == "unroll"
-    assert "tile.cross" in spaces["softmax", "opencl"].sketches and "tile.cross" in spaces["rowsum", "sycl"].sketches
-    assert "tile.private" in spaces["rowsum", "cuda"].sketches and "tile.cross" not in spaces["rowsum", "cuda"].sketches
-    cross = spaces["rowsum", "opencl"].sketches["tile.cross"]
+    assert "tile.cross" in spaces["softmax", "hlsl"].sketches and "tile.cross" in spaces["rowsum", "hlsl"].sketches
+    for key in (("softmax", "opencl"), ("rowsum", "sycl"), ("rowsum", "cuda")):
+        assert "tile.private" in spaces[key].sketches and "tile.cross" not in spaces[key].sketches, key
+    cross = spaces["rowsum", "opencl"].sketches["default"]
     assert set(cross.schedule.knobs()) == {"output0.C.threads"}
 
 
@@ -162,8 +164,9 @@ POINTS: list[tuple[str, str, dict[str, Any]]] = [
     ("matmul", "tile.shared.input1", {"output0.K.ktile": 4, "output0.M.threads": 2, "output0.N.threads": 16}),
     ("matmul", "tile.columns", {}),
     ("matmul", "tile.kunroll", {"output0.K.kunroll": 8, "output0.N.reg": 5}),
-    ("softmax", "tile.cross", {"temp0.C.threads": 32, "temp1.C.threads": 64}),
-    ("rowsum", "tile.cross", {"output0.C.threads": 16}),
+    ("softmax", "default", {"temp0.C.threads": 32, "temp1.C.threads": 64}),  # cross-thread on OpenCL
+    ("rowsum", "default", {"output0.C.threads": 16}),
+    ("rowsum", "tile.private", {}),
 ]
 
 

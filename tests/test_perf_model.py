@@ -429,8 +429,16 @@ def test_cpu_device_prediction_is_finite_and_scalar_where_work_items_loop(cpu_de
 
 
 def test_cpu_device_charges_accumulation_chains(cpu_device: Path) -> None:
+    # a row per work-item with a private accumulator (the OpenCL default shares rows across
+    # work-items now: the `tile.private` variant, as before)
+    private = ('builtin.module {\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {\n'
+               '    %n = transform.einc.match stmt "output0" axis "N" in %root\n'
+               '    %c = transform.einc.match stmt "output0" axis "C" in %root\n'
+               '    %no, %ni = transform.einc.tile %n by 64\n    %a, %b, %d = transform.einc.reorder %no, %ni, %c\n'
+               '    transform.einc.bind %a to "block.x"\n    transform.einc.bind %b to "thread.x"\n'
+               '    %w = transform.einc.cache_write "output0" at %b in "local"\n    transform.yield\n  }\n}\n')  # fmt: skip
     rowsum = Compilation("input input0: float32[64, 128]\noutput0[N] +=! input0[N, C]\n", "s.ein", target="opencl",
-                         schedule="default", use_records=False)  # fmt: skip
+                         schedule=private, use_records=False)  # fmt: skip
     d = get_device(str(cpu_device))
     (k,) = model_module(rowsum.module("target"), d).kernels
     # one row per work-item, its 128 adds a chain of dependent steps, 3 cycles each at 4 GHz; the

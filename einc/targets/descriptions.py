@@ -100,6 +100,17 @@ class TargetDescription:
     device it counts such a runtime's kernels with work-items as lanes where they have no vectors
     of their own and contiguous accesses (einc/perfmodel/model.py)."""
 
+    loop_barriers: bool = False
+    """Whether a work-group barrier costs a split of the work-group's loop over its work-items,
+    made when the kernel is compiled (PoCL; Intel's OpenCL/SYCL CPU runtime), not a switch
+    between coroutines at run time (lavapipe: llvmpipe runs a work-group's lanes as
+    coroutines that each barrier suspends and resumes). Where it is True the default device
+    schedule shares a row reduction across work-items on a device whose shared memory is
+    ordinary memory (einc/schedule/policies/gpu.py `shares_reductions`: Softmax and ReduceSum
+    1024x1024 on PoCL and SYCL, benchmarks/device_kernels.py); on lavapipe a row per
+    work-item stays the faster (Softmax 1024x1024: the 32- to 256-work-item hand schedules
+    0.4-0.8x it, a loaded machine)."""
+
     def stores(self, dtype: str) -> bool:
         """Whether a buffer of `dtype` can live on the device (narrow ones are widened)."""
         if dtype in self.storage_dtypes:

@@ -32,6 +32,7 @@ class OpenCLTarget(DeviceTarget):
         max_grid=(2**31 - 1, 2**31 - 1, 2**31 - 1), shared_bytes_per_block=2 * 1024 * 1024,
         subgroup_size=1, vector_width=16, default_block=64,
         storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"}, shared_on_chip=False,
+        loop_barriers=True,
     )  # fmt: skip
     buffer_prefix: ClassVar[str] = "__global "
     buffer_suffix: ClassVar[str] = " restrict"

@@ -46,7 +46,7 @@ class SYCLTarget(DeviceTarget):
         max_grid=(2**31 - 1, 2**31 - 1, 2**31 - 1), shared_bytes_per_block=256 * 1024,
         subgroup_size=8, vector_width=16, default_block=64,
         storage_dtypes=ALL_DTYPES, arith_dtypes=ALL_DTYPES - {"float16"}, shared_on_chip=False,
-        items_vectorized=True,
+        items_vectorized=True, loop_barriers=True,
     )  # fmt: skip
     includes: ClassVar[tuple[str, ...]] = (
         "cstdint", "limits", "sycl/builtins.hpp", "sycl/group_barrier.hpp", "sycl/half_type.hpp",

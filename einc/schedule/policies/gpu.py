@@ -45,13 +45,17 @@ left to `convert-affine-to-egpu`'s default mapping):
   their axis (so the register loops have constant trip counts and unroll); work-item and
   work-group tiles need not divide (the last work-group's work-items outside the range skip
   the body);
-- another reduction (a row sum, softmax's max and sum) whose innermost reduction reads an
-  input at unit stride, where shared memory is on chip: each output on a work-group, the
-  reduction shared by its work-items (a cross-thread reduction: warp shuffles on CUDA/HIP);
-  otherwise (and on devices whose shared memory is ordinary memory, where every barrier
-  spills) one output per work-item, its accumulator in a private register across the
-  reduction (`cache_write ... in "local"`) instead of a load and store of global memory
-  per step;
+- another reduction (a row sum, softmax's max and sum, layernorm's mean and variance) whose
+  innermost reduction reads an input at unit stride, where shared memory is on chip or the
+  runtime's barriers are compile-time splits of its work-item loop (`shares_reductions`:
+  CUDA, HIP, PoCL, Intel's SYCL CPU device): each output on a work-group, the reduction
+  shared by its work-items, consecutive work-items reading consecutive elements (a
+  cross-thread reduction: warp shuffles on CUDA/HIP), `row_threads` of them per row (the
+  default work-group: 256 on CUDA/HIP, 64 on PoCL; two vectors of work-items where they are
+  vector lanes, `items_vectorized`: 32 on SYCL; at most the row); otherwise (lavapipe,
+  whose barriers switch coroutines) one output per work-item, its accumulator in a private
+  register across the reduction (`cache_write ... in "local"`) instead of a load and store
+  of global memory per step;
 - an elementwise nest of at most three axes: the innermost axis in chunks of up to `ITEMS`
   consecutive elements per work-item (a divisor of the axis: a loop of constant trip count
   the device compiler unrolls), the chunks over work-groups and work-items, the next axes on
@@ -332,6 +336,45 @@ def thread_options(limit: int) -> tuple[int, ...]:
     return tuple(1 << p for p in range(11) if 1 << p <= limit)
 
 
+VECTOR_ROWS = 2
+"""Vectors of work-items a row of a cross-thread reduction takes on a runtime that runs
+work-items as the lanes of vectors (`items_vectorized`): each step of a work-item's share
+is then `VECTOR_ROWS` full vector loads of consecutive elements, independent partial sums,
+and the tree that combines the partials has log2(VECTOR_ROWS * vector_width) barrier steps
+(each a pass of the work-group's work-item loop on a CPU runtime), not log2 of a default
+work-group's."""
+
+
+def shares_reductions(d: TargetDescription | None, facts: Facts) -> bool:
+    """Whether the default shares a row reduction (one whose innermost reduction an input
+    reads at unit stride) across a work-group's work-items: where shared memory is on chip
+    (a GPU: the partials combine in warp shuffles and on-chip memory), and on a CPU runtime
+    whose barriers are splits of the work-item loop made at compile time (`loop_barriers`:
+    PoCL, Intel's SYCL CPU device): there consecutive work-items read consecutive elements
+    (one vector load across the lanes where work-items are vector lanes) and the tree of
+    partials costs a few passes of that loop, where one output per work-item reads its own
+    row, 4 KiB apart from its neighbours' (Softmax and ReduceSum 1024x1024, benchmarks/device_kernels.py: a row per
+    work-item 0.54x and 0.55x the best hand schedule on SYCL, 0.81x and 0.79x on PoCL). Not
+    lavapipe (HLSL), whose barriers switch coroutines: a row per work-item is its fastest."""
+    if facts.on_chip:
+        return True
+    return d is not None and d.loop_barriers
+
+
+def row_threads(d: TargetDescription | None, facts: Facts, extent: int) -> int:
+    """Work-items per row of a cross-thread reduction over `extent` elements: a power of
+    two, at most the row (and the target's work-group limit); where work-items are vector
+    lanes (`items_vectorized`), `VECTOR_ROWS` vectors of them (`vector_width` lanes: 32 on
+    Intel's SYCL CPU device, whose best hand schedules are 16 and 32 work-items per row),
+    at least a subgroup; else the target's default work-group (256 on CUDA and HIP: 8
+    warps, coalesced; 64 on PoCL, whose best hand schedules are 64 and 128)."""
+    want = facts.threads
+    if d is not None and d.items_vectorized and not facts.on_chip:
+        want = max(VECTOR_ROWS * d.vector_width, d.subgroup_size)
+    row = 1 << int(math.log2(max(extent, 1)))
+    return max(1, min(want, row, facts.max_threads))
+
+
 @dataclass(frozen=True)
 class Variant:
     """What a tuning sketch changes of the default policy (einc.tune.sketches.gpu); the
@@ -388,7 +431,8 @@ class _Policy:
             # float16/bfloat16 contraction accumulated in float32 whose tiles fit 16 x 16)
             plans = [*tensor_core_plans(self), _Policy.contracted] if self.target.tensor_cores else [_Policy.contracted]
         elif nest.reduction:
-            cross = self.facts.on_chip if self.variant.reductions is None else self.variant.reductions == "cross"
+            default = shares_reductions(self.target.limits, self.facts)
+            cross = default if self.variant.reductions is None else self.variant.reductions == "cross"
             plans = [_Policy.cross_thread, _Policy.private] if cross else [_Policy.private]
         else:
             # its preconditions are checked first and its steps are then always legal (the
@@ -703,7 +747,7 @@ class _Policy:
             raise IllegalStep("no unit-stride input along the reduction")
         if any(nest.extent(s) > lim for s, lim in zip(reversed(nest.spatial), f.max_grid)):
             raise IllegalStep("too many outputs for the grid")
-        threads = min(f.threads, 1 << int(math.log2(nest.extent(r))))
+        threads = row_threads(self.target.limits, f, nest.extent(r))
         t = self.knob(nest, r, "threads", threads, thread_options(f.thread_limit))
         _outer, inner = b.tile(b.handle(r), t)
         for s, axis in zip(reversed(nest.spatial), ("block.x", "block.y", "block.z")):

@@ -17,6 +17,13 @@ reduction tile's unroll - the width of a staged row's vector loads - 1 to 8), an
 whose work-group or staged tiles break a limit is refused when the schedule is applied,
 before any launch. The constructed default is the space's `default` sketch.
 
+On a target without a grid of work-groups (`gridless`: Poplar, whose printer spreads a
+kernel's points over the IPU's tiles) the space is the `vertex` sketches alone, legal by
+construction there: the mapping left to the vertex split, each reduction's innermost loop
+unrolled by a knob (`vertex`) or in vector partial accumulators (`vertex.vector`); no bind
+(a bound or privately accumulated kernel is one vertex on one tile, refused where its data
+overflow the tile) and no `tile` sketch (no default policy there).
+
 The older rules: each statement nest's innermost spatial loop (and the one above
 it) tiled, the tiles bound to work-groups (`block.x/y`) and work-items (`thread.x/y`), the
 other spatial loops and the reductions run by each work-item (`bind`, `bind.private` with a
@@ -32,6 +39,7 @@ import math
 from xdsl.dialects import affine
 from xdsl.ir import SSAValue
 
+from einc.schedule.builder import Failure
 from einc.schedule.policies.gpu import Variant
 from einc.transforms.loop_analysis import band_from
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch
@@ -83,9 +91,23 @@ def _knob(build: _Build, nest: Nest, axis: str, level: int, opts: tuple[int, ...
     return build.b.knob(name, value, opts)
 
 
+def gridless(target: str) -> bool:
+    """Whether the target has no grid of work-groups to bind loops to (its description's
+    grid is 1: Poplar, whose printer spreads a kernel's points over the IPU's tiles itself;
+    a kernel bound to work-groups or work-items, or accumulating in a private array, is one
+    vertex on one tile there, and a cross-thread reduction has no shared memory)."""
+    from einc.targets import get_target
+
+    d = get_target(target).limits
+    return d is not None and max(d.max_grid) <= 1
+
+
 def rule_bind(ctx: RuleContext) -> list[Sketch]:
     """`bind`: block/thread tiling of every statement nest; `bind.private`: the same with
-    each reduction's output accumulated in private memory."""
+    each reduction's output accumulated in private memory. None on a target without a grid
+    (`gridless`: its `vertex` sketches instead)."""
+    if gridless(ctx.target):
+        return []
     found = []
     for name, private, what in (("bind", False, ""), ("bind.private", True, ", reductions accumulated in private memory")):
         sketch = build_sketch(ctx, name, "the innermost spatial loops tiled and bound to work-groups and work-items, "
@@ -123,7 +145,10 @@ def bind_reduce_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
 
 
 def rule_bind_reduce(ctx: RuleContext) -> list[Sketch]:
-    """`bind.reduce`: reductions to few elements shared by a work-group's work-items."""
+    """`bind.reduce`: reductions to few elements shared by a work-group's work-items (not on
+    a target without a grid: `gridless`)."""
+    if gridless(ctx.target):
+        return []
     if not any(n.perfect and not n.init and n.reduction and len(n.spatial) <= 3
                and math.prod(n.extent(s) for s in n.spatial) <= REDUCE_MAX_SPATIAL for n in ctx.nests):  # fmt: skip
         return []
@@ -214,4 +239,53 @@ def rule_tile(ctx: RuleContext) -> list[Sketch]:
     return found
 
 
-RULES = {"tile": rule_tile, "bind": rule_bind, "reduce": rule_bind_reduce}
+VERTEX_UNROLLS = (1, 2, 4, 8)
+"""Unroll factors of a reduction in the `vertex` sketch (those that divide its extent)."""
+
+VERTEX_UNROLL = 4
+"""The `vertex` sketch's default unroll (the faster of the Poplar hand schedules, 4 and 8,
+on MatMul and ReduceSum: benchmarks/device_schedules.py POPLAR_HANDS)."""
+
+
+def unroll_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+    """A reduction nest's innermost reduction unrolled by a knob `stmt.axis.l2` (the
+    factors of VERTEX_UNROLLS that divide its extent): the mapping, loop order and memory
+    are left as the target lowers them, so the kernel stays split over the tiles."""
+    if not nest.perfect or nest.init or not nest.reduction:
+        return False
+    r = nest.reduction[-1]
+    options = tuple(u for u in VERTEX_UNROLLS if nest.extent(r) % u == 0)
+    if len(options) < 2:
+        return False
+    handle = build.b.handle(band_from(top)[nest.axes.index(r)])
+    knob = build.knob(nest, r, 2, "unroll", max(u for u in options if u <= VERTEX_UNROLL), options)
+    build.b.unroll(handle, knob)
+    return True
+
+
+def vector_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+    """A reduction nest whose innermost loop is a reduction: that loop in vector partial
+    accumulators of the target's width (`vectorize_reduction`: float2 on the IPU; sums
+    reassociated, as the C target's default does)."""
+    if not nest.perfect or nest.init or not nest.reduction or nest.axes[-1] != nest.reduction[-1]:
+        return False
+    handle = build.b.handle(band_from(top)[-1])
+    return not isinstance(build.b.try_(lambda: build.b.vectorize_reduction(handle)), Failure)
+
+
+def rule_vertex(ctx: RuleContext) -> list[Sketch]:
+    """`vertex`, on a target without a grid (`gridless`: Poplar) only: what its hand
+    schedules do, legal by construction there - nothing bound, staged or privately
+    accumulated (each would make a kernel one vertex on one tile, refused where its data
+    overflow the tile's memory, or need shared memory the target has none of), every
+    reduction's innermost loop unrolled by a knob; the points stay split over the tiles."""
+    if not gridless(ctx.target):
+        return []
+    made = [build_sketch(ctx, "vertex", "the mapping left to the vertex split over the tiles, each reduction's "
+                         "innermost loop unrolled by a knob", unroll_nest, fallback=False),
+            build_sketch(ctx, "vertex.vector", "the mapping left to the vertex split over the tiles, each reduction's "
+                         "innermost loop in vector partial accumulators", vector_nest, fallback=False)]  # fmt: skip
+    return [s for s in made if s is not None]
+
+
+RULES = {"tile": rule_tile, "bind": rule_bind, "reduce": rule_bind_reduce, "vertex": rule_vertex}
