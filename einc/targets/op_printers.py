@@ -68,18 +68,32 @@ def _affine_for(w: Writer, op: affine.ForOp) -> None:
 
 
 def _barrier_loop_pragma(w: Writer, op: affine.ForOp | scf.ForOp) -> None:
-    """The target's `barrier_loop_pragma` before a loop holding a barrier or inside one that does."""
+    """The target's `barrier_loop_pragma` before a loop holding a barrier or inside one that
+    does. The loops holding barriers are found once per function (the barriers' enclosing
+    loops), so a deep nest costs its depth per loop, not a walk of every subtree."""
     pragma = w.t.barrier_loop_pragma
     if pragma is None:
         return
+    chain: list[Operation] = []
     loop: Operation | None = op
     while loop is not None and not isinstance(loop, (func.FuncOp, egpu.FuncOp)):
-        if isinstance(loop, (affine.ForOp, scf.ForOp)) and any(
-            isinstance(inner, egpu.BarrierOp) for inner in loop.body.walk()
-        ):
-            w.line(pragma)
-            return
+        chain.append(loop)
         loop = loop.parent_op()
+    if loop is None:
+        return
+    holding = w.barrier_loops.get(loop)
+    if holding is None:
+        found: set[Operation] = set()
+        for barrier in loop.walk():
+            if isinstance(barrier, egpu.BarrierOp):
+                outer = barrier.parent_op()
+                while outer is not None and outer is not loop and outer not in found:
+                    if isinstance(outer, (affine.ForOp, scf.ForOp)):
+                        found.add(outer)
+                    outer = outer.parent_op()
+        holding = w.barrier_loops[loop] = frozenset(found)
+    if any(enclosing in holding for enclosing in chain):
+        w.line(pragma)
 
 
 def _pragma_marks(op: affine.ForOp) -> set[str]:

@@ -85,6 +85,9 @@ class Writer:
         self.outlined: list[str] = []
         self.outlined_count = 0
         self.header = ""
+        self.barrier_loops: dict[Operation, frozenset[Operation]] = {}
+        """Per function (the key): the loops that hold an `egpu.barrier`, found in one walk
+        (`op_printers._barrier_loop_pragma`)."""
         self.index_bits = 64
         """The width of `index` in the function being printed: 32 in a kernel the
         `einc-index-width` pass marked (`egpu.index_bits`), else 64."""
