@@ -87,3 +87,13 @@ def test_hip_compiles_packed_accesses(compiled: dict[tuple[str, str, int], Compi
     assert "einc_vloada_" in comp.results["source"] and "einc_vstorea_" in comp.results["source"]
     reports = comp.kernel().check()
     assert reports and all(r.ok for r in reports), reports
+
+
+def test_float16_and_bfloat16_vectors_have_their_own_helpers() -> None:
+    """One kernel file with packed float16 and bfloat16 accesses: each type's vector and
+    conversions under its own name (a shared `f16` name printed one type's conversion for
+    both: bfloat16 bits read as halves on CUDA, a type clash hipcc refused on HIP)."""
+    program = "input x: float16[64]\ninput y: bfloat16[64]\noutput a, b\na[N] = x[N] * 2.0\nb[N] = y[N] * 2.0\n"
+    source = Compilation(program, "<mixed>", target="cuda").kernel().source
+    assert "einc_half_to_float(a.v[k])" in source and "einc_bf16_to_f32(a.v[k])" in source
+    assert "einc_vconvert_f16x4_f32x4" in source and "einc_vconvert_bf16x4_f32x4" in source
