@@ -47,6 +47,12 @@ NARROW_FLOATS = (f16, bf16)
 WIDTHS = (8, 4, 2)
 
 
+def _element(v: SSAValue) -> Attribute:
+    t = v.type
+    assert isinstance(t, MemRefType)
+    return t.get_element_type()
+
+
 def _narrow_buffer(v: SSAValue) -> bool:
     t = v.type
     return isinstance(t, MemRefType) and t.get_element_type() in NARROW_FLOATS
@@ -180,7 +186,7 @@ def pack_narrow_loop(loop: affine.ForOp) -> int:
                 mapping[old] = new
             if isinstance(op, egpu.LoadExtfOp | affine.LoadOp):  # lane 0: the vector load in its place
                 assert isinstance(clone, egpu.LoadExtfOp | affine.LoadOp)
-                element = clone.memref.type.get_element_type()  # type: ignore[union-attr]
+                element = _element(clone.memref)
                 vload = egpu.VLoadOp(clone.memref, _index_values(clone), VectorType(element, [width]))
                 vload.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
                 Rewriter.insert_op(vload, InsertPoint.before(clone))
@@ -198,7 +204,7 @@ def pack_narrow_loop(loop: affine.ForOp) -> int:
         clone = first_store[op]
         clone.detach()  # after every lane's value
         Rewriter.insert_op(clone, InsertPoint.before(loop))
-        element = clone.memref.type.get_element_type()  # type: ignore[union-attr]
+        element = _element(clone.memref)
         assert isinstance(element, AnyFloat)
         packed = _pack(values, clone)
         if values[0].type != element:  # egpu.store_truncf: rounded to nearest even
