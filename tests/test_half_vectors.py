@@ -97,3 +97,28 @@ def test_float16_and_bfloat16_vectors_have_their_own_helpers() -> None:
     source = Compilation(program, "<mixed>", target="cuda").kernel().source
     assert "einc_half_to_float(a.v[k])" in source and "einc_bf16_to_f32(a.v[k])" in source
     assert "einc_vconvert_f16x4_f32x4" in source and "einc_vconvert_bf16x4_f32x4" in source
+
+
+def test_eight_halves_are_one_16_byte_access() -> None:
+    """The tuner's `items = 8` point (its knob offers it): 8 halves per work-item, one 16-byte
+    load per input (`ld.global.nc.v4.u32`) and one 16-byte store, the numbers bit for bit."""
+    spec = {"dtype": "float16", "shape": [1024]}
+    inputs = {"input0": spec, "input1": spec}
+    default = Compilation(PROGRAM, "<half2>", inputs, None, "cuda", "default")
+    default.run_until("target")
+    script = str(default.applied_schedule).replace('"output0.N.items" = 4', '"output0.N.items" = 8')
+    assert '"output0.N.items" = 8' in script
+    comp = Compilation(PROGRAM, "<half2>", inputs, None, "cuda", script)
+    comp.run_until("source")
+    assert re.findall(r"egpu\.vload .*-> vector<(\d+)xf16>", str(comp.results["target"])) == ["8", "8"]
+    rng = np.random.default_rng()
+    values = {k: rng.uniform(-4, 4, 1024).astype(np.float16) for k in inputs}
+    out = run_lowered(comp.results["target"], values, target="cuda")["output0"]
+    expected = _expected(values["input0"], values["input1"], "float16")
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+    require("cuda")
+    from tests.test_gpu_default import _ptx
+
+    ptx = _ptx(comp.results["source"])
+    accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v\d\.)?([ubf]\d+)", ptx)
+    assert sorted(accesses) == [("ld", ".nc", "v4.", "u32")] * 2 + [("st", "", "v4.", "u32")], accesses
