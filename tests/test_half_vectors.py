@@ -20,8 +20,8 @@ from tests.test_device_targets import require
 PROGRAM = "output0[N] = input0[N] * input1[N] + 1.0"
 STORAGE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 SIZES = {1000: 4, 1006: 2, 1002: 0}
-"""Size -> the width its accesses get (the default's work-item chunk: 4, 2, or 3 whose
-accesses stay scalar: 1002 is no multiple of 2 x 2)."""
+"""Size -> the width its accesses get: the default's work-item chunk (the largest divisor of
+the size up to 4): 4, 2, or 3 for 1002, which no vector width divides (left scalar)."""
 
 
 def _compile(dtype: str, n: int, target: str) -> Compilation:
@@ -49,7 +49,8 @@ def _expected(a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
 def test_packed_accesses_match_numpy(compiled: dict[tuple[str, str, int], Compilation], target: str, dtype: str, n: int) -> None:
     """The kernel as its target prints it (after the whole pipeline) on the egpu interpreter:
     bit for bit the per-op rounded result, and within the type's rounding of the float64
-    reference (fresh random data; 1002 the scalar tail, no chunk a multiple of 2 x 2)."""
+    reference (fresh random data after NaN, infinities, signed zeros, the largest half and
+    overflow in its first lanes; 1002 left scalar: chunks of 3)."""
     comp = compiled[(target, dtype, n)]
     ir = str(comp.results["target"])
     width = SIZES[n]
@@ -59,12 +60,15 @@ def test_packed_accesses_match_numpy(compiled: dict[tuple[str, str, int], Compil
     rng = np.random.default_rng()
     s = STORAGE[dtype]
     inputs = {k: rng.uniform(-4, 4, n).astype(s) for k in ("input0", "input1")}
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 65504.0, -65504.0, 6e-8, 300.0, -1.0], np.float32)
+    inputs["input0"][: specials.size] = specials.astype(s)
+    inputs["input1"][: specials.size] = specials[::-1].astype(s)
     out = run_lowered(comp.results["target"], inputs, target=target)["output0"]
     a, b = (inputs[k] for k in ("input0", "input1"))
     np.testing.assert_array_equal(out.view(np.uint16), _expected(a, b, dtype).view(np.uint16))
-    reference = a.astype(np.float64) * b.astype(np.float64) + 1.0
+    reference = a[10:].astype(np.float64) * b[10:].astype(np.float64) + 1.0  # the random part
     eps = 2.0**-10 if dtype == "float16" else 2.0**-7
-    np.testing.assert_allclose(out.astype(np.float64), reference, rtol=0, atol=2 * eps * (np.abs(reference).max() + 16))
+    np.testing.assert_allclose(out[10:].astype(np.float64), reference, rtol=0, atol=2 * eps * (np.abs(reference).max() + 16))
 
 
 @pytest.mark.parametrize("dtype", list(STORAGE))
