@@ -6,9 +6,12 @@ vector load per loaded buffer (`vector<W x f16>`, widened to float32 lanes by
 its `egpu.round`s as they were (the scalar path's arithmetic, op for op: the same bits), and
 one aligned vector store per stored buffer (the lanes packed by `egpu.vbroadcast` and
 `egpu.vshuffle`, narrowed by `egpu.vconvert`: round to nearest even, as `store_truncf`).
+Where the target keeps the 16-bit type itself (HIP's `_Float16`: plain `affine.load`s and
+`affine.store`s of the buffer, the body's own `arith.extf`/`truncf` around its float32
+ops), the lanes are extracted and packed in that type and no conversion is added.
 
 Legal when the loop runs from a multiple of W by 1 exactly W times, its body holds no
-regions and no memory access but those loads and stores, every access is of a kernel
+regions, no carried values and no memory access but those loads and stores, every access is of a kernel
 argument at indices that move by one in the last dimension (unit stride) and whose flat
 index is a multiple of W at the first iteration (aligned: the launch contract aligns each
 argument to what `record_alignment` states), each stored buffer is stored once and never
@@ -93,6 +96,8 @@ def narrow_loop_failure(loop: affine.ForOp, is_argument: Callable[[SSAValue], bo
     width = trip_count(loop)
     if width not in WIDTHS or loop.step.value.data != 1:
         return "trip count"
+    if loop.results:
+        return "carried values"
     lb = loop.lowerBoundMap.data
     if loop.lowerBoundOperands or len(lb.results) != 1 or lb.eval([], [])[0] % width:
         return "bounds"
