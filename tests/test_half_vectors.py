@@ -126,3 +126,21 @@ def test_eight_halves_are_one_16_byte_access() -> None:
     ptx = _ptx(comp.results["source"])
     accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v\d\.)?([ubf]\d+)", ptx)
     assert sorted(accesses) == [("ld", ".nc", "v4.", "u32")] * 2 + [("st", "", "v4.", "u32")], accesses
+
+
+def test_other_loads_stay_scalar_in_each_lane() -> None:
+    """A float16 input packed beside a float32 input (read per lane, cast to float16 as the
+    language says; the unrolled lanes' float32 loads then one float4 load, shape 4): the store
+    and both loads vectors, the numbers bit for bit."""
+    program = "output0[N] = input0[N] * input1[N].cast(`float16`)"
+    inputs = {"input0": {"dtype": "float16", "shape": [64]}, "input1": {"dtype": "float32", "shape": [64]}}
+    comp = Compilation(program, "<mixed>", inputs, None, "cuda", "default")
+    comp.run_until("target")
+    ir = str(comp.results["target"])
+    assert re.findall(r"egpu\.vload .*-> vector<(4x\w+)>", ir) == ["4xf16", "4xf32"], ir
+    assert ir.count("egpu.vstore") == 1 and "affine.load" not in ir and "load_extf" not in ir, ir
+    rng = np.random.default_rng()
+    a, b = rng.uniform(-4, 4, 64).astype(np.float16), rng.uniform(-4, 4, 64).astype(np.float32)
+    out = run_lowered(comp.results["target"], {"input0": a, "input1": b}, target="cuda")["output0"]
+    expected = (a.astype(np.float32) * b.astype(np.float16).astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))

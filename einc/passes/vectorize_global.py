@@ -359,8 +359,11 @@ def pack_narrow_loops(kernel: egpu.FuncOp) -> int:
     """Shape 5 (einc.transforms.narrow_access) on every innermost loop it fits; how many."""
     made = 0
     for loop in _innermost(kernel):
-        if narrow_loop_failure(loop, lambda v: _global(kernel, v)) is None:
-            pack_narrow_loop(loop)
+        def is_argument(v: SSAValue) -> bool:
+            return _global(kernel, v)
+
+        if narrow_loop_failure(loop, is_argument) is None:
+            pack_narrow_loop(loop, is_argument)
             made += 1
     return made
 

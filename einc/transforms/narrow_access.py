@@ -11,11 +11,13 @@ Where the target keeps the 16-bit type itself (HIP's `_Float16`: plain `affine.l
 ops), the lanes are extracted and packed in that type and no conversion is added.
 
 Legal when the loop runs from a multiple of W by 1 exactly W times, its body holds no
-regions, no carried values and no memory access but those loads and stores, every access is of a kernel
-argument at indices that move by one in the last dimension (unit stride) and whose flat
-index is a multiple of W at the first iteration (aligned: the launch contract aligns each
-argument to what `record_alignment` states), each stored buffer is stored once and never
-loaded (no carried dependence and no read of a lane another lane wrote first).
+regions, no carried values and no side effects but loads and stores, every store is of a
+16-bit float kernel argument at indices that move by one in the last dimension (unit
+stride) and whose flat index is a multiple of W at the first iteration (aligned: the launch
+contract aligns each argument to what `record_alignment` states), each stored buffer is
+stored once and never loaded (no carried dependence and no read of a lane another lane
+wrote first). Loads of that kind are packed too; any other load (a float32 input, an
+element every lane reads, an unaligned one) stays a scalar load in each lane.
 """
 
 from __future__ import annotations
@@ -91,6 +93,23 @@ def _index_values(op: Access) -> list[SSAValue]:
     return values
 
 
+def _unpackable(op: Access, loop: affine.ForOp, width: int, is_argument: Callable[[SSAValue], bool]) -> str | None:
+    """Why the access `op` is not one of a packed vector, or None (a load that is not
+    stays a scalar load in each lane: a float32 input, an element every lane reads)."""
+    if not (is_argument(op.memref) and _narrow_buffer(op.memref) and _lane_type(op) in (f32, *NARROW_FLOATS)):
+        return "an access that is not of a 16-bit float argument"
+    iv = loop.body.block.args[0]
+    m, operands = _access_map(op)
+    steps = [expr_step(e, operands, iv, loop, width, {iv: width}) for e in m.results]
+    if not (steps and steps[-1] == 1 and all(s == 0 for s in steps[:-1])):
+        return "not unit-stride"
+    memory = op.memref.type
+    assert isinstance(memory, MemRefType)
+    if flat_divisor(memory, m, operands, {iv: width}) % width:
+        return "unaligned"
+    return None
+
+
 def narrow_loop_failure(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> str | None:
     """Why `loop` is not shape 5 (module docstring), or None."""
     width = trip_count(loop)
@@ -102,24 +121,17 @@ def narrow_loop_failure(loop: affine.ForOp, is_argument: Callable[[SSAValue], bo
     if loop.lowerBoundOperands or len(lb.results) != 1 or lb.eval([], [])[0] % width:
         return "bounds"
     body = loop.body.block
-    iv = body.args[0]
     stored: dict[SSAValue, int] = {}
     loaded: set[SSAValue] = set()
     for op in body.ops:
         if op.regions:
             return "body"
         if isinstance(op, ACCESSES):
-            if not (is_argument(op.memref) and _narrow_buffer(op.memref) and _lane_type(op) in (f32, *NARROW_FLOATS)):
-                return "an access that is not of a 16-bit float argument"
-            m, operands = _access_map(op)
-            steps = [expr_step(e, operands, iv, loop, width, {iv: width}) for e in m.results]
-            if not (steps and steps[-1] == 1 and all(s == 0 for s in steps[:-1])):
-                return "not unit-stride"
-            memory = op.memref.type
-            assert isinstance(memory, MemRefType)
-            if flat_divisor(memory, m, operands, {iv: width}) % width:
-                return "unaligned"
-            if isinstance(op, egpu.StoreTruncfOp | affine.StoreOp):
+            store = isinstance(op, egpu.StoreTruncfOp | affine.StoreOp)
+            why = _unpackable(op, loop, width, is_argument)
+            if store and why is not None:
+                return why
+            if store:
                 stored[op.memref] = stored.get(op.memref, 0) + 1
             else:
                 loaded.add(op.memref)
@@ -154,7 +166,7 @@ def _pack(lanes: list[SSAValue], before: Operation) -> SSAValue:
     return parts[0]
 
 
-def pack_narrow_loop(loop: affine.ForOp) -> int:
+def pack_narrow_loop(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> int:
     """Shape 5 of the module docstring, its legality already checked
     (`narrow_loop_failure`); returns the width."""
     width = trip_count(loop)
@@ -162,7 +174,11 @@ def pack_narrow_loop(loop: affine.ForOp) -> int:
     start = loop.lowerBoundMap.data.eval([], [])[0]
     body = loop.body.block
     iv = body.args[0]
-    loads: dict[Operation, SSAValue] = {}  # a load -> its lanes' vector
+    packed = {
+        op for op in body.ops
+        if isinstance(op, egpu.LoadExtfOp | affine.LoadOp) and _unpackable(op, loop, width, is_argument) is None
+    }  # fmt: skip
+    loads: dict[Operation, SSAValue] = {}  # a packed load -> its lanes' vector
     stores: dict[Operation, list[SSAValue]] = {}  # a store -> each lane's value
     first_store: dict[Operation, Access] = {}  # -> lane 0's clone
     for k in range(width):
@@ -172,7 +188,7 @@ def pack_narrow_loop(loop: affine.ForOp) -> int:
         for op in body.ops:
             if isinstance(op, affine.YieldOp):
                 continue
-            if isinstance(op, egpu.LoadExtfOp | affine.LoadOp) and k:
+            if op in packed and k:
                 lane = egpu.VExtractOp(loads[op], k)
                 Rewriter.insert_op(lane, InsertPoint.before(loop))
                 mapping[op.result] = lane.result
@@ -189,7 +205,7 @@ def pack_narrow_loop(loop: affine.ForOp) -> int:
             Rewriter.insert_op(clone, InsertPoint.before(loop))
             for old, new in zip(op.results, clone.results):
                 mapping[old] = new
-            if isinstance(op, egpu.LoadExtfOp | affine.LoadOp):  # lane 0: the vector load in its place
+            if op in packed:  # lane 0: the vector load in its place
                 assert isinstance(clone, egpu.LoadExtfOp | affine.LoadOp)
                 element = _element(clone.memref)
                 vload = egpu.VLoadOp(clone.memref, _index_values(clone), VectorType(element, [width]))
