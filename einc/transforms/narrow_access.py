@@ -191,7 +191,7 @@ def pack_narrow_loop(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]
             if op in packed and k:
                 lane = egpu.VExtractOp(loads[op], k)
                 Rewriter.insert_op(lane, InsertPoint.before(loop))
-                mapping[op.result] = lane.result
+                mapping[op.results[0]] = lane.result
                 continue
             if isinstance(op, egpu.StoreTruncfOp | affine.StoreOp):
                 stores.setdefault(op, []).append(mapping.get(op.value, op.value))
@@ -219,7 +219,7 @@ def pack_narrow_loop(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]
                 lane = egpu.VExtractOp(lanes, 0)
                 Rewriter.insert_op(lane, InsertPoint.before(clone))
                 Rewriter.erase_op(clone)
-                mapping[op.result] = lane.result
+                mapping[op.results[0]] = lane.result
                 loads[op] = lanes
     for op, values in stores.items():
         clone = first_store[op]
