@@ -34,6 +34,11 @@ Three shapes, whatever schedule made them (the pass works on the egpu level):
    block, whose flat index is a multiple of the width: one aligned vector load and lane
    extractions (the grouping of `einc-vectorize-shared-loads`).
 
+5. Elementwise loops of float16/bfloat16 kept only in memory (`egpu.load_extf`,
+   `egpu.store_truncf`: CUDA, HIP; the target's `packed_narrow_access`) over 2, 4 or 8
+   consecutive elements: one aligned vector load or store per buffer, the body unrolled
+   on float32 lanes with its roundings as they were (einc.transforms.narrow_access).
+
 Anything else stays scalar (a guarded copy of a partial tile, a padded shared row that
 breaks alignment, a trip count that is no multiple of the width).
 Element types: those the target has vectors of (`vector_elements`), at most 16 bytes a
@@ -76,6 +81,7 @@ from einc.transforms.alignment import constant, expr_step, flat_divisor, identit
 from einc.transforms.loop_analysis import trip_count
 from einc.transforms.loop_build import Failure
 from einc.transforms.loop_transforms import VECTORIZE_ATTR
+from einc.transforms.narrow_access import narrow_loop_failure, pack_narrow_loop
 from einc.transforms.vectorize import REDUCTION_ATTR, vectorize_loop
 
 VECTOR_BYTES = 16
@@ -342,17 +348,37 @@ def record_alignment(kernel: egpu.FuncOp) -> None:
     kernel.arg_attrs = ArrayAttr(attrs)
 
 
-def vectorize_global(kernel: egpu.FuncOp, lanes: int, elements: frozenset[Attribute],
-                     math_ops: frozenset[type[Operation]], raw: frozenset[Attribute] = frozenset()) -> None:  # fmt: skip
-    """The three shapes of the module docstring in `kernel`, then its arguments' alignment."""
-    for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
-        vectorize_copy_loop(kernel, loop, elements, lanes, raw)
-    innermost = [
+def _innermost(kernel: egpu.FuncOp) -> list[affine.ForOp]:
+    return [
         op for op in kernel.walk()
         if isinstance(op, affine.ForOp) and not any(isinstance(o, affine.ForOp) for o in op.body.walk())
     ]  # fmt: skip
-    for loop in innermost:
+
+
+def pack_narrow_loops(kernel: egpu.FuncOp) -> int:
+    """Shape 5 (einc.transforms.narrow_access) on every innermost loop it fits; how many."""
+    made = 0
+    for loop in _innermost(kernel):
+        def is_argument(v: SSAValue) -> bool:
+            return _global(kernel, v)
+
+        if narrow_loop_failure(loop, is_argument) is None:
+            pack_narrow_loop(loop, is_argument)
+            made += 1
+    return made
+
+
+def vectorize_global(kernel: egpu.FuncOp, lanes: int, elements: frozenset[Attribute],
+                     math_ops: frozenset[type[Operation]], raw: frozenset[Attribute] = frozenset(),
+                     narrow: bool = False) -> None:  # fmt: skip
+    """The shapes of the module docstring in `kernel` (5: where `narrow`), then its
+    arguments' alignment."""
+    for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
+        vectorize_copy_loop(kernel, loop, elements, lanes, raw)
+    for loop in _innermost(kernel):
         vectorize_elementwise_loop(kernel, loop, lanes, elements, math_ops)
+    if narrow:
+        pack_narrow_loops(kernel)
     combine_input_loads(kernel, lanes)
     mark_aligned(kernel)
     record_alignment(kernel)
@@ -377,7 +403,7 @@ class VectorizeGlobalPass(TargetedPass):
         copies = self.limits().compute_capability >= 80 or target.plain_vector_copies
         raw = frozenset({f16, bf16}) if target.narrow_shared_tiles and copies else frozenset()
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
-            vectorize_global(kernel, lanes, elements, math_ops, raw)
+            vectorize_global(kernel, lanes, elements, math_ops, raw, target.packed_narrow_access)
 
 
 __all__ = ["VectorizeGlobalPass", "record_alignment", "vectorize_global"]

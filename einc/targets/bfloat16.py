@@ -67,7 +67,7 @@ def is_bf16_buffer(t: object) -> bool:
     return isinstance(t, MemRefType) and isinstance(t.get_element_type(), BFloat16Type)
 
 
-def _use(w: Writer) -> None:
+def use_helpers(w: Writer) -> None:
     spelling = w.t.bf16_spelling
     if spelling is None:
         raise InternalCompilerError(f"{w.t.name} target: no bfloat16 spelling")
@@ -77,19 +77,19 @@ def _use(w: Writer) -> None:
 
 
 def load_extf(w: Writer, op: egpu.LoadExtfOp) -> Expr:
-    _use(w)
+    use_helpers(w)
     index = w.flat_values(op.memref, op.indices)
     return Expr(f"einc_bf16_to_f32({w.value(op.memref).text}[{index.text}])")
 
 
 def store_truncf(w: Writer, op: egpu.StoreTruncfOp) -> None:
-    _use(w)
+    use_helpers(w)
     index = w.flat_values(op.memref, op.indices)
     w.line(f"{w.value(op.memref).text}[{index.text}] = einc_f32_to_bf16({w.value(op.value).text});")
 
 
 def round_bf16(w: Writer, op: egpu.RoundOp) -> Expr:
-    _use(w)
+    use_helpers(w)
     return Expr(f"einc_round_bf16({w.value(op.value).text})")
 
 

@@ -366,6 +366,13 @@ class CLikeTarget:
     """Whether float16/bfloat16 tiles may be staged in shared memory (`cache_read ... in
     "shared"`): the target prints them as 16-bit arrays (CUDA, HIP); OpenCL without
     cl_khr_fp16 cannot declare half arrays."""
+    packed_narrow_access: ClassVar[bool] = False
+    """Whether `einc-vectorize-global` packs elementwise float16/bfloat16 accesses into
+    aligned vectors (its shape 5): the target prints `egpu.vconvert` between them and
+    float32 vectors (`narrow_lane_conversion`)."""
+    narrow_lane_conversion: ClassVar[Callable[[Writer, Attribute, Attribute], str | None] | None] = None
+    """The function converting one lane between a 16-bit float kept in memory and float32
+    (`egpu.vconvert`'s lanes), registering its helpers; None where none."""
     bf16_spelling: ClassVar[Bf16Spelling | None] = bfloat16.C_BF16
     """How bfloat16's helpers are spelled (einc.targets.bfloat16); its buffers' element type
     is `types[bf16]`, the same type as `bf16_spelling.u16`."""

@@ -22,7 +22,7 @@ from einc.targets.bfloat16 import Bf16Spelling
 from einc.targets.descriptions import ALL_DTYPES, SHUFFLED, TargetDescription
 from einc.targets.clike import CompileCheck
 from einc.targets import tensor_cores as tc
-from einc.targets.gpu import ALIGNED_VECTOR_HELPERS, DeviceTarget, Runner, TargetRuntime
+from einc.targets.gpu import ALIGNED_VECTOR_HELPERS, DeviceTarget, Runner, TargetRuntime, narrow_lane_conversion
 from einc.targets.op_printers import statement
 from einc.targets.writer import Writer
 
@@ -42,6 +42,8 @@ class CudaFamily(DeviceTarget):
     shared_decl: ClassVar[str] = "__shared__ {t} {name}[{n}] __attribute__((aligned(16)));"
     """Aligned to 16 bytes: `egpu.vload`s marked aligned (`einc-vectorize-shared-loads`) read
     them with 128-bit loads."""
+    packed_narrow_access = True
+    narrow_lane_conversion = narrow_lane_conversion
     aligned_vector_load: ClassVar[str] = "einc_vloada_{s}x{n}({p})"
     aligned_vector_store: ClassVar[str] = "einc_vstorea_{s}x{n}({p}, {v});"
     vector_helpers: ClassVar[Mapping[str, str]] = {**DeviceTarget.vector_helpers, **ALIGNED_VECTOR_HELPERS}

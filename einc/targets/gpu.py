@@ -160,6 +160,19 @@ def _load_extf(w: Writer, op: egpu.LoadExtfOp) -> Expr:
     return Expr(fmt.format(buf=w.value(op.memref).text, i=index.text))
 
 
+def narrow_lane_conversion(w: Writer, source: Attribute, result: Attribute) -> str | None:
+    """C++ device languages whose 16-bit floats are `unsigned short` storage (CUDA, HIP):
+    one lane's conversion, as `egpu.load_extf`/`store_truncf` convert (exact widening,
+    round to nearest even)."""
+    if (source, result) in ((f16, f32), (f32, f16)) and device(w).half_support:  # else a native half: a cast
+        _half_support(w)
+        return "einc_half_to_float" if source == f16 else "einc_float_to_half"
+    if (source, result) in ((bf16, f32), (f32, bf16)):
+        bfloat16.use_helpers(w)
+        return "einc_bf16_to_f32" if source == bf16 else "einc_f32_to_bf16"
+    return None
+
+
 def _store_truncf(w: Writer, op: egpu.StoreTruncfOp) -> None:
     if bfloat16.is_bf16_buffer(op.memref.type):
         return bfloat16.store_truncf(w, op)

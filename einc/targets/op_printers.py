@@ -358,10 +358,12 @@ def _vconvert(w: Writer, op: egpu.VConvertOp) -> Expr:
         return Expr(w.vector_spelling(w.t.vector_convert, t, w.value(op.vector).text))
     T, S = w.ctype(t), w.ctype(source)
     scalar = w.ctype(t.get_element_type())
-    body = (
-        f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) "
-        f"{w.lane('r', 'k')} = ({scalar}){w.lane('a', 'k')}; return r;"
-    )
+    convert = w.t.narrow_lane_conversion
+    # a 16-bit float kept as its bits (CUDA, HIP): the target's own conversion per lane
+    lane = convert(w, source.get_element_type(), t.get_element_type()) if convert is not None else None
+    a = w.lane("a", "k")
+    converted = f"{lane}({a})" if lane else f"({scalar}){a}"
+    body = f"{T} r; for (int k = 0; k < {t.get_shape()[0]}; k++) {w.lane('r', 'k')} = {converted}; return r;"
     function = w.lanewise_helper(f"vconvert_{w.suffix(source)}", t, [(S, "a")], T, body)
     return Expr(f"{function}({w.value(op.vector).text})")
 

@@ -16,6 +16,7 @@ import numpy as np
 from xdsl.dialects import affine, arith, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
+    BFloat16Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -154,6 +155,8 @@ class Writer:
             return f"i{self.index_bits}"
         if isinstance(t, IntegerType):
             return f"i{t.width.data}"
+        if isinstance(t, BFloat16Type):  # not float16's: their helpers differ
+            return "bf16"
         return f"f{t.bitwidth}" if isinstance(t, AnyFloat) else "x"
 
     def use_helper(self, name: str, t: Attribute) -> None:

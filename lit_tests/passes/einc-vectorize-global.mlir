@@ -225,3 +225,44 @@ builtin.module {
     egpu.return
   }
 }
+
+// -----
+
+// Shape 5: four consecutive float16 elements per work-item kept only in memory (CUDA's
+// egpu.load_extf / store_truncf): one aligned 8-byte vector load per input widened to float32
+// lanes, the body unrolled on the lanes with its rounding as it was, the results packed and
+// narrowed into one aligned vector store. The second loop starts at an odd element (the offset
+// 1 is no multiple of 4): left scalar.
+
+// CHECK-LABEL: egpu.func @packed_half(
+// CHECK-SAME:    %{{.*}}: memref<1024xf16> {ein.name = "x", egpu.align = 8 : i64}
+// CHECK:         %[[X:.*]] = egpu.vload %{{.*}}[%{{.*}}] {egpu.align = 8 : i64} : memref<1024xf16> -> vector<4xf16>
+// CHECK-NEXT:    %[[W:.*]] = egpu.vconvert %[[X]] : vector<4xf16> -> vector<4xf32>
+// CHECK:         egpu.vextract %[[W]][0 : index]
+// CHECK:         egpu.round
+// CHECK:         egpu.vextract %[[W]][3 : index]
+// CHECK:         %[[P:.*]] = egpu.vconvert %{{.*}} : vector<4xf32> -> vector<4xf16>
+// CHECK-NEXT:    egpu.vstore %[[P]], %{{.*}}[%{{.*}}] {egpu.align = 8 : i64} : vector<4xf16>, memref<1024xf16>
+// CHECK:         affine.for
+// CHECK:           egpu.load_extf
+// CHECK:           egpu.store_truncf
+// CHECK:         egpu.return
+builtin.module {
+  egpu.func @packed_half(%x: memref<1024xf16> {ein.name = "x"}, %y: memref<1024xf16> {ein.name = "y"}) grid [1, 1, 1] block [256, 1, 1] {
+    %tid = egpu.thread_id x
+    %base = affine.apply affine_map<(d0) -> ((d0 * 4))> (%tid)
+    affine.for %i = 0 to 4 {
+      %e = affine.apply affine_map<(d0, d1) -> ((d0 + d1))> (%base, %i)
+      %v = egpu.load_extf %x[%e] : memref<1024xf16> -> f32
+      %p = arith.mulf %v, %v : f32
+      %r = egpu.round %p as f16 : f32
+      egpu.store_truncf %r, %y[%e] : f32, memref<1024xf16>
+    }
+    affine.for %i = 0 to 4 {
+      %e = affine.apply affine_map<(d0, d1) -> ((d0 + d1 + 1))> (%base, %i)
+      %v = egpu.load_extf %x[%e] : memref<1024xf16> -> f32
+      egpu.store_truncf %v, %y[%e] : f32, memref<1024xf16>
+    }
+    egpu.return
+  }
+}

@@ -20,7 +20,7 @@ from typing import cast as typing_cast
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, VectorType
+from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, VectorType, bf16
 from xdsl.ir import Attribute, Operation
 
 from einc.ir.attrs import dtype_name
@@ -244,6 +244,11 @@ def _int_source(x: Lanes, signed: bool) -> Lanes:
     return a if signed else unsigned_view(a)
 
 
+def _is_float(dtype: np.dtype) -> bool:
+    """A float dtype, ml_dtypes' bfloat16 (kind "V") among them."""
+    return dtype.kind == "f" or dtype == np.dtype(dtype_name(bf16))
+
+
 def cast(op: Operation, x: Lanes, dst: Attribute) -> Lanes:
     """The conversion `op` (an arith cast, or egpu.vconvert) of `x` into type `dst`."""
     dtype = dtype_of(dst)
@@ -252,8 +257,8 @@ def cast(op: Operation, x: Lanes, dst: Attribute) -> Lanes:
         return float_to_int(a, dtype, isinstance(op, arith.FPToSIOp))
     if isinstance(op, arith.BitcastOp):
         return a.view(dtype)
-    src_float = a.dtype.kind == "f"
-    dst_float = dtype.kind == "f"
+    src_float = _is_float(a.dtype)
+    dst_float = _is_float(dtype)
     if src_float and not dst_float:  # a vector conversion: as fptosi
         return float_to_int(a, dtype, True)
     if dst_float:

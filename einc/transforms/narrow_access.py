@@ -1,0 +1,243 @@
+"""Packed accesses of 16-bit floats kept only in memory (`einc-vectorize-global`'s shape 5):
+an elementwise loop over W consecutive float16/bfloat16 elements (W = 2, 4 or 8: at most 16
+bytes) whose loads are `egpu.load_extf` and stores `egpu.store_truncf` becomes one aligned
+vector load per loaded buffer (`vector<W x f16>`, widened to float32 lanes by
+`egpu.vconvert`: exact), the body unrolled W times on the extracted lanes in float32 with
+its `egpu.round`s as they were (the scalar path's arithmetic, op for op: the same bits), and
+one aligned vector store per stored buffer (the lanes packed by `egpu.vbroadcast` and
+`egpu.vshuffle`, narrowed by `egpu.vconvert`: round to nearest even, as `store_truncf`).
+Where the target keeps the 16-bit type itself (HIP's `_Float16`: plain `affine.load`s and
+`affine.store`s of the buffer, the body's own `arith.extf`/`truncf` around its float32
+ops), the lanes are extracted and packed in that type and no conversion is added.
+
+Legal when the loop runs from a multiple of W by 1 exactly W times, its body holds no
+regions, no carried values and no side effects but loads and stores, every store is of a
+16-bit float kernel argument at indices that move by one in the last dimension (unit
+stride) and whose flat index is a multiple of W at the first iteration (aligned: the launch
+contract aligns each argument to what `record_alignment` states), each stored buffer is
+stored once and never loaded (no carried dependence and no read of a lane another lane
+wrote first). Loads of that kind are packed too; any other load (a float32 input, an
+element every lane reads, an unaligned one) stays a scalar load in each lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.dialects import affine, arith
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    VectorType,
+    bf16,
+    f16,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
+
+from einc.dialects import egpu
+from einc.ir.attrs import ALIGN_ATTR
+from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.alignment import expr_step, flat_divisor, identity_map
+from einc.transforms.loop_analysis import trip_count
+
+NARROW_FLOATS = (f16, bf16)
+WIDTHS = (8, 4, 2)
+
+
+def _element(v: SSAValue) -> Attribute:
+    t = v.type
+    assert isinstance(t, MemRefType)
+    return t.get_element_type()
+
+
+def _narrow_buffer(v: SSAValue) -> bool:
+    t = v.type
+    return isinstance(t, MemRefType) and t.get_element_type() in NARROW_FLOATS
+
+
+ACCESSES = (egpu.LoadExtfOp, egpu.StoreTruncfOp, affine.LoadOp, affine.StoreOp)
+Access = egpu.LoadExtfOp | egpu.StoreTruncfOp | affine.LoadOp | affine.StoreOp
+
+
+def _lane_type(op: Access) -> Attribute:
+    """A lane's scalar type: float32 for the widening/narrowing accesses (CUDA's storage-only
+    halves), the buffer's own for plain ones (HIP's `_Float16`)."""
+    return op.result.type if isinstance(op, egpu.LoadExtfOp | affine.LoadOp) else op.value.type
+
+
+def _access_map(op: Access) -> tuple[AffineMap, list[SSAValue]]:
+    if isinstance(op, affine.LoadOp | affine.StoreOp):
+        return dims_to_operands(op.map.data), list(op.indices)
+    return identity_map(len(op.indices)), list(op.indices)
+
+
+def _index_values(op: Access) -> list[SSAValue]:
+    """The element's index values (one `affine.apply` per dimension of an affine access,
+    before it)."""
+    if not isinstance(op, affine.LoadOp | affine.StoreOp):
+        return list(op.indices)
+    m = dims_to_operands(op.map.data)
+    values: list[SSAValue] = []
+    for e in m.results:
+        apply = affine.ApplyOp(list(op.indices), AffineMapAttr(AffineMap(m.num_dims, 0, (e,))))
+        Rewriter.insert_op(apply, InsertPoint.before(op))
+        values.append(apply.result)
+    return values
+
+
+def _unpackable(op: Access, loop: affine.ForOp, width: int, is_argument: Callable[[SSAValue], bool]) -> str | None:
+    """Why the access `op` is not one of a packed vector, or None (a load that is not
+    stays a scalar load in each lane: a float32 input, an element every lane reads)."""
+    if not (is_argument(op.memref) and _narrow_buffer(op.memref) and _lane_type(op) in (f32, *NARROW_FLOATS)):
+        return "an access that is not of a 16-bit float argument"
+    iv = loop.body.block.args[0]
+    m, operands = _access_map(op)
+    steps = [expr_step(e, operands, iv, loop, width, {iv: width}) for e in m.results]
+    if not (steps and steps[-1] == 1 and all(s == 0 for s in steps[:-1])):
+        return "not unit-stride"
+    memory = op.memref.type
+    assert isinstance(memory, MemRefType)
+    if flat_divisor(memory, m, operands, {iv: width}) % width:
+        return "unaligned"
+    return None
+
+
+def narrow_loop_failure(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> str | None:
+    """Why `loop` is not shape 5 (module docstring), or None."""
+    width = trip_count(loop)
+    if width not in WIDTHS or loop.step.value.data != 1:
+        return "trip count"
+    if loop.results:
+        return "carried values"
+    lb = loop.lowerBoundMap.data
+    if loop.lowerBoundOperands or len(lb.results) != 1 or lb.eval([], [])[0] % width:
+        return "bounds"
+    body = loop.body.block
+    stored: dict[SSAValue, int] = {}
+    loaded: set[SSAValue] = set()
+    for op in body.ops:
+        if op.regions:
+            return "body"
+        if isinstance(op, ACCESSES):
+            store = isinstance(op, egpu.StoreTruncfOp | affine.StoreOp)
+            why = _unpackable(op, loop, width, is_argument)
+            if store and why is not None:
+                return why
+            if store:
+                stored[op.memref] = stored.get(op.memref, 0) + 1
+            else:
+                loaded.add(op.memref)
+        elif isinstance(op, affine.YieldOp):
+            continue
+        elif not (isinstance(op, affine.ApplyOp | egpu.RoundOp) or is_side_effect_free(op)):
+            return "body"
+    if not stored or any(c > 1 for c in stored.values()) or loaded & set(stored):
+        return "a stored buffer stored twice or loaded"
+    return None
+
+
+def _pack(lanes: list[SSAValue], before: Operation) -> SSAValue:
+    """A `vector<W x f32>` of the scalar `lanes`: broadcasts joined pairwise by shuffles
+    (each partial vector holds its run of lanes first)."""
+    width = len(lanes)
+    t = VectorType(lanes[0].type, [width])
+    parts: list[SSAValue] = []
+    for v in lanes:
+        splat = egpu.VBroadcastOp(v, t)
+        Rewriter.insert_op(splat, InsertPoint.before(before))
+        parts.append(splat.result)
+    run = 1
+    while len(parts) > 1:
+        mask = [*range(run), *(width + j for j in range(run))] + [0] * (width - 2 * run)
+        joined: list[SSAValue] = []
+        for a, b in zip(parts[::2], parts[1::2]):
+            shuffle = egpu.VShuffleOp(a, b, mask)
+            Rewriter.insert_op(shuffle, InsertPoint.before(before))
+            joined.append(shuffle.result)
+        parts, run = joined, run * 2
+    return parts[0]
+
+
+def pack_narrow_loop(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> int:
+    """Shape 5 of the module docstring, its legality already checked
+    (`narrow_loop_failure`); returns the width."""
+    width = trip_count(loop)
+    assert width is not None
+    start = loop.lowerBoundMap.data.eval([], [])[0]
+    body = loop.body.block
+    iv = body.args[0]
+    packed = {
+        op for op in body.ops
+        if isinstance(op, egpu.LoadExtfOp | affine.LoadOp) and _unpackable(op, loop, width, is_argument) is None
+    }  # fmt: skip
+    loads: dict[Operation, SSAValue] = {}  # a packed load -> its lanes' vector
+    stores: dict[Operation, list[SSAValue]] = {}  # a store -> each lane's value
+    first_store: dict[Operation, Access] = {}  # -> lane 0's clone
+    for k in range(width):
+        position = arith.ConstantOp(IntegerAttr(start + k, IndexType()))
+        Rewriter.insert_op(position, InsertPoint.before(loop))
+        mapping: dict[SSAValue, SSAValue] = {iv: position.result}
+        for op in body.ops:
+            if isinstance(op, affine.YieldOp):
+                continue
+            if op in packed and k:
+                lane = egpu.VExtractOp(loads[op], k)
+                Rewriter.insert_op(lane, InsertPoint.before(loop))
+                mapping[op.results[0]] = lane.result
+                continue
+            if isinstance(op, egpu.StoreTruncfOp | affine.StoreOp):
+                stores.setdefault(op, []).append(mapping.get(op.value, op.value))
+                if k == 0:
+                    clone = op.clone(value_mapper=dict(mapping))
+                    assert isinstance(clone, egpu.StoreTruncfOp | affine.StoreOp)
+                    Rewriter.insert_op(clone, InsertPoint.before(loop))
+                    first_store[op] = clone  # its indices: the vector store's
+                continue
+            clone = op.clone(value_mapper=dict(mapping))
+            Rewriter.insert_op(clone, InsertPoint.before(loop))
+            for old, new in zip(op.results, clone.results):
+                mapping[old] = new
+            if op in packed:  # lane 0: the vector load in its place
+                assert isinstance(clone, egpu.LoadExtfOp | affine.LoadOp)
+                element = _element(clone.memref)
+                vload = egpu.VLoadOp(clone.memref, _index_values(clone), VectorType(element, [width]))
+                vload.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
+                Rewriter.insert_op(vload, InsertPoint.before(clone))
+                lanes = vload.result
+                if clone.result.type != element:  # egpu.load_extf: widened exactly
+                    wide = egpu.VConvertOp(vload.result, VectorType(clone.result.type, [width]))
+                    Rewriter.insert_op(wide, InsertPoint.before(clone))
+                    lanes = wide.result
+                lane = egpu.VExtractOp(lanes, 0)
+                Rewriter.insert_op(lane, InsertPoint.before(clone))
+                Rewriter.erase_op(clone)
+                mapping[op.results[0]] = lane.result
+                loads[op] = lanes
+    for op, values in stores.items():
+        clone = first_store[op]
+        clone.detach()  # after every lane's value
+        Rewriter.insert_op(clone, InsertPoint.before(loop))
+        element = _element(clone.memref)
+        assert isinstance(element, AnyFloat)
+        packed = _pack(values, clone)
+        if values[0].type != element:  # egpu.store_truncf: rounded to nearest even
+            narrow = egpu.VConvertOp(packed, VectorType(element, [width]))
+            Rewriter.insert_op(narrow, InsertPoint.before(clone))
+            packed = narrow.result
+        vstore = egpu.VStoreOp(packed, clone.memref, _index_values(clone))
+        vstore.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
+        Rewriter.insert_op(vstore, InsertPoint.before(clone))
+        Rewriter.erase_op(clone)
+    Rewriter.erase_op(loop)
+    return width
+
+
+__all__ = ["NARROW_FLOATS", "narrow_loop_failure", "pack_narrow_loop"]

@@ -1,0 +1,146 @@
+"""Elementwise float16/bfloat16 kernels on CUDA and HIP read and write their elements as
+aligned vectors (`einc-vectorize-global`'s shape 5, einc.transforms.narrow_access): one
+8-byte access per work-item's 4 consecutive halves where the default gives it 4, the
+arithmetic per element in float32 with one rounding per op as the scalar path does (the
+same bits). NVRTC's PTX shows the packed accesses; hipcc compiles HIP's; the egpu
+interpreter runs both targets' kernels against NumPy."""
+
+from __future__ import annotations
+
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from einc.compiler.driver import Compilation
+from einc.semantics.egpu import run_lowered
+from tests.test_device_targets import require
+
+PROGRAM = "output0[N] = input0[N] * input1[N] + 1.0"
+STORAGE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+SIZES = {1000: 4, 1006: 2, 1002: 0}
+"""Size -> the width its accesses get: the default's work-item chunk (the largest divisor of
+the size up to 4): 4, 2, or 3 for 1002, which no vector width divides (left scalar)."""
+
+
+def _compile(dtype: str, n: int, target: str) -> Compilation:
+    spec = {"dtype": dtype, "shape": [n]}
+    comp = Compilation(PROGRAM, "<half2>", {"input0": spec, "input1": spec}, None, target, "default")
+    comp.run_until("source")
+    return comp
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict[tuple[str, str, int], Compilation]:
+    return {(t, d, n): _compile(d, n, t) for t in ("cuda", "hip") for d in STORAGE for n in SIZES}
+
+
+def _expected(a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
+    """The language's float16/bfloat16 arithmetic: each op in float32, rounded to the type."""
+    s = STORAGE[dtype]
+    product = (a.astype(np.float32) * b.astype(np.float32)).astype(s)
+    return (product.astype(np.float32) + np.float32(1.0)).astype(s)
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+@pytest.mark.parametrize("dtype", list(STORAGE))
+@pytest.mark.parametrize("n", list(SIZES))
+def test_packed_accesses_match_numpy(compiled: dict[tuple[str, str, int], Compilation], target: str, dtype: str, n: int) -> None:
+    """The kernel as its target prints it (after the whole pipeline) on the egpu interpreter:
+    bit for bit the per-op rounded result, and within the type's rounding of the float64
+    reference (fresh random data after NaN, infinities, signed zeros, the largest half and
+    overflow in its first lanes; 1002 left scalar: chunks of 3)."""
+    comp = compiled[(target, dtype, n)]
+    ir = str(comp.results["target"])
+    width = SIZES[n]
+    vloads = re.findall(r"egpu\.vload .*-> vector<(\d+)x(?:f16|bf16)>", ir)
+    assert vloads == ([str(width)] * 2 if width else []), ir
+    assert ("egpu.vstore" in ir) == bool(width)
+    rng = np.random.default_rng()
+    s = STORAGE[dtype]
+    inputs = {k: rng.uniform(-4, 4, n).astype(s) for k in ("input0", "input1")}
+    specials = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 65504.0, -65504.0, 6e-8, 300.0, -1.0], np.float32)
+    inputs["input0"][: specials.size] = specials.astype(s)
+    inputs["input1"][: specials.size] = specials[::-1].astype(s)
+    out = run_lowered(comp.results["target"], inputs, target=target)["output0"]
+    a, b = (inputs[k] for k in ("input0", "input1"))
+    np.testing.assert_array_equal(out.view(np.uint16), _expected(a, b, dtype).view(np.uint16))
+    reference = a[10:].astype(np.float64) * b[10:].astype(np.float64) + 1.0  # the random part
+    eps = 2.0**-10 if dtype == "float16" else 2.0**-7
+    np.testing.assert_allclose(out[10:].astype(np.float64), reference, rtol=0, atol=2 * eps * (np.abs(reference).max() + 16))
+
+
+@pytest.mark.parametrize("dtype", list(STORAGE))
+def test_cuda_ptx_has_packed_loads_and_stores(compiled: dict[tuple[str, str, int], Compilation], dtype: str) -> None:
+    """NVRTC's PTX: each work-item's 4 halves of each input one `ld.global.nc.v4.u16` (8
+    bytes), its 4 results one `st.global.v4.u16`; no per-element 16-bit global access."""
+    from tests.test_gpu_default import _ptx
+
+    require("cuda")
+    ptx = _ptx(compiled[("cuda", dtype, 1000)].results["source"])
+    accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v\d\.)?([ubf]\d+)", ptx)
+    assert sorted(accesses) == [("ld", ".nc", "v4.", "u16")] * 2 + [("st", "", "v4.", "u16")], accesses
+
+
+@pytest.mark.parametrize("dtype", list(STORAGE))
+def test_hip_compiles_packed_accesses(compiled: dict[tuple[str, str, int], Compilation], dtype: str) -> None:
+    """hipcc accepts HIP's packed kernel (float16 natively `_Float16`, bfloat16 as bits)."""
+    require("hip")
+    comp = compiled[("hip", dtype, 1000)]
+    assert "einc_vloada_" in comp.results["source"] and "einc_vstorea_" in comp.results["source"]
+    reports = comp.kernel().check()
+    assert reports and all(r.ok for r in reports), reports
+
+
+def test_float16_and_bfloat16_vectors_have_their_own_helpers() -> None:
+    """One kernel file with packed float16 and bfloat16 accesses: each type's vector and
+    conversions under its own name (a shared `f16` name printed one type's conversion for
+    both: bfloat16 bits read as halves on CUDA, a type clash hipcc refused on HIP)."""
+    program = "input x: float16[64]\ninput y: bfloat16[64]\noutput a, b\na[N] = x[N] * 2.0\nb[N] = y[N] * 2.0\n"
+    source = Compilation(program, "<mixed>", target="cuda").kernel().source
+    assert "einc_half_to_float(a.v[k])" in source and "einc_bf16_to_f32(a.v[k])" in source
+    assert "einc_vconvert_f16x4_f32x4" in source and "einc_vconvert_bf16x4_f32x4" in source
+
+
+def test_eight_halves_are_one_16_byte_access() -> None:
+    """The tuner's `items = 8` point (its knob offers it): 8 halves per work-item, one 16-byte
+    load per input (`ld.global.nc.v4.u32`) and one 16-byte store, the numbers bit for bit."""
+    spec = {"dtype": "float16", "shape": [1024]}
+    inputs = {"input0": spec, "input1": spec}
+    default = Compilation(PROGRAM, "<half2>", inputs, None, "cuda", "default")
+    default.run_until("target")
+    script = str(default.applied_schedule).replace('"output0.N.items" = 4', '"output0.N.items" = 8')
+    assert '"output0.N.items" = 8' in script
+    comp = Compilation(PROGRAM, "<half2>", inputs, None, "cuda", script)
+    comp.run_until("source")
+    assert re.findall(r"egpu\.vload .*-> vector<(\d+)xf16>", str(comp.results["target"])) == ["8", "8"]
+    rng = np.random.default_rng()
+    values = {k: rng.uniform(-4, 4, 1024).astype(np.float16) for k in inputs}
+    out = run_lowered(comp.results["target"], values, target="cuda")["output0"]
+    expected = _expected(values["input0"], values["input1"], "float16")
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+    require("cuda")
+    from tests.test_gpu_default import _ptx
+
+    ptx = _ptx(comp.results["source"])
+    accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v\d\.)?([ubf]\d+)", ptx)
+    assert sorted(accesses) == [("ld", ".nc", "v4.", "u32")] * 2 + [("st", "", "v4.", "u32")], accesses
+
+
+def test_other_loads_stay_scalar_in_each_lane() -> None:
+    """A float16 input packed beside a float32 input (read per lane, cast to float16 as the
+    language says; the unrolled lanes' float32 loads then one float4 load, shape 4): the store
+    and both loads vectors, the numbers bit for bit."""
+    program = "output0[N] = input0[N] * input1[N].cast(`float16`)"
+    inputs = {"input0": {"dtype": "float16", "shape": [64]}, "input1": {"dtype": "float32", "shape": [64]}}
+    comp = Compilation(program, "<mixed>", inputs, None, "cuda", "default")
+    comp.run_until("target")
+    ir = str(comp.results["target"])
+    assert re.findall(r"egpu\.vload .*-> vector<(4x\w+)>", ir) == ["4xf16", "4xf32"], ir
+    assert ir.count("egpu.vstore") == 1 and "affine.load" not in ir and "load_extf" not in ir, ir
+    rng = np.random.default_rng()
+    a, b = rng.uniform(-4, 4, 64).astype(np.float16), rng.uniform(-4, 4, 64).astype(np.float32)
+    out = run_lowered(comp.results["target"], {"input0": a, "input1": b}, target="cuda")["output0"]
+    expected = (a.astype(np.float32) * b.astype(np.float16).astype(np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
