@@ -808,7 +808,8 @@ def _reads(value: SSAValue, ivs: set[SSAValue]) -> set[SSAValue]:
 CHANNEL_PACK_ELEMENTS = 16384
 """The largest packed filter tile `_block_channels` keeps (64 KiB of float32, the most a
 local buffer holds: staging.MAX_LOCAL_ELEMENTS); the first reduction (input channels) is
-tiled to fit. Each input-channel tile copies the output tile in and out once more."""
+tiled to fit. Each input-channel tile copies the output tile in and out once more, unless
+the output tile of every output point is staged above them (`_whole_output_tile`)."""
 
 
 def _block_contraction(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int,
@@ -1046,7 +1047,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     vector of filter per `tf` channels and broadcasts one input per column: tw x tf/lanes
     FMAs per tw + tf/lanes loads. With the input channels tiled (a filter tile larger than
     CHANNEL_PACK_ELEMENTS), the output tile is copied in and out once per input-channel
-    tile, and the loops above the first input-channel tile (batch, channel tiles) are the
+    tile (a small map's whole tile staged above them instead: `_whole_output_tile`), and the loops above the first input-channel tile (batch, channel tiles) are the
     ones that can run in parallel. Sizes are knobs over sizes that divide their loops.
     Returns the band's new outermost loop."""
     outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
