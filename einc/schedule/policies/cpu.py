@@ -1047,8 +1047,9 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     vector of filter per `tf` channels and broadcasts one input per column: tw x tf/lanes
     FMAs per tw + tf/lanes loads. With the input channels tiled (a filter tile larger than
     CHANNEL_PACK_ELEMENTS), the output tile is copied in and out once per input-channel
-    tile (a small map's whole tile staged above them instead: `_whole_output_tile`), and the loops above the first input-channel tile (batch, channel tiles) are the
-    ones that can run in parallel. Sizes are knobs over sizes that divide their loops.
+    tile (a small map's whole tile staged above them instead: `_whole_output_tile`), and
+    the loops above the first input-channel tile (batch, channel tiles) are the ones that
+    can run in parallel. Sizes are knobs over sizes that divide their loops.
     Returns the band's new outermost loop."""
     outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
     f, c = plan.f, reductions[0]
