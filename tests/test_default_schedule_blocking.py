@@ -216,7 +216,8 @@ def test_every_reduction_order_applies_and_the_default_is_the_policys() -> None:
 
 def test_the_input_channel_tile_fits_the_packed_filter() -> None:
     """Many input channels: the first reduction is tiled so that the packed filter tile stays
-    within CHANNEL_PACK_ELEMENTS; the output tile is copied in and out per tile."""
+    within CHANNEL_PACK_ELEMENTS (the output tile of a 3x3 map, small, staged once above the
+    input-channel tiles: `test_small_maps_stage_the_whole_output_tile_once`)."""
     from einc.schedule.policies.cpu import CHANNEL_PACK_ELEMENTS
 
     inputs = {"input0": f32(1, 256, 5, 5), "input1": f32(32, 256, 3, 3)}
@@ -230,6 +231,34 @@ def test_the_input_channel_tile_fits_the_packed_filter() -> None:
     # the largest of each knob's options together still apply (a search may pick any)
     largest = {name: max(knobs[name].options) for name in ("output0.tile_reduce", "output0.tile_channels")}
     _check_numbers(comp, inputs, _conv_ref(0, 2), (ir, schedule.with_values(largest)))
+
+
+def test_small_maps_stage_the_whole_output_tile_once() -> None:
+    """A padded 3x3 convolution on a 7x7 map with the input channels tiled (the packed
+    filter would not fit): the output tile of every output point of a channel tile is staged
+    above the input-channel tiles (`_whole_output_tile`), zero-initialised in the local tile
+    and written back once, a vector of channels at a time; no copy of the output into the
+    local tile nor a copy out per input-channel tile (with 7 columns, scalar and transposed,
+    it cost about a tenth of the time); NumPy's numbers, also with the largest channel tile."""
+    from einc.schedule.policies.cpu import WHOLE_TILE_ELEMENTS
+
+    inputs = {"input0": f32(1, 256, 7, 7), "input1": f32(32, 256, 3, 3)}
+    ir = _padded(2, 1, (7, 7))
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    assert knobs["output0.tile_reduce"].selected < 256, schedule
+    assert max(knobs["output0.tile_channels"].options) * 49 <= WHOLE_TILE_ELEMENTS, schedule
+    source = _check_numbers(comp, inputs, _conv_ref(1, 2))
+    tile, reduce = source.index("float output0_local["), source.index("for (int64_t C_o = 0;")
+    assert tile < reduce and source.count("float output0_local[") == 1, source
+    assert re.search(r"output0_local\[[^\]]*\] = 0\.0f;", source[tile:reduce]), source
+    assert not re.search(r"=[^;]*\boutput0\[", source), source  # the output is never read
+    assert len(re.findall(r"\boutput0\[[^\n]* = output0_local\[", source)) == 1, source
+    assert source.index("= output0_local[") > source.rindex("input1_local["), source  # after the reduction
+    assert _copy_loops(source, "output0", back=True)[-1] == "output0_c1", source
+    largest = {"output0.tile_channels": max(knobs["output0.tile_channels"].options)}
+    _check_numbers(comp, inputs, _conv_ref(1, 2), (ir, schedule.with_values(largest)))
 
 
 def test_channel_counts_that_do_not_fill_vectors_keep_the_row_blocking() -> None:

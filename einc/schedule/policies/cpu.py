@@ -808,7 +808,8 @@ def _reads(value: SSAValue, ivs: set[SSAValue]) -> set[SSAValue]:
 CHANNEL_PACK_ELEMENTS = 16384
 """The largest packed filter tile `_block_channels` keeps (64 KiB of float32, the most a
 local buffer holds: staging.MAX_LOCAL_ELEMENTS); the first reduction (input channels) is
-tiled to fit. Each input-channel tile copies the output tile in and out once more."""
+tiled to fit. Each input-channel tile copies the output tile in and out once more, unless
+the output tile of every output point is staged above them (`_whole_output_tile`)."""
 
 
 def _block_contraction(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int,
@@ -1000,6 +1001,24 @@ def _parallel_chunks(
     return max(sizes) if sizes else None
 
 
+WHOLE_TILE_ELEMENTS = 4096
+"""`_block_channels` stages the output tile of every output point of a channel tile at once,
+above the input-channel tiles (`_whole_output_tile`), when it has at most this many elements
+(16 KiB of float32: beside the packed filter in the L1 cache)."""
+
+
+def _whole_output_tile(tiled_c: bool, batch_inside: bool, split: int | None, f_options: set[int],
+                       points: int) -> bool:  # fmt: skip
+    """Whether `_block_channels` stages the output tile at the channel tile (above the
+    input-channel tiles, zero-initialised once and written back once) rather than per row of
+    columns inside each input-channel tile (copied in and out, transposed, once per
+    input-channel tile: with 7 columns and 32 input channels a tile, a tenth of the time):
+    where the input channels are tiled, the loops below the channel tile are those of one
+    image (neither the batch inside nor the spatial loop split for parallelism) and the tile
+    of every output point fits in WHOLE_TILE_ELEMENTS with the largest channel tile."""
+    return tiled_c and not batch_inside and split is None and max(f_options) * points <= WHOLE_TILE_ELEMENTS
+
+
 BATCH_INSIDE_POINTS = 16
 """`_block_channels` moves the batch loops below the channel tiles when an image has fewer
 output points than this many vectors (the packed filter then serves the whole batch)."""
@@ -1028,8 +1047,9 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     vector of filter per `tf` channels and broadcasts one input per column: tw x tf/lanes
     FMAs per tw + tf/lanes loads. With the input channels tiled (a filter tile larger than
     CHANNEL_PACK_ELEMENTS), the output tile is copied in and out once per input-channel
-    tile, and the loops above the first input-channel tile (batch, channel tiles) are the
-    ones that can run in parallel. Sizes are knobs over sizes that divide their loops.
+    tile (a small map's whole tile staged above them instead: `_whole_output_tile`), and
+    the loops above the first input-channel tile (batch, channel tiles) are the ones that
+    can run in parallel. Sizes are knobs over sizes that divide their loops.
     Returns the band's new outermost loop."""
     outer, reductions, j = band[:n_outer], band[n_outer:-1], band[-1]
     f, c = plan.f, reductions[0]
@@ -1038,8 +1058,9 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     # every combination of the knobs' options applies: channel tiles no larger than the
     # packed filter allows with the largest input-channel tile
     rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
-    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, {t for t in (_half(lanes), lanes, 2 * lanes, 4 * lanes)
-                                                       if nf % t == 0 and t * plan.tc * rest <= CHANNEL_PACK_ELEMENTS})  # fmt: skip
+    f_options = {t for t in (_half(lanes), lanes, 2 * lanes, 4 * lanes)
+                 if nf % t == 0 and t * plan.tc * rest <= CHANNEL_PACK_ELEMENTS} | {plan.tf}  # fmt: skip
+    knob_f = b.knob(f"{stmt}.tile_channels", plan.tf, f_options)
     knob_w = b.knob(f"{stmt}.tile_cols", plan.tw, {t for t in range(2, 17) if nj % t == 0} or {plan.tw})
     handles = {loop: b.handle(loop) for loop in band}
     fo_h, fi_h = b.tile(handles[f], knob_f)
@@ -1089,7 +1110,8 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     new = [b.loop(h) for h in reordered]
     b.remember(new, reordered)
     reduction_order(b, stmt, new[wanted.index(ci) : wanted.index(ci) + len(reductions)])
-    at_out, at_filter = new[wanted.index(jo)], new[wanted.index(co if tiled_c else fo)]
+    whole = _whole_output_tile(bool(tiled_c), batch_inside, split, f_options, points)
+    at_out, at_filter = new[wanted.index(fo if whole else jo)], new[wanted.index(co if tiled_c else fo)]
     ji_new, fi_new = new[-2], new[-1]
     (out,) = written_groups(new[0])
     out_rank = len(cast("MemRefType[Attribute]", out.type).get_shape())
