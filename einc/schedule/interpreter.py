@@ -231,17 +231,18 @@ class EincTransformFunctions(InterpreterFunctions):
             parent = parent.parent_op()
         return False
 
-    def size(self, op: et.SizedLoopOp, args: PythonValues) -> int:
+    def size(self, op: et.SizedLoopOp | et.RotateOp, args: PythonValues, at: int = 1, what: str = "size") -> int:
+        """The op's static size, else the integer its param (operand `at`) holds."""
         if op.static_size is not None:
             return op.static_size.value.data
-        value: object = args[1]
+        value: object = args[at]
         if isinstance(value, list | tuple):
             values = cast("Sequence[object]", value)
             value = values[0] if len(values) == 1 else None
         if isinstance(value, IntegerAttr):
             value = cast("IntegerAttr[IntegerType | IndexType]", value).value.data
         if not isinstance(value, int):
-            raise self.fail(op, "the size param holds no single integer")
+            raise self.fail(op, f"the {what} param holds no single integer")
         return value
 
     def check(self, op: Operation, result: T | lt.Failure) -> T:
@@ -427,18 +428,7 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.RotateOp)
     def run_rotate(self, interpreter: Interpreter, op: et.RotateOp, args: PythonValues) -> PythonValues:
         n = len(op.targets)
-        if op.static_size is not None:
-            k = op.static_size.value.data
-        else:
-            value: object = args[n]
-            if isinstance(value, list | tuple):
-                values = cast("Sequence[object]", value)
-                value = values[0] if len(values) == 1 else None
-            if isinstance(value, IntegerAttr):
-                value = cast("IntegerAttr[IntegerType | IndexType]", value).value.data
-            if not isinstance(value, int):
-                raise self.fail(op, "the rotate param holds no single integer")
-            k = value
+        k = self.size(op, args, n, "rotate")
         loops: list[affine.ForOp] = []
         for handle in args[:n]:
             found = self.loops(op, handle)

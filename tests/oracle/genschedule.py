@@ -215,6 +215,21 @@ class _Gen:
         lines.append(f'{h} = transform.einc.match stmt "{loop.stmt}" axis "{loop.axis}"{init} in %root')
         return h
 
+    def _band(self, loop: Loop, lines: list[str], rng: random.Random, shuffle: bool) -> tuple[list[str], list[str]] | None:
+        """Two or more consecutive loops of the perfect chain below `loop`, matched (in a
+        random order when `shuffle`), and a result handle for each; None: no such band."""
+        top = _find(self.current, loop)
+        band = perfect_chain(top) if top is not None else []
+        tags = [(_tag(b, lt.STMT_ATTR), _tag(b, lt.AXIS_ATTR), "einc.init" in b.attributes) for b in band]
+        if len(tags) < 2:
+            return None
+        start = rng.randrange(len(tags) - 1)
+        part = tags[start:start + rng.randint(2, len(tags) - start)]
+        if shuffle:
+            rng.shuffle(part)
+        hs = [self.match(Loop(s or "", a or "", ini, None, False, False), lines) for s, a, ini in part]
+        return hs, [self.handle() for _ in hs]
+
     def size(self, options: list[int], lines: list[str]) -> str:
         value = self.rng.choice(options)
         if self.rng.random() < 0.15:
@@ -341,29 +356,18 @@ class _Gen:
             size = self.size(sorted({2, 3, 4, trip}), lines)
             lines.append(f"{self.handle()} = transform.einc.unroll {h} by {size}")
         elif kind == "reorder":
-            top = _find(self.current, loop)
-            band = perfect_chain(top) if top is not None else []
-            tags = [(_tag(b, lt.STMT_ATTR), _tag(b, lt.AXIS_ATTR), "einc.init" in b.attributes) for b in band]
-            if len(tags) < 2:
+            picked = self._band(loop, lines, rng, shuffle=True)
+            if picked is None:
                 return None
-            start = rng.randrange(len(tags) - 1)
-            part = tags[start:start + rng.randint(2, len(tags) - start)]
-            rng.shuffle(part)
-            hs = [self.match(Loop(s or "", a or "", ini, None, False, False), lines) for s, a, ini in part]
-            outs = [self.handle() for _ in hs]
+            hs, outs = picked
             lines.append(f"{', '.join(outs)} = transform.einc.reorder {', '.join(hs)}")
         elif kind == "rotate":
             # two or more consecutive loops of a perfect chain (a reduction's loops too),
             # rotated by a size: the reduction's order changed where it reassociates
-            top = _find(self.current, loop)
-            band = perfect_chain(top) if top is not None else []
-            tags = [(_tag(b, lt.STMT_ATTR), _tag(b, lt.AXIS_ATTR), "einc.init" in b.attributes) for b in band]
-            if len(tags) < 2:
+            picked = self._band(loop, lines, rng, shuffle=False)
+            if picked is None:
                 return None
-            start = rng.randrange(len(tags) - 1)
-            part = tags[start:start + rng.randint(2, len(tags) - start)]
-            hs = [self.match(Loop(s or "", a or "", ini, None, False, False), lines) for s, a, ini in part]
-            outs = [self.handle() for _ in hs]
+            hs, outs = picked
             by = self.size(list(range(len(hs))), lines)
             lines.append(f"{', '.join(outs)} = transform.einc.rotate {', '.join(hs)} by {by}")
         elif kind in ("parallelize", "vectorize", "vectorize_reduction"):
