@@ -31,6 +31,14 @@ iterations enumerated, up to 2^16 iterations and 2^24 output elements). Past tho
 one tile alone still qualifies when each loop around it gives its iterations disjoint
 elements (the fill then stays).
 
+A fill fused into the loops around its reduction (the CPU default's `fuse_fills`: at batch
+> 1 each image's outputs zeroed just before its nest, inside the parallel batch loop) is
+taken per iteration of those loops (constant bounds, up to 2^16 iterations in all): the
+tiles staged after it in that iteration disjoint and inside the box it has just written,
+their copy-ins store the identity; when they cover that box in every iteration, the fill
+goes (a batch-16 grouped 3x3 convolution no longer zeroes and reads back 12.8 MB of
+outputs).
+
 A tensor-core accumulator fragment (`einc.fragment`, einc.transforms.tensorize) is a tile
 too: each lane copies its own elements of a 16 x 16 tile of C (the hardware's layout,
 `lane floordiv 4`...), which the warp's lanes together cover exactly; it is taken as that
@@ -48,7 +56,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -305,26 +313,172 @@ def _dims_of(e: AffineExpr) -> set[int]:
     return {x.position for x in e.dfs() if isinstance(x, AffineDimExpr)}
 
 
+def _fill_forms(fill_op: affine.ForOp, tensor: SSAValue) -> list[tuple[dict[SSAValue, int], int, int, int]] | None:
+    """`_box_forms` of a fill nest (a perfect nest of loops from 0 by 1 with constant bounds
+    around its store): per dimension of `tensor`, the terms of the loops outside the fill,
+    constant, step and extent of the box one execution of the nest writes (a dimension no
+    fill loop moves: extent 1), or None."""
+    loops: list[affine.ForOp] = []
+    op: Operation = fill_op
+    while isinstance(op, affine.ForOp):
+        loops.append(op)
+        body = [o for o in op.body.block.ops if not isinstance(o, affine.YieldOp)]
+        if len(body) != 1 or not isinstance(body[0], affine.ForOp):
+            break
+        op = body[0]
+    stores = [a for a in accesses(fill_op) if a.write and a.buffer is tensor]
+    if len(stores) != 1 or (store_map := stores[0].map) is None:
+        return None
+    fill_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in loops}
+    forms: list[tuple[dict[SSAValue, int], int, int, int]] = []
+    seen: set[SSAValue] = set()
+    for e in store_map.results:
+        form = linear_form(e, stores[0].operands)
+        if form is None:
+            return None
+        terms, const = form
+        inner = [(v, c) for v, c in terms.items() if v in fill_ivs]
+        outer = {v: c for v, c in terms.items() if v not in fill_ivs}
+        if not inner:
+            forms.append((outer, const, 1, 1))
+            continue
+        if len(inner) != 1 or inner[0][1] < 1 or inner[0][0] in seen:
+            return None
+        seen.add(inner[0][0])
+        loop = fill_ivs[inner[0][0]]
+        bounds = constant_bounds(loop)
+        if bounds is None or bounds[0] != 0 or step_of(loop) != 1:
+            return None
+        forms.append((outer, const, inner[0][1], bounds[1]))
+    return forms
+
+
+def _outer_points(loops: Sequence[affine.ForOp], env: dict[SSAValue, int]) -> Iterator[dict[SSAValue, int]] | None:
+    """Every iteration of `loops` (a chain, outermost first) as values of their variables,
+    or None when a bound is not constant."""
+    if not loops:
+        return iter([env])
+    bounds = constant_bounds(loops[0])
+    if bounds is None:
+        return None
+    iv, step = induction_var(loops[0]), step_of(loops[0])
+    points: list[dict[SSAValue, int]] = []
+    for value in range(bounds[0], bounds[1], step):
+        inner = _outer_points(loops[1:], {**env, iv: value})
+        if inner is None:
+            return None
+        points += list(inner)
+        if len(points) > MAX_TILE_ORIGINS:
+            return None
+    return iter(points)
+
+
+def _nested_fill(fill_op: Operation, host: func.FuncOp) -> tuple[SSAValue, SSAValue, list[affine.ForOp]] | None:
+    """(tensor, constant, loops around it) of a fill nest fused into the loops of a nest (its
+    parent an affine.for, the loops from the function down to it nothing but loops: a
+    batch loop running each image's fill before its reduction, `transform.einc.fuse`), its
+    constant defined outside the fill; else None."""
+    if not isinstance(fill_op, affine.ForOp) or INIT_ATTR not in fill_op.attributes:
+        return None
+    if not isinstance(fill_op.parent_op(), affine.ForOp):
+        return None
+    top: Operation = fill_op
+    while (parent := top.parent_op()) is not None and parent is not host:
+        top = parent
+    outer = _enclosing_loops(fill_op, top)
+    if outer is None:
+        return None
+    stores = [o for o in walk_ops(fill_op) if isinstance(o, affine.StoreOp | memref.StoreOp)]
+    if len(stores) != 1 or not isinstance(stores[0], affine.StoreOp):
+        return None
+    value = stores[0].value
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or fill_op.is_ancestor(owner):
+        return None
+    where = owner.parent_op()
+    if where is None or not where.is_ancestor(fill_op):
+        return None
+    return stores[0].memref, value, outer
+
+
+def _later_tiles(fill_op: Operation, tensor: SSAValue) -> list[_Tile]:
+    """The tiles of the nests after the fill that use the tensor only through staged tiles
+    (a transposed convolution's phase nests, each with the tiles of its split pieces), up
+    to the first that uses it otherwise."""
+    tiles: list[_Tile] = []
+    nest = fill_op.next_op
+    while nest is not None:
+        if _uses(nest, tensor):
+            found_tiles = _tiles(nest, tensor)
+            if found_tiles is None:
+                break
+            tiles += found_tiles
+        nest = nest.next_op
+    return tiles
+
+
+def _init_nested(fill_op: Operation, host: func.FuncOp) -> int:
+    """A fill fused into the loops around its nest (`_nested_fill`): each iteration of those
+    loops fills a box and stages tiles after it. Checked per iteration: the tiles of one
+    iteration disjoint and inside the box its fill has just written (their copy-ins read
+    the identity: it is stored instead); when they cover the box exactly, the fill goes
+    (each element the fill wrote is written back by a tile before anything else reads
+    it). Returns the tiles rewritten."""
+    found = _nested_fill(fill_op, host)
+    if found is None:
+        return 0
+    tensor, identity, outer = found
+    memory = tensor.type
+    assert isinstance(fill_op, affine.ForOp)
+    if not isinstance(memory, MemRefType):
+        return 0
+    shape = memory.get_shape()
+    if math.prod(shape) > MAX_COVERAGE_ELEMENTS or len(shape) > MAX_COVERAGE_RANK:
+        return 0
+    tiles = _later_tiles(fill_op, tensor)
+    forms = _fill_forms(fill_op, tensor)
+    tile_forms = [_box_forms(tile.copy_out, tensor) if not tile.fragment else None for tile in tiles]
+    points = _outer_points(outer, {})
+    if not tiles or forms is None or points is None or any(f is None for f in tile_forms):
+        return 0
+    exact = True
+    budget = 0
+    for env in points:
+        filled = _Marking(np.zeros(shape, dtype=bool))
+        staged = _Marking(np.zeros(shape, dtype=bool))
+        if not filled.visit([], forms, env):
+            return 0
+        for tile, tile_form in zip(tiles, tile_forms):
+            assert tile_form is not None
+            if not staged.visit(tile.loops, tile_form, env):
+                return 0
+        budget += staged.points
+        if budget > MAX_TILE_ORIGINS or (staged.covered & ~filled.covered).any():
+            return 0
+        exact = exact and bool((staged.covered == filled.covered).all())
+    for tile in tiles:
+        tile.load.results[0].replace_all_uses_with(identity)
+        tile.load.detach()
+        tile.load.erase()
+    if exact:
+        fill_op.detach()
+        fill_op.erase()
+    return len(tiles)
+
+
 def init_accumulators(host: func.FuncOp) -> int:
     """Rewrite the staged accumulator tiles of `host` (module docstring); returns how many."""
     done = 0
+    nested = [op for op in walk_ops(host) if isinstance(op, affine.ForOp) and INIT_ATTR in op.attributes
+              and isinstance(parent := op.parent_op(), affine.ForOp) and INIT_ATTR not in parent.attributes]  # fmt: skip
+    for fill_op in nested:
+        done += _init_nested(fill_op, host)
     for fill_op in list(host.body.block.ops):
         found = _fill(fill_op)
         if found is None:
             continue
         tensor, identity = found
-        # the nests after the fill that use the tensor only through staged tiles (a
-        # transposed convolution's phase nests, each with the tiles of its split pieces),
-        # up to the first that uses it otherwise
-        tiles: list[_Tile] = []
-        nest = fill_op.next_op
-        while nest is not None:
-            if _uses(nest, tensor):
-                found_tiles = _tiles(nest, tensor)
-                if found_tiles is None:
-                    break
-                tiles += found_tiles
-            nest = nest.next_op
+        tiles = _later_tiles(fill_op, tensor)
         if not tiles:
             continue
         covered = _tile_map(tiles, tensor)
