@@ -224,6 +224,7 @@ class _Marking:
 
     covered: np.ndarray
     points: int = 0
+    marked: int = 0
     failure: str | None = None
 
     def visit(self, loops: Sequence[affine.ForOp], forms: list[tuple[dict[SSAValue, int], int, int, int]],
@@ -235,16 +236,11 @@ class _Marking:
             if self.points > MAX_TILE_ORIGINS:
                 self.failure = TOO_MANY
                 return False
-            box = []
-            for (terms, const, step, extent), size in zip(forms, self.covered.shape):
-                if any(v not in env for v in terms):
-                    return False
-                origin = const + sum(c * env[v] for v, c in terms.items())
-                first = origin if origin >= 0 else origin + (-origin + step - 1) // step * step
-                box.append(slice(first, max(first, min(size, origin + step * (extent - 1) + 1)), step))
-            if self.covered[tuple(box)].any():
+            box = _box(forms, env, self.covered.shape)
+            if box is None or self.covered[box].any():
                 return False
-            self.covered[tuple(box)] = True
+            self.covered[box] = True
+            self.marked += self.covered[box].size
             return True
         loop = loops[0]
         bounds = []
@@ -257,6 +253,20 @@ class _Marking:
             if not self.visit(loops[1:], forms, {**env, iv: value}):
                 return False
         return True
+
+
+def _box(forms: list[tuple[dict[SSAValue, int], int, int, int]], env: dict[SSAValue, int],
+         shape: Sequence[int]) -> tuple[slice, ...] | None:  # fmt: skip
+    """The elements (one slice per dimension, clipped to `shape`) of the box `forms`
+    describes at the outer variables `env`; None where a variable is not in `env`."""
+    box = []
+    for (terms, const, step, extent), size in zip(forms, shape):
+        if any(v not in env for v in terms):
+            return None
+        origin = const + sum(c * env[v] for v, c in terms.items())
+        first = origin if origin >= 0 else origin + (-origin + step - 1) // step * step
+        box.append(slice(first, max(first, min(size, origin + step * (extent - 1) + 1)), step))
+    return tuple(box)
 
 
 def _box_forms(copy_out: affine.ForOp, tensor: SSAValue) -> list[tuple[dict[SSAValue, int], int, int, int]] | None:
@@ -443,19 +453,25 @@ def _init_nested(fill_op: Operation, host: func.FuncOp) -> int:
         return 0
     exact = True
     budget = 0
+    staged = _Marking(np.zeros(shape, dtype=bool))
     for env in points:
-        filled = _Marking(np.zeros(shape, dtype=bool))
-        staged = _Marking(np.zeros(shape, dtype=bool))
-        if not filled.visit([], forms, env):
+        # One map for every iteration, cleared inside the fill's box after each: the
+        # tiles of an iteration lie inside its box (checked by counting), so the work per
+        # iteration is the box's, not the whole output's.
+        filled = _box(forms, env, shape)
+        if filled is None:
             return 0
+        staged.points, staged.marked = 0, 0
         for tile, tile_form in zip(tiles, tile_forms):
             assert tile_form is not None
             if not staged.visit(tile.loops, tile_form, env):
                 return 0
         budget += staged.points
-        if budget > MAX_TILE_ORIGINS or (staged.covered & ~filled.covered).any():
+        inside = int(staged.covered[filled].sum())
+        if budget > MAX_TILE_ORIGINS or inside != staged.marked:
             return 0
-        exact = exact and bool((staged.covered == filled.covered).all())
+        exact = exact and inside == staged.covered[filled].size
+        staged.covered[filled] = False
     for tile in tiles:
         tile.load.results[0].replace_all_uses_with(identity)
         tile.load.detach()
