@@ -534,6 +534,28 @@ class CopyAsyncOp(IRDLOperation):
 
 
 @irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """`egpu.prefetch %buf[%i, ...]`: a hint that the element (its cache line) will be read
+    soon (`transform.einc.prefetch`). It reads and writes nothing: C prints
+    `__builtin_prefetch(&buf[i])` (a prefetch instruction, which never faults), the other
+    targets print nothing. The indices lie inside the buffer (the transform guards them)."""
+
+    name = "egpu.prefetch"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    assembly_format = "$memref `[` $indices `]` attr-dict `:` type($memref)"
+
+    def __init__(self, buffer: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[buffer, indices])
+
+    def verify_(self) -> None:
+        t = self.memref.type
+        assert isinstance(t, MemRefType)
+        if len(self.indices) != len(t.get_shape()):
+            raise VerifyException("egpu.prefetch: an index per dimension of the buffer")
+
+
+@irdl_op_definition
 class AsyncWaitOp(IRDLOperation):
     """Wait until every `egpu.copy_async` this work-item started has written its element
     (a barrier after it then makes them visible to the work-group)."""

@@ -644,6 +644,46 @@ class CacheWriteOp(CacheOp):
 
 
 @irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """`%p = transform.einc.prefetch "TENSOR" at %loop by D`: at the top of the loop's body,
+    prefetch (a cache hint, `egpu.prefetch`) the part of the tensor's tile that iteration
+    `i + D * step` reads and iteration `i + (D - 1) * step` does not
+    (einc.transforms.prefetch): C prints `__builtin_prefetch`, the other targets nothing;
+    the values computed are the same. Result: the prefetch ops."""
+
+    name = "transform.einc.prefetch"
+    target = operand_def(AnyOpType)
+    tensor = prop_def(StringAttr)
+    distance = prop_def(IntegerAttr)
+    prefetches = result_def(AnyOpType)
+
+    def __init__(self, target: SSAValue, tensor: str, distance: int):
+        super().__init__(operands=[target], properties={"tensor": StringAttr(tensor), "distance": IntegerAttr(distance, i64)},
+                         result_types=[HANDLE])  # fmt: skip
+
+    def verify_(self) -> None:
+        if not 1 <= self.distance.value.data <= 64:
+            raise VerifyException(f"{self.name}: distance {self.distance.value.data} is not in 1..64")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        tensor = parser.parse_str_literal()
+        parser.parse_keyword("at")
+        target = _operand(parser, HANDLE)
+        parser.parse_keyword("by")
+        start = parser.pos
+        distance = _i64(parser, "distance")
+        if not 1 <= distance <= 64:
+            parser.raise_error(f"prefetch distance {distance} is not in 1..64", start, start + len(str(distance)))
+        return cls(target, tensor, distance)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f' "{self.tensor.data}" at ')
+        printer.print_ssa_value(self.target)
+        printer.print_string(f" by {self.distance.value.data}")
+
+
+@irdl_op_definition
 class DoubleBufferOp(IRDLOperation):
     """`transform.einc.double_buffer %staged`: keep two copies of a tile a `cache_read ... in
     "shared"` staged at a reduction loop, and load the tile of iteration k + 1 while
@@ -723,7 +763,7 @@ EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
     SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
-    RotateOp,
+    RotateOp, PrefetchOp,
 )
 
 

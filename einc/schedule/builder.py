@@ -280,6 +280,10 @@ class ScheduleBuilder:
         (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad))
         return buffer
 
+    def prefetch(self, tensor: str, at: SSAValue, distance: int) -> SSAValue:
+        (made,) = self._step(et.PrefetchOp(at, tensor, distance))
+        return made
+
     def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
         (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory, layout))
         return buffer

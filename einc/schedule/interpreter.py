@@ -50,6 +50,7 @@ from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_com
 from einc.transforms.coalesce import coalesce_loops
 from einc.transforms.distribute import distribute_loop
 from einc.transforms.group_lanes import group_lanes
+from einc.transforms.prefetch import prefetch
 from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.loop_build import describe
 from einc.transforms.index_split import split_conditions, split_phases
@@ -533,6 +534,13 @@ class EincTransformFunctions(InterpreterFunctions):
                 raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
             self.check(op, mark_double_buffer(buffer))
         return ()
+
+    @impl(et.PrefetchOp)
+    def run_prefetch(self, interpreter: Interpreter, op: et.PrefetchOp, args: PythonValues) -> PythonValues:
+        made: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            made += self.check(op, prefetch(loop, op.tensor.data, op.distance.value.data))
+        return (OperationHandle(*made),)
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
         allocs: list[memref.AllocaOp] = []

@@ -92,6 +92,7 @@ class CTarget(CLikeTarget):
     openmp: ClassVar[bool] = True
     shared_library: ClassVar[bool] = True
     buffer_suffix: ClassVar[str] = " restrict"
+    prefetch_hint: ClassVar[str] = "__builtin_prefetch"
     vector_shuffle: ClassVar[str] = "__builtin_shufflevector({a}, {b}, {mask})"
     """GCC 12+ and Clang: a shuffle the compiler picks instructions for (a 16 x 16 transpose
     in 64 of them, where scalar copies cost a store per element)."""

@@ -355,6 +355,9 @@ class CLikeTarget:
     }
     """Printers of a target family's own ops (GPU coordinates, barriers, ...), beside the
     shared ones (here: bfloat16 kept in memory, `legalize-bf16-storage`)."""
+    prefetch_hint: ClassVar[str] = ""
+    """The function a prefetch (`egpu.prefetch`, a cache hint) is printed as, given the
+    element's address; empty: the target prints none."""
     tensor_cores: ClassVar[frozenset[str]] = frozenset()
     """The `transform.einc.tensorize` intrinsics the target prints (`egpu.mma`)."""
     plain_vector_copies: ClassVar[bool] = False

@@ -169,6 +169,13 @@ def _store(w: Writer, op: affine.StoreOp | memref.StoreOp) -> None:
     w.line(f"{w.access(op.memref, index)} = {w.value(op.value).text};")
 
 
+def _prefetch(w: Writer, op: egpu.PrefetchOp) -> None:
+    """A cache hint where the target has one (`prefetch_hint`: C's `__builtin_prefetch`);
+    nothing elsewhere (the op reads and writes nothing)."""
+    if w.t.prefetch_hint:
+        w.line(f"{w.t.prefetch_hint}(&{w.access(op.memref, w.flat_values(op.memref, op.indices))});")
+
+
 def _alloc(w: Writer, op: memref.AllocOp) -> None:
     t = op.memref.type
     element = w.ctype(t.get_element_type())
@@ -404,6 +411,7 @@ STATEMENTS: dict[type[Operation], Callable[[Writer, Operation], None]] = {
     memref.AllocOp: statement(memref.AllocOp, _alloc),
     memref.AllocaOp: statement(memref.AllocaOp, _alloca),
     memref.DeallocOp: statement(memref.DeallocOp, _dealloc),
+    egpu.PrefetchOp: statement(egpu.PrefetchOp, _prefetch),
     func.ReturnOp: statement(func.ReturnOp, _return),
 }
 INLINE_INTO_STATEMENTS = (affine.StoreOp, memref.StoreOp, affine.YieldOp, scf.YieldOp, scf.IfOp)

@@ -525,13 +525,15 @@ def cache_tensor(
     return alloca
 
 
-def _unfold_divisions(loop: affine.ForOp, accs: list[Access]) -> tuple[list[Access], list[affine.ApplyOp]] | None:
+def _unfold_divisions(loop: affine.ForOp, accs: list[Access], outer: bool = False) -> tuple[list[Access], list[affine.ApplyOp]] | None:
     """Each access of `accs` rebuilt (inserted before it, the old one left in place) with every
     term of an index that is not linear (`c * (l floordiv 8)`) and reads only variables
     defined inside `loop` as `c * q`, q an `affine.apply` of the term inserted before it: the
     same values, indices linear in the operands, which `footprint` bounds through the applies'
     ranges. None when an index has a non-linear term reading a variable from outside `loop`
-    (or `loop`'s own), or none has a non-linear term."""
+    (or `loop`'s own), or none has a non-linear term. `outer`: a term may read variables from
+    outside `loop` too (not `loop`'s own), bounded through their whole ranges: a box that
+    holds each iteration's, larger than it where they vary (prefetch.py's, a hint)."""
     iv = induction_var(loop)
     plans: list[tuple[Access, list[AffineExpr], list[AffineExpr]]] = []
     for a in accs:
@@ -550,7 +552,7 @@ def _unfold_divisions(loop: affine.ForOp, accs: list[Access]) -> tuple[list[Acce
                     continue
                 scale, inner = _scaled(term)
                 if linear_form(inner, a.operands) is not None or not all(
-                    a.operands[d] is not iv and defined_inside(a.operands[d], loop) for d in _dims_of(inner)
+                    a.operands[d] is not iv and (outer or defined_inside(a.operands[d], loop)) for d in _dims_of(inner)
                 ):
                     return None
                 divisions.append(inner)

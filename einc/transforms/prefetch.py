@@ -1,0 +1,162 @@
+"""Software prefetching of a tensor's next tile (`transform.einc.prefetch`).
+
+`prefetch(loop, "X", distance)`: at the top of `loop`'s body, one `egpu.prefetch` per cache
+line of the part of X's footprint box (staging.footprint: the elements X's accesses inside
+the loop touch in one iteration) that iteration `i + distance * step` touches and iteration
+`i + (distance - 1) * step` does not: the box's leading edge along the one dimension that
+moves with the loop (a 3x3 convolution's input rows inside its output-row loop: row
+`HO + distance + 1`, one row per iteration), the whole box where several dimensions move.
+Elements outside the tensor (past the last iteration, a padded border) are skipped by a
+guard. A prefetch reads and writes nothing: the program computes the same values on every
+target; C prints `__builtin_prefetch`, the other targets nothing.
+
+Why: a grouped convolution at batch 16 reads each image's input once from DRAM, sixteen
+channel rows at a time, rows of 112 bytes in planes 3 KiB apart; the hardware prefetchers
+do not follow so many short streams and the hot loop waits (README, the grouped
+convolution).
+
+Contract: `distance >= 1`; X is accessed inside the loop with affine indices whose box
+staging.footprint can bound (a division of inner variables, the grouped convolution's
+`8 * (l floordiv 8)`, counts through its range); some dimension of the box moves with the
+loop; at most MAX_PREFETCHES lines an iteration. Otherwise a Failure and the IR is
+unchanged. A later `cache_read`/`cache_write` of X at a loop around the prefetch is refused
+(an op other than a load or store uses X there): stage first, then prefetch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import AffineMapAttr, MemRefType, UnitAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from einc.dialects import egpu
+from einc.transforms.loop_analysis import accesses, buffer_name, induction_var, step_of
+from einc.transforms.loop_build import Failure, _new_loop, describe
+from einc.transforms.staging import Box, Terms, _drop, _inside_tensor, _range_of, _unfold_divisions, footprint, linear_map
+
+LINE_BYTES = 64
+"""The cache line one prefetch brings (x86, Arm Neoverse)."""
+
+MAX_PREFETCHES = 256
+"""The most prefetch instructions one iteration may issue (more costs more than it hides)."""
+
+PREFETCH_ATTR = "einc.prefetch"
+"""Marks the loops of a prefetch nest (not part of the computation: schedule ops leave them)."""
+
+
+def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] | Failure:
+    """Prefetch `tensor`'s tile of iteration `i + distance * step` at the top of `loop`'s
+    body (see the module docstring). Returns the prefetch ops."""
+    where = f"prefetch of '{tensor}' at {describe(loop)}"
+    if distance < 1:
+        return Failure(f"{where}: the distance {distance} is not a positive number of iterations")
+    step = step_of(loop)
+    accs = [a for a in accesses(loop) if buffer_name(a.buffer) == tensor]
+    if not accs:
+        return Failure(f"{where}: '{tensor}' is not accessed inside")
+    buffer = accs[0].buffer
+    if any(a.buffer is not buffer for a in accs):
+        return Failure(f"{where}: two buffers are named '{tensor}' inside")
+    box = footprint(loop, tensor, accs, partial=True)
+    if isinstance(box, Failure):
+        staged = _unfold_divisions(loop, accs, outer=True)
+        if staged is None:
+            return box
+        box = footprint(loop, tensor, staged[0], partial=True)
+        _drop(staged[0], staged[1])
+        if isinstance(box, Failure):
+            return box
+    iv = induction_var(loop)
+    moving = [d for d, terms in enumerate(box.outer) if terms.get(iv, 0) != 0]
+    if not moving:
+        return Failure(f"{where}: its tile does not move with the loop (nothing new to prefetch)")
+    ahead = distance * step
+    # the slice of each dimension to prefetch: the leading edge of the one moving dimension
+    lows, highs = [0] * len(box.shape), list(box.shape)
+    if len(moving) == 1:
+        d = moving[0]
+        shift = box.outer[d][iv] * step
+        if abs(shift) < box.shape[d]:
+            if shift > 0:
+                lows[d] = box.shape[d] - shift
+            else:
+                highs[d] = -shift
+    for d, (terms, low, size) in enumerate(zip(box.outer, box.low, box.sizes)):
+        if not terms:  # a constant range (a padded row's columns): only its part inside the tensor
+            lows[d], highs[d] = max(lows[d], -low), min(highs[d], size - low)
+    if any(lo >= hi for lo, hi in zip(lows, highs)):
+        return Failure(f"{where}: its tile lies outside the tensor")
+    per_line = max(1, LINE_BYTES // _element_bytes(buffer))
+    last = len(box.shape) - 1
+    # a line every `per_line` elements and the last element (the row need not start a line)
+    points = list(range(lows[last], highs[last], per_line))
+    if points[-1] != highs[last] - 1:
+        points.append(highs[last] - 1)
+    count = len(points)
+    for d in range(last):
+        count *= highs[d] - lows[d]
+    if count > MAX_PREFETCHES:
+        return Failure(f"{where}: {count} cache lines an iteration (at most {MAX_PREFETCHES})")
+    # iteration i + ahead: the loop's variable shifted in the outer terms
+    point = InsertPoint.at_start(loop.body.block)
+    loops: list[affine.ForOp] = []
+    ivs: list[SSAValue | None] = []
+    for d in range(last):
+        extent = highs[d] - lows[d]
+        if extent == 1:
+            ivs.append(None)
+            continue
+        f = _new_loop((), (), lows[d], highs[d], 1, f"{tensor}_p{d}")
+        f.attributes[PREFETCH_ATTR] = UnitAttr()
+        Rewriter.insert_op(f, point)
+        loops.append(f)
+        ivs.append(induction_var(f))
+        point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
+    outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
+    made: list[Operation] = []
+    inside = _overhang(box, lows, highs, iv, ahead, loop)
+    for x in points:
+        forms: list[tuple[Terms, int]] = []
+        for d, (terms, low) in enumerate(zip(box.outer, box.low)):
+            const = low + sum(c * ahead for v, c in terms.items() if v is iv)
+            var = ivs[d] if d < last else None
+            if var is not None:
+                forms.append(({**terms, var: 1}, const))
+            else:
+                forms.append((dict(terms), const + (x if d == last else lows[d])))
+        operands = [*outer_vars, *(v for v in ivs if v is not None)]
+        at = point
+        if any(below or past for below, past in inside.overhang):
+            at = _inside_tensor(point, inside, forms, operands)
+        indices = []
+        for form in forms:
+            apply = affine.ApplyOp(operands, AffineMapAttr(linear_map([form], operands)))
+            Rewriter.insert_op(apply, at)
+            indices.append(apply.result)
+        op = egpu.PrefetchOp(buffer, indices)
+        Rewriter.insert_op(op, at)
+        made.append(op)
+    return made
+
+
+def _element_bytes(buffer: SSAValue) -> int:
+    t = buffer.type
+    assert isinstance(t, MemRefType)
+    width = getattr(t.get_element_type(), "bitwidth", 32)
+    return max(1, width // 8)
+
+
+def _overhang(box: Box, lows: list[int], highs: list[int], iv: SSAValue, ahead: int, loop: affine.ForOp) -> Box:
+    """`box` whose `overhang` says per dimension whether the prefetched slice of iteration
+    `i + ahead` may lie below 0 or past the tensor's end (the guard's dimensions)."""
+    overhang = []
+    for d, (terms, low, size) in enumerate(zip(box.outer, box.low, box.sizes)):
+        span = _range_of(terms, 0)
+        assert span is not None, f"the footprint of {describe(loop)} bounds its outer terms"
+        shift = sum(c * ahead for v, c in terms.items() if v is iv)
+        lo, hi = span[0] + shift + low + lows[d], span[1] + shift + low + highs[d] - 1
+        overhang.append((lo < 0, hi >= size))
+    return dataclasses.replace(box, overhang=overhang)
