@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects import affine, arith, func, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 
 from einc.transforms import loop_transforms as lt
@@ -159,6 +159,11 @@ class Choices:
     1.1-1.5x the half-vector tile here) and not more (4 channels per group over 4 groups:
     0.55x the nest blocked along its rows, README); the tuning space varies it
     (`policy.nogroup`, `policy.group.all`)."""
+    prefetch: bool = True
+    """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
+    its input's next row at the top of each output row (`_prefetch_rows`,
+    transform.einc.prefetch): at batch 16 each image's input comes from DRAM, sixteen
+    channel rows at a time, which the hardware prefetchers do not follow."""
 
 
 POLICY = Choices()
@@ -1123,10 +1128,25 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
         return new[0]
     if choices.pack:
         b.try_(lambda: b.cache_read(buffer_name(plan.filter), b.handle(at_filter), layout=_innermost(filter_rank, plan.filter_dim)))
+    if choices.prefetch and after and after[-1] in wanted:
+        _prefetch_rows(new[wanted.index(after[-1])], new[-1], plan.filter, out, b)
     if isinstance(b.try_(lambda: b.unroll(b.handle(ji_new), knob_w)), lt.Failure):
         return new[0]
     b.try_(lambda: b.vectorize(b.match(stmt, _tag(fi_new, lt.AXIS_ATTR), root=nest_root(b, new[0]))))
     return new[0]
+
+
+def _prefetch_rows(row: affine.ForOp, lanes: affine.ForOp, weight: SSAValue, out: SSAValue, b: ScheduleBuilder) -> None:
+    """The input of a nest blocked over several groups per vector (its index reads the lane
+    loop `lanes` through a division: `8 * (l floordiv 8)`, group_lanes) prefetched one
+    iteration ahead at the top of the output-row loop `row` (Choices.prefetch): one row of
+    each of the tile's input channels. Nothing for other nests (their input does not move
+    with the lanes), whose hardware prefetchers follow fewer streams."""
+    iv = induction_var(lanes)
+    inputs = {a.buffer for a in _loads(row) if isinstance(a.buffer, BlockArgument)  # a tensor, not a staged tile
+              and a.buffer is not weight and a.buffer is not out and a.map is not None and _moves_with(a, iv)}  # fmt: skip
+    for buffer in inputs:
+        b.try_(lambda: b.prefetch(buffer_name(buffer), b.handle(row), 1))  # noqa: B023
 
 
 def _elementwise(top: affine.ForOp) -> bool:

@@ -441,6 +441,8 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "(no group_lanes: half a vector where a group holds half a vector's channels)"),
     ("group.all", policy.Choices(group_lanes=64), True, "a grouped convolution's vectors of channels over as many "
      "groups as they hold (group_lanes over more than two groups)"),
+    ("noprefetch", policy.Choices(prefetch=False), True, "a grouped convolution's input rows not prefetched "
+     "(no transform.einc.prefetch at its output rows)"),
     ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
      "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
