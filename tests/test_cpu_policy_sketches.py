@@ -159,6 +159,14 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     base = grouped.source("policy.nogroup")
     assert "transform.einc.group_lanes" not in grouped.schedule("policy.nogroup")
     assert "einc_vbroadcast_runs2" not in base and "einc_vload_f32x8(&input1_local[" in base
+    # the default prefetches the pair's input rows one output row ahead (transform.einc.prefetch
+    # at HO: row HO + 2 of each of the pair's channels); noprefetch does not, nor does the
+    # one-group tile (its input does not move with the lanes) or the plain convolution
+    assert 'transform.einc.prefetch "input0" at' in grouped.schedule("default")
+    # (the row clamped to the image's last: einc_minsi_i64(HO + 2, 4))
+    assert re.search(r"int64_t v\w* = einc_minsi_i64\(HO \+ 2, 4\);\s*int64_t v\w* = \d+;\s*__builtin_prefetch\(&input0\[", group), group
+    assert "prefetch" not in grouped.schedule("policy.noprefetch") and "__builtin_prefetch" not in grouped.source("policy.noprefetch")
+    assert "__builtin_prefetch" not in base and "__builtin_prefetch" not in conv.source("default")
 
 
 def test_sampled_points_compute_numpys_numbers(cases: dict[str, Case]) -> None:

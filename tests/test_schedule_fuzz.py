@@ -96,6 +96,8 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
         return f"{new} = transform.einc.coalesce {h()} by {rng.choice([2, 2, 3, 0, 9, size()])}"
     if op == "split_conditions":
         return f"{new} = transform.einc.split_conditions {h()}"
+    if op == "prefetch":
+        return f'{new} = transform.einc.prefetch "{rng.choice(stmts + ["input0", "nothing"])}" at {h()} by {rng.choice([0, 1, 2, 65, 1000])}'
     if op == "reorder":
         n = rng.randint(1, 4)
         return f"{', '.join(f'{new}r{i}' for i in range(n))} = transform.einc.reorder {', '.join(h() for _ in range(n))}"

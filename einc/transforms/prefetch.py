@@ -6,8 +6,10 @@ the loop touch in one iteration) that iteration `i + distance * step` touches an
 `i + (distance - 1) * step` does not: the box's leading edge along the one dimension that
 moves with the loop (a 3x3 convolution's input rows inside its output-row loop: row
 `HO + distance + 1`, one row per iteration), the whole box where several dimensions move.
-Elements outside the tensor (past the last iteration, a padded border) are skipped by a
-guard. A prefetch reads and writes nothing: the program computes the same values on every
+An index that may pass the tensor's end (the rows after the last iteration's) is clamped
+to its last element (an `affine.min`: no new condition for index-set splitting to cut the
+loop at); one that may lie below 0 is guarded (`scf.if`); a constant range (a padded row's
+columns) is cut to the tensor. A prefetch reads and writes nothing: the program computes the same values on every
 target; C prints `__builtin_prefetch`, the other targets nothing.
 
 Why: a grouped convolution at batch 16 reads each image's input once from DRAM, sixteen
@@ -30,6 +32,7 @@ import dataclasses
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, UnitAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
@@ -129,13 +132,22 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] 
                 forms.append((dict(terms), const + (x if d == last else lows[d])))
         operands = [*outer_vars, *(v for v in ivs if v is not None)]
         at = point
-        if any(below or past for below, past in inside.overhang):
-            at = _inside_tensor(point, inside, forms, operands)
+        # past the end only (the rows after the last iteration's): clamped to the last
+        # element, prefetched again (a `min`, no test: index-set splitting of the loop sees
+        # no new condition); below 0 too: guarded
+        guarded = dataclasses.replace(inside, overhang=[(below, past and below) for below, past in inside.overhang])
+        if any(below for below, _ in inside.overhang):
+            at = _inside_tensor(point, guarded, forms, operands)
         indices = []
-        for form in forms:
-            apply = affine.ApplyOp(operands, AffineMapAttr(linear_map([form], operands)))
-            Rewriter.insert_op(apply, at)
-            indices.append(apply.result)
+        for form, (below, past), size in zip(forms, inside.overhang, box.sizes):
+            m = linear_map([form], operands)
+            index: Operation
+            if past and not below:
+                index = affine.MinOp(operands, AffineMapAttr(AffineMap(m.num_dims, 0, (m.results[0], AffineExpr.constant(size - 1)))))
+            else:
+                index = affine.ApplyOp(operands, AffineMapAttr(m))
+            Rewriter.insert_op(index, at)
+            indices.append(index.results[0])
         op = egpu.PrefetchOp(buffer, indices)
         Rewriter.insert_op(op, at)
         made.append(op)

@@ -46,7 +46,7 @@ from einc.transforms.loop_analysis import accesses, buffer_name, carried_depende
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
        "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce",
-       "group_lanes", "rotate")  # fmt: skip
+       "group_lanes", "rotate", "prefetch")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -71,7 +71,7 @@ WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "v
            "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
            "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
            "split_phases": 2, "distribute": 4}  # fmt: skip
-LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05, "rotate": 0.06}
+LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05, "rotate": 0.06, "prefetch": 0.06}
 """Ops drawn before the others, each with this probability per step, from a stream of their own."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
@@ -370,6 +370,15 @@ class _Gen:
             hs, outs = picked
             by = self.size(list(range(len(hs))), lines)
             lines.append(f"{', '.join(outs)} = transform.einc.rotate {', '.join(hs)} by {by}")
+        elif kind == "prefetch":
+            # a tensor the loop reads, its next tile a distance ahead (a refusal where its
+            # box does not move with the loop)
+            top = _find(self.current, loop)
+            names = sorted({buffer_name(a.buffer) for a in accesses(top)} & set(self.ranks)) if top is not None else []
+            if not names:
+                return None
+            h = self.match(loop, lines)
+            lines.append(f'{self.handle()} = transform.einc.prefetch "{rng.choice(names)}" at {h} by {rng.choice([1, 1, 2, 3])}')
         elif kind in ("parallelize", "vectorize", "vectorize_reduction"):
             h = self.match(loop, lines)
             lines.append(f"transform.einc.{kind} {h}")
