@@ -71,8 +71,11 @@ WEIGHTS = {"tile": 6, "peel": 3, "reorder": 3, "unroll": 4, "parallelize": 2, "v
            "vectorize_reduction": 3, "bind": 5, "fuse": 3, "cache_read": 4, "cache_write": 3,
            "rfactor": 3, "compute_at": 2, "reverse_compute_at": 2, "reuse": 2, "split_conditions": 2,
            "split_phases": 2, "distribute": 4}  # fmt: skip
-LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05, "rotate": 0.06, "prefetch": 0.06}
+LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05, "rotate": 0.06}
 """Ops drawn before the others, each with this probability per step, from a stream of their own."""
+PREFETCH_WEIGHT = 0.3
+"""How often a script ends with a prefetch (`_Gen.prefetch`, a stream of its own, like
+tensorize's: a later op than LATE_WEIGHTS's, whose draws there would shift the others')."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
 SKETCH_START = 0.3
@@ -370,15 +373,6 @@ class _Gen:
             hs, outs = picked
             by = self.size(list(range(len(hs))), lines)
             lines.append(f"{', '.join(outs)} = transform.einc.rotate {', '.join(hs)} by {by}")
-        elif kind == "prefetch":
-            # a tensor the loop reads, its next tile a distance ahead (a refusal where its
-            # box does not move with the loop)
-            top = _find(self.current, loop)
-            names = sorted({buffer_name(a.buffer) for a in accesses(top)} & set(self.ranks)) if top is not None else []
-            if not names:
-                return None
-            h = self.match(loop, lines)
-            lines.append(f'{self.handle()} = transform.einc.prefetch "{rng.choice(names)}" at {h} by {rng.choice([1, 1, 2, 3])}')
         elif kind in ("parallelize", "vectorize", "vectorize_reduction"):
             h = self.match(loop, lines)
             lines.append(f"transform.einc.{kind} {h}")
@@ -540,6 +534,7 @@ class _Gen:
             if made is None:
                 continue
             self.attempt(made[1])
+        self.prefetch()
         self.tensorize()
         return self.draft
 
@@ -560,6 +555,26 @@ class _Gen:
         for marked, stmt in self.marks:
             marked.add(stmt)
         self.draft.kept += [op for op in ops if op not in ("match", "knob")]
+
+    def prefetch(self) -> None:
+        """A prefetch of a tensor a loop reads, its next tile a distance ahead, after the
+        random steps of some scripts (refused where the tile does not move with the loop),
+        drawn from a generator of its own so that the other ops' draws, and the generator's
+        coverage over its fixed seeds, stay as they were."""
+        side = random.Random(hash(self.rng.getstate()[1]) + 1)
+        loops = loops_of(self.current)
+        if not loops or side.random() > PREFETCH_WEIGHT:
+            return
+        loop = side.choice(loops)
+        top = _find(self.current, loop)
+        names = sorted({buffer_name(a.buffer) for a in accesses(top)} & set(self.ranks)) if top is not None else []
+        if not names:
+            return
+        self.marks = []
+        lines: list[str] = []
+        h = self.match(loop, lines)
+        lines.append(f'{self.handle()} = transform.einc.prefetch "{side.choice(names)}" at {h} by {side.choice([1, 1, 2, 3])}')
+        self.attempt(lines)
 
     def tensorize(self) -> None:
         """A tensorize at the end of some scripts, drawn from a generator of its own so the
