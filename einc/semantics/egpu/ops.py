@@ -474,6 +474,12 @@ def _coordinate(m: Machine, op: Operation) -> Step:
     return coordinate
 
 
+@compiles(egpu.PrefetchOp)
+def _prefetch(m: Machine, op: Operation) -> Step:
+    """A cache hint: nothing to do."""
+    return lambda mask: None
+
+
 @compiles(egpu.BarrierOp)
 def _barrier(m: Machine, op: Operation) -> Step:
     return lambda mask: m.barrier(op, mask)
