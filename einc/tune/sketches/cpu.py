@@ -443,6 +443,8 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "groups as they hold (group_lanes over more than two groups)"),
     ("noprefetch", policy.Choices(prefetch=False), True, "a grouped convolution's input rows not prefetched "
      "(no transform.einc.prefetch at its output rows)"),
+    ("prefetch", policy.Choices(prefetch=True), True, "a grouped convolution's input rows prefetched whatever "
+     "its size (the default prefetches inputs of 4 MiB or more)"),
     ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
      "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
