@@ -105,3 +105,24 @@ def test_refusals_are_located(extra: str, message: str) -> None:
 def test_a_distance_outside_1_to_64_is_a_parse_error() -> None:
     with pytest.raises(EincError, match="distance 0 is not in 1..64"):
         Compilation(PROGRAM, "<prefetch>", target="c", schedule=_script("c").replace("at %h by 1", "at %h by 0")).run_until("scheduled")
+
+
+GROUPED = "output0[N, F, HO, WO] +=! input0[N, F // 8 * 8 + C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 28, WO in 28"
+
+
+@pytest.mark.parametrize(("batch", "prefetched"), [(16, True), (1, False)])
+def test_the_cpu_default_prefetches_a_large_grouped_input(batch: int, prefetched: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grouped convolution of 8 channels per group blocked over two groups per 16-lane
+    vector (AVX-512): its input (128 channels of 30 x 30) prefetched one output row ahead by
+    default where it holds PREFETCH_MIN_BYTES or more (batch 16: 7.4 MB), not at batch 1
+    (461 KB, in cache between calls)."""
+    from einc.schedule.policies.cpu import PREFETCH_MIN_BYTES
+
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
+    inputs = {"input0": {"dtype": "float32", "shape": [batch, 128, 30, 30]},
+              "input1": {"dtype": "float32", "shape": [128, 8, 3, 3]}}  # fmt: skip
+    assert (batch * 128 * 30 * 30 * 4 >= PREFETCH_MIN_BYTES) == prefetched
+    source = Compilation(GROUPED, "<grouped>", inputs, None, "c", "default").run_until("source")
+    assert "einc_vbroadcast_runs2_f32x16(" in source, source
+    assert ("__builtin_prefetch(&input0[" in source) == prefetched, source
+    assert "__builtin_prefetch(&input1" not in source and "__builtin_prefetch(&output0" not in source
