@@ -19,9 +19,10 @@ from tests.test_device_targets import require
 
 PROGRAM = "output0[N] = input0[N] * input1[N] + 1.0"
 STORAGE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
-SIZES = {1000: 4, 1006: 2, 1002: 0}
+SIZES = {1000: 4, 1006: 2, 1002: 4}
 """Size -> the width its accesses get: the default's work-item chunk (the largest divisor of
-the size up to 4): 4, 2, or 3 for 1002, which no vector width divides (left scalar)."""
+the size up to 4): 4, 2; for 1002 (no even divisor up to 4: 3) chunks of 4, the last
+work-item's cut short at 2 and left scalar (the tail)."""
 
 
 def _compile(dtype: str, n: int, target: str) -> Compilation:
@@ -50,7 +51,7 @@ def test_packed_accesses_match_numpy(compiled: dict[tuple[str, str, int], Compil
     """The kernel as its target prints it (after the whole pipeline) on the egpu interpreter:
     bit for bit the per-op rounded result, and within the type's rounding of the float64
     reference (fresh random data after NaN, infinities, signed zeros, the largest half and
-    overflow in its first lanes; 1002 left scalar: chunks of 3)."""
+    overflow in its first lanes; 1002: the last work-item's 2 elements the scalar tail)."""
     comp = compiled[(target, dtype, n)]
     ir = str(comp.results["target"])
     width = SIZES[n]
@@ -84,12 +85,33 @@ def test_cuda_ptx_has_packed_loads_and_stores(compiled: dict[tuple[str, str, int
 
 
 @pytest.mark.parametrize("dtype", list(STORAGE))
+def test_cuda_ptx_packs_full_chunks_and_leaves_the_tail_scalar(compiled: dict[tuple[str, str, int], Compilation], dtype: str) -> None:
+    """1002 elements in chunks of 4: a full chunk is one `ld.global.nc.v4.u16` per input and
+    one `st.global.v4.u16`, guarded by the chunk being whole; the short last chunk the scalar
+    loop (16-bit loads and stores of one element)."""
+    from tests.test_gpu_default import _ptx
+
+    comp = compiled[("cuda", dtype, 1002)]
+    source = comp.results["source"]
+    assert ">= 4) {" in source and "} else {" in source, source
+    require("cuda")
+    accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v\d\.)?([ubf]\d+)", _ptx(source))
+    packed = [a for a in accesses if a[2]]
+    assert sorted(packed) == [("ld", ".nc", "v4.", "u16")] * 2 + [("st", "", "v4.", "u16")], accesses
+    assert {a for a in accesses if not a[2]} >= {("ld", ".nc", "", "u16"), ("st", "", "", "u16")}, accesses
+
+
+@pytest.mark.parametrize("dtype", list(STORAGE))
 def test_hip_compiles_packed_accesses(compiled: dict[tuple[str, str, int], Compilation], dtype: str) -> None:
     """hipcc accepts HIP's packed kernel (float16 natively `_Float16`, bfloat16 as bits)."""
     require("hip")
     comp = compiled[("hip", dtype, 1000)]
     assert "einc_vloada_" in comp.results["source"] and "einc_vstorea_" in comp.results["source"]
     reports = comp.kernel().check()
+    assert reports and all(r.ok for r in reports), reports
+    tail = compiled[("hip", dtype, 1002)]
+    assert "einc_vloada_" in tail.results["source"]
+    reports = tail.kernel().check()
     assert reports and all(r.ok for r in reports), reports
 
 

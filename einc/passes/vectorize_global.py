@@ -37,7 +37,9 @@ Three shapes, whatever schedule made them (the pass works on the egpu level):
 5. Elementwise loops of float16/bfloat16 kept only in memory (`egpu.load_extf`,
    `egpu.store_truncf`: CUDA, HIP; the target's `packed_narrow_access`) over 2, 4 or 8
    consecutive elements: one aligned vector load or store per buffer, the body unrolled
-   on float32 lanes with its roundings as they were (einc.transforms.narrow_access).
+   on float32 lanes with its roundings as they were (einc.transforms.narrow_access); a
+   chunk cut short at the extent's end is versioned: packed when full, else the scalar
+   loop (the tail).
 
 Anything else stays scalar (a guarded copy of a partial tile, a padded shared row that
 breaks alignment, a trip count that is no multiple of the width).
@@ -81,7 +83,7 @@ from einc.transforms.alignment import constant, expr_step, flat_divisor, identit
 from einc.transforms.loop_analysis import trip_count
 from einc.transforms.loop_build import Failure
 from einc.transforms.loop_transforms import VECTORIZE_ATTR
-from einc.transforms.narrow_access import narrow_loop_failure, pack_narrow_loop
+from einc.transforms.narrow_access import narrow_loop_failure, pack_narrow_loop, version_partial_chunk
 from einc.transforms.vectorize import REDUCTION_ATTR, vectorize_loop
 
 VECTOR_BYTES = 16
@@ -364,6 +366,9 @@ def pack_narrow_loops(kernel: egpu.FuncOp) -> int:
 
         if narrow_loop_failure(loop, is_argument) is None:
             pack_narrow_loop(loop, is_argument)
+            made += 1
+        elif (full := version_partial_chunk(loop, is_argument)) is not None:
+            pack_narrow_loop(full, is_argument)
             made += 1
     return made
 

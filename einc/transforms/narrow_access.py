@@ -18,13 +18,18 @@ contract aligns each argument to what `record_alignment` states), each stored bu
 stored once and never loaded (no carried dependence and no read of a lane another lane
 wrote first). Loads of that kind are packed too; any other load (a float32 input, an
 element every lane reads, an unaligned one) stays a scalar load in each lane.
+
+A work-item's chunk cut short at the end of the extent (`for i = L to min(L + W, e(...))`:
+a chunk of 4 over 1002 elements, the last work-item's 2) is versioned (`version_partial_chunk`):
+`if (e(...) >= L + W)` the loop with constant bounds, packed as above, else the loop as it
+was (the scalar tail: the elements past the last full chunk).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
@@ -37,8 +42,8 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
@@ -240,4 +245,52 @@ def pack_narrow_loop(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]
     return width
 
 
-__all__ = ["NARROW_FLOATS", "narrow_loop_failure", "pack_narrow_loop"]
+def version_partial_chunk(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> affine.ForOp | None:
+    """A chunk cut short at the extent's end (module docstring): a loop from a constant L
+    by 1 to `min(L + W, e1(...), ...)` (W in WIDTHS). When its full-chunk copy (upper bound
+    L + W) is shape 5, the loop becomes `scf.if (every e_k >= L + W) {copy} else {loop}` and
+    the copy is returned (to be packed); else None and nothing changes."""
+    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
+    if loop.lowerBoundOperands or len(lb.results) != 1 or loop.step.value.data != 1 or len(ub.results) < 2:
+        return None
+    start = lb.eval([], [])[0]
+    constants = [e.value for e in ub.results if isinstance(e, AffineConstantExpr)]
+    if len(constants) != 1 or constants[0] - start not in WIDTHS:
+        return None
+    end = constants[0]
+    region = Region()
+    loop.body.clone_into(region)
+    full = affine.ForOp.from_region((), (), (), (), start, end, region, 1)
+    full.attributes.update(loop.attributes)
+    Rewriter.insert_op(full, InsertPoint.before(loop))
+    if narrow_loop_failure(full, is_argument) is not None:
+        Rewriter.erase_op(full)
+        return None
+    full.detach()
+    operands = list(loop.upperBoundOperands)
+    conditions: list[Operation] = []
+    condition: SSAValue | None = None
+    for e in ub.results:
+        if isinstance(e, AffineConstantExpr):
+            continue
+        bound = affine.ApplyOp(operands, AffineMapAttr(AffineMap(ub.num_dims, ub.num_symbols, (e,))))
+        limit = arith.ConstantOp(IntegerAttr(end, IndexType()))
+        test = arith.CmpiOp(bound, limit, "sge")
+        conditions += [bound, limit, test]
+        if condition is not None:
+            both = arith.AndIOp(condition, test)
+            conditions.append(both)
+            test = both
+        condition = test.result
+    assert condition is not None
+    Rewriter.insert_op(conditions, InsertPoint.before(loop))
+    branch = scf.IfOp(condition, [], Region(Block([full, scf.YieldOp()])), Region(Block([scf.YieldOp()])))
+    Rewriter.insert_op(branch, InsertPoint.before(loop))
+    loop.detach()
+    else_block = branch.false_region.block
+    assert else_block.first_op is not None
+    else_block.insert_op_before(loop, else_block.first_op)
+    return full
+
+
+__all__ = ["NARROW_FLOATS", "narrow_loop_failure", "pack_narrow_loop", "version_partial_chunk"]
