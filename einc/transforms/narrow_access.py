@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
     IndexType,
+    FloatAttr,
     IntegerAttr,
     MemRefType,
     VectorType,
@@ -245,6 +246,127 @@ def pack_narrow_loop(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]
     return width
 
 
+PACKED_ARITHMETIC = (arith.AddfOp, arith.SubfOp, arith.MulfOp)
+"""The float32 ops whose result rounded once to a 16-bit float is the 16-bit op's own,
+correctly rounded (float32's 24 bits are at least 2p + 2 for float16's p = 11 and
+bfloat16's 8: the double rounding is innocuous), so a packed float16/bfloat16 instruction
+gives the same bits. Not division (no packed instruction), not a fused multiply-add (the
+language rounds the product)."""
+
+
+def _exact_in(value: float, element: Attribute) -> bool:
+    import ml_dtypes
+    import numpy as np
+
+    kind = np.float16 if element == f16 else ml_dtypes.bfloat16
+    narrow = np.array([value], np.float32).astype(kind).astype(np.float32)[0]
+    return bool(narrow == np.float32(value)) and not np.isnan(narrow)
+
+
+def narrow_arithmetic_failure(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> str | None:
+    """Why shape 5's loop (legal: `narrow_loop_failure`) does not compute in packed 16-bit
+    arithmetic (`pack_narrow_arithmetic`), or None: its body only the widening loads of one
+    16-bit type T (all packed), float32 constants T holds exactly, `PACKED_ARITHMETIC` ops
+    each rounded to T by its only use (`egpu.round`), and narrowing stores of rounded values."""
+    width = trip_count(loop)
+    assert width is not None
+    element: Attribute | None = None
+    rounded: set[SSAValue] = set()
+    for op in loop.body.block.ops:
+        if isinstance(op, egpu.LoadExtfOp | egpu.StoreTruncfOp):
+            if _unpackable(op, loop, width, is_argument) is not None:
+                return "an access that is not packed"
+            if element not in (None, _element(op.memref)):
+                return "two 16-bit types"
+            element = _element(op.memref)
+            if isinstance(op, egpu.StoreTruncfOp) and op.value not in rounded:
+                return "a store of a value not rounded"
+        elif isinstance(op, arith.ConstantOp):
+            continue  # checked where used
+        elif isinstance(op, PACKED_ARITHMETIC):
+            uses = list(op.result.uses)
+            if op.result.type != f32 or len(uses) != 1 or not isinstance(uses[0].operation, egpu.RoundOp):
+                return "an op not rounded once"
+        elif isinstance(op, egpu.RoundOp):
+            if not isinstance(op.value.owner, PACKED_ARITHMETIC):
+                return "a rounding of something else"
+            rounded.add(op.result)
+        elif not isinstance(op, affine.ApplyOp | affine.YieldOp):
+            return "another op"
+    if element is None:
+        return "no access"
+    loaded = {op.result for op in loop.body.block.ops if isinstance(op, egpu.LoadExtfOp)}
+    for op in loop.body.block.ops:
+        if isinstance(op, egpu.RoundOp) and op.as_type != element:
+            return "a rounding to another type"
+        if not isinstance(op, PACKED_ARITHMETIC):
+            continue
+        for v in op.operands:  # a packed value, or a float32 constant (maybe hoisted) T holds
+            if v in loaded or v in rounded:
+                continue
+            owner = v.owner
+            if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr) and v.type == f32):
+                return "an operand that is neither packed nor a constant"
+            if not _exact_in(owner.value.value.data, element):
+                return "a constant the 16-bit type does not hold"
+    return None
+
+
+def pack_narrow_arithmetic(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> int:
+    """Shape 5 in packed 16-bit arithmetic (`narrow_arithmetic_failure` is None): each
+    load one `vector<W x T>`, each rounded op one op on `vector<W x T>` (the same bits per
+    lane), each constant a float32 splat narrowed exactly, each store one vector store;
+    returns the width."""
+    width = trip_count(loop)
+    assert width is not None
+    start = loop.lowerBoundMap.data.eval([], [])[0]
+    body = loop.body.block
+    position = arith.ConstantOp(IntegerAttr(start, IndexType()))
+    Rewriter.insert_op(position, InsertPoint.before(loop))
+    mapping: dict[SSAValue, SSAValue] = {body.args[0]: position.result}
+    vectors: dict[SSAValue, SSAValue] = {}
+    for op in list(body.ops):
+        if isinstance(op, affine.YieldOp):
+            continue
+        if isinstance(op, affine.ApplyOp):
+            clone = op.clone(value_mapper=dict(mapping))
+            Rewriter.insert_op(clone, InsertPoint.before(loop))
+            mapping[op.result] = clone.result
+        elif isinstance(op, egpu.LoadExtfOp):
+            element = _element(op.memref)
+            vload = egpu.VLoadOp(op.memref, [mapping.get(v, v) for v in op.indices], VectorType(element, [width]))
+            vload.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
+            Rewriter.insert_op(vload, InsertPoint.before(loop))
+            vectors[op.result] = vload.result
+        elif isinstance(op, arith.ConstantOp):
+            continue  # splat where used (its type: the vectors' element)
+        elif isinstance(op, PACKED_ARITHMETIC):
+            operands: list[SSAValue] = []
+            for v in op.operands:
+                if v in vectors:
+                    operands.append(vectors[v])
+                    continue
+                owner = v.owner
+                assert isinstance(owner, arith.ConstantOp)
+                constant = arith.ConstantOp(owner.value, f32)
+                splat = egpu.VBroadcastOp(constant.result, VectorType(f32, [width]))
+                element = _element(next(o for o in body.ops if isinstance(o, egpu.LoadExtfOp | egpu.StoreTruncfOp)).memref)
+                narrow = egpu.VConvertOp(splat.result, VectorType(element, [width]))  # exact
+                Rewriter.insert_op([constant, splat, narrow], InsertPoint.before(loop))
+                operands.append(narrow.result)
+            packed = type(op)(operands[0], operands[1])
+            Rewriter.insert_op(packed, InsertPoint.before(loop))
+            vectors[op.result] = packed.result
+        elif isinstance(op, egpu.RoundOp):
+            vectors[op.result] = vectors[op.value]
+        elif isinstance(op, egpu.StoreTruncfOp):
+            vstore = egpu.VStoreOp(vectors[op.value], op.memref, [mapping.get(v, v) for v in op.indices])
+            vstore.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
+            Rewriter.insert_op(vstore, InsertPoint.before(loop))
+    Rewriter.erase_op(loop)
+    return width
+
+
 def version_partial_chunk(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> affine.ForOp | None:
     """A chunk cut short at the extent's end (module docstring): a loop from a constant L
     by 1 to `min(L + W, e1(...), ...)` (W in WIDTHS). When its full-chunk copy (upper bound
@@ -293,4 +415,11 @@ def version_partial_chunk(loop: affine.ForOp, is_argument: Callable[[SSAValue], 
     return full
 
 
-__all__ = ["NARROW_FLOATS", "narrow_loop_failure", "pack_narrow_loop", "version_partial_chunk"]
+__all__ = [
+    "NARROW_FLOATS",
+    "narrow_arithmetic_failure",
+    "narrow_loop_failure",
+    "pack_narrow_arithmetic",
+    "pack_narrow_loop",
+    "version_partial_chunk",
+]
