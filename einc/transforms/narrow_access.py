@@ -19,6 +19,13 @@ stored once and never loaded (no carried dependence and no read of a lane anothe
 wrote first). Loads of that kind are packed too; any other load (a float32 input, an
 element every lane reads, an unaligned one) stays a scalar load in each lane.
 
+Where the target computes in packed 16-bit instructions (`packed_narrow_arithmetic`: CUDA)
+and every op of the body is an add, sub or mul whose float32 result is rounded once to the
+16-bit type T (`egpu.round`), with float32 constants T holds, the body is not unrolled: the
+loads stay `vector<W x T>`, each op becomes one op on them, the store stores the result
+(`pack_narrow_arithmetic`). The same bits: a float32 add, sub or mul rounded to T is T's
+correctly rounded op, since float32's 24 bits are at least 2p + 2 (p = 11, 8).
+
 A work-item's chunk cut short at the end of the extent (`for i = L to min(L + W, e(...))`:
 a chunk of 4 over 1002 elements, the last work-item's 2) is versioned (`version_partial_chunk`):
 `if (e(...) >= L + W)` the loop with constant bounds, packed as above, else the loop as it
