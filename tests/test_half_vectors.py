@@ -2,7 +2,8 @@
 aligned vectors (`einc-vectorize-global`'s shape 5, einc.transforms.narrow_access): one
 8-byte access per work-item's 4 consecutive halves where the default gives it 4, the
 arithmetic per element in float32 with one rounding per op as the scalar path does (the
-same bits). NVRTC's PTX shows the packed accesses; hipcc compiles HIP's; the egpu
+same bits), or on CUDA, where every op is an add, sub or mul rounded once, in packed 16-bit
+instructions (the same bits again). NVRTC's PTX shows the packed accesses; hipcc compiles HIP's; the egpu
 interpreter runs both targets' kernels against NumPy."""
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from tests.test_device_targets import require
 
 PROGRAM = "output0[N] = input0[N] * input1[N] + 1.0"
 STORAGE = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
-SIZES = {1000: 4, 1006: 2, 1002: 0}
+SIZES = {1000: 4, 1006: 2, 1002: 4}
 """Size -> the width its accesses get: the default's work-item chunk (the largest divisor of
-the size up to 4): 4, 2, or 3 for 1002, which no vector width divides (left scalar)."""
+the size up to 4): 4, 2; for 1002 (no even divisor up to 4: 3) chunks of 4, the last
+work-item's cut short at 2 and left scalar (the tail)."""
 
 
 def _compile(dtype: str, n: int, target: str) -> Compilation:
@@ -50,13 +52,15 @@ def test_packed_accesses_match_numpy(compiled: dict[tuple[str, str, int], Compil
     """The kernel as its target prints it (after the whole pipeline) on the egpu interpreter:
     bit for bit the per-op rounded result, and within the type's rounding of the float64
     reference (fresh random data after NaN, infinities, signed zeros, the largest half and
-    overflow in its first lanes; 1002 left scalar: chunks of 3)."""
+    overflow in its first lanes; 1002: the last work-item's 2 elements the scalar tail)."""
     comp = compiled[(target, dtype, n)]
     ir = str(comp.results["target"])
     width = SIZES[n]
     vloads = re.findall(r"egpu\.vload .*-> vector<(\d+)x(?:f16|bf16)>", ir)
     assert vloads == ([str(width)] * 2 if width else []), ir
     assert ("egpu.vstore" in ir) == bool(width)
+    # CUDA computes on the packed vectors (add/mul.rn.f16x2, fma.rn.bf16x2); HIP in float32
+    assert bool(re.search(r"arith\.mulf .* : vector<\d+x(f16|bf16)>", ir)) == (target == "cuda"), ir
     rng = np.random.default_rng()
     s = STORAGE[dtype]
     inputs = {k: rng.uniform(-4, 4, n).astype(s) for k in ("input0", "input1")}
@@ -84,6 +88,71 @@ def test_cuda_ptx_has_packed_loads_and_stores(compiled: dict[tuple[str, str, int
 
 
 @pytest.mark.parametrize("dtype", list(STORAGE))
+def test_cuda_ptx_packs_full_chunks_and_leaves_the_tail_scalar(compiled: dict[tuple[str, str, int], Compilation], dtype: str) -> None:
+    """1002 elements in chunks of 4: a full chunk is one `ld.global.nc.v4.u16` per input and
+    one `st.global.v4.u16`, guarded by the chunk being whole; the short last chunk the scalar
+    loop (16-bit loads and stores of one element)."""
+    from tests.test_gpu_default import _ptx
+
+    comp = compiled[("cuda", dtype, 1002)]
+    source = comp.results["source"]
+    assert ">= 4) {" in source and "} else {" in source, source
+    require("cuda")
+    accesses = re.findall(r"\b(ld|st)\.global(\.nc)?\.(v\d\.)?([ubf]\d+)", _ptx(source))
+    packed = [a for a in accesses if a[2]]
+    assert sorted(packed) == [("ld", ".nc", "v4.", "u16")] * 2 + [("st", "", "v4.", "u16")], accesses
+    assert {a for a in accesses if not a[2]} >= {("ld", ".nc", "", "u16"), ("st", "", "", "u16")}, accesses
+
+
+@pytest.mark.parametrize("dtype", list(STORAGE))
+def test_cuda_ptx_has_packed_arithmetic(compiled: dict[tuple[str, str, int], Compilation], dtype: str) -> None:
+    """`input0 * input1 + 1.0` over a work-item's 4 halves: 2 packed multiplies and 2 packed
+    adds (float16: `mul.rn.f16x2`, `add.rn.f16x2`; bfloat16 on sm_80: `fma.rn.bf16x2`, 4),
+    no float32 multiply or add (the scalar path's float32 op and rounding per element give
+    the same bits: float32 carries at least 2p + 2 bits of the 16-bit type)."""
+    from tests.test_gpu_default import _ptx
+
+    require("cuda")
+    ptx = _ptx(compiled[("cuda", dtype, 1000)].results["source"])
+    if dtype == "float16":
+        assert ptx.count("mul.rn.f16x2") == 2 and ptx.count("add.rn.f16x2") == 2, ptx
+    else:
+        assert ptx.count("fma.rn.bf16x2") == 4, ptx
+    assert not re.search(r"\b(mul|add|fma)(\.rn)?\.f32\b", ptx), ptx
+
+
+@pytest.mark.parametrize("dtype", list(STORAGE))
+def test_packed_subtraction_and_refusals(dtype: str) -> None:
+    """A subtraction packed too (bfloat16's `fma(b, -1, a)`), bit for bit on the egpu
+    interpreter with the specials; a division (no packed instruction) or a product
+    rounded only once, by the store (computed in float32), keeps the float32 lanes, the
+    same bits either way."""
+    s = STORAGE[dtype]
+    spec = {"dtype": dtype, "shape": [64]}
+    rng = np.random.default_rng()
+    values = {k: rng.uniform(-4, 4, 64).astype(s) for k in ("input0", "input1")}
+    values["input0"][:6] = np.array([np.nan, np.inf, -0.0, 0.0, -0.0, 3.0], np.float32).astype(s)
+    values["input1"][:6] = np.array([1.0, np.inf, -0.0, -0.0, 0.0, 3.0], np.float32).astype(s)
+    a, b = (values[k].astype(np.float32) for k in ("input0", "input1"))
+    with np.errstate(all="ignore"):  # inf - inf, 0 / 0: NaN, as the kernel gives
+        cases = (
+            ("output0[N] = input0[N] - input1[N]", True, a - b),
+            ("output0[N] = input0[N] / input1[N]", False, a / b),
+            ("output0[N] = (input0[N].cast(`float32`) * input1[N].cast(`float32`) + 0.1).cast(`DT`)", False, a * b + np.float32(0.1)),
+        )
+    for program, packed, expected in cases:
+        program = program.replace("DT", dtype)
+        comp = Compilation(program, "<half2>", {"input0": spec, "input1": spec}, None, "cuda", "default")
+        comp.run_until("source")
+        ir = str(comp.results["target"])
+        assert "egpu.vstore" in ir, ir
+        assert bool(re.search(r"arith\.\w+ .* : vector<4x(f16|bf16)>", ir)) == packed, (program, ir)
+        with np.errstate(all="ignore"):
+            out = run_lowered(comp.results["target"], values, target="cuda")["output0"]
+        np.testing.assert_array_equal(out.view(np.uint16), expected.astype(s).view(np.uint16), program)
+
+
+@pytest.mark.parametrize("dtype", list(STORAGE))
 def test_hip_compiles_packed_accesses(compiled: dict[tuple[str, str, int], Compilation], dtype: str) -> None:
     """hipcc accepts HIP's packed kernel (float16 natively `_Float16`, bfloat16 as bits)."""
     require("hip")
@@ -91,13 +160,19 @@ def test_hip_compiles_packed_accesses(compiled: dict[tuple[str, str, int], Compi
     assert "einc_vloada_" in comp.results["source"] and "einc_vstorea_" in comp.results["source"]
     reports = comp.kernel().check()
     assert reports and all(r.ok for r in reports), reports
+    tail = compiled[("hip", dtype, 1002)]
+    assert "einc_vloada_" in tail.results["source"]
+    reports = tail.kernel().check()
+    assert reports and all(r.ok for r in reports), reports
 
 
 def test_float16_and_bfloat16_vectors_have_their_own_helpers() -> None:
     """One kernel file with packed float16 and bfloat16 accesses: each type's vector and
     conversions under its own name (a shared `f16` name printed one type's conversion for
-    both: bfloat16 bits read as halves on CUDA, a type clash hipcc refused on HIP)."""
-    program = "input x: float16[64]\ninput y: bfloat16[64]\noutput a, b\na[N] = x[N] * 2.0\nb[N] = y[N] * 2.0\n"
+    both: bfloat16 bits read as halves on CUDA, a type clash hipcc refused on HIP). The
+    products computed in float32 (rounded once, by the store) keep float32 lanes."""
+    program = ("input x: float16[64]\ninput y: bfloat16[64]\noutput a, b\n"
+               "a[N] = (x[N].cast(`float32`) * 0.1).cast(`float16`)\nb[N] = (y[N].cast(`float32`) * 0.1).cast(`bfloat16`)\n")
     source = Compilation(program, "<mixed>", target="cuda").kernel().source
     assert "einc_half_to_float(a.v[k])" in source and "einc_bf16_to_f32(a.v[k])" in source
     assert "einc_vconvert_f16x4_f32x4" in source and "einc_vconvert_bf16x4_f32x4" in source

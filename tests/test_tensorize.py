@@ -286,3 +286,30 @@ def test_hip_default_staging_copies_are_16_bytes() -> None:
     assert not re.search(r"input[01]_shared\[[^\]]*\] = input[01]\[", source), "no scalar staging copies"
     assembly = device_assembly(source, "gfx90a")
     assert "global_load_dwordx4" in assembly and "v_mfma_f32_16x16x16f16" in assembly
+
+
+@pytest.mark.hip
+def test_hip_mfma_operands_are_vector_loads() -> None:
+    """Each lane's MFMA operand is 4 consecutive k elements: where the shared tile has k
+    contiguous and 8-byte aligned (`einc-ldmatrix`'s "v4"), one vector load, which hipcc's
+    gfx90a code does as 8-byte LDS reads (`ds_read_b64`), no 16-bit ones. A B tile staged
+    `[k, n]` (the default matmul's) keeps the gathers. The numbers of these kernels on the
+    egpu interpreter: test_gpu_default's half contractions ("bmm_tb", "blocks")."""
+    import re
+
+    from tests.test_gpu_default import HALF_CASES
+
+    require("hip")
+    from einc.runtime.hip import device_assembly
+
+    both = "einc_va = *(const einc_x4*)&einc_a[", "einc_vb = *(const einc_x4*)&einc_b["
+    for case, vectors in (("bmm_tb", both), ("blocks", both[:1])):
+        ir, shapes, _ = HALF_CASES[case]
+        comp = Compilation(ir, f"<{case}>", {k: {"dtype": "float16", "shape": v} for k, v in shapes.items()}, None,
+                           "hip", "default")  # fmt: skip
+        source = comp.kernel().source
+        assert all(v in source for v in vectors) and ("einc_vb[i] =" in source) == (len(vectors) == 1), source
+        reads = re.findall(r"\bds_read\w*", device_assembly(source, "gfx90a"))
+        assert any("b64" in r for r in reads), reads
+        if case == "bmm_tb":
+            assert all("b64" in r for r in reads), reads

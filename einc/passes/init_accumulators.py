@@ -28,8 +28,10 @@ nest of its own) and several tiles in a nest (the pieces of a split or peeled lo
 staging its own tile; a compact tile of every other column) qualify when no two tiles, and
 no two iterations of one tile's loops, write back the same element (the staging loops'
 iterations enumerated, up to 2^16 iterations and 2^24 output elements). Past those limits
-one tile alone still qualifies when each loop around it gives its iterations disjoint
-elements (the fill then stays).
+one tile alone still qualifies: its fill goes when its loops' iterations form a regular grid
+over the output (per dimension, the box's extent and the loops' strides a mixed-radix
+numbering of 0 .. extent: an 8192 x 8192 tensor-core matmul's blocks, warps and fragments),
+else it stays when each loop around the tile gives its iterations disjoint elements.
 
 A fill fused into the loops around its reduction (the CPU default's `fuse_fills`: at batch
 > 1 each image's outputs zeroed just before its nest, inside the parallel batch loop) is
@@ -215,6 +217,52 @@ def _tile_map(tiles: Sequence[_Tile], tensor: SSAValue) -> np.ndarray | str | No
         if forms is None or not marking.visit(tile.loops, forms, {}):
             return marking.failure if forms is not None else None
     return marking.covered
+
+
+def _grid_covers(tile: _Tile, tensor: SSAValue) -> bool:
+    """Whether the iterations of one tile's loops write back every element of `tensor`
+    exactly once, shown without listing them (the outputs too large for `_tile_map`): each
+    dimension's positions are its box's own (stride `step`, `extent` of them) plus, per
+    loop its origin moves, that loop's stride (coefficient x loop step, `trip` of them): a
+    mixed-radix numbering. Sorted by stride, the digits that take more than one value must
+    have strides 1, n1, n1 n2, ... (each the span of the finer ones: no gap, no overlap) and
+    the whole span be the dimension's extent, from 0. Each loop moves one dimension at most,
+    constant bounds, positive strides; a loop no dimension moves runs once. Then the map
+    from iterations to elements is a product of bijections: an exact cover."""
+    memory = tensor.type
+    if not isinstance(memory, MemRefType):
+        return False
+    forms = _fragment_forms(tile, tensor) if tile.fragment else _box_forms(tile.copy_out, tensor)
+    if forms is None:
+        return False
+    trips: dict[SSAValue, tuple[int, int, int]] = {}
+    for loop in tile.loops:
+        bounds = constant_bounds(loop)
+        if bounds is None:
+            return False
+        step = step_of(loop)
+        trips[induction_var(loop)] = (bounds[0], step, max(0, -(-(bounds[1] - bounds[0]) // step)))
+    moved: set[SSAValue] = set()
+    for (terms, const, step, extent), size in zip(forms, memory.get_shape(), strict=True):
+        digits = [(step, extent)]
+        origin = const
+        for v, c in terms.items():
+            if v not in trips or v in moved:
+                return False
+            moved.add(v)
+            lower, loop_step, trip = trips[v]
+            origin += c * lower
+            digits.append((c * loop_step, trip))
+        if any(n == 0 for _, n in digits):
+            return False
+        span = 1
+        for stride, n in sorted(d for d in digits if d[1] > 1):
+            if stride != span:
+                return False
+            span *= n
+        if origin != 0 or span != size:
+            return False
+    return all(trip == 1 for v, (_, _, trip) in trips.items() if v not in moved)
 
 
 @dataclass
@@ -501,19 +549,25 @@ def init_accumulators(host: func.FuncOp) -> int:
         if covered is None:
             continue
         if isinstance(covered, str):
-            # too many tiles to enumerate: one tile staged at loops that each give their
-            # iterations disjoint elements (no reduction loop encloses it); the fill stays
+            # too many tiles to enumerate: one tile whose loops' iterations are a regular
+            # grid covering the output exactly (`_grid_covers`: the fill goes), or staged at
+            # loops that each give their iterations disjoint elements (no reduction loop
+            # encloses it; the fill stays)
             (tile,) = tiles if len(tiles) == 1 else (None,)
             if tile is None:
                 continue
-            inside = [a for a in accesses(tile.loops[0]) if a.buffer is tensor]
-            if not all(separates(induction_var(f), step_of(f), [a for a in inside if f.is_ancestor(a.op)]) for f in tile.loops):
-                continue
+            whole = _grid_covers(tile, tensor)
+            if not whole:
+                inside = [a for a in accesses(tile.loops[0]) if a.buffer is tensor]
+                if not all(separates(induction_var(f), step_of(f), [a for a in inside if f.is_ancestor(a.op)]) for f in tile.loops):
+                    continue
+        else:
+            whole = bool(covered.all())
         for tile in tiles:
             tile.load.results[0].replace_all_uses_with(identity)
             tile.load.detach()
             tile.load.erase()
-        if not isinstance(covered, str) and covered.all():  # nothing between the fill and the nests uses the tensor
+        if whole:  # nothing between the fill and the nests uses the tensor
             fill_op.detach()
             fill_op.erase()
         done += len(tiles)

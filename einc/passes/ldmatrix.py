@@ -15,6 +15,13 @@ its two fragment dimensions at stride 1, the other's stride a multiple of 8 elem
 the flat index of the tile's base a multiple of 8 for every value its variables take
 (einc.transforms.alignment). Anything else keeps the element-wise gathers (same numbers:
 the instruction moves the same elements into the same registers).
+
+HIP's MFMA (`mfma.16x16x16`, 64 lanes) has no such instruction, but each lane's operand is
+4 consecutive k elements of one row (A row lane % 16, B column lane % 16, k from
+4 (lane / 16)): where the operand's k dimension is at stride 1, its other dimension's stride
+a multiple of 4 elements and its tile's base a multiple of 4 (8 bytes; shared tiles are
+16-byte aligned), they are one 8-byte vector load (`ds_read_b64` from shared memory): the
+operand is marked "v4", and the HIP printer loads the lane's `einc_x4` at once.
 """
 
 from __future__ import annotations
@@ -40,13 +47,18 @@ from einc.transforms.alignment import flat_divisor, identity_map, strides
 
 ROW = 8
 """Elements in one ldmatrix row (16 bytes of 16-bit elements)."""
+MFMA_LANES = 64
+"""A wavefront: `egpu.mma`'s lanes on HIP (MFMA)."""
+MFMA_VECTOR = 4
+"""Consecutive k elements of one lane's MFMA operand (8 bytes)."""
 
 
 def ldmatrix_mode(op: MmaOp, which: str) -> str | None:
-    """"x4" or "x4.trans" where operand `which` ("a" or "b") qualifies (module docstring)."""
+    """"x4" or "x4.trans" (CUDA) or "v4" (HIP) where operand `which` ("a" or "b") qualifies
+    (module docstring)."""
     buffer, indices = (op.a, op.a_indices) if which == "a" else (op.b, op.b_indices)
     memory = buffer.type
-    if op.lanes.value.data != 32 or not isinstance(buffer.owner, AllocSharedOp) or not isinstance(memory, MemRefType):
+    if op.lanes.value.data not in (32, MFMA_LANES) or not isinstance(buffer.owner, AllocSharedOp) or not isinstance(memory, MemRefType):
         return None
     element = memory.get_element_type()
     if not (isinstance(element, Float16Type | BFloat16Type) or (isinstance(element, IntegerType) and element.width.data == 16)):
@@ -54,6 +66,10 @@ def ldmatrix_mode(op: MmaOp, which: str) -> str | None:
     first, second = op.dims(which)
     rows, k = (first, second) if which == "a" else (second, first)  # A [m, k], B [k, n]
     stride = strides(memory)
+    if op.lanes.value.data == MFMA_LANES:  # a lane's 4 consecutive k elements: one vector
+        if stride[k] != 1 or stride[rows] % MFMA_VECTOR or flat_divisor(memory, identity_map(len(indices)), list(indices)) % MFMA_VECTOR:
+            return None
+        return "v4"
     if stride[k] == 1 and stride[rows] % ROW == 0:
         mode = "x4"
     elif stride[rows] == 1 and stride[k] % ROW == 0:

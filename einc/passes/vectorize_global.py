@@ -37,7 +37,9 @@ Three shapes, whatever schedule made them (the pass works on the egpu level):
 5. Elementwise loops of float16/bfloat16 kept only in memory (`egpu.load_extf`,
    `egpu.store_truncf`: CUDA, HIP; the target's `packed_narrow_access`) over 2, 4 or 8
    consecutive elements: one aligned vector load or store per buffer, the body unrolled
-   on float32 lanes with its roundings as they were (einc.transforms.narrow_access).
+   on float32 lanes with its roundings as they were (einc.transforms.narrow_access); a
+   chunk cut short at the extent's end is versioned: packed when full, else the scalar
+   loop (the tail).
 
 Anything else stays scalar (a guarded copy of a partial tile, a padded shared row that
 breaks alignment, a trip count that is no multiple of the width).
@@ -81,7 +83,13 @@ from einc.transforms.alignment import constant, expr_step, flat_divisor, identit
 from einc.transforms.loop_analysis import trip_count
 from einc.transforms.loop_build import Failure
 from einc.transforms.loop_transforms import VECTORIZE_ATTR
-from einc.transforms.narrow_access import narrow_loop_failure, pack_narrow_loop
+from einc.transforms.narrow_access import (
+    narrow_arithmetic_failure,
+    narrow_loop_failure,
+    pack_narrow_arithmetic,
+    pack_narrow_loop,
+    version_partial_chunk,
+)
 from einc.transforms.vectorize import REDUCTION_ATTR, vectorize_loop
 
 VECTOR_BYTES = 16
@@ -355,30 +363,39 @@ def _innermost(kernel: egpu.FuncOp) -> list[affine.ForOp]:
     ]  # fmt: skip
 
 
-def pack_narrow_loops(kernel: egpu.FuncOp) -> int:
-    """Shape 5 (einc.transforms.narrow_access) on every innermost loop it fits; how many."""
+def pack_narrow_loops(kernel: egpu.FuncOp, arithmetic: bool = False) -> int:
+    """Shape 5 (einc.transforms.narrow_access) on every innermost loop it fits, in packed
+    16-bit arithmetic where `arithmetic` and the body allows it; how many."""
     made = 0
     for loop in _innermost(kernel):
         def is_argument(v: SSAValue) -> bool:
             return _global(kernel, v)
 
         if narrow_loop_failure(loop, is_argument) is None:
-            pack_narrow_loop(loop, is_argument)
-            made += 1
+            target = loop
+        elif (full := version_partial_chunk(loop, is_argument)) is not None:
+            target = full
+        else:
+            continue
+        if arithmetic and narrow_arithmetic_failure(target, is_argument) is None:
+            pack_narrow_arithmetic(target, is_argument)
+        else:
+            pack_narrow_loop(target, is_argument)
+        made += 1
     return made
 
 
 def vectorize_global(kernel: egpu.FuncOp, lanes: int, elements: frozenset[Attribute],
                      math_ops: frozenset[type[Operation]], raw: frozenset[Attribute] = frozenset(),
-                     narrow: bool = False) -> None:  # fmt: skip
-    """The shapes of the module docstring in `kernel` (5: where `narrow`), then its
-    arguments' alignment."""
+                     narrow: bool = False, narrow_arithmetic: bool = False) -> None:  # fmt: skip
+    """The shapes of the module docstring in `kernel` (5: where `narrow`, in packed 16-bit
+    arithmetic where `narrow_arithmetic`), then its arguments' alignment."""
     for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
         vectorize_copy_loop(kernel, loop, elements, lanes, raw)
     for loop in _innermost(kernel):
         vectorize_elementwise_loop(kernel, loop, lanes, elements, math_ops)
     if narrow:
-        pack_narrow_loops(kernel)
+        pack_narrow_loops(kernel, narrow_arithmetic)
     combine_input_loads(kernel, lanes)
     mark_aligned(kernel)
     record_alignment(kernel)
@@ -403,7 +420,8 @@ class VectorizeGlobalPass(TargetedPass):
         copies = self.limits().compute_capability >= 80 or target.plain_vector_copies
         raw = frozenset({f16, bf16}) if target.narrow_shared_tiles and copies else frozenset()
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
-            vectorize_global(kernel, lanes, elements, math_ops, raw, target.packed_narrow_access)
+            vectorize_global(kernel, lanes, elements, math_ops, raw, target.packed_narrow_access,
+                             target.packed_narrow_arithmetic)  # fmt: skip
 
 
 __all__ = ["VectorizeGlobalPass", "record_alignment", "vectorize_global"]

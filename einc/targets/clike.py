@@ -373,6 +373,11 @@ class CLikeTarget:
     """Whether `einc-vectorize-global` packs elementwise float16/bfloat16 accesses into
     aligned vectors (its shape 5): the target prints `egpu.vconvert` between them and
     float32 vectors (`narrow_lane_conversion`)."""
+    packed_narrow_arithmetic: ClassVar[bool] = False
+    """Whether a packed float16/bfloat16 loop whose every op is an add, sub or mul rounded
+    once to the 16-bit type computes on `vector<W x f16|bf16>` (einc.transforms.narrow_access:
+    the same bits): the target prints `arith.addf/subf/mulf` on those vectors as packed
+    16-bit instructions (CUDA: `add.rn.f16x2`, `fma.rn.bf16x2`)."""
     narrow_lane_conversion: ClassVar[Callable[[Writer, Attribute, Attribute], str | None] | None] = None
     """The function converting one lane between a 16-bit float kept in memory and float32
     (`egpu.vconvert`'s lanes), registering its helpers; None where none."""

@@ -105,10 +105,40 @@ def _async_wait(w: Writer, op: Operation) -> None:
     w.line("einc_cp_async_wait();")
 
 
+def _packed_16bit(op: str, kind: str) -> str:
+    """A lane-wise helper's body: pairs of 16-bit lanes (the lower index in the lower half)
+    through one packed PTX instruction, rounded to nearest even. float16: `add|sub|mul.rn.f16x2`
+    (sm_53+); bfloat16 (sm_80: no add/sub/mul.bf16x2 before sm_90) as exact fused forms:
+    a + b = fma(a, 1, b), a - b = fma(b, -1, a), a * b = fma(a, b, -0) (the signed zeros
+    as the plain ops give them)."""
+    if kind == "f16":
+        asm = f'asm("{op}.rn.f16x2 %0, %1, %2;" : "=r"(z) : "r"(x), "r"(y));'
+    else:
+        asm = {
+            "add": 'asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(z) : "r"(x), "r"(0x3f803f80u), "r"(y));',
+            "sub": 'asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(z) : "r"(y), "r"(0xbf80bf80u), "r"(x));',
+            "mul": 'asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(z) : "r"(x), "r"(y), "r"(0x80008000u));',
+        }[op]
+    body = (
+        "{T} r; for (int k = 0; k < sizeof(r.v) / sizeof(r.v[0]); k += 2) { "
+        "unsigned int x = a.v[k] | ((unsigned int)a.v[k + 1] << 16), y = b.v[k] | ((unsigned int)b.v[k + 1] << 16), z; "
+        f"{asm} r.v[k] = (unsigned short)z; r.v[k + 1] = (unsigned short)(z >> 16); }} return r;"
+    )
+    return body.replace("{", "{{").replace("}", "}}").replace("{{T}}", "{T}")
+
+
+PACKED_16BIT_BODIES = {
+    (f"v{op}f", kind, n): _packed_16bit(op, kind) for op in ("add", "sub", "mul") for kind in ("f16", "bf16") for n in (2, 4, 8)
+}
+"""`arith.addf/subf/mulf` on vectors of 16-bit floats kept as bits (`packed_narrow_arithmetic`)."""
+
+
 class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
     tensor_cores = frozenset({"mma.m16n8k16"})
     narrow_shared_tiles = True
+    packed_narrow_arithmetic = True
+    lanewise_bodies = PACKED_16BIT_BODIES
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"

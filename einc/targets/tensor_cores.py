@@ -14,7 +14,9 @@ contraction accumulated in float32 by a warp's tensor cores.
 - HIP, "mfma.16x16x16": `__builtin_amdgcn_mfma_f32_16x16x16f16` / `..._16x16x16bf16_1k`
   (CDNA: gfx908 for f16, gfx90a and later for bf16; RDNA has no MFMA), a wavefront of 64:
   A row lane % 16 and columns 4 (lane / 16) .. + 3, B those rows and column lane % 16,
-  C column lane % 16 and rows 4 (lane / 16) .. + 3.
+  C column lane % 16 and rows 4 (lane / 16) .. + 3. A lane's 4 k elements are gathered one
+  by one, or, where `einc-ldmatrix` marked the operand "v4" (shared tiles, k contiguous,
+  8-byte aligned), loaded as one 8-byte vector.
 
 The accumulator tile is read from C once, kept in registers over the k loop, written once;
 in the op's fragment form (`tensorize`'s register-resident accumulator) C is the lane's
@@ -159,6 +161,13 @@ def mfma(w: Writer, op: MmaOp) -> None:
     lane_type, builtin = ("short", "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k") if bf16 else (
         "_Float16", "__builtin_amdgcn_mfma_f32_16x16x16f16")  # fmt: skip
     cast = "(short)" if bf16 else ""
+    modes = op.attributes.get(LDMATRIX_ATTR)
+    vector = {k for k, v in modes.data.items() if isinstance(v, StringAttr) and v.data == "v4"} if isinstance(modes, DictionaryAttr) else set()
+    # "v4" (einc-ldmatrix): the lane's 4 consecutive k elements, 8-byte aligned: one load
+    a_load = (f"einc_va = *(const einc_x4*)&einc_a[einc_r * {f['a_1']} + (kk + 4 * einc_q)];" if "a" in vector else
+              f"for (int i = 0; i < 4; i++) einc_va[i] = {cast}einc_a[einc_r * {f['a_1']} + (kk + 4 * einc_q + i) * {f['a_2']}];")  # fmt: skip
+    b_load = (f"einc_vb = *(const einc_x4*)&einc_b[(kk + 4 * einc_q) + einc_r * {f['b_2']}];" if "b" in vector else
+              f"for (int i = 0; i < 4; i++) einc_vb[i] = {cast}einc_b[(kk + 4 * einc_q + i) * {f['b_1']} + einc_r * {f['b_2']}];")  # fmt: skip
     # a fragment: the lane's registers, element i at i (its copies in and out fold away)
     c_at = "i" if op.fragment else f"(4 * einc_q + i) * {f['c_1']} + einc_r * {f['c_2']}"
     lines = f"""{{
@@ -172,11 +181,8 @@ def mfma(w: Writer, op: MmaOp) -> None:
   for (int i = 0; i < 4; i++) einc_d[i] = einc_c[{c_at}];
   for (int kk = 0; kk < {f['K']}; kk += 16) {{
     einc_x4 einc_va, einc_vb;
-    for (int i = 0; i < 4; i++) {{
-      const long long q = kk + 4 * einc_q + i;
-      einc_va[i] = {cast}einc_a[einc_r * {f['a_1']} + q * {f['a_2']}];
-      einc_vb[i] = {cast}einc_b[q * {f['b_1']} + einc_r * {f['b_2']}];
-    }}
+    {a_load}
+    {b_load}
     einc_d = {builtin}(einc_va, einc_vb, einc_d, 0, 0, 0);
   }}
   for (int i = 0; i < 4; i++) einc_c[{c_at}] = einc_d[i];

@@ -18,17 +18,30 @@ contract aligns each argument to what `record_alignment` states), each stored bu
 stored once and never loaded (no carried dependence and no read of a lane another lane
 wrote first). Loads of that kind are packed too; any other load (a float32 input, an
 element every lane reads, an unaligned one) stays a scalar load in each lane.
+
+Where the target computes in packed 16-bit instructions (`packed_narrow_arithmetic`: CUDA)
+and every op of the body is an add, sub or mul whose float32 result is rounded once to the
+16-bit type T (`egpu.round`), with float32 constants T holds, the body is not unrolled: the
+loads stay `vector<W x T>`, each op becomes one op on them, the store stores the result
+(`pack_narrow_arithmetic`). The same bits: a float32 add, sub or mul rounded to T is T's
+correctly rounded op, since float32's 24 bits are at least 2p + 2 (p = 11, 8).
+
+A work-item's chunk cut short at the end of the extent (`for i = L to min(L + W, e(...))`:
+a chunk of 4 over 1002 elements, the last work-item's 2) is versioned (`version_partial_chunk`):
+`if (e(...) >= L + W)` the loop with constant bounds, packed as above, else the loop as it
+was (the scalar tail: the elements past the last full chunk).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
     IndexType,
+    FloatAttr,
     IntegerAttr,
     MemRefType,
     VectorType,
@@ -37,8 +50,8 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
@@ -240,4 +253,180 @@ def pack_narrow_loop(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]
     return width
 
 
-__all__ = ["NARROW_FLOATS", "narrow_loop_failure", "pack_narrow_loop"]
+PACKED_ARITHMETIC = (arith.AddfOp, arith.SubfOp, arith.MulfOp)
+"""The float32 ops whose result rounded once to a 16-bit float is the 16-bit op's own,
+correctly rounded (float32's 24 bits are at least 2p + 2 for float16's p = 11 and
+bfloat16's 8: the double rounding is innocuous), so a packed float16/bfloat16 instruction
+gives the same bits. Not division (no packed instruction), not a fused multiply-add (the
+language rounds the product)."""
+
+
+def _exact_in(value: float, element: Attribute) -> bool:
+    import ml_dtypes
+    import numpy as np
+
+    kind = np.float16 if element == f16 else ml_dtypes.bfloat16
+    narrow = np.array([value], np.float32).astype(kind).astype(np.float32)[0]
+    return bool(narrow == np.float32(value)) and not np.isnan(narrow)
+
+
+def narrow_arithmetic_failure(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> str | None:
+    """Why shape 5's loop (legal: `narrow_loop_failure`) does not compute in packed 16-bit
+    arithmetic (`pack_narrow_arithmetic`), or None: its body only the widening loads of one
+    16-bit type T (all packed), float32 constants T holds exactly, `PACKED_ARITHMETIC` ops
+    each rounded to T by its only use (`egpu.round`), and narrowing stores of rounded values."""
+    width = trip_count(loop)
+    assert width is not None
+    element: Attribute | None = None
+    rounded: set[SSAValue] = set()
+    for op in loop.body.block.ops:
+        if isinstance(op, egpu.LoadExtfOp | egpu.StoreTruncfOp):
+            if _unpackable(op, loop, width, is_argument) is not None:
+                return "an access that is not packed"
+            if element not in (None, _element(op.memref)):
+                return "two 16-bit types"
+            element = _element(op.memref)
+            if isinstance(op, egpu.StoreTruncfOp) and op.value not in rounded:
+                return "a store of a value not rounded"
+        elif isinstance(op, arith.ConstantOp):
+            continue  # checked where used
+        elif isinstance(op, PACKED_ARITHMETIC):
+            uses = list(op.result.uses)
+            if op.result.type != f32 or len(uses) != 1 or not isinstance(uses[0].operation, egpu.RoundOp):
+                return "an op not rounded once"
+        elif isinstance(op, egpu.RoundOp):
+            if not isinstance(op.value.owner, PACKED_ARITHMETIC):
+                return "a rounding of something else"
+            rounded.add(op.result)
+        elif not isinstance(op, affine.ApplyOp | affine.YieldOp):
+            return "another op"
+    if element is None:
+        return "no access"
+    loaded = {op.result for op in loop.body.block.ops if isinstance(op, egpu.LoadExtfOp)}
+    for op in loop.body.block.ops:
+        if isinstance(op, egpu.RoundOp) and op.as_type != element:
+            return "a rounding to another type"
+        if not isinstance(op, PACKED_ARITHMETIC):
+            continue
+        for v in op.operands:  # a packed value, or a float32 constant (maybe hoisted) T holds
+            if v in loaded or v in rounded:
+                continue
+            owner = v.owner
+            if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr) and v.type == f32):
+                return "an operand that is neither packed nor a constant"
+            if not _exact_in(owner.value.value.data, element):
+                return "a constant the 16-bit type does not hold"
+    return None
+
+
+def pack_narrow_arithmetic(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> int:
+    """Shape 5 in packed 16-bit arithmetic (`narrow_arithmetic_failure` is None): each
+    load one `vector<W x T>`, each rounded op one op on `vector<W x T>` (the same bits per
+    lane), each constant a float32 splat narrowed exactly, each store one vector store;
+    returns the width."""
+    width = trip_count(loop)
+    assert width is not None
+    start = loop.lowerBoundMap.data.eval([], [])[0]
+    body = loop.body.block
+    position = arith.ConstantOp(IntegerAttr(start, IndexType()))
+    Rewriter.insert_op(position, InsertPoint.before(loop))
+    mapping: dict[SSAValue, SSAValue] = {body.args[0]: position.result}
+    vectors: dict[SSAValue, SSAValue] = {}
+    for op in list(body.ops):
+        if isinstance(op, affine.YieldOp):
+            continue
+        if isinstance(op, affine.ApplyOp):
+            clone = op.clone(value_mapper=dict(mapping))
+            Rewriter.insert_op(clone, InsertPoint.before(loop))
+            mapping[op.result] = clone.result
+        elif isinstance(op, egpu.LoadExtfOp):
+            element = _element(op.memref)
+            vload = egpu.VLoadOp(op.memref, [mapping.get(v, v) for v in op.indices], VectorType(element, [width]))
+            vload.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
+            Rewriter.insert_op(vload, InsertPoint.before(loop))
+            vectors[op.result] = vload.result
+        elif isinstance(op, arith.ConstantOp):
+            continue  # splat where used (its type: the vectors' element)
+        elif isinstance(op, PACKED_ARITHMETIC):
+            operands: list[SSAValue] = []
+            for v in op.operands:
+                if v in vectors:
+                    operands.append(vectors[v])
+                    continue
+                owner = v.owner
+                assert isinstance(owner, arith.ConstantOp)
+                constant = arith.ConstantOp(owner.value, f32)
+                splat = egpu.VBroadcastOp(constant.result, VectorType(f32, [width]))
+                element = _element(next(o for o in body.ops if isinstance(o, egpu.LoadExtfOp | egpu.StoreTruncfOp)).memref)
+                narrow = egpu.VConvertOp(splat.result, VectorType(element, [width]))  # exact
+                Rewriter.insert_op([constant, splat, narrow], InsertPoint.before(loop))
+                operands.append(narrow.result)
+            packed = type(op)(operands[0], operands[1])
+            Rewriter.insert_op(packed, InsertPoint.before(loop))
+            vectors[op.result] = packed.result
+        elif isinstance(op, egpu.RoundOp):
+            vectors[op.result] = vectors[op.value]
+        elif isinstance(op, egpu.StoreTruncfOp):
+            vstore = egpu.VStoreOp(vectors[op.value], op.memref, [mapping.get(v, v) for v in op.indices])
+            vstore.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
+            Rewriter.insert_op(vstore, InsertPoint.before(loop))
+    Rewriter.erase_op(loop)
+    return width
+
+
+def version_partial_chunk(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> affine.ForOp | None:
+    """A chunk cut short at the extent's end (module docstring): a loop from a constant L
+    by 1 to `min(L + W, e1(...), ...)` (W in WIDTHS). When its full-chunk copy (upper bound
+    L + W) is shape 5, the loop becomes `scf.if (every e_k >= L + W) {copy} else {loop}` and
+    the copy is returned (to be packed); else None and nothing changes."""
+    lb, ub = loop.lowerBoundMap.data, loop.upperBoundMap.data
+    if loop.lowerBoundOperands or len(lb.results) != 1 or loop.step.value.data != 1 or len(ub.results) < 2:
+        return None
+    start = lb.eval([], [])[0]
+    constants = [e.value for e in ub.results if isinstance(e, AffineConstantExpr)]
+    if len(constants) != 1 or constants[0] - start not in WIDTHS:
+        return None
+    end = constants[0]
+    region = Region()
+    loop.body.clone_into(region)
+    full = affine.ForOp.from_region((), (), (), (), start, end, region, 1)
+    full.attributes.update(loop.attributes)
+    Rewriter.insert_op(full, InsertPoint.before(loop))
+    if narrow_loop_failure(full, is_argument) is not None:
+        Rewriter.erase_op(full)
+        return None
+    full.detach()
+    operands = list(loop.upperBoundOperands)
+    conditions: list[Operation] = []
+    condition: SSAValue | None = None
+    for e in ub.results:
+        if isinstance(e, AffineConstantExpr):
+            continue
+        bound = affine.ApplyOp(operands, AffineMapAttr(AffineMap(ub.num_dims, ub.num_symbols, (e,))))
+        limit = arith.ConstantOp(IntegerAttr(end, IndexType()))
+        test = arith.CmpiOp(bound, limit, "sge")
+        conditions += [bound, limit, test]
+        if condition is not None:
+            both = arith.AndIOp(condition, test)
+            conditions.append(both)
+            test = both
+        condition = test.result
+    assert condition is not None
+    Rewriter.insert_op(conditions, InsertPoint.before(loop))
+    branch = scf.IfOp(condition, [], Region(Block([full, scf.YieldOp()])), Region(Block([scf.YieldOp()])))
+    Rewriter.insert_op(branch, InsertPoint.before(loop))
+    loop.detach()
+    else_block = branch.false_region.block
+    assert else_block.first_op is not None
+    else_block.insert_op_before(loop, else_block.first_op)
+    return full
+
+
+__all__ = [
+    "NARROW_FLOATS",
+    "narrow_arithmetic_failure",
+    "narrow_loop_failure",
+    "pack_narrow_arithmetic",
+    "pack_narrow_loop",
+    "version_partial_chunk",
+]

@@ -294,3 +294,55 @@ builtin.module {
     func.return
   }
 }
+
+// -----
+
+// An 8192 x 8192 output (2^26 elements: past the enumeration), its 64 x 64 tiles staged at
+// N.o and M.o, both from 0 by 64 to 8192: per dimension the tile's 64 elements and the loop's
+// stride 64 times 128 iterations number 0 .. 8192 exactly once (a regular grid), so the
+// copy-in stores the identity and the fill goes.
+
+// CHECK-LABEL: func.func @large(
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    affine.for %{{.*}} = 0 to 8192 step 64 {
+// CHECK-NOT:     einc.init
+// CHECK:             affine.store %[[ZERO]], %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x64xf32>
+// CHECK-NOT:     affine.load %{{.*}} : memref<8192x8192xf32>
+// CHECK:             affine.store %{{.*}}, %{{.*}}[%{{.*}} + %{{.*}}, %{{.*}} + %{{.*}}] : memref<8192x8192xf32>
+
+builtin.module {
+  func.func @large(%A: memref<8192xf32> {ein.name = "A"}, %C: memref<8192x8192xf32> {ein.name = "C", ein.output}) {
+    %0 = arith.constant 0.000000e+00 : f32
+    affine.for %N = 0 to 8192 {
+      affine.for %M = 0 to 8192 {
+        affine.store %0, %C[%N, %M] : memref<8192x8192xf32>
+      } {einc.stmt = "C", einc.axis = "M", einc.init}
+    } {einc.stmt = "C", einc.axis = "N", einc.init}
+    affine.for %N_o = 0 to 8192 step 64 {
+      affine.for %M_o = 0 to 8192 step 64 {
+        %C_local = memref.alloca() {ein.name = "C_local", alignment = 64 : i64} : memref<64x64xf32>
+        affine.for %c0 = 0 to 64 {
+          affine.for %c1 = 0 to 64 {
+            %1 = affine.load %C[%N_o + %c0, %M_o + %c1] : memref<8192x8192xf32>
+            affine.store %1, %C_local[%c0, %c1] : memref<64x64xf32>
+          } {einc.stmt = "C", einc.axis = "C.in1", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C.in0", einc.copy}
+        affine.for %N_i = 0 to 64 {
+          affine.for %M_i = 0 to 64 {
+            %2 = affine.load %A[%N_o + %N_i] : memref<8192xf32>
+            %3 = affine.load %C_local[%N_i, %M_i] : memref<64x64xf32>
+            %4 = arith.addf %3, %2 : f32
+            affine.store %4, %C_local[%N_i, %M_i] : memref<64x64xf32>
+          } {einc.stmt = "C", einc.axis = "M.i"}
+        } {einc.stmt = "C", einc.axis = "N.i"}
+        affine.for %d0 = 0 to 64 {
+          affine.for %d1 = 0 to 64 {
+            %5 = affine.load %C_local[%d0, %d1] : memref<64x64xf32>
+            affine.store %5, %C[%N_o + %d0, %M_o + %d1] : memref<8192x8192xf32>
+          } {einc.stmt = "C", einc.axis = "C.out1", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C.out0", einc.copy}
+      } {einc.stmt = "C", einc.axis = "M.o"}
+    } {einc.stmt = "C", einc.axis = "N.o"}
+    func.return
+  }
+}

@@ -266,3 +266,37 @@ builtin.module {
     egpu.return
   }
 }
+
+// -----
+
+// Shape 5, a chunk cut short at the extent's end: 4 elements per work-item over 1002, the
+// last work-item's loop runs to min(4, 1002 - base). Versioned: when the chunk is whole, the
+// packed vector accesses; else the loop as it was (the scalar tail).
+
+// CHECK-LABEL: egpu.func @partial_half(
+// CHECK:         %[[B:.*]] = affine.apply affine_map<(d0) -> (((d0 * -1) + 1002))> (%{{.*}})
+// CHECK-NEXT:    %[[F:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[C:.*]] = arith.cmpi sge, %[[B]], %[[F]] : index
+// CHECK-NEXT:    scf.if %[[C]] {
+// CHECK:           egpu.vload %{{.*}}[%{{.*}}] {egpu.align = 8 : i64} : memref<1002xf16> -> vector<4xf16>
+// CHECK-NOT:       affine.for
+// CHECK:           egpu.vstore %{{.*}}, %{{.*}}[%{{.*}}] {egpu.align = 8 : i64} : vector<4xf16>, memref<1002xf16>
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      affine.for %{{.*}} = 0 to min affine_map<(d0) -> (4, ((d0 * -1) + 1002))>(%{{.*}}) {
+// CHECK:             egpu.load_extf
+// CHECK:             egpu.store_truncf
+// CHECK:         egpu.return
+builtin.module {
+  egpu.func @partial_half(%x: memref<1002xf16> {ein.name = "x"}, %y: memref<1002xf16> {ein.name = "y"}) grid [1, 1, 1] block [256, 1, 1] {
+    %tid = egpu.thread_id x
+    %base = affine.apply affine_map<(d0) -> ((d0 * 4))> (%tid)
+    affine.for %i = 0 to min affine_map<(d0) -> (4, ((d0 * -1) + 1002))>(%base) {
+      %e = affine.apply affine_map<(d0, d1) -> ((d0 + d1))> (%base, %i)
+      %v = egpu.load_extf %x[%e] : memref<1002xf16> -> f32
+      %p = arith.mulf %v, %v : f32
+      %r = egpu.round %p as f16 : f32
+      egpu.store_truncf %r, %y[%e] : f32, memref<1002xf16>
+    }
+    egpu.return
+  }
+}

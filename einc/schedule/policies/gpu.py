@@ -58,7 +58,8 @@ left to `convert-affine-to-egpu`'s default mapping):
   of global memory per step;
 - an elementwise nest of at most three axes: the innermost axis in chunks of up to `ITEMS`
   consecutive elements per work-item (a divisor of the axis: a loop of constant trip count
-  the device compiler unrolls), the chunks over work-groups and work-items, the next axes on
+  the device compiler unrolls; a float16/bfloat16 output on CUDA/HIP with no even divisor
+  up to `ITEMS`: chunks of `ITEMS`, the last cut short, so that the full ones are packed), the chunks over work-groups and work-items, the next axes on
   `block.y`, `block.z`; one of more axes is left to the default mapping.
 
 Knobs (the tuner's default sketch varies them): `stmt.axis.threads` (work-items along an
@@ -75,7 +76,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import affine, func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, bf16, f16
 from xdsl.ir import Block, Operation, SSAValue
 
 from einc.dialects.egpu_mma import LANES
@@ -779,6 +780,12 @@ class _Policy:
         others = nest.spatial[:-1]
         return len(nest.spatial) <= 3 and all(nest.extent(s) <= lim for s, lim in zip(reversed(others), self.facts.max_grid[1:]))
 
+    def _packed_narrow(self, nest: _Nest) -> bool:
+        """Whether the nest stores float16/bfloat16 kept in memory on a target that packs
+        such accesses into vectors (`packed_narrow_access`)."""
+        t = nest.output.type
+        return self.target.packed_narrow_access and isinstance(t, MemRefType) and t.get_element_type() in (f16, bf16)
+
     def elementwise(self, nest: _Nest) -> None:
         """The innermost axis in chunks of `items` consecutive elements (a divisor of the
         axis: a constant trip count, left a loop), the chunks over work-groups and their work-items, the next two axes on
@@ -790,7 +797,12 @@ class _Policy:
         x = nest.spatial[-1]
         ex = nest.extent(x)
         items = _largest_divisor(ex, ITEMS)
-        tx = min(f.threads, _pow2_ceil(ex // items))
+        if items not in (2, ITEMS) and ex > ITEMS and self._packed_narrow(nest):
+            # no even divisor up to ITEMS (1002: 3): chunks of ITEMS, the last one cut short;
+            # einc-vectorize-global packs each full chunk's 16-bit accesses into one vector
+            # and leaves the short one scalar (the tail)
+            items = ITEMS
+        tx = min(f.threads, _pow2_ceil(-(-ex // items)))
         self._grid(ex, tx * items, 0)
         e = self.knob(nest, x, "items", items, register_options(ex)[:ITEMS * 2])
         t = self.knob(nest, x, "threads", tx, thread_options(f.thread_limit))
