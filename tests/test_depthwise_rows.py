@@ -61,3 +61,14 @@ def test_the_numbers_are_numpys(depthwise: tuple[Compilation, dict]) -> None:
         arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
         want = _reference({k: v.astype(np.float64) for k, v in arrays.items()})
         assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), kernel.source
+
+
+def test_the_output_is_never_read(depthwise: tuple[Compilation, dict]) -> None:
+    """The staged row's copy-in went (einc-init-accumulators: the fill inside the staging
+    point overwrites every element it read): the output is written once and never read, two
+    trips through memory (the input read, the output written), not three."""
+    comp, _ = depthwise
+    source = comp.run_until("source")
+    reads = re.findall(r"=\s*(?:einc_vload_f32x\d+\(&)?output0\[", source)
+    assert not reads, source
+    assert re.search(r"(?:einc_vstore_f32x\d+\(&output0\[|output0\[[^\]]*\] =)", source), source

@@ -47,6 +47,12 @@ too: each lane copies its own elements of a 16 x 16 tile of C (the hardware's la
 16 x 16 box at the loops around the lane loop (one kernel for a tensor-core matmul, its
 accumulator zeroed in registers).
 
+A fill inside the staging point (the CPU default's `fuse_fill_rows`: a depthwise
+convolution's output row staged in a local array and zeroed there) makes the copy-in dead
+when the fill writes every element of the tile: the copy-in goes (the row no longer read
+from the output before it is written: a depthwise convolution at batch 16 makes two trips
+through memory, not three).
+
 Conservative: anything else (another access to C in the nests or between the fill and the
 nests, two tiles writing the same element, a staging point inside a reduction loop, shared
 memory) leaves the IR as it was. Run by the C pipeline and, before `convert-affine-to-egpu`
@@ -530,9 +536,48 @@ def _init_nested(fill_op: Operation, host: func.FuncOp) -> int:
     return len(tiles)
 
 
+def _overwritten_copy_in(alloca: memref.AllocaOp) -> affine.ForOp | None:
+    """The copy-in of a staged tile when the nest right after it is a fill (`einc.init`)
+    that writes every element of the tile without reading it: the fill moved inside the
+    staging point (`fuse_fill_rows`: a depthwise convolution's output row zeroed in its
+    local array), so what the copy-in read from the output is overwritten unread."""
+    found = _copy_nests(alloca)
+    if found is None:
+        return None
+    copy_in = found[0]
+    tile = alloca.results[0]
+    if any(a.write and a.buffer is not tile for a in accesses(copy_in)):
+        return None
+    fill_op = copy_in.next_op
+    if not isinstance(fill_op, affine.ForOp) or INIT_ATTR not in fill_op.attributes:
+        return None
+    mine = [a for a in accesses(fill_op) if a.buffer is tile]
+    if len(mine) != 1 or not mine[0].write:
+        return None
+    for o in walk_ops(fill_op):  # the store runs in every iteration: no condition, no empty loop
+        if isinstance(o, affine.ForOp):
+            bounds = constant_bounds(o)
+            if bounds is None or bounds[1] <= bounds[0]:
+                return None
+        elif o.regions:
+            return None
+    forms = _fill_forms(fill_op, tile)
+    memory = tile.type
+    if forms is None or not isinstance(memory, MemRefType) or len(forms) != len(shape := memory.get_shape()):
+        return None
+    if any(outer or const != 0 or step != 1 or extent != n for (outer, const, step, extent), n in zip(forms, shape)):
+        return None
+    return copy_in
+
+
 def init_accumulators(host: func.FuncOp) -> int:
     """Rewrite the staged accumulator tiles of `host` (module docstring); returns how many."""
     done = 0
+    for alloca in [op for op in walk_ops(host) if isinstance(op, memref.AllocaOp) and MEMORY_ATTR not in op.attributes]:
+        if (copy_in := _overwritten_copy_in(alloca)) is not None:
+            copy_in.detach()
+            copy_in.erase()
+            done += 1
     nested = [op for op in walk_ops(host) if isinstance(op, affine.ForOp) and INIT_ATTR in op.attributes
               and isinstance(parent := op.parent_op(), affine.ForOp) and INIT_ATTR not in parent.attributes]  # fmt: skip
     for fill_op in nested:

@@ -346,3 +346,71 @@ builtin.module {
     func.return
   }
 }
+
+// -----
+
+// A fill inside the staging point (fuse_fill_rows: a depthwise convolution's row zeroed in
+// its local array): the first tile's fill writes all 8 of its elements, so its copy-in,
+// overwritten unread, goes; the second's fill writes 4 of 8, so its copy-in stays.
+
+// CHECK-LABEL: func.func @kernel(
+// CHECK:         %[[T0:.*]] = memref.alloca()
+// CHECK-NOT:     einc.copy
+// CHECK:         affine.store %{{.*}}, %[[T0]][%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:    } {einc.stmt = "C", einc.axis = "W", einc.init}
+// CHECK:         %[[T1:.*]] = memref.alloca()
+// CHECK-NEXT:    affine.for
+// CHECK-NEXT:      affine.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<2x8xf32>
+// CHECK-NEXT:      affine.store %{{.*}}, %[[T1]][%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:    } {einc.stmt = "C", einc.axis = "C.in0", einc.copy}
+
+builtin.module {
+  func.func @kernel(%A: memref<2x10xf32> {ein.name = "A"}, %C: memref<2x8xf32> {ein.name = "C", ein.output}) {
+    %0 = arith.constant 0.000000e+00 : f32
+    affine.for %H = 0 to 1 {
+      %T0 = memref.alloca() {ein.name = "C_local", alignment = 64 : i64} : memref<8xf32>
+      affine.for %i0 = 0 to 8 {
+        %l0 = affine.load %C[%H, %i0] : memref<2x8xf32>
+        affine.store %l0, %T0[%i0] : memref<8xf32>
+      } {einc.stmt = "C", einc.axis = "C.in0", einc.copy}
+      affine.for %W0 = 0 to 8 {
+        affine.store %0, %T0[%W0] : memref<8xf32>
+      } {einc.stmt = "C", einc.axis = "W", einc.init}
+      affine.for %K0 = 0 to 3 {
+        affine.for %Q0 = 0 to 8 {
+          %a0 = affine.load %A[%H, %Q0 + %K0] : memref<2x10xf32>
+          %s0 = affine.load %T0[%Q0] : memref<8xf32>
+          %r0 = arith.addf %s0, %a0 : f32
+          affine.store %r0, %T0[%Q0] : memref<8xf32>
+        } {einc.stmt = "C", einc.axis = "W"}
+      } {einc.stmt = "C", einc.axis = "K"}
+      affine.for %o0 = 0 to 8 {
+        %m0 = affine.load %T0[%o0] : memref<8xf32>
+        affine.store %m0, %C[%H, %o0] : memref<2x8xf32>
+      } {einc.stmt = "C", einc.axis = "C.out0", einc.copy}
+    } {einc.stmt = "C", einc.axis = "H"}
+    affine.for %H1 = 1 to 2 {
+      %T1 = memref.alloca() {ein.name = "C_local", alignment = 64 : i64} : memref<8xf32>
+      affine.for %i1 = 0 to 8 {
+        %l1 = affine.load %C[%H1, %i1] : memref<2x8xf32>
+        affine.store %l1, %T1[%i1] : memref<8xf32>
+      } {einc.stmt = "C", einc.axis = "C.in0", einc.copy}
+      affine.for %W1 = 0 to 4 {
+        affine.store %0, %T1[%W1] : memref<8xf32>
+      } {einc.stmt = "C", einc.axis = "W", einc.init}
+      affine.for %K1 = 0 to 3 {
+        affine.for %Q1 = 0 to 8 {
+          %a1 = affine.load %A[%H1, %Q1 + %K1] : memref<2x10xf32>
+          %s1 = affine.load %T1[%Q1] : memref<8xf32>
+          %r1 = arith.addf %s1, %a1 : f32
+          affine.store %r1, %T1[%Q1] : memref<8xf32>
+        } {einc.stmt = "C", einc.axis = "W"}
+      } {einc.stmt = "C", einc.axis = "K"}
+      affine.for %o1 = 0 to 8 {
+        %m1 = affine.load %T1[%o1] : memref<8xf32>
+        affine.store %m1, %C[%H1, %o1] : memref<2x8xf32>
+      } {einc.stmt = "C", einc.axis = "C.out0", einc.copy}
+    } {einc.stmt = "C", einc.axis = "H1"}
+    func.return
+  }
+}

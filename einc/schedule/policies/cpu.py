@@ -1410,7 +1410,9 @@ def fuse_fill_rows(f: func.FuncOp, b: ScheduleBuilder, lanes: int) -> None:
     read back from memory; a row staged after such a pass read every row back, which is why
     staging alone lost at batch 16 (depthwise 3x3 pad 1, 16x144x56x56, AVX-512, 1 thread,
     process CPU time, shared machine: unstaged 3.4 ms, staged 5.3 ms, fused and staged
-    2.5-2.6 ms; batch 1: 0.143 -> 0.128 ms). Rows narrower than a vector (`lanes` float32
+    2.5-2.6 ms; batch 1: 0.143 -> 0.128 ms). The staged row's copy-in, which the zeros
+    stored right after it overwrite unread, is dropped by `einc-init-accumulators`: the
+    output is written once and never read. Rows narrower than a vector (`lanes` float32
     lanes) stay as they are."""
     pair = _loop_pair(list(f.body.block.ops))
     depth = 0
