@@ -60,9 +60,17 @@ WRAP_SCRIPT = """builtin.module {
 the image are the next image's first rows."""
 
 
+def _output_script() -> str:
+    """The output staged per output row and its next row prefetched there."""
+    script = _script("c").replace('%p = transform.einc.prefetch "input0" at %h by 1',
+                                  '%w = transform.einc.cache_write "output0" at %h\n    %p = transform.einc.prefetch "output0" at %h by 1')
+    return script.replace('%q = transform.einc.prefetch "input0" at %k by 2', "").replace('%r = transform.einc.prefetch "output0" at %n by 1', "")
+
+
 @functools.cache
-def compilation(target: str, wrap: bool = False) -> Compilation:
-    comp = Compilation(PROGRAM, "<prefetch>", target=target, schedule=WRAP_SCRIPT if wrap else _script(target))
+def compilation(target: str, variant: str = "clamped") -> Compilation:
+    schedule = {"clamped": _script(target), "wrapped": WRAP_SCRIPT, "output": _output_script()}[variant]
+    comp = Compilation(PROGRAM, "<prefetch>", target=target, schedule=schedule)
     comp.run_until("source")
     return comp
 
@@ -97,18 +105,18 @@ def test_c_prefetches_the_next_outer_iterations_first_rows() -> None:
     the filters reordered outermost), the rows past the image's end are the next image's
     first rows (`(HO + 2) % 6` of image `N + (HO + 2) / 6`), fetched during this image's last
     rows; the image index is clamped to the last image (the last outer iteration's)."""
-    source = compilation("c", wrap=True).source_text()
+    source = compilation("c", "wrapped").source_text()
     assert "(HO + 2) % 6" in source, source
     assert "einc_minsi_i64(N + (HO + 2) / 6, 1)" in source, source
     assert "einc_minsi_i64(HO + 2, 5)" not in source, source
 
 
-@pytest.mark.parametrize("wrap", [False, True], ids=["clamped", "wrapped"])
+@pytest.mark.parametrize("variant", ["clamped", "wrapped", "output"])
 @pytest.mark.parametrize("target", [pytest.param(t, marks=[getattr(pytest.mark, t)] if t != "c" else [], id=t)
                                     for t in RUN_TARGETS])  # fmt: skip
-def test_target_matches_numpy(target: str, wrap: bool) -> None:
+def test_target_matches_numpy(target: str, variant: str) -> None:
     require_run(target)
-    comp = compilation(target, wrap)
+    comp = compilation(target, variant)
     seed = fresh_seed() % 2**32
     rng = np.random.default_rng(seed)
     shapes = {"input0": (2, 4, 6, 7), "input1": (5, 4, 3, 3)}
@@ -156,3 +164,13 @@ def test_the_cpu_default_prefetches_a_large_grouped_input(batch: int, prefetched
     # the last output rows of a pair of groups fetch the next pair's first input rows
     assert ("(HO + 3) % 30" in source and "(HO + 3) / 30 * 16, 127)" in source) == prefetched, source
     assert "__builtin_prefetch(&input1" not in source and "__builtin_prefetch(&output0" not in source
+
+
+def test_a_prefetch_of_the_output_keeps_its_tiles_zeroed_in_registers() -> None:
+    """A prefetch of a staged output (its next row's lines, at the output-row loop) reads and
+    writes nothing: einc-init-accumulators still starts each staged tile at 0 and drops the
+    fill nest (the output is neither zeroed in memory nor read back)."""
+    source = compilation("c", "output").source_text()
+    assert "__builtin_prefetch(&output0[" in source, source
+    assert not re.search(r"= output0\[", source), source  # no read-back of the output
+    assert not re.search(r"output0\[[^\]]*\] = 0\.0f", source), source  # no fill nest
