@@ -160,13 +160,15 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     assert "transform.einc.group_lanes" not in grouped.schedule("policy.nogroup")
     assert "einc_vbroadcast_runs2" not in base and "einc_vload_f32x8(&input1_local[" in base
     # policy.prefetch: the pair's input rows prefetched one output row ahead
-    # (transform.einc.prefetch at HO: row HO + 2 of each of the pair's channels, clamped to
-    # the image's last: einc_minsi_i64(HO + 2, 4)); the default does that only for inputs of
+    # (transform.einc.prefetch at HO: row HO + 2 of each of the pair's channels; past the
+    # image's last row, the next pair's first rows: (HO + 2) % 5 of the channels 8 further on,
+    # clamped to the last channel); the default does that only for inputs of
     # PREFETCH_MIN_BYTES or more (this one is 7.5 KiB), nor do the one-group tile (its input
     # does not move with the lanes) or the plain convolution
     ahead = grouped.source("policy.prefetch")
     assert 'transform.einc.prefetch "input0" at' in grouped.schedule("policy.prefetch")
-    assert re.search(r"int64_t v\w* = einc_minsi_i64\(HO \+ 2, 4\);\s*int64_t v\w* = \d+;\s*__builtin_prefetch\(&input0\[", ahead), ahead
+    assert re.search(r"int64_t v\w* = einc_minsi_i64\(F_q_o \* 8 \+ input0_p1 \+ \(HO \+ 2\) / 5 \* 8, 15\);\s*"
+                     r"int64_t v\w* = \(HO \+ 2\) % 5;\s*int64_t v\w* = \d+;\s*__builtin_prefetch\(&input0\[", ahead), ahead
     assert "prefetch" not in grouped.schedule("default") and "__builtin_prefetch" not in group
     assert "policy.noprefetch" not in grouped.space.sketches and "policy.prefetch" not in conv.space.sketches
     assert "__builtin_prefetch" not in base and "__builtin_prefetch" not in conv.source("default")

@@ -45,9 +45,32 @@ def _script(target: str, extra: str = "") -> str:
     return f"builtin.module {{\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {{\n{body}\n  }}\n}}\n"
 
 
+WRAP_SCRIPT = """builtin.module {
+  transform.named_sequence @__transform_main(%root: !transform.any_op) {
+    %n = transform.einc.match stmt "output0" axis "N" in %root
+    %f = transform.einc.match stmt "output0" axis "F" in %root
+    %f2, %n2 = transform.einc.reorder %f, %n
+    %h = transform.einc.match stmt "output0" axis "HO" in %root
+    %p = transform.einc.prefetch "input0" at %h by 1
+    transform.yield
+  }
+}
+"""
+"""The output-row loop directly inside the batch loop (the filters outermost): its rows past
+the image are the next image's first rows."""
+
+
+def _output_script() -> str:
+    """The output staged per output row and its next row prefetched there."""
+    script = _script("c").replace('%p = transform.einc.prefetch "input0" at %h by 1',
+                                  '%w = transform.einc.cache_write "output0" at %h\n    %p = transform.einc.prefetch "output0" at %h by 1')
+    return script.replace('%q = transform.einc.prefetch "input0" at %k by 2', "").replace('%r = transform.einc.prefetch "output0" at %n by 1', "")
+
+
 @functools.cache
-def compilation(target: str) -> Compilation:
-    comp = Compilation(PROGRAM, "<prefetch>", target=target, schedule=_script(target))
+def compilation(target: str, variant: str = "clamped") -> Compilation:
+    schedule = {"clamped": _script(target), "wrapped": WRAP_SCRIPT, "output": _output_script()}[variant]
+    comp = Compilation(PROGRAM, "<prefetch>", target=target, schedule=schedule)
     comp.run_until("source")
     return comp
 
@@ -77,11 +100,23 @@ def test_c_prints_a_prefetch_per_line_of_the_next_row() -> None:
         assert "prefetch" not in comp.run_until("source"), target
 
 
+def test_c_prefetches_the_next_outer_iterations_first_rows() -> None:
+    """Where the loop around the output-row loop moves the input too (here the batch loop:
+    the filters reordered outermost), the rows past the image's end are the next image's
+    first rows (`(HO + 2) % 6` of image `N + (HO + 2) / 6`), fetched during this image's last
+    rows; the image index is clamped to the last image (the last outer iteration's)."""
+    source = compilation("c", "wrapped").source_text()
+    assert "(HO + 2) % 6" in source, source
+    assert "einc_minsi_i64(N + (HO + 2) / 6, 1)" in source, source
+    assert "einc_minsi_i64(HO + 2, 5)" not in source, source
+
+
+@pytest.mark.parametrize("variant", ["clamped", "wrapped", "output"])
 @pytest.mark.parametrize("target", [pytest.param(t, marks=[getattr(pytest.mark, t)] if t != "c" else [], id=t)
                                     for t in RUN_TARGETS])  # fmt: skip
-def test_target_matches_numpy(target: str) -> None:
+def test_target_matches_numpy(target: str, variant: str) -> None:
     require_run(target)
-    comp = compilation(target)
+    comp = compilation(target, variant)
     seed = fresh_seed() % 2**32
     rng = np.random.default_rng(seed)
     shapes = {"input0": (2, 4, 6, 7), "input1": (5, 4, 3, 3)}
@@ -115,7 +150,8 @@ def test_the_cpu_default_prefetches_a_large_grouped_input(batch: int, prefetched
     """A grouped convolution of 8 channels per group blocked over two groups per 16-lane
     vector (AVX-512): its input (128 channels of 30 x 30) prefetched one output row ahead by
     default where it holds PREFETCH_MIN_BYTES or more (batch 16: 7.4 MB), not at batch 1
-    (461 KB, in cache between calls)."""
+    (461 KB, in cache between calls). Its rows past the image are the next pair of groups'
+    first rows (the loop over pairs of groups moves the input's channels)."""
     from einc.schedule.policies.cpu import PREFETCH_MIN_BYTES
 
     monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
@@ -125,4 +161,16 @@ def test_the_cpu_default_prefetches_a_large_grouped_input(batch: int, prefetched
     source = Compilation(GROUPED, "<grouped>", inputs, None, "c", "default").run_until("source")
     assert "einc_vbroadcast_runs2_f32x16(" in source, source
     assert ("__builtin_prefetch(&input0[" in source) == prefetched, source
+    # the last output rows of a pair of groups fetch the next pair's first input rows
+    assert ("(HO + 3) % 30" in source and "(HO + 3) / 30 * 16, 127)" in source) == prefetched, source
     assert "__builtin_prefetch(&input1" not in source and "__builtin_prefetch(&output0" not in source
+
+
+def test_a_prefetch_of_the_output_keeps_its_tiles_zeroed_in_registers() -> None:
+    """A prefetch of a staged output (its next row's lines, at the output-row loop) reads and
+    writes nothing: einc-init-accumulators still starts each staged tile at 0 and drops the
+    fill nest (the output is neither zeroed in memory nor read back)."""
+    source = compilation("c", "output").source_text()
+    assert "__builtin_prefetch(&output0[" in source, source
+    assert not re.search(r"= output0\[", source), source  # no read-back of the output
+    assert not re.search(r"output0\[[^\]]*\] = 0\.0f", source), source  # no fill nest

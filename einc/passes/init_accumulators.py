@@ -75,6 +75,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
+from einc.dialects import egpu
 from einc.dialects.egpu_mma import FRAGMENT
 from einc.ir.attrs import COPY_ATTR, FRAGMENT_ATTR, INIT_ATTR, MEMORY_ATTR
 from einc.transforms.loop_analysis import (
@@ -177,7 +178,8 @@ def _tiles(nest: Operation, tensor: SSAValue) -> list[_Tile] | None:
         fragment = FRAGMENT_ATTR in o.attributes
         tiles.append(_Tile(o, loads[0].op, copy_out, loops[:-1] if fragment else loops, fragment))
         copies += [copy_in, copy_out]
-    uses = [o for o in walk_ops(nest) if tensor in o.operands]
+    # a prefetch of C (transform.einc.prefetch: its next row's lines) reads and writes nothing
+    uses = [o for o in walk_ops(nest) if tensor in o.operands and not isinstance(o, egpu.PrefetchOp)]
     if not tiles or any(not any(c.is_ancestor(o) for c in copies) for o in uses):
         return None
     if any(not isinstance(o, affine.LoadOp | affine.StoreOp) for o in uses):

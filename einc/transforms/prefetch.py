@@ -6,8 +6,13 @@ the loop touch in one iteration) that iteration `i + distance * step` touches an
 `i + (distance - 1) * step` does not: the box's leading edge along the one dimension that
 moves with the loop (a 3x3 convolution's input rows inside its output-row loop: row
 `HO + distance + 1`, one row per iteration), the whole box where several dimensions move.
-An index that may pass the tensor's end (the rows after the last iteration's) is clamped
-to its last element (an `affine.min`: no new condition for index-set splitting to cut the
+Where the moving dimension's index depends on the loop alone and the nearest enclosing loop
+of more than one iteration moves the box in another dimension (the grouped convolution's
+loop over pairs of groups around its output-row loop), the rows past the tensor's end wrap
+into that loop's next iteration (`(HO + 2) % 28` of the channels 16 further on, those of
+the next pair of groups: its first input rows fetched during this pair's last rows, where
+they would start cold). Another index that may pass the tensor's end (the rows after the last iteration's, the
+last outer iteration's channels) is clamped to its last element (an `affine.min`: no new condition for index-set splitting to cut the
 loop at); one that may lie below 0 is guarded (`scf.if`); a constant range (a padded row's
 columns) is cut to the tensor. A prefetch reads and writes nothing: the program computes the same values on every
 target; C prints `__builtin_prefetch`, the other targets nothing.
@@ -38,6 +43,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from einc.dialects import egpu
 from einc.transforms.loop_analysis import accesses, buffer_name, induction_var, step_of
 from einc.transforms.loop_build import Failure, _new_loop, describe
+from einc.transforms.ranges import trip_count
 from einc.transforms.staging import Box, Terms, _drop, _inside_tensor, _range_of, _unfold_divisions, footprint, linear_map
 
 LINE_BYTES = 64
@@ -121,6 +127,7 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] 
     outer_vars = list(dict.fromkeys(v for terms in box.outer for v in terms))
     made: list[Operation] = []
     inside = _overhang(box, lows, highs, iv, ahead, loop)
+    wrap = _wrap(loop, box, moving, inside)
     for x in points:
         forms: list[tuple[Terms, int]] = []
         for d, (terms, low) in enumerate(zip(box.outer, box.low)):
@@ -139,13 +146,24 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] 
         if any(below for below, _ in inside.overhang):
             at = _inside_tensor(point, guarded, forms, operands)
         indices = []
-        for form, (below, past), size in zip(forms, inside.overhang, box.sizes):
-            m = linear_map([form], operands)
+        exprs = [linear_map([form], operands).results[0] for form in forms]
+        overhang = list(inside.overhang)
+        if wrap is not None:  # past the moving dimension's end: the next outer iteration's first rows
+            d, outer_var, outer_shift = wrap
+            carry = exprs[d] // box.sizes[d]
+            exprs[d] = exprs[d] % box.sizes[d]
+            overhang[d] = (False, False)
+            for e, terms in enumerate(box.outer):
+                if e != d and terms.get(outer_var, 0) > 0:
+                    exprs[e] = exprs[e] + carry * (terms[outer_var] * outer_shift)
+                    overhang[e] = (overhang[e][0], True)  # the last outer iteration's: clamped
+        for expr, (below, past), size in zip(exprs, overhang, box.sizes):
+            dims = len(operands)
             index: Operation
             if past and not below:
-                index = affine.MinOp(operands, AffineMapAttr(AffineMap(m.num_dims, 0, (m.results[0], AffineExpr.constant(size - 1)))))
+                index = affine.MinOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr, AffineExpr.constant(size - 1)))))
             else:
-                index = affine.ApplyOp(operands, AffineMapAttr(m))
+                index = affine.ApplyOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr,))))
             Rewriter.insert_op(index, at)
             indices.append(index.results[0])
         op = egpu.PrefetchOp(buffer, indices)
@@ -159,6 +177,37 @@ def _element_bytes(buffer: SSAValue) -> int:
     assert isinstance(t, MemRefType)
     width = getattr(t.get_element_type(), "bitwidth", 32)
     return max(1, width // 8)
+
+
+def _enclosing(loop: affine.ForOp) -> affine.ForOp | None:
+    """The nearest loop around `loop` with more than one iteration (None: none)."""
+    parent = loop.parent_op()
+    while parent is not None:
+        if isinstance(parent, affine.ForOp) and trip_count(parent) != 1:
+            return parent
+        parent = parent.parent_op()
+    return None
+
+
+def _wrap(loop: affine.ForOp, box: Box, moving: list[int], inside: Box) -> tuple[int, SSAValue, int] | None:
+    """Where the one moving dimension's prefetched slice may pass the tensor's end, its
+    index is a function of `loop` alone, and the nearest enclosing loop moves the box in
+    another dimension (a grouped convolution's output-row loop inside the loop over pairs of
+    groups): (the dimension, that loop's variable, its step). The rows past the end are then
+    the next outer iteration's first rows, which its first iterations read (the next pair's
+    input rows 0 and 1, fetched during this pair's last rows), not the last row again."""
+    if len(moving) != 1:
+        return None
+    d, iv = moving[0], induction_var(loop)
+    if inside.overhang[d] != (False, True) or set(box.outer[d]) != {iv} or box.outer[d][iv] <= 0:
+        return None
+    outer = _enclosing(loop)
+    if outer is None:
+        return None
+    var = induction_var(outer)
+    if not any(e != d and terms.get(var, 0) > 0 for e, terms in enumerate(box.outer)):
+        return None
+    return d, var, step_of(outer)
 
 
 def _overhang(box: Box, lows: list[int], highs: list[int], iv: SSAValue, ahead: int, loop: affine.ForOp) -> Box:
