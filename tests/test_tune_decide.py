@@ -334,6 +334,56 @@ def test_a_fluke_trial_is_not_crowned(task: TuneTask, space: SearchSpace, tmp_pa
         assert_one_best(result, db, task, tmp_path)
 
 
+class SpreadRunner(FakeRunner):
+    """A FakeRunner whose search trial of the default spread `spread` (PoCL's jittery repeats)."""
+
+    spread = 0.18
+
+    def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
+        out = super().run(task, builds)
+        return [dataclasses.replace(m, extra={**m.extra, "spread": self.spread})
+                if m.candidate.point == self.default and not self.finals else m for m in out]  # fmt: skip
+
+
+@pytest.mark.parametrize("final_speedup", [1.2, 1.0])
+def test_a_trial_tied_with_a_noisy_default_trial_is_a_finalist(
+    task: TuneTask, space: SearchSpace, tmp_path: Path, final_speedup: float
+) -> None:
+    # PoCL: the default's one search trial spread 18%; a neighbour measured 0.04% slower than
+    # it was never a finalist, though 1.2x faster than the default in another search's final
+    # rounds. Within the default trial's noise it now goes to the final rounds, which crown it
+    # when it is faster there and keep the default when it is not; slower trials stay out.
+    default = space.default_point()
+    tied: list[Point] = []
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if point == default:
+            return 1e-3, 0.0
+        if not tied:
+            tied.append(point)
+        if point == tied[0]:
+            return (1.0004e-3 if not finals else 1e-3 / final_speedup), 0.0
+        return 1.5e-3, 0.0  # beyond the noise: never a finalist
+
+    db = RecordDB(tmp_path / "t.db")
+    runner = SpreadRunner(default, timing)
+    result = tune(task, policy="random", trials=8, batch=8, space=space, builder=FakeBuilder(), runner=runner,
+                  db=db, device=DEVICE, seed=4, verify=False)  # fmt: skip
+    with db:
+        assert tied and result.decision is not None
+        assert [f.candidate.point for f in result.finals] == [default, tied[0]], result.summary()
+        if final_speedup > 1:
+            assert not result.kept_default and result.best is not None and result.best.candidate.point == tied[0]
+        else:
+            assert result.kept_default and "no finalist beat the default" in result.decision.reason
+        assert_one_best(result, db, task, tmp_path)
+    # the bar itself: the default's trial widened by its spread (none: the trial itself)
+    trial = MeasureResult(Candidate(default, ""), Status.OK, times=(1e-3,), extra={"spread": 0.18})
+    assert tuner_module.finalist_bar(trial) == pytest.approx(1.18e-3)
+    assert tuner_module.finalist_bar(dataclasses.replace(trial, extra={})) == pytest.approx(1e-3)
+    assert tuner_module.finalist_bar(None) == math.inf
+
+
 def test_a_busy_machine_keeps_the_default_and_says_why(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
     # One core busy throughout: the parallel default waits for a core all the time (load 1) and
     # looks 3x slower than on a quiet machine; the other (here: every) candidate looks faster.
