@@ -21,7 +21,9 @@ from einc.targets import get_target
 from einc.cli import render_tasks
 from einc.tune import tuner as tuner_module
 from einc.tune.decide import (
+    ALPHA,
     MARGIN,
+    SECOND_LOOK,
     Pair,
     Sample,
     decide,
@@ -159,6 +161,33 @@ def test_a_finalist_faster_in_a_clear_majority_is_crowned_on_the_second_look() -
     again = judge(pairs(default, faster), 3, alpha=0.05 * 0.5)
     assert again.wins == 15 and again.p_value <= 0.05 * 0.5 / 3 and again.significant
     assert decide({1: again}, {1: "fast()"}).crowned == 1
+
+
+def pocl_rounds(speedup: float, rounds: int, load: float = 0.0) -> list[Pair]:
+    """PoCL's final rounds of a MatMul (made up after the tuner's records): each measurement's
+    repeats spread 12-22% (its thread pool), the rounds' ratios scatter +-6% around `speedup`."""
+    jitter = [1.0, 1.04, 0.96, 1.06, 0.97, 1.02, 0.94, 1.03, 0.99]
+    spreads = [0.16, 0.22, 0.12, 0.18, 0.2, 0.14]
+    return [Pair(Sample(1.85e-3, spreads[r % 6], load), Sample(1.85e-3 / (speedup * jitter[r % 9]), spreads[(r + 3) % 6]))
+            for r in range(rounds)]  # fmt: skip
+
+
+def test_a_finalist_faster_beyond_the_rounds_noise_is_crowned_despite_jittery_repeats() -> None:
+    # 1.18x the default in every round on a quiet machine, each measurement's repeats spread
+    # ~18%: the first look's 6 rounds cannot tell (gain 1.18x within 1.02 + 18%), the second
+    # look's 18 rounds can: the lower end of their interval (6th least of 18) is 1.14x.
+    first = judge(pocl_rounds(1.18, 6), 3)
+    assert first.wins == 6 and first.leads and not first.beyond_noise and not first.significant
+    assert math.isnan(first.gain_low)  # 6 rounds: no interval narrower than their range
+    again = judge(pocl_rounds(1.18, 18), 3, alpha=ALPHA * SECOND_LOOK)
+    assert again.noise == pytest.approx(0.18) and again.gain < 1 + MARGIN + again.noise
+    assert again.gain_low == pytest.approx(1.18 * 0.97) and again.beyond_noise and again.significant
+    assert decide({1: again}, {1: "default(reg=16)"}).crowned == 1
+    # the guarantees stay: the same rounds on a loaded machine, an equally fast kernel or one
+    # within the margin measured so are not crowned
+    assert not judge(pocl_rounds(1.18, 18, load=0.3), 3, alpha=ALPHA * SECOND_LOOK).significant
+    assert not judge(pocl_rounds(1.0, 18), 3, alpha=ALPHA * SECOND_LOOK).significant
+    assert not judge(pocl_rounds(1.04, 18), 3, alpha=ALPHA * SECOND_LOOK).significant
 
 
 def test_one_lost_round_is_not_enough_with_three_finalists() -> None:
