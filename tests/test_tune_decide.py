@@ -413,6 +413,40 @@ def test_a_trial_tied_with_a_noisy_default_trial_is_a_finalist(
     assert tuner_module.finalist_bar(None) == math.inf
 
 
+class JitteryRunner(FakeRunner):
+    """A FakeRunner whose every measurement's repeats spread 18% (PoCL's thread pool)."""
+
+    def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
+        return [dataclasses.replace(m, extra={**m.extra, "spread": 0.18}) for m in super().run(task, builds)]
+
+
+def test_a_finalist_faster_in_every_round_is_crowned_on_the_second_look_despite_jittery_repeats(
+    task: TuneTask, space: SearchSpace, tmp_path: Path
+) -> None:
+    # 1.18x the default in every round, repeats spread 18%: the first look's gain is within
+    # 1.02 + 18%, the second look's 15 rounds show it beyond their own noise
+    default = space.default_point()
+    fast: list[Point] = []
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if point == default:
+            return 1e-3, 0.0
+        if not fast:
+            fast.append(point)
+        return (1e-3 / 1.18 if point == fast[0] else 1.5e-3), 0.0
+
+    db = RecordDB(tmp_path / "t.db")
+    result = tune(task, policy="random", trials=8, batch=8, space=space, builder=FakeBuilder(),
+                  runner=JitteryRunner(default, timing), db=db, device=DEVICE, seed=4, verify=False)  # fmt: skip
+    with db:
+        assert result.decision is not None and not result.kept_default, result.summary()
+        assert result.best is not None and result.best.candidate.point == fast[0]
+        assert [len(f.times) for f in result.finals] == [15, 15]  # one finalist: 5 rounds, then the second look's 10
+        verdict = result.finals[1].extra["verdict"]
+        assert isinstance(verdict, dict) and verdict["gain_low"] == pytest.approx(1.18) and verdict["noise"] == 0.18
+        assert_one_best(result, db, task, tmp_path)
+
+
 def test_a_busy_machine_keeps_the_default_and_says_why(task: TuneTask, space: SearchSpace, tmp_path: Path) -> None:
     # One core busy throughout: the parallel default waits for a core all the time (load 1) and
     # looks 3x slower than on a quiet machine; the other (here: every) candidate looks faster.

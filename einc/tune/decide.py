@@ -29,7 +29,7 @@ gives a pair: the default's time d and the finalist's time c (medians of their r
 - The noise is judged over the rounds, not in each: the finalist's gain, the median of the
   rounds' least speed-ups (the left side above), must beat `1 + margin + noise`, the noise
   being the median over the rounds of the larger of the two measurements' repeat spreads
-  ((p75 - p25) / median) — or, where the rounds are enough to show it themselves (7 or more:
+  ((p75 - p25) / median) — or, where the rounds are enough to show it themselves (8 or more:
   the tuner's second look), the lower end of the gain's distribution-free interval
   (`median_interval` of the least speed-ups) must beat `1 + margin`. (A repeat's spread is
   the noise of one repeat, not of a median over many rounds: on PoCL a measurement's repeats
@@ -175,11 +175,18 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     n = len(ordered)
     if n == 0:
         return math.nan, math.nan
+    k = median_rank(n, confidence)
+    return ordered[k - 1], ordered[n - k]
+
+
+def median_rank(n: int, confidence: float = CONFIDENCE) -> int:
+    """The k of `median_interval` for `n` values (1: their whole range; 2 or more from 8 values
+    at 90%)."""
     tail = (1.0 - confidence) / 2
     k = 1
     while k < (n + 1) // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n <= tail:
         k += 1
-    return ordered[k - 1], ordered[n - k]
+    return k
 
 
 def _median(values: Sequence[float]) -> float:
@@ -226,10 +233,9 @@ class Verdict:
     def gain_low(self) -> float:
         """The lower end of the median interval (`median_interval`) of the rounds' least
         speed-ups, where the rounds are enough for one narrower than their whole range (nan
-        where not: fewer than 7 rounds)."""
-        bounds = sorted(p.bound for p in self.pairs if p.ok)
-        low, high = median_interval(bounds)
-        return low if bounds and (low, high) != (bounds[0], bounds[-1]) else math.nan
+        where not: fewer than 8 rounds measured on both sides)."""
+        bounds = [p.bound for p in self.pairs if p.ok]
+        return median_interval(bounds)[0] if bounds and median_rank(len(bounds)) > 1 else math.nan
 
     @property
     def beyond_noise(self) -> bool:
