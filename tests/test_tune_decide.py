@@ -21,7 +21,9 @@ from einc.targets import get_target
 from einc.cli import render_tasks
 from einc.tune import tuner as tuner_module
 from einc.tune.decide import (
+    ALPHA,
     MARGIN,
+    SECOND_LOOK,
     Pair,
     Sample,
     decide,
@@ -159,6 +161,33 @@ def test_a_finalist_faster_in_a_clear_majority_is_crowned_on_the_second_look() -
     again = judge(pairs(default, faster), 3, alpha=0.05 * 0.5)
     assert again.wins == 15 and again.p_value <= 0.05 * 0.5 / 3 and again.significant
     assert decide({1: again}, {1: "fast()"}).crowned == 1
+
+
+def pocl_rounds(speedup: float, rounds: int, load: float = 0.0) -> list[Pair]:
+    """PoCL's final rounds of a MatMul (made up after the tuner's records): each measurement's
+    repeats spread 12-22% (its thread pool), the rounds' ratios scatter +-6% around `speedup`."""
+    jitter = [1.0, 1.04, 0.96, 1.06, 0.97, 1.02, 0.94, 1.03, 0.99]
+    spreads = [0.16, 0.22, 0.12, 0.18, 0.2, 0.14]
+    return [Pair(Sample(1.85e-3, spreads[r % 6], load), Sample(1.85e-3 / (speedup * jitter[r % 9]), spreads[(r + 3) % 6]))
+            for r in range(rounds)]  # fmt: skip
+
+
+def test_a_finalist_faster_beyond_the_rounds_noise_is_crowned_despite_jittery_repeats() -> None:
+    # 1.18x the default in every round on a quiet machine, each measurement's repeats spread
+    # ~18%: the first look's 6 rounds cannot tell (gain 1.18x within 1.02 + 18%), the second
+    # look's 18 rounds can: the lower end of their interval (6th least of 18) is 1.14x.
+    first = judge(pocl_rounds(1.18, 6), 3)
+    assert first.wins == 6 and first.leads and not first.beyond_noise and not first.significant
+    assert math.isnan(first.gain_low)  # 6 rounds: no interval narrower than their range
+    again = judge(pocl_rounds(1.18, 18), 3, alpha=ALPHA * SECOND_LOOK)
+    assert again.noise == pytest.approx(0.18) and again.gain < 1 + MARGIN + again.noise
+    assert again.gain_low == pytest.approx(1.18 * 0.97) and again.beyond_noise and again.significant
+    assert decide({1: again}, {1: "default(reg=16)"}).crowned == 1
+    # the guarantees stay: the same rounds on a loaded machine, an equally fast kernel or one
+    # within the margin measured so are not crowned
+    assert not judge(pocl_rounds(1.18, 18, load=0.3), 3, alpha=ALPHA * SECOND_LOOK).significant
+    assert not judge(pocl_rounds(1.0, 18), 3, alpha=ALPHA * SECOND_LOOK).significant
+    assert not judge(pocl_rounds(1.04, 18), 3, alpha=ALPHA * SECOND_LOOK).significant
 
 
 def test_one_lost_round_is_not_enough_with_three_finalists() -> None:
@@ -331,6 +360,90 @@ def test_a_fluke_trial_is_not_crowned(task: TuneTask, space: SearchSpace, tmp_pa
         assert result.kept_default and result.best is not None and result.best.candidate.point == default
         assert result.decision is not None and "no finalist beat the default" in result.decision.reason
         assert "the default schedule" in result.summary() and "kept" in result.summary()
+        assert_one_best(result, db, task, tmp_path)
+
+
+class SpreadRunner(FakeRunner):
+    """A FakeRunner whose search trial of the default spread `spread` (PoCL's jittery repeats)."""
+
+    spread = 0.18
+
+    def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
+        out = super().run(task, builds)
+        return [dataclasses.replace(m, extra={**m.extra, "spread": self.spread})
+                if m.candidate.point == self.default and not self.finals else m for m in out]  # fmt: skip
+
+
+@pytest.mark.parametrize("final_speedup", [1.2, 1.0])
+def test_a_trial_tied_with_a_noisy_default_trial_is_a_finalist(
+    task: TuneTask, space: SearchSpace, tmp_path: Path, final_speedup: float
+) -> None:
+    # PoCL: the default's one search trial spread 18%; a neighbour measured 0.04% slower than
+    # it was never a finalist, though 1.2x faster than the default in another search's final
+    # rounds. Within the default trial's noise it now goes to the final rounds, which crown it
+    # when it is faster there and keep the default when it is not; slower trials stay out.
+    default = space.default_point()
+    tied: list[Point] = []
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if point == default:
+            return 1e-3, 0.0
+        if not tied:
+            tied.append(point)
+        if point == tied[0]:
+            return (1.0004e-3 if not finals else 1e-3 / final_speedup), 0.0
+        return 1.5e-3, 0.0  # beyond the noise: never a finalist
+
+    db = RecordDB(tmp_path / "t.db")
+    runner = SpreadRunner(default, timing)
+    result = tune(task, policy="random", trials=8, batch=8, space=space, builder=FakeBuilder(), runner=runner,
+                  db=db, device=DEVICE, seed=4, verify=False)  # fmt: skip
+    with db:
+        assert tied and result.decision is not None
+        assert [f.candidate.point for f in result.finals] == [default, tied[0]], result.summary()
+        if final_speedup > 1:
+            assert not result.kept_default and result.best is not None and result.best.candidate.point == tied[0]
+        else:
+            assert result.kept_default and "no finalist beat the default" in result.decision.reason
+        assert_one_best(result, db, task, tmp_path)
+    # the bar itself: the default's trial widened by its spread (none: the trial itself)
+    trial = MeasureResult(Candidate(default, ""), Status.OK, times=(1e-3,), extra={"spread": 0.18})
+    assert tuner_module.finalist_bar(trial) == pytest.approx(1.18e-3)
+    assert tuner_module.finalist_bar(dataclasses.replace(trial, extra={})) == pytest.approx(1e-3)
+    assert tuner_module.finalist_bar(None) == math.inf
+
+
+class JitteryRunner(FakeRunner):
+    """A FakeRunner whose every measurement's repeats spread 18% (PoCL's thread pool)."""
+
+    def run(self, task: TuneTask, builds: Sequence[BuildResult]) -> list[MeasureResult]:
+        return [dataclasses.replace(m, extra={**m.extra, "spread": 0.18}) for m in super().run(task, builds)]
+
+
+def test_a_finalist_faster_in_every_round_is_crowned_on_the_second_look_despite_jittery_repeats(
+    task: TuneTask, space: SearchSpace, tmp_path: Path
+) -> None:
+    # 1.18x the default in every round, repeats spread 18%: the first look's gain is within
+    # 1.02 + 18%, the second look's 15 rounds show it beyond their own noise
+    default = space.default_point()
+    fast: list[Point] = []
+
+    def timing(point: Point, call: int, finals: bool) -> tuple[float, float]:
+        if point == default:
+            return 1e-3, 0.0
+        if not fast:
+            fast.append(point)
+        return (1e-3 / 1.18 if point == fast[0] else 1.5e-3), 0.0
+
+    db = RecordDB(tmp_path / "t.db")
+    result = tune(task, policy="random", trials=8, batch=8, space=space, builder=FakeBuilder(),
+                  runner=JitteryRunner(default, timing), db=db, device=DEVICE, seed=4, verify=False)  # fmt: skip
+    with db:
+        assert result.decision is not None and not result.kept_default, result.summary()
+        assert result.best is not None and result.best.candidate.point == fast[0]
+        assert [len(f.times) for f in result.finals] == [15, 15]  # one finalist: 5 rounds, then the second look's 10
+        verdict = result.finals[1].extra["verdict"]
+        assert isinstance(verdict, dict) and verdict["gain_low"] == pytest.approx(1.18) and verdict["noise"] == 0.18
         assert_one_best(result, db, task, tmp_path)
 
 

@@ -129,7 +129,10 @@ class SearchSpace:
         """The default point with one device register tile (a knob `stmt.axis.reg` of the
         device policy) one option larger: the constructed default's nearest larger tiles,
         which a 32-trial search should not have to stumble on (on PoCL's CPU device a 16 x 8
-        register tile beats the default's 8 x 8)."""
+        register tile beats the default's 8 x 8); and the default with all its cross-thread
+        reductions (knobs `stmt.axis.threads`, `axis` a reduction of `stmt`) one option narrower,
+        and one wider, together (on PoCL a softmax's two reductions at 32 work-items per row
+        beat the default's 64: a 32-trial search drawing each width alone rarely met both)."""
         knobs = self._knobs["default"]
         base = self.default_point().values()
         found = []
@@ -138,6 +141,13 @@ class SearchSpace:
                 at = knob.options.index(base[name])
                 if at + 1 < len(knob.options):
                     found.append(Point.of("default", {**base, name: knob.options[at + 1]}))
+        reductions = {f"{n.stmt}.{axis}.threads" for n in self.nests for axis in n.reduction}
+        widths = [name for name in sorted(knobs) if name in reductions and base[name] in knobs[name].options]
+        for step in (-1, 1):
+            moved = {name: knobs[name].options[knobs[name].options.index(base[name]) + step] for name in widths
+                     if 0 <= knobs[name].options.index(base[name]) + step < len(knobs[name].options)}  # fmt: skip
+            if moved:
+                found.append(Point.of("default", {**base, **moved}))
         return found
 
     def knob_options(self, sketch: str) -> dict[str, tuple[int, ...]]:

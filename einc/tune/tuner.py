@@ -464,9 +464,10 @@ def _consider(result: TuneResult, point: Point, measured: MeasureResult, default
 
 def _finalists(result: TuneResult, default_point: Point, top: int) -> list[MeasureResult]:
     """The `top` fastest distinct trials (earlier ones included) other than the default, each
-    faster than the default's own trial where that was measured, none stopped early (a partial
-    measurement over the early-stop factor times the best: never the best)."""
-    bar = result.default.median_s if result.default is not None and result.default.ok else math.inf
+    faster than the default's own trial where that was measured, within that trial's noise
+    (`finalist_bar`), none stopped early (a partial measurement over the early-stop factor
+    times the best: never the best)."""
+    bar = finalist_bar(result.default)
     ranked = sorted((m for m in [*result.earlier, *(t.result for t in result.history)] if m.ok and not stopped_early(m)),
                     key=lambda m: m.median_s)  # fmt: skip
     chosen: list[MeasureResult] = []
@@ -476,6 +477,21 @@ def _finalists(result: TuneResult, default_point: Point, top: int) -> list[Measu
         if m.candidate.point != default_point and all(m.candidate != c.candidate for c in chosen):
             chosen.append(m)
     return chosen
+
+
+def finalist_bar(default: MeasureResult | None) -> float:
+    """The time a trial must beat to be a finalist: the default's own trial, widened by that
+    trial's repeat spread ((p75 - p25) / median), so that a trial as fast as the default within
+    the default's noise goes to the final rounds, which decide beyond the noise. (On PoCL the
+    default's one trial in a search can spread 18%, its repeats slowing and speeding with the
+    thread pool: a neighbour 0.04% slower than that trial, and 1.2x faster than the default in
+    the final rounds of another search, was never measured again.) inf without a measured
+    default."""
+    if default is None or not default.ok:
+        return math.inf
+    spread = default.extra.get("spread")
+    noise = float(spread) if isinstance(spread, int | float) and not isinstance(spread, bool) and math.isfinite(spread) else 0.0
+    return default.median_s * (1.0 + max(0.0, noise))
 
 
 def _decide(
