@@ -229,9 +229,9 @@ builtin.module {
 // -----
 
 // Shape 5: four consecutive float16 elements per work-item kept only in memory (CUDA's
-// egpu.load_extf / store_truncf): one aligned 8-byte vector load per input widened to float32
-// lanes, the body unrolled on the lanes with its rounding as it was, the results packed and
-// narrowed into one aligned vector store. The second loop starts at an odd element (the offset
+// egpu.load_extf / store_truncf) and a division, which has no packed 16-bit instruction: one
+// aligned 8-byte vector load per input widened to float32 lanes, the body unrolled on the lanes
+// with its rounding as it was, the results packed and narrowed into one aligned vector store. The second loop starts at an odd element (the offset
 // 1 is no multiple of 4): left scalar.
 
 // CHECK-LABEL: egpu.func @packed_half(
@@ -254,7 +254,7 @@ builtin.module {
     affine.for %i = 0 to 4 {
       %e = affine.apply affine_map<(d0, d1) -> ((d0 + d1))> (%base, %i)
       %v = egpu.load_extf %x[%e] : memref<1024xf16> -> f32
-      %p = arith.mulf %v, %v : f32
+      %p = arith.divf %v, %v : f32
       %r = egpu.round %p as f16 : f32
       egpu.store_truncf %r, %y[%e] : f32, memref<1024xf16>
     }
@@ -271,14 +271,16 @@ builtin.module {
 
 // Shape 5, a chunk cut short at the extent's end: 4 elements per work-item over 1002, the
 // last work-item's loop runs to min(4, 1002 - base). Versioned: when the chunk is whole, the
-// packed vector accesses; else the loop as it was (the scalar tail).
+// packed vector accesses (a product rounded once to float16: packed float16 arithmetic, the
+// same bits); else the loop as it was (the scalar tail).
 
 // CHECK-LABEL: egpu.func @partial_half(
 // CHECK:         %[[B:.*]] = affine.apply affine_map<(d0) -> (((d0 * -1) + 1002))> (%{{.*}})
 // CHECK-NEXT:    %[[F:.*]] = arith.constant 4 : index
 // CHECK-NEXT:    %[[C:.*]] = arith.cmpi sge, %[[B]], %[[F]] : index
 // CHECK-NEXT:    scf.if %[[C]] {
-// CHECK:           egpu.vload %{{.*}}[%{{.*}}] {egpu.align = 8 : i64} : memref<1002xf16> -> vector<4xf16>
+// CHECK:           %[[X:.*]] = egpu.vload %{{.*}}[%{{.*}}] {egpu.align = 8 : i64} : memref<1002xf16> -> vector<4xf16>
+// CHECK-NEXT:      arith.mulf %[[X]], %[[X]] : vector<4xf16>
 // CHECK-NOT:       affine.for
 // CHECK:           egpu.vstore %{{.*}}, %{{.*}}[%{{.*}}] {egpu.align = 8 : i64} : vector<4xf16>, memref<1002xf16>
 // CHECK-NEXT:    } else {
