@@ -240,6 +240,9 @@ def predict(kernel: Any, target: str) -> tuple[float, str, float]:
     return report.time_s + host, str(report.bound), report.time_s
 
 
+FASTEST: dict[tuple[str, str, str], float] = {}  # the fastest timing round of each --json row
+
+
 def _timed(path: str) -> list[tuple[str, str, str, float, list[str] | str | None]]:
     """(target, kernel, variant, ms, hand schedule lines or None) of the OpenCL and SYCL rows
     of a benchmarks/device_kernels.py run: its `--json` rows (a variant `hand: NAME` is the
@@ -261,6 +264,7 @@ def _timed(path: str) -> list[tuple[str, str, str, float, list[str] | str | None
                 if schedule is None:
                     continue
             found.append((row["target"], case.name, variant, float(row["ms"]), schedule))
+            FASTEST[(row["target"], case.name, variant)] = min(row.get("extra", {}).get("rounds_ms") or [row["ms"]])
         return found
     for line in Path(path).read_text().splitlines():
         m = re.match(r"\|\s*(opencl|sycl)\s*\|\s*(.+?)\s*\|\s*default\s*\|\s*([\d.]+)\s*\|", line)
@@ -278,19 +282,24 @@ def against(path: str) -> None:
     from device_kernels import cases, script
 
     by_name = {c.name: c for c in cases("host")}
-    rows, ratios = [], []
+    rows, ratios, fastest = [], [], []
     for target, name, variant, ms, lines in _timed(path):
         case = by_name[name]
         schedule = script(lines) if isinstance(lines, list) else lines
         kernel = einc.compile(case.ir, case.inputs, target=target, schedule=schedule or "default", use_records=False)
         seconds, bound, kernels = predict(kernel, target)
         ratios.append(ms / (seconds * 1e3))
+        fastest.append(FASTEST.get((target, name, variant), ms) / (seconds * 1e3))
         rows.append([target, case.name, variant[:40], f"{ms:.3f}", f"{seconds * 1e3:.3f}", f"{kernels * 1e3:.3f}", bound,
                      f"{ratios[-1]:.2f}"])  # fmt: skip
     print(table(rows, ["target", "kernel", "schedule", "measured ms", "model ms", "of it kernels", "bound",
                        "measured/model"]))  # fmt: skip
     inside = sum(0.5 <= r <= 2 for r in ratios)
     print(f"measured/model within 2x: {inside} of {len(ratios)}")
+    if FASTEST:  # on a shared machine another process only adds time: the fastest round is the least disturbed
+        best = sum(0.5 <= r <= 2 for r in fastest)
+        print(f"fastest round/model within 2x: {best} of {len(fastest)}; misses (fastest round/model): " +
+              ", ".join(f"{r[0]} {r[1]} {r[2]} {f:.2f}" for r, f in zip(rows, fastest) if not 0.5 <= f <= 2))
     for target, facts in USED.items():
         print(f"{target}: {facts['name']}: {facts['sources']}; host side of a call {facts['call_us']:.0f} us")
 

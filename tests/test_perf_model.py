@@ -651,3 +651,20 @@ def test_cpu_barriers_cost_every_work_item(cpu_device: Path) -> None:
     assert big.terms["issue"] > barrier_s(big) > barrier_s(small)
     # a GPU's barrier is one instruction per warp (counted), nothing per work-item
     assert all(v.barrier_instructions == 0 for v in DEVICES.values())
+
+
+def test_against_reads_the_fastest_round_of_a_json_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # on a shared machine another process only adds time: `--against` also counts each row's fastest round
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    host = _host_device()
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps([
+        {"target": "opencl", "kernel": "ReduceSum 1024x1024", "variant": "default", "ms": 2.0,
+         "extra": {"rounds_ms": [3.0, 1.5, 2.0]}},
+        {"target": "sycl", "kernel": "ReduceSum 1024x1024", "variant": "default", "ms": 4.0},
+        {"target": "c", "kernel": "ReduceSum 1024x1024", "variant": "default", "ms": 1.0},
+    ]))  # fmt: skip
+    found = host._timed(str(run))
+    assert [(t, ms) for t, _, _, ms, _ in found] == [("opencl", 2.0), ("sycl", 4.0)]  # the median, device rows only
+    assert host.FASTEST == {("opencl", "ReduceSum 1024x1024", "default"): 1.5,  # the least of its rounds
+                            ("sycl", "ReduceSum 1024x1024", "default"): 4.0}  # no rounds: the row's time
