@@ -119,6 +119,10 @@ def test_refit_value_spans_divides_and_clips() -> None:
     assert refit_value(4, 64, 24, (1, 2, 4, 8, 16, 24)) == 4  # divided it, and divides the new one
     assert refit_value(16, 48, 40, (1, 2, 4, 8, 16, 32, 40)) == 8  # 16 does not divide 40: the nearest divisor
     assert refit_value(32, 0, 20, (1, 2, 4, 8, 16)) == 16  # no old extent: clipped to the new axis
+    # A knob whose options include 0 (cpu.11's reduce_order: an order, not a size) on an axis
+    # with extents: 0 is no divisor (a whole-suite CPU tune crashed here with ZeroDivisionError).
+    assert refit_value(0, 128, 64, (0, 1, 2, 3)) == 0
+    assert refit_value(2, 128, 64, (0, 1, 2, 3)) == 2
     assert refit_value(6, 64, 64, (1, 2, 4, 8)) in (4, 8)  # not dividing: the nearest option
 
 

@@ -93,7 +93,10 @@ def refit_value(value: int, old_extent: int, new_extent: int, options: Sequence[
     """A knob's value on an axis of `old_extent` (0: unknown) re-fitted to one of `options` on
     the axis's new extent (0: unknown): a value that spanned the old axis spans the new one; a
     value that divided it divides the new one where an option does; otherwise the option
-    nearest the value clipped to the new extent."""
+    nearest the value clipped to the new extent. A knob with a 0 option is no size (an order
+    or a switch, as `reduce_order`): its value is kept where it is an option."""
+    if 0 in options:
+        return value if value in options else nearest(list(options), value)
     want = value
     pool = list(options)
     if old_extent > 0 and new_extent > 0:
