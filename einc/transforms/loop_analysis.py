@@ -103,6 +103,18 @@ def walk_ops(root: Operation) -> list[Operation]:
     return found
 
 
+def named_accesses(root: Operation, tensor: str) -> list[Access] | str:
+    """The accesses inside `root` of the one buffer named `tensor` (`buffer_name`), in program
+    order; a reason (to be placed after the caller's own words) where there is none or two
+    buffers share the name."""
+    found = [a for a in accesses(root) if buffer_name(a.buffer) == tensor]
+    if not found:
+        return f"'{tensor}' is not accessed inside"
+    if any(a.buffer is not found[0].buffer for a in found):
+        return f"two buffers are named '{tensor}' inside"
+    return found
+
+
 def accesses_to(buffer: SSAValue, root: Operation | None = None) -> list[Access]:
     """The loads and stores of `buffer` (nested in `root`, root included, when given), in
     program order: `[a for a in accesses(root) if a.buffer is buffer]`, found through the

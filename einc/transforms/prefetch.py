@@ -41,7 +41,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.transforms.loop_analysis import accesses, buffer_name, induction_var, step_of
+from einc.transforms.loop_analysis import induction_var, named_accesses, step_of
 from einc.transforms.loop_build import Failure, _new_loop, describe
 from einc.transforms.ranges import trip_count
 from einc.transforms.staging import Box, Terms, _drop, _inside_tensor, _range_of, _unfold_divisions, footprint, linear_map
@@ -63,12 +63,10 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] 
     if distance < 1:
         return Failure(f"{where}: the distance {distance} is not a positive number of iterations")
     step = step_of(loop)
-    accs = [a for a in accesses(loop) if buffer_name(a.buffer) == tensor]
-    if not accs:
-        return Failure(f"{where}: '{tensor}' is not accessed inside")
+    accs = named_accesses(loop, tensor)
+    if isinstance(accs, str):
+        return Failure(f"{where}: {accs}")
     buffer = accs[0].buffer
-    if any(a.buffer is not buffer for a in accs):
-        return Failure(f"{where}: two buffers are named '{tensor}' inside")
     box = footprint(loop, tensor, accs, partial=True)
     if isinstance(box, Failure):
         staged = _unfold_divisions(loop, accs, outer=True)

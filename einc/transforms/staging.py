@@ -68,6 +68,7 @@ from einc.transforms.loop_analysis import (
     defined_inside,
     induction_var,
     linear_form,
+    named_accesses,
     separates,
     step_of,
     trip_count,
@@ -418,12 +419,10 @@ def cache_tensor(
         if not enclosing:
             return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: no enclosing loop is bound to a GPU block or thread")
         threads = {induction_var(f) for f in enclosing if (_bind_of(f) or "").startswith("thread.")}
-    accs = [a for a in accesses(loop) if buffer_name(a.buffer) == tensor]
-    if not accs:
-        return Failure(f"{kind}: '{tensor}' is not accessed inside {describe(loop)}")
+    accs = named_accesses(loop, tensor)
+    if isinstance(accs, str):
+        return Failure(f"{kind}: {accs} {describe(loop)}")
     buffer = accs[0].buffer
-    if any(a.buffer is not buffer for a in accs):
-        return Failure(f"{kind}: two buffers are named '{tensor}' inside {describe(loop)}")
     ops = {a.op for a in accs}
     # inside the loop (walked already by `accesses`), not through the buffer's uses: an
     # input read by every statement has one per statement
