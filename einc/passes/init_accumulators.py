@@ -329,27 +329,39 @@ def _box_forms(copy_out: affine.ForOp, tensor: SSAValue) -> list[tuple[dict[SSAV
     """Per dimension of `tensor`: the outer terms, constant, step and extent of the box a
     copy-out writes (each dimension moved by its own copy loop, from 0 by 1, times a
     positive step), or None."""
-    stores = [a for a in accesses(copy_out) if a.write and a.buffer is tensor]
+    loops: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)}
+    return _store_forms(copy_out, tensor, loops, fixed=False)
+
+
+def _store_forms(root: Operation, tensor: SSAValue, loops: dict[SSAValue, affine.ForOp],
+                 fixed: bool) -> list[tuple[dict[SSAValue, int], int, int, int]] | None:  # fmt: skip
+    """The forms of `_box_forms` for the one store to `tensor` in `root`, `loops` the loops
+    (by induction variable) that move the box: each dimension moved by one of them (from 0
+    by 1, constant bounds) times a positive step, or, where `fixed`, by none (extent 1);
+    None otherwise."""
+    stores = [a for a in accesses(root) if a.write and a.buffer is tensor]
     if len(stores) != 1 or (store_map := stores[0].map) is None:
         return None
-    store = stores[0]
-    copy_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in walk_ops(copy_out) if isinstance(f, affine.ForOp)}
     forms: list[tuple[dict[SSAValue, int], int, int, int]] = []
     seen: set[SSAValue] = set()
     for e in store_map.results:
-        form = linear_form(e, store.operands)
+        form = linear_form(e, stores[0].operands)
         if form is None:
             return None
         terms, const = form
-        inner = [(v, c) for v, c in terms.items() if v in copy_ivs]
+        inner = [(v, c) for v, c in terms.items() if v in loops]
+        outer = {v: c for v, c in terms.items() if v not in loops}
+        if not inner and fixed:
+            forms.append((outer, const, 1, 1))
+            continue
         if len(inner) != 1 or inner[0][1] < 1 or inner[0][0] in seen:
             return None
         seen.add(inner[0][0])
-        loop = copy_ivs[inner[0][0]]
+        loop = loops[inner[0][0]]
         bounds = constant_bounds(loop)
         if bounds is None or bounds[0] != 0 or step_of(loop) != 1:
             return None
-        forms.append(({v: c for v, c in terms.items() if v not in copy_ivs}, const, inner[0][1], bounds[1]))
+        forms.append((outer, const, inner[0][1], bounds[1]))
     return forms
 
 
@@ -392,31 +404,7 @@ def _fill_forms(fill_op: affine.ForOp, tensor: SSAValue) -> list[tuple[dict[SSAV
         if len(body) != 1 or not isinstance(body[0], affine.ForOp):
             break
         op = body[0]
-    stores = [a for a in accesses(fill_op) if a.write and a.buffer is tensor]
-    if len(stores) != 1 or (store_map := stores[0].map) is None:
-        return None
-    fill_ivs: dict[SSAValue, affine.ForOp] = {induction_var(f): f for f in loops}
-    forms: list[tuple[dict[SSAValue, int], int, int, int]] = []
-    seen: set[SSAValue] = set()
-    for e in store_map.results:
-        form = linear_form(e, stores[0].operands)
-        if form is None:
-            return None
-        terms, const = form
-        inner = [(v, c) for v, c in terms.items() if v in fill_ivs]
-        outer = {v: c for v, c in terms.items() if v not in fill_ivs}
-        if not inner:
-            forms.append((outer, const, 1, 1))
-            continue
-        if len(inner) != 1 or inner[0][1] < 1 or inner[0][0] in seen:
-            return None
-        seen.add(inner[0][0])
-        loop = fill_ivs[inner[0][0]]
-        bounds = constant_bounds(loop)
-        if bounds is None or bounds[0] != 0 or step_of(loop) != 1:
-            return None
-        forms.append((outer, const, inner[0][1], bounds[1]))
-    return forms
+    return _store_forms(fill_op, tensor, {induction_var(f): f for f in loops}, fixed=True)
 
 
 def _outer_points(loops: Sequence[affine.ForOp], env: dict[SSAValue, int]) -> Iterator[dict[SSAValue, int]] | None:
