@@ -2,9 +2,10 @@
 aligned vectors (`einc-vectorize-global`'s shape 5, einc.transforms.narrow_access): one
 8-byte access per work-item's 4 consecutive halves where the default gives it 4, the
 arithmetic per element in float32 with one rounding per op as the scalar path does (the
-same bits), or on CUDA, where every op is an add, sub or mul rounded once, in packed 16-bit
-instructions (the same bits again). NVRTC's PTX shows the packed accesses; hipcc compiles HIP's; the egpu
-interpreter runs both targets' kernels against NumPy."""
+same bits), or, where every op is an add, sub or mul rounded once, in packed 16-bit
+instructions (the same bits again: CUDA's float16 and bfloat16, HIP's float16; gfx90a has no
+packed bfloat16 arithmetic). NVRTC's PTX shows the packed accesses and arithmetic, hipcc's
+gfx90a assembly HIP's; the egpu interpreter runs both targets' kernels against NumPy."""
 
 from __future__ import annotations
 
@@ -59,8 +60,10 @@ def test_packed_accesses_match_numpy(compiled: dict[tuple[str, str, int], Compil
     vloads = re.findall(r"egpu\.vload .*-> vector<(\d+)x(?:f16|bf16)>", ir)
     assert vloads == ([str(width)] * 2 if width else []), ir
     assert ("egpu.vstore" in ir) == bool(width)
-    # CUDA computes on the packed vectors (add/mul.rn.f16x2, fma.rn.bf16x2); HIP in float32
-    assert bool(re.search(r"arith\.mulf .* : vector<\d+x(f16|bf16)>", ir)) == (target == "cuda"), ir
+    # CUDA computes on the packed vectors (add/mul.rn.f16x2, fma.rn.bf16x2), HIP on float16's
+    # (v_pk_mul_f16, v_pk_add_f16); HIP's bfloat16 in float32 lanes
+    packed = target == "cuda" or dtype == "float16"
+    assert bool(re.search(r"arith\.mulf .* : vector<\d+x(f16|bf16)>", ir)) == packed, ir
     rng = np.random.default_rng()
     s = STORAGE[dtype]
     inputs = {k: rng.uniform(-4, 4, n).astype(s) for k in ("input0", "input1")}
@@ -121,9 +124,29 @@ def test_cuda_ptx_has_packed_arithmetic(compiled: dict[tuple[str, str, int], Com
     assert not re.search(r"\b(mul|add|fma)(\.rn)?\.f32\b", ptx), ptx
 
 
+def test_hip_gfx90a_has_packed_float16_arithmetic(compiled: dict[tuple[str, str, int], Compilation]) -> None:
+    """hipcc's gfx90a code of `input0 * input1 + 1.0` over a work-item's 4 halves: one 8-byte
+    load per input and one 8-byte store, 2 `v_pk_mul_f16` and 2 `v_pk_add_f16`, no fused
+    `v_pk_fma_f16` (the helpers turn HIP's default contraction off: the language rounds the
+    product) and no float32 arithmetic; bfloat16 (no packed instruction on gfx90a) keeps its
+    float32 lanes: float32 multiplies, no packed 16-bit op. The 1002-element kernel's full
+    chunk packed the same way (its scalar tail is hipcc's to vectorize)."""
+    require("hip")
+    from einc.runtime.hip import device_assembly
+
+    isa = device_assembly(compiled[("hip", "float16", 1000)].results["source"], "gfx90a")
+    ops = re.findall(r"^\s*(v_pk_\w+|v_(?:mul|add|fma|mac|fmac)_f32\w*|global_(?:load|store)_\w+)", isa, re.M)
+    assert sorted(ops) == sorted(["global_load_dwordx2"] * 2 + ["global_store_dwordx2"] + ["v_pk_mul_f16"] * 2 + ["v_pk_add_f16"] * 2), ops
+    tail = device_assembly(compiled[("hip", "float16", 1002)].results["source"], "gfx90a")
+    assert tail.count("v_pk_mul_f16") == 2 and tail.count("v_pk_add_f16") == 2, tail
+    bf16 = device_assembly(compiled[("hip", "bfloat16", 1000)].results["source"], "gfx90a")
+    assert "v_pk_" not in bf16 and re.search(r"\bv_mul_f32", bf16), bf16
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip"])
 @pytest.mark.parametrize("dtype", list(STORAGE))
-def test_packed_subtraction_and_refusals(dtype: str) -> None:
-    """A subtraction packed too (bfloat16's `fma(b, -1, a)`), bit for bit on the egpu
+def test_packed_subtraction_and_refusals(target: str, dtype: str) -> None:
+    """A subtraction packed too (CUDA bfloat16's `fma(b, -1, a)`), bit for bit on the egpu
     interpreter with the specials; a division (no packed instruction) or a product
     rounded only once, by the store (computed in float32), keeps the float32 lanes, the
     same bits either way."""
@@ -142,14 +165,21 @@ def test_packed_subtraction_and_refusals(dtype: str) -> None:
         )
     for program, packed, expected in cases:
         program = program.replace("DT", dtype)
-        comp = Compilation(program, "<half2>", {"input0": spec, "input1": spec}, None, "cuda", "default")
+        comp = Compilation(program, "<half2>", {"input0": spec, "input1": spec}, None, target, "default")
         comp.run_until("source")
         ir = str(comp.results["target"])
         assert "egpu.vstore" in ir, ir
+        packed = packed and (target == "cuda" or dtype == "float16")  # gfx90a: no packed bfloat16
         assert bool(re.search(r"arith\.\w+ .* : vector<4x(f16|bf16)>", ir)) == packed, (program, ir)
         with np.errstate(all="ignore"):
-            out = run_lowered(comp.results["target"], values, target="cuda")["output0"]
+            out = run_lowered(comp.results["target"], values, target=target)["output0"]
         np.testing.assert_array_equal(out.view(np.uint16), expected.astype(s).view(np.uint16), program)
+        if target == "hip" and packed:  # gfx90a: a - b is one `v_pk_add_f16` of b negated per pair
+            require("hip")
+            from einc.runtime.hip import device_assembly
+
+            isa = device_assembly(comp.results["source"], "gfx90a")
+            assert len(re.findall(r"v_pk_add_f16 .*neg_lo:\[0,1\] neg_hi:\[0,1\]", isa)) == 2, isa
 
 
 @pytest.mark.parametrize("dtype", list(STORAGE))

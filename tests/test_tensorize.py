@@ -266,10 +266,12 @@ def test_ldmatrix_addresses_give_the_mma_fragments(case: str) -> None:
 
 @pytest.mark.hip
 def test_hip_default_staging_copies_are_16_bytes() -> None:
-    """HIP's default float16 matmul stages its tiles with 16-byte copies (eight halves in one
-    load and one store: `einc-async-copies`' plain copies, `plain_vector_copies`), which
-    hipcc's gfx90a code does as dwordx4 loads; one kernel, MFMA. The numbers of the same
-    kernel on the egpu interpreter: test_gpu_default's half contractions."""
+    """HIP's default float16 matmul stages its tiles with 16-byte global loads (eight halves
+    in one load): A's `[N, K]` tile with one store too (`einc-async-copies`' plain copies,
+    `plain_vector_copies`), B's `[K, M]` tile, staged transposed for the MFMA operand reads,
+    scattered down 8 rows of the `[M, K]` tile; hipcc's gfx90a code does them as dwordx4
+    loads; one kernel, MFMA. The numbers of the same kernel on the egpu interpreter:
+    test_gpu_default's half contractions."""
     import re
 
     from tests.test_gpu_default import HALF_CASES
@@ -282,7 +284,8 @@ def test_hip_default_staging_copies_are_16_bytes() -> None:
                        "default")  # fmt: skip
     kernel = comp.kernel()
     source = kernel.source
-    assert len(re.findall(r"\*\(uint4\*\)&input[01]_shared\[", source)) == 4, source  # A and B, first and next tiles
+    assert len(re.findall(r"\*\(uint4\*\)&input0_shared\[", source)) == 2, source  # A: first and next tiles
+    assert len(re.findall(r"einc_vloada_f16x8\(&input1\[", source)) == 2, source  # B: first and next tiles
     assert not re.search(r"input[01]_shared\[[^\]]*\] = input[01]\[", source), "no scalar staging copies"
     assembly = device_assembly(source, "gfx90a")
     assert "global_load_dwordx4" in assembly and "v_mfma_f32_16x16x16f16" in assembly
@@ -292,8 +295,12 @@ def test_hip_default_staging_copies_are_16_bytes() -> None:
 def test_hip_mfma_operands_are_vector_loads() -> None:
     """Each lane's MFMA operand is 4 consecutive k elements: where the shared tile has k
     contiguous and 8-byte aligned (`einc-ldmatrix`'s "v4"), one vector load, which hipcc's
-    gfx90a code does as 8-byte LDS reads (`ds_read_b64`), no 16-bit ones. A B tile staged
-    `[k, n]` (the default matmul's) keeps the gathers. The numbers of these kernels on the
+    gfx90a code does as 8-byte LDS reads (`ds_read2_b64`), no 16-bit ones. The default
+    matmul's `B[K, M]` is staged transposed, `[M, K]` (`mma_k_contiguous`; rows padded by 4
+    halves: 8-byte aligned, 34 words apart), so its operand reads are vectors too: for the
+    8 MFMAs of "blocks" (two reduction tiles, unrolled) 8 `ds_read2_b64` and no `ds_read_u16`
+    where the `[k, n]` tile took 4 and 32 (A's 4 and B's gathers); the copy into it one 16-byte global load per 8 columns,
+    scattered down the tile's rows (16-bit LDS writes). The numbers of these kernels on the
     egpu interpreter: test_gpu_default's half contractions ("bmm_tb", "blocks")."""
     import re
 
@@ -303,13 +310,17 @@ def test_hip_mfma_operands_are_vector_loads() -> None:
     from einc.runtime.hip import device_assembly
 
     both = "einc_va = *(const einc_x4*)&einc_a[", "einc_vb = *(const einc_x4*)&einc_b["
-    for case, vectors in (("bmm_tb", both), ("blocks", both[:1])):
+    for case in ("bmm_tb", "blocks"):
         ir, shapes, _ = HALF_CASES[case]
         comp = Compilation(ir, f"<{case}>", {k: {"dtype": "float16", "shape": v} for k, v in shapes.items()}, None,
                            "hip", "default")  # fmt: skip
+        comp.run_until("target")
+        assert ('layout [1, 0] pad 4' in str(comp.applied_schedule)) == (case == "blocks"), comp.applied_schedule
         source = comp.kernel().source
-        assert all(v in source for v in vectors) and ("einc_vb[i] =" in source) == (len(vectors) == 1), source
-        reads = re.findall(r"\bds_read\w*", device_assembly(source, "gfx90a"))
-        assert any("b64" in r for r in reads), reads
-        if case == "bmm_tb":
-            assert all("b64" in r for r in reads), reads
+        assert all(v in source for v in both) and "einc_vb[i] =" not in source, source
+        assembly = device_assembly(source, "gfx90a")
+        reads = re.findall(r"\bds_read\w*", assembly)
+        assert reads and all("b64" in r for r in reads), reads
+        if case == "blocks":
+            assert reads.count("ds_read2_b64") == 8, reads
+            assert "global_load_ushort" not in assembly and assembly.count("global_load_dwordx4") == 4, assembly

@@ -155,11 +155,13 @@ def _is_linear_thread_id(v: SSAValue, block: tuple[int, int, int]) -> bool:
 
 
 def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozenset[Attribute], lanes: int,
-                        raw: frozenset[Attribute] = frozenset()) -> int:  # fmt: skip
+                        raw: frozenset[Attribute] = frozenset(), scatter_raw: bool = False) -> int:  # fmt: skip
     """Shape 1 of the module docstring; returns the vector width used (0: left scalar).
     `raw`: element types copied as vectors of their bits although the target computes no
     vectors of them (16-bit floats into a shared tile: up to 8 to a 16-byte vector, which
-    `einc-async-copies` makes one cp.async), their pairs only aligned vector pairs."""
+    `einc-async-copies` makes one cp.async), their pairs only aligned vector pairs, or,
+    where `scatter_raw` (the target's copies are plain ones, never asynchronous: HIP), a
+    vector load scattered into a transposed tile (a tensor-core operand staged k innermost)."""
     if loop.iter_args or not _is_linear_thread_id(loop.lb, kernel.block_size):
         return 0
     points, threads = constant(loop.ub), constant(loop.step)
@@ -196,7 +198,7 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
         # steps the lanes move its indices by (an unaligned row stays scalar, a cp.async each)
         store_steps = [(store, _steps(store, iv, loop, width)) for _, store in pairs]
         if all(
-            (_aligned(store, iv, width) if _unit_stride(steps) else None not in steps and not bits)
+            (_aligned(store, iv, width) if _unit_stride(steps) else None not in steps and (scatter_raw or not bits))
             for store, steps in store_steps
         ):
             scattered = {store: [s or 0 for s in steps] for store, steps in store_steps if not _unit_stride(steps)}
@@ -363,9 +365,9 @@ def _innermost(kernel: egpu.FuncOp) -> list[affine.ForOp]:
     ]  # fmt: skip
 
 
-def pack_narrow_loops(kernel: egpu.FuncOp, arithmetic: bool = False) -> int:
+def pack_narrow_loops(kernel: egpu.FuncOp, arithmetic: frozenset[Attribute] = frozenset()) -> int:
     """Shape 5 (einc.transforms.narrow_access) on every innermost loop it fits, in packed
-    16-bit arithmetic where `arithmetic` and the body allows it; how many."""
+    16-bit arithmetic where its type is in `arithmetic` and the body allows it; how many."""
     made = 0
     for loop in _innermost(kernel):
         def is_argument(v: SSAValue) -> bool:
@@ -377,7 +379,7 @@ def pack_narrow_loops(kernel: egpu.FuncOp, arithmetic: bool = False) -> int:
             target = full
         else:
             continue
-        if arithmetic and narrow_arithmetic_failure(target, is_argument) is None:
+        if arithmetic and narrow_arithmetic_failure(target, is_argument, arithmetic) is None:
             pack_narrow_arithmetic(target, is_argument)
         else:
             pack_narrow_loop(target, is_argument)
@@ -387,11 +389,12 @@ def pack_narrow_loops(kernel: egpu.FuncOp, arithmetic: bool = False) -> int:
 
 def vectorize_global(kernel: egpu.FuncOp, lanes: int, elements: frozenset[Attribute],
                      math_ops: frozenset[type[Operation]], raw: frozenset[Attribute] = frozenset(),
-                     narrow: bool = False, narrow_arithmetic: bool = False) -> None:  # fmt: skip
+                     narrow: bool = False, narrow_arithmetic: frozenset[Attribute] = frozenset(),
+                     scatter_raw: bool = False) -> None:  # fmt: skip
     """The shapes of the module docstring in `kernel` (5: where `narrow`, in packed 16-bit
-    arithmetic where `narrow_arithmetic`), then its arguments' alignment."""
+    arithmetic for the types in `narrow_arithmetic`), then its arguments' alignment."""
     for loop in [op for op in kernel.walk() if isinstance(op, scf.ForOp)]:
-        vectorize_copy_loop(kernel, loop, elements, lanes, raw)
+        vectorize_copy_loop(kernel, loop, elements, lanes, raw, scatter_raw)
     for loop in _innermost(kernel):
         vectorize_elementwise_loop(kernel, loop, lanes, elements, math_ops)
     if narrow:
@@ -421,7 +424,7 @@ class VectorizeGlobalPass(TargetedPass):
         raw = frozenset({f16, bf16}) if target.narrow_shared_tiles and copies else frozenset()
         for kernel in [k for k in op.ops if isinstance(k, egpu.FuncOp)]:
             vectorize_global(kernel, lanes, elements, math_ops, raw, target.packed_narrow_access,
-                             target.packed_narrow_arithmetic)  # fmt: skip
+                             target.packed_narrow_arithmetic, target.plain_vector_copies)  # fmt: skip
 
 
 __all__ = ["VectorizeGlobalPass", "record_alignment", "vectorize_global"]

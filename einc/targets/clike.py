@@ -360,6 +360,10 @@ class CLikeTarget:
     element's address; empty: the target prints none."""
     tensor_cores: ClassVar[frozenset[str]] = frozenset()
     """The `transform.einc.tensorize` intrinsics the target prints (`egpu.mma`)."""
+    mma_k_contiguous: ClassVar[bool] = False
+    """Whether a lane's tensor-core operand is one vector load only where its shared tile
+    has k contiguous (HIP's MFMA: no transposing LDS read, so the device default stages an
+    operand k innermost); CUDA's `ldmatrix.trans` reads a `[k, n]` tile as it is."""
     plain_vector_copies: ClassVar[bool] = False
     """Whether the global-to-shared copies of 16-byte vectors (`einc-vectorize-global`'s
     pairs, float16/bfloat16 tiles included) become `egpu.copy_async` where the target has
@@ -373,11 +377,12 @@ class CLikeTarget:
     """Whether `einc-vectorize-global` packs elementwise float16/bfloat16 accesses into
     aligned vectors (its shape 5): the target prints `egpu.vconvert` between them and
     float32 vectors (`narrow_lane_conversion`)."""
-    packed_narrow_arithmetic: ClassVar[bool] = False
-    """Whether a packed float16/bfloat16 loop whose every op is an add, sub or mul rounded
-    once to the 16-bit type computes on `vector<W x f16|bf16>` (einc.transforms.narrow_access:
+    packed_narrow_arithmetic: ClassVar[frozenset[Attribute]] = frozenset()
+    """The 16-bit float types (f16, bf16) a packed loop of which, every op an add, sub or mul
+    rounded once to the type, computes on `vector<W x T>` (einc.transforms.narrow_access:
     the same bits): the target prints `arith.addf/subf/mulf` on those vectors as packed
-    16-bit instructions (CUDA: `add.rn.f16x2`, `fma.rn.bf16x2`)."""
+    16-bit instructions (CUDA: `add.rn.f16x2`, `fma.rn.bf16x2`; HIP: float16's
+    `v_pk_add_f16`/`v_pk_mul_f16`, none for bfloat16 on gfx90a)."""
     narrow_lane_conversion: ClassVar[Callable[[Writer, Attribute, Attribute], str | None] | None] = None
     """The function converting one lane between a 16-bit float kept in memory and float32
     (`egpu.vconvert`'s lanes), registering its helpers; None where none."""

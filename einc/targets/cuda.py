@@ -137,7 +137,7 @@ class CUDATarget(CudaFamily):
     name: ClassVar[str] = "cuda"
     tensor_cores = frozenset({"mma.m16n8k16"})
     narrow_shared_tiles = True
-    packed_narrow_arithmetic = True
+    packed_narrow_arithmetic = frozenset({f16, bf16})
     lanewise_bodies = PACKED_16BIT_BODIES
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (

@@ -1,7 +1,9 @@
 """The HIP target: CUDA's kernel shape for AMD GPUs (`hipcc --genco`), with the C library.
 
 `hip_runtime.h` brings `<stdint.h>` and `<math.h>`, so C's type and literal spellings stand;
-`_Float16` is a native storage type (its arithmetic is computed in float, as in C). Waves
+`_Float16` is a native storage type (its arithmetic is computed in float, as in C; a packed
+elementwise loop of adds, subs and muls each rounded to float16 computes in clang's half
+vectors: gfx90a's `v_pk_add_f16`/`v_pk_mul_f16`, einc.transforms.narrow_access). Waves
 are 64 lanes on CDNA (gfx90a) and 32 on RDNA (gfx1030): warp reductions use `warpSize`.
 Compile-checked for gfx90a and gfx1030.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import AnyFloat, MemRefType
+from xdsl.dialects.builtin import AnyFloat, MemRefType, f16
 from xdsl.ir import Operation
 
 from einc.dialects import egpu
@@ -47,10 +49,34 @@ def _no_wait(w: Writer, op: Operation) -> None:
     """The copies above were plain ones: complete already."""
 
 
+def _packed_f16(op: str, n: int) -> str:
+    """A lane-wise helper's body: the `_Float16` lanes in pairs through clang's two-lane
+    half vectors, one packed instruction per pair on CDNA (gfx90a: `v_pk_add_f16`,
+    `v_pk_mul_f16`; a subtraction `v_pk_add_f16` of the negation), rounded to nearest
+    even. Contraction off: HIP's default `-ffp-contract=fast` would fuse a helper's
+    product into the next helper's sum (one rounding instead of the language's two)."""
+    sign = {"add": "+", "sub": "-", "mul": "*"}[op]
+    return (
+        "\n#pragma clang fp contract(off)\n"
+        "typedef _Float16 einc_h2 __attribute__((ext_vector_type(2))); {T} r; "
+        f"for (int k = 0; k < {n}; k += 2) {{{{ einc_h2 x = {{{{a.v[k], a.v[k + 1]}}}}, y = {{{{b.v[k], b.v[k + 1]}}}}; "
+        f"einc_h2 z = x {sign} y; r.v[k] = z.x; r.v[k + 1] = z.y; }}}} return r;"
+    )
+
+
+PACKED_F16_BODIES = {(f"v{op}f", "f16", n): _packed_f16(op, n) for op in ("add", "sub", "mul") for n in (2, 4, 8)}
+"""`arith.addf/subf/mulf` on vectors of `_Float16` (`packed_narrow_arithmetic`): gfx90a
+has packed float16 instructions, no packed bfloat16 arithmetic (bfloat16 keeps float32
+lanes)."""
+
+
 class HIPTarget(CudaFamily):
     tensor_cores = frozenset({"mfma.16x16x16"})
     narrow_shared_tiles = True
     plain_vector_copies = True
+    packed_narrow_arithmetic = frozenset({f16})
+    mma_k_contiguous = True
+    lanewise_bodies = PACKED_F16_BODIES
     statement_printers = {
         **CudaFamily.statement_printers, egpu.MmaOp: statement(egpu.MmaOp, tc.mfma),
         egpu.CopyAsyncOp: _plain_copy, egpu.AsyncWaitOp: _no_wait,

@@ -19,11 +19,12 @@ stored once and never loaded (no carried dependence and no read of a lane anothe
 wrote first). Loads of that kind are packed too; any other load (a float32 input, an
 element every lane reads, an unaligned one) stays a scalar load in each lane.
 
-Where the target computes in packed 16-bit instructions (`packed_narrow_arithmetic`: CUDA)
-and every op of the body is an add, sub or mul whose float32 result is rounded once to the
-16-bit type T (`egpu.round`), with float32 constants T holds, the body is not unrolled: the
-loads stay `vector<W x T>`, each op becomes one op on them, the store stores the result
-(`pack_narrow_arithmetic`). The same bits: a float32 add, sub or mul rounded to T is T's
+Where the target computes in packed 16-bit instructions for T (`packed_narrow_arithmetic`:
+CUDA's float16 and bfloat16, HIP's float16) and every op of the body is an add, sub or mul
+whose float32 result is rounded once to the 16-bit type T (`egpu.round`, or `arith.truncf`
+where the target keeps T: its next use widened again by `arith.extf`), with float32
+constants T holds, the body is not unrolled: the loads stay `vector<W x T>`, each op becomes
+one op on them, the store stores the result (`pack_narrow_arithmetic`). The same bits: a float32 add, sub or mul rounded to T is T's
 correctly rounded op, since float32's 24 bits are at least 2p + 2 (p = 11, 8).
 
 A work-item's chunk cut short at the end of the extent (`for i = L to min(L + W, e(...))`:
@@ -34,7 +35,7 @@ was (the scalar tail: the elements past the last full chunk).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
@@ -270,46 +271,72 @@ def _exact_in(value: float, element: Attribute) -> bool:
     return bool(narrow == np.float32(value)) and not np.isnan(narrow)
 
 
-def narrow_arithmetic_failure(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> str | None:
+def _rounding(op: Operation) -> bool:
+    """Whether `op` rounds a float32 value once to a 16-bit float: `egpu.round` (the value
+    kept in float32: CUDA's storage-only halves) or `arith.truncf` (the value in the type:
+    HIP's `_Float16`)."""
+    return isinstance(op, egpu.RoundOp) or (isinstance(op, arith.TruncFOp) and op.result.type in NARROW_FLOATS)
+
+
+def narrow_arithmetic_failure(
+    loop: affine.ForOp, is_argument: Callable[[SSAValue], bool], elements: Collection[Attribute] = NARROW_FLOATS
+) -> str | None:
     """Why shape 5's loop (legal: `narrow_loop_failure`) does not compute in packed 16-bit
-    arithmetic (`pack_narrow_arithmetic`), or None: its body only the widening loads of one
-    16-bit type T (all packed), float32 constants T holds exactly, `PACKED_ARITHMETIC` ops
-    each rounded to T by its only use (`egpu.round`), and narrowing stores of rounded values."""
+    arithmetic (`pack_narrow_arithmetic`), or None: its body only the loads of one 16-bit
+    type T in `elements` (the types the target has packed instructions for; all loads
+    packed), widened exactly to float32 (`egpu.load_extf`, or a plain load and `arith.extf`
+    where the target keeps T itself), float32 constants T holds exactly, `PACKED_ARITHMETIC`
+    ops each rounded to T by its only use (`egpu.round`, or `arith.truncf` widened again by
+    `arith.extf` for a next op), and stores of rounded values."""
     width = trip_count(loop)
     assert width is not None
     element: Attribute | None = None
-    rounded: set[SSAValue] = set()
+    rounded: set[SSAValue] = set()  # T's values: loaded (plain) or rounded
+    widened: set[SSAValue] = set()  # their exact float32 values
     for op in loop.body.block.ops:
-        if isinstance(op, egpu.LoadExtfOp | egpu.StoreTruncfOp):
+        if isinstance(op, ACCESSES):
             if _unpackable(op, loop, width, is_argument) is not None:
                 return "an access that is not packed"
             if element not in (None, _element(op.memref)):
                 return "two 16-bit types"
             element = _element(op.memref)
-            if isinstance(op, egpu.StoreTruncfOp) and op.value not in rounded:
+            if isinstance(op, egpu.LoadExtfOp):
+                widened.add(op.result)
+            elif isinstance(op, affine.LoadOp):
+                rounded.add(op.result)
+            elif op.value not in rounded:
                 return "a store of a value not rounded"
         elif isinstance(op, arith.ConstantOp):
             continue  # checked where used
         elif isinstance(op, PACKED_ARITHMETIC):
             uses = list(op.result.uses)
-            if op.result.type != f32 or len(uses) != 1 or not isinstance(uses[0].operation, egpu.RoundOp):
+            if op.result.type != f32 or len(uses) != 1 or not _rounding(uses[0].operation):
                 return "an op not rounded once"
-        elif isinstance(op, egpu.RoundOp):
-            if not isinstance(op.value.owner, PACKED_ARITHMETIC):
+        elif _rounding(op):
+            if not isinstance(op.operands[0].owner, PACKED_ARITHMETIC):
                 return "a rounding of something else"
-            rounded.add(op.result)
+            rounded.add(op.results[0])
+            if isinstance(op, egpu.RoundOp):  # the rounded value kept in float32
+                widened.add(op.result)
+        elif isinstance(op, arith.ExtFOp):
+            if op.input not in rounded or op.result.type != f32:
+                return "a widening of something else"
+            widened.add(op.result)
         elif not isinstance(op, affine.ApplyOp | affine.YieldOp):
             return "another op"
     if element is None:
         return "no access"
-    loaded = {op.result for op in loop.body.block.ops if isinstance(op, egpu.LoadExtfOp)}
+    if element not in elements:
+        return f"no packed {element} instructions"
     for op in loop.body.block.ops:
         if isinstance(op, egpu.RoundOp) and op.as_type != element:
+            return "a rounding to another type"
+        if isinstance(op, arith.TruncFOp) and op.result.type != element:
             return "a rounding to another type"
         if not isinstance(op, PACKED_ARITHMETIC):
             continue
         for v in op.operands:  # a packed value, or a float32 constant (maybe hoisted) T holds
-            if v in loaded or v in rounded:
+            if v in widened:
                 continue
             owner = v.owner
             if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr) and v.type == f32):
@@ -319,11 +346,23 @@ def narrow_arithmetic_failure(loop: affine.ForOp, is_argument: Callable[[SSAValu
     return None
 
 
+def _vector_indices(op: Access, mapping: dict[SSAValue, SSAValue], before: Operation) -> list[SSAValue]:
+    """The indices of the vector access replacing `op` (its loop's variable as `mapping`
+    says), inserted before `before`: an affine access's one `affine.apply` per dimension."""
+    operands = [mapping.get(v, v) for v in op.indices]
+    if not isinstance(op, affine.LoadOp | affine.StoreOp):
+        return operands
+    m = dims_to_operands(op.map.data)
+    applies = [affine.ApplyOp(operands, AffineMapAttr(AffineMap(m.num_dims, 0, (e,)))) for e in m.results]
+    Rewriter.insert_op(applies, InsertPoint.before(before))
+    return [a.result for a in applies]
+
+
 def pack_narrow_arithmetic(loop: affine.ForOp, is_argument: Callable[[SSAValue], bool]) -> int:
     """Shape 5 in packed 16-bit arithmetic (`narrow_arithmetic_failure` is None): each
     load one `vector<W x T>`, each rounded op one op on `vector<W x T>` (the same bits per
-    lane), each constant a float32 splat narrowed exactly, each store one vector store;
-    returns the width."""
+    lane; its widening and rounding the vector itself), each constant a float32 splat
+    narrowed exactly, each store one vector store; returns the width."""
     width = trip_count(loop)
     assert width is not None
     start = loop.lowerBoundMap.data.eval([], [])[0]
@@ -332,6 +371,7 @@ def pack_narrow_arithmetic(loop: affine.ForOp, is_argument: Callable[[SSAValue],
     Rewriter.insert_op(position, InsertPoint.before(loop))
     mapping: dict[SSAValue, SSAValue] = {body.args[0]: position.result}
     vectors: dict[SSAValue, SSAValue] = {}
+    element = _element(next(o for o in body.ops if isinstance(o, ACCESSES)).memref)
     for op in list(body.ops):
         if isinstance(op, affine.YieldOp):
             continue
@@ -339,9 +379,8 @@ def pack_narrow_arithmetic(loop: affine.ForOp, is_argument: Callable[[SSAValue],
             clone = op.clone(value_mapper=dict(mapping))
             Rewriter.insert_op(clone, InsertPoint.before(loop))
             mapping[op.result] = clone.result
-        elif isinstance(op, egpu.LoadExtfOp):
-            element = _element(op.memref)
-            vload = egpu.VLoadOp(op.memref, [mapping.get(v, v) for v in op.indices], VectorType(element, [width]))
+        elif isinstance(op, egpu.LoadExtfOp | affine.LoadOp):
+            vload = egpu.VLoadOp(op.memref, _vector_indices(op, mapping, loop), VectorType(element, [width]))
             vload.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
             Rewriter.insert_op(vload, InsertPoint.before(loop))
             vectors[op.result] = vload.result
@@ -357,17 +396,16 @@ def pack_narrow_arithmetic(loop: affine.ForOp, is_argument: Callable[[SSAValue],
                 assert isinstance(owner, arith.ConstantOp)
                 constant = arith.ConstantOp(owner.value, f32)
                 splat = egpu.VBroadcastOp(constant.result, VectorType(f32, [width]))
-                element = _element(next(o for o in body.ops if isinstance(o, egpu.LoadExtfOp | egpu.StoreTruncfOp)).memref)
                 narrow = egpu.VConvertOp(splat.result, VectorType(element, [width]))  # exact
                 Rewriter.insert_op([constant, splat, narrow], InsertPoint.before(loop))
                 operands.append(narrow.result)
             packed = type(op)(operands[0], operands[1])
             Rewriter.insert_op(packed, InsertPoint.before(loop))
             vectors[op.result] = packed.result
-        elif isinstance(op, egpu.RoundOp):
-            vectors[op.result] = vectors[op.value]
-        elif isinstance(op, egpu.StoreTruncfOp):
-            vstore = egpu.VStoreOp(vectors[op.value], op.memref, [mapping.get(v, v) for v in op.indices])
+        elif isinstance(op, egpu.RoundOp | arith.TruncFOp | arith.ExtFOp):
+            vectors[op.results[0]] = vectors[op.operands[0]]
+        elif isinstance(op, egpu.StoreTruncfOp | affine.StoreOp):
+            vstore = egpu.VStoreOp(vectors[op.value], op.memref, _vector_indices(op, mapping, loop))
             vstore.attributes[ALIGN_ATTR] = IntegerAttr(2 * width, i64)
             Rewriter.insert_op(vstore, InsertPoint.before(loop))
     Rewriter.erase_op(loop)

@@ -651,7 +651,11 @@ class _Policy:
         tile's copies under the current one's tensor-core work) and A's `[16 wy, kt]` and
         B's `[kt, 16 wx]` tiles staged at that loop in the tensors' own layouts, rows
         padded by `TENSOR_PAD` (the fragment reads of a warp's
-        8 rows x 4 column pairs fall in 32 different banks); each warp's float32
+        8 rows x 4 column pairs fall in 32 different banks), or, where the target's
+        operand reads want k contiguous (`mma_k_contiguous`: HIP), an operand whose k is not
+        innermost staged k innermost (`k_innermost_layout`), rows padded by `TRANSPOSED_PAD`
+        (4 halves: rows 8-byte aligned and 34 words apart, so a wavefront's 16 rows of
+        8-byte MFMA operand reads cover the 32 banks once); each warp's float32
         accumulator tile in its lanes' registers for the whole reduction (`tensorize`'s
         fragment, zeroed in registers: no fill kernel, written to C once at the end), so the
         reduction tile's loop reads shared memory only. Refused (IllegalStep) where `tensorized` is, with further
@@ -677,8 +681,16 @@ class _Policy:
         wx = _largest_divisor(ex // TENSOR_TILE, wx_max)
         wy = _largest_divisor(ey // TENSOR_TILE, max(1, warps // wx))
         by, bx = TENSOR_TILE * wy, TENSOR_TILE * wx
+        names = list(dict.fromkeys(buffer_name(a.buffer) for a in nest.loads))
+        # where the target's operand reads want k contiguous (HIP's MFMA: no transposing LDS
+        # read), an operand whose k is not its innermost dimension is staged k innermost
+        layouts = {n: self.k_innermost_layout(nest, n, k) if self.target.mma_k_contiguous else None for n in names}
+
         def fits(kt: int, slots: int) -> bool:
-            return ek % kt == 0 and slots * 2 * (by * (kt + TENSOR_PAD) + kt * (bx + TENSOR_PAD)) <= f.shared_bytes
+            tiles = by * (kt + TENSOR_PAD) + kt * (bx + TENSOR_PAD)
+            if any(layouts.values()):  # either tile either way round, its rows padded
+                tiles = sum(max(rows * (kt + TENSOR_PAD), kt * (rows + TENSOR_PAD)) for rows in (by, bx))
+            return ek % kt == 0 and slots * 2 * tiles <= f.shared_bytes
 
         # double buffered (two slots of each tile) where they fit and there is a next tile
         kt = None if self.variant.double_buffer is False else next(
@@ -704,12 +716,30 @@ class _Policy:
             b.bind(new[2], "block.z")
         b.bind(new[2 + nz], "thread.z")
         b.bind(new[3 + nz], "thread.y")
-        staged = [b.cache_read(a, new[4 + nz], "shared", None, TENSOR_PAD)
-                  for a in dict.fromkeys(buffer_name(a.buffer) for a in nest.loads)]  # fmt: skip
+        staged = [b.cache_read(n, new[4 + nz], "shared", layouts[n], TENSOR_PAD if layouts[n] is None else TRANSPOSED_PAD)
+                  for n in names]  # fmt: skip
         if double:
             for buffer in staged:
                 b.try_(lambda buffer=buffer: b.double_buffer(buffer))
         b.tensorize(new[5 + nz], intrinsic)
+
+    def k_innermost_layout(self, nest: _Nest, name: str, k: affine.ForOp) -> tuple[int, ...] | None:
+        """The dimension order of input `name`'s shared tile that puts its dimension moving
+        with the reduction `k` alone innermost (a matmul's `B[K, M]` staged `[M, K]`), None
+        where it already is innermost or none moves so. Each lane's tensor-core operand (4
+        consecutive k elements on MFMA) is then one 8-byte LDS read, as A's is, not 4 16-bit
+        ones (HIP: `mma_k_contiguous`)."""
+        load = next(a for a in nest.loads if buffer_name(a.buffer) == name)
+        assert load.map is not None
+        forms = [linear_form(e, load.operands) for e in load.map.results]
+        if len(forms) < 2 or any(f is None for f in forms):
+            return None
+        moving = [{v for v, c in f[0].items() if c} for f in forms if f is not None]
+        along = [d for d, vs in enumerate(moving) if vs == {induction_var(k)}]
+        if not along or along[-1] == len(forms) - 1:
+            return None
+        d = along[-1]
+        return (*(i for i in range(len(forms)) if i != d), d)
 
     def shared_layout(self, nest: _Nest, name: str, x: affine.ForOp, y: affine.ForOp | None) -> tuple[int, ...] | None:
         """The dimension order of input `name`'s shared tile (None: the tensor's): the
