@@ -20,7 +20,9 @@ The forms (V = the vector's lanes, two groups of V/2 channels per vector but `ha
             one vector load per FMA (the packing not counted);
 - pairs     the lanes interleaved over the two groups (lane 2f + g, the filter packed the
             same way) and the input packed with the two groups' values side by side: one
-            64-bit broadcast load per FMA, no shuffle (the packing not counted).
+            64-bit broadcast load per FMA, no shuffle (the packing not counted);
+- pairs_kw  the same with the window column inside the unrolled columns (each column's
+            broadcast built once for its three taps: more live registers).
 """
 
 from __future__ import annotations
@@ -72,24 +74,27 @@ TILE(t_half, hf, X[(c * 3 + kh) * 32 + j + kw] - (hf){})
 TILE(t_replicated, vf, *(vf*)&XR[((c * 3 + kh) * 32 + j + kw) * V])
 TILE(t_pairs, vf, pair(&X[((c * 3 + kh) * 32 + j + kw) * 2]))
 
-double t_runs_kw(long reps) {
-  double t0 = cpu();
-  for (long r = 0; r < reps; r++) {
-    vf acc[COLS] = {};
-    for (int c = 0; c < 8; c++) for (int kh = 0; kh < 3; kh++) {
-      vf w[3];
-      for (int kw = 0; kw < 3; kw++) w[kw] = *(vf*)&W[((c * 3 + kh) * 3 + kw) * V];
-      _Pragma("GCC unroll 14") for (int j = 0; j < COLS; j++)
-        _Pragma("GCC unroll 3") for (int kw = 0; kw < 3; kw++) acc[j] += runs(&X[(c * 3 + kh) * 32 + j + kw]) * w[kw];
-    }
-    for (int j = 0; j < COLS; j++) *(vf*)&O[j * V] += acc[j];
+#define TILE_KW(NAME, INPUT)                                                              \
+  double NAME(long reps) {                                                                \
+    double t0 = cpu();                                                                    \
+    for (long r = 0; r < reps; r++) {                                                     \
+      vf acc[COLS] = {};                                                                  \
+      for (int c = 0; c < 8; c++) for (int kh = 0; kh < 3; kh++) {                        \
+        vf w[3];                                                                          \
+        for (int kw = 0; kw < 3; kw++) w[kw] = *(vf*)&W[((c * 3 + kh) * 3 + kw) * V];     \
+        _Pragma("GCC unroll 14") for (int j = 0; j < COLS; j++)                           \
+          _Pragma("GCC unroll 3") for (int kw = 0; kw < 3; kw++) acc[j] += (INPUT) * w[kw]; \
+      }                                                                                   \
+      for (int j = 0; j < COLS; j++) *(vf*)&O[j * V] += acc[j];                           \
+    }                                                                                     \
+    return cpu() - t0;                                                                    \
   }
-  return cpu() - t0;
-}
+TILE_KW(t_runs_kw, runs(&X[(c * 3 + kh) * 32 + j + kw]))
+TILE_KW(t_pairs_kw, pair(&X[((c * 3 + kh) * 32 + j + kw) * 2]))
 float sink(void) { float s = 0; for (int i = 0; i < COLS * V; i++) s += O[i]; return s; }
 """
 
-FORMS = {"runs": 1.0, "runs_kw": 1.0, "half": 0.5, "replicated": 1.0, "pairs": 1.0}
+FORMS = {"runs": 1.0, "runs_kw": 1.0, "half": 0.5, "replicated": 1.0, "pairs": 1.0, "pairs_kw": 1.0}
 """Each form's vector width as a fraction of the host's (the `half` form's FMAs do half the flops)."""
 
 FMAS_PER_REP = 8 * 3 * 3 * 14
