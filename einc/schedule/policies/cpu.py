@@ -1445,12 +1445,28 @@ def fuse_fill_rows(f: func.FuncOp, b: ScheduleBuilder, lanes: int) -> None:
         return
     if not lanes <= (trip_count(rest[-1]) or 0) <= ROW_BLOCK_MAX_ELEMENTS:  # a row of a vector or more
         return
+    taps = sorted({buffer_name(a.buffer) for a in accesses(nest) if not a.write and any(_moves_with(a, iv) for iv in window)})
     handles = [(b.handle(x), b.handle(y)) for x, y in zip(fills[:shared], band[:shared])]
-    at = None
+    levels = []
     for h_fill, h_nest in handles:
         fused = b.try_(lambda: b.fuse(h_fill, h_nest))  # noqa: B023
         if isinstance(fused, lt.Failure):
             return
-        at = fused
-    if at is not None:
-        b.try_(lambda: b.cache_write(buffer_name(out), at))
+        levels.append(fused)
+    if levels:
+        b.try_(lambda: b.cache_write(buffer_name(out), levels[-1]))
+        stage_halos(b, taps, levels[-2:])
+
+
+def stage_halos(b: ScheduleBuilder, tensors: Sequence[str], places: Sequence[SSAValue]) -> None:
+    """Each of `tensors` (the inputs a window's taps read) read under a bounds guard (a padded
+    window) staged with its halo (`cache_read ... halo`) at the first loop of `places` that
+    holds its box (the plane of a channel above its rows, else one row's window): the
+    padding zeros stored once, each tap then a run of whole vector loads, no edge code and
+    no conditions for `split_conditions_out` to split (depthwise 3x3 pad 1, 144 x 56 x 56:
+    each channel's 58 x 58 padded plane, 13 KiB, in L1). A tensor no guard reads is refused
+    by the op and left as it is."""
+    for tensor in tensors:
+        for at in places:
+            if not isinstance(b.try_(lambda: b.cache_read(tensor, at, halo=True)), lt.Failure):  # noqa: B023
+                break
