@@ -1446,9 +1446,16 @@ def fuse_fill_rows(f: func.FuncOp, b: ScheduleBuilder, lanes: int) -> None:
         return
     if not lanes <= (trip_count(rest[-1]) or 0) <= ROW_BLOCK_MAX_ELEMENTS:  # a row of a vector or more
         return
-    # the inputs the taps read under a bounds guard (a padded window), small enough to stage
+    # the inputs the taps read under a bounds guard (a padded window), small enough to stage,
+    # that every loop around the rows moves (a depthwise input: each channel's plane staged
+    # once; a convolution's input, the same for every filter, would be copied again per filter)
+    around = [induction_var(loop) for loop in band[:shared]]
+    parent = nest.parent_op()
+    while isinstance(parent, affine.ForOp):
+        around.append(induction_var(parent))
+        parent = parent.parent_op()
     taps = sorted({buffer_name(a.buffer) for a in accesses(nest) if any(_moves_with(a, iv) for iv in window)
-                   and _bytes_of(a.buffer) < HALO_MAX_BYTES
+                   and all(_moves_with(a, iv) for iv in around) and _bytes_of(a.buffer) < HALO_MAX_BYTES
                    and bounds_guard(a, list(a.buffer.type.get_shape())) is not None})  # type: ignore[attr-defined]  # fmt: skip
     handles = [(b.handle(x), b.handle(y)) for x, y in zip(fills[:shared], band[:shared])]
     if taps and (trip_count(band[shared - 1]) or 0) % WINDOW_ROWS == 0 < WINDOW_ROWS < (trip_count(band[shared - 1]) or 0):
