@@ -49,7 +49,7 @@ def test_the_fill_is_fused_to_the_row_loop_and_the_row_staged(depthwise: tuple[C
     assert write.tensor.data == "output0", schedule
     source = comp.run_until("source")
     row = source.index("float output0_local[20]")
-    zeros = [m.start() for m in re.finditer(r"0\.0f - \(einc_f32x\d+\)\{\}|output0_local\[[^\]]*\] = 0\.0f;", source)]
+    zeros = [m.start() for m in re.finditer(r"0\.0f - \(einc_f32x\d+\)\{\};\s*einc_vstore_f32x\d+\(&output0|output0(?:_local)?\[[^\]]*\] = 0\.0f;", source)]
     assert zeros and min(zeros) > row, source  # the row zeroed inside its loop, no pass before
 
 
@@ -72,3 +72,46 @@ def test_the_output_is_never_read(depthwise: tuple[Compilation, dict]) -> None:
     reads = re.findall(r"=\s*(?:einc_vload_f32x\d+\(&)?output0\[", source)
     assert not reads, source
     assert re.search(r"(?:einc_vstore_f32x\d+\(&output0\[|output0\[[^\]]*\] =)", source), source
+
+
+def test_the_padded_plane_is_staged_and_the_taps_have_no_edge(depthwise: tuple[Compilation, dict]) -> None:
+    """The input (in the caches: under HALO_MAX_BYTES) staged per channel with its halo
+    (`cache_read ... halo`: 7 x 22 for the 5 x 20 plane, padding zeros stored once): every
+    tap of the window is then whole vector loads of the staged plane (16 + 4 of a 20-wide
+    row), no scalar edge iteration, no condition anywhere in the kernel."""
+    comp, _ = depthwise
+    schedule = default_schedule(get_target("c"), comp.run_until("loops"))
+    assert schedule is not None
+    (read,) = schedule.ops(et.CacheReadOp)
+    assert read.tensor.data == "input0" and read.halo is not None, schedule
+    source = comp.run_until("source")
+    assert "float input0_local[154]" in source, source
+    assert "if (" not in source and "#pragma omp simd" not in source, source
+    taps = re.findall(r"einc_vload_f32x(\d+)\(&input0_local\[[^\]]*\(HO \+ KH\) \* 22 \+ \(WO \+ KW\)\]\)", source)
+    assert taps and all(int(n) >= 4 for n in taps), source
+    assert not re.search(r"= input0_local\[", source), source  # no scalar read of the plane
+
+
+PAIRED = DEPTHWISE.replace("< 5", "< 6").replace("HO in 5", "HO in 6")
+
+
+def test_an_even_number_of_rows_is_summed_in_pairs() -> None:
+    """6 output rows (WINDOW_ROWS = 2 divides them): the row loop tiled by 2, its tile below
+    the window loops, above the vector loop; the staged output tile two rows (2 x 20), the
+    padded plane 8 x 22; NumPy's numbers."""
+    inputs = {"input0": {"dtype": "float32", "shape": [1, 3, 6, 20]},
+              "input1": {"dtype": "float32", "shape": [3, 1, 3, 3]}}  # fmt: skip
+    comp = Compilation(PAIRED, "<depthwise>", inputs, None, "c", use_records=False)
+    schedule = default_schedule(get_target("c"), comp.run_until("loops"))
+    assert schedule is not None
+    assert [op.static_size.value.data for op in schedule.ops(et.TileOp) if op.static_size] == [2, 2], schedule
+    source = comp.run_until("source")
+    assert "float output0_local[40]" in source and "float input0_local[176]" in source, source
+    assert re.search(r"for \(int64_t KW = 0; KW < 3; KW\+\+\) \{\s*for \(int64_t HO_i = 0; HO_i < 2; HO_i\+\+\) \{\s*"
+                     r"for \(int64_t WO = 0;", source), source  # fmt: skip
+    assert "if (" not in source, source
+    kernel = comp.kernel()
+    rng = np.random.default_rng(3)
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    want = _reference({k: v.astype(np.float64) for k, v in arrays.items()})
+    assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), source

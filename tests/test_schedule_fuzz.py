@@ -35,7 +35,7 @@ FUZZ_EXAMPLES = {"c": 50, "opencl": 8, "hlsl": 2, "sycl": 2, "poplar": 2}
 
 VOCABULARY = (
     "%root", "%h1", "%h2", "%h3", "%h9", "%k1", "=", ",", "by", "at", "in", "into", "to", "from", "[", "]",
-    "stmt", "axis", "init", "ops", "max_threads", '"local"', '"shared"', '"global"', '"output0"', '"N"',
+    "stmt", "axis", "init", "ops", "max_threads", "halo", '"local"', '"shared"', '"global"', '"output0"', '"N"',
     '"M.o"', '"thread.x"', '"block.q"', "0", "1", "-1", "3", "64", "2147483648", "transform.yield",
     *(f"transform.einc.{op}" for op in OPS),
 )  # fmt: skip
@@ -117,7 +117,8 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
     if op in ("compute_at", "reverse_compute_at"):
         return f"transform.einc.{op} {h()} at {h()}"
     memory = rng.choice(["", ' in "local"', ' in "shared"', ' in "global"'])
-    return f'{new} = transform.einc.{op} "{rng.choice(stmts + ["input0", "nothing"])}" at {h()}{memory}'
+    halo = " halo" if rng.random() < 0.3 else ""  # legal on a local read of a bounds-guarded input
+    return f'{new} = transform.einc.{op} "{rng.choice(stmts + ["input0", "nothing"])}" at {h()}{memory}{halo}'
 
 
 def op_mutation(lines: list[str], rng: random.Random, stmts: list[str], axes: list[str]) -> list[str]:

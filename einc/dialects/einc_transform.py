@@ -546,7 +546,7 @@ class ReverseComputeAtOp(AtLoopOp):
 
 class CacheOp(IRDLOperation):
     """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")? (layout
-    [P0, P1, ...])? (pad N)?`: stage the tile of a tensor the loop body touches in a buffer allocated
+    [P0, P1, ...])? (pad N)? (halo)?`: stage the tile of a tensor the loop body touches in a buffer allocated
     in the body (`memref.alloca`): copied in at the start (and out at the end, for writes);
     the body's accesses are redirected to it. `layout` orders the buffer's dimensions, in
     local or shared memory: its dimension d is the tensor's dimension P_d (a packed weight
@@ -554,20 +554,27 @@ class CacheOp(IRDLOperation):
     read along F with vector loads); without it the
     buffer keeps the tensor's order. `pad` (shared buffers only) lengthens each row of the
     buffer by N unused elements against bank conflicts (einc-pad-shared; without it that
-    pass chooses from the target's bank count). Result: the staging buffer's allocation."""
+    pass chooses from the target's bank count). `halo` (cache_read into local memory only):
+    the buffer holds the reads' box with its part outside the tensor, filled with the value
+    their bounds guards (`.when` of the indices inside the tensor) give there, and those
+    reads lose their guards: a padded window's taps become runs of whole vectors
+    (einc.transforms.halo). Result: the staging buffer's allocation."""
 
     target = operand_def(AnyOpType)
     tensor = prop_def(StringAttr)
     memory = prop_def(StringAttr)
     layout = opt_prop_def(ArrayAttr[IntegerAttr])
     pad = opt_prop_def(IntegerAttr)
+    halo = opt_prop_def(UnitAttr)
     buffer = result_def(AnyOpType)
 
     def __init__(
         self, target: SSAValue, tensor: str, memory: str = "local", layout: tuple[int, ...] | None = None,
-        pad: int | None = None,
+        pad: int | None = None, halo: bool = False,
     ):
         properties: dict[str, Attribute] = {"tensor": StringAttr(tensor), "memory": StringAttr(memory)}
+        if halo:
+            properties["halo"] = UnitAttr()
         if layout is not None:
             properties["layout"] = ArrayAttr([IntegerAttr(v, i64) for v in layout])
         if pad is not None:
@@ -592,6 +599,8 @@ class CacheOp(IRDLOperation):
         if order is not None:
             if sorted(order) != list(range(len(order))):
                 raise VerifyException(f"{self.name}: layout {list(order)} is not a permutation of 0..{len(order) - 1}")
+        if self.halo is not None and (self.memory.data != "local" or self.name != "transform.einc.cache_read"):
+            raise VerifyException(f"{self.name}: halo is for cache_read into local memory only")
         if self.pad is not None:
             if self.memory.data != "shared":
                 raise VerifyException(f"{self.name}: pad is for shared buffers only")
@@ -614,7 +623,13 @@ class CacheOp(IRDLOperation):
             if memory != "shared" or not 0 <= pad <= 64:
                 parser.raise_error("pad (0 to 64 elements) is for shared buffers only" if memory != "shared"
                                    else f"pad {pad} is not in 0..64", start, start + len(str(pad)))  # fmt: skip
-        return cls(target, tensor, memory, layout, pad)
+        halo = False
+        start = parser.pos
+        if parser.parse_optional_keyword("halo"):
+            if memory != "local" or cls.name != "transform.einc.cache_read":
+                parser.raise_error("halo is for cache_read into local memory only", start, start + 4)
+            halo = True
+        return cls(target, tensor, memory, layout, pad, halo)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f' "{self.tensor.data}" at ')
@@ -625,6 +640,8 @@ class CacheOp(IRDLOperation):
             printer.print_string(f" layout [{', '.join(map(str, order))}]")
         if self.pad is not None:
             printer.print_string(f" pad {self.pad.value.data}")
+        if self.halo is not None:
+            printer.print_string(" halo")
 
 
 @irdl_op_definition

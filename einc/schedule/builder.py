@@ -275,9 +275,9 @@ class ScheduleBuilder:
 
     def cache_read(
         self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,
-        pad: int | None = None,
+        pad: int | None = None, halo: bool = False,
     ) -> SSAValue:
-        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad))
+        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad, halo))
         return buffer
 
     def prefetch(self, tensor: str, at: SSAValue, distance: int) -> SSAValue:

@@ -545,7 +545,8 @@ class EincTransformFunctions(InterpreterFunctions):
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
         allocs: list[memref.AllocaOp] = []
         for loop in self.loops(op, args[0]):
-            alloca = self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order))
+            alloca = self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order,
+                                                 halo=op.halo is not None))
             if op.pad_elements is not None:
                 alloca.attributes[PAD_ATTR] = IntegerAttr(op.pad_elements, i64)
             allocs.append(alloca)

@@ -77,6 +77,7 @@ from einc.transforms.loop_analysis import (
     view_results,
 )
 from einc.transforms.affine_fold import fold_one_apply
+from einc.transforms.halo import Guard, bounds_guard, drop_guard
 from einc.transforms.loop_build import Failure, _new_loop, describe
 from einc.transforms.loop_transforms import AXIS_ATTR, BIND_ATTR, STMT_ATTR, VECTORIZE_ATTR
 
@@ -235,13 +236,16 @@ def linear_map(forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> Affi
 def _copy_nest(
     loop: affine.ForOp, point: InsertPoint, box: Box, tensor: SSAValue, local: SSAValue,
     into_local: bool, shared: bool = False, layout: tuple[int, ...] | None = None, local_order: bool = False,
+    clamp: bool = False,
 ) -> None:
     """A nest over the box copying tensor[offset + x] -> local[x] (or back), x in the
     local's dimension order `layout` (None: the tensor's); elements outside the tensor (an
     overhanging shared box) are skipped. The loops follow the tensor's order, a local
     buffer's outermost dimension first; with `local_order` the local's order (`layout`'s):
     its innermost loop runs along the local. A shared buffer's copies keep the tensor's
-    order (the block's threads split them)."""
+    order (the block's threads split them). `clamp` (a halo's copy-in): a dimension whose
+    offset is constant runs only over its part inside the tensor, instead of testing each
+    element (the rest of the box holds the halo's fill)."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = buffer_name(tensor)
     order = list(range(len(box.shape)))
@@ -254,11 +258,17 @@ def _copy_nest(
         # contiguously; F outermost, the taps of one F are written across the whole local,
         # a 3x3 convolution on a 7x7 map, AVX-512: 2.7 -> 1.9 ms)
         order = [layout[0], *(d for d in order if d != layout[0])]
+    overhang = list(box.overhang)
+    span = {d: (0, box.shape[d]) for d in order}
+    if clamp:
+        for d in order:
+            if overhang[d] != (False, False) and not box.outer[d] and box.steps()[d] == 1:
+                span[d] = (max(0, -box.low[d]), min(box.shape[d], box.sizes[d] - box.low[d]))
+                overhang[d] = (False, False)
     by_dim: dict[int, affine.ForOp] = {}
     loops = []
     for d in order:
-        extent = box.shape[d]
-        f = _new_loop((), (), 0, extent, 1, f"{name}_c{d}")
+        f = _new_loop((), (), span[d][0], span[d][1], 1, f"{name}_c{d}")
         if isinstance(stmt, StringAttr):
             f.attributes[STMT_ATTR] = stmt
         f.attributes[AXIS_ATTR] = StringAttr(f"{name}.{'in' if into_local else 'out'}{d}")
@@ -267,7 +277,7 @@ def _copy_nest(
         loops.append(f)
         by_dim[d] = f
         point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
-    guarded = any(below or past for below, past in box.overhang)
+    guarded = any(below or past for below, past in overhang)
     if loops and not shared and not guarded and layout is None:  # a rank-0 tensor is one element: no loop
         loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
     if loops and shared:
@@ -278,7 +288,7 @@ def _copy_nest(
     forms = [({**terms, iv: s}, low) for terms, low, iv, s in zip(box.outer, box.low, ivs, box.steps())]
     far = AffineMapAttr(_tensor_map(linear_map(forms, operands), box, tensor))
     if guarded:
-        point = _inside_tensor(point, box, forms, operands)
+        point = _inside_tensor(point, box, forms, operands, overhang)
     element = tensor.type.get_element_type()  # type: ignore[attr-defined]
     near = ivs if layout is None else [ivs[d] for d in layout]
     if into_local:
@@ -309,11 +319,12 @@ def _tensor_map(m: AffineMap, box: Box, tensor: SSAValue) -> AffineMap:
     return AffineMap(m.num_dims, 0, tuple(results))
 
 
-def _inside_tensor(point: InsertPoint, box: Box, forms: list[tuple[Terms, int]], operands: list[SSAValue]) -> InsertPoint:
+def _inside_tensor(point: InsertPoint, box: Box, forms: list[tuple[Terms, int]], operands: list[SSAValue],
+                   overhang: list[tuple[bool, bool]] | None = None) -> InsertPoint:  # fmt: skip
     """Insert at `point` the test that the copied element lies inside the tensor (in the
-    overhanging dimensions) and return the point inside its `scf.if`."""
+    `overhang`ing dimensions) and return the point inside its `scf.if`."""
     cond: SSAValue | None = None
-    for form, size, (below, past) in zip(forms, box.sizes, box.overhang):
+    for form, size, (below, past) in zip(forms, box.sizes, box.overhang if overhang is None else overhang):
         if not (below or past):
             continue
         index = affine.ApplyOp(operands, AffineMapAttr(linear_map([form], operands)))
@@ -386,16 +397,21 @@ def _shared_failure(loop: affine.ForOp, tensor: str, write: bool, box: Box, thre
 
 
 def cache_tensor(
-    loop: affine.ForOp, tensor: str, write: bool, memory: str, layout: tuple[int, ...] | None = None
+    loop: affine.ForOp, tensor: str, write: bool, memory: str, layout: tuple[int, ...] | None = None,
+    halo: bool = False,
 ) -> memref.AllocaOp | Failure:
     """Stage `tensor`'s tile in a local buffer for each iteration of `loop` (see the module
     docstring for the contract), its dimensions in the order `layout` (the buffer's
     dimension d is the tensor's dimension layout[d]; None: the tensor's order): a packed
     layout, e.g. a filter's output channels innermost so that a vector loop over them reads
-    it contiguously. Returns the `memref.alloca`."""
+    it contiguously. `halo` (a local read only): the box with its part outside the tensor,
+    filled with the value the reads' bounds guards give there, and those reads unguarded
+    (einc.transforms.halo). Returns the `memref.alloca`."""
     kind = "cache_write" if write else "cache_read"
     if memory not in ("local", "shared"):
         return Failure(f"{kind} of '{tensor}' at {describe(loop)}: unknown memory '{memory}' (local or shared)")
+    if halo and (write or memory != "local"):
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} with its halo: a halo is for a tensor read into local memory")
     inside = [op for op in loop.body.walk() if isinstance(op, affine.ForOp) and _bind_of(op)]
     if inside:
         hint = "" if memory == "shared" else (
@@ -451,7 +467,7 @@ def cache_tensor(
     if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
     box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared,
-                    view=not shared and layout is None)  # fmt: skip
+                    view=not shared and layout is None and not halo)  # fmt: skip
     unfolded: list[affine.ApplyOp] = []
     if isinstance(box, Failure) and not shared:
         # an index with a division of inner variables (a grouped convolution's lanes over
@@ -471,6 +487,19 @@ def cache_tensor(
                 accs, box, unfolded = staged[0], box2, staged[1]
     if isinstance(box, Failure):
         return box
+    guards: dict[Access, Guard] = {}
+    if halo:
+        guards = {a: g for a in box.inner if (g := bounds_guard(a, box.sizes)) is not None}
+        if not guards:
+            return Failure(
+                f"cannot cache_read '{tensor}' at {describe(loop)} with its halo: no read of it inside is guarded "
+                "by its bounds alone (`.when` of its indices inside the tensor, a constant outside)"
+            )
+        if len({str(g.fill) for g in guards.values()}) > 1:
+            return Failure(
+                f"cannot cache_read '{tensor}' at {describe(loop)} with its halo: its guarded reads give "
+                "different values outside the tensor"
+            )
     if layout is not None and sorted(layout) != list(range(len(box.shape))):
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)}: layout {list(layout)} is not a permutation of its {len(box.shape)} dimensions")
     if layout == tuple(range(len(box.shape))):
@@ -495,7 +524,10 @@ def cache_tensor(
     # peak; in the tensor's order the 32 channels of a column, 4 KiB apart, one by one)
     local_order = write and not shared
     _copy_nest(loop, InsertPoint.after(alloca), box, buffer, local, into_local=True, shared=shared, layout=layout,
-               local_order=local_order)  # fmt: skip
+               local_order=local_order, clamp=halo)  # fmt: skip
+    if guards:  # the halo's fill, before the copy-in
+        fill = next(iter(guards.values())).fill
+        _fill_nest(loop, InsertPoint.after(alloca), local, fill, element)
     if write:
         _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared,  # type: ignore[arg-type]
                    layout=layout, local_order=local_order)  # fmt: skip
@@ -513,7 +545,11 @@ def cache_tensor(
         else:
             assert isinstance(a.op, affine.StoreOp)
             new = affine.StoreOp(a.op.value, local, operands, new_map)
+        guard = guards.get(a)
         Rewriter.replace_op(a.op, new)
+        if guard is not None:
+            assert isinstance(new, affine.LoadOp)
+            drop_guard(new, guard.op)
         redirected.append(new)
     for op in redirected:  # the divisions back into the local's indices
         while (folded := fold_one_apply(op)) is not None:
@@ -522,6 +558,31 @@ def cache_tensor(
         if not apply.result.uses:
             Rewriter.erase_op(apply)
     return alloca
+
+
+def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: Attribute, element: Attribute) -> None:
+    """A nest storing the constant `value` into every element of `local` (a halo's fill),
+    its innermost loop vectorized."""
+    stmt = loop.attributes.get(STMT_ATTR)
+    name = (local.name_hint or "local").removesuffix("_local")
+    constant = arith.ConstantOp(value, element)
+    Rewriter.insert_op(constant, point)
+    point = InsertPoint.after(constant)
+    ivs = []
+    loops = []
+    for d, extent in enumerate(local.type.get_shape()):  # type: ignore[attr-defined]
+        f = _new_loop((), (), 0, extent, 1, f"{name}_h{d}")
+        if isinstance(stmt, StringAttr):
+            f.attributes[STMT_ATTR] = stmt
+        f.attributes[AXIS_ATTR] = StringAttr(f"{name}.halo{d}")
+        f.attributes["einc.copy"] = UnitAttr()
+        Rewriter.insert_op(f, point)
+        loops.append(f)
+        ivs.append(induction_var(f))
+        point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
+    if loops:
+        loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
+    Rewriter.insert_op(affine.StoreOp(constant.result, local, ivs), point)
 
 
 def _unfold_divisions(loop: affine.ForOp, accs: list[Access], outer: bool = False) -> tuple[list[Access], list[affine.ApplyOp]] | None:

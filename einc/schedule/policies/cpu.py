@@ -88,6 +88,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 
 from einc.transforms import loop_transforms as lt
+from einc.transforms.halo import bounds_guard
 from einc.transforms.loop_analysis import (
     local_buffers,
     Access,
@@ -1445,12 +1446,76 @@ def fuse_fill_rows(f: func.FuncOp, b: ScheduleBuilder, lanes: int) -> None:
         return
     if not lanes <= (trip_count(rest[-1]) or 0) <= ROW_BLOCK_MAX_ELEMENTS:  # a row of a vector or more
         return
+    # the inputs the taps read under a bounds guard (a padded window), small enough to stage,
+    # that every loop around the rows moves (a depthwise input: each channel's plane staged
+    # once; a convolution's input, the same for every filter, would be copied again per filter)
+    around = [induction_var(loop) for loop in band[:shared]]
+    parent = nest.parent_op()
+    while isinstance(parent, affine.ForOp):
+        around.append(induction_var(parent))
+        parent = parent.parent_op()
+    taps = sorted({buffer_name(a.buffer) for a in accesses(nest) if any(_moves_with(a, iv) for iv in window)
+                   and all(_moves_with(a, iv) for iv in around) and _bytes_of(a.buffer) < HALO_MAX_BYTES
+                   and bounds_guard(a, list(a.buffer.type.get_shape())) is not None})  # type: ignore[attr-defined]  # fmt: skip
     handles = [(b.handle(x), b.handle(y)) for x, y in zip(fills[:shared], band[:shared])]
-    at = None
+    if taps and (trip_count(band[shared - 1]) or 0) % WINDOW_ROWS == 0 < WINDOW_ROWS < (trip_count(band[shared - 1]) or 0):
+        pair = _row_pairs(b, handles[-1], [b.handle(loop) for loop in rest[:-1]])
+        if pair is None:
+            return
+        handles[-1] = pair
+    levels = []
     for h_fill, h_nest in handles:
         fused = b.try_(lambda: b.fuse(h_fill, h_nest))  # noqa: B023
         if isinstance(fused, lt.Failure):
             return
-        at = fused
-    if at is not None:
-        b.try_(lambda: b.cache_write(buffer_name(out), at))
+        levels.append(fused)
+    if levels:
+        b.try_(lambda: b.cache_write(buffer_name(out), levels[-1]))
+        stage_halos(b, taps, levels[-2:])
+
+
+WINDOW_ROWS = 2
+"""The output rows `fuse_fill_rows` sums together across the window (the row loop tiled,
+its tile moved below the window loops, above the vector loop): each input row a tap loads
+serves the window rows of two outputs, and the two rows' accumulators stay in registers
+(depthwise 3x3 pad 1, 144 x 56 x 56 at batch 1, its plane staged with the halo, AVX-512, 1
+thread, load 10.8 on 2 cores, same run: 1.755 -> 1.167 ms)."""
+
+
+def _row_pairs(b: ScheduleBuilder, rows: tuple[SSAValue, SSAValue], window: list[SSAValue]) -> tuple[SSAValue, SSAValue] | None:
+    """The fill's and the nest's row loops (`rows`) tiled by WINDOW_ROWS, the nest's row
+    tile moved below its `window` loops; the two outer row loops (to fuse), or None where a
+    step was refused (the steps before it stay: legal, unfused)."""
+    nest = b.try_(lambda: b.tile(rows[1], WINDOW_ROWS))
+    if isinstance(nest, lt.Failure):
+        return None
+    order = b.try_(lambda: b.reorder([nest[0], *window, nest[1]]))
+    if isinstance(order, lt.Failure):
+        return None
+    fill = b.try_(lambda: b.tile(rows[0], WINDOW_ROWS))
+    if isinstance(fill, lt.Failure):
+        return None
+    return fill[0], order[0]
+
+
+HALO_MAX_BYTES = 4 << 20
+"""The largest input `fuse_fill_rows` stages with its halo (and sums in row pairs) by
+default: one in the caches between calls (depthwise 3x3 pad 1, 144 x 56 x 56 at batch 1,
+1.8 MB: 0.689 -> 0.618 ms staged, 0.79 -> 0.49 ms staged and paired, AVX-512, 1 thread,
+load 8-9 on 2 cores). Streamed from memory (batch 16, 29 MB) the plane's copy-in waits for
+memory with no arithmetic beside it, where the unstaged taps overlap the two: 17.8 ms
+unstaged, 21.7 staged, 19.8 staged and paired, in one run (load 8)."""
+
+
+def stage_halos(b: ScheduleBuilder, tensors: Sequence[str], places: Sequence[SSAValue]) -> None:
+    """Each of `tensors` (the inputs a window's taps read) read under a bounds guard (a padded
+    window) staged with its halo (`cache_read ... halo`) at the first loop of `places` that
+    holds its box (the plane of a channel above its rows, else one row's window): the
+    padding zeros stored once, each tap then a run of whole vector loads, no edge code and
+    no conditions for `split_conditions_out` to split (depthwise 3x3 pad 1, 144 x 56 x 56:
+    each channel's 58 x 58 padded plane, 13 KiB, in L1). A tensor no guard reads is refused
+    by the op and left as it is."""
+    for tensor in tensors:
+        for at in places:
+            if not isinstance(b.try_(lambda: b.cache_read(tensor, at, halo=True)), lt.Failure):  # noqa: B023
+                break
