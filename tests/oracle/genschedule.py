@@ -76,6 +76,8 @@ LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05, "rotate": 0.06}
 PREFETCH_WEIGHT = 0.3
 """How often a script ends with a prefetch (`_Gen.prefetch`, a stream of its own, like
 tensorize's: a later op than LATE_WEIGHTS's, whose draws there would shift the others')."""
+HALO_WEIGHT = 0.3
+"""How often a script ends with a `cache_read ... halo` (`_Gen.halo`, a stream of its own)."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
 SKETCH_START = 0.3
@@ -535,6 +537,7 @@ class _Gen:
                 continue
             self.attempt(made[1])
         self.prefetch()
+        self.halo()
         self.tensorize()
         return self.draft
 
@@ -574,6 +577,27 @@ class _Gen:
         lines: list[str] = []
         h = self.match(loop, lines)
         lines.append(f'{self.handle()} = transform.einc.prefetch "{side.choice(names)}" at {h} by {side.choice([1, 1, 2, 3])}')
+        self.attempt(lines)
+
+    def halo(self) -> None:
+        """A local staging of a tensor with its halo (`cache_read ... halo`) after the random
+        steps of some scripts: refused at its keyword where no read of the tensor inside the
+        loop is guarded by its bounds alone (most programs), else the padded reads lose their
+        guards. Drawn from a generator of its own, as `prefetch`, so the other draws stay."""
+        side = random.Random(hash(self.rng.getstate()[1]) + 2)
+        loops = loops_of(self.current)
+        if not loops or side.random() > HALO_WEIGHT:
+            return
+        loop = side.choice(loops)
+        top = _find(self.current, loop)
+        names = sorted({buffer_name(a.buffer) for a in accesses(top)} & set(self.ranks)) if top is not None else []
+        if not names:
+            return
+        self.marks = [(self.cached, loop.stmt)]
+        lines: list[str] = []
+        h = self.match(loop, lines)
+        memory = side.choice(["", ' in "local"'])
+        lines.append(f'{self.handle()} = transform.einc.cache_read "{side.choice(names)}" at {h}{memory} halo')
         self.attempt(lines)
 
     def tensorize(self) -> None:
