@@ -86,19 +86,25 @@ def test_sketches_per_program(spaces: dict) -> None:
     assert set(cross.schedule.knobs()) == {"output0.C.threads"}
 
 
-def test_the_defaults_larger_register_tiles_are_seeds(spaces: dict) -> None:
+def test_the_defaults_neighbouring_register_tiles_are_seeds(spaces: dict) -> None:
     """The default with one register tile one option larger (PoCL's 8x8 default tile: 16x8
-    measured faster), measured first after the default (in its batch), then the seed sketches'
-    default points."""
-    space = spaces["matmul", "opencl"]
-    base = space.default_point().values()
-    neighbours = space.default_neighbours()
-    assert [p.sketch for p in neighbours] == ["default", "default"]
-    for p, knob in zip(neighbours, ("output0.M.reg", "output0.N.reg")):
-        changed = {k: v for k, v in p.values().items() if v != base[k]}
-        options = space.knob_options("default")[knob]
-        assert changed == {knob: options[options.index(base[knob]) + 1]}
-    assert space.seed_points()[:2] == neighbours and space.default_point() not in space.seed_points()
+    measured faster), then one option smaller (lavapipe: 4x8, the hand schedule "32x64 tile,
+    4x8 registers", faster than the default's 8x8), measured first after the default, then
+    the seed sketches' default points."""
+    hlsl = SearchSpace.from_task(_task("matmul", "hlsl", {"input0": [64, 64], "input1": [64, 64]}), rules=[])
+    for space in (spaces["matmul", "opencl"], hlsl):
+        target = space.task.target
+        base = space.default_point().values()
+        neighbours = space.default_neighbours()
+        assert [p.sketch for p in neighbours] == ["default"] * 4
+        moves = [(k, s) for s in (1, -1) for k in ("output0.M.reg", "output0.N.reg")]
+        for p, (knob, step) in zip(neighbours, moves):
+            changed = {k: v for k, v in p.values().items() if v != base[k]}
+            options = space.knob_options("default")[knob]
+            assert changed == {knob: options[options.index(base[knob]) + step]}, (target, changed)
+        assert space.seed_points()[:4] == neighbours and space.default_point() not in space.seed_points()
+    hand = {"output0.N.threads": 8, "output0.M.threads": 8, "output0.N.reg": 4, "output0.M.reg": 8}
+    assert any(p.values() == hand for p in hlsl.default_neighbours())  # the hand's 4x8 beside lavapipe's 8x8
 
 
 def test_the_defaults_narrower_and_wider_cross_thread_reductions_are_seeds(spaces: dict) -> None:

@@ -127,20 +127,22 @@ class SearchSpace:
 
     def default_neighbours(self) -> list[Point]:
         """The default point with one device register tile (a knob `stmt.axis.reg` of the
-        device policy) one option larger: the constructed default's nearest larger tiles,
-        which a 32-trial search should not have to stumble on (on PoCL's CPU device a 16 x 8
-        register tile beats the default's 8 x 8); and the default with all its cross-thread
+        device policy) one option larger, then each one option smaller: the constructed
+        default's nearest tiles, which a 16-trial search should not have to stumble on (on
+        PoCL's CPU device a 16 x 8 register tile beats the default's 8 x 8; on lavapipe 4 x 8,
+        the hand schedule "32x64 tile, 4x8 registers", beats it); and the default with all its cross-thread
         reductions (knobs `stmt.axis.threads`, `axis` a reduction of `stmt`) one option narrower,
         and one wider, together (on PoCL a softmax's two reductions at 32 work-items per row
         beat the default's 64: a 32-trial search drawing each width alone rarely met both)."""
         knobs = self._knobs["default"]
         base = self.default_point().values()
         found = []
-        for name, knob in knobs.items():
-            if name.endswith(".reg") and base[name] in knob.options:
-                at = knob.options.index(base[name])
-                if at + 1 < len(knob.options):
-                    found.append(Point.of("default", {**base, name: knob.options[at + 1]}))
+        regs = [name for name, knob in knobs.items() if name.endswith(".reg") and base[name] in knob.options]
+        for step in (1, -1):
+            for name in regs:
+                at = knobs[name].options.index(base[name]) + step
+                if 0 <= at < len(knobs[name].options):
+                    found.append(Point.of("default", {**base, name: knobs[name].options[at]}))
         reductions = {f"{n.stmt}.{axis}.threads" for n in self.nests for axis in n.reduction}
         widths = [name for name in sorted(knobs) if name in reductions and base[name] in knobs[name].options]
         for step in (-1, 1):
