@@ -91,6 +91,10 @@ its saved context and its guard (a compare and a branch) - an estimate from that
 MATH_ROWS, MATH_COLS = 256, 4096
 ROW_SUM = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N] +=! input0[N, C]\n"
 ROW_SUM_EXP = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N] +=! input0[N, C].call(`exp`)\n"
+ELEMENTWISE = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N, C] = input0[N, C] + 1.0\n"
+ELEMENTWISE_EXP = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N, C] = input0[N, C].call(`exp`) + 1.0\n"
+"""An elementwise kernel with and without an exp per element (a work-item an element, no loop:
+the runtimes vectorize it across work-items): the cost of an exp in vectorized code."""
 
 
 TREE_WIDE, TREE_NARROW = 256, 16
@@ -196,6 +200,7 @@ def _measure_facts(target: str) -> dict[str, Any]:
         "l3_copy_gbs": _bandwidth(cores, "copy", machine.l3_bytes() // 8),
         "one_kernel_call_s": one, "three_kernel_call_s": three,
         "row_sum_s": plain, "row_sum_exp_s": exp,  # CPU seconds
+        "elementwise_s": _call_cpu_seconds(ELEMENTWISE, target), "elementwise_exp_s": _call_cpu_seconds(ELEMENTWISE_EXP, target),
         "tree_wide_s": _tree_row_sum_s(target, TREE_WIDE), "tree_narrow_s": _tree_row_sum_s(target, TREE_NARROW),
         "fadd_cycles": machine.fadd_latency_cycles() or 0.0,
     }  # fmt: skip
@@ -211,6 +216,9 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
     # a row sum with and without an exp per element, one row per work-item (scalar, see
     # loop_warp), in CPU seconds (all cores'): the cycles one exp takes a core
     exp_cycles = max(0.0, facts["row_sum_exp_s"] - facts["row_sum_s"]) * ghz * 1e9 / (MATH_ROWS * MATH_COLS)
+    # the same in code vectorized across work-items: per warp instruction (`lanes` elements)
+    vector_exp = (max(0.0, facts["elementwise_exp_s"] - facts["elementwise_s"]) * ghz * 1e9 / (MATH_ROWS * MATH_COLS)
+                  if "elementwise_s" in facts else 0.0)  # fmt: skip
     # the facts files saved before the tree row sums were measured: the estimate
     barrier = barrier_cycles(facts, ghz) * issue if "tree_wide_s" in facts else BARRIER_INSTRUCTIONS
     return {
@@ -222,6 +230,7 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
         "sector_bytes": 64, "l1_bytes_per_clock": 64,
         "cache_bytes": facts["l3_bytes"], "cache_gbps": facts["l3_triad_gbs"],
         "issue_per_clock": issue, "loop_warp": LOOP_WARP[facts["target"]], "math_instructions": max(4.0, exp_cycles * issue),
+        "vector_math_instructions": vector_exp * lanes * issue,
         "chain_cycles": facts["fadd_cycles"], "barrier_instructions": barrier,
         "launch_us": launch * 1e6,
         "sources": f"measured by benchmarks/host_device.py: FMA peak {peak:.1f} GFLOP/s, triad "
@@ -229,7 +238,7 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
                    f"{facts['l3_triad_gbs']:.1f} GB/s, copy {facts['l3_copy_gbs']:.1f} GB/s, clock {ghz:.2f} GHz, "
                    f"one-kernel call {one * 1e6:.0f} us, three-kernel call {three * 1e6:.0f} us, "
                    f"exp {exp_cycles:.1f} cycles, dependent float add {facts['fadd_cycles']:.1f} cycles, "
-                   f"barrier step {barrier / issue:.2f} cycles a work-item",
+                   f"exp vectorized {vector_exp:.1f} cycles an element, barrier step {barrier / issue:.2f} cycles a work-item",
         # not fields of the model's device: the host side of a call (see predict)
         "call_us": max(0.0, one - launch) * 1e6, "copy_gbps": facts["copy_gbs"],
         "cache_copy_gbps": facts["l3_copy_gbs"],
