@@ -98,19 +98,24 @@ the runtimes vectorize it across work-items): the cost of an exp in vectorized c
 
 
 TREE_WIDE, TREE_NARROW = 256, 16
+TREE_ROW_COUNT = 4096
+TREE_ROWS = f"input input0: float32[{TREE_ROW_COUNT}, {TREE_WIDE}]\noutput0[N] +=! input0[N, C]\n"
+"""Short rows (one element a work-item at the wide width), many of them: the tree steps
+(256 · 8 a row against 16 · 4) outweigh the loads and adds, so their difference stands out of
+a shared machine's noise (on rows of 4096 it was 15% of the time, and read 0 to 1.4 cycles)."""
 """The work-group widths of the two tree row sums whose difference measures a barrier's cost
 per work-item (`_tree_row_sum_s`)."""
 
 
 def _tree_row_sum_s(target: str, threads: int) -> float:
-    """CPU seconds of a call of ROW_SUM as a cross-thread tree reduction, `threads` work-items
+    """CPU seconds of a call of TREE_ROWS as a cross-thread tree reduction, `threads` work-items
     per row (one work-group a row; each work-item sums threads-strided elements, then
     log2(threads) halving steps, each behind a barrier). The elements loaded and added are
     the same at every width, so the difference between two widths is the tree's steps:
     per row and work-item, a barrier's region step and a guarded add."""
     from device_schedules import cross_thread_lines, script
 
-    return _call_cpu_seconds(ROW_SUM, target, schedule=script(cross_thread_lines("output0", threads)))
+    return _call_cpu_seconds(TREE_ROWS, target, 20, schedule=script(cross_thread_lines("output0", threads)))
 
 
 def tree_barriers(threads: int) -> int:
@@ -250,7 +255,7 @@ def barrier_cycles(facts: dict[str, Any], ghz: float) -> float:
     """The cycles one tree step (a barrier's region step and its guarded add) costs a
     work-item: the wide tree row sum's CPU time less the narrow one's, over the steps they
     differ by (`tree_barriers` per work-item, a work-group a row)."""
-    steps = MATH_ROWS * (TREE_WIDE * tree_barriers(TREE_WIDE) - TREE_NARROW * tree_barriers(TREE_NARROW))
+    steps = TREE_ROW_COUNT * (TREE_WIDE * tree_barriers(TREE_WIDE) - TREE_NARROW * tree_barriers(TREE_NARROW))
     return max(0.0, facts["tree_wide_s"] - facts["tree_narrow_s"]) * ghz * 1e9 / steps
 
 

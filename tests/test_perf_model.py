@@ -406,9 +406,9 @@ def test_cpu_description_from_measured_facts(cpu_device: Path) -> None:
     assert d.math_instructions == pytest.approx(2e-3 * 4e9 / (256 * 4096) * 2)  # measured cycles x issue
     # an exp in code vectorized across work-items: its cycles an element x 16 lanes x issue
     assert d.vector_math_instructions == pytest.approx(0.5e-3 * 4e9 / (256 * 4096) * 16 * 2)
-    # a barrier step: the wide tree row sum's extra CPU time over the steps it adds (256 rows,
+    # a barrier step: the wide tree row sum's extra CPU time over the steps it adds (4096 rows,
     # 256 x 8 steps a row against 16 x 4), in cycles, x issue
-    assert d.barrier_instructions == pytest.approx(1e-3 * 4e9 / (256 * (256 * 8 - 16 * 4)) * 2)
+    assert d.barrier_instructions == pytest.approx(1e-3 * 4e9 / (4096 * (256 * 8 - 16 * 4)) * 2)
     # a facts file saved before those were measured: the estimate, and the scalar exp everywhere
     old = {k: v for k, v in FACTS.items() if not k.startswith(("tree_", "elementwise"))}
     assert host.description(old)["barrier_instructions"] == host.BARRIER_INSTRUCTIONS
