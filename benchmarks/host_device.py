@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import re
 import sys
@@ -82,29 +83,61 @@ CPU time is the same with its vectorizer on and off (CL_CONFIG_CPU_VECTORIZER_MO
 observation, not a documented behaviour."""
 BARRIER_INSTRUCTIONS = 8.0
 """Instructions a barrier costs each work-item beyond saving and restoring its register
-arrays (Device.barrier_instructions): PoCL and Intel's CPU runtime run a work-group as a loop
-over its work-items per region between barriers, and each work-item's step through a region
-is the loop's increment, compare and branch, the address of its saved context and its guard
-(a compare and a branch) - an estimate from that code's shape, not measured."""
+arrays (Device.barrier_instructions) where the facts do not hold the tree row sums that
+measure it (`barrier_cycles`; facts files saved before 2026-11-28 12:00): PoCL and Intel's CPU
+runtime run a work-group as a loop over its work-items per region between barriers, and each
+work-item's step through a region is the loop's increment, compare and branch, the address of
+its saved context and its guard (a compare and a branch) - an estimate from that code's shape."""
 MATH_ROWS, MATH_COLS = 256, 4096
 ROW_SUM = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N] +=! input0[N, C]\n"
 ROW_SUM_EXP = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N] +=! input0[N, C].call(`exp`)\n"
+ELEMENTWISE = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N, C] = input0[N, C] + 1.0\n"
+ELEMENTWISE_EXP = f"input input0: float32[{MATH_ROWS}, {MATH_COLS}]\noutput0[N, C] = input0[N, C].call(`exp`) + 1.0\n"
+"""An elementwise kernel with and without an exp per element (a work-item an element, no loop:
+the runtimes vectorize it across work-items): the cost of an exp in vectorized code."""
 
 
-def _call(source: str, target: str) -> Callable[[], None]:
+TREE_WIDE, TREE_NARROW = 256, 16
+TREE_ROW_COUNT = 4096
+TREE_ROWS = f"input input0: float32[{TREE_ROW_COUNT}, {TREE_WIDE}]\noutput0[N] +=! input0[N, C]\n"
+"""Short rows (one element a work-item at the wide width), many of them: the tree steps
+(256 · 8 a row against 16 · 4) outweigh the loads and adds, so their difference stands out of
+a shared machine's noise (on rows of 4096 it was 15% of the time, and read 0 to 1.4 cycles)."""
+"""The work-group widths of the two tree row sums whose difference measures a barrier's cost
+per work-item (`_tree_row_sum_s`)."""
+
+
+def _tree_row_sum_s(target: str, threads: int) -> float:
+    """CPU seconds of a call of TREE_ROWS as a cross-thread tree reduction, `threads` work-items
+    per row (one work-group a row; each work-item sums threads-strided elements, then
+    log2(threads) halving steps, each behind a barrier). The elements loaded and added are
+    the same at every width, so the difference between two widths is the tree's steps:
+    per row and work-item, a barrier's region step and a guarded add."""
+    from device_schedules import cross_thread_lines, script
+
+    return _call_cpu_seconds(TREE_ROWS, target, 20, schedule=script(cross_thread_lines("output0", threads)))
+
+
+def tree_barriers(threads: int) -> int:
+    """The barrier steps per work-item of a `threads`-wide tree reduction over one row (as
+    the model counts them: one a halving step)."""
+    return int(math.log2(threads))
+
+
+def _call(source: str, target: str, schedule: str = "none") -> Callable[[], None]:
     import einc
 
-    kernel = einc.compile(source, target=target, schedule="none", use_records=False)
+    kernel = einc.compile(source, target=target, schedule=schedule, use_records=False)
     arrays = {i.name: np.random.default_rng(0).uniform(-1, 1, i.shape).astype(i.dtype) for i in kernel.inputs}
     outs = {o.name: np.empty(o.shape, o.dtype) for o in kernel.outputs}
     return lambda: kernel.run(arrays, outs)
 
 
-def _call_cpu_seconds(source: str, target: str, calls: int = 10) -> float:
+def _call_cpu_seconds(source: str, target: str, calls: int = 10, schedule: str = "none") -> float:
     """The least CPU time (of all the process's threads: the runtime's workers included) a
     call took, over 7 samples of `calls` calls: what the work costs, however long another
     process holds the cores."""
-    call = _call(source, target)
+    call = _call(source, target, schedule)
     call()
     best = float("inf")
     for _ in range(7):
@@ -120,9 +153,13 @@ def _bandwidth(cores: int, kind: str, array_bytes: int = 0) -> float:
     cache (`array_bytes`: arrays an eighth of the L3 each, the three fit in it together), one
     core's times the cores (each core has its own path into the L3), or one core's alone in
     memory. On a shared machine a parallel region waits for the thread another process holds
-    off its core, so the one-core figure is the steadier one there."""
-    together = machine.stream_bandwidth_gbs(cores, kind, runs=60, array_bytes=array_bytes)
-    one = machine.stream_bandwidth_gbs(1, kind, runs=60, array_bytes=array_bytes)
+    off its core, so the one-core figure is the steadier one there. Each in CPU seconds of
+    the streaming threads (`clock="cpu"`): on a machine shared with other processes, the wall
+    time of a stream counts the time they hold its core (the triad read 3.6 GB/s by the wall
+    clock at load average 9, 2026-11-28 12:02)."""
+    runs = 60 if array_bytes else 10  # the arrays in memory are 4x the L3 each (1.2 GB on a 300 MiB L3)
+    together = machine.stream_bandwidth_gbs(cores, kind, runs=runs, array_bytes=array_bytes, clock="cpu")
+    one = machine.stream_bandwidth_gbs(1, kind, runs=runs, array_bytes=array_bytes, clock="cpu")
     return max(together, one * cores if array_bytes else one)
 
 
@@ -169,6 +206,8 @@ def _measure_facts(target: str) -> dict[str, Any]:
         "l3_copy_gbs": _bandwidth(cores, "copy", machine.l3_bytes() // 8),
         "one_kernel_call_s": one, "three_kernel_call_s": three,
         "row_sum_s": plain, "row_sum_exp_s": exp,  # CPU seconds
+        "elementwise_s": _call_cpu_seconds(ELEMENTWISE, target), "elementwise_exp_s": _call_cpu_seconds(ELEMENTWISE_EXP, target),
+        "tree_wide_s": _tree_row_sum_s(target, TREE_WIDE), "tree_narrow_s": _tree_row_sum_s(target, TREE_NARROW),
         "fadd_cycles": machine.fadd_latency_cycles() or 0.0,
     }  # fmt: skip
 
@@ -183,6 +222,11 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
     # a row sum with and without an exp per element, one row per work-item (scalar, see
     # loop_warp), in CPU seconds (all cores'): the cycles one exp takes a core
     exp_cycles = max(0.0, facts["row_sum_exp_s"] - facts["row_sum_s"]) * ghz * 1e9 / (MATH_ROWS * MATH_COLS)
+    # the same in code vectorized across work-items: per warp instruction (`lanes` elements)
+    vector_exp = (max(0.0, facts["elementwise_exp_s"] - facts["elementwise_s"]) * ghz * 1e9 / (MATH_ROWS * MATH_COLS)
+                  if "elementwise_s" in facts else 0.0)  # fmt: skip
+    # the facts files saved before the tree row sums were measured: the estimate
+    barrier = barrier_cycles(facts, ghz) * issue if "tree_wide_s" in facts else BARRIER_INSTRUCTIONS
     return {
         "name": f"{facts['cpu']}, {cores} cores, as the {facts['target']} device",
         "fp32_tflops": peak / 1e3, "fp16_tflops": peak / 1e3, "fp64_tflops": peak / 2e3,
@@ -192,17 +236,27 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
         "sector_bytes": 64, "l1_bytes_per_clock": 64,
         "cache_bytes": facts["l3_bytes"], "cache_gbps": facts["l3_triad_gbs"],
         "issue_per_clock": issue, "loop_warp": LOOP_WARP[facts["target"]], "math_instructions": max(4.0, exp_cycles * issue),
-        "chain_cycles": facts["fadd_cycles"], "barrier_instructions": BARRIER_INSTRUCTIONS,
+        "vector_math_instructions": vector_exp * lanes * issue,
+        "chain_cycles": facts["fadd_cycles"], "barrier_instructions": barrier,
         "launch_us": launch * 1e6,
         "sources": f"measured by benchmarks/host_device.py: FMA peak {peak:.1f} GFLOP/s, triad "
                    f"{facts['triad_gbs']:.1f} GB/s, copy {facts['copy_gbs']:.1f} GB/s, in the L3 triad "
                    f"{facts['l3_triad_gbs']:.1f} GB/s, copy {facts['l3_copy_gbs']:.1f} GB/s, clock {ghz:.2f} GHz, "
                    f"one-kernel call {one * 1e6:.0f} us, three-kernel call {three * 1e6:.0f} us, "
-                   f"exp {exp_cycles:.1f} cycles, dependent float add {facts['fadd_cycles']:.1f} cycles",
+                   f"exp {exp_cycles:.1f} cycles, dependent float add {facts['fadd_cycles']:.1f} cycles, "
+                   f"exp vectorized {vector_exp:.1f} cycles an element, barrier step {barrier / issue:.2f} cycles a work-item",
         # not fields of the model's device: the host side of a call (see predict)
         "call_us": max(0.0, one - launch) * 1e6, "copy_gbps": facts["copy_gbs"],
         "cache_copy_gbps": facts["l3_copy_gbs"],
     }  # fmt: skip
+
+
+def barrier_cycles(facts: dict[str, Any], ghz: float) -> float:
+    """The cycles one tree step (a barrier's region step and its guarded add) costs a
+    work-item: the wide tree row sum's CPU time less the narrow one's, over the steps they
+    differ by (`tree_barriers` per work-item, a work-group a row)."""
+    steps = TREE_ROW_COUNT * (TREE_WIDE * tree_barriers(TREE_WIDE) - TREE_NARROW * tree_barriers(TREE_NARROW))
+    return max(0.0, facts["tree_wide_s"] - facts["tree_narrow_s"]) * ghz * 1e9 / steps
 
 
 def describe(target: str) -> dict[str, Any]:

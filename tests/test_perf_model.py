@@ -379,6 +379,7 @@ FACTS = {"cpu": "a CPU", "target": "opencl", "cores": 2, "lanes": 16, "fma_peak_
          "triad_gbs": 20.0, "copy_gbs": 18.0, "l2_bytes": 1 << 20, "l3_bytes": 32 << 20, "l3_triad_gbs": 100.0, "l3_copy_gbs": 90.0,
          "one_kernel_call_s": 60e-6,
          "three_kernel_call_s": 66e-6, "row_sum_s": 1e-3, "row_sum_exp_s": 3e-3,
+         "elementwise_s": 1e-3, "elementwise_exp_s": 1.5e-3, "tree_wide_s": 2e-3, "tree_narrow_s": 1e-3,
          "fadd_cycles": 3.0}  # fmt: skip
 """Measured facts as benchmarks/host_device.py's measure_facts returns them (made up here)."""
 
@@ -397,11 +398,21 @@ def cpu_device(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_cpu_description_from_measured_facts(cpu_device: Path) -> None:
+    host = _host_device()
     d = get_device(str(cpu_device))
     assert (d.sms, d.warp, d.loop_warp, d.fp32_tflops, d.dram_gbps) == (2, 16, 1, 0.512, 20.0)
     assert d.issue_per_clock == 2  # 512 GFLOP/s over 2 cores x 4 GHz x 2 x 16 lanes: 2 vector FMAs a clock
     assert d.launch_us == pytest.approx(3.0)  # (66 - 60) us over the two extra kernels
     assert d.math_instructions == pytest.approx(2e-3 * 4e9 / (256 * 4096) * 2)  # measured cycles x issue
+    # an exp in code vectorized across work-items: its cycles an element x 16 lanes x issue
+    assert d.vector_math_instructions == pytest.approx(0.5e-3 * 4e9 / (256 * 4096) * 16 * 2)
+    # a barrier step: the wide tree row sum's extra CPU time over the steps it adds (4096 rows,
+    # 256 x 8 steps a row against 16 x 4), in cycles, x issue
+    assert d.barrier_instructions == pytest.approx(1e-3 * 4e9 / (4096 * (256 * 8 - 16 * 4)) * 2)
+    # a facts file saved before those were measured: the estimate, and the scalar exp everywhere
+    old = {k: v for k, v in FACTS.items() if not k.startswith(("tree_", "elementwise"))}
+    assert host.description(old)["barrier_instructions"] == host.BARRIER_INSTRUCTIONS
+    assert host.description(old)["vector_math_instructions"] == 0
 
 
 def test_cpu_description_errors_are_located(cpu_device: Path, tmp_path: Path) -> None:
@@ -597,8 +608,10 @@ def test_items_vectorized_runtime_packs_work_items_into_lanes(cpu_device: Path) 
     # 32 work-items: 2 warps of 16 lanes issue what 32 one-lane warps do, a sixteenth of the issue time
     assert packed.counts.instructions * 16 == one_by_one.counts.instructions
     assert packed.terms["issue"] == pytest.approx(one_by_one.terms["issue"] / 16)
-    # a math function there costs the description's per-element figure for each lane
-    assert packed_device(d).math_instructions == d.math_instructions * 16
+    # a math function there costs the description's vector figure (measured on an elementwise exp),
+    # or, without it, the per-element figure for each lane
+    assert packed_device(d).math_instructions == d.vector_math_instructions
+    assert packed_device(dataclasses.replace(d, vector_math_instructions=0.0)).math_instructions == d.math_instructions * 16
     # work-items with vectors of their own (a vload4 per work-item) are not packed: run one at a time
     assert model_module(_parsed(_tile_kernel(True)), d, SYCLTarget).kernels[0].counts.warp == 1
     # nor where consecutive work-items read 64 elements apart (each lane its own cache line)
@@ -635,6 +648,39 @@ def _tree_kernel(threads: int) -> str:
     egpu.return
   }}
 }}"""
+
+
+def test_tree_row_sum_barriers_as_the_model_counts_them(cpu_device: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the barrier fact's two tree row sums (benchmarks/host_device.py) step each work-item through
+    # tree_barriers(threads) barriers a row: what the model counts on the kernels einc builds
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    host = _host_device()
+    from device_schedules import cross_thread_lines, script
+    d = get_device(str(cpu_device))
+    rows = "input input0: float32[4, 512]\noutput0[N] +=! input0[N, C]\n"
+    for threads in (host.TREE_NARROW, host.TREE_WIDE):
+        comp = Compilation(rows, "t.ein", target="opencl", schedule=script(cross_thread_lines("output0", threads)),
+                           use_records=False)  # fmt: skip
+        (k,) = model_module(comp.module("target"), d).kernels
+        assert k.counts.barriers * k.counts.warp == 4 * threads * host.tree_barriers(threads)
+
+
+def test_vectorized_math_costs_the_vector_library_figure(cpu_device: Path) -> None:
+    from einc.targets.opencl import OpenCLTarget
+
+    d = get_device(str(cpu_device))
+    comp = Compilation("input input0: float32[64, 64]\noutput0[N, C] = input0[N, C].call(`exp`)\n", "e.ein",
+                       target="opencl", schedule="none", use_records=False)  # fmt: skip
+    (k,) = model_module(comp.module("target"), d, OpenCLTarget).kernels
+    scalar = dataclasses.replace(d, vector_math_instructions=0.0)
+    (before,) = model_module(comp.module("target"), scalar, OpenCLTarget).kernels
+    # no loop: work-items in 16 lanes, 4096 / 16 exp warp instructions, each the vector figure
+    assert k.counts.warp == 16 and k.counts.math_calls == 64 * 64 / 16
+    extra = k.counts.math_calls * (d.vector_math_instructions - d.math_instructions)
+    assert k.terms["issue"] - before.terms["issue"] == pytest.approx(
+        extra / (d.sms * d.issue_per_clock * d.clock_ghz * 1e9))
+    # a GPU's math function stays math_instructions (no vector figure)
+    assert all(v.vector_math_instructions == 0 for v in DEVICES.values())
 
 
 def test_cpu_barriers_cost_every_work_item(cpu_device: Path) -> None:

@@ -135,6 +135,12 @@ class Device:
     """Warp instructions one math function (exp, log, sqrt, ...) costs: 4 on GPUs (the
     special-function units run at a quarter rate; assumed); on a CPU, a math library's
     polynomial (measured: benchmarks/host_device.py)."""
+    vector_math_instructions: float = 0.0
+    """Warp instructions one math function costs in code a CPU runtime vectorizes across
+    work-items (a kernel whose work-items run no loop, or that `items_vectorized` packs into
+    lanes): its vector math library's cost (measured: benchmarks/host_device.py, an
+    elementwise exp; PoCL calls a scalar exp per lane there, Intel's runtime a vector one).
+    0: `math_instructions` (a GPU; a description without the measurement)."""
     arch: str = ""
     """The architecture the target's compiler builds for (`sm_90`, `gfx90a`): where the
     target's `einc check` compiler covers it, registers and shared memory come from it."""
@@ -207,7 +213,7 @@ _TEXT = {"name", "arch", "key", "sources"}
 _INTS = {name for name, f in _FIELDS.items() if f.type in ("int", int)}
 _MAY_BE_ZERO = {"registers_per_sm", "shared_per_sm", "shared_per_block", "fp64_tflops", "fp32_matrix_tflops",
                 "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory", "loop_warp",
-                "cache_bytes", "cache_gbps", "chain_cycles", "barrier_instructions"}  # fmt: skip
+                "cache_bytes", "cache_gbps", "chain_cycles", "barrier_instructions", "vector_math_instructions"}  # fmt: skip
 
 
 MATCH = {"h100": r"\bH100\b", "a100": r"\bA100\b", "mi250x": r"\bMI250X?\b", "rtx4090": r"\b4090\b",
@@ -347,6 +353,7 @@ def _device(v: dict[str, object]) -> Device:
         issue_per_clock=whole("issue_per_clock"), launch_us=num("launch_us"), tile_memory=whole("tile_memory"),
         cache_bytes=whole("cache_bytes"), cache_gbps=num("cache_gbps"), loop_warp=whole("loop_warp"), math_instructions=num("math_instructions"),
         chain_cycles=num("chain_cycles"), barrier_instructions=num("barrier_instructions"),
+        vector_math_instructions=num("vector_math_instructions"),
         arch=text("arch"), key=text("key"), sources=text("sources"),
     )  # fmt: skip
 

@@ -244,6 +244,7 @@ def model_module(
                                     ("" if across_items else f", their own vectors as {device.warp}-lane SIMD instructions"))
         if counts is None:
             counts = count_kernel(kernel, on.warp, on.sector_bytes, spread)
+            on = vector_device(on)
         launch = launches.get(counts.name)
         dynamic = launch.shared_bytes if launch is not None else 0
         models.append(model_kernel(counts, on, resources.get(counts.name), label, dynamic))
@@ -271,12 +272,21 @@ def own_vectors(kernel: egpu.FuncOp) -> bool:
 
 def packed_device(d: Device) -> Device:
     """`d` as it runs a kernel whose looping work-items a runtime packs into lanes
-    (`items_vectorized`): a math function costs `math_instructions` per lane, not per warp
-    instruction. The CPU descriptions measure it as one element's cost on the target's
-    runtime (benchmarks/host_device.py: a row sum with and without an exp, a row per
-    work-item), which on Intel's SYCL device is already the packed code's (1-2 cycles an exp:
-    no scalar exp is that fast)."""
+    (`items_vectorized`): a math function costs `vector_math_instructions` (the runtime's
+    vector math library, measured on an elementwise exp: benchmarks/host_device.py), or,
+    in a description without it, `math_instructions` per lane (one element's cost in a row
+    sum, a row per work-item, which on Intel's SYCL device is already the packed code's:
+    1-2 cycles an exp, no scalar exp is that fast)."""
+    if d.vector_math_instructions:
+        return dataclasses.replace(d, math_instructions=d.vector_math_instructions)
     return dataclasses.replace(d, math_instructions=d.math_instructions * d.warp)
+
+
+def vector_device(d: Device) -> Device:
+    """`d` as it runs a kernel vectorized across work-items: a math function costs
+    `vector_math_instructions` where the description gives it (a CPU runtime's vector math
+    library, measured), else `math_instructions`."""
+    return dataclasses.replace(d, math_instructions=d.vector_math_instructions or d.math_instructions)
 
 
 def scalar_device(d: Device) -> Device:
