@@ -158,18 +158,36 @@ def test_one_column_contractions_where_work_items_are_vector_lanes() -> None:
     """Intel's SYCL CPU device runs work-items as vector lanes (`items_vectorized`): its default
     matmul, batch matmul and transposed matmul take a work-item per output column (x register
     tile 1, 128 work-items along x, a y register tile up to 16 on 16 work-items); a
-    convolution (several reductions) keeps the 8x8 plan, as does PoCL (not vectorized
-    across work-items), and `Variant(columns=False)` turns it off."""
+    convolution (several reductions) keeps the 8x8 plan, PoCL (not vectorized across
+    work-items) its tall tile (`test_tall_register_tiles_on_pocl`), and `Variant(columns=False)`
+    turns it off."""
     assert get_target("sycl").limits.items_vectorized and not get_target("opencl").limits.items_vectorized
     column = {"output0.M.reg": 1, "output0.M.threads": 128, "output0.N.reg": 16, "output0.N.threads": 4}
     assert _knobs("matmul", "sycl") == column  # 64 x 80: 4 x 16 rows, 128 work-items over 80 columns
     assert _knobs("bmm", "sycl") == {**column, "output0.M.threads": 32, "output0.N.reg": 10, "output0.N.threads": 2}
     assert _knobs("matmul_tb", "sycl")["output0.M.reg"] == 1
     classic = {"output0.M.reg": 8, "output0.M.threads": 8, "output0.N.reg": 8, "output0.N.threads": 8}
-    assert _knobs("matmul", "opencl") == classic
     assert _knobs("matmul", "sycl", policy.Variant(columns=False)) == classic
     conv = _knobs("conv", "sycl")
     assert conv == _knobs("conv", "sycl", policy.Variant(columns=False)) and conv["output0.WO.reg"] > 1
+
+
+def test_tall_register_tiles_on_pocl() -> None:
+    """PoCL (`loop_barriers`, work-items not vector lanes, shared memory not on chip): a
+    two-axis contraction with one reduction, nothing staged, has a register tile 2 * REGISTER
+    rows tall (16 x 8, `tall_rows`); staged (`tile.shared`), a convolution, lavapipe (HLSL,
+    no loop barriers) and Intel's SYCL device (work-items as lanes) do not."""
+    d = get_target("opencl").limits
+    assert d.loop_barriers and not d.items_vectorized and not d.shared_on_chip
+    tall = {"output0.M.reg": 8, "output0.M.threads": 8, "output0.N.reg": 16, "output0.N.threads": 4}
+    assert _knobs("matmul", "opencl") == tall  # 64 x 80: 64 rows are 4 work-items of 16
+    assert _knobs("bmm", "opencl")["output0.N.reg"] == 10  # 20 rows: the largest divisor up to 16
+    assert _knobs("matmul_tb", "opencl")["output0.N.reg"] == 11  # 33 rows: 11
+    staged = _knobs("matmul", "opencl", policy.Variant(frozenset({"input0", "input1"})))
+    assert staged["output0.N.reg"] == policy.REGISTER
+    assert max(v for k, v in _knobs("conv", "opencl").items() if k.endswith(".reg")) <= policy.REGISTER
+    assert _knobs("matmul", "hlsl")["output0.N.reg"] == policy.REGISTER
+    assert _knobs("matmul", "sycl", policy.Variant(columns=False))["output0.N.reg"] == policy.REGISTER
 
 
 def _ptx(source: str) -> str:

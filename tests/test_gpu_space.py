@@ -87,22 +87,28 @@ def test_sketches_per_program(spaces: dict) -> None:
 
 
 def test_the_defaults_neighbouring_register_tiles_are_seeds(spaces: dict) -> None:
-    """The default with one register tile one option larger (PoCL's 8x8 default tile: 16x8
-    measured faster), then one option smaller (lavapipe: 4x8, the hand schedule "32x64 tile,
-    4x8 registers", faster than the default's 8x8), measured first after the default, then
-    the seed sketches' default points."""
+    """The default with each register tile one option larger (PoCL's old 8x8 default tile:
+    16x8 measured faster), then each one option smaller (lavapipe: 4x8, the hand schedule
+    "32x64 tile, 4x8 registers", faster than the default's 8x8), measured first after the
+    default, then the seed sketches' default points; a tile at its largest option (PoCL's 16
+    rows, `tall_rows`) has no larger neighbour."""
+    pocl = spaces["matmul", "opencl"]
+    base = pocl.default_point().values()
+    options = pocl.knob_options("default")
+    assert base["output0.N.reg"] == options["output0.N.reg"][-1] != base["output0.M.reg"]  # tall_rows
     hlsl = SearchSpace.from_task(_task("matmul", "hlsl", {"input0": [64, 64], "input1": [64, 64]}), rules=[])
-    for space in (spaces["matmul", "opencl"], hlsl):
+    for space in (pocl, hlsl):
         target = space.task.target
         base = space.default_point().values()
+        options = space.knob_options("default")
+        moves = [(k, s) for s in (1, -1) for k in ("output0.M.reg", "output0.N.reg")
+                 if 0 <= options[k].index(base[k]) + s < len(options[k])]  # fmt: skip
         neighbours = space.default_neighbours()
-        assert [p.sketch for p in neighbours] == ["default"] * 4
-        moves = [(k, s) for s in (1, -1) for k in ("output0.M.reg", "output0.N.reg")]
+        assert [p.sketch for p in neighbours] == ["default"] * len(moves), target
         for p, (knob, step) in zip(neighbours, moves):
             changed = {k: v for k, v in p.values().items() if v != base[k]}
-            options = space.knob_options("default")[knob]
-            assert changed == {knob: options[options.index(base[knob]) + step]}, (target, changed)
-        assert space.seed_points()[:4] == neighbours and space.default_point() not in space.seed_points()
+            assert changed == {knob: options[knob][options[knob].index(base[knob]) + step]}, (target, changed)
+        assert space.seed_points()[: len(moves)] == neighbours and space.default_point() not in space.seed_points()
     hand = {"output0.N.threads": 8, "output0.M.threads": 8, "output0.N.reg": 4, "output0.M.reg": 8}
     assert any(p.values() == hand for p in hlsl.default_neighbours())  # the hand's 4x8 beside lavapipe's 8x8
 

@@ -43,9 +43,15 @@ gives a pair: the default's time d and the finalist's time c (medians of their r
   kernels equally fast, at most `alpha / finalists` (5%, Bonferroni over the finalists). With
   3 finalists that is 6 wins in 6 rounds; where the closest finalist leads (won most rounds,
   or the machine was loaded) but is not crowned, the tuner measures it against the default
-  for twice as many rounds again, once, and judges it on all of them at half that level
-  (`SECOND_LOOK`; 15 wins of 18 rounds with 3 finalists), so that both looks together crown
-  an equally fast finalist with a chance of at most 1.5 * alpha.
+  for `SECOND_ROUNDS` times as many rounds again, once, and judges it on all of them at half
+  that level (`SECOND_LOOK`; 22 wins of 30 rounds with 3 finalists), so that both looks
+  together crown an equally fast finalist with a chance of at most 1.5 * alpha, however long
+  the second look. (It was twice as many, 15 wins of 18: on PoCL, whose rounds' speed-ups
+  scatter ~10% around the truth, a finalist 1.13x the default lost 4 or more of 18 rounds
+  about half the time and was not crowned (MatMul 512^3, benchmarks/device_kernels.py: a
+  finalist 1.13-1.18x the best hand schedule, the default kept); simulated with rounds
+  scattering 8% (log-normal), a 1.13x finalist is crowned 58% of the time on 18 rounds, 86%
+  on 30, an equally fast one 0.1% on both.)
 - Of the crowned finalists the one with the greatest median speed-up is the best; with none
   the default schedule is kept, and the decision says why.
 
@@ -67,6 +73,9 @@ ALPHA = 0.05
 """The chance, were the finalist no faster, that the rule crowns it anyway (over all finalists)."""
 SECOND_LOOK = 0.5
 """The share of `alpha` at which a finalist measured again (the tuner's second look) is judged."""
+SECOND_ROUNDS = 4
+"""The second look's rounds, in multiples of the first look's: the sign test's power grows with
+the rounds while its level (`SECOND_LOOK`) stays."""
 CONFIDENCE = 0.90
 """Of the speed-up's reported interval."""
 LOADED = 0.05

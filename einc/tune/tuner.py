@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from einc.errors import EincError, UsageError
-from einc.tune.decide import ALPHA, SECOND_LOOK, Decision, Pair, Sample, Verdict, decide, judge, rounds_needed
+from einc.tune.decide import ALPHA, SECOND_LOOK, SECOND_ROUNDS, Decision, Pair, Sample, Verdict, decide, judge, rounds_needed
 from einc.tune.types import EARLY_STOP, BuildResult, Candidate, MeasureResult, Point, Status, TuneTask
 from einc.tune.workload import throughput
 
@@ -642,12 +642,12 @@ def _rounds(
         decision = decide(judged, names)
         # Load or a few jittery rounds may have cost the closest finalist its crown: where it
         # leads (won most rounds) or the machine was loaded, measure it against the default for
-        # twice as many rounds again (once), and judge it on all of them at half the level
-        # (einc.tune.decide: SECOND_LOOK).
+        # SECOND_ROUNDS times as many rounds again (once), and judge it on all of them at half
+        # the level (einc.tune.decide: SECOND_LOOK).
         closest = max(others, key=lambda i: judged[i].speedup if math.isfinite(judged[i].speedup) else -math.inf)
         lead = judged[closest]
         if decision.kept_default and lead.speedup > 1.0 and (lead.loaded or lead.leads):
-            play([0, closest], 2 * total)
+            play([0, closest], SECOND_ROUNDS * total)
             decision = decide({**judged, closest: verdicts(ALPHA * SECOND_LOOK)[closest]}, names)
     else:
         decision = Decision(None, {}, "no finalist built: " + "; ".join(f"{names.get(i, candidates[i].point.describe())}: "
