@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
@@ -565,12 +565,12 @@ def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: A
     its innermost loop vectorized."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = (local.name_hint or "local").removesuffix("_local")
-    constant = arith.ConstantOp(value, element)
+    constant = arith.ConstantOp.create(properties={"value": value}, result_types=[element])
     Rewriter.insert_op(constant, point)
     point = InsertPoint.after(constant)
     ivs = []
     loops = []
-    for d, extent in enumerate(local.type.get_shape()):  # type: ignore[attr-defined]
+    for d, extent in enumerate(cast("MemRefType[Attribute]", local.type).get_shape()):
         f = _new_loop((), (), 0, extent, 1, f"{name}_h{d}")
         if isinstance(stmt, StringAttr):
             f.attributes[STMT_ATTR] = stmt
@@ -579,7 +579,7 @@ def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: A
         Rewriter.insert_op(f, point)
         loops.append(f)
         ivs.append(induction_var(f))
-        point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
+        point = InsertPoint.before(cast(Operation, f.body.block.last_op))
     if loops:
         loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
     Rewriter.insert_op(affine.StoreOp(constant.result, local, ivs), point)

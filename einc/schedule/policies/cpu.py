@@ -1456,14 +1456,14 @@ def fuse_fill_rows(f: func.FuncOp, b: ScheduleBuilder, lanes: int) -> None:
         parent = parent.parent_op()
     taps = sorted({buffer_name(a.buffer) for a in accesses(nest) if any(_moves_with(a, iv) for iv in window)
                    and all(_moves_with(a, iv) for iv in around) and _bytes_of(a.buffer) < HALO_MAX_BYTES
-                   and bounds_guard(a, list(a.buffer.type.get_shape())) is not None})  # type: ignore[attr-defined]  # fmt: skip
+                   and bounds_guard(a, list(cast("MemRefType[Attribute]", a.buffer.type).get_shape())) is not None})  # fmt: skip
     handles = [(b.handle(x), b.handle(y)) for x, y in zip(fills[:shared], band[:shared])]
     if taps and (trip_count(band[shared - 1]) or 0) % WINDOW_ROWS == 0 < WINDOW_ROWS < (trip_count(band[shared - 1]) or 0):
         pair = _row_pairs(b, handles[-1], [b.handle(loop) for loop in rest[:-1]])
         if pair is None:
             return
         handles[-1] = pair
-    levels = []
+    levels: list[SSAValue] = []
     for h_fill, h_nest in handles:
         fused = b.try_(lambda: b.fuse(h_fill, h_nest))  # noqa: B023
         if isinstance(fused, lt.Failure):
