@@ -559,20 +559,28 @@ class _Gen:
             marked.add(stmt)
         self.draft.kept += [op for op in ops if op not in ("match", "knob")]
 
+    def _tail_pick(self, side: random.Random, weight: float) -> tuple[Loop, list[str]] | None:
+        """For an op drawn at the end of some scripts from its own generator `side` (with
+        probability `weight`): a loop of the scheduled program and the program's tensors its
+        nest reads or writes, or None."""
+        loops = loops_of(self.current)
+        if not loops or side.random() > weight:
+            return None
+        loop = side.choice(loops)
+        top = _find(self.current, loop)
+        names = sorted({buffer_name(a.buffer) for a in accesses(top)} & set(self.ranks)) if top is not None else []
+        return (loop, names) if names else None
+
     def prefetch(self) -> None:
         """A prefetch of a tensor a loop reads, its next tile a distance ahead, after the
         random steps of some scripts (refused where the tile does not move with the loop),
         drawn from a generator of its own so that the other ops' draws, and the generator's
         coverage over its fixed seeds, stay as they were."""
         side = random.Random(hash(self.rng.getstate()[1]) + 1)
-        loops = loops_of(self.current)
-        if not loops or side.random() > PREFETCH_WEIGHT:
+        picked = self._tail_pick(side, PREFETCH_WEIGHT)
+        if picked is None:
             return
-        loop = side.choice(loops)
-        top = _find(self.current, loop)
-        names = sorted({buffer_name(a.buffer) for a in accesses(top)} & set(self.ranks)) if top is not None else []
-        if not names:
-            return
+        loop, names = picked
         self.marks = []
         lines: list[str] = []
         h = self.match(loop, lines)
@@ -585,14 +593,10 @@ class _Gen:
         loop is guarded by its bounds alone (most programs), else the padded reads lose their
         guards. Drawn from a generator of its own, as `prefetch`, so the other draws stay."""
         side = random.Random(hash(self.rng.getstate()[1]) + 2)
-        loops = loops_of(self.current)
-        if not loops or side.random() > HALO_WEIGHT:
+        picked = self._tail_pick(side, HALO_WEIGHT)
+        if picked is None:
             return
-        loop = side.choice(loops)
-        top = _find(self.current, loop)
-        names = sorted({buffer_name(a.buffer) for a in accesses(top)} & set(self.ranks)) if top is not None else []
-        if not names:
-            return
+        loop, names = picked
         self.marks = [(self.cached, loop.stmt)]
         lines: list[str] = []
         h = self.match(loop, lines)

@@ -277,6 +277,17 @@ def analyse(top: affine.ForOp) -> _Nest | None:
     return _Nest(top, _tag(top, lt.STMT_ATTR), band, spatial, [x for x in band if x not in spatial], buffer, loads, body)
 
 
+def _moving_per_dimension(nest: _Nest, name: str) -> list[set[SSAValue]] | None:
+    """Per dimension of input `name`'s load in `nest`, the variables its index moves with
+    (nonzero coefficients); None for a rank-0/1 load or an index that is not linear."""
+    load = next(a for a in nest.loads if buffer_name(a.buffer) == name)
+    assert load.map is not None
+    forms = [linear_form(e, load.operands) for e in load.map.results]
+    if len(forms) < 2 or any(f is None for f in forms):
+        return None
+    return [{v for v, c in f[0].items() if c} for f in forms if f is not None]
+
+
 def _moves_with(access: Access, loop: affine.ForOp) -> bool:
     iv = induction_var(loop)
     assert access.map is not None
@@ -747,17 +758,14 @@ class _Policy:
         where it already is innermost or none moves so. Each lane's tensor-core operand (4
         consecutive k elements on MFMA) is then one 8-byte LDS read, as A's is, not 4 16-bit
         ones (HIP: `mma_k_contiguous`)."""
-        load = next(a for a in nest.loads if buffer_name(a.buffer) == name)
-        assert load.map is not None
-        forms = [linear_form(e, load.operands) for e in load.map.results]
-        if len(forms) < 2 or any(f is None for f in forms):
+        moving = _moving_per_dimension(nest, name)
+        if moving is None:
             return None
-        moving = [{v for v, c in f[0].items() if c} for f in forms if f is not None]
         along = [d for d, vs in enumerate(moving) if vs == {induction_var(k)}]
-        if not along or along[-1] == len(forms) - 1:
+        if not along or along[-1] == len(moving) - 1:
             return None
         d = along[-1]
-        return (*(i for i in range(len(forms)) if i != d), d)
+        return (*(i for i in range(len(moving)) if i != d), d)
 
     def shared_layout(self, nest: _Nest, name: str, x: affine.ForOp, y: affine.ForOp | None) -> tuple[int, ...] | None:
         """The dimension order of input `name`'s shared tile (None: the tensor's): the
@@ -768,12 +776,9 @@ class _Policy:
         global layout (`A[N, K]`, a transposed `B[M, K]` staged `[K, N]`, `[K, M]`; a filter
         `[F, C, KH, KW]` staged `[C, KH, KW, F]`), and a warp's work-items along x read
         consecutive words (read along K, the rows 8 elements apart fell in one bank)."""
-        load = next(a for a in nest.loads if buffer_name(a.buffer) == name)
-        assert load.map is not None
-        forms = [linear_form(e, load.operands) for e in load.map.results]
-        if len(forms) < 2 or any(f is None for f in forms):
+        moving = _moving_per_dimension(nest, name)
+        if moving is None:
             return None
-        moving = [{v for v, c in f[0].items() if c} for f in forms if f is not None]
         ix = induction_var(x)
         iy = induction_var(y) if y is not None else None
         if ix in moving[-1] or (iy is not None and iy in moving[-1]):
@@ -783,7 +788,7 @@ class _Policy:
         if not along:
             return None
         d = along[-1]
-        return (*(i for i in range(len(forms)) if i != d), d)
+        return (*(i for i in range(len(moving)) if i != d), d)
 
     def cross_thread(self, nest: _Nest) -> None:
         """Each output on a work-group (at most three output axes), the innermost reduction
