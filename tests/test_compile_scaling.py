@@ -112,10 +112,13 @@ def test_a_500_statement_mixed_compile_does_work_linear_in_its_size(target: str)
     # einc-vectorize-global made OpenCL's 188, 4863, 133, 134 per statement (500) into 199,
     # 5974, 215, 177: each elementwise chunk is now strip-mined into 16-byte vectors (the
     # vectorizer, then canonicalize on its index maps) and each register tile's input rows
-    # are combined into vector loads; the ratio to the 50-statement prefix stays 11.1
+    # are combined into vector loads; the ratio to the 50-statement prefix stays 11.1.
+    # PoCL's `tall_rows` default (a 16x8 register tile, twice the 8x8's unrolled body, one
+    # statement in twenty) made these 290, 9529, 346 and 276 per statement (500), the ratio to
+    # the 50-statement prefix 11.3-11.4 (linear)
     per_statement = {"ops made": 100, "ops stepped": 2000, "uses visited": 110, "patterns applied": 95}
     if target == "opencl":
-        per_statement = {"ops made": 260, "ops stepped": 7000, "uses visited": 260, "patterns applied": 220}
+        per_statement = {"ops made": 320, "ops stepped": 11000, "uses visited": 400, "patterns applied": 320}
     for kind, budget in per_statement.items():
         assert large[kind] <= 500 * budget, (kind, large[kind])
 
