@@ -268,12 +268,7 @@ def _copy_nest(
     by_dim: dict[int, affine.ForOp] = {}
     loops = []
     for d in order:
-        f = _new_loop((), (), span[d][0], span[d][1], 1, f"{name}_c{d}")
-        if isinstance(stmt, StringAttr):
-            f.attributes[STMT_ATTR] = stmt
-        f.attributes[AXIS_ATTR] = StringAttr(f"{name}.{'in' if into_local else 'out'}{d}")
-        f.attributes["einc.copy"] = UnitAttr()
-        Rewriter.insert_op(f, point)
+        f = _copy_loop(span[d], f"{name}_c{d}", f"{name}.{'in' if into_local else 'out'}{d}", stmt, point)
         loops.append(f)
         by_dim[d] = f
         point = InsertPoint.before(f.body.block.last_op)  # type: ignore[arg-type]
@@ -560,6 +555,18 @@ def cache_tensor(
     return alloca
 
 
+def _copy_loop(bounds: tuple[int, int], iv_name: str, axis: str, stmt: Attribute | None, point: InsertPoint) -> affine.ForOp:
+    """A unit-step loop over `bounds` of a staging copy (or fill) nest, tagged with the
+    statement `stmt` and the axis `axis`, inserted at `point`."""
+    f = _new_loop((), (), bounds[0], bounds[1], 1, iv_name)
+    if isinstance(stmt, StringAttr):
+        f.attributes[STMT_ATTR] = stmt
+    f.attributes[AXIS_ATTR] = StringAttr(axis)
+    f.attributes["einc.copy"] = UnitAttr()
+    Rewriter.insert_op(f, point)
+    return f
+
+
 def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: Attribute, element: Attribute) -> None:
     """A nest storing the constant `value` into every element of `local` (a halo's fill),
     its innermost loop vectorized."""
@@ -571,12 +578,7 @@ def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: A
     ivs = []
     loops = []
     for d, extent in enumerate(cast("MemRefType[Attribute]", local.type).get_shape()):
-        f = _new_loop((), (), 0, extent, 1, f"{name}_h{d}")
-        if isinstance(stmt, StringAttr):
-            f.attributes[STMT_ATTR] = stmt
-        f.attributes[AXIS_ATTR] = StringAttr(f"{name}.halo{d}")
-        f.attributes["einc.copy"] = UnitAttr()
-        Rewriter.insert_op(f, point)
+        f = _copy_loop((0, extent), f"{name}_h{d}", f"{name}.halo{d}", stmt, point)
         loops.append(f)
         ivs.append(induction_var(f))
         point = InsertPoint.before(cast(Operation, f.body.block.last_op))
