@@ -105,6 +105,29 @@ TREE_ROWS = f"input input0: float32[{TREE_ROW_COUNT}, {TREE_WIDE}]\noutput0[N] +
 a shared machine's noise (on rows of 4096 it was 15% of the time, and read 0 to 1.4 cycles)."""
 """The work-group widths of the two tree row sums whose difference measures a barrier's cost
 per work-item (`_tree_row_sum_s`)."""
+TREE_LONG = TREE_ROWS.replace(f", {TREE_WIDE}]", f", {4 * TREE_WIDE}]")
+"""The wide tree's rows four times as long (4 elements a work-item before the tree, the same
+barriers): the cycles an element adds in a kernel with barriers (`barrier_lanes`)."""
+
+
+def _tree_long_s(target: str) -> float:
+    """CPU seconds of a call of TREE_LONG as the TREE_WIDE-wide tree reduction."""
+    from device_schedules import cross_thread_lines, script
+
+    return _call_cpu_seconds(TREE_LONG, target, 20, schedule=script(cross_thread_lines("output0", TREE_WIDE)))
+
+
+def barrier_lanes(facts: dict[str, Any], lanes: int) -> int:
+    """The work-items a runtime runs at a time between barriers (Device.barrier_lanes): the
+    cycles an element costs a work-item's loop over its own row (the row sum, a row per
+    work-item: scalar) over the cycles an element adds to the wide tree row sum (its rows 4
+    times as long: 3 more elements a work-item, loaded and added before the same barriers),
+    rounded, 1 to `lanes`; 0 (vectorized) in a facts file without the long tree."""
+    if "tree_long_s" not in facts:
+        return 0
+    scalar = facts["row_sum_s"] / (MATH_ROWS * MATH_COLS)
+    added = max(1e-12, facts["tree_long_s"] - facts["tree_wide_s"]) / (TREE_ROW_COUNT * 3 * TREE_WIDE)
+    return max(1, min(lanes, round(scalar / added)))
 
 
 def _tree_row_sum_s(target: str, threads: int) -> float:
@@ -208,6 +231,7 @@ def _measure_facts(target: str) -> dict[str, Any]:
         "row_sum_s": plain, "row_sum_exp_s": exp,  # CPU seconds
         "elementwise_s": _call_cpu_seconds(ELEMENTWISE, target), "elementwise_exp_s": _call_cpu_seconds(ELEMENTWISE_EXP, target),
         "tree_wide_s": _tree_row_sum_s(target, TREE_WIDE), "tree_narrow_s": _tree_row_sum_s(target, TREE_NARROW),
+        "tree_long_s": _tree_long_s(target),
         "fadd_cycles": machine.fadd_latency_cycles() or 0.0,
     }  # fmt: skip
 
@@ -237,14 +261,15 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
         "cache_bytes": facts["l3_bytes"], "cache_gbps": facts["l3_triad_gbs"],
         "issue_per_clock": issue, "loop_warp": LOOP_WARP[facts["target"]], "math_instructions": max(4.0, exp_cycles * issue),
         "vector_math_instructions": vector_exp * lanes * issue,
-        "chain_cycles": facts["fadd_cycles"], "barrier_instructions": barrier,
+        "chain_cycles": facts["fadd_cycles"], "barrier_instructions": barrier, "barrier_lanes": barrier_lanes(facts, lanes),
         "launch_us": launch * 1e6,
         "sources": f"measured by benchmarks/host_device.py: FMA peak {peak:.1f} GFLOP/s, triad "
                    f"{facts['triad_gbs']:.1f} GB/s, copy {facts['copy_gbs']:.1f} GB/s, in the L3 triad "
                    f"{facts['l3_triad_gbs']:.1f} GB/s, copy {facts['l3_copy_gbs']:.1f} GB/s, clock {ghz:.2f} GHz, "
                    f"one-kernel call {one * 1e6:.0f} us, three-kernel call {three * 1e6:.0f} us, "
                    f"exp {exp_cycles:.1f} cycles, dependent float add {facts['fadd_cycles']:.1f} cycles, "
-                   f"exp vectorized {vector_exp:.1f} cycles an element, barrier step {barrier / issue:.2f} cycles a work-item",
+                   f"exp vectorized {vector_exp:.1f} cycles an element, barrier step {barrier / issue:.2f} cycles a work-item, "
+                   f"between barriers {barrier_lanes(facts, lanes) or lanes} work-items at a time",
         # not fields of the model's device: the host side of a call (see predict)
         "call_us": max(0.0, one - launch) * 1e6, "copy_gbps": facts["copy_gbs"],
         "cache_copy_gbps": facts["l3_copy_gbs"],

@@ -413,6 +413,20 @@ def test_cpu_description_from_measured_facts(cpu_device: Path) -> None:
     old = {k: v for k, v in FACTS.items() if not k.startswith(("tree_", "elementwise"))}
     assert host.description(old)["barrier_instructions"] == host.BARRIER_INSTRUCTIONS
     assert host.description(old)["vector_math_instructions"] == 0
+    assert host.description(FACTS)["barrier_lanes"] == 0  # no long tree measured: vectorized, as before
+
+
+def test_barrier_lanes_from_the_long_tree() -> None:
+    # the cycles an element costs the row sum's loop (a row per work-item: scalar) over the cycles
+    # an element adds to the 256-wide tree (rows of 1024 against 256: 3 more a work-item)
+    host = _host_device()
+    scalar = FACTS["row_sum_s"] / (256 * 4096)
+    for lanes in (1, 4, 16):
+        long = FACTS["tree_wide_s"] + scalar / lanes * 4096 * 3 * 256
+        assert host.description({**FACTS, "tree_long_s": long})["barrier_lanes"] == lanes
+    # slower than the scalar loop: still one at a time; faster than the vector registers allow: the lanes
+    assert host.barrier_lanes({**FACTS, "tree_long_s": 1.0}, 16) == 1
+    assert host.barrier_lanes({**FACTS, "tree_long_s": FACTS["tree_wide_s"]}, 16) == 16
 
 
 def test_cpu_description_errors_are_located(cpu_device: Path, tmp_path: Path) -> None:
@@ -697,6 +711,25 @@ def test_cpu_barriers_cost_every_work_item(cpu_device: Path) -> None:
     assert big.terms["issue"] > barrier_s(big) > barrier_s(small)
     # a GPU's barrier is one instruction per warp (counted), nothing per work-item
     assert all(v.barrier_instructions == 0 for v in DEVICES.values())
+
+
+def test_barrier_lanes_run_tree_work_items_one_at_a_time(cpu_device: Path) -> None:
+    from einc.targets.opencl import OpenCLTarget
+
+    d = get_device(str(cpu_device))
+    one = dataclasses.replace(d, barrier_lanes=1)
+    vector, scalar = (model_module(_parsed(_tree_kernel(256)), v, OpenCLTarget).kernels[0] for v in (d, one))
+    # 0: the tree's work-items in 16 lanes; 1: one at a time (PoCL's per-region work-item loops)
+    assert (vector.counts.warp, scalar.counts.warp) == (16, 1)
+    # the same barriers per work-item either way, the loads and adds one work-item a warp instruction
+    assert vector.counts.barriers * 16 == scalar.counts.barriers == 64 * 8 * 256
+    assert scalar.counts.global_requests == 64 * 256 and vector.counts.global_requests == 64 * 256 / 16
+    assert scalar.terms["issue"] > vector.terms["issue"]
+    # a kernel without barriers is counted as before (this one's work-items loop: one at a time)
+    column = model_module(_parsed(_column_kernel()), one, OpenCLTarget).kernels[0]
+    assert column.terms == model_module(_parsed(_column_kernel()), d, OpenCLTarget).kernels[0].terms
+    # GPUs: vectorized (0)
+    assert all(v.barrier_lanes == 0 for v in DEVICES.values())
 
 
 def test_against_reads_the_fastest_round_of_a_json_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

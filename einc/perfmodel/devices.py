@@ -135,6 +135,12 @@ class Device:
     """Warp instructions one math function (exp, log, sqrt, ...) costs: 4 on GPUs (the
     special-function units run at a quarter rate; assumed); on a CPU, a math library's
     polynomial (measured: benchmarks/host_device.py)."""
+    barrier_lanes: int = 0
+    """Lanes a CPU runtime runs the work-items of a kernel with barriers and no loop of their
+    own at (0: `warp`, vectorized across work-items as the kernels without barriers; 1: one
+    work-item at a time, scalar). Measured (benchmarks/host_device.py): the cycles an element
+    costs a work-item's loop over its own row (scalar) over the cycles an element adds to a
+    256-wide tree row sum; PoCL: 1 (its per-region work-item loops are not vectorized)."""
     vector_math_instructions: float = 0.0
     """Warp instructions one math function costs in code a CPU runtime vectorizes across
     work-items (a kernel whose work-items run no loop, or that `items_vectorized` packs into
@@ -213,7 +219,8 @@ _TEXT = {"name", "arch", "key", "sources"}
 _INTS = {name for name, f in _FIELDS.items() if f.type in ("int", int)}
 _MAY_BE_ZERO = {"registers_per_sm", "shared_per_sm", "shared_per_block", "fp64_tflops", "fp32_matrix_tflops",
                 "fp16_matrix_tflops", "bf16_matrix_tflops", "l1_bytes_per_clock", "launch_us", "tile_memory", "loop_warp",
-                "cache_bytes", "cache_gbps", "chain_cycles", "barrier_instructions", "vector_math_instructions"}  # fmt: skip
+                "cache_bytes", "cache_gbps", "chain_cycles", "barrier_instructions", "vector_math_instructions",
+                "barrier_lanes"}  # fmt: skip
 
 
 MATCH = {"h100": r"\bH100\b", "a100": r"\bA100\b", "mi250x": r"\bMI250X?\b", "rtx4090": r"\b4090\b",
@@ -353,7 +360,7 @@ def _device(v: dict[str, object]) -> Device:
         issue_per_clock=whole("issue_per_clock"), launch_us=num("launch_us"), tile_memory=whole("tile_memory"),
         cache_bytes=whole("cache_bytes"), cache_gbps=num("cache_gbps"), loop_warp=whole("loop_warp"), math_instructions=num("math_instructions"),
         chain_cycles=num("chain_cycles"), barrier_instructions=num("barrier_instructions"),
-        vector_math_instructions=num("vector_math_instructions"),
+        vector_math_instructions=num("vector_math_instructions"), barrier_lanes=whole("barrier_lanes"),
         arch=text("arch"), key=text("key"), sources=text("sources"),
     )  # fmt: skip
 

@@ -242,6 +242,10 @@ def model_module(
                 counts = count_kernel(kernel, on.warp, on.sector_bytes, spread, 0 if across_items else device.warp)
                 counts.notes.append("work-items that loop run one at a time" +
                                     ("" if across_items else f", their own vectors as {device.warp}-lane SIMD instructions"))
+        elif 0 < device.barrier_lanes < device.warp and has_barriers(kernel):
+            on = scalar_device(device, device.barrier_lanes)  # the runtime's per-region work-item loops
+            counts = count_kernel(kernel, on.warp, on.sector_bytes, spread, 0 if across_items else device.warp)
+            counts.notes.append(f"work-items between barriers run {device.barrier_lanes} at a time (barrier_lanes)")
         if counts is None:
             counts = count_kernel(kernel, on.warp, on.sector_bytes, spread)
             on = vector_device(on)
@@ -289,11 +293,18 @@ def vector_device(d: Device) -> Device:
     return dataclasses.replace(d, math_instructions=d.vector_math_instructions or d.math_instructions)
 
 
-def scalar_device(d: Device) -> Device:
+def has_barriers(kernel: egpu.FuncOp) -> bool:
+    """Whether `kernel` synchronizes its work-group (`egpu.barrier`)."""
+    return any(isinstance(op, egpu.BarrierOp) for op in kernel.walk())
+
+
+def scalar_device(d: Device, lanes: int = 0) -> Device:
     """`d` as it runs a kernel whose work-items run loops, where it does not run them across a
-    warp's lanes (`loop_warp`): warps of `loop_warp` lanes at that share of the FP peaks."""
-    share = d.loop_warp / d.warp
-    return dataclasses.replace(d, warp=d.loop_warp, fp32_tflops=d.fp32_tflops * share, fp16_tflops=d.fp16_tflops * share,
+    warp's lanes (`loop_warp`), or a kernel with barriers `lanes` work-items at a time
+    (`barrier_lanes`): warps of that many lanes at that share of the FP peaks."""
+    lanes = lanes or d.loop_warp
+    share = lanes / d.warp
+    return dataclasses.replace(d, warp=lanes, fp32_tflops=d.fp32_tflops * share, fp16_tflops=d.fp16_tflops * share,
                                fp64_tflops=d.fp64_tflops * share)  # fmt: skip
 
 
