@@ -18,7 +18,8 @@ The description (a JSON file `einc check --model FILE` and `Kernel.model(FILE)` 
   program, halved), of one call (`call_us`: the one-kernel call less one launch; not a field
   of the model's device, used by `predict` below) and of one `exp` (`math_instructions`: a
   row sum with and without an exp per element, one row per work-item, in cycles, times
-  `issue_per_clock`);
+  `issue_per_clock`; `barrier_lanes`: the work-items run at a time between barriers, from a
+  256-wide tree row sum on rows of 256 and of 1024 against the row sum's scalar element);
 - facts of the vector ISA: a "warp" is one vector register of float32 lanes (16 with AVX-512:
   PoCL and the SYCL CPU runtime vectorize the work-items of a work-group across them),
   `sector_bytes` the 64-byte cache line, `l1_bytes_per_clock` 64 (one 512-bit or two 256-bit

@@ -21,7 +21,8 @@ On a CPU device (`loop_warp`), a kernel whose work-items run loops runs one work
 time, its own vectors as SIMD instructions (counts.py `simd_share`), or, where the target's
 runtime packs work-items into lanes (`items_vectorized`) and they have no vectors of their own
 and contiguous accesses, with work-items as lanes; a barrier costs every work-item of the group
-`barrier_instructions` plus the save and restore of its register arrays (issue).
+`barrier_instructions` plus the save and restore of its register arrays (issue), and a kernel
+with barriers whose work-items run no loop runs `barrier_lanes` of them at a time.
 
 Each term is for the whole device; a kernel with fewer work-groups than SMs, or whose
 work-groups do not fill the SMs evenly, is slowed by the share it leaves idle (the most
