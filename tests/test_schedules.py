@@ -317,6 +317,10 @@ def test_matmul_register_tile_follows_the_fma_datapath(monkeypatch: pytest.Monke
                                                                   stage="loops"))  # fmt: skip
     assert text is not None
     assert f'"output0.tile_j" = {tile[0]}' in text and f'"output0.tile_i" = {tile[1]}' in text
+    # a k tile of 256: the 4 x 4 tile's panel (256 x 64) would not fit L1, the 256-bit tile
+    deep = default_schedule_text(get_target("c"), lower_to_stage(MATMUL, {"input0": f32(64, 256), "input1": f32(256, 512)},
+                                                                  stage="loops"))  # fmt: skip
+    assert deep is not None and ('"output0.tile_j" = 32' in deep and '"output0.tile_i" = 8' in deep) == (lanes == 16)
     # a row of 2 vectors only (32 columns): 8 rows on either datapath, not 2 x 4
     narrow = default_schedule_text(get_target("c"), lower_to_stage(MATMUL, {"input0": f32(64, 32), "input1": f32(32, 32)},
                                                                     stage="loops"))  # fmt: skip

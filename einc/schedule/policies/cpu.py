@@ -624,12 +624,16 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     sizes = _matmul_tiles(nj, nk, lanes)
     if sizes is None:
         return band[0]
-    tj, tk = sizes
     vectors, ti = register_tile(lanes)
-    if tj < vectors * lanes and lanes >= 16:
-        # fewer vectors than the tile's (the row not a multiple of them): the rows of the
-        # 256-bit datapath's tile, 8 (2 x 4 would leave 8 accumulators for two FMA ports)
-        ti = register_tile(lanes, 256)[1]
+    if lanes >= 16 and (sizes[0] < vectors * lanes or sizes[0] * sizes[1] > PANEL_L1_ELEMENTS):
+        # the 4 x 4 tile of a 512-bit FMA datapath only with a row of its 4 vectors (else 2
+        # x 4 would leave 8 accumulators for two FMA ports) and a packed panel that fits L1
+        # (PANEL_L1_ELEMENTS): the 256-bit datapath's tile otherwise
+        sizes = _matmul_tiles(nj, nk, lanes, 256)
+        vectors, ti = register_tile(lanes, 256)
+        if sizes is None:
+            return band[0]
+    tj, tk = sizes
     ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(ti, ni))  # a short i (batched small matmuls)
     stmt = _tag(i, lt.STMT_ATTR)
     knob_j, knob_i, knob_k = (
@@ -680,13 +684,20 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     return new[0]
 
 
-def _matmul_tiles(nj: int, nk: int, lanes: int) -> tuple[int, int] | None:
+PANEL_L1_ELEMENTS = 8192
+"""The largest packed k-by-j panel (32 KiB of float32, within a 48 KiB L1) for which
+`_block_matmul` takes the 512-bit FMA datapath's 4 x 4 tile (`register_tile`): batched
+matmul 8x256^3 (k tile 256, a 64 KiB panel of 4 vectors) ran 0.91-0.96x the 2 x 8 tile
+(32 KiB), 0.99x with a k tile of 128 (Sapphire Rapids class, 1 thread, shared machine)."""
+
+
+def _matmul_tiles(nj: int, nk: int, lanes: int, fma_bits: int | None = None) -> tuple[int, int] | None:
     """The (j, k) tile of `_block_matmul` for a j loop of `nj` and a reduction of `nk`: j by
     the register tile's vectors (or fewer whole vectors, when they divide nj), k by a
     cache-sized tile that divides it, or whole when it is no longer than one (a 512x32x512
     matmul keeps its 32-long reduction in one tile). None: j is not whole vectors, or k
     neither divides nor is short."""
-    vectors, _ = register_tile(lanes)
+    vectors, _ = register_tile(lanes, fma_bits)
     tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
     tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else None)
     return None if tj is None or tk is None else (tj, tk)
@@ -1348,7 +1359,7 @@ def register_tile(lanes: int, fma_bits: int | None = None) -> tuple[int, int]:
     FMAs instead of 8 and 2, and each row of the output tile four whole cache lines
     (Sapphire Rapids class, 1 thread, CPU time, the same process, interleaved, best of 5
     samples, shared machine: Q K^T 12x128x64x128 1.13-1.19x the 2 x 8 tile, 512x32x512
-    1.08x; README, Benchmarks)."""
+    1.08x; README, Benchmarks), where its packed panel fits L1 (`PANEL_L1_ELEMENTS`)."""
     if lanes >= 16:
         if fma_bits is None:
             from einc.runtime.c import native_fma_bits
