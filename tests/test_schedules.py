@@ -288,10 +288,20 @@ ZEN4_CPUINFO = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmod
 XEON_CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nflags\t\t: avx2 avx512f amx_tile\n"
 
 
-def test_fma_datapath_width_from_the_host_description() -> None:
+def test_fma_datapath_width_from_the_host_description(monkeypatch: pytest.MonkeyPatch) -> None:
     """512-bit FMA datapaths on an Intel AVX-512 core; Zen 4 (AVX-512 on 256-bit datapaths),
-    AVX2 hosts and unknown CPUs keep 256 (or their narrower vectors)."""
-    from einc.runtime.c import fma_bits_from_cpuinfo
+    AVX2 hosts and unknown CPUs keep 256 (or their narrower vectors); a fixed vector width
+    ($EINC_C_VECTOR_BITS) prints the 256-bit datapath's tiles on every host; a bad override
+    is refused."""
+    from einc.errors import ToolchainError
+    from einc.runtime.c import fma_bits_from_cpuinfo, native_fma_bits
+
+    monkeypatch.delenv("EINC_C_FMA_BITS", raising=False)
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
+    assert native_fma_bits() == 256
+    monkeypatch.setenv("EINC_C_FMA_BITS", "384")
+    with pytest.raises(ToolchainError, match="EINC_C_FMA_BITS"):
+        native_fma_bits()
 
     assert fma_bits_from_cpuinfo(XEON_CPUINFO, 512) == 512
     assert fma_bits_from_cpuinfo(ZEN4_CPUINFO, 512) == 256
