@@ -1357,9 +1357,10 @@ def register_tile(lanes: int, fma_bits: int | None = None) -> tuple[int, int]:
     On 512-bit FMA datapaths (Intel's AVX-512 cores; Zen 4 splits each 512-bit FMA in two)
     4 vectors by 4 rows: the same 16 accumulators, 4 broadcasts and 4 vector loads per 16
     FMAs instead of 8 and 2, and each row of the output tile four whole cache lines
-    (Sapphire Rapids class, 1 thread, CPU time, the same process, interleaved, best of 5
-    samples, shared machine: Q K^T 12x128x64x128 1.13-1.19x the 2 x 8 tile, 512x32x512
-    1.08x; README, Benchmarks), where its packed panel fits L1 (`PANEL_L1_ELEMENTS`)."""
+    (Sapphire Rapids class, 1 thread, CPU time, the same process, interleaved, shared
+    machine, against the 2 x 8 tile: 512x32x512 1.07-1.16x, at batch 16 1.26-1.32x; Q K^T
+    12x128x64x128 1.04-1.08x, batch 16 1.15-1.26x; README, Benchmarks), where its packed
+    panel fits L1 (`PANEL_L1_ELEMENTS`)."""
     if lanes >= 16:
         if fma_bits is None:
             from einc.runtime.c import native_fma_bits
