@@ -284,6 +284,63 @@ def test_default_matmul_schedule_blocks_registers() -> None:
     assert (f"for (int64_t N_o = {128 - 128 % rows}; N_o < 128; N_o += {rows})" in src) == (128 % rows != 0)
 
 
+ZEN4_CPUINFO = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 97\nflags\t\t: avx2 avx512f\n"
+XEON_CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\nflags\t\t: avx2 avx512f amx_tile\n"
+
+
+def test_fma_datapath_width_from_the_host_description(monkeypatch: pytest.MonkeyPatch) -> None:
+    """512-bit FMA datapaths on an Intel AVX-512 core; Zen 4 (AVX-512 on 256-bit datapaths),
+    AVX2 hosts and unknown CPUs keep 256 (or their narrower vectors); a fixed vector width
+    ($EINC_C_VECTOR_BITS) prints the 256-bit datapath's tiles on every host; a bad override
+    is refused."""
+    from einc.errors import ToolchainError
+    from einc.runtime.c import fma_bits_from_cpuinfo, native_fma_bits
+
+    monkeypatch.delenv("EINC_C_FMA_BITS", raising=False)
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
+    assert native_fma_bits() == 256
+    monkeypatch.setenv("EINC_C_FMA_BITS", "384")
+    with pytest.raises(ToolchainError, match="EINC_C_FMA_BITS"):
+        native_fma_bits()
+
+    assert fma_bits_from_cpuinfo(XEON_CPUINFO, 512) == 512
+    assert fma_bits_from_cpuinfo(ZEN4_CPUINFO, 512) == 256
+    assert fma_bits_from_cpuinfo(XEON_CPUINFO, 256) == 256  # AVX2 (or -mprefer 256)
+    assert fma_bits_from_cpuinfo(ZEN4_CPUINFO, 256) == 256
+    assert fma_bits_from_cpuinfo("", 128) == 128
+
+
+@pytest.mark.parametrize("vector_bits, fma_bits, tile", [
+    ("512", "256", (32, 8)),  # Zen 4: 3 vectors (2 where 3 do not divide 512) by 8 rows
+    ("256", "256", (16, 6)),  # AVX2: 2 vectors by 6 rows
+    ("512", "512", (64, 4)),  # Intel AVX-512: 4 vectors by 4 rows
+])  # fmt: skip
+def test_matmul_register_tile_follows_the_fma_datapath(monkeypatch: pytest.MonkeyPatch, vector_bits: str,
+                                                       fma_bits: str, tile: tuple[int, int]) -> None:  # fmt: skip
+    """The default matmul tile of a host description (vector and FMA datapath widths); the
+    1x1 convolution's coalesced tile stays the 256-bit datapath's on every host."""
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", vector_bits)
+    monkeypatch.setenv("EINC_C_FMA_BITS", fma_bits)
+    lanes = int(vector_bits) // 32
+    assert register_tile() == {"256": (3, 8) if lanes == 16 else (2, 6), "512": (4, 4)}[fma_bits]
+    text = default_schedule_text(get_target("c"), lower_to_stage(MATMUL, {"input0": f32(64, 32), "input1": f32(32, 512)},
+                                                                  stage="loops"))  # fmt: skip
+    assert text is not None
+    assert f'"output0.tile_j" = {tile[0]}' in text and f'"output0.tile_i" = {tile[1]}' in text
+    # a k tile of 256: the 4 x 4 tile's panel (256 x 64) would not fit L1, the 256-bit tile
+    deep = default_schedule_text(get_target("c"), lower_to_stage(MATMUL, {"input0": f32(64, 256), "input1": f32(256, 512)},
+                                                                  stage="loops"))  # fmt: skip
+    assert deep is not None and ('"output0.tile_j" = 32' in deep and '"output0.tile_i" = 8' in deep) == (lanes == 16)
+    # a row of 2 vectors only (32 columns): 8 rows on either datapath, not 2 x 4
+    narrow = default_schedule_text(get_target("c"), lower_to_stage(MATMUL, {"input0": f32(64, 32), "input1": f32(32, 32)},
+                                                                    stage="loops"))  # fmt: skip
+    assert narrow is not None and ('"output0.tile_i" = 8' in narrow) == (lanes == 16)
+    conv = ("output0[N, F, HO, WO] +=! input0[N, C, HO + KH, WO + KW] * input1[F, C, KH, KW] where HO in 28, WO in 28")
+    points = default_schedule_text(get_target("c"), lower_to_stage(conv, {"input0": f32(1, 64, 28, 28), "input1": f32(16, 64, 1, 1)},
+                                                                    stage="loops"))  # fmt: skip
+    assert points is not None and (f'"output0.tile_points" = {3 * lanes}' in points) == (lanes == 16)
+
+
 # ---- illegal schedules ------------------------------------------------------------------------
 
 

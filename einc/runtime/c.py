@@ -108,6 +108,48 @@ def _march_native_vector_bits(cc: str) -> int:
     return 512 if "__AVX512F__" in macros else 256 if "__AVX__" in macros else 128
 
 
+FMA_BITS_ENV = "EINC_C_FMA_BITS"
+"""Overrides the width of the host's FMA datapath (256 or 512 bits; `native_fma_bits`)."""
+
+
+def native_fma_bits() -> int:
+    """The width of the host's float32 FMA datapath, as far as the register tiles care
+    (einc.schedule.policies.cpu.register_tile): `$EINC_C_FMA_BITS` when set; else, when
+    `$EINC_C_VECTOR_BITS` is set, min(its width, 256), so that a source printed with a fixed
+    vector width is the same on every machine (the goldens, the lit tests); else the host's
+    (`fma_bits_from_cpuinfo` of /proc/cpuinfo)."""
+    override = os.environ.get(FMA_BITS_ENV)
+    if override:
+        if override not in ("128", "256", "512"):
+            raise ToolchainError(f"{FMA_BITS_ENV}={override!r}: expected 128, 256 or 512")
+        return int(override)
+    vector = native_vector_bits()
+    if os.environ.get(VECTOR_BITS_ENV):
+        return min(vector, 256)
+    return _host_fma_bits(vector)
+
+
+@functools.cache
+def _host_fma_bits(vector_bits: int) -> int:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            return fma_bits_from_cpuinfo(cpuinfo.read(), vector_bits)
+    except OSError:
+        return min(vector_bits, 256)
+
+
+def fma_bits_from_cpuinfo(text: str, vector_bits: int) -> int:
+    """The FMA datapath width of the CPU /proc/cpuinfo `text` describes, whose vectors are
+    `vector_bits` wide: 512 on an Intel core with AVX-512 (Skylake-SP to Sapphire/Emerald
+    Rapids: 512-bit FMA units, two per core on the server parts), else at most 256 (AMD's
+    Zen 4 runs AVX-512 on 256-bit datapaths, each 512-bit FMA taking two; AVX2 hosts; any
+    CPU not known here keeps the 256-bit register tiles)."""
+    vendor = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("vendor_id")), "")
+    if vector_bits >= 512 and vendor == "GenuineIntel":
+        return 512
+    return min(vector_bits, 256)
+
+
 @functools.cache
 def host_identity() -> str:
     """The CPU model and features, since `-march=native` code is only valid on this CPU."""

@@ -359,7 +359,10 @@ def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     band's new outermost loop."""
     i, k, j = band[n_outer - 1], band[n_outer], band[-1]
     ni, nk, nj = trip_count(i) or 0, trip_count(k) or 0, trip_count(j) or 0
-    vectors, rows = register_tile(lanes)
+    # the 256-bit datapath's tile on every host: on 512-bit FMA datapaths 4 x 4 (a row of
+    # four vectors, each loaded from another input channel's row) ran 0.84x its 3 x 8
+    # (1x1 convolution 1x256x28x28 -> 128, Sapphire Rapids class, 1 thread, CPU time)
+    vectors, rows = register_tile(lanes, 256)
     ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(rows, ni))
     tj = vectors * lanes
     tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else 0)
@@ -618,12 +621,20 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     # broadcast of A (AVX2 1024^3, 1 thread: 60-74 GFLOP/s against 46-50 for 4 vectors by 4
     # rows, which spills). When the rows do not divide i, the i tile loop is peeled: its
     # whole tiles have a constant trip count and unroll, the last partial tile stays a loop.
-    _, ti = register_tile(lanes)
-    ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(ti, ni))  # a short i (batched small matmuls)
     sizes = _matmul_tiles(nj, nk, lanes)
     if sizes is None:
         return band[0]
+    vectors, ti = register_tile(lanes)
+    if lanes >= 16 and (sizes[0] < vectors * lanes or sizes[0] * sizes[1] > PANEL_L1_ELEMENTS):
+        # the 4 x 4 tile of a 512-bit FMA datapath only with a row of its 4 vectors (else 2
+        # x 4 would leave 8 accumulators for two FMA ports) and a packed panel that fits L1
+        # (PANEL_L1_ELEMENTS): the 256-bit datapath's tile otherwise
+        sizes = _matmul_tiles(nj, nk, lanes, 256)
+        vectors, ti = register_tile(lanes, 256)
+        if sizes is None:
+            return band[0]
     tj, tk = sizes
+    ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(ti, ni))  # a short i (batched small matmuls)
     stmt = _tag(i, lt.STMT_ATTR)
     knob_j, knob_i, knob_k = (
         b.knob(f"{stmt}.{name}", value, options)
@@ -673,13 +684,20 @@ def _block_matmul(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     return new[0]
 
 
-def _matmul_tiles(nj: int, nk: int, lanes: int) -> tuple[int, int] | None:
+PANEL_L1_ELEMENTS = 8192
+"""The largest packed k-by-j panel (32 KiB of float32, within a 48 KiB L1) for which
+`_block_matmul` takes the 512-bit FMA datapath's 4 x 4 tile (`register_tile`): batched
+matmul 8x256^3 (k tile 256, a 64 KiB panel of 4 vectors) ran 0.91-0.96x the 2 x 8 tile
+(32 KiB), 0.99x with a k tile of 128 (Sapphire Rapids class, 1 thread, shared machine)."""
+
+
+def _matmul_tiles(nj: int, nk: int, lanes: int, fma_bits: int | None = None) -> tuple[int, int] | None:
     """The (j, k) tile of `_block_matmul` for a j loop of `nj` and a reduction of `nk`: j by
     the register tile's vectors (or fewer whole vectors, when they divide nj), k by a
     cache-sized tile that divides it, or whole when it is no longer than one (a 512x32x512
     matmul keeps its 32-long reduction in one tile). None: j is not whole vectors, or k
     neither divides nor is short."""
-    vectors, _ = register_tile(lanes)
+    vectors, _ = register_tile(lanes, fma_bits)
     tj = next((t for t in (vectors * lanes, 2 * lanes, lanes) if nj % t == 0), None)
     tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else None)
     return None if tj is None or tk is None else (tj, tk)
@@ -1326,15 +1344,30 @@ def _costly(loop: affine.ForOp) -> bool:
     return any(op.dialect_name() in COSTLY_DIALECTS for op in loop.body.block.ops)
 
 
-def register_tile(lanes: int) -> tuple[int, int]:
+def register_tile(lanes: int, fma_bits: int | None = None) -> tuple[int, int]:
     """(vectors, rows) of the accumulator tile of a blocked matmul on a host with `lanes`
-    float32 lanes a vector: 3 x 8 with 32 vector registers (AVX-512; 2 x 8 where 3 vectors
-    do not divide the row), 2 x 6 with 16 (AVX2, SSE). With AVX-512, 4 x 8 (32 accumulators
-    in 32 registers) spills: gcc keeps accumulators on the stack, `vfmadd213ps 72(%rsp)` in
-    the k loop; 1 thread, shared machine, one process each: batched matmul Q K^T 192x128x64
-    0.50 -> 0.60 of the FMA peak (2 x 8), A V 192x128x128x64 0.51 -> 0.56, 512x32x512 x16
-    0.63 -> 0.70, 1024^3 0.78 -> 0.81."""
-    return (3, 8) if lanes >= 16 else (2, 6)
+    float32 lanes a vector and an FMA datapath `fma_bits` wide (None: this host's,
+    einc.runtime.c.native_fma_bits): 3 x 8 with 32 vector registers (AVX-512; 2 x 8 where 3
+    vectors do not divide the row), 2 x 6 with 16 (AVX2, SSE). With AVX-512, 4 x 8 (32
+    accumulators in 32 registers) spills: gcc keeps accumulators on the stack, `vfmadd213ps
+    72(%rsp)` in the k loop; 1 thread, shared machine, one process each (Zen 4): batched
+    matmul Q K^T 192x128x64 0.50 -> 0.60 of the FMA peak (2 x 8), A V 192x128x128x64 0.51 ->
+    0.56, 512x32x512 x16 0.63 -> 0.70, 1024^3 0.78 -> 0.81.
+
+    On 512-bit FMA datapaths (Intel's AVX-512 cores; Zen 4 splits each 512-bit FMA in two)
+    4 vectors by 4 rows: the same 16 accumulators, 4 broadcasts and 4 vector loads per 16
+    FMAs instead of 8 and 2, and each row of the output tile four whole cache lines
+    (Sapphire Rapids class, 1 thread, CPU time, the same process, interleaved, shared
+    machine, against the 2 x 8 tile: 512x32x512 1.07-1.16x, at batch 16 1.26-1.32x; Q K^T
+    12x128x64x128 1.04-1.08x, batch 16 1.15-1.26x; README, Benchmarks), where its packed
+    panel fits L1 (`PANEL_L1_ELEMENTS`)."""
+    if lanes >= 16:
+        if fma_bits is None:
+            from einc.runtime.c import native_fma_bits
+
+            fma_bits = native_fma_bits()
+        return (4, 4) if fma_bits >= 512 else (3, 8)
+    return (2, 6)
 
 
 def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choices = POLICY,
