@@ -295,3 +295,20 @@ def test_hip_float16_products_are_not_contracted(n: int, program: str) -> None:
         isa = device_assembly(other.results["source"], "gfx90a")
         assert bool(re.search(r"\bv_(fmac|fma|pk_fma)_f32", isa)) == fused, isa
         assert bool(re.search(r"\bv_(pk_)?mul_f32", isa)) != fused, isa
+
+
+def test_cuda_float16_products_are_not_contracted() -> None:
+    """CUDA's scalar float16 path needs no pragma: its conversions are inline PTX
+    (`cvt.rn.f16.f32`), which NVRTC cannot fuse across, so `a * b + c` (1001: a scalar loop)
+    is a float32 multiply and add each rounded to float16, no `fma`; float32 keeps NVRTC's
+    contraction."""
+    from tests.test_gpu_default import _ptx
+
+    require("cuda")
+    names = ("input0", "input1", "input2")
+    for dtype, fused in (("float16", False), ("float32", True)):
+        comp = Compilation(FMA_PROGRAM, "<fma>", dict.fromkeys(names, {"dtype": dtype, "shape": [1001]}), None, "cuda", "default")
+        comp.run_until("source")
+        ptx = _ptx(comp.results["source"])
+        assert bool(re.search(r"\bfma\.rn\.f(16|32)\b", ptx)) == fused, ptx
+        assert bool(re.search(r"\bmul(\.rn)?\.f32\b", ptx)) != fused, ptx
