@@ -332,17 +332,22 @@ def row_pairs_plan(loop: scf.ForOp, pairs: list[tuple[affine.LoadOp, affine.Stor
     if any(t is None for t in table):
         return None
     where = [t for t in table if t is not None]
-    cols = next((c for c in range(width, points, width) if points % c == 0 and all(
-        where[e + c][:-1] == where[e][:-1] and where[e + c][-1] == where[e][-1] + 1 for e in range(points - c))), None)  # fmt: skip
-    if cols is None or (points // cols) % depth:
+
+    def next_row(e: int, c: int) -> bool:
+        return where[e + c][:-1] == where[e][:-1] and where[e + c][-1] == where[e][-1] + 1
+
+    # the source row's length: the first step of whole vectors that moves element 0 one
+    # row down the tile, then checked for every element
+    cols = next((c for c in range(width, points, width) if points % c == 0 and next_row(0, c)), None)
+    if cols is None or (points // cols) % depth or not all(next_row(e, cols) for e in range(points - cols)):
         return None
     rows, groups = points // cols // depth, cols // width
 
     def flat(t: tuple[int, ...]) -> int:
         return sum(i * s for i, s in zip(t, strides))
 
-    if any(flat(where[e]) % depth for e in range(0, points, cols * depth)):
-        return None  # a row pair's word unaligned
+    if any(flat(where[e]) % depth for e in range(points) if e // cols % depth == 0):
+        return None  # a row pair's word unaligned (an odd row length)
 
     def cost(block: int) -> int:
         plan = RowPairs(cols, depth, block, groups, rows)
