@@ -130,7 +130,8 @@ def test_hip_gfx90a_has_packed_float16_arithmetic(compiled: dict[tuple[str, str,
     `v_pk_fma_f16` (the helpers turn HIP's default contraction off: the language rounds the
     product) and no float32 arithmetic; bfloat16 (no packed instruction on gfx90a) keeps its
     float32 lanes: float32 multiplies, no packed 16-bit op. The 1002-element kernel's full
-    chunk packed the same way (its scalar tail is hipcc's to vectorize)."""
+    chunk packed the same way (its scalar tail is hipcc's to vectorize, unfused too: the
+    kernel turns contraction off, test_hip_float16_products_are_not_contracted)."""
     require("hip")
     from einc.runtime.hip import device_assembly
 
@@ -138,7 +139,8 @@ def test_hip_gfx90a_has_packed_float16_arithmetic(compiled: dict[tuple[str, str,
     ops = re.findall(r"^\s*(v_pk_\w+|v_(?:mul|add|fma|mac|fmac)_f32\w*|global_(?:load|store)_\w+)", isa, re.M)
     assert sorted(ops) == sorted(["global_load_dwordx2"] * 2 + ["global_store_dwordx2"] + ["v_pk_mul_f16"] * 2 + ["v_pk_add_f16"] * 2), ops
     tail = device_assembly(compiled[("hip", "float16", 1002)].results["source"], "gfx90a")
-    assert tail.count("v_pk_mul_f16") == 2 and tail.count("v_pk_add_f16") == 2, tail
+    assert tail.count("v_pk_mul_f16") >= 2 and tail.count("v_pk_add_f16") >= 2, tail
+    assert not re.search(r"\bv_(pk_)?(fma|mac|fmac|mad)_f16", tail), tail
     bf16 = device_assembly(compiled[("hip", "bfloat16", 1000)].results["source"], "gfx90a")
     assert "v_pk_" not in bf16 and re.search(r"\bv_mul_f32", bf16), bf16
 
@@ -249,3 +251,64 @@ def test_other_loads_stay_scalar_in_each_lane() -> None:
     out = run_lowered(comp.results["target"], {"input0": a, "input1": b}, target="cuda")["output0"]
     expected = (a.astype(np.float32) * b.astype(np.float16).astype(np.float32)).astype(np.float16)
     np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+
+
+FMA_PROGRAM = "output0[N] = input0[N] * input1[N] + input2[N]"
+
+
+@pytest.mark.parametrize(("n", "program"), [(1001, FMA_PROGRAM), (1000, FMA_PROGRAM + " / 3.0")])
+def test_hip_float16_products_are_not_contracted(n: int, program: str) -> None:
+    """HIP's float16 arithmetic outside the packed helpers, the language's bits: a scalar
+    loop (1001: no even divisor up to 4) and float32 lanes (a division keeps them) compute
+    `a * b + c` in float32 rounded to float16 per op, which hipcc narrows to float16 ops;
+    with HIP's default contraction it fused them into `v_fma_f16` / `v_pk_fma_f16` (one
+    rounding). The kernel turns contraction off: gfx90a's code multiplies and adds
+    (`v_mul_f16`, `v_add_f16` or their packed forms), fuses nothing, and the egpu interpreter
+    gives NumPy's per-op rounding bit for bit. A float32 kernel keeps its contraction
+    (`v_fmac_f32`: allowed, einc.runtime.c), and so does bfloat16's (its rounding is einc's
+    own bit arithmetic, which hipcc cannot fuse across: `v_mul_f32` then `v_add_f32`)."""
+    spec = {"dtype": "float16", "shape": [n]}
+    names = ("input0", "input1", "input2")
+    comp = Compilation(program, "<fma16>", dict.fromkeys(names, spec), None, "hip", "default")
+    comp.run_until("source")
+    source = comp.results["source"]
+    assert source.count("#pragma clang fp contract(off)") == 1 + source.count("einc_h2 z"), source
+    rng = np.random.default_rng(7)
+    values = {k: rng.uniform(-4, 4, n).astype(np.float16) for k in names}
+    a, b, c = (values[k].astype(np.float32) for k in names)
+    if n == 1000:
+        c = (c / np.float32(3.0)).astype(np.float16).astype(np.float32)
+    want = ((a * b).astype(np.float16).astype(np.float32) + c).astype(np.float16)
+    out = run_lowered(comp.results["target"], values, target="hip")["output0"]
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+    require("hip")
+    from einc.runtime.hip import device_assembly
+
+    isa = device_assembly(source, "gfx90a")
+    ops = re.findall(r"^\s*(v_(?:pk_)?(?:fma|mac|fmac|mad|mul|add)_f16)", isa, re.M)
+    assert ops and not {"v_fma_f16", "v_pk_fma_f16", "v_mac_f16", "v_fmac_f16", "v_mad_f16"} & set(ops), ops
+    assert {"v_mul_f16", "v_pk_mul_f16"} & set(ops) and {"v_add_f16", "v_pk_add_f16"} & set(ops), ops
+    for dtype, fused in (("float32", True), ("bfloat16", False)):
+        other = Compilation(FMA_PROGRAM, "<fma>", dict.fromkeys(names, {"dtype": dtype, "shape": [n]}), None, "hip", "default")
+        other.run_until("source")
+        assert "  #pragma clang fp contract(off)" not in other.results["source"]
+        isa = device_assembly(other.results["source"], "gfx90a")
+        assert bool(re.search(r"\bv_(fmac|fma|pk_fma)_f32", isa)) == fused, isa
+        assert bool(re.search(r"\bv_(pk_)?mul_f32", isa)) != fused, isa
+
+
+def test_cuda_float16_products_are_not_contracted() -> None:
+    """CUDA's scalar float16 path needs no pragma: its conversions are inline PTX
+    (`cvt.rn.f16.f32`), which NVRTC cannot fuse across, so `a * b + c` (1001: a scalar loop)
+    is a float32 multiply and add each rounded to float16, no `fma`; float32 keeps NVRTC's
+    contraction."""
+    from tests.test_gpu_default import _ptx
+
+    require("cuda")
+    names = ("input0", "input1", "input2")
+    for dtype, fused in (("float16", False), ("float32", True)):
+        comp = Compilation(FMA_PROGRAM, "<fma>", dict.fromkeys(names, {"dtype": dtype, "shape": [1001]}), None, "cuda", "default")
+        comp.run_until("source")
+        ptx = _ptx(comp.results["source"])
+        assert bool(re.search(r"\bfma\.rn\.f(16|32)\b", ptx)) == fused, ptx
+        assert bool(re.search(r"\bmul(\.rn)?\.f32\b", ptx)) != fused, ptx

@@ -8,6 +8,7 @@ invalid_tensorize.mlir.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 
 import ml_dtypes
 import numpy as np
@@ -269,8 +270,9 @@ def test_hip_default_staging_copies_are_16_bytes() -> None:
     """HIP's default float16 matmul stages its tiles with 16-byte global loads (eight halves
     in one load): A's `[N, K]` tile with one store too (`einc-async-copies`' plain copies,
     `plain_vector_copies`), B's `[K, M]` tile, staged transposed for the MFMA operand reads,
-    scattered down 8 rows of the `[M, K]` tile; hipcc's gfx90a code does them as dwordx4
-    loads; one kernel, MFMA. The numbers of the same kernel on the egpu interpreter:
+    two consecutive k rows per thread (two loads), each column's pair written down the
+    `[M, K]` tile as one 32-bit word (test_hip_mfma_operands_are_vector_loads); hipcc's
+    gfx90a code does them as dwordx4 loads; one kernel, MFMA. The numbers of the same kernel on the egpu interpreter:
     test_gpu_default's half contractions."""
     import re
 
@@ -285,7 +287,7 @@ def test_hip_default_staging_copies_are_16_bytes() -> None:
     kernel = comp.kernel()
     source = kernel.source
     assert len(re.findall(r"\*\(uint4\*\)&input0_shared\[", source)) == 2, source  # A: first and next tiles
-    assert len(re.findall(r"einc_vloada_f16x8\(&input1\[", source)) == 2, source  # B: first and next tiles
+    assert len(re.findall(r"einc_vloada_f16x8\(&input1\[", source)) == 4, source  # B: 2 rows, first and next tiles
     assert not re.search(r"input[01]_shared\[[^\]]*\] = input[01]\[", source), "no scalar staging copies"
     assembly = device_assembly(source, "gfx90a")
     assert "global_load_dwordx4" in assembly and "v_mfma_f32_16x16x16f16" in assembly
@@ -299,9 +301,15 @@ def test_hip_mfma_operands_are_vector_loads() -> None:
     matmul's `B[K, M]` is staged transposed, `[M, K]` (`mma_k_contiguous`; rows padded by 4
     halves: 8-byte aligned, 34 words apart), so its operand reads are vectors too: for the
     8 MFMAs of "blocks" (two reduction tiles, unrolled) 8 `ds_read2_b64` and no `ds_read_u16`
-    where the `[k, n]` tile took 4 and 32 (A's 4 and B's gathers); the copy into it one 16-byte global load per 8 columns,
-    scattered down the tile's rows (16-bit LDS writes). The numbers of these kernels on the
-    egpu interpreter: test_gpu_default's half contractions ("bmm_tb", "blocks")."""
+    where the `[k, n]` tile took 4 and 32 (A's 4 and B's gathers). The copy into it
+    (`einc-vectorize-global`'s `row_pairs_plan`): each of 128 threads loads 2 consecutive k
+    rows of 8 columns (two 16-byte loads) and writes each column's pair as one 32-bit word
+    (hipcc: `ds_write2_b32`, two words an instruction), no 16-bit LDS write, where each of
+    256 threads scattered one row's 8 halves as 8 `ds_write_b16` (16 in the kernel: first and
+    next tiles), 2-way bank-conflicted; the chunks' order over the threads puts a
+    wavefront's first 32 threads' words in 32 different banks (checked here on the printed
+    index arithmetic). The numbers of the float16 kernel on the egpu interpreter against
+    NumPy here; bfloat16's and "bmm_tb"'s in test_gpu_default's half contractions."""
     import re
 
     from tests.test_gpu_default import HALF_CASES
@@ -323,4 +331,31 @@ def test_hip_mfma_operands_are_vector_loads() -> None:
         assert reads and all("b64" in r for r in reads), reads
         if case == "blocks":
             assert reads.count("ds_read2_b64") == 8, reads
-            assert "global_load_ushort" not in assembly and assembly.count("global_load_dwordx4") == 4, assembly
+            # A: 2 copies (first tile, next) of one 16-byte load; B: 2 of two rows' loads
+            assert "global_load_ushort" not in assembly and assembly.count("global_load_dwordx4") == 6, assembly
+            writes = Counter(re.findall(r"^\s*(ds_write\w*)", assembly, re.M))
+            assert writes == {"ds_write_b128": 2, "ds_write2_b32": 8}, writes  # A's; B's 16 words
+            _check_pairs_banks(source)
+            rng = np.random.default_rng(5)
+            values = {k: rng.uniform(-2, 2, v).astype(np.float16) for k, v in shapes.items()}
+            out = run_lowered(comp.results["target"], values, target="hip")["output0"]
+            want = values["input0"].astype(np.float64) @ values["input1"].astype(np.float64)
+            np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def _check_pairs_banks(source: str) -> None:
+    """The B copy's printed index arithmetic (thread `v`'s first element `e`, the tile's
+    `[M, K + 4]` row of 68 halves): for each of a thread's 8 columns the 32-bit words of a
+    wavefront's first 32 threads fall in 32 different banks, and the 128 threads' pairs
+    cover the 64 x 32 tile once."""
+    import re
+
+    line = re.search(r"for \(int32_t v = tid; v < 128; v \+= 256\) \{\n\s*int32_t e = ([^;]+);", source)
+    assert line, source
+    formula = line.group(1).replace("/", "//")
+    starts = [eval(formula, {"v": v}) for v in range(128)]  # noqa: S307 (the printed index)
+    covered = sorted(e + r + j for e in starts for r in (0, 32) for j in range(8))  # rows e, e + 32
+    assert covered == list(range(2048)), covered[:40]
+    for j in range(8):
+        words = {((e % 32 + j) * 68 + e // 32) // 2 for e in starts[:32]}
+        assert len({w % 32 for w in words}) == 32, (j, sorted(w % 32 for w in words))

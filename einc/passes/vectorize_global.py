@@ -22,6 +22,10 @@ Three shapes, whatever schedule made them (the pass works on the egpu level):
    `A[N, K]` staged `[K, N]`), whose shared index moves across rows with `e`, gets the
    same aligned vector load and `W` scalar stores down the tile's column (the transpose;
    `einc-async-copies` leaves it: cp.async cannot transpose, so it goes through registers).
+   16-bit elements so scattered (HIP's MFMA operand staged k innermost) take two source
+   rows per thread where the tile allows (`row_pairs_plan`): two vector loads, each
+   column's pair one aligned 32-bit store, the threads in the order with the fewest bank
+   conflicts among a wavefront's first 32 words.
 2. Elementwise loops: an innermost `affine.for` with constant bounds whose stores all go
    to global buffers at an index unit-stride in the loop variable, every access of a stored
    buffer at that same index (no carried dependence), and every unit-stride global access
@@ -205,6 +209,11 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
             break
     else:
         return 0
+    if bits and scattered and len(scattered) == len(pairs):
+        plan = row_pairs_plan(loop, pairs, points, width)
+        if plan is not None:
+            _pair_rows(loop, pairs, plan, width, element, scattered[pairs[0][1]])
+            return width
     # the loop now runs over vectors: e = width * v, v < points / width
     new_ub = arith.ConstantOp(IntegerAttr(points // width, IndexType()))
     Rewriter.insert_op(new_ub, InsertPoint.before(loop))
@@ -232,6 +241,207 @@ def vectorize_copy_loop(kernel: egpu.FuncOp, loop: scf.ForOp, elements: frozense
         Rewriter.erase_op(store)
         Rewriter.erase_op(load)
     return width
+
+
+WORD_BYTES = 4
+BANKS = 32
+"""Shared memory's banks (32 of 4 bytes on every CUDA/HIP device einc targets), for the
+lane order of `row_pairs_plan`."""
+
+
+def _evaluate(v: SSAValue, env: dict[SSAValue, int]) -> int | None:
+    """`v`'s value where the values in `env` take theirs (through `affine.apply` and
+    constants); None where it depends on anything else."""
+    if v in env:
+        return env[v]
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    if isinstance(owner, affine.ApplyOp):
+        args = [_evaluate(o, env) for o in owner.mapOperands]
+        if any(a is None for a in args):
+            return None
+        return owner.map.data.eval([a for a in args if a is not None], [])[0]
+    return None
+
+
+def _depends(v: SSAValue, iv: SSAValue) -> bool:
+    if v is iv:
+        return True
+    owner = v.owner
+    return isinstance(owner, affine.ApplyOp) and any(_depends(o, iv) for o in owner.mapOperands)
+
+
+@dataclass(frozen=True)
+class RowPairs:
+    """A transposing copy's chunks of `depth` consecutive source rows (`cols` elements of
+    the copy's order apart) by `width` columns, and the order of the chunks over the
+    threads: `block` row-groups at a time, then the column groups (`groups` of them)."""
+
+    cols: int
+    depth: int
+    block: int
+    groups: int
+    rows: int
+
+
+def row_pairs_plan(loop: scf.ForOp, pairs: list[tuple[affine.LoadOp, affine.StoreOp]], points: int,
+                   width: int, depth: int = 2) -> RowPairs | None:  # fmt: skip
+    """Whether a copy of 16-bit elements whose `width`-element vector loads scatter down a
+    transposed tile's rows (each lane's element one row further, the copy's source row the
+    tile's innermost index) can take `depth` source rows per thread: each of the tile's
+    rows then receives `depth` consecutive elements, one aligned 32-bit (`depth` 2) word,
+    where the single 16-bit stores took one word write each for half a word. The chunks'
+    order over the threads is the one whose first 32 threads' word writes fall in the
+    fewest same-bank different words (`BANKS`), rows before columns on a tie's loss (a
+    padded row 34 words long maps column groups 8 rows apart to banks 16 apart: two column
+    groups over 16 row pairs cover the 32 banks once, four over 8 twice). None where the
+    copy is not that shape, numbers checked element by element (the copy is a tile: a few
+    thousand points)."""
+    iv = loop.body.block.args[0]
+    memory = pairs[0][1].memref.type
+    assert isinstance(memory, MemRefType)
+    shape = memory.get_shape()
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+    size = element_bytes(memory.get_element_type())
+    if size * depth != WORD_BYTES or any(store.memref is not pairs[0][1].memref for _, store in pairs[1:]):
+        return None
+    store = pairs[0][1]
+    m = dims_to_operands(store.map.data)
+    operands = list(store.indices)
+    if len(pairs) != 1:
+        return None
+    depends = [_depends(v, iv) for v in operands]
+    used = [e.used_dims() for e in m.results]
+    moving = [any(depends[d] for d in ds) for ds in used]
+    if not moving or not moving[-1] or any(mv and not all(depends[d] for d in ds) for mv, ds in zip(moving, used)):
+        return None  # an index mixing the copy's and invariant values: not worked out here
+    if any(strides[k] % depth for k, moves in enumerate(moving) if not moves):
+        return None  # an invariant index (a double buffer's slot) must keep the words aligned
+    env: dict[SSAValue, int] = {}
+
+    def at(e: int) -> tuple[int, ...] | None:
+        env[iv] = e
+        values = [_evaluate(v, env) if moves else 0 for v, moves in zip(operands, depends)]
+        if any(v is None for v in values):
+            return None
+        results = m.eval([v for v in values if v is not None], [])
+        return tuple(r if mv else 0 for r, mv in zip(results, moving))
+
+    table = [at(e) for e in range(points)]
+    if any(t is None for t in table):
+        return None
+    where = [t for t in table if t is not None]
+
+    def next_row(e: int, c: int) -> bool:
+        return where[e + c][:-1] == where[e][:-1] and where[e + c][-1] == where[e][-1] + 1
+
+    # the source row's length: the first step of whole vectors that moves element 0 one
+    # row down the tile, then checked for every element
+    cols = next((c for c in range(width, points, width) if points % c == 0 and next_row(0, c)), None)
+    if cols is None or (points // cols) % depth or not all(next_row(e, cols) for e in range(points - cols)):
+        return None
+    rows, groups = points // cols // depth, cols // width
+
+    def flat(t: tuple[int, ...]) -> int:
+        return sum(i * s for i, s in zip(t, strides))
+
+    if any(flat(where[e]) % depth for e in range(points) if e // cols % depth == 0):
+        return None  # a row pair's word unaligned (an odd row length)
+
+    def cost(block: int) -> int:
+        plan = RowPairs(cols, depth, block, groups, rows)
+        lanes = [chunk_start(plan, u, width) for u in range(min(BANKS, rows * groups))]
+        total = 0
+        for j in range(width):
+            words = {flat(where[e + j]) * size // WORD_BYTES for e in lanes}
+            per_bank: dict[int, int] = {}
+            for w in words:
+                per_bank[w % BANKS] = per_bank.get(w % BANKS, 0) + 1
+            total += max(per_bank.values()) - 1
+        return total
+
+    blocks = [b for b in (1, 2, 4, 8, 16, 32) if rows % b == 0]
+    best = min(blocks, key=lambda b: (cost(b), b))
+    return RowPairs(cols, depth, best, groups, rows)
+
+
+def chunk_start(plan: RowPairs, u: int, width: int) -> int:
+    """The copy-order index of chunk `u`'s first element (its first row, first column)."""
+    low, rest = u % plan.block, u // plan.block
+    group, high = rest % plan.groups, rest // plan.groups
+    return (high * plan.block + low) * plan.depth * plan.cols + group * width
+
+
+def _pair_rows(loop: scf.ForOp, pairs: list[tuple[affine.LoadOp, affine.StoreOp]], plan: RowPairs, width: int,
+               element: Attribute, steps: list[int]) -> None:  # fmt: skip
+    """`row_pairs_plan`'s copy: the loop over chunks (`chunk_start`), `depth` aligned vector
+    loads per chunk (its rows) and per column one `depth`-element vector store of the
+    rows' lanes (one 32-bit word)."""
+    body = loop.body.block
+    iv = body.args[0]
+    chunks = plan.rows * plan.groups
+    new_ub = arith.ConstantOp(IntegerAttr(chunks, IndexType()))
+    Rewriter.insert_op(new_ub, InsertPoint.before(loop))
+    loop.operands[1] = new_ub.result
+    u = AffineExpr.dimension(0)
+    low, rest = u % plan.block, u // plan.block
+    start = (rest // plan.groups * plan.block + low) * (plan.depth * plan.cols) + (rest % plan.groups) * width
+    first = body.first_op
+    assert first is not None
+    e0 = affine.ApplyOp([iv], AffineMapAttr(AffineMap(1, 0, (start,))))
+    Rewriter.insert_op(e0, InsertPoint.before(first))
+    iv.replace_uses_with_if(e0.result, lambda use: use.operation is not e0)
+    e0.result.name_hint = iv.name_hint
+    iv.name_hint = "v"
+    load, store = pairs[0]
+    size = element_bytes(element)
+    vector = VectorType(element, [width])
+    rows: list[SSAValue] = []
+    first_row = element_indices(load)
+    prefix: list[Operation] = []  # the ops computing the first row's indices from e0
+    for op in body.ops:
+        if op is load:
+            break
+        prefix.append(op)
+    for r in range(plan.depth):
+        mapper: dict[SSAValue, SSAValue] = {}
+        if r:
+            er = affine.ApplyOp([e0.result], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + r * plan.cols,))))
+            Rewriter.insert_op(er, InsertPoint.before(load))
+            mapper[e0.result] = er.result
+            for op in prefix:
+                if isinstance(op, affine.ApplyOp) and op is not e0 and any(o in mapper for o in op.operands):
+                    clone = op.clone(value_mapper=dict(mapper))
+                    Rewriter.insert_op(clone, InsertPoint.before(load))
+                    mapper[op.result] = clone.result
+        indices = [mapper.get(v, v) for v in first_row]
+        vload = egpu.VLoadOp(load.memref, indices, vector)
+        vload.attributes[ALIGN_ATTR] = IntegerAttr(width * size, i64)
+        Rewriter.insert_op(vload, InsertPoint.before(load))
+        rows.append(vload.result)
+    word = VectorType(element, [plan.depth])
+    base = element_indices(store)
+    for k in range(width):
+        indices = []
+        for index, step in zip(base, steps):
+            if k == 0 or step == 0:
+                indices.append(index)
+                continue
+            moved = affine.ApplyOp([index], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + k * step,))))
+            Rewriter.insert_op(moved, InsertPoint.before(store))
+            indices.append(moved.result)
+        lanes = [egpu.VExtractOp(row, k) for row in rows]
+        splats = [egpu.VBroadcastOp(lane.result, word) for lane in lanes]
+        for op in (*lanes, *splats):
+            Rewriter.insert_op(op, InsertPoint.before(store))
+        packed = egpu.VShuffleOp(splats[0].result, splats[1].result, [0, plan.depth])
+        Rewriter.insert_op(packed, InsertPoint.before(store))
+        vstore = egpu.VStoreOp(packed.result, store.memref, indices)
+        vstore.attributes[ALIGN_ATTR] = IntegerAttr(plan.depth * size, i64)
+        Rewriter.insert_op(vstore, InsertPoint.before(store))
+    Rewriter.erase_op(store)
+    Rewriter.erase_op(load)
 
 
 def _scatter(vector: SSAValue, store: affine.StoreOp, steps: list[int], width: int) -> None:

@@ -409,6 +409,12 @@ class CLikeTarget:
         return f"{cls.kernel_prefix}{prefix}void {f.sym_name.data}({', '.join(params)})"
 
     @classmethod
+    def body_pragmas(cls, f: func.FuncOp) -> Sequence[str]:
+        """Lines opening the function's body, before its statements (HIP: contraction off
+        where the language rounds a product to float16)."""
+        return ()
+
+    @classmethod
     def alloc(cls, element: str, count: int, name: str) -> str:
         """The statement allocating a temporary buffer (C: aligned heap memory)."""
         size = -(-count * cls.sizeof(element) // 64) * 64

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import AnyFloat, MemRefType, f16
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import AnyFloat, MemRefType, VectorType, f16
 from xdsl.ir import Operation
 
 from einc.dialects import egpu
@@ -30,6 +31,8 @@ _AXES = "xyz"
 
 
 _COPY_UNITS = {8: "uint2", 16: "uint4"}
+
+CONTRACTION_OFF = "#pragma clang fp contract(off)"
 
 
 def _plain_copy(w: Writer, op: Operation) -> None:
@@ -57,7 +60,7 @@ def _packed_f16(op: str, n: int) -> str:
     product into the next helper's sum (one rounding instead of the language's two)."""
     sign = {"add": "+", "sub": "-", "mul": "*"}[op]
     return (
-        "\n#pragma clang fp contract(off)\n"
+        f"\n{CONTRACTION_OFF}\n"
         "typedef _Float16 einc_h2 __attribute__((ext_vector_type(2))); {T} r; "
         f"for (int k = 0; k < {n}; k += 2) {{{{ einc_h2 x = {{{{a.v[k], a.v[k + 1]}}}}, y = {{{{b.v[k], b.v[k + 1]}}}}; "
         f"einc_h2 z = x {sign} y; r.v[k] = z.x; r.v[k + 1] = z.y; }}}} return r;"
@@ -68,6 +71,18 @@ PACKED_F16_BODIES = {(f"v{op}f", "f16", n): _packed_f16(op, n) for op in ("add",
 """`arith.addf/subf/mulf` on vectors of `_Float16` (`packed_narrow_arithmetic`): gfx90a
 has packed float16 instructions, no packed bfloat16 arithmetic (bfloat16 keeps float32
 lanes)."""
+
+
+def _rounds_a_product_to_f16(f: func.FuncOp) -> bool:
+    """Whether `f` rounds a float32 product to float16 (`(_Float16)(a * b)`, a lane of one
+    included), the rounding the language puts between a float16 product and the sum it
+    feeds."""
+    for op in f.walk():
+        if isinstance(op, arith.TruncFOp) and isinstance(op.input.owner, arith.MulfOp):
+            out = op.result.type
+            if (out.element_type if isinstance(out, VectorType) else out) == f16:
+                return True
+    return False
 
 
 class HIPTarget(CudaFamily):
@@ -113,6 +128,17 @@ class HIPTarget(CudaFamily):
         "{p} {t} einc_warp_{kind}_{s}({t} a, int w) {{ for (int o = w / 2; o > 0; o >>= 1) "
         "{{ {t} b = __shfl_xor(a, o, w); a = {combine}; }} return a; }}"
     )
+
+    @classmethod
+    def body_pragmas(cls, f: func.FuncOp) -> Sequence[str]:
+        """Contraction off in a kernel that rounds a product to float16. HIP compiles with
+        `-ffp-contract=fast`, and hipcc narrows `(_Float16)((float)a * (float)b)` and the
+        rounded sum after it to float16 operations, then fuses the two into `v_fma_f16`
+        (`v_pk_fma_f16` where it vectorizes the loop): one rounding where the language
+        (docs/LANGUAGE.md, float16) has two, and not the bits of the packed helpers
+        (`_packed_f16`) or of the other targets. A kernel with no such product keeps
+        float32 contraction (allowed: einc.runtime.c)."""
+        return (CONTRACTION_OFF,) if _rounds_a_product_to_f16(f) else ()
 
     @classmethod
     def cannot_run(cls) -> str | None:

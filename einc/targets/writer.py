@@ -216,6 +216,8 @@ class Writer:
             self.line(f"// {', '.join(names)}: assumed {size}-byte aligned (vector accesses); einc's launchers check it")
         self.header = self.t.signature(self, f, params)
         self.open(self.header)
+        for pragma in self.t.body_pragmas(f):
+            self.line(pragma)
         self.block(f.body.block)
         self.close()
         self.scopes.pop()

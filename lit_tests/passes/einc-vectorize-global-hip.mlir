@@ -93,17 +93,29 @@ builtin.module {
 // -----
 
 // A float16 tile staged transposed for MFMA (B[K, M]'s 64x32 tile as [M, K], rows padded to
-// 68): HIP's copies are plain ones (`plain_vector_copies`), so the 16-bit bits too are one
-// aligned 16-byte load of 8 consecutive columns, its lanes stored down 8 rows of the tile
+// 68): HIP's copies are plain ones (`plain_vector_copies`), so the 16-bit bits too are
+// aligned 16-byte loads of 8 consecutive columns; each thread takes two consecutive k rows
+// (the loop over 128 chunks, `row_pairs_plan`) and writes each column's pair as one aligned
+// 32-bit word down the tile (8 `vector<2xf16>` stores), the chunks ordered 16 row pairs
+// before the next 8 columns: a wavefront's first 32 threads' words in 32 different banks
 // (CUDA keeps such a copy scalar: its 16-bit vector copies are cp.async pairs).
 
 // CHECK-LABEL: egpu.func @transposed_half_staging(
-// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:         %[[N:.*]] = arith.constant 128 : index
+// CHECK:         scf.for %[[V:.*]] = %{{.*}} to %[[N]] step %{{.*}} {
+// CHECK-NEXT:      %[[E:.*]] = affine.apply affine_map<(d0) -> ((((((d0 floordiv 16) floordiv 4) * 1024) + ((d0 mod 16) * 64)) + (((d0 floordiv 16) mod 4) * 8)))> (%[[V]])
 // CHECK:           %[[X:.*]] = egpu.vload %{{.*}}[%{{.*}}, %{{.*}}] {egpu.align = 16 : i64} : memref<128x96xf16> -> vector<8xf16>
+// CHECK-NEXT:      %[[E1:.*]] = affine.apply affine_map<(d0) -> ((d0 + 32))> (%[[E]])
+// CHECK:           %[[Y:.*]] = egpu.vload %{{.*}}[%{{.*}}, %{{.*}}] {egpu.align = 16 : i64} : memref<128x96xf16> -> vector<8xf16>
 // CHECK-NEXT:      %[[X0:.*]] = egpu.vextract %[[X]][0 : index]
-// CHECK-NEXT:      affine.store %[[X0]], %{{.*}}[%[[C:.*]], %[[R:.*]]] : memref<32x68xf16>
+// CHECK-NEXT:      %[[Y0:.*]] = egpu.vextract %[[Y]][0 : index]
+// CHECK:           %[[P0:.*]] = egpu.vshuffle %{{.*}}, %{{.*}} [0, 2] : vector<2xf16>, vector<2xf16> -> vector<2xf16>
+// CHECK-NEXT:      egpu.vstore %[[P0]], %{{.*}}[%[[C:.*]], %[[R:.*]]] {egpu.align = 4 : i64} : vector<2xf16>, memref<32x68xf16>
+// CHECK-COUNT-6:   egpu.vstore %{{.*}}, %{{.*}}[%{{.*}}, %[[R]]] {egpu.align = 4 : i64} : vector<2xf16>, memref<32x68xf16>
 // CHECK:           %[[X7:.*]] = egpu.vextract %[[X]][7 : index]
-// CHECK-NEXT:      affine.store %[[X7]], %{{.*}}[%{{.*}}, %[[R]]] : memref<32x68xf16>
+// CHECK-NEXT:      %[[Y7:.*]] = egpu.vextract %[[Y]][7 : index]
+// CHECK:           egpu.vstore %{{.*}}, %{{.*}}[%{{.*}}, %[[R]]] {egpu.align = 4 : i64} : vector<2xf16>, memref<32x68xf16>
+// CHECK-NOT:       affine.store
 // CHECK-NOT:       affine.load
 // CHECK:         egpu.return
 builtin.module {

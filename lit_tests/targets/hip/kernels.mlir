@@ -67,6 +67,8 @@ func.func @row_max_then_scale(%X: tensor<3x100xf32> {ein.name = "X"}) -> tensor<
 
 // -----
 
+// A product rounded to float16: the kernel opens with contraction off (HIP compiles with
+// -ffp-contract=fast; the language rounds the product before any sum it feeds).
 func.func @halves_and_bytes(%H: tensor<8xf16> {ein.name = "H"}, %Q: tensor<8xi8> {ein.name = "Q"}) -> tensor<8xf16> {
   %y = ein.einsum "Y" assign parallel [N = 8] : tensor<8xf16> {
   ^bb0(%N : index):
@@ -83,6 +85,7 @@ func.func @halves_and_bytes(%H: tensor<8xf16> {ein.name = "H"}, %Q: tensor<8xi8>
 // CHECK:      #include <hip/hip_runtime.h>
 // CHECK-EMPTY:
 // CHECK-NEXT: extern "C" __global__ void __launch_bounds__({{[0-9]+}}) halves_and_bytes_Y(const _Float16* __restrict__ H, const int8_t* __restrict__ Q, _Float16* __restrict__ Y) {
+// CHECK-NEXT:   #pragma clang fp contract(off)
 // CHECK-NEXT:   int64_t N = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x);
 // CHECK-NEXT:   int8_t i = Q[N];
 // CHECK-NEXT:   Y[N] = (_Float16)((float)H[N] * (float)(_Float16)(int8_t)(i + i));
