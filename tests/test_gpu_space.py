@@ -91,6 +91,39 @@ def test_sketches_per_program(spaces: dict) -> None:
     assert "transform.einc.vectorize_reduction" not in str(spaces["rowsum", "opencl"].sketches["tile.cross"].schedule)
 
 
+ROW_SHAPES = {"rowsum": {"input0": [5, 200]}, "softmax": {"input0": [3, 40]}}
+"""Rows a vector of 16 does not divide (a remainder in narrower vectors) and one (40) barely
+over a vector."""
+
+
+@pytest.mark.parametrize("target", ["opencl", "sycl", "hlsl", "cuda", "hip", "poplar"])
+@pytest.mark.parametrize("name", ["rowsum", "softmax"])
+def test_the_default_row_reduction_per_target(name: str, target: str) -> None:
+    """The default row reduction's shape on every device target, and its numbers (the egpu
+    interpreter, NumPy float64 reference): a row per work-item in vector partial sums of
+    the target's width on PoCL (`vector_rows`: OpenCL), cross-thread elsewhere a barrier
+    splits the work-item loop or shared memory is on chip (SYCL, CUDA, HIP), a row per
+    work-item with a scalar accumulator on lavapipe (HLSL); Poplar leaves the mapping to
+    its vertex split."""
+    from einc.semantics.egpu import run_lowered
+
+    ir = PROGRAMS[name][0]
+    inputs = {k: {"dtype": "float32", "shape": v} for k, v in ROW_SHAPES[name].items()}
+    comp = Compilation(ir, f"<{name}>", inputs, None, target, None, use_records=False)
+    comp.run_until("target")
+    schedule = comp.schedule_text or ""
+    vector = "transform.einc.vectorize_reduction" in schedule
+    cross = 'to "thread.x"' in schedule and "cache_write" not in schedule
+    assert vector == (target == "opencl"), schedule
+    if target in ("sycl", "cuda", "hip"):
+        assert cross, schedule
+    if target in ("opencl", "hlsl"):
+        assert not cross and '"local"' in schedule, schedule
+    x = random_inputs(comp)
+    got = run_lowered(comp.module("target"), x, target=target)["output0"]
+    np.testing.assert_allclose(got, _reference(name, x), rtol=1e-5, atol=1e-5)
+
+
 def test_the_defaults_neighbouring_register_tiles_are_seeds(spaces: dict) -> None:
     """The default with each register tile one option larger (PoCL's old 8x8 default tile:
     16x8 measured faster), then each one option smaller (lavapipe: 4x8, the hand schedule
