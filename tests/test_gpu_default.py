@@ -355,17 +355,23 @@ def test_cuda_default_half_matmul_is_mma_sync_from_shared_memory() -> None:
 def test_row_reductions_share_rows_by_the_targets_facts() -> None:
     """A row reduction's work-items per row, from the target's facts: on a GPU (shared memory
     on chip) the default work-group (256: eight warps, coalesced); on a CPU runtime whose
-    barriers are compile-time splits of the work-item loop, two vectors of work-items where
-    they are vector lanes (SYCL: 2 x 16) and the default work-group elsewhere (PoCL: 64);
-    a row per work-item with a private accumulator on lavapipe (HLSL), whose barriers
-    switch coroutines; never more work-items than the row has elements (a power of two)."""
-    expected = {"cuda": 256, "hip": 256, "sycl": 32, "opencl": 64}
+    barriers are compile-time splits of the work-item loop and work-items vector lanes, two
+    vectors of them (SYCL: 2 x 16); a row per work-item with a private accumulator on
+    lavapipe (HLSL), whose barriers switch coroutines, and on PoCL, which does not run
+    work-items as vector lanes (`vector_rows`: the row read in vectors, vector partial
+    sums); never more work-items than the row has elements (a power of two)."""
+    expected = {"cuda": 256, "hip": 256, "sycl": 32}
     for target, threads in expected.items():
         knobs = _knobs("softmax", target)  # 130 columns: at most 128 work-items
         assert (knobs["temp0.C.threads"], knobs["temp1.C.threads"]) == (min(threads, 128),) * 2, (target, knobs)
         assert _knobs("rowsum", target) == {"output0.C.threads": min(threads, 64)}, target  # 100 columns
-    hlsl = _knobs("softmax", "hlsl")
-    assert (hlsl["temp0.N.threads"], hlsl["temp1.N.threads"]) == (16, 16)  # a row per work-item: 9 rows
+    for target in ("hlsl", "opencl"):
+        rows = _knobs("softmax", target)
+        assert (rows["temp0.N.threads"], rows["temp1.N.threads"]) == (16, 16), target  # a row per work-item: 9 rows
+    assert _knobs("rowsum", "opencl") == {"output0.N.threads": 16}  # 10 rows
+    assert policy.vector_rows(get_target("opencl").limits, policy.Facts.of(get_target("opencl").limits))
+    assert not any(policy.vector_rows(get_target(t).limits, policy.Facts.of(get_target(t).limits))
+                   for t in ("sycl", "hlsl", "cuda", "hip"))  # fmt: skip
     assert _knobs("colsum", "sycl") == {"output0.C.threads": 64}  # a column read at stride: one per work-item
     barriers = {t: getattr(get_target(t).limits, "loop_barriers", None) for t in ("opencl", "sycl", "hlsl")}
     assert barriers == {"opencl": True, "sycl": True, "hlsl": False}

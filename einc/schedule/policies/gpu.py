@@ -48,14 +48,17 @@ left to `convert-affine-to-egpu`'s default mapping):
 - another reduction (a row sum, softmax's max and sum, layernorm's mean and variance) whose
   innermost reduction reads an input at unit stride, where shared memory is on chip or the
   runtime's barriers are compile-time splits of its work-item loop (`shares_reductions`:
-  CUDA, HIP, PoCL, Intel's SYCL CPU device): each output on a work-group, the reduction
+  CUDA, HIP, Intel's SYCL CPU device): each output on a work-group, the reduction
   shared by its work-items, consecutive work-items reading consecutive elements (a
   cross-thread reduction: warp shuffles on CUDA/HIP), `row_threads` of them per row (the
   default work-group: 256 on CUDA/HIP, 64 on PoCL; two vectors of work-items where they are
   vector lanes, `items_vectorized`: 32 on SYCL; at most the row); otherwise (lavapipe,
-  whose barriers switch coroutines) one output per work-item, its accumulator in a private
-  register across the reduction (`cache_write ... in "local"`) instead of a load and store
-  of global memory per step;
+  whose barriers switch coroutines; PoCL, `vector_rows`) one output per work-item, its
+  accumulator in a private register across the reduction (`cache_write ... in "local"`)
+  instead of a load and store of global memory per step, and on PoCL the row read in
+  vectors of the target's width into vector partial sums (`vectorize_reduction`, a row at
+  least a vector long: PoCL vectorizes no work-item loop in which work-items run loops of
+  their own, but does a work-item's vectors);
 - an elementwise nest of at most three axes: the innermost axis in chunks of up to `ITEMS`
   consecutive elements per work-item (a divisor of the axis: a loop of constant trip count
   the device compiler unrolls; a float16/bfloat16 output on CUDA/HIP with no even divisor
@@ -357,6 +360,20 @@ and the tree that combines the partials has log2(VECTOR_ROWS * vector_width) bar
 work-group's."""
 
 
+def vector_rows(d: TargetDescription | None, facts: Facts) -> bool:
+    """Whether the default gives a row reduction a row per work-item read in vectors of the
+    target's width (`vectorize_reduction`: vector partial sums, one lane reduction at the
+    end): on a CPU runtime whose barriers split the work-item loop at compile time
+    (`loop_barriers`) but which does not run work-items as vector lanes (not
+    `items_vectorized`: PoCL, whose work-item loop vectorizes only where work-items run no
+    loop of their own). There a cross-thread reduction's work-items each run a scalar chain
+    of dependent adds, and a row per work-item loading `vector_width` consecutive elements
+    a step is the faster kernel (ReduceSum 1024x1024 on PoCL, kernel alone: 0.06-0.14 ms
+    against 1.3 ms for 16 or 64 work-items per row and the former default; pyopencl
+    timing, load 9)."""
+    return d is not None and not facts.on_chip and d.loop_barriers and not d.items_vectorized
+
+
 def shares_reductions(d: TargetDescription | None, facts: Facts) -> bool:
     """Whether the default shares a row reduction (one whose innermost reduction an input
     reads at unit stride) across a work-group's work-items: where shared memory is on chip
@@ -367,10 +384,11 @@ def shares_reductions(d: TargetDescription | None, facts: Facts) -> bool:
     partials costs a few passes of that loop, where one output per work-item reads its own
     row, 4 KiB apart from its neighbours' (Softmax and ReduceSum 1024x1024, benchmarks/device_kernels.py: a row per
     work-item 0.54x and 0.55x the best hand schedule on SYCL, 0.81x and 0.79x on PoCL). Not
-    lavapipe (HLSL), whose barriers switch coroutines: a row per work-item is its fastest."""
+    lavapipe (HLSL), whose barriers switch coroutines: a row per work-item is its fastest;
+    nor PoCL (`vector_rows`), where a row per work-item read in vectors beats both."""
     if facts.on_chip:
         return True
-    return d is not None and d.loop_barriers
+    return d is not None and d.loop_barriers and not vector_rows(d, facts)
 
 
 def row_threads(d: TargetDescription | None, facts: Facts, extent: int) -> int:
@@ -827,6 +845,11 @@ class _Policy:
         for h, axis in zip(new, [*("block.z", "block.y")[2 - len(bound):], "block.x", "thread.x"]):
             b.bind(h, axis)
         b.cache_write(buffer_name(nest.output), new[len(bound) + 1 + len(seq)], "local")
+        d, r = self.target.limits, nest.reduction[-1]
+        if vector_rows(d, f) and nest.extent(r) >= d.vector_width and any(_unit_stride(a, r) for a in nest.loads):
+            # the innermost loop (the last reduction), at least a vector long (a pooling
+            # window's few taps are left scalar); refused where it carries another dependence
+            b.try_(lambda: b.vectorize_reduction(new[-1]))
 
     def elementwise_applies(self, nest: _Nest) -> bool:
         """At most three axes, the outer two within the grid's y and z limits."""
