@@ -618,3 +618,69 @@ def test_kernels_loaded_together_keep_their_own_vertex_types() -> None:
         out = poisoned((5,), np.dtype(np.float32))
         kernel({"in": x}, {"out": out})
         np.testing.assert_array_equal(out, factor * x)
+
+
+# ---- register tiles ----------------------------------------------------------------------------------
+
+
+def register_tile_lines(rn: int, rm: int) -> list[str]:
+    """A matmul's outputs in `rn` x `rm` register tiles, nothing bound: each tile's outputs
+    accumulated in a private array across K (`cache_write ... in "local"` at M.o), the
+    register loops unrolled; the mapping pass gives each tile a point."""
+    return [*_N_M, '%k = transform.einc.match stmt "output0" axis "K" in %root',
+            f"%no, %nr = transform.einc.tile %n by {rn}", f"%mo, %mr = transform.einc.tile %m by {rm}",
+            "%a, %b, %e, %g, %h = transform.einc.reorder %no, %mo, %k, %nr, %mr",
+            '%w = transform.einc.cache_write "output0" at %b in "local"',
+            f"transform.einc.unroll %h by {rm}", f"transform.einc.unroll %g by {rn}"]  # fmt: skip
+
+
+_MM = "output0[N, M] +=! input0[N, K] * input1[K, M]"
+
+
+@pytest.mark.parametrize(("rn", "rm"), [(4, 4), (2, 8)])
+def test_register_tiled_matmul_splits_over_tiles(rn: int, rm: int) -> None:
+    """A register tile per point writes rn rows of rm outputs (not one element per point):
+    the points are cut between rows of tiles, so each vertex's slice of output0 (the hull of
+    its tiles, a band of whole rows) is its own and mapped to its tile; its private
+    accumulators are its workers' local arrays in its bytes. Results are NumPy's, and the
+    egpu interpreter, running vertex by vertex inside their slices, agrees; a slice doctored
+    one row short is reported there."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+    from einc.semantics.egpu.memory import KernelFault
+    from einc.transforms.vertex_split import local_bytes, vertex_bytes
+
+    inputs = {"input0": {"dtype": "float32", "shape": [48, 20]}, "input1": {"dtype": "float32", "shape": [20, 64]}}
+    comp = _compile(_MM, inputs, register_tile_lines(rn, rm))
+    assert f"float output0_local[{rn * rm}];" in comp.results["source"]
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    out = [k for k, a in enumerate(kernel.body.block.args) if a.type.get_shape() == (48, 64)][0]
+    assert split.vertices >= 2 and not split.written and out in split.read_slices
+    assert split.bytes == vertex_bytes(kernel, split) and local_bytes(kernel) == 6 * 4 * rn * rm
+    first, end = split.read_slices[out]
+    assert first[0] == 0 and end[-1] == 48 * 64 and all(e == f for e, f in zip(end, first[1:]))
+    assert all((e - f) % (rn * 64) == 0 for f, e in zip(first, end))  # whole bands of register rows
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
+    assert sorted(r.fields["output0"].count for r in runner.graph() if "output0" in r.fields)[-split.vertices:] == sorted(
+        e - f for f, e in zip(first, end))
+    module = comp.module("target").clone()
+    lowered = run_lowered(module, values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+    kernel = [k for k in module.ops if "egpu.tile_split" in k.attributes][-1]
+    short = tuple((k, f, (e[0] - 64, *e[1:]) if k == out else e) for k, f, e in split.read)
+    kernel.attributes["egpu.tile_split"] = type(kernel.attributes["egpu.tile_split"])(dataclasses.replace(split, read=short))
+    with pytest.raises(KernelFault, match=r"accesses element \d+ of 'output0', outside its vertex's slice \[0, \d+\)"):
+        run_lowered(module, values, target="poplar")
+
+
+def test_register_tile_rows_over_a_tile_are_a_target_error() -> None:
+    """4 x 4 register tiles of a 8 x 40000 output: the cuts fall between rows of tiles
+    only, so a vertex writes at least 4 rows of 40000 floats (640000 bytes) and reads all
+    of input1: over a tile however the points are spread, a TargetError naming the bytes."""
+    inputs = {"input0": {"dtype": "float32", "shape": [8, 2]}, "input1": {"dtype": "float32", "shape": [2, 40000]}}
+    with pytest.raises(TargetError, match=r"needs 9\d{5} bytes of tile memory per vertex spread over 2 tiles"):
+        _compile(_MM, inputs, register_tile_lines(4, 4))

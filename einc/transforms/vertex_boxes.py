@@ -38,6 +38,8 @@ FINE_TILES = 1 << 15
 def point_shape(space: Splittable, write_granule: int) -> tuple[int, ...] | None:
     """The point space as the written buffers' common shape, when every written buffer is
     written at 1 * point + 0, has one element per point and elements of at least a word."""
+    if space.ranged:
+        return None
     shapes = set()
     for k, (s, c) in space.written.items():
         t = space.kernel.body.block.args[k].type
