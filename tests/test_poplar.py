@@ -677,10 +677,37 @@ def test_register_tiled_matmul_splits_over_tiles(rn: int, rm: int) -> None:
         run_lowered(module, values, target="poplar")
 
 
-def test_register_tile_rows_over_a_tile_are_a_target_error() -> None:
-    """4 x 4 register tiles of a 8 x 40000 output: the cuts fall between rows of tiles
-    only, so a vertex writes at least 4 rows of 40000 floats (640000 bytes) and reads all
-    of input1: over a tile however the points are spread, a TargetError naming the bytes."""
-    inputs = {"input0": {"dtype": "float32", "shape": [8, 2]}, "input1": {"dtype": "float32", "shape": [2, 40000]}}
-    with pytest.raises(TargetError, match=r"needs 9\d{5} bytes of tile memory per vertex spread over 2 tiles"):
+def test_register_tiles_in_boxes_on_small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On tiles of 4 KiB no band of register rows fits (each reads all of input1), so the
+    points (4 x 4 register tiles, `egpu.point_shape` [12, 16]) are cut into boxes: each
+    vertex writes its own box of output0 (disjoint, all of it, mapped to its tile) and reads
+    its rows of input0 and columns of input1. Results are NumPy's; the interpreter agrees."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+    from einc.targets.poplar import PoplarTarget
+
+    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
+    inputs = {"input0": {"dtype": "float32", "shape": [48, 20]}, "input1": {"dtype": "float32", "shape": [20, 64]}}
+    comp = _compile(_MM, inputs, register_tile_lines(4, 4))
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.in_boxes and split.shape == (12, 16) and split.vertices >= 4 and split.bytes <= 4096
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
+    records = [r for r in runner.graph() if "input1" in r.fields]
+    assert len(records) == split.vertices and sum(r.fields["output0"].count for r in records) == 48 * 64
+    assert all(r.fields["input1"].count < 20 * 64 for r in records)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+
+
+def test_register_tile_over_a_tile_is_a_target_error() -> None:
+    """4 x 4 register tiles of a 48 x 8 output over K = 50000: one tile of outputs reads 4
+    rows of input0 and 4 columns of input1 (800000 bytes each), over a tile however the
+    points are spread (bands of register rows: 2400528 bytes on 12 tiles, as reported) or
+    boxed: a TargetError naming the bytes, before any code."""
+    inputs = {"input0": {"dtype": "float32", "shape": [48, 50000]}, "input1": {"dtype": "float32", "shape": [50000, 8]}}
+    with pytest.raises(TargetError, match=r"needs 24\d{5} bytes of tile memory per vertex spread over 12 tiles"):
         _compile(_MM, inputs, register_tile_lines(4, 4))

@@ -68,7 +68,8 @@ class TileSplit:
     row-major by `shape` (the written buffers' shape; each written at 1 * point + 0) and
     vertex t runs the t-th box of `tile` points (boxes in row-major order, clipped to
     `shape`), writing that box of each written buffer; `boxes` holds each read-only
-    argument connected as a box (see Box)."""
+    argument connected as a box (see Box), and each written one whose points are register
+    tiles (`egpu.point_shape`: `shape` is the points' shape; the boxes are disjoint)."""
 
     vertices: int
     bytes: int
@@ -224,7 +225,7 @@ class TileSplitAttr(Data[TileSplit]):
                 raise VerifyException("egpu.tile_split: one vertex has no points or slices")
             return
         if t.in_boxes:
-            if len(t.tile) != len(t.shape) or math.prod(t.shape) != t.points or not t.written:
+            if len(t.tile) != len(t.shape) or math.prod(t.shape) != t.points or not (t.written or t.boxes):
                 raise VerifyException(f"egpu.tile_split: boxes of {t.tile} points in {t.shape} are not {t.points} points")
             if math.prod(t.grid) != t.vertices or t.chunk or t.read or min(t.tile) < 1:
                 raise VerifyException(f"egpu.tile_split: boxes of {t.tile} in {t.shape} are not {t.vertices} vertices")

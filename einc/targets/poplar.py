@@ -505,7 +505,8 @@ class PoplarTarget(DeviceTarget):
         """The loop adding compute set `cs<k>`'s vertices of a box split, one per tile: the
         tile's box of points (`first<i>`, `size<i>` per cut dimension), that box of each
         written buffer, and each read box (its low corner from a table per vertex where the
-        box is not the whole dimension)."""
+        box is not the whole dimension; a written one, register tiles of outputs, mapped to
+        the tile)."""
         tiled = [i for i, (p, t) in enumerate(zip(split.shape, split.tile)) if t < p]
         lows: dict[tuple[int, int], str] = {}
         for pos, _, corner in split.boxes:
@@ -545,7 +546,7 @@ class PoplarTarget(DeviceTarget):
         for pos in split.bases:
             w.line(f'graph.setInitialValue(v["einc_base{pos}"], {bases[pos]});')
         w.line("graph.setTileMapping(v, tile);")
-        for pos, _, _ in split.written:
+        for pos in [*(pos for pos, _, _ in split.written), *(pos for pos, _, _ in split.boxes if written(args[pos]))]:
             w.line(f"graph.setTileMapping({edges[pos]}, tile);")
         w.close()
 
