@@ -398,7 +398,7 @@ def test_poplar_space_is_legal_by_construction(name: str) -> None:
     ir, shapes = POPLAR_PROGRAMS[name]
     task = TuneTask(ir, "poplar", f"<{name}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()})
     space = SearchSpace.from_task(task)
-    assert set(space.sketches) - {"default"} and all(s in ("default", "vertex", "vertex.vector") for s in space.sketches)
+    assert set(space.sketches) - {"default"} and all(s in ("default", "vertex", "vertex.vector", "vertex.reg") for s in space.sketches)
     points = [Point.of(sketch, dict(zip(options, values))) for sketch in space.sketches
               for options in [space.knob_options(sketch)] for values in itertools.product(*options.values())]  # fmt: skip
     assert len(points) == space.size() and len(set(points)) == len(points) > 2
