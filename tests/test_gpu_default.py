@@ -371,9 +371,21 @@ def test_row_reductions_share_rows_by_the_targets_facts() -> None:
     assert barriers == {"opencl": True, "sycl": True, "hlsl": False}
 
 
-def test_poplar_keeps_its_own_mapping() -> None:
-    """Poplar's grid is one MultiVertex (its printer spreads points over tiles): no default."""
-    assert policy.default_schedule(get_target("poplar"), _loops("matmul", "poplar")) is None
+def test_poplar_default_register_tiles_contractions_only() -> None:
+    """Poplar's grid is one MultiVertex (its printer spreads points over tiles): its default
+    binds nothing; a contraction whose register tiles split exactly (64 x 128 outputs: 16 x 16
+    tiles of 4 x 8) gets 4 x 8 register tiles of private accumulators, and nothing else is
+    scheduled (64 x 80: 10 columns of tiles, not a power of two; a softmax)."""
+    poplar = get_target("poplar")
+    tiled = Compilation(MATMUL, "<m>", {"input0": {"dtype": "float32", "shape": [64, 32]},
+                                        "input1": {"dtype": "float32", "shape": [32, 128]}},
+                        None, "poplar", ScheduleChoice.NONE).module("loops")  # fmt: skip
+    schedule = policy.default_schedule(poplar, tiled)
+    assert schedule is not None
+    text = str(schedule.module)
+    assert 'cache_write "output0"' in text and "bind" not in text and "by 4" in text and "by 8" in text
+    assert policy.default_schedule(poplar, _loops("matmul", "poplar")) is None
+    assert policy.default_schedule(poplar, _loops("softmax", "poplar")) is None
 
 
 POPLAR_PROGRAMS = {

@@ -16,6 +16,7 @@ import pytest
 from einc.compiler.driver import Compilation
 from einc.runtime.arrays import poisoned
 from einc.errors import TargetError
+from einc.schedule.choice import ScheduleChoice
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import script
 from tests.test_device_targets import require
@@ -23,8 +24,11 @@ from tests.test_device_targets import require
 pytestmark = pytest.mark.poplar
 
 
-def _compile(ir: str, inputs: dict[str, Any], lines: list[str] | None = None) -> Compilation:
-    comp = Compilation(ir, "<poplar>", inputs, None, "poplar", script(lines) if lines else None)
+def _compile(ir: str, inputs: dict[str, Any], lines: list[str] | None = None, unscheduled: bool = False) -> Compilation:
+    """`lines` as the schedule, or the default; `unscheduled`: no schedule (the mapping pass's
+    one output element per point, where the default register-tiles a contraction)."""
+    schedule = ScheduleChoice.NONE if unscheduled else script(lines) if lines else None
+    comp = Compilation(ir, "<poplar>", inputs, None, "poplar", schedule)
     comp.run_until("source")
     return comp
 
@@ -246,9 +250,10 @@ def test_published_matmuls_run_in_boxes_of_points(
     """AntaresIR.md's MatMul (1024x512x512) and the layout reading input0's columns: any
     range of points reads input1 (or input0) as the hull of its rows, over a tile's memory,
     so the points are cut into boxes (16 x 32 and 32 x 32, 1024 vertices) reading 16 rows
-    of input0 and 32 columns of input1 (the layout: 32 columns of each); results are NumPy's."""
+    of input0 and 32 columns of input1 (the layout: 32 columns of each); results are NumPy's.
+    Unscheduled: an output element per point (the default register-tiles the first)."""
     require("poplar")
-    comp = _compile(ir, inputs)
+    comp = _compile(ir, inputs, unscheduled=True)
     kernel = next(k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes)
     split = kernel.attributes["egpu.tile_split"].data
     assert split.in_boxes and split.vertices == 1024 and split.bytes <= 624 * 1024
