@@ -377,9 +377,21 @@ def test_row_reductions_share_rows_by_the_targets_facts() -> None:
     assert barriers == {"opencl": True, "sycl": True, "hlsl": False}
 
 
-def test_poplar_keeps_its_own_mapping() -> None:
-    """Poplar's grid is one MultiVertex (its printer spreads points over tiles): no default."""
-    assert policy.default_schedule(get_target("poplar"), _loops("matmul", "poplar")) is None
+def test_poplar_default_register_tiles_contractions_only() -> None:
+    """Poplar's grid is one MultiVertex (its printer spreads points over tiles): its default
+    binds nothing; a contraction whose register tiles split exactly (64 x 128 outputs: 16 x 16
+    tiles of 4 x 8) gets 4 x 8 register tiles of private accumulators, and nothing else is
+    scheduled (64 x 80: 10 columns of tiles, not a power of two; a softmax)."""
+    poplar = get_target("poplar")
+    tiled = Compilation(MATMUL, "<m>", {"input0": {"dtype": "float32", "shape": [64, 32]},
+                                        "input1": {"dtype": "float32", "shape": [32, 128]}},
+                        None, "poplar", ScheduleChoice.NONE).module("loops")  # fmt: skip
+    schedule = policy.default_schedule(poplar, tiled)
+    assert schedule is not None
+    text = str(schedule.module)
+    assert 'cache_write "output0"' in text and "bind" not in text and "by 4" in text and "by 8" in text
+    assert policy.default_schedule(poplar, _loops("matmul", "poplar")) is None
+    assert policy.default_schedule(poplar, _loops("softmax", "poplar")) is None
 
 
 POPLAR_PROGRAMS = {
@@ -404,7 +416,7 @@ def test_poplar_space_is_legal_by_construction(name: str) -> None:
     ir, shapes = POPLAR_PROGRAMS[name]
     task = TuneTask(ir, "poplar", f"<{name}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()})
     space = SearchSpace.from_task(task)
-    assert set(space.sketches) - {"default"} and all(s in ("default", "vertex", "vertex.vector") for s in space.sketches)
+    assert set(space.sketches) - {"default"} and all(s in ("default", "vertex", "vertex.vector", "vertex.reg") for s in space.sketches)
     points = [Point.of(sketch, dict(zip(options, values))) for sketch in space.sketches
               for options in [space.knob_options(sketch)] for values in itertools.product(*options.values())]  # fmt: skip
     assert len(points) == space.size() and len(set(points)) == len(points) > 2

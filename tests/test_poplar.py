@@ -16,6 +16,7 @@ import pytest
 from einc.compiler.driver import Compilation
 from einc.runtime.arrays import poisoned
 from einc.errors import TargetError
+from einc.schedule.choice import ScheduleChoice
 from tests.test_conformance import fresh_seed
 from tests.test_device_differential import script
 from tests.test_device_targets import require
@@ -23,8 +24,11 @@ from tests.test_device_targets import require
 pytestmark = pytest.mark.poplar
 
 
-def _compile(ir: str, inputs: dict[str, Any], lines: list[str] | None = None) -> Compilation:
-    comp = Compilation(ir, "<poplar>", inputs, None, "poplar", script(lines) if lines else None)
+def _compile(ir: str, inputs: dict[str, Any], lines: list[str] | None = None, unscheduled: bool = False) -> Compilation:
+    """`lines` as the schedule, or the default; `unscheduled`: no schedule (the mapping pass's
+    one output element per point, where the default register-tiles a contraction)."""
+    schedule = ScheduleChoice.NONE if unscheduled else script(lines) if lines else None
+    comp = Compilation(ir, "<poplar>", inputs, None, "poplar", schedule)
     comp.run_until("source")
     return comp
 
@@ -246,9 +250,10 @@ def test_published_matmuls_run_in_boxes_of_points(
     """AntaresIR.md's MatMul (1024x512x512) and the layout reading input0's columns: any
     range of points reads input1 (or input0) as the hull of its rows, over a tile's memory,
     so the points are cut into boxes (16 x 32 and 32 x 32, 1024 vertices) reading 16 rows
-    of input0 and 32 columns of input1 (the layout: 32 columns of each); results are NumPy's."""
+    of input0 and 32 columns of input1 (the layout: 32 columns of each); results are NumPy's.
+    Unscheduled: an output element per point (the default register-tiles the first)."""
     require("poplar")
-    comp = _compile(ir, inputs)
+    comp = _compile(ir, inputs, unscheduled=True)
     kernel = next(k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes)
     split = kernel.attributes["egpu.tile_split"].data
     assert split.in_boxes and split.vertices == 1024 and split.bytes <= 624 * 1024
@@ -618,3 +623,96 @@ def test_kernels_loaded_together_keep_their_own_vertex_types() -> None:
         out = poisoned((5,), np.dtype(np.float32))
         kernel({"in": x}, {"out": out})
         np.testing.assert_array_equal(out, factor * x)
+
+
+# ---- register tiles ----------------------------------------------------------------------------------
+
+
+def register_tile_lines(rn: int, rm: int) -> list[str]:
+    """A matmul's outputs in `rn` x `rm` register tiles, nothing bound: each tile's outputs
+    accumulated in a private array across K (`cache_write ... in "local"` at M.o), the
+    register loops unrolled; the mapping pass gives each tile a point."""
+    return [*_N_M, '%k = transform.einc.match stmt "output0" axis "K" in %root',
+            f"%no, %nr = transform.einc.tile %n by {rn}", f"%mo, %mr = transform.einc.tile %m by {rm}",
+            "%a, %b, %e, %g, %h = transform.einc.reorder %no, %mo, %k, %nr, %mr",
+            '%w = transform.einc.cache_write "output0" at %b in "local"',
+            f"transform.einc.unroll %h by {rm}", f"transform.einc.unroll %g by {rn}"]  # fmt: skip
+
+
+_MM = "output0[N, M] +=! input0[N, K] * input1[K, M]"
+
+
+@pytest.mark.parametrize(("rn", "rm"), [(4, 4), (2, 8)])
+def test_register_tiled_matmul_splits_over_tiles(rn: int, rm: int) -> None:
+    """A register tile per point writes rn rows of rm outputs (not one element per point):
+    the points are cut between rows of tiles, so each vertex's slice of output0 (the hull of
+    its tiles, a band of whole rows) is its own and mapped to its tile; its private
+    accumulators are its workers' local arrays in its bytes. Results are NumPy's, and the
+    egpu interpreter, running vertex by vertex inside their slices, agrees; a slice doctored
+    one row short is reported there."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+    from einc.semantics.egpu.memory import KernelFault
+    from einc.transforms.vertex_split import local_bytes, vertex_bytes
+
+    inputs = {"input0": {"dtype": "float32", "shape": [48, 20]}, "input1": {"dtype": "float32", "shape": [20, 64]}}
+    comp = _compile(_MM, inputs, register_tile_lines(rn, rm))
+    assert f"float output0_local[{rn * rm}];" in comp.results["source"]
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    out = [k for k, a in enumerate(kernel.body.block.args) if a.type.get_shape() == (48, 64)][0]
+    assert split.vertices >= 2 and not split.written and out in split.read_slices
+    assert split.bytes == vertex_bytes(kernel, split) and local_bytes(kernel) == 6 * 4 * rn * rm
+    first, end = split.read_slices[out]
+    assert first[0] == 0 and end[-1] == 48 * 64 and all(e == f for e, f in zip(end, first[1:]))
+    assert all((e - f) % (rn * 64) == 0 for f, e in zip(first, end))  # whole bands of register rows
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
+    assert sorted(r.fields["output0"].count for r in runner.graph() if "output0" in r.fields)[-split.vertices:] == sorted(
+        e - f for f, e in zip(first, end))
+    module = comp.module("target").clone()
+    lowered = run_lowered(module, values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+    kernel = [k for k in module.ops if "egpu.tile_split" in k.attributes][-1]
+    short = tuple((k, f, (e[0] - 64, *e[1:]) if k == out else e) for k, f, e in split.read)
+    kernel.attributes["egpu.tile_split"] = type(kernel.attributes["egpu.tile_split"])(dataclasses.replace(split, read=short))
+    with pytest.raises(KernelFault, match=r"accesses element \d+ of 'output0', outside its vertex's slice \[0, \d+\)"):
+        run_lowered(module, values, target="poplar")
+
+
+def test_register_tiles_in_boxes_on_small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On tiles of 4 KiB no band of register rows fits (each reads all of input1), so the
+    points (4 x 4 register tiles, `egpu.point_shape` [12, 16]) are cut into boxes: each
+    vertex writes its own box of output0 (disjoint, all of it, mapped to its tile) and reads
+    its rows of input0 and columns of input1. Results are NumPy's; the interpreter agrees."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+    from einc.targets.poplar import PoplarTarget
+
+    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
+    inputs = {"input0": {"dtype": "float32", "shape": [48, 20]}, "input1": {"dtype": "float32", "shape": [20, 64]}}
+    comp = _compile(_MM, inputs, register_tile_lines(4, 4))
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.in_boxes and split.shape == (12, 16) and split.vertices >= 4 and split.bytes <= 4096
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
+    records = [r for r in runner.graph() if "input1" in r.fields]
+    assert len(records) == split.vertices and sum(r.fields["output0"].count for r in records) == 48 * 64
+    assert all(r.fields["input1"].count < 20 * 64 for r in records)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+
+
+def test_register_tile_over_a_tile_is_a_target_error() -> None:
+    """4 x 4 register tiles of a 48 x 8 output over K = 50000: one tile of outputs reads 4
+    rows of input0 and 4 columns of input1 (800000 bytes each), over a tile however the
+    points are spread (bands of register rows: 2400528 bytes on 12 tiles, as reported) or
+    boxed: a TargetError naming the bytes, before any code."""
+    inputs = {"input0": {"dtype": "float32", "shape": [48, 50000]}, "input1": {"dtype": "float32", "shape": [50000, 8]}}
+    with pytest.raises(TargetError, match=r"needs 24\d{5} bytes of tile memory per vertex spread over 12 tiles"):
+        _compile(_MM, inputs, register_tile_lines(4, 4))

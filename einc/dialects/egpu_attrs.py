@@ -59,13 +59,17 @@ class TileSplit:
     vertex the kernel runs whole on tile 0 (`points`, `chunk` 0, no slices). Else, in
     ranges (`chunk` > 0), vertex t runs the points [t * chunk, min((t + 1) * chunk, points))
     of the kernel's point loop (its one top-level `scf.for`) on tile t; `written` holds (argument,
-    s, c) for each written argument, accessed only at flat element s * point + c; `read`
-    holds (argument, first elements, end elements) for each read-only argument connected as
-    one slice per vertex. In boxes (`shape` non-empty, `chunk` 0), the points are indexed
+    s, c) for each written argument accessed only at flat element s * point + c; `read`
+    holds (argument, first elements, end elements) for each other argument connected as
+    one slice per vertex: a read-only one's elements the vertex reads, or a written one
+    whose points each access a range of elements (a register tile of outputs per point:
+    the slice is the hull of the vertex's points' ranges, disjoint from every other
+    vertex's, and mapped to its tile). In boxes (`shape` non-empty, `chunk` 0), the points are indexed
     row-major by `shape` (the written buffers' shape; each written at 1 * point + 0) and
     vertex t runs the t-th box of `tile` points (boxes in row-major order, clipped to
     `shape`), writing that box of each written buffer; `boxes` holds each read-only
-    argument connected as a box (see Box)."""
+    argument connected as a box (see Box), and each written one whose points are register
+    tiles (`egpu.point_shape`: `shape` is the points' shape; the boxes are disjoint)."""
 
     vertices: int
     bytes: int
@@ -221,7 +225,7 @@ class TileSplitAttr(Data[TileSplit]):
                 raise VerifyException("egpu.tile_split: one vertex has no points or slices")
             return
         if t.in_boxes:
-            if len(t.tile) != len(t.shape) or math.prod(t.shape) != t.points or not t.written:
+            if len(t.tile) != len(t.shape) or math.prod(t.shape) != t.points or not (t.written or t.boxes):
                 raise VerifyException(f"egpu.tile_split: boxes of {t.tile} points in {t.shape} are not {t.points} points")
             if math.prod(t.grid) != t.vertices or t.chunk or t.read or min(t.tile) < 1:
                 raise VerifyException(f"egpu.tile_split: boxes of {t.tile} in {t.shape} are not {t.vertices} vertices")
@@ -229,10 +233,10 @@ class TileSplitAttr(Data[TileSplit]):
                 if len(extent) != len(lows) or any(len(low) not in (0, t.vertices) for low in lows):
                     raise VerifyException("egpu.tile_split: a box's low corner per dimension and vertex")
             return
-        if t.chunk < 1 or -(-t.points // t.chunk) != t.vertices or not t.written:
+        if t.chunk < 1 or -(-t.points // t.chunk) != t.vertices or not (t.written or t.read):
             raise VerifyException(
                 f"egpu.tile_split: {t.points} points in chunks of {t.chunk} are not "
-                f"{t.vertices} vertices (or nothing is written)"
+                f"{t.vertices} vertices (or nothing is sliced)"
             )
         if any(len(first) != t.vertices or len(end) != t.vertices for _, first, end in t.read):
             raise VerifyException("egpu.tile_split: a read slice per vertex")

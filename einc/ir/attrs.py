@@ -51,6 +51,9 @@ FRAGMENT_ATTR = "einc.fragment"
 """On a `memref.alloca`: a warp's tensor-core accumulator fragment (einc.transforms.tensorize),
 each lane's elements of a 16 x 16 tile; its copy nests cover the tile over the warp's lanes."""
 """On a loop: it copies a tensor (an output that is also read as an input)."""
+POINT_SHAPE_ATTR = "egpu.point_shape"
+"""On an `egpu.func` whose flattened points are register tiles (outlined from loops counting by
+steps above 1): the points' shape, row-major (Poplar's box split reads it: vertex_boxes)."""
 PARALLEL_ATTR = "einc.parallel"
 VECTORIZE_ATTR = "einc.vectorize"
 UNROLL_ATTR = "einc.unroll"

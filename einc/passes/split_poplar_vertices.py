@@ -87,11 +87,11 @@ def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:
     total, block = space.points, kernel.block_size[0]
     preferred = min(desc.tiles, -(-total // (block * POINTS_PER_WORKER)))
     most = min(desc.tiles, -(-total // space.words))
-    needed = 0
+    needed, spread = 0, 1
     candidates = sorted({preferred, most, *(v for v in (2**e for e in range(11)) if preferred < v < most)})
     for vertices in candidates:
         split = unsplit(kernel) if vertices < 2 else space.split(vertices)
-        needed = split.bytes
+        needed, spread = split.bytes, split.vertices
         if needed <= desc.tile_memory:
             return split
     shape = point_shape(space, desc.write_granule)
@@ -99,7 +99,7 @@ def tile_split(kernel: egpu.FuncOp, desc: TargetDescription) -> egpu.TileSplit:
         boxes = BoxSpace(space, shape).search(desc.tile_memory, desc.tiles, preferred)
         if boxes is not None:
             return boxes
-    raise _memory_error(kernel, needed, desc.tile_memory, max(candidates))
+    raise _memory_error(kernel, needed, desc.tile_memory, spread)
 
 
 @dataclass(frozen=True)

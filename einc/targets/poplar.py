@@ -35,7 +35,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects import egpu
 from einc.transforms.affine_index import dims_to_operands
-from einc.transforms.vertex_split import READS, WRITES, point_loop
+from einc.transforms.vertex_split import READS, WRITES, point_loop, written
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.c_lexicon import c_identifier
 from einc.targets.bfloat16 import CXX_BF16
@@ -454,7 +454,7 @@ class PoplarTarget(DeviceTarget):
                 }
                 cls.box_vertices(w, k, vertex, split, [w.names[a] for a in args], tensors, shaped, args)
             else:
-                cls.split_vertices(w, k, vertex, split, [w.names[a] for a in args], tensors)
+                cls.split_vertices(w, k, vertex, split, [w.names[a] for a in args], tensors, args)
             w.line(f"prog.add(poplar::program::Execute(cs{k}));")
         w.close()
         w.line("#endif  // EINC_POPLAR_HOST")
@@ -462,11 +462,12 @@ class PoplarTarget(DeviceTarget):
     @staticmethod
     def split_vertices(
         w: Writer, k: int, vertex: str, split: egpu.TileSplit, fields: list[str],
-        tensors: dict[int, str],
+        tensors: dict[int, str], args: Sequence[SSAValue],
     ) -> None:  # fmt: skip
         """The loop adding compute set `cs<k>`'s vertices, one per tile: written slices
-        at s * point + c, read slices from `split.read` (a linear function of the range
-        when it is one, else a table per vertex)."""
+        at s * point + c, slices from `split.read` (a linear function of the range when it
+        is one, else a table per vertex; a written one, a register tile per point, mapped
+        to its vertex's tile like the others written)."""
         firsts: dict[int, str] = {pos: _linear(s, c, "begin") for pos, s, c in split.written}
         ends: dict[int, str] = {pos: _linear(s, c + 1 - s, "end") for pos, s, c in split.written}
         begins = [t * split.chunk for t in range(split.vertices)]
@@ -492,7 +493,7 @@ class PoplarTarget(DeviceTarget):
         for pos in split.bases:
             w.line(f'graph.setInitialValue(v["einc_base{pos}"], {firsts[pos]});')
         w.line("graph.setTileMapping(v, tile);")
-        for pos, _, _ in split.written:
+        for pos in [*(pos for pos, _, _ in split.written), *(pos for pos, _, _ in split.read if written(args[pos]))]:
             w.line(f"graph.setTileMapping({slices[pos]}, tile);")
         w.close()
 
@@ -504,7 +505,8 @@ class PoplarTarget(DeviceTarget):
         """The loop adding compute set `cs<k>`'s vertices of a box split, one per tile: the
         tile's box of points (`first<i>`, `size<i>` per cut dimension), that box of each
         written buffer, and each read box (its low corner from a table per vertex where the
-        box is not the whole dimension)."""
+        box is not the whole dimension; a written one, register tiles of outputs, mapped to
+        the tile)."""
         tiled = [i for i, (p, t) in enumerate(zip(split.shape, split.tile)) if t < p]
         lows: dict[tuple[int, int], str] = {}
         for pos, _, corner in split.boxes:
@@ -544,7 +546,7 @@ class PoplarTarget(DeviceTarget):
         for pos in split.bases:
             w.line(f'graph.setInitialValue(v["einc_base{pos}"], {bases[pos]});')
         w.line("graph.setTileMapping(v, tile);")
-        for pos, _, _ in split.written:
+        for pos in [*(pos for pos, _, _ in split.written), *(pos for pos, _, _ in split.boxes if written(args[pos]))]:
             w.line(f"graph.setTileMapping({edges[pos]}, tile);")
         w.close()
 

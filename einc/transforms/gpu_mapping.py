@@ -50,7 +50,14 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.traits import is_side_effect_free
 
 from einc.dialects.egpu_mma import MmaOp
@@ -166,10 +173,57 @@ def _bare_dims(key: tuple[AffineMap, tuple[SSAValue, ...]]) -> list[SSAValue]:
     ]
 
 
+def _offset_range(e: AffineExpr, operands: Sequence[SSAValue], root: Operation) -> tuple[int, int] | None:
+    """The range of `e` (a sum of constants and non-negative multiples of operands) where
+    each operand is the induction variable of a loop of constant bounds inside `root`;
+    None for anything else."""
+    match e:
+        case AffineConstantExpr(value=v):
+            return v, v
+        case AffineDimExpr(position=p):
+            owner = operands[p].owner
+            loop = owner.parent_op() if isinstance(owner, Block) else None
+            if not isinstance(loop, affine.ForOp) or not root.is_ancestor(loop) or operands[p] is not induction_var(loop):
+                return None
+            bounds = constant_trip_range(loop)
+            if bounds is None or trip_count(loop) < 1:
+                return None
+            return bounds[0], bounds[0] + (trip_count(loop) - 1) * loop.step.value.data
+        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
+            a, b = _offset_range(lhs, operands, root), _offset_range(rhs, operands, root)
+            return None if a is None or b is None else (a[0] + b[0], a[1] + b[1])
+        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)) if c >= 0:
+            a = _offset_range(lhs, operands, root)
+            return None if a is None else (a[0] * c, a[1] * c)
+    return None
+
+
+def _owned_position(key: tuple[AffineMap, tuple[SSAValue, ...]], loop: affine.ForOp, root: Operation) -> int | None:
+    """The index position of an access that holds `loop`'s variable as `iv + e`, e within
+    [0, step) and free of the loop's variable (e over loops inside `root`: a register tile's
+    element of the loop's `step` outputs), so that the loop's iterations touch disjoint
+    elements; the bare variable (e = 0) where the step is 1; else None."""
+    m, operands = key
+    iv, step = induction_var(loop), loop.step.value.data
+    for position, result in enumerate(m.results):
+        if isinstance(result, AffineDimExpr) and operands[result.position] is iv:
+            return position
+        if step > 1 and isinstance(result, AffineBinaryOpExpr) and result.kind == AffineBinaryOpKind.Add:
+            for mine, rest in ((result.lhs, result.rhs), (result.rhs, result.lhs)):
+                if isinstance(mine, AffineDimExpr) and operands[mine.position] is iv:
+                    span = _offset_range(rest, operands, root)
+                    if span is not None and span[0] >= 0 and span[1] < step:
+                        return position
+    return None
+
+
 def parallel_prefix(root: Operation) -> list[affine.ForOp]:
     """The outermost loops of the nest at `root` whose iterations are independent: every
-    access to a buffer written in the nest is one and the same affine access, holding each
-    of these loops' variables as a whole index. Loops must count 0..n by 1. A local buffer
+    access to a buffer written in the nest holds each of these loops' variables as a whole
+    index, at one index position per buffer (one and the same affine access where a loop
+    counts by 1), or, for a loop counting by a step s, as `iv + e` with e in [0, s) over
+    loops inside (a register tile of s outputs per iteration, e.g. a `cache_write`'s copy-in
+    and copy-out). Loops must count from 0. A local buffer
     allocated inside the nest (`memref.alloca`: a staged tile, a compute_at box) does not
     count: the prefix stops at the loop whose body allocates it (the body is not a single
     loop), so each iteration of the prefix has its own."""
@@ -189,15 +243,15 @@ def parallel_prefix(root: Operation) -> list[affine.ForOp]:
     by_buffer: dict[SSAValue, set] = {}
     for buffer, key in keys:
         by_buffer.setdefault(buffer, set()).add(key)
-    if any(len(k) != 1 for k in by_buffer.values()):
-        return []
     prefix: list[affine.ForOp] = []
     for loop in perfect_chain(root):
         bounds = constant_trip_range(loop)
-        if bounds is None or bounds[0] != 0 or loop.step.value.data != 1 or loop.results:
+        if bounds is None or bounds[0] != 0 or loop.results:
             break
-        iv = induction_var(loop)
-        if not all(iv in _bare_dims(key) for _, key in keys):
+        if loop.step.value.data == 1 and any(len(k) != 1 for k in by_buffer.values()):
+            break
+        positions = [{_owned_position(key, loop, root) for key in found} for found in by_buffer.values()]
+        if not all(len(p) == 1 and None not in p for p in positions):
             break
         prefix.append(loop)
     return prefix
@@ -224,6 +278,8 @@ def _fills_for(fill: Operation, main: Operation) -> bool:
     if not main_stores or any(s.memref is not store.memref for s in main_stores):
         return False
     prefix = parallel_prefix(main)
+    if any(loop.step.value.data != 1 for loop in prefix):
+        return False
     if [constant_trip_range(loop) for loop in prefix] != [constant_trip_range(l) for l in chain]:
         return False
     key = _access_key(main_stores[0])
@@ -470,10 +526,13 @@ def fill_fits(stmt: Statement, mapping: Mapping) -> bool:
     """Whether the statement's fill can run in the kernel of its reduction with `mapping`:
     the mapped loops are the leading loops of the reduction's parallel prefix (the fill's
     remaining loops then run in the work-item that reduces into those elements), and mapped
-    loops beyond the fill's nest have one iteration."""
+    loops beyond the fill's nest have one iteration (and all count by 1: a stepped loop's work-item
+    owns a register tile of outputs, which its fill does not index)."""
     if stmt.fill is None:
         return True
     chain, prefix = perfect_chain(stmt.fill), parallel_prefix(stmt.main)
+    if any(loop.step.value.data != 1 for loop in mapping.loops):  # a register tile per work-item
+        return False
     n = min(len(chain), len(mapping.loops))
     if list(mapping.loops[:n]) != prefix[:n]:
         return False
@@ -491,9 +550,11 @@ def index_constant(b: Builder, value: int) -> SSAValue:
 def delinearize(
     b: Builder, flat: SSAValue, loops: Sequence[affine.ForOp]
 ) -> list[SSAValue]:
-    """Row-major coordinates of `flat` in the loops' iteration space."""
+    """Row-major coordinates of `flat` in the loops' iteration space, each times its loop's
+    step (the loops count from 0)."""
     extents = [trip_count(loop) for loop in loops]
-    if len(extents) == 1:
+    steps = [loop.step.value.data for loop in loops]
+    if len(extents) == 1 and steps[0] == 1:
         return [flat]
     ivs = []
     inner = math.prod(extents)
@@ -504,6 +565,8 @@ def delinearize(
             e = e // inner
         if k > 0:
             e = e % extent
+        if steps[k] != 1:
+            e = e * steps[k]
         apply = b.insert(affine.ApplyOp([flat], AffineMapAttr(AffineMap(1, 0, (e,)))))
         apply.result.name_hint = induction_var(loops[k]).name_hint
         ivs.append(apply.result)

@@ -17,8 +17,10 @@ from xdsl.builder import Builder
 from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
+    ArrayAttr,
     DictionaryAttr,
     IndexType,
+    IntegerAttr,
     StringAttr,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -26,7 +28,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.ir.attrs import NAME_ATTR
+from einc.ir.attrs import NAME_ATTR, POINT_SHAPE_ATTR
 from einc.transforms.cross_thread_reduce import build_reduction
 from einc.transforms.gpu_mapping import (
     Mapping,
@@ -182,6 +184,9 @@ def outline(
     ]
     kernel = egpu.FuncOp(name, [v.type for v in buffers], mapping.launch.grid,
                          mapping.launch.block, arg_attrs=arg_attrs)  # fmt: skip
+    if not mapping.bound and any(loop.step.value.data != 1 for loop in mapping.loops):
+        # a register tile per point: the points' shape, for Poplar's box split (vertex_boxes)
+        kernel.attributes[POINT_SHAPE_ATTR] = ArrayAttr([IntegerAttr(trip_count(loop), 64) for loop in mapping.loops])
     block = kernel.body.block
     mapper: dict[SSAValue, SSAValue] = {}
     for value, arg in zip(buffers, block.args):

@@ -16,10 +16,11 @@ import dataclasses
 import math
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType
 
 from einc.dialects import egpu
 from einc.dialects.egpu_attrs import TileSplit
+from einc.ir.attrs import POINT_SHAPE_ATTR
 from einc.transforms.ranges import Unbounded
 from einc.transforms.vertex_split import (
     BATCH_POINTS,
@@ -31,6 +32,9 @@ from einc.transforms.vertex_split import (
     vertex_bytes,
 )
 
+BIG = 1 << 62
+"""The bytes of a split that is not legal (ranged boxes that overlap): no tile holds it."""
+
 FINE_TILES = 1 << 15
 """Most fine tiles the point space is cut into to bound the boxes (their hulls are exact)."""
 
@@ -38,6 +42,8 @@ FINE_TILES = 1 << 15
 def point_shape(space: Splittable, write_granule: int) -> tuple[int, ...] | None:
     """The point space as the written buffers' common shape, when every written buffer is
     written at 1 * point + 0, has one element per point and elements of at least a word."""
+    if space.ranged:
+        return _tile_points(space)
     shapes = set()
     for k, (s, c) in space.written.items():
         t = space.kernel.body.block.args[k].type
@@ -46,6 +52,16 @@ def point_shape(space: Splittable, write_granule: int) -> tuple[int, ...] | None
             return None
         shapes.add(tuple(t.get_shape()))
     return shapes.pop() if len(shapes) == 1 else None
+
+
+def _tile_points(space: Splittable) -> tuple[int, ...] | None:
+    """A kernel whose points are register tiles (every written argument accessed in a range
+    per point: `Splittable.ranged`): its points' shape (`egpu.point_shape`), or None."""
+    attr = space.kernel.attributes.get(POINT_SHAPE_ATTR)
+    if space.written or not isinstance(attr, ArrayAttr):
+        return None
+    shape = tuple(a.value.data for a in attr.data if isinstance(a, IntegerAttr))
+    return shape if len(shape) == len(attr.data) and math.prod(shape) == space.points else None
 
 
 def _fine(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -82,6 +98,7 @@ class BoxSpace:
             if k not in self.space.written and a.uses
             and all(inside(u.operation, loop) and not isinstance(u.operation, egpu.VLoadOp) for u in a.uses)
         ]  # fmt: skip
+        candidates += [k for k in self.space.ranged if k not in candidates]
         count, per = math.prod(self.grid), math.prod(self.fine)
         strides = np.array([math.prod(self.shape[i + 1:]) for i in range(len(self.shape))], np.int64)
         offsets = np.stack(np.unravel_index(np.arange(per), self.fine), axis=1).astype(np.int64)
@@ -105,6 +122,8 @@ class BoxSpace:
                 hi = np.stack([np.maximum.reduce([r[d][1] for r in ranges]) for d in range(len(ranges[0]))], axis=-1)
                 lows[k].append(lo.reshape(len(tiles), per, -1).min(axis=1))
                 highs[k].append(hi.reshape(len(tiles), per, -1).max(axis=1))
+        if any(k not in lows for k in self.space.ranged):
+            raise Unbounded()
         for k, parts in lows.items():
             size = np.array(self.sizes[k], np.int64)
             lo = np.concatenate(parts).reshape(*self.grid, len(size))
@@ -138,7 +157,24 @@ class BoxSpace:
             boxes.append((k, tuple(int(e) for e in extent), tables))
         written = tuple((k, s, c) for k, (s, c) in sorted(self.space.written.items()))
         split = TileSplit(vertices, 0, self.space.points, 0, written, (), self.shape, tile, tuple(boxes))
+        if not self._disjoint(split):
+            return dataclasses.replace(split, bytes=BIG)
         return dataclasses.replace(split, bytes=vertex_bytes(self.space.kernel, split))
+
+    def _disjoint(self, split: TileSplit) -> bool:
+        """Whether the boxes of every written argument accessed in ranges (a register tile
+        per point) are disjoint between vertices: each element is counted in the boxes
+        that hold it."""
+        for k, extent, lows in split.boxes:
+            if k not in self.space.ranged:
+                continue
+            counts = np.zeros(self.sizes[k], np.int32)
+            for t in range(split.vertices):
+                box = tuple(slice(low[t], low[t] + e) if low else slice(0, e) for e, low in zip(extent, lows))
+                counts[box] += 1
+            if counts.max() > 1:
+                return False
+        return True
 
     def search(self, limit: int, tiles: int, preferred: int) -> TileSplit | None:
         """Halve the tile in the dimension that most shrinks a vertex's bytes (outer first on

@@ -204,24 +204,25 @@ class Bounds:
 
 
 def read_dims(op: Operation, bounds: Bounds) -> list[PointRange]:
-    """The index range a load may take in each dimension of its buffer, per point (a vector
-    load: all its lanes, in the last dimension)."""
-    if isinstance(op, affine.LoadOp):
+    """The index range a load (or store) may take in each dimension of its buffer, per
+    point (a vector access: all its lanes, in the last dimension)."""
+    if isinstance(op, affine.LoadOp | affine.StoreOp):
         results = _map_ranges(op.map.data, op.indices, bounds)
-    elif isinstance(op, memref.LoadOp | egpu.VLoadOp):
+    elif isinstance(op, memref.LoadOp | memref.StoreOp | egpu.VLoadOp | egpu.VStoreOp):
         results = [bounds.of(i) for i in op.indices]
     else:
         raise Unbounded()
-    if isinstance(op, egpu.VLoadOp) and results:
+    if isinstance(op, egpu.VLoadOp | egpu.VStoreOp) and results:
+        lanes = (op.result if isinstance(op, egpu.VLoadOp) else op.value).type.get_shape()[0]  # type: ignore[attr-defined]
         lo, hi = results[-1]
-        results[-1] = lo, hi + op.result.type.get_shape()[0] - 1  # type: ignore[attr-defined]
+        results[-1] = lo, hi + lanes - 1
     return results
 
 
 def _read_interval(op: Operation, bounds: Bounds) -> PointRange:
     """The flat elements a load may touch, per point (a vector load: all its lanes)."""
     results = read_dims(op, bounds)
-    buffer = op.operands[0]  # the memref of every load read_dims bounds
+    buffer = op.memref  # type: ignore[attr-defined]  # every access read_dims bounds has one
     assert isinstance(buffer.type, MemRefType)
     low, high = np.zeros_like(bounds.points), np.zeros_like(bounds.points)
     for (lo, hi), size in zip(results, buffer.type.get_shape()):
@@ -319,10 +320,11 @@ def vertex_bytes(kernel: egpu.FuncOp, split: TileSplit | None) -> int:
 
 
 def _read_slices(
-    reads: dict[int, PointRange], kernel: egpu.FuncOp, points: int, chunk: int
+    reads: dict[int, PointRange], kernel: egpu.FuncOp, points: int, chunk: int, whole: bool = True
 ) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
     """Per read argument, every vertex's slice (first elements, end elements) for ranges of
-    `chunk` points; an argument every vertex reads whole is left out (connected whole)."""
+    `chunk` points; an argument every vertex reads whole is left out (connected whole)
+    unless `whole` is False."""
     begins = np.arange(-(-points // chunk), dtype=np.int64) * chunk
     found = {}
     for k, (low, high) in reads.items():
@@ -330,7 +332,7 @@ def _read_slices(
         first = np.clip(np.minimum.reduceat(low, begins), 0, size)
         end = np.clip(np.maximum.reduceat(high, begins) + 1, 0, size)
         end = np.maximum(end, first)
-        if np.all(first == 0) and np.all(end == size):
+        if whole and np.all(first == 0) and np.all(end == size):
             continue
         found[k] = tuple(int(x) for x in first), tuple(int(x) for x in end)
     return found
@@ -338,9 +340,10 @@ def _read_slices(
 
 def _split_points(
     kernel: egpu.FuncOp, write_granule: int
-) -> tuple[scf.ForOp, int, dict[int, tuple[int, int]], int] | None:
+) -> tuple[scf.ForOp, int, dict[int, tuple[int, int]], int, list[int]] | None:
     """Whether the kernel may be split (its point loop, point count, written arguments'
-    (s, c) and the points per 32-bit word of its narrowest written element), or None."""
+    (s, c), the points per 32-bit word of its narrowest such element, and the written
+    arguments of at least a word per element accessed otherwise: `_ranged_writes`), or None."""
     block = kernel.block_size[0]
     ops = list(kernel.body.block.ops)
     loops = [op for op in ops if isinstance(op, scf.ForOp)]
@@ -365,33 +368,67 @@ def _split_points(
     point = loop.body.block.args[0]
     points = np.arange(total, dtype=np.int64)
     writes: dict[int, tuple[int, int]] = {}
+    ranged: list[int] = []
     words = 1
     for k, arg in enumerate(kernel.body.block.args):
         users = [u.operation for u in arg.uses]
         if not written(arg):
             continue
+        if not all(inside(user, loop) for user in users):
+            return None
         found: set[tuple[int, int]] = set()
         for user in users:
-            flat = _flat_index(user, point, points) if inside(user, loop) else None
-            if flat is None:
-                return None
-            s, c = int(flat[1] - flat[0]), int(flat[0])
-            if s < 1 or not np.array_equal(flat, s * points + c):
-                return None
+            flat = _flat_index(user, point, points)
+            s, c = (int(flat[1] - flat[0]), int(flat[0])) if flat is not None and len(flat) > 1 else (0, 0)
+            if flat is None or s < 1 or not np.array_equal(flat, s * points + c):
+                break
             found.add((s, c))
-        if len(found) != 1:
+        else:
+            if len(found) == 1:
+                ((s, c),) = found
+                width = element_bytes(arg.type)
+                if width < write_granule:
+                    per_word = write_granule // width
+                    if s != 1 or c % per_word:
+                        return None
+                    words = math.lcm(words, per_word)
+                writes[k] = (s, c)
+                continue
+        if element_bytes(arg.type) < write_granule:
             return None
-        ((s, c),) = found
-        width = element_bytes(arg.type)
-        if width < write_granule:
-            per_word = write_granule // width
-            if s != 1 or c % per_word:
-                return None
-            words = math.lcm(words, per_word)
-        writes[k] = (s, c)
-    if not writes:
+        ranged.append(k)
+    if not writes and not ranged:
         return None
-    return loop, total, writes, words
+    return loop, total, writes, words, ranged
+
+
+def _ranged_writes(kernel: egpu.FuncOp, loop: scf.ForOp, total: int, ranged: list[int],
+                   words: int) -> tuple[dict[int, PointRange], int] | None:  # fmt: skip
+    """The elements each point of a `ranged` written argument accesses (a register tile of
+    outputs: [low, high] per point, from the interval analysis of all its loads and stores),
+    and the fewest points (a multiple of `words`) that every cut between vertices must be a
+    multiple of so that consecutive ranges of points access disjoint hulls of elements;
+    None when an access is not bounded or no such cut exists."""
+    found: dict[int, PointRange] = {}
+    args = kernel.body.block.args
+    for k in ranged:
+        lows, highs = [], []
+        for first in range(0, total, BATCH_POINTS):
+            bounds = Bounds(loop, np.arange(first, min(first + BATCH_POINTS, total), dtype=np.int64))
+            try:
+                intervals = [_read_interval(u.operation, bounds) for u in args[k].uses]
+            except Unbounded:
+                return None
+            lows.append(np.minimum.reduce([lo for lo, _ in intervals]))
+            highs.append(np.maximum.reduce([hi for _, hi in intervals]))
+        found[k] = np.concatenate(lows), np.concatenate(highs)
+    cuts = np.ones(max(total - 1, 0), dtype=bool)  # cuts[b - 1]: points [0, b) and [b, total) apart
+    for low, high in found.values():
+        cuts &= np.maximum.accumulate(high)[:-1] < np.minimum.accumulate(low[::-1])[::-1][1:]
+    for g in np.flatnonzero(cuts) + 1:
+        if g % words == 0 and cuts[g - 1::g].all():
+            return found, int(g)
+    return None
 
 
 @dataclass(frozen=True)
@@ -406,6 +443,9 @@ class Splittable:
     written: dict[int, tuple[int, int]]
     words: int
     reads: dict[int, PointRange]
+    ranged: dict[int, PointRange]
+    """Written arguments each point accesses a range of (a register tile): the elements it
+    may access, per point; connected as one slice per vertex, the hull of its points'."""
 
     def split(self, vertices: int) -> TileSplit:
         """The kernel cut into (about) `vertices` vertices of a whole number of words of
@@ -413,6 +453,7 @@ class Splittable:
         chunk = -(-self.points // vertices)
         chunk = -(-chunk // self.words) * self.words
         slices = _read_slices(self.reads, self.kernel, self.points, chunk)
+        slices.update(_read_slices(self.ranged, self.kernel, self.points, chunk, whole=False))
         split = TileSplit(
             -(-self.points // chunk), 0, self.points, chunk,
             tuple((k, s, c) for k, (s, c) in sorted(self.written.items())),
@@ -434,9 +475,15 @@ def splittable(kernel: egpu.FuncOp, write_granule: int) -> Splittable | None:
     legal = _split_points(kernel, write_granule)
     if legal is None:
         return None
-    loop, total, writes, words = legal
-    reads = _reads(kernel, loop, np.arange(total, dtype=np.int64), set(writes))
-    return Splittable(kernel, loop, total, writes, words, reads)
+    loop, total, writes, words, ranged = legal
+    found: dict[int, PointRange] = {}
+    if ranged:
+        cut = _ranged_writes(kernel, loop, total, ranged, words)
+        if cut is None:
+            return None
+        found, words = cut
+    reads = _reads(kernel, loop, np.arange(total, dtype=np.int64), set(writes) | set(found))
+    return Splittable(kernel, loop, total, writes, words, reads, found)
 
 
 def whole_reads(kernel: egpu.FuncOp) -> set[int]:

@@ -901,9 +901,55 @@ def tensor_core_plans(policy: _Policy) -> list[Callable[[_Policy, _Nest], None]]
 
 def default_schedule(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
     """The default schedule of a loop-level module for a device `target`, from its
-    description's facts, or None when there is nothing to do (or the target has no grid of
-    work-groups to map onto: Poplar spreads a kernel's points over its tiles itself)."""
+    description's facts, or None when there is nothing to do. A target without a grid of
+    work-groups to map onto (Poplar spreads a kernel's points over its tiles itself) gets
+    its contractions in register tiles (`register_tiles`), nothing else."""
+    d = target.limits
+    if d is not None and max(d.max_grid) <= 1:
+        return register_tiles(target, module)
     return build(target, module)
+
+
+GRIDLESS_REGISTERS = ((4, 2), (8, 4, 2))
+"""The register tile sizes a gridless target's default tries, rows then columns, largest
+first: 4 x 8 is the fastest of 4x4, 4x8 and 8x8 on the Poplar harness (MatMul 512^3, README
+Benchmarks; the tuner's `vertex.reg` sketch searches 2-8 of each)."""
+
+
+def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
+    """Each contraction's two innermost output axes (y, x) in register tiles of private
+    accumulators, nothing bound: tiled by the largest of GRIDLESS_REGISTERS dividing them,
+    the reductions inside the tile loops, the tile's outputs in a private array
+    (`cache_write` local), its loops unrolled; the mapping pass gives each register tile a
+    point and Poplar's vertex split spreads them over the tiles (bands of register rows, or
+    boxes). Only where that split is exact (every output axis a power of two of points, so
+    the boxes of tiles divide it) and a tile's rows and columns of its inputs take at most
+    a quarter of a tile's memory; None when no nest is so."""
+    d = target.limits
+    assert d is not None
+    b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>", cloned_from=module)
+    for top in _tops(b.payload):
+        nest = analyse(top)
+        if nest is None or contraction_axes(nest) is None or len(nest.spatial) < 2:
+            continue
+        if nest.band[len(nest.band) - len(nest.reduction):] != nest.reduction:
+            continue
+        y, x = nest.spatial[-2], nest.spatial[-1]
+        depth = math.prod(nest.extent(r) for r in nest.reduction)
+        sizes = [next((r for r in options if nest.extent(a) % r == 0), 0) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
+        if not all(sizes) or 2 * max(sizes) * depth * 4 > d.tile_memory // 4:
+            continue
+        grid = [nest.extent(s) for s in nest.spatial[:-2]] + [nest.extent(y) // sizes[0], nest.extent(x) // sizes[1]]
+        if any(n & (n - 1) for n in grid):
+            continue
+        yo, yr = b.tile(b.handle(y), sizes[0])
+        xo, xr = b.tile(b.handle(x), sizes[1])
+        others = [b.handle(s) for s in nest.spatial[:-2]]
+        new = b.reorder([*others, yo, xo, *(b.handle(r) for r in nest.reduction), yr, xr])
+        b.cache_write(buffer_name(nest.output), new[len(others) + 1], "local")
+        b.unroll(new[-1], sizes[1])
+        b.unroll(new[-2], sizes[0])
+    return None if b.empty() else b.finish()
 
 
 def build(target: type[CLikeTarget], module: ModuleOp, staging: frozenset[str] | None = None,

@@ -20,9 +20,11 @@ before any launch. The constructed default is the space's `default` sketch.
 On a target without a grid of work-groups (`gridless`: Poplar, whose printer spreads a
 kernel's points over the IPU's tiles) the space is the `vertex` sketches alone, legal by
 construction there: the mapping left to the vertex split, each reduction's innermost loop
-unrolled by a knob (`vertex`) or in vector partial accumulators (`vertex.vector`); no bind
-(a bound or privately accumulated kernel is one vertex on one tile, refused where its data
-overflow the tile) and no `tile` sketch (no default policy there).
+unrolled by a knob (`vertex`) or in vector partial accumulators (`vertex.vector`), or a
+contraction's outputs in unbound register tiles of private accumulators, one point per tile
+(`vertex.reg`, knobs `stmt.axis.l2`: 2, 4 or 8 rows and columns); no bind (a bound kernel is
+one vertex on one tile, refused where its data overflow the tile) and no `tile` sketch (no
+default policy there).
 
 The older rules: each statement nest's innermost spatial loop (and the one above
 it) tiled, the tiles bound to work-groups (`block.x/y`) and work-items (`thread.x/y`), the
@@ -273,18 +275,69 @@ def vector_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
     return not isinstance(build.b.try_(lambda: build.b.vectorize_reduction(handle)), Failure)
 
 
+VERTEX_REGISTERS = (2, 4, 8)
+"""Register tile sizes of the `vertex.reg` sketch per output axis (those that divide it)."""
+
+VERTEX_REGISTER = (4, 8)
+"""The `vertex.reg` sketch's default register tile (rows, columns): the fastest of 4x4, 4x8
+and 8x8 on the Poplar harness (MatMul 512^3, README Benchmarks)."""
+
+
+def register_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
+    """A contraction's two innermost output axes (y, x) in register tiles of knobs
+    `stmt.y.l2` x `stmt.x.l2` (VERTEX_REGISTERS dividing each axis, bounded so that a
+    tile's rows and columns of its inputs take at most half a tile's memory), the
+    reductions inside the tile loops and the tile's outputs accumulated in a private array
+    (`cache_write` local), its loops unrolled: nothing bound, so the mapping pass gives each
+    register tile a point and the vertex split spreads them over the tiles (bands of
+    register rows, or boxes)."""
+    if not nest.perfect or nest.init or not nest.reduction or len(nest.spatial) < 2:
+        return False
+    if nest.axes[len(nest.axes) - len(nest.reduction):] != nest.reduction:
+        return False
+    from einc.targets import get_target
+
+    out = nest.output()
+    target = get_target(build.ctx.target)
+    if out is None or target.limits is None:
+        return False
+    y, x = nest.spatial[-2], nest.spatial[-1]
+    depth = math.prod(nest.extent(r) for r in nest.reduction)
+    fits = lambda r: 2 * r * depth * 4 <= target.limits.tile_memory // 4  # noqa: E731
+    oy = tuple(r for r in VERTEX_REGISTERS if nest.extent(y) % r == 0 and fits(r))
+    ox = tuple(r for r in VERTEX_REGISTERS if nest.extent(x) % r == 0 and fits(r))
+    if not oy or not ox:
+        return False
+    b = build.b
+    handles = dict(zip(nest.axes, (b.handle(loop) for loop in band_from(top))))
+    ry = build.knob(nest, y, 2, "unroll", max([r for r in oy if r <= VERTEX_REGISTER[0]] or [oy[0]]), oy)
+    rx = build.knob(nest, x, 2, "unroll", max([r for r in ox if r <= VERTEX_REGISTER[1]] or [ox[0]]), ox)
+    yo, yr = b.tile(handles[y], ry)
+    xo, xr = b.tile(handles[x], rx)
+    others = [handles[s] for s in nest.spatial[:-2]]
+    new = b.reorder([*others, yo, xo, *(handles[r] for r in nest.reduction), yr, xr])
+    b.cache_write(out.name, new[len(others) + 1], "local")
+    b.unroll(new[-1], rx)
+    b.unroll(new[-2], ry)
+    return True
+
+
 def rule_vertex(ctx: RuleContext) -> list[Sketch]:
     """`vertex`, on a target without a grid (`gridless`: Poplar) only: what its hand
-    schedules do, legal by construction there - nothing bound, staged or privately
-    accumulated (each would make a kernel one vertex on one tile, refused where its data
-    overflow the tile's memory, or need shared memory the target has none of), every
-    reduction's innermost loop unrolled by a knob; the points stay split over the tiles."""
+    schedules do, legal by construction there - nothing bound or staged (a bound kernel is
+    one vertex on one tile, refused where its data overflow the tile's memory; staging needs
+    shared memory the target has none of), every reduction's innermost loop unrolled by a
+    knob (`vertex`) or in vector partials (`vertex.vector`), or a contraction in unbound
+    register tiles of private accumulators (`vertex.reg`: a point per register tile, which
+    the vertex split spreads over the tiles like single outputs)."""
     if not gridless(ctx.target):
         return []
     made = [build_sketch(ctx, "vertex", "the mapping left to the vertex split over the tiles, each reduction's "
                          "innermost loop unrolled by a knob", unroll_nest, fallback=False),
             build_sketch(ctx, "vertex.vector", "the mapping left to the vertex split over the tiles, each reduction's "
-                         "innermost loop in vector partial accumulators", vector_nest, fallback=False)]  # fmt: skip
+                         "innermost loop in vector partial accumulators", vector_nest, fallback=False),
+            build_sketch(ctx, "vertex.reg", "contractions in register tiles of private accumulators, a point each, "
+                         "spread over the tiles by the vertex split", register_nest, fallback=False)]  # fmt: skip
     return [s for s in made if s is not None]
 
 
