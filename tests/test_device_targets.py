@@ -23,6 +23,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from einc.compiler.driver import Compilation
+from einc.schedule.choice import ScheduleChoice
 from einc.runtime.arrays import poisoned
 from einc.errors import EincError, TargetError
 from einc.runtime.manifest import LaunchManifest
@@ -237,7 +238,8 @@ def compiled_text(target: str, ir: str, input_dict: dict[str, Any]) -> tuple[str
 
 
 def _poplar_runner(ir: str, input_dict: dict[str, Any]) -> tuple[Any, Compilation]:
-    comp = Compilation(ir, "<tiles>", input_dict, None, "poplar")
+    """Unscheduled: an output element per point (Poplar's default register-tiles a contraction)."""
+    comp = Compilation(ir, "<tiles>", input_dict, None, "poplar", ScheduleChoice.NONE)
     source = comp.run_until("source")
     return comp.target_obj.build(source, comp.results["target"]), comp
 

@@ -222,7 +222,8 @@ def read_dims(op: Operation, bounds: Bounds) -> list[PointRange]:
 def _read_interval(op: Operation, bounds: Bounds) -> PointRange:
     """The flat elements a load may touch, per point (a vector load: all its lanes)."""
     results = read_dims(op, bounds)
-    buffer = op.memref  # type: ignore[attr-defined]  # every access read_dims bounds has one
+    assert isinstance(op, affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp | egpu.VLoadOp | egpu.VStoreOp)
+    buffer = op.memref
     assert isinstance(buffer.type, MemRefType)
     low, high = np.zeros_like(bounds.points), np.zeros_like(bounds.points)
     for (lo, hi), size in zip(results, buffer.type.get_shape()):
