@@ -187,13 +187,36 @@ class GroupLanesOp(SizedLoopOp):
     l floordiv |f|`, `f = l mod |f|` (einc.transforms.group_lanes): the same iterations in the
     same order; a contiguous channel `8 * F.q + F.r` becomes unit-stride in `l`, the group's
     input `8 * F.q + C` constant over runs of |f| lanes (a vector over two groups, each
-    group's input broadcast over its lanes). Results: `g.o` (axis `F.q.o`) and `l` (axis
-    `F.q.i*F.r`)."""
+    group's input broadcast over its lanes). With `interleaved`, the group index is the
+    fastest (`g = size * g.o + l mod size`, `f = l floordiv size`). Results: `g.o` (axis
+    `F.q.o`) and `l` (axis `F.q.i*F.r`, or `F.r*F.q.i` interleaved)."""
 
     name = "transform.einc.group_lanes"
     outer = result_def(AnyOpType)
     lanes = result_def(AnyOpType)
+    interleaved = opt_prop_def(UnitAttr)
+    """`... by 2 interleaved`: the group index fastest, `g = size * g.o + l mod size`, `f = l
+    floordiv size` (lane `size * f + g`: the pair form of the grouped convolution, whose
+    input staged with the groups innermost is a run of `size` values repeated over the
+    lanes)."""
     NUM_RESULTS: ClassVar[int] = 2
+
+    def __init__(self, target: SSAValue, size: SSAValue | int, interleaved: bool = False):
+        super().__init__(target, size)
+        if interleaved:
+            self.properties["interleaved"] = UnitAttr()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        op = super().parse(parser)
+        if parser.parse_optional_keyword("interleaved") is not None:
+            op.properties["interleaved"] = UnitAttr()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        super().print(printer)
+        if self.interleaved is not None:
+            printer.print_string(" interleaved")
 
 
 @irdl_op_definition

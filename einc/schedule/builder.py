@@ -207,8 +207,8 @@ class ScheduleBuilder:
         (pieces,) = self._step(et.SplitConditionsOp(h))
         return pieces
 
-    def group_lanes(self, h: SSAValue, size: SSAValue | int) -> tuple[SSAValue, SSAValue]:
-        outer, lanes = self._step(et.GroupLanesOp(h, size))
+    def group_lanes(self, h: SSAValue, size: SSAValue | int, interleaved: bool = False) -> tuple[SSAValue, SSAValue]:
+        outer, lanes = self._step(et.GroupLanesOp(h, size, interleaved))
         return outer, lanes
 
     def distribute(self, h: SSAValue, count: int) -> tuple[SSAValue, ...]:

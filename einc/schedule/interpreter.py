@@ -374,7 +374,8 @@ class EincTransformFunctions(InterpreterFunctions):
 
     @impl(et.GroupLanesOp)
     def run_group_lanes(self, interpreter: Interpreter, op: et.GroupLanesOp, args: PythonValues) -> PythonValues:
-        return self.loop_pairs(op, args, group_lanes)
+        interleaved = op.interleaved is not None
+        return self.loop_pairs(op, args, lambda loop, k: group_lanes(loop, k, interleaved=interleaved))
 
     @impl(et.DistributeOp)
     def run_distribute(self, interpreter: Interpreter, op: et.DistributeOp, args: PythonValues) -> PythonValues:
