@@ -80,7 +80,7 @@ class BoxSpace:
         candidates = [
             k for k, a in enumerate(args)
             if k not in self.space.written and a.uses
-            and all(inside(u.operation, loop) and not isinstance(u.operation, egpu.VLoadOp) for u in a.uses)
+            and all(inside(u.operation, loop) and not isinstance(u.operation, egpu.VLoadOp | egpu.VLoadRepeatOp) for u in a.uses)
         ]  # fmt: skip
         count, per = math.prod(self.grid), math.prod(self.fine)
         strides = np.array([math.prod(self.shape[i + 1:]) for i in range(len(self.shape))], np.int64)

@@ -39,7 +39,7 @@ from einc.dialects import egpu
 from einc.dialects.egpu_attrs import TileSplit
 from einc.transforms.ranges import PointRange, Points, Unbounded, point_map_ranges
 
-READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
+READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp, egpu.VLoadRepeatOp)
 WRITES = (affine.StoreOp, memref.StoreOp, egpu.StoreTruncfOp, egpu.VStoreOp)
 
 FIELD_ALIGN = 8
@@ -208,13 +208,16 @@ def read_dims(op: Operation, bounds: Bounds) -> list[PointRange]:
     load: all its lanes, in the last dimension)."""
     if isinstance(op, affine.LoadOp):
         results = _map_ranges(op.map.data, op.indices, bounds)
-    elif isinstance(op, memref.LoadOp | egpu.VLoadOp):
+    elif isinstance(op, memref.LoadOp | egpu.VLoadOp | egpu.VLoadRepeatOp):
         results = [bounds.of(i) for i in op.indices]
     else:
         raise Unbounded()
     if isinstance(op, egpu.VLoadOp) and results:
         lo, hi = results[-1]
         results[-1] = lo, hi + op.result.type.get_shape()[0] - 1  # type: ignore[attr-defined]
+    if isinstance(op, egpu.VLoadRepeatOp) and results:  # the run's elements
+        lo, hi = results[-1]
+        results[-1] = lo, hi + op.run.value.data - 1
     return results
 
 
@@ -452,7 +455,7 @@ def whole_reads(kernel: egpu.FuncOp) -> set[int]:
             continue
         try:
             for u in arg.uses:
-                if isinstance(u.operation, affine.LoadOp | memref.LoadOp | egpu.VLoadOp):
+                if isinstance(u.operation, affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.VLoadRepeatOp):
                     read_dims(u.operation, bounds)
         except Unbounded:
             found.add(k)
