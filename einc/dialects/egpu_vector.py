@@ -1,5 +1,5 @@
 """The `egpu` dialect's vector ops on builtin `vector<NxT>` values of a target's vector width:
-`egpu.vload`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vbroadcast_runs`, `egpu.vconvert`, `egpu.vfma`, `egpu.vreduce`, `egpu.vextract`, `egpu.vshuffle`.
+`egpu.vload`, `egpu.vload_repeat`, `egpu.vstore`, `egpu.vbroadcast`, `egpu.vbroadcast_runs`, `egpu.vconvert`, `egpu.vfma`, `egpu.vreduce`, `egpu.vextract`, `egpu.vshuffle`.
 The dialect is `einc.dialects.egpu`.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IndexType, IntegerAttr, MemRefType, VectorType, i64
+from xdsl.dialects.builtin import I64, AnyFloat, DenseArrayBase, IndexType, IntegerAttr, MemRefType, VectorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -66,6 +66,39 @@ class VLoadOp(IRDLOperation):
             raise VerifyException(
                 f"egpu.vload: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
             )
+
+
+@irdl_op_definition
+class VLoadRepeatOp(IRDLOperation):
+    """`run` consecutive elements of a buffer from flat row-major position `indices` (the
+    last index advances), repeated over the lanes: lane j holds element `j mod run` (`run`
+    dividing the width). A vector loop reads such a vector where the last index of a load
+    is `iv mod run` (plus values fixed in the loop): the pair form of the grouped
+    convolution, whose input staged with two groups innermost gives each FMA the pair of
+    the two groups' values over a vector of lanes `2 f + g` (on C one 64-bit broadcast)."""
+
+    name = "egpu.vload_repeat"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    run = prop_def(IntegerAttr[I64])
+    result = result_def(VectorType)
+    assembly_format = "$memref `[` $indices `]` `run` $run attr-dict `:` type($memref) `->` type($result)"
+
+    def __init__(self, memref: SSAValue, indices: Sequence[SSAValue], run: int, result_type: VectorType):
+        super().__init__(operands=[memref, indices], properties={"run": IntegerAttr(run, i64)},
+                         result_types=[result_type])  # fmt: skip
+
+    def verify_(self) -> None:
+        t = self.memref.type
+        assert isinstance(t, MemRefType)
+        _check_vector(self, self.result.type, t.get_element_type())
+        if len(self.indices) != t.get_num_dims():
+            raise VerifyException(
+                f"egpu.vload_repeat: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
+            )
+        run, width = self.run.value.data, self.result.type.get_shape()[0]  # type: ignore[union-attr]
+        if run < 2 or run >= width or width % run:
+            raise VerifyException(f"egpu.vload_repeat: a run of {run} does not repeat over a vector of {width}")
 
 
 @irdl_op_definition

@@ -187,13 +187,36 @@ class GroupLanesOp(SizedLoopOp):
     l floordiv |f|`, `f = l mod |f|` (einc.transforms.group_lanes): the same iterations in the
     same order; a contiguous channel `8 * F.q + F.r` becomes unit-stride in `l`, the group's
     input `8 * F.q + C` constant over runs of |f| lanes (a vector over two groups, each
-    group's input broadcast over its lanes). Results: `g.o` (axis `F.q.o`) and `l` (axis
-    `F.q.i*F.r`)."""
+    group's input broadcast over its lanes). With `interleaved`, the group index is the
+    fastest (`g = size * g.o + l mod size`, `f = l floordiv size`). Results: `g.o` (axis
+    `F.q.o`) and `l` (axis `F.q.i*F.r`, or `F.r*F.q.i` interleaved)."""
 
     name = "transform.einc.group_lanes"
     outer = result_def(AnyOpType)
     lanes = result_def(AnyOpType)
+    interleaved = opt_prop_def(UnitAttr)
+    """`... by 2 interleaved`: the group index fastest, `g = size * g.o + l mod size`, `f = l
+    floordiv size` (lane `size * f + g`: the pair form of the grouped convolution, whose
+    input staged with the groups innermost is a run of `size` values repeated over the
+    lanes)."""
     NUM_RESULTS: ClassVar[int] = 2
+
+    def __init__(self, target: SSAValue, size: SSAValue | int, interleaved: bool = False):
+        super().__init__(target, size)
+        if interleaved:
+            self.properties["interleaved"] = UnitAttr()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        op = super().parse(parser)
+        if parser.parse_optional_keyword("interleaved") is not None:
+            op.properties["interleaved"] = UnitAttr()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        super().print(printer)
+        if self.interleaved is not None:
+            printer.print_string(" interleaved")
 
 
 @irdl_op_definition
@@ -545,13 +568,17 @@ class ReverseComputeAtOp(AtLoopOp):
 
 
 class CacheOp(IRDLOperation):
-    """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")? (layout
-    [P0, P1, ...])? (pad N)? (halo)?`: stage the tile of a tensor the loop body touches in a buffer allocated
+    """`transform.einc.cache_<read|write> "TENSOR" at %loop (in "local"|"shared")? (split D
+    by F)? (layout [P0, P1, ...])? (pad N)? (halo)?`: stage the tile of a tensor the loop body touches in a buffer allocated
     in the body (`memref.alloca`): copied in at the start (and out at the end, for writes);
     the body's accesses are redirected to it. `layout` orders the buffer's dimensions, in
     local or shared memory: its dimension d is the tensor's dimension P_d (a packed weight
     `[C, KH, KW, F]` of a filter `[F, C, KH, KW]` is `layout [1, 2, 3, 0]`: a shared tile
-    read along F with vector loads); without it the
+    read along F with vector loads; with `split D by F` the buffer has one more dimension:
+    the tensor's dimension D staged as `x floordiv F`, `x mod F` (a grouped channel as group x
+    channel-in-group, einc.transforms.staging.split_box), which the layout orders like the
+    others (`split 1 by 8 layout [0, 2, 3, 4, 1]`: two groups' values of a pixel side by
+    side); without it the
     buffer keeps the tensor's order. `pad` (shared buffers only) lengthens each row of the
     buffer by N unused elements against bank conflicts (einc-pad-shared; without it that
     pass chooses from the target's bank count). `halo` (cache_read into local memory only):
@@ -566,13 +593,16 @@ class CacheOp(IRDLOperation):
     layout = opt_prop_def(ArrayAttr[IntegerAttr])
     pad = opt_prop_def(IntegerAttr)
     halo = opt_prop_def(UnitAttr)
+    split = opt_prop_def(ArrayAttr[IntegerAttr])
     buffer = result_def(AnyOpType)
 
     def __init__(
         self, target: SSAValue, tensor: str, memory: str = "local", layout: tuple[int, ...] | None = None,
-        pad: int | None = None, halo: bool = False,
+        pad: int | None = None, halo: bool = False, split: tuple[int, int] | None = None,
     ):
         properties: dict[str, Attribute] = {"tensor": StringAttr(tensor), "memory": StringAttr(memory)}
+        if split is not None:
+            properties["split"] = ArrayAttr([IntegerAttr(v, i64) for v in split])
         if halo:
             properties["halo"] = UnitAttr()
         if layout is not None:
@@ -588,6 +618,14 @@ class CacheOp(IRDLOperation):
         return None if self.pad is None else self.pad.value.data
 
     @property
+    def split_at(self) -> tuple[int, int] | None:
+        """(D, F) of `split D by F`, or None."""
+        if self.split is None:
+            return None
+        d, f = (a.value.data for a in self.split.data)
+        return d, f
+
+    @property
     def layout_order(self) -> tuple[int, ...] | None:
         """The buffer's dimension order (`layout`), or None: the tensor's."""
         return None if self.layout is None else tuple(a.value.data for a in self.layout.data)
@@ -599,6 +637,8 @@ class CacheOp(IRDLOperation):
         if order is not None:
             if sorted(order) != list(range(len(order))):
                 raise VerifyException(f"{self.name}: layout {list(order)} is not a permutation of 0..{len(order) - 1}")
+        if self.split is not None and (len(self.split.data) != 2 or self.memory.data != "local"):
+            raise VerifyException(f"{self.name}: split is one dimension and a factor, for local memory only")
         if self.halo is not None and (self.memory.data != "local" or self.name != "transform.einc.cache_read"):
             raise VerifyException(f"{self.name}: halo is for cache_read into local memory only")
         if self.pad is not None:
@@ -613,6 +653,11 @@ class CacheOp(IRDLOperation):
         parser.parse_keyword("at")
         target = _operand(parser, HANDLE)
         memory = parser.parse_str_literal() if parser.parse_optional_keyword("in") else "local"
+        split = None
+        if parser.parse_optional_keyword("split"):
+            d = _i64(parser, "split dimension")
+            parser.parse_keyword("by")
+            split = (d, _i64(parser, "split factor"))
         layout = None
         if parser.parse_optional_keyword("layout"):
             layout = tuple(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _i64(parser, "layout")))
@@ -629,12 +674,14 @@ class CacheOp(IRDLOperation):
             if memory != "local" or cls.name != "transform.einc.cache_read":
                 parser.raise_error("halo is for cache_read into local memory only", start, start + 4)
             halo = True
-        return cls(target, tensor, memory, layout, pad, halo)
+        return cls(target, tensor, memory, layout, pad, halo, split)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f' "{self.tensor.data}" at ')
         printer.print_ssa_value(self.target)
         printer.print_string(f' in "{self.memory.data}"')
+        if (split := self.split_at) is not None:
+            printer.print_string(f" split {split[0]} by {split[1]}")
         order = self.layout_order
         if order is not None:
             printer.print_string(f" layout [{', '.join(map(str, order))}]")

@@ -138,6 +138,8 @@ class _Ranges:
         elif isinstance(op, egpu.VLoadOp):
             assert isinstance(op.result.type, VectorType)
             self.flat(op.memref, None, op.indices, op.result.type.get_shape()[0])
+        elif isinstance(op, egpu.VLoadRepeatOp):
+            self.flat(op.memref, None, op.indices, op.run.value.data)
         elif isinstance(op, egpu.VStoreOp):
             assert isinstance(op.value.type, VectorType)
             self.flat(op.memref, None, op.indices, op.value.type.get_shape()[0])

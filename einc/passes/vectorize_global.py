@@ -523,7 +523,7 @@ def mark_aligned(kernel: egpu.FuncOp) -> int:
 
 def _written(kernel: egpu.FuncOp) -> set[SSAValue]:
     """The kernel's arguments something in it writes (or passes to an op that is not a load)."""
-    loads = (affine.LoadOp, egpu.VLoadOp)
+    loads = (affine.LoadOp, egpu.VLoadOp, egpu.VLoadRepeatOp)
     return {
         arg for arg in kernel.body.block.args
         if any(not isinstance(use.operation, loads) for use in arg.uses)

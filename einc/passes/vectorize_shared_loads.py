@@ -142,7 +142,7 @@ def _writes_shared(op: Operation) -> bool:
         return True
     if isinstance(op, affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp):
         return isinstance(op.memref.owner, egpu.AllocSharedOp)
-    return not isinstance(op, affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.LoadExtfOp) and any(
+    return not isinstance(op, affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.VLoadRepeatOp | egpu.LoadExtfOp) and any(
         isinstance(o.owner, egpu.AllocSharedOp) for o in op.operands
     )
 

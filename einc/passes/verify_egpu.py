@@ -33,10 +33,10 @@ from xdsl.utils.exceptions import VerifyException
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError
 
-_READS = (affine.LoadOp, memref.LoadOp, egpu.VLoadOp, egpu.LoadExtfOp)
+_READS = (affine.LoadOp, memref.LoadOp, egpu.VLoadOp, egpu.VLoadRepeatOp, egpu.LoadExtfOp)
 _WRITES = (affine.StoreOp, memref.StoreOp, egpu.VStoreOp, egpu.StoreTruncfOp, egpu.CopyAsyncOp)
 _Access = (
-    affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.LoadExtfOp
+    affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.VLoadRepeatOp | egpu.LoadExtfOp
     | affine.StoreOp | memref.StoreOp | egpu.VStoreOp | egpu.StoreTruncfOp | egpu.CopyAsyncOp
 )
 """The ops of `_READS` and `_WRITES`: a `memref` operand at `indices`."""

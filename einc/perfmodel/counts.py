@@ -859,6 +859,8 @@ def _access(op: Operation) -> _Access | None:
         return _Access(op.memref, tuple(op.indices), None, isinstance(op, memref.StoreOp), _lanes(op))
     if isinstance(op, egpu.VLoadOp | egpu.LoadExtfOp):
         return _Access(op.memref, tuple(op.indices), None, False, _lanes(op))
+    if isinstance(op, egpu.VLoadRepeatOp):  # the run's elements, one load
+        return _Access(op.memref, tuple(op.indices), None, False, op.run.value.data)
     if isinstance(op, egpu.VStoreOp | egpu.StoreTruncfOp):
         return _Access(op.memref, tuple(op.indices), None, True, _lanes(op))
     return None

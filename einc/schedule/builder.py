@@ -207,8 +207,8 @@ class ScheduleBuilder:
         (pieces,) = self._step(et.SplitConditionsOp(h))
         return pieces
 
-    def group_lanes(self, h: SSAValue, size: SSAValue | int) -> tuple[SSAValue, SSAValue]:
-        outer, lanes = self._step(et.GroupLanesOp(h, size))
+    def group_lanes(self, h: SSAValue, size: SSAValue | int, interleaved: bool = False) -> tuple[SSAValue, SSAValue]:
+        outer, lanes = self._step(et.GroupLanesOp(h, size, interleaved))
         return outer, lanes
 
     def distribute(self, h: SSAValue, count: int) -> tuple[SSAValue, ...]:
@@ -275,17 +275,18 @@ class ScheduleBuilder:
 
     def cache_read(
         self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,
-        pad: int | None = None, halo: bool = False,
+        pad: int | None = None, halo: bool = False, split: tuple[int, int] | None = None,
     ) -> SSAValue:
-        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad, halo))
+        (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad, halo, split))
         return buffer
 
     def prefetch(self, tensor: str, at: SSAValue, distance: int) -> SSAValue:
         (made,) = self._step(et.PrefetchOp(at, tensor, distance))
         return made
 
-    def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None) -> SSAValue:
-        (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory, layout))
+    def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,
+                    split: tuple[int, int] | None = None) -> SSAValue:  # fmt: skip
+        (buffer,) = self._step(et.CacheWriteOp(at, tensor, memory, layout, split=split))
         return buffer
 
     def double_buffer(self, buffer: SSAValue) -> None:

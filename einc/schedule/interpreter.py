@@ -374,7 +374,8 @@ class EincTransformFunctions(InterpreterFunctions):
 
     @impl(et.GroupLanesOp)
     def run_group_lanes(self, interpreter: Interpreter, op: et.GroupLanesOp, args: PythonValues) -> PythonValues:
-        return self.loop_pairs(op, args, group_lanes)
+        interleaved = op.interleaved is not None
+        return self.loop_pairs(op, args, lambda loop, k: group_lanes(loop, k, interleaved=interleaved))
 
     @impl(et.DistributeOp)
     def run_distribute(self, interpreter: Interpreter, op: et.DistributeOp, args: PythonValues) -> PythonValues:
@@ -546,7 +547,7 @@ class EincTransformFunctions(InterpreterFunctions):
         allocs: list[memref.AllocaOp] = []
         for loop in self.loops(op, args[0]):
             alloca = self.check(op, cache_tensor(loop, op.tensor.data, write, op.memory.data, op.layout_order,
-                                                 halo=op.halo is not None))
+                                                 halo=op.halo is not None, split=op.split_at))  # fmt: skip
             if op.pad_elements is not None:
                 alloca.attributes[PAD_ATTR] = IntegerAttr(op.pad_elements, i64)
             allocs.append(alloca)

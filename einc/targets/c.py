@@ -114,6 +114,16 @@ class CTarget(CLikeTarget):
         header = super().signature(w, f, params)
         return f"{NO_IF_CONVERT} {header}" if _guarded_load_in_loop(f) else header
 
+    repeat_loads: ClassVar[Mapping[int, str]] = {64: "einc_vrepeat64_{s}x{n}({p})"}
+    vector_helpers: ClassVar[Mapping[str, str]] = {
+        **CLikeTarget.vector_helpers,
+        # the 8 bytes as one integer, splat, the bits read as the vector's elements: gcc
+        # emits one broadcast load (vpbroadcastq zmm, [mem]: a load port, not the shuffle
+        # port AVX-512's FMAs share; the pair form of README's grouped convolution)
+        "vrepeat64": "{P} {T} einc_vrepeat64_{s}x{n}(const {t}* a) {{ "
+        "typedef long long q_t __attribute__((vector_size(sizeof({T})))); long long q; "
+        "__builtin_memcpy(&q, a, 8); return ({T})(q - (q_t){{}}); }}",
+    }
     outline_parallel_loops: ClassVar[bool] = True
     lanewise_bodies: ClassVar[Mapping[tuple[str, str, int], str]] = _range_bodies()
     vector_shuffle_guard: ClassVar[str] = "defined(__clang__) || __GNUC__ >= 12"

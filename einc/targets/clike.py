@@ -281,6 +281,10 @@ class CLikeTarget:
     aligned_vector_load: ClassVar[str] = ""
     """A vector load from an address aligned to the vector's size (`egpu.align`); "" prints
     `vector_load`."""
+    repeat_loads: ClassVar[Mapping[int, str]] = {}
+    """`egpu.vload_repeat` by the run's size in bits: a load of the run from address `{p}`
+    broadcast over the vector (C: 64 bits, one `vbroadcastsd`/`vpbroadcastq` from memory);
+    a size not here is a lane-wise helper of the run's elements."""
     vector_store: ClassVar[str] = "einc_vstore_{s}x{n}({p}, {v});"
     """A vector store statement (`{v}` the value); "" stores lane by lane."""
     aligned_vector_store: ClassVar[str] = ""

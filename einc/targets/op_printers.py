@@ -247,6 +247,31 @@ def _vload(w: Writer, op: egpu.VLoadOp) -> Expr:
     return Expr(text)
 
 
+def _vload_repeat(w: Writer, op: egpu.VLoadRepeatOp) -> Expr:
+    """A run of k elements repeated over the lanes: the target's load of a run of that many
+    bytes broadcast (`repeat_loads`: C's 64-bit broadcast), else a lane-wise helper of the
+    k elements."""
+    t = op.result.type
+    assert isinstance(t, VectorType)
+    n, k = t.get_shape()[0], op.run.value.data
+    index = w.flat_values(op.memref, op.indices)
+    element = t.get_element_type()
+    bits = element.bitwidth if isinstance(element, AnyFloat) else element.width.data if isinstance(element, IntegerType) else 0
+    fmt = w.t.repeat_loads.get(k * bits)
+    if fmt:
+        return Expr(w.vector_spelling(fmt, t, p=f"&{w.access(op.memref, index)}"))
+    T, scalar = w.ctype(t), w.ctype(element)
+    if w.t.vector_literal:
+        body = f"return {w.vector_spelling(w.t.vector_literal, t, ', '.join(f'a{j % k}' for j in range(n)))};"
+    else:
+        body = (
+            f"{T} r; {scalar} v[{k}] = {{{', '.join(f'a{j}' for j in range(k))}}}; "
+            f"for (int k = 0; k < {n}; k++) {w.lane('r', 'k')} = v[k % {k}]; return r;"
+        )
+    function = w.lanewise_helper(f"vload_repeat{k}", t, [(scalar, f"a{j}") for j in range(k)], T, body)
+    return Expr(f"{function}({', '.join(_vector_lane_accesses(w, op.memref, index, k))})")
+
+
 def _vextract(w: Writer, op: egpu.VExtractOp) -> Expr:
     return Expr(w.lane(w.value(op.vector).operand(ATOM), str(op.lane.value.data)))
 
@@ -391,6 +416,7 @@ VECTOR_STATEMENTS: dict[type[Operation], Callable[[Writer, Operation], None]] = 
 }
 VECTOR_EXPRESSIONS: dict[type[Operation], Callable[[Writer, Operation], Expr]] = {
     egpu.VLoadOp: expression(egpu.VLoadOp, _vload),
+    egpu.VLoadRepeatOp: expression(egpu.VLoadRepeatOp, _vload_repeat),
     egpu.VBroadcastOp: expression(egpu.VBroadcastOp, _vbroadcast),
     egpu.VBroadcastRunsOp: expression(egpu.VBroadcastRunsOp, _vbroadcast_runs),
     egpu.VConvertOp: expression(egpu.VConvertOp, _vconvert),

@@ -738,7 +738,7 @@ def _strides(shape: Sequence[int]) -> list[int]:
 CALLEE = re.compile(r"([A-Za-z_]\w*)\{f\}\(")
 _LOADS = frozenset({affine.LoadOp, memref.LoadOp})
 _WRITES = (affine.StoreOp, memref.StoreOp, memref.DeallocOp, func.CallOp, egpu.VStoreOp)
-_READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
+_READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp, egpu.VLoadRepeatOp)
 
 
 def _writes_between(

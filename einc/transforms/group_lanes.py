@@ -10,6 +10,14 @@ vectorizer loads once per run (`egpu.vbroadcast_runs`). With 8 channels per grou
 float lanes, a vector of `l` spans two groups: whole vectors where each group alone fills
 half of one.
 
+Interleaved (`interleaved=True`), the group index is the fastest: `g = k * g.o + l mod k`, `f =
+l floordiv k` (lane `k * f + g`). The output's and the filter's channel `8 * (l mod k) + l
+floordiv k` is then no longer unit-stride in `l` (the default's packed filter and staged
+output tile put it in lane order), and an input staged with the k groups innermost reads
+`l mod k` in its last place: a run of k consecutive values repeated over the lanes (on
+AVX-512, two groups' floats as one 64-bit broadcast: the pair form of README's grouped
+convolution).
+
 `group_lanes(g, k)` returns `(g.o, l)` or a Failure (a value; the IR untouched).
 """
 
@@ -28,10 +36,11 @@ from einc.ir.attrs import AXIS_ATTR
 from einc.transforms.loop_build import Failure, _new_loop, describe
 
 
-def group_lanes(g: affine.ForOp, k: int) -> tuple[affine.ForOp, affine.ForOp] | Failure:
+def group_lanes(g: affine.ForOp, k: int, interleaved: bool = False) -> tuple[affine.ForOp, affine.ForOp] | Failure:
     """`g` tiled by `k` and its tile merged with its only child loop `f` into one loop of
-    `k * |f|` iterations (module docstring). Needs constant bounds from 0 with step 1 on
-    both loops, `f` the only op in `g`'s body, and k >= 2 dividing |g|."""
+    `k * |f|` iterations (module docstring; the group fastest where `interleaved`). Needs
+    constant bounds from 0 with step 1 on both loops, `f` the only op in `g`'s body, and
+    k >= 2 dividing |g|."""
     where = describe(g)
     if k < 2:
         return Failure(f"cannot group the lanes of {where}: the group count must be at least 2, got {k}")
@@ -64,8 +73,9 @@ def group_lanes(g: affine.ForOp, k: int) -> tuple[affine.ForOp, affine.ForOp] | 
     outer.body.block.insert_op_before(merged, outer_yield)
     l, go = induction_var(merged), induction_var(outer)
     d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
-    g_value = affine.ApplyOp([go, l], AffineMapAttr(AffineMap(2, 0, (d0 * k + d1 // nf,))))
-    f_value = affine.ApplyOp([l], AffineMapAttr(AffineMap(1, 0, (d0 % nf,))))
+    g_in, f_in = (d1 % k, d0 // k) if interleaved else (d1 // nf, d0 % nf)
+    g_value = affine.ApplyOp([go, l], AffineMapAttr(AffineMap(2, 0, (d0 * k + g_in,))))
+    f_value = affine.ApplyOp([l], AffineMapAttr(AffineMap(1, 0, (f_in,))))
     first = block.first_op
     assert first is not None
     block.insert_op_before(g_value, first)
@@ -79,10 +89,12 @@ def group_lanes(g: affine.ForOp, k: int) -> tuple[affine.ForOp, affine.ForOp] | 
     axis_g, axis_f = g.attributes.get(AXIS_ATTR), f.attributes.get(AXIS_ATTR)
     if isinstance(axis_g, StringAttr) and isinstance(axis_f, StringAttr):
         outer.attributes[AXIS_ATTR] = StringAttr(axis_g.data + ".o")
-        merged.attributes[AXIS_ATTR] = StringAttr(f"{axis_g.data}.i*{axis_f.data}")
+        merged_axis = f"{axis_f.data}*{axis_g.data}.i" if interleaved else f"{axis_g.data}.i*{axis_f.data}"
+        merged.attributes[AXIS_ATTR] = StringAttr(merged_axis)
     Rewriter.replace_op(g, outer)
     fold_applies(merged)
-    _merge_positions(merged, l)
+    if not interleaved:
+        _merge_positions(merged, l)
     return outer, merged
 
 

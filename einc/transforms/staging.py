@@ -118,8 +118,55 @@ class Box:
     `shape[:k] + [prod(shape[k:])]`: a coalesced loop's `x[.., p floordiv 28, p mod 28]` is
     `x'[.., p]` of the view (`view_results`), a tile of p a box of it."""
 
+    split: tuple[int, int] | None = None
+    """(d, F): the box's dimensions d and d + 1 are the tensor's dimension d split into
+    `x floordiv F` and `x mod F` (`split_box`): the tensor's index there is `F * x_d +
+    x_{d+1}`."""
+
     def steps(self) -> list[int]:
         return self.step or [1] * len(self.shape)
+
+
+def split_box(box: Box, d: int, factor: int, where: str) -> Box | Failure:
+    """`box` with its dimension d split into two: `q = x floordiv factor` and `r = x mod
+    factor` of the tensor's index x (a grouped convolution's channel `8 * g + c` as group x
+    channel-in-group, so that a layout can put the groups innermost: the pair form's input
+    of two groups side by side). Each access's index there must be a sum of terms whose
+    coefficients are multiples of `factor` (the q part, its outer terms too) and terms whose
+    range, with the constant's remainder, lies in 0..factor-1 (the r part); the tensor's
+    extent a multiple of `factor`, the box inside the tensor there and not strided."""
+    rank = len(box.shape)
+    if not 0 <= d < rank:
+        return Failure(f"cannot split dimension {d} of {where}: its tile has {rank} dimensions")
+    if factor < 2 or box.sizes[d] % factor:
+        return Failure(f"cannot split dimension {d} of {where} by {factor}: it does not divide its {box.sizes[d]} elements")
+    if box.view is not None or box.split is not None or box.steps()[d] != 1 or box.overhang[d] != (False, False):
+        return Failure(f"cannot split dimension {d} of {where} by {factor}: its tile there is strided, merged or reaches outside the tensor")
+    outer = box.outer[d]
+    if any(c % factor for c in outer.values()):
+        return Failure(f"cannot split dimension {d} of {where} by {factor}: its offset there is not a multiple of {factor}")
+    inner: dict[Access, list[tuple[Terms, int]]] = {}
+    q_ranges: list[tuple[int, int]] = []
+    r_ranges: list[tuple[int, int]] = []
+    for a, forms in box.inner.items():
+        terms, const = forms[d]
+        q_terms = {v: c // factor for v, c in terms.items() if c % factor == 0}
+        r_terms = {v: c for v, c in terms.items() if c % factor}
+        q_const, r_const = divmod(const, factor)
+        q_span, r_span = _range_of(q_terms, q_const), _range_of(r_terms, r_const)
+        if q_span is None or r_span is None or r_span[0] < 0 or r_span[1] >= factor:
+            return Failure(f"cannot split dimension {d} of {where} by {factor}: an index there is not a group times "
+                           f"{factor} plus a value in 0..{factor - 1}")
+        q_ranges.append(q_span)
+        r_ranges.append(r_span)
+        inner[a] = [*forms[:d], (q_terms, q_const), (r_terms, r_const), *forms[d + 1 :]]
+    q_low, r_low = min(lo for lo, _ in q_ranges), min(lo for lo, _ in r_ranges)
+    shape = [max(hi for _, hi in q_ranges) - q_low + 1, max(hi for _, hi in r_ranges) - r_low + 1]
+    step = [*box.step[:d], 1, 1, *box.step[d + 1 :]] if box.step else []
+    return Box([*box.outer[:d], {v: c // factor for v, c in outer.items()}, {}, *box.outer[d + 1 :]],
+               [*box.low[:d], q_low, r_low, *box.low[d + 1 :]], [*box.shape[:d], *shape, *box.shape[d + 1 :]],
+               inner, [*box.sizes[:d], box.sizes[d] // factor, factor, *box.sizes[d + 1 :]],
+               [*box.overhang[:d], (False, False), (False, False), *box.overhang[d + 1 :]], step, None, (d, factor))  # fmt: skip
 
 
 def _value_range(v: SSAValue) -> tuple[int | None, int | None]:
@@ -300,6 +347,9 @@ def _tensor_map(m: AffineMap, box: Box, tensor: SSAValue) -> AffineMap:
     """`m` (indices of the box's view of `tensor`) as the tensor's own indices: the merged
     flat position `f` of a view (`Box.view`) is `f floordiv S_k`, `(f floordiv S_j) mod
     n_j`, ..., `f mod n_last` again (which the printers linearise back to `f`)."""
+    if box.split is not None:
+        d, factor = box.split
+        return AffineMap(m.num_dims, 0, (*m.results[:d], m.results[d] * factor + m.results[d + 1], *m.results[d + 2 :]))
     if box.view is None:
         return m
     assert isinstance(tensor.type, MemRefType)
@@ -393,7 +443,7 @@ def _shared_failure(loop: affine.ForOp, tensor: str, write: bool, box: Box, thre
 
 def cache_tensor(
     loop: affine.ForOp, tensor: str, write: bool, memory: str, layout: tuple[int, ...] | None = None,
-    halo: bool = False,
+    halo: bool = False, split: tuple[int, int] | None = None,
 ) -> memref.AllocaOp | Failure:
     """Stage `tensor`'s tile in a local buffer for each iteration of `loop` (see the module
     docstring for the contract), its dimensions in the order `layout` (the buffer's
@@ -401,8 +451,13 @@ def cache_tensor(
     layout, e.g. a filter's output channels innermost so that a vector loop over them reads
     it contiguously. `halo` (a local read only): the box with its part outside the tensor,
     filled with the value the reads' bounds guards give there, and those reads unguarded
-    (einc.transforms.halo). Returns the `memref.alloca`."""
+    (einc.transforms.halo). `split` (d, F): the tensor's dimension d staged as two, `x
+    floordiv F` and `x mod F` (`split_box`; `layout` then orders rank + 1 dimensions).
+    Returns the `memref.alloca`."""
     kind = "cache_write" if write else "cache_read"
+    if split is not None and halo:
+        return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} with its halo and a split dimension: a halo's "
+                       "guards read the tensor's own dimensions")
     if memory not in ("local", "shared"):
         return Failure(f"{kind} of '{tensor}' at {describe(loop)}: unknown memory '{memory}' (local or shared)")
     if halo and (write or memory != "local"):
@@ -462,7 +517,7 @@ def cache_tensor(
     if shared and not buffer.type.get_shape():  # type: ignore[attr-defined]
         return Failure(f"cannot {kind} '{tensor}' at {describe(loop)} in shared memory: it is a scalar")
     box = footprint(loop, tensor, accs, threads if shared else None, partial=not shared, compact=not shared,
-                    view=not shared and layout is None and not halo)  # fmt: skip
+                    view=not shared and layout is None and not halo and split is None)  # fmt: skip
     unfolded: list[affine.ApplyOp] = []
     if isinstance(box, Failure) and not shared:
         # an index with a division of inner variables (a grouped convolution's lanes over
@@ -482,6 +537,17 @@ def cache_tensor(
                 accs, box, unfolded = staged[0], box2, staged[1]
     if isinstance(box, Failure):
         return box
+    if split is not None:
+        box = split_box(box, split[0], split[1], f"'{tensor}' at {describe(loop)}")
+        if isinstance(box, Failure):
+            for apply in unfolded:  # the accesses keep the applies' values: folded back
+                for use in list(apply.result.uses):
+                    op = use.operation
+                    while (folded := fold_one_apply(op)) is not None:
+                        op = folded
+                if not apply.result.uses:
+                    Rewriter.erase_op(apply)
+            return box
     guards: dict[Access, Guard] = {}
     if halo:
         guards = {a: g for a in box.inner if (g := bounds_guard(a, box.sizes)) is not None}

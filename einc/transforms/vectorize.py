@@ -19,6 +19,9 @@ Contract of `vectorize_loop(loop, lanes_f32, element_types)`:
 - Body ops: `affine.load`/`affine.store` whose index is unit-stride in the loop variable
   (last index coefficient 1, the others 0) become `egpu.vload`/`egpu.vstore`; loads that do
   not depend on the loop variable stay scalar and are broadcast (`egpu.vbroadcast`) where a
+  vector op uses them; a load whose last index reads the loop variable only as `iv mod k`
+  (k dividing W, the vectors starting at multiples of k) and no other index reads it
+  becomes `egpu.vload_repeat` (a run of k elements repeated over the lanes; where a
   vector op uses them; the elementwise arith ops of `ELEMENTWISE` apply to vectors as they
   are, the casts of `CASTS` become `egpu.vconvert`; other side-effect-free ops that do not
   depend on the loop variable are cloned as scalars, and so is an `scf.if` that only loads
@@ -113,6 +116,10 @@ class _Access:
     """d > 0: the index moves with the loop variable only through `iv floordiv d` (each
     dividend `iv + d * (...)`): constant over each run of d iterations from a multiple of
     d (a load becomes `egpu.vbroadcast_runs` of one load per run)."""
+    repeat: int = 0
+    """k > 0: the last index reads the loop variable only as a term `(iv + k * (...)) mod
+    k`, no other index reads it: k consecutive elements repeated over the lanes (a load
+    becomes `egpu.vload_repeat`)."""
 
 
 @dataclass
@@ -171,6 +178,9 @@ def _access(op: affine.LoadOp | affine.StoreOp, iv: SSAValue, varying: set[SSAVa
             # the flat position; the vector starts at the first lane's (in-bounds) indices
             if _flat_coefficient(op, m, operands, iv) == 1:
                 return _Access(op, m, operands, unit=True)
+            if k == len(m.results) - 1 and isinstance(op, affine.LoadOp) and not runs and not any(coefficients):
+                if (r := repeat_length(result, operands, iv)) is not None:
+                    return _Access(op, m, operands, unit=False, repeat=r)
             d = run_length(result, operands, iv) if isinstance(op, affine.LoadOp) else None
             if d is None:
                 return Failure(f"{op.name} index {k} is not linear in the loop variable (a gather)")
@@ -235,6 +245,31 @@ def run_length(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> int
     if not visit(e) or len(found) != 1:
         return None
     return found.pop()
+
+
+def repeat_length(e: AffineExpr, operands: Sequence[SSAValue], iv: SSAValue) -> int | None:
+    """k when `e` is a sum of terms of which exactly one reads the loop variable `iv`, and
+    that one is `(iv + k * t) mod k` (coefficient 1; t: any affine form of the other
+    operands with integer coefficients): over the iterations from a multiple of k, `e`
+    takes k consecutive values, again and again. None otherwise."""
+
+    def terms(x: AffineExpr) -> list[AffineExpr]:
+        if isinstance(x, AffineBinaryOpExpr) and x.kind == AffineBinaryOpKind.Add:
+            return terms(x.lhs) + terms(x.rhs)
+        return [x]
+
+    moving = [t for t in terms(e) if any(uses_dim(t, p) for p, o in enumerate(operands) if o is iv)]
+    if len(moving) != 1:
+        return None
+    (t,) = moving
+    if not (isinstance(t, AffineBinaryOpExpr) and t.kind == AffineBinaryOpKind.Mod and isinstance(t.rhs, AffineConstantExpr)):
+        return None
+    k, form = t.rhs.value, linear_form(t.lhs, operands)
+    if k < 2 or form is None or form[0].get(iv) != 1 or form[1] % k:
+        return None
+    if any(not _multiple(v, c, k) for v, c in form[0].items() if v is not iv):
+        return None
+    return k
 
 
 def _is_index_use(use: Use) -> bool:
@@ -322,7 +357,7 @@ def _scan_body(
             if isinstance(access, Failure):
                 return refuse(access.message)
             scan.accesses[op] = access
-            if isinstance(op, affine.LoadOp) and (access.unit or access.runs):
+            if isinstance(op, affine.LoadOp) and (access.unit or access.runs or access.repeat):
                 scan.varying.add(op.result)
             if isinstance(op, affine.StoreOp) and not access.unit:
                 red = _reduction(access, body)
@@ -378,7 +413,7 @@ def _analyze(
 
     def visit(op: Operation, access: _Access | None, varying: bool) -> Failure | None:
         if access is not None:
-            if access.unit or access.runs or isinstance(op, affine.StoreOp):  # a vector access, a reduction
+            if access.unit or access.runs or access.repeat or isinstance(op, affine.StoreOp):  # a vector access, a reduction
                 vector_types.add(_element(op.memref))  # type: ignore[attr-defined]
             return None
         if op.regions:  # an invariant guarded load (_invariant_reads): cloned as scalars
@@ -419,6 +454,10 @@ def _analyze(
         if access.runs and not _runs_aligned(loop, access.runs, width):
             return refuse(f"{access.op.name} reads runs of {access.runs} iterations that its vectors of {width} "
                           "do not start at (a gather)")
+        if access.repeat and (width % access.repeat or width == access.repeat
+                              or not _runs_aligned(loop, access.repeat, width)):
+            return refuse(f"{access.op.name} repeats runs of {access.repeat} elements that its vectors of {width} "
+                          "do not hold whole from their first lane (a gather)")
     plan.width = width
     return plan
 
@@ -620,6 +659,13 @@ def vectorize_loop(
         access = plan.accesses.get(op)
         if access is not None and access.runs and isinstance(op, affine.LoadOp):
             vectors[op.result] = _load_runs(ops, access, mapping, old_body.args[0], W)
+            continue
+        if access is not None and access.repeat and isinstance(op, affine.LoadOp):
+            # the first lane's indices: `iv mod k` is 0 there (the vectors start at multiples of k)
+            repeat = egpu.VLoadRepeatOp(op.memref, _indices(ops, access, mapping), access.repeat,
+                                        _vector_type(_element(op.memref), W))  # fmt: skip
+            ops.append(repeat)
+            vectors[op.result] = repeat.result
             continue
         if access is not None and access.unit:
             indices = _indices(ops, access, mapping)

@@ -96,7 +96,7 @@ class BoxSpace:
         candidates = [
             k for k, a in enumerate(args)
             if k not in self.space.written and a.uses
-            and all(inside(u.operation, loop) and not isinstance(u.operation, egpu.VLoadOp) for u in a.uses)
+            and all(inside(u.operation, loop) and not isinstance(u.operation, egpu.VLoadOp | egpu.VLoadRepeatOp) for u in a.uses)
         ]  # fmt: skip
         candidates += [k for k in self.space.ranged if k not in candidates]
         count, per = math.prod(self.grid), math.prod(self.fine)

@@ -39,7 +39,7 @@ from einc.dialects import egpu
 from einc.dialects.egpu_attrs import TileSplit
 from einc.transforms.ranges import PointRange, Points, Unbounded, point_map_ranges
 
-READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp)
+READS = (affine.LoadOp, memref.LoadOp, egpu.LoadExtfOp, egpu.VLoadOp, egpu.VLoadRepeatOp)
 WRITES = (affine.StoreOp, memref.StoreOp, egpu.StoreTruncfOp, egpu.VStoreOp)
 
 FIELD_ALIGN = 8
@@ -208,7 +208,7 @@ def read_dims(op: Operation, bounds: Bounds) -> list[PointRange]:
     point (a vector access: all its lanes, in the last dimension)."""
     if isinstance(op, affine.LoadOp | affine.StoreOp):
         results = _map_ranges(op.map.data, op.indices, bounds)
-    elif isinstance(op, memref.LoadOp | memref.StoreOp | egpu.VLoadOp | egpu.VStoreOp):
+    elif isinstance(op, memref.LoadOp | memref.StoreOp | egpu.VLoadOp | egpu.VStoreOp | egpu.VLoadRepeatOp):
         results = [bounds.of(i) for i in op.indices]
     else:
         raise Unbounded()
@@ -216,13 +216,16 @@ def read_dims(op: Operation, bounds: Bounds) -> list[PointRange]:
         lanes = (op.result if isinstance(op, egpu.VLoadOp) else op.value).type.get_shape()[0]  # type: ignore[attr-defined]
         lo, hi = results[-1]
         results[-1] = lo, hi + lanes - 1
+    if isinstance(op, egpu.VLoadRepeatOp) and results:  # the run's elements
+        lo, hi = results[-1]
+        results[-1] = lo, hi + op.run.value.data - 1
     return results
 
 
 def _read_interval(op: Operation, bounds: Bounds) -> PointRange:
     """The flat elements a load may touch, per point (a vector load: all its lanes)."""
     results = read_dims(op, bounds)
-    assert isinstance(op, affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp | egpu.VLoadOp | egpu.VStoreOp)
+    assert isinstance(op, affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp | egpu.VLoadOp | egpu.VStoreOp | egpu.VLoadRepeatOp)
     buffer = op.memref
     assert isinstance(buffer.type, MemRefType)
     low, high = np.zeros_like(bounds.points), np.zeros_like(bounds.points)
@@ -500,7 +503,7 @@ def whole_reads(kernel: egpu.FuncOp) -> set[int]:
             continue
         try:
             for u in arg.uses:
-                if isinstance(u.operation, affine.LoadOp | memref.LoadOp | egpu.VLoadOp):
+                if isinstance(u.operation, affine.LoadOp | memref.LoadOp | egpu.VLoadOp | egpu.VLoadRepeatOp):
                     read_dims(u.operation, bounds)
         except Unbounded:
             found.add(k)

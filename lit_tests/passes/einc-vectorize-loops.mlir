@@ -278,3 +278,26 @@ func.func @invariant_scalar_ops(%B: memref<4xf64>) {
 // CHECK-NEXT:      %[[E:.*]] = arith.extf %[[C]] : f32 to f64
 // CHECK-NEXT:      %[[V:.*]] = egpu.vbroadcast %[[E]] : f64 -> vector<4xf64>
 // CHECK-NEXT:      egpu.vstore %[[V]], %{{.*}}[%[[I]]] : vector<4xf64>, memref<4xf64>
+
+// -----
+
+// A load whose last index is `i mod 2` (lane 2 f + g over two groups, the input staged with
+// the groups innermost): the run of 2 elements from the vector's first lane repeated over
+// the lanes (egpu.vload_repeat), the other accesses unit-stride.
+
+func.func @repeated_pair(%X: memref<4x2xf32>, %W: memref<4x16xf32>, %Y: memref<4x16xf32>) {
+  affine.for %c = 0 to 4 {
+    affine.for %l = 0 to 16 {
+      %x = affine.load %X[%c, %l mod 2] : memref<4x2xf32>
+      %w = affine.load %W[%c, %l] : memref<4x16xf32>
+      %p = arith.mulf %x, %w : f32
+      affine.store %p, %Y[%c, %l] : memref<4x16xf32>
+    } {einc.vectorize}
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func @repeated_pair(
+// CHECK:         affine.for %[[L:.*]] = 0 to 16 step 16 {
+// CHECK:           %{{.*}} = egpu.vload_repeat %{{.*}}[%{{.*}}, %{{.*}}] run 2 : memref<4x2xf32> -> vector<16xf32>
+// CHECK:           %{{.*}} = egpu.vload %{{.*}}[%{{.*}}, %[[L]]] : memref<4x16xf32> -> vector<16xf32>

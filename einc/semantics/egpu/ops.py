@@ -331,6 +331,23 @@ def _load(m: Machine, op: Operation) -> Step:
     return load
 
 
+@compiles(egpu.VLoadRepeatOp)
+def _vload_repeat(m: Machine, op: Operation) -> Step:
+    """The run's elements loaded (checked as a load of `run` elements), lane j element j mod run."""
+    assert isinstance(op, egpu.VLoadRepeatOp)
+    buf, index = _access(m, op, op.memref, op.indices)
+    env, out = m.env, m.slot(op.result)
+    run = op.run.value.data
+    repeats = _width(op.result.type) // run
+
+    def load(mask: Lanes | None) -> None:
+        b = env[buf]
+        assert isinstance(b, Buffer)
+        env[out] = np.tile(b.load(m.grid, op, index(), mask, run), repeats)
+
+    return load
+
+
 @compiles(memref.StoreOp, affine.StoreOp, egpu.StoreTruncfOp, egpu.VStoreOp)
 def _store(m: Machine, op: Operation) -> Step:
     assert isinstance(op, memref.StoreOp | affine.StoreOp | egpu.StoreTruncfOp | egpu.VStoreOp)

@@ -111,3 +111,12 @@ egpu.func @round_to_same_width(%a: memref<8xf32>) grid [1, 1, 1] block [1, 1, 1]
   %r = egpu.round %x as f32 : f32
   egpu.return
 }
+
+// -----
+
+// CHECK: Operation does not verify: egpu.vload_repeat: a run of 3 does not repeat over a vector of 8
+egpu.func @repeat_not_dividing(%a: memref<64xf32>) grid [1, 1, 1] block [1, 1, 1] {
+  %t = egpu.thread_id x
+  %v = egpu.vload_repeat %a[%t] run 3 : memref<64xf32> -> vector<8xf32>
+  egpu.return
+}

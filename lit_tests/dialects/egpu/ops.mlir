@@ -75,6 +75,20 @@ egpu.func @vectors(%a: memref<64xf32>) grid [1, 1, 1] block [16, 1, 1] {
 
 // -----
 
+// A run of 2 elements repeated over a vector of 8 lanes (egpu.vload_repeat: the pair form's
+// input of two groups).
+
+// CHECK-LABEL: egpu.func @repeated_run
+// CHECK:         %{{.*}} = egpu.vload_repeat %{{.*}}[%{{.*}}] run 2 : memref<64xf32> -> vector<8xf32>
+egpu.func @repeated_run(%a: memref<64xf32>) grid [1, 1, 1] block [16, 1, 1] {
+  %t = egpu.thread_id x
+  %v = egpu.vload_repeat %a[%t] run 2 : memref<64xf32> -> vector<8xf32>
+  egpu.vstore %v, %a[%t] : vector<8xf32>, memref<64xf32>
+  egpu.return
+}
+
+// -----
+
 // A reduction over the subgroup (warp, wave).
 
 // CHECK-LABEL: egpu.func @warp_sum
