@@ -96,7 +96,9 @@ class VLoadRepeatOp(IRDLOperation):
             raise VerifyException(
                 f"egpu.vload_repeat: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
             )
-        run, width = self.run.value.data, self.result.type.get_shape()[0]  # type: ignore[union-attr]
+        result = self.result.type
+        assert isinstance(result, VectorType)
+        run, width = self.run.value.data, result.get_shape()[0]
         if run < 2 or run >= width or width % run:
             raise VerifyException(f"egpu.vload_repeat: a run of {run} does not repeat over a vector of {width}")
 

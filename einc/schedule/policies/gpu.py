@@ -846,6 +846,7 @@ class _Policy:
             b.bind(h, axis)
         b.cache_write(buffer_name(nest.output), new[len(bound) + 1 + len(seq)], "local")
         d, r = self.target.limits, nest.reduction[-1]
+        assert d is not None  # a device target's policy: its limits are described
         if vector_rows(d, f) and nest.extent(r) >= d.vector_width and any(_unit_stride(a, r) for a in nest.loads):
             # the innermost loop (the last reduction), at least a vector long (a pooling
             # window's few taps are left scalar); refused where it carries another dependence

@@ -299,11 +299,12 @@ def register_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
 
     out = nest.output()
     target = get_target(build.ctx.target)
-    if out is None or target.limits is None:
+    limits = target.limits
+    if out is None or limits is None:
         return False
     y, x = nest.spatial[-2], nest.spatial[-1]
     depth = math.prod(nest.extent(r) for r in nest.reduction)
-    fits = lambda r: 2 * r * depth * 4 <= target.limits.tile_memory // 4  # noqa: E731
+    fits = lambda r: 2 * r * depth * 4 <= limits.tile_memory // 4  # noqa: E731
     oy = tuple(r for r in VERTEX_REGISTERS if nest.extent(y) % r == 0 and fits(r))
     ox = tuple(r for r in VERTEX_REGISTERS if nest.extent(x) % r == 0 and fits(r))
     if not oy or not ox:
