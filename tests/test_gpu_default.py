@@ -392,6 +392,11 @@ def test_poplar_default_register_tiles_contractions_only() -> None:
     assert 'cache_write "output0"' in text and "bind" not in text and "by 4" in text and "by 8" in text
     assert policy.default_schedule(poplar, _loops("matmul", "poplar")) is None
     assert policy.default_schedule(poplar, _loops("softmax", "poplar")) is None
+    # a float16 output is computed in float32 on Poplar, in no float16 local array: no tiles
+    half = Compilation(MATMUL, "<m>", {"input0": {"dtype": "float16", "shape": [64, 32]},
+                                       "input1": {"dtype": "float16", "shape": [32, 128]}},
+                       None, "poplar", ScheduleChoice.NONE).module("loops")  # fmt: skip
+    assert policy.default_schedule(poplar, half) is None
 
 
 POPLAR_PROGRAMS = {

@@ -84,6 +84,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from einc.dialects.egpu_mma import LANES
 from einc.errors import ScheduleError
+from einc.ir.attrs import dtype_name
 from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 from einc.schedule.checks import check_scheduled
 from einc.schedule.script import Schedule
@@ -935,6 +936,9 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
             continue
         if nest.band[len(nest.band) - len(nest.reduction):] != nest.reduction:
             continue
+        out = nest.output.type
+        if not isinstance(out, MemRefType) or dtype_name(out.get_element_type()) not in d.arith_dtypes:
+            continue  # the accumulators' type: a float16 output is computed wider, in no local array of its own
         y, x = nest.spatial[-2], nest.spatial[-1]
         depth = math.prod(nest.extent(r) for r in nest.reduction)
         sizes = [next((r for r in options if nest.extent(a) % r == 0), 0) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
