@@ -43,6 +43,16 @@ def _check_vector(op: Operation, vector: Attribute, element: Attribute | None = 
         )
 
 
+
+def _check_vector_access(op: Operation, buffer: SSAValue, indices: Sequence[SSAValue], vector: Attribute) -> None:
+    """A vector access's checks: `vector` a vector of `buffer`'s element type, an index per
+    dimension of `buffer`."""
+    t = buffer.type
+    assert isinstance(t, MemRefType)
+    _check_vector(op, vector, t.get_element_type())
+    if len(indices) != t.get_num_dims():
+        raise VerifyException(f"{op.name}: {len(indices)} indices for a buffer of rank {t.get_num_dims()}")
+
 @irdl_op_definition
 class VLoadOp(IRDLOperation):
     """`width` consecutive elements of a buffer from flat row-major position
@@ -59,13 +69,7 @@ class VLoadOp(IRDLOperation):
         super().__init__(operands=[memref, indices], result_types=[result_type])
 
     def verify_(self) -> None:
-        t = self.memref.type
-        assert isinstance(t, MemRefType)
-        _check_vector(self, self.result.type, t.get_element_type())
-        if len(self.indices) != t.get_num_dims():
-            raise VerifyException(
-                f"egpu.vload: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
-            )
+        _check_vector_access(self, self.memref, self.indices, self.result.type)
 
 
 @irdl_op_definition
@@ -89,13 +93,7 @@ class VLoadRepeatOp(IRDLOperation):
                          result_types=[result_type])  # fmt: skip
 
     def verify_(self) -> None:
-        t = self.memref.type
-        assert isinstance(t, MemRefType)
-        _check_vector(self, self.result.type, t.get_element_type())
-        if len(self.indices) != t.get_num_dims():
-            raise VerifyException(
-                f"egpu.vload_repeat: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
-            )
+        _check_vector_access(self, self.memref, self.indices, self.result.type)
         result = self.result.type
         assert isinstance(result, VectorType)
         run, width = self.run.value.data, result.get_shape()[0]

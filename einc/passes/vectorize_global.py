@@ -54,6 +54,7 @@ vector and the target's `vector_lanes()`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -423,14 +424,7 @@ def _pair_rows(loop: scf.ForOp, pairs: list[tuple[affine.LoadOp, affine.StoreOp]
     word = VectorType(element, [plan.depth])
     base = element_indices(store)
     for k in range(width):
-        indices = []
-        for index, step in zip(base, steps):
-            if k == 0 or step == 0:
-                indices.append(index)
-                continue
-            moved = affine.ApplyOp([index], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + k * step,))))
-            Rewriter.insert_op(moved, InsertPoint.before(store))
-            indices.append(moved.result)
+        indices = _moved_indices(base, steps, k, store)
         lanes = [egpu.VExtractOp(row, k) for row in rows]
         splats = [egpu.VBroadcastOp(lane.result, word) for lane in lanes]
         for op in (*lanes, *splats):
@@ -444,19 +438,26 @@ def _pair_rows(loop: scf.ForOp, pairs: list[tuple[affine.LoadOp, affine.StoreOp]
     Rewriter.erase_op(load)
 
 
+def _moved_indices(base: Sequence[SSAValue], steps: list[int], k: int, store: Operation) -> list[SSAValue]:
+    """The indices `base` moved by k times their lane steps (`steps`, per dimension): an
+    `affine.apply` before `store` for each index that moves."""
+    indices: list[SSAValue] = []
+    for index, step in zip(base, steps):
+        if k == 0 or step == 0:
+            indices.append(index)
+            continue
+        moved = affine.ApplyOp([index], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + k * step,))))
+        Rewriter.insert_op(moved, InsertPoint.before(store))
+        indices.append(moved.result)
+    return indices
+
+
 def _scatter(vector: SSAValue, store: affine.StoreOp, steps: list[int], width: int) -> None:
     """Lane k of `vector` stored where `store` stores at `e + k`: its indices at `e` plus
     k times their lane steps (`steps`, per dimension), before `store`."""
     base = element_indices(store)
     for k in range(width):
-        indices: list[SSAValue] = []
-        for index, step in zip(base, steps):
-            if k == 0 or step == 0:
-                indices.append(index)
-                continue
-            moved = affine.ApplyOp([index], AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + k * step,))))
-            Rewriter.insert_op(moved, InsertPoint.before(store))
-            indices.append(moved.result)
+        indices = _moved_indices(base, steps, k, store)
         lane = egpu.VExtractOp(vector, k)
         Rewriter.insert_op(lane, InsertPoint.before(store))
         scalar = affine.StoreOp(lane.result, store.memref, indices, AffineMapAttr(identity_map(len(indices))))
