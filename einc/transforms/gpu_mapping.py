@@ -50,14 +50,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-)
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.traits import is_side_effect_free
 
 from einc.dialects.egpu_mma import MmaOp
@@ -69,7 +62,7 @@ from einc.transforms.combiner import accumulation
 from einc.transforms.loop_build import describe
 from einc.ir.attrs import BIND_ATTR, BIND_AXES, BIND_LOC_ATTR
 from einc.transforms.loops import constant_trip_range, induction_var
-from einc.transforms.ranges import max_trip_count
+from einc.transforms.ranges import Range, expr_range, max_trip_count, value_range
 
 
 @dataclass
@@ -174,28 +167,18 @@ def _bare_dims(key: tuple[AffineMap, tuple[SSAValue, ...]]) -> list[SSAValue]:
 
 
 def _offset_range(e: AffineExpr, operands: Sequence[SSAValue], root: Operation) -> tuple[int, int] | None:
-    """The range of `e` (a sum of constants and non-negative multiples of operands) where
-    each operand is the induction variable of a loop of constant bounds inside `root`;
-    None for anything else."""
-    match e:
-        case AffineConstantExpr(value=v):
-            return v, v
-        case AffineDimExpr(position=p):
-            owner = operands[p].owner
-            loop = owner.parent_op() if isinstance(owner, Block) else None
-            if not isinstance(loop, affine.ForOp) or not root.is_ancestor(loop) or operands[p] is not induction_var(loop):
-                return None
-            bounds = constant_trip_range(loop)
-            if bounds is None or trip_count(loop) < 1:
-                return None
-            return bounds[0], bounds[0] + (trip_count(loop) - 1) * loop.step.value.data
-        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Add, lhs=lhs, rhs=rhs):
-            a, b = _offset_range(lhs, operands, root), _offset_range(rhs, operands, root)
-            return None if a is None or b is None else (a[0] + b[0], a[1] + b[1])
-        case AffineBinaryOpExpr(kind=AffineBinaryOpKind.Mul, lhs=lhs, rhs=AffineConstantExpr(value=c)) if c >= 0:
-            a = _offset_range(lhs, operands, root)
-            return None if a is None else (a[0] * c, a[1] * c)
-    return None
+    """The range of `e` where each of its operands is the induction variable of a loop of
+    constant bounds inside `root` (einc.transforms.ranges.expr_range); None for anything else."""
+
+    def inner(v: SSAValue) -> Range:
+        owner = v.owner
+        loop = owner.parent_op() if isinstance(owner, Block) else None
+        if isinstance(loop, affine.ForOp) and root.is_ancestor(loop) and v is induction_var(loop):
+            return value_range(v)
+        return None, None
+
+    lo, hi = expr_range(e, [inner(v) for v in operands], [(None, None)] * len(operands))
+    return None if lo is None or hi is None else (lo, hi)
 
 
 def _owned_position(key: tuple[AffineMap, tuple[SSAValue, ...]], loop: affine.ForOp, root: Operation) -> int | None:
