@@ -76,11 +76,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects import affine, func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, bf16, f16
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from einc.dialects.egpu_mma import LANES
 from einc.errors import ScheduleError
@@ -937,7 +937,8 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
         if nest.band[len(nest.band) - len(nest.reduction):] != nest.reduction:
             continue
         out = nest.output.type
-        if not isinstance(out, MemRefType) or dtype_name(out.get_element_type()) not in d.arith_dtypes:
+        element = cast(Attribute, out.get_element_type()) if isinstance(out, MemRefType) else None
+        if element is None or dtype_name(element) not in d.arith_dtypes:
             continue  # the accumulators' type: a float16 output is computed wider, in no local array of its own
         y, x = nest.spatial[-2], nest.spatial[-1]
         depth = math.prod(nest.extent(r) for r in nest.reduction)
