@@ -260,15 +260,7 @@ def _vload_repeat(w: Writer, op: egpu.VLoadRepeatOp) -> Expr:
     fmt = w.t.repeat_loads.get(k * bits)
     if fmt:
         return Expr(w.vector_spelling(fmt, t, p=f"&{w.access(op.memref, index)}"))
-    T, scalar = w.ctype(t), w.ctype(element)
-    if w.t.vector_literal:
-        body = f"return {w.vector_spelling(w.t.vector_literal, t, ', '.join(f'a{j % k}' for j in range(n)))};"
-    else:
-        body = (
-            f"{T} r; {scalar} v[{k}] = {{{', '.join(f'a{j}' for j in range(k))}}}; "
-            f"for (int k = 0; k < {n}; k++) {w.lane('r', 'k')} = v[k % {k}]; return r;"
-        )
-    function = w.lanewise_helper(f"vload_repeat{k}", t, [(scalar, f"a{j}") for j in range(k)], T, body)
+    function = _lane_table_helper(w, f"vload_repeat{k}", t, k, lambda j: j % k, f"k % {k}")
     return Expr(f"{function}({', '.join(_vector_lane_accesses(w, op.memref, index, k))})")
 
 
@@ -300,21 +292,29 @@ def _vbroadcast(w: Writer, op: egpu.VBroadcastOp) -> Expr:
     return Expr(w.vector_spelling(w.t.vector_broadcast, t, w.value(op.value).operand(UNARY)))
 
 
+def _lane_table_helper(w: Writer, name: str, t: VectorType, k: int, source: Callable[[int], int], c_source: str) -> str:
+    """A lane-wise helper `name` of k scalar arguments a0..a(k-1) returning a vector of type
+    `t` whose lane j is a`source(j)`: a vector literal where the target has one (gcc builds it
+    from broadcasts), else a loop whose lane `k` takes v[`c_source`]."""
+    n = t.get_shape()[0]
+    T, scalar = w.ctype(t), w.ctype(t.get_element_type())
+    if w.t.vector_literal:
+        lanes = ", ".join(f"a{source(j)}" for j in range(n))
+        body = f"return {w.vector_spelling(w.t.vector_literal, t, lanes)};"
+    else:
+        body = (
+            f"{T} r; {scalar} v[{k}] = {{{', '.join(f'a{j}' for j in range(k))}}}; "
+            f"for (int k = 0; k < {n}; k++) {w.lane('r', 'k')} = v[{c_source}]; return r;"
+        )
+    return w.lanewise_helper(name, t, [(scalar, f"a{j}") for j in range(k)], T, body)
+
+
 def _vbroadcast_runs(w: Writer, op: egpu.VBroadcastRunsOp) -> Expr:
     """k runs of W/k lanes, each one value (a lane-wise helper on every target)."""
     t = op.result.type
     assert isinstance(t, VectorType)
     n, k = t.get_shape()[0], len(op.values)
-    T, scalar = w.ctype(t), w.ctype(t.get_element_type())
-    if w.t.vector_literal:  # a vector literal: gcc builds it from broadcasts
-        lanes = ", ".join(f"a{j // (n // k)}" for j in range(n))
-        body = f"return {w.vector_spelling(w.t.vector_literal, t, lanes)};"
-    else:
-        body = (
-            f"{T} r; {scalar} v[{k}] = {{{', '.join(f'a{j}' for j in range(k))}}}; "
-            f"for (int k = 0; k < {n}; k++) {w.lane('r', 'k')} = v[k / {n // k}]; return r;"
-        )
-    function = w.lanewise_helper(f"vbroadcast_runs{k}", t, [(scalar, f"a{j}") for j in range(k)], T, body)
+    function = _lane_table_helper(w, f"vbroadcast_runs{k}", t, k, lambda j: j // (n // k), f"k / {n // k}")
     return Expr(f"{function}({', '.join(w.value(v).text for v in op.values)})")
 
 
