@@ -34,11 +34,28 @@ def python_blocks() -> list[tuple[int, str]]:
 BLOCKS = python_blocks()
 
 
+def block_ids(blocks: Sequence[tuple[int, str]]) -> list[str]:
+    """A name for each block that stays put when lines above it move (so tests/slow_tests.txt
+    keeps naming it): the title of the README section it is in, and its place there."""
+    lines = README.read_text().splitlines()
+    ids: list[str] = []
+    for line, _ in blocks:
+        fence = False
+        title = "top"
+        for text in lines[: line - 1]:
+            fence ^= text.startswith("```")
+            if not fence and text.startswith("#"):
+                title = text.lstrip("#").strip()
+        name = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()
+        ids.append(f"{name}-{sum(i.startswith(name + '-') for i in ids) + 1}")
+    return ids
+
+
 def test_the_readme_has_its_python_examples() -> None:
     assert len(BLOCKS) >= 5 and any("tune(" in b for _, b in BLOCKS) and any("run_lowered" in b for _, b in BLOCKS)
 
 
-@pytest.mark.parametrize(("line", "code"), BLOCKS, ids=[f"README.md:{line}" for line, _ in BLOCKS])
+@pytest.mark.parametrize(("line", "code"), BLOCKS, ids=block_ids(BLOCKS))
 def test_a_readme_python_example_runs(line: int, code: str, tmp_path: Path) -> None:
     if re.search(r"^import torch|^from torch|einc\.torch", code, re.M):
         try:
