@@ -233,6 +233,8 @@ def test_the_padded_pair_form_stages_its_input_with_halo_and_split(target: str) 
         # [N, C, H + 2, W + 2, group of the pair]; the copy-in over the tensor's part only
         assert "float input0_local[336]" in source, source
         assert re.search(r"for \(int64_t input0_c3 = 1; input0_c3 < 6; input0_c3\+\+\)", source), source
+        # copied in the local's order: the pair of groups innermost, each pixel's two values stored together
+        assert re.search(r"input0_c4 < 7; input0_c4\+\+\) \{\s*for \(int64_t input0_c1 = 0; input0_c1 < 2;", source), source
         assert re.search(r"einc_vrepeat64_f32x8\(&input0_local\[", source), source
         body = source[source.index("einc_vrepeat64_f32x8(&input0_local") - 2000 :]
         assert " < 5)" not in body and ">= 0)" not in body, body  # no bounds test left in the loops
