@@ -1084,10 +1084,12 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.For
             continue
         in_g = {_one_dim(a, gv) for a in inputs}
         filter_f, filter_g = {_one_dim(a, fv) for a in filters}, {_one_dim(a, gv) for a in filters}
-        if len(in_g) != 1 or None in in_g or len(filter_f) != 1 or len(filter_g) != 1:
+        if len(in_g) != 1 or len(filter_f) != 1 or len(filter_g) != 1:
             continue
-        (in_dim, per_group), = in_g
-        (ff,), (fg,) = filter_f, filter_g
+        (ig,), (ff,), (fg,) = in_g, filter_f, filter_g
+        if ig is None:
+            continue
+        in_dim, per_group = ig
         if per_group < 2 or ff is None or ff[1] != 1 or fg != (ff[0], nf):  # the filter's channel `|f| g + f`
             continue
         return _pair_form(band, k, b, out, (out_g[0], nf), filters[0].buffer, (ff[0], nf), inputs[0].buffer,
