@@ -165,8 +165,10 @@ class Choices:
     form (`_pair_lanes`: lanes interleaved over two groups, the pair's input staged with the
     two groups' values side by side, one 64-bit broadcast per FMA, no shuffle) instead of
     `group_lanes`' blocked vectors (two broadcasts and an insert per FMA on AVX-512, README).
-    Not the default on any host: measured 0.90x the default at batch 1 and 0.98x at batch
-    16 on the AVX-512 Xeon (README); the tuning space keeps it (`policy.pairs`)."""
+    Not the default on any host: 0.88x the default at batch 1 and 0.82x at batch 16 on the
+    AVX-512 Xeon (CPU time, same run; README, "The pair form built": its input pack, halo
+    fill and lane-order output copies cost more than its hot loop gains); the tuning space
+    keeps it (`policy.pairs`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
