@@ -159,6 +159,15 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     base = grouped.source("policy.nogroup")
     assert "transform.einc.group_lanes" not in grouped.schedule("policy.nogroup")
     assert "einc_vbroadcast_runs2" not in base and "einc_vload_f32x8(&input1_local[" in base
+    # policy.pairs: the pair form (lanes interleaved over two groups, lane 2 f + g), the pair's
+    # padded input staged with its halo and the two groups' values of a pixel side by side
+    # (its 4 channels a group split off), each FMA's input one 64-bit broadcast of a pair; no
+    # bounds test left, so nothing for split_conditions; a variant of the grouped program only
+    pairs, sched = grouped.source("policy.pairs"), grouped.schedule("policy.pairs")
+    assert re.search(r"group_lanes %\d+ by 2 interleaved", sched), sched
+    assert 'cache_read "input0" at %' in sched and "split 1 by 4 layout [0, 2, 3, 4, 1] halo" in sched, sched
+    assert "einc_vrepeat64_f32x16(&input0_local[" in pairs and "einc_vbroadcast_runs2" not in pairs, pairs
+    assert ">= 0" not in pairs and "policy.pairs" not in conv.space.sketches
     # policy.prefetch: the pair's input rows prefetched one output row ahead
     # (transform.einc.prefetch at HO: row HO + 2 of each of the pair's channels; past the
     # image's last row, the next pair's first rows: (HO + 2) % 5 of the channels 8 further on,

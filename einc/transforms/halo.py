@@ -97,7 +97,11 @@ def bounds_guard(access: Access, sizes: list[int]) -> Guard | None:
     if not isinstance(guard, scf.IfOp) or load.parent_block() is not guard.true_region.block:
         return None
     then_ops = list(guard.true_region.block.ops)
-    if then_ops != [load, guard.true_region.block.last_op] or len(guard.results) != 1:
+    # the load's own index applies may precede it (staging's unfolded divisions: the pair
+    # form's `l mod 2` input channel)
+    if then_ops[-2:] != [load, guard.true_region.block.last_op] or len(guard.results) != 1:
+        return None
+    if not all(_index_apply(op, load) for op in then_ops[:-2]):
         return None
     yielded = guard.true_region.block.last_op
     if not isinstance(yielded, scf.YieldOp) or list(yielded.operands) != [load.result]:
@@ -115,11 +119,18 @@ def bounds_guard(access: Access, sizes: list[int]) -> Guard | None:
     return Guard(guard, fill)
 
 
+def _index_apply(op: Operation, load: affine.LoadOp) -> bool:
+    """Whether `op` is an `affine.apply` whose result only `load` reads (as an index)."""
+    return isinstance(op, affine.ApplyOp) and all(use.operation is load for use in op.result.uses)
+
+
 def drop_guard(load: affine.LoadOp, guard: scf.IfOp) -> None:
-    """`load` (the only op of `guard`'s then-block but its yield) moved before `guard`,
-    which it replaces; the guard's condition erased where nothing else reads it."""
-    load.detach()
-    Rewriter.insert_op(load, InsertPoint.before(guard))
+    """`load` (the only op of `guard`'s then-block but its yield and its index applies)
+    moved before `guard`, with its applies, and replacing it; the guard's condition erased
+    where nothing else reads it."""
+    for op in list(guard.true_region.block.ops)[:-1]:
+        op.detach()
+        Rewriter.insert_op(op, InsertPoint.before(guard))
     guard.results[0].replace_all_uses_with(load.result)
     cond = guard.cond
     Rewriter.erase_op(guard)

@@ -160,6 +160,15 @@ class Choices:
     1.1-1.5x the half-vector tile here) and not more (4 channels per group over 4 groups:
     0.55x the nest blocked along its rows, README); the tuning space varies it
     (`policy.nogroup`, `policy.group.all`)."""
+    pair_lanes: bool = False
+    """A grouped convolution whose groups hold half a vector's output channels in the pair
+    form (`_pair_lanes`: lanes interleaved over two groups, the pair's input staged with the
+    two groups' values side by side, one 64-bit broadcast per FMA, no shuffle) instead of
+    `group_lanes`' blocked vectors (two broadcasts and an insert per FMA on AVX-512, README).
+    Not the default on any host: 0.88x the default at batch 1 and 0.82x at batch 16 on the
+    AVX-512 Xeon (CPU time, same run; README, "The pair form built": its input pack, halo
+    fill and lane-order output copies cost more than its hot loop gains); the tuning space
+    keeps it (`policy.pairs`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
@@ -231,6 +240,9 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
     if not all(_tagged(loop) for loop in band) or not perfect_band(band):
         return
     if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
+        return
+    if choices.pair_lanes and (paired := _pair_lanes(top, b, lanes)) is not None:  # the pair form
+        _parallelize(band_from(paired), math.prod(trip_count(loop) or 1 for loop in band), b, choices.parallel)
         return
     if choices.group_lanes:  # a grouped convolution's channels over several groups
         top = _group_lanes(top, b, lanes, choices.group_lanes)
@@ -1006,6 +1018,139 @@ def _group_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, most: int = 
             return top
         return b.loop(grouped[0]) if g is top else top
     return top
+
+
+def _one_dim(access: Access, iv: SSAValue) -> tuple[int, int] | None:
+    """The one dimension of an (affine, linear) access that moves with `iv` and its
+    coefficient there, or None (none, several, or an index that is not linear)."""
+    assert access.map is not None, access
+    found: list[tuple[int, int]] = []
+    for d, e in enumerate(access.map.results):
+        form = linear_form(e, access.operands)
+        if form is None:
+            return None
+        if form[0].get(iv):
+            found.append((d, form[0][iv]))
+    return found[0] if len(found) == 1 else None
+
+
+PAIR_COLUMNS = 14
+"""The most output columns `_pair_lanes` unrolls: 14 accumulators, the broadcast pairs and
+the filter vector in AVX-512's 32 registers (README, grouped_tiles.py's pair form)."""
+
+
+def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.ForOp | None:
+    """The pair form of a grouped convolution whose groups hold half a vector's output
+    channels (Choices.pair_lanes; README, "The convolutions on an Intel Xeon"): the band
+    `[outer..., g, f, spatial..., j, reductions...]` (g the group, f the channel in it, j
+    the output column) becomes `outer..., g.o, spatial..., j.o, reductions..., j.i, l` with
+    g tiled by 2 (a pair of groups) and `l` its two groups interleaved with f
+    (`group_lanes ... interleaved`, lane 2 f + g); the output tile staged at j.o and the
+    filter packed at g.o in lane order (`split` by |f|, the group innermost), the pair's
+    input staged at g.o with the two groups' values of a pixel side by side (`split` by the
+    group's input channels, the group innermost; with its `halo` where its reads are
+    bounds-guarded: no condition left), so that each FMA's input is one run of two
+    (`egpu.vload_repeat`: one 64-bit broadcast on AVX-512, no shuffle); j.i unrolled
+    (`stmt.tile_cols`), l vectorized. Returns the nest's new outermost loop, or None
+    (nothing added: not such a nest)."""
+    band = band_from(top)
+    groups = written_groups(top)
+    if len(groups) != 1 or lanes < 4:
+        return None
+    ((out, group),) = groups.items()
+    if _element(out) == f16:
+        return None
+    ivs = [induction_var(loop) for loop in band]
+    fixed = determined_loops(group, ivs)
+    parallel = [loop for loop in band if induction_var(loop) in fixed]
+    reduction = [loop for loop in band if induction_var(loop) not in fixed]
+    stores = [a for a in group if a.write and a.map is not None]
+    loads = [a for a in _loads(top) if a.buffer is not out]
+    if not stores or not reduction or band != [*parallel, *reduction] or len(parallel) < 3 or any(a.map is None for a in loads):
+        return None
+    j = parallel[-1]
+    if not _unit_stride(stores[0].map, stores[0].operands, induction_var(j)):
+        return None
+    for k in range(len(parallel) - 2):
+        g, f = parallel[k], parallel[k + 1]
+        ng, nf = trip_count(g) or 0, trip_count(f) or 0
+        gv, fv = induction_var(g), induction_var(f)
+        if 2 * nf != lanes or ng % 2:
+            continue
+        out_g, out_f = _one_dim(stores[0], gv), _one_dim(stores[0], fv)
+        if out_g is None or out_f != (out_g[0], 1) or out_g[1] != nf:  # the output's channel `|f| g + f`
+            continue
+        inputs = [a for a in loads if _moves_with(a, gv) and not _moves_with(a, fv)]
+        filters = [a for a in loads if _moves_with(a, fv)]
+        if len({a.buffer for a in inputs}) != 1 or len({a.buffer for a in filters}) != 1:
+            continue
+        in_g = {_one_dim(a, gv) for a in inputs}
+        filter_f, filter_g = {_one_dim(a, fv) for a in filters}, {_one_dim(a, gv) for a in filters}
+        if len(in_g) != 1 or len(filter_f) != 1 or len(filter_g) != 1:
+            continue
+        (ig,), (ff,), (fg,) = in_g, filter_f, filter_g
+        if ig is None:
+            continue
+        in_dim, per_group = ig
+        if per_group < 2 or ff is None or ff[1] != 1 or fg != (ff[0], nf):  # the filter's channel `|f| g + f`
+            continue
+        return _pair_form(band, k, b, out, (out_g[0], nf), filters[0].buffer, (ff[0], nf), inputs[0].buffer,
+                          (in_dim, per_group))
+    return None
+
+
+def _pair_form(band: list[affine.ForOp], k: int, b: ScheduleBuilder, out: SSAValue, out_split: tuple[int, int],
+               weight: SSAValue, weight_split: tuple[int, int], image: SSAValue,
+               image_split: tuple[int, int]) -> affine.ForOp:  # fmt: skip
+    """`_pair_lanes`' steps on the band (g = band[k], f = band[k + 1]); each split `(d, F)`
+    stages a tensor's dimension d as `x floordiv F`, `x mod F`."""
+    groups = written_groups(band[0])
+    ((_, group),) = groups.items()
+    fixed = determined_loops(group, [induction_var(loop) for loop in band])
+    parallel = [loop for loop in band if induction_var(loop) in fixed]
+    reduction = [loop for loop in band if induction_var(loop) not in fixed]
+    g, f, j = parallel[k], parallel[k + 1], parallel[-1]
+    stmt = _tag(g, lt.STMT_ATTR)
+    nj = trip_count(j) or 1
+    tw = max(t for t in range(1, min(nj, PAIR_COLUMNS) + 1) if nj % t == 0)
+    knob_w = b.knob(f"{stmt}.tile_cols", tw, {t for t in range(2, 17) if nj % t == 0} or {tw})
+    handles = {loop: b.handle(loop) for loop in band}
+    go_h, gi_h = b.tile(handles[g], 2)
+    jo_h, ji_h = b.tile(handles[j], knob_w)
+    wanted = [*(handles[x] for x in parallel[:k]), go_h, *(handles[x] for x in parallel[k + 2 : -1]), jo_h,
+              *(handles[x] for x in reduction), ji_h, gi_h, handles[f]]  # fmt: skip
+    reordered = b.try_(lambda: b.reorder(wanted))
+    if isinstance(reordered, lt.Failure):
+        return band_from(b.loop(handles[band[0]]) if band[0] is not g else b.loop(go_h))[0]
+    new = [b.loop(h) for h in reordered]
+    b.remember(new, reordered)
+    go_h, jo_h, ji_h = reordered[k], reordered[len(parallel) - 2], reordered[-3]
+    paired = b.try_(lambda: b.group_lanes(reordered[-2], 2, interleaved=True))
+    if isinstance(paired, lt.Failure):
+        return new[0]
+    lane_axis = _tag(b.loop(paired[1]), lt.AXIS_ATTR)
+
+    def innermost_pair(rank: int, d: int) -> tuple[int, ...]:  # split dimension d's two parts last, the group innermost
+        return (*(x for x in range(rank + 1) if x not in (d, d + 1)), d + 1, d)
+
+    def group_innermost(rank: int, d: int) -> tuple[int, ...]:  # only the group moved innermost
+        return (*(x for x in range(rank + 1) if x != d), d)
+
+    def rank(buffer: SSAValue) -> int:
+        return len(cast("MemRefType[Attribute]", buffer.type).get_shape())
+
+    if isinstance(b.try_(lambda: b.cache_write(buffer_name(out), jo_h, layout=innermost_pair(rank(out), out_split[0]),
+                                               split=out_split)), lt.Failure):  # fmt: skip
+        return new[0]
+    b.try_(lambda: b.cache_read(buffer_name(weight), go_h, layout=innermost_pair(rank(weight), weight_split[0]),
+                                split=weight_split))  # fmt: skip
+    layout = group_innermost(rank(image), image_split[0])
+    if isinstance(b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split, halo=True)), lt.Failure):
+        b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split))
+    if isinstance(b.try_(lambda: b.unroll(ji_h, knob_w)), lt.Failure):
+        return new[0]
+    b.try_(lambda: b.vectorize(b.match(stmt, lane_axis, root=nest_root(b, new[0]))))
+    return new[0]
 
 
 def _parallel_chunks(

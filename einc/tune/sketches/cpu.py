@@ -441,6 +441,8 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "(no group_lanes: half a vector where a group holds half a vector's channels)"),
     ("group.all", policy.Choices(group_lanes=64), True, "a grouped convolution's vectors of channels over as many "
      "groups as they hold (group_lanes over more than two groups)"),
+    ("pairs", policy.Choices(pair_lanes=True), True, "a grouped convolution in the pair form (lanes interleaved "
+     "over two groups, the pair's input staged with their values side by side: one 64-bit broadcast per FMA)"),
     ("noprefetch", policy.Choices(prefetch=False), True, "a grouped convolution's input rows not prefetched "
      "(no transform.einc.prefetch at its output rows)"),
     ("prefetch", policy.Choices(prefetch=True), True, "a grouped convolution's input rows prefetched whatever "
