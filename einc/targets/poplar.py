@@ -272,7 +272,7 @@ class PoplarTarget(DeviceTarget):
     lexer: ClassVar[str] = "cpp"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=poplar},"
+        "einc-init-accumulators,convert-affine-to-egpu{target=poplar},"
         "legalize-storage-dtypes{target=poplar},legalize-bf16-storage,einc-vectorize-loops{target=poplar},canonicalize,cse,"
         "split-poplar-vertices"
     )
