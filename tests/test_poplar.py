@@ -716,3 +716,54 @@ def test_register_tile_over_a_tile_is_a_target_error() -> None:
     inputs = {"input0": {"dtype": "float32", "shape": [48, 50000]}, "input1": {"dtype": "float32", "shape": [50000, 8]}}
     with pytest.raises(TargetError, match=r"needs 24\d{5} bytes of tile memory per vertex spread over 12 tiles"):
         _compile(_MM, inputs, register_tile_lines(4, 4))
+
+
+def test_register_tiles_in_clipped_boxes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tile grid the boxes do not divide (4 x 4 register tiles of a 44 x 52 output: 11 x 13
+    tiles, on tiles of 4 KiB) is cut into boxes whose last one per dimension is clipped: each
+    written box of output0 stays where its tiles are, [low, min(low + extent, size)), so the
+    boxes are disjoint and cover output0, and a box clipped in its columns is indexed with its
+    own row stride (`einc_extent`). Results are NumPy's; the interpreter agrees."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+    from einc.targets.poplar import PoplarTarget
+
+    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
+    inputs = {"input0": {"dtype": "float32", "shape": [44, 20]}, "input1": {"dtype": "float32", "shape": [20, 52]}}
+    comp = _compile(_MM, inputs, register_tile_lines(4, 4))
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.in_boxes and split.shape == (11, 13) and split.bytes <= 4096
+    assert any(s % t for s, t in zip(split.shape, split.tile)) and split.vertices < 11 * 13  # clipped, not 1 x 1 boxes
+    assert "* einc_extent2_1 +" in comp.results["source"]
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
+    records = [r for r in runner.graph() if "input1" in r.fields]
+    assert len(records) == split.vertices and sum(r.fields["output0"].count for r in records) == 44 * 52
+    assert len({r.fields["output0"].count for r in records}) > 1  # the clipped boxes are smaller
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+
+
+def test_default_register_tiles_a_grid_not_a_power_of_two() -> None:
+    """The default register-tiles a contraction whatever its tile grid (4 x 8 tiles of a
+    24 x 40 output: 6 x 5 tiles), its accumulators started at 0 in registers: one kernel, no
+    fill, output0 written and never read. Results are NumPy's; the interpreter, vertex by
+    vertex inside their slices, agrees."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+
+    inputs = {"input0": {"dtype": "float32", "shape": [24, 12]}, "input1": {"dtype": "float32", "shape": [12, 40]}}
+    comp = _compile(_MM, inputs)
+    kernels = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]
+    assert len(kernels) == 1 and [a.value.data for a in kernels[0].attributes["egpu.point_shape"].data] == [6, 5]
+    source = comp.results["source"]
+    assert "float output0_local[32];" in source and "poplar::Output<poplar::Vector<float>> output0;" in source
+    values = _random(inputs, fresh_seed())
+    outputs, _ = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)

@@ -69,7 +69,8 @@ class TileSplit:
     vertex t runs the t-th box of `tile` points (boxes in row-major order, clipped to
     `shape`), writing that box of each written buffer; `boxes` holds each read-only
     argument connected as a box (see Box), and each written one whose points are register
-    tiles (`egpu.point_shape`: `shape` is the points' shape; the boxes are disjoint)."""
+    tiles (`egpu.point_shape`: `shape` is the points' shape; the boxes are disjoint, each
+    clipped to the tensor, [low, min(low + extent, size)), where the grid does not divide it)."""
 
     vertices: int
     bytes: int

@@ -35,6 +35,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from einc.dialects import egpu
 from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.vertex_boxes import clipped
 from einc.transforms.vertex_split import READS, WRITES, point_loop, written
 from einc.runtime.manifest import LaunchManifest
 from einc.targets.c_lexicon import c_identifier
@@ -157,15 +158,36 @@ def tile_split(kernel: egpu.FuncOp) -> egpu.TileSplit | None:
     return attr.data if attr.data.split else None
 
 
-def _plain_fields(split: egpu.TileSplit | None) -> list[str]:
+def _clipped(split: egpu.TileSplit, args: Sequence[SSAValue]) -> dict[int, list[int]]:
+    """A box split's written boxes (register tiles) clipped at the tensor's end in some
+    dimension (`vertex_boxes.clipped`): argument -> those dimensions."""
+    found = {}
+    for k, extent, lows in split.boxes:
+        shape = args[k].type.get_shape()  # type: ignore[attr-defined]
+        dims = clipped(extent, lows, tuple(shape))
+        if dims:
+            found[k] = dims
+    return found
+
+
+def _box_extent(split: egpu.TileSplit, args: Sequence[SSAValue], k: int, extent: Sequence[int], prefix: str) -> tuple[int | str, ...]:
+    """Argument k's box extents as the codelet (`prefix` "einc_") or the host loop sees them:
+    a dimension past the first that a vertex's box is clipped in is its own (a field)."""
+    dims = _clipped(split, args).get(k, [])
+    return tuple(f"{prefix}extent{k}_{d}" if d in dims and d > 0 else e for d, e in enumerate(extent))
+
+
+def _plain_fields(split: egpu.TileSplit | None, args: Sequence[SSAValue]) -> list[str]:
     """A split kernel's vertex fields besides its edges: its point range and the first
-    element of each slice."""
+    element of each slice (in boxes, the extent of each clipped box's dimension that a
+    stride depends on)."""
     if split is None:
         return []
     if split.in_boxes:
         tiled = [i for i, (p, t) in enumerate(zip(split.shape, split.tile)) if t < p]
+        extents = [e for k, extent, _ in split.boxes for e in _box_extent(split, args, k, extent, "einc_") if isinstance(e, str)]
         return ["einc_count", *(f"einc_{f}{i}" for i in tiled for f in ("first", "size")),
-                *(f"einc_base{k}" for k in split.bases)]  # fmt: skip
+                *(f"einc_base{k}" for k in split.bases), *extents]  # fmt: skip
     return ["einc_begin", "einc_end", *(f"einc_base{k}" for k in split.bases)]
 
 
@@ -182,7 +204,8 @@ class _PoplarWriter(Writer):
     split: egpu.TileSplit | None = None
     in_box: set[SSAValue]
     """A box split's written buffers, indexed by the point's place in its box."""
-    box_extents: dict[SSAValue, tuple[int, ...]]
+    box_extents: dict[SSAValue, tuple[int | str, ...]]
+    """Each box-connected buffer's extents: a number, or the field of a clipped one."""
 
     def __init__(self, target: type[DeviceTarget]):
         super().__init__(target)
@@ -238,10 +261,17 @@ class _PoplarWriter(Writer):
         if extent is None:
             return super().flat_affine(buffer, m, operands)
         m = dims_to_operands(m)
+        strides = _box_strides(extent)
         flat: AffineExpr = AffineExpr.constant(0)
-        for result, stride in zip(m.results, _box_strides(extent)):
-            flat = flat + result * stride
-        return self.affine_expr(flat, operands)
+        if all(isinstance(x, int) for x in strides):
+            for result, stride in zip(m.results, strides):
+                flat = flat + result * stride  # type: ignore[operator]
+            return self.affine_expr(flat, operands)
+        terms = []
+        for result, stride in zip(m.results, strides):
+            e = self.affine_expr(result, operands)
+            terms.append(e if stride == 1 else Expr(f"{e.operand(MUL)} * {stride}", MUL))
+        return Expr(" + ".join(t.operand(ADD + 1) for t in terms), ADD)
 
     def flat_values(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> Expr:
         extent = self.box_extents.get(buffer)
@@ -263,8 +293,15 @@ def _reshape(buffer: SSAValue, arg: SSAValue) -> str:
     return f".reshape({{{', '.join(str(n) for n in want.get_shape())}}})"
 
 
-def _box_strides(extent: Sequence[int]) -> list[int]:
-    return [math.prod(extent[d + 1:]) for d in range(len(extent))]
+def _box_strides(extent: Sequence[int | str]) -> list[int | str]:
+    """Row-major strides of a box; a stride over a clipped extent (a name) is a product."""
+    strides: list[int | str] = []
+    for d in range(len(extent)):
+        rest = extent[d + 1:]
+        number = math.prod(e for e in rest if isinstance(e, int))
+        names = [e for e in rest if isinstance(e, str)]
+        strides.append(" * ".join([*names, *([str(number)] if number != 1 else [])]) if names else number)
+    return strides
 
 
 class PoplarTarget(DeviceTarget):
@@ -272,7 +309,7 @@ class PoplarTarget(DeviceTarget):
     lexer: ClassVar[str] = "cpp"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
-        "convert-affine-to-egpu{target=poplar},"
+        "einc-init-accumulators,convert-affine-to-egpu{target=poplar},"
         "legalize-storage-dtypes{target=poplar},legalize-bf16-storage,einc-vectorize-loops{target=poplar},canonicalize,cse,"
         "split-poplar-vertices"
     )
@@ -368,8 +405,8 @@ class PoplarTarget(DeviceTarget):
                 w.bases = {args[k]: f"einc_base{k}" for k in split.bases}
                 if split.in_boxes:
                     w.in_box = {args[k] for k, _, _ in split.written}
-                    w.box_extents = {args[k]: extent for k, extent, _ in split.boxes}
-        fields += [f"int {field};" for field in _plain_fields(split)]
+                    w.box_extents = {args[k]: _box_extent(split, args, k, extent, "einc_") for k, extent, _ in split.boxes}
+        fields += [f"int {field};" for field in _plain_fields(split, kernel.body.block.args)]
         w.line(f"class {vertex_type(kernel)} : public poplar::MultiVertex {{")
         w.line("public:")
         w.depth += 1
@@ -425,7 +462,7 @@ class PoplarTarget(DeviceTarget):
         w.line("#include <poplar/Program.hpp>")
         w.line("")
         for name, kernel in kernels.items():
-            fields = [w.names[a] for a in kernel.body.block.args] + _plain_fields(splits[name])
+            fields = [w.names[a] for a in kernel.body.block.args] + _plain_fields(splits[name], kernel.body.block.args)
             w.line(f"EINC_POPLAR_VERTEX({vertex_type(kernel)}, {', '.join(fields)})")
         w.line("")
         w.open(
@@ -529,12 +566,18 @@ class PoplarTarget(DeviceTarget):
         points_hi = [f"first{i} + size{i}" if i in tiled else str(n) for i, n in enumerate(split.shape)]
         edges: dict[int, str] = {pos: shaped[pos] + box(points_lo, points_hi) for pos, _, _ in split.written}
         bases: dict[int, str] = {}
+        clipped_boxes = _clipped(split, args)
         for pos, extent, corner in split.boxes:
             lo = [lows.get((pos, d), "0") for d in range(len(extent))]
             hi = [f"{lo[d]} + {e}" if (pos, d) in lows else str(e) for d, e in enumerate(extent)]
+            sizes = args[pos].type.get_shape()  # type: ignore[attr-defined]
+            for d in clipped_boxes.get(pos, []):  # the last box clipped to the tensor
+                hi[d] = f"std::min({lo[d]} + {extent[d]}u, {sizes[d]}u)"
+                if d > 0:
+                    w.line(f"unsigned extent{pos}_{d} = {hi[d]} - {lo[d]};")
             edges[pos] = shaped[pos] + box(lo, hi)
             terms = [f"{lo[d]} * {stride}" if stride != 1 else lo[d]
-                     for d, stride in enumerate(_box_strides(extent)) if (pos, d) in lows]  # fmt: skip
+                     for d, stride in enumerate(_box_strides(_box_extent(split, args, pos, extent, ""))) if (pos, d) in lows]  # fmt: skip
             bases[pos] = " + ".join(terms) or "0"
         listed = ", ".join(f'{{"{name}", {edges.get(pos, tensors[pos])}}}' for pos, name in enumerate(fields))
         w.line(f'poplar::VertexRef v = graph.addVertex(cs{k}, "{vertex}", {{{listed}}});')
@@ -545,6 +588,9 @@ class PoplarTarget(DeviceTarget):
             w.line(f'graph.setInitialValue(v["einc_size{i}"], size{i});')
         for pos in split.bases:
             w.line(f'graph.setInitialValue(v["einc_base{pos}"], {bases[pos]});')
+        for pos, dims in clipped_boxes.items():
+            for d in dims[1:] if dims[0] == 0 else dims:
+                w.line(f'graph.setInitialValue(v["einc_extent{pos}_{d}"], extent{pos}_{d});')
         w.line("graph.setTileMapping(v, tile);")
         for pos in [*(pos for pos, _, _ in split.written), *(pos for pos, _, _ in split.boxes if written(args[pos]))]:
             w.line(f"graph.setTileMapping({edges[pos]}, tile);")

@@ -77,6 +77,14 @@ def _fine(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(-(-size // c) for size, c in zip(shape, counts))
 
 
+def clipped(extent: tuple[int, ...], lows: tuple[tuple[int, ...], ...], shape: tuple[int, ...]) -> list[int]:
+    """The dimensions in which some vertex's box (`extent` from its low corner in `lows`, a
+    table per vertex or () for the whole dimension) passes the end of a tensor of `shape`:
+    a written box of register tiles there is clipped to the tensor, [low, min(low + extent,
+    size)), so that vertex's extent and the row-major strides of its box are its own."""
+    return [d for d, (e, low, n) in enumerate(zip(extent, lows, shape)) if low and max(low) + e > n]
+
+
 class BoxSpace:
     """The fine boxes of a splittable kernel's reads over its point shape."""
 
@@ -152,7 +160,11 @@ class BoxSpace:
         for k, (lo, hi) in sorted(self._boxes(multiples).items()):
             size = np.array(self.sizes[k], np.int64)
             extent = np.maximum(hi - lo + 1, 0).max(axis=0)
-            low = np.minimum(np.where(hi >= lo, lo, 0), size - extent)
+            low = np.where(hi >= lo, lo, 0)
+            if k not in self.space.ranged:
+                low = np.minimum(low, size - extent)  # a read box shifted back inside the tensor
+            # a box of written register tiles stays where its tiles are: the last box of a
+            # dimension the tile grid does not divide is clipped to the tensor (`clipped`)
             tables = tuple(() if e == n else tuple(int(x) for x in low[:, d]) for d, (e, n) in enumerate(zip(extent, size)))
             boxes.append((k, tuple(int(e) for e in extent), tables))
         written = tuple((k, s, c) for k, (s, c) in sorted(self.space.written.items()))
@@ -170,7 +182,7 @@ class BoxSpace:
                 continue
             counts = np.zeros(self.sizes[k], np.int32)
             for t in range(split.vertices):
-                box = tuple(slice(low[t], low[t] + e) if low else slice(0, e) for e, low in zip(extent, lows))
+                box = tuple(slice(low[t], low[t] + e) if low else slice(0, e) for e, low in zip(extent, lows))  # numpy clips
                 counts[box] += 1
             if counts.max() > 1:
                 return False

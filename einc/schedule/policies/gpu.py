@@ -924,9 +924,10 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
     the reductions inside the tile loops, the tile's outputs in a private array
     (`cache_write` local), its loops unrolled; the mapping pass gives each register tile a
     point and Poplar's vertex split spreads them over the tiles (bands of register rows, or
-    boxes). Only where that split is exact (every output axis a power of two of points, so
-    the boxes of tiles divide it) and a tile's rows and columns of its inputs take at most
-    a quarter of a tile's memory; None when no nest is so."""
+    boxes, the last box of a grid they do not divide clipped). Only where a tile's rows
+    and columns of its inputs take at most a quarter of a tile's memory; None when no nest
+    is so. The `+=!` fill goes (einc-init-accumulators: the accumulators start at the
+    statement's init value in registers)."""
     d = target.limits
     assert d is not None
     b = ScheduleBuilder(module.clone(), f"<default {target.name} schedule>", cloned_from=module)
@@ -944,9 +945,6 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
         depth = math.prod(nest.extent(r) for r in nest.reduction)
         sizes = [next((r for r in options if nest.extent(a) % r == 0), 0) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
         if not all(sizes) or 2 * max(sizes) * depth * 4 > d.tile_memory // 4:
-            continue
-        grid = [nest.extent(s) for s in nest.spatial[:-2]] + [nest.extent(y) // sizes[0], nest.extent(x) // sizes[1]]
-        if any(n & (n - 1) for n in grid):
             continue
         yo, yr = b.tile(b.handle(y), sizes[0])
         xo, xr = b.tile(b.handle(x), sizes[1])
