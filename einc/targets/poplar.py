@@ -158,13 +158,18 @@ def tile_split(kernel: egpu.FuncOp) -> egpu.TileSplit | None:
     return attr.data if attr.data.split else None
 
 
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    """A kernel argument's memref shape."""
+    assert isinstance(value.type, MemRefType)
+    return tuple(value.type.get_shape())
+
+
 def _clipped(split: egpu.TileSplit, args: Sequence[SSAValue]) -> dict[int, list[int]]:
     """A box split's written boxes (register tiles) clipped at the tensor's end in some
     dimension (`vertex_boxes.clipped`): argument -> those dimensions."""
     found = {}
     for k, extent, lows in split.boxes:
-        shape = args[k].type.get_shape()  # type: ignore[attr-defined]
-        dims = clipped(extent, lows, tuple(shape))
+        dims = clipped(extent, lows, _shape(args[k]))
         if dims:
             found[k] = dims
     return found
@@ -263,9 +268,10 @@ class _PoplarWriter(Writer):
         m = dims_to_operands(m)
         strides = _box_strides(extent)
         flat: AffineExpr = AffineExpr.constant(0)
-        if all(isinstance(x, int) for x in strides):
-            for result, stride in zip(m.results, strides):
-                flat = flat + result * stride  # type: ignore[operator]
+        constant = [x for x in strides if isinstance(x, int)]
+        if len(constant) == len(strides):
+            for result, stride in zip(m.results, constant):
+                flat = flat + result * stride
             return self.affine_expr(flat, operands)
         terms = []
         for result, stride in zip(m.results, strides):
@@ -570,7 +576,7 @@ class PoplarTarget(DeviceTarget):
         for pos, extent, corner in split.boxes:
             lo = [lows.get((pos, d), "0") for d in range(len(extent))]
             hi = [f"{lo[d]} + {e}" if (pos, d) in lows else str(e) for d, e in enumerate(extent)]
-            sizes = args[pos].type.get_shape()  # type: ignore[attr-defined]
+            sizes = _shape(args[pos])
             for d in clipped_boxes.get(pos, []):  # the last box clipped to the tensor
                 hi[d] = f"std::min({lo[d]} + {extent[d]}u, {sizes[d]}u)"
                 if d > 0:
