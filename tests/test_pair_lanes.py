@@ -36,8 +36,7 @@ def _schedule(target: str, interleaved: str = " interleaved", vectorize: bool = 
         lines.append('transform.einc.bind %r0 to "thread.x"')
     if vectorize:
         lines.append("transform.einc.vectorize %l")
-    body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
-    return f"builtin.module {{\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {{\n{body}\n  }}\n}}\n"
+    return _script(lines)
 
 
 def _run(comp: Compilation, target: str, arrays: dict[str, np.ndarray]) -> np.ndarray:
@@ -114,15 +113,26 @@ def _pair_schedule(target: str, staged: list[str]) -> str:
     """Pairs of groups outermost (F.q tiled by 2), then group_lanes interleaved over the
     pair's 2 x 4 channels, each tensor staged per pair with its channel split into group x
     channel-in-group and the groups innermost (lane order 2 f + g), the lanes vectorized."""
-    order = ["N", "F.q.o", "W", "C", "F.q.i", "F.r"]
-    lines = ['%q = transform.einc.match stmt "output0" axis "F.q" in %root', "%qo, %qi = transform.einc.tile %q by 2"]
+    lines = _pair_lines(target, [], ["N", "F.q.o", "W", "C", "F.q.i", "F.r"], staged)
+    return _script([*lines, "transform.einc.vectorize %l"])
+
+
+def _pair_lines(target: str, tiles: list[str], order: list[str], staged: list[str]) -> list[str]:
+    """F.q tiled by 2 (pairs of groups) and `tiles`, the loops reordered to `order` (%r0,
+    %r1, ...), group_lanes interleaved over the one before last (the pair's F.q.i), `staged`,
+    the outermost loop bound on a device."""
+    lines = ['%q = transform.einc.match stmt "output0" axis "F.q" in %root', "%qo, %qi = transform.einc.tile %q by 2", *tiles]
     lines += [f'%a{k} = transform.einc.match stmt "output0" axis "{a}" in %root' for k, a in enumerate(order)]
-    lines.append(f"{', '.join(f'%r{k}' for k in range(6))} = transform.einc.reorder {', '.join(f'%a{k}' for k in range(6))}")
-    lines.append("%o, %l = transform.einc.group_lanes %r4 by 2 interleaved")
+    n = len(order)
+    lines.append(f"{', '.join(f'%r{k}' for k in range(n))} = transform.einc.reorder {', '.join(f'%a{k}' for k in range(n))}")
+    lines.append(f"%o, %l = transform.einc.group_lanes %r{n - 2} by 2 interleaved")
     lines += staged
     if target != "c":
         lines.append('transform.einc.bind %r0 to "thread.x"')
-    lines.append("transform.einc.vectorize %l")
+    return lines
+
+
+def _script(lines: list[str]) -> str:
     body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
     return f"builtin.module {{\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {{\n{body}\n  }}\n}}\n"
 
@@ -189,19 +199,12 @@ def _padded_schedule(target: str, staged: list[str]) -> str:
     grouped (`N, F.q.o, HO, WO.o, C, KH, KW, WO.i, F.q.i, F.r`), then group_lanes
     interleaved over the pair's 2 x 4 channels, `staged` at the pair (%r1) and the row tile
     (%r3), the columns unrolled, the lanes vectorized."""
-    lines = ['%q = transform.einc.match stmt "output0" axis "F.q" in %root', "%qo, %qi = transform.einc.tile %q by 2",
-             '%w = transform.einc.match stmt "output0" axis "WO" in %root', "%wo, %wi = transform.einc.tile %w by 3"]
+    tiles = ['%w = transform.einc.match stmt "output0" axis "WO" in %root', "%wo, %wi = transform.einc.tile %w by 3"]
     order = ["N", "F.q.o", "HO", "WO.o", "C", "KH", "KW", "WO.i", "F.q.i", "F.r"]
-    lines += [f'%a{k} = transform.einc.match stmt "output0" axis "{a}" in %root' for k, a in enumerate(order)]
-    lines.append(f"{', '.join(f'%r{k}' for k in range(10))} = transform.einc.reorder {', '.join(f'%a{k}' for k in range(10))}")
-    lines.append("%o, %l = transform.einc.group_lanes %r8 by 2 interleaved")
-    lines += staged
-    if target != "c":
-        lines.append('transform.einc.bind %r0 to "thread.x"')
+    lines = _pair_lines(target, tiles, order, staged)
     lines += ["%u = transform.einc.unroll %r7 by 3", '%lv = transform.einc.match stmt "output0" axis "F.r*F.q.i.i" in %root',
               "transform.einc.vectorize %lv"]  # fmt: skip
-    body = "\n".join(f"    {line}" for line in [*lines, "transform.yield"])
-    return f"builtin.module {{\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {{\n{body}\n  }}\n}}\n"
+    return _script(lines)
 
 
 def _padded_answer(arrays: dict[str, np.ndarray]) -> np.ndarray:

@@ -682,30 +682,47 @@ def test_register_tiled_matmul_splits_over_tiles(rn: int, rm: int) -> None:
         run_lowered(module, values, target="poplar")
 
 
+def _matmul_matches(comp: Compilation, inputs: dict[str, Any]) -> Any:
+    """Run a matmul on the harness and on the egpu interpreter with fresh random inputs,
+    both against NumPy; the harness's runner."""
+    from einc.semantics.egpu import run_lowered
+
+    values = _random(inputs, fresh_seed())
+    outputs, runner = _run(comp, values)
+    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
+    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+    return runner
+
+
+def _boxed_register_tiles(monkeypatch: pytest.MonkeyPatch, n: int, k: int, m: int) -> tuple[Any, Compilation, list[Any]]:
+    """An n x k by k x m matmul in 4 x 4 register tiles on tiles of 4 KiB (so in boxes),
+    run on the harness and on the egpu interpreter, both against NumPy: its split, the
+    compilation and the harness's vertex records that read input1."""
+    require("poplar")
+    from einc.targets.poplar import PoplarTarget
+
+    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
+    inputs = {"input0": {"dtype": "float32", "shape": [n, k]}, "input1": {"dtype": "float32", "shape": [k, m]}}
+    comp = _compile(_MM, inputs, register_tile_lines(4, 4))
+    kernel = [op for op in comp.results["target"].ops if "egpu.tile_split" in op.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.in_boxes and split.bytes <= 4096
+    runner = _matmul_matches(comp, inputs)
+    records = [r for r in runner.graph() if "input1" in r.fields]
+    assert len(records) == split.vertices and sum(r.fields["output0"].count for r in records) == n * m
+    return split, comp, records
+
+
 def test_register_tiles_in_boxes_on_small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
     """On tiles of 4 KiB no band of register rows fits (each reads all of input1), so the
     points (4 x 4 register tiles, `egpu.point_shape` [12, 16]) are cut into boxes: each
     vertex writes its own box of output0 (disjoint, all of it, mapped to its tile) and reads
     its rows of input0 and columns of input1. Results are NumPy's; the interpreter agrees."""
-    require("poplar")
-    from einc.semantics.egpu import run_lowered
-    from einc.targets.poplar import PoplarTarget
-
-    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
-    inputs = {"input0": {"dtype": "float32", "shape": [48, 20]}, "input1": {"dtype": "float32", "shape": [20, 64]}}
-    comp = _compile(_MM, inputs, register_tile_lines(4, 4))
-    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
-    split = kernel.attributes["egpu.tile_split"].data
-    assert split.in_boxes and split.shape == (12, 16) and split.vertices >= 4 and split.bytes <= 4096
-    values = _random(inputs, fresh_seed())
-    outputs, runner = _run(comp, values)
-    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
-    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
-    records = [r for r in runner.graph() if "input1" in r.fields]
-    assert len(records) == split.vertices and sum(r.fields["output0"].count for r in records) == 48 * 64
+    split, comp, records = _boxed_register_tiles(monkeypatch, 48, 20, 64)
+    assert split.shape == (12, 16) and split.vertices >= 4
     assert all(r.fields["input1"].count < 20 * 64 for r in records)
-    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
-    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
 
 
 def test_register_tile_over_a_tile_is_a_target_error() -> None:
@@ -724,27 +741,11 @@ def test_register_tiles_in_clipped_boxes(monkeypatch: pytest.MonkeyPatch) -> Non
     written box of output0 stays where its tiles are, [low, min(low + extent, size)), so the
     boxes are disjoint and cover output0, and a box clipped in its columns is indexed with its
     own row stride (`einc_extent`). Results are NumPy's; the interpreter agrees."""
-    require("poplar")
-    from einc.semantics.egpu import run_lowered
-    from einc.targets.poplar import PoplarTarget
-
-    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
-    inputs = {"input0": {"dtype": "float32", "shape": [44, 20]}, "input1": {"dtype": "float32", "shape": [20, 52]}}
-    comp = _compile(_MM, inputs, register_tile_lines(4, 4))
-    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
-    split = kernel.attributes["egpu.tile_split"].data
-    assert split.in_boxes and split.shape == (11, 13) and split.bytes <= 4096
+    split, comp, records = _boxed_register_tiles(monkeypatch, 44, 20, 52)
+    assert split.shape == (11, 13)
     assert any(s % t for s, t in zip(split.shape, split.tile)) and split.vertices < 11 * 13  # clipped, not 1 x 1 boxes
     assert "* einc_extent2_1 +" in comp.results["source"]
-    values = _random(inputs, fresh_seed())
-    outputs, runner = _run(comp, values)
-    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
-    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
-    records = [r for r in runner.graph() if "input1" in r.fields]
-    assert len(records) == split.vertices and sum(r.fields["output0"].count for r in records) == 44 * 52
     assert len({r.fields["output0"].count for r in records}) > 1  # the clipped boxes are smaller
-    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
-    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
 
 
 def test_default_register_tiles_a_grid_not_a_power_of_two() -> None:
@@ -753,17 +754,10 @@ def test_default_register_tiles_a_grid_not_a_power_of_two() -> None:
     fill, output0 written and never read. Results are NumPy's; the interpreter, vertex by
     vertex inside their slices, agrees."""
     require("poplar")
-    from einc.semantics.egpu import run_lowered
-
     inputs = {"input0": {"dtype": "float32", "shape": [24, 12]}, "input1": {"dtype": "float32", "shape": [12, 40]}}
     comp = _compile(_MM, inputs)
     kernels = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]
     assert len(kernels) == 1 and [a.value.data for a in kernels[0].attributes["egpu.point_shape"].data] == [6, 5]
     source = comp.results["source"]
     assert "float output0_local[32];" in source and "poplar::Output<poplar::Vector<float>> output0;" in source
-    values = _random(inputs, fresh_seed())
-    outputs, _ = _run(comp, values)
-    a, b = values["input0"].astype(np.float64), values["input1"].astype(np.float64)
-    np.testing.assert_allclose(outputs["output0"], a @ b, rtol=1e-5, atol=1e-4)
-    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
-    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+    _matmul_matches(comp, inputs)
