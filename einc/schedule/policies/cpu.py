@@ -1094,21 +1094,18 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.For
         in_dim, per_group = ig
         if per_group < 2 or ff is None or ff[1] != 1 or fg != (ff[0], nf):  # the filter's channel `|f| g + f`
             continue
-        return _pair_form(band, k, b, out, (out_g[0], nf), filters[0].buffer, (ff[0], nf), inputs[0].buffer,
-                          (in_dim, per_group))
+        return _pair_form(parallel, reduction, k, b, out, (out_g[0], nf), filters[0].buffer, (ff[0], nf),
+                          inputs[0].buffer, (in_dim, per_group))
     return None
 
 
-def _pair_form(band: list[affine.ForOp], k: int, b: ScheduleBuilder, out: SSAValue, out_split: tuple[int, int],
-               weight: SSAValue, weight_split: tuple[int, int], image: SSAValue,
+def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: int, b: ScheduleBuilder, out: SSAValue,
+               out_split: tuple[int, int], weight: SSAValue, weight_split: tuple[int, int], image: SSAValue,
                image_split: tuple[int, int]) -> affine.ForOp:  # fmt: skip
-    """`_pair_lanes`' steps on the band (g = band[k], f = band[k + 1]); each split `(d, F)`
-    stages a tensor's dimension d as `x floordiv F`, `x mod F`."""
-    groups = written_groups(band[0])
-    ((_, group),) = groups.items()
-    fixed = determined_loops(group, [induction_var(loop) for loop in band])
-    parallel = [loop for loop in band if induction_var(loop) in fixed]
-    reduction = [loop for loop in band if induction_var(loop) not in fixed]
+    """`_pair_lanes`' steps on the band `[*parallel, *reduction]` (g = parallel[k], f =
+    parallel[k + 1]); each split `(d, F)` stages a tensor's dimension d as `x floordiv F`,
+    `x mod F`."""
+    band = [*parallel, *reduction]
     g, f, j = parallel[k], parallel[k + 1], parallel[-1]
     stmt = _tag(g, lt.STMT_ATTR)
     nj = trip_count(j) or 1
