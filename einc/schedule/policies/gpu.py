@@ -392,6 +392,10 @@ def shares_reductions(d: TargetDescription | None, facts: Facts) -> bool:
     return d is not None and d.loop_barriers and not vector_rows(d, facts)
 
 
+ROWS_OPTIONS = (1, 2, 4, 8, 16)
+"""Rows a cross-thread reduction's work-group may hold (`Variant.rows_knob`)."""
+
+
 def row_threads(d: TargetDescription | None, facts: Facts, extent: int) -> int:
     """Work-items per row of a cross-thread reduction over `extent` elements: a power of
     two, at most the row (and the target's work-group limit); where work-items are vector
@@ -436,6 +440,11 @@ class Variant:
     """A contraction staged nowhere has its reduction tiled and unrolled by a knob
     `stmt.axis.kunroll` (`_Policy.unstaged_kunroll`): KUNROLL independent register-tile
     updates per step for the device compiler to schedule (the tuner's `tile.kunroll`)."""
+    rows_knob: bool = False
+    """A cross-thread reduction's work-group holds several outputs (rows): its innermost
+    output axis tiled by a knob `stmt.axis.rows` (`ROWS_OPTIONS` that divide it; 1 is the
+    default's row per work-group), the tile bound to `thread.y` beside the row's work-items
+    on `thread.x`; a point past the target's work-group limit is refused by `bind`."""
 
 
 class _Policy:
@@ -823,9 +832,17 @@ class _Policy:
         threads = row_threads(self.target.limits, f, nest.extent(r))
         t = self.knob(nest, r, "threads", threads, thread_options(f.thread_limit))
         _outer, inner = b.tile(b.handle(r), t)
+        x = nest.spatial[-1]
+        options = tuple(o for o in ROWS_OPTIONS if nest.extent(x) % o == 0)
+        rows = None
+        if self.variant.rows_knob and len(options) > 1:
+            # several rows a work-group: the innermost output axis in tiles on thread.y
+            xo, rows = b.tile(b.handle(x), self.knob(nest, x, "rows", 1, options))
         for s, axis in zip(reversed(nest.spatial), ("block.x", "block.y", "block.z")):
-            b.bind(b.handle(s), axis)
+            b.bind(xo if rows is not None and s is x else b.handle(s), axis)
         b.bind(inner, "thread.x")
+        if rows is not None:
+            b.bind(rows, "thread.y", f.max_threads)
 
     def private(self, nest: _Nest) -> None:
         """One output per work-item: the innermost output axis over work-groups and their
