@@ -355,12 +355,12 @@ def test_cuda_default_half_matmul_is_mma_sync_from_shared_memory() -> None:
 def test_row_reductions_share_rows_by_the_targets_facts() -> None:
     """A row reduction's work-items per row, from the target's facts: on a GPU (shared memory
     on chip) the default work-group (256: eight warps, coalesced); on a CPU runtime whose
-    barriers are compile-time splits of the work-item loop and work-items vector lanes, two
-    vectors of them (SYCL: 2 x 16); a row per work-item with a private accumulator on
+    barriers are compile-time splits of the work-item loop and work-items vector lanes, one
+    vector of them (SYCL: 16); a row per work-item with a private accumulator on
     lavapipe (HLSL), whose barriers switch coroutines, and on PoCL, which does not run
     work-items as vector lanes (`vector_rows`: the row read in vectors, vector partial
     sums); never more work-items than the row has elements (a power of two)."""
-    expected = {"cuda": 256, "hip": 256, "sycl": 32}
+    expected = {"cuda": 256, "hip": 256, "sycl": 16}
     for target, threads in expected.items():
         knobs = _knobs("softmax", target)  # 130 columns: at most 128 work-items
         assert (knobs["temp0.C.threads"], knobs["temp1.C.threads"]) == (min(threads, 128),) * 2, (target, knobs)
