@@ -344,6 +344,12 @@ class SyclKernel:
         staged.finish()
 
 
+def arrays_in_place() -> bool:
+    """Whether a call passes the caller's arrays (aligned as the manifest says) to the kernels
+    as they are, with no copies in or out (the device takes system-allocated memory)."""
+    return _shim().system_memory
+
+
 def _free(shim: object, pointers: dict[str, int]) -> None:
     """Free a kernel's device allocations (when the kernel is collected)."""
     try:
