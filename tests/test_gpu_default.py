@@ -546,3 +546,31 @@ def test_cross_thread_rows_past_the_work_group_limit_are_refused() -> None:
                        schedule.with_values({"output0.N.rows": 8, "output0.C.threads": 256}))  # fmt: skip
     with pytest.raises(EincError, match="2048 threads per block, more than the limit 1024"):
         past.run_until("source")
+
+
+@pytest.mark.parametrize("target", DEVICES[:2])
+def test_random_schedule_generator_draws_rows_per_work_group(target: str) -> None:
+    """The random schedule generator (tests/oracle/genschedule.py) starts some scripts from
+    `tile.cross` with its rows knob drawn: over fixed seeds on a row sum it draws several
+    rows a work-group, and those scripts run and match NumPy."""
+    import random
+
+    from tests.oracle.genschedule import header, random_script
+
+    require_run(target)
+    ir, inputs = "output0[N] +=! input0[N, C]", {"input0": {"dtype": "float32", "shape": [16, 64]}}
+    comp = Compilation(ir, "<r>", inputs, None, target, "none", use_records=False)
+    comp.run_until("loops")
+    drawn = []
+    for seed in range(60):
+        lines = random_script(comp, random.Random(seed), steps=1).lines
+        rows = [int(m) for ln in lines for m in re.findall(r'"output0\.N\.rows" = (\d+)', ln)]
+        if rows and rows[0] > 1:
+            drawn.append(lines)
+    assert len(drawn) >= 2
+    for lines in drawn:
+        scheduled = Compilation(ir, "<r>", inputs, None, target, header(lines), use_records=False)
+        scheduled.run_until("source")
+        arrays = random_inputs(scheduled)
+        out = run_on_device(scheduled, arrays)["output0"]
+        np.testing.assert_allclose(out, arrays["input0"].astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-4)
