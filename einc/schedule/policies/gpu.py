@@ -836,15 +836,15 @@ class _Policy:
         _outer, inner = b.tile(b.handle(r), t)
         x = nest.spatial[-1]
         options = tuple(o for o in ROWS_OPTIONS if nest.extent(x) % o == 0)
-        rows = None
+        rows: tuple[SSAValue, SSAValue] | None = None
         if self.variant.rows_knob and len(options) > 1:
             # several rows a work-group: the innermost output axis in tiles on thread.y
-            xo, rows = b.tile(b.handle(x), self.knob(nest, x, "rows", 1, options))
+            rows = b.tile(b.handle(x), self.knob(nest, x, "rows", 1, options))
         for s, axis in zip(reversed(nest.spatial), ("block.x", "block.y", "block.z")):
-            b.bind(xo if rows is not None and s is x else b.handle(s), axis)
+            b.bind(rows[0] if rows is not None and s is x else b.handle(s), axis)
         b.bind(inner, "thread.x")
         if rows is not None:
-            b.bind(rows, "thread.y", f.max_threads)
+            b.bind(rows[1], "thread.y", f.max_threads)
 
     def private(self, nest: _Nest) -> None:
         """One output per work-item: the innermost output axis over work-groups and their
