@@ -39,7 +39,9 @@ The description (a JSON file `einc check --model FILE` and `Kernel.model(FILE)` 
 `predict` adds to the model's kernel time the host side of a call as the benchmark measures
 it: `call_us` and each input copied in and each output copied out at the STREAM copy
 bandwidth (one read and one write per byte; the in-L3 copy bandwidth where the host arrays
-and the device buffers fit in the L3 together). Nothing is fitted to the benchmark kernels.
+and the device buffers fit in the L3 together); none on SYCL where its runtime passes the
+caller's arrays to the kernels as they are (einc/runtime/sycl.py `arrays_in_place`). Nothing
+is fitted to the benchmark kernels.
 """
 
 from __future__ import annotations
@@ -314,6 +316,10 @@ def predict(kernel: Any, target: str) -> tuple[float, str, float]:
     report = kernel.model(device_file(target))
     facts = describe(target)
     copied = sum(int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize for b in [*kernel.inputs, *kernel.outputs])
+    if target == "sycl":
+        from einc.runtime.sycl import arrays_in_place
+
+        copied = 0 if arrays_in_place() else copied  # the kernels use the caller's arrays
     # the host arrays and the device buffers: in the L3 between calls where they fit together
     cached = 2 * copied <= facts["cache_bytes"]
     host = facts["call_us"] * 1e-6 + 2 * copied / (facts["cache_copy_gbps" if cached else "copy_gbps"] * 1e9)

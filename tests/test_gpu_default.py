@@ -355,12 +355,12 @@ def test_cuda_default_half_matmul_is_mma_sync_from_shared_memory() -> None:
 def test_row_reductions_share_rows_by_the_targets_facts() -> None:
     """A row reduction's work-items per row, from the target's facts: on a GPU (shared memory
     on chip) the default work-group (256: eight warps, coalesced); on a CPU runtime whose
-    barriers are compile-time splits of the work-item loop and work-items vector lanes, two
-    vectors of them (SYCL: 2 x 16); a row per work-item with a private accumulator on
+    barriers are compile-time splits of the work-item loop and work-items vector lanes, one
+    vector of them (SYCL: 16); a row per work-item with a private accumulator on
     lavapipe (HLSL), whose barriers switch coroutines, and on PoCL, which does not run
     work-items as vector lanes (`vector_rows`: the row read in vectors, vector partial
     sums); never more work-items than the row has elements (a power of two)."""
-    expected = {"cuda": 256, "hip": 256, "sycl": 32}
+    expected = {"cuda": 256, "hip": 256, "sycl": 16}
     for target, threads in expected.items():
         knobs = _knobs("softmax", target)  # 130 columns: at most 128 work-items
         assert (knobs["temp0.C.threads"], knobs["temp1.C.threads"]) == (min(threads, 128),) * 2, (target, knobs)
@@ -488,3 +488,89 @@ def test_a_bind_that_cannot_map_is_refused_at_its_schedule_op() -> None:
     with pytest.raises(ScheduleError, match="cannot be mapped onto work-items") as err:
         comp.module("scheduled")
     assert "s.mlir:4:5" in err.value.render()
+
+
+ROWS_CASES = {
+    "rowsum": ("output0[N] +=! input0[N, C]", {"input0": [16, 100]}, lambda a: a.sum(axis=1)),
+    "softmax": (SOFTMAX, {"input0": [8, 130]}, _softmax),
+}
+
+
+@pytest.mark.parametrize("target", [*DEVICES[:3], "cuda", "hip"])
+@pytest.mark.parametrize("case", list(ROWS_CASES))
+def test_cross_thread_rows_per_work_group_match_numpy(target: str, case: str) -> None:
+    """`tile.cross` (`Variant.rows_knob`): several rows a work-group, the rows on thread.y
+    beside each row's work-items on thread.x, at every option of the knob (the divisors of
+    the rows among 1-16), run on OpenCL, SYCL and HLSL, interpreted (egpu) on CUDA and HIP,
+    against NumPy."""
+    from einc.semantics.egpu import run_lowered
+
+    ir, shapes, reference = ROWS_CASES[case]
+    inputs = {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()}
+    loops = Compilation(ir, f"<{case}>", inputs, None, target, ScheduleChoice.NONE).module("loops")
+    schedule = policy.build(get_target(target), loops, variant=policy.Variant(frozenset(), "cross", rows_knob=True))
+    assert schedule is not None
+    knobs = schedule.knobs()
+    rows = sorted(k for k in knobs if k.endswith(".N.rows"))
+    assert rows == (["output0.N.rows"] if case == "rowsum" else ["temp0.N.rows", "temp1.N.rows"])
+    options = (1, 2, 4, 8, 16) if case == "rowsum" else (1, 2, 4, 8)  # 16 rows, 8 rows
+    assert all(knobs[k].selected == 1 and tuple(knobs[k].options) == options for k in rows)
+    executes = target in ("opencl", "sycl", "hlsl")
+    if executes:
+        require_run(target)
+    for r in options[1:]:
+        comp = Compilation(ir, f"<{case}>", inputs, None, target, schedule.with_values({k: r for k in rows}))
+        comp.run_until("source")
+        assert 'to "thread.y"' in str(comp.applied_schedule)
+        arrays = random_inputs(comp)
+        if executes:
+            out = run_on_device(comp, arrays)["output0"]
+        else:
+            out = run_lowered(comp.results["target"], arrays, target=target)["output0"]
+        np.testing.assert_allclose(out, reference(arrays["input0"].astype(np.float64)), rtol=1e-4, atol=1e-4)
+
+
+def test_cross_thread_rows_past_the_work_group_limit_are_refused() -> None:
+    """A `tile.cross` point whose rows times work-items per row pass the target's work-group
+    limit (CUDA: 1024) is refused when the schedule is applied, at its bind, before any launch."""
+    from einc.errors import EincError
+
+    inputs = {"input0": {"dtype": "float32", "shape": [64, 2048]}}
+    loops = Compilation("output0[N] +=! input0[N, C]", "<r>", inputs, None, "cuda", ScheduleChoice.NONE).module("loops")
+    schedule = policy.build(get_target("cuda"), loops, variant=policy.Variant(frozenset(), "cross", rows_knob=True))
+    assert schedule is not None
+    ok = Compilation("output0[N] +=! input0[N, C]", "<r>", inputs, None, "cuda",
+                     schedule.with_values({"output0.N.rows": 4, "output0.C.threads": 256}))  # fmt: skip
+    ok.run_until("source")
+    past = Compilation("output0[N] +=! input0[N, C]", "<r>", inputs, None, "cuda",
+                       schedule.with_values({"output0.N.rows": 8, "output0.C.threads": 256}))  # fmt: skip
+    with pytest.raises(EincError, match="2048 threads per block, more than the limit 1024"):
+        past.run_until("source")
+
+
+@pytest.mark.parametrize("target", DEVICES[:2])
+def test_random_schedule_generator_draws_rows_per_work_group(target: str) -> None:
+    """The random schedule generator (tests/oracle/genschedule.py) starts some scripts from
+    `tile.cross` with its rows knob drawn: over fixed seeds on a row sum it draws several
+    rows a work-group, and those scripts run and match NumPy."""
+    import random
+
+    from tests.oracle.genschedule import header, random_script
+
+    require_run(target)
+    ir, inputs = "output0[N] +=! input0[N, C]", {"input0": {"dtype": "float32", "shape": [16, 64]}}
+    comp = Compilation(ir, "<r>", inputs, None, target, "none", use_records=False)
+    comp.run_until("loops")
+    drawn = []
+    for seed in range(60):
+        lines = random_script(comp, random.Random(seed), steps=1).lines
+        rows = [int(m) for ln in lines for m in re.findall(r'"output0\.N\.rows" = (\d+)', ln)]
+        if rows and rows[0] > 1:
+            drawn.append(lines)
+    assert len(drawn) >= 2
+    for lines in drawn:
+        scheduled = Compilation(ir, "<r>", inputs, None, target, header(lines), use_records=False)
+        scheduled.run_until("source")
+        arrays = random_inputs(scheduled)
+        out = run_on_device(scheduled, arrays)["output0"]
+        np.testing.assert_allclose(out, arrays["input0"].astype(np.float64).sum(axis=1), rtol=1e-4, atol=1e-4)

@@ -390,6 +390,52 @@ class TestSYCL:
         manifest = LaunchManifest("sycl", vadd_manifest("sycl").buffers, (launch,))
         check_rejects(lambda: load_sycl_kernel(SYCL, manifest), "no kernel 'vadd_cxx'", 'extern "C"')
 
+    def test_arrays_used_in_place_over_repeated_calls(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # Intel's CPU device takes system-allocated memory: the kernels read and write the
+        # caller's arrays (no copies); an array not aligned as the manifest says is copied
+        # through the kernel's own allocation; each call sees its arrays' current contents
+        from einc.runtime import sycl
+
+        aligned = vadd_manifest("sycl")
+        aligned = LaunchManifest("sycl", tuple(Buffer(b.name, b.dtype, b.shape, b.role, align=16) for b in aligned.buffers),
+                                 aligned.kernels)  # fmt: skip
+        kernel = sycl.load_sycl_kernel(SYCL, aligned)
+        assert sycl._shim().system_memory
+        rng = np.random.default_rng(3)
+        a = rng.standard_normal(LEN).astype(np.float32)
+        # b a view 4 bytes into a 16-byte aligned block: copied; its neighbours in place
+        block = np.zeros(LEN + 8, np.float32)
+        start = next(k for k in range(1, 5) if (block[k:].ctypes.data % 16) == 4)
+        b = block[start:start + LEN]
+        b[:] = rng.standard_normal(LEN)
+        seen = []
+        original = sycl.SyclKernel._in_place
+        monkeypatch.setattr(sycl.SyclKernel, "_in_place", lambda self, buffer, host: seen.append(
+            (buffer.name, r := original(self, buffer, host))) or r)  # fmt: skip
+        for step in range(3):
+            c = np.full(LEN, np.nan, np.float32)
+            kernel({"a": a, "b": b}, {"c": c})
+            np.testing.assert_array_equal(c, a + b)
+            a *= -2.0  # the same arrays changed between calls: read afresh
+            b += 1.0
+        assert dict(seen) == {"a": True, "b": False, "c": True}
+        # inputs may alias each other; an output may not alias an input
+        c = np.empty(LEN, np.float32)
+        kernel({"a": a, "b": a}, {"c": c})
+        np.testing.assert_array_equal(c, a + a)
+        with pytest.raises(RuntimeInputError, match="output 'c' overlaps argument 'a'"):
+            kernel({"a": a, "b": b}, {"c": a})
+
+    def test_copied_path_matches(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # a device without system-allocated memory: every array copied in and out
+        from einc.runtime import sycl
+
+        monkeypatch.setattr(sycl._shim(), "system_memory", False)
+        kernel = sycl.load_sycl_kernel(SYCL, matmul_manifest("sycl"))
+        for _ in range(2):
+            check_matmul(kernel, matmul_manifest("sycl"))
+        check_vadd(sycl.load_sycl_kernel(SYCL, vadd_manifest("sycl")), vadd_manifest("sycl"))
+
 
 @pytest.mark.sycl
 def test_sycl_not_installed_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

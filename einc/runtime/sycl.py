@@ -34,10 +34,16 @@ pyopencl in the same process still sees PoCL. Built bundles are cached per proce
 SYCL runtime's persistent cache (`SYCL_CACHE_PERSISTENT=1`, under the einc cache dir) makes
 a rebuild in a new process take about 1 s instead of 3-9 s.
 
+Memory: where the device takes system-allocated memory (`aspect::usm_system_allocations`,
+as Intel's OpenCL CPU device does) the kernels read and write the caller's arrays
+themselves, each aligned as the manifest says (else copied through the kernel's own
+allocation): no copy in or out. The copies, launches and read-backs of a call are enqueued
+and one wait ends it.
+
 Thread safety: the shim and its queue are made once per process under a lock, a bundle
-once per source, a kernel handle once per name. A kernel's device allocations are made on
-its first call and kept (freed with the kernel): a call holds the kernel's lock from the
-uploads to the read-backs. Launches of one bundle's kernels are submitted under the bundle's lock (the
+once per source, a kernel handle once per name. A kernel's device allocations (its `temp`
+buffers, and arrays not used in place) are made on its first call and kept (freed with the
+kernel): a call holds the kernel's lock from the uploads to the read-backs. Launches of one bundle's kernels are submitted under the bundle's lock (the
 runtime sets a shared kernel's arguments when it enqueues it). The queue is shared and
 in order, so a call's wait also waits for other threads' work submitted before it.
 
@@ -62,7 +68,7 @@ import numpy as np
 from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.cache import cache_dir, cached_artifact, content_key
 from einc.runtime.device import check_allocation, check_manifest, nbytes, stage
-from einc.runtime.manifest import LaunchManifest
+from einc.runtime.manifest import Buffer, LaunchManifest
 from einc.runtime.once import locked_cache
 from einc.runtime.finders import INSTALL_HINT, cxx_compiler, intel_opencl_cpu_library, known, sycl_prefix, tool_version
 
@@ -153,11 +159,16 @@ class _Shim:
             ctypes.POINTER(ctypes.c_size_t), _error_p,
         ]  # fmt: skip
         lib.einc_sycl_wait.argtypes = [_void_p, _error_p]
+        lib.einc_sycl_system_memory.argtypes = [_void_p]
+        lib.einc_sycl_system_memory.restype = ctypes.c_int
         self.lib = lib
         error = _void_p()
         self.queue = lib.einc_sycl_queue_create(ctypes.byref(error))
         if not self.queue:
             raise RuntimeMissingError(f"no SYCL queue on Intel's OpenCL CPU device: {self.take(error)}")
+        self.system_memory = bool(lib.einc_sycl_system_memory(self.queue))
+        """Whether kernels may read and write the caller's (system-allocated) arrays as they
+        are (`aspect::usm_system_allocations`), without copies to and from device memory."""
 
     def take(self, text: _void_p) -> str:
         """The shim's malloc'd string, freed."""
@@ -261,6 +272,7 @@ class SyclKernel:
         self._kernels = [self._bundle.kernel(launch.name) for launch in manifest.kernels]
         self._call_lock = threading.Lock()
         self._pointers: dict[str, int] = {}
+        self._nbytes = {buffer.name: nbytes(buffer) for buffer in manifest.buffers}
         weakref.finalize(self, _free, self._bundle.shim, self._pointers)
 
     def _pointer(self, name: str, size: int) -> int:
@@ -275,35 +287,67 @@ class SyclKernel:
             check_allocation(self.manifest.buffer(name), pointer, "SYCL")
         return pointer
 
+    def _in_place(self, buffer: Buffer, host: np.ndarray | None) -> bool:
+        """Whether the kernels use the caller's (staged) array for `buffer` as it is: where
+        the device takes system-allocated memory and the array is aligned as the kernels'
+        vector accesses assume (else it is copied through the kernel's own allocation)."""
+        return (
+            self._bundle.shim.system_memory and host is not None and self._nbytes[buffer.name] > 0
+            and host.ctypes.data % buffer.alignment() == 0
+        )  # fmt: skip
+
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
         shim = self._bundle.shim
         lib, queue = shim.lib, shim.queue
         staged = stage(self.manifest, inputs, outputs)
         error = _void_p()
         with self._call_lock:  # the device allocations are the kernel's, kept between calls
-            pointers = {buffer.name: self._pointer(buffer.name, nbytes(buffer)) for buffer in self.manifest.buffers}
-            for buffer in self.manifest.buffers:
-                if buffer.role == "input" and nbytes(buffer):
-                    host = staged.host[buffer.name]
-                    status = lib.einc_sycl_memcpy(queue, pointers[buffer.name], host.ctypes.data, nbytes(buffer), ctypes.byref(error))
-                    shim.check(status, error, f"copy of '{buffer.name}' to the device")
-            for launch, kernel in zip(self.manifest.kernels, self._kernels):
-                args = (_void_p * max(len(launch.args), 1))(*(pointers[name] for name in launch.args))
-                with self._bundle.lock:
-                    status = lib.einc_sycl_launch(
-                        queue, kernel, len(launch.args), args, _size3(*launch.grid), _size3(*launch.block),
-                        ctypes.byref(error),
-                    )  # fmt: skip
-                shim.check(status, error, f"launch of kernel '{launch.name}'")
+            # the caller's arrays themselves where the device takes them (no copies); else the
+            # kernel's allocations, inputs copied in and outputs read back. One in-order queue:
+            # the copies, launches and read-backs are enqueued, and one wait ends the call.
+            try:
+                pointers: dict[str, int] = {}
+                copied: list[Buffer] = []
+                for buffer in self.manifest.buffers:
+                    host = staged.host.get(buffer.name)
+                    if self._in_place(buffer, host):
+                        assert host is not None
+                        pointers[buffer.name] = host.ctypes.data
+                        continue
+                    pointers[buffer.name] = self._pointer(buffer.name, self._nbytes[buffer.name])
+                    if host is not None and self._nbytes[buffer.name]:
+                        copied.append(buffer)
+                for buffer in copied:
+                    if buffer.role == "input":
+                        status = lib.einc_sycl_memcpy(
+                            queue, pointers[buffer.name], staged.host[buffer.name].ctypes.data, self._nbytes[buffer.name], ctypes.byref(error)
+                        )  # fmt: skip
+                        shim.check(status, error, f"copy of '{buffer.name}' to the device")
+                for launch, kernel in zip(self.manifest.kernels, self._kernels):
+                    args = (_void_p * max(len(launch.args), 1))(*(pointers[name] for name in launch.args))
+                    with self._bundle.lock:
+                        status = lib.einc_sycl_launch(
+                            queue, kernel, len(launch.args), args, _size3(*launch.grid), _size3(*launch.block),
+                            ctypes.byref(error),
+                        )  # fmt: skip
+                    shim.check(status, error, f"launch of kernel '{launch.name}'")
+                for buffer in copied:
+                    if buffer.role == "output":
+                        status = lib.einc_sycl_memcpy(
+                            queue, staged.host[buffer.name].ctypes.data, pointers[buffer.name], self._nbytes[buffer.name], ctypes.byref(error)
+                        )  # fmt: skip
+                        shim.check(status, error, f"copy of '{buffer.name}' to the host")
+            except BaseException:
+                lib.einc_sycl_wait(queue, ctypes.byref(_void_p()))  # nothing enqueued outlives the call's arrays
+                raise
             shim.check(lib.einc_sycl_wait(queue, ctypes.byref(error)), error, "kernel execution")
-            for buffer in self.manifest.buffers:
-                if buffer.role == "output" and nbytes(buffer):
-                    host = staged.host[buffer.name]
-                    status = lib.einc_sycl_memcpy(
-                        queue, host.ctypes.data, pointers[buffer.name], nbytes(buffer), ctypes.byref(error)
-                    )
-                    shim.check(status, error, f"copy of '{buffer.name}' to the host")
         staged.finish()
+
+
+def arrays_in_place() -> bool:
+    """Whether a call passes the caller's arrays (aligned as the manifest says) to the kernels
+    as they are, with no copies in or out (the device takes system-allocated memory)."""
+    return _shim().system_memory
 
 
 def _free(shim: object, pointers: dict[str, int]) -> None:

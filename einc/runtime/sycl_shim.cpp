@@ -138,11 +138,22 @@ void einc_sycl_free(void *queue, void *pointer) {
   sycl::free(pointer, *static_cast<sycl::queue *>(queue));
 }
 
+// Whether the device's kernels may use memory from the system allocator (a NumPy array)
+// as it is (SYCL 2020 aspect::usm_system_allocations: Intel's OpenCL CPU device has it).
+int einc_sycl_system_memory(void *queue) {
+  try {
+    return static_cast<sycl::queue *>(queue)->get_device().has(sycl::aspect::usm_system_allocations) ? 1 : 0;
+  } catch (const std::exception &) {
+    return 0;
+  }
+}
+
+// Enqueue a copy on the in-order queue; does not wait (einc_sycl_wait does, after the
+// call's launches and read-backs).
 int einc_sycl_memcpy(void *queue, void *dst, const void *src, size_t bytes, char **error) {
   auto &q = *static_cast<sycl::queue *>(queue);
   try {
     if (bytes != 0) q.memcpy(dst, src, bytes);
-    q.wait_and_throw();
     return 0;
   } catch (const std::exception &e) {
     set_error(error, e.what());

@@ -198,6 +198,7 @@ class _Gen:
         # ops added later draw from their own stream: the scripts of the other ops stay those
         # of the same seed before (the generator's coverage test keeps its seeds)
         self.late = random.Random(hash(rng.getstate()[1]))  # the state words: hash(None) varies by run on 3.11
+        self.variants = random.Random(hash(rng.getstate()[1]) + 1)  # sketch_start's reductions and rows
         self.device = comp.target != "c"
         self.loops_module = comp.run_until("loops")
         self.ranks = ranks(self.loops_module)
@@ -493,7 +494,8 @@ class _Gen:
     def sketch_start(self) -> None:
         """Start the script from the device default policy's schedule or one of its `tile`
         sketches (einc/schedule/policies/gpu.py; the inputs staged in shared memory drawn:
-        the policy's choice, none, all or one) with every knob drawn among its options; the
+        the policy's choice, none, all or one; the other reductions the policy's, cross-thread
+        with the rows a work-group holds a knob, or private) with every knob drawn among its options; the
         random steps then go on from it. Dropped (a refusal) when it does not apply."""
         from einc.schedule.policies import gpu
         from einc.targets import get_target
@@ -501,10 +503,13 @@ class _Gen:
         rng = self.rng
         inputs = sorted(t.name for t in self.comp.program.inputs)
         staging = rng.choice([None, frozenset(), frozenset(inputs), frozenset(rng.sample(inputs, min(1, len(inputs))))])
-        schedule = gpu.build(get_target(self.comp.target), self.loops_module, staging)
+        # the reductions as the policy makes them, cross-thread with a knob of the rows a
+        # work-group holds (the `tile.cross` sketch), or one output per work-item
+        variant = self.variants.choice([None, gpu.Variant(reductions="cross", rows_knob=True), gpu.Variant(reductions="private")])
+        schedule = gpu.build(get_target(self.comp.target), self.loops_module, staging, variant=variant)
         if schedule is None:
             return
-        values = {k: rng.choice(v.options) for k, v in schedule.knobs().items()}
+        values = {k: (self.variants if k.endswith(".rows") else rng).choice(v.options) for k, v in schedule.knobs().items()}
         printed = str(schedule.with_values(values)).splitlines()
         body = printed[printed.index(next(ln for ln in printed if "@__transform_main" in ln)) + 1:]
         lines = [re.sub(r"%(\d+)\b", lambda m: "%root" if m.group(1) == "0" else f"%s{m.group(1)}", ln.strip())

@@ -6,11 +6,12 @@ contractions' inputs staged in shared memory: none (`tile`), every input (`tile.
 one (`tile.shared.T`; staged tiles double buffered where both slots fit), every input
 single buffered (`tile.shared.single`) or with its rows
 padded by 0 or 1 element (`tile.shared.pad0/1`); the other reductions cross-thread
-(`tile.cross`: a row per work-group, its reduction shared by the work-items) or one output
+(`tile.cross`: a row per work-group, or several on `thread.y` (a knob `stmt.axis.rows`), each
+row's reduction shared by its work-items) or one output
 per work-item with a private accumulator (`tile.private`), whichever the default is not;
 contractions with a work-item per output column (`tile.columns`: register tiles one column
 wide, for devices that vectorize across work-items).
-Its knobs (`stmt.axis.threads|reg|ktile|kunroll|items`) range over options the target's
+Its knobs (`stmt.axis.threads|rows|reg|ktile|kunroll|items`) range over options the target's
 description bounds (work-items up to four default work-groups and the target's work-group
 limit, register tiles that divide their axis up to 16, reduction tiles up to 16, the staged
 reduction tile's unroll - the width of a staged row's vector loads - 1 to 8), and a point
@@ -162,7 +163,7 @@ def rule_bind_reduce(ctx: RuleContext) -> list[Sketch]:
 
 
 GPU_KNOBS = {"threads": (0, "thread"), "ktile": (1, "tile"), "reg": (2, "unroll"), "items": (2, "unroll"),
-             "kunroll": (1, "unroll")}
+             "kunroll": (1, "unroll"), "rows": (0, "thread")}
 """The default policy's knob kinds (`stmt.axis.KIND`): their tile level and role kind."""
 
 
@@ -195,8 +196,9 @@ def tile_variants(inputs: list[str], shared: bool) -> list[tuple[str, Variant, s
     """The `tile` sketches: (name, what they change of the default policy, description)."""
     every = frozenset(inputs)
     found = [("tile", Variant(frozenset()), "no input staged"),
-             ("tile.cross", Variant(frozenset(), "cross"), "no input staged, other reductions cross-thread "
-              "(each output on a work-group, its reduction shared by the work-items)"),
+             ("tile.cross", Variant(frozenset(), "cross", rows_knob=True), "no input staged, other reductions "
+              "cross-thread (a work-group's work-items share each output's reduction; the outputs a work-group "
+              "holds a knob, `stmt.axis.rows`)"),
              ("tile.private", Variant(frozenset(), "private"), "no input staged, other reductions one output per "
               "work-item (a private accumulator)"),
              ("tile.columns", Variant(frozenset(), columns=True), "no input staged, a work-item per output column "
