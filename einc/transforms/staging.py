@@ -648,9 +648,15 @@ def _copy_loop(bounds: tuple[int, int], iv_name: str, axis: str, stmt: Attribute
     return f
 
 
+FILL_VECTOR_MIN = 4
+"""The shortest innermost extent `_fill_nest` vectorizes."""
+
+
 def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: Attribute, element: Attribute) -> None:
     """A nest storing the constant `value` into every element of `local` (a halo's fill),
-    its innermost loop vectorized."""
+    its innermost loop vectorized when it spans FILL_VECTOR_MIN elements or more (a pair
+    form's input, its two groups innermost: vectors of 2 would take a store per pair, where
+    the C compiler, given the plain nest over the contiguous buffer, stores whole rows)."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = (local.name_hint or "local").removesuffix("_local")
     constant = arith.ConstantOp.create(properties={"value": value}, result_types=[element])
@@ -658,12 +664,13 @@ def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: A
     point = InsertPoint.after(constant)
     ivs = []
     loops = []
-    for d, extent in enumerate(cast("MemRefType[Attribute]", local.type).get_shape()):
+    shape = cast("MemRefType[Attribute]", local.type).get_shape()
+    for d, extent in enumerate(shape):
         f = _copy_loop((0, extent), f"{name}_h{d}", f"{name}.halo{d}", stmt, point)
         loops.append(f)
         ivs.append(induction_var(f))
         point = InsertPoint.before(cast(Operation, f.body.block.last_op))
-    if loops:
+    if loops and shape[-1] >= FILL_VECTOR_MIN:
         loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
     Rewriter.insert_op(affine.StoreOp(constant.result, local, ivs), point)
 
