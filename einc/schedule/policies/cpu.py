@@ -41,7 +41,9 @@ remaining statement nest:
   vector; a grouped convolution whose groups hold half a vector's channels (8 with
   AVX-512) first has its group pairs merged with the channel loop (`_group_lanes`,
   transform.einc.group_lanes), so that it is blocked by whole vectors over two groups, each
-  group's input broadcast over its half (egpu.vbroadcast_runs); a batch of small maps (fewer output
+  group's input broadcast over its half (egpu.vbroadcast_runs), or, where the FMA
+  datapath is 512 bits (Intel AVX-512), takes the pair form instead (`_pair_lanes`: lanes
+  interleaved over two groups, one 64-bit broadcast per FMA); a batch of small maps (fewer output
   points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
   that each packed filter tile serves every image;
 - a contraction no register tile blocks (a depthwise convolution: its vector input moves
