@@ -223,3 +223,7 @@ def test_the_pair_form_is_the_default_with_512_bit_fma_datapaths() -> None:
             outs = {"output0": np.empty(grouped.want.shape, np.float32)}
             grouped.compilation(grouped.space.sketch_default(sketch)).kernel().run(grouped.arrays, outs)
             assert max_error(outs["output0"], grouped.want) <= tolerance("float32"), sketch
+        # 256-bit vectors (8 lanes: the groups' 8 channels a whole vector) keep the blocked form
+        mp.setenv("EINC_C_VECTOR_BITS", "256")
+        narrow = Case("grouped")
+        assert "interleaved" not in narrow.schedule("default") and "policy.nopairs" not in narrow.space.sketches

@@ -168,10 +168,10 @@ class Choices:
     two groups' values side by side, one 64-bit broadcast per FMA, no shuffle) instead of
     `group_lanes`' blocked vectors (two broadcasts and an insert per FMA on AVX-512, README).
     None: where the host's FMA datapath is 512 bits wide (`_pairs_here`: Intel AVX-512,
-    whose insert takes one of the two FMA ports; 1.06x / 1.08x the blocked vectors at batch
-    1 / 16 on the Xeon, README "The pair form built"); Zen 4 (256-bit datapaths, the shuffle
-    on a port of its own) and AVX2 hosts keep the blocked vectors. The tuning space keeps
-    both (`policy.pairs`, `policy.nopairs`)."""
+    whose insert takes one of the two FMA ports; 1.09-1.15x / 1.11-1.16x the blocked
+    vectors at batch 1 / 16 on the Xeon, README "The pair form the default"); Zen 4
+    (256-bit datapaths, the shuffle on a port of its own) and AVX2 hosts keep the blocked
+    vectors. The tuning space keeps both (`policy.pairs`, `policy.nopairs`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
