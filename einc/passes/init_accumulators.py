@@ -41,6 +41,11 @@ their copy-ins store the identity; when they cover that box in every iteration, 
 goes (a batch-16 grouped 3x3 convolution no longer zeroes and reads back 12.8 MB of
 outputs).
 
+A dimension of C may be moved by several copy loops when together they number one box (a
+mixed radix, `_mixed_radix`: the pair form's output channel `8 g + f` staged as [f, g],
+coefficients 1 and 8 over 8 and 2 iterations, is channels 0 .. 15); overlapping or gapped
+ones leave the IR as it was.
+
 A tensor-core accumulator fragment (`einc.fragment`, einc.transforms.tensorize) is a tile
 too: each lane copies its own elements of a 16 x 16 tile of C (the hardware's layout,
 `lane floordiv 4`...), which the warp's lanes together cover exactly; it is taken as that
