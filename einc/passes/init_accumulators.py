@@ -381,6 +381,8 @@ def _mixed_radix(digits: list[tuple[int, int]]) -> tuple[int, int] | None:
     box: sorted by coefficient, each the span of the finer ones (a channel staged split as
     group x channel-in-group, `8 g + f`: step 1, extent 16); None otherwise (gaps or
     overlaps). One loop: its own coefficient and trip count."""
+    if len(digits) == 1:
+        return digits[0]
     moving = sorted(d for d in digits if d[1] > 1)
     if any(n < 1 for _, n in digits):
         return None
