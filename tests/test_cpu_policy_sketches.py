@@ -200,3 +200,30 @@ def test_sampled_points_compute_numpys_numbers(cases: dict[str, Case]) -> None:
                 continue
             got = kernel(**case.arrays)["output0"]
             assert max_error(got, case.want) <= tolerance("float32"), (key, point.describe())
+
+
+def test_the_pair_form_is_the_default_with_512_bit_fma_datapaths() -> None:
+    """With 512-bit FMA datapaths (`EINC_C_FMA_BITS=512`: Intel AVX-512, where the blocked
+    vectors' insert takes an FMA port) the grouped convolution's default is the pair form
+    (Choices.pair_lanes None: `_pairs_here`), the blocked vectors kept as `policy.nopairs`
+    (and `policy.nogroup` still one group at a time); the plain convolution is unchanged.
+    Both compute NumPy's numbers."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EINC_C_VECTOR_BITS", str(32 * LANES))
+        mp.setenv("EINC_C_FMA_BITS", "512")
+        grouped, conv = Case("grouped"), Case("conv")
+        sched = grouped.schedule("default")
+        assert re.search(r"group_lanes %\d+ by 2 interleaved", sched), sched
+        assert "policy.pairs" not in grouped.space.sketches and "policy.nopairs" in grouped.space.sketches
+        blocked = grouped.schedule("policy.nopairs")
+        assert "transform.einc.group_lanes" in blocked and "interleaved" not in blocked, blocked
+        assert "transform.einc.group_lanes" not in grouped.schedule("policy.nogroup")
+        assert "policy.nopairs" not in conv.space.sketches and "policy.pairs" not in conv.space.sketches
+        for sketch in ("default", "policy.nopairs"):
+            outs = {"output0": np.empty(grouped.want.shape, np.float32)}
+            grouped.compilation(grouped.space.sketch_default(sketch)).kernel().run(grouped.arrays, outs)
+            assert max_error(outs["output0"], grouped.want) <= tolerance("float32"), sketch
+        # 256-bit vectors (8 lanes: the groups' 8 channels a whole vector) keep the blocked form
+        mp.setenv("EINC_C_VECTOR_BITS", "256")
+        narrow = Case("grouped")
+        assert "interleaved" not in narrow.schedule("default") and "policy.nopairs" not in narrow.space.sketches

@@ -461,14 +461,17 @@ def _grouped(per_group: int, groups: int) -> tuple[str, dict[str, Any], Any]:
     return ir, inputs, ref
 
 
-def test_grouped_convolutions_block_two_groups_per_vector() -> None:
+def test_grouped_convolutions_block_two_groups_per_vector(monkeypatch: pytest.MonkeyPatch) -> None:
     """A grouped convolution with half a vector of output channels per group (8 with AVX-512's
     16 lanes; 4 with AVX2's 8): each group pair's channels merged into one loop of a whole
     vector (transform.einc.group_lanes) and blocked over those channels x output columns,
     the filter packed per pair of groups, each column's input the two groups' values each
     broadcast over its half of the lanes (egpu.vbroadcast_runs); NumPy's numbers. With a
     quarter of a vector per group (four groups per vector, a load per group per FMA) the
-    default keeps the groups apart."""
+    default keeps the groups apart. On 256-bit FMA datapaths (`EINC_C_FMA_BITS=256`: Zen 4,
+    AVX2); with 512-bit ones the default takes the pair form instead
+    (tests/test_cpu_policy_sketches.py, tests/test_pair_lanes.py)."""
+    monkeypatch.setenv("EINC_C_FMA_BITS", "256")
     half = C_LANES // 2
     ir, inputs, ref = _grouped(half, 2)
     comp = Compilation(ir, "<grouped>", inputs, None, "c")

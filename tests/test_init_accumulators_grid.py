@@ -105,3 +105,14 @@ def test_grid_never_claims_more_than_the_enumeration(monkeypatch: pytest.MonkeyP
             comp.run_until("target")
             decided.append(_kernels(comp))
         assert decided == [1, symbolic], (m, n, decided)
+
+
+def test_copy_loops_of_one_dimension_form_a_box_only_as_a_mixed_radix() -> None:
+    """`_mixed_radix`: several copy loops moving one dimension of the output (a split channel,
+    `8 g + f`) are one box when each coefficient is the span of the finer ones; a gap or an
+    overlap is not; one loop is its own box (an empty one too)."""
+    box = init_accumulators._mixed_radix
+    assert box([(1, 8), (8, 2)]) == (1, 16) and box([(8, 2), (1, 8)]) == (1, 16)
+    assert box([(2, 3), (6, 4), (24, 1)]) == (2, 12)
+    assert box([(1, 8), (9, 2)]) is None and box([(1, 9), (8, 2)]) is None
+    assert box([(4, 0)]) == (4, 0) and box([(1, 8), (8, 0)]) is None

@@ -241,6 +241,16 @@ def test_the_padded_pair_form_stages_its_input_with_halo_and_split(target: str) 
         assert re.search(r"einc_vrepeat64_f32x8\(&input0_local\[", source), source
         body = source[source.index("einc_vrepeat64_f32x8(&input0_local") - 2000 :]
         assert " < 5)" not in body and ">= 0)" not in body, body  # no bounds test left in the loops
+        # the halo's fill plain nests over the frame around the copy-in only (its pair of
+        # groups too short for vectors of its own): rows 0 and 6, then columns 0 and 7
+        assert re.search(r"input0_local\[[^\]]*input0_h4\] = 0\.0f;", source), source
+        assert re.search(r"for \(int64_t input0_h2\w* = 6; input0_h2\w* < 7;", source), source
+        assert re.search(r"for \(int64_t input0_h3\w* = 7; input0_h3\w* < 8;", source), source
+        # the output tile starts at zero (its channel `4 g + f` staged by two copy loops, one
+        # box): no fill pass over the output, the tile never read back from it
+        assert re.search(r"output0_local\[[^\]]*\] = 0\.0f;", source), source
+        assert not re.search(r"output0_local\[[^\]]*\] = output0\[", source), source
+        assert not re.search(r"einc_vstore_f32x\d+\(&output0\[", source), source
     rng = np.random.default_rng(30)
     arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in PADDED_INPUTS.items()}
     assert max_error(_run(comp, target, arrays), _padded_answer(arrays)) <= tolerance("float32"), source

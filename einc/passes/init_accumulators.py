@@ -41,6 +41,11 @@ their copy-ins store the identity; when they cover that box in every iteration, 
 goes (a batch-16 grouped 3x3 convolution no longer zeroes and reads back 12.8 MB of
 outputs).
 
+A dimension of C may be moved by several copy loops when together they number one box (a
+mixed radix, `_mixed_radix`: the pair form's output channel `8 g + f` staged as [f, g],
+coefficients 1 and 8 over 8 and 2 iterations, is channels 0 .. 15); overlapping or gapped
+ones leave the IR as it was.
+
 A tensor-core accumulator fragment (`einc.fragment`, einc.transforms.tensorize) is a tile
 too: each lane copies its own elements of a 16 x 16 tile of C (the hardware's layout,
 `lane floordiv 4`...), which the warp's lanes together cover exactly; it is taken as that
@@ -354,15 +359,41 @@ def _store_forms(root: Operation, tensor: SSAValue, loops: dict[SSAValue, affine
         if not inner and fixed:
             forms.append((outer, const, 1, 1))
             continue
-        if len(inner) != 1 or inner[0][1] < 1 or inner[0][0] in seen:
+        if not inner or any(c < 1 or v in seen for v, c in inner):
             return None
-        seen.add(inner[0][0])
-        loop = loops[inner[0][0]]
-        bounds = constant_bounds(loop)
-        if bounds is None or bounds[0] != 0 or step_of(loop) != 1:
+        seen.update(v for v, _ in inner)
+        digits: list[tuple[int, int]] = []
+        for v, c in inner:
+            bounds = constant_bounds(loops[v])
+            if bounds is None or bounds[0] != 0 or step_of(loops[v]) != 1:
+                return None
+            digits.append((c, bounds[1]))
+        box = _mixed_radix(digits)
+        if box is None:
             return None
-        forms.append((outer, const, inner[0][1], bounds[1]))
+        forms.append((outer, const, *box))
     return forms
+
+
+def _mixed_radix(digits: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The (step, extent) of the positions `sum c k` a dimension takes over its copy loops
+    (`digits`: each loop's coefficient c and trip count, from 0 by 1) when they are one
+    box: sorted by coefficient, each the span of the finer ones (a channel staged split as
+    group x channel-in-group, `8 g + f`: step 1, extent 16); None otherwise (gaps or
+    overlaps). One loop: its own coefficient and trip count."""
+    if len(digits) == 1:
+        return digits[0]
+    moving = sorted(d for d in digits if d[1] > 1)
+    if any(n < 1 for _, n in digits):
+        return None
+    if not moving:
+        return (min(c for c, _ in digits), 1)
+    step, extent = moving[0]
+    for c, n in moving[1:]:
+        if c != step * extent:
+            return None
+        extent *= n
+    return step, extent
 
 
 def _fragment_forms(tile: _Tile, tensor: SSAValue) -> list[tuple[dict[SSAValue, int], int, int, int]] | None:

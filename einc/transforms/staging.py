@@ -308,10 +308,9 @@ def _copy_nest(
     overhang = list(box.overhang)
     span = {d: (0, box.shape[d]) for d in order}
     if clamp:
-        for d in order:
-            if overhang[d] != (False, False) and not box.outer[d] and box.steps()[d] == 1:
-                span[d] = (max(0, -box.low[d]), min(box.shape[d], box.sizes[d] - box.low[d]))
-                overhang[d] = (False, False)
+        for d, inside in clamped_spans(box).items():
+            span[d] = inside
+            overhang[d] = (False, False)
     by_dim: dict[int, affine.ForOp] = {}
     loops = []
     for d in order:
@@ -341,6 +340,15 @@ def _copy_nest(
         store = affine.StoreOp(load.result, tensor, operands, far)
     Rewriter.insert_op(load, point)
     Rewriter.insert_op(store, point)
+
+
+def clamped_spans(box: Box) -> dict[int, tuple[int, int]]:
+    """Per dimension of the box that overhangs the tensor at a constant offset with step 1:
+    its part inside the tensor, the range a halo's copy-in runs over (`_copy_nest`'s
+    `clamp`)."""
+    return {d: (max(0, -box.low[d]), min(box.shape[d], box.sizes[d] - box.low[d]))
+            for d in range(len(box.shape))
+            if box.overhang[d] != (False, False) and not box.outer[d] and box.steps()[d] == 1}  # fmt: skip
 
 
 def _tensor_map(m: AffineMap, box: Box, tensor: SSAValue) -> AffineMap:
@@ -591,7 +599,14 @@ def cache_tensor(
                local_order=local_order, clamp=halo)  # fmt: skip
     if guards:  # the halo's fill, before the copy-in
         fill = next(iter(guards.values())).fill
-        _fill_nest(loop, InsertPoint.after(alloca), local, fill, element)
+        # the frame around the copy-in's box only where every overhanging dimension is
+        # clamped (else the copy-in skips elements the fill must write)
+        inside = clamped_spans(box)
+        if len(inside) != sum(o != (False, False) for o in box.overhang):
+            inside = {}
+        order = list(layout) if layout is not None else list(range(len(box.shape)))
+        _fill_nest(loop, InsertPoint.after(alloca), local, fill, element,
+                   {k: inside[d] for k, d in enumerate(order) if d in inside})  # fmt: skip
     if write:
         _copy_nest(loop, InsertPoint.before(body.last_op), box, buffer, local, into_local=False, shared=shared,  # type: ignore[arg-type]
                    layout=layout, local_order=local_order)  # fmt: skip
@@ -648,24 +663,51 @@ def _copy_loop(bounds: tuple[int, int], iv_name: str, axis: str, stmt: Attribute
     return f
 
 
-def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: Attribute, element: Attribute) -> None:
-    """A nest storing the constant `value` into every element of `local` (a halo's fill),
-    its innermost loop vectorized."""
+FILL_VECTOR_MIN = 4
+"""The shortest innermost extent `_fill_nest` vectorizes."""
+
+
+def _fill_nest(loop: affine.ForOp, point: InsertPoint, local: SSAValue, value: Attribute, element: Attribute,
+               interior: dict[int, tuple[int, int]] | None = None) -> None:  # fmt: skip
+    """Nests storing the constant `value` into the elements of `local` (a halo's fill). The
+    whole buffer, its innermost loop vectorized, when that spans FILL_VECTOR_MIN elements or
+    more (a depthwise convolution's padded plane: whole-row vector stores). Shorter (a pair
+    form's input, its two groups innermost: vectors of 2 would take a store per pair, and the
+    buffer is larger than L1) and given the `interior` the copy-in writes (per dimension of
+    `local`, its range there; None or empty: none), only the frame around it, plain nests
+    the C compiler stores: per dimension with an interior range, the elements before and
+    after it, the earlier such dimensions over their interior (no element twice)."""
     stmt = loop.attributes.get(STMT_ATTR)
     name = (local.name_hint or "local").removesuffix("_local")
     constant = arith.ConstantOp.create(properties={"value": value}, result_types=[element])
     Rewriter.insert_op(constant, point)
     point = InsertPoint.after(constant)
-    ivs = []
-    loops = []
-    for d, extent in enumerate(cast("MemRefType[Attribute]", local.type).get_shape()):
-        f = _copy_loop((0, extent), f"{name}_h{d}", f"{name}.halo{d}", stmt, point)
-        loops.append(f)
-        ivs.append(induction_var(f))
-        point = InsertPoint.before(cast(Operation, f.body.block.last_op))
-    if loops:
-        loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
-    Rewriter.insert_op(affine.StoreOp(constant.result, local, ivs), point)
+    shape = cast("MemRefType[Attribute]", local.type).get_shape()
+    whole = [(0, extent) for extent in shape]
+    if (shape and shape[-1] >= FILL_VECTOR_MIN) or not interior:
+        boxes = [whole]
+    else:
+        boxes = []
+        for d in sorted(interior):
+            lo, hi = interior[d]
+            for part in ((0, lo), (hi, shape[d])):
+                if part[1] > part[0]:
+                    boxes.append([interior[x] if x in interior and x < d else part if x == d else whole[x]
+                                  for x in range(len(shape))])  # fmt: skip
+    for ranges in boxes:
+        at = point
+        ivs = []
+        loops = []
+        for d, bounds in enumerate(ranges):
+            f = _copy_loop(bounds, f"{name}_h{d}", f"{name}.halo{d}", stmt, at)
+            loops.append(f)
+            ivs.append(induction_var(f))
+            at = InsertPoint.before(cast(Operation, f.body.block.last_op))
+        if loops and ranges == whole and shape[-1] >= FILL_VECTOR_MIN:
+            loops[-1].attributes[VECTORIZE_ATTR] = UnitAttr()
+        Rewriter.insert_op(affine.StoreOp(constant.result, local, ivs), at)
+        if loops:
+            point = InsertPoint.after(loops[0])
 
 
 def _unfold_divisions(loop: affine.ForOp, accs: list[Access], outer: bool = False) -> tuple[list[Access], list[affine.ApplyOp]] | None:

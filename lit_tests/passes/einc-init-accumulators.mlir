@@ -414,3 +414,112 @@ builtin.module {
     func.return
   }
 }
+
+// -----
+
+// A pair form's output tile (cache_write ... split 0 by 4 layout [1, 2, 0]): the channel
+// F = 4 g + f of a pair of groups (g.o step 2) staged as [W, f, g], so the copy loops move
+// C's first dimension by two loops, f (coefficient 1, 4 of them) and g (coefficient 4, 2):
+// one box of 8 channels (a mixed radix), the tiles of g.o cover C, the copy-in stores the
+// identity and the fill goes.
+
+// CHECK-LABEL: func.func @split_channel(
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    affine.for %[[GO:.*]] = 0 to 4 step 2 {
+// CHECK-NEXT:      %[[T:.*]] = memref.alloca()
+// CHECK:                 affine.store %[[ZERO]], %[[T]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<3x4x2xf32>
+// CHECK-NOT:     affine.load %{{.*}} : memref<16x3xf32>
+// CHECK:         affine.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<16x3xf32>
+
+builtin.module {
+  func.func @split_channel(%A: memref<16x5xf32> {ein.name = "A"}, %C: memref<16x3xf32> {ein.name = "C", ein.output}) {
+    %0 = arith.constant 0.000000e+00 : f32
+    affine.for %F = 0 to 16 {
+      affine.for %W = 0 to 3 {
+        affine.store %0, %C[%F, %W] : memref<16x3xf32>
+      } {einc.stmt = "C", einc.axis = "W", einc.init}
+    } {einc.stmt = "C", einc.axis = "F", einc.init}
+    affine.for %g_o = 0 to 4 step 2 {
+      %T = memref.alloca() {ein.name = "C_local", alignment = 64 : i64} : memref<3x4x2xf32>
+      affine.for %c_w = 0 to 3 {
+        affine.for %c_f = 0 to 4 {
+          affine.for %c_g = 0 to 2 {
+            %1 = affine.load %C[%g_o * 4 + %c_g * 4 + %c_f, %c_w] : memref<16x3xf32>
+            affine.store %1, %T[%c_w, %c_f, %c_g] : memref<3x4x2xf32>
+          } {einc.stmt = "C", einc.axis = "C.in2", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C.in1", einc.copy}
+      } {einc.stmt = "C", einc.axis = "C.in0", einc.copy}
+      affine.for %K = 0 to 5 {
+        affine.for %w = 0 to 3 {
+          affine.for %l = 0 to 8 {
+            %2 = affine.load %A[%g_o * 4 + (%l mod 2) * 4 + %l floordiv 2, %K] : memref<16x5xf32>
+            %3 = affine.load %T[%w, %l floordiv 2, %l mod 2] : memref<3x4x2xf32>
+            %4 = arith.addf %3, %2 : f32
+            affine.store %4, %T[%w, %l floordiv 2, %l mod 2] : memref<3x4x2xf32>
+          } {einc.stmt = "C", einc.axis = "l"}
+        } {einc.stmt = "C", einc.axis = "W"}
+      } {einc.stmt = "C", einc.axis = "K"}
+      affine.for %c_w_1 = 0 to 3 {
+        affine.for %c_f_1 = 0 to 4 {
+          affine.for %c_g_1 = 0 to 2 {
+            %5 = affine.load %T[%c_w_1, %c_f_1, %c_g_1] : memref<3x4x2xf32>
+            affine.store %5, %C[%g_o * 4 + %c_g_1 * 4 + %c_f_1, %c_w_1] : memref<16x3xf32>
+          } {einc.stmt = "C", einc.axis = "C.out2", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C.out1", einc.copy}
+      } {einc.stmt = "C", einc.axis = "C.out0", einc.copy}
+    } {einc.stmt = "C", einc.axis = "g.o"}
+    func.return
+  }
+}
+
+// -----
+
+// The same with f over 5 channels (coefficient 4 on g): g's and f's positions overlap (4 g
+// + f reaches channel 4 twice), no box: the copy-in still reads C, the fill stays.
+
+// CHECK-LABEL: func.func @split_overlap(
+// CHECK:         affine.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<20x3xf32>
+// CHECK:         } {einc.stmt = "C", einc.axis = "F", einc.init}
+// CHECK:         %[[V:.*]] = affine.load %{{.*}}[%{{.*}} * 4 + %{{.*}} * 4 + %{{.*}}, %{{.*}}] : memref<20x3xf32>
+// CHECK-NEXT:    affine.store %[[V]], %{{.*}} : memref<3x5x2xf32>
+
+builtin.module {
+  func.func @split_overlap(%A: memref<20x5xf32> {ein.name = "A"}, %C: memref<20x3xf32> {ein.name = "C", ein.output}) {
+    %0 = arith.constant 0.000000e+00 : f32
+    affine.for %F = 0 to 20 {
+      affine.for %W = 0 to 3 {
+        affine.store %0, %C[%F, %W] : memref<20x3xf32>
+      } {einc.stmt = "C", einc.axis = "W", einc.init}
+    } {einc.stmt = "C", einc.axis = "F", einc.init}
+    affine.for %g_o = 0 to 4 step 2 {
+      %T = memref.alloca() {ein.name = "C_local", alignment = 64 : i64} : memref<3x5x2xf32>
+      affine.for %c_w = 0 to 3 {
+        affine.for %c_f = 0 to 5 {
+          affine.for %c_g = 0 to 2 {
+            %1 = affine.load %C[%g_o * 4 + %c_g * 4 + %c_f, %c_w] : memref<20x3xf32>
+            affine.store %1, %T[%c_w, %c_f, %c_g] : memref<3x5x2xf32>
+          } {einc.stmt = "C", einc.axis = "C.in2", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C.in1", einc.copy}
+      } {einc.stmt = "C", einc.axis = "C.in0", einc.copy}
+      affine.for %K = 0 to 5 {
+        affine.for %w = 0 to 3 {
+          affine.for %f = 0 to 5 {
+            %2 = affine.load %A[%g_o * 4 + %f, %K] : memref<20x5xf32>
+            %3 = affine.load %T[%w, %f, 0] : memref<3x5x2xf32>
+            %4 = arith.addf %3, %2 : f32
+            affine.store %4, %T[%w, %f, 0] : memref<3x5x2xf32>
+          } {einc.stmt = "C", einc.axis = "f"}
+        } {einc.stmt = "C", einc.axis = "W"}
+      } {einc.stmt = "C", einc.axis = "K"}
+      affine.for %c_w_1 = 0 to 3 {
+        affine.for %c_f_1 = 0 to 5 {
+          affine.for %c_g_1 = 0 to 2 {
+            %5 = affine.load %T[%c_w_1, %c_f_1, %c_g_1] : memref<3x5x2xf32>
+            affine.store %5, %C[%g_o * 4 + %c_g_1 * 4 + %c_f_1, %c_w_1] : memref<20x3xf32>
+          } {einc.stmt = "C", einc.axis = "C.out2", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C.out1", einc.copy}
+      } {einc.stmt = "C", einc.axis = "C.out0", einc.copy}
+    } {einc.stmt = "C", einc.axis = "g.o"}
+    func.return
+  }
+}

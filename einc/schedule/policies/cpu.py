@@ -41,7 +41,9 @@ remaining statement nest:
   vector; a grouped convolution whose groups hold half a vector's channels (8 with
   AVX-512) first has its group pairs merged with the channel loop (`_group_lanes`,
   transform.einc.group_lanes), so that it is blocked by whole vectors over two groups, each
-  group's input broadcast over its half (egpu.vbroadcast_runs); a batch of small maps (fewer output
+  group's input broadcast over its half (egpu.vbroadcast_runs), or, where the FMA
+  datapath is 512 bits (Intel AVX-512), takes the pair form instead (`_pair_lanes`: lanes
+  interleaved over two groups, one 64-bit broadcast per FMA); a batch of small maps (fewer output
   points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
   that each packed filter tile serves every image;
 - a contraction no register tile blocks (a depthwise convolution: its vector input moves
@@ -160,15 +162,16 @@ class Choices:
     1.1-1.5x the half-vector tile here) and not more (4 channels per group over 4 groups:
     0.55x the nest blocked along its rows, README); the tuning space varies it
     (`policy.nogroup`, `policy.group.all`)."""
-    pair_lanes: bool = False
+    pair_lanes: bool | None = None
     """A grouped convolution whose groups hold half a vector's output channels in the pair
     form (`_pair_lanes`: lanes interleaved over two groups, the pair's input staged with the
     two groups' values side by side, one 64-bit broadcast per FMA, no shuffle) instead of
     `group_lanes`' blocked vectors (two broadcasts and an insert per FMA on AVX-512, README).
-    Not the default on any host: 0.88x the default at batch 1 and 0.82x at batch 16 on the
-    AVX-512 Xeon (CPU time, same run; README, "The pair form built": its input pack, halo
-    fill and lane-order output copies cost more than its hot loop gains); the tuning space
-    keeps it (`policy.pairs`)."""
+    None: where the host's FMA datapath is 512 bits wide (`_pairs_here`: Intel AVX-512,
+    whose insert takes one of the two FMA ports; 1.09-1.15x / 1.11-1.16x the blocked
+    vectors at batch 1 / 16 on the Xeon, README "The pair form the default"); Zen 4
+    (256-bit datapaths, the shuffle on a port of its own) and AVX2 hosts keep the blocked
+    vectors. The tuning space keeps both (`policy.pairs`, `policy.nopairs`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
@@ -241,7 +244,8 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
         return
     if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
         return
-    if choices.pair_lanes and (paired := _pair_lanes(top, b, lanes)) is not None:  # the pair form
+    pairs = _pairs_here(lanes) if choices.pair_lanes is None else choices.pair_lanes
+    if pairs and (paired := _pair_lanes(top, b, lanes)) is not None:  # the pair form
         _parallelize(band_from(paired), math.prod(trip_count(loop) or 1 for loop in band), b, choices.parallel)
         return
     if choices.group_lanes:  # a grouped convolution's channels over several groups
@@ -1037,6 +1041,17 @@ def _one_dim(access: Access, iv: SSAValue) -> tuple[int, int] | None:
 PAIR_COLUMNS = 14
 """The most output columns `_pair_lanes` unrolls: 14 accumulators, the broadcast pairs and
 the filter vector in AVX-512's 32 registers (README, grouped_tiles.py's pair form)."""
+
+
+def _pairs_here(lanes: int) -> bool:
+    """Whether the default takes the pair form (Choices.pair_lanes None): 16 float32 lanes
+    and a 512-bit FMA datapath (`native_fma_bits`: Intel AVX-512; `$EINC_C_FMA_BITS`
+    overrides it)."""
+    if lanes < 16:
+        return False
+    from einc.runtime.c import native_fma_bits
+
+    return native_fma_bits() >= 512
 
 
 def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.ForOp | None:

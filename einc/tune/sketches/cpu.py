@@ -437,15 +437,17 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "the next independent loop parallel"),
     ("nocoal", policy.Choices(coalesce=False), True, "a 1x1 convolution's output rows not coalesced (blocked "
      "over its output channels x columns, or along its rows)"),
-    ("nogroup", policy.Choices(group_lanes=0), True, "a grouped convolution's channels one group at a time "
+    ("nopairs", policy.Choices(pair_lanes=False), True, "a grouped convolution's vectors of channels blocked over "
+     "two groups (group_lanes: two broadcasts and an insert per FMA), not the pair form"),
+    ("nogroup", policy.Choices(group_lanes=0, pair_lanes=False), True, "a grouped convolution's channels one group at a time "
      "(no group_lanes: half a vector where a group holds half a vector's channels)"),
-    ("group.all", policy.Choices(group_lanes=64), True, "a grouped convolution's vectors of channels over as many "
+    ("group.all", policy.Choices(group_lanes=64, pair_lanes=False), True, "a grouped convolution's vectors of channels over as many "
      "groups as they hold (group_lanes over more than two groups)"),
     ("pairs", policy.Choices(pair_lanes=True), True, "a grouped convolution in the pair form (lanes interleaved "
      "over two groups, the pair's input staged with their values side by side: one 64-bit broadcast per FMA)"),
-    ("noprefetch", policy.Choices(prefetch=False), True, "a grouped convolution's input rows not prefetched "
+    ("noprefetch", policy.Choices(prefetch=False, pair_lanes=False), True, "a grouped convolution's input rows not prefetched "
      "(no transform.einc.prefetch at its output rows)"),
-    ("prefetch", policy.Choices(prefetch=True), True, "a grouped convolution's input rows prefetched whatever "
+    ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows prefetched whatever "
      "its size (the default prefetches inputs of 4 MiB or more)"),
     ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
      "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
