@@ -374,8 +374,9 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     sketch's seconds, in the JSON and the progress line only)."""
     import torch
 
-    from einc.semantics.compare import max_error, tolerance
     from einc.errors import ScheduleError
+    from einc.runtime.arrays import aligned_empty
+    from einc.semantics.compare import max_error, tolerance
 
     rng = np.random.default_rng()
     start = time.perf_counter()
@@ -399,7 +400,7 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     compile_s = time.perf_counter() - start
     arrays = {name: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for name, v in op.inputs.items()}
     want = op.numpy({name: a.astype(np.float64) for name, a in arrays.items()})
-    outs = {"output0": np.empty(want.shape, np.float32)}
+    outs = {"output0": aligned_empty(want.shape, np.float32)}  # as einc allocates its own outputs
     errors: dict[str, float] = {}
     calls: dict[str, Callable[[], object]] = {}
     slowest = 0.0

@@ -39,6 +39,7 @@ from einc.errors import RuntimeInputError, RuntimeMissingError, TargetError
 from einc.runtime.arrays import (
     HOST_TYPES,
     DeviceArray,
+    aligned_empty,
     converter_for,
     describe,
     device_array,
@@ -284,14 +285,14 @@ class Kernel:
             if info.name in given:
                 arg = self._take("output", info, given[info.name], writing=True)
                 if isinstance(arg, np.ndarray) and not arg.flags.c_contiguous:  # allowed: through a copy
-                    scratch = np.empty(arg.shape, arg.dtype)
+                    scratch = aligned_empty(arg.shape, arg.dtype)
                     written_back.append((arg, scratch))
                     arg = scratch
             elif on_device is not None:
                 made[info.name] = empty_like_library(example, info.shape, self._dtypes[info.name], "output", info.name)
                 arg = self._take("output", info, made[info.name], writing=True)
             else:
-                arg = np.empty(info.shape, self._dtypes[info.name])
+                arg = aligned_empty(info.shape, self._dtypes[info.name])
                 made[info.name] = arg
             outputs[info.name] = arg
         _check_no_overlap(inputs, outputs)

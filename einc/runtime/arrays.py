@@ -10,6 +10,10 @@ copies, and the outputs given back in the caller's array type.
   library's `from_dlpack` (cupy.from_dlpack, jax.numpy.from_dlpack; torch.from_numpy, the
   same zero-copy view, cheaper; else the `from_dlpack` of the type's top-level module),
   zero-copy; NumPy otherwise. Torch CPU tensors are read with `Tensor.numpy()` (zero-copy).
+- `aligned_empty`: the arrays einc creates (outputs, scratch) start on a 64-byte boundary
+  (`ALIGNMENT`), a cache line and one AVX-512 vector: NumPy's own allocation places large
+  arrays 16 bytes past one, where every 64-byte row store of a kernel spans two lines and
+  non-temporal stores fault.
 - `poisoned` / `poison`: outputs filled with a value no correct kernel leaves behind (debug
   mode, the tuner's runner, the tests).
 """
@@ -237,9 +241,26 @@ def empty_like_library(example: object, shape: tuple[int, ...], dtype: np.dtype,
     )
 
 
+ALIGNMENT = 64
+"""Bytes: where the arrays einc allocates start (a cache line, one 512-bit vector)."""
+
+
+def aligned_empty(shape: Sequence[int] | int, dtype: str | np.dtype, alignment: int = ALIGNMENT) -> np.ndarray:
+    """`np.empty(shape, dtype)` whose data starts on an `alignment`-byte boundary: a view into
+    a byte buffer over-allocated by `alignment - 1` bytes (the view keeps it alive)."""
+    dt = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    count = 1
+    for extent in shape:
+        count *= extent
+    raw = np.empty(count * dt.itemsize + alignment - 1, np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start : start + count * dt.itemsize].view(dt).reshape(shape)
+
+
 def poisoned(shape: Sequence[int], dtype: str | np.dtype) -> np.ndarray:
     """An array filled with a value no correct kernel leaves behind: NaN, or 0x5A bytes."""
-    out = np.empty(tuple(shape), dtype=np.dtype(dtype))
+    out = aligned_empty(shape, dtype)
     poison(out)
     return out
 

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from einc.errors import RuntimeInputError, ToolchainError
+from einc.runtime.arrays import aligned_empty
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.finders import compiler, compiler_identity, first_line, known
 from einc.runtime.signature import KernelSignature, check_array, check_no_overlap
@@ -297,7 +298,7 @@ def ctypes_call(
     result: dict[str, object] = {}
     for name, dtype, shape, is_output, repeat in spec.args:
         if is_output and (out is None or repeat):
-            array = np.empty(shape, dtype)
+            array = aligned_empty(shape, dtype)
         else:
             given = (out if is_output and out is not None else inputs).get(name)
             if type(given) is not np.ndarray or given.dtype != dtype or given.shape != shape:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from einc.errors import RuntimeInputError, TargetError, ToolchainError
-from einc.runtime.arrays import DeviceArray
+from einc.runtime.arrays import DeviceArray, aligned_empty
 from einc.runtime.manifest import Buffer, LaunchManifest
 from einc.runtime.signature import BufferSpec, check_array, check_no_overlap
 
@@ -127,7 +127,7 @@ def stage(
         elif buffer.role == "input":
             host[buffer.name] = np.ascontiguousarray(array.astype(wanted))
         else:
-            host[buffer.name] = np.empty(buffer.shape, wanted)
+            host[buffer.name] = aligned_empty(buffer.shape, wanted)
     return Staged(manifest, host, outputs, device)
 
 

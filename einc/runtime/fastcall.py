@@ -1,5 +1,5 @@
 """The C target's call trampoline: a small CPython extension that checks NumPy arrays against a
-kernel's signature, allocates its outputs and calls the kernel's function pointer, all in C.
+kernel's signature, allocates its outputs (64-byte aligned) and calls the kernel's function pointer, all in C.
 
 Why: from Python, reading an array's address costs about 1 µs (`a.ctypes.data` and
 `a.__array_interface__` build objects), so a ctypes call of a three-argument kernel cost
@@ -34,6 +34,7 @@ from types import ModuleType
 import numpy as np
 
 from einc.errors import ToolchainError
+from einc.runtime.arrays import ALIGNMENT
 from einc.runtime.cache import cached_artifact, content_key
 from einc.runtime.finders import compiler, compiler_identity
 
@@ -137,6 +138,29 @@ static void call_kernel(void *fn, int n, void **p) {
     }
 }
 
+/* A new C-contiguous array of `arg`'s dtype and shape whose data starts on a %(alignment)d-byte
+   boundary (einc.runtime.arrays.aligned_empty): a view into an over-allocated byte array. */
+static PyObject *aligned_empty(const Arg *arg) {
+    PyArray_Descr *descr = PyArray_DescrFromType(arg->type_num);
+    if (!descr) return NULL;
+#if NPY_ABI_VERSION < 0x02000000
+    npy_intp nbytes = descr->elsize;
+#else
+    npy_intp nbytes = PyDataType_ELSIZE(descr);
+#endif
+    for (int d = 0; d < arg->ndim; d++) nbytes *= arg->dims[d];
+    npy_intp rawlen = nbytes + %(alignment)d - 1;
+    PyObject *raw = PyArray_EMPTY(1, &rawlen, NPY_UINT8, 0);
+    if (!raw) { Py_DECREF(descr); return NULL; }
+    char *data = (char *)PyArray_DATA((PyArrayObject *)raw);
+    data += (%(alignment)d - (npy_intp)((uintptr_t)data %% %(alignment)d)) %% %(alignment)d;
+    PyObject *view = PyArray_NewFromDescr(&PyArray_Type, descr, arg->ndim, (npy_intp *)arg->dims, NULL, data,
+                                          NPY_ARRAY_CARRAY, NULL); /* steals descr */
+    if (!view) { Py_DECREF(raw); return NULL; }
+    if (PyArray_SetBaseObject((PyArrayObject *)view, raw) < 0) { Py_DECREF(view); return NULL; } /* steals raw */
+    return view;
+}
+
 /* call(spec, inputs: dict, out: dict | None) -> dict of outputs, or None (take the slow path) */
 static PyObject *call(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
     if (argc != 3) { PyErr_SetString(PyExc_TypeError, "call(spec, inputs, out)"); return NULL; }
@@ -185,7 +209,7 @@ static PyObject *call(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
         if (given && !arg->repeat) {
             obj = PyDict_GetItemWithError(out, arg->name); /* checked above */
         } else {
-            obj = PyArray_EMPTY(arg->ndim, (npy_intp *)arg->dims, arg->type_num, 0);
+            obj = aligned_empty(arg);
             if (!obj) { Py_DECREF(result); goto error; }
             made[nmade++] = obj;
             ptrs[i] = PyArray_DATA((PyArrayObject *)obj);
@@ -217,7 +241,7 @@ PyMODINIT_FUNC PyInit__einc_fastcall(void) {
     import_array();
     return PyModule_Create(&module);
 }
-""" % {"max_args": MAX_ARGS, "switch": _switch()}
+""" % {"max_args": MAX_ARGS, "switch": _switch(), "alignment": ALIGNMENT}
 
 
 def _includes() -> tuple[str, str]:

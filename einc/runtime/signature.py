@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
 )
 
 from einc.errors import RuntimeInputError
+from einc.runtime.arrays import aligned_empty
 from einc.ir.attrs import NAME_ATTR, OUTPUT_ATTR, numpy_dtype
 
 
@@ -91,7 +92,7 @@ class KernelSignature:
         allocate: Callable[[BufferSpec], np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         """The arrays in argument order, each checked against its spec. Missing outputs
-        are made by `allocate` (default `np.empty`), as is the second array of an output
+        are made by `allocate` (default `aligned_empty`: 64-byte aligned), as is the second array of an output
         returned twice. Raises RuntimeInputError for a missing
         or unknown name, a wrong dtype or shape, a non-contiguous array, a read-only
         output, or an output overlapping another argument."""
@@ -108,7 +109,7 @@ class KernelSignature:
                 raise RuntimeInputError(
                     f"unknown output '{name}' (the kernel produces {_names(self.outputs)})"
                 )
-        make = allocate or (lambda b: np.empty(b.shape, b.dtype))
+        make = allocate or (lambda b: aligned_empty(b.shape, b.dtype))
         arrays: list[np.ndarray] = []
         bound_outputs: set[str] = set()
         for spec in self.buffers:
