@@ -172,6 +172,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SplitIndexAxesPass
 
+    def einc_stream_stores():
+        from einc.passes.stream_stores import StreamStoresPass
+
+        return StreamStoresPass
+
     def verify_egpu():
         from einc.passes.verify_egpu import VerifyEgpuPass
 
@@ -225,6 +230,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-vectorize-loops": einc_vectorize_loops,
         "einc-split-index-axes": einc_split_index_axes,
         "einc-init-accumulators": einc_init_accumulators,
+        "einc-stream-stores": einc_stream_stores,
         "einc-index-width": einc_index_width,
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
         "einc-vectorize-global": einc_vectorize_global,

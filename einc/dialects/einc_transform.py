@@ -764,6 +764,24 @@ class DoubleBufferOp(IRDLOperation):
 
 
 @irdl_op_definition
+class StreamStoresOp(IRDLOperation):
+    """`transform.einc.stream_stores %tile`: store the copy-out of a `cache_write` tile with
+    non-temporal stores (C: `vmovntps` where the address is aligned to the vector, a plain
+    store where not; `sfence` at the end of the function; other targets: plain stores), for
+    an output written once (einc.transforms.stream_stores). Refused where the handle is not a
+    local cache_write tile into a kernel argument, or the kernel reads that output back; and
+    when the kernel is built, where a marked store did not become a vector store (located
+    here). No results."""
+
+    name = "transform.einc.stream_stores"
+    target = operand_def(AnyOpType)
+    assembly_format = "$target attr-dict"
+
+    def __init__(self, target: SSAValue):
+        super().__init__(operands=[target])
+
+
+@irdl_op_definition
 class KnobOp(IRDLOperation):
     """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
     allowed values and the selected one (as MLIR's `transform.tune.knob`). A search sets
@@ -827,7 +845,7 @@ EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
     SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
-    RotateOp, PrefetchOp,
+    RotateOp, PrefetchOp, StreamStoresOp,
 )
 
 

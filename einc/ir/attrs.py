@@ -83,6 +83,11 @@ INDEX_BITS_ATTR = "egpu.index_bits"
 ALIGN_ATTR = "egpu.align"
 """On an `egpu.vload` / `egpu.vstore`: the bytes its address is proven aligned to
 (`einc-vectorize-shared-loads`); a printer may then use the language's aligned vector load."""
+STREAM_ATTR = "einc.stream"
+"""On a tile's copy-out store (`affine.store`, then `egpu.vstore`): store it non-temporally
+(`transform.einc.stream_stores`; C: `vmovntps` where the address is aligned to the vector).
+Its value: the schedule op's `file:line:col` (empty where the text is not known), where
+`einc-stream-stores` reports a store it refuses."""
 DTYPE_ATTR = "egpu.dtype"
 """On a host buffer whose device storage was widened (`legalize-storage-dtypes`): the
 program's dtype; the memref's element type is then the device's storage dtype."""

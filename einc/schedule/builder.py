@@ -294,3 +294,8 @@ class ScheduleBuilder:
         its reduction loop (einc.transforms.double_buffer); inside `try_` where it may be
         refused."""
         self._step(et.DoubleBufferOp(buffer))
+
+    def stream_stores(self, buffer: SSAValue) -> None:
+        """Store the copy-out of the `cache_write` tile `buffer` non-temporally
+        (einc.transforms.stream_stores); inside `try_` where it may be refused."""
+        self._step(et.StreamStoresOp(buffer))

@@ -59,6 +59,7 @@ from einc.transforms.loops import LoopIndex
 from einc.transforms.reduction_order import rotate_band
 from einc.transforms.rfactor import rfactor_loop
 from einc.transforms.staging import cache_tensor
+from einc.transforms.stream_stores import mark_stream_stores
 from einc.transforms.tensorize import tensorize
 from einc.transforms.vectorize import mark_reduction_loop
 
@@ -534,6 +535,16 @@ class EincTransformFunctions(InterpreterFunctions):
             if not self._attached(buffer):
                 raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
             self.check(op, mark_double_buffer(buffer))
+        return ()
+
+    @impl(et.StreamStoresOp)
+    def run_stream_stores(self, interpreter: Interpreter, op: et.StreamStoresOp, args: PythonValues) -> PythonValues:
+        loc = self.schedule.locations.get(op)
+        where = f"{loc.file}:{loc.line}:{loc.col}" if loc is not None else ""
+        for buffer in handle_ops(args[0]):
+            if not self._attached(buffer):
+                raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
+            self.check(op, mark_stream_stores(buffer, where))
         return ()
 
     @impl(et.PrefetchOp)

@@ -80,11 +80,28 @@ def _range_bodies() -> dict[tuple[str, str, int], str]:
     return found
 
 
+def _stream_helper(size: int, feature: str, builtin: str) -> str:
+    """The non-temporal store of a `size`-byte vector (`transform.einc.stream_stores`):
+    `vmovntps` (gcc's builtin, clang's `__builtin_nontemporal_store`) where the address is a
+    multiple of `size`, which it requires, a plain store where it is not (an output a caller
+    placed off the line: the same numbers, no fault) or the host lacks the instruction."""
+    return (
+        f"{{P}} void einc_vstream{8 * size}_{{s}}x{{n}}({{t}}* a, {{T}} v) {{{{\n"
+        f"#if defined(__clang__) && defined({feature})\n"
+        f"  if (((uintptr_t)a & {size - 1}) == 0) {{{{ __builtin_nontemporal_store(v, ({{T}}*)a); return; }}}}\n"
+        f"#elif defined(__GNUC__) && defined({feature})\n"
+        f"  typedef float f_t __attribute__((vector_size({size})));\n"
+        f"  if (((uintptr_t)a & {size - 1}) == 0) {{{{ {builtin}((float*)a, (f_t)v); return; }}}}\n"
+        "#endif\n"
+        "  *({T}_mem*)a = v;\n}}"
+    )
+
+
 class CTarget(CLikeTarget):
     name: ClassVar[str] = "c"
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,legalize-bf16-storage,einc-init-accumulators,"
-        "einc-vectorize-loops{target=c},canonicalize,cse"
+        "einc-vectorize-loops{target=c},einc-stream-stores,canonicalize,cse"
     )
     includes: ClassVar[tuple[str, ...]] = ("math.h", "stdbool.h", "stdint.h", "stdlib.h")
     sketches: ClassVar[str] = "cpu"
@@ -123,7 +140,18 @@ class CTarget(CLikeTarget):
         "vrepeat64": "{P} {T} einc_vrepeat64_{s}x{n}(const {t}* a) {{ "
         "typedef long long q_t __attribute__((vector_size(sizeof({T})))); long long q; "
         "__builtin_memcpy(&q, a, 8); return ({T})(q - (q_t){{}}); }}",
+        **{f"vstream{8 * size}": _stream_helper(size, feature, builtin) for size, feature, builtin in (
+            (64, "__AVX512F__", "__builtin_ia32_movntps512"), (32, "__AVX__", "__builtin_ia32_movntps256"),
+            (16, "__SSE__", "__builtin_ia32_movntps"))},  # fmt: skip
     }
+    stream_stores: ClassVar[Mapping[int, str]] = {
+        64: "einc_vstream512_{s}x{n}({p}, {v});", 32: "einc_vstream256_{s}x{n}({p}, {v});",
+        16: "einc_vstream128_{s}x{n}({p}, {v});",
+    }
+    stream_fence: ClassVar[tuple[str, str]] = (
+        "einc_sfence();",
+        "static inline void einc_sfence(void) {\n#if defined(__SSE__)\n  __builtin_ia32_sfence();\n#endif\n}",
+    )
     outline_parallel_loops: ClassVar[bool] = True
     lanewise_bodies: ClassVar[Mapping[tuple[str, str, int], str]] = _range_bodies()
     vector_shuffle_guard: ClassVar[str] = "defined(__clang__) || __GNUC__ >= 12"

@@ -290,6 +290,12 @@ class CLikeTarget:
     aligned_vector_store: ClassVar[str] = ""
     """A vector store to an address aligned to the vector's size (`egpu.align`); "" prints
     `vector_store`."""
+    stream_stores: ClassVar[Mapping[int, str]] = {}
+    """A non-temporal vector store statement (`einc.stream`: transform.einc.stream_stores) by the
+    vector's size in bytes; a size not here prints `vector_store`."""
+    stream_fence: ClassVar[tuple[str, str]] = ("", "")
+    """The statement ending a function that holds non-temporal stores (C: `sfence`: they are
+    weakly ordered) and the helper function it calls ("" none)."""
     vector_convert: ClassVar[str] = "__builtin_convertvector({0}, {T})"
     """`egpu.vconvert` of `{0}` to vector type `{T}` (each element as a C cast); "" converts
     lane by lane with the scalar cast."""

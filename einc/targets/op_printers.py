@@ -18,7 +18,7 @@ from xdsl.ir import Operation, SSAValue
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError
-from einc.ir.attrs import ALIGN_ATTR, PARALLEL_ATTR, VECTORIZE_ATTR
+from einc.ir.attrs import ALIGN_ATTR, PARALLEL_ATTR, STREAM_ATTR, VECTORIZE_ATTR
 from einc.transforms.affine_index import dims_to_operands
 from einc.targets.spelling import ADD, ATOM, UNARY, Expr
 
@@ -226,12 +226,16 @@ def _vector_lane_accesses(w: Writer, buffer: SSAValue, index: Expr, n: int) -> l
     ]
 
 
+def _vector_bytes(t: VectorType) -> int:
+    element = t.get_element_type()
+    bits = element.bitwidth if isinstance(element, AnyFloat) else element.width.data if isinstance(element, IntegerType) else 0
+    return t.get_shape()[0] * bits // 8
+
+
 def _aligned(op: egpu.VLoadOp | egpu.VStoreOp, t: VectorType) -> bool:
     """Whether `op` is marked aligned to its vector's size (`egpu.align`)."""
     align = op.attributes.get(ALIGN_ATTR)
-    element = t.get_element_type()
-    bits = element.bitwidth if isinstance(element, AnyFloat) else element.width.data if isinstance(element, IntegerType) else 0
-    size = t.get_shape()[0] * bits // 8
+    size = _vector_bytes(t)
     return isinstance(align, IntegerAttr) and size > 0 and align.value.data >= size
 
 
@@ -274,6 +278,8 @@ def _vstore(w: Writer, op: egpu.VStoreOp) -> None:
     index = w.flat_values(op.memref, op.indices)
     value = w.value(op.value)
     fmt = w.t.aligned_vector_store if w.t.aligned_vector_store and _aligned(op, t) else w.t.vector_store
+    if STREAM_ATTR in op.attributes:  # transform.einc.stream_stores (einc-stream-stores checked the size)
+        fmt = w.t.stream_stores.get(_vector_bytes(t), fmt)
     if fmt:
         p = f"&{w.access(op.memref, index)}"
         w.line(w.vector_spelling(fmt, t, p=p, v=value.text))

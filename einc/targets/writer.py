@@ -43,7 +43,7 @@ from xdsl.ir.affine import (
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError, TargetError
-from einc.ir.attrs import ALIGN_ATTR, INDEX_BITS_ATTR
+from einc.ir.attrs import ALIGN_ATTR, INDEX_BITS_ATTR, STREAM_ATTR
 from einc.ir.locations import tag
 from einc.transforms.affine_index import dims_to_operands, shared_dims, simplify_flat
 from einc.transforms.ranges import Range, expr_range, value_range
@@ -219,9 +219,18 @@ class Writer:
         for pragma in self.t.body_pragmas(f):
             self.line(pragma)
         self.block(f.body.block)
+        self.stream_fence(f)
         self.close()
         self.scopes.pop()
         self.index_bits = 64
+
+    def stream_fence(self, root: Operation) -> None:
+        """The target's fence after non-temporal stores (`einc.stream`), where `root` holds any."""
+        statement, helper = self.t.stream_fence
+        if statement and any(STREAM_ATTR in op.attributes for op in root.walk()):
+            if helper:
+                self.helpers_used.setdefault(("stream_fence", ""), helper)
+            self.line(statement)
 
     def block(self, block: Block) -> None:
         for op in block.ops:
@@ -331,6 +340,7 @@ class Writer:
         self.lines, self.depth = [], 0
         self.open(self.t.outlined_signature(self, f, name, params))
         self.block(loop.body.block)
+        self.stream_fence(loop)
         self.close()
         self.outlined.extend([""] * bool(self.outlined) + self.lines)
         self.lines, self.depth = lines, depth

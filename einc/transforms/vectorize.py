@@ -91,7 +91,7 @@ CASTS: frozenset[type[Operation]] = frozenset({
 })  # fmt: skip
 """Conversions with C-cast semantics: `egpu.vconvert` on vectors."""
 
-from einc.ir.attrs import REDUCTION_ATTR
+from einc.ir.attrs import REDUCTION_ATTR, STREAM_ATTR
 
 REDUCTIONS: dict[type[Operation], egpu.ReduceKind] = {
     arith.AddfOp: egpu.ReduceKind.ADD, arith.MulfOp: egpu.ReduceKind.MUL,
@@ -675,7 +675,10 @@ def vectorize_loop(
                 vectors[op.result] = vload.result
             else:
                 assert isinstance(op, affine.StoreOp)
-                ops.append(egpu.VStoreOp(vector(op.value), op.memref, indices))
+                vstore = egpu.VStoreOp(vector(op.value), op.memref, indices)
+                if STREAM_ATTR in op.attributes:  # transform.einc.stream_stores' mark
+                    vstore.attributes[STREAM_ATTR] = op.attributes[STREAM_ATTR]
+                ops.append(vstore)
             continue
         if isinstance(op, affine.ApplyOp) and op.result in plan.varying:
             continue  # folded into the accesses

@@ -46,7 +46,7 @@ from einc.transforms.loop_analysis import accesses, buffer_name, carried_depende
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
        "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce",
-       "group_lanes", "rotate", "prefetch")  # fmt: skip
+       "group_lanes", "rotate", "prefetch", "stream_stores")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -76,6 +76,9 @@ LATE_WEIGHTS = {"coalesce": 0.08, "group_lanes": 0.05, "rotate": 0.06}
 PREFETCH_WEIGHT = 0.3
 """How often a script ends with a prefetch (`_Gen.prefetch`, a stream of its own, like
 tensorize's: a later op than LATE_WEIGHTS's, whose draws there would shift the others')."""
+STREAM_WEIGHT = 0.5
+"""How often a script with a kept cache_write ends with `stream_stores` of one of its tiles
+(`_Gen.stream_stores`, a stream of its own)."""
 HALO_WEIGHT = 0.3
 """How often a script ends with a `cache_read ... halo` (`_Gen.halo`, a stream of its own)."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
@@ -542,6 +545,7 @@ class _Gen:
                 continue
             self.attempt(made[1])
         self.prefetch()
+        self.stream_stores()
         self.halo()
         self.tensorize()
         return self.draft
@@ -591,6 +595,18 @@ class _Gen:
         h = self.match(loop, lines)
         lines.append(f'{self.handle()} = transform.einc.prefetch "{side.choice(names)}" at {h} by {side.choice([1, 1, 2, 3])}')
         self.attempt(lines)
+
+    def stream_stores(self) -> None:
+        """Non-temporal copy-out stores of a tile a kept `cache_write` made, after the random
+        steps of some scripts: refused (located) where the handle was replaced since, the
+        copy-out is no whole vector store or the output is read back. Drawn from a generator
+        of its own, as `prefetch`, so the other draws stay."""
+        side = random.Random(hash(self.rng.getstate()[1]) + 3)
+        tiles = [m.group(1) for ln in self.draft.lines for m in [re.match(r"(%\w+) = transform\.einc\.cache_write ", ln)] if m]
+        if not tiles or side.random() > STREAM_WEIGHT:
+            return
+        self.marks = []
+        self.attempt([f"transform.einc.stream_stores {side.choice(tiles)}"])
 
     def halo(self) -> None:
         """A local staging of a tensor with its halo (`cache_read ... halo`) after the random

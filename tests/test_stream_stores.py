@@ -1,0 +1,105 @@
+"""transform.einc.stream_stores (einc/transforms/stream_stores.py): a cache_write tile's
+copy-out stored non-temporally on C. The source calls the streaming helper (`vmovntps` where
+the address is aligned to the vector, a plain store where not) and fences each function that
+holds such stores; the numbers are NumPy's on einc's own (64-byte aligned) outputs and on a
+caller's output 16 bytes past a cache line (where `vmovntps` would fault); other targets print
+plain stores. Refusals are located schedule errors (lit: schedules/invalid_stream_stores.mlir)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import einc
+from einc.errors import ScheduleError
+from einc.runtime.arrays import ALIGNMENT, aligned_empty
+
+PROGRAM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+SHAPES = {"input0": {"dtype": "float32", "shape": [3, 8, 24]}, "input1": {"dtype": "float32", "shape": [3, 24, 64]}}
+
+
+def script(extra: str = "transform.einc.stream_stores %c") -> str:
+    lines = ['%b = transform.einc.match stmt "output0" axis "B" in %root',
+             '%n = transform.einc.match stmt "output0" axis "N" in %root',
+             '%no, %ni = transform.einc.tile %n by 4',
+             '%c = transform.einc.cache_write "output0" at %no',
+             'transform.einc.parallelize %b', extra, "transform.yield"]  # fmt: skip
+    body = "\n".join(f"    {line}" for line in lines)
+    return f"builtin.module {{\n  transform.named_sequence @__transform_main(%root: !transform.any_op) {{\n{body}\n  }}\n}}\n"
+
+
+def arrays() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(26)
+    return {n: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for n, v in SHAPES.items()}
+
+
+def want(a: dict[str, np.ndarray]) -> np.ndarray:
+    return np.einsum("bnk,bkm->bnm", a["input0"].astype(np.float64), a["input1"].astype(np.float64))
+
+
+def test_stream_stores_print_and_fence() -> None:
+    kernel = einc.compile(PROGRAM, SHAPES, schedule=script(), use_records=False)
+    plain = einc.compile(PROGRAM, SHAPES, schedule=script(""), use_records=False)
+    source = kernel.source
+    assert "einc_vstream" in source and "__builtin_ia32_movntps" in source and "(uintptr_t)a &" in source
+    assert "einc_vstream" not in plain.source and "einc_sfence" not in plain.source
+    # the copy-out into output0 streams; the tile's stores (output0_local) do not
+    streamed = [line for line in source.splitlines() if "einc_vstream" in line and "&output0" in line]
+    assert streamed and not any("output0_local[" in line.split("(", 1)[1].split(",")[0] for line in streamed)
+    # a fence ends the outlined parallel body and the kernel
+    assert source.count("einc_sfence();") == 2
+    body = source[source.index("static inline void einc_parallel_0"):]
+    body = body[: body.index("\n}\n")]
+    assert body.rstrip().endswith("einc_sfence();")
+
+
+@pytest.mark.parametrize("offset", [0, 4, 8])
+def test_stream_stores_numbers_on_aligned_and_misaligned_outputs(offset: int) -> None:
+    kernel = einc.compile(PROGRAM, SHAPES, schedule=script(), use_records=False)
+    a = arrays()
+    got = kernel(**a)["output0"]
+    assert got.ctypes.data % ALIGNMENT == 0
+    np.testing.assert_allclose(got, want(a), rtol=1e-5, atol=1e-5)
+    raw = aligned_empty(got.size + offset, "float32")
+    out = raw[offset:].reshape(got.shape)  # offset * 4 bytes past a cache line
+    out.fill(np.nan)
+    kernel(out=out, **a)
+    np.testing.assert_allclose(out, want(a), rtol=1e-5, atol=1e-5)
+
+
+def test_stream_stores_plain_on_other_targets() -> None:
+    kernel = einc.compile(PROGRAM, SHAPES, target="opencl", schedule=script().replace(
+        "transform.einc.parallelize %b", ""), use_records=False)  # fmt: skip
+    assert "stream" not in kernel.source and "movnt" not in kernel.source
+
+
+def test_stream_stores_refused_on_a_scalar_copy_out() -> None:
+    """A tile of one element (staged at the reduction's tile loop): its copy-out is a scalar store."""
+    text = script().replace('%c = transform.einc.cache_write "output0" at %no',
+                            '%k = transform.einc.match stmt "output0" axis "K" in %root\n'
+                            '    %ko, %ki = transform.einc.tile %k by 8\n'
+                            '    %c = transform.einc.cache_write "output0" at %ko')  # fmt: skip
+    with pytest.raises(ScheduleError, match="'output0' is not a vector store") as info:
+        einc.compile(PROGRAM, SHAPES, schedule=text, use_records=False)
+    assert info.value.loc is not None and info.value.loc.line == 10
+
+
+def test_stream_stores_refused_on_a_tile_read_back() -> None:
+    """A row tile inside the reduction loop is copied in from output0 at every K."""
+    text = script().replace('%c = transform.einc.cache_write "output0" at %no',
+                            '%m = transform.einc.match stmt "output0" axis "M" in %root\n'
+                            '    %k = transform.einc.match stmt "output0" axis "K" in %root\n'
+                            '    %k2, %n2, %m2 = transform.einc.reorder %k, %n, %m\n'
+                            '    %c = transform.einc.cache_write "output0" at %n2')  # fmt: skip
+    text = text.replace("    %no, %ni = transform.einc.tile %n by 4\n", "")
+    with pytest.raises(ScheduleError, match="reads 'output0' back") as info:
+        einc.compile(PROGRAM, SHAPES, schedule=text, use_records=False)
+    assert info.value.loc is not None and info.value.loc.line == 10
+
+
+def test_stream_stores_refused_on_a_cache_read() -> None:
+    text = script().replace('%c = transform.einc.cache_write "output0" at %no',
+                            '%c = transform.einc.cache_read "input1" at %no')  # fmt: skip
+    with pytest.raises(ScheduleError, match="no copy-out writes it back") as info:
+        einc.compile(PROGRAM, SHAPES, schedule=text, use_records=False)
+    assert info.value.loc is not None and info.value.loc.line == 8
