@@ -937,10 +937,17 @@ first: 4 x 8 is the fastest of 4x4, 4x8 and 8x8 on the Poplar harness (MatMul 51
 Benchmarks; the tuner's `vertex.reg` sketch searches 2-8 of each)."""
 
 
+def _register_size(extent: int, options: tuple[int, ...]) -> int:
+    """The largest of `options` dividing `extent`, else the largest not over it (the axis'
+    last tile then partial, peeled), else 0."""
+    return next((r for r in options if extent % r == 0), next((r for r in options if r <= extent), 0))
+
+
 def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
     """Each contraction's two innermost output axes (y, x) in register tiles of private
-    accumulators, nothing bound: tiled by the largest of GRIDLESS_REGISTERS dividing them,
-    the reductions inside the tile loops, the tile's outputs in a private array
+    accumulators, nothing bound: tiled by the largest of GRIDLESS_REGISTERS dividing them
+    (or, where none does, the largest not over the axis, its partial last tile peeled into
+    a plain nest after the whole ones), the reductions inside the tile loops, the tile's outputs in a private array
     (`cache_write` local), its loops unrolled; the mapping pass gives each register tile a
     point and Poplar's vertex split spreads them over the tiles (bands of register rows, or
     boxes, the last box of a grid they do not divide clipped). Only where a tile's rows
@@ -962,16 +969,29 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
             continue  # the accumulators' type: a float16 output is computed wider, in no local array of its own
         y, x = nest.spatial[-2], nest.spatial[-1]
         depth = math.prod(nest.extent(r) for r in nest.reduction)
-        sizes = [next((r for r in options if nest.extent(a) % r == 0), 0) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
+        sizes = [_register_size(nest.extent(a), options) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
         if not all(sizes) or 2 * max(sizes) * depth * 4 > d.tile_memory // 4:
             continue
         yo, yr = b.tile(b.handle(y), sizes[0])
         xo, xr = b.tile(b.handle(x), sizes[1])
         others = [b.handle(s) for s in nest.spatial[:-2]]
-        new = b.reorder([*others, yo, xo, *(b.handle(r) for r in nest.reduction), yr, xr])
+        new = list(b.reorder([*others, yo, xo, *(b.handle(r) for r in nest.reduction), yr, xr]))
+        # an axis the size does not divide: its whole tiles apart from the partial last one,
+        # which stays a plain (min-bounded) nest after them; in the whole tiles the register
+        # loops' bounds are constants, so they unroll over a fixed-shape local array
+        peeled = [bool(nest.extent(a) % r) for a, r in zip((y, x), sizes)]
+        for at, cut in zip((len(others), len(others) + 1), peeled):
+            if cut:
+                new[at], _ = b.peel(new[at], 1)
         b.cache_write(buffer_name(nest.output), new[len(others) + 1], "local")
         b.unroll(new[-1], sizes[1])
         b.unroll(new[-2], sizes[0])
+        # the pieces as nests of their own (whole tiles; the right strip; the bottom strip):
+        # the mapping pass then gives each whole register tile a point
+        if peeled[1]:
+            b.distribute(new[len(others)], 2)
+        for h in reversed(new[: len(others)] if any(peeled) else []):
+            b.distribute(h, 1 + peeled[0] + peeled[1])
     return None if b.empty() else b.finish()
 
 
