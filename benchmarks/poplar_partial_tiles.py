@@ -4,7 +4,7 @@ side and timed interleaved in one process on the Poplar CPU harness; both checke
 NumPy (float64). Prints per-round ms and the medians.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 \\
-        PYTHONPATH=$PWD .venv/bin/python benchmarks/poplar_partial_tiles.py --shape 251,499,128 --rounds 5
+        PYTHONPATH=$PWD .venv/bin/python benchmarks/poplar_partial_tiles.py --shape 252,499,128 --rounds 5
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def build(n: int, k: int, m: int, unscheduled: bool):  # noqa: ANN201
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", default="251,499,128", help="N,M,K")
+    parser.add_argument("--shape", default="252,499,128", help="N,M,K")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     n, m, k = (int(s) for s in args.shape.split(","))
