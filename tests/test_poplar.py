@@ -761,3 +761,40 @@ def test_default_register_tiles_a_grid_not_a_power_of_two() -> None:
     source = comp.results["source"]
     assert "float output0_local[32];" in source and "poplar::Output<poplar::Vector<float>> output0;" in source
     _matmul_matches(comp, inputs)
+
+
+@pytest.mark.parametrize(
+    ("ir", "a", "b"),
+    [(_MM, [12, 7], [7, 11]),
+     (_MM, [36, 17], [17, 29]),
+     (_MM, [16, 5], [5, 13]),
+     ("output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]", [2, 8, 6], [2, 6, 11])],
+)  # fmt: skip
+def test_default_register_tiles_peel_columns_no_size_divides(ir: str, a: list[int], b: list[int]) -> None:
+    """Output columns no register tile size divides (11, 29, 13) are tiled by the largest
+    size not over them, the partial last tile peeled: the whole register tiles are one
+    kernel (a point per tile where nothing is batched, accumulators in a local array), the
+    remainder columns a plain nest of their own after it (so the `+=!` fill stays a kernel
+    before both). Results are NumPy's, on the harness and on the interpreter."""
+    require("poplar")
+    inputs = {"input0": {"dtype": "float32", "shape": a}, "input1": {"dtype": "float32", "shape": b}}
+    comp = _compile(ir, inputs)
+    split = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]
+    assert len(split) == 3  # the fill, the whole tiles, the remainder columns
+    if len(a) == 2:  # a point per whole register tile (a batched one's stay unbound, as when sizes divide)
+        whole = split[1].attributes["egpu.point_shape"]
+        assert [p.value.data for p in whole.data] == [a[0] // 4, b[1] // 8]
+    assert "float output0_local[32];" in comp.results["source"]
+    _matmul_matches(comp, inputs)
+
+
+def test_default_leaves_rows_no_size_divides_unscheduled() -> None:
+    """An odd row count stays unscheduled (a peeled strip of the last rows would be one
+    vertex reading all the inputs, over a tile's memory at 251 x 499 x 128): one kernel, no
+    register tiles, NumPy's results."""
+    require("poplar")
+    inputs = {"input0": {"dtype": "float32", "shape": [13, 8]}, "input1": {"dtype": "float32", "shape": [8, 27]}}
+    comp = _compile(_MM, inputs)
+    assert len([k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]) == 1
+    assert "output0_local" not in comp.results["source"]
+    _matmul_matches(comp, inputs)
