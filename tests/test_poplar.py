@@ -8,6 +8,7 @@ memory limit, and local arrays inside a vertex's compute().
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -761,3 +762,53 @@ def test_default_register_tiles_a_grid_not_a_power_of_two() -> None:
     source = comp.results["source"]
     assert "float output0_local[32];" in source and "poplar::Output<poplar::Vector<float>> output0;" in source
     _matmul_matches(comp, inputs)
+
+
+@pytest.mark.parametrize(("ir", "shapes", "grid"), [
+    (_MM, ([13, 11], [11, 7]), [4, 1]),  # 13 rows: 4 + 4 + 4 + 1; 7 columns: one tile of 7
+    (_MM, ([37, 29], [29, 17]), [10, 3]),  # primes: the last row tile 1 row, the last column tile 1
+], ids=["13x11x7", "37x29x17"])  # fmt: skip
+def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list[int], list[int]], grid: list[int]) -> None:
+    """An output axis no register tile size divides (13, 37, 17, 11: primes) still gets
+    register tiles by default, 4 x 8 with the last tile partial: the tile loops run to
+    `min(tile, size - start)` and unroll completely, each copy that the last tile lacks
+    under a guard (`if (1 < v)`, v = `N_o * -1 + 13`), so the accumulators are indexed by
+    constants; an axis shorter than a tile is one tile of its length (7 columns). Results are NumPy's; the interpreter, vertex by vertex inside their
+    slices (the written slices clipped to the tensor per dimension), agrees."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+
+    inputs = {"input0": {"dtype": "float32", "shape": shapes[0]}, "input1": {"dtype": "float32", "shape": shapes[1]}}
+    comp = _compile(ir, inputs)
+    kernels = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]
+    assert len(kernels) == 1 and [a.value.data for a in kernels[0].attributes["egpu.point_shape"].data] == grid
+    source = comp.results["source"]
+    columns = min(8, shapes[1][-1])
+    assert f"float output0_local[{4 * columns}];" in source and "einc_minsi" not in source
+    assert f"= N_o * -1 + {shapes[0][-2]};" in source and re.search(r"if \(1 < v(_\d+)?\) \{", source)  # the rows' guards
+    values = _random(inputs, fresh_seed())
+    outputs, _ = _run(comp, values)
+    want = np.matmul(values["input0"].astype(np.float64), values["input1"].astype(np.float64))
+    np.testing.assert_allclose(outputs["output0"], want, rtol=1e-5, atol=1e-4)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+
+
+def test_partial_register_tiles_over_several_vertices_and_in_boxes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partial register tiles split like whole ones: 99 x 101 outputs in 4 x 8 tiles (the
+    last row and column tiles partial) over several vertices, each writing its band of
+    rows (cut only between disjoint hulls, the partial tiles' rows clipped to the tensor);
+    on tiles of 4 KiB, 45 x 51 in 4 x 4 tiles in boxes, the last box clipped. Both equal
+    to NumPy, and the interpreter agrees."""
+    require("poplar")
+    inputs = {"input0": {"dtype": "float32", "shape": [99, 37]}, "input1": {"dtype": "float32", "shape": [37, 101]}}
+    comp = _compile(_MM, inputs)
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.vertices > 1 and split.points == 25 * 13
+    first, end = split.read_slices[2]
+    assert end[-1] == 99 * 101 and all(e == f for e, f in zip(end, first[1:]))
+    _matmul_matches(comp, inputs)
+    split, comp, records = _boxed_register_tiles(monkeypatch, 45, 20, 51)
+    assert split.shape == (12, 13) and split.vertices > 1
+    assert "= N_o * -1 + 45;" in comp.results["source"]

@@ -918,9 +918,18 @@ first: 4 x 8 is the fastest of 4x4, 4x8 and 8x8 on the Poplar harness (MatMul 51
 Benchmarks; the tuner's `vertex.reg` sketch searches 2-8 of each)."""
 
 
+def register_size(extent: int, options: Sequence[int]) -> int:
+    """The register tile along an axis of `extent`: the largest of `options` (largest first)
+    that divides it, else the largest clipped to the axis (the extent itself where it is
+    shorter: one tile; else a last partial tile, its loops guarded when unrolled:
+    loop_transforms._unroll_clipped)."""
+    return next((r for r in options if extent % r == 0), min(options[0], extent))
+
+
 def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
     """Each contraction's two innermost output axes (y, x) in register tiles of private
-    accumulators, nothing bound: tiled by the largest of GRIDLESS_REGISTERS dividing them,
+    accumulators, nothing bound: tiled by the largest of GRIDLESS_REGISTERS dividing them
+    (else the largest, its last tile partial: `register_size`),
     the reductions inside the tile loops, the tile's outputs in a private array
     (`cache_write` local), its loops unrolled; the mapping pass gives each register tile a
     point and Poplar's vertex split spreads them over the tiles (bands of register rows, or
@@ -943,8 +952,8 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
             continue  # the accumulators' type: a float16 output is computed wider, in no local array of its own
         y, x = nest.spatial[-2], nest.spatial[-1]
         depth = math.prod(nest.extent(r) for r in nest.reduction)
-        sizes = [next((r for r in options if nest.extent(a) % r == 0), 0) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
-        if not all(sizes) or 2 * max(sizes) * depth * 4 > d.tile_memory // 4:
+        sizes = [register_size(nest.extent(a), options) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
+        if 2 * max(sizes) * depth * 4 > d.tile_memory // 4:
             continue
         yo, yr = b.tile(b.handle(y), sizes[0])
         xo, xr = b.tile(b.handle(x), sizes[1])
