@@ -41,7 +41,7 @@ def main() -> None:
         at = argv.index("--rounds")
         rounds = int(argv[at + 1])
         del argv[at:at + 2]
-    shapes = [tuple(int(x) for x in s.split("x")) for s in argv] or [(499, 499, 499), (500, 997, 300)]
+    shapes = [tuple(int(x) for x in s.split("x")) for s in argv] or [(499, 499, 499), (500, 300, 997)]
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
     rng = np.random.default_rng(0)
     for n, k, m in shapes:
