@@ -764,10 +764,14 @@ def test_default_register_tiles_a_grid_not_a_power_of_two() -> None:
     _matmul_matches(comp, inputs)
 
 
+_BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+
+
 @pytest.mark.parametrize(("ir", "shapes", "grid"), [
     (_MM, ([13, 11], [11, 7]), [4, 1]),  # 13 rows: 4 + 4 + 4 + 1; 7 columns: one tile of 7
     (_MM, ([37, 29], [29, 17]), [10, 3]),  # primes: the last row tile 1 row, the last column tile 1
-], ids=["13x11x7", "37x29x17"])  # fmt: skip
+    (_BMM, ([3, 13, 5], [3, 5, 11]), [3, 4, 2]),  # a batch axis: a point per batch too
+], ids=["13x11x7", "37x29x17", "batch-3x13x5x11"])  # fmt: skip
 def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list[int], list[int]], grid: list[int]) -> None:
     """An output axis no register tile size divides (13, 37, 17, 11: primes) still gets
     register tiles by default, 4 x 8 with the last tile partial: the tile loops run to
@@ -812,3 +816,28 @@ def test_partial_register_tiles_over_several_vertices_and_in_boxes(monkeypatch: 
     split, comp, records = _boxed_register_tiles(monkeypatch, 45, 20, 51)
     assert split.shape == (12, 13) and split.vertices > 1
     assert "= N_o * -1 + 45;" in comp.results["source"]
+
+
+def test_default_register_tiled_batch_matmul_spreads_over_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch matmul in register tiles (the default) maps its batch axis to points as well:
+    the tile's private array has a batch dimension of 1, copied out at `B + c0` over a unit
+    loop, which owns the element as the bare `B` would. On tiles of 4 KiB, 3 x 16 x 8 by 3
+    x 8 x 16 (6 KB of data) spreads its 3 x 4 x 2 points (4 x 8 register tiles) over
+    several tiles; before, the whole kernel stayed one vertex over a tile (AntaresIR.md's BatchMatMul at its
+    published size was refused so). Results are NumPy's; the interpreter agrees."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+    from einc.targets.poplar import PoplarTarget
+
+    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
+    inputs = {"input0": {"dtype": "float32", "shape": [3, 16, 8]}, "input1": {"dtype": "float32", "shape": [3, 8, 16]}}
+    comp = _compile(_BMM, inputs)
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.points == 3 * 4 * 2 and split.vertices > 1 and split.bytes <= 4096
+    values = _random(inputs, fresh_seed())
+    outputs, _ = _run(comp, values)
+    want = np.matmul(values["input0"].astype(np.float64), values["input1"].astype(np.float64))
+    np.testing.assert_allclose(outputs["output0"], want, rtol=1e-5, atol=1e-4)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
