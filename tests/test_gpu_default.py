@@ -402,6 +402,7 @@ def test_poplar_default_register_tiles_contractions_only() -> None:
 
 POPLAR_PROGRAMS = {
     "matmul": (MATMUL, {"input0": [96, 256], "input1": [256, 128]}),
+    "matmul-odd": (MATMUL, {"input0": [97, 256], "input1": [256, 131]}),  # vertex.reg: partial last tiles
     "softmax": (SOFTMAX, {"input0": [64, 512]}),
     "rowsum": ("output0[N] +=! input0[N, C]", {"input0": [512, 512]}),
 }
@@ -423,6 +424,7 @@ def test_poplar_space_is_legal_by_construction(name: str) -> None:
     task = TuneTask(ir, "poplar", f"<{name}>", {k: {"dtype": "float32", "shape": v} for k, v in shapes.items()})
     space = SearchSpace.from_task(task)
     assert set(space.sketches) - {"default"} and all(s in ("default", "vertex", "vertex.vector", "vertex.reg") for s in space.sketches)
+    assert ("vertex.reg" in space.sketches) == name.startswith("matmul")  # also where no tile divides (97 x 131)
     points = [Point.of(sketch, dict(zip(options, values))) for sketch in space.sketches
               for options in [space.knob_options(sketch)] for values in itertools.product(*options.values())]  # fmt: skip
     assert len(points) == space.size() and len(set(points)) == len(points) > 2

@@ -8,6 +8,7 @@ memory limit, and local arrays inside a vertex's compute().
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
@@ -763,38 +764,80 @@ def test_default_register_tiles_a_grid_not_a_power_of_two() -> None:
     _matmul_matches(comp, inputs)
 
 
-@pytest.mark.parametrize(
-    ("ir", "a", "b"),
-    [(_MM, [12, 7], [7, 11]),
-     (_MM, [36, 17], [17, 29]),
-     (_MM, [16, 5], [5, 13]),
-     ("output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]", [2, 8, 6], [2, 6, 11])],
-)  # fmt: skip
-def test_default_register_tiles_peel_columns_no_size_divides(ir: str, a: list[int], b: list[int]) -> None:
-    """Output columns no register tile size divides (11, 29, 13) are tiled by the largest
-    size not over them, the partial last tile peeled: the whole register tiles are one
-    kernel (a point per tile where nothing is batched, accumulators in a local array), the
-    remainder columns a plain nest of their own after it (so the `+=!` fill stays a kernel
-    before both). Results are NumPy's, on the harness and on the interpreter."""
+_BMM = "output0[B, N, M] +=! input0[B, N, K] * input1[B, K, M]"
+
+
+@pytest.mark.parametrize(("ir", "shapes", "grid"), [
+    (_MM, ([13, 11], [11, 7]), [4, 1]),  # 13 rows: 4 + 4 + 4 + 1; 7 columns: one tile of 7
+    (_MM, ([37, 29], [29, 17]), [10, 3]),  # primes: the last row tile 1 row, the last column tile 1
+    (_BMM, ([3, 13, 5], [3, 5, 11]), [3, 4, 2]),  # a batch axis: a point per batch too
+], ids=["13x11x7", "37x29x17", "batch-3x13x5x11"])  # fmt: skip
+def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list[int], list[int]], grid: list[int]) -> None:
+    """An output axis no register tile size divides (13, 37, 17, 11: primes) still gets
+    register tiles by default, 4 x 8 with the last tile partial: the tile loops run to
+    `min(tile, size - start)` and unroll completely, each copy that the last tile lacks
+    under a guard (`if (1 < v)`, v = `N_o * -1 + 13`), so the accumulators are indexed by
+    constants; an axis shorter than a tile is one tile of its length (7 columns). Results are NumPy's; the interpreter, vertex by vertex inside their
+    slices (the written slices clipped to the tensor per dimension), agrees."""
     require("poplar")
-    inputs = {"input0": {"dtype": "float32", "shape": a}, "input1": {"dtype": "float32", "shape": b}}
+    from einc.semantics.egpu import run_lowered
+
+    inputs = {"input0": {"dtype": "float32", "shape": shapes[0]}, "input1": {"dtype": "float32", "shape": shapes[1]}}
     comp = _compile(ir, inputs)
-    split = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]
-    assert len(split) == 3  # the fill, the whole tiles, the remainder columns
-    if len(a) == 2:  # a point per whole register tile (a batched one's stay unbound, as when sizes divide)
-        whole = split[1].attributes["egpu.point_shape"]
-        assert [p.value.data for p in whole.data] == [a[0] // 4, b[1] // 8]
-    assert "float output0_local[32];" in comp.results["source"]
-    _matmul_matches(comp, inputs)
+    kernels = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]
+    assert len(kernels) == 1 and [a.value.data for a in kernels[0].attributes["egpu.point_shape"].data] == grid
+    source = comp.results["source"]
+    columns = min(8, shapes[1][-1])
+    assert f"float output0_local[{4 * columns}];" in source and "einc_minsi" not in source
+    assert f"= N_o * -1 + {shapes[0][-2]};" in source and re.search(r"if \(1 < v(_\d+)?\) \{", source)  # the rows' guards
+    values = _random(inputs, fresh_seed())
+    outputs, _ = _run(comp, values)
+    want = np.matmul(values["input0"].astype(np.float64), values["input1"].astype(np.float64))
+    np.testing.assert_allclose(outputs["output0"], want, rtol=1e-5, atol=1e-4)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
 
 
-def test_default_leaves_rows_no_size_divides_unscheduled() -> None:
-    """An odd row count stays unscheduled (a peeled strip of the last rows would be one
-    vertex reading all the inputs, over a tile's memory at 251 x 499 x 128): one kernel, no
-    register tiles, NumPy's results."""
+def test_partial_register_tiles_over_several_vertices_and_in_boxes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partial register tiles split like whole ones: 99 x 101 outputs in 4 x 8 tiles (the
+    last row and column tiles partial) over several vertices, each writing its band of
+    rows (cut only between disjoint hulls, the partial tiles' rows clipped to the tensor);
+    on tiles of 4 KiB, 45 x 51 in 4 x 4 tiles in boxes, the last box clipped. Both equal
+    to NumPy, and the interpreter agrees."""
     require("poplar")
-    inputs = {"input0": {"dtype": "float32", "shape": [13, 8]}, "input1": {"dtype": "float32", "shape": [8, 27]}}
+    inputs = {"input0": {"dtype": "float32", "shape": [99, 37]}, "input1": {"dtype": "float32", "shape": [37, 101]}}
     comp = _compile(_MM, inputs)
-    assert len([k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]) == 1
-    assert "output0_local" not in comp.results["source"]
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.vertices > 1 and split.points == 25 * 13
+    first, end = split.read_slices[2]
+    assert end[-1] == 99 * 101 and all(e == f for e, f in zip(end, first[1:]))
     _matmul_matches(comp, inputs)
+    split, comp, records = _boxed_register_tiles(monkeypatch, 45, 20, 51)
+    assert split.shape == (12, 13) and split.vertices > 1
+    assert "= N_o * -1 + 45;" in comp.results["source"]
+
+
+def test_default_register_tiled_batch_matmul_spreads_over_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch matmul in register tiles (the default) maps its batch axis to points as well:
+    the tile's private array has a batch dimension of 1, copied out at `B + c0` over a unit
+    loop, which owns the element as the bare `B` would. On tiles of 4 KiB, 3 x 16 x 8 by 3
+    x 8 x 16 (6 KB of data) spreads its 3 x 4 x 2 points (4 x 8 register tiles) over
+    several tiles; before, the whole kernel stayed one vertex over a tile (AntaresIR.md's BatchMatMul at its
+    published size was refused so). Results are NumPy's; the interpreter agrees."""
+    require("poplar")
+    from einc.semantics.egpu import run_lowered
+    from einc.targets.poplar import PoplarTarget
+
+    monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
+    inputs = {"input0": {"dtype": "float32", "shape": [3, 16, 8]}, "input1": {"dtype": "float32", "shape": [3, 8, 16]}}
+    comp = _compile(_BMM, inputs)
+    kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
+    split = kernel.attributes["egpu.tile_split"].data
+    assert split.points == 3 * 4 * 2 and split.vertices > 1 and split.bytes <= 4096
+    values = _random(inputs, fresh_seed())
+    outputs, _ = _run(comp, values)
+    want = np.matmul(values["input0"].astype(np.float64), values["input1"].astype(np.float64))
+    np.testing.assert_allclose(outputs["output0"], want, rtol=1e-5, atol=1e-4)
+    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
+    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)

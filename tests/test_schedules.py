@@ -120,6 +120,23 @@ def test_tile_then_peel_the_partial_tile(size: int) -> None:
     assert ("einc_minsi_i64" in src) == (20 % size != 0)
 
 
+@pytest.mark.parametrize("size", [3, 6, 7])
+def test_unroll_a_partial_tile_completely_under_guards(size: int) -> None:
+    """N (20 rows) tiled by `size` (no peel): the inner loop `min(size, 20 - N_o)` unrolls
+    completely, the copies the last tile may not reach each under a guard (`if (k < 20 - N_o)`),
+    the others bare; the loop and its min are gone, and the result matches NumPy. By less
+    than `size` it is refused (a partial tile unrolls completely only)."""
+    lines = ['%n = transform.einc.match stmt "output0" axis "N" in %root', f"%no, %ni = transform.einc.tile %n by {size}"]
+    src = check(MATMUL, MM, script(*lines, f"%u = transform.einc.unroll %ni by {size}"))
+    assert "einc_minsi_i64" not in src and "N_i" not in src
+    guarded = [k for k in range(1, size) if f"if ({k} < " in src]
+    assert guarded == list(range(20 % size, size))  # the copies the last tile (20 % size rows) lacks
+    with pytest.raises(ScheduleError, match=re.escape(
+            f"cannot unroll loop N.i of output0 by {size - 1}: its upper bound is a min (a partial tile), "
+            f"so it unrolls completely only (by {size} or more)")):  # fmt: skip
+        einc.compile(MATMUL, MM, schedule=script(*lines, f"%u = transform.einc.unroll %ni by {size - 1}"))
+
+
 @pytest.mark.parametrize("line, message", [
     ("%a, %b = transform.einc.peel %n by 0", "peel size must be positive, got 0"),
     ("%a, %b = transform.einc.peel %n by 21", "cannot peel loop N of output0 by 21: it runs 20 iterations"),

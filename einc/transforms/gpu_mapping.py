@@ -184,14 +184,15 @@ def _offset_range(e: AffineExpr, operands: Sequence[SSAValue], root: Operation) 
 def _owned_position(key: tuple[AffineMap, tuple[SSAValue, ...]], loop: affine.ForOp, root: Operation) -> int | None:
     """The index position of an access that holds `loop`'s variable as `iv + e`, e within
     [0, step) and free of the loop's variable (e over loops inside `root`: a register tile's
-    element of the loop's `step` outputs), so that the loop's iterations touch disjoint
-    elements; the bare variable (e = 0) where the step is 1; else None."""
+    element of the loop's `step` outputs; where the step is 1, e is 0: the bare variable,
+    or a batch index `B + c0` over a unit loop of a `cache_write`'s copy), so that the
+    loop's iterations touch disjoint elements; else None."""
     m, operands = key
     iv, step = induction_var(loop), loop.step.value.data
     for position, result in enumerate(m.results):
         if isinstance(result, AffineDimExpr) and operands[result.position] is iv:
             return position
-        if step > 1 and isinstance(result, AffineBinaryOpExpr) and result.kind == AffineBinaryOpKind.Add:
+        if isinstance(result, AffineBinaryOpExpr) and result.kind == AffineBinaryOpKind.Add:
             for mine, rest in ((result.lhs, result.rhs), (result.rhs, result.lhs)):
                 if isinstance(mine, AffineDimExpr) and operands[mine.position] is iv:
                     span = _offset_range(rest, operands, root)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import affine, arith, memref
+from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     DenseArrayBase,
@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import (
     i32,
 )
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.transforms.affine_fold import _offset_iv, fold_applies
@@ -176,7 +176,11 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
     """Unroll by `factor`: the body repeated `factor` times per iteration, a tail loop
     (`einc.tail`) for the remaining iterations. A factor of at least the trip count unrolls
     completely (no loop left). Needs constant bounds, and at most MAX_UNROLL_FACTOR copies
-    of at most MAX_UNROLLED_OPS ops in all. Returns the loops left."""
+    of at most MAX_UNROLLED_OPS ops in all. A clipped tile loop (a constant lower bound, an
+    upper bound `min(c, e...)` with a constant c: a tile that does not divide its axis)
+    unrolls completely only (`_unroll_clipped`). Returns the loops left."""
+    if clipped_bound(loop) is not None and not loop.results:
+        return _unroll_clipped(loop, factor)
     failure = _constant_loop_failure("unroll", "unroll factor", loop, factor)
     if failure is not None:
         return failure
@@ -225,6 +229,88 @@ def unroll_loop(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure
     if tail is not None:
         left.append(tail)
     return left
+
+
+def clipped_bound(loop: affine.ForOp) -> tuple[int, list[AffineExpr]] | None:
+    """A clipped tile loop's largest trip count and the non-constant terms of its upper
+    bound's min (over the bound's operands as dims), when the loop has a constant lower
+    bound and an upper bound `min(c, e...)` with at least one constant c and one other term
+    (`tile_loop`'s `min(size * step, ub - outer)`); else None."""
+    ub = loop.upperBoundMap.data
+    n = max_trip_count(loop)
+    if n is None or constant_bounds(loop) is not None or ub.num_symbols:
+        return None
+    terms = [r for r in ub.results if not isinstance(r, AffineConstantExpr)]
+    return (n, terms) if terms else None
+
+
+def _unroll_clipped(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Failure:
+    """A clipped tile loop (`clipped_bound`) unrolled completely: its body once per iterate
+    `v` of its largest trip count, each copy under `if (v < e)` for every non-constant term e
+    of its bound (an `scf.if`; a copy whose test the loop variables' ranges decide runs
+    bare, or goes). The copies index the tile with constants (a register tile's
+    accumulators stay registers); only the iterations the loop ran run, in the same order."""
+    found = clipped_bound(loop)
+    assert found is not None
+    n, terms = found
+    if factor <= 0:
+        return Failure(f"unroll factor must be positive, got {factor}")
+    if factor < n:
+        return Failure(
+            f"cannot unroll {describe(loop)} by {factor}: its upper bound is a min (a partial tile), "
+            f"so it unrolls completely only (by {n} or more)"
+        )
+    body_ops = sum(1 for _ in loop.body.walk()) - 1
+    if n > MAX_UNROLL_FACTOR or n * body_ops > MAX_UNROLLED_OPS:
+        return Failure(
+            f"unrolling {describe(loop)} by {n} would make {n} copies of its {body_ops} ops "
+            f"({n * body_ops} ops); the limit is {MAX_UNROLL_FACTOR} copies and {MAX_UNROLLED_OPS} ops"
+        )
+    from einc.transforms.index_split import decide  # index_split builds on this module's neighbours
+
+    lb = loop.lowerBoundMap.data.eval([], [])[0]
+    step = step_of(loop)
+    ub = loop.upperBoundMap.data
+    point = InsertPoint.before(loop)
+    limits = []
+    for term in terms:
+        apply = affine.ApplyOp(list(loop.upperBoundOperands), AffineMapAttr(AffineMap(ub.num_dims, 0, (term,))))
+        Rewriter.insert_op(apply, point)
+        limits.append(apply.result)
+    for k in range(n):
+        value = arith.ConstantOp(IntegerAttr(lb + k * step, IndexType()))
+        Rewriter.insert_op(value, point)
+        tests: list[arith.CmpiOp] = []
+        for limit in limits:
+            test = arith.CmpiOp(value.result, limit, "slt")
+            Rewriter.insert_op(test, point)
+            tests.append(test)
+        decided = [decide(t) for t in tests]
+        for test in tests:
+            Rewriter.erase_op(test)
+        if False in decided:
+            Rewriter.erase_op(value)
+            continue  # an iterate the loop never reaches
+        cond: SSAValue | None = None
+        for limit, known in zip(limits, decided):
+            if known is None:
+                test = arith.CmpiOp(value.result, limit, "slt")
+                Rewriter.insert_op(test, point)
+                if cond is not None:
+                    test = arith.AndIOp(cond, test.result)
+                    Rewriter.insert_op(test, point)
+                cond = test.result
+        if cond is None:
+            _clone_body(loop, point, value.result)
+            continue
+        guard = scf.IfOp(cond, [], [scf.YieldOp()])
+        Rewriter.insert_op(guard, point)
+        _clone_body(loop, InsertPoint.before(guard.true_region.block.last_op), value.result)  # type: ignore[arg-type]
+    Rewriter.erase_op(loop)
+    for limit in limits:
+        if not limit.uses:
+            Rewriter.erase_op(limit.owner)  # type: ignore[arg-type]
+    return []
 
 
 def peel_loop(loop: affine.ForOp, size: int) -> tuple[affine.ForOp, affine.ForOp | None] | Failure:

@@ -222,14 +222,19 @@ def read_dims(op: Operation, bounds: Bounds) -> list[PointRange]:
     return results
 
 
-def _read_interval(op: Operation, bounds: Bounds) -> PointRange:
-    """The flat elements a load may touch, per point (a vector load: all its lanes)."""
+def _read_interval(op: Operation, bounds: Bounds, clip: bool = False) -> PointRange:
+    """The flat elements a load may touch, per point (a vector load: all its lanes); with
+    `clip`, each dimension's range cut to the tensor first (an access runs only inside it:
+    a clipped register tile's guarded copy-out, `if (N_o + c0 < 13)`, indexes past the end
+    only where its guard is false)."""
     results = read_dims(op, bounds)
     assert isinstance(op, affine.LoadOp | affine.StoreOp | memref.LoadOp | memref.StoreOp | egpu.VLoadOp | egpu.VStoreOp | egpu.VLoadRepeatOp)
     buffer = op.memref
     assert isinstance(buffer.type, MemRefType)
     low, high = np.zeros_like(bounds.points), np.zeros_like(bounds.points)
     for (lo, hi), size in zip(results, buffer.type.get_shape()):
+        if clip:
+            lo, hi = np.clip(lo, 0, size - 1), np.clip(hi, 0, size - 1)
         low, high = low * size + lo, high * size + hi
     return low, high
 
@@ -420,7 +425,7 @@ def _ranged_writes(kernel: egpu.FuncOp, loop: scf.ForOp, total: int, ranged: lis
         for first in range(0, total, BATCH_POINTS):
             bounds = Bounds(loop, np.arange(first, min(first + BATCH_POINTS, total), dtype=np.int64))
             try:
-                intervals = [_read_interval(u.operation, bounds) for u in args[k].uses]
+                intervals = [_read_interval(u.operation, bounds, clip=True) for u in args[k].uses]
             except Unbounded:
                 return None
             lows.append(np.minimum.reduce([lo for lo, _ in intervals]))

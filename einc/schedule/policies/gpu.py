@@ -937,36 +937,19 @@ first: 4 x 8 is the fastest of 4x4, 4x8 and 8x8 on the Poplar harness (MatMul 51
 Benchmarks; the tuner's `vertex.reg` sketch searches 2-8 of each)."""
 
 
-def _register_size(extent: int, options: tuple[int, ...], partial: bool) -> int:
-    """The largest of `options` dividing `extent`; else with `partial` the largest not over
-    it (the axis' last tile then partial, peeled); else 0."""
-    fits = [r for r in options if r <= extent] if partial else []
-    return next((r for r in options if extent % r == 0), fits[0] if fits else 0)
-
-
-def _peel_partial_tiles(b: ScheduleBuilder, loops: list[affine.ForOp], n_others: int, size: int) -> list[SSAValue]:
-    """Split a contraction's x axis (`loops`: the others, y, x, the reductions) where its
-    last whole register tile of `size` columns ends: the remainder columns are a plain nest
-    of their own after the whole tiles (an output element per point, as unscheduled; few),
-    the loops above distributed over the two pieces. The handles of `loops` in the whole
-    tiles' nest."""
-    tags = [(str(cast(StringAttr, a.attributes[lt.STMT_ATTR]).data), str(cast(StringAttr, a.attributes[lt.AXIS_ATTR]).data)) for a in loops]
-    b.peel(b.handle(loops[n_others + 1]), size)
-    root = b.handle(loops[0])
-    # the loops above x, innermost first, each now over two pieces
-    for k in reversed(range(n_others + 1)):
-        outer = root if k == 0 else b.match(*tags[k], root=root)
-        first, _ = b.distribute(outer, 2)
-        if k == 0:
-            root = first
-    return [root, *(b.match(*t, root=root) for t in tags[1:])]
+def register_size(extent: int, options: Sequence[int]) -> int:
+    """The register tile along an axis of `extent`: the largest of `options` (largest first)
+    that divides it, else the largest clipped to the axis (the extent itself where it is
+    shorter: one tile; else a last partial tile, its loops guarded when unrolled:
+    loop_transforms._unroll_clipped)."""
+    return next((r for r in options if extent % r == 0), min(options[0], extent))
 
 
 def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | None:
     """Each contraction's two innermost output axes (y, x) in register tiles of private
     accumulators, nothing bound: tiled by the largest of GRIDLESS_REGISTERS dividing them
-    (x, where none does: the largest not over it, its partial last tile peeled into a plain
-    nest after the whole ones; y must be divided), the reductions inside the tile loops, the tile's outputs in a private array
+    (else the largest, its last tile partial: `register_size`),
+    the reductions inside the tile loops, the tile's outputs in a private array
     (`cache_write` local), its loops unrolled; the mapping pass gives each register tile a
     point and Poplar's vertex split spreads them over the tiles (bands of register rows, or
     boxes, the last box of a grid they do not divide clipped). Only where a tile's rows
@@ -988,22 +971,13 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
             continue  # the accumulators' type: a float16 output is computed wider, in no local array of its own
         y, x = nest.spatial[-2], nest.spatial[-1]
         depth = math.prod(nest.extent(r) for r in nest.reduction)
-        # columns no size divides: the partial last tile peeled into a plain nest of the
-        # remainder columns. Rows must be divided: a peeled strip of the last rows is a nest
-        # the mapping pass leaves whole (one vertex reading all the inputs: over a tile's
-        # memory at 251 x 499 x 128), so an odd row count stays unscheduled
-        sizes = [_register_size(nest.extent(y), GRIDLESS_REGISTERS[0], False), _register_size(nest.extent(x), GRIDLESS_REGISTERS[1], True)]
-        if not all(sizes) or 2 * max(sizes) * depth * 4 > d.tile_memory // 4:
+        sizes = [register_size(nest.extent(a), options) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
+        if 2 * max(sizes) * depth * 4 > d.tile_memory // 4:
             continue
-        loops = [*nest.spatial[:-2], y, x, *nest.reduction]
-        if nest.extent(x) % sizes[1]:
-            handles = _peel_partial_tiles(b, loops, len(nest.spatial) - 2, sizes[1])
-        else:
-            handles = [b.handle(a) for a in loops]
-        others, (hy, hx), reductions = handles[: len(nest.spatial) - 2], handles[len(nest.spatial) - 2 : len(nest.spatial)], handles[len(nest.spatial) :]
-        yo, yr = b.tile(hy, sizes[0])
-        xo, xr = b.tile(hx, sizes[1])
-        new = b.reorder([*others, yo, xo, *reductions, yr, xr])
+        yo, yr = b.tile(b.handle(y), sizes[0])
+        xo, xr = b.tile(b.handle(x), sizes[1])
+        others = [b.handle(s) for s in nest.spatial[:-2]]
+        new = b.reorder([*others, yo, xo, *(b.handle(r) for r in nest.reduction), yr, xr])
         b.cache_write(buffer_name(nest.output), new[len(others) + 1], "local")
         b.unroll(new[-1], sizes[1])
         b.unroll(new[-2], sizes[0])

@@ -43,7 +43,7 @@ from xdsl.dialects import affine
 from xdsl.ir import SSAValue
 
 from einc.schedule.builder import Failure
-from einc.schedule.policies.gpu import Variant
+from einc.schedule.policies.gpu import Variant, register_size
 from einc.transforms.loop_analysis import band_from
 from einc.tune.sketches.base import KnobRole, Nest, RuleContext, Sketch
 from einc.tune.sketches.cpu import _Build, build_sketch
@@ -278,7 +278,8 @@ def vector_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
 
 
 VERTEX_REGISTERS = (2, 4, 8)
-"""Register tile sizes of the `vertex.reg` sketch per output axis (those that divide it)."""
+"""Register tile sizes of the `vertex.reg` sketch per output axis (each clipped to the axis;
+one that does not divide it leaves a partial last tile, its loops unrolled under guards)."""
 
 VERTEX_REGISTER = (4, 8)
 """The `vertex.reg` sketch's default register tile (rows, columns): the fastest of 4x4, 4x8
@@ -287,8 +288,10 @@ and 8x8 on the Poplar harness (MatMul 512^3, README Benchmarks)."""
 
 def register_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
     """A contraction's two innermost output axes (y, x) in register tiles of knobs
-    `stmt.y.l2` x `stmt.x.l2` (VERTEX_REGISTERS dividing each axis, bounded so that a
-    tile's rows and columns of its inputs take at most half a tile's memory), the
+    `stmt.y.l2` x `stmt.x.l2` (VERTEX_REGISTERS clipped to each axis, bounded so that a
+    tile's rows and columns of its inputs take at most half a tile's memory; by default
+    the largest up to VERTEX_REGISTER dividing the axis, else that one with a partial last
+    tile: the Poplar default's `register_size`), the
     reductions inside the tile loops and the tile's outputs accumulated in a private array
     (`cache_write` local), its loops unrolled: nothing bound, so the mapping pass gives each
     register tile a point and the vertex split spreads them over the tiles (bands of
@@ -307,14 +310,15 @@ def register_nest(build: _Build, nest: Nest, top: affine.ForOp) -> bool:
     y, x = nest.spatial[-2], nest.spatial[-1]
     depth = math.prod(nest.extent(r) for r in nest.reduction)
     fits = lambda r: 2 * r * depth * 4 <= limits.tile_memory // 4  # noqa: E731
-    oy = tuple(r for r in VERTEX_REGISTERS if nest.extent(y) % r == 0 and fits(r))
-    ox = tuple(r for r in VERTEX_REGISTERS if nest.extent(x) % r == 0 and fits(r))
+    oy = tuple(sorted({min(r, nest.extent(y)) for r in VERTEX_REGISTERS if fits(r)}))
+    ox = tuple(sorted({min(r, nest.extent(x)) for r in VERTEX_REGISTERS if fits(r)}))
     if not oy or not ox:
         return False
     b = build.b
     handles = dict(zip(nest.axes, (b.handle(loop) for loop in band_from(top))))
-    ry = build.knob(nest, y, 2, "unroll", max([r for r in oy if r <= VERTEX_REGISTER[0]] or [oy[0]]), oy)
-    rx = build.knob(nest, x, 2, "unroll", max([r for r in ox if r <= VERTEX_REGISTER[1]] or [ox[0]]), ox)
+    first = [tuple(r for r in reversed(options) if r <= most) or options[:1] for options, most in zip((oy, ox), VERTEX_REGISTER)]
+    ry = build.knob(nest, y, 2, "unroll", register_size(nest.extent(y), first[0]), oy)
+    rx = build.knob(nest, x, 2, "unroll", register_size(nest.extent(x), first[1]), ox)
     yo, yr = b.tile(handles[y], ry)
     xo, xr = b.tile(handles[x], rx)
     others = [handles[s] for s in nest.spatial[:-2]]
