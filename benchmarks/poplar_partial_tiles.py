@@ -23,11 +23,12 @@ import numpy as np
 from einc.compiler.driver import Compilation
 from einc.runtime.arrays import poisoned
 from einc.schedule.choice import ScheduleChoice
+from einc.targets.gpu import Runner
 
 MM = "output0[N, M] +=! input0[N, K] * input1[K, M]"
 
 
-def build(n: int, k: int, m: int, schedule: ScheduleChoice | None) -> tuple[Compilation, object]:
+def build(n: int, k: int, m: int, schedule: ScheduleChoice | None) -> tuple[Compilation, Runner]:
     inputs = {"input0": {"dtype": "float32", "shape": [n, k]}, "input1": {"dtype": "float32", "shape": [k, m]}}
     comp = Compilation(MM, "<poplar-ab>", inputs, None, "poplar", schedule)
     comp.run_until("source")
@@ -48,12 +49,12 @@ def main() -> None:
         values = {"input0": rng.uniform(-2, 2, (n, k)).astype(np.float32),
                   "input1": rng.uniform(-2, 2, (k, m)).astype(np.float32)}  # fmt: skip
         want = values["input0"].astype(np.float64) @ values["input1"].astype(np.float64)
-        runners = {}
+        runners: dict[str, Runner] = {}
         for name, schedule in (("unscheduled", ScheduleChoice.NONE), ("default", None)):
             comp, runner = build(n, k, m, schedule)
             split = [op.attributes["egpu.tile_split"] for op in comp.results["target"].ops if "egpu.tile_split" in op.attributes]
             out = {"output0": poisoned((n, m), "float32")}
-            runner(values, out)  # type: ignore[operator]
+            runner(values, out)
             np.testing.assert_allclose(out["output0"], want, rtol=1e-4, atol=1e-3)
             local = "output0_local[" in comp.results["source"]
             print(f"{n}x{k}x{m} {name}: equal to NumPy; register tiles {local}; {str(split[-1])[:110]}")
@@ -64,7 +65,7 @@ def main() -> None:
             for name in order:
                 out = {"output0": poisoned((n, m), "float32")}
                 wall, cpu = time.perf_counter(), time.process_time()
-                runners[name](values, out)  # type: ignore[operator]
+                runners[name](values, out)
                 times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
         med = {name: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t)) for name, t in times.items()}
         a, b = med["unscheduled"], med["default"]

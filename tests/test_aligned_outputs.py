@@ -44,9 +44,9 @@ def want(arrays: dict[str, np.ndarray]) -> np.ndarray:
 
 @pytest.mark.parametrize("shape,dtype", [((3,), "float32"), ((300, 70), "float32"), ((5, 7, 9), "int8"),
                                          ((), "float64"), ((0, 4), "float32"), (17, "float16")])
-def test_aligned_empty(shape: object, dtype: str) -> None:
+def test_aligned_empty(shape: tuple[int, ...] | int, dtype: str) -> None:
     for _ in range(8):  # several allocations: NumPy's own would land on different offsets
-        a = aligned_empty(shape, dtype)  # type: ignore[arg-type]
+        a = aligned_empty(shape, dtype)
         assert (aligned(a) or a.size == 0) and a.dtype == np.dtype(dtype) and a.flags.c_contiguous and a.flags.writeable
         assert a.shape == ((shape,) if isinstance(shape, int) else shape)
         a[...] = 1  # the whole view is writable memory

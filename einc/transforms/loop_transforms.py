@@ -305,11 +305,13 @@ def _unroll_clipped(loop: affine.ForOp, factor: int) -> list[affine.ForOp] | Fai
             continue
         guard = scf.IfOp(cond, [], [scf.YieldOp()])
         Rewriter.insert_op(guard, point)
-        _clone_body(loop, InsertPoint.before(guard.true_region.block.last_op), value.result)  # type: ignore[arg-type]
+        yielded = guard.true_region.block.last_op
+        assert yielded is not None  # the guard's scf.yield
+        _clone_body(loop, InsertPoint.before(yielded), value.result)
     Rewriter.erase_op(loop)
     for limit in limits:
-        if not limit.uses:
-            Rewriter.erase_op(limit.owner)  # type: ignore[arg-type]
+        if not limit.uses and isinstance(limit.owner, Operation):
+            Rewriter.erase_op(limit.owner)
     return []
 
 
