@@ -780,8 +780,6 @@ def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list
     constants; an axis shorter than a tile is one tile of its length (7 columns). Results are NumPy's; the interpreter, vertex by vertex inside their
     slices (the written slices clipped to the tensor per dimension), agrees."""
     require("poplar")
-    from einc.semantics.egpu import run_lowered
-
     inputs = {"input0": {"dtype": "float32", "shape": shapes[0]}, "input1": {"dtype": "float32", "shape": shapes[1]}}
     comp = _compile(ir, inputs)
     kernels = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes]
@@ -790,12 +788,7 @@ def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list
     columns = min(8, shapes[1][-1])
     assert f"float output0_local[{4 * columns}];" in source and "einc_minsi" not in source
     assert f"= N_o * -1 + {shapes[0][-2]};" in source and re.search(r"if \(1 < v(_\d+)?\) \{", source)  # the rows' guards
-    values = _random(inputs, fresh_seed())
-    outputs, _ = _run(comp, values)
-    want = np.matmul(values["input0"].astype(np.float64), values["input1"].astype(np.float64))
-    np.testing.assert_allclose(outputs["output0"], want, rtol=1e-5, atol=1e-4)
-    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
-    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+    _matmul_matches(comp, inputs)
 
 
 def test_partial_register_tiles_over_several_vertices_and_in_boxes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -826,7 +819,6 @@ def test_default_register_tiled_batch_matmul_spreads_over_tiles(monkeypatch: pyt
     several tiles; before, the whole kernel stayed one vertex over a tile (AntaresIR.md's BatchMatMul at its
     published size was refused so). Results are NumPy's; the interpreter agrees."""
     require("poplar")
-    from einc.semantics.egpu import run_lowered
     from einc.targets.poplar import PoplarTarget
 
     monkeypatch.setattr(PoplarTarget, "limits", dataclasses.replace(PoplarTarget.limits, tile_memory=4096))
@@ -835,9 +827,4 @@ def test_default_register_tiled_batch_matmul_spreads_over_tiles(monkeypatch: pyt
     kernel = [k for k in comp.results["target"].ops if "egpu.tile_split" in k.attributes][-1]
     split = kernel.attributes["egpu.tile_split"].data
     assert split.points == 3 * 4 * 2 and split.vertices > 1 and split.bytes <= 4096
-    values = _random(inputs, fresh_seed())
-    outputs, _ = _run(comp, values)
-    want = np.matmul(values["input0"].astype(np.float64), values["input1"].astype(np.float64))
-    np.testing.assert_allclose(outputs["output0"], want, rtol=1e-5, atol=1e-4)
-    lowered = run_lowered(comp.module("target").clone(), values, target="poplar")
-    np.testing.assert_allclose(lowered["output0"], outputs["output0"], rtol=1e-5, atol=1e-5)
+    _matmul_matches(comp, inputs)
