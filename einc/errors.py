@@ -33,6 +33,12 @@ class SourceLocation:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
 
+    @classmethod
+    def parse(cls, text: str) -> SourceLocation:
+        """The location `str()` printed (`file:line:col`; the file may hold colons)."""
+        file, line, col = text.rsplit(":", 2)
+        return cls(file, int(line), int(col))
+
 
 def span_location(span: object) -> SourceLocation:
     """The location of an xDSL parser span (`xdsl.utils.lexer.Span`: its file, line, column

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IndexType,
     IntegerType,
+    VectorType,
 )
 from xdsl.ir import Attribute
 
@@ -110,6 +111,18 @@ def dtype_name(t: Attribute) -> str:
     if isinstance(t, AnyFloat):
         return f"float{t.bitwidth}"
     raise ValueError(f"no dtype for element type {t}")
+
+
+def element_bits(t: Attribute) -> int:
+    """The width in bits of a float or integer element type; 0 for any other."""
+    if isinstance(t, AnyFloat):
+        return t.bitwidth
+    return t.width.data if isinstance(t, IntegerType) else 0
+
+
+def vector_bytes(t: VectorType) -> int:
+    """The bytes of a one-dimensional vector of float or integer lanes (0 for other lanes)."""
+    return t.get_shape()[0] * element_bits(t.get_element_type()) // 8
 
 
 def numpy_dtype(t: Attribute) -> np.dtype:

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import AnyFloat, IntegerAttr, IntegerType, StringAttr, VectorType
+from xdsl.dialects.builtin import AnyFloat, IntegerAttr, StringAttr, VectorType
 from xdsl.ir import Operation, SSAValue
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError
-from einc.ir.attrs import ALIGN_ATTR, PARALLEL_ATTR, STREAM_ATTR, VECTORIZE_ATTR
+from einc.ir.attrs import ALIGN_ATTR, PARALLEL_ATTR, STREAM_ATTR, VECTORIZE_ATTR, element_bits, vector_bytes
 from einc.transforms.affine_index import dims_to_operands
 from einc.targets.spelling import ADD, ATOM, UNARY, Expr
 
@@ -226,16 +226,10 @@ def _vector_lane_accesses(w: Writer, buffer: SSAValue, index: Expr, n: int) -> l
     ]
 
 
-def _vector_bytes(t: VectorType) -> int:
-    element = t.get_element_type()
-    bits = element.bitwidth if isinstance(element, AnyFloat) else element.width.data if isinstance(element, IntegerType) else 0
-    return t.get_shape()[0] * bits // 8
-
-
 def _aligned(op: egpu.VLoadOp | egpu.VStoreOp, t: VectorType) -> bool:
     """Whether `op` is marked aligned to its vector's size (`egpu.align`)."""
     align = op.attributes.get(ALIGN_ATTR)
-    size = _vector_bytes(t)
+    size = vector_bytes(t)
     return isinstance(align, IntegerAttr) and size > 0 and align.value.data >= size
 
 
@@ -259,9 +253,7 @@ def _vload_repeat(w: Writer, op: egpu.VLoadRepeatOp) -> Expr:
     assert isinstance(t, VectorType)
     n, k = t.get_shape()[0], op.run.value.data
     index = w.flat_values(op.memref, op.indices)
-    element = t.get_element_type()
-    bits = element.bitwidth if isinstance(element, AnyFloat) else element.width.data if isinstance(element, IntegerType) else 0
-    fmt = w.t.repeat_loads.get(k * bits)
+    fmt = w.t.repeat_loads.get(k * element_bits(t.get_element_type()))
     if fmt:
         return Expr(w.vector_spelling(fmt, t, p=f"&{w.access(op.memref, index)}"))
     function = _lane_table_helper(w, f"vload_repeat{k}", t, k, lambda j: j % k, f"k % {k}")
@@ -279,7 +271,7 @@ def _vstore(w: Writer, op: egpu.VStoreOp) -> None:
     value = w.value(op.value)
     fmt = w.t.aligned_vector_store if w.t.aligned_vector_store and _aligned(op, t) else w.t.vector_store
     if STREAM_ATTR in op.attributes:  # transform.einc.stream_stores (einc-stream-stores checked the size)
-        fmt = w.t.stream_stores.get(_vector_bytes(t), fmt)
+        fmt = w.t.stream_stores.get(vector_bytes(t), fmt)
     if fmt:
         p = f"&{w.access(op.memref, index)}"
         w.line(w.vector_spelling(fmt, t, p=p, v=value.text))

@@ -453,8 +453,7 @@ def schedule_error(message: str, loop: affine.ForOp | None = None) -> ScheduleEr
     notes: tuple[tuple[SourceLocation, str], ...] = ()
     recorded = loop.attributes.get(BIND_LOC_ATTR) if loop is not None else None
     if isinstance(recorded, StringAttr):
-        file, line, col = recorded.data.rsplit(":", 2)
-        loc = SourceLocation(file, int(line), int(col))
+        loc = SourceLocation.parse(recorded.data)
     elif loop is not None:
         statement, notes = at_op(loop.location)
         loc = statement or loc

@@ -865,8 +865,7 @@ def staged_location(root: Operation) -> SourceLocation | None:
                 best = (size, recorded.data)
     if best is None:
         return None
-    file, line, col = best[1].rsplit(":", 2)
-    return SourceLocation(file, int(line), int(col))
+    return SourceLocation.parse(best[1])
 
 
 def _bytes(element: Attribute) -> int:

@@ -33,7 +33,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from einc.dialects import egpu
 from einc.errors import ScheduleError, SourceLocation
-from einc.ir.attrs import MEMORY_ATTR, STREAM_ATTR
+from einc.ir.attrs import MEMORY_ATTR, STREAM_ATTR, vector_bytes
 from einc.transforms.loop_analysis import buffer_name
 from einc.transforms.loop_build import Failure
 
@@ -41,13 +41,6 @@ STREAM_BYTES = (16, 32, 64)
 """The vector sizes a non-temporal store takes (SSE, AVX, AVX-512)."""
 
 _STORES = (affine.StoreOp, memref.StoreOp, egpu.VStoreOp)
-
-
-def _function(op: Operation) -> func.FuncOp | None:
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        parent = parent.parent_op()
-    return parent
 
 
 def _reads(buffer: SSAValue) -> list[Operation]:
@@ -89,19 +82,6 @@ def mark_stream_stores(alloca: Operation, loc: str) -> int | Failure:
     return len(stores)
 
 
-def _location(text: str) -> SourceLocation | None:
-    if not text:
-        return None
-    file, line, col = text.rsplit(":", 2)
-    return SourceLocation(file, int(line), int(col))
-
-
-def _bytes(t: VectorType) -> int:
-    element = t.get_element_type()
-    bits = getattr(element, "bitwidth", None) or getattr(getattr(element, "width", None), "data", 0)
-    return t.get_shape()[0] * bits // 8
-
-
 def check_stream_stores(root: Operation) -> None:
     """Refuse (a ScheduleError at the `stream_stores` op) a store marked `einc.stream` that is
     not a vector store of 16, 32 or 64 bytes into a kernel argument, or whose buffer the
@@ -110,7 +90,7 @@ def check_stream_stores(root: Operation) -> None:
         mark = op.attributes.get(STREAM_ATTR)
         if not isinstance(mark, StringAttr):
             continue
-        loc = _location(mark.data)
+        loc = SourceLocation.parse(mark.data) if mark.data else None
         buffer = op.operands[1] if isinstance(op, _STORES) else None
         tensor = buffer_name(buffer) if buffer is not None else op.name
         if not isinstance(op, egpu.VStoreOp):
@@ -119,8 +99,8 @@ def check_stream_stores(root: Operation) -> None:
                                 "the vector)", loc)  # fmt: skip
         t = op.value.type
         assert isinstance(t, VectorType) and isinstance(op.memref.type, MemRefType)
-        if _bytes(t) not in STREAM_BYTES:
-            raise ScheduleError(f"stream_stores: a store into '{tensor}' writes a vector of {_bytes(t)} bytes "
+        if vector_bytes(t) not in STREAM_BYTES:
+            raise ScheduleError(f"stream_stores: a store into '{tensor}' writes a vector of {vector_bytes(t)} bytes "
                                 f"(non-temporal stores take {', '.join(map(str, STREAM_BYTES))})", loc)  # fmt: skip
         read = _reads(op.memref)
         if read:
