@@ -21,14 +21,22 @@ the same operations in the same order: always legal. Mechanism only: einc-unswit
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects.egpu_kernel import AllocSharedOp, BarrierOp, SubgroupReduceOp
 from einc.dialects.egpu_mma import MmaOp
+from einc.transforms.affine_index import affine_expr_of
+from einc.transforms.index_split import Comparison, canonical, linear_dims
+from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
 from einc.transforms.loop_build import Failure, describe
+from einc.transforms.ranges import Range, value_range
 
 HOISTABLE = (
     arith.ConstantOp, arith.CmpiOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.AddiOp,
@@ -195,13 +203,105 @@ def implied(cond: SSAValue, value: bool, other: SSAValue) -> bool | None:
     return None
 
 
+def _leaves(v: SSAValue, root: Operation, into: dict[SSAValue, None]) -> bool:
+    """Collect the values defined outside `root` that an index value inside it is computed
+    from (through constants, `affine.apply`, `addi`, `subi`, `muli`); False if it is
+    computed otherwise, or from a loop variable inside `root`."""
+    owner = v.owner
+    if not root.is_ancestor(owner if isinstance(owner, Operation) else owner):
+        into[v] = None
+        return True
+    if isinstance(owner, arith.ConstantOp):
+        return True
+    if isinstance(owner, affine.ApplyOp | arith.AddiOp | arith.SubiOp | arith.MuliOp):
+        return all(_leaves(o, root, into) for o in owner.operands)
+    return False
+
+
+def comparison(cmp: arith.CmpiOp, root: Operation) -> Comparison | None:
+    """A signed comparison of index values inside `root` as a `Comparison` over the values
+    defined outside `root` it is computed from (a Poplar point's `N_o`, a loop variable),
+    their ranges `value_range`'s; None otherwise."""
+    leaves: dict[SSAValue, None] = {}
+    name = arith.CMPI_COMPARISON_OPERATIONS[cmp.predicate.value.data]
+    if name.startswith("u") or not all(_leaves(o, root, leaves) for o in (cmp.lhs, cmp.rhs)):
+        return None
+    dims = list(leaves)
+    sides = [affine_expr_of(o, dims) for o in (cmp.lhs, cmp.rhs)]
+    if sides[0] is None or sides[1] is None:
+        return None
+    operands = [(canonical(e), None) for e in sides if e is not None]
+    return Comparison(name, False, canonical(sides[0] - sides[1]), dims, operands, [value_range(d) for d in dims])
+
+
+def _lattice(v: SSAValue) -> tuple[int, int]:
+    """(start, step): `v` is always `start + k * step` (a loop variable with constant bounds,
+    or an `affine.apply` whose result is a multiple of a constant: `(id floordiv 63) * 4`);
+    (0, 1) when nothing is known."""
+    owner = v.owner
+    if not isinstance(owner, Operation):
+        loop = owner.parent_op()
+        bounds = constant_bounds(loop) if isinstance(loop, affine.ForOp) and induction_var(loop) is v else None
+        return (bounds[0], step_of(loop)) if bounds is not None and isinstance(loop, affine.ForOp) else (0, 1)
+    if isinstance(owner, affine.ApplyOp) and len(owner.map.data.results) == 1:
+        return 0, max(1, _multiple(owner.map.data.results[0]))
+    return 0, 1
+
+
+def _multiple(e: AffineExpr) -> int:
+    """A constant every value of `e` is a multiple of (0: `e` is 0)."""
+    if isinstance(e, AffineConstantExpr):
+        return abs(e.value)
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        return math.gcd(_multiple(e.lhs), _multiple(e.rhs))
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Mul:
+        return _multiple(e.lhs) * _multiple(e.rhs)
+    return 1
+
+
+def pinned_range(cond: SSAValue, value: bool, root: Operation) -> dict[SSAValue, Range]:
+    """The range of the one value defined outside `root` that `cond`, a comparison of an
+    affine function of it, confines when it is `value` (`3 < 499 - N_o` false: N_o >= 496),
+    snapped to the values it takes (N_o in 0, 4, ..., 496: N_o = 496); {} when none."""
+    cmp = cond.owner
+    found = comparison(cmp, root) if isinstance(cmp, arith.CmpiOp) else None
+    if found is None:
+        return {}
+    linear = linear_dims(found.diff)
+    if linear is None or len(linear[0]) != 1:
+        return {}
+    (position, a), b = *linear[0].items(), linear[1]
+    name = found.predicate if value else {"eq": "ne", "ne": "eq", "slt": "sge", "sle": "sgt", "sgt": "sle", "sge": "slt"}[found.predicate]
+    low, high = {"slt": (None, -1), "sle": (None, 0), "sgt": (1, None), "sge": (0, None), "eq": (0, 0)}.get(name, (None, None))
+    if low is None and high is None:
+        return {}
+    if a < 0:  # a * d + b in [low, high]: d in [ceil((low - b) / a), floor((high - b) / a)], flipped for a < 0
+        a, b, low, high = -a, -b, None if high is None else -high, None if low is None else -low
+    dim, (known_lo, known_hi) = found.dims[position], found.ranges[position]
+    lo = _bound(max, None if low is None else -((b - low) // a), known_lo)
+    hi = _bound(min, None if high is None else (high - b) // a, known_hi)
+    start, step = _lattice(dim)  # onto the values it takes
+    lo = None if lo is None else start - (start - lo) // step * step
+    hi = None if hi is None else start + (hi - start) // step * step
+    return {dim: (lo, hi)}
+
+
+def _bound(pick: Callable[[int, int], int], a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else pick(a, b)
+
+
 def fold_implied(root: Operation, cond: SSAValue, value: bool) -> None:
     """Inline each `scf.if` nested in `root` whose condition `cond` being `value` decides
-    (`implied`), the branch taken; then erase the pure ops left unused."""
+    (`implied`, or a comparison of loop variables that `pinned_range` decides), the branch
+    taken; then erase the pure ops left unused."""
+    pinned = pinned_range(cond, value, root)
     for op in list(root.walk()):
         if not isinstance(op, scf.IfOp) or op.parent is None:
             continue
         taken = implied(cond, value, op.cond)
+        other = comparison(op.cond.owner, root) if pinned and isinstance(op.cond.owner, arith.CmpiOp) else None
+        if taken is None and other is not None and set(pinned) & set(other.dims):
+            taken = other.decide(pinned)
         if taken is not None:
             _inline(op, taken)
     for op in reversed(list(root.walk())):
@@ -226,6 +326,6 @@ def _inline(op: scf.IfOp, taken: bool) -> None:
 
 
 __all__ = [
-    "COLLECTIVE", "HOISTABLE", "MAX_UNSWITCH_OPS", "fold_implied", "implied", "invariant_slice", "same_value",
+    "COLLECTIVE", "HOISTABLE", "MAX_UNSWITCH_OPS", "comparison", "fold_implied", "pinned_range", "implied", "invariant_slice", "same_value",
     "unswitch_loop",
 ]

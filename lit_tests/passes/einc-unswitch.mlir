@@ -4,7 +4,8 @@
 // A partial tile's rows unrolled inside K (13 rows in tiles of 4: `v = 13 - N_o` rows left,
 // rows 1 and 2 guarded): the guards depend on N_o only, so they are tested before K. The
 // strongest (`2 < v`, which makes `1 < v` true) first: its true version is the whole tile's
-// loop with no condition; its false version is unswitched on `1 < v` in turn.
+// loop with no condition. In its false version N_o >= 11, so N_o = 12 (N_o's iterates), and
+// `1 < v` is false there too: two versions, neither with a condition.
 
 // CHECK-LABEL: func.func @unswitch_partial_tile_rows(
 // CHECK:         affine.for %[[NO:.*]] = 0 to 13 step 4 {
@@ -17,31 +18,16 @@
 // CHECK-COUNT-3:       affine.store
 // CHECK-NEXT:        } {einc.stmt = "T", einc.axis = "K"}
 // CHECK-NEXT:      } else {
-// CHECK:             %[[G1:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
-// CHECK-NEXT:        scf.if %[[G1]] {
-// CHECK-NEXT:          affine.for %{{.*}} = 0 to 11 {
-// CHECK-NOT:             scf.if
-// CHECK-COUNT-2:         affine.store
-// CHECK-NEXT:          } {einc.stmt = "T", einc.axis = "K"}
-// CHECK-NEXT:        } else {
-// CHECK-NEXT:          affine.for %{{.*}} = 0 to 11 {
-// CHECK-NOT:             scf.if
-// CHECK-COUNT-1:         affine.store
-// CHECK-NEXT:          } {einc.stmt = "T", einc.axis = "K"}
-
-// With at most two versions, only the strongest guard is hoisted: the whole tile's loop
-// is bare, the other keeps its guard inside K.
+// CHECK-NEXT:        affine.for %{{.*}} = 0 to 11 {
+// CHECK-NOT:           scf.if
+// CHECK-COUNT-1:       affine.store
+// CHECK-NEXT:        } {einc.stmt = "T", einc.axis = "K"}
+// CHECK-NEXT:      }
 
 // TWO-LABEL: func.func @unswitch_partial_tile_rows(
-// TWO:         scf.if %{{.*}} {
-// TWO-NEXT:      affine.for %{{.*}} = 0 to 11 {
-// TWO-NOT:         scf.if
-// TWO:           } {einc.stmt = "T", einc.axis = "K"}
-// TWO-NEXT:    } else {
-// TWO-NEXT:      affine.for %{{.*}} = 0 to 11 {
-// TWO:             scf.if
-// TWO:           } {einc.stmt = "T", einc.axis = "K"}
-// TWO-NEXT:    }
+// TWO:         scf.if
+// TWO-NOT:     scf.if
+// TWO-LABEL: func.func @unswitch_on_an_argument(
 
 builtin.module {
   func.func @unswitch_partial_tile_rows(%A: memref<13x11xf32>, %T: memref<4xf32>) {
@@ -65,6 +51,65 @@ builtin.module {
         }
       } {einc.stmt = "T", einc.axis = "K"}
     } {einc.stmt = "T", einc.axis = "N.o"}
+    func.return
+  }
+}
+
+// -----
+
+// The same guards on a value of unknown range (an argument `%v`): `2 < v` false leaves
+// `1 < v` open, so the false version is unswitched on it in turn (three versions). With at
+// most two versions (TWO) only the strongest is hoisted: the other stays inside K.
+
+// CHECK-LABEL: func.func @unswitch_on_an_argument(
+// CHECK:         %[[G2:.*]] = arith.cmpi slt, %{{.*}}, %[[V:.*]] : index
+// CHECK-NEXT:    scf.if %[[G2]] {
+// CHECK-NEXT:      affine.for %{{.*}} = 0 to 11 {
+// CHECK-NOT:         scf.if
+// CHECK-COUNT-3:     affine.store
+// CHECK-NEXT:      } {einc.stmt = "T", einc.axis = "K"}
+// CHECK-NEXT:    } else {
+// CHECK:           %[[G1:.*]] = arith.cmpi slt, %{{.*}}, %[[V]] : index
+// CHECK-NEXT:      scf.if %[[G1]] {
+// CHECK-NEXT:        affine.for %{{.*}} = 0 to 11 {
+// CHECK-NOT:           scf.if
+// CHECK-COUNT-2:       affine.store
+// CHECK-NEXT:        } {einc.stmt = "T", einc.axis = "K"}
+// CHECK-NEXT:      } else {
+// CHECK-NEXT:        affine.for %{{.*}} = 0 to 11 {
+// CHECK-NOT:           scf.if
+// CHECK-COUNT-1:       affine.store
+// CHECK-NEXT:        } {einc.stmt = "T", einc.axis = "K"}
+
+// TWO:         scf.if %{{.*}} {
+// TWO-NEXT:      affine.for %{{.*}} = 0 to 11 {
+// TWO-NOT:         scf.if
+// TWO:           } {einc.stmt = "T", einc.axis = "K"}
+// TWO-NEXT:    } else {
+// TWO-NEXT:      affine.for %{{.*}} = 0 to 11 {
+// TWO:             scf.if
+// TWO:           } {einc.stmt = "T", einc.axis = "K"}
+// TWO-NEXT:    }
+
+builtin.module {
+  func.func @unswitch_on_an_argument(%A: memref<13x11xf32>, %T: memref<4xf32>, %v: index) {
+    affine.for %K = 0 to 11 {
+      %c0 = arith.constant 0 : index
+      %a0 = affine.load %A[%c0, %K] : memref<13x11xf32>
+      affine.store %a0, %T[%c0] : memref<4xf32>
+      %c1 = arith.constant 1 : index
+      %g1 = arith.cmpi slt, %c1, %v : index
+      scf.if %g1 {
+        %a1 = affine.load %A[%c1, %K] : memref<13x11xf32>
+        affine.store %a1, %T[%c1] : memref<4xf32>
+      }
+      %c2 = arith.constant 2 : index
+      %g2 = arith.cmpi slt, %c2, %v : index
+      scf.if %g2 {
+        %a2 = affine.load %A[%c2, %K] : memref<13x11xf32>
+        affine.store %a2, %T[%c2] : memref<4xf32>
+      }
+    } {einc.stmt = "T", einc.axis = "K"}
     func.return
   }
 }
