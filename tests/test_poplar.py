@@ -792,13 +792,13 @@ def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list
     columns = min(8, shapes[1][-1])
     assert f"float output0_local[{4 * columns}];" in source and "einc_minsi" not in source
     assert f"if (3 < N_o * -1 + {shapes[0][-2]}) {{" in source  # the rows' guard, before K
-    k_loops = _loop_bodies(source, "for (int K = 0; ")
+    k_loops = loop_bodies(source, "for (int K = 0; ")
     assert len(k_loops) > 1 and all("if (" not in body and "?" not in body for body in k_loops)
     assert k_loops[0].count(" = output0_local[") == 4 * columns  # the first version: the whole tile
     _matmul_matches(comp, inputs)
 
 
-def _loop_bodies(source: str, header: str) -> list[str]:
+def loop_bodies(source: str, header: str) -> list[str]:
     """The text between the braces of each loop of `source` that starts with `header`."""
     bodies = []
     for found in re.finditer(re.escape(header), source):
