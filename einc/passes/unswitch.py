@@ -4,7 +4,9 @@ the loop versioned (einc.transforms.unswitch.unswitch_loop).
 `unroll` of a partial tile's loop (einc.transforms.loop_transforms._unroll_clipped) leaves
 each copy the last tile may lack under `if (k < 499 - N_o)`; with the tile loops inside
 the reduction loop K (a register tile), those guards are tested in every iteration of K
-although they depend only on the tile's position. Each guard is taken at its nearest
+although they depend only on the tile's position. A guard is an `scf.if` without results
+(a padded read's `.when`, which yields the value or the padding, stays where it is: the
+halo staging of docs/SCHEDULES.md removes those). Each guard is taken at its nearest
 enclosing `affine.for`; of a loop's guards whose condition is invariant there, the one
 that decides the most others first (`3 < v` true makes `1 < v` and `2 < v` true), so
 the first version, all its guards true, is the whole tile's loop without a condition
@@ -41,11 +43,12 @@ def _nearest_loop(op: Operation) -> affine.ForOp | None:
 
 
 def invariant_guards(loop: affine.ForOp) -> list[scf.IfOp]:
-    """The `scf.if`s whose nearest enclosing loop is `loop` and whose condition it does not
-    change."""
+    """The `scf.if`s without results (guards that skip work, not `.when` reads that pick a
+    value) whose nearest enclosing loop is `loop` and whose condition it does not change."""
     return [
         op for op in loop.walk()
-        if isinstance(op, scf.IfOp) and _nearest_loop(op) is loop and invariant_slice(op.cond, loop) is not None
+        if isinstance(op, scf.IfOp) and not op.results and _nearest_loop(op) is loop
+        and invariant_slice(op.cond, loop) is not None
     ]  # fmt: skip
 
 
