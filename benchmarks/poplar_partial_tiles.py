@@ -53,7 +53,7 @@ def main() -> None:
         at = argv.index("--rounds")
         rounds = int(argv[at + 1])
         del argv[at:at + 2]
-    variants = [("guarded", None, True), ("unswitched", None, False)]
+    variants: list[tuple[str, ScheduleChoice | None, bool]] = [("guarded", None, True), ("unswitched", None, False)]
     if "--unscheduled" in argv:
         argv.remove("--unscheduled")
         variants.insert(0, ("unscheduled", ScheduleChoice.NONE, False))

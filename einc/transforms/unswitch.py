@@ -230,7 +230,7 @@ def comparison(cmp: arith.CmpiOp, root: Operation) -> Comparison | None:
     sides = [affine_expr_of(o, dims) for o in (cmp.lhs, cmp.rhs)]
     if sides[0] is None or sides[1] is None:
         return None
-    operands = [(canonical(e), None) for e in sides if e is not None]
+    operands: list[tuple[AffineExpr, int | None]] = [(canonical(e), None) for e in sides if e is not None]
     return Comparison(name, False, canonical(sides[0] - sides[1]), dims, operands, [value_range(d) for d in dims])
 
 
