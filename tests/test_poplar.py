@@ -777,8 +777,12 @@ def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list
     register tiles by default, 4 x 8 with the last tile partial: the tile loops run to
     `min(tile, size - start)` and unroll completely, each copy that the last tile lacks
     under a guard (`if (1 < v)`, v = `N_o * -1 + 13`), so the accumulators are indexed by
-    constants; an axis shorter than a tile is one tile of its length (7 columns). Results are NumPy's; the interpreter, vertex by vertex inside their
-    slices (the written slices clipped to the tensor per dimension), agrees."""
+    constants; an axis shorter than a tile is one tile of its length (7 columns). The
+    guards depend on the tile's position only: `einc-unswitch` tests them before K
+    (`if (3 < N_o * -1 + 13)`), whose versions hold no condition (the first, every guard
+    true, is the whole tile's; the other, the last tile's rows, N_o = 12). Results
+    are NumPy's; the interpreter, vertex by vertex inside their slices (the written slices
+    clipped to the tensor per dimension), agrees."""
     require("poplar")
     inputs = {"input0": {"dtype": "float32", "shape": shapes[0]}, "input1": {"dtype": "float32", "shape": shapes[1]}}
     comp = _compile(ir, inputs)
@@ -787,8 +791,24 @@ def test_default_register_tiles_axes_no_tile_divides(ir: str, shapes: tuple[list
     source = comp.results["source"]
     columns = min(8, shapes[1][-1])
     assert f"float output0_local[{4 * columns}];" in source and "einc_minsi" not in source
-    assert f"= N_o * -1 + {shapes[0][-2]};" in source and re.search(r"if \(1 < v(_\d+)?\) \{", source)  # the rows' guards
+    assert f"if (3 < N_o * -1 + {shapes[0][-2]}) {{" in source  # the rows' guard, before K
+    k_loops = loop_bodies(source, "for (int K = 0; ")
+    assert len(k_loops) > 1 and all("if (" not in body and "?" not in body for body in k_loops)
+    assert k_loops[0].count(" = output0_local[") == 4 * columns  # the first version: the whole tile
     _matmul_matches(comp, inputs)
+
+
+def loop_bodies(source: str, header: str) -> list[str]:
+    """The text between the braces of each loop of `source` that starts with `header`."""
+    bodies = []
+    for found in re.finditer(re.escape(header), source):
+        start = source.index("{", found.end()) + 1
+        depth, end = 1, start
+        while depth:
+            depth += {"{": 1, "}": -1}.get(source[end], 0)
+            end += 1
+        bodies.append(source[start:end - 1])
+    return bodies
 
 
 def test_partial_register_tiles_over_several_vertices_and_in_boxes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -808,7 +828,7 @@ def test_partial_register_tiles_over_several_vertices_and_in_boxes(monkeypatch: 
     _matmul_matches(comp, inputs)
     split, comp, records = _boxed_register_tiles(monkeypatch, 45, 20, 51)
     assert split.shape == (12, 13) and split.vertices > 1
-    assert "= N_o * -1 + 45;" in comp.results["source"]
+    assert "if (3 < N_o * -1 + 45) {" in comp.results["source"]  # the rows' guard, before K
 
 
 def test_default_register_tiled_batch_matmul_spreads_over_tiles(monkeypatch: pytest.MonkeyPatch) -> None:

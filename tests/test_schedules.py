@@ -137,6 +137,28 @@ def test_unroll_a_partial_tile_completely_under_guards(size: int) -> None:
         einc.compile(MATMUL, MM, schedule=script(*lines, f"%u = transform.einc.unroll %ni by {size - 1}"))
 
 
+@pytest.mark.parametrize("size", [3, 7])
+def test_partial_register_tile_guards_are_unswitched_out_of_k(size: int) -> None:
+    """A register tile on C: N (20 rows) tiled by `size`, K moved outside the tile loop,
+    which unrolls completely under guards (`if (k < 20 - N_o)`): inside K, they depend on
+    N_o only, so einc-unswitch tests them before K, two versions of K (the whole tile, the
+    last one's 20 % size rows), neither with a condition. The result matches NumPy."""
+    src = check(MATMUL, MM, script(
+        '%n = transform.einc.match stmt "output0" axis "N" in %root',
+        f"%no, %ni = transform.einc.tile %n by {size}",
+        '%k = transform.einc.match stmt "output0" axis "K" in %root',
+        '%m = transform.einc.match stmt "output0" axis "M" in %root',
+        "%a, %b, %c, %d = transform.einc.reorder %no, %k, %ni, %m",
+        f"%u = transform.einc.unroll %c by {size}",
+    ))
+    from tests.test_poplar import loop_bodies
+
+    k_loops = loop_bodies(src, "for (int64_t K = 0; ")
+    assert len(k_loops) == 2 and not any("if (" in body for body in k_loops)
+    assert f"if ({size - 1} < " in src  # the guard, once per tile before K
+    assert k_loops[0].count("for (int64_t M") == size and k_loops[1].count("for (int64_t M") == 20 % size
+
+
 @pytest.mark.parametrize("line, message", [
     ("%a, %b = transform.einc.peel %n by 0", "peel size must be positive, got 0"),
     ("%a, %b = transform.einc.peel %n by 21", "cannot peel loop N of output0 by 21: it runs 20 iterations"),

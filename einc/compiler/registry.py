@@ -177,6 +177,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return StreamStoresPass
 
+    def einc_unswitch():
+        from einc.passes.unswitch import UnswitchPass
+
+        return UnswitchPass
+
     def verify_egpu():
         from einc.passes.verify_egpu import VerifyEgpuPass
 
@@ -231,6 +236,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-split-index-axes": einc_split_index_axes,
         "einc-init-accumulators": einc_init_accumulators,
         "einc-stream-stores": einc_stream_stores,
+        "einc-unswitch": einc_unswitch,
         "einc-index-width": einc_index_width,
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
         "einc-vectorize-global": einc_vectorize_global,

@@ -316,7 +316,7 @@ class PoplarTarget(DeviceTarget):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=poplar},"
-        "legalize-storage-dtypes{target=poplar},legalize-bf16-storage,einc-vectorize-loops{target=poplar},canonicalize,cse,"
+        "legalize-storage-dtypes{target=poplar},legalize-bf16-storage,einc-unswitch,einc-vectorize-loops{target=poplar},canonicalize,cse,"
         "split-poplar-vertices"
     )
     limits = TargetDescription(

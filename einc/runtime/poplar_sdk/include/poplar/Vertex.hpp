@@ -144,7 +144,10 @@ template <class T, Direction D> class VectorField : public Field {
  protected:
   // Indexing is checked: on the IPU an index past the connected elements reads or writes
   // whatever lies beside them in tile memory.
-  std::size_t checked(std::size_t i) const {
+  // It and the operator[]s are always inlined: at -O1 GCC's inliner budget otherwise runs
+  // out in a large compute() (a register tile's unswitched versions of K) and the hot
+  // loop's every access becomes a call through the PLT, which the harness then times.
+  __attribute__((always_inline)) std::size_t checked(std::size_t i) const {
     if (i >= edge_.size()) index_error(i, edge_.size());
     return i;
   }
@@ -194,7 +197,7 @@ template <class T> class InOut : public einc::ScalarField<T, einc::Direction::In
 template <class T, VectorLayout L, unsigned A, bool I>
 class Input<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::In> {
  public:
-  const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
+  __attribute__((always_inline)) const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
   const T *begin() const { return this->data_.get(); }
   const T *end() const { return this->data_.get() + this->size(); }
   const T *data() const { return this->data_.get(); }
@@ -203,8 +206,8 @@ class Input<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::I
 template <class T, VectorLayout L, unsigned A, bool I>
 class Output<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::Out> {
  public:
-  T &operator[](std::size_t i) { return this->data_[this->checked(i)]; }
-  const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
+  __attribute__((always_inline)) T &operator[](std::size_t i) { return this->data_[this->checked(i)]; }
+  __attribute__((always_inline)) const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
   T *begin() { return this->data_.get(); }
   T *end() { return this->data_.get() + this->size(); }
   T *data() { return this->data_.get(); }
@@ -213,8 +216,8 @@ class Output<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::
 template <class T, VectorLayout L, unsigned A, bool I>
 class InOut<Vector<T, L, A, I>> : public einc::VectorField<T, einc::Direction::InOut> {
  public:
-  T &operator[](std::size_t i) { return this->data_[this->checked(i)]; }
-  const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
+  __attribute__((always_inline)) T &operator[](std::size_t i) { return this->data_[this->checked(i)]; }
+  __attribute__((always_inline)) const T &operator[](std::size_t i) const { return this->data_[this->checked(i)]; }
   T *begin() { return this->data_.get(); }
   T *end() { return this->data_.get() + this->size(); }
   T *data() { return this->data_.get(); }

@@ -1,0 +1,104 @@
+"""`einc-unswitch`: guards whose condition a loop does not change are tested once before it,
+the loop versioned (einc.transforms.unswitch.unswitch_loop).
+
+`unroll` of a partial tile's loop (einc.transforms.loop_transforms._unroll_clipped) leaves
+each copy the last tile may lack under `if (k < 499 - N_o)`; with the tile loops inside
+the reduction loop K (a register tile), those guards are tested in every iteration of K
+although they depend only on the tile's position. A guard is an `scf.if` without results
+(a padded read's `.when`, which yields the value or the padding, stays where it is: the
+halo staging of docs/SCHEDULES.md removes those). Each guard is taken at its nearest
+enclosing `affine.for`; of a loop's guards whose condition is invariant there, the one
+that decides the most others first (`3 < v` true makes `1 < v` and `2 < v` true), so
+the first version, all its guards true, is the whole tile's loop without a condition
+(the version every tile but the last along each axis runs). Versions are then unswitched
+in turn, the all-true one first and the others breadth-first, until a loop has
+`max-versions` versions (each a copy of the loop) or none has a guard left; a guard that
+cannot be hoisted (`unswitch_loop`'s Failure: its condition changes in the loop, a
+barrier inside, a loop over MAX_UNSWITCH_OPS ops) stays where it is.
+
+Run by the C pipeline and the device pipelines after `convert-affine-to-egpu` (a point
+loop is gone by then, so no condition comes between the loops a target maps).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+from einc.transforms.loop_build import Failure
+from einc.transforms.unswitch import implied, invariant_slice, unswitch_loop
+
+
+def _nearest_loop(op: Operation) -> affine.ForOp | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, affine.ForOp):
+        parent = parent.parent_op()
+    return parent
+
+
+def invariant_guards(loop: affine.ForOp) -> list[scf.IfOp]:
+    """The `scf.if`s without results (guards that skip work, not `.when` reads that pick a
+    value) whose nearest enclosing loop is `loop` and whose condition it does not change."""
+    return [
+        op for op in loop.walk()
+        if isinstance(op, scf.IfOp) and not op.results and _nearest_loop(op) is loop
+        and invariant_slice(op.cond, loop) is not None
+    ]  # fmt: skip
+
+
+def strongest(guards: list[scf.IfOp]) -> scf.IfOp:
+    """The guard whose condition, true, decides the most of the others' (the first on ties)."""
+    return max(guards, key=lambda g: sum(implied(g.cond, True, h.cond) is not None for h in guards))
+
+
+def unswitch_guards(loop: affine.ForOp, max_versions: int) -> int:
+    """Unswitch `loop`'s invariant guards (the module docstring's order) into at most
+    `max_versions` versions; returns how many it made."""
+    versions, queue = 1, deque([loop])
+    while queue and versions < max_versions:
+        made = _unswitch_one(queue.popleft())
+        if made is None:
+            continue
+        versions += 1
+        queue.appendleft(made[0])
+        queue.append(made[1])
+    return versions
+
+
+def _unswitch_one(loop: affine.ForOp) -> tuple[affine.ForOp, affine.ForOp] | None:
+    """`loop` unswitched on its strongest invariant guard that can be hoisted; None if none."""
+    guards = invariant_guards(loop)
+    while guards:
+        guard = strongest(guards)
+        made = unswitch_loop(loop, guard)
+        if not isinstance(made, Failure):
+            return made
+        guards.remove(guard)
+    return None
+
+
+@dataclass(frozen=True)
+class UnswitchPass(ModulePass):
+    name = "einc-unswitch"
+
+    max_versions: int = 8
+    """The most versions one loop becomes (1: none unswitched)."""
+
+    def __post_init__(self) -> None:
+        if self.max_versions < 1:
+            raise ValueError(f"max-versions must be at least 1, got {self.max_versions}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        loops = [loop for loop in op.walk() if isinstance(loop, affine.ForOp)]
+        for loop in reversed(loops):  # inner loops first: an outer loop's copies take theirs
+            if loop.parent is not None and invariant_guards(loop):
+                unswitch_guards(loop, self.max_versions)
+
+
+__all__ = ["UnswitchPass", "invariant_guards", "strongest", "unswitch_guards"]
