@@ -236,8 +236,11 @@ class TestOpenCL:
             b += 1.0
         assert dict(seen) == {"a": True, "b": False, "c": True}
         # inputs may alias each other; an output may not alias an input
+        a.flags.writeable = False  # (a read-only input too)
         kernel({"a": a, "b": a}, {"c": c})
         np.testing.assert_array_equal(c, a + a)
+        assert seen[-3:] == [("a", True), ("b", True), ("c", True)]
+        a.flags.writeable = True
         with pytest.raises(RuntimeInputError, match="output 'c' overlaps argument 'a'"):
             kernel({"a": a, "b": b}, {"c": a})
         # a temp between two kernels (the kernel's own buffer) beside in-place arrays
