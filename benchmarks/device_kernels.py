@@ -26,8 +26,12 @@ the best hand schedule (above 1: faster than it).
 
 Times: on CUDA, device arrays (torch CUDA tensors) are passed to the kernel, so a time is the
 launch and the kernel, taken with CUDA events, as torch's is; on the other targets a call
-copies inputs in and outputs out (einc's host side, as a user calls a kernel), and NumPy's time
-on the host is given for scale. `model` is `Kernel.model(DEVICE)` of the CUDA kernel of the same
+is einc's host side as a user calls a kernel: HLSL and Poplar copy inputs in and outputs out;
+OpenCL (PoCL) and SYCL pass the arrays to the kernels as they are (their runtimes' in-place
+paths: the arrays here are 128-byte aligned, `einc.runtime.arrays.aligned_empty`, as einc
+allocates its own); `--copies` also times each OpenCL variant with `$EINC_OPENCL_COPY=1`
+(every array copied through device buffers) as `copied: VARIANT`, in the same rounds. NumPy's
+time on the host is given for scale. `model` is `Kernel.model(DEVICE)` of the CUDA kernel of the same
 program and schedule (NVRTC builds it; no GPU needed) - a prediction for that GPU, compared with
 the measurement only where the run is on that GPU (`model/measured`). `model here` is the
 model's prediction for the device actually measured: on CUDA the GPU there (a device of the
@@ -242,8 +246,33 @@ def tune_schedule(case: Case, target: str, trials: int, db: str) -> list[tuple[s
 
 
 def time_host(kernel: Any, arrays: dict[str, np.ndarray]) -> float:
-    outs = {o.name: np.empty(o.shape, o.dtype) for o in kernel.outputs}
+    from einc.runtime.arrays import aligned_empty
+
+    outs = {o.name: aligned_empty(o.shape, o.dtype) for o in kernel.outputs}
     return measure(lambda: kernel.run(arrays, outs), repeat=5, min_time=0.2).median_s
+
+
+def copied(timer: Callable[[], float]) -> Callable[[], float]:
+    """`timer` with the OpenCL runtime's copy path forced (`$EINC_OPENCL_COPY=1`)."""
+    from einc.runtime.opencl import COPY_ENV
+
+    def timed() -> float:
+        os.environ[COPY_ENV] = "1"
+        try:
+            return timer()
+        finally:
+            del os.environ[COPY_ENV]
+
+    return timed
+
+
+def aligned_random(rng: np.random.Generator, shape: list[int], dtype: str) -> np.ndarray:
+    """Uniform random numbers in [-1, 1) in a 128-byte aligned array (as einc allocates)."""
+    from einc.runtime.arrays import aligned_empty
+
+    array = aligned_empty(shape, dtype)
+    array[...] = rng.uniform(-1, 1, shape)
+    return array
 
 
 def time_cuda(fn: Callable[[], object], torch: Any, reps: int = 20) -> float:
@@ -268,7 +297,7 @@ def prepare(case: Case, target: str, variant: str, schedule: str | None, torch: 
 
     row = Row(target, case.name, variant)
     rng = np.random.default_rng()
-    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(v["dtype"]) for k, v in case.inputs.items()}
+    arrays = {k: aligned_random(rng, v["shape"], v["dtype"]) for k, v in case.inputs.items()}
     try:
         kernel = einc.compile(case.ir, case.inputs, target=target, schedule=schedule or "default", use_records=False)
     except einc.EincError as err:
@@ -339,6 +368,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated kernel name prefixes")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds per variant (median)")
     parser.add_argument("--hands", default="", help="comma-separated hand schedule name prefixes (default: all)")
+    parser.add_argument("--copies", action="store_true",
+                        help="OpenCL: also time each variant with every array copied ($EINC_OPENCL_COPY=1)")
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--markdown", action="store_true", help="print only the Markdown table")
     parser.add_argument("--facts", metavar="FACTS.json",
@@ -375,6 +406,12 @@ def main() -> None:
                     except Exception as err:  # noqa: BLE001 - reported in the table
                         rows.append(Row(target, case.name, "tuned", note=f"tuning failed: {err}"[:90]))
                 prepared = [prepare(case, target, variant, schedule, torch) for variant, schedule in [*variants, *tuned]]
+                if args.copies and target == "opencl":  # the copy path's twins, in the same rounds
+                    twins = [(Row(target, case.name, f"copied: {row.variant}", extra={"ref_s": row.extra.get("ref_s"),
+                              "nbytes": row.extra.get("nbytes")}), copied(timer) if timer is not None else None)
+                             for row, timer in prepared]  # fmt: skip
+                    tuned = [*tuned, *[(row.variant, None) for row, _ in twins]]
+                    prepared += twins
                 times: list[list[float]] = [[] for _ in prepared]
                 for r in range(max(args.rounds, 1)):
                     for k in range(len(prepared)):  # a rotating order: no variant always first
@@ -386,6 +423,11 @@ def main() -> None:
                         finish(case, row, got)
                     if not row.variant.startswith("hand") and schedule is not None:
                         row.extra["schedule"] = schedule  # the tuned script (--json)
+                    if row.variant.startswith("copied: "):
+                        rows.append(row)
+                        if not args.markdown:
+                            print(" | ".join(str(v) for v in asdict(row).values()), flush=True)
+                        continue
                     row.model_ms, row.model_bound = predict(case, schedule, args.model) if args.model else (None, "")
                     if row.ms is not None:
                         row.here_ms, row.here_bound = predict_here(case, schedule, target, torch)

@@ -39,8 +39,9 @@ The description (a JSON file `einc check --model FILE` and `Kernel.model(FILE)` 
 `predict` adds to the model's kernel time the host side of a call as the benchmark measures
 it: `call_us` and each input copied in and each output copied out at the STREAM copy
 bandwidth (one read and one write per byte; the in-L3 copy bandwidth where the host arrays
-and the device buffers fit in the L3 together); none on SYCL where its runtime passes the
-caller's arrays to the kernels as they are (einc/runtime/sycl.py `arrays_in_place`). Nothing
+and the device buffers fit in the L3 together); none on SYCL and OpenCL where their runtimes
+pass the caller's arrays to the kernels as they are (einc/runtime/sycl.py and opencl.py
+`arrays_in_place`; OpenCL's needs 128-byte aligned arrays, which device_kernels.py passes). Nothing
 is fitted to the benchmark kernels.
 """
 
@@ -320,6 +321,10 @@ def predict(kernel: Any, target: str) -> tuple[float, str, float]:
         from einc.runtime.sycl import arrays_in_place
 
         copied = 0 if arrays_in_place() else copied  # the kernels use the caller's arrays
+    elif target == "opencl":
+        from einc.runtime.opencl import arrays_in_place as opencl_in_place
+
+        copied = 0 if opencl_in_place() else copied  # (the benchmark's arrays are 128-byte aligned)
     # the host arrays and the device buffers: in the L3 between calls where they fit together
     cached = 2 * copied <= facts["cache_bytes"]
     host = facts["call_us"] * 1e-6 + 2 * copied / (facts["cache_copy_gbps" if cached else "copy_gbps"] * 1e9)

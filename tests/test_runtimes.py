@@ -204,6 +204,83 @@ class TestOpenCL:
         with pytest.raises(RuntimeInputError, match="overlaps"):
             run(inputs, {"c": inputs["a"]})
 
+    def test_arrays_used_in_place_over_repeated_calls(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # PoCL's CPU device shares the host's memory: the kernels read and write the caller's
+        # arrays (USE_HOST_PTR buffers, no copies) where they are aligned as the manifest and
+        # the device (128 bytes) say; an array 16 bytes past that is copied through the
+        # kernel's own buffer; each call sees its arrays' current contents
+        from einc.runtime import opencl
+        from einc.runtime.arrays import aligned_empty
+
+        monkeypatch.delenv(opencl.COPY_ENV, raising=False)
+        assert opencl.arrays_in_place() and opencl._device().base_alignment == 128
+        aligned = vadd_manifest("opencl")
+        aligned = LaunchManifest("opencl", tuple(Buffer(b.name, b.dtype, b.shape, b.role, align=16) for b in aligned.buffers),
+                                 aligned.kernels)  # fmt: skip
+        kernel = opencl.load_opencl_kernel(OPENCL, aligned)
+        rng = np.random.default_rng(5)
+        a = aligned_empty(LEN, np.float32)
+        a[:] = rng.standard_normal(LEN)
+        b = aligned_empty(LEN + 4, np.float32)[4:]  # 16-byte aligned (the manifest's), not 128 (the device's)
+        b[:] = rng.standard_normal(LEN)
+        seen = []
+        original = opencl.OpenCLKernel._in_place
+        monkeypatch.setattr(opencl.OpenCLKernel, "_in_place", lambda self, buffer, host: seen.append(
+            (buffer.name, r := original(self, buffer, host))) or r)  # fmt: skip
+        c = aligned_empty(LEN, np.float32)
+        for step in range(3):
+            c.fill(np.nan)
+            kernel({"a": a, "b": b}, {"c": c})
+            np.testing.assert_array_equal(c, a + b)
+            a *= -2.0  # the same arrays changed between calls: read afresh
+            b += 1.0
+        assert dict(seen) == {"a": True, "b": False, "c": True}
+        # inputs may alias each other; an output may not alias an input
+        a.flags.writeable = False  # (a read-only input too)
+        kernel({"a": a, "b": a}, {"c": c})
+        np.testing.assert_array_equal(c, a + a)
+        assert seen[-3:] == [("a", True), ("b", True), ("c", True)]
+        a.flags.writeable = True
+        with pytest.raises(RuntimeInputError, match="output 'c' overlaps argument 'a'"):
+            kernel({"a": a, "b": b}, {"c": a})
+        # a temp between two kernels (the kernel's own buffer) beside in-place arrays
+        manifest = matmul_manifest("opencl")
+        inputs = {k: _aligned_copy(v) for k, v in random_inputs(manifest).items()}
+        outputs = {k: _aligned_copy(v) for k, v in poisoned_outputs(manifest).items()}
+        seen.clear()
+        opencl.load_opencl_kernel(OPENCL, manifest)(inputs, outputs)
+        assert dict(seen) == {"A": True, "B": True, "bias": True, "T": False, "C": True}
+        want = inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64) + inputs["bias"]
+        np.testing.assert_allclose(outputs["C"], want, rtol=1e-5, atol=1e-4)
+
+    def test_copied_path_matches(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        # $EINC_OPENCL_COPY=1 (a device with its own memory's path): every array copied in and out
+        from einc.runtime import opencl
+
+        monkeypatch.setenv(opencl.COPY_ENV, "1")
+        assert not opencl.arrays_in_place()
+        seen = []
+        original = opencl.OpenCLKernel._in_place
+        monkeypatch.setattr(opencl.OpenCLKernel, "_in_place", lambda self, buffer, host: seen.append(
+            r := original(self, buffer, host)) or r)  # fmt: skip
+        manifest = matmul_manifest("opencl")
+        kernel = opencl.load_opencl_kernel(OPENCL, manifest)
+        for _ in range(2):
+            inputs = {k: _aligned_copy(v) for k, v in random_inputs(manifest).items()}
+            outputs = {k: _aligned_copy(v) for k, v in poisoned_outputs(manifest).items()}
+            kernel(inputs, outputs)
+            want = inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64) + inputs["bias"]
+            np.testing.assert_allclose(outputs["C"], want, rtol=1e-5, atol=1e-4)
+        assert seen and not any(seen)
+
+
+def _aligned_copy(array: np.ndarray) -> np.ndarray:
+    from einc.runtime.arrays import aligned_empty
+
+    copy = aligned_empty(array.shape, array.dtype)
+    copy[...] = array
+    return copy
+
 
 # --- HLSL on Vulkan --------------------------------------------------------------------
 

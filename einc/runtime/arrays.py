@@ -10,8 +10,9 @@ copies, and the outputs given back in the caller's array type.
   library's `from_dlpack` (cupy.from_dlpack, jax.numpy.from_dlpack; torch.from_numpy, the
   same zero-copy view, cheaper; else the `from_dlpack` of the type's top-level module),
   zero-copy; NumPy otherwise. Torch CPU tensors are read with `Tensor.numpy()` (zero-copy).
-- `aligned_empty`: the arrays einc creates (outputs, scratch) start on a 64-byte boundary
-  (`ALIGNMENT`), a cache line and one AVX-512 vector: NumPy's own allocation places large
+- `aligned_empty`: the arrays einc creates (outputs, scratch) start on a 128-byte boundary
+  (`ALIGNMENT`): a cache line and one AVX-512 vector, and PoCL's buffer alignment (its OpenCL
+  kernels take them in place): NumPy's own allocation places large
   arrays 16 bytes past one, where every 64-byte row store of a kernel spans two lines and
   non-temporal stores fault.
 - `poisoned` / `poison`: outputs filled with a value no correct kernel leaves behind (debug
@@ -241,8 +242,10 @@ def empty_like_library(example: object, shape: tuple[int, ...], dtype: np.dtype,
     )
 
 
-ALIGNMENT = 64
-"""Bytes: where the arrays einc allocates start (a cache line, one 512-bit vector)."""
+ALIGNMENT = 128
+"""Bytes: where the arrays einc allocates start (a cache line, one 512-bit vector; 128: also an
+OpenCL CPU device's buffer alignment, PoCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN, so that OpenCL
+kernels use them in place)."""
 
 
 def aligned_empty(shape: Sequence[int] | int, dtype: str | np.dtype, alignment: int = ALIGNMENT) -> np.ndarray:

@@ -1,5 +1,5 @@
 """The C target's call trampoline: a small CPython extension that checks NumPy arrays against a
-kernel's signature, allocates its outputs (64-byte aligned) and calls the kernel's function pointer, all in C.
+kernel's signature, allocates its outputs (128-byte aligned) and calls the kernel's function pointer, all in C.
 
 Why: from Python, reading an array's address costs about 1 µs (`a.ctypes.data` and
 `a.__array_interface__` build objects), so a ctypes call of a three-argument kernel cost

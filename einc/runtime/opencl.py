@@ -25,6 +25,19 @@ other: INVALID_CONTEXT), and a program is built once per key. A kernel's device 
 are made on its first call and kept (no allocation per call); they and the kernel objects'
 arguments (`clSetKernelArg`) are shared state, so a call holds the kernel's lock from the
 uploads to the read-backs: calls from several threads run one after the other.
+
+Memory: on a device that shares the host's memory (`CL_DEVICE_HOST_UNIFIED_MEMORY`, or a CPU
+device: PoCL's) the kernels read and write the caller's arrays themselves: each is wrapped,
+per call, in a `CL_MEM_USE_HOST_PTR` buffer (about 1 us to make and release on PoCL; none is
+kept, so no buffer outlives its array or points at a later one at the same address) where it
+is aligned to both the manifest's alignment and the device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`
+(PoCL: 1024 bits, 128 bytes; einc's own arrays are 128-byte aligned, NumPy's large ones are
+not). Outputs are mapped for reading (and unmapped) before the call returns, so the results are
+in the caller's array as the OpenCL memory model says (on PoCL the map is the array itself).
+Anything else (a misaligned array, a device with its own memory) is copied through the
+kernel's kept buffers. Arrays may alias as `einc.runtime.device.stage` allows (inputs each
+other; an output nothing: refused), as on SYCL. `$EINC_OPENCL_COPY=1` forces the copies
+(benchmarks: the A/B of the two paths in one process).
 """
 
 from __future__ import annotations
@@ -43,7 +56,7 @@ import numpy as np
 from einc.errors import RuntimeMissingError, TargetError, ToolchainError
 from einc.runtime.device import check_manifest, nbytes, stage
 from einc.runtime.finders import INSTALL_HINT, known, reason
-from einc.runtime.manifest import LaunchManifest
+from einc.runtime.manifest import Buffer, LaunchManifest
 from einc.runtime.once import locked_cache
 from einc.runtime.opencl_isolate import check_build, needs_isolation, receive_request, send
 
@@ -51,6 +64,9 @@ if TYPE_CHECKING:
     import pyopencl
 
 BUILD_OPTIONS: tuple[str, ...] = ()
+COPY_ENV = "EINC_OPENCL_COPY"
+"""Set to 1: every array is copied to and from the kernel's buffers (the path of a device with
+its own memory), for benchmarks comparing it with the in-place one."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,11 @@ class _Device:
     context: pyopencl.Context
     queue: pyopencl.CommandQueue
     device: pyopencl.Device
+    host_memory: bool
+    """Whether kernels may use the host's arrays in place (`CL_MEM_USE_HOST_PTR` buffers without
+    a copy): the device's memory is the host's (host-unified memory, or a CPU device)."""
+    base_alignment: int
+    """`CL_DEVICE_MEM_BASE_ADDR_ALIGN` in bytes (the device reports bits)."""
 
 
 def _pyopencl():  # the module, imported when a runtime first needs it
@@ -91,7 +112,8 @@ def _device() -> _Device:
     pocl = [d for p, d in cpus if "Portable Computing Language" in p.name or "pocl" in p.vendor.lower()]
     device = (pocl or [d for _, d in cpus])[0]
     context = cl.Context([device])
-    return _Device(context, cl.CommandQueue(context, device), device)
+    host_memory = bool(device.host_unified_memory) or bool(device.type & cl.device_type.CPU)
+    return _Device(context, cl.CommandQueue(context, device), device, host_memory, device.mem_base_addr_align // 8)
 
 
 def device_description() -> str:
@@ -152,7 +174,7 @@ class OpenCLKernel:
         if self._device_buffers is None:
             cl = _pyopencl()
             context = _device().context
-            base = _device().queue.device.mem_base_addr_align // 8  # bytes every buffer is aligned to
+            base = _device().base_alignment  # bytes every buffer is aligned to
             for b in self.manifest.buffers:
                 if b.alignment() > base:
                     raise ToolchainError(
@@ -164,31 +186,68 @@ class OpenCLKernel:
             }
         return self._device_buffers
 
+    def _in_place(self, buffer: Buffer, host: np.ndarray | None) -> bool:
+        """Whether the kernels use the caller's (staged) array for `buffer` as it is: on a
+        device sharing the host's memory, an array C-contiguous and aligned as both the kernels'
+        vector accesses and the device's buffers are (else it is copied through the kernel's
+        own buffer)."""
+        dev = _device()
+        return (
+            dev.host_memory and host is not None and nbytes(buffer) > 0 and host.flags.c_contiguous
+            and host.ctypes.data % max(buffer.alignment(), dev.base_alignment) == 0
+            and os.environ.get(COPY_ENV, "") != "1"
+        )  # fmt: skip
+
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> None:
         cl = _pyopencl()
         staged = stage(self.manifest, inputs, outputs)
         dev = _device()
         with self._launch_lock:  # the buffers and the kernels' arguments are the kernel's state
-            buffers = self._buffers()
-            for buffer in self.manifest.buffers:
-                if buffer.role == "input" and nbytes(buffer) > 0:
-                    cl.enqueue_copy(dev.queue, buffers[buffer.name], staged.host[buffer.name], is_blocking=False)
-            for launch, kernel in zip(self.manifest.kernels, self._kernels):
-                args: list[pyopencl.Buffer | pyopencl.LocalMemory] = [buffers[name] for name in launch.args]
-                if launch.shared_bytes > 0:
-                    args.append(cl.LocalMemory(launch.shared_bytes))
-                try:
-                    kernel.set_args(*args)
-                    cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.global_size, launch.block)
-                except cl.Error as error:
-                    raise ToolchainError(
-                        f"launching OpenCL kernel '{launch.name}' (grid {launch.grid}, block "
-                        f"{launch.block}, {len(args)} arguments) failed: {error}"
-                    ) from error
-            for buffer in self.manifest.buffers:
-                if buffer.role == "output" and nbytes(buffer) > 0:
-                    cl.enqueue_copy(dev.queue, staged.host[buffer.name], buffers[buffer.name], is_blocking=False)
-            dev.queue.finish()
+            # the caller's arrays themselves where the device shares the host's memory (a
+            # USE_HOST_PTR buffer made for this call); else the kernel's buffers, inputs copied
+            # in and outputs read back. One in-order queue; one finish ends the call.
+            kept = self._buffers()
+            buffers = dict(kept)
+            wrapped: list[pyopencl.Buffer] = []
+            mapped: list[Buffer] = []
+            try:
+                for buffer in self.manifest.buffers:
+                    host = staged.host.get(buffer.name)
+                    if self._in_place(buffer, host):
+                        flags = cl.mem_flags.USE_HOST_PTR | (
+                            cl.mem_flags.READ_ONLY if buffer.role == "input" else cl.mem_flags.READ_WRITE
+                        )
+                        buffers[buffer.name] = cl.Buffer(dev.context, flags, hostbuf=host)
+                        wrapped.append(buffers[buffer.name])
+                        if buffer.role == "output":
+                            mapped.append(buffer)
+                    elif buffer.role == "input" and nbytes(buffer) > 0:
+                        cl.enqueue_copy(dev.queue, buffers[buffer.name], staged.host[buffer.name], is_blocking=False)
+                for launch, kernel in zip(self.manifest.kernels, self._kernels):
+                    args: list[pyopencl.Buffer | pyopencl.LocalMemory] = [buffers[name] for name in launch.args]
+                    if launch.shared_bytes > 0:
+                        args.append(cl.LocalMemory(launch.shared_bytes))
+                    try:
+                        kernel.set_args(*args)
+                        cl.enqueue_nd_range_kernel(dev.queue, kernel, launch.global_size, launch.block)
+                    except cl.Error as error:
+                        raise ToolchainError(
+                            f"launching OpenCL kernel '{launch.name}' (grid {launch.grid}, block "
+                            f"{launch.block}, {len(args)} arguments) failed: {error}"
+                        ) from error
+                for buffer in self.manifest.buffers:
+                    if buffer.role == "output" and nbytes(buffer) > 0 and buffers[buffer.name] is kept[buffer.name]:
+                        cl.enqueue_copy(dev.queue, staged.host[buffer.name], buffers[buffer.name], is_blocking=False)
+                for buffer in mapped:  # the results in the caller's array (on PoCL: the array itself)
+                    host = staged.host[buffer.name]
+                    view, _ = cl.enqueue_map_buffer(
+                        dev.queue, buffers[buffer.name], cl.map_flags.READ, 0, (host.nbytes,), np.uint8, is_blocking=False
+                    )
+                    view.base.release(dev.queue)
+            finally:
+                dev.queue.finish()  # nothing enqueued outlives the call's arrays
+                for wrapper in wrapped:
+                    wrapper.release()
         staged.finish()
 
 
@@ -204,6 +263,12 @@ def _kernel_error(program: pyopencl.Program, name: str, error: Exception) -> Too
     if names and name not in names:
         return ToolchainError(f"the generated OpenCL source has no kernel '{name}' (it defines: {', '.join(names)})")
     return ToolchainError(f"creating OpenCL kernel '{name}' failed: {why}")
+
+
+def arrays_in_place() -> bool:
+    """Whether a call passes the caller's arrays (aligned as the manifest and the device say)
+    to the kernels as they are, with no copies in or out (the device shares the host's memory)."""
+    return _device().host_memory and os.environ.get(COPY_ENV, "") != "1"
 
 
 def load_opencl_kernel(

@@ -92,7 +92,7 @@ class KernelSignature:
         allocate: Callable[[BufferSpec], np.ndarray] | None = None,
     ) -> list[np.ndarray]:
         """The arrays in argument order, each checked against its spec. Missing outputs
-        are made by `allocate` (default `aligned_empty`: 64-byte aligned), as is the second array of an output
+        are made by `allocate` (default `aligned_empty`: 128-byte aligned), as is the second array of an output
         returned twice. Raises RuntimeInputError for a missing
         or unknown name, a wrong dtype or shape, a non-contiguous array, a read-only
         output, or an output overlapping another argument."""
