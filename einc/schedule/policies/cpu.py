@@ -89,6 +89,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 
+from einc.dialects import einc_transform as et
 from einc.transforms import loop_transforms as lt
 from einc.transforms.halo import bounds_guard
 from einc.transforms.loop_analysis import (
@@ -179,6 +180,11 @@ class Choices:
     channel rows at a time, which the hardware prefetchers do not follow. None: where the
     input holds PREFETCH_MIN_BYTES or more (smaller, it stays in the caches between calls and
     the prefetches only cost); True: always; False: never."""
+    stream: bool | None = None
+    """Output tiles staged locally (cache_write) copied out with non-temporal stores
+    (`_stream_outputs`, transform.einc.stream_stores) where the op takes them. None: those
+    of outputs of STREAM_MIN_BYTES or more; True: every output's; False: none. The tuning
+    space keeps both (`policy.stream`, `policy.nostream`)."""
 
 
 POLICY = Choices()
@@ -1545,9 +1551,45 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choic
                         schedule_nest(nest, b, lanes, choices)
             fuse_fills(f, b)
             fuse_fill_rows(f, b, lanes)
+    if choices.stream is not False:
+        _stream_outputs(b, 0 if choices.stream else STREAM_MIN_BYTES)
     if split_conditions:
         split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()
+
+
+STREAM_MIN_BYTES = 16 << 20
+"""The smallest output whose tiles the default policy copies out non-temporally
+(Choices.stream): the write-allocate read of every output line costs most where the output
+is large and each element costs few FLOPs. Same-process A/B on the Xeon, one thread, a
+shared machine (benchmarks/stream_stores_ab.py, README "Non-temporal stores of outputs"):
+matmul 4096x32x4096 (64 MiB out) 2.2x, 512x32x512 batch 16 (16 MiB) 1.1-1.3x, 2048x256x2048
+(16 MiB) 1.07x; outputs of 1 MiB or less (batch 1 attention, 512x32x512) 0.97-1.02x (they
+stay in the caches between calls, and streaming them sends them to memory)."""
+
+
+def _stream_outputs(b: ScheduleBuilder, least: int) -> None:
+    """`transform.einc.stream_stores` of the local `cache_write` tiles the schedule made
+    (Choices.stream) of outputs of `least` bytes or more, each where the op takes it (a
+    tile whose copy-out writes a kernel argument the kernel does not read back). A tile in a layout of its own (a convolution's
+    channels innermost) is left alone: its copy-out transposes, element by element, and the
+    kernel's build would refuse streaming it (einc-stream-stores: not a vector store)."""
+    for op in list(b.sequence.body.block.ops):
+        order = op.layout_order if isinstance(op, et.CacheWriteOp) else None
+        if (isinstance(op, et.CacheWriteOp) and op.memory.data == "local"
+                and (order is None or order == tuple(range(len(order))))
+                and (not least or _output_bytes(b, op.tensor.data) >= least)):  # fmt: skip
+            b.try_(lambda: b.stream_stores(op.results[0]))  # noqa: B023
+
+
+def _output_bytes(b: ScheduleBuilder, tensor: str) -> int:
+    """The bytes of the kernel argument `tensor` of the payload's functions (0: none)."""
+    for f in b.payload.walk():
+        if isinstance(f, func.FuncOp) and f.body.blocks:
+            for arg in f.body.block.args:
+                if buffer_name(arg) == tensor:
+                    return _bytes_of(arg)
+    return 0
 
 
 def fuse_fills(f: func.FuncOp, b: ScheduleBuilder) -> None:
