@@ -1562,10 +1562,11 @@ STREAM_MIN_BYTES = 16 << 20
 """The smallest output whose tiles the default policy copies out non-temporally
 (Choices.stream): the write-allocate read of every output line costs most where the output
 is large and each element costs few FLOPs. Same-process A/B on the Xeon, one thread, a
-shared machine (benchmarks/stream_stores_ab.py, README "Non-temporal stores of outputs"):
-matmul 4096x32x4096 (64 MiB out) 2.2x, 512x32x512 batch 16 (16 MiB) 1.1-1.3x, 2048x256x2048
-(16 MiB) 1.07x; outputs of 1 MiB or less (batch 1 attention, 512x32x512) 0.97-1.02x (they
-stay in the caches between calls, and streaming them sends them to memory)."""
+shared machine, thread CPU time (benchmarks/stream_stores_ab.py, README "Non-temporal stores
+of outputs"): matmul 4096x32x4096 (64 MiB out) 1.76-2.29x, 512x32x512 batch 16 (16 MiB)
+1.29-1.90x, 2048x256x2048 (16 MiB) 1.05-1.08x; attention's Q K^T and A V at batch 16 (12
+and 6 MiB) 0.98-1.09x; outputs of 1 MiB or less (batch 1) 0.96-1.08x (they stay in the
+caches between calls, and streaming them sends them to memory)."""
 
 
 def _stream_outputs(b: ScheduleBuilder, least: int) -> None:
