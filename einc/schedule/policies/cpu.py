@@ -111,6 +111,7 @@ from einc.transforms.loop_analysis import (
 from einc.schedule.script import Schedule
 from einc.transforms.coalesce import MAX_DEPTH as COALESCE_MAX_DEPTH
 from einc.schedule.builder import ScheduleBuilder
+from einc.schedule.interpreter import handle_ops
 from einc.schedule.policies.conditions import nest_root, phase_nests, split_conditions_out
 
 if TYPE_CHECKING:
@@ -1552,7 +1553,7 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choic
             fuse_fills(f, b)
             fuse_fill_rows(f, b, lanes)
     if choices.stream is not False:
-        _stream_outputs(b, 0 if choices.stream else STREAM_MIN_BYTES)
+        _stream_outputs(b, 0 if choices.stream else STREAM_MIN_BYTES, lanes)
     if split_conditions:
         split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()
@@ -1569,16 +1570,24 @@ and 6 MiB) 0.98-1.09x; outputs of 1 MiB or less (batch 1) 0.96-1.08x (they stay 
 caches between calls, and streaming them sends them to memory)."""
 
 
-def _stream_outputs(b: ScheduleBuilder, least: int) -> None:
+def _vector_rows(tile: Operation, lanes: int) -> bool:
+    """Whether the staged tile `tile` (a memref.alloca) has rows of whole vectors of `lanes`."""
+    t = tile.results[0].type if tile.results else None
+    return isinstance(t, MemRefType) and bool(t.get_shape()) and t.get_shape()[-1] % lanes == 0
+
+
+def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
     """`transform.einc.stream_stores` of the local `cache_write` tiles the schedule made
     (Choices.stream) of outputs of `least` bytes or more, each where the op takes it (a
     tile whose copy-out writes a kernel argument the kernel does not read back). A tile in a layout of its own (a convolution's
     channels innermost) is left alone: its copy-out transposes, element by element, and the
-    kernel's build would refuse streaming it (einc-stream-stores: not a vector store)."""
+    kernel's build would refuse streaming it (einc-stream-stores: not a vector store), and
+    so is a tile whose rows are not whole vectors of `lanes`."""
     for op in list(b.sequence.body.block.ops):
         order = op.layout_order if isinstance(op, et.CacheWriteOp) else None
         if (isinstance(op, et.CacheWriteOp) and op.memory.data == "local"
                 and (order is None or order == tuple(range(len(order))))
+                and all(_vector_rows(tile, lanes) for tile in handle_ops(b.interpreter.get_values((op.results[0],))[0]))
                 and (not least or _output_bytes(b, op.tensor.data) >= least)):  # fmt: skip
             b.try_(lambda: b.stream_stores(op.results[0]))  # noqa: B023
 
