@@ -54,10 +54,12 @@ BIG = {
 
 COPIES = {
     "transpose": Op("transpose 4096x4096 (64 MiB out)", "output0[N, C] = input0[C, N]",
-                    {"input0": f32(4096, 4096)}, 0.0, lambda a: a["input0"].T, None),
+                    {"input0": f32(4096, 4096)}, 0.0, lambda a: a["input0"].T,
+                    lambda t, x: x["input0"].T.contiguous()),
     "axpy": Op("elementwise 2*x+y 4096x4096 (64 MiB out)", "output0[N, C] = input0[N, C] * 2.0 + input1[N, C]",
                {"input0": f32(4096, 4096), "input1": f32(4096, 4096)}, 0.0,
-               lambda a: a["input0"] * 2.0 + a["input1"], None),
+               lambda a: a["input0"] * 2.0 + a["input1"],
+               lambda t, x: x["input0"] * 2.0 + x["input1"]),
 }  # fmt: skip
 
 

@@ -159,6 +159,14 @@ def test_the_default_streams_large_outputs_only() -> None:
     shapes = _matmul(1, 2048, 4, 2048)
     large = einc.compile(PROGRAM, shapes, use_records=False)
     assert "einc_vstream" in large.source and "einc_sfence();" in large.source
+    # the tuner can leave it out there (policy.nostream); policy.stream is the default's script
+    from einc.tune.space import SearchSpace
+    from einc.tune.types import TuneTask
+
+    space = SearchSpace.from_task(TuneTask(PROGRAM, "c", "<matmul>", shapes), rules=["policy"])
+    assert "policy.nostream" in space.sketches and "policy.stream" not in space.sketches
+    nostream = space.candidate(space.sketch_default("policy.nostream")).schedule
+    assert "stream_stores" not in nostream
     rng = np.random.default_rng(26)
     a = {n: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for n, v in shapes.items()}  # type: ignore[arg-type]
     np.testing.assert_allclose(large(**a)["output0"], want(a), rtol=1e-5, atol=1e-5)

@@ -1572,8 +1572,10 @@ caches between calls, and streaming them sends them to memory)."""
 
 def _vector_rows(tile: Operation, lanes: int) -> bool:
     """Whether the staged tile `tile` (a memref.alloca) has rows of whole vectors of `lanes`."""
-    t = tile.results[0].type if tile.results else None
-    return isinstance(t, MemRefType) and bool(t.get_shape()) and t.get_shape()[-1] % lanes == 0
+    if not tile.results or not isinstance(tile.results[0].type, MemRefType):
+        return False
+    shape = cast("MemRefType[Attribute]", tile.results[0].type).get_shape()
+    return bool(shape) and shape[-1] % lanes == 0
 
 
 def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
