@@ -103,3 +103,70 @@ def test_stream_stores_refused_on_a_cache_read() -> None:
     with pytest.raises(ScheduleError, match="no copy-out writes it back") as info:
         einc.compile(PROGRAM, SHAPES, schedule=text, use_records=False)
     assert info.value.loc is not None and info.value.loc.line == 8
+
+
+# ---- the tuner's `policy.stream` sketch and the default policy (einc.schedule.policies.cpu) -------
+def _matmul(b: int, n: int, k: int, m: int) -> dict[str, dict[str, object]]:
+    return {"input0": {"dtype": "float32", "shape": [b, n, k]}, "input1": {"dtype": "float32", "shape": [b, k, m]}}
+
+
+def test_the_tuners_stream_sketch_streams_and_matches_numpy() -> None:
+    """Points the tuner draws from `policy.stream` (the default schedule, its output tiles
+    streamed, size knobs drawn) stream the copy-out and match NumPy, or are refused when
+    built (before any run: the tuner's REFUSED), located at the stream_stores op (a row tile
+    that does not divide N leaves a peeled remainder that reads the output back);
+    `policy.nostream` is not offered where the default streams nothing."""
+    from einc.compiler.driver import Compilation
+    from einc.schedule.script import Schedule
+    from einc.tune.space import SearchSpace
+    from einc.tune.types import TuneTask
+
+    shapes = _matmul(2, 16, 8, 64)
+    task = TuneTask(PROGRAM, "c", "<matmul>", shapes)
+    space = SearchSpace.from_task(task, rules=["policy"])
+    assert "policy.stream" in space.sketches and "policy.nostream" not in space.sketches
+    rng = np.random.default_rng(26)
+    points = [space.sketch_default("policy.stream")]
+    while len(points) < 6:
+        p = space.random_point(rng)
+        if p.sketch == "policy.stream" and p not in points:
+            points.append(p)
+    a = {n: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for n, v in shapes.items()}  # type: ignore[arg-type]
+    streamed = 0
+    for p in points:
+        text = space.candidate(p).schedule
+        line = next(i for i, t in enumerate(text.splitlines(), 1) if "transform.einc.stream_stores" in t)
+        try:
+            kernel = Compilation(task.source, task.filename, shapes, None, "c", Schedule.parse(text)).kernel()
+        except ScheduleError as err:
+            assert "reads 'output0' back" in err.message and err.loc is not None and err.loc.line == line, p
+            continue
+        assert "einc_vstream" in kernel.source, p
+        np.testing.assert_allclose(kernel(**a)["output0"], want(a), rtol=1e-5, atol=1e-5, err_msg=str(p))
+        streamed += 1
+    assert streamed >= 3
+
+
+def test_the_default_streams_large_outputs_only() -> None:
+    """The default policy streams an output tile's copy-out where the output holds
+    STREAM_MIN_BYTES or more (a 2048 x 2048 float matmul output, K = 4: 16 MiB) and not
+    below (2 x 512 x 512: 2 MiB); the large one matches NumPy."""
+    from einc.schedule.policies.cpu import STREAM_MIN_BYTES
+
+    assert 2048 * 2048 * 4 >= STREAM_MIN_BYTES > 2 * 512 * 512 * 4
+    small = einc.compile(PROGRAM, _matmul(2, 512, 4, 512), use_records=False)
+    assert "einc_vstream" not in small.source
+    shapes = _matmul(1, 2048, 4, 2048)
+    large = einc.compile(PROGRAM, shapes, use_records=False)
+    assert "einc_vstream" in large.source and "einc_sfence();" in large.source
+    # the tuner can leave it out there (policy.nostream); policy.stream is the default's script
+    from einc.tune.space import SearchSpace
+    from einc.tune.types import TuneTask
+
+    space = SearchSpace.from_task(TuneTask(PROGRAM, "c", "<matmul>", shapes), rules=["policy"])
+    assert "policy.nostream" in space.sketches and "policy.stream" not in space.sketches
+    nostream = space.candidate(space.sketch_default("policy.nostream")).schedule
+    assert "stream_stores" not in nostream
+    rng = np.random.default_rng(26)
+    a = {n: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for n, v in shapes.items()}  # type: ignore[arg-type]
+    np.testing.assert_allclose(large(**a)["output0"], want(a), rtol=1e-5, atol=1e-5)

@@ -89,6 +89,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 
+from einc.dialects import einc_transform as et
 from einc.transforms import loop_transforms as lt
 from einc.transforms.halo import bounds_guard
 from einc.transforms.loop_analysis import (
@@ -110,6 +111,7 @@ from einc.transforms.loop_analysis import (
 from einc.schedule.script import Schedule
 from einc.transforms.coalesce import MAX_DEPTH as COALESCE_MAX_DEPTH
 from einc.schedule.builder import ScheduleBuilder
+from einc.schedule.interpreter import handle_ops
 from einc.schedule.policies.conditions import nest_root, phase_nests, split_conditions_out
 
 if TYPE_CHECKING:
@@ -179,6 +181,11 @@ class Choices:
     channel rows at a time, which the hardware prefetchers do not follow. None: where the
     input holds PREFETCH_MIN_BYTES or more (smaller, it stays in the caches between calls and
     the prefetches only cost); True: always; False: never."""
+    stream: bool | None = None
+    """Output tiles staged locally (cache_write) copied out with non-temporal stores
+    (`_stream_outputs`, transform.einc.stream_stores) where the op takes them. None: those
+    of outputs of STREAM_MIN_BYTES or more; True: every output's; False: none. The tuning
+    space keeps both (`policy.stream`, `policy.nostream`)."""
 
 
 POLICY = Choices()
@@ -1545,9 +1552,56 @@ def default_schedule(target: type[CLikeTarget], module: ModuleOp, choices: Choic
                         schedule_nest(nest, b, lanes, choices)
             fuse_fills(f, b)
             fuse_fill_rows(f, b, lanes)
+    if choices.stream is not False:
+        _stream_outputs(b, 0 if choices.stream else STREAM_MIN_BYTES, lanes)
     if split_conditions:
         split_conditions_out(b)  # padding and stride tests out of the scheduled loops
     return None if b.empty() else b.finish()
+
+
+STREAM_MIN_BYTES = 16 << 20
+"""The smallest output whose tiles the default policy copies out non-temporally
+(Choices.stream): the write-allocate read of every output line costs most where the output
+is large and each element costs few FLOPs. Same-process A/B on the Xeon, one thread, a
+shared machine, thread CPU time (benchmarks/stream_stores_ab.py, README "Non-temporal stores
+of outputs"): matmul 4096x32x4096 (64 MiB out) 1.76-2.29x, 512x32x512 batch 16 (16 MiB)
+1.29-1.90x, 2048x256x2048 (16 MiB) 1.05-1.08x; attention's Q K^T and A V at batch 16 (12
+and 6 MiB) 0.98-1.09x; outputs of 1 MiB or less (batch 1) 0.96-1.08x (they stay in the
+caches between calls, and streaming them sends them to memory)."""
+
+
+def _vector_rows(tile: Operation, lanes: int) -> bool:
+    """Whether the staged tile `tile` (a memref.alloca) has rows of whole vectors of `lanes`."""
+    if not tile.results or not isinstance(tile.results[0].type, MemRefType):
+        return False
+    shape = cast("MemRefType[Attribute]", tile.results[0].type).get_shape()
+    return bool(shape) and shape[-1] % lanes == 0
+
+
+def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
+    """`transform.einc.stream_stores` of the local `cache_write` tiles the schedule made
+    (Choices.stream) of outputs of `least` bytes or more, each where the op takes it (a
+    tile whose copy-out writes a kernel argument the kernel does not read back). A tile in a layout of its own (a convolution's
+    channels innermost) is left alone: its copy-out transposes, element by element, and the
+    kernel's build would refuse streaming it (einc-stream-stores: not a vector store), and
+    so is a tile whose rows are not whole vectors of `lanes`."""
+    for op in list(b.sequence.body.block.ops):
+        order = op.layout_order if isinstance(op, et.CacheWriteOp) else None
+        if (isinstance(op, et.CacheWriteOp) and op.memory.data == "local"
+                and (order is None or order == tuple(range(len(order))))
+                and all(_vector_rows(tile, lanes) for tile in handle_ops(b.interpreter.get_values((op.results[0],))[0]))
+                and (not least or _output_bytes(b, op.tensor.data) >= least)):  # fmt: skip
+            b.try_(lambda: b.stream_stores(op.results[0]))  # noqa: B023
+
+
+def _output_bytes(b: ScheduleBuilder, tensor: str) -> int:
+    """The bytes of the kernel argument `tensor` of the payload's functions (0: none)."""
+    for f in b.payload.walk():
+        if isinstance(f, func.FuncOp) and f.body.blocks:
+            for arg in f.body.block.args:
+                if buffer_name(arg) == tensor:
+                    return _bytes_of(arg)
+    return 0
 
 
 def fuse_fills(f: func.FuncOp, b: ScheduleBuilder) -> None:

@@ -451,6 +451,10 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "its size (the default prefetches inputs of 4 MiB or more)"),
     ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
      "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
+    ("stream", policy.Choices(stream=True), True, "the output tiles (cache_write) copied out with non-temporal "
+     "stores (transform.einc.stream_stores) where the op takes them, whatever the output's size"),
+    ("nostream", policy.Choices(stream=False), True, "no output tile copied out with non-temporal stores (the "
+     "default streams those of outputs of 16 MiB or more)"),
     ("cond", policy.POLICY, False, "conditions left in the loops (no peeling or index-set splitting)"),
 )  # fmt: skip
 """The `policy` rule's sketches: the default policy's schedule with one structural choice
