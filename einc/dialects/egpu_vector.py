@@ -125,7 +125,9 @@ class VStoreOp(IRDLOperation):
             )
         stored = self.attributes.get(STORE_LANES_ATTR)
         if stored is not None:
-            width = self.value.type.get_shape()[0]  # type: ignore[attr-defined]
+            vector = self.value.type
+            assert isinstance(vector, VectorType)
+            width = vector.get_shape()[0]
             if not isinstance(stored, IntegerAttr) or not 0 < stored.value.data < width:
                 raise VerifyException(f"egpu.vstore: {STORE_LANES_ATTR} must be a lane count in 1..{width - 1}")
 
