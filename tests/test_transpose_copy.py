@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from xdsl.dialects import affine
+from xdsl.dialects.builtin import IntegerAttr
 
 from einc.compiler.driver import Compilation
 from einc.semantics.compare import max_error, tolerance
@@ -118,3 +119,70 @@ def test_other_nests_are_refused_untouched(body: str, why: str) -> None:
     done = transpose_copy(loop, 16)
     assert isinstance(done, Failure) and why in done.message, done
     assert str(loop) == before
+
+
+COPY_OUT = ("func.func @f(%a: memref<{r}x8x2xf32>, %b: memref<2x8x{r}xf32>) {{\n"
+            " affine.for %p = 0 to {r} {{\n affine.for %f = 0 to 8 {{\n affine.for %g = 0 to 2 {{\n"
+            " %v = affine.load %a[%p, %f, %g] : memref<{r}x8x2xf32>\n"
+            " affine.store %v, %b[%g, %f, %p] : memref<2x8x{r}xf32>\n }} }} }}\n func.return\n}}")  # fmt: skip
+"""The pair form's copy-out: a tile of r pixels x 16 lanes (lane 2 f + g) back to the
+output's [group, channel, pixel] order; the run's two loops move the destination by r and
+8 r, no multiple of one another's trip counts."""
+
+
+def test_a_partial_tile_with_scattered_rows_is_transposed_into_partial_stores() -> None:
+    """14 pixels of 16 lanes (over half a tile, on a target with a one-instruction partial
+    store of 64 bytes): 14 row loads (the two missing rows repeat the
+    last), the 16 x 16 transpose, 16 stores of their first 14 lanes (`egpu.lanes`), each at
+    its own row of the destination (g * 8 r + f * r)."""
+    from einc.dialects import egpu
+    from einc.ir.attrs import STORE_LANES_ATTR
+
+    loop = _nest(COPY_OUT.format(r=14))
+    assert isinstance(transpose_copy(loop, 16), Failure)  # no partial store on the target: refused
+    done = transpose_copy(loop, 16, partial_bytes=64)
+    assert not isinstance(done, Failure), done
+    ops = list(done.walk())
+    assert sum(isinstance(op, egpu.VLoadOp) for op in ops) == 14
+    stores = [op for op in ops if isinstance(op, egpu.VStoreOp)]
+    marks = [op.attributes.get(STORE_LANES_ATTR) for op in stores]
+    assert len(stores) == 16 and all(isinstance(m, IntegerAttr) and m.value.data == 14 for m in marks), marks
+
+
+def test_a_tile_of_half_the_lanes_or_less_stays_scalar() -> None:
+    loop = _nest(COPY_OUT.format(r=8))
+    before = str(loop)
+    done = transpose_copy(loop, 16, partial_bytes=64)
+    assert isinstance(done, Failure) and "no transposing copy" in done.message, done
+    assert str(loop) == before
+
+
+def _grouped(h: int, w: int) -> tuple[str, dict[str, Any]]:
+    ir = (f"output0[N, F, HO, WO] +=! input0[N, F // 8 * 8 + C, HO + KH - 1, WO + KW - 1]"
+          f".when([HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
+          f" * input1[F, C, KH, KW] where HO in {h}, WO in {w}")  # fmt: skip
+    return ir, {"input0": {"dtype": "float32", "shape": [1, 32, h, w]}, "input1": {"dtype": "float32", "shape": [32, 8, 3, 3]}}
+
+
+@pytest.mark.parametrize("h, w", [(3, 9), (2, 13)])
+def test_the_grouped_pair_forms_copy_out_gives_numpys_numbers(h: int, w: int) -> None:
+    """The grouped convolution (groups of 8 channels) by the CPU default: on a host of 16
+    float lanes its pair form, whose output tile (w columns, not a multiple of 16) is copied
+    out as one partial 16 x 16 transpose (16 AVX-512 masked stores of w lanes, no scalar
+    copy left); NumPy's numbers from the kernel and from the egpu interpreter (the partial
+    stores' meaning) on every host."""
+    ir, inputs = _grouped(h, w)
+    comp = Compilation(ir, "<grouped>", inputs, None, "c", use_records=False)
+    source = comp.run_until("source")
+    if "einc_vrepeat64_f32x16(&input0_local[" in source:  # the pair form (512-bit FMA hosts)
+        assert len(re.findall(rf"einc_vstoren_f32x16\(&output0\[[^;]*, {w}\);", source)) == 16, source
+        assert not re.search(r"output0\[[^\]]*\] = output0_local\[", source), source
+    rng = np.random.default_rng(h * w)
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    x = np.pad(arrays["input0"].astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)).reshape(1, 4, 8, h, w, 3, 3)
+    want = np.einsum("ngchwij,gfcij->ngfhw", win, arrays["input1"].astype(np.float64).reshape(4, 8, 8, 3, 3))
+    want = want.reshape(1, 32, h, w)
+    assert max_error(comp.kernel()(**arrays)["output0"], want) <= tolerance("float32"), source
+    lowered = run_lowered(comp.results["target"], arrays, target="c")
+    assert max_error(lowered["output0"], want) <= tolerance("float32")

@@ -25,6 +25,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from einc.dialects.egpu_attrs import ReduceKind, ReduceKindAttr
+from einc.ir.attrs import STORE_LANES_ATTR
 
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 
@@ -122,6 +123,13 @@ class VStoreOp(IRDLOperation):
             raise VerifyException(
                 f"egpu.vstore: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
             )
+        stored = self.attributes.get(STORE_LANES_ATTR)
+        if stored is not None:
+            vector = self.value.type
+            assert isinstance(vector, VectorType)
+            width = vector.get_shape()[0]
+            if not isinstance(stored, IntegerAttr) or not 0 < stored.value.data < width:
+                raise VerifyException(f"egpu.vstore: {STORE_LANES_ATTR} must be a lane count in 1..{width - 1}")
 
 
 @irdl_op_definition

@@ -84,6 +84,11 @@ INDEX_BITS_ATTR = "egpu.index_bits"
 ALIGN_ATTR = "egpu.align"
 """On an `egpu.vload` / `egpu.vstore`: the bytes its address is proven aligned to
 (`einc-vectorize-shared-loads`); a printer may then use the language's aligned vector load."""
+STORE_LANES_ATTR = "egpu.lanes"
+"""On an `egpu.vstore`: store only its first N lanes (N below the vector's width; the rest of
+the vector is not written): the partial tile of a transposing copy (einc.transforms.
+transpose_copy). Printed as the target's partial store where it has one (C: AVX-512's masked
+store), else lane by lane."""
 STREAM_ATTR = "einc.stream"
 """On a tile's copy-out store (`affine.store`, then `egpu.vstore`): store it non-temporally
 (`transform.einc.stream_stores`; C: `vmovntps` where the address is aligned to the vector).

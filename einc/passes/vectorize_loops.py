@@ -8,7 +8,9 @@ types from the target's `vector_elements` (types its printer has vectors of), th
 functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins) and
 `lanewise_vector_math` (C: printed lane by lane, which gcc vectorizes through libmvec; see
 einc.targets.c). On a target with `vector_shuffle` (C), staging copies that transpose (a
-packed filter) become W x W vector tiles first (`einc.transforms.transpose_copy`). The mechanism
+packed filter) become W x W vector tiles first (`einc.transforms.transpose_copy`; a partial
+tile where the target's `partial_vector_store_bytes` says it stores part of a vector in one
+instruction). The mechanism
 and its contract are in `einc.transforms.vectorize`. A loop the mechanism refuses (a
 gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
 `#pragma omp simd` for it. That is the documented fallback, not an error. Loops marked
@@ -53,7 +55,7 @@ class VectorizeLoopsPass(TargetedPass):
                 and not (isinstance(parent := loop.parent_op(), affine.ForOp) and COPY_ATTR in parent.attributes)
             ]  # fmt: skip
             for loop in copies:
-                transpose_copy(loop, lanes)
+                transpose_copy(loop, lanes, target.partial_vector_store_bytes)
         marked = [
             loop for loop in op.walk()
             if isinstance(loop, affine.ForOp)

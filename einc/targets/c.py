@@ -140,10 +140,20 @@ class CTarget(CLikeTarget):
         "vrepeat64": "{P} {T} einc_vrepeat64_{s}x{n}(const {t}* a) {{ "
         "typedef long long q_t __attribute__((vector_size(sizeof({T})))); long long q; "
         "__builtin_memcpy(&q, a, 8); return ({T})(q - (q_t){{}}); }}",
+        # the first k lanes: AVX-512's masked store (vmovups with a k-mask) of a 16 x float32
+        # vector, else lane by lane (gcc; the transposing copy's partial tile, e.g. 14 of 16)
+        "vstoren": "{P} void einc_vstoren_{s}x{n}({t}* a, {T} v, int k) {{\n"
+        "#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)\n"
+        "  if (sizeof(v) == 64 && sizeof(*a) == 4) {{ typedef float f_t __attribute__((vector_size(64))); "
+        "__builtin_ia32_storeups512_mask((float*)a, (f_t)v, (unsigned short)((1u << k) - 1u)); return; }}\n"
+        "#endif\n"
+        "  for (int j = 0; j < k; j++) a[j] = v[j];\n}}",
         **{f"vstream{8 * size}": _stream_helper(size, feature, builtin) for size, feature, builtin in (
             (64, "__AVX512F__", "__builtin_ia32_movntps512"), (32, "__AVX__", "__builtin_ia32_movntps256"),
             (16, "__SSE__", "__builtin_ia32_movntps"))},  # fmt: skip
     }
+    partial_vector_store: ClassVar[str] = "einc_vstoren_{s}x{n}({p}, {v}, {k});"
+    partial_vector_store_bytes: ClassVar[int] = 64  # AVX-512's masked store (16 floats)
     stream_stores: ClassVar[Mapping[int, str]] = {
         64: "einc_vstream512_{s}x{n}({p}, {v});", 32: "einc_vstream256_{s}x{n}({p}, {v});",
         16: "einc_vstream128_{s}x{n}({p}, {v});",

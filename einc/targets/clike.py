@@ -287,6 +287,12 @@ class CLikeTarget:
     a size not here is a lane-wise helper of the run's elements."""
     vector_store: ClassVar[str] = "einc_vstore_{s}x{n}({p}, {v});"
     """A vector store statement (`{v}` the value); "" stores lane by lane."""
+    partial_vector_store: ClassVar[str] = ""
+    """A store of a vector's first `{k}` lanes (`egpu.lanes`: a transposing copy's partial
+    tile); "" stores those lanes one by one."""
+    partial_vector_store_bytes: ClassVar[int] = 0
+    """The vector size (bytes) whose partial store `partial_vector_store` does in one
+    instruction; a transposing copy takes a partial tile only of such vectors (0: none)."""
     aligned_vector_store: ClassVar[str] = ""
     """A vector store to an address aligned to the vector's size (`egpu.align`); "" prints
     `vector_store`."""

@@ -18,7 +18,7 @@ from xdsl.ir import Operation, SSAValue
 
 from einc.dialects import egpu
 from einc.errors import InternalCompilerError
-from einc.ir.attrs import ALIGN_ATTR, PARALLEL_ATTR, STREAM_ATTR, VECTORIZE_ATTR, element_bits, vector_bytes
+from einc.ir.attrs import ALIGN_ATTR, PARALLEL_ATTR, STORE_LANES_ATTR, STREAM_ATTR, VECTORIZE_ATTR, element_bits, vector_bytes
 from einc.transforms.affine_index import dims_to_operands
 from einc.targets.spelling import ADD, ATOM, UNARY, Expr
 
@@ -270,7 +270,14 @@ def _vstore(w: Writer, op: egpu.VStoreOp) -> None:
     index = w.flat_values(op.memref, op.indices)
     value = w.value(op.value)
     fmt = w.t.aligned_vector_store if w.t.aligned_vector_store and _aligned(op, t) else w.t.vector_store
-    if STREAM_ATTR in op.attributes:  # transform.einc.stream_stores (einc-stream-stores checked the size)
+    stored = op.attributes.get(STORE_LANES_ATTR)
+    count = stored.value.data if isinstance(stored, IntegerAttr) else t.get_shape()[0]
+    if count < t.get_shape()[0]:  # the first `count` lanes only (a transposing copy's partial tile)
+        fmt = w.t.partial_vector_store
+        if fmt:
+            w.line(w.vector_spelling(fmt, t, p=f"&{w.access(op.memref, index)}", v=value.text, k=str(count)))
+            return
+    elif STREAM_ATTR in op.attributes:  # transform.einc.stream_stores (einc-stream-stores checked the size)
         fmt = w.t.stream_stores.get(vector_bytes(t), fmt)
     if fmt:
         p = f"&{w.access(op.memref, index)}"
@@ -280,7 +287,7 @@ def _vstore(w: Writer, op: egpu.VStoreOp) -> None:
         name = w.declare(op.value)
         w.line(f"{w.ctype(t)} {name} = {value.text};")
         value = Expr(name)
-    for k, lane in enumerate(_vector_lane_accesses(w, op.memref, index, t.get_shape()[0])):
+    for k, lane in enumerate(_vector_lane_accesses(w, op.memref, index, count)):
         w.line(f"{lane} = {w.lane(value.text, str(k))};")
 
 

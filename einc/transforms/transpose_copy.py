@@ -17,9 +17,13 @@ Contract of `transpose_copy(root, lanes_f32)`:
   buffer (no guard, nothing else), every index linear in the loop variables.
 - The flat (row-major) positions: a loop `a` moves the destination by 1 and the source by
   S; a run of other loops moves the source by 1, T1, T1 * T2, ... (contiguous in the
-  source: a run of R elements) and the destination by D times that (contiguous in the
-  destination's rows). W: `lanes_f32` float32 lanes scaled by the element size (a power of
-  two of egpu.VECTOR_WIDTHS), dividing a's trip count and R, at least 4.
+  source: a run of R elements) and the destination by more than 1, each its own way (each
+  transposed row is stored at its own place: the pair form's copy-out, lane 2 f + g to
+  group g's channel f). W: `lanes_f32` float32 lanes scaled by the element size (a power of
+  two of egpu.VECTOR_WIDTHS), at least 4, dividing R and a's trip count, or a's trip count
+  over W / 2 and under W where the target stores part of such a vector in one instruction
+  (`partial_bytes`; one partial tile: its rows loaded, the rest repeating the last,
+  each stored vector marked `egpu.lanes` = the trip count, its first lanes only).
 - Output on success: the nest replaced by `for (other loops) for a0 step W: for r0 step W:`
   W `egpu.vload`s (source rows a0 + i, from run position r0), the shuffles, W
   `egpu.vstore`s (destination rows r0 + j, from a0). The same elements copied, each once.
@@ -33,12 +37,13 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import AffineMapAttr, MemRefType, VectorType
+from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
+from einc.ir.attrs import STORE_LANES_ATTR
 from einc.transforms.affine_fold import compose
 from einc.transforms.affine_index import dims_to_operands
 from einc.transforms.loop_analysis import constant_bounds, induction_var, linear_form, step_of
@@ -49,8 +54,12 @@ COPY_ATTR = "einc.copy"
 """The mark of a staging copy's loops (einc.transforms.staging)."""
 
 
+def _bits(element: object) -> int:
+    return getattr(element, "bitwidth", None) or getattr(getattr(element, "width", None), "data", 32)
+
+
 def _lanes(element: object, lanes_f32: int) -> int:
-    bits = getattr(element, "bitwidth", None) or getattr(getattr(element, "width", None), "data", 32)
+    bits = _bits(element)
     wanted = max(1, lanes_f32 * 32 // max(8, bits))
     fits = [w for w in egpu.VECTOR_WIDTHS if w <= wanted and w & (w - 1) == 0]
     return max(fits, default=1)
@@ -123,8 +132,10 @@ def _nest(root: affine.ForOp) -> tuple[list[affine.ForOp], affine.LoadOp, affine
     return loops, load, store
 
 
-def transpose_copy(root: affine.ForOp, lanes_f32: int) -> affine.ForOp | Failure:
-    """See the module docstring."""
+def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -> affine.ForOp | Failure:
+    """See the module docstring. `partial_bytes`: the vector size (bytes) whose partial store
+    the target has as one instruction (C with AVX-512: 64); only tiles of W such elements may
+    be partial (0: none)."""
     found = _nest(root)
     if isinstance(found, Failure):
         return found
@@ -140,16 +151,20 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int) -> affine.ForOp | Failure
     trips = {iv: (constant_bounds(loop) or (0, 0))[1] for iv, loop in zip(ivs, loops)}
     s_of = {iv: src[0].get(iv, 0) for iv in ivs}
     d_of = {iv: dst[0].get(iv, 0) for iv in ivs}
-    rows = [iv for iv in ivs if d_of[iv] == 1 and s_of[iv] != 1 and trips[iv] % width == 0]
+    # a loop along the destination's rows: its trip count a multiple of W, or one partial
+    # tile over W / 2 rows (stored as the first lanes of each vector, `egpu.lanes`)
+    partial = partial_bytes > 0 and width * _bits(element) == 8 * partial_bytes
+    rows = [iv for iv in ivs if d_of[iv] == 1 and s_of[iv] != 1
+            and (trips[iv] % width == 0 or partial and width < 2 * trips[iv] < 2 * width)]  # fmt: skip
     first = [iv for iv in ivs if s_of[iv] == 1 and d_of[iv] > 1]
     rows = [iv for iv in rows if s_of[iv] != 0]
     if not rows or len(first) != 1:
         return Failure(f"{describe(root)} is no transposing copy")
     a, b = rows[0], first[0]
-    step_d = d_of[b]
     run, size = [b], trips[b]
-    while True:  # the run's next loop: the source moves by the run's size, the destination D times that
-        nxt = [iv for iv in ivs if iv not in run and iv is not a and s_of[iv] == size and d_of[iv] == step_d * size]
+    while True:  # the run's next loop: the source moves by the run's size, the destination anyhow (each
+        # transposed row is stored at its own place: the grouped convolution's lanes 2 f + g)
+        nxt = [iv for iv in ivs if iv not in run and iv is not a and s_of[iv] == size and d_of[iv] > 1]
         if not nxt:
             break
         run.append(nxt[0])
@@ -215,10 +230,12 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int) -> affine.ForOp | Failure
 
     t = VectorType(element, [width])
     rows_v: list[SSAValue] = []
-    for i in range(width):
+    filled = min(trips[a], width)  # a partial tile: the rows past it repeat its last (their lanes are not stored)
+    for i in range(filled):
         v = egpu.VLoadOp(load.memref, indices(load, i, 0), t)
         body.append(v)
         rows_v.append(v.result)
+    rows_v += [rows_v[-1]] * (width - filled)
     for half, lo, hi in transpose_masks(width):
         new = list(rows_v)
         for i in range(width):
@@ -230,6 +247,8 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int) -> affine.ForOp | Failure
         rows_v = new
     for j in range(width):
         body.append(egpu.VStoreOp(rows_v[j], store.memref, indices(store, 0, j)))
+        if filled < width:
+            body[-1].attributes[STORE_LANES_ATTR] = IntegerAttr(filled, 64)
     Rewriter.insert_op(body, InsertPoint.before(_last(ro)))
     root.detach()
     root.erase()

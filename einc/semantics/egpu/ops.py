@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from einc.ir.attrs import STORE_LANES_ATTR
 from einc.dialects import egpu
 from einc.dialects.egpu_mma import owned
 from einc.semantics.loops import wrap
@@ -354,11 +355,14 @@ def _store(m: Machine, op: Operation) -> Step:
     buf, index = _access(m, op, op.memref, op.indices)
     env, value = m.env, m.slot(op.value)
     width = _width(op.value.type) if isinstance(op, egpu.VStoreOp) else 1
+    stored = op.attributes.get(STORE_LANES_ATTR)
+    count = stored.value.data if isinstance(stored, IntegerAttr) else width  # egpu.lanes: the first lanes only
 
     def store(mask: Lanes | None) -> None:
         b = env[buf]
         assert isinstance(b, Buffer)
-        b.store(m.grid, op, index(), lanes(env[value]), mask, width)
+        v = lanes(env[value])
+        b.store(m.grid, op, index(), v[..., :count] if count < width else v, mask, count)
 
     return store
 

@@ -1,4 +1,5 @@
-"""A/B of the default and the hand-made pair form of conv2d_grouped (README.md here); run from the worktree root."""
+"""A/B of the default and the hand-made pair form of conv2d_grouped (README.md here); run from the worktree root.
+ROUNDS=n (environment): alternated rounds, 7 unless set."""
 import sys, time, ctypes, statistics
 sys.path.insert(0, 'benchmarks')
 import numpy as np
@@ -22,11 +23,11 @@ for f in files:
 peak = fma_peak_gflops(1)
 times = {f: [] for f in files}
 calls = max(1, int(0.1 / (op.flops / 80e9)))
-for _ in range(7):
+for _ in range(int(__import__("os").environ.get("ROUNDS", 7))):
     for f, call in libs.items():
         t0 = time.thread_time()
         for _ in range(calls): call()
         times[f].append((time.thread_time() - t0) / calls)
 for f, ts in times.items():
     m = statistics.median(ts)
-    print(f"{f}: median {m*1e3:.3f} ms, {op.flops / m / 1e9:.1f} GFLOP/s, {op.flops / m / 1e9 / peak:.2f} of peak {peak:.0f}")
+    print(f"{f}: median {m*1e3:.3f} ms, min {min(ts)*1e3:.3f}, {op.flops / m / 1e9:.1f} GFLOP/s, {op.flops / m / 1e9 / peak:.2f} of peak {peak:.0f}")
