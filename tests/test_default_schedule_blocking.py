@@ -169,7 +169,14 @@ def test_convolutions_are_blocked_over_output_channels_and_match_numpy(name: str
     # outermost dimension outermost, then the filter's order: each channel's taps read
     # contiguously), the output tile written back a vector of channels at a time
     assert _copy_loops(source, "input1")[:2] == ["input1_c1", "input1_c0"], source
-    assert _copy_loops(source, "output0", back=True)[-1] == "output0_c1", source
+    # (on a host with masked vector stores, a tile of more than half a vector of columns is
+    # written back as one register transpose, each row a masked store: einc-vectorize-loops'
+    # transposing copy, tests/test_transpose_copy.py)
+    back = _copy_loops(source, "output0", back=True)
+    if back:
+        assert back[-1] == "output0_c1", source
+    else:
+        assert C_LANES >= 16 and "einc_vstoren_f32x16(&output0[" in source, source
 
 
 def _copy_loops(source: str, tensor: str, back: bool = False) -> list[str]:
@@ -256,7 +263,14 @@ def test_small_maps_stage_the_whole_output_tile_once() -> None:
     assert not re.search(r"=[^;]*\boutput0\[", source), source  # the output is never read
     assert len(re.findall(r"\boutput0\[[^\n]* = output0_local\[", source)) == 1, source
     assert source.index("= output0_local[") > source.rindex("input1_local["), source  # after the reduction
-    assert _copy_loops(source, "output0", back=True)[-1] == "output0_c1", source
+    # (on a host with masked vector stores, a tile of more than half a vector of columns is
+    # written back as one register transpose, each row a masked store: einc-vectorize-loops'
+    # transposing copy, tests/test_transpose_copy.py)
+    back = _copy_loops(source, "output0", back=True)
+    if back:
+        assert back[-1] == "output0_c1", source
+    else:
+        assert C_LANES >= 16 and "einc_vstoren_f32x16(&output0[" in source, source
     largest = {"output0.tile_channels": max(knobs["output0.tile_channels"].options)}
     _check_numbers(comp, inputs, _conv_ref(1, 2), (ir, schedule.with_values(largest)))
 
