@@ -1585,23 +1585,29 @@ def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
     channels innermost) is left alone: its copy-out transposes, element by element, and the
     kernel's build would refuse streaming it (einc-stream-stores: not a vector store), and
     so is a tile whose rows are not whole vectors of `lanes`."""
+    sizes: dict[str, int] | None = None  # the kernel arguments' bytes, found once (a walk)
     for op in list(b.sequence.body.block.ops):
+        if least and isinstance(op, et.CacheWriteOp) and sizes is None:
+            sizes = _argument_bytes(b)
         order = op.layout_order if isinstance(op, et.CacheWriteOp) else None
         if (isinstance(op, et.CacheWriteOp) and op.memory.data == "local"
                 and (order is None or order == tuple(range(len(order))))
                 and all(_vector_rows(tile, lanes) for tile in handle_ops(b.interpreter.get_values((op.results[0],))[0]))
-                and (not least or _output_bytes(b, op.tensor.data) >= least)):  # fmt: skip
+                and (not least or (sizes or {}).get(op.tensor.data, 0) >= least)):  # fmt: skip
             b.try_(lambda: b.stream_stores(op.results[0]))  # noqa: B023
 
 
-def _output_bytes(b: ScheduleBuilder, tensor: str) -> int:
-    """The bytes of the kernel argument `tensor` of the payload's functions (0: none)."""
+def _argument_bytes(b: ScheduleBuilder) -> dict[str, int]:
+    """The bytes of each kernel argument of the payload's functions, by name (one walk of the
+    payload however many tiles ask: compile work stays linear in the program's size)."""
+    sizes: dict[str, int] = {}
     for f in b.payload.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
             for arg in f.body.block.args:
-                if buffer_name(arg) == tensor:
-                    return _bytes_of(arg)
-    return 0
+                name = buffer_name(arg)
+                if name is not None and name not in sizes:
+                    sizes[name] = _bytes_of(arg)
+    return sizes
 
 
 def fuse_fills(f: func.FuncOp, b: ScheduleBuilder) -> None:
