@@ -17,7 +17,9 @@ cannot be hoisted (`unswitch_loop`'s Failure: its condition changes in the loop,
 barrier inside, a loop over MAX_UNSWITCH_OPS ops) stays where it is.
 
 Run by the C pipeline and the device pipelines after `convert-affine-to-egpu` (a point
-loop is gone by then, so no condition comes between the loops a target maps).
+loop is gone by then, so no condition comes between the loops a target maps). A schedule
+applies the same policy to the loops it names with `transform.einc.unswitch`
+(`unswitch_guards`: the versions, or a Failure the op reports at its location).
 """
 
 from __future__ import annotations
