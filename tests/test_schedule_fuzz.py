@@ -96,6 +96,9 @@ def random_line(rng: random.Random, handles: list[str], stmts: list[str], axes: 
         return f"{new} = transform.einc.coalesce {h()} by {rng.choice([2, 2, 3, 0, 9, size()])}"
     if op == "split_conditions":
         return f"{new} = transform.einc.split_conditions {h()}"
+    if op == "unswitch":
+        limit = f" {{max_versions = {rng.choice([0, 1, 2, 8, 65])}}}" if rng.random() < 0.4 else ""
+        return f"{new} = transform.einc.unswitch {h()}{limit}"
     if op == "prefetch":
         return f'{new} = transform.einc.prefetch "{rng.choice(stmts + ["input0", "nothing"])}" at {h()} by {rng.choice([0, 1, 2, 65, 1000])}'
     if op == "reorder":

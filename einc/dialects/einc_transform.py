@@ -782,6 +782,57 @@ class StreamStoresOp(IRDLOperation):
 
 
 @irdl_op_definition
+class UnswitchOp(IRDLOperation):
+    """`%versions = transform.einc.unswitch %loop {max_versions = 8}`: loop unswitching by
+    hand (the policy of the `einc-unswitch` pass, einc.passes.unswitch.unswitch_guards):
+    the guards (`scf.if` without results) whose nearest enclosing loop is `%loop` and whose
+    condition it does not change are tested once before it, the strongest first, the loop
+    versioned into at most `max_versions` copies (default 8, at least 2). Refused where no
+    such guard can be hoisted. Result: the versions of each loop, in program order (the
+    first, every hoisted guard true, is the loop itself)."""
+
+    name = "transform.einc.unswitch"
+    target = operand_def(AnyOpType)
+    max_versions = opt_prop_def(IntegerAttr)
+    versions = result_def(AnyOpType)
+
+    def __init__(self, target: SSAValue, max_versions: int | None = None):
+        props: dict[str, Attribute] = {}
+        if max_versions is not None:
+            props["max_versions"] = IntegerAttr(max_versions, i64)
+        super().__init__(operands=[target], properties=props, result_types=[HANDLE])
+
+    def verify_(self) -> None:
+        if self.max_versions is not None and not 2 <= self.max_versions.value.data <= MAX_UNSWITCH_VERSIONS:
+            raise VerifyException(f"{self.name}: max_versions {self.max_versions.value.data} is not in 2..{MAX_UNSWITCH_VERSIONS}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        target = _operand(parser, HANDLE)
+        limit = None
+        if parser.parse_optional_punctuation("{") is not None:
+            parser.parse_keyword("max_versions")
+            parser.parse_punctuation("=")
+            start = parser.pos
+            limit = _i64(parser, "max_versions")
+            if not 2 <= limit <= MAX_UNSWITCH_VERSIONS:
+                parser.raise_error(f"unswitch max_versions {limit} is not in 2..{MAX_UNSWITCH_VERSIONS}",
+                                   start, start + len(str(limit)))  # fmt: skip
+            parser.parse_punctuation("}")
+        return cls(target, limit)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.target)
+        if self.max_versions is not None:
+            printer.print_string(f" {{max_versions = {self.max_versions.value.data}}}")
+
+
+MAX_UNSWITCH_VERSIONS = 64
+"""The most versions `transform.einc.unswitch` may make of one loop (each a copy of it)."""
+
+
+@irdl_op_definition
 class KnobOp(IRDLOperation):
     """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
     allowed values and the selected one (as MLIR's `transform.tune.knob`). A search sets
@@ -845,7 +896,7 @@ EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
     SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
-    RotateOp, PrefetchOp, StreamStoresOp,
+    RotateOp, PrefetchOp, StreamStoresOp, UnswitchOp,
 )
 
 
@@ -857,4 +908,4 @@ def load_ops(ctx: Context) -> None:
             ctx.load_op(op)
 
 
-__all__ = [op.__name__ for op in EINC_TRANSFORM_OPS] + ["EINC_TRANSFORM_OPS", "load_ops"]
+__all__ = [op.__name__ for op in EINC_TRANSFORM_OPS] + ["EINC_TRANSFORM_OPS", "MAX_UNSWITCH_VERSIONS", "load_ops"]

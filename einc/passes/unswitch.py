@@ -17,7 +17,9 @@ cannot be hoisted (`unswitch_loop`'s Failure: its condition changes in the loop,
 barrier inside, a loop over MAX_UNSWITCH_OPS ops) stays where it is.
 
 Run by the C pipeline and the device pipelines after `convert-affine-to-egpu` (a point
-loop is gone by then, so no condition comes between the loops a target maps).
+loop is gone by then, so no condition comes between the loops a target maps). A schedule
+applies the same policy to the loops it names with `transform.einc.unswitch`
+(`unswitch_guards`: the versions, or a Failure the op reports at its location).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from einc.transforms.loop_build import Failure
+from einc.transforms.loop_build import Failure, describe
 from einc.transforms.unswitch import implied, invariant_slice, unswitch_loop
 
 
@@ -57,37 +59,59 @@ def strongest(guards: list[scf.IfOp]) -> scf.IfOp:
     return max(guards, key=lambda g: sum(implied(g.cond, True, h.cond) is not None for h in guards))
 
 
-def unswitch_guards(loop: affine.ForOp, max_versions: int) -> int:
+MAX_VERSIONS = 8
+"""The pass's and `transform.einc.unswitch`'s default `max-versions`."""
+
+
+def unswitch_guards(loop: affine.ForOp, max_versions: int) -> list[affine.ForOp] | Failure:
     """Unswitch `loop`'s invariant guards (the module docstring's order) into at most
-    `max_versions` versions; returns how many it made."""
-    versions, queue = 1, deque([loop])
-    while queue and versions < max_versions:
+    `max_versions` versions; returns the versions in program order (the first, every
+    hoisted guard true, is `loop` itself), or a Failure, the IR unchanged, when not even
+    one guard could be hoisted (none is invariant in `loop`, or the last `unswitch_loop`
+    refusal)."""
+    versions, queue = [loop], deque([loop])
+    refused: Failure | None = None
+    outer: Operation | None = None  # the scf.if the first unswitch put in loop's place
+    while queue and len(versions) < max_versions:
         made = _unswitch_one(queue.popleft())
-        if made is None:
+        if isinstance(made, Failure):
+            refused = refused or made
             continue
-        versions += 1
+        outer = outer or made[0].parent_op()
+        versions.append(made[1])
         queue.appendleft(made[0])
         queue.append(made[1])
-    return versions
+    if outer is None:
+        return refused or _no_guard(loop)
+    order = {op: i for i, op in enumerate(outer.walk())}
+    return sorted(versions, key=order.__getitem__)
 
 
-def _unswitch_one(loop: affine.ForOp) -> tuple[affine.ForOp, affine.ForOp] | None:
-    """`loop` unswitched on its strongest invariant guard that can be hoisted; None if none."""
+def _no_guard(loop: affine.ForOp) -> Failure:
+    return Failure(f"cannot unswitch {describe(loop)}: no guard in its body (an if without results, outside any "
+                   "inner loop) has a condition the loop does not change: nothing to hoist")  # fmt: skip
+
+
+def _unswitch_one(loop: affine.ForOp) -> tuple[affine.ForOp, affine.ForOp] | Failure:
+    """`loop` unswitched on its strongest invariant guard that can be hoisted; else the
+    first refusal (a Failure, with the IR unchanged)."""
     guards = invariant_guards(loop)
+    refused: Failure | None = None
     while guards:
         guard = strongest(guards)
         made = unswitch_loop(loop, guard)
         if not isinstance(made, Failure):
             return made
+        refused = refused or made
         guards.remove(guard)
-    return None
+    return refused or _no_guard(loop)
 
 
 @dataclass(frozen=True)
 class UnswitchPass(ModulePass):
     name = "einc-unswitch"
 
-    max_versions: int = 8
+    max_versions: int = MAX_VERSIONS
     """The most versions one loop becomes (1: none unswitched)."""
 
     def __post_init__(self) -> None:
@@ -101,4 +125,4 @@ class UnswitchPass(ModulePass):
                 unswitch_guards(loop, self.max_versions)
 
 
-__all__ = ["UnswitchPass", "invariant_guards", "strongest", "unswitch_guards"]
+__all__ = ["MAX_VERSIONS", "UnswitchPass", "invariant_guards", "strongest", "unswitch_guards"]

@@ -295,6 +295,12 @@ class ScheduleBuilder:
         refused."""
         self._step(et.DoubleBufferOp(buffer))
 
+    def unswitch(self, h: SSAValue, max_versions: int | None = None) -> SSAValue:
+        """`transform.einc.unswitch`: the loops' invariant guards hoisted (einc.passes.unswitch);
+        the versions. Refused where a loop has none: inside `try_` where it may be."""
+        (versions,) = self._step(et.UnswitchOp(h, max_versions))
+        return versions
+
     def stream_stores(self, buffer: SSAValue) -> None:
         """Store the copy-out of the `cache_write` tile `buffer` non-temporally
         (einc.transforms.stream_stores); inside `try_` where it may be refused."""

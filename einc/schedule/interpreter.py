@@ -44,6 +44,7 @@ from einc.errors import EincError, InternalCompilerError, ScheduleError
 from einc.ir import locations
 from einc.ir.attrs import PAD_ATTR, STAGED_LOC_ATTR
 from einc.passes.pipeline import PassFactories, parse_passes
+from einc.passes.unswitch import MAX_VERSIONS, unswitch_guards
 from einc.transforms import loop_transforms as lt
 from einc.transforms.double_buffer import mark_double_buffer
 from einc.transforms.compute_at import apply_compute_at, compute_at, reverse_compute_at
@@ -546,6 +547,14 @@ class EincTransformFunctions(InterpreterFunctions):
                 raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
             self.check(op, mark_stream_stores(buffer, where))
         return ()
+
+    @impl(et.UnswitchOp)
+    def run_unswitch(self, interpreter: Interpreter, op: et.UnswitchOp, args: PythonValues) -> PythonValues:
+        limit = op.max_versions.value.data if op.max_versions is not None else MAX_VERSIONS
+        versions: list[Operation] = []
+        for loop in self.loops(op, args[0]):
+            versions += self.check(op, unswitch_guards(loop, limit))
+        return (OperationHandle(*versions),)
 
     @impl(et.PrefetchOp)
     def run_prefetch(self, interpreter: Interpreter, op: et.PrefetchOp, args: PythonValues) -> PythonValues:

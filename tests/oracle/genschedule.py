@@ -42,11 +42,12 @@ from einc.transforms.coalesce import coalesce_nest
 from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.gpu_mapping import perfect_chain
 from einc.transforms.loop_analysis import accesses, buffer_name, carried_dependence, constant_bounds
+from einc.transforms.ranges import max_trip_count
 
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
        "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce",
-       "group_lanes", "rotate", "prefetch", "stream_stores")  # fmt: skip
+       "group_lanes", "rotate", "prefetch", "stream_stores", "unswitch")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -81,6 +82,9 @@ STREAM_WEIGHT = 0.5
 (`_Gen.stream_stores`, a stream of its own)."""
 HALO_WEIGHT = 0.3
 """How often a script ends with a `cache_read ... halo` (`_Gen.halo`, a stream of its own)."""
+UNSWITCH_WEIGHT = 0.35
+"""How often a script ends with an `unswitch` (`_Gen.unswitch`, a stream of its own): of a
+loop with a guard to hoist where there is one, else of a register tile the step makes."""
 INNER = ("vectorize", "vectorize_reduction", "rfactor", "unroll")
 """Ops drawn mostly on innermost loops."""
 SKETCH_START = 0.3
@@ -548,6 +552,7 @@ class _Gen:
         self.stream_stores()
         self.halo()
         self.tensorize()
+        self.unswitch()
         return self.draft
 
     def attempt(self, lines: list[str]) -> None:
@@ -639,6 +644,64 @@ class _Gen:
         intrinsic = "mfma.16x16x16" if self.comp.target == "hip" else "mma.m16n8k16"
         lines.append(f'{self.handle()} = transform.einc.tensorize {h} "{intrinsic}"')
         self.attempt(lines)
+
+
+    def unswitch(self) -> None:
+        """An `unswitch` at the end of some scripts, drawn from a generator of its own so the
+        other draws stay as they were: of a loop with a guard it can hoist (an unrolled
+        partial tile's, inside a loop between the tile loops) where the scheduled program
+        has one; else a register tile made for it (a loop A over a loop B: A tiled by a size
+        that does not divide it, B moved between A.o and A.i, A.i unrolled completely under
+        guards, B unswitched), or, where there is none to make, of any loop (refused at the
+        op: nothing to hoist)."""
+        from einc.passes.unswitch import invariant_guards
+
+        side = random.Random(hash(self.rng.getstate()[1]) + 4)
+        loops = loops_of(self.current)
+        if not loops or side.random() > UNSWITCH_WEIGHT:
+            return
+        self.marks = []
+        lines: list[str] = []
+        limit = side.choice(["", "", " {max_versions = 2}", " {max_versions = 3}"])
+        guarded = [lp for lp in loops if (op := _find(self.current, lp)) is not None and invariant_guards(op)]
+        tiles = [] if guarded else self._register_tiles(loops)
+        if guarded:
+            target = self.match(side.choice(guarded), lines)
+        elif tiles and side.random() < 0.8:
+            a, b, size = side.choice(tiles)
+            if not self.may_unroll(a.stmt):
+                return
+            ha, hb = self.match(a, lines), self.match(b, lines)
+            o, i = self.handle(), self.handle()
+            lines.append(f"{o}, {i} = transform.einc.tile {ha} by {size}")
+            o2, target, i2 = self.handle(), self.handle(), self.handle()
+            lines.append(f"{o2}, {target}, {i2} = transform.einc.reorder {o}, {hb}, {i}")
+            lines.append(f"{self.handle()} = transform.einc.unroll {i2} by {size}")
+        else:
+            target = self.match(side.choice(loops), lines)
+        versions = self.handle()
+        lines.append(f"{versions} = transform.einc.unswitch {target}{limit}")
+        self.attempt(lines)
+
+    def _register_tiles(self, loops: list[Loop]) -> list[tuple[Loop, Loop, int]]:
+        """(A, B, size) for each loop A of constant bounds and more than 2 iterations whose
+        body is one loop B, and the sizes up to 8 that do not divide A's trip count."""
+        found = []
+        for a in loops:
+            op = _find(self.current, a)
+            trip = max_trip_count(op) if op is not None and constant_bounds(op) is not None else None
+            if op is None or trip is None or trip <= 2:
+                continue
+            kids = [c for c in op.body.block.ops if isinstance(c, affine.ForOp)]
+            if len(kids) != 1 or len(list(op.body.block.ops)) != 2:
+                continue
+            child = kids[0]
+            stmt, axis = _tag(child, lt.STMT_ATTR), _tag(child, lt.AXIS_ATTR)
+            if stmt is None or axis is None:
+                continue
+            b = Loop(stmt, axis, "einc.init" in child.attributes, None, False, False)
+            found += [(a, b, s) for s in range(2, min(trip, 9)) if trip % s]
+        return found
 
 
 def gpu_stmts(module: Any) -> set[str]:
