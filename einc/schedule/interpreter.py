@@ -59,6 +59,7 @@ from einc.transforms.loops import LoopIndex
 from einc.transforms.reduction_order import rotate_band
 from einc.transforms.rfactor import rfactor_loop
 from einc.transforms.staging import cache_tensor
+from einc.transforms.pack_rows import pack_rows
 from einc.transforms.stream_stores import mark_stream_stores
 from einc.transforms.tensorize import tensorize
 from einc.transforms.vectorize import mark_reduction_loop
@@ -545,6 +546,17 @@ class EincTransformFunctions(InterpreterFunctions):
             if not self._attached(buffer):
                 raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
             self.check(op, mark_stream_stores(buffer, where))
+        return ()
+
+    @impl(et.PackRowsOp)
+    def run_pack_rows(self, interpreter: Interpreter, op: et.PackRowsOp, args: PythonValues) -> PythonValues:
+        loops = self.loops(op, args[1])
+        if len(loops) != 1:
+            raise self.fail(op, f"the loop handle must hold one loop, it holds {len(loops)}")
+        for buffer in handle_ops(args[0]):
+            if not self._attached(buffer) or not isinstance(buffer, memref.AllocaOp):
+                raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
+            self.check(op, pack_rows(buffer, loops[0]))
         return ()
 
     @impl(et.PrefetchOp)
