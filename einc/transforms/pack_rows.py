@@ -8,8 +8,11 @@ slides with it (a convolution's output rows: iteration `i` reads rows `s i + A .
 one buffer dimension, `A`/`B` from the window loops inside). The copy-in nest moves to the
 start of `loop`'s body, its loop over that dimension re-bounded to the rows iteration `i`
 reads first (`s i + A + m .. s i + B`, `m` the rows the previous iteration's window shares:
-a 3-row window of stride 1 copies one new row an iteration), and a prologue before `loop`
-copies the shared rows of the first iteration (`A .. A + m - 1`). The buffer keeps its whole
+a 3-row window of stride 1 copies one new row an iteration; where each iteration copies
+its whole block of rows or none, the row loop keeps a constant trip count and an `scf.if`
+skips the last iterations, whose rows lie past the copy-in's, instead of a `min` bound:
+GCC vectorizes the copy better), and a prologue before `loop` copies the shared rows of the
+first iteration (`A .. A + m - 1`). The buffer keeps its whole
 shape (every index stays the same) and the fill nests stay where they are (they write before
 any copy, as before). Each row is then copied just before its first use (in L1 when the
 window reads it); rows no iteration reads are no longer copied.
@@ -28,8 +31,8 @@ Contract, otherwise a Failure and the IR unchanged:
 
 from __future__ import annotations
 
-from xdsl.dialects import affine, arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr
+from xdsl.dialects import affine, arith, memref, scf
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -192,6 +195,15 @@ def pack_rows(alloca: memref.AllocaOp, loop: affine.ForOp) -> affine.ForOp | Fai
     upper = (upper_e,) if stride * last + high + 1 - c <= r_hi else (AffineExpr.constant(r_hi), upper_e)
     pro_lo, pro_hi = max(r_lo, stride * first + low - c), min(r_hi, stride * first + low + shared - c)
 
+    # the rows an iteration copies a whole block or none (a window of stride 1: one row):
+    # the row loop's bounds without the clip (a constant trip count), the nest guarded by
+    # `i <= guard_last` where the last iterations would copy past the copy-in's rows
+    guarded: int | None = None
+    if len(lower) == 1 and len(upper) == 2:
+        guard_last = (r_hi - (high + 1 - c)) // stride
+        if first <= guard_last < last and stride * (guard_last + step) + low + shared - c >= r_hi:
+            guarded, upper = guard_last, (upper_e,)
+
     nest = ops[k_copy]
     if pro_hi > pro_lo:
         prologue = nest.clone()
@@ -199,7 +211,13 @@ def pack_rows(alloca: memref.AllocaOp, loop: affine.ForOp) -> affine.ForOp | Fai
                  AffineMap(0, 0, (AffineExpr.constant(pro_hi),)))  # fmt: skip
         Rewriter.insert_op(prologue, InsertPoint.before(loop))
     nest.detach()
-    Rewriter.insert_op(nest, InsertPoint.at_start(loop.body.block))
+    if guarded is None:
+        Rewriter.insert_op(nest, InsertPoint.at_start(loop.body.block))
+    else:
+        bound = arith.ConstantOp(IntegerAttr(guarded, IndexType()))
+        cond = arith.CmpiOp(iv, bound, "sle")
+        guard = scf.IfOp(cond, [], [nest, scf.YieldOp()])
+        Rewriter.insert_op([bound, cond, guard], InsertPoint.at_start(loop.body.block))
     _rebound(row_loop, [iv], AffineMap(1, 0, lower), [iv], AffineMap(1, 0, upper))
     assert isinstance(nest, affine.ForOp)
     return nest
