@@ -71,8 +71,8 @@ def _grouped_answer(arrays: dict[str, np.ndarray], h: int, w: int) -> np.ndarray
 def test_the_policys_pair_form_packs_its_input_in_the_row_loop(h: int, w: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The CPU policy's pair form (16 float lanes: groups of 8 channels, forced by
     `Choices(pair_lanes=True)`) packs the pair's input in its output row loop with
-    `Choices.pack_rows` (the tuning space's `policy.pairs.rows`), the whole plane before
-    the rows without it (the default); both give NumPy's numbers from the kernel and from the egpu
+    `Choices.pack_rows` (`policy.pairs.rows`; by default where the input is under 4 MiB,
+    as here), the whole plane before the rows without it (`policy.pairs.plane`); both give NumPy's numbers from the kernel and from the egpu
     interpreter, batch 2 (the pack per image and pair of groups)."""
     from einc.schedule.policies.cpu import Choices, default_schedule as cpu_default
 
@@ -82,9 +82,10 @@ def test_the_policys_pair_form_packs_its_input_in_the_row_loop(h: int, w: int, m
     rng = np.random.default_rng(h * 16 + w)
     arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
     want = _grouped_answer(arrays, h, w)
-    for rows in (True, False):
-        schedule = cpu_default(CTarget, loops, Choices(pair_lanes=True, pack_rows=rows))
+    for choice in (None, True, False):
+        schedule = cpu_default(CTarget, loops, Choices(pair_lanes=True, pack_rows=choice))
         assert schedule is not None
+        rows = choice is not False
         assert ("transform.einc.pack_rows" in str(schedule)) == rows, str(schedule)
         comp = Compilation(ir, "<grouped>", inputs, None, "c", schedule)
         source = comp.run_until("source")

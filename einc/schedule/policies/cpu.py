@@ -174,13 +174,16 @@ class Choices:
     vectors at batch 1 / 16 on the Xeon, README "The pair form the default"); Zen 4
     (256-bit datapaths, the shuffle on a port of its own) and AVX2 hosts keep the blocked
     vectors. The tuning space keeps both (`policy.pairs`, `policy.nopairs`)."""
-    pack_rows: bool = False
+    pack_rows: bool | None = None
     """The pair form's input (staged per pair of groups with its halo) packed row by row in
     the output row loop (`_pair_form`, transform.einc.pack_rows: the input row a window
     reads first copied just before that output row, so it is read while in L1) rather than
-    the whole padded plane before the rows. Off by default: on the Xeon it measured
-    0.89-0.98x the whole plane at batch 1 and 0.80-0.82x at batch 16 (README, "The pair
-    form's input pack in the row loop"); the tuning space keeps it (`policy.pairs.rows`)."""
+    the whole padded plane before the rows. None: where the input holds fewer than
+    PREFETCH_MIN_BYTES (it stays in the caches between calls: 1.00-1.12x the whole plane at
+    batch 1 on the Xeon); a larger one comes from DRAM, where the plane's long runs per
+    channel stream better than a row of each channel at a time (0.90-0.96x at batch 16;
+    README, "The pair form's input pack in the row loop"). The tuning space keeps both
+    (`policy.pairs.rows`, `policy.pairs.plane`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
@@ -1068,7 +1071,7 @@ def _pairs_here(lanes: int) -> bool:
     return native_fma_bits() >= 512
 
 
-def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool = False) -> affine.ForOp | None:
+def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | None = None) -> affine.ForOp | None:
     """The pair form of a grouped convolution whose groups hold half a vector's output
     channels (Choices.pair_lanes; README, "The convolutions on an Intel Xeon"): the band
     `[outer..., g, f, spatial..., j, reductions...]` (g the group, f the channel in it, j
@@ -1130,12 +1133,13 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool = 
 
 def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: int, b: ScheduleBuilder, out: SSAValue,
                out_split: tuple[int, int], weight: SSAValue, weight_split: tuple[int, int], image: SSAValue,
-               image_split: tuple[int, int], rows: bool = False) -> affine.ForOp:  # fmt: skip
+               image_split: tuple[int, int], rows: bool | None = None) -> affine.ForOp:  # fmt: skip
     """`_pair_lanes`' steps on the band `[*parallel, *reduction]` (g = parallel[k], f =
     parallel[k + 1]); each split `(d, F)` stages a tensor's dimension d as `x floordiv F`,
-    `x mod F`; `rows` (Choices.pack_rows): the staged input's copy-in moved into the first
-    output row loop below the pair, each row packed before the output row that reads it
-    first (`pack_rows`; where refused, the whole plane before the rows)."""
+    `x mod F`; `rows` (Choices.pack_rows; None: an input under PREFETCH_MIN_BYTES): the
+    staged input's copy-in moved into the first output row loop below the pair, each row
+    packed before the output row that reads it first (`pack_rows`; where refused, the whole
+    plane before the rows)."""
     band = [*parallel, *reduction]
     g, f, j = parallel[k], parallel[k + 1], parallel[-1]
     stmt = _tag(g, lt.STMT_ATTR)
@@ -1176,6 +1180,8 @@ def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: i
     staged = b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split, halo=True))
     if isinstance(staged, lt.Failure):
         staged = b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split))
+    if rows is None:
+        rows = _bytes_of(image) < PREFETCH_MIN_BYTES
     if rows and not isinstance(staged, lt.Failure) and k + 2 < len(parallel) - 1:  # the first output row loop below the pair
         b.try_(lambda: b.pack_rows(staged, reordered[k + 1]))
     if isinstance(b.try_(lambda: b.unroll(ji_h, knob_w)), lt.Failure):
