@@ -130,8 +130,8 @@ def pack_rows(alloca: memref.AllocaOp, loop: affine.ForOp) -> affine.ForOp | Fai
         return Failure(f"pack_rows: the buffer has {len(copies)} copy-in nests before {name}, not one")
     k_copy, (copy_loops, load, store) = copies[0]
     source = load.memref
-    if any(_writes(op, buffer) for op in ops[k_copy + 1 :] if op is not loop and op is not ops[k_copy]):
-        return Failure(f"pack_rows: the buffer is written after its copy-in")
+    if any(_writes(op, buffer) for op in ops[k_copy + 1 :] if op is not loop):
+        return Failure("pack_rows: the buffer is written after its copy-in")
     between = ops[k_copy + 1 : at]
     if any(_touches(op, buffer) or _writes(op, source) for op in between) or _writes(loop, source):
         return Failure(f"pack_rows: what lies between the copy-in and {name}, or {name}, touches what it copies")
@@ -183,7 +183,7 @@ def pack_rows(alloca: memref.AllocaOp, loop: affine.ForOp) -> affine.ForOp | Fai
     row_iv, c = next(iter(form[0])), form[1]
     row_loop = copy_loops[ivs.index(row_iv)]
     r_lo, r_hi = constant_bounds(row_loop)  # type: ignore[misc]
-    if any(row_iv in (f := linear_form(e, store.indices) or ({}, 0))[0] for q, e in enumerate(store.map.data.results) if q != dim):
+    if any(row_iv in (linear_form(e, store.indices) or ({}, 0))[0] for q, e in enumerate(store.map.data.results) if q != dim):
         return Failure(f"pack_rows: the copy-in's row loop indexes more than dimension {dim}")
     first, step = bounds[0], step_of(loop)
     shared = max(0, high + 1 - low - stride * step)  # rows the previous iteration's window read
