@@ -168,6 +168,11 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     assert 'cache_read "input0" at %' in sched and "split 1 by 4 layout [0, 2, 3, 4, 1] halo" in sched, sched
     assert "einc_vrepeat64_f32x16(&input0_local[" in pairs and "einc_vbroadcast_runs2" not in pairs, pairs
     assert ">= 0" not in pairs and "policy.pairs" not in conv.space.sketches
+    # its input (under 4 MiB) packed row by row in the output row loop (transform.einc.
+    # pack_rows); policy.pairs.plane the whole padded plane before the rows
+    plane = grouped.schedule("policy.pairs.plane")
+    assert "transform.einc.pack_rows" in sched and "transform.einc.pack_rows" not in plane, plane
+    assert "policy.pairs.rows" not in grouped.space.sketches and "policy.pairs.plane" not in conv.space.sketches
     # policy.prefetch: the pair's input rows prefetched one output row ahead
     # (transform.einc.prefetch at HO: row HO + 2 of each of the pair's channels; past the
     # image's last row, the next pair's first rows: (HO + 2) % 5 of the channels 8 further on,

@@ -832,6 +832,22 @@ MAX_UNSWITCH_VERSIONS = 64
 """The most versions `transform.einc.unswitch` may make of one loop (each a copy of it)."""
 
 
+class PackRowsOp(IRDLOperation):
+    """`transform.einc.pack_rows %buffer at %loop`: move the copy-in of a `cache_read` buffer
+    into a later loop of its block that reads a sliding window of its rows (a convolution's
+    output rows), each iteration copying the rows it reads first, a prologue before the loop
+    the first window's others (einc.transforms.pack_rows). Refused where the buffer's
+    reads do not slide along one dimension with the loop. No results."""
+
+    name = "transform.einc.pack_rows"
+    target = operand_def(AnyOpType)
+    loop = operand_def(AnyOpType)
+    assembly_format = "$target `at` $loop attr-dict"
+
+    def __init__(self, target: SSAValue, loop: SSAValue):
+        super().__init__(operands=[target, loop])
+
+
 @irdl_op_definition
 class KnobOp(IRDLOperation):
     """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
@@ -896,7 +912,7 @@ EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
     SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
-    RotateOp, PrefetchOp, StreamStoresOp, UnswitchOp,
+    RotateOp, PrefetchOp, StreamStoresOp, UnswitchOp, PackRowsOp,
 )
 
 

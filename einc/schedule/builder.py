@@ -301,6 +301,12 @@ class ScheduleBuilder:
         (versions,) = self._step(et.UnswitchOp(h, max_versions))
         return versions
 
+    def pack_rows(self, buffer: SSAValue, loop: SSAValue) -> None:
+        """Move the copy-in of the `cache_read` buffer `buffer` into `loop`, each iteration
+        copying the rows of its window it reads first (einc.transforms.pack_rows); inside
+        `try_` where it may be refused."""
+        self._step(et.PackRowsOp(buffer, loop))
+
     def stream_stores(self, buffer: SSAValue) -> None:
         """Store the copy-out of the `cache_write` tile `buffer` non-temporally
         (einc.transforms.stream_stores); inside `try_` where it may be refused."""

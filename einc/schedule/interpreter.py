@@ -60,6 +60,7 @@ from einc.transforms.loops import LoopIndex
 from einc.transforms.reduction_order import rotate_band
 from einc.transforms.rfactor import rfactor_loop
 from einc.transforms.staging import cache_tensor
+from einc.transforms.pack_rows import pack_rows
 from einc.transforms.stream_stores import mark_stream_stores
 from einc.transforms.tensorize import tensorize
 from einc.transforms.vectorize import mark_reduction_loop
@@ -555,6 +556,17 @@ class EincTransformFunctions(InterpreterFunctions):
         for loop in self.loops(op, args[0]):
             versions += self.check(op, unswitch_guards(loop, limit))
         return (OperationHandle(*versions),)
+
+    @impl(et.PackRowsOp)
+    def run_pack_rows(self, interpreter: Interpreter, op: et.PackRowsOp, args: PythonValues) -> PythonValues:
+        loops = self.loops(op, args[1])
+        if len(loops) != 1:
+            raise self.fail(op, f"the loop handle must hold one loop, it holds {len(loops)}")
+        for buffer in handle_ops(args[0]):
+            if not self._attached(buffer) or not isinstance(buffer, memref.AllocaOp):
+                raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
+            self.check(op, pack_rows(buffer, loops[0]))
+        return ()
 
     @impl(et.PrefetchOp)
     def run_prefetch(self, interpreter: Interpreter, op: et.PrefetchOp, args: PythonValues) -> PythonValues:

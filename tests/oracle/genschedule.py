@@ -47,7 +47,7 @@ from einc.transforms.ranges import max_trip_count
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
        "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce",
-       "group_lanes", "rotate", "prefetch", "stream_stores", "unswitch")  # fmt: skip
+       "group_lanes", "rotate", "prefetch", "stream_stores", "unswitch", "pack_rows")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -81,6 +81,9 @@ STREAM_WEIGHT = 0.5
 """How often a script with a kept cache_write ends with `stream_stores` of one of its tiles
 (`_Gen.stream_stores`, a stream of its own)."""
 HALO_WEIGHT = 0.3
+PACK_ROWS_WEIGHT = 0.5
+"""How often a script with a kept cache_read ends with `pack_rows` of one of its buffers at a
+loop (`_Gen.pack_rows`, a stream of its own)."""
 """How often a script ends with a `cache_read ... halo` (`_Gen.halo`, a stream of its own)."""
 UNSWITCH_WEIGHT = 0.35
 """How often a script ends with an `unswitch` (`_Gen.unswitch`, a stream of its own): of a
@@ -551,6 +554,7 @@ class _Gen:
         self.prefetch()
         self.stream_stores()
         self.halo()
+        self.pack_rows()
         self.tensorize()
         self.unswitch()
         return self.draft
@@ -628,6 +632,22 @@ class _Gen:
         h = self.match(loop, lines)
         memory = side.choice(["", ' in "local"'])
         lines.append(f'{self.handle()} = transform.einc.cache_read "{side.choice(names)}" at {h}{memory} halo')
+        self.attempt(lines)
+
+    def pack_rows(self) -> None:
+        """A kept `cache_read` buffer's copy-in moved into a random loop, one window's new
+        rows an iteration, after the random steps of some scripts: refused (located) where
+        the loop is not beside the copy-in or the buffer's reads do not slide with it. Drawn
+        from a generator of its own, as `prefetch`, so the other draws stay."""
+        side = random.Random(hash(self.rng.getstate()[1]) + 4)
+        staged = [m.group(1) for ln in self.draft.lines for m in [re.match(r"(%\w+) = transform\.einc\.cache_read ", ln)] if m]
+        loops = loops_of(self.current)
+        if not staged or not loops or side.random() > PACK_ROWS_WEIGHT:
+            return
+        self.marks = []
+        lines: list[str] = []
+        h = self.match(side.choice(loops), lines)
+        lines.append(f"transform.einc.pack_rows {side.choice(staged)} at {h}")
         self.attempt(lines)
 
     def tensorize(self) -> None:

@@ -174,6 +174,16 @@ class Choices:
     vectors at batch 1 / 16 on the Xeon, README "The pair form the default"); Zen 4
     (256-bit datapaths, the shuffle on a port of its own) and AVX2 hosts keep the blocked
     vectors. The tuning space keeps both (`policy.pairs`, `policy.nopairs`)."""
+    pack_rows: bool | None = None
+    """The pair form's input (staged per pair of groups with its halo) packed row by row in
+    the output row loop (`_pair_form`, transform.einc.pack_rows: the input row a window
+    reads first copied just before that output row, so it is read while in L1) rather than
+    the whole padded plane before the rows. None: where the input holds fewer than
+    PREFETCH_MIN_BYTES (it stays in the caches between calls: 1.00-1.12x the whole plane at
+    batch 1 on the Xeon); a larger one comes from DRAM, where the plane's long runs per
+    channel stream better than a row of each channel at a time (0.90-0.96x at batch 16;
+    README, "The pair form's input pack in the row loop"). The tuning space keeps both
+    (`policy.pairs.rows`, `policy.pairs.plane`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
@@ -252,7 +262,7 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
     if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
         return
     pairs = _pairs_here(lanes) if choices.pair_lanes is None else choices.pair_lanes
-    if pairs and (paired := _pair_lanes(top, b, lanes)) is not None:  # the pair form
+    if pairs and (paired := _pair_lanes(top, b, lanes, choices.pack_rows)) is not None:  # the pair form
         _parallelize(band_from(paired), math.prod(trip_count(loop) or 1 for loop in band), b, choices.parallel)
         return
     if choices.group_lanes:  # a grouped convolution's channels over several groups
@@ -1061,7 +1071,7 @@ def _pairs_here(lanes: int) -> bool:
     return native_fma_bits() >= 512
 
 
-def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.ForOp | None:
+def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | None = None) -> affine.ForOp | None:
     """The pair form of a grouped convolution whose groups hold half a vector's output
     channels (Choices.pair_lanes; README, "The convolutions on an Intel Xeon"): the band
     `[outer..., g, f, spatial..., j, reductions...]` (g the group, f the channel in it, j
@@ -1117,16 +1127,19 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int) -> affine.For
         if per_group < 2 or ff is None or ff[1] != 1 or fg != (ff[0], nf):  # the filter's channel `|f| g + f`
             continue
         return _pair_form(parallel, reduction, k, b, out, (out_g[0], nf), filters[0].buffer, (ff[0], nf),
-                          inputs[0].buffer, (in_dim, per_group))
+                          inputs[0].buffer, (in_dim, per_group), rows)
     return None
 
 
 def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: int, b: ScheduleBuilder, out: SSAValue,
                out_split: tuple[int, int], weight: SSAValue, weight_split: tuple[int, int], image: SSAValue,
-               image_split: tuple[int, int]) -> affine.ForOp:  # fmt: skip
+               image_split: tuple[int, int], rows: bool | None = None) -> affine.ForOp:  # fmt: skip
     """`_pair_lanes`' steps on the band `[*parallel, *reduction]` (g = parallel[k], f =
     parallel[k + 1]); each split `(d, F)` stages a tensor's dimension d as `x floordiv F`,
-    `x mod F`."""
+    `x mod F`; `rows` (Choices.pack_rows; None: an input under PREFETCH_MIN_BYTES): the
+    staged input's copy-in moved into the first output row loop below the pair, each row
+    packed before the output row that reads it first (`pack_rows`; where refused, the whole
+    plane before the rows)."""
     band = [*parallel, *reduction]
     g, f, j = parallel[k], parallel[k + 1], parallel[-1]
     stmt = _tag(g, lt.STMT_ATTR)
@@ -1164,8 +1177,13 @@ def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: i
     b.try_(lambda: b.cache_read(buffer_name(weight), go_h, layout=innermost_pair(rank(weight), weight_split[0]),
                                 split=weight_split))  # fmt: skip
     layout = group_innermost(rank(image), image_split[0])
-    if isinstance(b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split, halo=True)), lt.Failure):
-        b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split))
+    staged = b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split, halo=True))
+    if isinstance(staged, lt.Failure):
+        staged = b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split))
+    if rows is None:
+        rows = _bytes_of(image) < PREFETCH_MIN_BYTES
+    if rows and not isinstance(staged, lt.Failure) and k + 2 < len(parallel) - 1:  # the first output row loop below the pair
+        b.try_(lambda: b.pack_rows(staged, reordered[k + 1]))
     if isinstance(b.try_(lambda: b.unroll(ji_h, knob_w)), lt.Failure):
         return new[0]
     b.try_(lambda: b.vectorize(b.match(stmt, lane_axis, root=nest_root(b, new[0]))))

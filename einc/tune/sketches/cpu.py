@@ -445,6 +445,10 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "groups as they hold (group_lanes over more than two groups)"),
     ("pairs", policy.Choices(pair_lanes=True), True, "a grouped convolution in the pair form (lanes interleaved "
      "over two groups, the pair's input staged with their values side by side: one 64-bit broadcast per FMA)"),
+    ("pairs.rows", policy.Choices(pair_lanes=True, pack_rows=True), True, "a grouped convolution in the pair form with its "
+     "input packed row by row in the output row loop (transform.einc.pack_rows), not the whole padded plane before the rows"),
+    ("pairs.plane", policy.Choices(pair_lanes=True, pack_rows=False), True, "a grouped convolution in the pair form with "
+     "its input's whole padded plane packed before the output rows (the default packs an input under 4 MiB row by row)"),
     ("noprefetch", policy.Choices(prefetch=False, pair_lanes=False), True, "a grouped convolution's input rows not prefetched "
      "(no transform.einc.prefetch at its output rows)"),
     ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows prefetched whatever "
