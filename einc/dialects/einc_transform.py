@@ -832,6 +832,7 @@ MAX_UNSWITCH_VERSIONS = 64
 """The most versions `transform.einc.unswitch` may make of one loop (each a copy of it)."""
 
 
+@irdl_op_definition
 class PackRowsOp(IRDLOperation):
     """`transform.einc.pack_rows %buffer at %loop`: move the copy-in of a `cache_read` buffer
     into a later loop of its block that reads a sliding window of its rows (a convolution's
