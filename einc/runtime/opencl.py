@@ -241,7 +241,7 @@ class OpenCLKernel:
                 for buffer in mapped:  # the results in the caller's array (on PoCL: the array itself)
                     host = staged.host[buffer.name]
                     view, _ = cl.enqueue_map_buffer(
-                        dev.queue, buffers[buffer.name], cl.map_flags.READ, 0, (host.nbytes,), np.uint8, is_blocking=False
+                        dev.queue, buffers[buffer.name], cl.map_flags.READ, 0, (host.nbytes,), np.dtype(np.uint8), is_blocking=False
                     )
                     view.base.release(dev.queue)
             finally:

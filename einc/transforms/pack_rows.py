@@ -181,8 +181,11 @@ def pack_rows(alloca: memref.AllocaOp, loop: affine.ForOp) -> affine.ForOp | Fai
     if form is None or len(form[0]) != 1 or next(iter(form[0].values())) != 1 or next(iter(form[0])) not in ivs:
         return Failure(f"pack_rows: the copy-in does not index dimension {dim} by one of its loops")
     row_iv, c = next(iter(form[0])), form[1]
-    row_loop = copy_loops[ivs.index(row_iv)]
-    r_lo, r_hi = constant_bounds(row_loop)  # type: ignore[misc]
+    row_loop = next(loop for loop, iv in zip(copy_loops, ivs) if iv is row_iv)
+    row_bounds = constant_bounds(row_loop)
+    if row_bounds is None:
+        return Failure("pack_rows: the copy-in's row loop has bounds that are not constants")
+    r_lo, r_hi = row_bounds
     if any(row_iv in (linear_form(e, store.indices) or ({}, 0))[0] for q, e in enumerate(store.map.data.results) if q != dim):
         return Failure(f"pack_rows: the copy-in's row loop indexes more than dimension {dim}")
     first, step = bounds[0], step_of(loop)

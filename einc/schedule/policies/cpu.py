@@ -1590,9 +1590,10 @@ caches between calls, and streaming them sends them to memory)."""
 
 def _vector_rows(tile: Operation, lanes: int) -> bool:
     """Whether the staged tile `tile` (a memref.alloca) has rows of whole vectors of `lanes`."""
-    if not tile.results or not isinstance(tile.results[0].type, MemRefType):
+    kind: Attribute | None = tile.results[0].type if tile.results else None
+    if not isinstance(kind, MemRefType):
         return False
-    shape = cast("MemRefType[Attribute]", tile.results[0].type).get_shape()
+    shape = cast("MemRefType[Attribute]", kind).get_shape()
     return bool(shape) and shape[-1] % lanes == 0
 
 
@@ -1622,9 +1623,7 @@ def _argument_bytes(b: ScheduleBuilder) -> dict[str, int]:
     for f in b.payload.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
             for arg in f.body.block.args:
-                name = buffer_name(arg)
-                if name is not None and name not in sizes:
-                    sizes[name] = _bytes_of(arg)
+                sizes.setdefault(buffer_name(arg), _bytes_of(arg))
     return sizes
 
 
