@@ -290,7 +290,8 @@ def _bool(value: bool, before: Operation) -> SSAValue:
     return const.result
 
 
-def _inline_if(op: scf.IfOp, taken: bool) -> None:
+def inline_if(op: scf.IfOp, taken: bool) -> None:
+    """`op` replaced by the ops of its region `taken` (its results by what that region yields)."""
     region = op.true_region if taken else op.false_region
     if not region.blocks:  # no else: nothing runs, no results
         Rewriter.erase_op(op)
@@ -352,7 +353,7 @@ def fold_conditions(root: Operation) -> int:
                 c = _constant_bool(op.cond)
                 if c is None:
                     continue
-                _inline_if(op, c)
+                inline_if(op, c)
                 changed = True
     _erase_zero_updates(root)
     _erase_unused(root)

@@ -26,14 +26,14 @@ from collections.abc import Callable
 
 from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects.egpu_kernel import AllocSharedOp, BarrierOp, SubgroupReduceOp
 from einc.dialects.egpu_mma import MmaOp
 from einc.transforms.affine_index import affine_expr_of
-from einc.transforms.index_split import Comparison, canonical, linear_dims
+from einc.transforms.index_split import Comparison, canonical, inline_if, linear_dims
 from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
 from einc.transforms.loop_build import Failure, describe
 from einc.transforms.ranges import Range, value_range
@@ -303,26 +303,10 @@ def fold_implied(root: Operation, cond: SSAValue, value: bool) -> None:
         if taken is None and other is not None and set(pinned) & set(other.dims):
             taken = other.decide(pinned)
         if taken is not None:
-            _inline(op, taken)
+            inline_if(op, taken)
     for op in reversed(list(root.walk())):
         if op is not root and isinstance(op, HOISTABLE) and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
-
-
-def _inline(op: scf.IfOp, taken: bool) -> None:
-    region = op.true_region if taken else op.false_region
-    values: list[SSAValue] = []
-    if region.blocks:
-        block: Block = region.block
-        yielded = block.last_op
-        assert isinstance(yielded, scf.YieldOp)
-        values = list(yielded.operands)
-        for inner in list(block.ops)[:-1]:
-            inner.detach()
-            Rewriter.insert_op(inner, InsertPoint.before(op))
-    for old, new in zip(op.results, values):
-        old.replace_all_uses_with(new)
-    Rewriter.erase_op(op)
 
 
 __all__ = [
