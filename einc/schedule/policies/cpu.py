@@ -1604,15 +1604,13 @@ def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
     channels innermost) is left alone: its copy-out transposes, element by element, and the
     kernel's build would refuse streaming it (einc-stream-stores: not a vector store), and
     so is a tile whose rows are not whole vectors of `lanes`."""
-    sizes: dict[str, int] | None = None  # the kernel arguments' bytes, found once (a walk)
+    sizes = _argument_bytes(b) if least else {}  # one walk, however many tiles
     for op in list(b.sequence.body.block.ops):
-        if least and isinstance(op, et.CacheWriteOp) and sizes is None:
-            sizes = _argument_bytes(b)
         order = op.layout_order if isinstance(op, et.CacheWriteOp) else None
         if (isinstance(op, et.CacheWriteOp) and op.memory.data == "local"
                 and (order is None or order == tuple(range(len(order))))
                 and all(_vector_rows(tile, lanes) for tile in handle_ops(b.interpreter.get_values((op.results[0],))[0]))
-                and (not least or (sizes or {}).get(op.tensor.data, 0) >= least)):  # fmt: skip
+                and sizes.get(op.tensor.data, 0) >= least):  # fmt: skip
             b.try_(lambda: b.stream_stores(op.results[0]))  # noqa: B023
 
 
