@@ -4,9 +4,12 @@ the loop versioned (einc.transforms.unswitch.unswitch_loop).
 `unroll` of a partial tile's loop (einc.transforms.loop_transforms._unroll_clipped) leaves
 each copy the last tile may lack under `if (k < 499 - N_o)`; with the tile loops inside
 the reduction loop K (a register tile), those guards are tested in every iteration of K
-although they depend only on the tile's position. A guard is an `scf.if` without results
-(a padded read's `.when`, which yields the value or the padding, stays where it is: the
-halo staging of docs/SCHEDULES.md removes those). Each guard is taken at its nearest
+although they depend only on the tile's position. A guard is an `scf.if`: one without
+results, or a padded read's `.when` (it yields the element or the padding), whose condition
+a loop may change only in part: a convolution's row test `ho + kh - 1 >= 0 & ... < H` is
+invariant in the loop over output columns, its column test is not. The loop is versioned on
+the invariant part (`invariant_part`); the row-inside version keeps the column test, the
+other reads nothing. Each guard is taken at its nearest
 enclosing `affine.for`; of a loop's guards whose condition is invariant there, the one
 that decides the most others first (`3 < v` true makes `1 < v` and `2 < v` true), so
 the first version, all its guards true, is the whole tile's loop without a condition
@@ -30,11 +33,11 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import affine, scf
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from einc.transforms.loop_build import Failure, describe
-from einc.transforms.unswitch import implied, invariant_slice, unswitch_loop
+from einc.transforms.unswitch import implied, invariant_part, unswitch_loop
 
 
 def _nearest_loop(op: Operation) -> affine.ForOp | None:
@@ -44,19 +47,24 @@ def _nearest_loop(op: Operation) -> affine.ForOp | None:
     return parent
 
 
-def invariant_guards(loop: affine.ForOp) -> list[scf.IfOp]:
-    """The `scf.if`s without results (guards that skip work, not `.when` reads that pick a
-    value) whose nearest enclosing loop is `loop` and whose condition it does not change."""
-    return [
-        op for op in loop.walk()
-        if isinstance(op, scf.IfOp) and not op.results and _nearest_loop(op) is loop
-        and invariant_slice(op.cond, loop) is not None
-    ]  # fmt: skip
+def invariant_guards(loop: affine.ForOp) -> list[tuple[scf.IfOp, SSAValue]]:
+    """The `scf.if`s (guards that skip work and `.when` reads that pick a value) whose nearest
+    enclosing loop is `loop`, each with the part of its condition `loop` does not change
+    (`invariant_part`: the whole condition, or a conjunct); those with no such part are left
+    out."""
+    found = []
+    for op in loop.walk():
+        if isinstance(op, scf.IfOp) and _nearest_loop(op) is loop:
+            part = invariant_part(op.cond, loop)
+            if part is not None:
+                found.append((op, part))
+    return found
 
 
-def strongest(guards: list[scf.IfOp]) -> scf.IfOp:
-    """The guard whose condition, true, decides the most of the others' (the first on ties)."""
-    return max(guards, key=lambda g: sum(implied(g.cond, True, h.cond) is not None for h in guards))
+def strongest(guards: list[tuple[scf.IfOp, SSAValue]]) -> tuple[scf.IfOp, SSAValue]:
+    """The guard whose hoisted condition, true, decides the most of the others' (the first on
+    ties)."""
+    return max(guards, key=lambda g: sum(implied(g[1], True, h[1]) is not None for h in guards))
 
 
 MAX_VERSIONS = 8
@@ -88,8 +96,8 @@ def unswitch_guards(loop: affine.ForOp, max_versions: int) -> list[affine.ForOp]
 
 
 def _no_guard(loop: affine.ForOp) -> Failure:
-    return Failure(f"cannot unswitch {describe(loop)}: no guard in its body (an if without results, outside any "
-                   "inner loop) has a condition the loop does not change: nothing to hoist")  # fmt: skip
+    return Failure(f"cannot unswitch {describe(loop)}: no guard in its body (an if outside any "
+                   "inner loop) has a condition the loop does not change, in whole or in a conjunct: nothing to hoist")  # fmt: skip
 
 
 def _unswitch_one(loop: affine.ForOp) -> tuple[affine.ForOp, affine.ForOp] | Failure:
@@ -99,7 +107,7 @@ def _unswitch_one(loop: affine.ForOp) -> tuple[affine.ForOp, affine.ForOp] | Fai
     refused: Failure | None = None
     while guards:
         guard = strongest(guards)
-        made = unswitch_loop(loop, guard)
+        made = unswitch_loop(loop, *guard)
         if not isinstance(made, Failure):
             return made
         refused = refused or made

@@ -318,8 +318,16 @@ def fold_conditions(root: Operation) -> int:
             if value is not None:
                 _replace(op, [_bool(value, op)])
                 folded += 1
-    if not folded:
-        return 0
+    if folded:
+        fold_constants(root)
+    return folded
+
+
+def fold_constants(root: Operation) -> None:
+    """Fold what the constant conditions nested in `root` feed: `andi`/`ori`/`xori` with a
+    constant, `arith.select` and `scf.if` on a constant (the branch taken inlined), then erase
+    the `B[i] = B[i] + 0.0` updates that leaves (`_erase_zero_updates`), the unused pure ops
+    and the loops left empty (`root` itself stays)."""
     changed = True
     while changed:
         changed = False
@@ -358,7 +366,6 @@ def fold_conditions(root: Operation) -> int:
     _erase_zero_updates(root)
     _erase_unused(root)
     _erase_empty_loops(root)
-    return folded
 
 
 def _erase_unused(root: Operation) -> None:

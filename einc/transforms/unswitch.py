@@ -17,6 +17,16 @@ implies (`3 < v` true makes `1 < v` true; false makes `5 < v` false), `v` the sa
 or one computed alike (`same_value`). The iterations run
 the same operations in the same order: always legal. Mechanism only: einc-unswitch
 (einc/passes/unswitch.py) chooses where.
+
+A guard may yield values (a padded read's `.when`: the element if the index is inside, else
+the padding), and only part of its condition may be invariant: `(r >= 0 & r < 14) & (c >= 0 &
+c < 14)`, the row part invariant in the loop over columns. The loop is then versioned on that
+part (`invariant_part`: a value of the condition's `andi` tree); in each version the
+comparisons its known value decides become constants and what they feed folds
+(`index_split.fold_constants`): the row-inside version keeps `c >= 0 & c < 14`, the other
+yields the padding without the read. `affine.if` never reaches this: einc lowers every
+condition to `scf.if` (the ein dialect's `.when` and the guards of loop_transforms alike),
+so there is no `affine.if` to version.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ import math
 from collections.abc import Callable
 
 from xdsl.dialects import affine, arith, scf
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import IntegerAttr, i1
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -33,7 +43,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from einc.dialects.egpu_kernel import AllocSharedOp, BarrierOp, SubgroupReduceOp
 from einc.dialects.egpu_mma import MmaOp
 from einc.transforms.affine_index import affine_expr_of
-from einc.transforms.index_split import Comparison, canonical, inline_if, linear_dims
+from einc.transforms.index_split import Comparison, canonical, fold_constants, inline_if, linear_dims
 from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
 from einc.transforms.loop_build import Failure, describe
 from einc.transforms.ranges import Range, value_range
@@ -81,19 +91,54 @@ def invariant_slice(value: SSAValue, loop: affine.ForOp) -> list[Operation] | No
     return sorted(found, key=order.__getitem__)
 
 
-def unswitch_loop(loop: affine.ForOp, guard: scf.IfOp) -> tuple[affine.ForOp, affine.ForOp] | Failure:
-    """Version `loop` on `guard`'s condition: `scf.if cond { loop' } else { loop'' }` in its
-    place, the condition computed once before it; in `loop'` (the loop itself) the guard is
-    its then-block, in `loop''` (a copy) its else-block (or nothing), and the guards the
-    known value decides are folded in each (module docstring). Returns (loop', loop''). A
-    Failure, with the IR unchanged, when `guard` is not inside `loop`, `loop` carries
-    values, the condition is not invariant in `loop` (or uses an op outside HOISTABLE),
-    `loop` holds a COLLECTIVE op, or it has more than MAX_UNSWITCH_OPS ops."""
+def conjuncts(cond: SSAValue) -> list[SSAValue]:
+    """The values whose conjunction `cond` is: the leaves of its `andi` tree, left first."""
+    owner = cond.owner
+    if isinstance(owner, arith.AndIOp) and cond.type == i1:
+        return [*conjuncts(owner.lhs), *conjuncts(owner.rhs)]
+    return [cond]
+
+
+def invariant_part(cond: SSAValue, loop: affine.ForOp) -> SSAValue | None:
+    """The first value of `cond`'s `andi` tree (`cond` itself, then its operands', left
+    first) that `loop` does not change (`invariant_slice`); None when there is none."""
+    if invariant_slice(cond, loop) is not None:
+        return cond
+    owner = cond.owner
+    if isinstance(owner, arith.AndIOp) and cond.type == i1 and loop.is_ancestor(owner):
+        for operand in owner.operands:
+            found = invariant_part(operand, loop)
+            if found is not None:
+                return found
+    return None
+
+
+def _in_tree(part: SSAValue, cond: SSAValue) -> bool:
+    owner = cond.owner
+    return part is cond or (isinstance(owner, arith.AndIOp) and any(_in_tree(part, o) for o in owner.operands))
+
+
+def unswitch_loop(
+    loop: affine.ForOp, guard: scf.IfOp, part: SSAValue | None = None
+) -> tuple[affine.ForOp, affine.ForOp] | Failure:
+    """Version `loop` on `guard`'s condition, or on `part` of it (a value of its `andi`
+    tree: `invariant_part`): `scf.if cond { loop' } else { loop'' }` in its place, the
+    condition computed once before it; in `loop'` (the loop itself) the condition is true,
+    in `loop''` (a copy) false, and in each the guards and comparisons the known value
+    decides are folded (module docstring): a guard on the whole condition becomes its
+    then-block, or its else-block (or nothing). Returns (loop', loop''). A Failure, with the
+    IR unchanged, when `guard` is not inside `loop`, `part` is not in its condition's `andi`
+    tree, `loop` carries values, the condition is not invariant in `loop` (or uses an op
+    outside HOISTABLE), `loop` holds a COLLECTIVE op, or it has more than MAX_UNSWITCH_OPS
+    ops."""
     if guard is loop or not loop.is_ancestor(guard):
         return Failure(f"cannot unswitch {describe(loop)}: the guard is not inside it")
+    part = guard.cond if part is None else part
+    if not _in_tree(part, guard.cond):
+        return Failure(f"cannot unswitch {describe(loop)}: the value is not a conjunct of the guard's condition")
     if loop.results:
         return Failure(f"cannot unswitch {describe(loop)}: it carries values")
-    hoisted = invariant_slice(guard.cond, loop)
+    hoisted = invariant_slice(part, loop)
     if hoisted is None:
         return Failure(f"cannot unswitch {describe(loop)}: the guard's condition changes in it")
     collective = next((op for op in loop.walk() if isinstance(op, COLLECTIVE)), None)
@@ -110,8 +155,9 @@ def unswitch_loop(loop: affine.ForOp, guard: scf.IfOp) -> tuple[affine.ForOp, af
     mapper: dict[SSAValue, SSAValue] = {}
     for op in hoisted:
         Rewriter.insert_op(op.clone(value_mapper=mapper), point)
-    cond = mapper.get(guard.cond, guard.cond)
-    copy = loop.clone()
+    cond = mapper.get(part, part)
+    copied: dict[SSAValue, SSAValue] = {}
+    copy = loop.clone(value_mapper=copied)
     versioned = scf.IfOp(cond, [], [scf.YieldOp()], [scf.YieldOp()])
     Rewriter.insert_op(versioned, point)
     loop.detach()
@@ -120,8 +166,31 @@ def unswitch_loop(loop: affine.ForOp, guard: scf.IfOp) -> tuple[affine.ForOp, af
     for version, known in ((loop, True), (copy, False)):
         fact = _follow(version, path)
         assert isinstance(fact, scf.IfOp)
-        fold_implied(version, fact.cond, known)
+        if part is guard.cond:
+            fold_implied(version, fact.cond, known)
+        else:
+            _fold_decided(version, copied.get(part, part) if version is copy else part, known)
     return loop, copy
+
+
+def _fold_decided(root: affine.ForOp, cond: SSAValue, value: bool) -> None:
+    """In `root`, where `cond` is `value`, replace each comparison and conjunction that this
+    decides (`implied`; a true conjunction decides through each of its conjuncts) by its
+    constant, and fold what they feed (`fold_constants`)."""
+    facts = conjuncts(cond) if value else [cond]
+    decided: list[tuple[SSAValue, bool]] = [(cond, value)]  # cond may be defined before root
+    for op in root.walk():
+        if isinstance(op, arith.CmpiOp | arith.AndIOp) and op.result is not cond and op.result.type == i1 and op.result.uses:
+            taken = next((t for f in facts if (t := implied(f, value, op.result)) is not None), None)
+            if taken is not None:
+                decided.append((op.result, taken))
+    constants = {v: arith.ConstantOp(IntegerAttr(int(v), i1)) for v in (False, True)}
+    Rewriter.insert_op(list(constants.values()), InsertPoint.at_start(root.body.block))
+    for result, taken in decided:
+        for use in list(result.uses):
+            if root.is_ancestor(use.operation):
+                use.operation.operands[use.index] = constants[taken].result
+    fold_constants(root)
 
 
 def _path(root: Operation, op: Operation) -> list[tuple[int, int, int]]:
@@ -310,6 +379,6 @@ def fold_implied(root: Operation, cond: SSAValue, value: bool) -> None:
 
 
 __all__ = [
-    "COLLECTIVE", "HOISTABLE", "MAX_UNSWITCH_OPS", "comparison", "fold_implied", "pinned_range", "implied", "invariant_slice", "same_value",
+    "COLLECTIVE", "HOISTABLE", "MAX_UNSWITCH_OPS", "comparison", "conjuncts", "fold_implied", "invariant_part", "pinned_range", "implied", "invariant_slice", "same_value",
     "unswitch_loop",
 ]

@@ -163,3 +163,62 @@ builtin.module {
     func.return
   }
 }
+
+// -----
+
+// A padded read's `.when` (an `scf.if` that yields the element or 0.0) inside the loop over
+// output columns W: its row test `0 <= r < 4` (r = %h - 1) is invariant in W, its column test
+// is not. W is versioned on the row part: the row-inside version keeps only the column test
+// (the `andi` with the row part folded away), the other multiplies the padding, with no
+// read and no condition.
+
+// CHECK-LABEL: func.func @when_row_guard(
+// CHECK:         %[[R:.*]] = affine.apply
+// CHECK:         %[[IN:.*]] = arith.andi
+// CHECK-NEXT:    scf.if %[[IN]] {
+// CHECK-NEXT:      affine.for %[[W:.*]] = 0 to 5 {
+// CHECK:             %[[C0:.*]] = arith.cmpi sge, %[[C:.*]], %{{.*}} : index
+// CHECK-NEXT:        %[[C1:.*]] = arith.cmpi slt, %[[C]], %{{.*}} : index
+// CHECK-NEXT:        %[[CIN:.*]] = arith.andi %[[C0]], %[[C1]] : i1
+// CHECK-NEXT:        %{{.*}} = scf.if %[[CIN]] -> (f32) {
+// CHECK-NEXT:          affine.load
+// CHECK:             } {einc.stmt = "O", einc.axis = "W"}
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      affine.for %{{.*}} = 0 to 5 {
+// CHECK-NOT:         scf.if
+// CHECK-NOT:         memref<4x5xf32>
+// CHECK:             arith.mulf
+// CHECK:             arith.addf
+// CHECK:           } {einc.stmt = "O", einc.axis = "W"}
+// CHECK-NEXT:    }
+
+builtin.module {
+  func.func @when_row_guard(%I: memref<4x5xf32>, %O: memref<5xf32>, %h: index, %w: f32) {
+    affine.for %W = 0 to 5 {
+      %r = affine.apply affine_map<(d0) -> ((d0 - 1))> (%h)
+      %c = affine.apply affine_map<(d0) -> ((d0 - 1))> (%W)
+      %z = arith.constant 0 : index
+      %four = arith.constant 4 : index
+      %five = arith.constant 5 : index
+      %r0 = arith.cmpi sge, %r, %z : index
+      %r1 = arith.cmpi slt, %r, %four : index
+      %rin = arith.andi %r0, %r1 : i1
+      %c0 = arith.cmpi sge, %c, %z : index
+      %rc = arith.andi %rin, %c0 : i1
+      %c1 = arith.cmpi slt, %c, %five : index
+      %in = arith.andi %rc, %c1 : i1
+      %x = scf.if %in -> (f32) {
+        %e = affine.load %I[%r, %c] : memref<4x5xf32>
+        scf.yield %e : f32
+      } else {
+        %p = arith.constant 0.0 : f32
+        scf.yield %p : f32
+      }
+      %o = affine.load %O[%W] : memref<5xf32>
+      %xw = arith.mulf %x, %w : f32
+      %s = arith.addf %o, %xw : f32
+      affine.store %s, %O[%W] : memref<5xf32>
+    } {einc.stmt = "O", einc.axis = "W"}
+    func.return
+  }
+}

@@ -3,7 +3,7 @@
 // unswitch is refused at the op where the loop has no guard to hoist: K of a plain matmul
 // (no guard at all), and N.o of a tile unrolled under guards (they test N.o itself).
 
-// CHECK: invalid_unswitch.mlir:[[# @LINE + 13]]:3: error: cannot unswitch loop K of C: no guard in its body (an if without results, outside any inner loop) has a condition the loop does not change: nothing to hoist
+// CHECK: invalid_unswitch.mlir:[[# @LINE + 13]]:3: error: cannot unswitch loop K of C: no guard in its body (an if outside any inner loop) has a condition the loop does not change, in whole or in a conjunct: nothing to hoist
 func.func @unswitch_without_a_guard(%A: tensor<8x6xf32> {ein.name = "A"}, %B: tensor<6x16xf32> {ein.name = "B"}) -> tensor<8x16xf32> {
   %C = ein.einsum "C" add parallel [N = 8, M = 16] reduce [K = 6] : tensor<8x16xf32> {
   ^bb0(%N : index, %M : index, %K : index):
