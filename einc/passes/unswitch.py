@@ -37,7 +37,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from einc.transforms.loop_build import Failure, describe
-from einc.transforms.unswitch import implied, invariant_part, unswitch_loop
+from einc.transforms.unswitch import implied, invariant_part, invariant_slice, unswitch_loop
 
 
 def _nearest_loop(op: Operation) -> affine.ForOp | None:
@@ -47,15 +47,15 @@ def _nearest_loop(op: Operation) -> affine.ForOp | None:
     return parent
 
 
-def invariant_guards(loop: affine.ForOp) -> list[tuple[scf.IfOp, SSAValue]]:
+def invariant_guards(loop: affine.ForOp, when: bool = True) -> list[tuple[scf.IfOp, SSAValue]]:
     """The `scf.if`s (guards that skip work and `.when` reads that pick a value) whose nearest
     enclosing loop is `loop`, each with the part of its condition `loop` does not change
     (`invariant_part`: the whole condition, or a conjunct); those with no such part are left
-    out."""
+    out. Without `when`, only guards without results, on their whole condition."""
     found = []
     for op in loop.walk():
-        if isinstance(op, scf.IfOp) and _nearest_loop(op) is loop:
-            part = invariant_part(op.cond, loop)
+        if isinstance(op, scf.IfOp) and _nearest_loop(op) is loop and (when or not op.results):
+            part = invariant_part(op.cond, loop) if when else op.cond if invariant_slice(op.cond, loop) is not None else None
             if part is not None:
                 found.append((op, part))
     return found
@@ -71,7 +71,7 @@ MAX_VERSIONS = 8
 """The pass's and `transform.einc.unswitch`'s default `max-versions`."""
 
 
-def unswitch_guards(loop: affine.ForOp, max_versions: int) -> list[affine.ForOp] | Failure:
+def unswitch_guards(loop: affine.ForOp, max_versions: int, when: bool = True) -> list[affine.ForOp] | Failure:
     """Unswitch `loop`'s invariant guards (the module docstring's order) into at most
     `max_versions` versions; returns the versions in program order (the first, every
     hoisted guard true, is `loop` itself), or a Failure, the IR unchanged, when not even
@@ -81,7 +81,7 @@ def unswitch_guards(loop: affine.ForOp, max_versions: int) -> list[affine.ForOp]
     refused: Failure | None = None
     outer: Operation | None = None  # the scf.if the first unswitch put in loop's place
     while queue and len(versions) < max_versions:
-        made = _unswitch_one(queue.popleft())
+        made = _unswitch_one(queue.popleft(), when)
         if isinstance(made, Failure):
             refused = refused or made
             continue
@@ -100,10 +100,10 @@ def _no_guard(loop: affine.ForOp) -> Failure:
                    "inner loop) has a condition the loop does not change, in whole or in a conjunct: nothing to hoist")  # fmt: skip
 
 
-def _unswitch_one(loop: affine.ForOp) -> tuple[affine.ForOp, affine.ForOp] | Failure:
+def _unswitch_one(loop: affine.ForOp, when: bool) -> tuple[affine.ForOp, affine.ForOp] | Failure:
     """`loop` unswitched on its strongest invariant guard that can be hoisted; else the
     first refusal (a Failure, with the IR unchanged)."""
-    guards = invariant_guards(loop)
+    guards = invariant_guards(loop, when)
     refused: Failure | None = None
     while guards:
         guard = strongest(guards)
@@ -122,6 +122,10 @@ class UnswitchPass(ModulePass):
     max_versions: int = MAX_VERSIONS
     """The most versions one loop becomes (1: none unswitched)."""
 
+    when: bool = True
+    """Whether `.when` reads (guards with results) and invariant conjuncts are unswitched too
+    (false: only guards without results, on their whole condition: what the pass did before)."""
+
     def __post_init__(self) -> None:
         if self.max_versions < 1:
             raise ValueError(f"max-versions must be at least 1, got {self.max_versions}")
@@ -129,8 +133,8 @@ class UnswitchPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         loops = [loop for loop in op.walk() if isinstance(loop, affine.ForOp)]
         for loop in reversed(loops):  # inner loops first: an outer loop's copies take theirs
-            if loop.parent is not None and invariant_guards(loop):
-                unswitch_guards(loop, self.max_versions)
+            if loop.parent is not None and invariant_guards(loop, self.when):
+                unswitch_guards(loop, self.max_versions, self.when)
 
 
 __all__ = ["MAX_VERSIONS", "UnswitchPass", "invariant_guards", "strongest", "unswitch_guards"]

@@ -1,5 +1,6 @@
 // RUN: einc-opt %s --split-input-file -p einc-unswitch | filecheck %s
 // RUN: einc-opt %s --split-input-file -p 'einc-unswitch{max-versions=2}' | filecheck %s --check-prefix=TWO
+// RUN: einc-opt %s --split-input-file -p 'einc-unswitch{when=false}' | filecheck %s --check-prefix=OLD
 
 // A partial tile's rows unrolled inside K (13 rows in tiles of 4: `v = 13 - N_o` rows left,
 // rows 1 and 2 guarded): the guards depend on N_o only, so they are tested before K. The
@@ -171,6 +172,13 @@ builtin.module {
 // is not. W is versioned on the row part: the row-inside version keeps only the column test
 // (the `andi` with the row part folded away), the other multiplies the padding, with no
 // read and no condition.
+
+// Without `when` (prefix OLD, what the pass did before), the `.when` stays in W.
+
+// OLD-LABEL: func.func @when_row_guard(
+// OLD-NEXT:    affine.for
+// OLD:         scf.if %{{.*}} -> (f32) {
+// OLD-NOT:     scf.if
 
 // CHECK-LABEL: func.func @when_row_guard(
 // CHECK:         %[[R:.*]] = affine.apply
