@@ -143,7 +143,7 @@ class CUDATarget(CudaFamily):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=cuda},einc-pad-shared{target=cuda},"
-        "legalize-f16-storage,legalize-bf16-storage,einc-unswitch,einc-vectorize-loops{target=cuda},einc-vectorize-global{target=cuda},einc-vectorize-shared-loads,einc-async-copies{target=cuda},einc-ldmatrix,canonicalize,cse,einc-index-width"
+        "legalize-f16-storage,legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=cuda},einc-vectorize-global{target=cuda},einc-vectorize-shared-loads,einc-async-copies{target=cuda},einc-ldmatrix,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "cuda", max_threads_per_block=1024, max_block=(1024, 1024, 64),

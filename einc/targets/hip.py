@@ -101,7 +101,7 @@ class HIPTarget(CudaFamily):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=hip},einc-pad-shared{target=hip},"
-        "legalize-bf16-storage,einc-unswitch,einc-vectorize-loops{target=hip},einc-vectorize-global{target=hip},einc-vectorize-shared-loads,einc-async-copies{target=hip},einc-ldmatrix,canonicalize,cse,einc-index-width"
+        "legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=hip},einc-vectorize-global{target=hip},einc-vectorize-shared-loads,einc-async-copies{target=hip},einc-ldmatrix,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "hip", max_threads_per_block=1024, max_block=(1024, 1024, 1024),

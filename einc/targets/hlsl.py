@@ -265,7 +265,7 @@ class HLSLTarget(DeviceTarget):
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=hlsl},einc-pad-shared{target=hlsl},"
         "legalize-storage-dtypes{target=hlsl},legalize-narrow-ints{target=hlsl},"
-        "legalize-f16-storage,legalize-bf16-storage,einc-unswitch,einc-vectorize-loops{target=hlsl},einc-vectorize-global{target=hlsl},einc-vectorize-shared-loads,canonicalize,cse"
+        "legalize-f16-storage,legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=hlsl},einc-vectorize-global{target=hlsl},einc-vectorize-shared-loads,canonicalize,cse"
     )
     limits = TargetDescription(
         "hlsl", max_threads_per_block=1024, max_block=(1024, 1024, 64),

@@ -25,7 +25,7 @@ class OpenCLTarget(DeviceTarget):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=opencl},einc-pad-shared{target=opencl},"
-        "legalize-f16-storage,legalize-bf16-storage,einc-unswitch,einc-vectorize-loops{target=opencl},einc-vectorize-global{target=opencl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "legalize-f16-storage,legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=opencl},einc-vectorize-global{target=opencl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "opencl", max_threads_per_block=4096, max_block=(4096, 4096, 4096),

@@ -39,7 +39,7 @@ class SYCLTarget(DeviceTarget):
     pipeline: ClassVar[str] = (
         "legalize-f16-for-c,legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=sycl},einc-pad-shared{target=sycl},"
-        "legalize-bf16-storage,einc-unswitch,einc-vectorize-loops{target=sycl},einc-vectorize-global{target=sycl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
+        "legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=sycl},einc-vectorize-global{target=sycl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )
     limits = TargetDescription(
         "sycl", max_threads_per_block=8192, max_block=(8192, 8192, 8192),
