@@ -785,8 +785,8 @@ class StreamStoresOp(IRDLOperation):
 class UnswitchOp(IRDLOperation):
     """`%versions = transform.einc.unswitch %loop {max_versions = 8}`: loop unswitching by
     hand (the policy of the `einc-unswitch` pass, einc.passes.unswitch.unswitch_guards):
-    the guards (`scf.if` without results) whose nearest enclosing loop is `%loop` and whose
-    condition it does not change are tested once before it, the strongest first, the loop
+    the guards (`scf.if`s, `.when` reads included) whose nearest enclosing loop is `%loop`
+    and whose condition, or a conjunct of it, it does not change are tested once before it, the strongest first, the loop
     versioned into at most `max_versions` copies (default 8, at least 2). Refused where no
     such guard can be hoisted. Result: the versions of each loop, in program order (the
     first, every hoisted guard true, is the loop itself)."""
