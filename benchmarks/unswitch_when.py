@@ -37,7 +37,7 @@ C_SCHEDULE = (
 )
 
 
-def build(target: str, shape: tuple[int, int, int, int], guarded: bool):  # noqa: ANN201 (a Kernel)
+def build(target: str, shape: tuple[int, ...], guarded: bool):  # noqa: ANN201 (a Kernel)
     n, c, h, f = shape
     inputs = {"input0": {"dtype": "float32", "shape": [n, c, h, h]}, "input1": {"dtype": "float32", "shape": [f, c, 3, 3]}}
     comp = Compilation(CONV.format(h=h), "<unswitch-ab>", inputs, None, target, C_SCHEDULE if target == "c" else None)

@@ -59,7 +59,7 @@ def _arrays() -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("target", ["c", "opencl", "cuda", "hip", "poplar"])
 def test_padded_convolution_unswitched_matches_numpy(target: str) -> None:
     comp = _compile(target)
-    module = comp.results["target"]
+    module = comp.module("target")
     reads = [op for op in module.walk() if isinstance(op, scf.IfOp) and op.results]
     assert reads, "the padded read's .when is gone: nothing left to unswitch"
     clean = [(loop := _nearest_loop(r)) is not None and invariant_part(r.cond, loop) is None for r in reads]
@@ -84,6 +84,6 @@ def test_padded_convolution_unswitched_matches_numpy(target: str) -> None:
 
 def test_opencl_default_keeps_the_when() -> None:
     """OpenCL's pipeline leaves the `.when` where it is (its row test inside the column loop)."""
-    module = _compile("opencl", when=False).results["target"]
+    module = _compile("opencl", when=False).module("target")
     reads = [op for op in module.walk() if isinstance(op, scf.IfOp) and op.results]
     assert reads and any((loop := _nearest_loop(r)) is not None and invariant_part(r.cond, loop) is not None for r in reads)
