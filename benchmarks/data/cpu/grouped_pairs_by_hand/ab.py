@@ -1,5 +1,5 @@
 """A/B of the default and the hand-made pair form of conv2d_grouped (README.md here); run from the worktree root.
-ROUNDS=n (environment): alternated rounds, 7 unless set."""
+ROUNDS=n (environment): alternated rounds, 7 unless set; WINDOW=5: a 5x5 filter (pad 2) instead of 3x3."""
 import sys, time, ctypes, statistics
 sys.path.insert(0, 'benchmarks')
 import numpy as np
@@ -7,7 +7,8 @@ import cpu_operators as c
 from einc.runtime.c import compile_c
 from machine import fma_peak_gflops
 batch = int(sys.argv[1]); files = sys.argv[2:]
-op = c.ops(batch)['conv2d_grouped']
+window = int(__import__("os").environ.get("WINDOW", 3))  # WINDOW=5: the same grouped convolution with a 5x5 filter, pad 2
+op = c.ops(batch)['conv2d_grouped'] if window == 3 else c.Conv(256, 256, (28, 28), (window, window), pad=window // 2, groups=32).op(f"grouped {window}x{window}", batch)
 rng = np.random.default_rng(0)
 x = rng.uniform(-1, 1, op.inputs['input0']['shape']).astype(np.float32)
 w = rng.uniform(-1, 1, op.inputs['input1']['shape']).astype(np.float32)
