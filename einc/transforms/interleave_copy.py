@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import affine
-from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr, VectorType
+from xdsl.dialects import affine, arith
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, VectorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
@@ -118,6 +118,11 @@ def interleave_copy(x: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -> 
             e = e.replace_dims_and_symbols(exprs, [])
             if isinstance(e, AffineDimExpr):
                 out.append(operands[e.position])
+                continue
+            if isinstance(e, AffineConstantExpr):
+                c = arith.ConstantOp(IntegerAttr(e.value, IndexType()))
+                body.append(c)
+                out.append(c.result)
                 continue
             op = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (e,))))
             body.append(op)
