@@ -66,6 +66,7 @@ def test_the_interleaving_copy_as_vector_rows(w: int, k: int, monkeypatch: pytes
     ir, inputs, sched = _padded(w, k)
     comp = Compilation(ir, "<interleave>", inputs, None, "c", sched)
     source = comp.run_until("source")
+    assert isinstance(source, str)
     # no scalar copy from the tensor: its rows loaded (masked where no multiple of 16), zipped, stored
     assert not re.search(r"input0_local\[[^\]]*\] = input0\[", source), source
     chunks = -(-w // 16)
@@ -90,6 +91,7 @@ def test_a_row_no_multiple_of_256_bit_vectors_stays_scalar(monkeypatch: pytest.M
     ir, inputs, sched = _padded(6, 2)
     comp = Compilation(ir, "<interleave>", inputs, None, "c", sched)
     source = comp.run_until("source")
+    assert isinstance(source, str)
     assert re.search(r"input0_local\[[^\]]*\] = input0\[", source), source
     assert "einc_vloadn" not in source, source
     rng = np.random.default_rng(47)
