@@ -21,6 +21,10 @@ from einc.semantics.egpu import run_lowered
 from einc.targets.c import CTarget
 from tests.test_pair_lanes import PADDED, PADDED_INPUTS, PADDED_STAGED, _padded_answer, _padded_schedule
 
+COPY_IN = r"input0_local\[[^\]]*\] = input0\[|einc_vloadn?_f32x16\(&input0\["
+"""A copy from the tensor into the staged input: scalar, or (512-bit vectors) its rows loaded
+whole or masked and interleaved (einc.transforms.interleave_copy)."""
+
 
 @pytest.mark.parametrize("target", ["c", "cuda"])
 def test_the_pair_forms_input_packed_in_the_row_loop(target: str) -> None:
@@ -42,8 +46,8 @@ def test_the_pair_forms_input_packed_in_the_row_loop(target: str) -> None:
         head = body[: body.index("output0_local")]
         assert re.search(r"\{\s*if \(HO <= 3\) \{\s*for \(int64_t input0_c0", head), source
         assert re.search(r"for \(int64_t input0_c3 = HO \+ 2; input0_c3 < HO \+ 3; input0_c3\+\+\)", head), source
-        assert re.search(r"input0_local\[[^\]]*\] = input0\[", head), source
-        assert len(re.findall(r"input0_local\[[^\]]*\] = input0\[", source)) == 2, source  # prologue + row loop
+        assert re.search(COPY_IN, head), source
+        assert len(re.findall(r"for \(int64_t input0_c0 ", source)) == 2, source  # prologue + row loop
     rng = np.random.default_rng(31)
     arrays = {k: rng.uniform(-2, 2, v["shape"]).astype(np.float32) for k, v in PADDED_INPUTS.items()}
     want = _padded_answer(arrays)
@@ -93,7 +97,8 @@ def test_the_policys_pair_form_packs_its_input_in_the_row_loop(h: int, w: int, m
         found = re.search(r"for \(int64_t HO\w* = 0; HO\w* < \d+; HO\w*\+\+\)", source)  # (its last row may be peeled)
         assert found, source
         rows_loop = found.start()
-        copies = [m.start() for m in re.finditer(r"input0_local\[[^\]]*\] = input0\[", source)]
+        assert re.search(COPY_IN, source), source
+        copies = [m.start() for m in re.finditer(r"for \(int64_t input0_c0 ", source)]  # the copy-in nests
         if rows:  # a prologue (row 1, where the window's first row is the halo's) and the row loop's copy
             assert len(copies) == 2 and copies[0] < rows_loop < copies[1], source
         else:

@@ -54,10 +54,21 @@ def _check_vector_access(op: Operation, buffer: SSAValue, indices: Sequence[SSAV
     if len(indices) != t.get_num_dims():
         raise VerifyException(f"{op.name}: {len(indices)} indices for a buffer of rank {t.get_num_dims()}")
 
+def _check_lanes(op: Operation, vector: Attribute) -> None:
+    """`egpu.lanes` (the first N lanes only), where present, a count below the width."""
+    counted = op.attributes.get(STORE_LANES_ATTR)
+    if counted is not None:
+        assert isinstance(vector, VectorType)
+        width = vector.get_shape()[0]
+        if not isinstance(counted, IntegerAttr) or not 0 < counted.value.data < width:
+            raise VerifyException(f"{op.name}: {STORE_LANES_ATTR} must be a lane count in 1..{width - 1}")
+
+
 @irdl_op_definition
 class VLoadOp(IRDLOperation):
     """`width` consecutive elements of a buffer from flat row-major position
-    `indices` (the last index advances)."""
+    `indices` (the last index advances); marked `egpu.lanes` = N, only the first N (the
+    other lanes zero)."""
 
     name = "egpu.vload"
     memref = operand_def(MemRefType)
@@ -71,6 +82,7 @@ class VLoadOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_vector_access(self, self.memref, self.indices, self.result.type)
+        _check_lanes(self, self.result.type)
 
 
 @irdl_op_definition
@@ -123,13 +135,7 @@ class VStoreOp(IRDLOperation):
             raise VerifyException(
                 f"egpu.vstore: {len(self.indices)} indices for a buffer of rank {t.get_num_dims()}"
             )
-        stored = self.attributes.get(STORE_LANES_ATTR)
-        if stored is not None:
-            vector = self.value.type
-            assert isinstance(vector, VectorType)
-            width = vector.get_shape()[0]
-            if not isinstance(stored, IntegerAttr) or not 0 < stored.value.data < width:
-                raise VerifyException(f"egpu.vstore: {STORE_LANES_ATTR} must be a lane count in 1..{width - 1}")
+        _check_lanes(self, self.value.type)
 
 
 @irdl_op_definition

@@ -88,7 +88,9 @@ STORE_LANES_ATTR = "egpu.lanes"
 """On an `egpu.vstore`: store only its first N lanes (N below the vector's width; the rest of
 the vector is not written): the partial tile of a transposing copy (einc.transforms.
 transpose_copy). Printed as the target's partial store where it has one (C: AVX-512's masked
-store), else lane by lane."""
+store), else lane by lane. On an `egpu.vload`: read only its first N elements, the other
+lanes zero (an interleaving copy's last columns, einc.transforms.interleave_copy; C:
+AVX-512's masked load, else lane by lane)."""
 STREAM_ATTR = "einc.stream"
 """On a tile's copy-out store (`affine.store`, then `egpu.vstore`): store it non-temporally
 (`transform.einc.stream_stores`; C: `vmovntps` where the address is aligned to the vector).

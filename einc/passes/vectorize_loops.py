@@ -10,7 +10,9 @@ functions it has vector forms of from `vector_math` (OpenCL's overloaded builtin
 einc.targets.c). On a target with `vector_shuffle` (C), staging copies that transpose (a
 packed filter) become W x W vector tiles first (`einc.transforms.transpose_copy`; a partial
 tile where the target's `partial_vector_store_bytes` says it stores part of a vector in one
-instruction). The mechanism
+instruction); copies that interleave K rows into lanes (the pair form's input pack) become
+vector rows zipped by shuffles (`einc.transforms.interleave_copy`, masked partial rows where
+the target has them). The mechanism
 and its contract are in `einc.transforms.vectorize`. A loop the mechanism refuses (a
 gather, an op without a vector form, f16, ...) stays scalar with its mark: C still prints
 `#pragma omp simd` for it. That is the documented fallback, not an error. Loops marked
@@ -28,6 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from einc.passes.targeted import TargetedPass
 from einc.transforms.loop_analysis import trip_count
+from einc.transforms.interleave_copy import interleave_copy
 from einc.transforms.loop_build import Failure
 from einc.transforms.loop_transforms import VECTORIZE_ATTR
 from einc.transforms.transpose_copy import COPY_ATTR, transpose_copy
@@ -56,6 +59,11 @@ class VectorizeLoopsPass(TargetedPass):
             ]  # fmt: skip
             for loop in copies:
                 transpose_copy(loop, lanes, target.partial_vector_store_bytes)
+            # staging copies that interleave K rows into lanes (the pair form's input pack):
+            # vector rows zipped by shuffles; a Failure leaves the copy scalar
+            rows = [loop for loop in op.walk() if isinstance(loop, affine.ForOp) and COPY_ATTR in loop.attributes]
+            for loop in rows:
+                interleave_copy(loop, lanes, target.partial_vector_store_bytes)
         marked = [
             loop for loop in op.walk()
             if isinstance(loop, affine.ForOp)

@@ -148,12 +148,22 @@ class CTarget(CLikeTarget):
         "__builtin_ia32_storeups512_mask((float*)a, (f_t)v, (unsigned short)((1u << k) - 1u)); return; }}\n"
         "#endif\n"
         "  for (int j = 0; j < k; j++) a[j] = v[j];\n}}",
+        # the first k elements, the other lanes zero: AVX-512's masked load (vmovups with a
+        # zeroing k-mask, which does not read past them), else lane by lane (an interleaving
+        # copy's last columns: the pair form's input pack, 12 of 16)
+        "vloadn": "{P} {T} einc_vloadn_{s}x{n}(const {t}* a, int k) {{\n"
+        "#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)\n"
+        "  if (sizeof({T}) == 64 && sizeof(*a) == 4) {{ typedef float f_t __attribute__((vector_size(64))); "
+        "return ({T})__builtin_ia32_loadups512_mask((const float*)a, (f_t){{}}, (unsigned short)((1u << k) - 1u)); }}\n"
+        "#endif\n"
+        "  {T} v = {{}};\n  for (int j = 0; j < k; j++) v[j] = a[j];\n  return v;\n}}",
         **{f"vstream{8 * size}": _stream_helper(size, feature, builtin) for size, feature, builtin in (
             (64, "__AVX512F__", "__builtin_ia32_movntps512"), (32, "__AVX__", "__builtin_ia32_movntps256"),
             (16, "__SSE__", "__builtin_ia32_movntps"))},  # fmt: skip
     }
     partial_vector_store: ClassVar[str] = "einc_vstoren_{s}x{n}({p}, {v}, {k});"
-    partial_vector_store_bytes: ClassVar[int] = 64  # AVX-512's masked store (16 floats)
+    partial_vector_store_bytes: ClassVar[int] = 64  # AVX-512's masked store and load (16 floats)
+    partial_vector_load: ClassVar[str] = "einc_vloadn_{s}x{n}({p}, {k})"
     stream_stores: ClassVar[Mapping[int, str]] = {
         64: "einc_vstream512_{s}x{n}({p}, {v});", 32: "einc_vstream256_{s}x{n}({p}, {v});",
         16: "einc_vstream128_{s}x{n}({p}, {v});",

@@ -291,8 +291,13 @@ class CLikeTarget:
     """A store of a vector's first `{k}` lanes (`egpu.lanes`: a transposing copy's partial
     tile); "" stores those lanes one by one."""
     partial_vector_store_bytes: ClassVar[int] = 0
-    """The vector size (bytes) whose partial store `partial_vector_store` does in one
-    instruction; a transposing copy takes a partial tile only of such vectors (0: none)."""
+    """The vector size (bytes) whose partial store `partial_vector_store` (and partial load
+    `partial_vector_load`) does in one instruction; a transposing copy takes a partial tile,
+    an interleaving copy partial rows, only of such vectors (0: none)."""
+    partial_vector_load: ClassVar[str] = ""
+    """A load of the first `{k}` elements from `{p}`, the other lanes zero (`egpu.lanes` on an
+    `egpu.vload`: an interleaving copy's last columns); needed where
+    `partial_vector_store_bytes` is set."""
     aligned_vector_store: ClassVar[str] = ""
     """A vector store to an address aligned to the vector's size (`egpu.align`); "" prints
     `vector_store`."""

@@ -241,6 +241,11 @@ def _vload(w: Writer, op: egpu.VLoadOp) -> Expr:
     fmt = w.t.vector_load
     if w.t.aligned_vector_load and _aligned(op, t):
         fmt = w.t.aligned_vector_load
+    counted = op.attributes.get(STORE_LANES_ATTR)
+    if isinstance(counted, IntegerAttr):  # the first elements only, the other lanes zero (an interleaving copy's last columns)
+        # made only for targets with `partial_vector_store_bytes`, which spell this load too
+        assert w.t.partial_vector_load, f"{w.t.name}: egpu.vload of the first lanes without a partial_vector_load"
+        return Expr(w.vector_spelling(w.t.partial_vector_load, t, p=f"&{w.access(op.memref, index)}", k=str(counted.value.data)))
     text = w.vector_spelling(fmt, t, p=f"&{w.access(op.memref, index)}", lanes=", ".join(lanes))
     return Expr(text)
 

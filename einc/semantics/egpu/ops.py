@@ -322,11 +322,16 @@ def _load(m: Machine, op: Operation) -> Step:
     env, out = m.env, m.slot(op.results[0])
     width = _width(op.result.type) if isinstance(op, egpu.VLoadOp) else 1
     fix = _fixed(dtype_of(op.result.type)) if isinstance(op, egpu.LoadExtfOp) else None
+    counted = op.attributes.get(STORE_LANES_ATTR) if isinstance(op, egpu.VLoadOp) else None
+    count = counted.value.data if isinstance(counted, IntegerAttr) else width  # egpu.lanes: the first elements only
 
     def load(mask: Lanes | None) -> None:
         b = env[buf]
         assert isinstance(b, Buffer)
-        value = b.load(m.grid, op, index(), mask, width)
+        value = b.load(m.grid, op, index(), mask, count)
+        if count < width:  # the other lanes zero
+            value = value.reshape(*value.shape[: value.ndim - (count > 1)], count)
+            value = np.concatenate([value, np.zeros((*value.shape[:-1], width - count), value.dtype)], axis=-1)
         env[out] = value if fix is None else fix(value)
 
     return load
