@@ -9,6 +9,7 @@ FMA path); elsewhere the helpers fall back to `/` and the tests check that fallb
 from __future__ import annotations
 
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -122,23 +123,46 @@ def test_every_mantissa_near_the_guards(library: ctypes.CDLL) -> None:
     _mantissas(library, divisors, (-101, -100, -52, -1, 75, 126, 127))
 
 
-def test_kernels_divide_by_a_row_value_and_a_constant_exactly() -> None:
-    """A kernel dividing by a per-row value and by a constant prints the helper (on hosts of 8
-    or 16 float32 lanes) and its outputs equal NumPy's float32 division bit for bit, specials
-    in the inputs included."""
+def _call(source: str, arrays: dict[str, np.ndarray], out: np.ndarray) -> np.ndarray:
+    params = re.search(r"void kernel\(([^)]*)\)", source)
+    assert params is not None
+    names = [p.split()[-1].lstrip("*") for p in params.group(1).split(",")]
+    kernel = ctypes.CDLL(str(compile_c(source).path)).kernel
+    out = out.copy()
+    kernel(*[(out if n == "output0" else arrays[n]).ctypes.data_as(ctypes.c_void_p) for n in names])
+    return out
+
+
+@pytest.mark.parametrize(
+    "program, prints",
+    [
+        ("output0[N] +=! input0[N, C] / 49.0", True),  # a mean's terms
+        ("output0[N] +=! input0[N, C] / -0.3", True),
+        ("output0[N] +=! input0[N, C] / 64.0", False),  # a power of two: gcc multiplies
+        ("output0[N, C] = input0[N, C] / 49.0", False),  # no reduction: the divider runs beside
+    ],
+)
+def test_kernels_print_the_helper_in_reductions_with_the_divisions_numbers(program: str, prints: bool) -> None:
+    """Where the kernel calls the helper (reductions on hosts of 8 or 16 float32 lanes), its
+    outputs equal bit for bit those of the same source with the helper's fast paths compiled
+    out (every lane divided by `/`), specials in the inputs included, and match the float64
+    reference on ordinary rows. (The default vectorizes a reduction by a row's own value
+    across rows, not along it; the library tests above cover such divisors.)"""
     rng = np.random.default_rng(7)
-    rows = len(SPECIAL_D) + 4
-    x = rng.standard_normal((rows, 64)).astype(np.float32)
-    x[:, : len(SPECIAL_X)] = np.array(SPECIAL_X, np.float32)
-    d = np.concatenate([np.array(SPECIAL_D, np.float32), rng.standard_normal(4).astype(np.float32)])
-    shapes = {"input0": {"dtype": "float32", "shape": [rows, 64]}, "input1": {"dtype": "float32", "shape": [rows]}}
-    with np.errstate(all="ignore"):
-        cases = (("output0[N, C] = input0[N, C] / input1[N]", x / d[:, None]),
-                 ("output0[N, C] = input0[N, C] / 49.0 + input1[N] * 0.0", x / np.float32(49.0) + d[:, None] * 0))  # fmt: skip
-    for program, want in cases:
-        kernel = einc.compile(program, shapes, target="c", use_records=False)
-        if native_vector_bits() // 32 in LANES:
-            assert kernel.source.count("einc_vdivs_f32x") == 2, kernel.source  # the helper and its call
-        got = kernel(input0=x, input1=d)["output0"]
-        same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
-        assert same.all(), (program, np.argwhere(~same)[:5])
+    rows, ordinary = 32, slice(8, 32)
+    x = rng.standard_normal((rows, 256)).astype(np.float32)
+    for r in range(8):  # the specials, among ordinary lanes, in the first rows
+        x[r, rng.choice(256, len(SPECIAL_X), replace=False)] = np.array(SPECIAL_X, np.float32)
+    kernel = einc.compile(program, {"input0": {"dtype": "float32", "shape": [rows, 256]}}, target="c",
+                          use_records=False)  # fmt: skip
+    lanes = native_vector_bits() // 32
+    assert (kernel.source.count(f"einc_vdivs_f32x{lanes}(") >= 2) == (prints and lanes in LANES), kernel.source
+    shape = (rows,) if "+=!" in program else (rows, 256)
+    got = _call(kernel.source, {"input0": x}, np.zeros(shape, np.float32))
+    plain = kernel.source.replace(f"#if {lanes} == 16 &&", "#if 0 &&").replace(f"#elif {lanes} == 8 &&", "#elif 0 &&")
+    want = _call(plain, {"input0": x}, np.zeros(shape, np.float32))
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (program, np.argwhere(~same)[:5])
+    divisor = float(program.split("/ ")[1])
+    expect = x[ordinary].astype(np.float64) / divisor
+    np.testing.assert_allclose(got[ordinary], expect.sum(1) if "+=!" in program else expect, rtol=1e-5, atol=1e-5)
