@@ -16,15 +16,19 @@ functions are within 1-2 ulp), so results may differ from the scalar ones in the
 
 from __future__ import annotations
 
+import math as pymath
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects import affine, func, math, memref, scf
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.dialects import affine, arith, func, math, memref, scf
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, VectorType, f32
+from xdsl.ir import Operation, SSAValue
 
+from einc.dialects import egpu
 from einc.targets.clike import CLikeTarget
+from einc.targets.op_printers import expression
+from einc.targets.spelling import Expr
 from einc.targets.writer import Writer
 
 SIMD_MATH: Mapping[type[Operation], str] = {
@@ -78,6 +82,83 @@ def _range_bodies() -> dict[tuple[str, str, int], str]:
                     "m = a != a; return ({T})(((M)a & m) | ((M)r & ~m));\n#else\n  {generic}\n#endif\n"
                 )
     return found
+
+
+DIVIDE_BY_SCALAR = (
+    "static __attribute__((noinline, cold)) {T} einc_vdivs_lanes_{s}x{n}({T} x, {T} d) {{ return x / d; }}\n"
+    "{P} {T} einc_vdivs_{s}x{n}({T} x, {t} d) {{\n"
+    "#if {n} == 16 && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)\n"
+    "  typedef int i_t __attribute__((vector_size(64))); unsigned ad; __builtin_memcpy(&ad, &d, 4);\n"
+    "  int in = (ad & 0x7fffffffu) - 0x26800000u < 0x32000000u;\n"
+    "  {t} y = in ? 1.0f / d : __builtin_nanf(\"\");\n"
+    "  {T} yv = y - ({T}){{}}, dv = d - ({T}){{}}, q = x * yv;\n"
+    "  unsigned short ok = __builtin_ia32_ucmpd512_mask(((i_t)q & 0x7fffffff) - 0x26800000, "
+    "(i_t){{}} + 0x58000000, 1, (unsigned short)-1);\n"
+    "  unsigned short zero = __builtin_ia32_ptestnmd512((i_t)x, (i_t){{}} + 0x7fffffff, (unsigned short)-in);\n"
+    "  {T} e = __builtin_ia32_vfmaddps512_mask(-q, dv, x, (unsigned short)-1, 4);\n"
+    "  {T} r = __builtin_ia32_blendmps_512_mask(__builtin_ia32_vfmaddps512_mask(e, yv, q, (unsigned short)-1, 4), q, zero);\n"
+    "  if (__builtin_expect(!__builtin_ia32_kortestchi(ok, zero), 0)) r = einc_vdivs_lanes_{s}x{n}(x, dv);\n"
+    "  return r;\n"
+    "#elif {n} == 8 && defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)\n"
+    "  typedef int i_t __attribute__((vector_size(32))); unsigned ad; __builtin_memcpy(&ad, &d, 4);\n"
+    "  int in = (ad & 0x7fffffffu) - 0x26800000u < 0x32000000u;\n"
+    "  {t} y = in ? 1.0f / d : __builtin_nanf(\"\");\n"
+    "  {T} yv = y - ({T}){{}}, dv = d - ({T}){{}}, q = x * yv;\n"
+    "  i_t aq = (i_t)q & 0x7fffffff, zero = (((i_t)x & 0x7fffffff) == 0) & -in;\n"
+    "  {T} r = __builtin_ia32_vfmaddps256(__builtin_ia32_vfmaddps256(-q, dv, x), yv, q);\n"
+    "  r = ({T})(((i_t)q & zero) | ((i_t)r & ~zero));\n"
+    "  if (__builtin_expect(__builtin_ia32_movmskps256(({T})(((aq >= 0x26800000) & (aq < 0x7e800000)) | zero)) != 0xff, 0))\n"
+    "    r = einc_vdivs_lanes_{s}x{n}(x, dv);\n"
+    "  return r;\n"
+    "#else\n"
+    "  return x / d;\n"
+    "#endif\n"
+    "}}"
+)
+"""`x / d` of a float32 vector by a scalar (`arith.divf` by an `egpu.vbroadcast`), correctly
+rounded as the division, in two FMAs where they are proven exact: y = RN(1/d) once (one
+scalar division, which gcc hoists from a loop where d is invariant: the softmax's row sum, a
+mean's divisor; NaN for a divisor outside the range below, which sends every lane, zeros
+included, to the division), q = RN(x y), e = x - q d (exact, one FMA) and q + e y rounded once, which is
+RN(x / d) by Markstein's theorem (y within half an ulp of 1/d, q within one ulp of x/d) where
+nothing over- or underflows: |d| in [2^-50, 2^50) (y normal), |q| in [2^-50, 2^126) (so
+|x| >= 2^-101 and the residual's grid ulp(q) ulp(d) >= 2^-146 is representable; no
+overflow). Zero lanes take q (x y: the quotient's signed zero); a vector with any other lane
+outside (NaN, infinities, subnormal or huge quotients) divides in a function of its own,
+`cold` and never inlined (gcc if-converts a branch around an inline division into a division
+masked on every vector, which holds the divider as long as an unmasked one), as do
+hosts without AVX-512 (16 lanes) or AVX2 + FMA (8 lanes) and other compilers. A 16-lane
+division (vdivps zmm) takes about 10 cycles of one divider; this about 8 vector operations on
+two ports (tests/test_c_divide.py checks it bit for bit against the division on every
+special and exhaustively over the mantissas)."""
+
+
+def _divf(w: Writer, op: arith.DivfOp) -> Expr:
+    """A float32 vector of 8 or 16 lanes divided by a splat scalar in a loop that carries
+    values (a vector reduction: a mean's terms, a variance's): `einc_vdivs` (the same numbers:
+    DIVIDE_BY_SCALAR); any other division: C's `/`. Outside reductions the division stays:
+    there the divider runs beside the loops around it, where the helper's eight vector
+    operations take the ports those loops use (softmax's normalisation after its `exp` calls:
+    0.84-0.88x with the helper, a reduction over a row 1.18-1.43x; benchmarks/ab_operator_c.py,
+    README). A constant power of two stays a division too: gcc multiplies by its reciprocal."""
+    t, divisor, loop = op.result.type, op.rhs.owner, op.parent_op()
+    if (
+        isinstance(t, VectorType) and t.get_element_type() == f32 and t.get_shape()[0] in (8, 16)
+        and isinstance(divisor, egpu.VBroadcastOp) and divisor.value.type == f32
+        and not _power_of_two(divisor.value)
+        and isinstance(loop, affine.ForOp | scf.ForOp) and len(loop.results) > 0
+    ):  # fmt: skip
+        return Expr(w.vector_spelling("einc_vdivs_{s}x{n}({0}, {1})", t, w.value(op.lhs).text, w.value(divisor.value).text))
+    return w.spell(op, w.t.ops[arith.DivfOp])
+
+
+def _power_of_two(value: SSAValue) -> bool:
+    """Whether `value` is a constant power of two (gcc multiplies by its exact reciprocal)."""
+    op = value.owner
+    if not (isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr)):
+        return False
+    mantissa, _ = pymath.frexp(abs(op.value.value.data))
+    return mantissa == 0.5
 
 
 def _stream_helper(size: int, feature: str, builtin: str) -> str:
@@ -157,9 +238,14 @@ class CTarget(CLikeTarget):
         "return ({T})__builtin_ia32_loadups512_mask((const float*)a, (f_t){{}}, (unsigned short)((1u << k) - 1u)); }}\n"
         "#endif\n"
         "  {T} v = {{}};\n  for (int j = 0; j < k; j++) v[j] = a[j];\n  return v;\n}}",
+        "vdivs": DIVIDE_BY_SCALAR,
         **{f"vstream{8 * size}": _stream_helper(size, feature, builtin) for size, feature, builtin in (
             (64, "__AVX512F__", "__builtin_ia32_movntps512"), (32, "__AVX__", "__builtin_ia32_movntps256"),
             (16, "__SSE__", "__builtin_ia32_movntps"))},  # fmt: skip
+    }
+    expression_printers: ClassVar[Mapping[type[Operation], Callable[[Writer, Operation], Expr]]] = {
+        **CLikeTarget.expression_printers,
+        arith.DivfOp: expression(arith.DivfOp, _divf),
     }
     partial_vector_store: ClassVar[str] = "einc_vstoren_{s}x{n}({p}, {v}, {k});"
     partial_vector_store_bytes: ClassVar[int] = 64  # AVX-512's masked store and load (16 floats)
