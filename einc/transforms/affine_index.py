@@ -2,16 +2,16 @@
 
 Mechanism shared by the ein lowering (is this `ein.load` index affine in the loop variables?)
 and the schedule transforms (rewriting accesses after tiling or interchange). Failure is a
-returned `None`; nothing here modifies IR.
+returned `None`; nothing here modifies IR (`index_values` creates ops for its caller to insert).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from xdsl.dialects import affine, arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -213,3 +213,23 @@ def _div_mod(t: AffineExpr) -> tuple[str, AffineExpr, int, int, int] | None:
     if isinstance(inner, AffineBinaryOpExpr) and inner.kind == AffineBinaryOpKind.FloorDiv and isinstance(inner.rhs, AffineConstantExpr) and inner.rhs.value > 0:
         return "divmod", inner.lhs, inner.rhs.value, t.rhs.value, c
     return "mod", t.lhs, t.rhs.value, 0, c
+
+
+def index_values(builder: list[Operation], operands: Sequence[SSAValue], results: Iterable[AffineExpr]) -> list[SSAValue]:
+    """The value of each expression of `results` over `operands` (dimension k: operands[k]):
+    the operand itself for a dimension, an index `arith.constant` for a constant, else an
+    `affine.apply` over every operand; the new ops are appended to `builder` (not inserted)."""
+    values: list[SSAValue] = []
+    for e in results:
+        if isinstance(e, AffineDimExpr):
+            values.append(operands[e.position])
+            continue
+        if isinstance(e, AffineConstantExpr):
+            constant = arith.ConstantOp(IntegerAttr(e.value, IndexType()))
+            builder.append(constant)
+            values.append(constant.result)
+            continue
+        apply = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (e,))))
+        builder.append(apply)
+        values.append(apply.result)
+    return values

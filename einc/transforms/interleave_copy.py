@@ -32,14 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import affine, arith
-from xdsl.dialects.builtin import AffineMapAttr, IndexType, IntegerAttr, VectorType
+from xdsl.dialects import affine
+from xdsl.dialects.builtin import IntegerAttr, VectorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineExpr
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.ir.attrs import STORE_LANES_ATTR
+from einc.transforms.affine_index import index_values
 from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
 from einc.transforms.loop_build import Failure, describe
 from einc.transforms.transpose_copy import _bits, _flat_form, _lanes, _map_of
@@ -113,21 +114,7 @@ def interleave_copy(x: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -> 
                 exprs.append(AffineExpr.constant(at_x if o is xv else at_k))
             else:
                 exprs.append(AffineExpr.dimension(operands.index(o)))
-        out = []
-        for e in m.results:
-            e = e.replace_dims_and_symbols(exprs, [])
-            if isinstance(e, AffineDimExpr):
-                out.append(operands[e.position])
-                continue
-            if isinstance(e, AffineConstantExpr):
-                c = arith.ConstantOp(IntegerAttr(e.value, IndexType()))
-                body.append(c)
-                out.append(c.result)
-                continue
-            op = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (e,))))
-            body.append(op)
-            out.append(op.result)
-        return out
+        return index_values(body, operands, [e.replace_dims_and_symbols(exprs, []) for e in m.results])
 
     t = VectorType(element, [width])
     lo, hi = zip_masks(width)

@@ -37,15 +37,15 @@ import math
 from collections.abc import Sequence
 
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import AffineMapAttr, IntegerAttr, MemRefType, VectorType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.ir.attrs import STORE_LANES_ATTR
 from einc.transforms.affine_fold import compose
-from einc.transforms.affine_index import dims_to_operands
+from einc.transforms.affine_index import dims_to_operands, index_values
 from einc.transforms.loop_analysis import constant_bounds, induction_var, linear_form, step_of
 from einc.transforms.loop_build import Failure, _new_loop, describe
 
@@ -217,16 +217,7 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -
             else:
                 operands.append(mapping.get(o, o))
                 exprs.append(AffineExpr.dimension(len(operands) - 1))
-        out = []
-        for e in m.results:
-            e = e.replace_dims_and_symbols(exprs, [])
-            if isinstance(e, AffineDimExpr):  # a loop variable itself
-                out.append(operands[e.position])
-                continue
-            op = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (e,))))
-            body.append(op)
-            out.append(op.result)
-        return out
+        return index_values(body, operands, [e.replace_dims_and_symbols(exprs, []) for e in m.results])
 
     t = VectorType(element, [width])
     rows_v: list[SSAValue] = []

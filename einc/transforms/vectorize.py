@@ -72,7 +72,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from einc.dialects import egpu
-from einc.transforms.affine_index import dims_to_operands, shared_dims, simplify_flat
+from einc.transforms.affine_index import dims_to_operands, index_values, shared_dims, simplify_flat
 from einc.transforms.loop_analysis import constant_bounds, linear_form, step_of, uses_dim
 from einc.transforms.affine_fold import compose
 from einc.transforms.loop_build import Failure, describe
@@ -561,21 +561,7 @@ def _load_runs(builder: list[Operation], access: _Access, mapping: dict[SSAValue
 
 def _indices(builder: list[Operation], access: _Access, mapping: dict[SSAValue, SSAValue]) -> list[SSAValue]:
     """One index value per result of the access's map (affine.apply ops appended)."""
-    operands = [mapping.get(o, o) for o in access.operands]
-    values = []
-    for result in access.map.results:
-        if isinstance(result, AffineDimExpr):
-            values.append(operands[result.position])
-            continue
-        if isinstance(result, AffineConstantExpr):
-            constant = arith.ConstantOp(IntegerAttr(result.value, IndexType()))
-            builder.append(constant)
-            values.append(constant.result)
-            continue
-        apply = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (result,))))
-        builder.append(apply)
-        values.append(apply.result)
-    return values
+    return index_values(builder, [mapping.get(o, o) for o in access.operands], access.map.results)
 
 
 def vectorize_loop(
