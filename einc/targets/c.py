@@ -84,14 +84,21 @@ def _range_bodies() -> dict[tuple[str, str, int], str]:
     return found
 
 
+_DIVIDE_PROLOGUE = (
+    " unsigned ad; __builtin_memcpy(&ad, &d, 4);\n"
+    "  int in = (ad & 0x7fffffffu) - 0x26800000u < 0x32000000u;\n"
+    "  {t} y = in ? 1.0f / d : __builtin_nanf(\"\");\n"
+    "  {T} yv = y - ({T}){{}}, dv = d - ({T}){{}}, q = x * yv;\n"
+)
+"""The start both paths of DIVIDE_BY_SCALAR share: the divisor's range test, its reciprocal
+(NaN outside the range), the splats and q = x y."""
+
+
 DIVIDE_BY_SCALAR = (
     "static __attribute__((noinline, cold)) {T} einc_vdivs_lanes_{s}x{n}({T} x, {T} d) {{ return x / d; }}\n"
     "{P} {T} einc_vdivs_{s}x{n}({T} x, {t} d) {{\n"
     "#if {n} == 16 && defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)\n"
-    "  typedef int i_t __attribute__((vector_size(64))); unsigned ad; __builtin_memcpy(&ad, &d, 4);\n"
-    "  int in = (ad & 0x7fffffffu) - 0x26800000u < 0x32000000u;\n"
-    "  {t} y = in ? 1.0f / d : __builtin_nanf(\"\");\n"
-    "  {T} yv = y - ({T}){{}}, dv = d - ({T}){{}}, q = x * yv;\n"
+    "  typedef int i_t __attribute__((vector_size(64)));" + _DIVIDE_PROLOGUE +
     "  unsigned short ok = __builtin_ia32_ucmpd512_mask(((i_t)q & 0x7fffffff) - 0x26800000, "
     "(i_t){{}} + 0x58000000, 1, (unsigned short)-1);\n"
     "  unsigned short zero = __builtin_ia32_ptestnmd512((i_t)x, (i_t){{}} + 0x7fffffff, (unsigned short)-in);\n"
@@ -100,10 +107,7 @@ DIVIDE_BY_SCALAR = (
     "  if (__builtin_expect(!__builtin_ia32_kortestchi(ok, zero), 0)) r = einc_vdivs_lanes_{s}x{n}(x, dv);\n"
     "  return r;\n"
     "#elif {n} == 8 && defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)\n"
-    "  typedef int i_t __attribute__((vector_size(32))); unsigned ad; __builtin_memcpy(&ad, &d, 4);\n"
-    "  int in = (ad & 0x7fffffffu) - 0x26800000u < 0x32000000u;\n"
-    "  {t} y = in ? 1.0f / d : __builtin_nanf(\"\");\n"
-    "  {T} yv = y - ({T}){{}}, dv = d - ({T}){{}}, q = x * yv;\n"
+    "  typedef int i_t __attribute__((vector_size(32)));" + _DIVIDE_PROLOGUE +
     "  i_t aq = (i_t)q & 0x7fffffff, zero = (((i_t)x & 0x7fffffff) == 0) & -in;\n"
     "  {T} r = __builtin_ia32_vfmaddps256(__builtin_ia32_vfmaddps256(-q, dv, x), yv, q);\n"
     "  r = ({T})(((i_t)q & zero) | ((i_t)r & ~zero));\n"
@@ -139,7 +143,7 @@ def _divf(w: Writer, op: arith.DivfOp) -> Expr:
     DIVIDE_BY_SCALAR); any other division: C's `/`. Outside reductions the division stays:
     there the divider runs beside the loops around it, where the helper's eight vector
     operations take the ports those loops use (softmax's normalisation after its `exp` calls:
-    0.84-0.88x with the helper, a reduction over a row 1.18-1.43x; benchmarks/ab_operator_c.py,
+    0.84-0.88x with the helper, a reduction over a row 1.08-1.49x; benchmarks/ab_operator_c.py,
     README). A constant power of two stays a division too: gcc multiplies by its reciprocal."""
     t, divisor, loop = op.result.type, op.rhs.owner, op.parent_op()
     if (
