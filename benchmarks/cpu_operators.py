@@ -19,7 +19,10 @@ on fresh random inputs, then timed interleaved (cpu_batch1.interleaved: medians 
 the operator as torch computes it; none for the memory-bound operators), einc/torch (torch's
 time over einc's: above 1, einc is faster), and the fractions of the FMA peak and of the
 STREAM triad bandwidth (the bytes of the inputs and the output once) that benchmarks/machine.py
-measures in the same run; geometric means of einc/torch per batch. OMP_NUM_THREADS (default 2)
+measures in the same run (the FMA peak beside each operator, by wall clock: the better of
+just before and just after its interleaved timing, since the machine's speed drifts within the
+hour and one peak taken at the start made fractions read low, or above 1, later in a run; the
+triad once, at the start); geometric means of einc/torch per batch. OMP_NUM_THREADS (default 2)
 sets einc's OpenMP threads, torch's intra-op threads and the machine's ceilings. torch and
 einc's kernels each bring an OpenMP runtime into the process; each timing sample runs one side
 for ~0.1 s, so the other runtime's threads spinning after its last parallel region cost a
@@ -373,6 +376,7 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
     against the reference, then time them interleaved; a row of the table (`sketch_s`: the
     sketch's seconds, in the JSON and the progress line only)."""
     import torch
+    from machine import fma_peak_gflops
 
     from einc.errors import ScheduleError
     from einc.runtime.arrays import aligned_empty
@@ -424,10 +428,14 @@ def run_op(key: str, op: Op, batch: int, repeat: int, threads: int, tuned: str |
                 raise SystemExit(f"{op.name} (batch {batch}): {side} is wrong (error {error:.2e})")
         if slowest > SLOW_CALL_S:  # seconds a call: fewer samples keep the run to minutes
             repeat = min(repeat, 3)
+        before = fma_peak_gflops(threads, runs=3, seconds=0.05, clock="wall")
         median = interleaved(calls, repeat)
+        # the FMA peak beside the operator: the better of just before and just after its timing
+        peak_gflops = max(before, fma_peak_gflops(threads, runs=3, seconds=0.05, clock="wall"))
     nbytes = sum(a.nbytes for a in arrays.values()) + want.size * 4
     return {"key": key, "name": op.name, "batch": batch, "threads": threads, "flops": op.flops, "bytes": nbytes,
             "torch_layout": layout, "compile_s": compile_s, "errors": errors, "repeat": repeat,
+            "fma_peak_gflops": peak_gflops,
             **{f"{side}_s": seconds for side, seconds in median.items()}}  # fmt: skip
 
 
@@ -439,9 +447,10 @@ def geomean(xs: list[float]) -> float | None:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The table of a run (or merged runs): one row per operator and batch, geometric means of
+    """The table of a run (or merged runs): one row per operator and batch (its `peak`: the FMA
+    peak timed beside it, or in older runs the run's one at the start), geometric means of
     einc/torch per batch and schedule."""
-    header = ["operator", "batch", "torch ms", "default ms", "default GFLOP/s", "default einc/torch",
+    header = ["operator", "batch", "peak GFLOP/s", "torch ms", "default ms", "default GFLOP/s", "default einc/torch",
               "default of peak", "default of triad", "tuned ms", "tuned einc/torch", "tuned of peak",
               "tuned of triad"]  # fmt: skip
     fastest = any("fastest_s" in r for r in result["rows"])
@@ -452,7 +461,7 @@ def markdown(result: dict[str, Any]) -> str:
         # the ceilings of the run that measured the row
         peak = r.get("fma_peak_gflops", result["machine"]["fma_peak_gflops"])
         triad = r.get("triad_gbs", result["machine"]["triad_gbs"])
-        cells = [r["name"], str(r["batch"]), f"{r['torch_s'] * 1e3:.3f}"]
+        cells = [r["name"], str(r["batch"]), f"{peak:.0f}", f"{r['torch_s'] * 1e3:.3f}"]
         for side in ("default", "tuned"):
             s = r.get(f"{side}_s")
             if s is None:
@@ -475,7 +484,7 @@ def markdown(result: dict[str, Any]) -> str:
     for batch in sorted({b for b, _ in ratios}):
         d, t = geomean(ratios.get((batch, "default"), [])), geomean(ratios.get((batch, "tuned"), []))
         rows.append([f"**geometric mean** ({len(ratios.get((batch, 'default'), []))} operators; tuned: "
-                     f"{len(ratios.get((batch, 'tuned'), []))})", str(batch), "", "", "",
+                     f"{len(ratios.get((batch, 'tuned'), []))})", str(batch), "", "", "", "",
                      f"{d:.2f}" if d else "-", "", "", "", f"{t:.2f}" if t else "-", "", ""]
                     + (["", f"{g:.2f}" if (g := geomean(ratios.get((batch, "fastest"), []))) else "-", ""]
                        if fastest else []))  # fmt: skip
@@ -486,7 +495,8 @@ def markdown(result: dict[str, Any]) -> str:
 def _intro(m: dict[str, Any]) -> str:
     """One run's machine, ceilings and conditions."""
     return (f"{m['cpu']}, {m['threads']} threads (OMP_NUM_THREADS), torch {m['torch']}; FMA peak "
-             f"{m['fma_peak_gflops']:.1f} GFLOP/s, STREAM triad {m['triad_gbs']:.1f} GB/s (benchmarks/machine.py, same run); "
+             f"{m['fma_peak_gflops']:.1f} GFLOP/s" + (" at the start (each row's: timed beside it)" if m.get("peak_beside") else "")
+             + f", STREAM triad {m['triad_gbs']:.1f} GB/s (benchmarks/machine.py, same run); "
              f"medians of {m['repeat']}" + (f"; tuned: {m['trials']} trials" if m.get("trials") else "")
              + (f"; load average {m['load_before']:.1f} before, {m['load_after']:.1f} after"
                 if "load_after" in m else "")
@@ -558,7 +568,7 @@ def main(argv: list[str] | None = None) -> None:
                "fma_peak_gflops": fma_peak_gflops(threads), "triad_gbs": stream_bandwidth_gbs(threads),
                "trials": args.trials if tune else None, "records": args.records or args.from_records,
                "wait_policy": os.environ.get("OMP_WAIT_POLICY"), "clock": args.clock,
-               "load_before": os.getloadavg()[0]}  # fmt: skip
+               "load_before": os.getloadavg()[0], "peak_beside": True}  # fmt: skip
     print(f"FMA peak {machine['fma_peak_gflops']:.1f} GFLOP/s, triad {machine['triad_gbs']:.1f} GB/s, "
           f"{threads} threads", file=sys.stderr, flush=True)  # fmt: skip
     rows = []
@@ -573,7 +583,7 @@ def main(argv: list[str] | None = None) -> None:
             elif args.from_records and (found := recorded_op(op, args.from_records, args.any_space)) is not None:
                 schedule, fastest, info = found
             row = run_op(key, op, batch, args.repeat, threads, schedule, fastest, args.sketch)
-            row.update({k: machine[k] for k in ("fma_peak_gflops", "triad_gbs")})
+            row["triad_gbs"] = machine["triad_gbs"]
             if info is not None:
                 row["tuning"] = info
                 row.setdefault("tuned_s", row["default_s"])  # the default kept: tuned is the default

@@ -72,12 +72,26 @@ def test_markdown_of_merged_runs(tmp_path: Path) -> None:
     lines = text.splitlines()
     conv = next(line for line in lines if line.startswith("| conv "))
     cells = [c.strip() for c in conv.strip("|").split("|")]
-    # torch ms, default ms, GFLOP/s, einc/torch, of peak, of triad, tuned ms, einc/torch, of peak, of triad
-    assert cells[2:] == ["40.000", "80.000", "25.0", "0.50", "0.25", "0.01", "20.000", "2.00", "1.00", "0.05"]
+    # peak, torch ms, default ms, GFLOP/s, einc/torch, of peak, of triad, tuned ms, einc/torch, of peak, of triad
+    assert cells[2:] == ["100", "40.000", "80.000", "25.0", "0.50", "0.25", "0.01", "20.000", "2.00", "1.00", "0.05"]
     soft = next(line for line in lines if line.startswith("| softmax "))
-    assert [c.strip() for c in soft.strip("|").split("|")][4:8] == ["-", "0.50", "-", "0.50"]
+    assert [c.strip() for c in soft.strip("|").split("|")][5:9] == ["-", "0.50", "-", "0.50"]
     means = next(line for line in lines if "geometric mean" in line)
     assert "| 0.50 " in means and "| 2.00 " in means
+
+
+def test_a_rows_own_peak_divides_its_rates() -> None:
+    """Since the peak is timed beside each operator, a row's `fma_peak_gflops` (not the run's,
+    taken at its start) is what its fractions of the peak divide by, and the machine line says so."""
+    machine = {"cpu": "cpu", "threads": 1, "torch": "2", "repeat": 5, "fma_peak_gflops": 100.0, "triad_gbs": 10.0,
+               "trials": None, "peak_beside": True}  # fmt: skip
+    row = {"key": "conv2d", "name": "conv", "batch": 1, "flops": 2e9, "bytes": 1e7, "torch_s": 0.04, "default_s": 0.08,
+           "fma_peak_gflops": 50.0}  # fmt: skip
+    text = bench.markdown({"machine": machine, "rows": [row]})
+    conv = next(line for line in text.splitlines() if line.startswith("| conv "))
+    cells = [c.strip() for c in conv.strip("|").split("|")]
+    assert cells[2] == "50" and cells[6:8] == ["0.50", "0.50"]  # 25 GFLOP/s of 50
+    assert "each row's: timed beside it" in text
 
 
 SKETCHED = ["conv2d_stride", "conv2d_grouped", "conv2d_transposed", "conv3d", "matmul_small"]
