@@ -282,12 +282,8 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -
             if filled < width:
                 body[-1].attributes[STORE_LANES_ATTR] = IntegerAttr(filled, 64)
 
-    if size - tail:
-        tile(width, None)
-        Rewriter.insert_op(body, InsertPoint.before(_last(ro)))
-    else:
-        ro.detach()
-        ro.erase()
+    tile(width, None)  # the run holds a whole tile (a tail only past one)
+    Rewriter.insert_op(body, InsertPoint.before(_last(ro)))
     if tail:
         body = []
         tile(tail, size - tail)
