@@ -188,3 +188,39 @@ def test_the_grouped_pair_forms_copy_out_gives_numpys_numbers(h: int, w: int) ->
     assert max_error(comp.kernel()(**arrays)["output0"], want) <= tolerance("float32"), source
     lowered = run_lowered(comp.results["target"], arrays, target="c")
     assert max_error(lowered["output0"], want) <= tolerance("float32")
+
+
+FILTER = ("func.func @f(%a: memref<2x8x{c}x3xf32>, %b: memref<{c}x3x8x2xf32>) {{\n"
+          " affine.for %c = 0 to {c} {{\n affine.for %k = 0 to 3 {{\n affine.for %f = 0 to 8 {{\n"
+          " affine.for %g = 0 to 2 {{\n %v = affine.load %a[%g, %f, %c, %k] : memref<2x8x{c}x3xf32>\n"
+          " affine.store %v, %b[%c, %k, %f, %g] : memref<{c}x3x8x2xf32>\n }} }} }} }}\n func.return\n}}")  # fmt: skip
+"""The pair form's filter pack: lanes 2 f + g (two loops, g moving the destination by 1 and
+f by 2), a run of 3 c source columns per row."""
+
+
+@pytest.mark.parametrize("c", [7, 5, 2])
+def test_the_pair_forms_filter_pack_takes_two_lane_loops_and_a_partial_run(c: int) -> None:
+    """A run of 21 columns: one whole tile of 16 columns and a partial one (masked loads of its
+    5 columns, 5 stores), on a target with partial vectors; refused (untouched) without them.
+    Runs of 15 and 6, under one tile, are refused on either."""
+    from einc.dialects import egpu
+    from einc.ir.attrs import STORE_LANES_ATTR
+
+    run = 3 * c
+    loop = _nest(FILTER.format(c=c))
+    before = str(loop)
+    assert isinstance(transpose_copy(loop, 16), Failure)
+    assert str(loop) == before
+    done = transpose_copy(loop, 16, partial_bytes=64)
+    if run < 16:
+        assert isinstance(done, Failure) and "no multiple" in done.message, done
+        assert str(loop) == before
+        return
+    assert not isinstance(done, Failure), done
+    ops = list(done.walk())
+    loads = [op for op in ops if isinstance(op, egpu.VLoadOp)]
+    stores = [op for op in ops if isinstance(op, egpu.VStoreOp)]
+    masked = [op.attributes[STORE_LANES_ATTR] for op in loads if STORE_LANES_ATTR in op.attributes]
+    assert len(loads) == 16 * (run // 16) + 16 and len(masked) == 16, loads
+    assert all(isinstance(m, IntegerAttr) and m.value.data == run % 16 for m in masked), masked
+    assert len(stores) == run and not any(STORE_LANES_ATTR in op.attributes for op in stores)

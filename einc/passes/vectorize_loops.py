@@ -8,9 +8,9 @@ types from the target's `vector_elements` (types its printer has vectors of), th
 functions it has vector forms of from `vector_math` (OpenCL's overloaded builtins) and
 `lanewise_vector_math` (C: printed lane by lane, which gcc vectorizes through libmvec; see
 einc.targets.c). On a target with `vector_shuffle` (C), staging copies that transpose (a
-packed filter) become W x W vector tiles first (`einc.transforms.transpose_copy`; a partial
-tile where the target's `partial_vector_store_bytes` says it stores part of a vector in one
-instruction); copies that interleave K rows into lanes (the pair form's input pack) become
+packed filter, the pair form's with its lanes two loops) become W x W vector tiles first
+(`einc.transforms.transpose_copy`; a partial tile where the target's
+`partial_vector_store_bytes` says it loads and stores part of a vector in one instruction); copies that interleave K rows into lanes (the pair form's input pack) become
 vector rows zipped by shuffles (`einc.transforms.interleave_copy`, masked partial rows where
 the target has them). The mechanism
 and its contract are in `einc.transforms.vectorize`. A loop the mechanism refuses (a

@@ -16,18 +16,24 @@ Contract of `transpose_copy(root, lanes_f32)`:
   innermost body is one `affine.load` and one `affine.store` of the loaded value to another
   buffer (no guard, nothing else), every index linear in the loop variables.
 - The flat (row-major) positions: a loop `a` moves the destination by 1 and the source by
-  S; a run of other loops moves the source by 1, T1, T1 * T2, ... (contiguous in the
-  source: a run of R elements) and the destination by more than 1, each its own way (each
-  transposed row is stored at its own place: the pair form's copy-out, lane 2 f + g to
-  group g's channel f). W: `lanes_f32` float32 lanes scaled by the element size (a power of
-  two of egpu.VECTOR_WIDTHS), at least 4, dividing R and a's trip count, or a's trip count
-  over W / 2 and under W where the target stores part of such a vector in one instruction
-  (`partial_bytes`; one partial tile: its rows loaded, the rest repeating the last,
-  each stored vector marked `egpu.lanes` = the trip count, its first lanes only).
+  S (neither 0 nor 1), or a group of loops moves the destination as one mixed-radix lane
+  index within a tile (1, T1, T1 * T2, ...: the pair form's filter, lane 2 f + g, g moving it
+  by 1 and f by 2, each its own source stride); a run of other loops moves the source by 1,
+  T1, T1 * T2, ... (contiguous in the source: a run of R elements) and the destination by
+  more than 1, each its own way (each transposed row is stored at its own place: the pair
+  form's copy-out, lane 2 f + g to group g's channel f). W: `lanes_f32` float32 lanes scaled
+  by the element size (a power of two of egpu.VECTOR_WIDTHS), at least 4. The lanes' span a
+  multiple of W, or over W / 2 and under W where the target stores part of such a vector in
+  one instruction (`partial_bytes`; one partial tile: its rows loaded, the rest repeating
+  the last, each stored vector marked `egpu.lanes` = the span, its first lanes only). R a
+  multiple of W, or over W where the target has partial vectors: its last R mod W columns
+  one partial tile after the loop (each row's first columns by a masked load, `egpu.lanes`
+  on the `egpu.vload`; only those transposed rows stored).
 - Output on success: the nest replaced by `for (other loops) for a0 step W: for r0 step W:`
   W `egpu.vload`s (source rows a0 + i, from run position r0), the shuffles, W
-  `egpu.vstore`s (destination rows r0 + j, from a0). The same elements copied, each once.
-  Returns the new outermost loop.
+  `egpu.vstore`s (destination rows r0 + j, from a0), and the partial tile of the run after
+  the r0 loop. The same elements copied, each once, nothing read outside them. Returns the
+  new outermost loop.
 - Failure (a value; the IR untouched): anything else.
 """
 
@@ -151,27 +157,47 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -
     trips = {iv: (constant_bounds(loop) or (0, 0))[1] for iv, loop in zip(ivs, loops)}
     s_of = {iv: src[0].get(iv, 0) for iv in ivs}
     d_of = {iv: dst[0].get(iv, 0) for iv in ivs}
-    # a loop along the destination's rows: its trip count a multiple of W, or one partial
-    # tile over W / 2 rows (stored as the first lanes of each vector, `egpu.lanes`)
+    # the loops along the destination's rows: one loop `a` moving it by 1 (the source by
+    # neither 0 nor 1) and, while their span is no tile, loops moving it by the span so far (a
+    # mixed-radix lane index within one tile: the pair form's filter, lane 2 f + g); the span a
+    # multiple of W, or one partial tile over W / 2 rows (stored as the first lanes of each vector, `egpu.lanes`)
     partial = partial_bytes > 0 and width * _bits(element) == 8 * partial_bytes
-    rows = [iv for iv in ivs if d_of[iv] == 1 and s_of[iv] != 1
-            and (trips[iv] % width == 0 or partial and width < 2 * trips[iv] < 2 * width)]  # fmt: skip
-    first = [iv for iv in ivs if s_of[iv] == 1 and d_of[iv] > 1]
-    rows = [iv for iv in rows if s_of[iv] != 0]
-    if not rows or len(first) != 1:
+
+    def whole(n: int) -> bool:
+        return n % width == 0 or partial and width < 2 * n < 2 * width
+
+    lanes: list[SSAValue] = []
+    for start in [iv for iv in ivs if d_of[iv] == 1 and s_of[iv] not in (0, 1)]:
+        group, span = [start], trips[start]
+        while not whole(span) and span < width:
+            nxt = [iv for iv in ivs if iv not in group and d_of[iv] == span and s_of[iv] not in (0, 1)
+                   and span * trips[iv] <= width]  # fmt: skip
+            if not nxt:
+                break
+            group.append(nxt[0])
+            span *= trips[nxt[0]]
+        if whole(span):
+            lanes = group
+            break
+    first = [iv for iv in ivs if s_of[iv] == 1 and d_of[iv] > 1 and iv not in lanes]
+    if not lanes or len(first) != 1:
         return Failure(f"{describe(root)} is no transposing copy")
-    a, b = rows[0], first[0]
+    a, b = lanes[-1], first[0]
+    span = math.prod(trips[iv] for iv in lanes)
     run, size = [b], trips[b]
     while True:  # the run's next loop: the source moves by the run's size, the destination anyhow (each
         # transposed row is stored at its own place: the grouped convolution's lanes 2 f + g)
-        nxt = [iv for iv in ivs if iv not in run and iv is not a and s_of[iv] == size and d_of[iv] > 1]
+        nxt = [iv for iv in ivs if iv not in run and iv not in lanes and s_of[iv] == size and d_of[iv] > 1]
         if not nxt:
             break
         run.append(nxt[0])
         size *= trips[nxt[0]]
-    if size % width or any(s_of[iv] == 0 and d_of[iv] == 0 for iv in ivs):
+    # a run of no multiple of W: its last columns a partial tile (masked row loads, only the
+    # transposed rows inside the run stored) where the target has partial vectors
+    tail = size % width
+    if tail and not (partial and size > width) or any(s_of[iv] == 0 and d_of[iv] == 0 for iv in ivs):
         return Failure(f"{describe(root)}: a run of {size} elements is no multiple of {width} lanes, or a loop copies nothing")
-    others = [iv for iv in ivs if iv is not a and iv not in run]
+    others = [iv for iv in ivs if iv not in lanes and iv not in run]
     # the rest must not alias a tile: distinct (source, destination) positions per iteration
     if len({(s_of[iv], d_of[iv]) for iv in ivs}) != len(ivs):
         return Failure(f"{describe(root)}: two loops move the same way")
@@ -182,8 +208,8 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -
     for iv in others:
         made.append(_new_loop((), (), 0, trips[iv], 1, iv.name_hint))
         mapping[iv] = induction_var(made[-1])
-    made.append(_new_loop((), (), 0, trips[a], width, a.name_hint))
-    made.append(_new_loop((), (), 0, size, width, b.name_hint))
+    made.append(_new_loop((), (), 0, span, width, a.name_hint))
+    made.append(_new_loop((), (), 0, size - tail, width, b.name_hint))
     for f, old in zip(made, [*(by_iv[iv] for iv in others), by_iv[a], by_iv[b]]):
         for k, v in old.attributes.items():
             f.attributes[k] = v
@@ -193,54 +219,75 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -
     ao, ro = made[-2], made[-1]
     body: list[Operation] = []
     a0, r0 = induction_var(ao), induction_var(ro)
-    inner = [1]
-    for iv in run[:-1]:
-        inner.append(inner[-1] * trips[iv])
 
-    def indices(access: affine.LoadOp | affine.StoreOp, row: int, col: int) -> list[SSAValue]:
-        """The access's indices at a = a0 + row, run position r0 + col: one affine.apply per
-        index over the new loops' variables (the printers merge the run's floordiv/mod
-        pairs back into the flat position)."""
+    def strides(group: list[SSAValue]) -> list[int]:
+        inner = [1]
+        for iv in group[:-1]:
+            inner.append(inner[-1] * trips[iv])
+        return inner
+
+    def digit(x: AffineExpr, group: list[SSAValue], k: int) -> AffineExpr:
+        """Loop k of a mixed-radix group at flat position x: x mod (P_k T_k) floordiv P_k, x
+        the position mod P_(k+1) T_(k+1), ... (the printers merge floordiv/mod pairs back)."""
+        inner = strides(group)
+        e = x
+        for q in reversed(range(k, len(group) - 1)):
+            e = e % (inner[q] * trips[group[q]])
+        return e // inner[k] if inner[k] > 1 else e
+
+    def indices(access: affine.LoadOp | affine.StoreOp, row: int, col: int, at: int | None = None) -> list[SSAValue]:
+        """The access's indices at lane position a0 + row, run position r0 + col (`at` + col
+        where given: the tail past the loop): one affine.apply per index over the new loops'
+        variables."""
         m, old = _map_of(access)
         operands: list[SSAValue] = [a0, r0]
         exprs: list[AffineExpr] = []
-        x = AffineExpr.dimension(1) + col
+        x = AffineExpr.constant(at + col) if at is not None else AffineExpr.dimension(1) + col
+        y = AffineExpr.dimension(0) + row
         for o in old:
-            if o is a:
-                exprs.append(AffineExpr.dimension(0) + row)
-            elif o in run:  # z mod (P_k T_k) floordiv P_k, z the position mod P_(k+1) T_(k+1), ...
-                k = next(q for q, v in enumerate(run) if v is o)
-                e = x
-                for q in reversed(range(k, len(run) - 1)):
-                    e = e % (inner[q] * trips[run[q]])
-                exprs.append(e // inner[k] if inner[k] > 1 else e)
+            if o in lanes:
+                exprs.append(y if len(lanes) == 1 else digit(y, lanes, lanes.index(o)))
+            elif o in run:
+                exprs.append(digit(x, run, run.index(o)))
             else:
                 operands.append(mapping.get(o, o))
                 exprs.append(AffineExpr.dimension(len(operands) - 1))
         return index_values(body, operands, [e.replace_dims_and_symbols(exprs, []) for e in m.results])
 
     t = VectorType(element, [width])
-    rows_v: list[SSAValue] = []
-    filled = min(trips[a], width)  # a partial tile: the rows past it repeat its last (their lanes are not stored)
-    for i in range(filled):
-        v = egpu.VLoadOp(load.memref, indices(load, i, 0), t)
-        body.append(v)
-        rows_v.append(v.result)
-    rows_v += [rows_v[-1]] * (width - filled)
-    for half, lo, hi in transpose_masks(width):
-        new = list(rows_v)
-        for i in range(width):
-            if i & half:
-                continue
-            x, y = egpu.VShuffleOp(rows_v[i], rows_v[i + half], lo), egpu.VShuffleOp(rows_v[i], rows_v[i + half], hi)
-            body += [x, y]
-            new[i], new[i + half] = x.result, y.result
-        rows_v = new
-    for j in range(width):
-        body.append(egpu.VStoreOp(rows_v[j], store.memref, indices(store, 0, j)))
-        if filled < width:
-            body[-1].attributes[STORE_LANES_ATTR] = IntegerAttr(filled, 64)
+    filled = min(span, width)  # a partial tile: the rows past it repeat its last (their lanes are not stored)
+
+    def tile(columns: int, at: int | None) -> None:
+        """One tile: `filled` rows of `columns` source elements (a masked load below W), the
+        W x W transpose, the first `columns` transposed rows stored."""
+        rows_v: list[SSAValue] = []
+        for i in range(filled):
+            v = egpu.VLoadOp(load.memref, indices(load, i, 0, at), t)
+            if columns < width:
+                v.attributes[STORE_LANES_ATTR] = IntegerAttr(columns, 64)
+            body.append(v)
+            rows_v.append(v.result)
+        rows_v += [rows_v[-1]] * (width - filled)
+        for half, lo, hi in transpose_masks(width):
+            new = list(rows_v)
+            for i in range(width):
+                if i & half:
+                    continue
+                x, y = egpu.VShuffleOp(rows_v[i], rows_v[i + half], lo), egpu.VShuffleOp(rows_v[i], rows_v[i + half], hi)
+                body.extend([x, y])
+                new[i], new[i + half] = x.result, y.result
+            rows_v = new
+        for j in range(columns):
+            body.append(egpu.VStoreOp(rows_v[j], store.memref, indices(store, 0, j, at)))
+            if filled < width:
+                body[-1].attributes[STORE_LANES_ATTR] = IntegerAttr(filled, 64)
+
+    tile(width, None)  # the run holds a whole tile (a tail only past one)
     Rewriter.insert_op(body, InsertPoint.before(_last(ro)))
+    if tail:
+        body = []
+        tile(tail, size - tail)
+        Rewriter.insert_op(body, InsertPoint.before(_last(ao)))
     root.detach()
     root.erase()
     return made[0]
