@@ -153,7 +153,7 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -
     src, dst = _flat_form(load), _flat_form(store)
     if src is None or dst is None:
         return Failure(f"{describe(root)}: an index is not linear")
-    ivs = [induction_var(loop) for loop in loops]
+    ivs: list[SSAValue] = [induction_var(loop) for loop in loops]
     trips = {iv: (constant_bounds(loop) or (0, 0))[1] for iv, loop in zip(ivs, loops)}
     s_of = {iv: src[0].get(iv, 0) for iv in ivs}
     d_of = {iv: dst[0].get(iv, 0) for iv in ivs}
@@ -168,7 +168,8 @@ def transpose_copy(root: affine.ForOp, lanes_f32: int, partial_bytes: int = 0) -
 
     lanes: list[SSAValue] = []
     for start in [iv for iv in ivs if d_of[iv] == 1 and s_of[iv] not in (0, 1)]:
-        group, span = [start], trips[start]
+        group: list[SSAValue] = [start]
+        span = trips[start]
         while not whole(span) and span < width:
             nxt = [iv for iv in ivs if iv not in group and d_of[iv] == span and s_of[iv] not in (0, 1)
                    and span * trips[iv] <= width]  # fmt: skip
