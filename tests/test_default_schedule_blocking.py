@@ -386,6 +386,33 @@ def test_strided_convolutions_are_blocked_over_output_channels(strided_conv: tup
         assert "einc_vload_f32x" in body and "if (" not in body and "? " not in body, body
 
 
+def test_a_channel_tile_whose_filter_holds_every_input_channel_is_preferred() -> None:
+    """A stride-2 3x3 convolution with 64 input channels (odd 7x7 outputs of a 13x14 input):
+    the filter of two vectors of output channels (32 x 64 x 9) would not fit the packed tile,
+    one vector's (16 x 64 x 9) does, so with AVX-512 the channel tile is one vector
+    (`_untiled_pack`): the input channels are not tiled, the output tile is zeroed in the
+    local tile and written back once, never read from the output (no copy in and out per
+    input-channel tile, no pass of its own zeroing the output); NumPy's numbers, also with
+    every channel-tile option."""
+    inputs = {"input0": f32(1, 64, 13, 14), "input1": f32(32, 64, 3, 3)}
+    e = ["HO * 2 + KH - 1", "WO * 2 + KW - 1"]
+    conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(e, (13, 14)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, C, {e[0]}, {e[1]}].when([{conds}], 0.0) * input1[F, C, KH, KW]) "
+          "where HO in 7, WO in 7")  # fmt: skip
+    comp = Compilation(ir, "<strided>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    assert "output0.tile_reduce" not in knobs, schedule
+    if C_LANES >= 16:
+        assert knobs["output0.tile_channels"].selected == C_LANES, schedule
+    source = _check_numbers(comp, inputs, _strided_ref(2, 1))
+    assert "for (int64_t C = 0; C < 64; C++)" in source and "C_o" not in source, source
+    assert re.search(r"output0_local\[[^\]]*\] = 0\.0f;", source), source
+    assert not re.search(r"=[^;]*\boutput0\[", source), source  # the output is never read
+    for option in knobs["output0.tile_channels"].options:
+        _check_numbers(comp, inputs, _strided_ref(2, 1), (ir, schedule.with_values({"output0.tile_channels": option})))
+
+
 def _transposed_ref(a: dict[str, np.ndarray]) -> np.ndarray:
     """conv_transpose2d, stride 2, padding 1, 4x4 window: each input point scattered."""
     x, w = a["input0"], a["input1"]

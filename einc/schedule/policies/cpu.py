@@ -986,22 +986,35 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: boo
         # vectors of channels where the columns divide into enough rows, else one; with
         # AVX-512, half a vector where the channels come in eights (a grouped convolution's
         # 8 output channels per group).
-        tf = tw = 0
-        for width in (2 * lanes, lanes, _half(lanes)):
-            budget = (24 if lanes >= 16 else 12) // max(1, width // lanes)
-            tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
-            if nf % width == 0 and tw >= min(nj, 4) and width % max(run, 1) == 0:
-                tf = width
-                break
-        if not tf:
-            continue
         rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
         nc = trip_count(reductions[0]) or 1
+        shapes: list[tuple[int, int]] = []
+        for width in (2 * lanes, lanes, _half(lanes)):
+            budget = (24 if lanes >= 16 else 12) // max(1, width // lanes)
+            cols = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
+            if nf % width == 0 and cols >= min(nj, 4) and width % max(run, 1) == 0:
+                shapes.append((width, cols))
+        if not shapes:
+            continue
+        tf, tw = next((shape for shape in shapes if _untiled_pack(shape[0], nc * rest, lanes)), shapes[0])
         tc = max((t for t in range(1, nc + 1) if nc % t == 0 and tf * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
         if not tc:
             continue
         return _ChannelPlan(f, filters[0].buffer, out_dim, filter_dim, tf, tw, tc)
     return None
+
+
+def _untiled_pack(width: int, reduced: int, lanes: int) -> bool:
+    """Whether `_channel_plan` takes a channel tile of `width` (whole vectors, AVX-512)
+    because its packed filter holds all `reduced` (input channels x window) of each channel
+    (CHANNEL_PACK_ELEMENTS) while a wider tile's would not: the input channels then are not
+    tiled, so the output tile is neither copied in and out once per input-channel tile nor
+    zeroed by a pass of its own over the output. A 3x3 stride-2 convolution 1x64x56x56 -> 128
+    (16 channels x 14 columns instead of 32 x 7 in two input-channel tiles) ran 1.17-1.29x,
+    the valid 1x64x58x58 -> 64 1.11x (Sapphire Rapids class, 1 thread, CPU time, the same
+    process, interleaved, shared machine; README, CPU operators). Not with AVX2 (not
+    measured)."""
+    return lanes >= 16 and width >= lanes and width * reduced <= CHANNEL_PACK_ELEMENTS
 
 
 def _run_of(moving: Sequence[Access], fv: SSAValue) -> int | None:
