@@ -996,25 +996,42 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: boo
                 shapes.append((width, cols))
         if not shapes:
             continue
-        tf, tw = next((shape for shape in shapes if _untiled_pack(shape[0], nc * rest, lanes)), shapes[0])
-        tc = max((t for t in range(1, nc + 1) if nc % t == 0 and tf * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
+        def c_tile(width: int) -> int:
+            return max((t for t in range(1, nc + 1) if nc % t == 0 and width * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
+
+        tf, tw = shapes[0]
+        if c_tile(tf) * rest < COPY_AMORTIZED_STEPS:  # the output tile's copies per input-channel tile weigh
+            points = nj * math.prod(trip_count(loop) or 1 for loop in outer[outer.index(f) + 1 :])
+            tf, tw = next((shape for shape in shapes if _output_staged_once(shape[0], nc * rest, points, lanes)), shapes[0])
+        tc = c_tile(tf)
         if not tc:
             continue
         return _ChannelPlan(f, filters[0].buffer, out_dim, filter_dim, tf, tw, tc)
     return None
 
 
-def _untiled_pack(width: int, reduced: int, lanes: int) -> bool:
-    """Whether `_channel_plan` takes a channel tile of `width` (whole vectors, AVX-512)
-    because its packed filter holds all `reduced` (input channels x window) of each channel
-    (CHANNEL_PACK_ELEMENTS) while a wider tile's would not: the input channels then are not
-    tiled, so the output tile is neither copied in and out once per input-channel tile nor
-    zeroed by a pass of its own over the output. A 3x3 stride-2 convolution 1x64x56x56 -> 128
-    (16 channels x 14 columns instead of 32 x 7 in two input-channel tiles) ran 1.17-1.29x,
-    the valid 1x64x58x58 -> 64 1.11x (Sapphire Rapids class, 1 thread, CPU time, the same
-    process, interleaved, shared machine; README, CPU operators). Not with AVX2 (not
-    measured)."""
-    return lanes >= 16 and width >= lanes and width * reduced <= CHANNEL_PACK_ELEMENTS
+COPY_AMORTIZED_STEPS = 384
+"""`_channel_plan` looks for a narrower channel tile whose output tile is staged once
+(`_output_staged_once`) only where the widest tile's input-channel tile is fewer than this
+many (input channel, tap) steps: the output tile's copies in and out per input-channel tile
+cost about 2 x lanes / steps of the FMAs. 288 (32 channels x 3x3 taps: the 2-D
+convolutions of README, CPU operators) gained 1.17-1.29x; 432 (16 x 3x3x3, a 3-D
+convolution 1x64x4x14x14 -> 64) ran 0.86x with 16 channels and the whole output tile
+(Sapphire Rapids class, 1 thread, CPU time, interleaved, shared machine)."""
+
+
+def _output_staged_once(width: int, reduced: int, points: int, lanes: int) -> bool:
+    """Whether `_channel_plan` takes a channel tile of `width` (whole vectors, AVX-512) over
+    a wider one: its output tile is staged once per channel tile, not copied in and out
+    once per input-channel tile (scalar, transposed) after a pass of its own zeroing the
+    output, because its packed filter holds all `reduced` (input channels x window) of each
+    channel (CHANNEL_PACK_ELEMENTS: the input channels not tiled) or the tile of all
+    `points` output points fits WHOLE_TILE_ELEMENTS (`_whole_output_tile`). Sapphire Rapids
+    class, 1 thread, CPU time, the same process, interleaved, shared machine, batch 1,
+    16 channels x 14 columns against 32 x 7: 3x3 stride 2 64x56x56 -> 128 1.17-1.29x, valid
+    64x58x58 -> 64 1.11x, pad 1 128x28x28 -> 128 (the whole tile) 1.24x (README, CPU
+    operators). Not with AVX2 (not measured)."""
+    return lanes >= 16 and width >= lanes and (width * reduced <= CHANNEL_PACK_ELEMENTS or width * points <= WHOLE_TILE_ELEMENTS)
 
 
 def _run_of(moving: Sequence[Access], fv: SSAValue) -> int | None:
@@ -1252,10 +1269,13 @@ def _parallel_chunks(
     return max(sizes) if sizes else None
 
 
-WHOLE_TILE_ELEMENTS = 4096
+WHOLE_TILE_ELEMENTS = 16384
 """`_block_channels` stages the output tile of every output point of a channel tile at once,
 above the input-channel tiles (`_whole_output_tile`), when it has at most this many elements
-(16 KiB of float32: beside the packed filter in the L1 cache)."""
+(64 KiB of float32, the most a local buffer holds: staging.MAX_LOCAL_ELEMENTS; in the L2
+cache beside the packed filter). 4096 (16 KiB, in L1) until cpu.20: a padded 3x3
+convolution 1x256x14x14 -> 256 (32 channels x 196 points, 6272) staged whole ran 1.18x
+(Sapphire Rapids class, 1 thread, CPU time, interleaved, shared machine)."""
 
 
 def _whole_output_tile(tiled_c: bool, batch_inside: bool, split: int | None, f_options: set[int],
