@@ -996,18 +996,21 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: boo
                 shapes.append((width, cols))
         if not shapes:
             continue
-        def c_tile(width: int) -> int:
-            return max((t for t in range(1, nc + 1) if nc % t == 0 and width * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
-
         tf, tw = shapes[0]
-        if c_tile(tf) * rest < COPY_AMORTIZED_STEPS:  # the output tile's copies per input-channel tile weigh
+        if _c_tile(tf, nc, rest) * rest < COPY_AMORTIZED_STEPS:  # the output tile's copies per input-channel tile weigh
             points = nj * math.prod(trip_count(loop) or 1 for loop in outer[outer.index(f) + 1 :])
             tf, tw = next((shape for shape in shapes if _output_staged_once(shape[0], nc * rest, points, lanes)), shapes[0])
-        tc = c_tile(tf)
+        tc = _c_tile(tf, nc, rest)
         if not tc:
             continue
         return _ChannelPlan(f, filters[0].buffer, out_dim, filter_dim, tf, tw, tc)
     return None
+
+
+def _c_tile(width: int, nc: int, rest: int) -> int:
+    """The largest input-channel tile (a divisor of `nc`) whose packed filter, `width` channels
+    x `rest` taps each, fits CHANNEL_PACK_ELEMENTS; 0 when none does."""
+    return max((t for t in range(1, nc + 1) if nc % t == 0 and width * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
 
 
 COPY_AMORTIZED_STEPS = 384
