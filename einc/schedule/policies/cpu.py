@@ -1258,8 +1258,8 @@ def _parallel_chunks(
 ) -> int | None:
     """The chunk size that splits the first spatial loop (`after[0]`) of a channel-blocked
     nest into `PARALLEL_MIN_TRIP / 2` chunks or more (one per core of an 8-core host), when
-    the loops above the input-channel tiles (batch, channel tiles) give fewer parallel
-    units: the largest size dividing the loop that gives that many chunks and whose chunks
+    the loops above the filter pack and the input-channel tiles (batch, channel tiles) give
+    fewer parallel units (with the input channels tiled or not, since cpu.20): the largest size dividing the loop that gives that many chunks and whose chunks
     hold 16 vectors of output columns or more (the filter is packed again per chunk: scalar
     copies, about lanes / (columns x size) of the FMAs). `parallel_loop` then takes the
     chunk loop. None: no split (enough units, no spatial loop, or one too short)."""
@@ -1354,10 +1354,10 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     # the filter is packed once per (channel tile, input-channel tile), above the spatial
     # loops: packing is scalar and strided, so packing per output row would cost about
     # lanes / columns of the vector FMAs (more than they do for 7 or 14 columns). Then only
-    # the loops above the input-channel tiles can run in parallel: with few channel tiles,
-    # the first spatial loop is split into chunks above them (`_parallel_chunks`), the
-    # filter packed once per chunk
-    split = _parallel_chunks(before, nf // plan.tf, after, nj, lanes) if tiled_c else None
+    # the loops above the pack (and the input-channel tiles) can run in parallel: with few
+    # channel tiles, the first spatial loop is split into chunks above them
+    # (`_parallel_chunks`), the filter packed once per chunk
+    split = _parallel_chunks(before, nf // plan.tf, after, nj, lanes)
     # small images (a 7x7 map) in a batch: the batch loops go below the channel tiles, so
     # that each packed filter tile serves every image instead of being packed again per image
     # (packing costs about lanes / points of the FMAs: a third with 49 points); the channel
@@ -1367,6 +1367,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
                     and nf // plan.tf >= PARALLEL_MIN_TRIP // 2)  # fmt: skip
     if choices.batch_inside is not None:
         batch_inside = choices.batch_inside and math.prod(trip_count(loop) or 1 for loop in before) > 1
+    chunks = fo  # the loop the filter is packed in when the input channels are not tiled
     if batch_inside:
         wanted = [fo, *tiled_c, *before, *after, jo, ci, *reductions[1:], ji, fi]
     elif split is not None:
@@ -1375,6 +1376,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
         so_h, si_h = b.tile(handles[after[0]], knob_s)
         so, si = b.loop(so_h), b.loop(si_h)
         handles.update({so: so_h, si: si_h})
+        chunks = so
         wanted = [*before, fo, so, *tiled_c, si, *after[1:], jo, ci, *reductions[1:], ji, fi]
     else:
         wanted = [*before, fo, *tiled_c, *after, jo, ci, *reductions[1:], ji, fi]
@@ -1385,7 +1387,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     b.remember(new, reordered)
     reduction_order(b, stmt, new[wanted.index(ci) : wanted.index(ci) + len(reductions)])
     whole = _whole_output_tile(bool(tiled_c), batch_inside, split, f_options, points)
-    at_out, at_filter = new[wanted.index(fo if whole else jo)], new[wanted.index(co if tiled_c else fo)]
+    at_out, at_filter = new[wanted.index(fo if whole else jo)], new[wanted.index(co if tiled_c else chunks)]
     ji_new, fi_new = new[-2], new[-1]
     (out,) = written_groups(new[0])
     out_rank = len(cast("MemRefType[Attribute]", out.type).get_shape())
