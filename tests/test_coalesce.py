@@ -269,3 +269,23 @@ def test_default_fuses_the_fill_into_the_parallel_batch_loop() -> None:
     got = comp.kernel()(**inputs)["output0"]
     want = inputs["input0"].astype(np.float64) @ inputs["input1"].astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+BATCH1_CONV = "output0[N, F, HO, WO] +=! input0[N, C, HO, WO] * input1[F, C, KH, KW] where HO in 28, WO in 28, KH in 1, KW in 1"
+BATCH1_INPUTS = {"input0": {"dtype": "float32", "shape": [1, 7, 28, 28]}, "input1": {"dtype": "float32", "shape": [12, 7, 1, 1]}}
+
+
+def test_default_coalesced_1x1_convolution_at_batch_1_runs_its_point_tiles_in_parallel() -> None:
+    """At batch 1 the batch loop runs once and the point tiles are peeled (784 points: whole
+    tiles, then a partial one, with AVX-512's 48-point tiles), so the band under the batch
+    loop ends there (`_parallelize_pieces`): the loop of whole point tiles runs in parallel
+    (it ran on one core); the numbers are the reference's."""
+    comp = Compilation(BATCH1_CONV, input_dict=BATCH1_INPUTS, use_records=False)
+    source = comp.run_until("source")
+    kernel = source[source.index("void kernel("):]
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t HOxWO_o = 0;", kernel), kernel
+    data = np.random.default_rng(13)
+    inputs = {k: data.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in BATCH1_INPUTS.items()}
+    got = comp.kernel()(**inputs)["output0"]
+    want = np.einsum("nchw,fc->nfhw", inputs["input0"].astype(np.float64), inputs["input1"][:, :, 0, 0].astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

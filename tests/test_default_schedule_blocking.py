@@ -283,6 +283,27 @@ def test_small_maps_stage_the_whole_output_tile_once() -> None:
     _check_numbers(comp, inputs, _conv_ref(1, 2), (ir, schedule.with_values(largest)))
 
 
+def test_a_channel_tile_whose_whole_output_tile_fits_is_preferred() -> None:
+    """A padded 3x3 convolution with 128 input channels on a 25x25 map: no channel tile's
+    packed filter holds every input channel, and two vectors of channels of every output
+    point (32 x 625) would not fit a local tile, one vector's (16 x 625) does; so with
+    AVX-512 the channel tile is one vector (`_output_staged_once`) and its output tile is
+    staged once above the input-channel tiles (`_whole_output_tile`), never read from the
+    output; NumPy's numbers."""
+    inputs = {"input0": f32(1, 128, 25, 25), "input1": f32(32, 128, 3, 3)}
+    ir = _padded(2, 1, (25, 25))
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    source = _check_numbers(comp, inputs, _conv_ref(1, 2))
+    if C_LANES >= 16:
+        assert knobs["output0.tile_channels"].selected == C_LANES, schedule
+        assert knobs["output0.tile_reduce"].selected < 128, schedule
+        tile, reduce = source.index("float output0_local["), source.index("for (int64_t C_o = 0;")
+        assert tile < reduce and source.count("float output0_local[") == 1, source
+        assert not re.search(r"=[^;]*\boutput0\[", source), source  # the output is never read
+
+
 def test_channel_counts_that_do_not_fill_vectors_keep_the_row_blocking() -> None:
     """6 output channels: no vector of channels; the rows blocking (`_block_rows`) stays."""
     inputs = {"input0": f32(1, 3, 9, 9), "input1": f32(6, 3, 3, 3)}
@@ -394,6 +415,34 @@ def test_strided_convolutions_are_blocked_over_output_channels(strided_conv: tup
     assert compute, source
     for body in compute:
         assert "einc_vload_f32x" in body and "if (" not in body and "? " not in body, body
+
+
+def test_a_channel_tile_whose_filter_holds_every_input_channel_is_preferred() -> None:
+    """A stride-2 3x3 convolution with 64 input channels (odd 25x25 outputs of a 50x49
+    input): the filter of two vectors of output channels (32 x 64 x 9) would not fit the
+    packed tile, one vector's (16 x 64 x 9) does, nor would their output tile of every point
+    (32 x 625), so with AVX-512 the channel tile is one vector (`_output_staged_once`): the
+    input channels are not tiled, the output tile is zeroed in the
+    local tile and written back once, never read from the output (no copy in and out per
+    input-channel tile, no pass of its own zeroing the output); NumPy's numbers, also with
+    every channel-tile option."""
+    inputs = {"input0": f32(1, 64, 50, 49), "input1": f32(32, 64, 3, 3)}
+    e = ["HO * 2 + KH - 1", "WO * 2 + KW - 1"]
+    conds = ", ".join(f"{i} >= 0, {i} < {n}" for i, n in zip(e, (50, 49)))
+    ir = (f"output0[N, F, HO, WO] +=! (input0[N, C, {e[0]}, {e[1]}].when([{conds}], 0.0) * input1[F, C, KH, KW]) "
+          "where HO in 25, WO in 25")  # fmt: skip
+    comp = Compilation(ir, "<strided>", inputs, None, "c")
+    schedule = c_schedule(comp)
+    knobs = schedule.knobs()
+    assert "output0.tile_reduce" not in knobs, schedule
+    if C_LANES >= 16:
+        assert knobs["output0.tile_channels"].selected == C_LANES, schedule
+    source = _check_numbers(comp, inputs, _strided_ref(2, 1))
+    assert "for (int64_t C = 0; C < 64; C++)" in source and "C_o" not in source, source
+    assert re.search(r"output0_local\[[^\]]*\] = 0\.0f;", source), source
+    assert not re.search(r"=[^;]*\boutput0\[", source), source  # the output is never read
+    for option in knobs["output0.tile_channels"].options:
+        _check_numbers(comp, inputs, _strided_ref(2, 1), (ir, schedule.with_values({"output0.tile_channels": option})))
 
 
 def _transposed_ref(a: dict[str, np.ndarray]) -> np.ndarray:

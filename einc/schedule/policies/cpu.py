@@ -378,8 +378,26 @@ def coalesced_contraction(top: affine.ForOp, b: ScheduleBuilder, lanes: int, cho
     new = [b.loop(x) for x in reordered]
     b.remember(new, reordered)
     blocked = _block_points(new, len(outer), b, lanes)
-    _parallelize(band_from(blocked), math.prod(trip_count(loop) or 1 for loop in band), b, choices.parallel)
+    work = math.prod(trip_count(loop) or 1 for loop in band)
+    _parallelize_pieces(band_from(blocked), work, b, choices.parallel)
     return True
+
+
+def _parallelize_pieces(band: list[affine.ForOp], work: int, b: ScheduleBuilder, shift: int = 0) -> None:
+    """`_parallelize` the band; where it has no parallel loop (a batch of 1: the batch loop
+    runs once) and its last loop holds several nests (`_block_points`' point tiles, peeled:
+    the whole tiles, then the partial last one), each of those nests, its share of `work`
+    by its iterations. A 1x1 convolution 1x256x28x28 -> 128 otherwise ran its 16 whole
+    tiles of 48 points on one core (2 threads, wall clock: README, CPU operators)."""
+    if parallel_loop(band, work) is not None:
+        _parallelize(band, work, b, shift)
+        return
+    pieces = [op for op in band[-1].body.block.ops if isinstance(op, affine.ForOp)]
+    total = sum(math.prod(trip_count(loop) or 1 for loop in band_from(piece)) for piece in pieces) or 1
+    runs = math.prod(trip_count(loop) or 1 for loop in band)
+    for piece in pieces:
+        inner = band_from(piece)
+        _parallelize(inner, work * math.prod(trip_count(loop) or 1 for loop in inner) // (total * runs), b, shift)
 
 
 def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
@@ -968,22 +986,55 @@ def _channel_plan(band: list[affine.ForOp], n_outer: int, lanes: int, force: boo
         # vectors of channels where the columns divide into enough rows, else one; with
         # AVX-512, half a vector where the channels come in eights (a grouped convolution's
         # 8 output channels per group).
-        tf = tw = 0
-        for width in (2 * lanes, lanes, _half(lanes)):
-            budget = (24 if lanes >= 16 else 12) // max(1, width // lanes)
-            tw = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
-            if nf % width == 0 and tw >= min(nj, 4) and width % max(run, 1) == 0:
-                tf = width
-                break
-        if not tf:
-            continue
         rest = math.prod(trip_count(r) or 1 for r in reductions[1:])
         nc = trip_count(reductions[0]) or 1
-        tc = max((t for t in range(1, nc + 1) if nc % t == 0 and tf * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
+        shapes: list[tuple[int, int]] = []
+        for width in (2 * lanes, lanes, _half(lanes)):
+            budget = (24 if lanes >= 16 else 12) // max(1, width // lanes)
+            cols = max((t for t in range(1, min(nj, budget) + 1) if nj % t == 0), default=1)
+            if nf % width == 0 and cols >= min(nj, 4) and width % max(run, 1) == 0:
+                shapes.append((width, cols))
+        if not shapes:
+            continue
+        tf, tw = shapes[0]
+        if _c_tile(tf, nc, rest) * rest < COPY_AMORTIZED_STEPS:  # the output tile's copies per input-channel tile weigh
+            points = nj * math.prod(trip_count(loop) or 1 for loop in outer[outer.index(f) + 1 :])
+            tf, tw = next((shape for shape in shapes if _output_staged_once(shape[0], nc * rest, points, lanes)), shapes[0])
+        tc = _c_tile(tf, nc, rest)
         if not tc:
             continue
         return _ChannelPlan(f, filters[0].buffer, out_dim, filter_dim, tf, tw, tc)
     return None
+
+
+def _c_tile(width: int, nc: int, rest: int) -> int:
+    """The largest input-channel tile (a divisor of `nc`) whose packed filter, `width` channels
+    x `rest` taps each, fits CHANNEL_PACK_ELEMENTS; 0 when none does."""
+    return max((t for t in range(1, nc + 1) if nc % t == 0 and width * t * rest <= CHANNEL_PACK_ELEMENTS), default=0)
+
+
+COPY_AMORTIZED_STEPS = 384
+"""`_channel_plan` looks for a narrower channel tile whose output tile is staged once
+(`_output_staged_once`) only where the widest tile's input-channel tile is fewer than this
+many (input channel, tap) steps: the output tile's copies in and out per input-channel tile
+cost about 2 x lanes / steps of the FMAs. 288 (32 channels x 3x3 taps: the 2-D
+convolutions of README, CPU operators) gained 1.17-1.29x; 432 (16 x 3x3x3, a 3-D
+convolution 1x64x4x14x14 -> 64) ran 0.86x with 16 channels and the whole output tile
+(Sapphire Rapids class, 1 thread, CPU time, interleaved, shared machine)."""
+
+
+def _output_staged_once(width: int, reduced: int, points: int, lanes: int) -> bool:
+    """Whether `_channel_plan` takes a channel tile of `width` (whole vectors, AVX-512) over
+    a wider one: its output tile is staged once per channel tile, not copied in and out
+    once per input-channel tile (scalar, transposed) after a pass of its own zeroing the
+    output, because its packed filter holds all `reduced` (input channels x window) of each
+    channel (CHANNEL_PACK_ELEMENTS: the input channels not tiled) or the tile of all
+    `points` output points fits WHOLE_TILE_ELEMENTS (`_whole_output_tile`). Sapphire Rapids
+    class, 1 thread, CPU time, the same process, interleaved, shared machine, batch 1,
+    16 channels x 14 columns against 32 x 7: 3x3 stride 2 64x56x56 -> 128 1.17-1.29x, valid
+    64x58x58 -> 64 1.11x, pad 1 128x28x28 -> 128 (the whole tile) 1.24x (README, CPU
+    operators). Not with AVX2 (not measured)."""
+    return lanes >= 16 and width >= lanes and (width * reduced <= CHANNEL_PACK_ELEMENTS or width * points <= WHOLE_TILE_ELEMENTS)
 
 
 def _run_of(moving: Sequence[Access], fv: SSAValue) -> int | None:
@@ -1207,8 +1258,8 @@ def _parallel_chunks(
 ) -> int | None:
     """The chunk size that splits the first spatial loop (`after[0]`) of a channel-blocked
     nest into `PARALLEL_MIN_TRIP / 2` chunks or more (one per core of an 8-core host), when
-    the loops above the input-channel tiles (batch, channel tiles) give fewer parallel
-    units: the largest size dividing the loop that gives that many chunks and whose chunks
+    the loops above the filter pack and the input-channel tiles (batch, channel tiles) give
+    fewer parallel units (with the input channels tiled or not, since cpu.20): the largest size dividing the loop that gives that many chunks and whose chunks
     hold 16 vectors of output columns or more (the filter is packed again per chunk: scalar
     copies, about lanes / (columns x size) of the FMAs). `parallel_loop` then takes the
     chunk loop. None: no split (enough units, no spatial loop, or one too short)."""
@@ -1221,10 +1272,13 @@ def _parallel_chunks(
     return max(sizes) if sizes else None
 
 
-WHOLE_TILE_ELEMENTS = 4096
+WHOLE_TILE_ELEMENTS = 16384
 """`_block_channels` stages the output tile of every output point of a channel tile at once,
 above the input-channel tiles (`_whole_output_tile`), when it has at most this many elements
-(16 KiB of float32: beside the packed filter in the L1 cache)."""
+(64 KiB of float32, the most a local buffer holds: staging.MAX_LOCAL_ELEMENTS; in the L2
+cache beside the packed filter). 4096 (16 KiB, in L1) until cpu.20: a padded 3x3
+convolution 1x256x14x14 -> 256 (32 channels x 196 points, 6272) staged whole ran 1.18x
+(Sapphire Rapids class, 1 thread, CPU time, interleaved, shared machine)."""
 
 
 def _whole_output_tile(tiled_c: bool, batch_inside: bool, split: int | None, f_options: set[int],
@@ -1300,10 +1354,10 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     # the filter is packed once per (channel tile, input-channel tile), above the spatial
     # loops: packing is scalar and strided, so packing per output row would cost about
     # lanes / columns of the vector FMAs (more than they do for 7 or 14 columns). Then only
-    # the loops above the input-channel tiles can run in parallel: with few channel tiles,
-    # the first spatial loop is split into chunks above them (`_parallel_chunks`), the
-    # filter packed once per chunk
-    split = _parallel_chunks(before, nf // plan.tf, after, nj, lanes) if tiled_c else None
+    # the loops above the pack (and the input-channel tiles) can run in parallel: with few
+    # channel tiles, the first spatial loop is split into chunks above them
+    # (`_parallel_chunks`), the filter packed once per chunk
+    split = _parallel_chunks(before, nf // plan.tf, after, nj, lanes)
     # small images (a 7x7 map) in a batch: the batch loops go below the channel tiles, so
     # that each packed filter tile serves every image instead of being packed again per image
     # (packing costs about lanes / points of the FMAs: a third with 49 points); the channel
@@ -1313,6 +1367,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
                     and nf // plan.tf >= PARALLEL_MIN_TRIP // 2)  # fmt: skip
     if choices.batch_inside is not None:
         batch_inside = choices.batch_inside and math.prod(trip_count(loop) or 1 for loop in before) > 1
+    chunks = fo  # the loop the filter is packed in when the input channels are not tiled
     if batch_inside:
         wanted = [fo, *tiled_c, *before, *after, jo, ci, *reductions[1:], ji, fi]
     elif split is not None:
@@ -1321,6 +1376,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
         so_h, si_h = b.tile(handles[after[0]], knob_s)
         so, si = b.loop(so_h), b.loop(si_h)
         handles.update({so: so_h, si: si_h})
+        chunks = so
         wanted = [*before, fo, so, *tiled_c, si, *after[1:], jo, ci, *reductions[1:], ji, fi]
     else:
         wanted = [*before, fo, *tiled_c, *after, jo, ci, *reductions[1:], ji, fi]
@@ -1331,7 +1387,7 @@ def _block_channels(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, 
     b.remember(new, reordered)
     reduction_order(b, stmt, new[wanted.index(ci) : wanted.index(ci) + len(reductions)])
     whole = _whole_output_tile(bool(tiled_c), batch_inside, split, f_options, points)
-    at_out, at_filter = new[wanted.index(fo if whole else jo)], new[wanted.index(co if tiled_c else fo)]
+    at_out, at_filter = new[wanted.index(fo if whole else jo)], new[wanted.index(co if tiled_c else chunks)]
     ji_new, fi_new = new[-2], new[-1]
     (out,) = written_groups(new[0])
     out_rank = len(cast("MemRefType[Attribute]", out.type).get_shape())
