@@ -54,12 +54,13 @@ def main() -> None:
 
         Path(a.files[0]).write_text(einc.compile(op.ir, op.inputs, target="c", use_records=False).source)
         return
+    from einc.runtime.arrays import aligned_empty
     from einc.runtime.c import compile_c
 
     rng = np.random.default_rng(0)
     arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in op.inputs.items()}
     want = op.numpy({k: v.astype(np.float64) for k, v in arrays.items()})
-    out = np.zeros(want.shape, np.float32)
+    out = aligned_empty(want.shape, np.float32)  # as einc allocates outputs (streaming stores need it)
     calls = {}
     for f in a.files:
         source = Path(f).read_text()

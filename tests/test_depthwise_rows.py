@@ -75,7 +75,7 @@ def test_the_output_is_never_read(depthwise: tuple[Compilation, dict]) -> None:
 
 
 def test_the_padded_plane_is_staged_and_the_taps_have_no_edge(depthwise: tuple[Compilation, dict]) -> None:
-    """The input (in the caches: under HALO_MAX_BYTES) staged per channel with its halo
+    """The input staged per channel with its halo
     (`cache_read ... halo`: 7 x 22 for the 5 x 20 plane, padding zeros stored once): every
     tap of the window is then whole vector loads of the staged plane (16 + 4 of a 20-wide
     row), no scalar edge iteration, no condition anywhere in the kernel."""
@@ -112,6 +112,37 @@ def test_an_even_number_of_rows_is_summed_in_pairs() -> None:
     assert "if (" not in source, source
     kernel = comp.kernel()
     rng = np.random.default_rng(3)
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    want = _reference({k: v.astype(np.float64) for k, v in arrays.items()})
+    assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), source
+
+
+BIG = DEPTHWISE.replace("< 5", "< 112").replace("HO in 5", "HO in 112").replace("< 20", "< 112").replace("WO in 20", "WO in 112")
+
+
+def test_a_batch_larger_than_the_caches_stages_pairs_and_streams_whole_row_pairs() -> None:
+    """3 x 144 x 112 x 112 (21.7 MB in, as much out): the padded plane is staged per channel
+    and the rows summed in pairs whatever the input's total size (HALO_MAX_BYTES), and the
+    output, 16 MiB or more (STREAM_MIN_BYTES), is stored non-temporally; each staged pair of
+    rows (2 x 112) lies whole in the output, so its copy-out is one run of 224
+    (einc-coalesce-stream-copies), every vector store of it streamed. NumPy's numbers."""
+    inputs = {"input0": {"dtype": "float32", "shape": [3, 144, 112, 112]},
+              "input1": {"dtype": "float32", "shape": [144, 1, 3, 3]}}  # fmt: skip
+    comp = Compilation(BIG, "<depthwise>", inputs, None, "c", use_records=False)
+    schedule = default_schedule(get_target("c"), comp.run_until("loops"))
+    assert schedule is not None
+    (read,) = schedule.ops(et.CacheReadOp)
+    assert read.tensor.data == "input0" and read.halo is not None, schedule
+    assert len(schedule.ops(et.StreamStoresOp)) == 1, schedule
+    source = comp.run_until("source")
+    assert "float output0_local[224]" in source and "float input0_local[12996]" in source, source
+    copy_out = re.search(r"for \(int64_t (output0_c2xoutput0_c3) = 0; \1 < 224; \1 \+= (\d+)\) \{\s*"
+                         r"einc_f32x\2 v = einc_vload_f32x\2\(&output0_local\[[^\]]*\]\);\s*"
+                         r"einc_vstream\d+_f32x\2\(&output0\[", source)  # fmt: skip
+    assert copy_out, source
+    assert not re.search(r"einc_vstore_f32x\d+\(&output0\[", source), source  # every store streamed
+    kernel = comp.kernel()
+    rng = np.random.default_rng(4)
     arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
     want = _reference({k: v.astype(np.float64) for k, v in arrays.items()})
     assert max_error(kernel(**arrays)["output0"], want) <= tolerance("float32"), source

@@ -7,6 +7,8 @@ plain stores. Refusals are located schedule errors (lit: schedules/invalid_strea
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -170,3 +172,33 @@ def test_the_default_streams_large_outputs_only() -> None:
     rng = np.random.default_rng(26)
     a = {n: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for n, v in shapes.items()}  # type: ignore[arg-type]
     np.testing.assert_allclose(large(**a)["output0"], want(a), rtol=1e-5, atol=1e-5)
+
+
+def test_contiguous_run_counts_the_whole_rows_a_tile_holds() -> None:
+    from einc.transforms.stream_stores import contiguous_run
+
+    assert contiguous_run([1, 1, 2, 56], [16, 144, 56, 56]) == 112  # two whole rows
+    assert contiguous_run([1, 1, 56, 56], [16, 144, 56, 56]) == 3136  # a whole plane
+    assert contiguous_run([1, 4, 64], [3, 8, 64]) == 256
+    assert contiguous_run([2, 16], [8, 48]) == 16  # part of a row: the row's part only
+    assert contiguous_run([4], [4]) == 4
+
+
+def test_a_tile_of_whole_rows_streams_as_one_run_and_a_part_of_rows_row_by_row() -> None:
+    """The 4 x 64 tile above holds whole rows of output0 (3 x 8 x 64): its copy-out is one loop
+    of 256 (einc-coalesce-stream-copies); a tile of part of a row (1 x 32: M tiled by 32 and
+    staged inside N's tile) keeps its loops. NumPy's numbers both ways."""
+    whole = einc.compile(PROGRAM, SHAPES, schedule=script(), use_records=False)
+    assert re.search(r"for \(int64_t (output0_c1xoutput0_c2) = 0; \1 < 256; \1 \+= \d+\) \{\s*"
+                     r"einc_f32x\d+ v = einc_vload_f32x\d+\(&output0_local\[[^\]]*\]\);\s*"
+                     r"einc_vstream\d+_f32x\d+\(&output0\[", whole.source), whole.source  # fmt: skip
+    part_script = script().replace('%c = transform.einc.cache_write "output0" at %no',
+                                   '%m = transform.einc.match stmt "output0" axis "M" in %root\n'
+                                   '    %mo, %mi = transform.einc.tile %m by 32\n'
+                                   '    %c = transform.einc.cache_write "output0" at %mo')  # fmt: skip
+    part = einc.compile(PROGRAM, SHAPES, schedule=part_script, use_records=False)
+    assert "float output0_local[32]" in part.source and "xoutput0" not in part.source, part.source
+    assert "einc_vstream" in part.source, part.source
+    for kernel in (whole, part):
+        a = arrays()
+        np.testing.assert_allclose(kernel(**a)["output0"], want(a), rtol=1e-5, atol=1e-5)

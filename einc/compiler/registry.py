@@ -172,6 +172,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SplitIndexAxesPass
 
+    def einc_coalesce_stream_copies():
+        from einc.passes.coalesce_stream_copies import CoalesceStreamCopiesPass
+
+        return CoalesceStreamCopiesPass
+
     def einc_stream_stores():
         from einc.passes.stream_stores import StreamStoresPass
 
@@ -236,6 +241,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-split-index-axes": einc_split_index_axes,
         "einc-init-accumulators": einc_init_accumulators,
         "einc-stream-stores": einc_stream_stores,
+        "einc-coalesce-stream-copies": einc_coalesce_stream_copies,
         "einc-unswitch": einc_unswitch,
         "einc-index-width": einc_index_width,
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,

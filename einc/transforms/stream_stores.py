@@ -27,14 +27,19 @@ by this tile's copy-in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 from xdsl.dialects import affine, func, memref
 from xdsl.dialects.builtin import MemRefType, StringAttr, VectorType
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
 
 from einc.dialects import egpu
 from einc.errors import ScheduleError, SourceLocation
-from einc.ir.attrs import MEMORY_ATTR, STREAM_ATTR, vector_bytes
-from einc.transforms.loop_analysis import buffer_name
+from einc.ir.attrs import MEMORY_ATTR, STREAM_ATTR, VECTORIZE_ATTR, vector_bytes
+from einc.transforms.coalesce import coalesce_loops
+from einc.transforms.loop_analysis import buffer_name, constant_bounds, induction_var, linear_form, step_of
 from einc.transforms.loop_build import Failure
 
 STREAM_BYTES = (16, 32, 64)
@@ -80,6 +85,92 @@ def mark_stream_stores(alloca: Operation, loc: str) -> int | Failure:
     for store in stores:
         store.attributes[STREAM_ATTR] = StringAttr(loc)
     return len(stores)
+
+
+def contiguous_run(tile: Sequence[int], tensor: Sequence[int]) -> int:
+    """The elements of a `tile`-shaped box of a row-major `tensor` that lie contiguously in it:
+    the product of the tile's last extent and, going outwards, each next one while every
+    extent inside it spans the tensor's whole dimension (two whole rows of 56 of a [.., 56, 56]
+    output: 112)."""
+    run = 1
+    for d in range(len(tile) - 1, -1, -1):
+        run *= tile[d]
+        if tile[d] != tensor[d]:
+            break
+    return run
+
+
+def _copy_loops(far: affine.StoreOp, near: affine.LoadOp) -> list[affine.ForOp] | None:
+    """The copy nest of a tile (one loop per dimension, in order) whose innermost loop holds
+    `near` (the tile's access, indexed by the loops' variables) and `far` (the output's,
+    offset by them, each with coefficient 1), or None where it is not that plain shape (a
+    guarded or clamped copy)."""
+    tile_type, out_type = near.memref.type, far.memref.type
+    if not isinstance(tile_type, MemRefType) or not isinstance(out_type, MemRefType):
+        return None
+    tile = list(tile_type.get_shape())
+    loops: list[affine.ForOp] = []
+    op = far.parent_op()
+    while isinstance(op, affine.ForOp) and len(loops) < len(tile):
+        loops.insert(0, op)
+        op = op.parent_op()
+    if len(loops) != len(tile) or far.parent_op() is not near.parent_op():
+        return None
+    ivs = [induction_var(loop) for loop in loops]
+    if list(near.indices) != ivs or any(e != AffineExpr.dimension(d) for d, e in enumerate(near.map.data.results)):
+        return None
+    for d, (loop, e) in enumerate(zip(loops, far.map.data.results)):
+        form = linear_form(e, list(far.indices))
+        if (form is None or constant_bounds(loop) != (0, tile[d]) or step_of(loop) != 1
+                or any(c != (1 if v is ivs[d] else 0) for v, c in form[0].items() if v in ivs)
+                or form[0].get(ivs[d]) != 1):  # fmt: skip
+            return None
+    return loops
+
+
+def coalesce_stream_copies(root: Operation) -> int:
+    """The copy-out nest of each tile whose stores `stream_stores` marked, coalesced
+    (`coalesce_loops`) over the dimensions whose elements run on contiguously in the tile and
+    the output, as `contiguous_run` finds them: a tile of whole output rows is copied out as
+    one run, so each vector store starts a multiple of the vector from the tile's start (two
+    rows of 56 floats: 7 stores of 16, each on a 64-byte line where the first is; row by row,
+    the second row's stores straddle lines and cannot stream). Run after
+    `einc-init-accumulators` (which matches a tile's copy-in and copy-out nests loop by loop)
+    and before `einc-vectorize-loops`; a nest of another shape (guarded, clamped, in a layout
+    of its own) is left as it is. The number of nests coalesced."""
+    done = 0
+    for store in [op for op in root.walk() if isinstance(op, affine.StoreOp) and STREAM_ATTR in op.attributes]:
+        load = store.value.owner
+        if isinstance(load, affine.LoadOp) and _coalesce_copy(store, load):
+            done += 1
+    return done
+
+
+def _coalesce_copy(far: affine.StoreOp, near: affine.LoadOp) -> bool:
+    """The copy-out nest (`_copy_loops`) of `far` coalesced over its contiguous run; whether it was."""
+    loops = _copy_loops(far, near)
+    if loops is None:
+        return False
+    tile = list(cast("MemRefType[Attribute]", near.memref.type).get_shape())
+    out_type = cast("MemRefType[Attribute]", far.memref.type)
+    run = contiguous_run(tile, list(out_type.get_shape()))
+    first = len(tile) - 1
+    size = tile[first]
+    while size < run:
+        first -= 1
+        size *= tile[first]
+    if first == len(tile) - 1:
+        return False
+    inner = loops[-1]
+    vectorize = inner.attributes.pop(VECTORIZE_ATTR, None)
+    merged = coalesce_loops(loops[first], len(tile) - first)
+    if isinstance(merged, Failure):  # the checks above leave none; the nest stays as it was
+        if vectorize is not None:
+            inner.attributes[VECTORIZE_ATTR] = vectorize
+        return False
+    if vectorize is not None:
+        merged.attributes[VECTORIZE_ATTR] = vectorize
+    return True
 
 
 def check_stream_stores(root: Operation) -> None:

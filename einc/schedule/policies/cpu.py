@@ -92,6 +92,7 @@ from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, Affine
 from einc.dialects import einc_transform as et
 from einc.transforms import loop_transforms as lt
 from einc.transforms.halo import bounds_guard
+from einc.transforms.stream_stores import contiguous_run
 from einc.transforms.loop_analysis import (
     local_buffers,
     Access,
@@ -1656,13 +1657,19 @@ and 6 MiB) 0.98-1.09x; outputs of 1 MiB or less (batch 1) 0.96-1.08x (they stay 
 caches between calls, and streaming them sends them to memory)."""
 
 
-def _vector_rows(tile: Operation, lanes: int) -> bool:
-    """Whether the staged tile `tile` (a memref.alloca) has rows of whole vectors of `lanes`."""
+def _vector_rows(tile: Operation, lanes: int, output: Sequence[int] | None) -> bool:
+    """Whether the staged tile `tile` (a memref.alloca) of an output of shape `output` copies
+    out in runs of whole vectors of `lanes`: its rows, or the rows it holds whole (two rows
+    of 56 of a [.., 56, 56] output: one run of 112, which `stream_stores` copies out as one
+    loop)."""
     kind: Attribute | None = tile.results[0].type if tile.results else None
     if not isinstance(kind, MemRefType):
         return False
     shape = cast("MemRefType[Attribute]", kind).get_shape()
-    return bool(shape) and shape[-1] % lanes == 0
+    if not shape:
+        return False
+    run = contiguous_run(shape, output) if output is not None and len(output) == len(shape) else shape[-1]
+    return shape[-1] % lanes == 0 or run % lanes == 0
 
 
 def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
@@ -1671,26 +1678,30 @@ def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
     tile whose copy-out writes a kernel argument the kernel does not read back). A tile in a layout of its own (a convolution's
     channels innermost) is left alone: its copy-out transposes, element by element, and the
     kernel's build would refuse streaming it (einc-stream-stores: not a vector store), and
-    so is a tile whose rows are not whole vectors of `lanes`."""
-    sizes = _argument_bytes(b) if least else {}  # one walk, however many tiles
+    so is a tile whose runs in the output (`_vector_rows`) are not whole vectors of `lanes`."""
+    shapes = _argument_shapes(b)  # one walk, however many tiles
     for op in list(b.sequence.body.block.ops):
         order = op.layout_order if isinstance(op, et.CacheWriteOp) else None
         if (isinstance(op, et.CacheWriteOp) and op.memory.data == "local"
                 and (order is None or order == tuple(range(len(order))))
-                and all(_vector_rows(tile, lanes) for tile in handle_ops(b.interpreter.get_values((op.results[0],))[0]))
-                and sizes.get(op.tensor.data, 0) >= least):  # fmt: skip
+                and all(_vector_rows(tile, lanes, shapes.get(op.tensor.data, (None, 0))[0])
+                        for tile in handle_ops(b.interpreter.get_values((op.results[0],))[0]))
+                and shapes.get(op.tensor.data, (None, 0))[1] >= least):  # fmt: skip
             b.try_(lambda: b.stream_stores(op.results[0]))  # noqa: B023
 
 
-def _argument_bytes(b: ScheduleBuilder) -> dict[str, int]:
-    """The bytes of each kernel argument of the payload's functions, by name (one walk of the
-    payload however many tiles ask: compile work stays linear in the program's size)."""
-    sizes: dict[str, int] = {}
+def _argument_shapes(b: ScheduleBuilder) -> dict[str, tuple[tuple[int, ...] | None, int]]:
+    """The shape (None if not a memref) and bytes of each kernel argument of the payload's
+    functions, by name (one walk of the payload however many tiles ask: compile work stays
+    linear in the program's size)."""
+    found: dict[str, tuple[tuple[int, ...] | None, int]] = {}
     for f in b.payload.walk():
         if isinstance(f, func.FuncOp) and f.body.blocks:
             for arg in f.body.block.args:
-                sizes.setdefault(buffer_name(arg), _bytes_of(arg))
-    return sizes
+                kind = arg.type
+                shape = tuple(cast("MemRefType[Attribute]", kind).get_shape()) if isinstance(kind, MemRefType) else None
+                found.setdefault(buffer_name(arg), (shape, _bytes_of(arg)))
+    return found
 
 
 def fuse_fills(f: func.FuncOp, b: ScheduleBuilder) -> None:
@@ -1831,13 +1842,17 @@ def _row_pairs(b: ScheduleBuilder, rows: tuple[SSAValue, SSAValue], window: list
     return fill[0], order[0]
 
 
-HALO_MAX_BYTES = 4 << 20
+HALO_MAX_BYTES = 1 << 30
 """The largest input `fuse_fill_rows` stages with its halo (and sums in row pairs) by
-default: one in the caches between calls (depthwise 3x3 pad 1, 144 x 56 x 56 at batch 1,
-1.8 MB: 0.689 -> 0.618 ms staged, 0.79 -> 0.49 ms staged and paired, AVX-512, 1 thread,
-load 8-9 on 2 cores). Streamed from memory (batch 16, 29 MB) the plane's copy-in waits for
-memory with no arithmetic beside it, where the unstaged taps overlap the two: 17.8 ms
-unstaged, 21.7 staged, 19.8 staged and paired, in one run (load 8)."""
+default. Staged, each channel's padded plane is copied once into L1 (58 x 58 floats for a
+56 x 56 map) and every tap is whole vector loads with no edge code. Until cpu.20 this was 4
+MiB, from a run at load 8 where, at batch 16 (29 MB streamed from memory), staging looked
+slower (17.8 ms unstaged, 21.7 staged, 19.8 staged and paired). Re-measured on the Xeon,
+depthwise 3x3 pad 1, 16x144x56x56, 1 thread, thread CPU time, same process, 15 rounds, load
+1.2-2 (`benchmarks/ab_operator_c.py depthwise 16`): unstaged 7.40 ms, staged and paired
+6.47 (1.14x), and with the pairs' copy-out streamed as one run (`_stream_outputs`,
+einc-coalesce-stream-copies) 3.73 ms (1.98x). So no input is too large to stage; the bound
+only keeps the copy's index arithmetic in range."""
 
 
 def stage_halos(b: ScheduleBuilder, tensors: Sequence[str], places: Sequence[SSAValue]) -> None:
