@@ -289,3 +289,31 @@ def test_default_coalesced_1x1_convolution_at_batch_1_runs_its_point_tiles_in_pa
     got = comp.kernel()(**inputs)["output0"]
     want = np.einsum("nchw,fc->nfhw", inputs["input0"].astype(np.float64), inputs["input1"][:, :, 0, 0].astype(np.float64))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+PACKED_CONV = "output0[N, F, HO, WO] +=! input0[N, C, HO, WO] * input1[F, C, KH, KW] where HO in 12, WO in 12, KH in 1, KW in 1"
+PACKED_INPUTS = {"input0": {"dtype": "float32", "shape": [2, 256, 12, 12]}, "input1": {"dtype": "float32", "shape": [16, 256, 1, 1]}}
+
+
+def test_default_coalesced_1x1_convolution_packs_its_input_panel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two channel tiles or more reading each point tile's input (16 output channels,
+    rows of 8), the input's k-by-points panel is packed once per k tile (`_block_points`:
+    cache_read), k tiled by 128 so that 128 x 48 points fit PANEL_L1_ELEMENTS, and every
+    vector loop of the whole point tiles reads the packed panel; the pack reads whole vectors
+    with no `/` or `%`; the numbers are the reference's."""
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
+    monkeypatch.setenv("EINC_C_FMA_BITS", "512")
+    comp = Compilation(PACKED_CONV, input_dict=PACKED_INPUTS, use_records=False)
+    source = comp.run_until("source")
+    assert "for (int64_t CxKHxKW_o = 0; CxKHxKW_o < 256; CxKHxKW_o += 128)" in source, source
+    assert "float input0_local[6144]" in source, source
+    pack = _loop_body(source, re.escape("for (int64_t input0_c1 = 0; input0_c1 < 128; input0_c1++) {"))
+    assert re.search(r"einc_vload_f32x16\(&input0\[N \* 36864 \+", pack) and "/" not in pack and "%" not in pack, pack
+    vector_loops = [_loop_body(source, re.escape(line.strip())) for line in source.splitlines()
+                    if "for (int64_t HOxWO_i = 0; HOxWO_i < 48; HOxWO_i += 16)" in line]  # fmt: skip
+    assert len(vector_loops) == 8 and all("einc_vload_f32x16(&input0_local[" in loop for loop in vector_loops), source
+    data = np.random.default_rng(14)
+    inputs = {k: data.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in PACKED_INPUTS.items()}
+    got = comp.kernel()(**inputs)["output0"]
+    want = np.einsum("nchw,fc->nfhw", inputs["input0"].astype(np.float64), inputs["input1"][:, :, 0, 0].astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -378,7 +378,7 @@ def coalesced_contraction(top: affine.ForOp, b: ScheduleBuilder, lanes: int, cho
         return False
     new = [b.loop(x) for x in reordered]
     b.remember(new, reordered)
-    blocked = _block_points(new, len(outer), b, lanes)
+    blocked = _block_points(new, len(outer), b, lanes, choices.pack)
     work = math.prod(trip_count(loop) or 1 for loop in band)
     _parallelize_pieces(band_from(blocked), work, b, choices.parallel)
     return True
@@ -401,14 +401,16 @@ def _parallelize_pieces(band: list[affine.ForOp], work: int, b: ScheduleBuilder,
         _parallelize(inner, work * math.prod(trip_count(loop) or 1 for loop in inner) // (total * runs), b, shift)
 
 
-def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int) -> affine.ForOp:
+def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, lanes: int, pack: bool = True) -> affine.ForOp:
     """Register-block an i-k-j band `[outer..., F, K, P]` of a coalesced contraction like
     `_block_matmul`: the points P tiled by the register tile's vectors (a tile that does not
     divide P has its partial last tile peeled off, which runs as a loop of its own; 784
     points are 16 tiles of 48 and one of 16), the output channels F tiled by the register tile's rows, moved inside the reduction
     and unrolled, the reduction K tiled for the cache, the order `P tiles, K tiles, F tiles,
-    K, F, P` and the output tile staged across the reduction. Sizes are knobs. Returns the
-    band's new outermost loop."""
+    K, F, P`, the output tile staged across the reduction and, with `pack` where two channel
+    tiles or more read it, the input's k-by-points panel packed per k tile (cache_read; k
+    tiled so that the panel fits PANEL_L1_ELEMENTS). Sizes are knobs. Returns the band's new
+    outermost loop."""
     i, k, j = band[n_outer - 1], band[n_outer], band[-1]
     ni, nk, nj = trip_count(i) or 0, trip_count(k) or 0, trip_count(j) or 0
     # the 256-bit datapath's tile on every host: on 512-bit FMA datapaths 4 x 4 (a row of
@@ -417,7 +419,10 @@ def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     vectors, rows = register_tile(lanes, 256)
     ti = max(t for t in (1, 2, 4, 6, 8) if t <= min(rows, ni))
     tj = vectors * lanes
-    tk = next((t for t in (256, 128, 64) if nk % t == 0), nk if nk <= 256 else 0)
+    # a packed panel (tk x tj) within PANEL_L1_ELEMENTS: k 128 for 3 vectors of points
+    packed = pack and ni >= 2 * ti
+    tk = next((t for t in (256, 128, 64) if nk % t == 0 and (not packed or t * tj <= PANEL_L1_ELEMENTS)),
+              nk if nk <= 256 else 0)  # fmt: skip
     if ni < 2 or nj < tj or not tk:
         return band[0]
     stmt = _tag(i, lt.STMT_ATTR)
@@ -452,6 +457,16 @@ def _block_points(band: list[affine.ForOp], n_outer: int, b: ScheduleBuilder, la
     (out,) = written_groups(new[0])
     if _element(out) != f16:  # see _block_matmul
         b.try_(lambda: b.cache_write(buffer_name(out), b.match(stmt, axis["io"], root=root)))
+    # the k-by-points panel of the input packed once per k tile of each whole point tile (as
+    # `_block_matmul` packs B) where several channel tiles read it: the tile's 48 points of
+    # 128 input channels are 128 runs of 192 bytes 3 KiB apart, which the hardware
+    # prefetchers do not follow from DRAM (batch 16) and which share L1 sets with each
+    # other; packed, every channel tile reads 24 KiB from L1 (1x1 convolution 16x256x28x28
+    # -> 128, 1 thread, CPU time: 1.16-1.4x; at batch 1 1.09x; README, CPU operators)
+    panel = [a.buffer for a in _loads(new[-1]) if a.buffer is not out and a.map is not None
+             and _moves_with(a, induction_var(new[-1])) and _moves_with(a, induction_var(new[-3]))]  # fmt: skip
+    if packed and len({id(x) for x in panel}) == 1:
+        b.try_(lambda: b.cache_read(buffer_name(panel[0]), b.handle(new[-5])))
     return new[0]
 
 
