@@ -280,8 +280,8 @@ class ScheduleBuilder:
         (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad, halo, split))
         return buffer
 
-    def prefetch(self, tensor: str, at: SSAValue, distance: int) -> SSAValue:
-        (made,) = self._step(et.PrefetchOp(at, tensor, distance))
+    def prefetch(self, tensor: str, at: SSAValue, distance: int, spread: SSAValue | None = None) -> SSAValue:
+        (made,) = self._step(et.PrefetchOp(at, tensor, distance, spread))
         return made
 
     def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,

@@ -571,8 +571,14 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.PrefetchOp)
     def run_prefetch(self, interpreter: Interpreter, op: et.PrefetchOp, args: PythonValues) -> PythonValues:
         made: list[Operation] = []
+        spread = None
+        if op.spread is not None:
+            inner = self.loops(op, args[1])
+            if len(inner) != 1:
+                raise self.fail(op, f"the spread handle must hold one loop, it holds {len(inner)}")
+            spread = inner[0]
         for loop in self.loops(op, args[0]):
-            made += self.check(op, prefetch(loop, op.tensor.data, op.distance.value.data))
+            made += self.check(op, prefetch(loop, op.tensor.data, op.distance.value.data, spread))
         return (OperationHandle(*made),)
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:
