@@ -858,6 +858,22 @@ class PackRowsOp(IRDLOperation):
 
 
 @irdl_op_definition
+class HoistFillOp(IRDLOperation):
+    """`transform.einc.hoist_fill %buffer`: move a `cache_read` buffer allocated in a loop's
+    body, and its constant fill nests (a halo's frame the copy-in never overwrites), before
+    that loop: the frame written once, not every iteration (einc.transforms.hoist_fill).
+    Refused where the loop runs in parallel or another store may write the filled elements.
+    No results."""
+
+    name = "transform.einc.hoist_fill"
+    target = operand_def(AnyOpType)
+    assembly_format = "$target attr-dict"
+
+    def __init__(self, target: SSAValue):
+        super().__init__(operands=[target])
+
+
+@irdl_op_definition
 class KnobOp(IRDLOperation):
     """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
     allowed values and the selected one (as MLIR's `transform.tune.knob`). A search sets
@@ -921,7 +937,7 @@ EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
     SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
-    RotateOp, PrefetchOp, StreamStoresOp, UnswitchOp, PackRowsOp,
+    RotateOp, PrefetchOp, StreamStoresOp, UnswitchOp, PackRowsOp, HoistFillOp,
 )
 
 

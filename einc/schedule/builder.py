@@ -301,6 +301,12 @@ class ScheduleBuilder:
         (versions,) = self._step(et.UnswitchOp(h, max_versions))
         return versions
 
+    def hoist_fill(self, buffer: SSAValue) -> None:
+        """The constant fill of the staged `buffer` (a halo's frame) and the buffer moved
+        before its staging loop (einc.transforms.hoist_fill); inside `try_` where it may be
+        refused."""
+        self._step(et.HoistFillOp(buffer))
+
     def pack_rows(self, buffer: SSAValue, loop: SSAValue) -> None:
         """Move the copy-in of the `cache_read` buffer `buffer` into `loop`, each iteration
         copying the rows of its window it reads first (einc.transforms.pack_rows); inside

@@ -60,6 +60,7 @@ from einc.transforms.loops import LoopIndex
 from einc.transforms.reduction_order import rotate_band
 from einc.transforms.rfactor import rfactor_loop
 from einc.transforms.staging import cache_tensor
+from einc.transforms.hoist_fill import hoist_fill
 from einc.transforms.pack_rows import pack_rows
 from einc.transforms.stream_stores import mark_stream_stores
 from einc.transforms.tensorize import tensorize
@@ -566,6 +567,14 @@ class EincTransformFunctions(InterpreterFunctions):
             if not self._attached(buffer) or not isinstance(buffer, memref.AllocaOp):
                 raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
             self.check(op, pack_rows(buffer, loops[0]))
+        return ()
+
+    @impl(et.HoistFillOp)
+    def run_hoist_fill(self, interpreter: Interpreter, op: et.HoistFillOp, args: PythonValues) -> PythonValues:
+        for buffer in handle_ops(args[0]):
+            if not self._attached(buffer) or not isinstance(buffer, memref.AllocaOp):
+                raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
+            self.check(op, hoist_fill(buffer))
         return ()
 
     @impl(et.PrefetchOp)

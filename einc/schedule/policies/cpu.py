@@ -262,8 +262,14 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
     if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
         return
     pairs = _pairs_here(lanes) if choices.pair_lanes is None else choices.pair_lanes
-    if pairs and (paired := _pair_lanes(top, b, lanes, choices.pack_rows)) is not None:  # the pair form
+    staged: list[SSAValue] = []
+    if pairs and (paired := _pair_lanes(top, b, lanes, choices.pack_rows, staged)) is not None:  # the pair form
         _parallelize(band_from(paired), math.prod(trip_count(loop) or 1 for loop in band), b, choices.parallel)
+        # the input's frame filled once, before the pair loop, where that loop is not the
+        # parallel one (batch 16: once an image, not once a pair of groups; README "The
+        # grouped convolution's next pair prefetched")
+        for buffer in staged:
+            b.try_(lambda: b.hoist_fill(buffer))  # noqa: B023
         return
     if choices.group_lanes:  # a grouped convolution's channels over several groups
         top = _group_lanes(top, b, lanes, choices.group_lanes)
@@ -1127,7 +1133,8 @@ def _pairs_here(lanes: int) -> bool:
     return native_fma_bits() >= 512
 
 
-def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | None = None) -> affine.ForOp | None:
+def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | None = None,
+                staged: list[SSAValue] | None = None) -> affine.ForOp | None:  # fmt: skip
     """The pair form of a grouped convolution whose groups hold half a vector's output
     channels (Choices.pair_lanes; README, "The convolutions on an Intel Xeon"): the band
     `[outer..., g, f, spatial..., j, reductions...]` (g the group, f the channel in it, j
@@ -1183,13 +1190,14 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | 
         if per_group < 2 or ff is None or ff[1] != 1 or fg != (ff[0], nf):  # the filter's channel `|f| g + f`
             continue
         return _pair_form(parallel, reduction, k, b, out, (out_g[0], nf), filters[0].buffer, (ff[0], nf),
-                          inputs[0].buffer, (in_dim, per_group), rows)
+                          inputs[0].buffer, (in_dim, per_group), rows, staged)
     return None
 
 
 def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: int, b: ScheduleBuilder, out: SSAValue,
                out_split: tuple[int, int], weight: SSAValue, weight_split: tuple[int, int], image: SSAValue,
-               image_split: tuple[int, int], rows: bool | None = None) -> affine.ForOp:  # fmt: skip
+               image_split: tuple[int, int], rows: bool | None = None,
+               staged_out: list[SSAValue] | None = None) -> affine.ForOp:  # fmt: skip
     """`_pair_lanes`' steps on the band `[*parallel, *reduction]` (g = parallel[k], f =
     parallel[k + 1]); each split `(d, F)` stages a tensor's dimension d as `x floordiv F`,
     `x mod F`; `rows` (Choices.pack_rows; None: an input under PREFETCH_MIN_BYTES): the
@@ -1238,6 +1246,8 @@ def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: i
         staged = b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split))
     if rows is None:
         rows = _bytes_of(image) < PREFETCH_MIN_BYTES
+    if staged_out is not None and not isinstance(staged, lt.Failure):
+        staged_out.append(staged)
     if rows and not isinstance(staged, lt.Failure) and k + 2 < len(parallel) - 1:  # the first output row loop below the pair
         b.try_(lambda: b.pack_rows(staged, reordered[k + 1]))
     elif not rows and not isinstance(staged, lt.Failure) and k + 2 < len(parallel) - 1:
