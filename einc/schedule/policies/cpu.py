@@ -182,8 +182,9 @@ class Choices:
     PREFETCH_MIN_BYTES (it stays in the caches between calls: 1.00-1.12x the whole plane at
     batch 1 on the Xeon); a larger one comes from DRAM, where the plane's long runs per
     channel stream better than a row of each channel at a time (0.90-0.96x at batch 16;
-    README, "The pair form's input pack in the row loop"). The tuning space keeps both
-    (`policy.pairs.rows`, `policy.pairs.plane`)."""
+    README, "The pair form's input pack in the row loop"); the plane then prefetches the next
+    pair's planes a row of each per output row (`prefetch ... spread`). The tuning space
+    keeps both (`policy.pairs.rows`, `policy.pairs.plane`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
@@ -1146,8 +1147,9 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | 
     group's input channels, the group innermost; with its `halo` where its reads are
     bounds-guarded: no condition left), so that each FMA's input is one run of two
     (`egpu.vload_repeat`: one 64-bit broadcast on AVX-512, no shuffle); j.i unrolled
-    (`stmt.tile_cols`), l vectorized. Returns the nest's new outermost loop, or None
-    (nothing added: not such a nest)."""
+    (`stmt.tile_cols`), l vectorized; the staged input's handle appended to `staged` (the
+    caller hoists its frame fill once the parallel loop is chosen). Returns the nest's new
+    outermost loop, or None (nothing added: not such a nest)."""
     band = band_from(top)
     groups = written_groups(top)
     if len(groups) != 1 or lanes < 4:
@@ -1203,7 +1205,8 @@ def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: i
     `x mod F`; `rows` (Choices.pack_rows; None: an input under PREFETCH_MIN_BYTES): the
     staged input's copy-in moved into the first output row loop below the pair, each row
     packed before the output row that reads it first (`pack_rows`; where refused, the whole
-    plane before the rows)."""
+    plane before the rows, the next pair's planes prefetched a row of each per output row:
+    `prefetch ... spread`); `staged_out` receives the staged input's handle."""
     band = [*parallel, *reduction]
     g, f, j = parallel[k], parallel[k + 1], parallel[-1]
     stmt = _tag(g, lt.STMT_ATTR)
