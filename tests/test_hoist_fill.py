@@ -42,13 +42,15 @@ def test_the_plane_pair_form_fills_its_frame_once_and_prefetches_the_next_pair(
     its first, 17th and last element, cut to the row) of each of the next pair's 16 channel
     planes; NumPy's numbers from the C kernel and the egpu interpreter."""
     comp, schedule, source = _policy_source(h, w, monkeypatch)
-    assert "transform.einc.hoist_fill %" in schedule and re.search(r'transform.einc.prefetch "input0" at %\w+ by 1 spread %', schedule), schedule
+    assert "transform.einc.hoist_fill %" in schedule, schedule
+    assert re.search(r'transform.einc.prefetch "input0" at %\w+ by 1 spread %', schedule), schedule
     pairs = source.index("for (int64_t F_q_o = 0; F_q_o < 4; F_q_o += 2) {")
     fill = re.search(r"input0_local\[[^\]]*\] = 0\.0f;", source)
     assert fill and fill.start() < pairs, source  # the frame filled before the pairs
     assert not re.search(r"input0_local\[[^\]]*\] = 0\.0f;", source[pairs:]), source
     assert "= input0[" in source[pairs:] or "einc_vload" in source[pairs:], source  # the copy-in per pair
-    rows = re.search(r"for \(int64_t HO\w* = 0; HO\w* < \d+; HO\w*\+\+\) \{\s*for \(int64_t input0_p1 = 0; input0_p1 < 16;", source)
+    rows = re.search(r"for \(int64_t HO\w* = 0; HO\w* < \d+; HO\w*\+\+\) \{\s*"
+                     r"for \(int64_t input0_p1 = 0; input0_p1 < 16;", source)
     assert rows, source  # the prefetch nest first in the row loop: the next pair's 16 planes
     head = source[rows.start() : source.index("}", rows.end())]
     assert head.count("__builtin_prefetch(&input0[") == (2 if w <= 16 else 3), head

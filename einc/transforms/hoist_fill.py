@@ -83,7 +83,8 @@ def hoist_fill(alloca: memref.AllocaOp) -> Failure | None:
             fills.append(op)
             fill_stores.update(stores)
     if not fills:
-        return Failure(f"cannot hoist the fill of '{name}' out of {describe(loop)}: no nest of it stores only a constant")
+        return Failure(f"cannot hoist the fill of '{name}' out of {describe(loop)}: "
+                       "no nest of it stores only a constant")
     filled = [_ranges(s) for s in fill_stores if isinstance(s, affine.StoreOp)]
     for use in buffer.uses:
         op = use.operation
@@ -93,7 +94,8 @@ def hoist_fill(alloca: memref.AllocaOp) -> Failure | None:
             return Failure(f"cannot hoist the fill of '{name}' out of {describe(loop)}: '{op.name}' uses it")
         written = _ranges(op)
         if any(lo is None or hi is None for lo, hi in written) or not all(_disjoint(written, f) for f in filled):
-            return Failure(f"cannot hoist the fill of '{name}' out of {describe(loop)}: a store may write what the fill does")
+            return Failure(f"cannot hoist the fill of '{name}' out of {describe(loop)}: "
+                           "a store may write what the fill does")
     constants = list(dict.fromkeys(s.value.owner for s in fill_stores if isinstance(s, affine.StoreOp)))
     point = InsertPoint.before(loop)
     for op in [alloca, *constants, *fills]:
