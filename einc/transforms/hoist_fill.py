@@ -11,8 +11,8 @@ groups (with the next pair's prefetch: 1.12x against 1.04-1.05x for the prefetch
 
 Contract, otherwise a Failure and the IR unchanged:
 - the alloca lies directly in the body of an `affine.for` (the staging loop) that is not
-  run in parallel (`einc.parallel`: each thread needs its own buffer; a loop around the
-  staging loop may be, the buffer stays inside it);
+  run in parallel (`einc.parallel`, or bound to GPU blocks or threads: each thread needs its
+  own buffer; a loop around the staging loop may be, the buffer stays inside it);
 - at least one fill nest: a nest of loops with constant bounds, in the staging loop's body,
   whose only other ops are stores into the buffer of one `arith.constant` of that body;
 - every other op using the buffer is an affine load or an affine store whose indices are
@@ -26,7 +26,7 @@ from xdsl.dialects import affine, arith, memref
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from einc.ir.attrs import PARALLEL_ATTR
+from einc.ir.attrs import BIND_ATTR, PARALLEL_ATTR
 from einc.transforms.loop_analysis import constant_bounds, map_result_range
 from einc.transforms.loop_build import Failure, describe
 from einc.transforms.ranges import Range
@@ -72,7 +72,7 @@ def hoist_fill(alloca: memref.AllocaOp) -> Failure | None:
     name = buffer.name_hint or "the buffer"
     if not isinstance(loop, affine.ForOp) or alloca.parent_block() is not loop.body.block:
         return Failure(f"cannot hoist the fill of '{name}': it is not allocated at the top of a loop's body")
-    if PARALLEL_ATTR in loop.attributes:
+    if PARALLEL_ATTR in loop.attributes or BIND_ATTR in loop.attributes:
         return Failure(f"cannot hoist the fill of '{name}' out of {describe(loop)}: the loop runs in parallel "
                        "(each thread needs its own buffer)")  # fmt: skip
     body_ops = set(loop.body.block.ops)
