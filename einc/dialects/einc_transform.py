@@ -709,20 +709,24 @@ class CacheWriteOp(CacheOp):
 
 @irdl_op_definition
 class PrefetchOp(IRDLOperation):
-    """`%p = transform.einc.prefetch "TENSOR" at %loop by D`: at the top of the loop's body,
-    prefetch (a cache hint, `egpu.prefetch`) the part of the tensor's tile that iteration
-    `i + D * step` reads and iteration `i + (D - 1) * step` does not
+    """`%p = transform.einc.prefetch "TENSOR" at %loop by D [spread %inner]`: at the top of the
+    loop's body, prefetch (a cache hint, `egpu.prefetch`) the part of the tensor's tile that
+    iteration `i + D * step` reads and iteration `i + (D - 1) * step` does not
     (einc.transforms.prefetch): C prints `__builtin_prefetch`, the other targets nothing;
-    the values computed are the same. Result: the prefetch ops."""
+    the values computed are the same. `spread %inner` (a loop inside %loop): those lines
+    fetched a slice per iteration of %inner instead of all at the top (a staged pair of
+    groups' next 16 planes, a row of each per output row). Result: the prefetch ops."""
 
     name = "transform.einc.prefetch"
     target = operand_def(AnyOpType)
+    spread = opt_operand_def(AnyOpType)
     tensor = prop_def(StringAttr)
     distance = prop_def(IntegerAttr)
     prefetches = result_def(AnyOpType)
 
-    def __init__(self, target: SSAValue, tensor: str, distance: int):
-        super().__init__(operands=[target], properties={"tensor": StringAttr(tensor), "distance": IntegerAttr(distance, i64)},
+    def __init__(self, target: SSAValue, tensor: str, distance: int, spread: SSAValue | None = None):
+        super().__init__(operands=[target, [spread] if spread is not None else []],
+                         properties={"tensor": StringAttr(tensor), "distance": IntegerAttr(distance, i64)},
                          result_types=[HANDLE])  # fmt: skip
 
     def verify_(self) -> None:
@@ -739,12 +743,16 @@ class PrefetchOp(IRDLOperation):
         distance = _i64(parser, "distance")
         if not 1 <= distance <= 64:
             parser.raise_error(f"prefetch distance {distance} is not in 1..64", start, start + len(str(distance)))
-        return cls(target, tensor, distance)
+        spread = _operand(parser, HANDLE) if parser.parse_optional_keyword("spread") else None
+        return cls(target, tensor, distance, spread)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f' "{self.tensor.data}" at ')
         printer.print_ssa_value(self.target)
         printer.print_string(f" by {self.distance.value.data}")
+        if self.spread is not None:
+            printer.print_string(" spread ")
+            printer.print_ssa_value(self.spread)
 
 
 @irdl_op_definition
@@ -850,6 +858,22 @@ class PackRowsOp(IRDLOperation):
 
 
 @irdl_op_definition
+class HoistFillOp(IRDLOperation):
+    """`transform.einc.hoist_fill %buffer`: move a `cache_read` buffer allocated in a loop's
+    body, and its constant fill nests (a halo's frame the copy-in never overwrites), before
+    that loop: the frame written once, not every iteration (einc.transforms.hoist_fill).
+    Refused where the loop runs in parallel or another store may write the filled elements.
+    No results."""
+
+    name = "transform.einc.hoist_fill"
+    target = operand_def(AnyOpType)
+    assembly_format = "$target attr-dict"
+
+    def __init__(self, target: SSAValue):
+        super().__init__(operands=[target])
+
+
+@irdl_op_definition
 class KnobOp(IRDLOperation):
     """`%p = transform.einc.knob "NAME" = 32 from [8, 16, 32]`: a tunable integer with its
     allowed values and the selected one (as MLIR's `transform.tune.knob`). A search sets
@@ -913,7 +937,7 @@ EINC_TRANSFORM_OPS: tuple[type[Operation], ...] = (
     MatchOp, KnobOp, TileOp, PeelOp, ReorderOp, UnrollOp, ParallelizeOp, VectorizeOp, BindOp,
     VectorizeReductionOp, ReuseOp, FuseOp, CacheReadOp, CacheWriteOp, RfactorOp, ComputeAtOp, ReverseComputeAtOp,
     SplitConditionsOp, SplitPhasesOp, TensorizeOp, DoubleBufferOp, DistributeOp, CoalesceOp, GroupLanesOp,
-    RotateOp, PrefetchOp, StreamStoresOp, UnswitchOp, PackRowsOp,
+    RotateOp, PrefetchOp, StreamStoresOp, UnswitchOp, PackRowsOp, HoistFillOp,
 )
 
 

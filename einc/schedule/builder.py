@@ -280,8 +280,8 @@ class ScheduleBuilder:
         (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad, halo, split))
         return buffer
 
-    def prefetch(self, tensor: str, at: SSAValue, distance: int) -> SSAValue:
-        (made,) = self._step(et.PrefetchOp(at, tensor, distance))
+    def prefetch(self, tensor: str, at: SSAValue, distance: int, spread: SSAValue | None = None) -> SSAValue:
+        (made,) = self._step(et.PrefetchOp(at, tensor, distance, spread))
         return made
 
     def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,
@@ -300,6 +300,12 @@ class ScheduleBuilder:
         the versions. Refused where a loop has none: inside `try_` where it may be."""
         (versions,) = self._step(et.UnswitchOp(h, max_versions))
         return versions
+
+    def hoist_fill(self, buffer: SSAValue) -> None:
+        """The constant fill of the staged `buffer` (a halo's frame) and the buffer moved
+        before its staging loop (einc.transforms.hoist_fill); inside `try_` where it may be
+        refused."""
+        self._step(et.HoistFillOp(buffer))
 
     def pack_rows(self, buffer: SSAValue, loop: SSAValue) -> None:
         """Move the copy-in of the `cache_read` buffer `buffer` into `loop`, each iteration

@@ -60,6 +60,7 @@ from einc.transforms.loops import LoopIndex
 from einc.transforms.reduction_order import rotate_band
 from einc.transforms.rfactor import rfactor_loop
 from einc.transforms.staging import cache_tensor
+from einc.transforms.hoist_fill import hoist_fill
 from einc.transforms.pack_rows import pack_rows
 from einc.transforms.stream_stores import mark_stream_stores
 from einc.transforms.tensorize import tensorize
@@ -568,11 +569,25 @@ class EincTransformFunctions(InterpreterFunctions):
             self.check(op, pack_rows(buffer, loops[0]))
         return ()
 
+    @impl(et.HoistFillOp)
+    def run_hoist_fill(self, interpreter: Interpreter, op: et.HoistFillOp, args: PythonValues) -> PythonValues:
+        for buffer in handle_ops(args[0]):
+            if not self._attached(buffer) or not isinstance(buffer, memref.AllocaOp):
+                raise self.fail(op, "the buffer handle refers to an op a previous transform replaced")
+            self.check(op, hoist_fill(buffer))
+        return ()
+
     @impl(et.PrefetchOp)
     def run_prefetch(self, interpreter: Interpreter, op: et.PrefetchOp, args: PythonValues) -> PythonValues:
         made: list[Operation] = []
+        spread = None
+        if op.spread is not None:
+            inner = self.loops(op, args[1])
+            if len(inner) != 1:
+                raise self.fail(op, f"the spread handle must hold one loop, it holds {len(inner)}")
+            spread = inner[0]
         for loop in self.loops(op, args[0]):
-            made += self.check(op, prefetch(loop, op.tensor.data, op.distance.value.data))
+            made += self.check(op, prefetch(loop, op.tensor.data, op.distance.value.data, spread))
         return (OperationHandle(*made),)
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:

@@ -41,7 +41,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
-from einc.transforms.loop_analysis import induction_var, named_accesses, step_of
+from einc.transforms.loop_analysis import constant_bounds, induction_var, named_accesses, step_of
 from einc.transforms.loop_build import Failure, _new_loop, describe
 from einc.transforms.ranges import trip_count
 from einc.transforms.staging import Box, Terms, _drop, _inside_tensor, _range_of, _unfold_divisions, footprint, linear_map
@@ -56,12 +56,20 @@ PREFETCH_ATTR = "einc.prefetch"
 """Marks the loops of a prefetch nest (not part of the computation: schedule ops leave them)."""
 
 
-def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] | Failure:
+def prefetch(loop: affine.ForOp, tensor: str, distance: int, spread: affine.ForOp | None = None) -> list[Operation] | Failure:
     """Prefetch `tensor`'s tile of iteration `i + distance * step` at the top of `loop`'s
-    body (see the module docstring). Returns the prefetch ops."""
+    body, or a slice per iteration of `spread` (see the module docstring). Returns the
+    prefetch ops."""
     where = f"prefetch of '{tensor}' at {describe(loop)}"
     if distance < 1:
         return Failure(f"{where}: the distance {distance} is not a positive number of iterations")
+    spread_bounds = None
+    if spread is not None:
+        if spread is loop or not loop.is_ancestor(spread):
+            return Failure(f"{where}: {describe(spread)} to spread it over is not a loop inside it")
+        spread_bounds = constant_bounds(spread)
+        if spread_bounds is None or step_of(spread) != 1:
+            return Failure(f"{where}: {describe(spread)} to spread it over has no constant bounds and unit step")
     step = step_of(loop)
     accs = named_accesses(loop, tensor)
     if isinstance(accs, str):
@@ -105,14 +113,27 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] 
     count = len(points)
     for d in range(last):
         count *= highs[d] - lows[d]
+    # spread: the innermost dimension as long as the spread loop, indexed by its iteration
+    spread_d = None
+    if spread is not None and spread_bounds is not None:
+        trips = spread_bounds[1] - spread_bounds[0]
+        spread_d = next((d for d in reversed(range(last)) if highs[d] - lows[d] == trips > 1), None)
+        if spread_d is None:
+            return Failure(f"{where}: no dimension of its tile ({[hi - lo for lo, hi in zip(lows, highs)]}) as long "
+                           f"as {describe(spread)} ({trips} iterations) to spread it over")
+        count //= trips
     if count > MAX_PREFETCHES:
         return Failure(f"{where}: {count} cache lines an iteration (at most {MAX_PREFETCHES})")
     # iteration i + ahead: the loop's variable shifted in the outer terms
-    point = InsertPoint.at_start(loop.body.block)
+    point = InsertPoint.at_start(loop.body.block if spread is None else spread.body.block)
     loops: list[affine.ForOp] = []
     ivs: list[SSAValue | None] = []
     for d in range(last):
         extent = highs[d] - lows[d]
+        if d == spread_d:
+            assert spread is not None
+            ivs.append(induction_var(spread))
+            continue
         if extent == 1:
             ivs.append(None)
             continue
@@ -131,7 +152,10 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int) -> list[Operation] 
         for d, (terms, low) in enumerate(zip(box.outer, box.low)):
             const = low + sum(c * ahead for v, c in terms.items() if v is iv)
             var = ivs[d] if d < last else None
-            if var is not None:
+            if var is not None and d == spread_d:  # the spread loop's iteration `iv - lb` from lows[d]
+                assert spread_bounds is not None
+                forms.append(({**terms, var: 1}, const + lows[d] - spread_bounds[0]))
+            elif var is not None:
                 forms.append(({**terms, var: 1}, const))
             else:
                 forms.append((dict(terms), const + (x if d == last else lows[d])))

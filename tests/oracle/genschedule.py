@@ -47,7 +47,7 @@ from einc.transforms.ranges import max_trip_count
 OPS = ("match", "knob", "tile", "peel", "reorder", "unroll", "parallelize", "vectorize", "bind",
        "vectorize_reduction", "reuse", "fuse", "cache_read", "cache_write", "rfactor", "compute_at",
        "reverse_compute_at", "split_conditions", "split_phases", "tensorize", "double_buffer", "distribute", "coalesce",
-       "group_lanes", "rotate", "prefetch", "stream_stores", "unswitch", "pack_rows")  # fmt: skip
+       "group_lanes", "rotate", "prefetch", "stream_stores", "unswitch", "pack_rows", "hoist_fill")  # fmt: skip
 """Every op of the dialect (einc/dialects/einc_transform.py EINC_TRANSFORM_OPS), short names."""
 
 WIDENINGS = ("rfactor_outermost", "rank0_unroll_device", "local_unroll_device", "cache_staged")
@@ -85,6 +85,9 @@ PACK_ROWS_WEIGHT = 0.5
 """How often a script with a kept cache_read ends with `pack_rows` of one of its buffers at a
 loop (`_Gen.pack_rows`, a stream of its own)."""
 """How often a script ends with a `cache_read ... halo` (`_Gen.halo`, a stream of its own)."""
+HOIST_FILL_WEIGHT = 0.5
+"""How often a script with a kept cache_read ends with `hoist_fill` of one of its buffers
+(`_Gen.hoist_fill`, a stream of its own)."""
 UNSWITCH_WEIGHT = 0.35
 """How often a script ends with an `unswitch` (`_Gen.unswitch`, a stream of its own): of a
 loop with a guard to hoist where there is one, else of a register tile the step makes."""
@@ -555,6 +558,7 @@ class _Gen:
         self.stream_stores()
         self.halo()
         self.pack_rows()
+        self.hoist_fill()
         self.tensorize()
         self.unswitch()
         return self.draft
@@ -649,6 +653,18 @@ class _Gen:
         h = self.match(side.choice(loops), lines)
         lines.append(f"transform.einc.pack_rows {side.choice(staged)} at {h}")
         self.attempt(lines)
+
+    def hoist_fill(self) -> None:
+        """A kept `cache_read` buffer's constant fill moved before its staging loop, after the
+        random steps of some scripts: refused (located) where the buffer has no constant fill
+        (no halo: most scripts), its loop runs in parallel or a store may meet the fill. Drawn
+        from a generator of its own, as `prefetch`, so the other draws stay."""
+        side = random.Random(hash(self.rng.getstate()[1]) + 5)
+        staged = [m.group(1) for ln in self.draft.lines for m in [re.match(r"(%\w+) = transform\.einc\.cache_read ", ln)] if m]
+        if not staged or side.random() > HOIST_FILL_WEIGHT:
+            return
+        self.marks = []
+        self.attempt([f"transform.einc.hoist_fill {side.choice(staged)}"])
 
     def tensorize(self) -> None:
         """A tensorize at the end of some scripts, drawn from a generator of its own so the

@@ -183,8 +183,9 @@ class Choices:
     PREFETCH_MIN_BYTES (it stays in the caches between calls: 1.00-1.12x the whole plane at
     batch 1 on the Xeon); a larger one comes from DRAM, where the plane's long runs per
     channel stream better than a row of each channel at a time (0.90-0.96x at batch 16;
-    README, "The pair form's input pack in the row loop"). The tuning space keeps both
-    (`policy.pairs.rows`, `policy.pairs.plane`)."""
+    README, "The pair form's input pack in the row loop"); the plane then prefetches the next
+    pair's planes a row of each per output row (`prefetch ... spread`). The tuning space
+    keeps both (`policy.pairs.rows`, `policy.pairs.plane`)."""
     prefetch: bool | None = None
     """A grouped convolution blocked over several groups per vector (`group_lanes`) prefetches
     its input's next row at the top of each output row (`_prefetch_rows`,
@@ -263,8 +264,14 @@ def schedule_nest(top: affine.ForOp, b: ScheduleBuilder, lanes: int, choices: Ch
     if choices.coalesce and coalesced_contraction(top, b, lanes, choices):
         return
     pairs = _pairs_here(lanes) if choices.pair_lanes is None else choices.pair_lanes
-    if pairs and (paired := _pair_lanes(top, b, lanes, choices.pack_rows)) is not None:  # the pair form
+    staged: list[SSAValue] = []
+    if pairs and (paired := _pair_lanes(top, b, lanes, choices.pack_rows, staged)) is not None:  # the pair form
         _parallelize(band_from(paired), math.prod(trip_count(loop) or 1 for loop in band), b, choices.parallel)
+        # the input's frame filled once, before the pair loop, where that loop is not the
+        # parallel one (batch 16: once an image, not once a pair of groups; README "The
+        # grouped convolution's next pair prefetched")
+        for buffer in staged:
+            b.try_(lambda: b.hoist_fill(buffer))  # noqa: B023
         return
     if choices.group_lanes:  # a grouped convolution's channels over several groups
         top = _group_lanes(top, b, lanes, choices.group_lanes)
@@ -1143,7 +1150,8 @@ def _pairs_here(lanes: int) -> bool:
     return native_fma_bits() >= 512
 
 
-def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | None = None) -> affine.ForOp | None:
+def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | None = None,
+                staged: list[SSAValue] | None = None) -> affine.ForOp | None:  # fmt: skip
     """The pair form of a grouped convolution whose groups hold half a vector's output
     channels (Choices.pair_lanes; README, "The convolutions on an Intel Xeon"): the band
     `[outer..., g, f, spatial..., j, reductions...]` (g the group, f the channel in it, j
@@ -1155,8 +1163,9 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | 
     group's input channels, the group innermost; with its `halo` where its reads are
     bounds-guarded: no condition left), so that each FMA's input is one run of two
     (`egpu.vload_repeat`: one 64-bit broadcast on AVX-512, no shuffle); j.i unrolled
-    (`stmt.tile_cols`), l vectorized. Returns the nest's new outermost loop, or None
-    (nothing added: not such a nest)."""
+    (`stmt.tile_cols`), l vectorized; the staged input's handle appended to `staged` (the
+    caller hoists its frame fill once the parallel loop is chosen). Returns the nest's new
+    outermost loop, or None (nothing added: not such a nest)."""
     band = band_from(top)
     groups = written_groups(top)
     if len(groups) != 1 or lanes < 4:
@@ -1199,19 +1208,21 @@ def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | 
         if per_group < 2 or ff is None or ff[1] != 1 or fg != (ff[0], nf):  # the filter's channel `|f| g + f`
             continue
         return _pair_form(parallel, reduction, k, b, out, (out_g[0], nf), filters[0].buffer, (ff[0], nf),
-                          inputs[0].buffer, (in_dim, per_group), rows)
+                          inputs[0].buffer, (in_dim, per_group), rows, staged)
     return None
 
 
 def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: int, b: ScheduleBuilder, out: SSAValue,
                out_split: tuple[int, int], weight: SSAValue, weight_split: tuple[int, int], image: SSAValue,
-               image_split: tuple[int, int], rows: bool | None = None) -> affine.ForOp:  # fmt: skip
+               image_split: tuple[int, int], rows: bool | None = None,
+               staged_out: list[SSAValue] | None = None) -> affine.ForOp:  # fmt: skip
     """`_pair_lanes`' steps on the band `[*parallel, *reduction]` (g = parallel[k], f =
     parallel[k + 1]); each split `(d, F)` stages a tensor's dimension d as `x floordiv F`,
     `x mod F`; `rows` (Choices.pack_rows; None: an input under PREFETCH_MIN_BYTES): the
     staged input's copy-in moved into the first output row loop below the pair, each row
     packed before the output row that reads it first (`pack_rows`; where refused, the whole
-    plane before the rows)."""
+    plane before the rows, the next pair's planes prefetched a row of each per output row:
+    `prefetch ... spread`); `staged_out` receives the staged input's handle."""
     band = [*parallel, *reduction]
     g, f, j = parallel[k], parallel[k + 1], parallel[-1]
     stmt = _tag(g, lt.STMT_ATTR)
@@ -1254,8 +1265,16 @@ def _pair_form(parallel: list[affine.ForOp], reduction: list[affine.ForOp], k: i
         staged = b.try_(lambda: b.cache_read(buffer_name(image), go_h, layout=layout, split=image_split))
     if rows is None:
         rows = _bytes_of(image) < PREFETCH_MIN_BYTES
+    if staged_out is not None and not isinstance(staged, lt.Failure):
+        staged_out.append(staged)
     if rows and not isinstance(staged, lt.Failure) and k + 2 < len(parallel) - 1:  # the first output row loop below the pair
         b.try_(lambda: b.pack_rows(staged, reordered[k + 1]))
+    elif not rows and not isinstance(staged, lt.Failure) and k + 2 < len(parallel) - 1:
+        # the whole plane packed (an input from DRAM): the next pair's planes prefetched a row
+        # of each per output row, the last pair's wrapping into the next image's first
+        # (1.04-1.08x at batch 16 on the Xeon; README "The grouped convolution's next pair
+        # prefetched")
+        b.try_(lambda: b.prefetch(buffer_name(image), go_h, 1, spread=reordered[k + 1]))
     if isinstance(b.try_(lambda: b.unroll(ji_h, knob_w)), lt.Failure):
         return new[0]
     # the window's innermost loop (KW) unrolled whole around the columns: pixel p at KW k
