@@ -88,6 +88,8 @@ loop (`_Gen.pack_rows`, a stream of its own)."""
 HOIST_FILL_WEIGHT = 0.5
 """How often a script with a kept cache_read ends with `hoist_fill` of one of its buffers
 (`_Gen.hoist_fill`, a stream of its own)."""
+SPREAD_WEIGHT = 0.5
+"""How often a drawn prefetch spreads its lines over a loop inside (`spread %s`)."""
 UNSWITCH_WEIGHT = 0.35
 """How often a script ends with an `unswitch` (`_Gen.unswitch`, a stream of its own): of a
 loop with a guard to hoist where there is one, else of a register tile the step makes."""
@@ -606,7 +608,24 @@ class _Gen:
         self.marks = []
         lines: list[str] = []
         h = self.match(loop, lines)
-        lines.append(f'{self.handle()} = transform.einc.prefetch "{side.choice(names)}" at {h} by {side.choice([1, 1, 2, 3])}')
+        line = f'{self.handle()} = transform.einc.prefetch "{side.choice(names)}" at {h} by {side.choice([1, 1, 2, 3])}'
+        # drawn after the tensor and the distance, so those stay what they were: some spread
+        # over a loop inside (a slice of the next tile per iteration of it; refused where the
+        # tile does not split along it)
+        top = _find(self.current, loop)
+        every = [op for op in self.current.walk() if isinstance(op, affine.ForOp)]
+        key = lambda op: (_tag(op, lt.STMT_ATTR), _tag(op, lt.AXIS_ATTR), "einc.init" in op.attributes)  # noqa: E731
+        # loops inside that a match names alone, constant bounds and step 1 (what spread takes)
+        inner = [op for op in top.walk() if isinstance(op, affine.ForOp) and op is not top and all(key(op)[:2])
+                 and sum(key(o) == key(op) for o in every) == 1 and constant_bounds(op) is not None
+                 and op.step.value.data == 1] if top is not None else []  # fmt: skip
+        if inner and side.random() < SPREAD_WEIGHT:
+            pick = side.choice(inner)
+            s = self.handle()
+            init = " init" if "einc.init" in pick.attributes else ""
+            lines.append(f'{s} = transform.einc.match stmt "{_tag(pick, lt.STMT_ATTR)}" axis "{_tag(pick, lt.AXIS_ATTR)}"{init} in %root')
+            line += f" spread {s}"
+        lines.append(line)
         self.attempt(lines)
 
     def stream_stores(self) -> None:
