@@ -1742,12 +1742,11 @@ def fuse_fills(f: func.FuncOp, b: ScheduleBuilder) -> None:
             continue
         phases = list(itertools.takewhile(lambda op: _fusable_fill(fill, op), ops[ops.index(nest) + 1 :]))  # noqa: B023
         fused = b.try_(lambda: b.fuse(b.handle(fill), b.handle(nest)))  # noqa: B023
-        if isinstance(fused, lt.Failure):
-            continue
         for phase in phases:
-            fused = b.try_(lambda: b.fuse(fused, b.handle(phase)))  # noqa: B023
             if isinstance(fused, lt.Failure):
                 break
+            loop: SSAValue = fused
+            fused = b.try_(lambda: b.fuse(loop, b.handle(phase)))  # noqa: B023
 
 
 def _fusable_fill(fill: affine.ForOp, nest: affine.ForOp) -> bool:
