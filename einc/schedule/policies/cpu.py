@@ -45,7 +45,8 @@ remaining statement nest:
   datapath is 512 bits (Intel AVX-512), takes the pair form instead (`_pair_lanes`: lanes
   interleaved over two groups, one 64-bit broadcast per FMA); a batch of small maps (fewer output
   points than BATCH_INSIDE_POINTS vectors) runs its batch loops below the channel tiles so
-  that each packed filter tile serves every image;
+  that each packed filter tile serves every image, and, its input channels tiled, stages the
+  output tile of a run of images above them (`_images_per_tile`);
 - a contraction no register tile blocks (a depthwise convolution: its vector input moves
   with every output loop) gets its fill fused down to the output row loop and the row
   staged in a local array across the reductions (`fuse_fill_rows`): each row zeroed and
