@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import numpy as np
@@ -205,6 +206,24 @@ def test_default_transposed_convolution_is_a_dense_blocked_nest_per_phase() -> N
         assert taps and all((trip_count(t) or 0) <= 2 for t in taps)  # 2x2 taps of the 4x4 window per phase
     assert "%" not in source and " / " not in source
     assert "output0_local" in source and "#pragma omp parallel" in source
+
+
+def test_default_transposed_convolution_in_a_batch_runs_every_phase_per_image() -> None:
+    """In a batch, the fill and the 4 phase nests are fused into one parallel batch loop
+    (`fuse_fills`): each image runs every phase while its outputs are in cache, and since
+    the phases' tiles cover each image's outputs, `einc-init-accumulators` drops the fill and
+    every tile starts at zero. The C never zeroes nor reads the output: it only copies the
+    tiles out. The numbers are the reference's."""
+    ir, input_dict = transposed(8, 32, 4, 8)
+    input_dict["input0"]["shape"][0] = 16
+    comp = Compilation(ir, "<transposed batch>", input_dict, None, "c", "default")
+    source = comp.run_until("source")
+    kernel = source[source.index("void kernel("):]
+    assert kernel.count("#pragma omp parallel for") == 1 and kernel.count("for (int64_t N = 0; N < 16; N++)") == 1, kernel
+    uses = [line.strip() for line in source.splitlines() if re.search(r"\boutput0\[", line)]
+    assert len(uses) >= 4 and all(re.fullmatch(r"output0\[[^\]]*\] = output0_local\[[^\]]*\];", u) for u in uses), uses
+    inputs = _inputs(input_dict, 22)
+    _check(comp.kernel()(**{k: v.copy() for k, v in inputs.items()}), inputs, transposed_ref, 128, "batch 16, default")
 
 
 # ---- refusals ----------------------------------------------------------------------------------

@@ -517,6 +517,28 @@ def test_small_maps_in_a_batch_share_the_packed_filter() -> None:
     assert "int64_t N" not in params and re.search(r"for \(int64_t N = 0; N < 2; N\+\+\)", source[pack:]), source
 
 
+def test_small_maps_in_a_batch_stage_a_run_of_images_whole() -> None:
+    """A batch of 7x7 maps with the input channels tiled: below the channel tiles, the batch
+    loop is split and the output tile of a run of images (every point of each, as many images
+    as fit WHOLE_TILE_ELEMENTS) is staged above the input-channel tiles (`_images_per_tile`):
+    zeroed in the local tile, written back once; the output is never read (no fill, no copy
+    in per input-channel tile); NumPy's numbers."""
+    from einc.schedule.policies.cpu import WHOLE_TILE_ELEMENTS
+
+    inputs = {"input0": f32(12, 128, 7, 7), "input1": f32(16 * C_LANES, 128, 3, 3)}
+    ir = _padded(2, 1, (7, 7))
+    comp = Compilation(ir, "<conv>", inputs, None, "c")
+    source = _check_numbers(comp, inputs, _conv_ref(1, 2))
+    assert re.search(r"#pragma omp parallel for\n\s*for \(int64_t F_o = 0;", source), source
+    (size,) = {int(n) for n in re.findall(r"float output0_local\[(\d+)\]", source)}
+    assert size % 49 == 0 and size // 49 > 2 * C_LANES and size <= WHOLE_TILE_ELEMENTS, size  # several images
+    tile, reduce = source.index("float output0_local["), source.index("for (int64_t C_o = 0;")
+    assert source.index("for (int64_t N_o = 0;") < tile < reduce, source
+    assert re.search(r"output0_local\[[^\]]*\] = 0\.0f;", source[tile:reduce]), source
+    assert not re.search(r"=[^;]*\boutput0\[", source), source  # the output is never read
+    assert len(re.findall(r"\boutput0\[[^\n]* = output0_local\[", source)) == 1, source
+
+
 def _grouped(per_group: int, groups: int) -> tuple[str, dict[str, Any], Any]:
     """A padded 3x3 grouped convolution with `per_group` output channels and 3 input channels
     per group (the channel index `F // per_group * 3 + C`, which the loops stage splits into
