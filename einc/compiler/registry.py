@@ -132,6 +132,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return InitAccumulatorsPass
 
+    def einc_hoist_packs():
+        from einc.passes.hoist_packs import HoistPacksPass
+
+        return HoistPacksPass
+
     def einc_index_width():
         from einc.passes.index_width import IndexWidthPass
 
@@ -240,6 +245,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-vectorize-loops": einc_vectorize_loops,
         "einc-split-index-axes": einc_split_index_axes,
         "einc-init-accumulators": einc_init_accumulators,
+        "einc-hoist-packs": einc_hoist_packs,
         "einc-stream-stores": einc_stream_stores,
         "einc-coalesce-stream-copies": einc_coalesce_stream_copies,
         "einc-unswitch": einc_unswitch,

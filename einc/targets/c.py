@@ -185,7 +185,7 @@ def _stream_helper(size: int, feature: str, builtin: str) -> str:
 class CTarget(CLikeTarget):
     name: ClassVar[str] = "c"
     pipeline: ClassVar[str] = (
-        "legalize-f16-for-c,legalize-float-to-int,legalize-bf16-storage,einc-init-accumulators,"
+        "legalize-f16-for-c,legalize-float-to-int,legalize-bf16-storage,einc-init-accumulators,einc-hoist-packs,"
         "einc-coalesce-stream-copies,einc-unswitch,"
         "einc-vectorize-loops{target=c},einc-stream-stores,canonicalize,cse"
     )

@@ -1,0 +1,220 @@
+"""`einc-hoist-packs`: a read-only tile staged inside a parallel loop, whose contents do not
+depend on that loop, is packed once per call above it instead of once per iteration.
+
+A convolution at batch > 1 runs the batch as its parallel loop; the default packs the filter
+(`cache_read "W"`: a local array filled by a copy-in nest) inside it, once per image, though
+the filter is the same for every image. When the copy-in reads only a tensor the function
+never writes, through indices of its own loops and of constant-bounded loops between the
+parallel loop and the staging point (the "slot" loops: a transposed convolution's filter
+tiles `F_o`), every iteration of the parallel loop packs the same tiles: the pass allocates
+one heap buffer (`memref.alloc`, one tile per iteration of the slot loops) above the parallel
+loop, packs every slot there with a copy of the slot loops and the copy-in nest, and the
+loads of the local array become loads of their slot. Heap, not stack: the packed tiles of a
+batch-16 transposed convolution (4 output phases x 2 filter tiles x 64 KiB) are 512 KiB.
+
+    affine.for %n = 0 to 16 {einc.parallel}           %W_pack = memref.alloc() : memref<2x...>
+      affine.for %fo = 0 to 64 step 32 {               affine.for %fo = 0 to 64 step 32 {
+        %t = memref.alloca() : memref<...>       =>      affine.for %c ... {einc.copy}   // -> %W_pack[%fo floordiv 32, ...]
+        affine.for %c ... {einc.copy}                  }
+        ... affine.load %t[...] ...                    affine.for %n = 0 to 16 {einc.parallel}
+                                                         affine.for %fo = 0 to 64 step 32 {
+                                                           ... affine.load %W_pack[%fo floordiv 32, ...] ...
+
+Mechanism: `hoist_pack(alloca, parallel)` returns a Failure (the IR unchanged) when the tile
+does not qualify: something other than constant-bounded affine loops between the parallel
+loop and the staging point, a copy-in that reads a tensor the function writes or an index
+computed inside the parallel loop, the local array written or used otherwise than by affine
+loads after its copy-in, a layout. Policy (the pass): on CPU targets, every local array
+staged directly or through slot loops inside a top-level parallel loop of more than one
+iteration, up to `MAX_PACK_ELEMENTS` elements in all (more stays per iteration). The pack
+costs one pass over the tile per call instead of one per iteration of the parallel loop; the
+threads then share it read-only.
+"""
+
+from __future__ import annotations
+
+from xdsl.context import Context
+from xdsl.dialects import affine, func, memref
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, ModuleOp, NoneAttr, StringAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from einc.ir.attrs import COPY_ATTR, MEMORY_ATTR, NAME_ATTR, PARALLEL_ATTR
+from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
+
+
+def trip_count(loop: affine.ForOp) -> int:
+    lo, hi = constant_bounds(loop)  # type: ignore[misc]
+    return max(0, -(-(hi - lo) // step_of(loop)))
+from einc.transforms.loop_build import Failure
+
+MAX_PACK_ELEMENTS = 1 << 22
+"""The largest buffer of packed tiles the pass makes (16 MiB of float32)."""
+
+
+def _inside(op: Operation, root: Operation) -> bool:
+    return root.is_ancestor(op)
+
+
+def _available_above(value: SSAValue, parallel: Operation, slots: dict[SSAValue, int], nest: Operation) -> bool:
+    """`value`, used inside the copy-in nest, is a slot loop's variable or is defined outside the
+    parallel loop (or inside the nest itself)."""
+    if value in slots:
+        return True
+    owner = value.owner
+    if isinstance(owner, Block):
+        op = owner.parent_op()
+        return op is not None and (_inside(op, nest) or not _inside(op, parallel))
+    return _inside(owner, nest) or not _inside(owner, parallel)
+
+
+def _written(function: Operation, tensor: SSAValue) -> bool:
+    """Some op of the function other than a load uses the tensor (a store, a call...)."""
+    return any(
+        not isinstance(use.operation, affine.LoadOp | memref.LoadOp) for use in tensor.uses if function.is_ancestor(use.operation)
+    )
+
+
+def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocOp | Failure:
+    """Pack the local array `alloca` (staged, with its copy-in nest, inside `parallel`) once
+    above `parallel`: see the module docstring. Returns the new buffer, or a Failure with
+    the IR unchanged."""
+    name = alloca.attributes.get(NAME_ATTR)
+    where = f"the local array {name.data if isinstance(name, StringAttr) else '?'}"
+    t = alloca.memref.type
+    if not isinstance(t.layout, NoneAttr):
+        return Failure(f"cannot hoist {where}: it has a layout")
+    if MEMORY_ATTR in alloca.attributes:
+        return Failure(f"cannot hoist {where}: it is not a private local array")
+    copy_in = alloca.next_op
+    if not (isinstance(copy_in, affine.ForOp) and COPY_ATTR in copy_in.attributes):
+        return Failure(f"cannot hoist {where}: no copy-in nest follows it")
+    # the slot loops: parallel (exclusive) .. the staging point, constant bounds
+    slots: list[affine.ForOp] = []
+    parent = alloca.parent_op()
+    while parent is not parallel:
+        if not isinstance(parent, affine.ForOp) or constant_bounds(parent) is None:
+            return Failure(f"cannot hoist {where}: something other than a constant-bounded loop lies between it and the parallel loop")
+        slots.append(parent)
+        parent = parent.parent_op()
+        if parent is None:
+            return Failure(f"cannot hoist {where}: it is not inside the parallel loop")
+    slots.reverse()
+    slot_ivs = {induction_var(loop): k for k, loop in enumerate(slots)}
+    # the copy-in: every store into the array, every load from a tensor the function never writes
+    function = parallel.parent_op()
+    while function is not None and not isinstance(function, func.FuncOp):
+        function = function.parent_op()
+    if function is None:
+        return Failure(f"cannot hoist {where}: not inside a function")
+    for op in copy_in.walk():
+        for operand in op.operands:
+            if operand is alloca.memref:
+                if not isinstance(op, affine.StoreOp) or op.memref is not alloca.memref:
+                    return Failure(f"cannot hoist {where}: its copy-in reads it")
+            elif not _available_above(operand, parallel, slot_ivs, copy_in):
+                return Failure(f"cannot hoist {where}: its copy-in uses a value computed inside the parallel loop")
+        if isinstance(op, affine.LoadOp | memref.LoadOp) and _written(function, op.memref):
+            return Failure(f"cannot hoist {where}: its copy-in reads a tensor the function writes")
+    loads: list[affine.LoadOp] = []
+    for use in alloca.memref.uses:
+        user = use.operation
+        if _inside(user, copy_in):
+            continue
+        if not isinstance(user, affine.LoadOp):
+            return Failure(f"cannot hoist {where}: it is used by {user.name} after its copy-in")
+        loads.append(user)
+    counts = [trip_count(loop) for loop in slots]
+    shape = [*counts, *t.get_shape()]
+    size = 1
+    for n in shape:
+        size *= n
+    if size > MAX_PACK_ELEMENTS:
+        return Failure(f"cannot hoist {where}: its packed tiles are {size} elements, over {MAX_PACK_ELEMENTS}")
+
+    # the buffer, above the parallel loop; freed at the end of the function
+    element = t.get_element_type()
+    alloc = memref.AllocOp.get(element, shape=shape)
+    pack_name = f"{name.data if isinstance(name, StringAttr) else 'local'}_pack"
+    alloc.attributes[NAME_ATTR] = StringAttr(pack_name)
+    alloc.memref.name_hint = pack_name
+    Rewriter.insert_op(alloc, InsertPoint.before(parallel))
+    body = function.body.block
+    assert body.last_op is not None
+    Rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(body.last_op))
+
+    def slot_map(m: AffineMap, extra: int) -> AffineMapAttr:
+        """`m` with the slot indices of `extra` appended dimensions in front."""
+        prefix: list[AffineExpr] = []
+        for k, loop in enumerate(slots):
+            lo, _ = constant_bounds(loop)  # type: ignore[misc]
+            prefix.append((AffineExpr.dimension(m.num_dims + k) - lo) // step_of(loop))
+        assert extra == len(slots)
+        return AffineMapAttr(AffineMap(m.num_dims + extra, m.num_symbols, (*prefix, *m.results)))
+
+    # the packing nest: the slot loops' shells around a clone of the copy-in
+    point = InsertPoint.before(parallel)
+    mapping: dict[SSAValue, SSAValue] = {}
+    new_ivs: list[SSAValue] = []
+    for loop in slots:
+        lo, hi = constant_bounds(loop)  # type: ignore[misc]
+        block = Block(arg_types=[IndexType()])
+        block.args[0].name_hint = induction_var(loop).name_hint
+        block.add_op(affine.YieldOp.get())
+        shell = affine.ForOp.from_region((), (), (), (), lo, hi, Region(block), step_of(loop))
+        for key, value in loop.attributes.items():
+            if key != PARALLEL_ATTR:
+                shell.attributes[key] = value
+        Rewriter.insert_op(shell, point)
+        mapping[induction_var(loop)] = block.args[0]
+        new_ivs.append(block.args[0])
+        point = InsertPoint.before(block.last_op)  # type: ignore[arg-type]
+    packing = copy_in.clone(value_mapper=mapping)
+    Rewriter.insert_op(packing, point)
+    for op in list(packing.walk()):
+        if isinstance(op, affine.StoreOp) and op.memref is alloca.memref:
+            m = op.map.data if op.map is not None else AffineMap.identity(len(op.indices))
+            dims = list(op.indices[: m.num_dims])
+            symbols = list(op.indices[m.num_dims :])
+            new = affine.StoreOp(op.value, alloc.memref, [*dims, *new_ivs, *symbols], slot_map(m, len(slots)))
+            Rewriter.replace_op(op, new)
+
+    # the loads inside: the slot of their iteration
+    outer_ivs = [induction_var(loop) for loop in slots]
+    for load in loads:
+        m = load.map.data if load.map is not None else AffineMap.identity(len(load.indices))
+        dims = list(load.indices[: m.num_dims])
+        symbols = list(load.indices[m.num_dims :])
+        new_load = affine.LoadOp(alloc.memref, [*dims, *outer_ivs, *symbols], slot_map(m, len(slots)), element)
+        for key, value in load.attributes.items():
+            new_load.attributes[key] = value
+        Rewriter.replace_op(load, new_load)
+    Rewriter.erase_op(copy_in)
+    Rewriter.erase_op(alloca)
+    return alloc
+
+
+def hoist_packs(function: func.FuncOp) -> None:
+    """The policy: every qualifying local array inside a top-level parallel loop of more than
+    one iteration."""
+    for loop in list(function.body.block.ops):
+        if not (isinstance(loop, affine.ForOp) and PARALLEL_ATTR in loop.attributes):
+            continue
+        if constant_bounds(loop) is None or trip_count(loop) < 2:
+            continue
+        for alloca in [op for op in loop.walk() if isinstance(op, memref.AllocaOp)]:
+            hoist_pack(alloca, loop)  # a Failure leaves the tile packed per iteration
+
+
+class HoistPacksPass(ModulePass):
+    name = "einc-hoist-packs"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in op.ops:
+            if isinstance(function, func.FuncOp) and function.body.blocks:
+                hoist_packs(function)
+
+
+__all__ = ["HoistPacksPass", "MAX_PACK_ELEMENTS", "hoist_pack", "hoist_packs"]
