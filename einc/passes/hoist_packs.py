@@ -5,9 +5,9 @@ A convolution at batch > 1 runs the batch as its parallel loop; the default pack
 (`cache_read "W"`: a local array filled by a copy-in nest) inside it, once per image, though
 the filter is the same for every image. When the copy-in reads only a tensor the function
 never writes, through indices of its own loops and of constant-bounded loops between the
-parallel loop and the staging point (the "slot" loops: a transposed convolution's filter
-tiles `F_o`), every iteration of the parallel loop packs the same tiles: the pass allocates
-one heap buffer (`memref.alloc`, one tile per iteration of the slot loops) above the parallel
+parallel loop and the staging point (the "slot" loops, those of the loops between whose
+variable the copy-in uses: a transposed convolution's filter tiles `F_o`), every iteration
+of the parallel loop packs the same tiles: the pass allocates one heap buffer (`memref.alloc`, one tile per iteration of the slot loops) above the parallel
 loop, packs every slot there with a copy of the slot loops and the copy-in nest, and the
 loads of the local array become loads of their slot. Heap, not stack: the packed tiles of a
 batch-16 transposed convolution (4 output phases x 2 filter tiles x 64 KiB) are 512 KiB.
@@ -21,17 +21,19 @@ batch-16 transposed convolution (4 output phases x 2 filter tiles x 64 KiB) are 
                                                            ... affine.load %W_pack[%fo floordiv 32, ...] ...
 
 Mechanism: `hoist_pack(alloca, parallel)` returns a Failure (the IR unchanged) when the tile
-does not qualify: something other than constant-bounded affine loops between the parallel
-loop and the staging point, a copy-in that reads a tensor the function writes or an index
+does not qualify: something other than affine loops between the parallel loop and the
+staging point, a slot loop without constant bounds, a copy-in that reads a tensor the function writes or an index
 computed inside the parallel loop, the local array written or used otherwise than by affine
 loads after its copy-in, a layout. Policy (the pass): on CPU targets, every local array
-staged directly or through slot loops inside a top-level parallel loop of more than one
-iteration, up to `MAX_PACK_ELEMENTS` elements in all (more stays per iteration). The pack
-costs one pass over the tile per call instead of one per iteration of the parallel loop; the
-threads then share it read-only.
+staged inside a top-level parallel loop of more than one iteration, of at least
+`MIN_TILE_ELEMENTS` elements, up to `MAX_PACK_ELEMENTS` packed in all (the rest stays
+per iteration). The pack costs one pass over the tile per call instead of one per
+iteration of the parallel loop; the threads then share it read-only.
 """
 
 from __future__ import annotations
+
+import math
 
 from xdsl.context import Context
 from xdsl.dialects import affine, func, memref
@@ -52,6 +54,10 @@ from einc.transforms.loop_build import Failure
 
 MAX_PACK_ELEMENTS = 1 << 22
 """The largest buffer of packed tiles the pass makes (16 MiB of float32)."""
+
+MIN_TILE_ELEMENTS = 1 << 10
+"""Smaller tiles (under 4 KiB of float32) stay packed per iteration: refilled from L1, their
+copy is not worth a heap buffer (the policy's threshold, not the mechanism's)."""
 
 
 def _inside(op: Operation, root: Operation) -> bool:
@@ -91,17 +97,21 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
     copy_in = alloca.next_op
     if not (isinstance(copy_in, affine.ForOp) and COPY_ATTR in copy_in.attributes):
         return Failure(f"cannot hoist {where}: no copy-in nest follows it")
-    # the slot loops: parallel (exclusive) .. the staging point, constant bounds
-    slots: list[affine.ForOp] = []
+    # the loops between the parallel loop (exclusive) and the staging point; the slot loops
+    # among them, those whose variable the copy-in uses, have constant bounds
+    between: list[affine.ForOp] = []
     parent = alloca.parent_op()
     while parent is not parallel:
-        if not isinstance(parent, affine.ForOp) or constant_bounds(parent) is None:
-            return Failure(f"cannot hoist {where}: something other than a constant-bounded loop lies between it and the parallel loop")
-        slots.append(parent)
+        if not isinstance(parent, affine.ForOp):
+            return Failure(f"cannot hoist {where}: something other than a loop lies between it and the parallel loop")
+        between.append(parent)
         parent = parent.parent_op()
         if parent is None:
             return Failure(f"cannot hoist {where}: it is not inside the parallel loop")
-    slots.reverse()
+    used = {operand for op in copy_in.walk() for operand in op.operands}
+    slots = [loop for loop in reversed(between) if induction_var(loop) in used]
+    if any(constant_bounds(loop) is None for loop in slots):
+        return Failure(f"cannot hoist {where}: its copy-in depends on a loop without constant bounds")
     slot_ivs = {induction_var(loop): k for k, loop in enumerate(slots)}
     # the copy-in: every store into the array, every load from a tensor the function never writes
     function = parallel.parent_op()
@@ -146,13 +156,14 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
     Rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(body.last_op))
 
     def slot_map(m: AffineMap, extra: int) -> AffineMapAttr:
-        """`m` with the slot indices of `extra` appended dimensions in front."""
+        """`m` with the slot indices of `extra` appended symbols (the slot loops' variables) in front."""
         prefix: list[AffineExpr] = []
         for k, loop in enumerate(slots):
             lo, _ = constant_bounds(loop)  # type: ignore[misc]
-            prefix.append((AffineExpr.dimension(m.num_dims + k) - lo) // step_of(loop))
+            index = AffineExpr.symbol(m.num_symbols + k)
+            prefix.append(index if (lo, step_of(loop)) == (0, 1) else (index - lo) // step_of(loop))
         assert extra == len(slots)
-        return AffineMapAttr(AffineMap(m.num_dims + extra, m.num_symbols, (*prefix, *m.results)))
+        return AffineMapAttr(AffineMap(m.num_dims, m.num_symbols + extra, (*prefix, *m.results)))
 
     # the packing nest: the slot loops' shells around a clone of the copy-in
     point = InsertPoint.before(parallel)
@@ -178,7 +189,7 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
             m = op.map.data if op.map is not None else AffineMap.identity(len(op.indices))
             dims = list(op.indices[: m.num_dims])
             symbols = list(op.indices[m.num_dims :])
-            new = affine.StoreOp(op.value, alloc.memref, [*dims, *new_ivs, *symbols], slot_map(m, len(slots)))
+            new = affine.StoreOp(op.value, alloc.memref, [*dims, *symbols, *new_ivs], slot_map(m, len(slots)))
             Rewriter.replace_op(op, new)
 
     # the loads inside: the slot of their iteration
@@ -187,7 +198,7 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
         m = load.map.data if load.map is not None else AffineMap.identity(len(load.indices))
         dims = list(load.indices[: m.num_dims])
         symbols = list(load.indices[m.num_dims :])
-        new_load = affine.LoadOp(alloc.memref, [*dims, *outer_ivs, *symbols], slot_map(m, len(slots)), element)
+        new_load = affine.LoadOp(alloc.memref, [*dims, *symbols, *outer_ivs], slot_map(m, len(slots)), element)
         for key, value in load.attributes.items():
             new_load.attributes[key] = value
         Rewriter.replace_op(load, new_load)
@@ -205,6 +216,8 @@ def hoist_packs(function: func.FuncOp) -> None:
         if constant_bounds(loop) is None or trip_count(loop) < 2:
             continue
         for alloca in [op for op in loop.walk() if isinstance(op, memref.AllocaOp)]:
+            if math.prod(alloca.memref.type.get_shape()) < MIN_TILE_ELEMENTS:
+                continue
             hoist_pack(alloca, loop)  # a Failure leaves the tile packed per iteration
 
 
@@ -217,4 +230,4 @@ class HoistPacksPass(ModulePass):
                 hoist_packs(function)
 
 
-__all__ = ["HoistPacksPass", "MAX_PACK_ELEMENTS", "hoist_pack", "hoist_packs"]
+__all__ = ["HoistPacksPass", "MAX_PACK_ELEMENTS", "MIN_TILE_ELEMENTS", "hoist_pack", "hoist_packs"]
