@@ -7,18 +7,18 @@ the filter is the same for every image. When the copy-in reads only a tensor the
 never writes, through indices of its own loops and of constant-bounded loops between the
 parallel loop and the staging point (the "slot" loops, those of the loops between whose
 variable the copy-in uses: a transposed convolution's filter tiles `F_o`), every iteration
-of the parallel loop packs the same tiles: the pass allocates one heap buffer (`memref.alloc`, one tile per iteration of the slot loops) above the parallel
-loop, packs every slot there with a copy of the slot loops and the copy-in nest, and the
+of the parallel loop packs the same tiles: the pass allocates one heap buffer (`memref.alloc`, one tile per iteration of the slot loops, stacked along the
+tile's first dimension) above the parallel loop, packs every slot there with a copy of the slot loops and the copy-in nest, and the
 loads of the local array become loads of their slot. Heap, not stack: the packed tiles of a
 batch-16 transposed convolution (4 output phases x 2 filter tiles x 64 KiB) are 512 KiB.
 
-    affine.for %n = 0 to 16 {einc.parallel}           %W_pack = memref.alloc() : memref<2x...>
+    affine.for %n = 0 to 16 {einc.parallel}           %W_pack = memref.alloc() : memref<256x...>
       affine.for %fo = 0 to 64 step 32 {               affine.for %fo = 0 to 64 step 32 {
-        %t = memref.alloca() : memref<...>       =>      affine.for %c ... {einc.copy}   // -> %W_pack[%fo floordiv 32, ...]
+        %t = memref.alloca() : memref<...>       =>      affine.for %c ... {einc.copy}   // -> %W_pack[%fo * 4 + c0, ...]
         affine.for %c ... {einc.copy}                  }
         ... affine.load %t[...] ...                    affine.for %n = 0 to 16 {einc.parallel}
                                                          affine.for %fo = 0 to 64 step 32 {
-                                                           ... affine.load %W_pack[%fo floordiv 32, ...] ...
+                                                           ... affine.load %W_pack[%fo * 4 + i, ...] ...
 
 Mechanism: `hoist_pack(alloca, parallel)` returns a Failure (the IR unchanged) when the tile
 does not qualify: something other than affine loops between the parallel loop and the
@@ -137,7 +137,10 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
             return Failure(f"cannot hoist {where}: it is used by {user.name} after its copy-in")
         loads.append(user)
     counts = [trip_count(loop) for loop in slots]
-    shape = [*counts, *t.get_shape()]
+    tile = list(t.get_shape())
+    if not tile:
+        return Failure(f"cannot hoist {where}: it is a scalar")
+    shape = [math.prod(counts) * tile[0], *tile[1:]]
     size = 1
     for n in shape:
         size *= n
@@ -156,14 +159,19 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
     Rewriter.insert_op(memref.DeallocOp.get(alloc), InsertPoint.before(body.last_op))
 
     def slot_map(m: AffineMap, extra: int) -> AffineMapAttr:
-        """`m` with the slot indices of `extra` appended symbols (the slot loops' variables) in front."""
-        prefix: list[AffineExpr] = []
+        """`m` with the slot's first row added to its first index: the slot loops' variables
+        are `extra` appended symbols, slot `k` starts at row `k * d0` of the buffer. The row
+        is linear in the variables where the radix is a multiple of the step (`%fo * 4` for
+        a 128-row tile per 32 filters), which keeps the loads unit-stride for the vectorizer;
+        else a `floordiv`."""
+        row: AffineExpr = AffineExpr.constant(0)
         for k, loop in enumerate(slots):
             lo, _ = constant_bounds(loop)  # type: ignore[misc]
-            index = AffineExpr.symbol(m.num_symbols + k)
-            prefix.append(index if (lo, step_of(loop)) == (0, 1) else (index - lo) // step_of(loop))
+            step, radix = step_of(loop), tile[0] * math.prod(counts[k + 1 :])
+            index = AffineExpr.symbol(m.num_symbols + k) - lo
+            row = row + (index * (radix // step) if radix % step == 0 else (index // step) * radix)
         assert extra == len(slots)
-        return AffineMapAttr(AffineMap(m.num_dims, m.num_symbols + extra, (*prefix, *m.results)))
+        return AffineMapAttr(AffineMap(m.num_dims, m.num_symbols + extra, (row + m.results[0], *m.results[1:])))
 
     # the packing nest: the slot loops' shells around a clone of the copy-in
     point = InsertPoint.before(parallel)

@@ -2,21 +2,22 @@
 
 // Y[n, f, x] = sum_c W[f, c] * X[n, c, x], the batch loop parallel, W's 4 x 256 tile staged per
 // filter tile f_o inside it (once per image). The pass packs both tiles once, above the batch
-// loop, into a heap buffer of 2 x 4 x 256 (slot f_o floordiv 4), freed at the end.
+// loop, into a heap buffer of 8 x 256 (the tile of f_o at row f_o: 4 rows per 4 filters), freed at
+// the end.
 
 // CHECK-LABEL: func.func @kernel(
-// CHECK:         %[[P:.*]] = memref.alloc() {ein.name = "W_local_pack"} : memref<2x4x256xf32>
+// CHECK:         %[[P:.*]] = memref.alloc() {ein.name = "W_local_pack"} : memref<8x256xf32>
 // CHECK-NEXT:    affine.for %[[FO:.*]] = 0 to 8 step 4 {
 // CHECK-NEXT:      affine.for %[[C0:.*]] = 0 to 4 {
 // CHECK-NEXT:        affine.for %[[C1:.*]] = 0 to 256 {
 // CHECK-NEXT:          %[[V:.*]] = affine.load %{{.*}}[%[[FO]] + %[[C0]], %[[C1]]] : memref<8x256xf32>
-// CHECK-NEXT:          affine.store %[[V]], %[[P]][%[[FO]] floordiv 4, %[[C0]], %[[C1]]] : memref<2x4x256xf32>
+// CHECK-NEXT:          affine.store %[[V]], %[[P]][%[[FO]] + %[[C0]], %[[C1]]] : memref<8x256xf32>
 // CHECK:         affine.for %[[N:.*]] = 0 to 4 {
 // CHECK-NEXT:      affine.for %[[FO2:.*]] = 0 to 8 step 4 {
 // CHECK-NOT:         memref.alloca
-// CHECK:               affine.load %[[P]][%[[FO2]] floordiv 4, %{{.*}}, %{{.*}}] : memref<2x4x256xf32>
+// CHECK:               affine.load %[[P]][%[[FO2]] + %{{.*}}, %{{.*}}] : memref<8x256xf32>
 // CHECK:         } {einc.stmt = "Y", einc.axis = "N", einc.parallel}
-// CHECK-NEXT:    memref.dealloc %[[P]] : memref<2x4x256xf32>
+// CHECK-NEXT:    memref.dealloc %[[P]] : memref<8x256xf32>
 // CHECK-NEXT:    func.return
 
 builtin.module {
