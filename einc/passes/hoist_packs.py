@@ -47,8 +47,15 @@ from einc.ir.attrs import COPY_ATTR, MEMORY_ATTR, NAME_ATTR, PARALLEL_ATTR
 from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
 
 
+def _bounds(loop: affine.ForOp) -> tuple[int, int]:
+    """The constant bounds of a loop the caller checked has them."""
+    bounds = constant_bounds(loop)
+    assert bounds is not None
+    return bounds
+
+
 def trip_count(loop: affine.ForOp) -> int:
-    lo, hi = constant_bounds(loop)  # type: ignore[misc]
+    lo, hi = _bounds(loop)
     return max(0, -(-(hi - lo) // step_of(loop)))
 from einc.transforms.loop_build import Failure
 
@@ -112,7 +119,7 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
     slots = [loop for loop in reversed(between) if induction_var(loop) in used]
     if any(constant_bounds(loop) is None for loop in slots):
         return Failure(f"cannot hoist {where}: its copy-in depends on a loop without constant bounds")
-    slot_ivs = {induction_var(loop): k for k, loop in enumerate(slots)}
+    slot_ivs: dict[SSAValue, int] = {induction_var(loop): k for k, loop in enumerate(slots)}
     # the copy-in: every store into the array, every load from a tensor the function never writes
     function = parallel.parent_op()
     while function is not None and not isinstance(function, func.FuncOp):
@@ -166,7 +173,7 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
         else a `floordiv`."""
         row: AffineExpr = AffineExpr.constant(0)
         for k, loop in enumerate(slots):
-            lo, _ = constant_bounds(loop)  # type: ignore[misc]
+            lo, _ = _bounds(loop)
             step, radix = step_of(loop), tile[0] * math.prod(counts[k + 1 :])
             index = AffineExpr.symbol(m.num_symbols + k) - lo
             row = row + (index * (radix // step) if radix % step == 0 else (index // step) * radix)
@@ -178,10 +185,11 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
     mapping: dict[SSAValue, SSAValue] = {}
     new_ivs: list[SSAValue] = []
     for loop in slots:
-        lo, hi = constant_bounds(loop)  # type: ignore[misc]
+        lo, hi = _bounds(loop)
         block = Block(arg_types=[IndexType()])
         block.args[0].name_hint = induction_var(loop).name_hint
-        block.add_op(affine.YieldOp.get())
+        yield_op = affine.YieldOp.get()
+        block.add_op(yield_op)
         shell = affine.ForOp.from_region((), (), (), (), lo, hi, Region(block), step_of(loop))
         for key, value in loop.attributes.items():
             if key != PARALLEL_ATTR:
@@ -189,7 +197,7 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
         Rewriter.insert_op(shell, point)
         mapping[induction_var(loop)] = block.args[0]
         new_ivs.append(block.args[0])
-        point = InsertPoint.before(block.last_op)  # type: ignore[arg-type]
+        point = InsertPoint.before(yield_op)
     packing = copy_in.clone(value_mapper=mapping)
     Rewriter.insert_op(packing, point)
     for op in list(packing.walk()):
