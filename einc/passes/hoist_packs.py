@@ -21,10 +21,11 @@ batch-16 transposed convolution (4 output phases x 2 filter tiles x 64 KiB) are 
                                                            ... affine.load %W_pack[%fo * 4 + i, ...] ...
 
 Mechanism: `hoist_pack(alloca, parallel)` returns a Failure (the IR unchanged) when the tile
-does not qualify: something other than affine loops between the parallel loop and the
-staging point, a slot loop without constant bounds, a copy-in that reads a tensor the function writes or an index
-computed inside the parallel loop, the local array written or used otherwise than by affine
-loads after its copy-in, a layout. Policy (the pass): on CPU targets, every local array
+does not qualify (every check before any change): something other than affine loops
+between the parallel loop and the staging point, a slot loop without constant bounds, a
+copy-in that reads a tensor the function writes or an index computed inside the parallel
+loop, the local array written or used otherwise than by affine loads after its copy-in, a
+layout, a scalar. Policy (the pass): on CPU targets, every local array
 staged inside a top-level parallel loop of more than one iteration, of at least
 `MIN_TILE_ELEMENTS` elements, up to `MAX_PACK_ELEMENTS` packed in all (the rest stays
 per iteration). The pack costs one pass over the tile per call instead of one per
