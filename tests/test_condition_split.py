@@ -27,7 +27,7 @@ import einc
 from einc.compiler.driver import Compilation
 from einc.errors import ScheduleError
 from einc.ir.attrs import PARALLEL_ATTR, VECTORIZE_ATTR
-from einc.transforms.index_split import canonical
+from einc.transforms.index_split import canonical, iv_guard
 from einc.transforms.loop_analysis import trip_count
 from tests.oracle.compare import check_reference
 from tests.test_conformance import fresh_seed
@@ -281,6 +281,46 @@ def test_a_split_loop_keeps_its_order_and_tags() -> None:
     wo = [op for op in scheduled.walk() if isinstance(op, affine.ForOp) and op.attributes.get("einc.axis").data == "WO"
           and "einc.init" not in op.attributes]  # fmt: skip
     assert len(wo) == 9 and all(PARALLEL_ATTR in op.attributes for op in wo)
+
+
+STEM = (
+    "output0[N, F, HO, WO] +=! (input0[N, C, HO * 2 + KH - 3, WO * 2 + KW - 3].when([HO * 2 + KH - 3 >= 0, "
+    "HO * 2 + KH - 3 < 64, WO * 2 + KW - 3 >= 0, WO * 2 + KW - 3 < 64], 0.0) * input1[F, C, KH, KW]) where HO in 32, WO in 32"
+)
+
+
+def stem_ref(a: dict[str, np.ndarray]) -> np.ndarray:
+    x = np.pad(a["input0"], ((0, 0), (0, 0), (3, 3), (3, 3)))
+    win = np.lib.stride_tricks.sliding_window_view(x, (7, 7), axis=(2, 3))[:, :, ::2, ::2]
+    return np.einsum("nchwij,fcij->nfhw", win, a["input1"])
+
+
+def test_default_row_chunks_keep_their_boundary_chunks_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 7x7 stride-2 convolution padded by 3 at batch 1 with few channel tiles (a ResNet
+    stem, smaller): the CPU default runs its output rows in parallel chunks, and the padding's
+    first and last chunk stay iterations of the parallel loop (`split_conditions ... inside`:
+    branches on the chunk), not pieces run by one thread beside it. The row tests of the
+    boundary chunks are inside the parallel loop; the numbers are NumPy's."""
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", "256")  # the row chunks (`_parallel_chunks`) at this width
+    input_dict = {"input0": f32(1, 3, 64, 64), "input1": f32(16, 3, 7, 7)}
+    comp = Compilation(STEM, "<stem>", input_dict, None, "c", "default")
+    kernel = comp.kernel()
+    scheduled = comp.results["scheduled"]
+    nest = [op for op in scheduled.walk() if isinstance(op, affine.ForOp) and "einc.init" not in op.attributes]
+    (chunks,) = [op for op in nest if PARALLEL_ATTR in op.attributes]
+    axis = chunks.attributes["einc.axis"]
+    assert [op for op in nest if op.attributes.get("einc.axis") == axis] == [chunks]  # no chunk loop beside it
+    assert trip_count(chunks) == 8  # all 8 chunks of 4 rows
+    guards = [found for op in chunks.walk() if isinstance(op, scf.IfOp) and (found := iv_guard(op)) is not None]
+    assert [c for x, c in guards if x is chunks.body.block.args[0]] == [4, 28]  # first chunk; interior; last chunk
+    tests = [op for op in scheduled.walk() if isinstance(op, arith.CmpiOp)]
+    assert tests and all(chunks.is_ancestor(op) for op in tests)
+    # the output tiles start at zero in the branches too (einc-init-accumulators): no fill
+    # nest (its own parallel loop) before the convolution
+    assert kernel.source.count("#pragma omp parallel") == 1
+    seed = fresh_seed()
+    inputs = _inputs(input_dict, seed)
+    _check(kernel(**{k: v.copy() for k, v in inputs.items()}), inputs, stem_ref, 147, f"stem, default, seed {seed}")
 
 
 # ---- the affine simplification ------------------------------------------------------------------

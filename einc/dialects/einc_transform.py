@@ -317,15 +317,19 @@ class SplitConditionsOp(IRDLOperation):
     being decided, into consecutive copies whose decided comparisons are folded: the interior
     reads no condition, the boundary pieces keep theirs. The iterations keep their order:
     always legal; a loop along which no comparison changes stays whole. Result: the pieces
-    (same tags), in order."""
+    (same tags), in order. With `inside`, the loop keeps all its iterations and its body
+    becomes the pieces' bodies as branches of a test on its variable
+    (einc.transforms.index_split.split_conditions_inside): a parallel loop's boundary pieces
+    stay among its iterations, shared among the threads; result: the loop."""
 
     name = "transform.einc.split_conditions"
     target = operand_def(AnyOpType)
     pieces = result_def(AnyOpType)
-    assembly_format = "$target attr-dict"
+    inside = opt_prop_def(UnitAttr)
+    assembly_format = "$target (`inside` $inside^)? attr-dict"
 
-    def __init__(self, target: SSAValue):
-        super().__init__(operands=[target], result_types=[HANDLE])
+    def __init__(self, target: SSAValue, inside: bool = False):
+        super().__init__(operands=[target], result_types=[HANDLE], properties={"inside": UnitAttr()} if inside else {})
 
 
 @irdl_op_definition

@@ -74,7 +74,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, func, memref
+from xdsl.dialects import affine, arith, func, memref, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
@@ -83,6 +83,7 @@ from xdsl.passes import ModulePass
 from einc.dialects import egpu
 from einc.dialects.egpu_mma import FRAGMENT
 from einc.ir.attrs import COPY_ATTR, FRAGMENT_ATTR, INIT_ATTR, MEMORY_ATTR
+from einc.transforms.index_split import iv_guard
 from einc.transforms.loop_analysis import (
     accesses,
     constant_bounds,
@@ -146,6 +147,30 @@ def _enclosing_loops(op: Operation, top: Operation) -> list[affine.ForOp] | None
     return None
 
 
+Guard = tuple[SSAValue, int, bool]
+"""`(x, c, below)`: an enclosing branch runs for `x < c` (below) or `x >= c` (`iv_guard`)."""
+
+
+def _guarded_loops(op: Operation, top: Operation) -> tuple[list[affine.ForOp], tuple[Guard, ...]] | None:
+    """`_enclosing_loops`, and besides the branches on `x < c` of those loops' variables
+    (`split_conditions_inside`'s pieces of a parallel loop) that lie between."""
+    loops: list[affine.ForOp] = []
+    guards: list[Guard] = []
+    child, parent = op, op.parent_op()
+    while parent is not None:
+        if isinstance(parent, scf.IfOp) and (guard := iv_guard(parent)) is not None:
+            guards.append((guard[0], guard[1], child.parent_region() is parent.true_region))
+        elif not isinstance(parent, affine.ForOp):
+            return None
+        else:
+            loops.append(parent)
+            if parent is top:
+                ivs = {induction_var(loop) for loop in loops}
+                return (loops[::-1], tuple(guards)) if all(g[0] in ivs for g in guards) else None
+        child, parent = parent, parent.parent_op()
+    return None
+
+
 @dataclass(frozen=True)
 class _Tile:
     """A staged tile of the output: its alloca, the one load of the output in its copy-in,
@@ -157,6 +182,8 @@ class _Tile:
     loops: list[affine.ForOp]
     """For a fragment, the loops around its lane loop (the lanes together hold one box)."""
     fragment: bool = False
+    guards: tuple[Guard, ...] = ()
+    """The branches around the tile (`_guarded_loops`): only the iterations they let through stage it."""
 
 
 def _tiles(nest: Operation, tensor: SSAValue) -> list[_Tile] | None:
@@ -177,11 +204,14 @@ def _tiles(nest: Operation, tensor: SSAValue) -> list[_Tile] | None:
         loads = [a for a in accesses(copy_in) if a.buffer is tensor]
         if len(loads) != 1 or loads[0].write or not isinstance(loads[0].op, affine.LoadOp):
             return None
-        loops = _enclosing_loops(o, nest)
-        if loops is None or not _same_box(copy_in, loads[0].op, copy_out, tensor):
+        enclosing = _guarded_loops(o, nest)
+        if enclosing is None or not _same_box(copy_in, loads[0].op, copy_out, tensor):
             return None
+        loops, guards = enclosing
         fragment = FRAGMENT_ATTR in o.attributes
-        tiles.append(_Tile(o, loads[0].op, copy_out, loops[:-1] if fragment else loops, fragment))
+        if fragment and guards:
+            return None
+        tiles.append(_Tile(o, loads[0].op, copy_out, loops[:-1] if fragment else loops, fragment, guards))
         copies += [copy_in, copy_out]
     # a prefetch of C (transform.einc.prefetch: its next row's lines) reads and writes nothing
     uses = [o for o in walk_ops(nest) if tensor in o.operands and not isinstance(o, egpu.PrefetchOp)]
@@ -227,7 +257,7 @@ def _tile_map(tiles: Sequence[_Tile], tensor: SSAValue) -> np.ndarray | str | No
     marking = _Marking(np.zeros(shape, dtype=bool))
     for tile in tiles:
         forms = _fragment_forms(tile, tensor) if tile.fragment else _box_forms(tile.copy_out, tensor)
-        if forms is None or not marking.visit(tile.loops, forms, {}):
+        if forms is None or not marking.visit(tile.loops, forms, {}, tile.guards):
             return marking.failure if forms is not None else None
     return marking.covered
 
@@ -289,9 +319,9 @@ class _Marking:
     failure: str | None = None
 
     def visit(self, loops: Sequence[affine.ForOp], forms: list[tuple[dict[SSAValue, int], int, int, int]],
-              env: dict[SSAValue, int]) -> bool:  # fmt: skip
-        """Mark the boxes of every iteration of `loops` (the outer ones' variables in `env`);
-        False (and `failure` set) where it stops."""
+              env: dict[SSAValue, int], guards: Sequence[Guard] = ()) -> bool:  # fmt: skip
+        """Mark the boxes of every iteration of `loops` (the outer ones' variables in `env`)
+        that `guards` let through; False (and `failure` set) where it stops."""
         if not loops:
             self.points += 1
             if self.points > MAX_TILE_ORIGINS:
@@ -311,7 +341,9 @@ class _Marking:
             bounds.append(m.eval([env[o] for o in operands[: m.num_dims]], [env[o] for o in operands[m.num_dims :]]))
         iv = induction_var(loop)
         for value in range(max(bounds[0]), min(bounds[1]), step_of(loop)):
-            if not self.visit(loops[1:], forms, {**env, iv: value}):
+            if any(x is iv and (value < c) != below for x, c, below in guards):
+                continue
+            if not self.visit(loops[1:], forms, {**env, iv: value}, guards):
                 return False
         return True
 
@@ -539,7 +571,7 @@ def _init_nested(fill_op: Operation, host: func.FuncOp) -> int:
         staged.points, staged.marked = 0, 0
         for tile, tile_form in zip(tiles, tile_forms):
             assert tile_form is not None
-            if not staged.visit(tile.loops, tile_form, env):
+            if not staged.visit(tile.loops, tile_form, env, tile.guards):
                 return 0
         budget += staged.points
         inside = int(staged.covered[filled].sum())
@@ -620,7 +652,7 @@ def init_accumulators(host: func.FuncOp) -> int:
             # loops that each give their iterations disjoint elements (no reduction loop
             # encloses it; the fill stays)
             (tile,) = tiles if len(tiles) == 1 else (None,)
-            if tile is None:
+            if tile is None or tile.guards:
                 continue
             whole = _grid_covers(tile, tensor)
             if not whole:

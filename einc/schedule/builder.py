@@ -203,8 +203,8 @@ class ScheduleBuilder:
         main, rest = self._step(et.PeelOp(h, size))
         return main, rest
 
-    def split_conditions(self, h: SSAValue) -> SSAValue:
-        (pieces,) = self._step(et.SplitConditionsOp(h))
+    def split_conditions(self, h: SSAValue, inside: bool = False) -> SSAValue:
+        (pieces,) = self._step(et.SplitConditionsOp(h, inside))
         return pieces
 
     def group_lanes(self, h: SSAValue, size: SSAValue | int, interleaved: bool = False) -> tuple[SSAValue, SSAValue]:

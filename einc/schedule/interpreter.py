@@ -54,7 +54,7 @@ from einc.transforms.group_lanes import group_lanes
 from einc.transforms.prefetch import prefetch
 from einc.transforms.distribute import pieces as distribute_pieces
 from einc.transforms.loop_build import describe
-from einc.transforms.index_split import split_conditions, split_phases
+from einc.transforms.index_split import split_conditions, split_conditions_inside, split_phases
 from einc.transforms.loop_cse import reuse_values
 from einc.transforms.loops import LoopIndex
 from einc.transforms.reduction_order import rotate_band
@@ -364,8 +364,9 @@ class EincTransformFunctions(InterpreterFunctions):
     @impl(et.SplitConditionsOp)
     def run_split_conditions(self, interpreter: Interpreter, op: et.SplitConditionsOp, args: PythonValues) -> PythonValues:
         pieces: list[Operation] = []
+        split = split_conditions_inside if op.inside is not None else split_conditions
         for loop in self.loops(op, args[0]):
-            pieces += self.check(op, split_conditions(loop))
+            pieces += self.check(op, split(loop))
         return (OperationHandle(*pieces),)
 
     @impl(et.SplitPhasesOp)

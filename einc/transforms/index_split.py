@@ -5,7 +5,9 @@ the guards the lowering adds) moved out of loop bodies into loop bounds.
   body starts or stops being decided (true, or false, for every value of the other loop
   variables it reads); each piece is a copy of the loop whose decided comparisons are folded
   to constants (`fold_conditions`). The interior of a padded convolution's row loop then
-  reads no condition; the boundary pieces keep them.
+  reads no condition; the boundary pieces keep them. `split_conditions_inside(loop)`: the
+  same pieces as branches of a test on the loop's variable inside the loop, which keeps
+  its iterations (a parallel loop shares the boundary pieces among its threads).
 - `split_phases(loop, s)`: the loop `x` over `[lb, ub)` replaced by `s` loops over `t`, one
   per phase `r`, with `x = lb + (r + s*t) * step`: a stride condition `(x + k) % s == 0`
   becomes constant per phase (or, with its other variable split by phase too, constant), and
@@ -23,11 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import AffineMapAttr, FloatAttr, IndexType, IntegerAttr, IntegerType, i1
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -202,6 +205,49 @@ _SIGNED = {"eq": "eq", "ne": "ne", "slt": "slt", "sle": "sle", "sgt": "sgt", "sg
            "ult": "slt", "ule": "sle", "ugt": "sgt", "uge": "sge"}  # fmt: skip
 
 
+def _iterates(iv: SSAValue, r: Range) -> Range:
+    """`r` shrunk to the iterates of `iv`'s loop (constant lower bound, step > 1)."""
+    loop = iv.block.parent_op() if isinstance(iv, BlockArgument) else None
+    bounds = constant_bounds(loop) if isinstance(loop, affine.ForOp) else None
+    lo, hi = r
+    if bounds is None or lo is None or hi is None:
+        return r
+    assert isinstance(loop, affine.ForOp)
+    step = step_of(loop)
+    return bounds[0] + -((bounds[0] - lo) // step) * step, bounds[0] + (hi - bounds[0]) // step * step
+
+
+def iv_guard(branch: scf.IfOp) -> tuple[SSAValue, int] | None:
+    """`(x, c)` when `branch` tests `x < c` for an index `x` and a constant `c` (the tests
+    `split_conditions_inside` makes: its then-region runs for `x < c`, its else for `x >= c`)."""
+    test = branch.cond.owner
+    if not isinstance(test, arith.CmpiOp) or test.predicate.value.data != 2 or not isinstance(test.rhs.type, IndexType):
+        return None
+    edge = test.rhs.owner
+    if not isinstance(edge, arith.ConstantOp) or not isinstance(edge.value, IntegerAttr):
+        return None
+    return test.lhs, edge.value.value.data
+
+
+def _guarded_ranges(op: Operation, dims: Sequence[SSAValue]) -> list[Range]:
+    """The ranges of the loop variables `dims` at `op`: their loops' bounds, narrowed by the
+    `scf.if` branches on `x < c` (`iv_guard`) that enclose it."""
+    ranges = [value_range(d) for d in dims]
+    child, parent = op, op.parent_op()
+    while parent is not None:
+        guard = iv_guard(parent) if isinstance(parent, scf.IfOp) else None
+        k = next((k for k, d in enumerate(dims) if guard is not None and guard[0] is d), None)
+        if guard is not None and k is not None:
+            lo, hi = ranges[k]
+            c = guard[1]
+            if child.parent_region() is cast(scf.IfOp, parent).true_region:  # x < c
+                ranges[k] = _iterates(dims[k], (lo, c - 1 if hi is None else min(hi, c - 1)))
+            else:  # x >= c
+                ranges[k] = _iterates(dims[k], (c if lo is None else max(lo, c), hi))
+        child, parent = parent, parent.parent_op()
+    return ranges
+
+
 @dataclass(frozen=True)
 class Comparison:
     """An integer comparison on loop variables, ready to be decided over their ranges:
@@ -223,7 +269,7 @@ class Comparison:
         sides = [_operand_expr(o, dims) for o in (cmp.lhs, cmp.rhs)]
         operands = [(canonical(side[0]), side[1]) for side in sides if side is not None]  # both, as diff
         name = arith.CMPI_COMPARISON_OPERATIONS[cmp.predicate.value.data]
-        return Comparison(_SIGNED[name], name.startswith("u"), diff, dims, operands, [value_range(d) for d in dims])
+        return Comparison(_SIGNED[name], name.startswith("u"), diff, dims, operands, _guarded_ranges(cmp, dims))
 
     def decide(self, pinned: dict[SSAValue, Range] | None = None) -> bool | None:
         """The comparison's value at every point of the ranges (`pinned` overrides some loop
@@ -545,6 +591,57 @@ def split_conditions(loop: affine.ForOp) -> list[affine.ForOp] | Failure:
         if p not in kept:
             Rewriter.erase_op(p)
     return kept
+
+
+def split_conditions_inside(loop: affine.ForOp) -> list[affine.ForOp] | Failure:
+    """`split_conditions` kept inside `loop`: the loop keeps all its iterations and its body
+    becomes the pieces' bodies, each folded over its piece's range, as the branches of an
+    `scf.if` chain on its variable (`x < p1`, else `x < p2`, ...). A parallel loop (a padded
+    convolution's row chunks) then shares its boundary pieces among the threads with its
+    interior, where consecutive pieces would run them alone; one test per iteration.
+    Returns `[loop]` (untouched when no comparison of the body changes along it)."""
+    points = split_points(loop)
+    if isinstance(points, Failure):
+        return points
+    if not points:
+        return [loop]
+    if len(points) + 1 > MAX_PIECES:
+        return Failure(f"cannot split {describe(loop)}: it would make {len(points) + 1} pieces (at most {MAX_PIECES})")
+    bounds = constant_bounds(loop)
+    assert bounds is not None
+    edges = [bounds[0], *points, bounds[1]]
+    pieces: list[affine.ForOp] = []
+    for lo, hi in zip(edges, edges[1:]):  # folded in place (the enclosing loops' variables in reach), then moved
+        piece = loop.clone()
+        Rewriter.insert_op(piece, InsertPoint.before(loop))
+        piece.properties["lowerBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(lo),)))
+        piece.properties["upperBoundMap"] = AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(hi),)))
+        fold_conditions(piece)
+        pieces.append(piece)
+    body = loop.body.block
+    terminator = body.last_op
+    assert terminator is not None
+    for op in reversed(list(body.ops)[:-1]):
+        Rewriter.erase_op(op)
+    iv = induction_var(loop)
+    point = InsertPoint.before(terminator)
+    for k, piece in enumerate(pieces):
+        into = point
+        if k < len(pieces) - 1:
+            edge = arith.ConstantOp(IntegerAttr(edges[k + 1], IndexType()))
+            test = arith.CmpiOp(iv, edge.result, "slt")
+            branch = scf.IfOp(test.result, [], [scf.YieldOp()], [scf.YieldOp()])
+            for op in (edge, test, branch):
+                Rewriter.insert_op(op, point)
+            taken, rest = branch.true_region.block.last_op, branch.false_region.block.last_op
+            assert taken is not None and rest is not None  # the branches' scf.yield
+            into, point = InsertPoint.before(taken), InsertPoint.before(rest)
+        induction_var(piece).replace_all_uses_with(iv)
+        for op in list(piece.body.block.ops)[:-1]:
+            op.detach()
+            Rewriter.insert_op(op, into)
+        Rewriter.erase_op(piece)
+    return [loop]
 
 
 # ---- split_phases ------------------------------------------------------------------------------

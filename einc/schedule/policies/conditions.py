@@ -20,6 +20,8 @@ inside it (the nests share their tags; `nest_root`).
 2. Bound tests: a loop whose range a comparison splits into a boundary and an interior of
    at least half its iterations (a padded convolution's rows and columns) is cut there
    (`transform.einc.split_conditions`), outer loops first: the interior reads no condition.
+   A parallel loop is cut inside (`split_conditions ... inside`: the pieces as branches of
+   one loop), so that its boundary pieces run among the threads with the interior.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr
 
+from einc.ir.attrs import PARALLEL_ATTR
 from einc.schedule.builder import IllegalStep, ScheduleBuilder
 from einc.transforms import loop_transforms as lt
 from einc.transforms.distribute import pieces as distribute_pieces
@@ -279,7 +282,9 @@ def split_conditions_out(b: ScheduleBuilder) -> None:
                 guarded = _guarded(b)
     guarded = _guarded(b)
     for tag in list(guarded):
-        if any(worth_splitting(loop) for loop in guarded.get(tag, [])):  # as the splits before left them
+        loops = guarded.get(tag, [])  # as the splits before left them
+        if any(worth_splitting(loop) for loop in loops):
             stmt, axis, init = tag
-            if not isinstance(b.try_(lambda: b.split_conditions(b.match(stmt, axis, init))), lt.Failure):  # noqa: B023
+            inside = any(PARALLEL_ATTR in loop.attributes for loop in loops)
+            if not isinstance(b.try_(lambda: b.split_conditions(b.match(stmt, axis, init), inside)), lt.Failure):  # noqa: B023
                 guarded = _guarded(b)
