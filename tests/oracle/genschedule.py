@@ -90,6 +90,8 @@ HOIST_FILL_WEIGHT = 0.5
 (`_Gen.hoist_fill`, a stream of its own)."""
 SPREAD_WEIGHT = 0.5
 """How often a drawn prefetch spreads its lines over a loop inside (`spread %s`)."""
+INSIDE_WEIGHT = 0.4
+"""How often a drawn split_conditions cuts inside its loop (`inside`)."""
 UNSWITCH_WEIGHT = 0.35
 """How often a script ends with an `unswitch` (`_Gen.unswitch`, a stream of its own): of a
 loop with a guard to hoist where there is one, else of a register tile the step makes."""
@@ -315,7 +317,10 @@ class _Gen:
         elif kind == "split_conditions":
             h = self.match(loop, lines)
             pieces = self.handle()
-            lines.append(f"{pieces} = transform.einc.split_conditions {h}")
+            # some cut inside the loop (its pieces as branches of its body), from a generator of
+            # its own so the other draws stay
+            inside = random.Random(hash(rng.getstate()[1]) + 5).random() < INSIDE_WEIGHT
+            lines.append(f"{pieces} = transform.einc.split_conditions {h}{' inside' if inside else ''}")
             if rng.random() < 0.3 and loop.innermost:
                 lines.append(f"transform.einc.vectorize {pieces}")
         elif kind == "split_phases":
