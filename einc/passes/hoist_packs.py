@@ -46,6 +46,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.ir.attrs import COPY_ATTR, MEMORY_ATTR, NAME_ATTR, PARALLEL_ATTR
 from einc.transforms.loop_analysis import constant_bounds, induction_var, step_of
+from einc.transforms.loop_build import Failure
+from einc.transforms.ranges import trip_count
 
 
 def _bounds(loop: affine.ForOp) -> tuple[int, int]:
@@ -54,11 +56,6 @@ def _bounds(loop: affine.ForOp) -> tuple[int, int]:
     assert bounds is not None
     return bounds
 
-
-def trip_count(loop: affine.ForOp) -> int:
-    lo, hi = _bounds(loop)
-    return max(0, -(-(hi - lo) // step_of(loop)))
-from einc.transforms.loop_build import Failure
 
 MAX_PACK_ELEMENTS = 1 << 22
 """The largest buffer of packed tiles the pass makes (16 MiB of float32)."""
@@ -144,7 +141,7 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
         if not isinstance(user, affine.LoadOp):
             return Failure(f"cannot hoist {where}: it is used by {user.name} after its copy-in")
         loads.append(user)
-    counts = [trip_count(loop) for loop in slots]
+    counts = [trip_count(loop) or 0 for loop in slots]  # constant bounds, checked above
     tile = list(t.get_shape())
     if not tile:
         return Failure(f"cannot hoist {where}: it is a scalar")
@@ -230,7 +227,7 @@ def hoist_packs(function: func.FuncOp) -> None:
     for loop in list(function.body.block.ops):
         if not (isinstance(loop, affine.ForOp) and PARALLEL_ATTR in loop.attributes):
             continue
-        if constant_bounds(loop) is None or trip_count(loop) < 2:
+        if (trip_count(loop) or 0) < 2:  # bounds not constant, or a single iteration
             continue
         for alloca in [op for op in loop.walk() if isinstance(op, memref.AllocaOp)]:
             if math.prod(alloca.memref.type.get_shape()) < MIN_TILE_ELEMENTS:
