@@ -87,7 +87,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects import affine, arith, func, scf
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f16
+from xdsl.dialects.builtin import AnyFloat, MemRefType, ModuleOp, StringAttr, f16
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr, AffineExpr, AffineMap
 
@@ -1728,8 +1728,15 @@ def _vector_rows(tile: Operation, lanes: int, output: Sequence[int] | None) -> b
     shape = cast("MemRefType[Attribute]", kind).get_shape()
     if not shape:
         return False
+    if shape[-1] % lanes == 0:
+        return True
     run = contiguous_run(shape, output) if output is not None and len(output) == len(shape) else shape[-1]
-    return shape[-1] % lanes == 0 or run % lanes == 0
+    # where the run is not coalesced after all (a guarded copy), each row's last pieces must
+    # still be vectors of 16 bytes or more for einc-stream-stores to take them
+    element: Attribute = cast("MemRefType[Attribute]", kind).get_element_type()
+    width = element.bitwidth if isinstance(element, AnyFloat) else 32
+    row_bytes = shape[-1] * (width // 8)
+    return run % lanes == 0 and row_bytes % 16 == 0
 
 
 def _stream_outputs(b: ScheduleBuilder, least: int, lanes: int) -> None:
