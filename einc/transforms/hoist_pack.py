@@ -109,9 +109,7 @@ def hoist_pack(alloca: memref.AllocaOp, parallel: affine.ForOp) -> memref.AllocO
     if not tile:
         return Failure(f"cannot hoist {where}: it is a scalar")
     shape = [math.prod(counts) * tile[0], *tile[1:]]
-    size = 1
-    for n in shape:
-        size *= n
+    size = math.prod(shape)
     if size > MAX_PACK_ELEMENTS:
         return Failure(f"cannot hoist {where}: its packed tiles are {size} elements, over {MAX_PACK_ELEMENTS}")
 
