@@ -124,9 +124,15 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     conv, grouped = cases["conv"], cases["grouped"]
     for case in (conv, grouped):
         base = case.source("default")
-        # the default: the filter packed (input1_local), the output tile staged, one parallel
-        # loop over the batch (2 images), conditions split out of the blocked loops
-        assert "input1_local[" in base and "output0_local[" in base and _parallel_axis(base) == "N"
+        # the default: the filter packed (input1_local; the plain convolution's whole pack,
+        # invariant in the batch loop, hoisted above it by einc-hoist-packs: input1_local_pack),
+        # the output tile staged, one parallel loop over the batch (2 images), conditions split
+        # out of the blocked loops
+        packed = "input1_local_pack[" if case is conv else "input1_local["
+        assert packed in base and "output0_local[" in base and _parallel_axis(base) == "N"
+        if case is conv:  # packed in the kernel's body, before its parallel loop
+            body = base[base.index(" void kernel(") :]
+            assert body.index("input1_local_pack[") < body.index("#pragma omp parallel for")
         assert "split_conditions" in case.schedule("default")
         # nopack: the filter read in place, the output tile still staged
         nopack = case.source("policy.nopack")
