@@ -52,6 +52,13 @@ too: each lane copies its own elements of a 16 x 16 tile of C (the hardware's la
 16 x 16 box at the loops around the lane loop (one kernel for a tensor-core matmul, its
 accumulator zeroed in registers).
 
+A tile staged inside a larger tile of the same output (a grouped convolution's register
+tile of an output row inside its channel tile's whole output planes, staged to be streamed
+out in whole lines: the CPU default's `_stream_planes`) copies in from the larger tile:
+once the larger tile's copy-in stores the identity, that copy-in is taken as a fill fused
+into the loops around it (`_init_within_tiles`), so the row tiles start at the identity and,
+covering the planes, the planes' zeroing goes too.
+
 A fill inside the staging point (the CPU default's `fuse_fill_rows`: a depthwise
 convolution's output row staged in a local array and zeroed there) makes the copy-in dead
 when the fill writes every element of the tile: the copy-in goes (the row no longer read
@@ -490,12 +497,14 @@ def _outer_points(loops: Sequence[affine.ForOp], env: dict[SSAValue, int]) -> It
     return iter(points)
 
 
-def _nested_fill(fill_op: Operation, host: func.FuncOp) -> tuple[SSAValue, SSAValue, list[affine.ForOp]] | None:
+def _nested_fill(fill_op: Operation, host: func.FuncOp,
+                 from_tile: bool = False) -> tuple[SSAValue, SSAValue, list[affine.ForOp]] | None:  # fmt: skip
     """(tensor, constant, loops around it) of a fill nest fused into the loops of a nest (its
     parent an affine.for, the loops from the function down to it nothing but loops: a
     batch loop running each image's fill before its reduction, `transform.einc.fuse`), its
-    constant defined outside the fill; else None."""
-    if not isinstance(fill_op, affine.ForOp) or INIT_ATTR not in fill_op.attributes:
+    constant defined outside the fill; else None. `from_tile`: `fill_op` is a tile's copy-in
+    that now stores the identity (`_init_within_tiles`), not an `einc.init` nest."""
+    if not isinstance(fill_op, affine.ForOp) or (INIT_ATTR not in fill_op.attributes and not from_tile):
         return None
     if not isinstance(fill_op.parent_op(), affine.ForOp):
         return None
@@ -534,14 +543,15 @@ def _later_tiles(fill_op: Operation, tensor: SSAValue) -> list[_Tile]:
     return tiles
 
 
-def _init_nested(fill_op: Operation, host: func.FuncOp) -> int:
+def _init_nested(fill_op: Operation, host: func.FuncOp, from_tile: bool = False) -> int:
     """A fill fused into the loops around its nest (`_nested_fill`): each iteration of those
     loops fills a box and stages tiles after it. Checked per iteration: the tiles of one
     iteration disjoint and inside the box its fill has just written (their copy-ins read
     the identity: it is stored instead); when they cover the box exactly, the fill goes
     (each element the fill wrote is written back by a tile before anything else reads
-    it). Returns the tiles rewritten."""
-    found = _nested_fill(fill_op, host)
+    it). `from_tile`: `fill_op` is a tile's copy-in storing the identity (`_init_within_tiles`).
+    Returns the tiles rewritten."""
+    found = _nested_fill(fill_op, host, from_tile)
     if found is None:
         return 0
     tensor, identity, outer = found
@@ -623,6 +633,26 @@ def _overwritten_copy_in(alloca: memref.AllocaOp) -> affine.ForOp | None:
     return copy_in
 
 
+def _init_within_tiles(host: func.FuncOp) -> int:
+    """Tiles staged inside a larger tile of the same output (a grouped convolution's
+    register tile of an output row inside the pair of groups' whole output planes, staged
+    to be streamed out in whole lines): once the larger tile's copy-in stores the identity
+    (rewritten above), that copy-in is a fill of the larger tile fused into the loops
+    around it, and the smaller tiles staged after it in its block are taken as
+    `_init_nested` takes a fused fill's (their copy-ins store the identity; where they
+    cover the larger tile, its copy-in goes). Returns the tiles rewritten."""
+    done = 0
+    for alloca in [op for op in walk_ops(host) if isinstance(op, memref.AllocaOp) and MEMORY_ATTR not in op.attributes]:
+        found = _copy_nests(alloca)
+        if found is None or alloca.parent_block() is None:
+            continue
+        copy_in, tile = found[0], alloca.results[0]
+        if any(not a.write or a.buffer is not tile for a in accesses(copy_in)):
+            continue  # the copy-in still reads something: not a fill
+        done += _init_nested(copy_in, host, from_tile=True)
+    return done
+
+
 def init_accumulators(host: func.FuncOp) -> int:
     """Rewrite the staged accumulator tiles of `host` (module docstring); returns how many."""
     done = 0
@@ -669,7 +699,7 @@ def init_accumulators(host: func.FuncOp) -> int:
             fill_op.detach()
             fill_op.erase()
         done += len(tiles)
-    return done
+    return done + _init_within_tiles(host)
 
 
 @dataclass(frozen=True)

@@ -523,3 +523,74 @@ builtin.module {
     func.return
   }
 }
+
+
+// -----
+
+// A row tile T staged inside a larger tile P of the same output (the CPU policy's grouped
+// convolution: its channel tile's whole planes staged to be streamed out, the rows' register
+// tiles inside): the fill of C goes and P's copy-in stores the identity; that copy-in is then
+// a fill of P (`_init_within_tiles`): T's copy-in stores the identity instead of reading P,
+// and, T's tiles covering P, P's copy-in goes too. P's copy-out is unchanged.
+
+// CHECK-LABEL: func.func @kernel(
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    affine.for %[[N:.*]] = 0 to 2 {
+// CHECK-NEXT:      %[[P:.*]] = memref.alloca() {{.*}} : memref<1x8xf32>
+// CHECK-NEXT:      affine.for %[[MO:.*]] = 0 to 8 step 4 {
+// CHECK-NEXT:        %[[T:.*]] = memref.alloca() {{.*}} : memref<1x4xf32>
+// CHECK-NEXT:        affine.for
+// CHECK-NEXT:          affine.for
+// CHECK-NEXT:            affine.store %[[ZERO]], %[[T]][%{{.*}}, %{{.*}}] : memref<1x4xf32>
+// CHECK-NOT:     affine.load %[[P]]
+// CHECK:                 affine.store %{{.*}}, %[[P]][%{{.*}}, %[[MO]] + %{{.*}}] : memref<1x8xf32>
+// CHECK:               %[[V:.*]] = affine.load %[[P]][%{{.*}}, %{{.*}}] : memref<1x8xf32>
+// CHECK-NEXT:          affine.store %[[V]], %{{.*}}[%[[N]] + %{{.*}}, %{{.*}}] : memref<2x8xf32>
+
+builtin.module {
+  func.func @kernel(%A: memref<2x8xf32> {ein.name = "A"}, %C: memref<2x8xf32> {ein.name = "C", ein.output}) {
+    %0 = arith.constant 0.000000e+00 : f32
+    affine.for %N = 0 to 2 {
+      affine.for %M = 0 to 8 {
+        affine.store %0, %C[%N, %M] : memref<2x8xf32>
+      } {einc.stmt = "C", einc.axis = "M", einc.init}
+    } {einc.stmt = "C", einc.axis = "N", einc.init}
+    affine.for %N = 0 to 2 {
+      %P = memref.alloca() {ein.name = "C_local", alignment = 64 : i64} : memref<1x8xf32>
+      affine.for %p0 = 0 to 1 {
+        affine.for %p1 = 0 to 8 {
+          %1 = affine.load %C[%N + %p0, %p1] : memref<2x8xf32>
+          affine.store %1, %P[%p0, %p1] : memref<1x8xf32>
+        } {einc.stmt = "C", einc.axis = "C.in1", einc.copy}
+      } {einc.stmt = "C", einc.axis = "C.in0", einc.copy}
+      affine.for %M_o = 0 to 8 step 4 {
+        %T = memref.alloca() {ein.name = "C_local_local", alignment = 64 : i64} : memref<1x4xf32>
+        affine.for %t0 = 0 to 1 {
+          affine.for %t1 = 0 to 4 {
+            %2 = affine.load %P[%t0, %M_o + %t1] : memref<1x8xf32>
+            affine.store %2, %T[%t0, %t1] : memref<1x4xf32>
+          } {einc.stmt = "C", einc.axis = "C_local.in1", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C_local.in0", einc.copy}
+        affine.for %M_i = 0 to 4 {
+          %3 = affine.load %A[%N, %M_o + %M_i] : memref<2x8xf32>
+          %4 = affine.load %T[0, %M_i] : memref<1x4xf32>
+          %5 = arith.addf %4, %3 : f32
+          affine.store %5, %T[0, %M_i] : memref<1x4xf32>
+        } {einc.stmt = "C", einc.axis = "M.i"}
+        affine.for %u0 = 0 to 1 {
+          affine.for %u1 = 0 to 4 {
+            %6 = affine.load %T[%u0, %u1] : memref<1x4xf32>
+            affine.store %6, %P[%u0, %M_o + %u1] : memref<1x8xf32>
+          } {einc.stmt = "C", einc.axis = "C_local.out1", einc.copy}
+        } {einc.stmt = "C", einc.axis = "C_local.out0", einc.copy}
+      } {einc.stmt = "C", einc.axis = "M.o"}
+      affine.for %q0 = 0 to 1 {
+        affine.for %q1 = 0 to 8 {
+          %7 = affine.load %P[%q0, %q1] : memref<1x8xf32>
+          affine.store %7, %C[%N + %q0, %q1] : memref<2x8xf32>
+        } {einc.stmt = "C", einc.axis = "C.out1", einc.copy}
+      } {einc.stmt = "C", einc.axis = "C.out0", einc.copy}
+    } {einc.stmt = "C", einc.axis = "N"}
+    func.return
+  }
+}

@@ -453,6 +453,10 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "(no transform.einc.prefetch at its output rows)"),
     ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows prefetched whatever "
      "its size (the default prefetches inputs of 4 MiB or more)"),
+    ("noplanes", policy.Choices(stream_planes=False, pair_lanes=False), True, "a grouped convolution's row tiles "
+     "copied straight into the output, not through its channel tile's whole output planes streamed out"),
+    ("planes", policy.Choices(stream_planes=True, pair_lanes=False), True, "a grouped convolution's output planes staged "
+     "and streamed out whatever the output's size (the default stages those of outputs of 4 MiB or more)"),
     ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
      "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
     ("stream", policy.Choices(stream=True), True, "the output tiles (cache_write) copied out with non-temporal "
