@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 
 from einc.compiler.driver import Compilation
 from einc.semantics.compare import max_error, tolerance
@@ -28,10 +29,11 @@ def _source(h: int, w: int, planes: bool | None, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
     ir, inputs = _grouped(h, w)
     loops = Compilation(ir, "<grouped>", inputs, None, "c", use_records=False).run_until("loops")
+    assert isinstance(loops, ModuleOp)
     schedule = cpu_default(CTarget, loops, Choices(pair_lanes=False, stream_planes=planes))
     assert schedule is not None
     comp = Compilation(ir, "<grouped>", inputs, None, "c", schedule)
-    return comp, str(schedule), comp.run_until("source")
+    return comp, str(schedule), str(comp.run_until("source"))
 
 
 def _numbers(comp: Compilation, h: int, w: int, source: str) -> None:
@@ -43,7 +45,9 @@ def _numbers(comp: Compilation, h: int, w: int, source: str) -> None:
     got = comp.kernel()(**arrays)["output0"]
     assert np.array_equal(np.isnan(got), np.isnan(want)), source
     assert max_error(np.nan_to_num(got), np.nan_to_num(want)) <= tolerance("float32"), source
-    lowered = run_lowered(comp.results["target"], arrays, target="c")["output0"]
+    lowered_module = comp.results["target"]
+    assert isinstance(lowered_module, ModuleOp)
+    lowered = run_lowered(lowered_module, arrays, target="c")["output0"]
     assert max_error(np.nan_to_num(lowered), np.nan_to_num(want)) <= tolerance("float32")
 
 
