@@ -43,9 +43,10 @@ def _source() -> tuple[str, list[tuple[str, str, int]]]:
         T = f"V{k}"
         size = n * (4 if s == "f32" else 8)
         generic = (f"{T} r; for (int k = 0; k < {n}; k++) r[k] = einc_{name[1:]}_{s}((a[k]), (b[k])); return r;")
-        fast = CTarget.lanewise_bodies[(name, s, n)].format(generic=generic, T=T)
+        fast = CTarget.lanewise_bodies[(name, s, n)].format(generic=generic, T=T, lanes=f"lanes{k}")
         lines += [
             f"typedef {scalar} {T} __attribute__((vector_size({size})));",
+            f"static __attribute__((noinline, cold)) {T} lanes{k}({T} a, {T} b) {{ {generic} }}",
             f"static inline {T} fast{k}({T} a, {T} b) {{ {fast} }}",
             f"static inline {T} slow{k}({T} a, {T} b) {{ {generic} }}",
             f"void run{k}(const {scalar}* x, const {scalar}* y, {scalar}* f, {scalar}* g, int64_t count) {{",

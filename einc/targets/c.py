@@ -63,14 +63,18 @@ def simd_declarations(functions: set[str]) -> str:
 def _range_bodies() -> dict[tuple[str, str, int], str]:
     """The vector maximum/minimum helpers (IEEE 754-2019, as the scalar `maximumf`/`minimumf`
     helpers: NaN from either operand, -0 below +0) through AVX512DQ's VRANGEPS/VRANGEPD
-    (imm 5: the larger, 4: the smaller, each with its own sign: -0 < +0), which leave NaN to
-    the selects after them (a NaN operand kept as it is, `a`'s before `b`'s, as the scalar
-    helper). The lane loop of selects gcc makes of the scalar helper is five compares into
-    mask registers and a mask `or` per vector, whose throughput bounds a row maximum: softmax
-    1536x128, AVX-512 (Zen 4), 1 thread, shared machine: 0.14 -> 0.09 ms. Bit-exact with the
-    scalar helper on every pair of specials (NaNs with payloads, signalling, infinities,
-    signed zeros, subnormals: tests/test_c_vector_helpers.py). Other compilers, hosts without
-    AVX512DQ (and AVX512VL below 512 bits) keep the lane loop."""
+    (imm 5: the larger, 4: the smaller, each with its own sign: -0 < +0), right wherever
+    neither operand is NaN; a vector with a NaN lane (one unordered compare into a mask
+    register) calls the lane loop (`{lanes}`: cold, never inlined), which keeps the scalar
+    helper's NaN (`a`'s before `b`'s, signalling ones as they are). The lane loop of selects
+    gcc makes of the scalar helper is five compares into mask registers and a mask `or` per
+    vector, whose throughput bounds a row maximum: softmax 1536x128, AVX-512 (Zen 4), 1
+    thread, shared machine: 0.14 -> 0.09 ms; the NaN selects inline after VRANGEPS (four
+    more operations per vector, two of them on the accumulator's chain) took 17% of a
+    softmax with an inline `exp` (24576x128, Zen 4, 1 thread: 1.83 -> 1.51 ms with the
+    branch). Bit-exact with the scalar helper on every pair of specials (NaNs with payloads,
+    signalling, infinities, signed zeros, subnormals: tests/test_c_vector_helpers.py). Other
+    compilers, hosts without AVX512DQ (and AVX512VL below 512 bits) keep the lane loop."""
     found = {}
     for suffix, letter, kind in (("f32", "s", "ps"), ("f64", "d", "pd")):
         for bits, (lanes32, tail, vl) in {512: (16, ", 4", ""), 256: (8, "", " && defined(__AVX512VL__)"),
@@ -79,9 +83,9 @@ def _range_bodies() -> dict[tuple[str, str, int], str]:
             for name, imm in (("vmaximumf", 5), ("vminimumf", 4)):
                 found[(name, suffix, lanes)] = (
                     f"\n#if defined(__AVX512DQ__){vl} && defined(__GNUC__) && !defined(__clang__)\n"
-                    f"  {{T}} r = __builtin_ia32_range{kind}{bits}_mask(a, b, {imm}, a, -1{tail}); "
-                    "typedef __typeof__(a != a) M; M m = b != b; r = ({T})(((M)b & m) | ((M)r & ~m)); "
-                    "m = a != a; return ({T})(((M)a & m) | ((M)r & ~m));\n#else\n  {generic}\n#endif\n"
+                    f"  {{T}} r = __builtin_ia32_range{kind}{bits}_mask(a, b, {imm}, a, -1{tail});\n"
+                    f"  if (__builtin_expect(__builtin_ia32_cmp{kind}{bits}_mask(a, b, 3, -1{tail}) != 0, 0)) "
+                    "return {lanes}(a, b);\n  return r;\n#else\n  {generic}\n#endif\n"
                 )
     return found
 
