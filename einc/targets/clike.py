@@ -258,8 +258,10 @@ class CLikeTarget:
     """Lane `{k}` of vector variable `{v}` (an lvalue) in the lane-wise helpers."""
     lanewise_bodies: ClassVar[Mapping[tuple[str, str, int], str]] = {}
     """Bodies of lane-wise helpers the target spells better than the lane loop, by (helper
-    name, element suffix, lanes): `{generic}` is the lane loop's body, `{T}` the vector type
-    (einc.targets.c: IEEE maximum/minimum in one AVX-512 instruction)."""
+    name, element suffix, lanes): `{generic}` is the lane loop's body, `{T}` the vector type,
+    `{lanes}` (where a body names it) the lane loop as a function of its own, never inlined
+    and `cold`, for a rare slow path (einc.targets.c: IEEE maximum/minimum in one AVX-512
+    instruction, float32 `exp` inline with libmvec's lane loop for special arguments)."""
     vector_shuffle_guard: ClassVar[str] = "1"
     """The preprocessor condition under which the compiler has `vector_shuffle`."""
     vector_operators: ClassVar[frozenset[type[Operation]]] = frozenset({

@@ -556,10 +556,19 @@ class Writer:
             f"{self.lane('r', 'k')} = {scalar}; return r;"
         )
         name = "v" + op_type.name.split(".")[-1]
+        params = [(T, n) for n in names]
         special = self.t.lanewise_bodies.get((name, self.suffix(element), t.get_shape()[0]))
         if special is not None:  # the target's faster spelling, the lane loop its fallback
-            body = special.format(generic=body, T=T)
-        return self.lanewise_helper(name, t, [(T, n) for n in names], T, body)
+            if "{lanes}" in special:  # the lane loop as a cold function of its own, printed first
+                lanes_name = self.lanewise_helper(f"{name}_lanes", t, params, T, body)
+                key = (f"{name}_lanes", f"{self.suffix(element)}x{t.get_shape()[0]}")
+                self.helpers_used[key] = self.helpers_used[key].replace(
+                    self.t.helper_prefix, "static __attribute__((noinline, cold))", 1
+                )
+                body = special.format(generic=body, T=T, lanes=lanes_name)
+            else:
+                body = special.format(generic=body, T=T)
+        return self.lanewise_helper(name, t, params, T, body)
 
     # -- memory ---------------------------------------------------------------------------------
     def access(self, buffer: SSAValue, index: Expr) -> str:
