@@ -449,10 +449,10 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "input packed row by row in the output row loop (transform.einc.pack_rows), not the whole padded plane before the rows"),
     ("pairs.plane", policy.Choices(pair_lanes=True, pack_rows=False), True, "a grouped convolution in the pair form with "
      "its input's whole padded plane packed before the output rows (the default packs an input under 4 MiB row by row)"),
-    ("noprefetch", policy.Choices(prefetch=False, pair_lanes=False), True, "a grouped convolution's input rows not prefetched "
-     "(no transform.einc.prefetch at its output rows)"),
-    ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows prefetched whatever "
-     "its size (the default prefetches inputs of 4 MiB or more)"),
+    ("noprefetch", policy.Choices(prefetch=False, pair_lanes=False), True, "a grouped convolution's input rows, a batched "
+     "matmul's next batch element, not prefetched (no transform.einc.prefetch at its output rows, at its batch loop)"),
+    ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows, a batched matmul's "
+     "next batch element, prefetched whatever the input's size (the default prefetches inputs of 4 MiB or more)"),
     ("interleave", policy.Choices(rows=False), True, "a short reduction over whole rows summed with its outputs "
      "side by side (the reduction outside, the outputs inside), not vectorized along the rows"),
     ("stream", policy.Choices(stream=True), True, "the output tiles (cache_write) copied out with non-temporal "
