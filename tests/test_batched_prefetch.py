@@ -3,8 +3,8 @@ k steps (`transform.einc.prefetch ... spread %k evenly`, einc/transforms/prefetc
 CPU default's `_prefetch_next` for inputs of PREFETCH_MIN_BYTES or more, Choices.prefetch):
 the schedule, the generated C (one `__builtin_prefetch` of each input a k step, its flat
 index `k * E / T` on, clamped to the input's last element) and NumPy's numbers (float64
-reference, random data); none at batch 1's sizes nor under `policy.noprefetch`; the
-refusals."""
+reference, random data), and its output streamed (`_stream_outputs`); none of it at batch
+1's sizes nor under `policy.noprefetch`; the refusals."""
 
 from __future__ import annotations
 
@@ -68,9 +68,13 @@ def test_small_batched_matmul_prefetches_its_next_element_evenly_when_asked() ->
                      r"int64_t (v\w*) = einc_minsi_i64\(K_i \* 8 \+ 512 \+ N_o \* 32 [^;]*B \* 512, 2047\);\s*"
                      r"__builtin_prefetch\(&input0\[\2\]\);", source), source
     assert "const float* restrict input0" in source  # a prefetch reads nothing: the inputs stay const
+    # its output, written once, streams (the inputs come from memory): the tile's copy-out
+    # non-temporal, an sfence ending the outlined body
+    assert re.search(r"einc_vstream512_f32x16\(&output0\[B \* 512 [^\]]*\], v\);", source), source
+    assert "einc_sfence();" in source
     # the default: inputs of 8 and 16 KiB stay in the caches between calls, no prefetch
     default = _schedule(op)
-    assert "prefetch" not in str(default)
+    assert "prefetch" not in str(default) and "stream_stores" not in str(default)
     assert "__builtin_prefetch" not in _numbers(op, default)
 
 
@@ -80,8 +84,11 @@ def test_attention_batched_matmuls_prefetch_at_batch_16_not_at_batch_1() -> None
         schedule = str(_schedule(big))
         for tensor in ("input0", "input1"):
             assert re.search(rf'transform.einc.prefetch "{tensor}" at %\d+ by 1 spread %\d+ evenly', schedule), schedule
-        assert "prefetch" not in str(_schedule(big, policy.Choices(prefetch=False)))  # policy.noprefetch
-        assert "prefetch" not in str(_schedule(bench.ops(1)[key]))  # 12 heads: under 4 MiB
+        assert "transform.einc.stream_stores" in schedule  # 12 and 6 MiB out, under STREAM_MIN_BYTES
+        unfetched = str(_schedule(big, policy.Choices(prefetch=False)))  # policy.noprefetch
+        assert "prefetch" not in unfetched and "stream_stores" not in unfetched
+        small = str(_schedule(bench.ops(1)[key]))  # 12 heads: under 4 MiB
+        assert "prefetch" not in small and "stream_stores" not in small
     # A V's next head: A's 16384 and B's 8192 elements over 2 x 16 tiles x 128 k steps
     op = bench.ops(16)["bmm_av"]
     source = _numbers(op, _schedule(op))

@@ -17,6 +17,10 @@ loop at); one that may lie below 0 is guarded (`scf.if`); a constant range (a pa
 columns) is cut to the tensor. A prefetch reads and writes nothing: the program computes the same values on every
 target; C prints `__builtin_prefetch`, the other targets nothing.
 
+`prefetch(loop, "X", distance, spread, evenly=True)`: the tile (one run of X) spread over
+every iteration of the loops from `loop`'s body down to `spread`, a few elements further each
+step (`_evenly`): a batched matmul's next head over this head's k steps.
+
 Why: a grouped convolution at batch 16 reads each image's input once from DRAM, sixteen
 channel rows at a time, rows of 112 bytes in planes 3 KiB apart; the hardware prefetchers
 do not follow so many short streams and the hot loop waits (README, the grouped
