@@ -719,23 +719,32 @@ class PrefetchOp(IRDLOperation):
     (einc.transforms.prefetch): C prints `__builtin_prefetch`, the other targets nothing;
     the values computed are the same. `spread %inner` (a loop inside %loop): those lines
     fetched a slice per iteration of %inner instead of all at the top (a staged pair of
-    groups' next 16 planes, a row of each per output row). Result: the prefetch ops."""
+    groups' next 16 planes, a row of each per output row). `spread %inner evenly`: the tile,
+    one run of the tensor, spread over every iteration of the loops from %loop's body down to
+    %inner (a batched matmul's next head, a few elements further each step of its k loop).
+    Result: the prefetch ops."""
 
     name = "transform.einc.prefetch"
     target = operand_def(AnyOpType)
     spread = opt_operand_def(AnyOpType)
     tensor = prop_def(StringAttr)
     distance = prop_def(IntegerAttr)
+    evenly = opt_prop_def(UnitAttr)
     prefetches = result_def(AnyOpType)
 
-    def __init__(self, target: SSAValue, tensor: str, distance: int, spread: SSAValue | None = None):
-        super().__init__(operands=[target, [spread] if spread is not None else []],
-                         properties={"tensor": StringAttr(tensor), "distance": IntegerAttr(distance, i64)},
+    def __init__(self, target: SSAValue, tensor: str, distance: int, spread: SSAValue | None = None,
+                 evenly: bool = False):  # fmt: skip
+        properties: dict[str, Attribute] = {"tensor": StringAttr(tensor), "distance": IntegerAttr(distance, i64)}
+        if evenly:
+            properties["evenly"] = UnitAttr()
+        super().__init__(operands=[target, [spread] if spread is not None else []], properties=properties,
                          result_types=[HANDLE])  # fmt: skip
 
     def verify_(self) -> None:
         if not 1 <= self.distance.value.data <= 64:
             raise VerifyException(f"{self.name}: distance {self.distance.value.data} is not in 1..64")
+        if self.evenly is not None and self.spread is None:
+            raise VerifyException(f"{self.name}: evenly without a loop to spread over")
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -748,7 +757,8 @@ class PrefetchOp(IRDLOperation):
         if not 1 <= distance <= 64:
             parser.raise_error(f"prefetch distance {distance} is not in 1..64", start, start + len(str(distance)))
         spread = _operand(parser, HANDLE) if parser.parse_optional_keyword("spread") else None
-        return cls(target, tensor, distance, spread)
+        evenly = spread is not None and parser.parse_optional_keyword("evenly") is not None
+        return cls(target, tensor, distance, spread, evenly)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f' "{self.tensor.data}" at ')
@@ -757,6 +767,8 @@ class PrefetchOp(IRDLOperation):
         if self.spread is not None:
             printer.print_string(" spread ")
             printer.print_ssa_value(self.spread)
+            if self.evenly is not None:
+                printer.print_string(" evenly")
 
 
 @irdl_op_definition

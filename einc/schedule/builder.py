@@ -280,8 +280,9 @@ class ScheduleBuilder:
         (buffer,) = self._step(et.CacheReadOp(at, tensor, memory, layout, pad, halo, split))
         return buffer
 
-    def prefetch(self, tensor: str, at: SSAValue, distance: int, spread: SSAValue | None = None) -> SSAValue:
-        (made,) = self._step(et.PrefetchOp(at, tensor, distance, spread))
+    def prefetch(self, tensor: str, at: SSAValue, distance: int, spread: SSAValue | None = None,
+                 evenly: bool = False) -> SSAValue:  # fmt: skip
+        (made,) = self._step(et.PrefetchOp(at, tensor, distance, spread, evenly))
         return made
 
     def cache_write(self, tensor: str, at: SSAValue, memory: str = "local", layout: tuple[int, ...] | None = None,

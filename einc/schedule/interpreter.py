@@ -588,7 +588,7 @@ class EincTransformFunctions(InterpreterFunctions):
                 raise self.fail(op, f"the spread handle must hold one loop, it holds {len(inner)}")
             spread = inner[0]
         for loop in self.loops(op, args[0]):
-            made += self.check(op, prefetch(loop, op.tensor.data, op.distance.value.data, spread))
+            made += self.check(op, prefetch(loop, op.tensor.data, op.distance.value.data, spread, op.evenly is not None))
         return (OperationHandle(*made),)
 
     def _cache(self, op: et.CacheOp, args: PythonValues, write: bool) -> PythonValues:

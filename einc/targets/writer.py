@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from xdsl.dialects import affine, arith, func, memref
@@ -711,6 +711,10 @@ class Writer:
         user_op = v.get_user_of_unique_use()
         if user_op is None or op.regions:
             return False
+        if isinstance(op, affine.ApplyOp) and isinstance(user_op, egpu.PrefetchOp) and _split_flat(user_op):
+            # a prefetch's index of a flat index split per dimension (`prefetch ... evenly`):
+            # printed in its address, where the linearisation merges the split back (`x[e]`)
+            return user_op.parent_block() is op.parent_block()
         if user_op.parent_block() is not op.parent_block():
             return False
         if type(user_op) in STATEMENTS and not isinstance(
@@ -722,6 +726,15 @@ class Writer:
         if type(op) in self.t.ops or isinstance(op, (arith.CmpiOp, arith.CmpfOp)):
             return _uses_once(self.t, user_op, v)
         return type(op) in EXPRESSIONS and _uses_once(self.t, user_op, v)
+
+
+def _split_flat(op: egpu.PrefetchOp) -> bool:
+    """Whether every index of a prefetch is an `affine.apply` of one same value (a flat index
+    split into `e floordiv 16384, (e floordiv 128) mod 128, e mod 128`)."""
+    owners = [v.owner for v in op.indices]
+    if not all(isinstance(o, affine.ApplyOp) and len(o.mapOperands) == 1 for o in owners):
+        return False
+    return len({cast(affine.ApplyOp, o).mapOperands[0] for o in owners}) == 1
 
 
 def _divides(op: affine.ApplyOp) -> bool:
@@ -790,7 +803,7 @@ def _uses_once(target: type[CLikeTarget], user: Operation, v: SSAValue) -> bool:
 def _is_written(buffer: SSAValue) -> bool:
     return any(
         isinstance(u.operation, (affine.StoreOp, memref.StoreOp)) and u.index == 1
-        or not isinstance(u.operation, _READS)
+        or not isinstance(u.operation, (*_READS, egpu.PrefetchOp))  # a prefetch (a hint) writes nothing
         and not (isinstance(u.operation, egpu.CopyAsyncOp) and u.operation.source is buffer)
         for u in buffer.uses
     )

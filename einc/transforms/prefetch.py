@@ -17,6 +17,10 @@ loop at); one that may lie below 0 is guarded (`scf.if`); a constant range (a pa
 columns) is cut to the tensor. A prefetch reads and writes nothing: the program computes the same values on every
 target; C prints `__builtin_prefetch`, the other targets nothing.
 
+`prefetch(loop, "X", distance, spread, evenly=True)`: the tile (one run of X) spread over
+every iteration of the loops from `loop`'s body down to `spread`, a few elements further each
+step (`_evenly`): a batched matmul's next head over this head's k steps.
+
 Why: a grouped convolution at batch 16 reads each image's input once from DRAM, sixteen
 channel rows at a time, rows of 112 bytes in planes 3 KiB apart; the hardware prefetchers
 do not follow so many short streams and the hot loop waits (README, the grouped
@@ -56,10 +60,11 @@ PREFETCH_ATTR = "einc.prefetch"
 """Marks the loops of a prefetch nest (not part of the computation: schedule ops leave them)."""
 
 
-def prefetch(loop: affine.ForOp, tensor: str, distance: int, spread: affine.ForOp | None = None) -> list[Operation] | Failure:
+def prefetch(loop: affine.ForOp, tensor: str, distance: int, spread: affine.ForOp | None = None,
+             evenly: bool = False) -> list[Operation] | Failure:  # fmt: skip
     """Prefetch `tensor`'s tile of iteration `i + distance * step` at the top of `loop`'s
-    body, or a slice per iteration of `spread` (see the module docstring). Returns the
-    prefetch ops."""
+    body, or a slice per iteration of `spread` (`evenly`: a run per iteration of every loop
+    down to it; see the module docstring). Returns the prefetch ops."""
     where = f"prefetch of '{tensor}' at {describe(loop)}"
     if distance < 1:
         return Failure(f"{where}: the distance {distance} is not a positive number of iterations")
@@ -105,6 +110,10 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int, spread: affine.ForO
     if any(lo >= hi for lo, hi in zip(lows, highs)):
         return Failure(f"{where}: its tile lies outside the tensor")
     per_line = max(1, LINE_BYTES // _element_bytes(buffer))
+    if evenly:
+        if spread is None:
+            return Failure(f"{where}: evenly without a loop to spread over")
+        return _evenly(loop, spread, buffer, box, lows, highs, ahead, per_line, where)
     last = len(box.shape) - 1
     # a line every `per_line` elements and the last element (the row need not start a line)
     points = list(range(lows[last], highs[last], per_line))
@@ -243,3 +252,100 @@ def _overhang(box: Box, lows: list[int], highs: list[int], iv: SSAValue, ahead: 
         lo, hi = span[0] + shift + low + lows[d], span[1] + shift + low + highs[d] - 1
         overhang.append((lo < 0, hi >= size))
     return dataclasses.replace(box, overhang=overhang)
+
+
+def _evenly(loop: affine.ForOp, spread: affine.ForOp, buffer: SSAValue, box: Box, lows: list[int], highs: list[int],
+            ahead: int, per_line: int, where: str) -> list[Operation] | Failure:  # fmt: skip
+    """`prefetch(..., evenly=True)`: the tile of iteration `i + ahead` (`lows`..`highs` of
+    `box`), one run of E elements in the tensor's row-major layout, spread over the T
+    iterations of the loops from `loop`'s body down to `spread` (each of constant bounds):
+    iteration t (their row-major position) prefetches elements `t * E / T` on, a line every
+    `per_line` elements up to the next iteration's start (at least one: where E / T is
+    less than a line, a line several iterations in a row; the repeats hit the line already
+    coming). A batched matmul's next head (A's 64 KiB), 4 elements a k step, instead of all
+    at the top of the head's first tile, where a burst of 1024 misses would stall it. The
+    flat index is clamped to the tensor's last element (past the last head: that line
+    again) and split into an index per dimension as `x[e floordiv 16384, (e floordiv 128)
+    mod 128, e mod 128]`, which the C printer merges back into `e`."""
+    sizes = box.sizes
+    iv = induction_var(loop)
+    # one run: the dimensions after the first of more than one element whole
+    first = next((d for d in range(len(sizes)) if highs[d] - lows[d] > 1), len(sizes) - 1)
+    for d in range(first + 1, len(sizes)):
+        if box.outer[d] or box.low[d] + lows[d] != 0 or highs[d] - lows[d] != sizes[d]:
+            return Failure(f"{where}: its tile ({[hi - lo for lo, hi in zip(lows, highs)]} of {sizes}) is not one run "
+                           f"of the tensor to spread evenly")
+    elements = 1
+    for lo, hi in zip(lows, highs):
+        elements *= hi - lo
+    # the loops from the spread loop out to `loop`'s body, each iteration's row-major position
+    chain: list[affine.ForOp] = []
+    f: Operation | None = spread
+    while f is not None and f is not loop:
+        if isinstance(f, affine.ForOp):
+            if constant_bounds(f) is None:
+                return Failure(f"{where}: {describe(f)} has no constant bounds to spread evenly over")
+            chain.append(f)
+        f = f.parent_op()
+    trips = [trip_count(c) or 0 for c in chain]
+    total = 1
+    for t in trips:
+        total *= t
+    if total < 1:
+        return Failure(f"{where}: no iteration to spread over")
+    # element offset of iteration t: t * E / T, a whole number of elements per step of each loop
+    terms: Terms = {}
+    const = 0
+    inner = 1
+    for c, t in zip(chain, trips):
+        lb = constant_bounds(c)
+        assert lb is not None
+        num, den = inner * elements, total * step_of(c)
+        if num % den:
+            return Failure(f"{where}: its {elements} elements do not spread evenly over {total} iterations "
+                           f"(a whole number of elements a step of {describe(c)})")
+        terms[induction_var(c)] = num // den
+        const -= num // den * lb[0]
+        inner *= t
+    per_step = elements // total
+    count = max(1, -(-per_step // per_line))
+    if count > MAX_PREFETCHES:
+        return Failure(f"{where}: {count} cache lines an iteration (at most {MAX_PREFETCHES})")
+    inside = _overhang(box, lows, highs, iv, ahead, loop)
+    if any(below for below, _ in inside.overhang):
+        return Failure(f"{where}: its tile may lie below the tensor's start (not spread evenly)")
+    strides = [1] * len(sizes)
+    for d in reversed(range(len(sizes) - 1)):
+        strides[d] = strides[d + 1] * sizes[d + 1]
+    # the run's first element at iteration i + ahead
+    for d, (outer, low) in enumerate(zip(box.outer, box.low)):
+        for v, c in outer.items():
+            terms[v] = terms.get(v, 0) + c * strides[d]
+        const += (low + lows[d] + sum(c * ahead for v, c in outer.items() if v is iv)) * strides[d]
+    operands = list(terms)
+    last = 1
+    for size in sizes:
+        last *= size
+    point = InsertPoint.at_start(spread.body.block)
+    made: list[Operation] = []
+    for k in range(count):
+        flat = linear_map([(terms, const + k * per_line)], operands).results[0]
+        clamped: Operation
+        if any(past for _, past in inside.overhang):
+            clamped = affine.MinOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (flat, AffineExpr.constant(last - 1)))))
+        else:
+            clamped = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (flat,))))
+        Rewriter.insert_op(clamped, point)
+        e = AffineExpr.dimension(0)
+        indices = []
+        for d, (size, stride) in enumerate(zip(sizes, strides)):
+            index = e // stride if stride != 1 else e
+            if d > 0:
+                index = index % size
+            apply = affine.ApplyOp([clamped.results[0]], AffineMapAttr(AffineMap(1, 0, (index,))))
+            Rewriter.insert_op(apply, point)
+            indices.append(apply.results[0])
+        op = egpu.PrefetchOp(buffer, indices)
+        Rewriter.insert_op(op, point)
+        made.append(op)
+    return made

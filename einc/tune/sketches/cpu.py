@@ -449,10 +449,10 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "input packed row by row in the output row loop (transform.einc.pack_rows), not the whole padded plane before the rows"),
     ("pairs.plane", policy.Choices(pair_lanes=True, pack_rows=False), True, "a grouped convolution in the pair form with "
      "its input's whole padded plane packed before the output rows (the default packs an input under 4 MiB row by row)"),
-    ("noprefetch", policy.Choices(prefetch=False, pair_lanes=False), True, "a grouped convolution's input rows not prefetched "
-     "(no transform.einc.prefetch at its output rows)"),
-    ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows prefetched whatever "
-     "its size (the default prefetches inputs of 4 MiB or more)"),
+    ("noprefetch", policy.Choices(prefetch=False, pair_lanes=False), True, "a grouped convolution's input rows, a batched "
+     "matmul's next batch element, not prefetched (no transform.einc.prefetch at its output rows, at its batch loop)"),
+    ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows, a batched matmul's "
+     "next batch element, prefetched whatever the input's size (the default prefetches inputs of 4 MiB or more)"),
     ("noplanes", policy.Choices(stream_planes=False, pair_lanes=False), True, "a grouped convolution's row tiles "
      "copied straight into the output, not through its channel tile's whole output planes streamed out"),
     ("planes", policy.Choices(stream_planes=True, pair_lanes=False), True, "a grouped convolution's output planes staged "
