@@ -277,7 +277,7 @@ def tuned_db(path: Path, device: str | None = None, target: str = "c") -> Record
     with RecordDB(path) as db:
         rid = db.add(task, dataclasses.replace(context, device=device or context.device), result(tuned_candidate(matmul_task())))
         record = db.get(rid)
-    assert record is not None
+    assert record is not None and record.context is not None
     return record
 
 
@@ -617,6 +617,7 @@ def test_compile_skips_a_stale_record_with_one_note(tmp_path: Path, monkeypatch:
                                                     sources: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     db = tmp_path / "t.db"
     record = tuned_db(db)
+    assert record.context is not None
     monkeypatch.setattr("einc.runtime.c.compiler_identity", lambda cc: "gcc (Debian 99.1.0-1) 99.1.0\n")
     assert main(["compile", str(MATMUL), "--db", str(db)]) == 0
     out, err = capsys.readouterr()
