@@ -11,7 +11,10 @@ of more than one iteration moves the box in another dimension (the grouped convo
 loop over pairs of groups around its output-row loop), the rows past the tensor's end wrap
 into that loop's next iteration (`(HO + 2) % 28` of the channels 16 further on, those of
 the next pair of groups: its first input rows fetched during this pair's last rows, where
-they would start cold). Another index that may pass the tensor's end (the rows after the last iteration's, the
+they would start cold). Where that carry adds exactly one to the dimension just outside
+(a loop over channel tiles wrapping into the next image's first channels: row-major, the
+same address), the index is left unwrapped and clamped to the tensor's last element instead
+(`_flat_carry`: no division or remainder per prefetch). Another index that may pass the tensor's end (the rows after the last iteration's, the
 last outer iteration's channels) is clamped to its last element (an `affine.min`: no new condition for index-set splitting to cut the
 loop at); one that may lie below 0 is guarded (`scf.if`); a constant range (a padded row's
 columns) is cut to the tensor. A prefetch reads and writes nothing: the program computes the same values on every
