@@ -179,18 +179,25 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     plane = grouped.schedule("policy.pairs.plane")
     assert "transform.einc.pack_rows" in sched and "transform.einc.pack_rows" not in plane, plane
     assert "policy.pairs.rows" not in grouped.space.sketches and "policy.pairs.plane" not in conv.space.sketches
-    # policy.prefetch: the pair's input rows prefetched one output row ahead
-    # (transform.einc.prefetch at HO: row HO + 2 of each of the pair's channels; past the
-    # image's last row, the next pair's first rows: (HO + 2) % 5 of the channels 8 further on,
-    # clamped to the last channel); the default does that only for inputs of
+    # policy.prefetch: the next channel tile's input prefetched a tile ahead, spread over this
+    # tile's output rows (transform.einc.prefetch at the tile loop, spread over HO: row HO of
+    # each of the next tile's 8 channels; the last tile's the next image's first channels, the
+    # channel index unwrapped, clamped to the last image's last channel); policy.prefetch.rows
+    # this tile's next row at the top of each output row (row HO + 2 of each of its channels;
+    # past the image's last row, the next tile's first rows: (HO + 2) % 5 of the channels 8
+    # further on, clamped to the last channel); the default prefetches only inputs of
     # PREFETCH_MIN_BYTES or more (this one is 7.5 KiB), nor do the one-group tile (its input
     # does not move with the lanes) or the plain convolution
-    ahead = grouped.source("policy.prefetch")
-    assert 'transform.einc.prefetch "input0" at' in grouped.schedule("policy.prefetch")
+    ahead, rows = grouped.source("policy.prefetch"), grouped.source("policy.prefetch.rows")
+    assert re.search(r'transform.einc.prefetch "input0" at %\w+ by 1 spread %', grouped.schedule("policy.prefetch"))
+    assert re.search(r"int64_t v\w* = N;\s*int64_t v\w* = einc_minsi_i64\(F_q_o \* 8 \+ 8 \+ input0_p1, N \* -16 \+ 31\);\s*"
+                     r"int64_t v\w* = HO;\s*int64_t v\w* = \d+;\s*__builtin_prefetch\(&input0\[", ahead), ahead
+    assert " spread " not in grouped.schedule("policy.prefetch.rows")
     assert re.search(r"int64_t v\w* = einc_minsi_i64\(F_q_o \* 8 \+ input0_p1 \+ \(HO \+ 2\) / 5 \* 8, 15\);\s*"
-                     r"int64_t v\w* = \(HO \+ 2\) % 5;\s*int64_t v\w* = \d+;\s*__builtin_prefetch\(&input0\[", ahead), ahead
+                     r"int64_t v\w* = \(HO \+ 2\) % 5;\s*int64_t v\w* = \d+;\s*__builtin_prefetch\(&input0\[", rows), rows
     assert "prefetch" not in grouped.schedule("default") and "__builtin_prefetch" not in group
     assert "policy.noprefetch" not in grouped.space.sketches and "policy.prefetch" not in conv.space.sketches
+    assert "policy.prefetch.rows" in grouped.space.sketches and "policy.prefetch.rows" not in conv.space.sketches
     assert "__builtin_prefetch" not in base and "__builtin_prefetch" not in conv.source("default")
 
 

@@ -11,7 +11,10 @@ of more than one iteration moves the box in another dimension (the grouped convo
 loop over pairs of groups around its output-row loop), the rows past the tensor's end wrap
 into that loop's next iteration (`(HO + 2) % 28` of the channels 16 further on, those of
 the next pair of groups: its first input rows fetched during this pair's last rows, where
-they would start cold). Another index that may pass the tensor's end (the rows after the last iteration's, the
+they would start cold). Where that carry adds exactly one to the dimension just outside
+(a loop over channel tiles wrapping into the next image's first channels: row-major, the
+same address), the index is left unwrapped and clamped to the tensor's last element instead
+(`_flat_carry`: no division or remainder per prefetch). Another index that may pass the tensor's end (the rows after the last iteration's, the
 last outer iteration's channels) is clamped to its last element (an `affine.min`: no new condition for index-set splitting to cut the
 loop at); one that may lie below 0 is guarded (`scf.if`); a constant range (a padded row's
 columns) is cut to the tensor. A prefetch reads and writes nothing: the program computes the same values on every
@@ -179,7 +182,17 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int, spread: affine.ForO
         indices = []
         exprs = [linear_map([form], operands).results[0] for form in forms]
         overhang = list(inside.overhang)
-        if wrap is not None:  # past the moving dimension's end: the next outer iteration's first rows
+        limits: list[AffineExpr | None] = [None] * len(exprs)
+        flat = wrap is not None and _flat_carry(box, *wrap)
+        if wrap is not None and flat:
+            # the carry lands one step further in the dimension just outside (a channel past
+            # the image's last is the next image's first channel): the row-major address of
+            # the index past the end is the wrapped one's, so the index stays unwrapped, only
+            # clamped to the tensor's last element (no division or remainder to compute)
+            d = wrap[0]
+            limits[d] = AffineExpr.constant(box.sizes[d - 1] * box.sizes[d] - 1) - exprs[d - 1] * box.sizes[d]
+            overhang[d] = (False, False)
+        elif wrap is not None:  # past the moving dimension's end: the next outer iteration's first rows
             d, outer_var, outer_shift = wrap
             carry = exprs[d] // box.sizes[d]
             exprs[d] = exprs[d] % box.sizes[d]
@@ -188,10 +201,12 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int, spread: affine.ForO
                 if e != d and terms.get(outer_var, 0) > 0:
                     exprs[e] = exprs[e] + carry * (terms[outer_var] * outer_shift)
                     overhang[e] = (overhang[e][0], True)  # the last outer iteration's: clamped
-        for expr, (below, past), size in zip(exprs, overhang, box.sizes):
+        for expr, (below, past), size, limit in zip(exprs, overhang, box.sizes, limits):
             dims = len(operands)
             index: Operation
-            if past and not below:
+            if limit is not None:
+                index = affine.MinOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr, limit))))
+            elif past and not below:
                 index = affine.MinOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr, AffineExpr.constant(size - 1)))))
             else:
                 index = affine.ApplyOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr,))))
@@ -239,6 +254,15 @@ def _wrap(loop: affine.ForOp, box: Box, moving: list[int], inside: Box) -> tuple
     if not any(e != d and terms.get(var, 0) > 0 for e, terms in enumerate(box.outer)):
         return None
     return d, var, step_of(outer)
+
+
+def _flat_carry(box: Box, d: int, var: SSAValue, step: int) -> bool:
+    """Whether `_wrap`'s carry out of dimension `d` adds exactly one to the dimension just
+    outside it and to no other (the loop over pairs of groups wrapping into the next
+    image's first channels): the tensor is row-major, so the unwrapped index addresses the
+    same element as the wrapped one wherever the wrapped one lies inside the tensor."""
+    moved = [e for e, terms in enumerate(box.outer) if e != d and terms.get(var, 0) > 0]
+    return d > 0 and moved == [d - 1] and box.outer[d - 1][var] * step == 1
 
 
 def _overhang(box: Box, lows: list[int], highs: list[int], iv: SSAValue, ahead: int, loop: affine.ForOp) -> Box:

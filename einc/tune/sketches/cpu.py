@@ -453,6 +453,9 @@ POLICY_VARIANTS: tuple[tuple[str, policy.Choices, bool, str], ...] = (
      "matmul's next batch element, not prefetched (no transform.einc.prefetch at its output rows, at its batch loop)"),
     ("prefetch", policy.Choices(prefetch=True, pair_lanes=False), True, "a grouped convolution's input rows, a batched matmul's "
      "next batch element, prefetched whatever the input's size (the default prefetches inputs of 4 MiB or more)"),
+    ("prefetch.rows", policy.Choices(prefetch=True, prefetch_tile=False, pair_lanes=False), True, "a grouped convolution's "
+     "input prefetched a row ahead at the top of each output row (this tile's next row), not the next channel tile's "
+     "rows spread over this tile's output rows"),
     ("noplanes", policy.Choices(stream_planes=False, pair_lanes=False), True, "a grouped convolution's row tiles "
      "copied straight into the output, not through its channel tile's whole output planes streamed out"),
     ("planes", policy.Choices(stream_planes=True, pair_lanes=False), True, "a grouped convolution's output planes staged "
