@@ -57,11 +57,15 @@ func.func @row_max(%x: memref<4x64xf32> {ein.name = "x"}, %m: memref<4xf32> {ein
 }
 
 // CHECK:      static inline float einc_maximumf_f32(float a, float b) { float r = a > b ? a : b; r = b != b ? b : r; r = a != a ? a : r; return ((a == 0) & (b == 0)) ? a + b : r; }
-// The vector maximum: AVX512DQ's vrangeps and two NaN selects, the lane loop its fallback; the
-// lane reduction: halves folded by shuffles (the same tree as its fallback's lane loop).
-// CHECK:      static inline einc_f32x16 einc_vmaximumf_f32x16(einc_f32x16 a, einc_f32x16 b) {
+// The vector maximum: AVX512DQ's vrangeps, a vector with a NaN lane (one unordered compare)
+// sent to the lane loop (cold, never inlined), which is also the fallback elsewhere; the lane
+// reduction: halves folded by shuffles (the same tree as its fallback's lane loop).
+// CHECK:      static __attribute__((noinline, cold)) einc_f32x16 einc_vmaximumf_lanes_f32x16(einc_f32x16 a, einc_f32x16 b) { einc_f32x16 r; for (int k = 0; k < 16; k++) r[k] = einc_maximumf_f32((a[k]), (b[k])); return r; }
+// CHECK-NEXT: static inline einc_f32x16 einc_vmaximumf_f32x16(einc_f32x16 a, einc_f32x16 b) {
 // CHECK-NEXT: #if defined(__AVX512DQ__) && defined(__GNUC__) && !defined(__clang__)
-// CHECK-NEXT:   einc_f32x16 r = __builtin_ia32_rangeps512_mask(a, b, 5, a, -1, 4); typedef __typeof__(a != a) M; M m = b != b; r = (einc_f32x16)(((M)b & m) | ((M)r & ~m)); m = a != a; return (einc_f32x16)(((M)a & m) | ((M)r & ~m));
+// CHECK-NEXT:   einc_f32x16 r = __builtin_ia32_rangeps512_mask(a, b, 5, a, -1, 4);
+// CHECK-NEXT:   if (__builtin_expect(__builtin_ia32_cmpps512_mask(a, b, 3, -1, 4) != 0, 0)) return einc_vmaximumf_lanes_f32x16(a, b);
+// CHECK-NEXT:   return r;
 // CHECK-NEXT: #else
 // CHECK-NEXT:   einc_f32x16 r; for (int k = 0; k < 16; k++) r[k] = einc_maximumf_f32((a[k]), (b[k])); return r;
 // CHECK-NEXT: #endif
