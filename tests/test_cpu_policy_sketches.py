@@ -82,7 +82,11 @@ def test_the_default_plan_is_a_point_proposed_first_then_each_variant(cases: dic
         same = policy.default_schedule(target, loops, policy.POLICY, split_conditions=True)
         assert same is not None and same.same_as(default)
         variants = [s for s in space.sketches if s.startswith("policy.")]
-        assert {"policy.j", "policy.nopack", "policy.bi", "policy.cond"} <= set(variants), (key, list(space.sketches))
+        # the plain convolution's variants; the grouped one's default is the pair form (16
+        # lanes), whose variants are the blocked form and its own
+        want = {"policy.j", "policy.nopack", "policy.bi", "policy.cond"} if key == "conv" else \
+            {"policy.nopairs", "policy.nogroup", "policy.pairs.plane", "policy.p1", "policy.cond"}  # fmt: skip
+        assert want <= set(variants), (key, list(space.sketches))
         assert not any(space.sketches[s].schedule.same_as(default) for s in variants)
         # the search proposes the default, then each variant's default point
         proposed = RandomSearch(space, seed=3).propose(1 + len(variants))
@@ -122,17 +126,15 @@ def _parallel_axis(source: str) -> str:
 
 def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> None:
     conv, grouped = cases["conv"], cases["grouped"]
-    for case in (conv, grouped):
+    for case in (conv,):
         base = case.source("default")
         # the default: the filter packed (input1_local; the plain convolution's whole pack,
         # invariant in the batch loop, hoisted above it by einc-hoist-packs: input1_local_pack),
         # the output tile staged, one parallel loop over the batch (2 images), conditions split
         # out of the blocked loops
-        packed = "input1_local_pack[" if case is conv else "input1_local["
-        assert packed in base and "output0_local[" in base and _parallel_axis(base) == "N"
-        if case is conv:  # packed in the kernel's body, before its parallel loop
-            body = base[base.index(" void kernel(") :]
-            assert body.index("input1_local_pack[") < body.index("#pragma omp parallel for")
+        assert "input1_local_pack[" in base and "output0_local[" in base and _parallel_axis(base) == "N"
+        body = base[base.index(" void kernel(") :]  # packed in the kernel's body, before its parallel loop
+        assert body.index("input1_local_pack[") < body.index("#pragma omp parallel for")
         assert "split_conditions" in case.schedule("default")
         # nopack: the filter read in place, the output tile still staged
         nopack = case.source("policy.nopack")
@@ -152,12 +154,16 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     # p1: the next independent loop (the loop over pairs of groups) parallel instead of the
     # batch loop
     assert _parallel_axis(grouped.source("policy.p1")) == "F_q_o"
-    # the default: vectors of 16 channels over two groups (transform.einc.group_lanes), the
+    # the grouped default (16 lanes): the pair form (test_the_pair_form_is_the_default_with_16_lanes);
+    # policy.nopairs: vectors of 16 channels over two groups (transform.einc.group_lanes), the
     # filter packed per pair of groups, each column's input the two groups' values each
     # broadcast over its 8 lanes (egpu.vbroadcast_runs: a vector literal in C), no 8-lane
-    # vector of the output tile left; nogroup: a group's 8 channels, half a vector
-    group = grouped.source("default")
-    assert "transform.einc.group_lanes" in grouped.schedule("default")
+    # vector of the output tile left, the output tile staged, the batch loop parallel;
+    # nogroup: a group's 8 channels, half a vector
+    assert re.search(r"group_lanes %\d+ by 2 interleaved", grouped.schedule("default"))
+    group = grouped.source("policy.nopairs")
+    assert "transform.einc.group_lanes" in grouped.schedule("policy.nopairs")
+    assert "output0_local[" in group and _parallel_axis(group) == "N"
     literal = "{" + ", ".join(["a0"] * 8 + ["a1"] * 8) + "}"
     assert f"einc_vbroadcast_runs2_f32x16(float a0, float a1) {{ return (einc_f32x16){literal}; }}" in group
     assert re.search(r"einc_vbroadcast_runs2_f32x16\(input0\[[^;]*\], input0\[[^;]*\+ 8\)", group), group
@@ -165,11 +171,11 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     base = grouped.source("policy.nogroup")
     assert "transform.einc.group_lanes" not in grouped.schedule("policy.nogroup")
     assert "einc_vbroadcast_runs2" not in base and "einc_vload_f32x8(&input1_local[" in base
-    # policy.pairs: the pair form (lanes interleaved over two groups, lane 2 f + g), the pair's
+    # the default, the pair form (lanes interleaved over two groups, lane 2 f + g), the pair's
     # padded input staged with its halo and the two groups' values of a pixel side by side
     # (its 4 channels a group split off), each FMA's input one 64-bit broadcast of a pair; no
-    # bounds test left, so nothing for split_conditions; a variant of the grouped program only
-    pairs, sched = grouped.source("policy.pairs"), grouped.schedule("policy.pairs")
+    # bounds test left, so nothing for split_conditions; a form of the grouped program only
+    pairs, sched = grouped.source("default"), grouped.schedule("default")
     assert re.search(r"group_lanes %\d+ by 2 interleaved", sched), sched
     assert 'cache_read "input0" at %' in sched and "split 1 by 4 layout [0, 2, 3, 4, 1] halo" in sched, sched
     assert "einc_vrepeat64_f32x16(&input0_local[" in pairs and "einc_vbroadcast_runs2" not in pairs, pairs
@@ -179,6 +185,7 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     plane = grouped.schedule("policy.pairs.plane")
     assert "transform.einc.pack_rows" in sched and "transform.einc.pack_rows" not in plane, plane
     assert "policy.pairs.rows" not in grouped.space.sketches and "policy.pairs.plane" not in conv.space.sketches
+    assert "policy.pairs" not in grouped.space.sketches  # the default
     # policy.prefetch: the next channel tile's input prefetched a tile ahead, spread over this
     # tile's output rows (transform.einc.prefetch at the tile loop, spread over HO: row HO of
     # each of the next tile's 8 channels; the last tile's the next image's first channels, the
@@ -195,7 +202,8 @@ def test_each_variant_changes_the_code_as_it_says(cases: dict[str, Case]) -> Non
     assert " spread " not in grouped.schedule("policy.prefetch.rows")
     assert re.search(r"int64_t v\w* = einc_minsi_i64\(F_q_o \* 8 \+ input0_p1 \+ \(HO \+ 2\) / 5 \* 8, 15\);\s*"
                      r"int64_t v\w* = \(HO \+ 2\) % 5;\s*int64_t v\w* = \d+;\s*__builtin_prefetch\(&input0\[", rows), rows
-    assert "prefetch" not in grouped.schedule("default") and "__builtin_prefetch" not in group
+    assert "prefetch" not in grouped.schedule("default") and "prefetch" not in grouped.schedule("policy.nopairs")
+    assert "__builtin_prefetch" not in group and "__builtin_prefetch" not in pairs
     assert "policy.noprefetch" not in grouped.space.sketches and "policy.prefetch" not in conv.space.sketches
     assert "policy.prefetch.rows" in grouped.space.sketches and "policy.prefetch.rows" not in conv.space.sketches
     assert "__builtin_prefetch" not in base and "__builtin_prefetch" not in conv.source("default")
@@ -220,15 +228,17 @@ def test_sampled_points_compute_numpys_numbers(cases: dict[str, Case]) -> None:
             assert max_error(got, case.want) <= tolerance("float32"), (key, point.describe())
 
 
-def test_the_pair_form_is_the_default_with_512_bit_fma_datapaths() -> None:
-    """With 512-bit FMA datapaths (`EINC_C_FMA_BITS=512`: Intel AVX-512, where the blocked
-    vectors' insert takes an FMA port) the grouped convolution's default is the pair form
-    (Choices.pair_lanes None: `_pairs_here`), the blocked vectors kept as `policy.nopairs`
-    (and `policy.nogroup` still one group at a time); the plain convolution is unchanged.
-    Both compute NumPy's numbers."""
+@pytest.mark.parametrize("fma_bits", ["256", "512"])
+def test_the_pair_form_is_the_default_with_16_lanes(fma_bits: str) -> None:
+    """With 16 float32 lanes (AVX-512), whether the FMA datapath is 512 bits wide (Intel,
+    where the blocked vectors' insert takes an FMA port) or 256 (Zen 4: the pair form 1.10x /
+    1.14x the blocked vectors at batch 1 / 16, README), the grouped convolution's default is
+    the pair form (Choices.pair_lanes None: `_pairs_here`), the blocked vectors kept as
+    `policy.nopairs` (and `policy.nogroup` still one group at a time); the plain convolution
+    is unchanged. Both compute NumPy's numbers."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EINC_C_VECTOR_BITS", str(32 * LANES))
-        mp.setenv("EINC_C_FMA_BITS", "512")
+        mp.setenv("EINC_C_FMA_BITS", fma_bits)
         grouped, conv = Case("grouped"), Case("conv")
         sched = grouped.schedule("default")
         assert re.search(r"group_lanes %\d+ by 2 interleaved", sched), sched

@@ -561,24 +561,28 @@ def _grouped(per_group: int, groups: int) -> tuple[str, dict[str, Any], Any]:
     return ir, inputs, ref
 
 
-def test_grouped_convolutions_block_two_groups_per_vector(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grouped_convolutions_block_two_groups_per_vector() -> None:
     """A grouped convolution with half a vector of output channels per group (8 with AVX-512's
-    16 lanes; 4 with AVX2's 8): each group pair's channels merged into one loop of a whole
-    vector (transform.einc.group_lanes) and blocked over those channels x output columns,
-    the filter packed per pair of groups, each column's input the two groups' values each
-    broadcast over its half of the lanes (egpu.vbroadcast_runs); NumPy's numbers. With a
-    quarter of a vector per group (four groups per vector, a load per group per FMA) the
-    default keeps the groups apart. On 256-bit FMA datapaths (`EINC_C_FMA_BITS=256`: Zen 4,
-    AVX2); with 512-bit ones the default takes the pair form instead
-    (tests/test_cpu_policy_sketches.py, tests/test_pair_lanes.py)."""
-    monkeypatch.setenv("EINC_C_FMA_BITS", "256")
+    16 lanes; 4 with AVX2's 8) in the blocked form: each group pair's channels merged into one
+    loop of a whole vector (transform.einc.group_lanes) and blocked over those channels x
+    output columns, the filter packed per pair of groups, each column's input the two groups'
+    values each broadcast over its half of the lanes (egpu.vbroadcast_runs); NumPy's numbers.
+    With a quarter of a vector per group (four groups per vector, a load per group per FMA)
+    the default keeps the groups apart. The blocked form is the default with 8 lanes; with
+    16 the default takes the pair form (tests/test_pair_lanes.py) and the blocked form is
+    `policy.nopairs` (Choices(pair_lanes=False)), built here."""
+    from einc.schedule.policies.cpu import Choices, default_schedule as cpu_default
+
     half = C_LANES // 2
     ir, inputs, ref = _grouped(half, 2)
     comp = Compilation(ir, "<grouped>", inputs, None, "c")
-    schedule = c_schedule(comp)
+    schedule = cpu_default(CTarget, comp.run_until("loops"), Choices(pair_lanes=False), split_conditions=True)
+    assert schedule is not None
+    if C_LANES < 16:  # the default itself
+        assert str(c_schedule(comp)) == str(schedule)
     assert "transform.einc.group_lanes" in str(schedule), schedule
     assert schedule.knobs()["output0.tile_channels"].selected == C_LANES, schedule
-    source = _check_numbers(comp, inputs, ref)
+    source = _check_numbers(comp, inputs, ref, (ir, schedule))
     vector = f"einc_f32x{C_LANES}"
     assert "float input1_local[" in source and f"einc_vload_f32x{C_LANES}(&input1_local[" in source, source
     # the second run's input: the next group's (its lane index `half` further, the channel 3 on)

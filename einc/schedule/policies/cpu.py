@@ -174,11 +174,13 @@ class Choices:
     form (`_pair_lanes`: lanes interleaved over two groups, the pair's input staged with the
     two groups' values side by side, one 64-bit broadcast per FMA, no shuffle) instead of
     `group_lanes`' blocked vectors (two broadcasts and an insert per FMA on AVX-512, README).
-    None: where the host's FMA datapath is 512 bits wide (`_pairs_here`: Intel AVX-512,
-    whose insert takes one of the two FMA ports; 1.09-1.15x / 1.11-1.16x the blocked
-    vectors at batch 1 / 16 on the Xeon, README "The pair form the default"); Zen 4
-    (256-bit datapaths, the shuffle on a port of its own) and AVX2 hosts keep the blocked
-    vectors. The tuning space keeps both (`policy.pairs`, `policy.nopairs`)."""
+    None: wherever a vector holds 16 float32 lanes (`_pairs_here`: AVX-512): on the Xeon
+    (whose insert takes one of the two FMA ports) 1.09-1.15x / 1.11-1.16x the blocked
+    vectors at batch 1 / 16 (README "The pair form the default"), on Zen 4 (256-bit
+    datapaths) 1.10x / 1.14x the blocked vectors with their output planes streamed and next
+    tile prefetched (README "The pair form the default on Zen 4 too"); AVX2 hosts (8 lanes: a
+    group's 8 channels fill a vector) keep the blocked vectors. The tuning space keeps both
+    (`policy.pairs`, `policy.nopairs`)."""
     pack_rows: bool | None = None
     """The pair form's input (staged per pair of groups with its halo) packed row by row in
     the output row loop (`_pair_form`, transform.einc.pack_rows: the input row a window
@@ -1185,14 +1187,10 @@ from 20 broadcast pairs)."""
 
 
 def _pairs_here(lanes: int) -> bool:
-    """Whether the default takes the pair form (Choices.pair_lanes None): 16 float32 lanes
-    and a 512-bit FMA datapath (`native_fma_bits`: Intel AVX-512; `$EINC_C_FMA_BITS`
-    overrides it)."""
-    if lanes < 16:
-        return False
-    from einc.runtime.c import native_fma_bits
-
-    return native_fma_bits() >= 512
+    """Whether the default takes the pair form (Choices.pair_lanes None): vectors of 16
+    float32 lanes (AVX-512, whatever the FMA datapath's width: Intel's 512-bit one and Zen
+    4's 256-bit one both run it faster than the blocked vectors)."""
+    return lanes >= 16
 
 
 def _pair_lanes(top: affine.ForOp, b: ScheduleBuilder, lanes: int, rows: bool | None = None,
