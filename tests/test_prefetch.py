@@ -148,17 +148,23 @@ GROUPED = "output0[N, F, HO, WO] +=! input0[N, F // 8 * 8 + C, HO + KH, WO + KW]
 @pytest.mark.parametrize(("batch", "prefetched"), [(16, True), (1, False)])
 def test_the_cpu_default_prefetches_a_large_grouped_input(batch: int, prefetched: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A grouped convolution of 8 channels per group blocked over two groups per 16-lane
-    vector (AVX-512): its input (128 channels of 30 x 30) prefetched one output row ahead by
-    default where it holds PREFETCH_MIN_BYTES or more (batch 16: 7.4 MB), not at batch 1
+    vector (AVX-512; the blocked form, `policy.nopairs`: the default with 16 lanes is the pair
+    form, tests/test_hoist_fill.py): its input (128 channels of 30 x 30) prefetched one output
+    row ahead where it holds PREFETCH_MIN_BYTES or more (batch 16: 7.4 MB), not at batch 1
     (461 KB, in cache between calls). Its rows past the image are the next pair of groups'
-    first rows (the loop over pairs of groups moves the input's channels)."""
-    from einc.schedule.policies.cpu import PREFETCH_MIN_BYTES
+    first rows (the loop over pairs of groups moves the input's channels; a channel tile of
+    one iteration, so no tile ahead to prefetch)."""
+    from einc.schedule.policies.cpu import PREFETCH_MIN_BYTES, Choices, default_schedule as cpu_default
+    from einc.targets.c import CTarget
 
     monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
     inputs = {"input0": {"dtype": "float32", "shape": [batch, 128, 30, 30]},
               "input1": {"dtype": "float32", "shape": [128, 8, 3, 3]}}  # fmt: skip
     assert (batch * 128 * 30 * 30 * 4 >= PREFETCH_MIN_BYTES) == prefetched
-    source = Compilation(GROUPED, "<grouped>", inputs, None, "c", "default").run_until("source")
+    loops = Compilation(GROUPED, "<grouped>", inputs, None, "c", use_records=False).run_until("loops")
+    schedule = cpu_default(CTarget, loops, Choices(pair_lanes=False), split_conditions=True)
+    assert schedule is not None
+    source = Compilation(GROUPED, "<grouped>", inputs, None, "c", schedule).run_until("source")
     assert "einc_vbroadcast_runs2_f32x16(" in source, source
     assert ("__builtin_prefetch(&input0[" in source) == prefetched, source
     # the last output rows of a pair of groups fetch the next pair's first input rows
