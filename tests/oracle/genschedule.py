@@ -90,6 +90,9 @@ HOIST_FILL_WEIGHT = 0.5
 (`_Gen.hoist_fill`, a stream of its own)."""
 SPREAD_WEIGHT = 0.5
 """How often a drawn prefetch spreads its lines over a loop inside (`spread %s`)."""
+EVENLY_WEIGHT = 0.3
+"""How often a spread prefetch spreads its part evenly over every iteration down to the loop
+(`spread %s evenly`: refused, located, where the part is not one run of the tensor)."""
 INSIDE_WEIGHT = 0.4
 """How often a drawn split_conditions cuts inside its loop (`inside`)."""
 UNSWITCH_WEIGHT = 0.35
@@ -630,6 +633,8 @@ class _Gen:
             init = " init" if "einc.init" in pick.attributes else ""
             lines.append(f'{s} = transform.einc.match stmt "{_tag(pick, lt.STMT_ATTR)}" axis "{_tag(pick, lt.AXIS_ATTR)}"{init} in %root')
             line += f" spread {s}"
+            if side.random() < EVENLY_WEIGHT:  # drawn last: the draws before stay what they were
+                line += " evenly"
         lines.append(line)
         self.attempt(lines)
 
