@@ -13,23 +13,10 @@ import re
 import numpy as np
 import pytest
 
-from einc.compiler.driver import Compilation
 from einc.semantics.compare import max_error, tolerance
 from einc.semantics.egpu import run_lowered
-from einc.targets.c import CTarget
-from tests.test_pack_rows import _grouped, _grouped_answer
-
-
-def _policy_source(h: int, w: int, monkeypatch: pytest.MonkeyPatch) -> tuple[Compilation, str, str]:
-    from einc.schedule.policies.cpu import Choices, default_schedule as cpu_default
-
-    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
-    ir, inputs = _grouped(h, w)
-    loops = Compilation(ir, "<grouped>", inputs, None, "c", use_records=False).run_until("loops")
-    schedule = cpu_default(CTarget, loops, Choices(pair_lanes=True, pack_rows=False))
-    assert schedule is not None
-    comp = Compilation(ir, "<grouped>", inputs, None, "c", schedule)
-    return comp, str(schedule), comp.run_until("source")
+from einc.schedule.policies.cpu import Choices
+from tests.test_pack_rows import _grouped, _grouped_answer, grouped_policy
 
 
 @pytest.mark.parametrize("h, w", [(3, 9), (2, 13)])
@@ -41,7 +28,7 @@ def test_the_plane_pair_form_fills_its_frame_once_and_prefetches_the_next_pair(
     copy-in inside it; at the top of each output row 3 prefetches (a row of 9 or 13 floats:
     its first, 17th and last element, cut to the row) of each of the next pair's 16 channel
     planes; NumPy's numbers from the C kernel and the egpu interpreter."""
-    comp, schedule, source = _policy_source(h, w, monkeypatch)
+    comp, schedule, source = grouped_policy(h, w, Choices(pair_lanes=True, pack_rows=False), monkeypatch)
     assert "transform.einc.hoist_fill %" in schedule, schedule
     assert re.search(r'transform.einc.prefetch "input0" at %\w+ by 1 spread %', schedule), schedule
     pairs = source.index("for (int64_t F_q_o = 0; F_q_o < 4; F_q_o += 2) {")

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 
 from einc.compiler.driver import Compilation
 from einc.errors import EincError
@@ -62,6 +63,22 @@ def _grouped(h: int, w: int) -> tuple[str, dict[str, Any]]:
           f".when([HO + KH - 1 >= 0, HO + KH - 1 < {h}, WO + KW - 1 >= 0, WO + KW - 1 < {w}], 0.0)"
           f" * input1[F, C, KH, KW] where HO in {h}, WO in {w}")  # fmt: skip
     return ir, {"input0": {"dtype": "float32", "shape": [2, 32, h, w]}, "input1": {"dtype": "float32", "shape": [32, 8, 3, 3]}}
+
+
+def grouped_policy(h: int, w: int, choices: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Compilation, str, str]:  # noqa: ANN401 - Choices
+    """The grouped convolution `_grouped(h, w)` under the CPU policy with `choices`
+    (einc.schedule.policies.cpu.Choices) at 16 float lanes: its compilation, the schedule's
+    text and the C source."""
+    from einc.schedule.policies.cpu import default_schedule as cpu_default
+
+    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
+    ir, inputs = _grouped(h, w)
+    loops = Compilation(ir, "<grouped>", inputs, None, "c", use_records=False).run_until("loops")
+    assert isinstance(loops, ModuleOp)
+    schedule = cpu_default(CTarget, loops, choices)
+    assert schedule is not None
+    comp = Compilation(ir, "<grouped>", inputs, None, "c", schedule)
+    return comp, str(schedule), str(comp.run_until("source"))
 
 
 def _grouped_answer(arrays: dict[str, np.ndarray], h: int, w: int) -> np.ndarray:

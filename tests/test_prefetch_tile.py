@@ -20,21 +20,8 @@ from xdsl.dialects.builtin import ModuleOp
 from einc.compiler.driver import Compilation
 from einc.semantics.compare import max_error, tolerance
 from einc.semantics.egpu import run_lowered
-from einc.targets.c import CTarget
-from tests.test_pack_rows import _grouped, _grouped_answer
-
-
-def _compile(h: int, w: int, tile: bool | None, monkeypatch: pytest.MonkeyPatch) -> tuple[Compilation, str, str]:
-    from einc.schedule.policies.cpu import Choices, default_schedule as cpu_default
-
-    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
-    ir, inputs = _grouped(h, w)
-    loops = Compilation(ir, "<grouped>", inputs, None, "c", use_records=False).run_until("loops")
-    assert isinstance(loops, ModuleOp)
-    schedule = cpu_default(CTarget, loops, Choices(pair_lanes=False, prefetch=True, prefetch_tile=tile))
-    assert schedule is not None
-    comp = Compilation(ir, "<grouped>", inputs, None, "c", schedule)
-    return comp, str(schedule), str(comp.run_until("source"))
+from einc.schedule.policies.cpu import Choices
+from tests.test_pack_rows import _grouped, _grouped_answer, grouped_policy
 
 
 def _numbers(comp: Compilation, h: int, w: int, source: str) -> None:
@@ -60,7 +47,7 @@ def test_the_next_channel_tile_is_prefetched_a_row_per_output_row(h: int, w: int
     clamped to `31 - 32 N` (the next image's first channels past this image's last; the last
     image's last channel at most), no division or remainder in it; every address it can
     take lies inside the input; NumPy's numbers."""
-    comp, schedule, source = _compile(h, w, None, monkeypatch)
+    comp, schedule, source = grouped_policy(h, w, Choices(pair_lanes=False, prefetch=True, prefetch_tile=None), monkeypatch)
     assert re.search(r'transform.einc.prefetch "input0" at %\w+ by 1 spread %', schedule), schedule
     clamp = r"einc_minsi_i64\(F_q_o \* 16 \+ 16 \+ input0_p1, N \* -32 \+ 63\)"
     pattern = (r"for \(int64_t input0_p1 = 0; input0_p1 < 16; input0_p1\+\+\) \{\s*int64_t v\w* = N;\s*"
@@ -86,7 +73,7 @@ def test_prefetch_tile_false_keeps_the_next_row(h: int, w: int, monkeypatch: pyt
     """`prefetch_tile=False` (`policy.prefetch.rows`): this tile's row HO + 2 at the top of
     output row HO (past the last row, the next tile's first rows), no spread; the same
     numbers."""
-    comp, schedule, source = _compile(h, w, False, monkeypatch)
+    comp, schedule, source = grouped_policy(h, w, Choices(pair_lanes=False, prefetch=True, prefetch_tile=False), monkeypatch)
     assert 'transform.einc.prefetch "input0" at' in schedule and " spread " not in schedule, schedule
     assert re.search(rf"int64_t v\w* = \(HO \+ 2\) % {h};", source), source
     _numbers(comp, h, w, source)

@@ -19,21 +19,8 @@ from xdsl.dialects.builtin import ModuleOp
 from einc.compiler.driver import Compilation
 from einc.semantics.compare import max_error, tolerance
 from einc.semantics.egpu import run_lowered
-from einc.targets.c import CTarget
-from tests.test_pack_rows import _grouped, _grouped_answer
-
-
-def _source(h: int, w: int, planes: bool | None, monkeypatch: pytest.MonkeyPatch) -> tuple[Compilation, str, str]:
-    from einc.schedule.policies.cpu import Choices, default_schedule as cpu_default
-
-    monkeypatch.setenv("EINC_C_VECTOR_BITS", "512")
-    ir, inputs = _grouped(h, w)
-    loops = Compilation(ir, "<grouped>", inputs, None, "c", use_records=False).run_until("loops")
-    assert isinstance(loops, ModuleOp)
-    schedule = cpu_default(CTarget, loops, Choices(pair_lanes=False, stream_planes=planes))
-    assert schedule is not None
-    comp = Compilation(ir, "<grouped>", inputs, None, "c", schedule)
-    return comp, str(schedule), str(comp.run_until("source"))
+from einc.schedule.policies.cpu import Choices
+from tests.test_pack_rows import _grouped, _grouped_answer, grouped_policy
 
 
 def _numbers(comp: Compilation, h: int, w: int, source: str) -> None:
@@ -59,7 +46,7 @@ def test_the_grouped_convolutions_planes_are_staged_and_streamed(h: int, w: int,
     store into output0 but the streamed one), the planes copied out in one run of whole
     vectors with non-temporal stores; NumPy's numbers (a NaN input too) from the C kernel
     and the egpu interpreter."""
-    comp, schedule, source = _source(h, w, True, monkeypatch)
+    comp, schedule, source = grouped_policy(h, w, Choices(pair_lanes=False, stream_planes=True), monkeypatch)
     assert "transform.einc.stream_stores %" in schedule, schedule
     planes = re.search(rf"float (output0_local\w*)\[{16 * h * w}\] __attribute__", source)
     assert planes, source
@@ -87,7 +74,7 @@ def test_a_small_output_or_the_choice_off_keeps_the_rows_stores(planes: bool | N
     """The default (an output under STREAM_PLANES_MIN_BYTES: it stays in the caches between
     calls) and `stream_planes=False` (`policy.noplanes`): the rows' tiles store straight into
     the output, nothing streamed; NumPy's numbers."""
-    comp, schedule, source = _source(3, 9, planes, monkeypatch)
+    comp, schedule, source = grouped_policy(3, 9, Choices(pair_lanes=False, stream_planes=planes), monkeypatch)
     assert "stream_stores" not in schedule, schedule
     assert "einc_vstream" not in source and re.search(r"einc_vstoren?_f32x\d+\(&output0\[", source), source
     assert not re.search(r"float output0_local\w*\[432\]", source), source
