@@ -81,6 +81,24 @@ def grouped_policy(h: int, w: int, choices: Any, monkeypatch: pytest.MonkeyPatch
     return comp, str(schedule), str(comp.run_until("source"))
 
 
+def check_grouped_numbers(comp: Compilation, h: int, w: int, nan_at: tuple[int, int, int, int], source: str) -> None:
+    """The compiled grouped convolution `_grouped(h, w)` gives NumPy's numbers (float64
+    reference, random inputs, one input NaN at `nan_at`: its group's outputs around it NaN)
+    from the C kernel and from the egpu interpreter."""
+    rng = np.random.default_rng(h * 16 + w)
+    _, inputs = _grouped(h, w)
+    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
+    arrays["input0"][nan_at] = np.nan
+    want = _grouped_answer(arrays, h, w)
+    got = comp.kernel()(**arrays)["output0"]
+    assert np.isnan(want).any() and np.array_equal(np.isnan(got), np.isnan(want)), source
+    assert max_error(np.nan_to_num(got), np.nan_to_num(want)) <= tolerance("float32"), source
+    lowered_module = comp.results["target"]
+    assert isinstance(lowered_module, ModuleOp)
+    lowered = run_lowered(lowered_module, arrays, target="c")["output0"]
+    assert max_error(np.nan_to_num(lowered), np.nan_to_num(want)) <= tolerance("float32")
+
+
 def _grouped_answer(arrays: dict[str, np.ndarray], h: int, w: int) -> np.ndarray:
     x = np.pad(arrays["input0"].astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
     win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)).reshape(2, 4, 8, h, w, 3, 3)

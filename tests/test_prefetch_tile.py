@@ -13,30 +13,10 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp
 
-from einc.compiler.driver import Compilation
-from einc.semantics.compare import max_error, tolerance
-from einc.semantics.egpu import run_lowered
 from einc.schedule.policies.cpu import Choices
-from tests.test_pack_rows import _grouped, _grouped_answer, grouped_policy
-
-
-def _numbers(comp: Compilation, h: int, w: int, source: str) -> None:
-    rng = np.random.default_rng(h * 16 + w)
-    _, inputs = _grouped(h, w)
-    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
-    arrays["input0"][1, 17, h - 1, w - 1] = np.nan  # the last image's second tile: its group's outputs around it NaN
-    want = _grouped_answer(arrays, h, w)
-    got = comp.kernel()(**arrays)["output0"]
-    assert np.isnan(want).any() and np.array_equal(np.isnan(got), np.isnan(want)), source
-    assert max_error(np.nan_to_num(got), np.nan_to_num(want)) <= tolerance("float32"), source
-    lowered_module = comp.results["target"]
-    assert isinstance(lowered_module, ModuleOp)
-    lowered = run_lowered(lowered_module, arrays, target="c")["output0"]
-    assert max_error(np.nan_to_num(lowered), np.nan_to_num(want)) <= tolerance("float32")
+from tests.test_pack_rows import check_grouped_numbers, grouped_policy
 
 
 @pytest.mark.parametrize("h, w", [(3, 9), (4, 8), (2, 13)])
@@ -65,7 +45,7 @@ def test_the_next_channel_tile_is_prefetched_a_row_per_output_row(h: int, w: int
                 assert 0 <= n * 32 + c < 2 * 32
                 if n == 0 and q == 1:
                     assert (n * 32 + c) == 32 + p  # image 1's channel p, flat
-    _numbers(comp, h, w, source)
+    check_grouped_numbers(comp, h, w, (1, 17, h - 1, w - 1), source)
 
 
 @pytest.mark.parametrize("h, w", [(3, 9), (2, 13)])
@@ -76,4 +56,4 @@ def test_prefetch_tile_false_keeps_the_next_row(h: int, w: int, monkeypatch: pyt
     comp, schedule, source = grouped_policy(h, w, Choices(pair_lanes=False, prefetch=True, prefetch_tile=False), monkeypatch)
     assert 'transform.einc.prefetch "input0" at' in schedule and " spread " not in schedule, schedule
     assert re.search(rf"int64_t v\w* = \(HO \+ 2\) % {h};", source), source
-    _numbers(comp, h, w, source)
+    check_grouped_numbers(comp, h, w, (1, 17, h - 1, w - 1), source)

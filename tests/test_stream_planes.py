@@ -12,30 +12,10 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp
 
-from einc.compiler.driver import Compilation
-from einc.semantics.compare import max_error, tolerance
-from einc.semantics.egpu import run_lowered
 from einc.schedule.policies.cpu import Choices
-from tests.test_pack_rows import _grouped, _grouped_answer, grouped_policy
-
-
-def _numbers(comp: Compilation, h: int, w: int, source: str) -> None:
-    rng = np.random.default_rng(h * 16 + w)
-    ir, inputs = _grouped(h, w)
-    arrays = {k: rng.uniform(-1, 1, v["shape"]).astype(np.float32) for k, v in inputs.items()}
-    arrays["input0"][0, 3, 0, 0] = np.nan  # NaN semantics kept: its group's outputs around it are NaN
-    want = _grouped_answer(arrays, h, w)
-    got = comp.kernel()(**arrays)["output0"]
-    assert np.array_equal(np.isnan(got), np.isnan(want)), source
-    assert max_error(np.nan_to_num(got), np.nan_to_num(want)) <= tolerance("float32"), source
-    lowered_module = comp.results["target"]
-    assert isinstance(lowered_module, ModuleOp)
-    lowered = run_lowered(lowered_module, arrays, target="c")["output0"]
-    assert max_error(np.nan_to_num(lowered), np.nan_to_num(want)) <= tolerance("float32")
+from tests.test_pack_rows import check_grouped_numbers, grouped_policy
 
 
 @pytest.mark.parametrize("h, w", [(3, 9), (4, 8), (2, 13)])
@@ -66,7 +46,7 @@ def test_the_grouped_convolutions_planes_are_staged_and_streamed(h: int, w: int,
     assert streamed, source  # one run of whole vectors, streamed
     assert len(re.findall(r"\(&output0\[", source)) == 1 and "output0[" not in source.replace("&output0[", ""), source
     assert "einc_sfence();" in source, source
-    _numbers(comp, h, w, source)
+    check_grouped_numbers(comp, h, w, (0, 3, 0, 0), source)
 
 
 @pytest.mark.parametrize("planes", [None, False])
@@ -78,7 +58,7 @@ def test_a_small_output_or_the_choice_off_keeps_the_rows_stores(planes: bool | N
     assert "stream_stores" not in schedule, schedule
     assert "einc_vstream" not in source and re.search(r"einc_vstoren?_f32x\d+\(&output0\[", source), source
     assert not re.search(r"float output0_local\w*\[432\]", source), source
-    _numbers(comp, 3, 9, source)
+    check_grouped_numbers(comp, 3, 9, (0, 3, 0, 0), source)
 
 
 def test_the_policy_stages_the_planes_of_a_large_output() -> None:
