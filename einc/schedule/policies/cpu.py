@@ -797,10 +797,7 @@ def _prefetch_next(batch: affine.ForOp, k: affine.ForOp, out: SSAValue, b: Sched
     thread CPU time, same process: A V 192x128x128x64 0.62 -> 0.90 of the FMA peak, Q K^T
     0.65 -> 0.85). Where all of them fit the caches between calls (inputs of fewer than
     `least` bytes, PREFETCH_MIN_BYTES: batch 1's 12 heads) nothing."""
-    iv = induction_var(batch)
-    inputs = {a.buffer for a in _loads(batch) if isinstance(a.buffer, BlockArgument)
-              and a.buffer is not out and a.map is not None and _moves_with(a, iv)}  # fmt: skip
-    for buffer in sorted(inputs, key=buffer_name):
+    for buffer in sorted(_moving_inputs(batch, batch, out), key=buffer_name):
         if _bytes_of(buffer) >= least:
             b.try_(lambda: b.prefetch(buffer_name(buffer), b.handle(batch), 1, b.handle(k), evenly=True))  # noqa: B023
 
@@ -1541,7 +1538,7 @@ def _prefetch_rows(row: affine.ForOp, lanes: affine.ForOp, weight: SSAValue, out
     into the next image's first); where that fails, the next row as without. Nothing for
     other nests (their input does not move with the lanes), whose hardware prefetchers
     follow fewer streams, nor inputs smaller than `least` bytes."""
-    for buffer in _grouped_inputs(row, lanes, weight, out):
+    for buffer in _moving_inputs(row, lanes, weight, out):
         if _bytes_of(buffer) < least:
             continue
         if tile is not None and not isinstance(
@@ -1571,7 +1568,7 @@ def _stream_planes(tile: affine.ForOp, row: affine.ForOp, lanes_loop: affine.For
     `least` bytes or more (None: never), planes of at most WHOLE_TILE_ELEMENTS and runs of
     whole vectors of `lanes`. The staged buffer's name, for the row tiles' `cache_write`,
     or None where nothing was staged. einc-init-accumulators starts both tiles at zero."""
-    if least is None or _bytes_of(out) < least or not _grouped_inputs(row, lanes_loop, weight, out):
+    if least is None or _bytes_of(out) < least or not _moving_inputs(row, lanes_loop, weight, out):
         return None
     shape = cast("MemRefType[Attribute]", out.type).get_shape()
     ivs = {induction_var(loop) for loop in [tile, *(x for x in walk_ops(tile) if isinstance(x, affine.ForOp))]}
@@ -1600,13 +1597,14 @@ def _stream_planes(tile: affine.ForOp, row: affine.ForOp, lanes_loop: affine.For
     return buffer_name(buffers[0].results[0]) if buffers and buffers[0].results else None
 
 
-def _grouped_inputs(row: affine.ForOp, lanes: affine.ForOp, weight: SSAValue, out: SSAValue) -> list[SSAValue]:
-    """The inputs (kernel arguments) of the nest around `row` other than `weight` and `out`
-    whose index moves with the lane loop `lanes` (a grouped convolution's input, each group's
-    value broadcast over its run of lanes: `_prefetch_rows`)."""
-    iv = induction_var(lanes)
-    return list({a.buffer: None for a in _loads(row) if isinstance(a.buffer, BlockArgument)  # a tensor, not a staged tile
-                 and a.buffer is not weight and a.buffer is not out and a.map is not None and _moves_with(a, iv)})  # fmt: skip
+def _moving_inputs(nest: affine.ForOp, loop: affine.ForOp, *others: SSAValue) -> list[SSAValue]:
+    """The inputs (kernel arguments, not staged tiles) read inside `nest`, other than
+    `others`, whose index moves with `loop`: a grouped convolution's input with its lane loop
+    (each group's value broadcast over its run of lanes: `_prefetch_rows`), a batched matmul's
+    operands with its batch loop (`_prefetch_next`)."""
+    iv = induction_var(loop)
+    return list({a.buffer: None for a in _loads(nest) if isinstance(a.buffer, BlockArgument)
+                 and all(a.buffer is not x for x in others) and a.map is not None and _moves_with(a, iv)})  # fmt: skip
 
 
 def _bytes_of(buffer: SSAValue) -> int:
