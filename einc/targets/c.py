@@ -92,7 +92,7 @@ def _range_bodies() -> dict[tuple[str, str, int], str]:
 
 EXP_F32X16 = (
     "\n#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)\n"
-    "  typedef int i_t __attribute__((vector_size(64))); {T} z = {{}};\n"
+    "  typedef unsigned i_t __attribute__((vector_size(64))); {T} z = {{}};\n"
     "  unsigned short fast = __builtin_ia32_cmpps512_mask(({T})((i_t)a & 0x7fffffff), z + 87.0f, 18, (unsigned short)-1, 4);\n"
     "  unsigned short zero = __builtin_ia32_cmpps512_mask(a, z - 104.0f, 18, (unsigned short)-1, 4);\n"
     "  {T} t = __builtin_ia32_vfmaddps512_mask(a, z + 0x1.715476p+0f, z + 0x1.8p23f, (unsigned short)-1, 4), n = t - 0x1.8p23f;\n"
