@@ -149,9 +149,9 @@ def coalesce_stream_copies(root: Operation) -> int:
 def _coalesce_copy(far: affine.StoreOp, near: affine.LoadOp) -> bool:
     """The copy-out nest (`_copy_loops`) of `far` coalesced over its contiguous run; whether it was."""
     loops = _copy_loops(far, near)
-    if loops is None:
-        return False
     tile = list(cast("MemRefType[Attribute]", near.memref.type).get_shape())
+    if not loops or not tile:  # not a copy nest, or a scalar's: nothing to coalesce
+        return False
     out_type = cast("MemRefType[Attribute]", far.memref.type)
     run = contiguous_run(tile, list(out_type.get_shape()))
     first = len(tile) - 1
