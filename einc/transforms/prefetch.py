@@ -39,6 +39,8 @@ unchanged. A later `cache_read`/`cache_write` of X at a loop around the prefetch
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 
 from xdsl.dialects import affine
@@ -347,9 +349,7 @@ def _evenly(loop: affine.ForOp, spread: affine.ForOp, buffer: SSAValue, box: Box
             terms[v] = terms.get(v, 0) + c * strides[d]
         const += (low + lows[d] + sum(c * ahead for v, c in outer.items() if v is iv)) * strides[d]
     operands = list(terms)
-    last = 1
-    for size in sizes:
-        last *= size
+    last = math.prod(sizes)
     point = InsertPoint.at_start(spread.body.block)
     made: list[Operation] = []
     for k in range(count):
