@@ -39,9 +39,8 @@ unchanged. A later `cache_read`/`cache_write` of X at a loop around the prefetch
 
 from __future__ import annotations
 
-import math
-
 import dataclasses
+import math
 
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import AffineMapAttr, MemRefType, UnitAttr
