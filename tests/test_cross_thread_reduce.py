@@ -9,8 +9,9 @@ NumPy reference on fresh random inputs (outputs poisoned before a run), with red
 extents the thread count does and does not divide; compile-checked on CUDA (NVRTC, sm_80)
 and HIP (gfx90a, gfx1030) with the warp shuffle in the source, and the CUDA kernels run on
 a CPU emulator of a block's threads and warp shuffles. Refusals: a logical combiner,
-two bound reductions, a reduction bound to blocks, float16 partials, a bound reduction
-below an unbound output loop, Poplar; and the location of an unmappable bind.
+two bound reductions, a reduction bound to blocks, a bound reduction below an unbound
+output loop, Poplar; and the location of an unmappable bind. (float16/bfloat16 partials:
+tests/test_narrow_buffers.py.)
 """
 
 from __future__ import annotations
@@ -394,11 +395,6 @@ def test_two_bound_reductions_are_refused() -> None:
     with pytest.raises(ScheduleError, match="bound to threads already") as err:
         comp.run_until("source")
     assert str(err.value.loc) == "<schedule>:7:5"
-
-
-def test_float16_partials_are_refused() -> None:
-    err = refused(SUM, rows(8), dtype="float16")
-    assert "float16" in err.message and str(err.loc) == "<schedule>:7:5"
 
 
 def test_reduction_below_an_unbound_output_loop_is_refused_at_the_bind() -> None:

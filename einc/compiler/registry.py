@@ -152,6 +152,11 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LdmatrixPass
 
+    def einc_widen_narrow_buffers():
+        from einc.passes.widen_narrow_buffers import WidenNarrowBuffersPass
+
+        return WidenNarrowBuffersPass
+
     def einc_pad_shared():
         from einc.passes.pad_shared import PadSharedPass
 
@@ -253,6 +258,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "einc-vectorize-shared-loads": einc_vectorize_shared_loads,
         "einc-vectorize-global": einc_vectorize_global,
         "einc-pad-shared": einc_pad_shared,
+        "einc-widen-narrow-buffers": einc_widen_narrow_buffers,
         "einc-async-copies": einc_async_copies,
         "einc-ldmatrix": einc_ldmatrix,
         "verify-egpu": verify_egpu,

@@ -25,7 +25,7 @@ POLICIES: Mapping[str, Policy] = {"cpu": cpu.default_schedule, "gpu": gpu.defaul
 """Default policy by schedule family (`CLikeTarget.sketches`); a family missing here has none."""
 
 
-SPACE_VERSIONS: Mapping[str, int] = {"cpu": 24, "gpu": 15, "": 1}
+SPACE_VERSIONS: Mapping[str, int] = {"cpu": 24, "gpu": 16, "": 1}
 """The version of each schedule family's search space (`CLikeTarget.sketches`): what the
 family's default policy (above) and the tuner's sketch rules for it (einc.tune.sketches) make
 of a program. Every tuning record is keyed by it (`space_version`): a record made by a search

@@ -141,7 +141,7 @@ class CUDATarget(CudaFamily):
     lanewise_bodies = PACKED_16BIT_BODIES
     runtime_device: ClassVar[str | None] = "cuda"
     pipeline: ClassVar[str] = (
-        "legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,einc-widen-narrow-buffers{target=cuda},legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=cuda},einc-pad-shared{target=cuda},"
         "legalize-f16-storage,legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=cuda},einc-vectorize-global{target=cuda},einc-vectorize-shared-loads,einc-async-copies{target=cuda},einc-ldmatrix,canonicalize,cse,einc-index-width"
     )

@@ -99,7 +99,7 @@ class HIPTarget(CudaFamily):
     memory_ops = (*CudaFamily.memory_ops, egpu.CopyAsyncOp, egpu.AsyncWaitOp)
     name: ClassVar[str] = "hip"
     pipeline: ClassVar[str] = (
-        "legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,einc-widen-narrow-buffers{target=hip},legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=hip},einc-pad-shared{target=hip},"
         "legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=hip},einc-vectorize-global{target=hip},einc-vectorize-shared-loads,einc-async-copies{target=hip},einc-ldmatrix,canonicalize,cse,einc-index-width"
     )

@@ -23,7 +23,7 @@ class OpenCLTarget(DeviceTarget):
     name: ClassVar[str] = "opencl"
     runtime_device: ClassVar[str | None] = "opencl"
     pipeline: ClassVar[str] = (
-        "legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,einc-widen-narrow-buffers{target=opencl},legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=opencl},einc-pad-shared{target=opencl},"
         "legalize-f16-storage,legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=opencl},einc-vectorize-global{target=opencl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )

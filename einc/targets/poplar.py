@@ -314,7 +314,7 @@ class PoplarTarget(DeviceTarget):
     name: ClassVar[str] = "poplar"
     lexer: ClassVar[str] = "cpp"
     pipeline: ClassVar[str] = (
-        "legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,einc-widen-narrow-buffers{target=poplar},legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=poplar},"
         "legalize-storage-dtypes{target=poplar},legalize-bf16-storage,einc-unswitch,einc-vectorize-loops{target=poplar},canonicalize,cse,"
         "split-poplar-vertices"

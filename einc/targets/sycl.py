@@ -37,7 +37,7 @@ class SYCLTarget(DeviceTarget):
     lexer: ClassVar[str] = "cpp"
     runtime_device: ClassVar[str | None] = "sycl"
     pipeline: ClassVar[str] = (
-        "legalize-f16-for-c,legalize-float-to-int,"
+        "legalize-f16-for-c,einc-widen-narrow-buffers{target=sycl},legalize-float-to-int,"
         "einc-init-accumulators,convert-affine-to-egpu{target=sycl},einc-pad-shared{target=sycl},"
         "legalize-bf16-storage,einc-unswitch{when=false},einc-vectorize-loops{target=sycl},einc-vectorize-global{target=sycl},einc-vectorize-shared-loads,canonicalize,cse,einc-index-width"
     )

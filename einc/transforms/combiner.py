@@ -89,15 +89,23 @@ def accumulation(store: Operation) -> tuple[Combiner, Operation] | None:
     """For a store of `combine(acc, x)` where `acc` is a load of the stored element (same
     buffer, map and indices) and `combine` is an add/mul/max/min op (`_COMBINE_OPS`): the
     combiner and that load. None for any other store (an assignment, a logical combiner, a
-    non-affine access)."""
+    non-affine access). A float16/bfloat16 accumulation whose arithmetic `legalize-f16-for-c`
+    moved to f32 (`truncf(combine(extf(acc), extf(x)))`) is one too."""
     from xdsl.dialects import affine
 
     if not isinstance(store, affine.StoreOp):
         return None
     combine = store.value.owner
+    narrow = isinstance(combine, arith.TruncFOp)
+    if narrow:
+        combine = combine.input.owner
     if not isinstance(combine, Operation) or type(combine) not in _COMBINE_OPS:
         return None
     load = combine.operands[0].owner
+    if narrow:
+        if not isinstance(load, arith.ExtFOp):
+            return None
+        load = load.input.owner
     if not isinstance(load, affine.LoadOp) or load.memref is not store.memref:
         return None
     if load.map != store.map or tuple(load.indices) != tuple(store.indices):

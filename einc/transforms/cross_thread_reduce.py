@@ -3,6 +3,12 @@ found by `gpu_mapping.cross_thread_reduction`): every work-item accumulates a pr
 partial, the block combines the partials (a tree in shared memory, one
 `egpu.subgroup_reduce`, or two: each warp, then the warp totals), and one work-item
 combines the total into the output element.
+
+A float16/bfloat16 accumulator (its arithmetic already computed in float32 and rounded, by
+`legalize-f16-for-c`) is combined the same way: each combine in float32 rounded to the
+narrow type, the tree's shared slots held as float32 (exact; OpenCL, SYCL and HLSL cannot
+declare 16-bit arrays), never a subgroup reduction (warp shuffles of 16-bit values are not
+in the targets' `subgroup_reduce_dtypes`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     IndexType,
     MemRefType,
+    f32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
@@ -23,6 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from einc.dialects import egpu
 from einc.dialects.ein import Combiner
+from einc.ir.attrs import NARROW_FLOATS
 from einc.transforms.combiner import build_combine, identity_constant
 from einc.transforms.gpu_mapping import (
     CrossThread,
@@ -37,6 +45,16 @@ from einc.transforms.loops import constant_trip_range, induction_var
 
 _REDUCE_KINDS = {Combiner.ADD: egpu.ReduceKind.ADD, Combiner.MUL: egpu.ReduceKind.MUL,
                  Combiner.MAX: egpu.ReduceKind.MAX, Combiner.MIN: egpu.ReduceKind.MIN}  # fmt: skip
+
+
+def _combine(b: Builder, combiner: Combiner, acc: SSAValue, value: SSAValue) -> SSAValue:
+    """`build_combine`; for a float16/bfloat16 accumulator in float32, rounded once to it (the
+    language's per-op rounding: the pipeline legalized narrow arithmetic before this runs)."""
+    narrow = acc.type
+    if not isinstance(narrow, NARROW_FLOATS):
+        return build_combine(b, combiner, acc, value)
+    wide = build_combine(b, combiner, b.insert(arith.ExtFOp(acc, f32)).result, b.insert(arith.ExtFOp(value, f32)).result)
+    return b.insert(arith.TruncFOp(wide, narrow)).result
 
 
 def build_reduction(
@@ -103,7 +121,7 @@ def build_reduction(
             mapper[induction_var(fill_loop)] = mapper[induction_var(loop)]
         inner.insert(chain[len(mapping.loops)].clone(mapper) if len(chain) > len(mapping.loops) else store.clone(mapper))
     acc = inner.insert(red.load.clone(mapper)).results[0]
-    mapper[red.store.value] = build_combine(inner, red.combiner, acc, value)
+    mapper[red.store.value] = _combine(inner, red.combiner, acc, value)
     inner.insert(red.store.clone(mapper))
 
 
@@ -231,7 +249,8 @@ def _tree(
     ahead into theirs, and barrier (but after the last step, which only id 0 runs). Returns
     a builder of the total (read by id 0 only)."""
     element = partial.type
-    shared = egpu.AllocSharedOp(MemRefType(element, [math.prod(launch.block)]))
+    narrow = isinstance(element, NARROW_FLOATS)  # slots held as float32, values narrow
+    shared = egpu.AllocSharedOp(MemRefType(f32 if narrow else element, [math.prod(launch.block)]))
     shared.memref.name_hint = "partials"
     Rewriter.insert_op(shared, InsertPoint.at_start(kernel.body.block))
     slot = tid if math.prod(launch.block) == red.threads else linear_thread_id(b, launch.block)
@@ -240,7 +259,16 @@ def _tree(
     def at(offset: int) -> AffineMapAttr:
         return AffineMapAttr(AffineMap(1, 0, (AffineExpr.dimension(0) + offset,)))
 
-    b.insert(affine.StoreOp(partial, shared.memref, [slot], at(0)))
+    def store(at_b: Builder, value: SSAValue) -> None:
+        if narrow:
+            value = at_b.insert(arith.ExtFOp(value, f32)).result
+        at_b.insert(affine.StoreOp(value, shared.memref, [slot], at(0)))
+
+    def load(at_b: Builder, offset: int) -> SSAValue:
+        value = at_b.insert(affine.LoadOp(shared.memref, [slot], at(offset))).result
+        return at_b.insert(arith.TruncFOp(value, element)).result if narrow else value
+
+    store(b, partial)
     b.insert(egpu.BarrierOp())
     n = red.threads
     while n > 1:
@@ -248,15 +276,14 @@ def _tree(
         active = b.insert(arith.CmpiOp(tid, index_constant(b, n - half), "slt")).result
         guard = b.insert(scf.IfOp(active, [], [scf.YieldOp()]))
         step = Builder(InsertPoint.before(guard.true_region.block.last_op))  # type: ignore[arg-type]
-        mine = step.insert(affine.LoadOp(shared.memref, [slot], at(0))).result
-        other = step.insert(affine.LoadOp(shared.memref, [slot], at(half * stride))).result
-        step.insert(affine.StoreOp(build_combine(step, red.combiner, mine, other), shared.memref, [slot], at(0)))
+        mine, other = load(step, 0), load(step, half * stride)
+        store(step, _combine(step, red.combiner, mine, other))
         if half > 1:  # after the last step only work-item 0 reads, its own slot
             b.insert(egpu.BarrierOp())
         n = half
 
     def total(inner: Builder) -> SSAValue:
-        value = inner.insert(affine.LoadOp(shared.memref, [slot], at(0))).result
+        value = load(inner, 0)
         value.name_hint = "total"
         return value
 

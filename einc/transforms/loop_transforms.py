@@ -479,9 +479,8 @@ def _cross_thread_failure(loop: affine.ForOp, axis: str) -> Failure | None:
     axis as a cross-thread reduction, which convert-affine-to-egpu lowers to per-thread
     partials combined across the block: the loop's nest stores one element, `acc =
     combine(acc, x)` with an associative and commutative combiner (+, *, max, min), at
-    indices that vary with no loop inside it or of itself; the accumulator is not float16 or bfloat16;
-    no other reduction loop of the nest is bound to threads. Else the reason."""
-    from einc.ir.attrs import NARROW_FLOATS, dtype_name
+    indices that vary with no loop inside it or of itself; no other reduction loop of the
+    nest is bound to threads. Else the reason."""
     from einc.transforms.combiner import accumulation
 
     what = f"cannot bind {describe(loop)} to {axis}"
@@ -505,9 +504,6 @@ def _cross_thread_failure(loop: affine.ForOp, axis: str) -> Failure | None:
     ]  # fmt: skip
     if others or any(_depends_on_loop(v, loop) or v is induction_var(loop) for v in store.indices):
         return Failure(f"{what}: it reads or writes its output at more than one element")
-    element = store.memref.type.get_element_type()  # type: ignore[attr-defined]
-    if isinstance(element, NARROW_FLOATS):
-        return Failure(f"{what}: {dtype_name(element)} partial results are not supported (compute in float32)")
     nest = [op for op in loop.walk() if isinstance(op, affine.ForOp) and op is not loop]
     parent = loop.parent_op()
     while isinstance(parent, affine.ForOp):

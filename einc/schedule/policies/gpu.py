@@ -84,7 +84,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from einc.dialects.egpu_mma import LANES
 from einc.errors import ScheduleError
-from einc.ir.attrs import dtype_name
+from einc.ir.attrs import NARROW_FLOATS, dtype_name
 from einc.schedule.builder import Failure, IllegalStep, ScheduleBuilder
 from einc.schedule.checks import check_scheduled
 from einc.schedule.script import Schedule
@@ -967,8 +967,8 @@ def register_tiles(target: type[CLikeTarget], module: ModuleOp) -> Schedule | No
             continue
         out = nest.output.type
         element = cast(Attribute, out.get_element_type()) if isinstance(out, MemRefType) else None
-        if element is None or dtype_name(element) not in d.arith_dtypes:
-            continue  # the accumulators' type: a float16 output is computed wider, in no local array of its own
+        if element is None or (dtype_name(element) not in d.arith_dtypes and not isinstance(element, NARROW_FLOATS)):
+            continue  # the accumulators' type (float16/bfloat16 ones are held as float32: einc-widen-narrow-buffers)
         y, x = nest.spatial[-2], nest.spatial[-1]
         depth = math.prod(nest.extent(r) for r in nest.reduction)
         sizes = [register_size(nest.extent(a), options) for a, options in zip((y, x), GRIDLESS_REGISTERS)]
