@@ -208,3 +208,27 @@ def test_narrow_row_sum_default(target: str) -> None:
     bound = (cols + 1) * 2.0**-11 * np.abs(x.astype(np.float64)).sum(axis=1)
     out = run(comp, {"input0": x}).astype(np.float64)
     assert np.all(np.abs(out - exact) <= bound), (out, exact)
+
+
+@pytest.mark.opencl
+def test_opencl_rounds_to_float16_by_bits_as_numpy() -> None:
+    """OpenCL's `einc_round_f16` (bit arithmetic, einc/targets/opencl.py): every float32
+    whose low 13 bits are one of the patterns that decide a rounding (0, 1, just below and
+    at the tie, just above it, all ones), each with every sign, exponent and high
+    significand (4 Mi values: every binade of the normal and subnormal halves, the overflow
+    threshold 65520, float32 subnormals, the infinities), against NumPy's float32 -> float16
+    -> float32; NaNs stay NaN."""
+    require_run("opencl")
+    low = np.array([0, 1, 0xFFF, 0x1000, 0x1001, 0x1FFF], np.uint32)
+    high = np.arange(1 << 19, dtype=np.uint32) << 13
+    x = (high[:, None] | low[None, :]).ravel().view(np.float32)
+    comp = Compilation("output0[N] = input0[N].cast(`float16`).cast(`float32`)", "<round>",
+                       {"input0": {"dtype": "float32", "shape": [x.size]}}, None, "opencl", "default")  # fmt: skip
+    source = comp.run_until("source")
+    assert "einc_round_f16(" in source and "vstore_half" not in source.split("__kernel")[0]
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).astype(np.float32)
+    got = run(comp, {"input0": x})
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
