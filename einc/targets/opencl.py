@@ -7,6 +7,7 @@ OpenCL C math is overloaded (`exp`, not `expf`); `half` is storage only (PoCL ha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 from xdsl.dialects import math as mathd
@@ -79,6 +80,20 @@ class OpenCLTarget(DeviceTarget):
     even), else the significand rounded to 10 bits (a carry into the exponent is the next
     binade). tests/test_narrow_buffers.py checks it against NumPy on every float32 pattern of
     the tie bits."""
+
+    lanewise_bodies: ClassVar[Mapping[tuple[str, str, int], str]] = {
+        (name, suffix, lanes): (
+            f"{{T}} r = select(b, a, a {op} b); r = select(r, b, b != b); r = select(r, a, a != a); "
+            f"return select(r, {zeros}, (a == {zero}) & (b == {zero}));"
+        )
+        for name, op, zeros in (("vmaximumf", ">", "a + b"), ("vminimumf", "<", "-(-a - b)"))
+        for suffix, zero in (("f32", "0.0f"), ("f64", "0.0"))
+        for lanes in (2, 3, 4, 8, 16)
+    }
+    """IEEE maximum/minimum of vectors as the scalar helpers' selects (`CLikeTarget.helpers`),
+    component-wise with OpenCL's `select` (the same lanes, NaN payloads included), instead of
+    a lane loop calling the scalar helper: PoCL ran a 1024x1024 row maximum's loop lane by lane
+    (1.1 ms; the row sum 0.18 ms)."""
 
     vector_type: ClassVar[str] = "{t}{n}"
     vector_typedef: ClassVar[str] = ""
