@@ -25,7 +25,7 @@ The description (a JSON file `einc check --model FILE` and `Kernel.model(FILE)` 
   `sector_bytes` the 64-byte cache line, `l1_bytes_per_clock` 64 (one 512-bit or two 256-bit
   loads a clock: the load ports of current x86 cores, AMD's Zen 4 and Intel's Sapphire Rapids
   optimization guides), `issue_per_clock` the vector FMAs a core issues per clock (measured:
-  the FMA peak / (cores x clock x 2 x lanes)); FP16 and FP64 at the FP32 rate and half of it
+  the FMA peak / (cores x clock x 2 x lanes), at least `VECTOR_ISSUE`); FP16 and FP64 at the FP32 rate and half of it
   (a CPU converts float16 to float32 to compute; a vector holds half as many doubles);
 - how the runtimes run work-groups: one at a time per core, each over all its work-items, so
   registers and "shared" (local) memory do not limit residency (registers_per_sm 0; local
@@ -85,6 +85,13 @@ work-items, but on the kernels measured here it does not happen: the default Mat
 CPU time is the same with its vectorizer on and off (CL_CONFIG_CPU_VECTORIZER_MODE=0 and 1,
 29.0 ms both, 2026-11-27) and its rate stays below the scalar FMA peak; so 1 there too, an
 observation, not a documented behaviour."""
+VECTOR_ISSUE = 2
+"""The fewest vector instructions a core issues per clock (Device.issue_per_clock is the
+larger of this and the FMA peak's count): the FMA peak counts 512-bit FMAs, and where those
+are double-pumped on 256-bit pipes (AMD Zen 4: one a clock) the core still issues two other
+vector instructions a clock beside them (Zen 4's four FP pipes: two FMA, two FADD; Intel's
+Sapphire Rapids: two 512-bit FMA ports, its peak's count already). On Zen 4 the FMA count
+alone (1) put PoCL's register-tiled matmuls at 0.26-0.51 of the model's time (2026-11-29)."""
 BARRIER_INSTRUCTIONS = 8.0
 """Instructions a barrier costs each work-item beyond saving and restoring its register
 arrays (Device.barrier_instructions) where the facts do not hold the tree row sums that
@@ -246,7 +253,7 @@ def description(facts: dict[str, Any]) -> dict[str, Any]:
     peak, ghz, cores, lanes = facts["fma_peak_gflops"], facts["clock_ghz"], facts["cores"], facts["lanes"]
     one, three = facts["one_kernel_call_s"], facts["three_kernel_call_s"]
     launch = max(0.0, (three - one) / 2)
-    issue = max(1, round(peak / (cores * ghz * 2 * lanes)))
+    issue = max(VECTOR_ISSUE, round(peak / (cores * ghz * 2 * lanes)))
     # a row sum with and without an exp per element, one row per work-item (scalar, see
     # loop_warp), in CPU seconds (all cores'): the cycles one exp takes a core
     exp_cycles = max(0.0, facts["row_sum_exp_s"] - facts["row_sum_s"]) * ghz * 1e9 / (MATH_ROWS * MATH_COLS)
