@@ -65,6 +65,12 @@ FULL_LOOP = 4
 """Loops of at most this many iterations run every iteration."""
 PATH_BUDGET = 512
 ROW_BUDGET = 256
+SLP_BITS = 256
+"""The widest vector the SLP vectorizer packs a work-item's scalar ops into on the CPU devices:
+LLVM's preferred vector width on its AVX-512 targets (PoCL builds for `skylake-avx512`, which
+prefers 256-bit vectors), 8 float32 lanes. On Zen 4, PoCL's register-tiled MatMul 512^3 runs
+at 131 GFLOP/s, beyond the 4-wide packing of its `vload4` elements (58 GFLOP/s, the model's
+compute roofline before store runs were counted)."""
 """Every warp of a sampled work-group runs (a tail work-group's guards cut between its warps)
 while the sampled warps stay within this many; else its first, a middle and its last."""
 """Sampled paths through a loop nest before deeper loops run one middle iteration."""
@@ -261,6 +267,9 @@ class KernelWalk:
         self.packed: dict[SSAValue, int] = {}
         """Per float value of a work-item's code (`simd`): the lanes of the vector it is one
         element of (a vector load's element, or an op on one): the SIMD group it issues in."""
+        self.slp: dict[Operation, int] = {}
+        """Per scalar op of a work-item's code (`simd`) that computes a value stored into a
+        register array beside its neighbours' (`store_runs`): the SIMD group it issues in."""
         self.sector = max(1, sector)
         grid, block = kernel.grid_size, kernel.block_size
         self.counts = KernelCounts(kernel.sym_name.data, grid, block, self.warp, spread or math.prod(grid))
@@ -329,6 +338,8 @@ class KernelWalk:
 
     def block(self, block: Block, mask: np.ndarray, weight: np.ndarray) -> None:
         seen: set[tuple[object, ...]] = set()
+        if self.simd:
+            self.store_runs(block)
         for op in block.ops:
             if not mask.any():
                 return
@@ -735,6 +746,52 @@ class KernelWalk:
             issued = flops * warps * self.warp * (slots / _elements(op) if self.simd else 1.0)
             self.counts.issued_flops[bits] = self.counts.issued_flops.get(bits, 0.0) + issued
 
+    def store_runs(self, block: Block) -> None:
+        """The compiler's straight-line (SLP) vectorizer starts from stores to consecutive
+        addresses: in `block`, stores of scalar float results into a register array (a private
+        array at constant indices: an unrolled register tile's accumulators) at consecutive
+        elements are packed in groups of up to `SLP_BITS` (and `simd` lanes), and so are the
+        ops computing them in the block (the multiply and the add of each accumulator's
+        update). Recorded in `slp`, read by `simd_share`."""
+        runs: dict[SSAValue, list[tuple[int, Operation]]] = {}
+        for op in block.ops:
+            access = _access(op)
+            if access is None or not access.store or access.lanes != 1 or self.spaces.get(access.memref) != "private":
+                continue
+            t = access.memref.type
+            assert isinstance(t, MemRefType)
+            address = self.address(access, t, 1)
+            if address is None or np.ndim(address) and not (address == address.flat[0]).all():
+                continue
+            runs.setdefault(access.memref, []).append((int(np.asarray(address).flat[0]), op))
+        for memory, stores in runs.items():
+            t = memory.type
+            assert isinstance(t, MemRefType)
+            limit = max(1, min(self.simd, SLP_BITS // (8 * element_bytes(t))))
+            stores.sort(key=lambda s: s[0])
+            start = 0
+            for end in range(1, len(stores) + 1):
+                if end < len(stores) and stores[end][0] == stores[end - 1][0] + 1:
+                    continue
+                run = stores[start:end]
+                for k in range(0, len(run), limit):
+                    group = run[k:k + limit]
+                    if len(group) > 1:
+                        for _, store in group:
+                            self._mark_slp(store.operands[0], block, len(group), 2)
+                start = end
+
+    def _mark_slp(self, v: SSAValue, block: Block, lanes: int, depth: int) -> None:
+        owner = v.owner
+        if not isinstance(owner, Operation) or owner.parent_block() is not block or _elements(owner) != 1:
+            return
+        if owner.dialect_name() not in ("arith", "math") or isinstance(owner, arith.ConstantOp):
+            return
+        self.slp[owner] = max(lanes, self.slp.get(owner, 1))
+        if depth > 1:
+            for o in owner.operands:
+                self._mark_slp(o, block, lanes, depth - 1)
+
     def simd_share(self, op: Operation) -> float:
         """On a device that runs each work-item's code on its own (`simd` lanes: a CPU's
         runtime looping over work-items), what one op of a work-item issues, in scalar ops:
@@ -742,7 +799,9 @@ class KernelWalk:
         vector of w lanes (`egpu.vextract` of a vector load, or an op on such a value) 1 / w,
         as the compiler's straight-line (SLP) vectorizer packs the w ops on the w elements
         into one instruction (the register tile fed by `vload4`); picking an element out is
-        free (the vector is used in place). Every other scalar op: 1."""
+        free (the vector is used in place); an op whose result is stored into a register
+        array beside its neighbours' (`store_runs`) 1 / the run's group. Every other scalar
+        op: 1."""
         if isinstance(op, egpu.VExtractOp):
             t = op.vector.type
             assert isinstance(t, VectorType)
@@ -752,6 +811,7 @@ class KernelWalk:
         if n > 1:
             return float(-(-n // self.simd))
         lanes = max((self.packed.get(o, 1) for o in op.operands), default=1)
+        lanes = max(lanes, self.slp.get(op, 1))
         if lanes > 1:
             for r in op.results:
                 self.packed[r] = lanes
