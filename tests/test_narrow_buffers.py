@@ -23,6 +23,7 @@ import pytest
 from einc.compiler.driver import Compilation
 from einc.semantics.egpu import run_lowered
 from tests.test_device_differential import run_on_device, script
+from tests.test_device_local import register_blocked_shared
 from tests.test_device_targets import require_run
 
 MATMUL = "output0[N, M] +=! input0[N, K] * input1[K, M]"
@@ -55,28 +56,9 @@ def compile_matmul(target: str, dtype: str, schedule: object) -> Compilation:
 
 
 def hand() -> object:
-    """A 16x16 work-group tile of 2x2 register tiles, both inputs staged in shared memory by
-    K tiles of 8 (the shape of benchmarks/device_schedules.py's hand matmuls)."""
-    return script([
-        '%n = transform.einc.match stmt "output0" axis "N" in %root',
-        '%m = transform.einc.match stmt "output0" axis "M" in %root',
-        '%k = transform.einc.match stmt "output0" axis "K" in %root',
-        "%no, %ni = transform.einc.tile %n by 16",
-        "%mo, %mi = transform.einc.tile %m by 16",
-        "%nt, %nr = transform.einc.tile %ni by 2",
-        "%mt, %mr = transform.einc.tile %mi by 2",
-        "%ko, %ki = transform.einc.tile %k by 8",
-        "%a, %b, %c, %d, %e, %f, %g, %h = transform.einc.reorder %no, %mo, %nt, %mt, %ko, %ki, %nr, %mr",
-        'transform.einc.bind %a to "block.y"',
-        'transform.einc.bind %b to "block.x"',
-        'transform.einc.bind %c to "thread.y"',
-        'transform.einc.bind %d to "thread.x"',
-        '%w = transform.einc.cache_write "output0" at %d in "local"',
-        '%s0 = transform.einc.cache_read "input0" at %e in "shared"',
-        '%s1 = transform.einc.cache_read "input1" at %e in "shared"',
-        "transform.einc.unroll %h by 2",
-        "transform.einc.unroll %g by 2",
-    ])
+    """The classic GPU matmul (tests/test_device_local.py): 16x16 work-group tiles of 4x4
+    register tiles, both inputs' K tiles of 8 staged in shared memory."""
+    return script(register_blocked_shared())
 
 
 def bits(x: np.ndarray) -> np.ndarray:
