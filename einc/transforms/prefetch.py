@@ -203,20 +203,21 @@ def prefetch(loop: affine.ForOp, tensor: str, distance: int, spread: affine.ForO
                     exprs[e] = exprs[e] + carry * (terms[outer_var] * outer_shift)
                     overhang[e] = (overhang[e][0], True)  # the last outer iteration's: clamped
         for expr, (below, past), size, limit in zip(exprs, overhang, box.sizes, limits):
-            dims = len(operands)
-            index: Operation
-            if limit is not None:
-                index = affine.MinOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr, limit))))
-            elif past and not below:
-                index = affine.MinOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr, AffineExpr.constant(size - 1)))))
-            else:
-                index = affine.ApplyOp(operands, AffineMapAttr(AffineMap(dims, 0, (expr,))))
-            Rewriter.insert_op(index, at)
-            indices.append(index.results[0])
+            if limit is None and past and not below:
+                limit = AffineExpr.constant(size - 1)
+            indices.append(_index(operands, expr, limit, at))
         op = egpu.PrefetchOp(buffer, indices)
         Rewriter.insert_op(op, at)
         made.append(op)
     return made
+
+
+def _index(operands: list[SSAValue], expr: AffineExpr, bound: AffineExpr | None, at: InsertPoint) -> SSAValue:
+    """`expr` of `operands` inserted at `at`: `min(expr, bound)` where a bound clamps it."""
+    m = AffineMap(len(operands), 0, (expr,) if bound is None else (expr, bound))
+    index = affine.ApplyOp(operands, AffineMapAttr(m)) if bound is None else affine.MinOp(operands, AffineMapAttr(m))
+    Rewriter.insert_op(index, at)
+    return index.results[0]
 
 
 def _element_bytes(buffer: SSAValue) -> int:
@@ -353,19 +354,15 @@ def _evenly(loop: affine.ForOp, spread: affine.ForOp, buffer: SSAValue, box: Box
     made: list[Operation] = []
     for k in range(count):
         flat = linear_map([(terms, const + k * per_line)], operands).results[0]
-        clamped: Operation
-        if any(past for _, past in inside.overhang):
-            clamped = affine.MinOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (flat, AffineExpr.constant(last - 1)))))
-        else:
-            clamped = affine.ApplyOp(operands, AffineMapAttr(AffineMap(len(operands), 0, (flat,))))
-        Rewriter.insert_op(clamped, point)
+        bound = AffineExpr.constant(last - 1) if any(past for _, past in inside.overhang) else None
+        clamped = _index(operands, flat, bound, point)
         e = AffineExpr.dimension(0)
         indices = []
         for d, (size, stride) in enumerate(zip(sizes, strides)):
             index = e // stride if stride != 1 else e
             if d > 0:
                 index = index % size
-            apply = affine.ApplyOp([clamped.results[0]], AffineMapAttr(AffineMap(1, 0, (index,))))
+            apply = affine.ApplyOp([clamped], AffineMapAttr(AffineMap(1, 0, (index,))))
             Rewriter.insert_op(apply, point)
             indices.append(apply.results[0])
         op = egpu.PrefetchOp(buffer, indices)
