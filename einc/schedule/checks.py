@@ -111,8 +111,9 @@ def check_private_buffers(module: ModuleOp, schedule: Schedule, target: str, dty
         if not isinstance(op, memref.AllocaOp) or op.attributes.get(MEMORY_ATTR) == StringAttr("shared"):
             continue
         failure = private_buffer_failure(op)
-        dtype = _dtype(op.memref.type.get_element_type())
-        if failure is None and dtype not in dtypes and not isinstance(op.memref.type.get_element_type(), NARROW_FLOATS):
+        element = op.memref.type.get_element_type()
+        dtype = _dtype(element)
+        if failure is None and dtype not in dtypes and not isinstance(element, NARROW_FLOATS):
             failure = Failure(
                 f"the local buffer '{buffer_name(op.memref)}': the {target} target has no local "
                 f"arrays of {dtype} (it computes {dtype} in a wider type)"
